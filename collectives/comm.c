@@ -1,0 +1,77 @@
+/* comm.c - what every backend shares: binding to a probe ring, call
+ * begin/end with sequence numbers and spans, and the bus-bandwidth factors. */
+#include "comm.h"
+
+void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic uint32_t *step)
+{
+    c->probe = ring;
+    c->lane = lane;
+    c->step = step;
+}
+
+double coll_busbw_factor(int kind, int n)
+{
+    if (n <= 1)
+        return 0.0;
+    switch (kind) {
+    case COLL_ALLREDUCE:
+        return 2.0 * (n - 1) / n;
+    case COLL_REDUCE_SCATTER:
+    case COLL_ALLGATHER:
+    case COLL_GATHER:
+    case COLL_SCATTER:
+        return (double)(n - 1) / n;
+    case COLL_BROADCAST:
+    case COLL_REDUCE:
+        return 1.0;
+    default:
+        return 0.0;
+    }
+}
+
+/* Waits shorter than this are not recorded as spans of their own. */
+#define WAIT_SPAN_MIN_NS 2000
+
+static uint32_t cur_step(const struct comm *c)
+{
+    return c->step ? atomic_load_explicit(c->step, memory_order_relaxed) : 0;
+}
+
+void comm_call_begin(struct comm *c, struct comm_call *call, int kind, uint64_t size_bytes)
+{
+    call->size = size_bytes;
+    call->t0_ns = probe_now_ns();
+    call->wait_ns = 0;
+    call->tx = call->rx = 0;
+    call->kind = kind;
+    call->seq = c->seq++;
+}
+
+void comm_call_wait(struct comm *c, struct comm_call *call, int64_t t0_ns, int64_t t1_ns)
+{
+    int64_t d = t1_ns - t0_ns;
+    if (d <= 0)
+        return;
+    call->wait_ns += d;
+    if (d < WAIT_SPAN_MIN_NS || !c->probe)
+        return;
+    struct span s = {.t0_ns = t0_ns, .t1_ns = t1_ns, .step = cur_step(c), .seq = call->seq, .tag = c->tag,
+                     .lane = (uint8_t)c->lane, .cat = CAT_WAIT, .coll = (uint8_t)call->kind};
+    spsc_push(c->probe, &s);
+}
+
+void comm_call_end(struct comm *c, struct comm_call *call)
+{
+    int64_t t1 = probe_now_ns();
+    c->stats.calls++;
+    c->stats.bytes_tx += call->tx;
+    c->stats.bytes_rx += call->rx;
+    c->stats.total_ns += t1 - call->t0_ns;
+    c->stats.wait_ns += call->wait_ns;
+    if (c->probe) {
+        struct span s = {.t0_ns = call->t0_ns, .t1_ns = t1, .bytes = call->tx, .bytes_rx = call->rx, .size = call->size,
+                         .step = cur_step(c), .seq = call->seq, .tag = c->tag, .lane = (uint8_t)c->lane,
+                         .cat = CAT_COMM, .coll = (uint8_t)call->kind, .outer = 1};
+        spsc_push(c->probe, &s);
+    }
+}

@@ -1,0 +1,99 @@
+/* comm.h - the communicator interface: one const table of function pointers
+ * per backend (shm threads, NCCL, MPI), float32 collectives with sum and
+ * average, and the accounting every call does.
+ *
+ * Every collective is called by every rank of the communicator in the same
+ * order (as in MPI). Each call gets a sequence number, records bytes sent and
+ * received by this rank, and records on the bound probe ring one outer `comm`
+ * span with `wait` spans nested inside it for the time spent blocked on a
+ * peer, so a fast rank shows idle time and the straggler does not.
+ */
+#ifndef DDPTOP_COMM_H
+#define DDPTOP_COMM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "probe.h"
+
+enum red_op { RED_SUM = 0, RED_AVG };
+enum comm_algo { ALGO_RING = 0, ALGO_NAIVE };
+
+/* Cumulative counters of one rank's communicator. */
+struct comm_stats {
+    uint64_t calls;
+    uint64_t bytes_tx;  /* bytes this rank sent */
+    uint64_t bytes_rx;  /* bytes this rank received */
+    int64_t total_ns;   /* time inside collectives */
+    int64_t wait_ns;    /* of which blocked on a peer */
+};
+
+struct comm;
+
+struct comm_ops {
+    const char *name;
+    /* buf[n] on every rank; result everywhere. */
+    int (*allreduce)(struct comm *c, float *buf, size_t n, enum red_op op);
+    /* in[n * world] on every rank; out[n] receives this rank's reduced slice. */
+    int (*reduce_scatter)(struct comm *c, const float *in, float *out, size_t n, enum red_op op);
+    /* in[n] on every rank; out[n * world] receives all, in rank order. */
+    int (*allgather)(struct comm *c, const float *in, float *out, size_t n);
+    int (*broadcast)(struct comm *c, float *buf, size_t n, int root);
+    /* out[n] is written on root only. */
+    int (*reduce)(struct comm *c, const float *in, float *out, size_t n, enum red_op op, int root);
+    /* in[n] everywhere; out[n * world] on root only. */
+    int (*gather)(struct comm *c, const float *in, float *out, size_t n, int root);
+    /* in[n * world] on root only; out[n] everywhere. */
+    int (*scatter)(struct comm *c, const float *in, float *out, size_t n, int root);
+    int (*barrier)(struct comm *c);
+    void (*destroy)(struct comm *c);
+};
+
+struct comm {
+    const struct comm_ops *ops;
+    int rank, world;
+    int algo;              /* enum comm_algo */
+    uint32_t seq;          /* sequence number of the next collective */
+    struct comm_stats stats;
+    /* where spans go; set by comm_bind from the thread that will call */
+    struct spsc_ring *probe;
+    int lane;
+    const _Atomic uint32_t *step; /* the rank's current step, for tagging spans */
+    int16_t tag;                  /* tag for the next call's spans (bucket id) */
+    const volatile _Atomic int *abort; /* nonzero: every wait gives up, calls fail */
+    void *impl;
+};
+
+/* Directs this communicator's spans to ring, as lane. */
+void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic uint32_t *step);
+
+/* Bus-bandwidth factor of a collective on n ranks (nccl-tests' definition). */
+double coll_busbw_factor(int kind, int n);
+
+/* Backend helpers: begin/end a call (sequence, outer span, stats). */
+struct comm_call {
+    int64_t t0_ns;
+    int64_t wait_ns;
+    uint64_t tx, rx;
+    uint64_t size;
+    int kind;
+    uint32_t seq;
+};
+void comm_call_begin(struct comm *c, struct comm_call *call, int kind, uint64_t size_bytes);
+void comm_call_end(struct comm *c, struct comm_call *call);
+/* Records a wait span [t0, t1) inside the current call (short ones are folded
+ * into the outer comm span to keep the span rate bounded). */
+void comm_call_wait(struct comm *c, struct comm_call *call, int64_t t0_ns, int64_t t1_ns);
+
+/* ---- the shared-memory backend (threads of one process) --------------- */
+struct shm_world;
+struct shm_world *shm_world_create(int world, const volatile _Atomic int *abort);
+void shm_world_destroy(struct shm_world *w);
+/* The communicator of one rank over w. algo: ALGO_RING or ALGO_NAIVE. */
+struct comm *comm_shm_create(struct shm_world *w, int rank, int algo);
+
+/* Fails with -1 when abort was raised while waiting. */
+#define COMM_ABORTED (-2)
+
+#endif

@@ -1,0 +1,592 @@
+/* comm_shm.c - collectives among the rank threads of one process.
+ *
+ * Ranks share an address space, so a rank reads its peers' buffers directly;
+ * nothing is copied into mailboxes. Synchronisation is one cache-line-padded
+ * progress counter per rank, advanced with release stores and awaited with
+ * acquire loads: counters only grow, and every rank advances its own through
+ * the same sequence of "units" per call, so the same target means the same
+ * point on every rank.
+ *
+ * ring (allreduce, reduce-scatter, allgather): the buffer is cut into one
+ * chunk per rank and each chunk into slices; at each of the W-1 steps a rank
+ * reduces (or copies) one chunk from its left neighbour, slice by slice, so
+ * neighbours work in a pipeline. Every rank sends and receives 2(W-1)/W of
+ * the buffer, whatever W is.
+ * naive (and the rooted collectives): everything goes through the root, in
+ * two phases: the root works on every peer's buffer, then every peer works
+ * on the root's.
+ *
+ * Waiting spins briefly (a hand-off costs ~0.6 us) and then yields, because
+ * ranks and comm lanes may outnumber cores.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+
+#define SLICE_FLOATS (32 * 1024) /* 128 KB pipeline slices */
+#define SPIN_ITERS 4000
+
+struct shm_slot {
+    _Alignas(64) _Atomic uint64_t progress;
+    _Alignas(64) const float *_Atomic src; /* this call's input, published at entry */
+    float *_Atomic dst;                    /* this call's output */
+};
+
+struct shm_world {
+    int world;
+    const volatile _Atomic int *abort;
+    struct shm_slot *slots;
+};
+
+struct shm_comm {
+    struct shm_world *w;
+    uint64_t base;  /* progress value at the start of the next call */
+    float *scratch; /* reduce-scatter working space, grown on demand */
+    size_t scratch_n;
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+struct shm_world *shm_world_create(int world, const volatile _Atomic int *abort)
+{
+    struct shm_world *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->world = world;
+    w->abort = abort;
+    w->slots = aligned_alloc(64, sizeof(struct shm_slot) * (size_t)world);
+    if (!w->slots) {
+        free(w);
+        return NULL;
+    }
+    for (int i = 0; i < world; i++) {
+        atomic_init(&w->slots[i].progress, 0);
+        atomic_init(&w->slots[i].src, NULL);
+        atomic_init(&w->slots[i].dst, NULL);
+    }
+    return w;
+}
+
+void shm_world_destroy(struct shm_world *w)
+{
+    if (!w)
+        return;
+    free(w->slots);
+    free(w);
+}
+
+static struct shm_comm *S(struct comm *c)
+{
+    return c->impl;
+}
+
+static struct shm_slot *slot(struct comm *c, int r)
+{
+    return &S(c)->w->slots[(r % c->world + c->world) % c->world];
+}
+
+static int aborted(struct comm *c)
+{
+    return c->abort && atomic_load_explicit(c->abort, memory_order_relaxed);
+}
+
+/* Waits until rank r's progress reaches base + unit. */
+static int wait_unit(struct comm *c, struct comm_call *call, int r, uint64_t unit)
+{
+    _Atomic uint64_t *p = &slot(c, r)->progress;
+    uint64_t target = S(c)->base + unit;
+    if (atomic_load_explicit(p, memory_order_acquire) >= target)
+        return 0;
+    int64_t t0 = probe_now_ns();
+    for (unsigned i = 0;; i++) {
+        if (atomic_load_explicit(p, memory_order_acquire) >= target)
+            break;
+        if (i < SPIN_ITERS) {
+            cpu_relax();
+            continue;
+        }
+        if (aborted(c)) {
+            comm_call_wait(c, call, t0, probe_now_ns());
+            return COMM_ABORTED;
+        }
+        sched_yield();
+    }
+    comm_call_wait(c, call, t0, probe_now_ns());
+    return 0;
+}
+
+static void set_unit(struct comm *c, uint64_t unit)
+{
+    atomic_store_explicit(&slot(c, c->rank)->progress, S(c)->base + unit, memory_order_release);
+}
+
+static void publish(struct comm *c, const float *src, float *dst)
+{
+    atomic_store_explicit(&slot(c, c->rank)->src, src, memory_order_relaxed);
+    atomic_store_explicit(&slot(c, c->rank)->dst, dst, memory_order_relaxed);
+    set_unit(c, 1);
+}
+
+static const float *peer_src(struct comm *c, int r)
+{
+    return atomic_load_explicit(&slot(c, r)->src, memory_order_relaxed);
+}
+
+static float *peer_dst(struct comm *c, int r)
+{
+    return atomic_load_explicit(&slot(c, r)->dst, memory_order_relaxed);
+}
+
+/* Chunk k of n floats over W ranks: the first n % W chunks get one more. */
+static void chunk(size_t n, int W, int k, size_t *off, size_t *len)
+{
+    size_t q = n / (size_t)W, rem = n % (size_t)W;
+    k = ((k % W) + W) % W;
+    *off = (size_t)k * q + ((size_t)k < rem ? (size_t)k : rem);
+    *len = q + ((size_t)k < rem ? 1 : 0);
+}
+
+/* Slice j of S of a chunk. */
+static void slice(size_t coff, size_t clen, size_t S_, size_t j, size_t *off, size_t *len)
+{
+    size_t sl = (clen + S_ - 1) / S_;
+    size_t a = j * sl, b = a + sl;
+    if (a > clen)
+        a = clen;
+    if (b > clen)
+        b = clen;
+    *off = coff + a;
+    *len = b - a;
+}
+
+static size_t nslices(size_t n, int W)
+{
+    size_t maxc = (n + (size_t)W - 1) / (size_t)W;
+    size_t s = (maxc + SLICE_FLOATS - 1) / SLICE_FLOATS;
+    return s ? s : 1;
+}
+
+static void add_into(float *restrict dst, const float *restrict src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+static void scale(float *x, size_t n, float f)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] *= f;
+}
+
+/* ---- ring ---------------------------------------------------------------
+ * Units: 1 = entered (pointers published); then 2(W-1)*S step-slices. Unit of
+ * (global step g, slice j) is 1 + g*S + j; completing it stores base+unit+1.
+ * Reduce-scatter steps are g = 0..W-2, allgather steps g = W-1..2W-3. */
+
+static int ring_finish(struct comm *c, struct comm_call *call, uint64_t total_units)
+{
+    /* our right neighbour reads our buffer until it is done */
+    int rc = wait_unit(c, call, c->rank + 1, total_units);
+    S(c)->base += total_units;
+    return rc;
+}
+
+/* In-place ring over buf (the same pointer's layout on every rank).
+ * shift selects which chunk each rank ends the reduce-scatter with:
+ * rank r ends with chunk r + 1 - shift. gather: run the allgather half. */
+static int ring_pass(struct comm *c, struct comm_call *call, float *buf, size_t n, enum red_op op, int shift,
+                     int do_rs, int do_ag)
+{
+    int W = c->world, r = c->rank;
+    size_t S_ = nslices(n, W);
+    uint64_t units = 1 + 2 * (uint64_t)(W - 1) * S_;
+    int rc;
+    publish(c, buf, buf);
+    const float *left = NULL;
+    for (int g = 0; g < 2 * (W - 1); g++) {
+        int rs = g < W - 1;
+        int s = rs ? g : g - (W - 1);
+        for (size_t j = 0; j < S_; j++) {
+            uint64_t unit = 1 + (uint64_t)g * S_ + j;
+            if ((rs && !do_rs) || (!rs && !do_ag)) {
+                set_unit(c, unit + 1);
+                continue;
+            }
+            /* left finished the previous step's slice j (or entered) */
+            uint64_t need = g == 0 ? 1 : 1 + (uint64_t)(g - 1) * S_ + j + 1;
+            if ((rc = wait_unit(c, call, r - 1, need)) != 0)
+                return rc;
+            if (!left)
+                left = peer_src(c, r - 1);
+            size_t coff, clen, off, len;
+            if (rs) {
+                chunk(n, W, r - s - 1 - shift, &coff, &clen);
+                slice(coff, clen, S_, j, &off, &len);
+                add_into(buf + off, left + off, len);
+                if (s == W - 2 && op == RED_AVG)
+                    scale(buf + off, len, 1.0f / (float)W);
+            } else {
+                /* our chunk r-s is read by the right neighbour's reduce-scatter step s */
+                if ((rc = wait_unit(c, call, r + 1, 1 + (uint64_t)s * S_ + j + 1)) != 0)
+                    return rc;
+                chunk(n, W, r - s - shift, &coff, &clen);
+                slice(coff, clen, S_, j, &off, &len);
+                memcpy(buf + off, left + off, len * sizeof(float));
+            }
+            call->rx += len * sizeof(float);
+            set_unit(c, unit + 1);
+        }
+    }
+    /* what the right neighbour read from us mirrors what we read from the left */
+    call->tx = call->rx;
+    return ring_finish(c, call, units);
+}
+
+/* ---- naive / rooted -----------------------------------------------------
+ * Units: 1 entered, 2 root's phase done, 3 peer's phase done (every rank
+ * passes through each; the root waits for all peers' 3 before its own 3). */
+typedef void (*root_fn)(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                        enum red_op op);
+typedef void (*peer_fn)(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                        enum red_op op);
+
+static int rooted(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                  enum red_op op, root_fn rootwork, peer_fn peerwork)
+{
+    int W = c->world, rc;
+    publish(c, in, out);
+    if (c->rank == root) {
+        for (int p = 0; p < W; p++)
+            if (p != root && (rc = wait_unit(c, call, p, 1)) != 0)
+                return rc;
+        if (rootwork)
+            rootwork(c, call, in, out, n, root, op);
+        set_unit(c, 2);
+        for (int p = 0; p < W; p++)
+            if (p != root && (rc = wait_unit(c, call, p, 3)) != 0)
+                return rc;
+        set_unit(c, 3);
+    } else {
+        set_unit(c, 2);
+        if ((rc = wait_unit(c, call, root, 2)) != 0)
+            return rc;
+        if (peerwork)
+            peerwork(c, call, in, out, n, root, op);
+        set_unit(c, 3);
+        /* the root may still be reading our buffer only before its unit 2: done */
+    }
+    S(c)->base += 3;
+    return 0;
+}
+
+/* allreduce (naive, root 0): rank 0 adds every peer's buffer into its own in
+ * rank order; peers then copy the result */
+static void ar_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                    enum red_op op)
+{
+    int W = c->world;
+    for (int p = 1; p < W; p++) {
+        add_into(out, peer_src(c, p), n);
+        call->rx += n * sizeof(float);
+    }
+    if (op == RED_AVG)
+        scale(out, n, 1.0f / (float)W);
+    call->tx += (uint64_t)(W - 1) * n * sizeof(float);
+}
+
+static void ar_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                    enum red_op op)
+{
+    memcpy(out, peer_dst(c, root), n * sizeof(float));
+    call->rx += n * sizeof(float);
+    call->tx += n * sizeof(float);
+}
+
+static int shm_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
+{
+    struct comm_call call;
+    comm_call_begin(c, &call, COLL_ALLREDUCE, n * sizeof(float));
+    int rc = 0;
+    if (c->world > 1) {
+        if (c->algo == ALGO_RING && n >= (size_t)c->world)
+            rc = ring_pass(c, &call, buf, n, op, 0, 1, 1);
+        else
+            rc = rooted(c, &call, buf, buf, n, 0, op, ar_root, ar_peer);
+    }
+    comm_call_end(c, &call);
+    return rc;
+}
+
+/* reduce: root sums every input into out, in rank order */
+static void red_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                     enum red_op op)
+{
+    memcpy(out, peer_src(c, 0), n * sizeof(float));
+    for (int p = 1; p < c->world; p++) {
+        add_into(out, peer_src(c, p), n);
+        if (p != root)
+            call->rx += n * sizeof(float);
+    }
+    if (root != 0)
+        call->rx += n * sizeof(float);
+    if (op == RED_AVG)
+        scale(out, n, 1.0f / (float)c->world);
+}
+
+static void red_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                     enum red_op op)
+{
+    call->tx += n * sizeof(float);
+}
+
+static int shm_reduce(struct comm *c, const float *in, float *out, size_t n, enum red_op op, int root)
+{
+    struct comm_call call;
+    comm_call_begin(c, &call, COLL_REDUCE, n * sizeof(float));
+    int rc = 0;
+    if (c->world > 1)
+        rc = rooted(c, &call, in, out, n, root, op, red_root, red_peer);
+    else if (out != in)
+        memcpy(out, in, n * sizeof(float));
+    comm_call_end(c, &call);
+    return rc;
+}
+
+static void bc_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                    enum red_op op)
+{
+    memcpy(out, peer_src(c, root), n * sizeof(float));
+    call->rx += n * sizeof(float);
+}
+
+static void bc_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                    enum red_op op)
+{
+    call->tx += (uint64_t)(c->world - 1) * n * sizeof(float);
+}
+
+static int shm_broadcast(struct comm *c, float *buf, size_t n, int root)
+{
+    struct comm_call call;
+    comm_call_begin(c, &call, COLL_BROADCAST, n * sizeof(float));
+    int rc = c->world > 1 ? rooted(c, &call, buf, buf, n, root, RED_SUM, bc_root, bc_peer) : 0;
+    comm_call_end(c, &call);
+    return rc;
+}
+
+static void ga_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                    enum red_op op)
+{
+    for (int p = 0; p < c->world; p++) {
+        memcpy(out + (size_t)p * n, peer_src(c, p), n * sizeof(float));
+        if (p != root)
+            call->rx += n * sizeof(float);
+    }
+}
+
+static void ga_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                    enum red_op op)
+{
+    call->tx += n * sizeof(float);
+}
+
+static int shm_gather(struct comm *c, const float *in, float *out, size_t n, int root)
+{
+    struct comm_call call;
+    comm_call_begin(c, &call, COLL_GATHER, n * (size_t)c->world * sizeof(float));
+    int rc = 0;
+    if (c->world > 1)
+        rc = rooted(c, &call, in, out, n, root, RED_SUM, ga_root, ga_peer);
+    else
+        memmove(out, in, n * sizeof(float));
+    comm_call_end(c, &call);
+    return rc;
+}
+
+static void sc_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                    enum red_op op)
+{
+    memmove(out, in + (size_t)root * n, n * sizeof(float));
+    call->tx += (uint64_t)(c->world - 1) * n * sizeof(float);
+}
+
+static void sc_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                    enum red_op op)
+{
+    memcpy(out, peer_src(c, root) + (size_t)c->rank * n, n * sizeof(float));
+    call->rx += n * sizeof(float);
+}
+
+static int shm_scatter(struct comm *c, const float *in, float *out, size_t n, int root)
+{
+    struct comm_call call;
+    comm_call_begin(c, &call, COLL_SCATTER, n * (size_t)c->world * sizeof(float));
+    int rc = 0;
+    if (c->world > 1)
+        rc = rooted(c, &call, in, out, n, root, RED_SUM, sc_root, sc_peer);
+    else
+        memmove(out, in, n * sizeof(float));
+    comm_call_end(c, &call);
+    return rc;
+}
+
+/* allgather: ring, or through the root */
+static void ag_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                    enum red_op op)
+{
+    for (int p = 0; p < c->world; p++) {
+        memcpy(out + (size_t)p * n, peer_src(c, p), n * sizeof(float));
+        if (p != root)
+            call->rx += n * sizeof(float);
+    }
+    call->tx += (uint64_t)(c->world - 1) * (size_t)c->world * n * sizeof(float);
+}
+
+static void ag_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                    enum red_op op)
+{
+    memcpy(out, peer_dst(c, root), (size_t)c->world * n * sizeof(float));
+    call->tx += n * sizeof(float);
+    call->rx += (size_t)c->world * n * sizeof(float);
+}
+
+static int shm_allgather(struct comm *c, const float *in, float *out, size_t n)
+{
+    struct comm_call call;
+    comm_call_begin(c, &call, COLL_ALLGATHER, n * (size_t)c->world * sizeof(float));
+    int W = c->world, rc = 0;
+    if (W == 1) {
+        memmove(out, in, n * sizeof(float));
+    } else if (c->algo == ALGO_RING) {
+        memmove(out + (size_t)c->rank * n, in, n * sizeof(float));
+        /* the allgather half of the ring over out, chunks = rank blocks: with
+         * shift 1, step s copies chunk r-s-1, starting from the left's own */
+        rc = ring_pass(c, &call, out, n * (size_t)W, RED_SUM, 1, 0, 1);
+    } else {
+        rc = rooted(c, &call, in, out, n, 0, RED_SUM, ag_root, ag_peer);
+    }
+    comm_call_end(c, &call);
+    return rc;
+}
+
+/* reduce-scatter: ring over a working copy, or through the root */
+static int ensure_scratch(struct comm *c, size_t n)
+{
+    struct shm_comm *s = S(c);
+    if (s->scratch_n >= n)
+        return 0;
+    float *p = realloc(s->scratch, n * sizeof(float));
+    if (!p)
+        return -1;
+    s->scratch = p;
+    s->scratch_n = n;
+    return 0;
+}
+
+static void rsn_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                     enum red_op op)
+{
+    size_t N = n * (size_t)c->world;
+    float *acc = S(c)->scratch;
+    memcpy(acc, peer_src(c, 0), N * sizeof(float));
+    for (int p = 1; p < c->world; p++) {
+        add_into(acc, peer_src(c, p), N);
+        if (p != root)
+            call->rx += N * sizeof(float);
+    }
+    if (op == RED_AVG)
+        scale(acc, N, 1.0f / (float)c->world);
+    memcpy(out, acc + (size_t)root * n, n * sizeof(float));
+    atomic_store_explicit(&slot(c, c->rank)->dst, acc, memory_order_relaxed);
+    call->tx += (uint64_t)(c->world - 1) * n * sizeof(float);
+}
+
+static void rsn_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                     enum red_op op)
+{
+    memcpy(out, peer_dst(c, root) + (size_t)c->rank * n, n * sizeof(float));
+    call->tx += (size_t)c->world * n * sizeof(float);
+    call->rx += n * sizeof(float);
+}
+
+static int shm_reduce_scatter(struct comm *c, const float *in, float *out, size_t n, enum red_op op)
+{
+    struct comm_call call;
+    comm_call_begin(c, &call, COLL_REDUCE_SCATTER, n * (size_t)c->world * sizeof(float));
+    int W = c->world, rc = 0;
+    size_t N = n * (size_t)W;
+    if (W == 1) {
+        memmove(out, in, n * sizeof(float));
+    } else if (ensure_scratch(c, N) != 0) {
+        rc = -1;
+    } else if (c->algo == ALGO_RING) {
+        float *work = S(c)->scratch;
+        memcpy(work, in, N * sizeof(float));
+        /* shift 1: rank r ends the reduce-scatter holding chunk r */
+        rc = ring_pass(c, &call, work, N, op, 1, 1, 0);
+        if (rc == 0)
+            memcpy(out, work + (size_t)c->rank * n, n * sizeof(float));
+    } else {
+        rc = rooted(c, &call, in, out, n, 0, op, rsn_root, rsn_peer);
+    }
+    comm_call_end(c, &call);
+    return rc;
+}
+
+static int shm_barrier(struct comm *c)
+{
+    struct comm_call call;
+    comm_call_begin(c, &call, COLL_BARRIER, 0);
+    int rc = c->world > 1 ? rooted(c, &call, NULL, NULL, 0, 0, RED_SUM, NULL, NULL) : 0;
+    comm_call_end(c, &call);
+    return rc;
+}
+
+static void shm_destroy(struct comm *c)
+{
+    if (!c)
+        return;
+    free(S(c)->scratch);
+    free(c->impl);
+    free(c);
+}
+
+static const struct comm_ops shm_ops = {
+    .name = "shm",
+    .allreduce = shm_allreduce,
+    .reduce_scatter = shm_reduce_scatter,
+    .allgather = shm_allgather,
+    .broadcast = shm_broadcast,
+    .reduce = shm_reduce,
+    .gather = shm_gather,
+    .scatter = shm_scatter,
+    .barrier = shm_barrier,
+    .destroy = shm_destroy,
+};
+
+struct comm *comm_shm_create(struct shm_world *w, int rank, int algo)
+{
+    struct comm *c = calloc(1, sizeof(*c));
+    struct shm_comm *s = calloc(1, sizeof(*s));
+    if (!c || !s) {
+        free(c);
+        free(s);
+        return NULL;
+    }
+    s->w = w;
+    c->ops = &shm_ops;
+    c->rank = rank;
+    c->world = w->world;
+    c->algo = algo;
+    c->tag = -1;
+    c->abort = w->abort;
+    c->impl = s;
+    return c;
+}

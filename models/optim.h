@@ -1,0 +1,30 @@
+/* optim.h - SGD with momentum, weight decay, linear warm-up and the linear
+ * scaling rule, over the model's flat buffers, with PyTorch's semantics:
+ *   g = grad + wd * p;  buf = momentum * buf + g;  p -= lr_t * buf
+ * (the first step's buf is g). */
+#ifndef DDPTOP_OPTIM_H
+#define DDPTOP_OPTIM_H
+
+#include <stddef.h>
+
+struct model;
+
+struct sgd {
+    float lr;          /* base rate, already scaled by the linear scaling rule */
+    float momentum;
+    float weight_decay;
+    int warmup_steps;  /* lr ramps linearly from lr/warmup to lr over these steps */
+    float *buf;        /* momentum buffer, [nfloats] */
+    size_t n;
+};
+
+int sgd_init(struct sgd *o, size_t nfloats, float lr, float momentum, float weight_decay, int warmup_steps);
+void sgd_free(struct sgd *o);
+/* The rate in force at (0-based) step t. */
+float sgd_lr_at(const struct sgd *o, long t);
+/* One update of the trainable parameters of m at step t. */
+void sgd_step(struct sgd *o, struct model *m, long t);
+/* The same update on a raw slice: used where only a slice is owned. */
+void sgd_update(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd);
+
+#endif

@@ -1,0 +1,77 @@
+/* config.h - everything the command line can say, validated.
+ *
+ * A config may describe a sweep: comma lists in --model, --ranks,
+ * --batch-size and --strategy expand into one run per combination
+ * (config_expand). A `struct run_config` is one such run.
+ */
+#ifndef DDPTOP_CONFIG_H
+#define DDPTOP_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CFG_MAX_LIST 16
+#define CFG_NAME 32
+#define CFG_PATH 1024
+
+enum out_format { FMT_TEXT = 0, FMT_CSV, FMT_JSON, FMT_MD };
+enum device_choice { DEV_AUTO = 0, DEV_CPU, DEV_CUDA };
+enum comm_backend { COMM_SHM = 0, COMM_NCCL, COMM_MPI };
+enum app_mode { MODE_TRAIN = 0, MODE_BENCH_COMM, MODE_INFO, MODE_REPLAY };
+
+/* One run: a single combination of the sweep plus everything shared. */
+struct run_config {
+    char model[CFG_NAME];
+    char dataset[CFG_NAME];
+    char data_dir[CFG_PATH];
+    int ranks;
+    int batch_size;  /* per rank */
+    int strategy;    /* enum strategy_kind */
+    int epochs;
+    long steps;      /* total step cap, 0 = none */
+    float lr, momentum, weight_decay;
+    int warmup_steps;
+    int scale_lr;
+    uint64_t seed;
+    int comm;        /* enum comm_backend */
+    int algo;        /* enum comm_algo */
+    int device;      /* enum device_choice */
+    int threads_per_rank;
+    double loss_threshold; /* < 0: none */
+    int eval;        /* evaluate on the test split each epoch */
+    float bucket_mb;
+    int overlap;     /* ddp: overlap buckets with backward */
+    int grad_fp16;
+    int slow_rank;   /* -1: none */
+    double slow_factor;
+};
+
+struct config {
+    struct run_config base;  /* values shared by every run */
+    char models[CFG_MAX_LIST][CFG_NAME];
+    int nmodels;
+    int ranks[CFG_MAX_LIST];
+    int nranks;
+    int batches[CFG_MAX_LIST];
+    int nbatches;
+    int strategies[CFG_MAX_LIST];
+    int nstrategies;
+    int mode;        /* enum app_mode */
+    int batch;       /* --batch: no UI */
+    int format;      /* enum out_format */
+    char output[CFG_PATH];
+    int quiet;       /* no progress line */
+};
+
+/* Parses argv. Returns 0 to go on, 1 when --help or --version was handled
+ * (printed to out), 2 on a usage error (one line already printed to err). */
+int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err);
+/* Number of runs in the sweep, and the i-th of them. */
+int config_count(const struct config *cfg);
+void config_expand(const struct config *cfg, int i, struct run_config *rc);
+/* The global batch of one run. `single` runs one rank on the whole batch. */
+int run_global_batch(const struct run_config *rc);
+int run_world(const struct run_config *rc);
+
+#endif

@@ -1,0 +1,724 @@
+/* data.c - loading MNIST-style IDX files, CIFAR-10 binary batches and the
+ * generated "synthetic" set, normalising batches, and the distributed sampler.
+ *
+ * Every loader validates its input completely before a run starts: a wrong
+ * magic, a short or over-long file, a corrupt gzip stream or an out-of-range
+ * label is reported as one line naming the file, so a bad download fails at
+ * start-up rather than as a mysterious loss curve. IDX files go through
+ * zlib's gz* API, which reads raw files transparently, so the same code takes
+ * both the .gz files as distributed and unpacked copies.
+ */
+#include "data.h"
+
+#include "rng.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+const char *const data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", NULL};
+
+#define MNIST_SIDE 28
+#define DATA_CLASSES 10
+
+#define CIFAR_SIDE 32
+#define CIFAR_PIXELS (3 * CIFAR_SIDE * CIFAR_SIDE)
+#define CIFAR_RECORD (1 + CIFAR_PIXELS)
+#define CIFAR_TRAIN_FILES 5
+#define CIFAR_SUBDIR "cifar-10-batches-bin"
+
+#define SYNTH_TRAIN 60000
+#define SYNTH_TEST 10000
+
+/* n is an int throughout the project, and one sample's bytes must fit too. */
+#define IDX_MAX_BYTES ((uint64_t)INT_MAX)
+
+/* zlib's gzread takes an unsigned length and returns an int. */
+#define GZ_CHUNK (1u << 30)
+
+__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int join_path(char *out, size_t len, const char *dir, const char *name, char *err, size_t errlen)
+{
+    size_t dl = strlen(dir);
+    const char *sep = dl > 0 && dir[dl - 1] == '/' ? "" : "/";
+    int n = snprintf(out, len, "%s%s%s", dir, sep, name);
+    if (n < 0 || (size_t)n >= len) {
+        set_err(err, errlen, "%s%s%s: path too long", dir, sep, name);
+        return -1;
+    }
+    return 0;
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void set_name(struct dataset *d, const char *name, const char *source)
+{
+    snprintf(d->name, sizeof d->name, "%s", name);
+    snprintf(d->source, sizeof d->source, "%s", source);
+}
+
+int data_known(const char *name)
+{
+    if (!name)
+        return 0;
+    for (int i = 0; data_names[i]; i++)
+        if (strcmp(data_names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+const char *data_default_name(void)
+{
+    if (is_file(DATA_DEBIAN_FASHION_DIR "/train-images-idx3-ubyte.gz") ||
+        is_file(DATA_DEBIAN_FASHION_DIR "/train-images-idx3-ubyte"))
+        return "fashion-mnist";
+    return "synthetic";
+}
+
+void data_free(struct dataset *d)
+{
+    if (!d)
+        return;
+    free(d->pixels);
+    free(d->labels);
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- IDX ------------------------------------------------------------------ */
+
+static void gz_fail(gzFile f, const char *path, char *err, size_t errlen)
+{
+    int errnum = Z_OK;
+    const char *msg = gzerror(f, &errnum);
+    if (errnum == Z_ERRNO)
+        set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
+    else
+        set_err(err, errlen, "%s: corrupt gzip stream (zlib: %s)", path, msg && *msg ? msg : "unknown error");
+}
+
+/* Reads up to len bytes; returns how many (short only at the end of the
+ * data) or -1 with err set when zlib reports an error. A stream cut short
+ * inside a gzip member ends quietly with Z_BUF_ERROR, so that is checked
+ * here too rather than passed off as a clean end of file. */
+static long long gz_fill(gzFile f, uint8_t *buf, size_t len, const char *path, char *err, size_t errlen)
+{
+    size_t got = 0;
+    while (got < len) {
+        size_t want = len - got < GZ_CHUNK ? len - got : GZ_CHUNK;
+        int r = gzread(f, buf + got, (unsigned)want);
+        if (r < 0) {
+            gz_fail(f, path, err, errlen);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    if (got < len) {
+        int errnum = Z_OK;
+        gzerror(f, &errnum);
+        if (errnum != Z_OK) {
+            gz_fail(f, path, err, errlen);
+            return -1;
+        }
+    }
+    return (long long)got;
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+uint8_t *idx_read(const char *path, int want_dims, int dims_out[3], char *err, size_t errlen)
+{
+    if (want_dims < 1 || want_dims > 3) {
+        set_err(err, errlen, "%s: cannot read an IDX file with %d dimensions", path, want_dims);
+        return NULL;
+    }
+    errno = 0;
+    gzFile f = gzopen(path, "rb");
+    if (!f) {
+        set_err(err, errlen, "%s: %s", path, errno ? strerror(errno) : "out of memory");
+        return NULL;
+    }
+    /* A bigger input buffer makes inflating 47 MB of MNIST measurably faster
+     * than zlib's 8 KB default. */
+    gzbuffer(f, 256 * 1024);
+
+    uint8_t *data = NULL;
+    uint8_t hdr[4 + 4 * 3];
+    size_t hdr_len = 4 + 4 * (size_t)want_dims;
+    long long got = gz_fill(f, hdr, 4, path, err, errlen);
+    if (got < 0)
+        goto fail;
+    if (got == 4) {
+        uint32_t magic = be32(hdr);
+        uint32_t expect = 0x800u | (uint32_t)want_dims;
+        if (magic != expect) {
+            set_err(err, errlen, "%s: bad IDX magic 0x%08x (expected 0x%08x)", path, magic, expect);
+            goto fail;
+        }
+        long long more = gz_fill(f, hdr + 4, hdr_len - 4, path, err, errlen);
+        if (more < 0)
+            goto fail;
+        got += more;
+    }
+    if ((size_t)got < hdr_len) {
+        set_err(err, errlen, "%s: truncated header: expected %zu bytes, found %lld", path, hdr_len, got);
+        goto fail;
+    }
+
+    uint64_t total = 1;
+    for (int i = 0; i < 3; i++)
+        dims_out[i] = 1;
+    for (int i = 0; i < want_dims; i++) {
+        uint32_t d = be32(hdr + 4 + 4 * i);
+        if (d == 0 || d > IDX_MAX_BYTES) {
+            set_err(err, errlen, "%s: bad IDX dimension %d: %u", path, i, d);
+            goto fail;
+        }
+        total *= d;
+        if (total > IDX_MAX_BYTES) {
+            set_err(err, errlen, "%s: IDX data too large (over %llu bytes)", path, (unsigned long long)IDX_MAX_BYTES);
+            goto fail;
+        }
+        dims_out[i] = (int)d;
+    }
+
+    data = malloc((size_t)total);
+    if (!data) {
+        set_err(err, errlen, "%s: out of memory for %llu bytes", path, (unsigned long long)total);
+        goto fail;
+    }
+    got = gz_fill(f, data, (size_t)total, path, err, errlen);
+    if (got < 0)
+        goto fail;
+    if ((uint64_t)got < total) {
+        set_err(err, errlen, "%s: truncated: expected %llu bytes of data, found %lld", path,
+                (unsigned long long)total, got);
+        goto fail;
+    }
+    /* One byte more: anything there is trailing data, and zlib only checks
+     * the gzip trailer's CRC once it is read past the data. */
+    uint8_t extra;
+    got = gz_fill(f, &extra, 1, path, err, errlen);
+    if (got < 0)
+        goto fail;
+    if (got > 0) {
+        set_err(err, errlen, "%s: trailing bytes after data (expected %llu bytes of data)", path,
+                (unsigned long long)total);
+        goto fail;
+    }
+    gzclose(f);
+    return data;
+
+fail:
+    free(data);
+    gzclose(f);
+    return NULL;
+}
+
+/* Picks `<dir>/<name>`, else `<dir>/<name>.gz`. */
+static int idx_find(const char *dir, const char *name, char *path, size_t len, char *err, size_t errlen)
+{
+    char gz[4096];
+    if (join_path(path, len, dir, name, err, errlen) < 0)
+        return -1;
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return 0;
+    int raw_errno = errno;
+    if (snprintf(gz, sizeof gz, "%s.gz", path) >= (int)sizeof gz) {
+        set_err(err, errlen, "%s.gz: path too long", path);
+        return -1;
+    }
+    if (stat(gz, &st) == 0) {
+        snprintf(path, len, "%s", gz);
+        return 0;
+    }
+    set_err(err, errlen, "%s: %s; %s: %s", path, strerror(raw_errno), gz, strerror(errno));
+    return -1;
+}
+
+/* One split of an MNIST-style data set: `<prefix>-images-idx3-ubyte` and
+ * `<prefix>-labels-idx1-ubyte`. */
+static int idx_load_split(const char *name, const char *dir, const char *prefix, float mean, float std,
+                          struct dataset *d, char *err, size_t errlen)
+{
+    char ipath[4096], lpath[4096], file[64];
+    int idims[3], ldims[3];
+    uint8_t *pixels = NULL, *labels = NULL;
+
+    snprintf(file, sizeof file, "%s-images-idx3-ubyte", prefix);
+    if (idx_find(dir, file, ipath, sizeof ipath, err, errlen) < 0)
+        goto fail;
+    snprintf(file, sizeof file, "%s-labels-idx1-ubyte", prefix);
+    if (idx_find(dir, file, lpath, sizeof lpath, err, errlen) < 0)
+        goto fail;
+    pixels = idx_read(ipath, 3, idims, err, errlen);
+    if (!pixels)
+        goto fail;
+    if (idims[1] != MNIST_SIDE || idims[2] != MNIST_SIDE) {
+        set_err(err, errlen, "%s: images are %dx%d, expected %dx%d", ipath, idims[1], idims[2], MNIST_SIDE,
+                MNIST_SIDE);
+        goto fail;
+    }
+    labels = idx_read(lpath, 1, ldims, err, errlen);
+    if (!labels)
+        goto fail;
+    if (ldims[0] != idims[0]) {
+        set_err(err, errlen, "%s: %d images but %s has %d labels", ipath, idims[0], lpath, ldims[0]);
+        goto fail;
+    }
+    for (int i = 0; i < ldims[0]; i++) {
+        if (labels[i] >= DATA_CLASSES) {
+            set_err(err, errlen, "%s: label %u at index %d is out of range (expected 0..%d)", lpath, labels[i], i,
+                    DATA_CLASSES - 1);
+            goto fail;
+        }
+    }
+
+    set_name(d, name, dir);
+    d->n = idims[0];
+    d->c = 1;
+    d->h = MNIST_SIDE;
+    d->w = MNIST_SIDE;
+    d->classes = DATA_CLASSES;
+    d->pixels = pixels;
+    d->labels = labels;
+    d->mean[0] = mean;
+    d->std[0] = std;
+    return 0;
+
+fail:
+    free(pixels);
+    free(labels);
+    return -1;
+}
+
+/* ---- CIFAR-10 ------------------------------------------------------------- */
+
+/* The tarball unpacks into cifar-10-batches-bin/, so people point --data-dir
+ * at either the folder they unpacked into or the batches folder itself. */
+static int cifar_base(const char *dir, char *base, size_t len, char *err, size_t errlen)
+{
+    char probe[4096];
+    if (join_path(probe, sizeof probe, dir, "data_batch_1.bin", err, errlen) < 0)
+        return -1;
+    int here = is_file(probe);
+    if (join_path(probe, sizeof probe, dir, "test_batch.bin", err, errlen) < 0)
+        return -1;
+    here = here || is_file(probe);
+    if (join_path(probe, sizeof probe, dir, CIFAR_SUBDIR, err, errlen) < 0)
+        return -1;
+    if (!here && is_dir(probe))
+        return join_path(base, len, dir, CIFAR_SUBDIR, err, errlen);
+    snprintf(base, len, "%s", dir);
+    return 0;
+}
+
+/* Reads the concatenation of nfiles batch files into d. Sizes are checked
+ * for every file before anything is allocated, so a missing or damaged
+ * batch 5 fails as fast as a damaged batch 1. */
+static int cifar_load_split(const char *base, const char *const *files, int nfiles, struct dataset *d, char *err,
+                            size_t errlen)
+{
+    static const float mean[3] = {0.4914f, 0.4822f, 0.4465f};
+    static const float std[3] = {0.2470f, 0.2435f, 0.2616f};
+    enum { BLOCK_RECORDS = 256 };
+    FILE *fp[CIFAR_TRAIN_FILES] = {0};
+    char paths[CIFAR_TRAIN_FILES][4096];
+    long long records[CIFAR_TRAIN_FILES];
+    uint8_t *pixels = NULL, *labels = NULL, *block = NULL;
+    long long n = 0;
+    int rc = -1;
+
+    assert(nfiles <= CIFAR_TRAIN_FILES);
+    for (int i = 0; i < nfiles; i++) {
+        if (join_path(paths[i], sizeof paths[i], base, files[i], err, errlen) < 0)
+            goto out;
+        fp[i] = fopen(paths[i], "rb");
+        if (!fp[i]) {
+            set_err(err, errlen, "%s: %s", paths[i], strerror(errno));
+            goto out;
+        }
+        struct stat st;
+        if (fstat(fileno(fp[i]), &st) < 0) {
+            set_err(err, errlen, "%s: %s", paths[i], strerror(errno));
+            goto out;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            set_err(err, errlen, "%s: not a regular file", paths[i]);
+            goto out;
+        }
+        if (st.st_size <= 0 || st.st_size % CIFAR_RECORD != 0) {
+            set_err(err, errlen, "%s: size %lld bytes is not a nonzero multiple of %d (1 label + %d pixel bytes)",
+                    paths[i], (long long)st.st_size, CIFAR_RECORD, CIFAR_PIXELS);
+            goto out;
+        }
+        records[i] = st.st_size / CIFAR_RECORD;
+        n += records[i];
+        if (n > INT_MAX / CIFAR_PIXELS) {
+            set_err(err, errlen, "%s: too many records (%lld in all)", paths[i], n);
+            goto out;
+        }
+    }
+
+    pixels = malloc((size_t)n * CIFAR_PIXELS);
+    labels = malloc((size_t)n);
+    block = malloc((size_t)BLOCK_RECORDS * CIFAR_RECORD);
+    if (!pixels || !labels || !block) {
+        set_err(err, errlen, "%s: out of memory for %lld images", base, n);
+        goto out;
+    }
+    long long at = 0;
+    for (int i = 0; i < nfiles; i++) {
+        for (long long r = 0; r < records[i];) {
+            size_t want = (size_t)(records[i] - r < BLOCK_RECORDS ? records[i] - r : BLOCK_RECORDS);
+            size_t got = fread(block, CIFAR_RECORD, want, fp[i]);
+            if (got != want) {
+                if (ferror(fp[i]))
+                    set_err(err, errlen, "%s: read error: %s", paths[i], strerror(errno));
+                else
+                    set_err(err, errlen, "%s: file shrank while reading (record %lld of %lld)", paths[i],
+                            r + (long long)got, records[i]);
+                goto out;
+            }
+            for (size_t k = 0; k < want; k++, r++, at++) {
+                const uint8_t *rec = block + k * CIFAR_RECORD;
+                if (rec[0] >= DATA_CLASSES) {
+                    set_err(err, errlen, "%s: label %u at record %lld is out of range (expected 0..%d)", paths[i],
+                            rec[0], r, DATA_CLASSES - 1);
+                    goto out;
+                }
+                labels[at] = rec[0];
+                memcpy(pixels + (size_t)at * CIFAR_PIXELS, rec + 1, CIFAR_PIXELS);
+            }
+        }
+    }
+
+    set_name(d, "cifar10", base);
+    d->n = (int)n;
+    d->c = 3;
+    d->h = CIFAR_SIDE;
+    d->w = CIFAR_SIDE;
+    d->classes = DATA_CLASSES;
+    d->pixels = pixels;
+    d->labels = labels;
+    memcpy(d->mean, mean, sizeof mean);
+    memcpy(d->std, std, sizeof std);
+    pixels = labels = NULL;
+    rc = 0;
+
+out:
+    for (int i = 0; i < nfiles; i++)
+        if (fp[i])
+            fclose(fp[i]);
+    free(block);
+    free(pixels);
+    free(labels);
+    return rc;
+}
+
+static int cifar_load(const char *dir, struct dataset *train, struct dataset *test, char *err, size_t errlen)
+{
+    static const char *const train_files[CIFAR_TRAIN_FILES] = {"data_batch_1.bin", "data_batch_2.bin",
+                                                               "data_batch_3.bin", "data_batch_4.bin",
+                                                               "data_batch_5.bin"};
+    static const char *const test_files[1] = {"test_batch.bin"};
+    char base[4096];
+    if (cifar_base(dir, base, sizeof base, err, errlen) < 0)
+        return -1;
+    if (cifar_load_split(base, train_files, CIFAR_TRAIN_FILES, train, err, errlen) < 0)
+        return -1;
+    if (cifar_load_split(base, test_files, 1, test, err, errlen) < 0) {
+        data_free(train);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- synthetic ------------------------------------------------------------ */
+
+/* Ten classes of smooth 28x28 "blob" images. Each class has a fixed
+ * prototype (3-5 Gaussian blobs) drawn from a stream that depends only on
+ * the seed, so train and test share it. A sample is its class prototype,
+ * shifted by up to 3 pixels and scaled in contrast, overlaid with a weaker,
+ * independently shifted copy of another class's prototype, plus Gaussian
+ * pixel noise. The constants were tuned so that a 784-128-10 MLP trained
+ * with plain SGD reaches about 90% test accuracy after one epoch, with a
+ * visible learning curve (about 70% after 2000 samples) - roughly as hard
+ * as Fashion-MNIST, not a task solved in a few steps. Every sample has its
+ * own stream keyed by (seed, split, index), so the data does not depend on
+ * the order it is generated in. */
+
+#define SYNTH_SIDE MNIST_SIDE
+#define SYNTH_PIXELS (SYNTH_SIDE * SYNTH_SIDE)
+#define SYNTH_SHIFT 3
+#define SYNTH_NOISE 0.35f  /* std of the pixel noise, in [0,1] units */
+#define SYNTH_OVERLAY 0.9f /* the other class's weight, at most, relative to the own class */
+/* Prototypes carry a zero border as wide as the largest shift, so shifted
+ * reads need no bounds checks. */
+#define SYNTH_PSIDE (SYNTH_SIDE + 2 * SYNTH_SHIFT)
+
+struct synth_protos {
+    float p[DATA_CLASSES][SYNTH_PSIDE * SYNTH_PSIDE];
+};
+
+/* A hash of x: splitmix64's output function. Seeding per-sample streams
+ * with seed + i directly would make neighbouring streams overlap, since
+ * splitmix64's state advances by a fixed step. */
+static uint64_t mix64(uint64_t x)
+{
+    struct rng t;
+    rng_seed(&t, x);
+    return rng_next(&t);
+}
+
+static void synth_prototypes(uint64_t seed, struct synth_protos *pr)
+{
+    struct rng r;
+    rng_seed(&r, mix64(seed ^ 0x70726f746f747970ULL));
+    memset(pr, 0, sizeof *pr);
+    for (int k = 0; k < DATA_CLASSES; k++) {
+        float *p = pr->p[k];
+        int blobs = 3 + (int)rng_below(&r, 3);
+        for (int b = 0; b < blobs; b++) {
+            float cx = 5.0f + 18.0f * (float)rng_uniform(&r);
+            float cy = 5.0f + 18.0f * (float)rng_uniform(&r);
+            float sigma = 1.5f + 2.0f * (float)rng_uniform(&r);
+            float amp = 0.6f + 0.4f * (float)rng_uniform(&r);
+            float inv = 1.0f / (2.0f * sigma * sigma);
+            for (int y = 0; y < SYNTH_SIDE; y++)
+                for (int x = 0; x < SYNTH_SIDE; x++) {
+                    float dx = (float)x - cx, dy = (float)y - cy;
+                    p[(y + SYNTH_SHIFT) * SYNTH_PSIDE + x + SYNTH_SHIFT] += amp * expf(-(dx * dx + dy * dy) * inv);
+                }
+        }
+        for (int i = 0; i < SYNTH_PSIDE * SYNTH_PSIDE; i++)
+            p[i] = p[i] > 1.0f ? 1.0f : p[i];
+    }
+}
+
+static int synth_shift(struct rng *r)
+{
+    return (int)rng_below(r, 2 * SYNTH_SHIFT + 1) - SYNTH_SHIFT;
+}
+
+static void synth_sample(uint64_t key, const struct synth_protos *pr, uint8_t *pix, uint8_t *label)
+{
+    struct rng r;
+    rng_seed(&r, mix64(key));
+    int k = (int)rng_below(&r, DATA_CLASSES);
+    int other = (k + 1 + (int)rng_below(&r, DATA_CLASSES - 1)) % DATA_CLASSES;
+    /* Top-left corner of the 28x28 window into each padded prototype. */
+    const float *own = pr->p[k] + (SYNTH_SHIFT + synth_shift(&r)) * SYNTH_PSIDE + SYNTH_SHIFT + synth_shift(&r);
+    const float *ovl = pr->p[other] + (SYNTH_SHIFT + synth_shift(&r)) * SYNTH_PSIDE + SYNTH_SHIFT + synth_shift(&r);
+    float a = 0.5f + 0.5f * (float)rng_uniform(&r);
+    float b = a * SYNTH_OVERLAY * (float)rng_uniform(&r);
+    for (int y = 0; y < SYNTH_SIDE; y++)
+        for (int x = 0; x < SYNTH_SIDE; x++) {
+            /* Four 16-bit uniforms from one draw: their sum (Irwin-Hall, n=4)
+             * is close enough to Gaussian, at a quarter of the draws. */
+            uint64_t u = rng_next(&r);
+            uint32_t s = (uint32_t)(u & 0xffff) + (uint32_t)(u >> 16 & 0xffff) + (uint32_t)(u >> 32 & 0xffff) +
+                         (uint32_t)(u >> 48);
+            float noise = ((float)(int32_t)(s - 2 * 65536) * (1.0f / 65536.0f)) * (1.7320508f * SYNTH_NOISE);
+            float v = a * own[y * SYNTH_PSIDE + x] + b * ovl[y * SYNTH_PSIDE + x] + noise;
+            v = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+            pix[y * SYNTH_SIDE + x] = (uint8_t)(v * 255.0f + 0.5f);
+        }
+    *label = (uint8_t)k;
+}
+
+static int synth_split(uint64_t seed, int split, int n, const struct synth_protos *pr, struct dataset *d, char *err,
+                       size_t errlen)
+{
+    d->pixels = malloc((size_t)n * SYNTH_PIXELS);
+    d->labels = malloc((size_t)n);
+    if (!d->pixels || !d->labels) {
+        data_free(d);
+        set_err(err, errlen, "synthetic: out of memory for %d images", n);
+        return -1;
+    }
+    uint64_t base = mix64(seed ^ 0x73616d706c657321ULL) + ((uint64_t)split << 40);
+    for (int i = 0; i < n; i++)
+        synth_sample(base + (uint64_t)i, pr, d->pixels + (size_t)i * SYNTH_PIXELS, d->labels + i);
+    set_name(d, "synthetic", "generated");
+    d->n = n;
+    d->c = 1;
+    d->h = SYNTH_SIDE;
+    d->w = SYNTH_SIDE;
+    d->classes = DATA_CLASSES;
+    return 0;
+}
+
+/* Mean and std are measured on the generated train split (integer sums, so
+ * they are identical on every machine) and used for both splits, as one
+ * would use published constants. For seed 1 they come to about 0.27/0.31. */
+static void synth_stats(struct dataset *train, struct dataset *test)
+{
+    uint64_t sum = 0, sumsq = 0;
+    size_t count = (size_t)train->n * SYNTH_PIXELS;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t p = train->pixels[i];
+        sum += p;
+        sumsq += p * p;
+    }
+    double mean = (double)sum / (double)count;
+    double var = (double)sumsq / (double)count - mean * mean;
+    float m = (float)(mean / 255.0);
+    float s = (float)(sqrt(var > 0.0 ? var : 1.0) / 255.0);
+    train->mean[0] = test->mean[0] = m;
+    train->std[0] = test->std[0] = s;
+}
+
+static int synth_load(uint64_t seed, struct dataset *train, struct dataset *test, char *err, size_t errlen)
+{
+    struct synth_protos *pr = malloc(sizeof *pr);
+    if (!pr) {
+        set_err(err, errlen, "synthetic: out of memory");
+        return -1;
+    }
+    synth_prototypes(seed, pr);
+    int rc = synth_split(seed, 0, SYNTH_TRAIN, pr, train, err, errlen);
+    if (rc == 0) {
+        rc = synth_split(seed, 1, SYNTH_TEST, pr, test, err, errlen);
+        if (rc < 0)
+            data_free(train);
+    }
+    free(pr);
+    if (rc == 0)
+        synth_stats(train, test);
+    return rc;
+}
+
+/* ---- entry points --------------------------------------------------------- */
+
+int data_load(const char *name, const char *dir, uint64_t seed, struct dataset *train, struct dataset *test,
+              char *err, size_t errlen)
+{
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    if (!data_known(name)) {
+        set_err(err, errlen, "unknown data set '%s' (known: fashion-mnist, mnist, cifar10, synthetic)",
+                name ? name : "(null)");
+        return -1;
+    }
+    if (strcmp(name, "synthetic") == 0)
+        return synth_load(seed, train, test, err, errlen);
+
+    int have_dir = dir && *dir;
+    if (!have_dir && strcmp(name, "fashion-mnist") == 0) {
+        dir = DATA_DEBIAN_FASHION_DIR;
+        have_dir = 1;
+    }
+    if (!have_dir) {
+        set_err(err, errlen, "%s: --data-dir is required for this data set", name);
+        return -1;
+    }
+    if (strcmp(name, "cifar10") == 0)
+        return cifar_load(dir, train, test, err, errlen);
+
+    float mean = strcmp(name, "mnist") == 0 ? 0.1307f : 0.2860f;
+    float std = strcmp(name, "mnist") == 0 ? 0.3081f : 0.3530f;
+    if (idx_load_split(name, dir, "train", mean, std, train, err, errlen) < 0)
+        return -1;
+    if (idx_load_split(name, dir, "t10k", mean, std, test, err, errlen) < 0) {
+        data_free(train);
+        return -1;
+    }
+    return 0;
+}
+
+void data_gather(const struct dataset *d, const uint32_t *idx, int count, float *x, int32_t *y)
+{
+    /* A 256-entry table per channel turns normalisation into one load per
+     * pixel and gives exactly (p/255 - mean)/std, as a reference would. */
+    float lut[DATA_MAX_CHANNELS][256];
+    size_t plane = (size_t)d->h * (size_t)d->w;
+    size_t sample = (size_t)d->c * plane;
+    assert(d->c >= 1 && d->c <= DATA_MAX_CHANNELS);
+    for (int c = 0; c < d->c; c++)
+        for (int p = 0; p < 256; p++)
+            lut[c][p] = ((float)p / 255.0f - d->mean[c]) / d->std[c];
+    for (int i = 0; i < count; i++) {
+        assert(idx[i] < (uint32_t)d->n);
+        const uint8_t *src = d->pixels + (size_t)idx[i] * sample;
+        float *dst = x + (size_t)i * sample;
+        for (int c = 0; c < d->c; c++) {
+            const float *t = lut[c];
+            for (size_t k = 0; k < plane; k++)
+                dst[(size_t)c * plane + k] = t[src[(size_t)c * plane + k]];
+        }
+        y[i] = d->labels[idx[i]];
+    }
+}
+
+/* ---- sampler -------------------------------------------------------------- */
+
+int sampler_init(struct sampler *s, int n, int world, int rank, uint64_t seed)
+{
+    memset(s, 0, sizeof *s);
+    if (n <= 0 || world <= 0 || rank < 0 || rank >= world || n / world == 0)
+        return -1;
+    s->perm = malloc((size_t)n * sizeof *s->perm);
+    if (!s->perm)
+        return -1;
+    s->n = n;
+    s->world = world;
+    s->rank = rank;
+    s->per_rank = n / world;
+    s->seed = seed;
+    sampler_set_epoch(s, 0);
+    return 0;
+}
+
+void sampler_set_epoch(struct sampler *s, int epoch)
+{
+    struct rng r;
+    rng_seed(&r, s->seed * 1000003u + (uint64_t)(int64_t)epoch);
+    for (int i = 0; i < s->n; i++)
+        s->perm[i] = (uint32_t)i;
+    for (int i = s->n - 1; i > 0; i--) {
+        uint32_t j = rng_below(&r, (uint32_t)i + 1);
+        uint32_t t = s->perm[i];
+        s->perm[i] = s->perm[j];
+        s->perm[j] = t;
+    }
+}
+
+void sampler_free(struct sampler *s)
+{
+    if (!s)
+        return;
+    free(s->perm);
+    s->perm = NULL;
+}

@@ -1,0 +1,56 @@
+/* device.h - the compute device a rank runs on, behind one const table of
+ * function pointers per backend (cpu, cuda).
+ *
+ * The training loop touches memory and ordering only through these calls:
+ * allocation, host<->device copies on a stream, and events between streams.
+ * On the CPU they are plain memory operations and no-ops, but the loop is
+ * written as if they were asynchronous, so the CUDA backend plugs in without
+ * changing it.
+ */
+#ifndef DDPTOP_DEVICE_H
+#define DDPTOP_DEVICE_H
+
+#include <stddef.h>
+
+enum dev_stream { STREAM_COMPUTE = 0, STREAM_COPY, STREAM_COMM, STREAM_COUNT };
+#define DEV_MAX_EVENTS 8
+
+struct device;
+
+struct device_ops {
+    const char *name;
+    /* How many devices of this kind are usable now (0 when none). */
+    int (*count)(void);
+    int (*open)(struct device *d, int index, char *err, size_t errlen);
+    void (*close)(struct device *d);
+    void *(*alloc)(struct device *d, size_t bytes);
+    void (*free)(struct device *d, void *p);
+    /* Host memory suited to fast copies (pinned on CUDA). */
+    void *(*alloc_host)(struct device *d, size_t bytes);
+    void (*free_host)(struct device *d, void *p);
+    int (*copy_h2d)(struct device *d, void *dst, const void *src, size_t bytes, int stream);
+    int (*copy_d2h)(struct device *d, void *dst, const void *src, size_t bytes, int stream);
+    /* Event `ev` marks the current end of `stream`; wait_event makes `stream`
+     * wait for it; sync blocks the host until `stream` is idle. */
+    int (*record_event)(struct device *d, int ev, int stream);
+    int (*wait_event)(struct device *d, int ev, int stream);
+    int (*sync)(struct device *d, int stream);
+};
+
+struct device {
+    const struct device_ops *ops;
+    int index;
+    char name[64]; /* "cpu" or "cuda:0" */
+    void *impl;
+};
+
+extern const struct device_ops device_cpu;
+/* NULL when ddptop was built without CUDA. */
+extern const struct device_ops *const device_cuda;
+
+/* Picks the backend for a --device choice; *note receives a one-line remark
+ * to show once (e.g. "no GPU found; running on CPU"), or "". Returns NULL
+ * with err set when the choice cannot be honoured. */
+const struct device_ops *device_select(int choice, char *note, size_t notelen, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,159 @@
+/* main.c - ddptop's entry point: parse the command line, load the data set,
+ * run every combination of the sweep (headless), print the report.
+ *
+ * Only this file exits. Signal handlers only set a flag; the run loop turns
+ * it into an orderly stop, so a Ctrl-C still prints what was measured.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "data.h"
+#include "device.h"
+#include "report.h"
+#include "run.h"
+#include "strategy.h"
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    g_stop = sig;
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+static void progress(const struct run *r, int idx, int nruns)
+{
+    const struct metrics *m = &r->metrics;
+    size_t s = m->steps_done;
+    double loss = s ? m->loss_running[s - 1] : 0;
+    double ms = 0;
+    if (m->r[0].nsteps)
+        ms = (double)m->r[0].last.wall_ns / 1e6;
+    fprintf(stderr, "\r\033[K[%d/%d] %s %s x%d  step %zu/%ld  loss %.4f  %.2f ms/step", idx + 1, nruns,
+            r->cfg.model, strategy_name(r->cfg.strategy), r->world, s, r->total_steps, loss, ms);
+    fflush(stderr);
+}
+
+/* Runs one combination to the end (or a stop). Returns 0, or -1 when it could
+ * not start (err set) - a failed rank still produces a result. */
+static int run_one(const struct run_config *rc, const struct dataset *tr, const struct dataset *te,
+                   const struct device_ops *dev, int idx, int nruns, int show_progress, struct run_result *res,
+                   char *err, size_t errlen)
+{
+    struct run r;
+    int rc_ = run_start(&r, rc, tr, te, dev, err, errlen);
+    if (rc_ != 0) {
+        run_request_stop(&r);
+        run_join(&r);
+        run_free(&r);
+        return -1;
+    }
+    struct timespec tick = {0, 20 * 1000 * 1000};
+    int n = 0;
+    while (run_poll(&r)) {
+        if (g_stop)
+            run_request_stop(&r);
+        if (show_progress && (n++ % 10) == 0)
+            progress(&r, idx, nruns);
+        nanosleep(&tick, NULL);
+    }
+    run_join(&r);
+    if (show_progress) {
+        progress(&r, idx, nruns);
+        fprintf(stderr, "\n");
+    }
+    result_from_run(res, &r);
+    run_free(&r);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct config cfg;
+    int prc = config_parse(&cfg, argc, argv, stdout, stderr);
+    if (prc == 1)
+        return 0;
+    if (prc != 0)
+        return 2;
+
+    char err[512], note[256];
+    const struct device_ops *dev = device_select(cfg.base.device, note, sizeof(note), err, sizeof(err));
+    if (!dev) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        return 2;
+    }
+    if (note[0])
+        fprintf(stderr, "ddptop: %s\n", note);
+
+    struct dataset train, test;
+    if (data_load(cfg.base.dataset, cfg.base.data_dir, cfg.base.seed, &train, &test, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        return 2;
+    }
+
+    FILE *out = stdout;
+    if (cfg.output[0]) {
+        out = fopen(cfg.output, "w");
+        if (!out) {
+            fprintf(stderr, "ddptop: --output: cannot write %s: %m\n", cfg.output);
+            data_free(&train);
+            data_free(&test);
+            return 2;
+        }
+    }
+    if (!cfg.batch && isatty(STDOUT_FILENO))
+        fprintf(stderr, "ddptop: the interactive UI is not built yet; running headless (--batch)\n");
+
+    install_signals();
+    int nruns = config_count(&cfg);
+    struct run_result *res = calloc((size_t)nruns, sizeof(*res));
+    int done = 0, status = 0;
+    int show = !cfg.quiet && isatty(STDERR_FILENO);
+    for (int i = 0; i < nruns && !g_stop; i++) {
+        struct run_config rc;
+        config_expand(&cfg, i, &rc);
+        if (run_one(&rc, &train, &test, dev, i, nruns, show, &res[done], err, sizeof(err)) != 0) {
+            fprintf(stderr, "ddptop: %s\n", err);
+            status = 2;
+            break;
+        }
+        if (res[done].error[0]) {
+            fprintf(stderr, "ddptop: %s\n", res[done].error);
+            status = 1;
+        }
+        done++;
+    }
+    if (g_stop) {
+        fprintf(stderr, "ddptop: interrupted; reporting what was measured\n");
+        status = 128 + (int)g_stop;
+    }
+    results_speedup(res, done);
+    if (done > 0 && report_write(out, cfg.format, res, done) != 0) {
+        fprintf(stderr, "ddptop: cannot write the report\n");
+        status = 1;
+    }
+    if (out != stdout && fclose(out) != 0) {
+        fprintf(stderr, "ddptop: --output: error writing %s\n", cfg.output);
+        status = 1;
+    }
+    for (int i = 0; i < done; i++)
+        result_free(&res[i]);
+    free(res);
+    data_free(&train);
+    data_free(&test);
+    return status;
+}

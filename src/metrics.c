@@ -1,0 +1,377 @@
+/* metrics.c - turning drained spans and step records into breakdowns,
+ * losses and per-collective accounting (see metrics.h, DESIGN.md). */
+#include "metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+
+#define COLL_SLOTS 4096
+#define MAX_WORLD 64
+#define MAX_DEPTH 16
+
+struct coll_slot {
+    uint32_t seq;
+    int count;
+    int64_t dur[MAX_WORLD];
+};
+
+void breakdown_add(struct breakdown *acc, const struct breakdown *b)
+{
+    acc->wall_ns += b->wall_ns;
+    acc->compute_ns += b->compute_ns;
+    acc->comm_ns += b->comm_ns;
+    acc->data_ns += b->data_ns;
+    acc->idle_ns += b->idle_ns;
+    acc->comm_union_ns += b->comm_union_ns;
+    acc->overlap_ns += b->overlap_ns;
+}
+
+double breakdown_pct(int64_t part_ns, int64_t wall_ns)
+{
+    return wall_ns > 0 ? 100.0 * (double)part_ns / (double)wall_ns : 0.0;
+}
+
+struct ev {
+    int64_t t;
+    int64_t dur;
+    int start; /* 1 start, 0 end */
+    int lane;
+    int cat;
+    int id;
+};
+
+static int ev_cmp(const void *a, const void *b)
+{
+    const struct ev *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->start != y->start)
+        return x->start - y->start; /* ends first: touching spans do not overlap */
+    if (x->start) {
+        if (x->dur != y->dur)
+            return x->dur > y->dur ? -1 : 1; /* the outer span opens first */
+    } else if (x->dur != y->dur) {
+        return x->dur < y->dur ? -1 : 1; /* the inner span closes first */
+    }
+    return x->id - y->id;
+}
+
+void breakdown_compute(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1)
+{
+    memset(out, 0, sizeof(*out));
+    if (t1 <= t0)
+        return;
+    out->wall_ns = t1 - t0;
+    struct ev stackbuf[64];
+    struct ev *evs = n * 2 <= 64 ? stackbuf : malloc(sizeof(struct ev) * n * 2);
+    if (!evs) {
+        out->idle_ns = out->wall_ns;
+        return;
+    }
+    size_t ne = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t a = spans[i].t0_ns < t0 ? t0 : spans[i].t0_ns;
+        int64_t b = spans[i].t1_ns > t1 ? t1 : spans[i].t1_ns;
+        if (b <= a || spans[i].lane >= LANE_COUNT)
+            continue;
+        struct ev s = {a, b - a, 1, spans[i].lane, spans[i].cat, (int)i};
+        struct ev e = {b, b - a, 0, spans[i].lane, spans[i].cat, (int)i};
+        evs[ne++] = s;
+        evs[ne++] = e;
+    }
+    qsort(evs, ne, sizeof(*evs), ev_cmp);
+    int stack[LANE_COUNT][MAX_DEPTH];
+    int depth[LANE_COUNT] = {0};
+    int cat_of_id_top[LANE_COUNT];
+    int64_t prev = t0;
+    int64_t covered = 0;
+    for (size_t i = 0; i <= ne; i++) {
+        int64_t t = i < ne ? evs[i].t : t1;
+        if (t > prev) {
+            int any_compute = 0, any_comm = 0, any_data = 0;
+            for (int l = 0; l < LANE_COUNT; l++) {
+                if (!depth[l])
+                    continue;
+                int c = cat_of_id_top[l];
+                any_compute |= cat_is_compute(c);
+                any_comm |= c == CAT_COMM;
+                any_data |= c == CAT_DATA;
+            }
+            int64_t d = t - prev;
+            if (any_compute)
+                out->compute_ns += d;
+            else if (any_comm)
+                out->comm_ns += d;
+            else if (any_data)
+                out->data_ns += d;
+            if (any_comm)
+                out->comm_union_ns += d;
+            if (any_comm && any_compute)
+                out->overlap_ns += d;
+            if (any_compute || any_comm || any_data)
+                covered += d;
+            prev = t;
+        }
+        if (i == ne)
+            break;
+        struct ev *e = &evs[i];
+        int l = e->lane;
+        if (e->start) {
+            if (depth[l] < MAX_DEPTH)
+                stack[l][depth[l]++] = e->id;
+        } else {
+            for (int k = depth[l] - 1; k >= 0; k--)
+                if (stack[l][k] == e->id) {
+                    memmove(&stack[l][k], &stack[l][k + 1], sizeof(int) * (size_t)(depth[l] - k - 1));
+                    depth[l]--;
+                    break;
+                }
+        }
+        if (depth[l])
+            cat_of_id_top[l] = spans[stack[l][depth[l] - 1]].cat;
+    }
+    out->idle_ns = out->wall_ns - covered;
+    if (evs != stackbuf)
+        free(evs);
+}
+
+int metrics_init(struct metrics *m, int world, double threshold)
+{
+    memset(m, 0, sizeof(*m));
+    if (world < 1 || world > MAX_WORLD)
+        return -1;
+    m->world = world;
+    m->threshold = threshold;
+    m->threshold_step = -1;
+    m->threshold_epoch = -1;
+    m->r = calloc((size_t)world, sizeof(*m->r));
+    m->coll = calloc(COLL_SLOTS, sizeof(*m->coll));
+    if (!m->r || !m->coll) {
+        metrics_free(m);
+        return -1;
+    }
+    for (int i = 0; i < COLL_SLOTS; i++)
+        m->coll[i].seq = UINT32_MAX;
+    return 0;
+}
+
+void metrics_free(struct metrics *m)
+{
+    if (m->r)
+        for (int i = 0; i < m->world; i++) {
+            struct rank_metrics *r = &m->r[i];
+            free(r->step_wall_ns);
+            free(r->step_loss);
+            free(r->step_correct);
+            free(r->step_n);
+            free(r->pending);
+            free(r->window);
+        }
+    free(m->r);
+    free(m->coll);
+    free(m->loss_mean);
+    free(m->loss_running);
+    free(m->step_epoch);
+    memset(m, 0, sizeof(*m));
+}
+
+static void coll_record(struct metrics *m, int r, const struct span *s)
+{
+    struct coll_slot *c = &m->coll[s->seq % COLL_SLOTS];
+    if (c->seq != s->seq) {
+        c->seq = s->seq;
+        c->count = 0;
+    }
+    c->dur[r] = s->t1_ns - s->t0_ns;
+    if (++c->count < m->world)
+        return;
+    int64_t mn = c->dur[0];
+    for (int i = 1; i < m->world; i++)
+        if (c->dur[i] < mn)
+            mn = c->dur[i];
+    for (int i = 0; i < m->world; i++) {
+        m->r[i].xfer_ns += mn;
+        m->r[i].sync_ns += c->dur[i] - mn;
+    }
+    c->seq = UINT32_MAX;
+}
+
+void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
+{
+    struct rank_metrics *rm = &m->r[r];
+    if (rm->npending + n > rm->cap_pending) {
+        size_t nc = rm->cap_pending ? rm->cap_pending : 256;
+        while (nc < rm->npending + n)
+            nc *= 2;
+        struct span *p = realloc(rm->pending, nc * sizeof(*p));
+        if (!p) {
+            rm->dropped += n;
+            return;
+        }
+        rm->pending = p;
+        rm->cap_pending = nc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct span *sp = &s[i];
+        rm->pending[rm->npending++] = *sp;
+        rm->history[rm->nhistory++ % METRICS_HISTORY] = *sp;
+        if (sp->cat == CAT_COMM && sp->outer) {
+            rm->bytes_tx += sp->bytes;
+            rm->bytes_rx += sp->bytes_rx;
+            rm->bus_bytes += (double)sp->size * coll_busbw_factor(sp->coll, m->world);
+            rm->coll_ns += sp->t1_ns - sp->t0_ns;
+            rm->ncoll++;
+            if (m->world > 1)
+                coll_record(m, r, sp);
+        }
+        if (m->on_span)
+            m->on_span(m->on_span_ctx, r, sp);
+    }
+}
+
+static int grow_steps(struct rank_metrics *r)
+{
+    if (r->nsteps < r->cap)
+        return 0;
+    size_t nc = r->cap ? r->cap * 2 : 1024;
+    int64_t *w = realloc(r->step_wall_ns, nc * sizeof(*w));
+    if (w)
+        r->step_wall_ns = w;
+    float *l = realloc(r->step_loss, nc * sizeof(*l));
+    if (l)
+        r->step_loss = l;
+    int32_t *c = realloc(r->step_correct, nc * sizeof(*c));
+    if (c)
+        r->step_correct = c;
+    int32_t *k = realloc(r->step_n, nc * sizeof(*k));
+    if (k)
+        r->step_n = k;
+    if (!w || !l || !c || !k)
+        return -1;
+    r->cap = nc;
+    return 0;
+}
+
+static void advance_global(struct metrics *m, uint32_t epoch)
+{
+    size_t upto = SIZE_MAX;
+    for (int i = 0; i < m->world; i++)
+        if (m->r[i].nsteps < upto)
+            upto = m->r[i].nsteps;
+    if (upto > m->cap_steps) {
+        size_t nc = m->cap_steps ? m->cap_steps : 1024;
+        while (nc < upto)
+            nc *= 2;
+        float *a = realloc(m->loss_mean, nc * sizeof(float));
+        if (a)
+            m->loss_mean = a;
+        float *b = realloc(m->loss_running, nc * sizeof(float));
+        if (b)
+            m->loss_running = b;
+        uint32_t *e = realloc(m->step_epoch, nc * sizeof(uint32_t));
+        if (e)
+            m->step_epoch = e;
+        if (!a || !b || !e)
+            return;
+        m->cap_steps = nc;
+    }
+    for (size_t s = m->steps_done; s < upto; s++) {
+        double sum = 0;
+        for (int i = 0; i < m->world; i++)
+            sum += m->r[i].step_loss[s];
+        m->loss_mean[s] = (float)(sum / m->world);
+        size_t from = s + 1 >= METRICS_LOSS_WINDOW ? s + 1 - METRICS_LOSS_WINDOW : 0;
+        double run = 0;
+        for (size_t k = from; k <= s; k++)
+            run += m->loss_mean[k];
+        m->loss_running[s] = (float)(run / (double)(s + 1 - from));
+        m->step_epoch[s] = epoch;
+        if (m->threshold > 0 && m->threshold_step < 0 && m->loss_running[s] < m->threshold) {
+            m->threshold_step = (long)s;
+            m->threshold_epoch = (int)epoch;
+        }
+    }
+    m->steps_done = upto;
+}
+
+void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec)
+{
+    struct rank_metrics *rm = &m->r[r];
+    /* pull this step's spans out of the pending list, into the window
+     * buffer (which is at least as large as pending: it grows with it) */
+    if (rm->cap_window < rm->npending) {
+        struct span *w = realloc(rm->window, rm->cap_pending * sizeof(struct span));
+        if (!w)
+            return;
+        rm->window = w;
+        rm->cap_window = rm->cap_pending;
+    }
+    size_t nwin = 0, keep = 0;
+    for (size_t i = 0; i < rm->npending; i++) {
+        struct span *s = &rm->pending[i];
+        if (s->step == rec->step)
+            rm->window[nwin++] = *s;
+        else if (s->step < rec->step)
+            rm->late++;
+        else
+            rm->pending[keep++] = *s;
+    }
+    rm->npending = keep;
+    struct breakdown b;
+    breakdown_compute(&b, rm->window, nwin, rec->t0_ns, rec->t1_ns);
+    breakdown_add(&rm->total, &b);
+    if (rm->nsteps > 0)
+        breakdown_add(&rm->steady, &b);
+    rm->last = b;
+    if (grow_steps(rm) != 0)
+        return;
+    rm->step_wall_ns[rm->nsteps] = rec->t1_ns - rec->t0_ns;
+    rm->step_loss[rm->nsteps] = rec->loss;
+    rm->step_correct[rm->nsteps] = rec->correct;
+    rm->step_n[rm->nsteps] = rec->n;
+    rm->nsteps++;
+    advance_global(m, rec->epoch);
+}
+
+void metrics_add_epoch(struct metrics *m, int r, const struct epoch_rec *rec)
+{
+    int e = rec->epoch;
+    if (e < 0 || e >= 1024)
+        return;
+    m->test_correct[e] += rec->correct;
+    m->test_total[e] += rec->total;
+    m->test_loss[e] += rec->loss_sum;
+    m->epochs_reported[e]++;
+    if (m->epochs_reported[e] == m->world && e + 1 > m->nepochs)
+        m->nepochs = e + 1;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void metrics_step_stats(const struct metrics *m, int r, double *mean, double *p50, double *p90)
+{
+    const struct rank_metrics *rm = &m->r[r];
+    *mean = *p50 = *p90 = 0;
+    size_t n = rm->nsteps > 1 ? rm->nsteps - 1 : rm->nsteps;
+    if (n == 0)
+        return;
+    const int64_t *src = rm->nsteps > 1 ? rm->step_wall_ns + 1 : rm->step_wall_ns;
+    int64_t *v = malloc(n * sizeof(int64_t));
+    if (!v)
+        return;
+    memcpy(v, src, n * sizeof(int64_t));
+    qsort(v, n, sizeof(int64_t), cmp_i64);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)v[i];
+    *mean = sum / (double)n;
+    *p50 = (double)v[(n - 1) / 2];
+    *p90 = (double)v[(size_t)((double)(n - 1) * 0.9)];
+    free(v);
+}

@@ -1,0 +1,115 @@
+/* metrics.h - the collector's store: per-rank, per-step breakdowns computed
+ * from the probe rings with DESIGN.md's formulas, losses and accuracies,
+ * per-collective transfer/sync accounting, and a short span history for the
+ * timeline pane.
+ *
+ * Only the collector thread (the UI or the report loop) writes here. Rank
+ * threads write nothing but their rings.
+ */
+#ifndef DDPTOP_METRICS_H
+#define DDPTOP_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "probe.h"
+
+/* Time split of one window; compute + comm + data + idle == wall exactly. */
+struct breakdown {
+    int64_t wall_ns;
+    int64_t compute_ns;
+    int64_t comm_ns;       /* exposed: comm not hidden under compute */
+    int64_t data_ns;
+    int64_t idle_ns;
+    int64_t comm_union_ns; /* |union of comm|, hidden or not */
+    int64_t overlap_ns;    /* |compute ∩ comm| */
+};
+
+void breakdown_add(struct breakdown *acc, const struct breakdown *b);
+double breakdown_pct(int64_t part_ns, int64_t wall_ns);
+/* Computes the breakdown of window [t0, t1) over n spans. On each lane the
+ * innermost span decides an instant's category; across lanes compute beats
+ * comm beats data beats idle, and wait counts as idle. */
+void breakdown_compute(struct breakdown *out, const struct span *spans, size_t n, int64_t t0_ns, int64_t t1_ns);
+
+/* What a rank reports at the end of every step. */
+struct step_rec {
+    uint32_t step;  /* global step index, from 0 */
+    uint32_t epoch;
+    int64_t t0_ns, t1_ns;
+    float loss;     /* mean over the rank's local batch */
+    float lr;
+    int32_t correct, n;
+};
+
+/* What a rank reports after evaluating an epoch. */
+struct epoch_rec {
+    int32_t epoch;
+    int32_t correct, total; /* on this rank's share of the test split */
+    double loss_sum;
+};
+
+#define METRICS_HISTORY 8192 /* spans kept per rank for the timeline */
+#define METRICS_LOSS_WINDOW 50 /* steps in the running training loss */
+
+struct rank_metrics {
+    struct breakdown total;   /* every step */
+    struct breakdown steady;  /* every step but the first */
+    struct breakdown last;    /* the most recent step */
+    int64_t *step_wall_ns;    /* [nsteps] */
+    float *step_loss;         /* [nsteps] */
+    int32_t *step_correct, *step_n;
+    size_t nsteps, cap;
+    uint64_t bytes_tx, bytes_rx;
+    double bus_bytes;         /* sum over collectives of S * busbw factor */
+    int64_t coll_ns;          /* time inside collectives (outer spans) */
+    int64_t xfer_ns, sync_ns; /* per-collective: transfer (min over ranks) and sync */
+    uint64_t ncoll;
+    uint64_t dropped;         /* spans lost to full rings */
+    uint64_t late;            /* spans of steps already closed */
+    struct span *pending;     /* spans waiting for their step's record */
+    size_t npending, cap_pending;
+    struct span *window;      /* scratch: one step's spans */
+    size_t cap_window;
+    struct span history[METRICS_HISTORY];
+    uint64_t nhistory;        /* total ever pushed; index % METRICS_HISTORY */
+};
+
+struct coll_slot;
+
+struct metrics {
+    int world;
+    struct rank_metrics *r;
+    /* global per-step series, valid up to `steps_done` (all ranks reported) */
+    size_t steps_done;
+    float *loss_mean;     /* [steps_done] mean of the ranks' losses */
+    float *loss_running;  /* [steps_done] mean of the last METRICS_LOSS_WINDOW */
+    size_t cap_steps;
+    double threshold;     /* < 0: none */
+    long threshold_step;  /* first global step where running < threshold, -1 */
+    int threshold_epoch;
+    uint32_t *step_epoch; /* [steps_done] */
+    /* per-epoch test results, summed over ranks */
+    int nepochs;
+    int32_t test_correct[1024], test_total[1024];
+    double test_loss[1024];
+    int epochs_reported[1024];
+    /* per-collective matching, by sequence number */
+    struct coll_slot *coll;
+    /* called for every span drained (the trace writer), may be NULL */
+    void (*on_span)(void *ctx, int rank, const struct span *s);
+    void *on_span_ctx;
+};
+
+int metrics_init(struct metrics *m, int world, double threshold);
+void metrics_free(struct metrics *m);
+/* Feeds what was drained from rank r's rings. Step records must come in step
+ * order; spans in any order, but before their step's record is fed. */
+void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n);
+void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec);
+void metrics_add_epoch(struct metrics *m, int r, const struct epoch_rec *rec);
+
+/* Step-time statistics of rank r excluding the first step (ns). */
+void metrics_step_stats(const struct metrics *m, int r, double *mean, double *p50, double *p90);
+
+#endif

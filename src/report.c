@@ -1,0 +1,421 @@
+/* report.c - results and the batch report (text, CSV, JSON, markdown). The
+ * JSON schema is documented in the README; keep the two in step. */
+#include "report.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "run.h"
+#include "strategy.h"
+
+static void pcts(const struct breakdown *b, double *compute, double *comm, double *data, double *idle,
+                 double *overlap)
+{
+    *compute = breakdown_pct(b->compute_ns, b->wall_ns);
+    *comm = breakdown_pct(b->comm_ns, b->wall_ns);
+    *data = breakdown_pct(b->data_ns, b->wall_ns);
+    *idle = breakdown_pct(b->idle_ns, b->wall_ns);
+    *overlap = b->comm_union_ns > 0 ? 100.0 * (double)b->overlap_ns / (double)b->comm_union_ns : 0.0;
+}
+
+int result_from_run(struct run_result *res, struct run *r)
+{
+    memset(res, 0, sizeof(*res));
+    struct metrics *m = &r->metrics;
+    res->cfg = r->cfg;
+    snprintf(res->dataset, sizeof(res->dataset), "%s", r->train->name);
+    snprintf(res->device, sizeof(res->device), "%s", r->devops->name);
+    res->world = r->world;
+    res->global_batch = r->global_batch;
+    res->state = r->state;
+    snprintf(res->error, sizeof(res->error), "%s", r->err);
+    res->wall_s = (double)((r->t_end_ns ? r->t_end_ns : probe_now_ns()) - r->t_start_ns) / 1e9;
+    res->threshold_step = m->threshold_step;
+    res->threshold_epoch = m->threshold_epoch;
+    res->epochs_done = m->nepochs;
+    res->nranks = r->world;
+    res->ranks = calloc((size_t)r->world, sizeof(*res->ranks));
+    if (!res->ranks)
+        return -1;
+    res->params_total = r->ranks[0].nparams_total;
+    res->params_trainable = r->ranks[0].nparams_trainable;
+    res->flops_per_sample = r->ranks[0].flops_per_sample;
+
+    struct breakdown all = {0};
+    double bus = 0;
+    int64_t xfer = 0;
+    for (int i = 0; i < r->world; i++) {
+        struct rank_metrics *rm = &m->r[i];
+        struct rank_result *rr = &res->ranks[i];
+        rr->rank = i;
+        snprintf(rr->device, sizeof(rr->device), "%s", r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
+        rr->steps = (long)rm->nsteps;
+        metrics_step_stats(m, i, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
+        rr->ms_mean /= 1e6;
+        rr->ms_p50 /= 1e6;
+        rr->ms_p90 /= 1e6;
+        rr->samples_per_s = rr->ms_mean > 0 ? r->local_batch / (rr->ms_mean / 1e3) : 0;
+        const struct breakdown *b = rm->nsteps > 1 ? &rm->steady : &rm->total;
+        pcts(b, &rr->compute_pct, &rr->comm_pct, &rr->data_pct, &rr->idle_pct, &rr->overlap_pct);
+        breakdown_add(&all, b);
+        rr->bytes_tx = rm->bytes_tx;
+        rr->bytes_rx = rm->bytes_rx;
+        rr->xfer_ms = (double)rm->xfer_ns / 1e6;
+        rr->sync_ms = (double)rm->sync_ns / 1e6;
+        rr->busbw_valid = rm->xfer_ns > 0 && rm->bus_bytes > 0;
+        rr->busbw_gbps = rr->busbw_valid ? rm->bus_bytes / (double)rm->xfer_ns : 0;
+        rr->dropped = rm->dropped + rm->late;
+        res->bytes_sent += rm->bytes_tx;
+        res->xfer_ms += rr->xfer_ms;
+        res->sync_ms += rr->sync_ms;
+        res->dropped += rr->dropped;
+        bus += rm->bus_bytes;
+        xfer += rm->xfer_ns;
+    }
+    res->bytes_sent /= (uint64_t)r->world;
+    res->xfer_ms /= r->world;
+    res->sync_ms /= r->world;
+    res->busbw_valid = xfer > 0 && bus > 0;
+    res->busbw_gbps = res->busbw_valid ? bus / (double)xfer : 0;
+    pcts(&all, &res->compute_pct, &res->comm_pct, &res->data_pct, &res->idle_pct, &res->overlap_pct);
+
+    /* the run's step time: per step, the slowest rank */
+    size_t n = m->steps_done;
+    res->steps = (long)n;
+    if (n > 0) {
+        int64_t *v = malloc(n * sizeof(int64_t));
+        if (v) {
+            for (size_t s = 0; s < n; s++) {
+                int64_t mx = 0;
+                for (int i = 0; i < r->world; i++)
+                    if (m->r[i].step_wall_ns[s] > mx)
+                        mx = m->r[i].step_wall_ns[s];
+                v[s] = mx;
+            }
+            size_t from = n > 1 ? 1 : 0, k = n - from;
+            double sum = 0;
+            for (size_t s = from; s < n; s++)
+                sum += (double)v[s];
+            res->ms_mean = sum / (double)k / 1e6;
+            /* sort the steady steps for percentiles */
+            for (size_t a = from + 1; a < n; a++) {
+                int64_t x = v[a];
+                size_t b = a;
+                while (b > from && v[b - 1] > x) {
+                    v[b] = v[b - 1];
+                    b--;
+                }
+                v[b] = x;
+            }
+            res->ms_p50 = (double)v[from + (k - 1) / 2] / 1e6;
+            res->ms_p90 = (double)v[from + (size_t)((double)(k - 1) * 0.9)] / 1e6;
+            free(v);
+        }
+        res->samples_per_s = res->ms_mean > 0 ? r->global_batch / (res->ms_mean / 1e3) : 0;
+        res->train_valid = 1;
+        res->train_loss = m->loss_running[n - 1];
+        /* accuracy over the last epoch's steps (or all, in a partial epoch) */
+        uint32_t last_epoch = m->step_epoch[n - 1];
+        int64_t correct = 0, total = 0;
+        for (size_t s = 0; s < n; s++)
+            if (m->step_epoch[s] == last_epoch)
+                for (int i = 0; i < r->world; i++) {
+                    correct += m->r[i].step_correct[s];
+                    total += m->r[i].step_n[s];
+                }
+        res->train_acc = total ? 100.0 * (double)correct / (double)total : 0;
+    }
+    if (m->nepochs > 0 && m->test_total[m->nepochs - 1] > 0) {
+        res->test_valid = 1;
+        res->test_acc = 100.0 * m->test_correct[m->nepochs - 1] / (double)m->test_total[m->nepochs - 1];
+    }
+    return 0;
+}
+
+void result_free(struct run_result *res)
+{
+    free(res->ranks);
+    res->ranks = NULL;
+}
+
+void results_speedup(struct run_result *res, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const struct run_result *base = NULL;
+        for (int j = 0; j < n; j++) {
+            const struct run_result *c = &res[j];
+            if (c->world != 1 || strcmp(c->cfg.model, res[i].cfg.model) || c->samples_per_s <= 0)
+                continue;
+            if (!base || (c->global_batch == res[i].global_batch && base->global_batch != res[i].global_batch))
+                base = c;
+        }
+        res[i].speedup_valid = base != NULL && res[i].samples_per_s > 0;
+        if (res[i].speedup_valid) {
+            res[i].speedup = res[i].samples_per_s / base->samples_per_s;
+            res[i].efficiency = 100.0 * res[i].speedup / res[i].world;
+        }
+    }
+}
+
+/* ---- formatting -------------------------------------------------------- */
+
+static void human_bytes(char *buf, size_t n, double b)
+{
+    const char *u[] = {"B", "KB", "MB", "GB", "TB"};
+    int i = 0;
+    while (b >= 1000.0 && i < 4) {
+        b /= 1000.0;
+        i++;
+    }
+    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+static const char *threshold_str(char *buf, size_t n, const struct run_result *r)
+{
+    if (r->cfg.loss_threshold <= 0)
+        snprintf(buf, n, "-");
+    else if (r->threshold_step < 0)
+        snprintf(buf, n, "not reached");
+    else
+        snprintf(buf, n, "e%d s%ld", r->threshold_epoch, r->threshold_step);
+    return buf;
+}
+
+static void write_text(FILE *f, const struct run_result *res, int n, int md)
+{
+    const char *sep = md ? " | " : "  ";
+    if (md)
+        fprintf(f, "| model | dataset | strategy | ranks | batch/rank | global | steps | ms/step | p50 | p90 | "
+                   "samples/s | speedup | eff %% | compute %% | comm %% | data %% | idle %% | overlap %% | "
+                   "sent/rank | busbw GB/s | xfer ms | sync ms | train loss | train acc %% | test acc %% | "
+                   "loss < thr |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+                   "---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    else
+        fprintf(f, "%-8s %-14s %-14s %5s %6s %6s %6s %8s %8s %8s %10s %7s %6s %8s %6s %6s %6s %8s %10s %7s %8s %8s "
+                   "%7s %7s %7s %s\n",
+                "model", "dataset", "strategy", "ranks", "b/rank", "global", "steps", "ms/step", "p50", "p90",
+                "samples/s", "speedup", "eff%", "compute%", "comm%", "data%", "idle%", "overlap%", "sent/rank",
+                "busbw", "xfer_ms", "sync_ms", "loss", "train%", "test%", "loss<thr");
+    for (int i = 0; i < n; i++) {
+        const struct run_result *r = &res[i];
+        char sp[16], eff[16], bw[16], bytes[24], tl[16], ta[16], te[16], thr[32];
+        snprintf(sp, sizeof(sp), r->speedup_valid ? "%.2fx" : "n/a", r->speedup);
+        snprintf(eff, sizeof(eff), r->speedup_valid ? "%.0f" : "n/a", r->efficiency);
+        snprintf(bw, sizeof(bw), r->busbw_valid ? "%.2f" : "n/a", r->busbw_gbps);
+        human_bytes(bytes, sizeof(bytes), (double)r->bytes_sent);
+        snprintf(tl, sizeof(tl), r->train_valid ? "%.4f" : "n/a", r->train_loss);
+        snprintf(ta, sizeof(ta), r->train_valid ? "%.2f" : "n/a", r->train_acc);
+        snprintf(te, sizeof(te), r->test_valid ? "%.2f" : "n/a", r->test_acc);
+        threshold_str(thr, sizeof(thr), r);
+        if (md)
+            fprintf(f, "| %s | %s | %s | %d | %d | %d | %ld | %.3f | %.3f | %.3f | %.0f | %s | %s | %.1f | %.1f | "
+                       "%.1f | %.1f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s | %s |\n",
+                    r->cfg.model, r->dataset, strategy_name(r->cfg.strategy), r->world, r->global_batch / r->world,
+                    r->global_batch, r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff,
+                    r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms,
+                    r->sync_ms, tl, ta, te, thr);
+        else
+            fprintf(f, "%-8s %-14s %-14s %5d %6d %6d %6ld %8.3f %8.3f %8.3f %10.0f %7s %6s %8.1f %6.1f %6.1f %6.1f "
+                       "%8.1f %10s %7s %8.1f %8.1f %7s %7s %7s %s\n",
+                    r->cfg.model, r->dataset, strategy_name(r->cfg.strategy), r->world, r->global_batch / r->world,
+                    r->global_batch, r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff,
+                    r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms,
+                    r->sync_ms, tl, ta, te, thr);
+    }
+    (void)sep;
+    fprintf(f, md ? "\nPer rank:\n\n| run | strategy | rank | device | ms/step | p50 | p90 | samples/s | compute %% | "
+                    "comm %% | data %% | idle %% | overlap %% | sent | received | busbw GB/s | xfer ms | sync ms |\n"
+                    "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                  : "\nper rank:\n%3s %-14s %4s %-8s %8s %8s %8s %10s %8s %6s %6s %6s %8s %10s %10s %7s %8s %8s\n",
+            "run", "strategy", "rank", "device", "ms/step", "p50", "p90", "samples/s", "compute%", "comm%", "data%",
+            "idle%", "overlap%", "sent", "received", "busbw", "xfer_ms", "sync_ms");
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < res[i].nranks; k++) {
+            const struct rank_result *q = &res[i].ranks[k];
+            char tx[24], rx[24], bw[16];
+            human_bytes(tx, sizeof(tx), (double)q->bytes_tx);
+            human_bytes(rx, sizeof(rx), (double)q->bytes_rx);
+            snprintf(bw, sizeof(bw), q->busbw_valid ? "%.2f" : "n/a", q->busbw_gbps);
+            fprintf(f,
+                    md ? "| %d | %s | %d | %s | %.3f | %.3f | %.3f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | "
+                         "%s | %s | %.1f | %.1f |\n"
+                       : "%3d %-14s %4d %-8s %8.3f %8.3f %8.3f %10.0f %8.1f %6.1f %6.1f %6.1f %8.1f %10s %10s %7s "
+                         "%8.1f %8.1f\n",
+                    i, strategy_name(res[i].cfg.strategy), q->rank, q->device, q->ms_mean, q->ms_p50, q->ms_p90,
+                    q->samples_per_s, q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct, tx, rx,
+                    bw, q->xfer_ms, q->sync_ms);
+        }
+    for (int i = 0; i < n; i++) {
+        if (res[i].error[0])
+            fprintf(f, "\nrun %d (%s %s): %s\n", i, res[i].cfg.model, strategy_name(res[i].cfg.strategy),
+                    res[i].error);
+        if (res[i].dropped)
+            fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
+                    (unsigned long long)res[i].dropped);
+        if (res[i].state == RUN_STOPPED)
+            fprintf(f, "\nrun %d was interrupted after %ld steps; the figures above cover those steps\n", i,
+                    res[i].steps);
+    }
+}
+
+static void add_num(cJSON *o, const char *k, double v, int valid)
+{
+    if (valid)
+        cJSON_AddNumberToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+static void json_breakdown(cJSON *o, double compute, double comm, double data, double idle, double overlap)
+{
+    cJSON_AddNumberToObject(o, "compute_pct", compute);
+    cJSON_AddNumberToObject(o, "comm_pct", comm);
+    cJSON_AddNumberToObject(o, "data_pct", data);
+    cJSON_AddNumberToObject(o, "idle_pct", idle);
+    cJSON_AddNumberToObject(o, "overlap_pct", overlap);
+}
+
+static cJSON *json_run(const struct run_result *r, int index)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "run", index);
+    cJSON_AddStringToObject(o, "model", r->cfg.model);
+    cJSON_AddStringToObject(o, "dataset", r->dataset);
+    cJSON_AddStringToObject(o, "strategy", strategy_name(r->cfg.strategy));
+    cJSON_AddStringToObject(o, "device", r->device);
+    cJSON_AddNumberToObject(o, "ranks", r->world);
+    cJSON_AddNumberToObject(o, "batch_size", r->global_batch / r->world);
+    cJSON_AddNumberToObject(o, "global_batch", r->global_batch);
+    cJSON_AddNumberToObject(o, "steps", (double)r->steps);
+    cJSON_AddNumberToObject(o, "ms_per_step", r->ms_mean);
+    cJSON_AddNumberToObject(o, "ms_p50", r->ms_p50);
+    cJSON_AddNumberToObject(o, "ms_p90", r->ms_p90);
+    cJSON_AddNumberToObject(o, "samples_per_s", r->samples_per_s);
+    add_num(o, "speedup", r->speedup, r->speedup_valid);
+    add_num(o, "efficiency_pct", r->efficiency, r->speedup_valid);
+    json_breakdown(o, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct);
+    cJSON_AddNumberToObject(o, "bytes_sent", (double)r->bytes_sent);
+    add_num(o, "busbw_gbps", r->busbw_gbps, r->busbw_valid);
+    cJSON_AddNumberToObject(o, "transfer_ms", r->xfer_ms);
+    cJSON_AddNumberToObject(o, "sync_ms", r->sync_ms);
+    add_num(o, "train_loss", r->train_loss, r->train_valid);
+    add_num(o, "train_acc", r->train_acc, r->train_valid);
+    add_num(o, "test_acc", r->test_acc, r->test_valid);
+    add_num(o, "loss_threshold", r->cfg.loss_threshold, r->cfg.loss_threshold > 0);
+    add_num(o, "threshold_epoch", r->threshold_epoch, r->threshold_step >= 0);
+    add_num(o, "threshold_step", (double)r->threshold_step, r->threshold_step >= 0);
+    cJSON_AddNumberToObject(o, "params", (double)r->params_total);
+    cJSON_AddNumberToObject(o, "params_trainable", (double)r->params_trainable);
+    cJSON_AddNumberToObject(o, "wall_s", r->wall_s);
+    cJSON_AddNumberToObject(o, "spans_lost", (double)r->dropped);
+    cJSON_AddStringToObject(o, "state", run_state_name(r->state));
+    if (r->error[0])
+        cJSON_AddStringToObject(o, "error", r->error);
+    else
+        cJSON_AddNullToObject(o, "error");
+    return o;
+}
+
+static int write_json(FILE *f, const struct run_result *res, int n)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "ddptop_version", DDPTOP_VERSION);
+    cJSON *runs = cJSON_AddArrayToObject(root, "runs");
+    cJSON *per = cJSON_AddArrayToObject(root, "per_rank");
+    for (int i = 0; i < n; i++) {
+        cJSON_AddItemToArray(runs, json_run(&res[i], i));
+        for (int k = 0; k < res[i].nranks; k++) {
+            const struct rank_result *q = &res[i].ranks[k];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "run", i);
+            cJSON_AddNumberToObject(o, "rank", q->rank);
+            cJSON_AddStringToObject(o, "device", q->device);
+            cJSON_AddNumberToObject(o, "steps", (double)q->steps);
+            cJSON_AddNumberToObject(o, "ms_per_step", q->ms_mean);
+            cJSON_AddNumberToObject(o, "ms_p50", q->ms_p50);
+            cJSON_AddNumberToObject(o, "ms_p90", q->ms_p90);
+            cJSON_AddNumberToObject(o, "samples_per_s", q->samples_per_s);
+            json_breakdown(o, q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct);
+            cJSON_AddNumberToObject(o, "bytes_sent", (double)q->bytes_tx);
+            cJSON_AddNumberToObject(o, "bytes_received", (double)q->bytes_rx);
+            add_num(o, "busbw_gbps", q->busbw_gbps, q->busbw_valid);
+            cJSON_AddNumberToObject(o, "transfer_ms", q->xfer_ms);
+            cJSON_AddNumberToObject(o, "sync_ms", q->sync_ms);
+            cJSON_AddNumberToObject(o, "spans_lost", (double)q->dropped);
+            cJSON_AddItemToArray(per, o);
+        }
+    }
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!s)
+        return -1;
+    fprintf(f, "%s\n", s);
+    free(s);
+    return 0;
+}
+
+static void csv_num(FILE *f, double v, int valid, const char *fmt)
+{
+    fputc(',', f);
+    if (valid)
+        fprintf(f, fmt, v);
+}
+
+static void write_csv(FILE *f, const struct run_result *res, int n)
+{
+    fprintf(f, "run,rank,model,dataset,strategy,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
+               "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
+               "busbw_gbps,transfer_ms,sync_ms,train_loss,train_acc,test_acc,threshold_epoch,threshold_step\n");
+    for (int i = 0; i < n; i++) {
+        const struct run_result *r = &res[i];
+        for (int k = -1; k < r->nranks; k++) {
+            const struct rank_result *q = k >= 0 ? &r->ranks[k] : NULL;
+            if (q)
+                fprintf(f, "%d,%d", i, k);
+            else
+                fprintf(f, "%d,all", i);
+            fprintf(f, ",%s,%s,%s,%d,%d,%d,%ld", r->cfg.model, r->dataset, strategy_name(r->cfg.strategy), r->world,
+                    r->global_batch / r->world, r->global_batch, q ? q->steps : r->steps);
+            csv_num(f, q ? q->ms_mean : r->ms_mean, 1, "%.4f");
+            csv_num(f, q ? q->ms_p50 : r->ms_p50, 1, "%.4f");
+            csv_num(f, q ? q->ms_p90 : r->ms_p90, 1, "%.4f");
+            csv_num(f, q ? q->samples_per_s : r->samples_per_s, 1, "%.1f");
+            csv_num(f, r->speedup, !q && r->speedup_valid, "%.4f");
+            csv_num(f, r->efficiency, !q && r->speedup_valid, "%.2f");
+            csv_num(f, q ? q->compute_pct : r->compute_pct, 1, "%.3f");
+            csv_num(f, q ? q->comm_pct : r->comm_pct, 1, "%.3f");
+            csv_num(f, q ? q->data_pct : r->data_pct, 1, "%.3f");
+            csv_num(f, q ? q->idle_pct : r->idle_pct, 1, "%.3f");
+            csv_num(f, q ? q->overlap_pct : r->overlap_pct, 1, "%.3f");
+            csv_num(f, (double)(q ? q->bytes_tx : r->bytes_sent), 1, "%.0f");
+            csv_num(f, q ? q->busbw_gbps : r->busbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
+            csv_num(f, q ? q->xfer_ms : r->xfer_ms, 1, "%.3f");
+            csv_num(f, q ? q->sync_ms : r->sync_ms, 1, "%.3f");
+            csv_num(f, r->train_loss, !q && r->train_valid, "%.6f");
+            csv_num(f, r->train_acc, !q && r->train_valid, "%.3f");
+            csv_num(f, r->test_acc, !q && r->test_valid, "%.3f");
+            csv_num(f, r->threshold_epoch, !q && r->threshold_step >= 0, "%.0f");
+            csv_num(f, (double)r->threshold_step, !q && r->threshold_step >= 0, "%.0f");
+            fputc('\n', f);
+        }
+    }
+}
+
+int report_write(FILE *f, int format, const struct run_result *res, int n)
+{
+    switch (format) {
+    case FMT_JSON:
+        return write_json(f, res, n);
+    case FMT_CSV:
+        write_csv(f, res, n);
+        return 0;
+    case FMT_MD:
+        write_text(f, res, n, 1);
+        return 0;
+    default:
+        write_text(f, res, n, 0);
+        return 0;
+    }
+}

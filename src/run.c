@@ -1,0 +1,207 @@
+/* run.c - launching, pausing, stopping and joining the rank threads, and
+ * draining their rings into the metrics. */
+#include "run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "model.h"
+#include "strategy.h"
+
+#define SPAN_RING (1u << 16)
+#define STEP_RING (1u << 14)
+#define EPOCH_RING 64u
+
+const char *run_state_name(int s)
+{
+    static const char *names[] = {"starting", "running", "paused", "done", "failed", "stopped"};
+    return s >= 0 && s <= RUN_STOPPED ? names[s] : "?";
+}
+
+int run_start(struct run *r, const struct run_config *rc, const struct dataset *train, const struct dataset *test,
+              const struct device_ops *devops, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof(*r));
+    r->cfg = *rc;
+    r->train = train;
+    r->test = test;
+    r->devops = devops;
+    r->failed_rank = -1;
+    r->world = run_world(rc);
+    r->global_batch = run_global_batch(rc);
+    r->local_batch = r->global_batch / r->world;
+    long per_rank = train->n / r->world;
+    r->steps_per_epoch = per_rank / r->local_batch;
+    if (r->steps_per_epoch < 1) {
+        snprintf(err, errlen, "--batch-size %d: larger than a rank's share of %s (%ld samples)", rc->batch_size,
+                 train->name, per_rank);
+        return -1;
+    }
+    r->total_steps = r->steps_per_epoch * rc->epochs;
+    if (rc->steps > 0 && rc->steps < r->total_steps)
+        r->total_steps = rc->steps;
+    if (rc->strategy != STRAT_SINGLE && rc->strategy != STRAT_ALLREDUCE) {
+        snprintf(err, errlen, "--strategy %s: not available in this build yet", strategy_name(rc->strategy));
+        return -1;
+    }
+    if (rc->comm != COMM_SHM) {
+        snprintf(err, errlen, "--comm %s: not available in this build", rc->comm == COMM_NCCL ? "nccl" : "mpi");
+        return -1;
+    }
+    atomic_init(&r->abort, 0);
+    atomic_init(&r->paused, 0);
+    atomic_init(&r->pause_at, 0);
+    pthread_mutex_init(&r->pause_mu, NULL);
+    pthread_cond_init(&r->pause_cv, NULL);
+    if (metrics_init(&r->metrics, r->world, rc->loss_threshold) != 0) {
+        snprintf(err, errlen, "out of memory for the metrics");
+        return -1;
+    }
+    r->ranks = calloc((size_t)r->world, sizeof(*r->ranks));
+    r->shm = shm_world_create(r->world, &r->abort);
+    if (!r->ranks || !r->shm) {
+        snprintf(err, errlen, "out of memory for %d ranks", r->world);
+        return -1;
+    }
+    for (int i = 0; i < r->world; i++) {
+        struct rank *k = &r->ranks[i];
+        k->id = i;
+        k->run = r;
+        k->dev.ops = devops;
+        atomic_init(&k->step, 0);
+        atomic_init(&k->finished, 0);
+        if (spsc_init(&k->spans_main, sizeof(struct span), SPAN_RING) || spsc_init(&k->spans_comm, sizeof(struct span), SPAN_RING) ||
+            spsc_init(&k->steps, sizeof(struct step_rec), STEP_RING) ||
+            spsc_init(&k->epochs, sizeof(struct epoch_rec), EPOCH_RING)) {
+            snprintf(err, errlen, "out of memory for rank %d's probe rings", i);
+            return -1;
+        }
+        k->comm = comm_shm_create(r->shm, i, rc->algo);
+        if (!k->comm) {
+            snprintf(err, errlen, "cannot create rank %d's communicator", i);
+            return -1;
+        }
+    }
+    r->t_start_ns = probe_now_ns();
+    r->state = RUN_RUNNING;
+    for (int i = 0; i < r->world; i++) {
+        if (pthread_create(&r->ranks[i].thread, NULL, rank_main, &r->ranks[i]) != 0) {
+            snprintf(err, errlen, "cannot start rank %d's thread", i);
+            atomic_store(&r->abort, 1);
+            return -1;
+        }
+        r->ranks[i].started = 1;
+    }
+    return 0;
+}
+
+static void drain_rank(struct run *r, int i)
+{
+    struct rank *k = &r->ranks[i];
+    struct step_rec steps[256];
+    struct span spans[512];
+    struct epoch_rec ep[8];
+    size_t ns;
+    /* step records first: the spans of every step we pop were pushed before it */
+    do {
+        ns = spsc_pop(&k->steps, steps, 256);
+        size_t n;
+        while ((n = spsc_pop(&k->spans_main, spans, 512)) > 0)
+            metrics_add_spans(&r->metrics, i, spans, n);
+        while ((n = spsc_pop(&k->spans_comm, spans, 512)) > 0)
+            metrics_add_spans(&r->metrics, i, spans, n);
+        for (size_t s = 0; s < ns; s++)
+            metrics_add_step(&r->metrics, i, &steps[s]);
+    } while (ns == 256);
+    size_t ne;
+    while ((ne = spsc_pop(&k->epochs, ep, 8)) > 0)
+        for (size_t e = 0; e < ne; e++)
+            metrics_add_epoch(&r->metrics, i, &ep[e]);
+    r->metrics.r[i].dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm);
+}
+
+int run_poll(struct run *r)
+{
+    int running = 0;
+    for (int i = 0; i < r->world; i++) {
+        drain_rank(r, i);
+        if (!atomic_load(&r->ranks[i].finished))
+            running = 1;
+        else if (r->ranks[i].rc != 0 && r->failed_rank < 0) {
+            r->failed_rank = i;
+            snprintf(r->err, sizeof(r->err), "rank %d failed: %s", i, r->ranks[i].err);
+        }
+    }
+    if (r->state == RUN_RUNNING || r->state == RUN_PAUSED)
+        r->state = atomic_load(&r->paused) ? RUN_PAUSED : RUN_RUNNING;
+    if (!running && r->state < RUN_DONE) {
+        r->t_end_ns = probe_now_ns();
+        r->state = r->failed_rank >= 0 ? RUN_FAILED : atomic_load(&r->abort) ? RUN_STOPPED : RUN_DONE;
+    }
+    return running;
+}
+
+void run_request_stop(struct run *r)
+{
+    atomic_store(&r->abort, 1);
+    pthread_mutex_lock(&r->pause_mu);
+    pthread_cond_broadcast(&r->pause_cv);
+    pthread_mutex_unlock(&r->pause_mu);
+}
+
+void run_set_paused(struct run *r, int paused)
+{
+    pthread_mutex_lock(&r->pause_mu);
+    if (paused) {
+        uint32_t mx = 0;
+        for (int i = 0; i < r->world; i++) {
+            uint32_t s = atomic_load(&r->ranks[i].step);
+            if (s > mx)
+                mx = s;
+        }
+        atomic_store(&r->pause_at, mx + 1);
+        atomic_store(&r->paused, 1);
+    } else {
+        atomic_store(&r->paused, 0);
+        pthread_cond_broadcast(&r->pause_cv);
+    }
+    pthread_mutex_unlock(&r->pause_mu);
+}
+
+int run_join(struct run *r)
+{
+    for (int i = 0; i < r->world; i++)
+        if (r->ranks && r->ranks[i].started) {
+            pthread_join(r->ranks[i].thread, NULL);
+            r->ranks[i].started = 0;
+        }
+    if (r->ranks)
+        run_poll(r);
+    return r->failed_rank >= 0 ? -1 : 0;
+}
+
+void run_free(struct run *r)
+{
+    if (r->ranks) {
+        for (int i = 0; i < r->world; i++) {
+            struct rank *k = &r->ranks[i];
+            model_destroy(k->model);
+            if (k->comm)
+                k->comm->ops->destroy(k->comm);
+            if (k->dev.ops && k->dev.ops->close)
+                k->dev.ops->close(&k->dev);
+            spsc_free(&k->spans_main);
+            spsc_free(&k->spans_comm);
+            spsc_free(&k->steps);
+            spsc_free(&k->epochs);
+        }
+        free(r->ranks);
+    }
+    shm_world_destroy(r->shm);
+    metrics_free(&r->metrics);
+    pthread_mutex_destroy(&r->pause_mu);
+    pthread_cond_destroy(&r->pause_cv);
+    memset(r, 0, sizeof(*r));
+}

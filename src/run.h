@@ -1,0 +1,86 @@
+/* run.h - one training run: launches N rank threads, owns their lifecycle
+ * (pause, stop, failure), and is drained by a collector into metrics.
+ *
+ * The controlling thread (the UI, or the batch report loop) calls run_poll()
+ * at its own pace; rank threads never block on it. A stop request or a
+ * failed rank raises `abort`: every rank leaves at its next step boundary or
+ * wait, within a bounded time, and what was measured so far stays in the
+ * metrics.
+ */
+#ifndef DDPTOP_RUN_H
+#define DDPTOP_RUN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "config.h"
+#include "data.h"
+#include "device.h"
+#include "metrics.h"
+#include "probe.h"
+
+struct run;
+struct model;
+struct comm;
+
+enum run_state { RUN_STARTING = 0, RUN_RUNNING, RUN_PAUSED, RUN_DONE, RUN_FAILED, RUN_STOPPED };
+const char *run_state_name(int s);
+
+struct rank {
+    int id;
+    struct run *run;
+    pthread_t thread;
+    int started;
+    struct device dev;
+    struct spsc_ring spans_main; /* this rank's training thread */
+    struct spsc_ring spans_comm; /* its comm lane */
+    struct spsc_ring steps;      /* struct step_rec */
+    struct spsc_ring epochs;     /* struct epoch_rec */
+    _Atomic uint32_t step;       /* current global step */
+    _Atomic int finished;        /* 1 when the thread has returned */
+    int rc;
+    char err[256];
+    struct model *model;         /* owned by the rank thread */
+    struct comm *comm;
+    size_t nparams_total, nparams_trainable; /* floats, filled at start */
+    int64_t flops_per_sample;
+};
+
+struct run {
+    struct run_config cfg;
+    const struct dataset *train, *test;
+    const struct device_ops *devops;
+    int world;              /* rank threads */
+    int local_batch;        /* samples per rank per step */
+    int global_batch;
+    long steps_per_epoch;
+    long total_steps;
+    struct rank *ranks;
+    struct shm_world *shm;
+    _Atomic int abort;      /* stop now: Ctrl-C, a failed rank, the UI */
+    _Atomic int paused;
+    _Atomic uint32_t pause_at; /* ranks stop before starting this step */
+    pthread_mutex_t pause_mu;
+    pthread_cond_t pause_cv;
+    int state;              /* enum run_state, the collector's view */
+    int64_t t_start_ns, t_end_ns;
+    struct metrics metrics;
+    int failed_rank;        /* -1 */
+    char err[320];          /* first failure, with the rank */
+};
+
+/* Prepares and launches the rank threads. */
+int run_start(struct run *r, const struct run_config *rc, const struct dataset *train, const struct dataset *test,
+              const struct device_ops *devops, char *err, size_t errlen);
+/* Drains every ring into the metrics. Returns 1 while ranks are running. */
+int run_poll(struct run *r);
+/* Joins the threads (after they finished or abort was raised) and drains. */
+int run_join(struct run *r);
+void run_free(struct run *r);
+void run_request_stop(struct run *r);
+void run_set_paused(struct run *r, int paused);
+
+/* The rank thread's body (rank.c). */
+void *rank_main(void *arg);
+
+#endif

@@ -1,0 +1,78 @@
+/* probe.c - the SPSC ring behind span recording, and the names of lanes,
+ * categories and collectives used by every report, pane and trace. */
+#include "probe.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *lane_name(int lane)
+{
+    static const char *names[LANE_COUNT] = {"main", "comm", "data", "gpu"};
+    return lane >= 0 && lane < LANE_COUNT ? names[lane] : "?";
+}
+
+const char *cat_name(int cat)
+{
+    static const char *names[CAT_COUNT] = {"data", "forward", "backward", "optimizer", "comm", "wait"};
+    return cat >= 0 && cat < CAT_COUNT ? names[cat] : "?";
+}
+
+const char *coll_name(int kind)
+{
+    static const char *names[COLL_COUNT] = {"none",   "allreduce", "reduce_scatter", "allgather", "broadcast",
+                                            "reduce", "gather",    "scatter",        "barrier"};
+    return kind >= 0 && kind < COLL_COUNT ? names[kind] : "?";
+}
+
+int spsc_init(struct spsc_ring *r, size_t elem_size, size_t capacity_pow2)
+{
+    if (capacity_pow2 == 0 || (capacity_pow2 & (capacity_pow2 - 1)) != 0)
+        return -1;
+    r->slots = calloc(capacity_pow2, elem_size);
+    if (!r->slots)
+        return -1;
+    r->elem_size = elem_size;
+    r->mask = capacity_pow2 - 1;
+    atomic_init(&r->head, 0);
+    atomic_init(&r->tail, 0);
+    atomic_init(&r->dropped, 0);
+    return 0;
+}
+
+void spsc_free(struct spsc_ring *r)
+{
+    free(r->slots);
+    r->slots = NULL;
+}
+
+int spsc_push(struct spsc_ring *r, const void *elem)
+{
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (head - tail > r->mask) {
+        atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+        return 0;
+    }
+    memcpy(r->slots + (head & r->mask) * r->elem_size, elem, r->elem_size);
+    atomic_store_explicit(&r->head, head + 1, memory_order_release);
+    return 1;
+}
+
+size_t spsc_pop(struct spsc_ring *r, void *out, size_t max)
+{
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    size_t n = (size_t)(head - tail);
+    if (n > max)
+        n = max;
+    for (size_t i = 0; i < n; i++)
+        memcpy((unsigned char *)out + i * r->elem_size, r->slots + ((tail + i) & r->mask) * r->elem_size,
+               r->elem_size);
+    atomic_store_explicit(&r->tail, tail + n, memory_order_release);
+    return n;
+}
+
+uint64_t spsc_dropped(struct spsc_ring *r)
+{
+    return atomic_load_explicit(&r->dropped, memory_order_relaxed);
+}

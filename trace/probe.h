@@ -1,0 +1,107 @@
+/* probe.h - per-rank span recording: the clock, the span record, and the
+ * lock-free single-producer/single-consumer ring each producer writes into.
+ *
+ * A rank's training thread and its comm-lane thread each own one ring; the
+ * collector (UI or report thread) is the only consumer. Pushing never blocks
+ * and never allocates: when the ring is full the span is dropped and counted,
+ * and the count is reported, so a lost span is never silent.
+ */
+#ifndef DDPTOP_PROBE_H
+#define DDPTOP_PROBE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Lanes: where a span ran. */
+enum lane {
+    LANE_MAIN = 0, /* the rank's training thread */
+    LANE_COMM,     /* its asynchronous communication thread */
+    LANE_DATA,     /* prefetch */
+    LANE_GPU,      /* device-side records (CUPTI) */
+    LANE_COUNT
+};
+
+/* Categories: what the time was spent on (DESIGN.md, time accounting). */
+enum cat {
+    CAT_DATA = 0,
+    CAT_FORWARD,
+    CAT_BACKWARD,
+    CAT_OPTIMIZER,
+    CAT_COMM, /* moving or reducing bytes */
+    CAT_WAIT, /* blocked on a peer, a barrier or the comm lane */
+    CAT_COUNT
+};
+
+static inline int cat_is_compute(int c)
+{
+    return c == CAT_FORWARD || c == CAT_BACKWARD || c == CAT_OPTIMIZER;
+}
+
+const char *lane_name(int lane);
+const char *cat_name(int cat);
+
+/* Collective kinds, recorded in span.coll for comm spans. */
+enum coll_kind {
+    COLL_NONE = 0,
+    COLL_ALLREDUCE,
+    COLL_REDUCE_SCATTER,
+    COLL_ALLGATHER,
+    COLL_BROADCAST,
+    COLL_REDUCE,
+    COLL_GATHER,
+    COLL_SCATTER,
+    COLL_BARRIER,
+    COLL_COUNT
+};
+const char *coll_name(int kind);
+
+/* One timed interval on one lane of one rank. Spans on a lane nest properly
+ * (a collective's comm span may contain its wait spans); the innermost span
+ * decides the category of an instant. */
+struct span {
+    int64_t t0_ns;     /* start, probe_now_ns() clock */
+    int64_t t1_ns;     /* end */
+    uint64_t bytes;    /* bytes sent by this rank (comm spans), else 0 */
+    uint64_t bytes_rx; /* bytes received by this rank */
+    uint64_t size;     /* a collective's buffer size S in bytes (for algbw/busbw) */
+    uint32_t step;     /* global step index of the rank when recorded */
+    uint32_t seq;      /* collective sequence number (comm spans), else 0 */
+    int16_t tag;       /* bucket or tensor index for comm spans, else -1 */
+    uint8_t lane;      /* enum lane */
+    uint8_t cat;       /* enum cat */
+    uint8_t coll;      /* enum coll_kind */
+    uint8_t outer;     /* 1 for a whole-collective span (its waits nest inside) */
+    uint8_t pad_[2];
+};
+
+/* Monotonic nanoseconds, the one clock every span uses. */
+static inline int64_t probe_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Single-producer/single-consumer ring of fixed-size elements. Capacity is a
+ * power of two. head is written only by the producer, tail only by the
+ * consumer; each sits on its own cache line. */
+struct spsc_ring {
+    _Alignas(64) _Atomic uint64_t head; /* next slot the producer writes */
+    _Alignas(64) _Atomic uint64_t tail; /* next slot the consumer reads */
+    _Alignas(64) _Atomic uint64_t dropped; /* pushes refused because full */
+    size_t elem_size;
+    size_t mask;
+    unsigned char *slots;
+};
+
+int spsc_init(struct spsc_ring *r, size_t elem_size, size_t capacity_pow2);
+void spsc_free(struct spsc_ring *r);
+/* Returns 1 when pushed, 0 when the ring was full (the drop is counted). */
+int spsc_push(struct spsc_ring *r, const void *elem);
+/* Copies up to max elements out; returns how many. */
+size_t spsc_pop(struct spsc_ring *r, void *out, size_t max);
+uint64_t spsc_dropped(struct spsc_ring *r);
+
+#endif
