@@ -49,6 +49,22 @@ enum {
     OPT_GRAD_COMPRESS,
     OPT_SLOW_RANK,
     OPT_QUIET,
+    OPT_THEME,
+    OPT_REFRESH,
+    OPT_TRACE,
+    OPT_TRACE_STEPS,
+    OPT_TRACE_RANKS,
+    OPT_TRACE_SPLIT,
+    OPT_REPLAY,
+    OPT_BENCH_COMM,
+    OPT_COLLECTIVE,
+    OPT_MIN_BYTES,
+    OPT_MAX_BYTES,
+    OPT_FACTOR,
+    OPT_ITERS,
+    OPT_WARMUP_ITERS,
+    OPT_INFO,
+    OPT_TRAINABLE,
 };
 
 static const struct option long_opts[] = {
@@ -82,6 +98,22 @@ static const struct option long_opts[] = {
     {"grad-compress", required_argument, 0, OPT_GRAD_COMPRESS},
     {"slow-rank", required_argument, 0, OPT_SLOW_RANK},
     {"quiet", no_argument, 0, OPT_QUIET},
+    {"theme", required_argument, 0, OPT_THEME},
+    {"refresh-ms", required_argument, 0, OPT_REFRESH},
+    {"trace", required_argument, 0, OPT_TRACE},
+    {"trace-steps", required_argument, 0, OPT_TRACE_STEPS},
+    {"trace-ranks", required_argument, 0, OPT_TRACE_RANKS},
+    {"trace-split", no_argument, 0, OPT_TRACE_SPLIT},
+    {"replay", required_argument, 0, OPT_REPLAY},
+    {"bench-comm", no_argument, 0, OPT_BENCH_COMM},
+    {"collective", required_argument, 0, OPT_COLLECTIVE},
+    {"min-bytes", required_argument, 0, OPT_MIN_BYTES},
+    {"max-bytes", required_argument, 0, OPT_MAX_BYTES},
+    {"factor", required_argument, 0, OPT_FACTOR},
+    {"iters", required_argument, 0, OPT_ITERS},
+    {"warmup", required_argument, 0, OPT_WARMUP_ITERS},
+    {"info", no_argument, 0, OPT_INFO},
+    {"trainable", required_argument, 0, OPT_TRAINABLE},
     {0, 0, 0, 0},
 };
 
@@ -131,6 +163,29 @@ static void usage(FILE *out)
             "  --output FILE             write the report to FILE instead of stdout\n"
             "  --loss-threshold X        report the first epoch/step where the running loss < X\n"
             "  --quiet                   no progress line on stderr\n"
+            "\n"
+            "Interactive UI:\n"
+            "  --theme NAME              colour theme from the themes folder (default, light,\n"
+            "                            high-contrast, monochrome); NO_COLOR selects monochrome\n"
+            "  --refresh-ms N            screen refresh period (default 100)\n"
+            "\n"
+            "Traces (Chrome trace-event JSON: Perfetto, chrome://tracing, speedscope):\n"
+            "  --trace FILE              write a trace; FILE ending in .gz is compressed\n"
+            "  --trace-steps A:B         record only steps A to B\n"
+            "  --trace-ranks R[,R..]     record only these ranks\n"
+            "  --trace-split             one file per rank (FILE becomes FILE.rankN.json)\n"
+            "  --replay FILE             show a trace (ddptop's or PyTorch profiler's) instead of training\n"
+            "\n"
+            "Other modes:\n"
+            "  --info                    print the model's layer table (shapes, parameters, FLOPs)\n"
+            "  --trainable all|classifier|last:K   train only part of the model (default all)\n"
+            "  --bench-comm              benchmark collectives, nccl-tests style; with\n"
+            "    --collective NAME       allreduce (default), reduce_scatter, allgather, broadcast,\n"
+            "                            reduce, gather, scatter\n"
+            "    --min-bytes N[K|M|G]    smallest message (default 4K)\n"
+            "    --max-bytes N[K|M|G]    largest message (default 64M)\n"
+            "    --factor F              size multiplier between rows (default 2)\n"
+            "    --iters N, --warmup N   timed and warm-up iterations per size (default 20, 5)\n"
             "  -h, --help                this help\n"
             "  -V, --version             version\n"
             "\n"
@@ -168,6 +223,33 @@ static int parse_double(const char *s, double lo, double hi, double *out)
     if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
         return -1;
     *out = v;
+    return 0;
+}
+
+/* A byte count with an optional K, M or G (binary) suffix. */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!*s || *s == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k')
+        mul = 1ULL << 10;
+    else if (*end == 'M' || *end == 'm')
+        mul = 1ULL << 20;
+    else if (*end == 'G' || *end == 'g')
+        mul = 1ULL << 30;
+    else if (*end)
+        return -1;
+    if (*end && end[1] && !((end[1] == 'B' || end[1] == 'b') && !end[2]))
+        return -1;
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
     return 0;
 }
 
@@ -235,6 +317,15 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     cfg->nbatches = 1;
     cfg->strategies[0] = STRAT_ALLREDUCE;
     cfg->nstrategies = 1;
+    cfg->refresh_ms = 100;
+    cfg->trace_step_to = -1;
+    cfg->collective = COLL_ALLREDUCE;
+    cfg->min_bytes = 4096;
+    cfg->max_bytes = 64ULL << 20;
+    cfg->factor = 2;
+    cfg->iters = 20;
+    cfg->warmup = 5;
+    snprintf(cfg->trainable, sizeof(cfg->trainable), "all");
     int threads_set = 0;
 
     optind = 1;
@@ -431,6 +522,104 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         case OPT_QUIET:
             cfg->quiet = 1;
             break;
+        case OPT_THEME:
+            if (!*optarg || strlen(optarg) >= CFG_NAME || strchr(optarg, '/'))
+                return bad(err, name, "expected a theme name", optarg);
+            snprintf(cfg->theme, sizeof(cfg->theme), "%s", optarg);
+            break;
+        case OPT_REFRESH:
+            if (parse_long(optarg, 10, 10000, &lv) != 0)
+                return bad(err, name, "expected milliseconds from 10 to 10000", optarg);
+            cfg->refresh_ms = (int)lv;
+            break;
+        case OPT_TRACE:
+            if (!*optarg || strlen(optarg) >= CFG_PATH - 32)
+                return bad(err, name, "expected a file name", optarg);
+            snprintf(cfg->trace, sizeof(cfg->trace), "%s", optarg);
+            break;
+        case OPT_TRACE_STEPS: {
+            long a = 0, z = -1;
+            char *colon = strchr(optarg, ':');
+            char abuf[32];
+            if (!colon || (size_t)(colon - optarg) >= sizeof(abuf))
+                return bad(err, name, "expected A:B (steps, from 0; B may be empty)", optarg);
+            memcpy(abuf, optarg, (size_t)(colon - optarg));
+            abuf[colon - optarg] = 0;
+            if ((abuf[0] && parse_long(abuf, 0, LONG_MAX, &a) != 0) ||
+                (colon[1] && parse_long(colon + 1, 0, LONG_MAX, &z) != 0) || (z >= 0 && z < a))
+                return bad(err, name, "expected A:B with 0 <= A <= B", optarg);
+            cfg->trace_step_from = a;
+            cfg->trace_step_to = z;
+            break;
+        }
+        case OPT_TRACE_RANKS: {
+            int rl[CFG_MAX_LIST], nr;
+            if (int_list(optarg, 0, MAX_RANKS - 1, rl, &nr) != 0)
+                return bad(err, name, "expected rank numbers from 0, comma-separated", optarg);
+            for (int i = 0; i < nr; i++)
+                cfg->trace_ranks |= 1ULL << rl[i];
+            break;
+        }
+        case OPT_TRACE_SPLIT:
+            cfg->trace_split = 1;
+            break;
+        case OPT_REPLAY:
+            if (!*optarg || strlen(optarg) >= CFG_PATH)
+                return bad(err, name, "expected a trace file", optarg);
+            snprintf(cfg->replay, sizeof(cfg->replay), "%s", optarg);
+            cfg->mode = MODE_REPLAY;
+            break;
+        case OPT_BENCH_COMM:
+            cfg->mode = MODE_BENCH_COMM;
+            break;
+        case OPT_COLLECTIVE: {
+            int k = -1;
+            for (int i = COLL_ALLREDUCE; i < COLL_BARRIER; i++)
+                if (!strcmp(optarg, coll_name(i)) || (i == COLL_REDUCE_SCATTER && !strcmp(optarg, "reduce-scatter")))
+                    k = i;
+            if (k < 0)
+                return bad(err, name, "one of allreduce, reduce_scatter, allgather, broadcast, reduce, gather, scatter",
+                           optarg);
+            cfg->collective = k;
+            break;
+        }
+        case OPT_MIN_BYTES:
+        case OPT_MAX_BYTES: {
+            uint64_t v;
+            if (parse_bytes(optarg, &v) != 0 || v < 4 || v > (8ULL << 30))
+                return bad(err, name, "expected a size from 4 to 8G, with an optional K, M or G suffix", optarg);
+            if (c == OPT_MIN_BYTES)
+                cfg->min_bytes = v;
+            else
+                cfg->max_bytes = v;
+            break;
+        }
+        case OPT_FACTOR:
+            if (parse_long(optarg, 2, 1024, &lv) != 0)
+                return bad(err, name, "expected an integer from 2 to 1024", optarg);
+            cfg->factor = (int)lv;
+            break;
+        case OPT_ITERS:
+            if (parse_long(optarg, 1, 1000000, &lv) != 0)
+                return bad(err, name, "expected a positive integer", optarg);
+            cfg->iters = (int)lv;
+            break;
+        case OPT_WARMUP_ITERS:
+            if (parse_long(optarg, 0, 1000000, &lv) != 0)
+                return bad(err, name, "expected a non-negative integer", optarg);
+            cfg->warmup = (int)lv;
+            break;
+        case OPT_INFO:
+            cfg->mode = MODE_INFO;
+            break;
+        case OPT_TRAINABLE: {
+            long k;
+            if (strcmp(optarg, "all") && strcmp(optarg, "classifier") &&
+                (strncmp(optarg, "last:", 5) || parse_long(optarg + 5, 1, 100000, &k) != 0))
+                return bad(err, name, "one of all, classifier, last:K (K >= 1)", optarg);
+            snprintf(cfg->trainable, sizeof(cfg->trainable), "%s", optarg);
+            break;
+        }
         case ':':
             fprintf(err, "ddptop: %s: missing value\n", argv[optind - 1]);
             return 2;
@@ -450,6 +639,10 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
                         cfg->ranks[i]);
                 return 2;
             }
+    if (cfg->min_bytes > cfg->max_bytes) {
+        fprintf(err, "ddptop: --min-bytes: larger than --max-bytes\n");
+        return 2;
+    }
     if (!threads_set)
         b->threads_per_rank = 0; /* per run: cores / ranks */
     return 0;

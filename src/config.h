@@ -62,6 +62,22 @@ struct config {
     int format;      /* enum out_format */
     char output[CFG_PATH];
     int quiet;       /* no progress line */
+    /* interactive UI */
+    char theme[CFG_NAME];   /* "" = default (or monochrome under NO_COLOR) */
+    int refresh_ms;
+    /* traces */
+    char trace[CFG_PATH];   /* --trace FILE ("" = none); .json or .json.gz */
+    long trace_step_from, trace_step_to; /* --trace-steps A:B, inclusive; to < 0 = open */
+    uint64_t trace_ranks;   /* bit mask; 0 = all */
+    int trace_split;        /* one file per rank */
+    char replay[CFG_PATH];  /* --replay FILE */
+    /* --bench-comm */
+    int collective;         /* enum coll_kind */
+    uint64_t min_bytes, max_bytes;
+    int factor;
+    int iters, warmup;
+    /* model options */
+    char trainable[CFG_NAME]; /* all | classifier | last:K */
 };
 
 /* Parses argv. Returns 0 to go on, 1 when --help or --version was handled

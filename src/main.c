@@ -16,7 +16,10 @@
 #include "device.h"
 #include "report.h"
 #include "run.h"
+#include "modes.h"
 #include "strategy.h"
+#include "tracing.h"
+#include "ui.h"
 
 static volatile sig_atomic_t g_stop;
 
@@ -50,12 +53,18 @@ static void progress(const struct run *r, int idx, int nruns)
 
 /* Runs one combination to the end (or a stop). Returns 0, or -1 when it could
  * not start (err set) - a failed rank still produces a result. */
-static int run_one(const struct run_config *rc, const struct dataset *tr, const struct dataset *te,
-                   const struct device_ops *dev, int idx, int nruns, int show_progress, struct run_result *res,
-                   char *err, size_t errlen)
+static int run_one(const struct config *cfg, const struct run_config *rc, const struct dataset *tr,
+                   const struct dataset *te, const struct device_ops *dev, int idx, int nruns, int show_progress,
+                   struct run_result *res, char *err, size_t errlen)
 {
     struct run r;
     int rc_ = run_start(&r, rc, tr, te, dev, err, errlen);
+    struct tracer *tr_ = NULL;
+    if (rc_ == 0) {
+        tr_ = tracer_open(cfg, &r, idx, err, errlen);
+        if (!tr_ && err[0])
+            rc_ = -1;
+    }
     if (rc_ != 0) {
         run_request_stop(&r);
         run_join(&r);
@@ -72,6 +81,8 @@ static int run_one(const struct run_config *rc, const struct dataset *tr, const 
         nanosleep(&tick, NULL);
     }
     run_join(&r);
+    if (tr_ && tracer_close(tr_, err, errlen) != 0)
+        fprintf(stderr, "ddptop: %s\n", err);
     if (show_progress) {
         progress(&r, idx, nruns);
         fprintf(stderr, "\n");
@@ -90,6 +101,13 @@ int main(int argc, char **argv)
     if (prc != 0)
         return 2;
 
+    if (cfg.mode == MODE_INFO)
+        return info_main(&cfg);
+    if (cfg.mode == MODE_BENCH_COMM)
+        return bench_comm_main(&cfg);
+    if (cfg.mode == MODE_REPLAY)
+        return replay_main(&cfg);
+
     char err[512], note[256];
     const struct device_ops *dev = device_select(cfg.base.device, note, sizeof(note), err, sizeof(err));
     if (!dev) {
@@ -105,6 +123,13 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    if (!cfg.batch && isatty(STDOUT_FILENO)) {
+        int st = ui_main(&cfg, &train, &test, dev);
+        data_free(&train);
+        data_free(&test);
+        return st;
+    }
+
     FILE *out = stdout;
     if (cfg.output[0]) {
         out = fopen(cfg.output, "w");
@@ -115,9 +140,6 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!cfg.batch && isatty(STDOUT_FILENO))
-        fprintf(stderr, "ddptop: the interactive UI is not built yet; running headless (--batch)\n");
-
     install_signals();
     int nruns = config_count(&cfg);
     struct run_result *res = calloc((size_t)nruns, sizeof(*res));
@@ -126,7 +148,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nruns && !g_stop; i++) {
         struct run_config rc;
         config_expand(&cfg, i, &rc);
-        if (run_one(&rc, &train, &test, dev, i, nruns, show, &res[done], err, sizeof(err)) != 0) {
+        if (run_one(&cfg, &rc, &train, &test, dev, i, nruns, show, &res[done], err, sizeof(err)) != 0) {
             fprintf(stderr, "ddptop: %s\n", err);
             status = 2;
             break;

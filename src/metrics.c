@@ -299,6 +299,8 @@ static void advance_global(struct metrics *m, uint32_t epoch)
 void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec)
 {
     struct rank_metrics *rm = &m->r[r];
+    if (m->on_step)
+        m->on_step(m->on_span_ctx, r, rec);
     /* pull this step's spans out of the pending list, into the window
      * buffer (which is at least as large as pending: it grows with it) */
     if (rm->cap_window < rm->npending) {

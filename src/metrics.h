@@ -96,8 +96,9 @@ struct metrics {
     int epochs_reported[1024];
     /* per-collective matching, by sequence number */
     struct coll_slot *coll;
-    /* called for every span drained (the trace writer), may be NULL */
+    /* called for every span and step record drained (the trace writer); may be NULL */
     void (*on_span)(void *ctx, int rank, const struct span *s);
+    void (*on_step)(void *ctx, int rank, const struct step_rec *rec);
     void *on_span_ctx;
 };
 
