@@ -324,20 +324,25 @@ static int shm_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
     return rc;
 }
 
-/* reduce: root sums every input into out, in rank order */
+/* reduce: root sums every input into out, in rank order. When the root's
+ * in and out alias and the root is not rank 0, rank 0's copy would clobber
+ * the root's input: sum into scratch first (reserved by shm_reduce). */
 static void red_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
                      enum red_op op)
 {
-    memcpy(out, peer_src(c, 0), n * sizeof(float));
+    float *acc = (in == out && root != 0) ? S(c)->scratch : out;
+    memmove(acc, peer_src(c, 0), n * sizeof(float));
     for (int p = 1; p < c->world; p++) {
-        add_into(out, peer_src(c, p), n);
+        add_into(acc, peer_src(c, p), n);
         if (p != root)
             call->rx += n * sizeof(float);
     }
     if (root != 0)
         call->rx += n * sizeof(float);
     if (op == RED_AVG)
-        scale(out, n, 1.0f / (float)c->world);
+        scale(acc, n, 1.0f / (float)c->world);
+    if (acc != out)
+        memcpy(out, acc, n * sizeof(float));
 }
 
 static void red_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
@@ -346,12 +351,16 @@ static void red_peer(struct comm *c, struct comm_call *call, const float *in, fl
     call->tx += n * sizeof(float);
 }
 
+static int ensure_scratch(struct comm *c, size_t n);
+
 static int shm_reduce(struct comm *c, const float *in, float *out, size_t n, enum red_op op, int root)
 {
     struct comm_call call;
     comm_call_begin(c, &call, COLL_REDUCE, n * sizeof(float));
     int rc = 0;
-    if (c->world > 1)
+    if (c->world > 1 && c->rank == root && in == out && root != 0 && ensure_scratch(c, n) != 0)
+        rc = -1;
+    else if (c->world > 1)
         rc = rooted(c, &call, in, out, n, root, op, red_root, red_peer);
     else if (out != in)
         memcpy(out, in, n * sizeof(float));

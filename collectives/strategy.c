@@ -1,6 +1,13 @@
-/* strategy.c - names of the strategies. */
+/* strategy.c - gradient synchronisation: allreduce per tensor,
+ * gather-scatter through rank 0, and DDP's buckets with a comm lane that
+ * overlaps communication with backward. (dp, DataParallel, needs the model's
+ * forward and loss in between, so its choreography lives in the rank loop,
+ * src/rank.c, built from the collectives here.) */
 #include "strategy.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const names[STRAT_COUNT] = {"single", "dp", "gather-scatter", "allreduce", "ddp"};
@@ -16,4 +23,285 @@ int strategy_parse(const char *name)
         if (strcmp(names[i], name) == 0)
             return i;
     return -1;
+}
+
+int sync_allreduce(struct comm *c, const struct grad_layout *g)
+{
+    int rc = 0;
+    for (int p = 0; p < g->n && rc == 0; p++) {
+        if (!g->t[p].trainable)
+            continue;
+        c->tag = (int16_t)p;
+        rc = c->ops->allreduce(c, g->grads + g->t[p].off, g->t[p].len, RED_AVG);
+    }
+    c->tag = -1;
+    return rc;
+}
+
+/* The trainable range [lo, hi) of the flat buffer: frozen tensors form a
+ * prefix (freezing keeps the last layers), so trainable ones are contiguous. */
+static void trainable_range(const struct grad_layout *g, size_t *lo, size_t *hi)
+{
+    *lo = g->nfloats;
+    *hi = 0;
+    for (int p = 0; p < g->n; p++)
+        if (g->t[p].trainable) {
+            if (g->t[p].off < *lo)
+                *lo = g->t[p].off;
+            if (g->t[p].off + g->t[p].len > *hi)
+                *hi = g->t[p].off + g->t[p].len;
+        }
+    if (*hi < *lo)
+        *lo = *hi = 0;
+}
+
+int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scratch)
+{
+    size_t lo, hi;
+    trainable_range(g, &lo, &hi);
+    size_t n = hi - lo;
+    if (n == 0)
+        return 0;
+    float *grads = g->grads + lo;
+    int rc = c->ops->gather(c, grads, scratch, n, 0);
+    if (rc != 0)
+        return rc;
+    if (c->rank == 0) {
+        /* average in rank order: the same result whatever the arrival order */
+        int64_t t0 = probe_now_ns();
+        memcpy(grads, scratch, n * sizeof(float));
+        for (int r = 1; r < c->world; r++) {
+            const float *src = scratch + (size_t)r * n;
+            for (size_t i = 0; i < n; i++)
+                grads[i] += src[i];
+        }
+        float inv = 1.0f / (float)c->world;
+        for (size_t i = 0; i < n; i++)
+            grads[i] *= inv;
+        if (c->probe) {
+            /* reducing bytes is communication work (DESIGN.md) */
+            struct span s = {.t0_ns = t0, .t1_ns = probe_now_ns(), .tag = -1, .lane = (uint8_t)c->lane,
+                             .cat = CAT_COMM, .coll = COLL_REDUCE,
+                             .step = c->step ? atomic_load_explicit(c->step, memory_order_relaxed) : 0};
+            spsc_push(c->probe, &s);
+        }
+    }
+    return c->ops->broadcast(c, grads, n, 0);
+}
+
+/* ---- ddp ---------------------------------------------------------------- */
+
+struct ddp_engine {
+    struct comm *comm;
+    struct grad_layout g;
+    int overlap;
+    struct ddp_bucket *b;
+    int nb;
+    int *bucket_of; /* [g.n]: bucket index of each parameter, -1 if frozen */
+    /* comm lane: the main thread appends ready buckets to queue[]; the lane
+     * thread takes them in order. */
+    pthread_t lane;
+    int lane_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int *queue;
+    _Atomic int q_head;      /* written by main: buckets queued this step */
+    _Atomic int q_done;      /* written by lane: buckets finished this step */
+    _Atomic int rc;          /* first failure on the lane */
+    _Atomic int quit;
+    _Atomic uint64_t gen;    /* step generation, bumped by ddp_begin */
+    struct spsc_ring *lane_ring;
+    const _Atomic uint32_t *step;
+};
+
+/* One bucket's average-allreduce, tagged with the bucket's index. */
+static int run_bucket(struct ddp_engine *e, int i)
+{
+    struct ddp_bucket *b = &e->b[i];
+    struct comm *c = e->comm;
+    c->tag = (int16_t)i;
+    int rc = c->ops->allreduce(c, e->g.grads + b->off, b->len, RED_AVG);
+    c->tag = -1;
+    return rc;
+}
+
+static void *lane_main(void *arg)
+{
+    struct ddp_engine *e = arg;
+    comm_bind(e->comm, e->lane_ring, LANE_COMM, e->step);
+    int next = 0;
+    uint64_t gen = 0;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        while (!atomic_load(&e->quit) &&
+               (atomic_load(&e->gen) == gen ? next >= atomic_load(&e->q_head) : 0))
+            pthread_cond_wait(&e->cv, &e->mu);
+        if (atomic_load(&e->quit)) {
+            pthread_mutex_unlock(&e->mu);
+            break;
+        }
+        if (atomic_load(&e->gen) != gen) {
+            gen = atomic_load(&e->gen);
+            next = 0;
+        }
+        int avail = atomic_load(&e->q_head);
+        pthread_mutex_unlock(&e->mu);
+        while (next < avail) {
+            int rc = run_bucket(e, e->queue[next]);
+            if (rc != 0 && atomic_load(&e->rc) == 0)
+                atomic_store(&e->rc, rc);
+            next++;
+            atomic_store(&e->q_done, next);
+        }
+    }
+    return NULL;
+}
+
+struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
+                              int overlap, struct spsc_ring *lane_ring, const _Atomic uint32_t *step)
+{
+    struct ddp_engine *e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->comm = c;
+    e->g = *g;
+    e->overlap = overlap;
+    e->lane_ring = lane_ring;
+    e->step = step;
+    e->b = calloc((size_t)g->n + 1, sizeof(*e->b));
+    e->bucket_of = malloc(sizeof(int) * ((size_t)g->n + 1));
+    e->queue = calloc((size_t)g->n + 1, sizeof(int));
+    if (!e->b || !e->bucket_of || !e->queue)
+        goto fail;
+    /* reverse parameter order: the order backward produces gradients */
+    size_t cap = first_bytes / sizeof(float);
+    struct ddp_bucket *cur = NULL;
+    for (int p = g->n - 1; p >= 0; p--) {
+        e->bucket_of[p] = -1;
+        if (!g->t[p].trainable)
+            continue;
+        size_t len = g->t[p].len;
+        if (!cur || (cur->len > 0 && cur->len + len > cap)) {
+            if (cur)
+                cap = bucket_bytes / sizeof(float);
+            cur = &e->b[e->nb++];
+            cur->last = p;
+            cur->off = g->t[p].off + len;
+            cur->len = 0;
+        }
+        /* parameters are laid out in order, so the bucket grows downwards */
+        cur->first = p;
+        cur->off = g->t[p].off;
+        cur->len += len;
+        e->bucket_of[p] = e->nb - 1;
+    }
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    atomic_init(&e->q_head, 0);
+    atomic_init(&e->q_done, 0);
+    atomic_init(&e->rc, 0);
+    atomic_init(&e->quit, 0);
+    atomic_init(&e->gen, 0);
+    if (overlap) {
+        if (pthread_create(&e->lane, NULL, lane_main, e) != 0)
+            goto fail;
+        e->lane_started = 1;
+    }
+    return e;
+fail:
+    ddp_destroy(e);
+    return NULL;
+}
+
+int ddp_nbuckets(const struct ddp_engine *e)
+{
+    return e->nb;
+}
+
+const struct ddp_bucket *ddp_bucket_at(const struct ddp_engine *e, int i)
+{
+    return &e->b[i];
+}
+
+void ddp_begin(struct ddp_engine *e)
+{
+    /* frozen tensors inside a bucket's range never report; count only trainable */
+    for (int i = 0; i < e->nb; i++) {
+        int n = 0;
+        for (int p = e->b[i].first; p <= e->b[i].last; p++)
+            n += e->bucket_of[p] == i;
+        e->b[i].pending = n;
+    }
+    if (e->overlap) {
+        pthread_mutex_lock(&e->mu);
+        atomic_store(&e->q_head, 0);
+        atomic_store(&e->q_done, 0);
+        atomic_fetch_add(&e->gen, 1);
+        pthread_mutex_unlock(&e->mu);
+    }
+}
+
+void ddp_grad_ready(struct ddp_engine *e, int p)
+{
+    int i = p >= 0 && p < e->g.n ? e->bucket_of[p] : -1;
+    if (i < 0 || --e->b[i].pending > 0 || !e->overlap)
+        return;
+    pthread_mutex_lock(&e->mu);
+    int h = atomic_load(&e->q_head);
+    e->queue[h] = i;
+    atomic_store(&e->q_head, h + 1);
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+int ddp_finish(struct ddp_engine *e, struct spsc_ring *main_ring)
+{
+    if (!e->overlap) {
+        for (int i = 0; i < e->nb; i++) {
+            int rc = run_bucket(e, i);
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    }
+    int want = atomic_load(&e->q_head);
+    if (want < e->nb)
+        return -1; /* a bucket never became ready: backward skipped a parameter */
+    if (atomic_load(&e->q_done) >= want)
+        return atomic_load(&e->rc);
+    int64_t t0 = probe_now_ns();
+    for (unsigned spin = 0; atomic_load(&e->q_done) < want; spin++) {
+        if (e->comm->abort && atomic_load(e->comm->abort)) {
+            break;
+        }
+        if (spin > 2000)
+            sched_yield();
+    }
+    if (main_ring) {
+        struct span s = {.t0_ns = t0, .t1_ns = probe_now_ns(), .tag = -1, .lane = LANE_MAIN, .cat = CAT_WAIT,
+                         .step = e->step ? atomic_load_explicit(e->step, memory_order_relaxed) : 0};
+        spsc_push(main_ring, &s);
+    }
+    if (atomic_load(&e->q_done) < want)
+        return COMM_ABORTED;
+    return atomic_load(&e->rc);
+}
+
+void ddp_destroy(struct ddp_engine *e)
+{
+    if (!e)
+        return;
+    if (e->lane_started) {
+        pthread_mutex_lock(&e->mu);
+        atomic_store(&e->quit, 1);
+        pthread_cond_signal(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+        pthread_join(e->lane, NULL);
+        pthread_mutex_destroy(&e->mu);
+        pthread_cond_destroy(&e->cv);
+    }
+    free(e->b);
+    free(e->bucket_of);
+    free(e->queue);
+    free(e);
 }

@@ -32,3 +32,37 @@ struct grad_layout {
 };
 
 #endif
+
+/* allreduce: one average-allreduce per trainable tensor, in parameter order. */
+int sync_allreduce(struct comm *c, const struct grad_layout *g);
+
+/* gather-scatter: every rank's trainable gradients are gathered at rank 0,
+ * averaged there in rank order, and broadcast back. scratch holds
+ * world * (trainable floats) on rank 0 (may be NULL elsewhere). */
+int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scratch);
+
+/* ddp: buckets of trainable gradients in reverse parameter order. */
+struct ddp_bucket {
+    size_t off, len;     /* one contiguous range of the flat gradient buffer */
+    int first, last;     /* parameter indices covered: last >= first */
+    int pending;         /* tensors still to report this step (main thread) */
+};
+
+struct ddp_engine;
+/* bucket_bytes caps every bucket but the first, which is capped at
+ * first_bytes (PyTorch's 1 MB). With overlap, a comm-lane thread allreduces
+ * each bucket as soon as its last gradient is ready; its spans go to
+ * lane_ring as LANE_COMM. Without overlap, ddp_finish runs them in order on
+ * the calling thread. */
+struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
+                              int overlap, struct spsc_ring *lane_ring, const _Atomic uint32_t *step);
+int ddp_nbuckets(const struct ddp_engine *e);
+const struct ddp_bucket *ddp_bucket_at(const struct ddp_engine *e, int i);
+/* Start of backward. */
+void ddp_begin(struct ddp_engine *e);
+/* Backward reports parameter p's gradient final (from model_backward's callback). */
+void ddp_grad_ready(struct ddp_engine *e, int p);
+/* Waits for every bucket (with overlap) or runs them (without). Records the
+ * main thread's waiting as a wait span on main_ring. */
+int ddp_finish(struct ddp_engine *e, struct spsc_ring *main_ring);
+void ddp_destroy(struct ddp_engine *e);

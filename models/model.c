@@ -204,13 +204,8 @@ float model_loss(struct model *m, const int32_t *labels, int n, int *correct)
     return softmax_xent_forward(m->probs, m->tensors[m->output].val, m->labels, n, m->classes, correct);
 }
 
-int model_backward(struct model *m, float grad_scale, grad_ready_fn ready, void *ctx)
+static int backward_layers(struct model *m, grad_ready_fn ready, void *ctx)
 {
-    for (int i = 0; i < m->ntensors; i++)
-        m->tensors[i].grad_set = 0;
-    struct tensor *out = &m->tensors[m->output];
-    softmax_xent_backward(out->grad, m->probs, m->labels, m->batch, m->classes, grad_scale);
-    out->grad_set = 1;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         struct layer *l = &m->layers[i];
         if (!m->tensors[l->out].grad_set)
@@ -223,6 +218,26 @@ int model_backward(struct model *m, float grad_scale, grad_ready_fn ready, void 
                     ready(ctx, l->param0 + p);
     }
     return 0;
+}
+
+int model_backward(struct model *m, float grad_scale, grad_ready_fn ready, void *ctx)
+{
+    for (int i = 0; i < m->ntensors; i++)
+        m->tensors[i].grad_set = 0;
+    struct tensor *out = &m->tensors[m->output];
+    softmax_xent_backward(out->grad, m->probs, m->labels, m->batch, m->classes, grad_scale);
+    out->grad_set = 1;
+    return backward_layers(m, ready, ctx);
+}
+
+int model_backward_dout(struct model *m, const float *dout, grad_ready_fn ready, void *ctx)
+{
+    for (int i = 0; i < m->ntensors; i++)
+        m->tensors[i].grad_set = 0;
+    struct tensor *out = &m->tensors[m->output];
+    memcpy(out->grad, dout, sizeof(float) * (size_t)m->batch * (size_t)m->classes);
+    out->grad_set = 1;
+    return backward_layers(m, ready, ctx);
 }
 
 int64_t model_flops(const struct model *m)

@@ -100,6 +100,9 @@ float model_loss(struct model *m, const int32_t *labels, int n, int *correct);
  * mean; ranks use 1/n too and average gradients afterwards). Writes grad_buf
  * for every trainable parameter; calls ready(ctx, p) as each one is final. */
 int model_backward(struct model *m, float grad_scale, grad_ready_fn ready, void *ctx);
+/* Backward from a given dL/dlogits [batch, classes] (DataParallel: rank 0
+ * computes the loss of the whole batch and scatters these). */
+int model_backward_dout(struct model *m, const float *dout, grad_ready_fn ready, void *ctx);
 
 /* Sum of FLOPs of one forward pass per image. */
 int64_t model_flops(const struct model *m);

@@ -14,6 +14,7 @@
 #include "model.h"
 #include "optim.h"
 #include "run.h"
+#include "kernels_ref.h"
 #include "strategy.h"
 
 struct loop {
@@ -27,6 +28,19 @@ struct loop {
     float *xhost;    /* [local_batch, c, h, w], host staging */
     int32_t *yhost;  /* [local_batch] */
     double slow;     /* compute time multiplier of this rank (>= 1) */
+    /* the strategy's view of the flat buffers */
+    struct grad_tensor *gt;
+    struct grad_layout gl;
+    float *gs_scratch;          /* gather-scatter: world x trainable floats on rank 0 */
+    struct ddp_engine *ddp;
+    /* dp (DataParallel): rank 0 holds the whole batch and computes the loss */
+    float *dp_x;                /* rank 0: [global, c, h, w] */
+    int32_t *dp_y;              /* rank 0: [global] */
+    float *dp_yf;               /* rank 0: labels as floats, for the scatter */
+    float *dp_ylocal;           /* [local] */
+    float *dp_logits, *dp_probs, *dp_dlogits; /* rank 0: [global, classes] */
+    float *dp_dout;             /* [local, classes] */
+    uint32_t *dp_idx;           /* rank 0: [global] */
 };
 
 static void rec(struct rank *rk, struct spsc_ring *ring, int lane, int cat, int64_t t0, int64_t t1)
@@ -55,26 +69,24 @@ static int fail(struct rank *rk, const char *what)
     return -1;
 }
 
+static void on_grad_ready(void *ctx, int p)
+{
+    ddp_grad_ready(ctx, p);
+}
+
+/* Synchronises gradients after backward (every strategy but dp). */
 static int sync_grads(struct loop *L)
 {
-    struct model *m = L->m;
     struct comm *c = L->rk->comm;
     switch (L->cfg->strategy) {
-    case STRAT_SINGLE:
-        return 0;
     case STRAT_ALLREDUCE:
-        for (int p = 0; p < m->nparams; p++) {
-            if (!m->params[p].trainable)
-                continue;
-            c->tag = (int16_t)p;
-            int rc = c->ops->allreduce(c, model_grad(m, p), m->params[p].len, RED_AVG);
-            if (rc != 0)
-                return rc;
-        }
-        c->tag = -1;
-        return 0;
+        return sync_allreduce(c, &L->gl);
+    case STRAT_GATHER_SCATTER:
+        return sync_gather_scatter(c, &L->gl, L->gs_scratch);
+    case STRAT_DDP:
+        return ddp_finish(L->ddp, &L->rk->spans_main);
     default:
-        return -1;
+        return 0;
     }
 }
 
@@ -89,6 +101,106 @@ static void pause_point(struct run *run, uint32_t step)
     pthread_mutex_unlock(&run->pause_mu);
 }
 
+static int push_step(struct loop *L, uint32_t step, int epoch, int64_t t0, float loss, int correct)
+{
+    struct rank *rk = L->rk;
+    struct step_rec sr = {.step = step, .epoch = (uint32_t)epoch, .t0_ns = t0, .t1_ns = probe_now_ns(),
+                          .loss = loss, .lr = sgd_lr_at(&L->opt, (long)step), .correct = correct,
+                          .n = L->run->local_batch};
+    while (!spsc_push(&rk->steps, &sr) && !atomic_load(&L->run->abort))
+        sched_yield(); /* step records are never dropped: the collector drains them */
+    return 0;
+}
+
+static int diverged(struct rank *rk, uint32_t step, float loss)
+{
+    char msg[96];
+    snprintf(msg, sizeof(msg), "training diverged at step %u (loss is %f); try a lower --lr", step, loss);
+    return fail(rk, msg);
+}
+
+static int comm_failed(struct rank *rk, int rc, const char *what)
+{
+    return rc == COMM_ABORTED ? rc : fail(rk, what);
+}
+
+/* DataParallel: rank 0 loads the whole batch and scatters it; replicas run
+ * forward; rank 0 gathers the outputs, computes the loss of the whole batch
+ * and scatters the output gradients; replicas run backward; gradients are
+ * reduced to rank 0, which alone steps, then replicates its parameters. */
+static int dp_step(struct loop *L, int i, int epoch)
+{
+    struct rank *rk = L->rk;
+    struct run *run = L->run;
+    struct model *m = L->m;
+    struct comm *c = rk->comm;
+    int B = run->local_batch, G = run->global_batch, K = m->classes;
+    size_t per = (size_t)m->tensors[m->input].per_sample;
+    uint32_t step = atomic_load_explicit(&rk->step, memory_order_relaxed);
+    int rc;
+
+    int64_t t0 = probe_now_ns();
+    if (rk->id == 0) {
+        for (int k = 0; k < G; k++)
+            L->dp_idx[k] = sampler_get(&L->smp, i * G + k);
+        data_gather(run->train, L->dp_idx, G, L->dp_x, L->dp_y);
+        for (int k = 0; k < G; k++)
+            L->dp_yf[k] = (float)L->dp_y[k];
+        rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, probe_now_ns());
+    }
+    if ((rc = c->ops->scatter(c, L->dp_x, L->xhost, (size_t)B * per, 0)) != 0 ||
+        (rc = c->ops->scatter(c, L->dp_yf, L->dp_ylocal, (size_t)B, 0)) != 0)
+        return comm_failed(rk, rc, "scattering the batch failed");
+    int64_t t1 = probe_now_ns();
+    for (int k = 0; k < B; k++)
+        L->yhost[k] = (int32_t)L->dp_ylocal[k];
+    rk->dev.ops->copy_h2d(&rk->dev, model_input(m), L->xhost, sizeof(float) * (size_t)B * per, STREAM_COPY);
+    if (model_forward(m, 1) != 0)
+        return fail(rk, m->err);
+    int correct = 0;
+    float loss = model_loss(m, L->yhost, B, &correct); /* this replica's share, for the report */
+    straggle(L, t1);
+    int64_t t2 = probe_now_ns();
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, t1, t2);
+    if (!isfinite(loss))
+        return diverged(rk, step, loss);
+
+    if ((rc = c->ops->gather(c, m->tensors[m->output].val, L->dp_logits, (size_t)B * K, 0)) != 0)
+        return comm_failed(rk, rc, "gathering the outputs failed");
+    if (rk->id == 0) {
+        int64_t ta = probe_now_ns();
+        softmax_xent_forward(L->dp_probs, L->dp_logits, L->dp_y, G, K, NULL);
+        softmax_xent_backward(L->dp_dlogits, L->dp_probs, L->dp_y, G, K, 1.0f / (float)G);
+        rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, ta, probe_now_ns());
+    }
+    if ((rc = c->ops->scatter(c, L->dp_dlogits, L->dp_dout, (size_t)B * K, 0)) != 0)
+        return comm_failed(rk, rc, "scattering the output gradients failed");
+
+    int64_t t3 = probe_now_ns();
+    if (model_backward_dout(m, L->dp_dout, NULL, NULL) != 0)
+        return fail(rk, m->err);
+    straggle(L, t3);
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t3, probe_now_ns());
+
+    size_t lo = L->gl.nfloats, hi = 0;
+    for (int p = 0; p < L->gl.n; p++)
+        if (L->gl.t[p].trainable) {
+            lo = L->gl.t[p].off < lo ? L->gl.t[p].off : lo;
+            hi = L->gl.t[p].off + L->gl.t[p].len > hi ? L->gl.t[p].off + L->gl.t[p].len : hi;
+        }
+    if (hi > lo && (rc = c->ops->reduce(c, m->grad_buf + lo, m->grad_buf + lo, hi - lo, RED_SUM, 0)) != 0)
+        return comm_failed(rk, rc, "reducing the gradients failed");
+    if (rk->id == 0) {
+        int64_t t4 = probe_now_ns();
+        sgd_step(&L->opt, m, (long)step);
+        straggle(L, t4);
+        rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, probe_now_ns());
+    }
+    if ((rc = c->ops->broadcast(c, m->param_buf, m->nfloats, 0)) != 0)
+        return comm_failed(rk, rc, "replicating the parameters failed");
+    return push_step(L, step, epoch, t0, loss, correct);
+}
+
 static int train_step(struct loop *L, int i, int epoch)
 {
     struct rank *rk = L->rk;
@@ -96,6 +208,8 @@ static int train_step(struct loop *L, int i, int epoch)
     struct model *m = L->m;
     int B = run->local_batch;
     uint32_t step = atomic_load_explicit(&rk->step, memory_order_relaxed);
+    if (L->cfg->strategy == STRAT_DP && run->world > 1)
+        return dp_step(L, i, epoch);
 
     int64_t t0 = probe_now_ns();
     for (int k = 0; k < B; k++)
@@ -116,13 +230,12 @@ static int train_step(struct loop *L, int i, int epoch)
     straggle(L, t1);
     int64_t t2 = probe_now_ns();
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, t1, t2);
-    if (!isfinite(loss)) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "training diverged at step %u (loss is %f); try a lower --lr", step, loss);
-        return fail(rk, msg);
-    }
+    if (!isfinite(loss))
+        return diverged(rk, step, loss);
 
-    if (model_backward(m, 1.0f / (float)B, NULL, NULL) != 0)
+    if (L->ddp)
+        ddp_begin(L->ddp);
+    if (model_backward(m, 1.0f / (float)B, L->ddp ? on_grad_ready : NULL, L->ddp) != 0)
         return fail(rk, m->err);
     straggle(L, t2);
     int64_t t3 = probe_now_ns();
@@ -130,19 +243,13 @@ static int train_step(struct loop *L, int i, int epoch)
 
     int rc = sync_grads(L);
     if (rc != 0)
-        return rc == COMM_ABORTED ? rc : fail(rk, "gradient synchronisation failed");
+        return comm_failed(rk, rc, "gradient synchronisation failed");
 
     int64_t t4 = probe_now_ns();
     sgd_step(&L->opt, m, (long)step);
     straggle(L, t4);
-    int64_t t5 = probe_now_ns();
-    rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, t5);
-
-    struct step_rec sr = {.step = step, .epoch = (uint32_t)epoch, .t0_ns = t0, .t1_ns = t5, .loss = loss,
-                          .lr = sgd_lr_at(&L->opt, (long)step), .correct = correct, .n = B};
-    while (!spsc_push(&rk->steps, &sr) && !atomic_load(&run->abort))
-        sched_yield(); /* step records are never dropped: the collector drains them */
-    return 0;
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, probe_now_ns());
+    return push_step(L, step, epoch, t0, loss, correct);
 }
 
 /* Evaluates this rank's share (indices rank, rank+W, ...) of the test split. */
@@ -201,7 +308,9 @@ static int loop_init(struct loop *L, struct rank *rk)
     float lr = cfg->lr * (cfg->scale_lr ? (float)cfg->ranks : 1.0f);
     if (sgd_init(&L->opt, L->m->nfloats, lr, cfg->momentum, cfg->weight_decay, cfg->warmup_steps) != 0)
         return fail(rk, "out of memory for the optimizer");
-    if (sampler_init(&L->smp, tr->n, run->world, rk->id, cfg->seed) != 0)
+    int dp = cfg->strategy == STRAT_DP && run->world > 1;
+    /* dp: rank 0 alone samples, the whole batch at a time */
+    if (sampler_init(&L->smp, tr->n, dp ? 1 : run->world, dp ? 0 : rk->id, cfg->seed) != 0)
         return fail(rk, "cannot shard the training set");
     size_t per = (size_t)tr->c * tr->h * tr->w;
     L->idx = malloc(sizeof(uint32_t) * (size_t)run->local_batch);
@@ -211,6 +320,46 @@ static int loop_init(struct loop *L, struct rank *rk)
         return fail(rk, "out of memory for the batch buffers");
     if (rk->comm)
         comm_bind(rk->comm, &rk->spans_main, LANE_MAIN, &rk->step);
+
+    struct model *m = L->m;
+    L->gt = calloc((size_t)m->nparams, sizeof(*L->gt));
+    if (!L->gt)
+        return fail(rk, "out of memory");
+    for (int p = 0; p < m->nparams; p++)
+        L->gt[p] = (struct grad_tensor){m->params[p].off, m->params[p].len, m->params[p].trainable};
+    L->gl = (struct grad_layout){m->nparams, L->gt, m->param_buf, m->grad_buf, m->nfloats};
+    int G = run->global_batch, K = m->classes, B = run->local_batch;
+    switch (run->world > 1 ? cfg->strategy : STRAT_SINGLE) {
+    case STRAT_GATHER_SCATTER:
+        if (rk->id == 0 && !(L->gs_scratch = malloc(sizeof(float) * m->nfloats * (size_t)run->world)))
+            return fail(rk, "out of memory for the gather buffer");
+        break;
+    case STRAT_DDP:
+        L->ddp = ddp_create(rk->comm, &L->gl, (size_t)(cfg->bucket_mb * 1024 * 1024), 1024 * 1024, cfg->overlap,
+                            &rk->spans_comm, &rk->step);
+        if (!L->ddp)
+            return fail(rk, "cannot create the DDP buckets");
+        break;
+    case STRAT_DP:
+        L->dp_ylocal = malloc(sizeof(float) * (size_t)B);
+        L->dp_dout = malloc(sizeof(float) * (size_t)B * K);
+        if (!L->dp_ylocal || !L->dp_dout)
+            return fail(rk, "out of memory for DataParallel buffers");
+        if (rk->id == 0) {
+            L->dp_x = malloc(sizeof(float) * per * (size_t)G);
+            L->dp_y = malloc(sizeof(int32_t) * (size_t)G);
+            L->dp_yf = malloc(sizeof(float) * (size_t)G);
+            L->dp_idx = malloc(sizeof(uint32_t) * (size_t)G);
+            L->dp_logits = malloc(sizeof(float) * (size_t)G * K);
+            L->dp_probs = malloc(sizeof(float) * (size_t)G * K);
+            L->dp_dlogits = malloc(sizeof(float) * (size_t)G * K);
+            if (!L->dp_x || !L->dp_y || !L->dp_yf || !L->dp_idx || !L->dp_logits || !L->dp_probs || !L->dp_dlogits)
+                return fail(rk, "out of memory for DataParallel buffers");
+        }
+        break;
+    default:
+        break;
+    }
     return 0;
 }
 
@@ -222,6 +371,18 @@ static void loop_free(struct loop *L)
     free(L->yhost);
     sgd_free(&L->opt);
     sampler_free(&L->smp);
+    ddp_destroy(L->ddp);
+    free(L->gt);
+    free(L->gs_scratch);
+    free(L->dp_x);
+    free(L->dp_y);
+    free(L->dp_yf);
+    free(L->dp_ylocal);
+    free(L->dp_logits);
+    free(L->dp_probs);
+    free(L->dp_dlogits);
+    free(L->dp_dout);
+    free(L->dp_idx);
     /* the model stays for the collector to inspect; run_free destroys it */
 }
 

@@ -42,10 +42,6 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     r->total_steps = r->steps_per_epoch * rc->epochs;
     if (rc->steps > 0 && rc->steps < r->total_steps)
         r->total_steps = rc->steps;
-    if (rc->strategy != STRAT_SINGLE && rc->strategy != STRAT_ALLREDUCE) {
-        snprintf(err, errlen, "--strategy %s: not available in this build yet", strategy_name(rc->strategy));
-        return -1;
-    }
     if (rc->comm != COMM_SHM) {
         snprintf(err, errlen, "--comm %s: not available in this build", rc->comm == COMM_NCCL ? "nccl" : "mpi");
         return -1;
