@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 
 #include "model.h"
 
@@ -24,10 +25,22 @@ void sgd_free(struct sgd *o)
     o->buf = NULL;
 }
 
+void sgd_set_decay(struct sgd *o, long decay_steps)
+{
+    o->decay_steps = decay_steps;
+}
+
 float sgd_lr_at(const struct sgd *o, long t)
 {
     if (o->warmup_steps > 0 && t < o->warmup_steps)
         return o->lr * (float)(t + 1) / (float)o->warmup_steps;
+    if (o->decay_steps > 0) {
+        double span = (double)(o->decay_steps - o->warmup_steps);
+        double x = span > 0 ? (double)(t - o->warmup_steps) / span : 1.0;
+        if (x > 1.0)
+            x = 1.0;
+        return (float)(o->lr * 0.5 * (1.0 + cos(M_PI * x)));
+    }
     return o->lr;
 }
 

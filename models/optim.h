@@ -14,11 +14,14 @@ struct sgd {
     float momentum;
     float weight_decay;
     int warmup_steps;  /* lr ramps linearly from lr/warmup to lr over these steps */
+    long decay_steps;  /* > 0: cosine decay from lr to 0 over these steps (after warm-up) */
     float *buf;        /* momentum buffer, [nfloats] */
     size_t n;
 };
 
 int sgd_init(struct sgd *o, size_t nfloats, float lr, float momentum, float weight_decay, int warmup_steps);
+/* Cosine decay of the rate to 0 at step decay_steps (0: constant rate). */
+void sgd_set_decay(struct sgd *o, long decay_steps);
 void sgd_free(struct sgd *o);
 /* The rate in force at (0-based) step t. */
 float sgd_lr_at(const struct sgd *o, long t);

@@ -65,6 +65,7 @@ enum {
     OPT_WARMUP_ITERS,
     OPT_INFO,
     OPT_TRAINABLE,
+    OPT_LR_DECAY,
 };
 
 static const struct option long_opts[] = {
@@ -114,6 +115,7 @@ static const struct option long_opts[] = {
     {"warmup", required_argument, 0, OPT_WARMUP_ITERS},
     {"info", no_argument, 0, OPT_INFO},
     {"trainable", required_argument, 0, OPT_TRAINABLE},
+    {"lr-decay", required_argument, 0, OPT_LR_DECAY},
     {0, 0, 0, 0},
 };
 
@@ -134,17 +136,18 @@ static void usage(FILE *out)
             "                            (default: fashion-mnist when %s exists, else synthetic)\n"
             "  --data-dir DIR            where the data set's files are\n"
             "  --ranks N[,N..]           training ranks (1-%d, default 2)\n"
-            "  --batch-size B[,B..]      samples per rank per step (default 64)\n"
+            "  --batch-size B[,B..]      samples per rank per step (default 32)\n"
             "  --epochs N                epochs (default 1)\n"
             "  --steps N                 stop after N steps in all (default: no cap)\n"
             "  --strategy S[,S..]        single, dp, gather-scatter, allreduce, ddp (default allreduce)\n"
             "  --no-eval                 skip the test-split evaluation after each epoch\n"
             "\n"
             "Optimiser (SGD):\n"
-            "  --lr X                    learning rate (default 0.01)\n"
+            "  --lr X                    learning rate (default 0.05)\n"
             "  --momentum X              momentum (default 0.9)\n"
             "  --weight-decay X          L2 weight decay (default 0)\n"
             "  --warmup-steps N          linear warm-up over N steps (default 0)\n"
+            "  --lr-decay cosine|none    decay the rate to 0 over the run (default cosine)\n"
             "  --scale-lr                linear scaling rule: lr x ranks\n"
             "  --seed N                  seed for init, shuffling and synthetic data (default 1)\n"
             "\n"
@@ -299,7 +302,8 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     struct run_config *b = &cfg->base;
     snprintf(b->dataset, sizeof(b->dataset), "%s", data_default_name());
     b->epochs = 1;
-    b->lr = 0.01f;
+    b->lr = 0.05f;
+    b->lr_cosine = 1;
     b->momentum = 0.9f;
     b->seed = 1;
     b->loss_threshold = -1.0;
@@ -313,7 +317,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     cfg->nmodels = 1;
     cfg->ranks[0] = 2;
     cfg->nranks = 1;
-    cfg->batches[0] = 64;
+    cfg->batches[0] = 32;
     cfg->nbatches = 1;
     cfg->strategies[0] = STRAT_ALLREDUCE;
     cfg->nstrategies = 1;
@@ -611,6 +615,14 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             break;
         case OPT_INFO:
             cfg->mode = MODE_INFO;
+            break;
+        case OPT_LR_DECAY:
+            if (!strcmp(optarg, "cosine"))
+                b->lr_cosine = 1;
+            else if (!strcmp(optarg, "none"))
+                b->lr_cosine = 0;
+            else
+                return bad(err, name, "one of cosine, none", optarg);
             break;
         case OPT_TRAINABLE: {
             long k;

@@ -33,6 +33,7 @@ struct run_config {
     float lr, momentum, weight_decay;
     int warmup_steps;
     int scale_lr;
+    int lr_cosine;   /* cosine decay to 0 over the run */
     uint64_t seed;
     int comm;        /* enum comm_backend */
     int algo;        /* enum comm_algo */

@@ -308,6 +308,7 @@ static int loop_init(struct loop *L, struct rank *rk)
     float lr = cfg->lr * (cfg->scale_lr ? (float)cfg->ranks : 1.0f);
     if (sgd_init(&L->opt, L->m->nfloats, lr, cfg->momentum, cfg->weight_decay, cfg->warmup_steps) != 0)
         return fail(rk, "out of memory for the optimizer");
+    sgd_set_decay(&L->opt, cfg->lr_cosine ? run->total_steps : 0);
     int dp = cfg->strategy == STRAT_DP && run->world > 1;
     /* dp: rank 0 alone samples, the whole batch at a time */
     if (sampler_init(&L->smp, tr->n, dp ? 1 : run->world, dp ? 0 : rk->id, cfg->seed) != 0)
