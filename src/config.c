@@ -66,6 +66,7 @@ enum {
     OPT_INFO,
     OPT_TRAINABLE,
     OPT_LR_DECAY,
+    OPT_CHECK_REPLICAS,
 };
 
 static const struct option long_opts[] = {
@@ -116,6 +117,7 @@ static const struct option long_opts[] = {
     {"info", no_argument, 0, OPT_INFO},
     {"trainable", required_argument, 0, OPT_TRAINABLE},
     {"lr-decay", required_argument, 0, OPT_LR_DECAY},
+    {"check-replicas", no_argument, 0, OPT_CHECK_REPLICAS},
     {0, 0, 0, 0},
 };
 
@@ -160,6 +162,8 @@ static void usage(FILE *out)
             "  --no-overlap              ddp: run the buckets after backward instead of during it\n"
             "  --grad-compress fp16      send gradients as half precision\n"
             "  --slow-rank R:F           make rank R's compute F times slower (a straggler)\n"
+            "  --check-replicas          hash every rank's parameters after each step and report\n"
+            "                            the first step where replicas differ\n"
             "\n"
             "Report:\n"
             "  --format text|csv|json|md report format (default text)\n"
@@ -615,6 +619,9 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             break;
         case OPT_INFO:
             cfg->mode = MODE_INFO;
+            break;
+        case OPT_CHECK_REPLICAS:
+            b->check_replicas = 1;
             break;
         case OPT_LR_DECAY:
             if (!strcmp(optarg, "cosine"))

@@ -46,6 +46,7 @@ struct run_config {
     int grad_fp16;
     int slow_rank;   /* -1: none */
     double slow_factor;
+    int check_replicas; /* hash the parameters after every step and compare ranks */
 };
 
 struct config {

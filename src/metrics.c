@@ -146,6 +146,7 @@ int metrics_init(struct metrics *m, int world, double threshold)
     m->threshold = threshold;
     m->threshold_step = -1;
     m->threshold_epoch = -1;
+    m->replicas_diverged_at = -1;
     m->r = calloc((size_t)world, sizeof(*m->r));
     m->coll = calloc(COLL_SLOTS, sizeof(*m->coll));
     if (!m->r || !m->coll) {
@@ -166,6 +167,7 @@ void metrics_free(struct metrics *m)
             free(r->step_loss);
             free(r->step_correct);
             free(r->step_n);
+            free(r->step_hash);
             free(r->pending);
             free(r->window);
         }
@@ -248,7 +250,10 @@ static int grow_steps(struct rank_metrics *r)
     int32_t *k = realloc(r->step_n, nc * sizeof(*k));
     if (k)
         r->step_n = k;
-    if (!w || !l || !c || !k)
+    uint64_t *h = realloc(r->step_hash, nc * sizeof(*h));
+    if (h)
+        r->step_hash = h;
+    if (!w || !l || !c || !k || !h)
         return -1;
     r->cap = nc;
     return 0;
@@ -288,6 +293,12 @@ static void advance_global(struct metrics *m, uint32_t epoch)
             run += m->loss_mean[k];
         m->loss_running[s] = (float)(run / (double)(s + 1 - from));
         m->step_epoch[s] = epoch;
+        if (m->r[0].step_hash[s]) {
+            m->replicas_checked = 1;
+            for (int i = 1; i < m->world; i++)
+                if (m->r[i].step_hash[s] != m->r[0].step_hash[s] && m->replicas_diverged_at < 0)
+                    m->replicas_diverged_at = (long)s;
+        }
         if (m->threshold > 0 && m->threshold_step < 0 && m->loss_running[s] < m->threshold) {
             m->threshold_step = (long)s;
             m->threshold_epoch = (int)epoch;
@@ -333,6 +344,7 @@ void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec)
     rm->step_loss[rm->nsteps] = rec->loss;
     rm->step_correct[rm->nsteps] = rec->correct;
     rm->step_n[rm->nsteps] = rec->n;
+    rm->step_hash[rm->nsteps] = rec->param_hash;
     rm->nsteps++;
     advance_global(m, rec->epoch);
 }

@@ -40,6 +40,7 @@ struct step_rec {
     float loss;     /* mean over the rank's local batch */
     float lr;
     int32_t correct, n;
+    uint64_t param_hash; /* hash of the parameters after the step (--check-replicas), else 0 */
 };
 
 /* What a rank reports after evaluating an epoch. */
@@ -59,6 +60,7 @@ struct rank_metrics {
     int64_t *step_wall_ns;    /* [nsteps] */
     float *step_loss;         /* [nsteps] */
     int32_t *step_correct, *step_n;
+    uint64_t *step_hash;
     size_t nsteps, cap;
     uint64_t bytes_tx, bytes_rx;
     double bus_bytes;         /* sum over collectives of S * busbw factor */
@@ -94,6 +96,9 @@ struct metrics {
     int32_t test_correct[1024], test_total[1024];
     double test_loss[1024];
     int epochs_reported[1024];
+    /* --check-replicas: the first step whose parameter hashes differ across ranks */
+    long replicas_diverged_at; /* -1: never (or not checked) */
+    int replicas_checked;
     /* per-collective matching, by sequence number */
     struct coll_slot *coll;
     /* called for every span and step record drained (the trace writer); may be NULL */

@@ -78,6 +78,8 @@ static void on_grad_ready(void *ctx, int p)
 static int sync_grads(struct loop *L)
 {
     struct comm *c = L->rk->comm;
+    if (L->run->world == 1)
+        return 0; /* one rank: nothing to synchronise, whatever the strategy */
     switch (L->cfg->strategy) {
     case STRAT_ALLREDUCE:
         return sync_allreduce(c, &L->gl);
@@ -101,12 +103,27 @@ static void pause_point(struct run *run, uint32_t step)
     pthread_mutex_unlock(&run->pause_mu);
 }
 
+/* A 64-bit hash of the parameter bytes: equal hashes on every rank mean the
+ * replicas are (with overwhelming probability) bitwise identical. */
+static uint64_t param_hash(const struct model *m)
+{
+    const uint32_t *w = (const uint32_t *)m->param_buf;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ m->nfloats;
+    for (size_t i = 0; i < m->nfloats; i++) {
+        h ^= w[i];
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+    }
+    return h | 1; /* 0 means "not checked" */
+}
+
 static int push_step(struct loop *L, uint32_t step, int epoch, int64_t t0, float loss, int correct)
 {
     struct rank *rk = L->rk;
+    uint64_t hash = L->cfg->check_replicas ? param_hash(L->m) : 0;
     struct step_rec sr = {.step = step, .epoch = (uint32_t)epoch, .t0_ns = t0, .t1_ns = probe_now_ns(),
                           .loss = loss, .lr = sgd_lr_at(&L->opt, (long)step), .correct = correct,
-                          .n = L->run->local_batch};
+                          .n = L->run->local_batch, .param_hash = hash};
     while (!spsc_push(&rk->steps, &sr) && !atomic_load(&L->run->abort))
         sched_yield(); /* step records are never dropped: the collector drains them */
     return 0;
@@ -336,7 +353,9 @@ static int loop_init(struct loop *L, struct rank *rk)
             return fail(rk, "out of memory for the gather buffer");
         break;
     case STRAT_DDP:
-        L->ddp = ddp_create(rk->comm, &L->gl, (size_t)(cfg->bucket_mb * 1024 * 1024), 1024 * 1024, cfg->overlap,
+        /* PyTorch's first bucket is 1 MB; a smaller cap applies to it too */
+        size_t cap = (size_t)(cfg->bucket_mb * 1024 * 1024);
+        L->ddp = ddp_create(rk->comm, &L->gl, cap, cap < 1024 * 1024 ? cap : 1024 * 1024, cfg->overlap,
                             &rk->spans_comm, &rk->step);
         if (!L->ddp)
             return fail(rk, "cannot create the DDP buckets");

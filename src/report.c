@@ -35,6 +35,8 @@ int result_from_run(struct run_result *res, struct run *r)
     res->threshold_step = m->threshold_step;
     res->threshold_epoch = m->threshold_epoch;
     res->epochs_done = m->nepochs;
+    res->replicas_checked = m->replicas_checked;
+    res->replicas_diverged_at = m->replicas_diverged_at;
     res->nranks = r->world;
     res->ranks = calloc((size_t)r->world, sizeof(*res->ranks));
     if (!res->ranks)
@@ -254,6 +256,10 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         if (res[i].dropped)
             fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
                     (unsigned long long)res[i].dropped);
+        if (res[i].replicas_checked)
+            fprintf(f, res[i].replicas_diverged_at < 0 ? "\nrun %d: replicas bitwise identical after every step\n"
+                                                       : "\nrun %d: replicas DIFFER from step %ld on\n",
+                    i, res[i].replicas_diverged_at);
         if (res[i].state == RUN_STOPPED)
             fprintf(f, "\nrun %d was interrupted after %ld steps; the figures above cover those steps\n", i,
                     res[i].steps);
@@ -310,6 +316,10 @@ static cJSON *json_run(const struct run_result *r, int index)
     cJSON_AddNumberToObject(o, "params_trainable", (double)r->params_trainable);
     cJSON_AddNumberToObject(o, "wall_s", r->wall_s);
     cJSON_AddNumberToObject(o, "spans_lost", (double)r->dropped);
+    if (r->replicas_checked)
+        cJSON_AddBoolToObject(o, "replicas_identical", r->replicas_diverged_at < 0);
+    else
+        cJSON_AddNullToObject(o, "replicas_identical");
     cJSON_AddStringToObject(o, "state", run_state_name(r->state));
     if (r->error[0])
         cJSON_AddStringToObject(o, "error", r->error);

@@ -51,6 +51,8 @@ struct run_result {
     size_t params_total, params_trainable;
     int64_t flops_per_sample;
     uint64_t dropped;
+    int replicas_checked;
+    long replicas_diverged_at; /* -1: identical at every step */
     int state;               /* enum run_state */
     char error[320];
     int nranks;

@@ -1,0 +1,49 @@
+/* harness.h - helpers shared by the integration tests: run one
+ * configuration to the end through the same API the binary uses. */
+#ifndef DDPTOP_TEST_HARNESS_H
+#define DDPTOP_TEST_HARNESS_H
+
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "data.h"
+#include "device.h"
+#include "run.h"
+
+/* A run_config as the CLI would make it with no options. */
+static inline struct run_config harness_config(const char *model, int strategy, int ranks, int batch, long steps)
+{
+    struct config cfg;
+    char *argv[] = {"ddptop", NULL};
+    config_parse(&cfg, 1, argv, NULL, NULL);
+    struct run_config rc;
+    config_expand(&cfg, 0, &rc);
+    snprintf(rc.model, sizeof(rc.model), "%s", model);
+    rc.strategy = strategy;
+    rc.ranks = ranks;
+    rc.batch_size = batch;
+    rc.steps = steps;
+    rc.eval = 0;
+    rc.threads_per_rank = 1;
+    return rc;
+}
+
+/* Runs rc to the end on the CPU; the caller inspects r, then run_free(r). */
+static inline int harness_run(struct run *r, const struct run_config *rc, const struct dataset *tr,
+                              const struct dataset *te)
+{
+    char err[256];
+    if (run_start(r, rc, tr, te, &device_cpu, err, sizeof(err)) != 0) {
+        fprintf(stderr, "run_start: %s\n", err);
+        run_request_stop(r);
+        run_join(r);
+        return -1;
+    }
+    struct timespec tick = {0, 2 * 1000 * 1000};
+    while (run_poll(r))
+        nanosleep(&tick, NULL);
+    return run_join(r);
+}
+
+#endif
