@@ -261,7 +261,7 @@ static int parse_bytes(const char *s, uint64_t *out)
 }
 
 /* Splits a comma list into items; calls each(item) which returns 0 or -1. */
-static int split_list(const char *s, char items[CFG_MAX_LIST][CFG_NAME], int *n)
+static int split_list(const char *s, char (*items)[CFG_NAME], int *n)
 {
     *n = 0;
     const char *p = s;

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# train_vs_pytorch.sh - single-rank training throughput of ddptop against
+# PyTorch (Debian's python3-torch) on the same model, batch and thread count,
+# measured in one go, alternating the two. Prints img/s and the ratio.
+#
+#   bench/train_vs_pytorch.sh [build/ddptop] [models] [threads]
+# e.g. bench/train_vs_pytorch.sh build/ddptop "mlp lenet" "1 2"
+set -euo pipefail
+BIN=${1:-build/ddptop}
+MODELS=${2:-mlp lenet}
+THREADS=${3:-1 2}
+BATCH=64
+STEPS=${STEPS:-300}
+REPS=${REPS:-3}
+PY=/usr/bin/python3
+here=$(cd "$(dirname "$0")" && pwd)
+"$PY" -c 'import torch' 2>/dev/null || { echo "python3-torch is not installed (apt-get install python3-torch)"; exit 1; }
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+printf "%-8s %7s %12s %12s %8s\n" model threads "ddptop img/s" "torch img/s" ratio
+for m in $MODELS; do
+  for t in $THREADS; do
+    ours=() theirs=()
+    for _ in $(seq "$REPS"); do
+      o=$("$BIN" --batch --quiet --model "$m" --strategy single --ranks 1 --batch-size $BATCH \
+          --threads-per-rank "$t" --steps "$STEPS" --no-eval --format csv | awk -F, 'NR==2 {print $13}')
+      p=$("$PY" "$here/torch_ref.py" --model "$m" --threads "$t" --batch $BATCH --steps "$STEPS" |
+          "$PY" -c 'import json,sys; print(json.load(sys.stdin)["img_s"])')
+      ours+=("$o") theirs+=("$p")
+    done
+    o=$(printf '%s\n' "${ours[@]}" | median)
+    p=$(printf '%s\n' "${theirs[@]}" | median)
+    printf "%-8s %7s %12.0f %12.0f %7.2fx\n" "$m" "$t" "$o" "$p" "$(awk -v a="$o" -v b="$p" 'BEGIN {print a / b}')"
+  done
+done

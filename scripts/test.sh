@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# test.sh - builds ddptop and runs the whole test suite three ways:
+#   1. Release build, every test (unit, integration, end-to-end, GPU tests
+#      report SKIPPED without a GPU);
+#   2. ASan+UBSan build, every test;
+#   3. TSan build, every threaded test.
+# Usage: scripts/test.sh [--quick]   (--quick: only the Release pass)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+pass() { # pass NAME CMAKE_ARGS... -- CTEST_ARGS...
+  local name=$1; shift
+  local cm=() ct=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do cm+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  ct=("$@")
+  echo "== $name: configure and build"
+  cmake -S . -B "build-$name" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cm[@]}" >/dev/null
+  cmake --build "build-$name" -j "$jobs" 2>&1 | grep -E "error|warning|Error" || true
+  cmake --build "build-$name" -j "$jobs" >/dev/null
+  echo "== $name: test"
+  ctest --test-dir "build-$name" --output-on-failure -j 1 "${ct[@]}"
+}
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
+
+pass release --
+if [ "$quick" -eq 0 ]; then
+  pass asan -DDDPTOP_SANITIZE=address --
+  pass tsan -DDDPTOP_SANITIZE=thread -- -L threaded
+fi
+echo "== all test passes finished"
