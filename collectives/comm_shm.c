@@ -16,20 +16,28 @@
  * two phases: the root works on every peer's buffer, then every peer works
  * on the root's.
  *
- * Waiting spins briefly (a hand-off costs ~0.6 us) and then yields, because
- * ranks and comm lanes may outnumber cores.
+ * Waiting spins briefly (a hand-off costs ~0.6 us), then yields for a while,
+ * then sleeps on a futex on the peer's counter, because ranks and comm lanes
+ * may outnumber cores and a spinning waiter would steal the core its peer
+ * needs.
  */
+#include <linux/futex.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "comm.h"
 
 #define SLICE_FLOATS (32 * 1024) /* 128 KB pipeline slices */
 #define SPIN_ITERS 4000
+#define YIELD_NS 50000 /* then sleep */
 
 struct shm_slot {
     _Alignas(64) _Atomic uint64_t progress;
+    _Atomic uint32_t waiters;              /* threads asleep on progress */
     _Alignas(64) const float *_Atomic src; /* this call's input, published at entry */
     float *_Atomic dst;                    /* this call's output */
 };
@@ -68,6 +76,7 @@ struct shm_world *shm_world_create(int world, const volatile _Atomic int *abort)
     }
     for (int i = 0; i < world; i++) {
         atomic_init(&w->slots[i].progress, 0);
+        atomic_init(&w->slots[i].waiters, 0);
         atomic_init(&w->slots[i].src, NULL);
         atomic_init(&w->slots[i].dst, NULL);
     }
@@ -97,16 +106,24 @@ static int aborted(struct comm *c)
     return c->abort && atomic_load_explicit(c->abort, memory_order_relaxed);
 }
 
+/* The futex word: the low half of the 64-bit counter (x86 is little-endian). */
+static uint32_t *futex_word(_Atomic uint64_t *p)
+{
+    return (uint32_t *)p;
+}
+
 /* Waits until rank r's progress reaches base + unit. */
 static int wait_unit(struct comm *c, struct comm_call *call, int r, uint64_t unit)
 {
-    _Atomic uint64_t *p = &slot(c, r)->progress;
+    struct shm_slot *sl = slot(c, r);
+    _Atomic uint64_t *p = &sl->progress;
     uint64_t target = S(c)->base + unit;
     if (atomic_load_explicit(p, memory_order_acquire) >= target)
         return 0;
     int64_t t0 = probe_now_ns();
     for (unsigned i = 0;; i++) {
-        if (atomic_load_explicit(p, memory_order_acquire) >= target)
+        uint64_t v = atomic_load_explicit(p, memory_order_acquire);
+        if (v >= target)
             break;
         if (i < SPIN_ITERS) {
             cpu_relax();
@@ -116,7 +133,18 @@ static int wait_unit(struct comm *c, struct comm_call *call, int r, uint64_t uni
             comm_call_wait(c, call, t0, probe_now_ns());
             return COMM_ABORTED;
         }
-        sched_yield();
+        if (probe_now_ns() - t0 < YIELD_NS) {
+            sched_yield();
+            continue;
+        }
+        /* sleep until the peer advances (set_unit wakes us), at most 1 ms */
+        atomic_fetch_add(&sl->waiters, 1);
+        v = atomic_load(p);
+        if (v < target) {
+            struct timespec ts = {0, 1000 * 1000};
+            syscall(SYS_futex, futex_word(p), FUTEX_WAIT_PRIVATE, (uint32_t)v, &ts, NULL, 0);
+        }
+        atomic_fetch_sub(&sl->waiters, 1);
     }
     comm_call_wait(c, call, t0, probe_now_ns());
     return 0;
@@ -124,7 +152,10 @@ static int wait_unit(struct comm *c, struct comm_call *call, int r, uint64_t uni
 
 static void set_unit(struct comm *c, uint64_t unit)
 {
-    atomic_store_explicit(&slot(c, c->rank)->progress, S(c)->base + unit, memory_order_release);
+    struct shm_slot *sl = slot(c, c->rank);
+    atomic_store(&sl->progress, S(c)->base + unit);
+    if (atomic_load(&sl->waiters))
+        syscall(SYS_futex, futex_word(&sl->progress), FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
 static void publish(struct comm *c, const float *src, float *dst)

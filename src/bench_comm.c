@@ -1,10 +1,331 @@
-/* bench_comm.c - placeholder for the collective benchmark. */
+/* bench_comm.c - `ddptop --bench-comm`: a collective benchmark in the manner
+ * of nccl-tests. For each message size it times --iters calls after --warmup
+ * calls on --ranks threads, reports time, algbw and busbw (1 GB = 1e9 B),
+ * then checks one more call against exact answers from seeded inputs (the
+ * #wrong column). Finally it fits t = α + β·bytes and stores the fit where
+ * training reports find it (collectives/cost_model.h).
+ *
+ * Sizes follow nccl-tests: for allgather, gather, reduce-scatter and scatter
+ * the size is the whole (world-wide) buffer.
+ */
+#include <cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "comm.h"
+#include "config.h"
+#include "cost_model.h"
 #include "modes.h"
+
+#define MAX_ROWS 64
+
+struct row {
+    uint64_t bytes;
+    size_t count;     /* elements per rank buffer */
+    double time_us;   /* slowest rank's mean per call */
+    long wrong;
+};
+
+struct bench {
+    const struct config *cfg;
+    int world, coll, nrows;
+    struct row rows[MAX_ROWS];
+    double t_us[64][MAX_ROWS]; /* [rank][row] */
+    long wrong[64][MAX_ROWS];
+};
+
+struct worker {
+    struct bench *b;
+    struct comm *c;
+};
+
+static float val(int r, size_t i)
+{
+    return (float)((int)((7 * (size_t)r + 3 * i) % 17) - 8);
+}
+
+/* Elements of each rank's buffer for a row of `bytes` (see the file comment). */
+static size_t count_for(int coll, uint64_t bytes, int world)
+{
+    size_t n = (size_t)(bytes / sizeof(float));
+    if (coll == COLL_ALLGATHER || coll == COLL_GATHER || coll == COLL_REDUCE_SCATTER || coll == COLL_SCATTER)
+        n /= (size_t)world;
+    return n;
+}
+
+static int call(struct comm *c, int coll, float *in, float *out, size_t n)
+{
+    switch (coll) {
+    case COLL_ALLREDUCE:
+        return c->ops->allreduce(c, in, n, RED_SUM);
+    case COLL_REDUCE_SCATTER:
+        return c->ops->reduce_scatter(c, in, out, n, RED_SUM);
+    case COLL_ALLGATHER:
+        return c->ops->allgather(c, in, out, n);
+    case COLL_BROADCAST:
+        return c->ops->broadcast(c, in, n, 0);
+    case COLL_REDUCE:
+        return c->ops->reduce(c, in, out, n, RED_SUM, 0);
+    case COLL_GATHER:
+        return c->ops->gather(c, in, out, n, 0);
+    case COLL_SCATTER:
+        return c->ops->scatter(c, in, out, n, 0);
+    default:
+        return -1;
+    }
+}
+
+/* Elements of `in`/`out` that differ from the exact answer after one call. */
+static long check(struct comm *c, int coll, const float *in, const float *out, size_t n)
+{
+    int W = c->world, r = c->rank;
+    long wrong = 0;
+    for (size_t i = 0; i < n; i++) {
+        float s = 0;
+        switch (coll) {
+        case COLL_ALLREDUCE:
+            for (int p = 0; p < W; p++)
+                s += val(p, i);
+            wrong += in[i] != s;
+            break;
+        case COLL_REDUCE_SCATTER:
+            for (int p = 0; p < W; p++)
+                s += val(p, (size_t)r * n + i);
+            wrong += out[i] != s;
+            break;
+        case COLL_ALLGATHER:
+            for (int p = 0; p < W; p++)
+                wrong += out[(size_t)p * n + i] != val(p, i);
+            break;
+        case COLL_BROADCAST:
+            wrong += in[i] != val(0, i);
+            break;
+        case COLL_REDUCE:
+            if (r == 0) {
+                for (int p = 0; p < W; p++)
+                    s += val(p, i);
+                wrong += out[i] != s;
+            }
+            break;
+        case COLL_GATHER:
+            if (r == 0)
+                for (int p = 0; p < W; p++)
+                    wrong += out[(size_t)p * n + i] != val(p, i);
+            break;
+        case COLL_SCATTER:
+            wrong += out[i] != val(0, (size_t)r * n + i);
+            break;
+        }
+    }
+    return wrong;
+}
+
+static void fill(float *in, int r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        in[i] = val(r, i);
+}
+
+static void *bench_thread(void *arg)
+{
+    struct worker *w = arg;
+    struct bench *b = w->b;
+    struct comm *c = w->c;
+    const struct config *cfg = b->cfg;
+    size_t maxn = (size_t)(cfg->max_bytes / sizeof(float)) + 1;
+    float *in = aligned_alloc(64, ((maxn * sizeof(float)) + 63) & ~(size_t)63);
+    float *out = aligned_alloc(64, ((maxn * sizeof(float)) + 63) & ~(size_t)63);
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return (void *)1;
+    }
+    memset(out, 0, maxn * sizeof(float));
+    for (int k = 0; k < b->nrows; k++) {
+        size_t n = b->rows[k].count;
+        size_t nin = (b->coll == COLL_REDUCE_SCATTER || b->coll == COLL_SCATTER) ? n * (size_t)b->world : n;
+        fill(in, c->rank, nin);
+        for (int i = 0; i < cfg->warmup; i++)
+            call(c, b->coll, in, out, n);
+        c->ops->barrier(c);
+        int64_t t0 = probe_now_ns();
+        for (int i = 0; i < cfg->iters; i++)
+            call(c, b->coll, in, out, n);
+        int64_t t1 = probe_now_ns();
+        b->t_us[c->rank][k] = (double)(t1 - t0) / 1e3 / cfg->iters;
+        /* the timed calls grew the data (sums of sums): check on fresh inputs */
+        fill(in, c->rank, nin);
+        c->ops->barrier(c);
+        call(c, b->coll, in, out, n);
+        b->wrong[c->rank][k] = check(c, b->coll, in, out, n);
+        c->ops->barrier(c);
+    }
+    free(in);
+    free(out);
+    return NULL;
+}
+
+static void human(char *buf, size_t n, uint64_t b)
+{
+    if (b >= (1ULL << 30) && b % (1ULL << 30) == 0)
+        snprintf(buf, n, "%lluG", (unsigned long long)(b >> 30));
+    else if (b >= (1ULL << 20) && b % (1ULL << 20) == 0)
+        snprintf(buf, n, "%lluM", (unsigned long long)(b >> 20));
+    else if (b >= 1024 && b % 1024 == 0)
+        snprintf(buf, n, "%lluK", (unsigned long long)(b >> 10));
+    else
+        snprintf(buf, n, "%llu", (unsigned long long)b);
+}
 
 int bench_comm_main(const struct config *cfg)
 {
-    fprintf(stderr, "ddptop: --bench-comm: not available in this build yet\n");
-    return 2;
+    struct bench *b = calloc(1, sizeof(*b));
+    if (!b)
+        return 1;
+    b->cfg = cfg;
+    b->world = cfg->ranks[0];
+    b->coll = cfg->collective;
+    if (cfg->base.comm != COMM_SHM) {
+        fprintf(stderr, "ddptop: --comm %s: not available for --bench-comm in this build\n",
+                cfg->base.comm == COMM_NCCL ? "nccl" : "mpi");
+        free(b);
+        return 2;
+    }
+    for (uint64_t s = cfg->min_bytes; s <= cfg->max_bytes && b->nrows < MAX_ROWS; s *= (uint64_t)cfg->factor) {
+        size_t n = count_for(b->coll, s, b->world);
+        if (n == 0)
+            continue;
+        b->rows[b->nrows++] = (struct row){.bytes = s, .count = n};
+    }
+    if (b->nrows == 0) {
+        fprintf(stderr, "ddptop: --min-bytes: no message size in range fits %d ranks\n", b->world);
+        free(b);
+        return 2;
+    }
+
+    _Atomic int abort_flag = 0;
+    struct shm_world *w = shm_world_create(b->world, &abort_flag);
+    struct worker ws[64];
+    pthread_t th[64];
+    int status = 0;
+    for (int r = 0; r < b->world; r++) {
+        ws[r] = (struct worker){b, comm_shm_create(w, r, cfg->base.algo)};
+        pthread_create(&th[r], NULL, bench_thread, &ws[r]);
+    }
+    for (int r = 0; r < b->world; r++) {
+        void *ret;
+        pthread_join(th[r], &ret);
+        if (ret)
+            status = 1;
+        ws[r].c->ops->destroy(ws[r].c);
+    }
+    shm_world_destroy(w);
+    if (status) {
+        fprintf(stderr, "ddptop: --bench-comm: out of memory for %llu-byte buffers\n",
+                (unsigned long long)cfg->max_bytes);
+        free(b);
+        return 1;
+    }
+
+    double xs[MAX_ROWS], ys[MAX_ROWS];
+    long total_wrong = 0;
+    for (int k = 0; k < b->nrows; k++) {
+        struct row *row = &b->rows[k];
+        for (int r = 0; r < b->world; r++) {
+            if (b->t_us[r][k] > row->time_us)
+                row->time_us = b->t_us[r][k];
+            row->wrong += b->wrong[r][k];
+        }
+        total_wrong += row->wrong;
+        xs[k] = (double)row->bytes;
+        ys[k] = row->time_us;
+    }
+    struct cost_fit fit = {.ranks = b->world, .coll = b->coll};
+    snprintf(fit.backend, sizeof(fit.backend), "shm");
+    snprintf(fit.algo, sizeof(fit.algo), "%s", cfg->base.algo == ALGO_RING ? "ring" : "naive");
+    fit.valid = b->world > 1 && cost_fit_points(xs, ys, b->nrows, &fit.alpha_us, &fit.beta_us_per_byte, &fit.r2) == 0;
+    double factor = coll_busbw_factor(b->coll, b->world);
+
+    FILE *out = stdout;
+    if (cfg->output[0] && !(out = fopen(cfg->output, "w"))) {
+        fprintf(stderr, "ddptop: --output: cannot write %s: %m\n", cfg->output);
+        free(b);
+        return 2;
+    }
+    const char *algo = fit.algo;
+    if (cfg->format == FMT_JSON) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "collective", coll_name(b->coll));
+        cJSON_AddStringToObject(root, "backend", "shm");
+        cJSON_AddStringToObject(root, "algo", algo);
+        cJSON_AddNumberToObject(root, "ranks", b->world);
+        cJSON_AddNumberToObject(root, "iters", cfg->iters);
+        cJSON *rows = cJSON_AddArrayToObject(root, "rows");
+        for (int k = 0; k < b->nrows; k++) {
+            const struct row *row = &b->rows[k];
+            double algbw = (double)row->bytes / (row->time_us * 1e3);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "collective", coll_name(b->coll));
+            cJSON_AddNumberToObject(o, "bytes", (double)row->bytes);
+            cJSON_AddNumberToObject(o, "count", (double)row->count);
+            cJSON_AddNumberToObject(o, "time_us", row->time_us);
+            cJSON_AddNumberToObject(o, "algbw_gbps", algbw);
+            cJSON_AddNumberToObject(o, "busbw_gbps", algbw * factor);
+            cJSON_AddNumberToObject(o, "wrong", (double)row->wrong);
+            cJSON_AddItemToArray(rows, o);
+        }
+        cJSON *f = cJSON_AddObjectToObject(root, "fit");
+        if (fit.valid) {
+            cJSON_AddNumberToObject(f, "alpha_us", fit.alpha_us);
+            cJSON_AddNumberToObject(f, "beta_us_per_byte", fit.beta_us_per_byte);
+            cJSON_AddNumberToObject(f, "r2", fit.r2);
+        }
+        char *s = cJSON_Print(root);
+        fprintf(out, "%s\n", s);
+        free(s);
+        cJSON_Delete(root);
+    } else {
+        int csv = cfg->format == FMT_CSV, md = cfg->format == FMT_MD;
+        if (csv)
+            fprintf(out, "collective,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong\n");
+        else if (md)
+            fprintf(out, "| size | count | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong |\n"
+                         "|---:|---:|---:|---:|---:|---:|\n");
+        else
+            fprintf(out, "# %s, shm/%s, %d ranks, %d iters (%d warm-up), float32 sum; 1 GB = 1e9 B\n"
+                         "%10s %12s %12s %12s %12s %8s\n",
+                    coll_name(b->coll), algo, b->world, cfg->iters, cfg->warmup, "size", "count", "time(us)",
+                    "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+        for (int k = 0; k < b->nrows; k++) {
+            const struct row *row = &b->rows[k];
+            double algbw = (double)row->bytes / (row->time_us * 1e3);
+            char sz[32];
+            human(sz, sizeof(sz), row->bytes);
+            if (csv)
+                fprintf(out, "%s,%llu,%zu,%.3f,%.4f,%.4f,%ld\n", coll_name(b->coll), (unsigned long long)row->bytes,
+                        row->count, row->time_us, algbw, algbw * factor, row->wrong);
+            else
+                fprintf(out, md ? "| %s | %zu | %.2f | %.3f | %.3f | %ld |\n" : "%10s %12zu %12.2f %12.3f %12.3f %8ld\n",
+                        sz, row->count, row->time_us, algbw, algbw * factor, row->wrong);
+        }
+        if (!csv && fit.valid)
+            fprintf(out, "%sfit: t = %.2f us + bytes / %.2f GB/s (r2 %.4f)\n", md ? "\n" : "# ", fit.alpha_us,
+                    fit.beta_us_per_byte > 0 ? 1e-3 / fit.beta_us_per_byte : 0.0, fit.r2);
+    }
+    if (out != stdout)
+        fclose(out);
+    if (fit.valid) {
+        char path[1024], err[1100];
+        cost_model_path(path, sizeof(path));
+        if (cost_model_save(path, &fit, 1, err, sizeof(err)) != 0)
+            fprintf(stderr, "ddptop: cannot store the cost model: %s\n", err);
+    }
+    if (total_wrong) {
+        fprintf(stderr, "ddptop: --bench-comm: %ld wrong results\n", total_wrong);
+        status = 1;
+    }
+    free(b);
+    return status;
 }
