@@ -67,6 +67,8 @@ struct rank_metrics {
     int64_t coll_ns;          /* time inside collectives (outer spans) */
     int64_t xfer_ns, sync_ns; /* per-collective: transfer (min over ranks) and sync */
     uint64_t ncoll;
+    uint64_t kind_calls[COLL_COUNT]; /* per collective kind: calls and summed sizes, */
+    double kind_bytes[COLL_COUNT];   /* for the alpha-beta prediction */
     uint64_t dropped;         /* spans lost to full rings */
     uint64_t late;            /* spans of steps already closed */
     struct span *pending;     /* spans waiting for their step's record */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm.h"
+#include "cost_model.h"
 #include "model.h"
 #include "run.h"
 #include "strategy.h"
@@ -18,6 +20,34 @@ static void pcts(const struct breakdown *b, double *compute, double *comm, doubl
     *data = breakdown_pct(b->data_ns, b->wall_ns);
     *idle = breakdown_pct(b->idle_ns, b->wall_ns);
     *overlap = b->comm_union_ns > 0 ? 100.0 * (double)b->overlap_ns / (double)b->comm_union_ns : 0.0;
+}
+
+/* Predicted transfer time per rank from the stored alpha-beta fits: valid
+ * only when every collective kind the run used has a fit. */
+static void predict(struct run_result *res, struct run *r)
+{
+    char path[1024];
+    cost_model_path(path, sizeof(path));
+    const char *algo = r->cfg.algo == ALGO_RING ? "ring" : "naive";
+    double total = 0;
+    int used = 0;
+    for (int k = 1; k < COLL_COUNT; k++) {
+        uint64_t calls = 0;
+        double bytes = 0;
+        for (int i = 0; i < r->world; i++) {
+            calls += r->metrics.r[i].kind_calls[k];
+            bytes += r->metrics.r[i].kind_bytes[k];
+        }
+        if (!calls || k == COLL_BARRIER)
+            continue;
+        used = 1;
+        struct cost_fit f;
+        if (cost_model_lookup(path, "shm", algo, r->world, k, &f) != 0)
+            return;
+        total += (double)calls * f.alpha_us + f.beta_us_per_byte * bytes;
+    }
+    res->pred_valid = used;
+    res->pred_ms = total / 1e3 / r->world;
 }
 
 int result_from_run(struct run_result *res, struct run *r)
@@ -77,6 +107,7 @@ int result_from_run(struct run_result *res, struct run *r)
         xfer += rm->xfer_ns;
     }
     res->bytes_sent /= (uint64_t)r->world;
+    predict(res, r);
     res->xfer_ms /= r->world;
     res->sync_ms /= r->world;
     res->busbw_valid = xfer > 0 && bus > 0;
@@ -191,18 +222,19 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
     if (md)
         fprintf(f, "| model | dataset | strategy | ranks | batch/rank | global | steps | ms/step | p50 | p90 | "
                    "samples/s | speedup | eff %% | compute %% | comm %% | data %% | idle %% | overlap %% | "
-                   "sent/rank | busbw GB/s | xfer ms | sync ms | train loss | train acc %% | test acc %% | "
+                   "sent/rank | busbw GB/s | xfer ms | sync ms | pred ms | train loss | train acc %% | test acc %% | "
                    "loss < thr |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-                   "---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+                   "---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     else
         fprintf(f, "%-8s %-14s %-14s %5s %6s %6s %6s %8s %8s %8s %10s %7s %6s %8s %6s %6s %6s %8s %10s %7s %8s %8s "
-                   "%7s %7s %7s %s\n",
+                   "%8s %7s %7s %7s %s\n",
                 "model", "dataset", "strategy", "ranks", "b/rank", "global", "steps", "ms/step", "p50", "p90",
                 "samples/s", "speedup", "eff%", "compute%", "comm%", "data%", "idle%", "overlap%", "sent/rank",
-                "busbw", "xfer_ms", "sync_ms", "loss", "train%", "test%", "loss<thr");
+                "busbw", "xfer_ms", "sync_ms", "pred_ms", "loss", "train%", "test%", "loss<thr");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
-        char sp[16], eff[16], bw[16], bytes[24], tl[16], ta[16], te[16], thr[32];
+        char sp[16], eff[16], bw[16], bytes[24], tl[16], ta[16], te[16], thr[32], pr[16];
+        snprintf(pr, sizeof(pr), r->pred_valid ? "%.1f" : "n/a", r->pred_ms);
         snprintf(sp, sizeof(sp), r->speedup_valid ? "%.2fx" : "n/a", r->speedup);
         snprintf(eff, sizeof(eff), r->speedup_valid ? "%.0f" : "n/a", r->efficiency);
         snprintf(bw, sizeof(bw), r->busbw_valid ? "%.2f" : "n/a", r->busbw_gbps);
@@ -213,18 +245,18 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         threshold_str(thr, sizeof(thr), r);
         if (md)
             fprintf(f, "| %s | %s | %s | %d | %d | %d | %ld | %.3f | %.3f | %.3f | %.0f | %s | %s | %.1f | %.1f | "
-                       "%.1f | %.1f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s | %s |\n",
+                       "%.1f | %.1f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s |\n",
                     r->cfg.model, r->dataset, strategy_name(r->cfg.strategy), r->world, r->global_batch / r->world,
                     r->global_batch, r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff,
                     r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms,
-                    r->sync_ms, tl, ta, te, thr);
+                    r->sync_ms, pr, tl, ta, te, thr);
         else
             fprintf(f, "%-8s %-14s %-14s %5d %6d %6d %6ld %8.3f %8.3f %8.3f %10.0f %7s %6s %8.1f %6.1f %6.1f %6.1f "
-                       "%8.1f %10s %7s %8.1f %8.1f %7s %7s %7s %s\n",
+                       "%8.1f %10s %7s %8.1f %8.1f %8s %7s %7s %7s %s\n",
                     r->cfg.model, r->dataset, strategy_name(r->cfg.strategy), r->world, r->global_batch / r->world,
                     r->global_batch, r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff,
                     r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms,
-                    r->sync_ms, tl, ta, te, thr);
+                    r->sync_ms, pr, tl, ta, te, thr);
     }
     (void)sep;
     fprintf(f, md ? "\nPer rank:\n\n| run | strategy | rank | device | ms/step | p50 | p90 | samples/s | compute %% | "
@@ -306,6 +338,7 @@ static cJSON *json_run(const struct run_result *r, int index)
     add_num(o, "busbw_gbps", r->busbw_gbps, r->busbw_valid);
     cJSON_AddNumberToObject(o, "transfer_ms", r->xfer_ms);
     cJSON_AddNumberToObject(o, "sync_ms", r->sync_ms);
+    add_num(o, "predicted_transfer_ms", r->pred_ms, r->pred_valid);
     add_num(o, "train_loss", r->train_loss, r->train_valid);
     add_num(o, "train_acc", r->train_acc, r->train_valid);
     add_num(o, "test_acc", r->test_acc, r->test_valid);
@@ -377,7 +410,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
 {
     fprintf(f, "run,rank,model,dataset,strategy,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
                "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
-               "busbw_gbps,transfer_ms,sync_ms,train_loss,train_acc,test_acc,threshold_epoch,threshold_step\n");
+               "busbw_gbps,transfer_ms,sync_ms,predicted_transfer_ms,train_loss,train_acc,test_acc,threshold_epoch,threshold_step\n");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -403,6 +436,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, q ? q->busbw_gbps : r->busbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
             csv_num(f, q ? q->xfer_ms : r->xfer_ms, 1, "%.3f");
             csv_num(f, q ? q->sync_ms : r->sync_ms, 1, "%.3f");
+            csv_num(f, r->pred_ms, !q && r->pred_valid, "%.3f");
             csv_num(f, r->train_loss, !q && r->train_valid, "%.6f");
             csv_num(f, r->train_acc, !q && r->train_valid, "%.3f");
             csv_num(f, r->test_acc, !q && r->test_valid, "%.3f");

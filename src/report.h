@@ -44,6 +44,8 @@ struct run_result {
     double busbw_gbps;
     int busbw_valid;
     double xfer_ms, sync_ms; /* per rank, mean */
+    double pred_ms;          /* alpha-beta prediction of xfer_ms, from --bench-comm's fit */
+    int pred_valid;
     double train_loss, train_acc, test_acc;
     int train_valid, test_valid;
     long threshold_step;     /* -1: not reached */

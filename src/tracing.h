@@ -1,9 +1,15 @@
 /* tracing.h - connecting runs to the Chrome trace writer (trace/), and
- * replaying traces. */
+ * replaying traces (ddptop's own and PyTorch profiler's) into the same
+ * figures a live run reports. */
 #ifndef DDPTOP_TRACING_H
 #define DDPTOP_TRACING_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "metrics.h"
+#include "trace_read.h"
 
 struct config;
 struct run;
@@ -17,11 +23,63 @@ struct tracer *tracer_open(const struct config *cfg, struct run *r, int run_inde
 /* Finishes the file(s) as valid JSON. Returns -1 with err naming any file
  * that is incomplete (e.g. the disk filled). */
 int tracer_close(struct tracer *t, char *err, size_t errlen);
-/* Writes what the metrics still hold of run r (the recent span history) to
+/* The first write error (naming the file), or NULL: tracing stops at it,
+ * training goes on. In --batch mode it is also printed once on stderr; the
+ * UI should show it. */
+const char *tracer_error(const struct tracer *t);
+/* Writes what the metrics still hold of run r (the recent span history,
+ * METRICS_HISTORY spans per rank; no step records, so no counters) to
  * path now: the UI's `e` key. */
 int run_export_trace(struct run *r, const char *path, char *err, size_t errlen);
-/* --replay: loads a trace and shows it (UI) or reports it (--batch). Returns
- * the exit status. */
+
+/* ---- replay ---------------------------------------------------------------- */
+
+/* One rank's figures from a trace. Fields that a trace cannot give are
+ * flagged invalid (printed n/a / null). */
+struct replay_rank {
+    int rank;
+    char device[64];
+    int gpu_view;           /* breakdown over GPU ops (HTA), else over host spans/ops */
+    long steps;
+    double ms_mean, ms_p50, ms_p90; /* step time without the first step */
+    int samples_valid;
+    double samples_per_s;
+    struct breakdown b;     /* compute + comm + data + idle == wall */
+    int idle_split_valid;   /* GPU view: HTA's split of idle */
+    int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
+    uint64_t bytes_tx, bytes_rx;
+    int coll_valid;         /* transfer/sync known */
+    double xfer_ms, sync_ms;
+    int busbw_valid;
+    double busbw_gbps;
+};
+
+struct replay {
+    struct trace_doc doc;
+    /* ddptop traces: the same store a live run fills (rank i of the store is
+     * ranks[i]), spans in the history rings for a timeline. */
+    int has_metrics;
+    struct metrics metrics;
+    int nranks;
+    struct replay_rank *ranks;
+    struct replay_rank all; /* the run: breakdowns summed; step time of the slowest rank */
+    char model[32], strategy[32], dataset[32];
+    int global_batch;
+    int train_valid;
+    double train_loss, train_acc;
+    char paths[1024];
+};
+
+/* Loads one trace, or several (comma-separated paths: e.g. the per-rank
+ * files of --trace-split, or one Kineto file per rank) and computes every
+ * rank's figures. kernel_wait_ns: HTA's kernel-wait gap limit
+ * (TRACE_KERNEL_WAIT_NS). Returns 0, or -1 with err set. */
+int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen);
+void replay_free(struct replay *rp);
+/* The replay report in enum out_format (text, csv, json, md). */
+int replay_report(FILE *f, int format, const struct replay *rp);
+/* --replay: loads a trace and reports it (--batch, and for now without it
+ * too, until the UI shows replays). Returns the exit status. */
 int replay_main(const struct config *cfg);
 
 #endif
