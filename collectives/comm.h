@@ -35,6 +35,8 @@ struct comm_ops {
     const char *name;
     /* buf[n] on every rank; result everywhere. */
     int (*allreduce)(struct comm *c, float *buf, size_t n, enum red_op op);
+    /* buf[n] of IEEE binary16 values, reduced in float (--grad-compress fp16). */
+    int (*allreduce_f16)(struct comm *c, uint16_t *buf, size_t n, enum red_op op);
     /* in[n * world] on every rank; out[n] receives this rank's reduced slice. */
     int (*reduce_scatter)(struct comm *c, const float *in, float *out, size_t n, enum red_op op);
     /* in[n] on every rank; out[n * world] receives all, in rank order. */

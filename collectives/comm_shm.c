@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "half.h"
 
 #define SLICE_FLOATS (32 * 1024) /* 128 KB pipeline slices */
 #define SPIN_ITERS 4000
@@ -158,7 +159,7 @@ static void set_unit(struct comm *c, uint64_t unit)
         syscall(SYS_futex, futex_word(&sl->progress), FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
-static void publish(struct comm *c, const float *src, float *dst)
+static void publish(struct comm *c, const void *src, void *dst)
 {
     atomic_store_explicit(&slot(c, c->rank)->src, src, memory_order_relaxed);
     atomic_store_explicit(&slot(c, c->rank)->dst, dst, memory_order_relaxed);
@@ -232,15 +233,51 @@ static int ring_finish(struct comm *c, struct comm_call *call, uint64_t total_un
 /* In-place ring over buf (the same pointer's layout on every rank).
  * shift selects which chunk each rank ends the reduce-scatter with:
  * rank r ends with chunk r + 1 - shift. gather: run the allgather half. */
-static int ring_pass(struct comm *c, struct comm_call *call, float *buf, size_t n, enum red_op op, int shift,
-                     int do_rs, int do_ag)
+/* Element operations of one data type (float32, or binary16 reduced in float). */
+struct dtype {
+    size_t size;
+    void (*add)(void *dst, const void *src, size_t n);
+    void (*scale)(void *x, size_t n, float f);
+};
+
+static void add_f32(void *dst, const void *src, size_t n)
+{
+    add_into(dst, src, n);
+}
+
+static void scale_f32(void *x, size_t n, float f)
+{
+    scale(x, n, f);
+}
+
+static void add_f16(void *dst, const void *src, size_t n)
+{
+    uint16_t *d = dst;
+    const uint16_t *s = src;
+    for (size_t i = 0; i < n; i++)
+        d[i] = half_from_float(half_to_float(d[i]) + half_to_float(s[i]));
+}
+
+static void scale_f16(void *x, size_t n, float f)
+{
+    uint16_t *h = x;
+    for (size_t i = 0; i < n; i++)
+        h[i] = half_from_float(half_to_float(h[i]) * f);
+}
+
+static const struct dtype DT_F32 = {sizeof(float), add_f32, scale_f32};
+static const struct dtype DT_F16 = {sizeof(uint16_t), add_f16, scale_f16};
+
+static int ring_pass(struct comm *c, struct comm_call *call, const struct dtype *dt, void *buf_, size_t n,
+                     enum red_op op, int shift, int do_rs, int do_ag)
 {
     int W = c->world, r = c->rank;
-    size_t S_ = nslices(n, W);
+    size_t S_ = nslices(n, W), es = dt->size;
     uint64_t units = 1 + 2 * (uint64_t)(W - 1) * S_;
+    unsigned char *buf = buf_;
     int rc;
-    publish(c, buf, buf);
-    const float *left = NULL;
+    publish(c, buf_, buf_);
+    const unsigned char *left = NULL;
     for (int g = 0; g < 2 * (W - 1); g++) {
         int rs = g < W - 1;
         int s = rs ? g : g - (W - 1);
@@ -255,23 +292,23 @@ static int ring_pass(struct comm *c, struct comm_call *call, float *buf, size_t 
             if ((rc = wait_unit(c, call, r - 1, need)) != 0)
                 return rc;
             if (!left)
-                left = peer_src(c, r - 1);
+                left = (const unsigned char *)peer_src(c, r - 1);
             size_t coff, clen, off, len;
             if (rs) {
                 chunk(n, W, r - s - 1 - shift, &coff, &clen);
                 slice(coff, clen, S_, j, &off, &len);
-                add_into(buf + off, left + off, len);
+                dt->add(buf + off * es, left + off * es, len);
                 if (s == W - 2 && op == RED_AVG)
-                    scale(buf + off, len, 1.0f / (float)W);
+                    dt->scale(buf + off * es, len, 1.0f / (float)W);
             } else {
                 /* our chunk r-s is read by the right neighbour's reduce-scatter step s */
                 if ((rc = wait_unit(c, call, r + 1, 1 + (uint64_t)s * S_ + j + 1)) != 0)
                     return rc;
                 chunk(n, W, r - s - shift, &coff, &clen);
                 slice(coff, clen, S_, j, &off, &len);
-                memcpy(buf + off, left + off, len * sizeof(float));
+                memcpy(buf + off * es, left + off * es, len * es);
             }
-            call->rx += len * sizeof(float);
+            call->rx += len * es;
             set_unit(c, unit + 1);
         }
     }
@@ -347,7 +384,7 @@ static int shm_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
     int rc = 0;
     if (c->world > 1) {
         if (c->algo == ALGO_RING && n >= (size_t)c->world)
-            rc = ring_pass(c, &call, buf, n, op, 0, 1, 1);
+            rc = ring_pass(c, &call, &DT_F32, buf, n, op, 0, 1, 1);
         else
             rc = rooted(c, &call, buf, buf, n, 0, op, ar_root, ar_peer);
     }
@@ -508,7 +545,7 @@ static int shm_allgather(struct comm *c, const float *in, float *out, size_t n)
         memmove(out + (size_t)c->rank * n, in, n * sizeof(float));
         /* the allgather half of the ring over out, chunks = rank blocks: with
          * shift 1, step s copies chunk r-s-1, starting from the left's own */
-        rc = ring_pass(c, &call, out, n * (size_t)W, RED_SUM, 1, 0, 1);
+        rc = ring_pass(c, &call, &DT_F32, out, n * (size_t)W, RED_SUM, 1, 0, 1);
     } else {
         rc = rooted(c, &call, in, out, n, 0, RED_SUM, ag_root, ag_peer);
     }
@@ -570,11 +607,47 @@ static int shm_reduce_scatter(struct comm *c, const float *in, float *out, size_
         float *work = S(c)->scratch;
         memcpy(work, in, N * sizeof(float));
         /* shift 1: rank r ends the reduce-scatter holding chunk r */
-        rc = ring_pass(c, &call, work, N, op, 1, 1, 0);
+        rc = ring_pass(c, &call, &DT_F32, work, N, op, 1, 1, 0);
         if (rc == 0)
             memcpy(out, work + (size_t)c->rank * n, n * sizeof(float));
     } else {
         rc = rooted(c, &call, in, out, n, 0, op, rsn_root, rsn_peer);
+    }
+    comm_call_end(c, &call);
+    return rc;
+}
+
+/* allreduce of binary16 values (naive: through rank 0, in rank order) */
+static void arh_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                     enum red_op op)
+{
+    for (int p = 1; p < c->world; p++) {
+        add_f16(out, peer_src(c, p), n);
+        call->rx += n * sizeof(uint16_t);
+    }
+    if (op == RED_AVG)
+        scale_f16(out, n, 1.0f / (float)c->world);
+    call->tx += (uint64_t)(c->world - 1) * n * sizeof(uint16_t);
+}
+
+static void arh_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                     enum red_op op)
+{
+    memcpy(out, peer_dst(c, root), n * sizeof(uint16_t));
+    call->rx += n * sizeof(uint16_t);
+    call->tx += n * sizeof(uint16_t);
+}
+
+static int shm_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
+{
+    struct comm_call call;
+    comm_call_begin(c, &call, COLL_ALLREDUCE, n * sizeof(uint16_t));
+    int rc = 0;
+    if (c->world > 1) {
+        if (c->algo == ALGO_RING && n >= (size_t)c->world)
+            rc = ring_pass(c, &call, &DT_F16, buf, n, op, 0, 1, 1);
+        else
+            rc = rooted(c, &call, (const float *)buf, (float *)buf, n, 0, op, arh_root, arh_peer);
     }
     comm_call_end(c, &call);
     return rc;
@@ -601,6 +674,7 @@ static void shm_destroy(struct comm *c)
 static const struct comm_ops shm_ops = {
     .name = "shm",
     .allreduce = shm_allreduce,
+    .allreduce_f16 = shm_allreduce_f16,
     .reduce_scatter = shm_reduce_scatter,
     .allgather = shm_allgather,
     .broadcast = shm_broadcast,

@@ -5,6 +5,8 @@
  * src/rank.c, built from the collectives here.) */
 #include "strategy.h"
 
+#include "half.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -25,14 +27,26 @@ int strategy_parse(const char *name)
     return -1;
 }
 
-int sync_allreduce(struct comm *c, const struct grad_layout *g)
+int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half)
+{
+    if (!half)
+        return c->ops->allreduce(c, buf, n, RED_AVG);
+    for (size_t i = 0; i < n; i++)
+        half[i] = half_from_float(buf[i]);
+    int rc = c->ops->allreduce_f16(c, half, n, RED_AVG);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = half_to_float(half[i]);
+    return rc;
+}
+
+int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half)
 {
     int rc = 0;
     for (int p = 0; p < g->n && rc == 0; p++) {
         if (!g->t[p].trainable)
             continue;
         c->tag = (int16_t)p;
-        rc = c->ops->allreduce(c, g->grads + g->t[p].off, g->t[p].len, RED_AVG);
+        rc = allreduce_avg(c, g->grads + g->t[p].off, g->t[p].len, half);
     }
     c->tag = -1;
     return rc;
@@ -112,6 +126,7 @@ struct ddp_engine {
     _Atomic uint64_t gen;    /* step generation, bumped by ddp_begin */
     struct spsc_ring *lane_ring;
     const _Atomic uint32_t *step;
+    uint16_t *half; /* fp16 staging, [largest bucket], or NULL */
 };
 
 /* One bucket's average-allreduce, tagged with the bucket's index. */
@@ -120,7 +135,7 @@ static int run_bucket(struct ddp_engine *e, int i)
     struct ddp_bucket *b = &e->b[i];
     struct comm *c = e->comm;
     c->tag = (int16_t)i;
-    int rc = c->ops->allreduce(c, e->g.grads + b->off, b->len, RED_AVG);
+    int rc = allreduce_avg(c, e->g.grads + b->off, b->len, e->half);
     c->tag = -1;
     return rc;
 }
@@ -158,7 +173,7 @@ static void *lane_main(void *arg)
 }
 
 struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
-                              int overlap, struct spsc_ring *lane_ring, const _Atomic uint32_t *step)
+                              int overlap, int fp16, struct spsc_ring *lane_ring, const _Atomic uint32_t *step)
 {
     struct ddp_engine *e = calloc(1, sizeof(*e));
     if (!e)
@@ -194,6 +209,13 @@ struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_
         cur->off = g->t[p].off;
         cur->len += len;
         e->bucket_of[p] = e->nb - 1;
+    }
+    if (fp16) {
+        size_t maxlen = 1;
+        for (int i = 0; i < e->nb; i++)
+            maxlen = e->b[i].len > maxlen ? e->b[i].len : maxlen;
+        if (!(e->half = malloc(maxlen * sizeof(uint16_t))))
+            goto fail;
     }
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
@@ -303,5 +325,6 @@ void ddp_destroy(struct ddp_engine *e)
     free(e->b);
     free(e->bucket_of);
     free(e->queue);
+    free(e->half);
     free(e);
 }

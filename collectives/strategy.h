@@ -33,8 +33,13 @@ struct grad_layout {
 
 #endif
 
-/* allreduce: one average-allreduce per trainable tensor, in parameter order. */
-int sync_allreduce(struct comm *c, const struct grad_layout *g);
+/* Average-allreduce of buf[n]. With half (room for n binary16 values) the
+ * values travel and are reduced as half precision (--grad-compress fp16). */
+int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half);
+
+/* allreduce: one average-allreduce per trainable tensor, in parameter order.
+ * half: NULL, or room for the largest tensor in binary16. */
+int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half);
 
 /* gather-scatter: every rank's trainable gradients are gathered at rank 0,
  * averaged there in rank order, and broadcast back. scratch holds
@@ -53,9 +58,9 @@ struct ddp_engine;
  * first_bytes (PyTorch's 1 MB). With overlap, a comm-lane thread allreduces
  * each bucket as soon as its last gradient is ready; its spans go to
  * lane_ring as LANE_COMM. Without overlap, ddp_finish runs them in order on
- * the calling thread. */
+ * the calling thread. fp16: buckets travel as half precision. */
 struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
-                              int overlap, struct spsc_ring *lane_ring, const _Atomic uint32_t *step);
+                              int overlap, int fp16, struct spsc_ring *lane_ring, const _Atomic uint32_t *step);
 int ddp_nbuckets(const struct ddp_engine *e);
 const struct ddp_bucket *ddp_bucket_at(const struct ddp_engine *e, int i);
 /* Start of backward. */

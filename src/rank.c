@@ -32,6 +32,7 @@ struct loop {
     struct grad_tensor *gt;
     struct grad_layout gl;
     float *gs_scratch;          /* gather-scatter: world x trainable floats on rank 0 */
+    uint16_t *half;             /* allreduce with --grad-compress fp16: [largest tensor] */
     struct ddp_engine *ddp;
     /* dp (DataParallel): rank 0 holds the whole batch and computes the loss */
     float *dp_x;                /* rank 0: [global, c, h, w] */
@@ -82,7 +83,7 @@ static int sync_grads(struct loop *L)
         return 0; /* one rank: nothing to synchronise, whatever the strategy */
     switch (L->cfg->strategy) {
     case STRAT_ALLREDUCE:
-        return sync_allreduce(c, &L->gl);
+        return sync_allreduce(c, &L->gl, L->half);
     case STRAT_GATHER_SCATTER:
         return sync_gather_scatter(c, &L->gl, L->gs_scratch);
     case STRAT_DDP:
@@ -355,10 +356,19 @@ static int loop_init(struct loop *L, struct rank *rk)
     case STRAT_DDP:
         /* PyTorch's first bucket is 1 MB; a smaller cap applies to it too */
         size_t cap = (size_t)(cfg->bucket_mb * 1024 * 1024);
-        L->ddp = ddp_create(rk->comm, &L->gl, cap, cap < 1024 * 1024 ? cap : 1024 * 1024, cfg->overlap,
+        L->ddp = ddp_create(rk->comm, &L->gl, cap, cap < 1024 * 1024 ? cap : 1024 * 1024, cfg->overlap, cfg->grad_fp16,
                             &rk->spans_comm, &rk->step);
         if (!L->ddp)
             return fail(rk, "cannot create the DDP buckets");
+        break;
+    case STRAT_ALLREDUCE:
+        if (cfg->grad_fp16) {
+            size_t mx = 1;
+            for (int p = 0; p < m->nparams; p++)
+                mx = m->params[p].len > mx ? m->params[p].len : mx;
+            if (!(L->half = malloc(mx * sizeof(uint16_t))))
+                return fail(rk, "out of memory for the fp16 buffer");
+        }
         break;
     case STRAT_DP:
         L->dp_ylocal = malloc(sizeof(float) * (size_t)B);
@@ -394,6 +404,7 @@ static void loop_free(struct loop *L)
     ddp_destroy(L->ddp);
     free(L->gt);
     free(L->gs_scratch);
+    free(L->half);
     free(L->dp_x);
     free(L->dp_y);
     free(L->dp_yf);

@@ -216,6 +216,15 @@ static const char *threshold_str(char *buf, size_t n, const struct run_result *r
     return buf;
 }
 
+/* The strategy as tables show it: "ddp+fp16" when gradients are compressed. */
+static const char *strat_label(const struct run_result *r)
+{
+    static char buf[STRAT_COUNT][2][32];
+    int k = r->cfg.strategy >= 0 && r->cfg.strategy < STRAT_COUNT ? r->cfg.strategy : 0, h = r->cfg.grad_fp16 != 0;
+    snprintf(buf[k][h], sizeof(buf[k][h]), "%s%s", strategy_name(r->cfg.strategy), h ? "+fp16" : "");
+    return buf[k][h];
+}
+
 static void write_text(FILE *f, const struct run_result *res, int n, int md)
 {
     const char *sep = md ? " | " : "  ";
@@ -246,14 +255,14 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         if (md)
             fprintf(f, "| %s | %s | %s | %d | %d | %d | %ld | %.3f | %.3f | %.3f | %.0f | %s | %s | %.1f | %.1f | "
                        "%.1f | %.1f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s |\n",
-                    r->cfg.model, r->dataset, strategy_name(r->cfg.strategy), r->world, r->global_batch / r->world,
+                    r->cfg.model, r->dataset, strat_label(r), r->world, r->global_batch / r->world,
                     r->global_batch, r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff,
                     r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms,
                     r->sync_ms, pr, tl, ta, te, thr);
         else
             fprintf(f, "%-8s %-14s %-14s %5d %6d %6d %6ld %8.3f %8.3f %8.3f %10.0f %7s %6s %8.1f %6.1f %6.1f %6.1f "
                        "%8.1f %10s %7s %8.1f %8.1f %8s %7s %7s %7s %s\n",
-                    r->cfg.model, r->dataset, strategy_name(r->cfg.strategy), r->world, r->global_batch / r->world,
+                    r->cfg.model, r->dataset, strat_label(r), r->world, r->global_batch / r->world,
                     r->global_batch, r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff,
                     r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms,
                     r->sync_ms, pr, tl, ta, te, thr);
@@ -277,7 +286,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                          "%s | %s | %.1f | %.1f |\n"
                        : "%3d %-14s %4d %-8s %8.3f %8.3f %8.3f %10.0f %8.1f %6.1f %6.1f %6.1f %8.1f %10s %10s %7s "
                          "%8.1f %8.1f\n",
-                    i, strategy_name(res[i].cfg.strategy), q->rank, q->device, q->ms_mean, q->ms_p50, q->ms_p90,
+                    i, strat_label(&res[i]), q->rank, q->device, q->ms_mean, q->ms_p50, q->ms_p90,
                     q->samples_per_s, q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct, tx, rx,
                     bw, q->xfer_ms, q->sync_ms);
         }
@@ -322,6 +331,7 @@ static cJSON *json_run(const struct run_result *r, int index)
     cJSON_AddStringToObject(o, "model", r->cfg.model);
     cJSON_AddStringToObject(o, "dataset", r->dataset);
     cJSON_AddStringToObject(o, "strategy", strategy_name(r->cfg.strategy));
+    cJSON_AddStringToObject(o, "grad_compress", r->cfg.grad_fp16 ? "fp16" : "none");
     cJSON_AddStringToObject(o, "device", r->device);
     cJSON_AddNumberToObject(o, "ranks", r->world);
     cJSON_AddNumberToObject(o, "batch_size", r->global_batch / r->world);
@@ -408,7 +418,7 @@ static void csv_num(FILE *f, double v, int valid, const char *fmt)
 
 static void write_csv(FILE *f, const struct run_result *res, int n)
 {
-    fprintf(f, "run,rank,model,dataset,strategy,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
+    fprintf(f, "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
                "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
                "busbw_gbps,transfer_ms,sync_ms,predicted_transfer_ms,train_loss,train_acc,test_acc,threshold_epoch,threshold_step\n");
     for (int i = 0; i < n; i++) {
@@ -419,7 +429,8 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
                 fprintf(f, "%d,%d", i, k);
             else
                 fprintf(f, "%d,all", i);
-            fprintf(f, ",%s,%s,%s,%d,%d,%d,%ld", r->cfg.model, r->dataset, strategy_name(r->cfg.strategy), r->world,
+            fprintf(f, ",%s,%s,%s,%s,%d,%d,%d,%ld", r->cfg.model, r->dataset, strategy_name(r->cfg.strategy),
+                    r->cfg.grad_fp16 ? "fp16" : "none", r->world,
                     r->global_batch / r->world, r->global_batch, q ? q->steps : r->steps);
             csv_num(f, q ? q->ms_mean : r->ms_mean, 1, "%.4f");
             csv_num(f, q ? q->ms_p50 : r->ms_p50, 1, "%.4f");

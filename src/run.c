@@ -42,6 +42,11 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     r->total_steps = r->steps_per_epoch * rc->epochs;
     if (rc->steps > 0 && rc->steps < r->total_steps)
         r->total_steps = rc->steps;
+    if (rc->grad_fp16 && r->world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP) {
+        snprintf(err, errlen, "--grad-compress fp16: only the allreduce and ddp strategies compress (not %s)",
+                 strategy_name(rc->strategy));
+        return -1;
+    }
     if (rc->comm != COMM_SHM) {
         snprintf(err, errlen, "--comm %s: not available in this build", rc->comm == COMM_NCCL ? "nccl" : "mpi");
         return -1;

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "comm.h"
+#include "half.h"
 
 static float val(int r, size_t i, int salt)
 {
@@ -225,6 +226,19 @@ static void test_bytes_accounting(void **state)
     assert_true(coll_busbw_factor(COLL_BROADCAST, 4) == 1.0);
 }
 
+struct f16job {
+    struct comm *c;
+    uint16_t *b;
+    size_t n;
+};
+
+static void *f16_worker(void *arg)
+{
+    struct f16job *j = arg;
+    j->c->ops->allreduce_f16(j->c, j->b, j->n, RED_SUM);
+    return NULL;
+}
+
 /* A peer that never arrives: raising abort releases the waiting rank. */
 static void *lonely(void *arg)
 {
@@ -250,6 +264,63 @@ static void test_abort_releases_waiters(void **state)
     shm_world_destroy(w);
 }
 
+static void test_half_conversions(void **state)
+{
+    assert_int_equal(half_from_float(1.0f), 0x3c00);
+    assert_int_equal(half_from_float(-2.0f), 0xc000);
+    assert_int_equal(half_from_float(65504.0f), 0x7bff);
+    assert_int_equal(half_from_float(70000.0f), 0x7c00);        /* overflow: inf */
+    assert_int_equal(half_from_float(5.9604645e-8f), 0x0001);   /* smallest subnormal */
+    assert_int_equal(half_from_float(1e-9f), 0x0000);
+    assert_int_equal(half_from_float(1.0f + 1.0f / 2048), 0x3c00); /* tie: to even */
+    assert_int_equal(half_from_float(1.0f + 3.0f / 2048), 0x3c02); /* tie: to even, up */
+    assert_true(half_to_float(0x3555) > 0.3332f && half_to_float(0x3555) < 0.3334f);
+    /* every finite half survives the round trip exactly */
+    for (uint32_t h = 0; h < 0x10000; h++)
+        if ((h & 0x7c00u) != 0x7c00u)
+            assert_int_equal(half_from_float(half_to_float((uint16_t)h)), h);
+}
+
+/* binary16 allreduce: small integers are exact in half precision too */
+static void test_allreduce_f16(void **state)
+{
+    for (int algo = ALGO_RING; algo <= ALGO_NAIVE; algo++)
+        for (int W = 1; W <= 5; W++) {
+            _Atomic int abort_flag = 0;
+            struct shm_world *w = shm_world_create(W, &abort_flag);
+            struct comm *c[5];
+            pthread_t th[5];
+            uint16_t *buf[5];
+            size_t n = 70001;
+            for (int r = 0; r < W; r++) {
+                c[r] = comm_shm_create(w, r, algo);
+                buf[r] = malloc(n * sizeof(uint16_t));
+                for (size_t i = 0; i < n; i++)
+                    buf[r][i] = half_from_float(val(r, i, 0));
+            }
+            struct f16job jobs[5];
+            for (int r = 0; r < W; r++) {
+                jobs[r] = (struct f16job){c[r], buf[r], n};
+                pthread_create(&th[r], NULL, f16_worker, &jobs[r]);
+            }
+            for (int r = 0; r < W; r++)
+                pthread_join(th[r], NULL);
+            int wrong = 0;
+            for (int r = 0; r < W; r++) {
+                for (size_t i = 0; i < n; i++) {
+                    float s = 0;
+                    for (int p = 0; p < W; p++)
+                        s += val(p, i, 0);
+                    wrong += half_to_float(buf[r][i]) != s;
+                }
+                c[r]->ops->destroy(c[r]);
+                free(buf[r]);
+            }
+            shm_world_destroy(w);
+            assert_int_equal(wrong, 0);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -258,7 +329,8 @@ int main(void)
         cmocka_unit_test(test_reduce),      cmocka_unit_test(test_gather),
         cmocka_unit_test(test_scatter),     cmocka_unit_test(test_barrier),
         cmocka_unit_test(test_bytes_accounting),
-        cmocka_unit_test(test_abort_releases_waiters),
+        cmocka_unit_test(test_abort_releases_waiters), cmocka_unit_test(test_half_conversions),
+        cmocka_unit_test(test_allreduce_f16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

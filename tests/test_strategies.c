@@ -212,6 +212,28 @@ static void test_deterministic(void **state)
     run_free(&b);
 }
 
+/* --grad-compress fp16: replicas stay identical, half the bytes travel, and
+ * the result stays close to (but not bitwise equal to) float32's. */
+static void test_fp16(void **state)
+{
+    for (int strat = STRAT_ALLREDUCE; strat <= STRAT_DDP; strat++) {
+        struct run_config rc = harness_config("mlp", strat, 2, 32, 10);
+        rc.check_replicas = 1;
+        struct run a, b;
+        assert_int_equal(harness_run(&a, &rc, &g_train, &g_test), 0);
+        rc.grad_fp16 = 1;
+        assert_int_equal(harness_run(&b, &rc, &g_train, &g_test), 0);
+        assert_true(b.metrics.replicas_checked);
+        assert_int_equal(b.metrics.replicas_diverged_at, -1);
+        assert_int_equal(b.metrics.r[0].bytes_tx * 2, a.metrics.r[0].bytes_tx);
+        double d = rel_diff(b.ranks[0].model->param_buf, a.ranks[0].model->param_buf, a.ranks[0].model->nfloats);
+        printf("  %s fp16 vs fp32: relative difference %.3g\n", strategy_name(strat), d);
+        assert_true(d > 0 && d < 1e-2);
+        run_free(&a);
+        run_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_equivalence_lenet),  cmocka_unit_test(test_equivalence_discriminates),
         cmocka_unit_test(test_ddp_overlap_lenet),  cmocka_unit_test(test_ddp_overlap_mlp),
         cmocka_unit_test(test_slow_rank),          cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_fp16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,64 @@
+/* half.h - IEEE 754 binary16 conversions (round to nearest even) for
+ * --grad-compress fp16: gradients travel as half precision and are reduced
+ * in float, one element at a time. */
+#ifndef DDPTOP_HALF_H
+#define DDPTOP_HALF_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint16_t half_from_float(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t fexp = (x >> 23) & 0xffu;
+    uint32_t man = x & 0x7fffffu;
+    if (fexp == 0xffu) /* inf or nan */
+        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+    int32_t exp = (int32_t)fexp - 127 + 15;
+    if (exp >= 31)
+        return (uint16_t)(sign | 0x7c00u); /* overflow: inf */
+    if (exp <= 0) {                       /* subnormal half, or zero */
+        if (exp < -10)
+            return (uint16_t)sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+        if (rem > halfway || (rem == halfway && (h & 1u)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)exp << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+        h++; /* may carry into the exponent, which is still right */
+    return (uint16_t)(sign | h);
+}
+
+static inline float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, x;
+    if (exp == 0) {
+        if (man == 0) {
+            x = sign;
+        } else { /* subnormal: normalise */
+            uint32_t e = 127 - 15 + 1;
+            while (!(man & 0x400u)) {
+                man <<= 1;
+                e--;
+            }
+            x = sign | (e << 23) | ((man & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        x = sign | 0x7f800000u | (man << 13);
+    } else {
+        x = sign | ((exp - 15 + 127) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+#endif
