@@ -65,6 +65,7 @@ struct comm {
     int16_t tag;                  /* tag for the next call's spans (bucket id) */
     const volatile _Atomic int *abort; /* nonzero: every wait gives up, calls fail */
     void *impl;
+    void *backend; /* a wrapping backend's state (the shared-GPU ring), else NULL */
 };
 
 /* Directs this communicator's spans to ring, as lane. */
@@ -89,13 +90,44 @@ void comm_call_end(struct comm *c, struct comm_call *call);
 void comm_call_wait(struct comm *c, struct comm_call *call, int64_t t0_ns, int64_t t1_ns);
 
 /* ---- the shared-memory backend (threads of one process) --------------- */
+/* How the shm algorithms touch float buffers. The default works on host
+ * memory; the shared-GPU ring (comm_cuda_ring.c) passes device copies and a
+ * reduce kernel, each complete when the call returns. */
+struct shm_memops {
+    void (*copy)(void *ctx, void *dst, const void *src, size_t bytes); /* may overlap */
+    void (*add)(void *ctx, float *dst, const float *src, size_t n);    /* dst += src */
+    void (*scale)(void *ctx, float *x, size_t n, float f);
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*release)(void *ctx, void *p);
+    void *ctx;
+};
 struct shm_world;
 struct shm_world *shm_world_create(int world, const volatile _Atomic int *abort);
 void shm_world_destroy(struct shm_world *w);
 /* The communicator of one rank over w. algo: ALGO_RING or ALGO_NAIVE. */
 struct comm *comm_shm_create(struct shm_world *w, int rank, int algo);
+/* The same over buffers that ops can reach (NULL ops: host memory). */
+struct comm *comm_shm_create_ops(struct shm_world *w, int rank, int algo, const struct shm_memops *ops);
 
 /* Fails with -1 when abort was raised while waiting. */
 #define COMM_ABORTED (-2)
+
+#ifdef DDPTOP_HAVE_CUDA
+/* The shared-GPU ring: ranks that share one GPU (more ranks than GPUs, where
+ * NCCL refuses duplicate devices) run the shm algorithms over device
+ * buffers, with DtoD copies and a reduce kernel on `stream` (a
+ * cudaStream_t of GPU `gpu`). */
+struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int gpu, void *stream);
+#endif
+#ifdef DDPTOP_HAVE_NCCL
+/* NCCL: one communicator rank per GPU thread. The ranks of one process share
+ * `id` (nccl_unique_id fills it once, before the threads start); each rank
+ * thread calls comm_nccl_create concurrently. Collectives are enqueued on
+ * `stream` (the rank's comm stream). */
+#define NCCL_ID_BYTES 128
+int nccl_unique_id(unsigned char id[NCCL_ID_BYTES], char *err, size_t errlen);
+struct comm *comm_nccl_create(const unsigned char id[NCCL_ID_BYTES], int world, int rank, int gpu, void *stream,
+                              char *err, size_t errlen);
+#endif
 
 #endif

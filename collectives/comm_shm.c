@@ -51,6 +51,7 @@ struct shm_world {
 
 struct shm_comm {
     struct shm_world *w;
+    struct shm_memops ops; /* how float buffers are copied and reduced */
     uint64_t base;  /* progress value at the start of the next call */
     float *scratch; /* reduce-scatter working space, grown on demand */
     size_t scratch_n;
@@ -95,6 +96,26 @@ void shm_world_destroy(struct shm_world *w)
 static struct shm_comm *S(struct comm *c)
 {
     return c->impl;
+}
+
+/* Float-buffer operations through the communicator's memops (host memory by
+ * default; device memory for the shared-GPU ring). */
+static void CP(struct comm *c, void *dst, const void *src, size_t bytes)
+{
+    if (dst != src && bytes)
+        S(c)->ops.copy(S(c)->ops.ctx, dst, src, bytes);
+}
+
+static void ADD(struct comm *c, float *dst, const float *src, size_t n)
+{
+    if (n)
+        S(c)->ops.add(S(c)->ops.ctx, dst, src, n);
+}
+
+static void SCALE(struct comm *c, float *x, size_t n, float f)
+{
+    if (n)
+        S(c)->ops.scale(S(c)->ops.ctx, x, n, f);
 }
 
 static struct shm_slot *slot(struct comm *c, int r)
@@ -236,21 +257,32 @@ static int ring_finish(struct comm *c, struct comm_call *call, uint64_t total_un
 /* Element operations of one data type (float32, or binary16 reduced in float). */
 struct dtype {
     size_t size;
-    void (*add)(void *dst, const void *src, size_t n);
-    void (*scale)(void *x, size_t n, float f);
+    void (*add)(struct comm *c, void *dst, const void *src, size_t n);
+    void (*scale)(struct comm *c, void *x, size_t n, float f);
+    void (*copy)(struct comm *c, void *dst, const void *src, size_t bytes);
 };
 
-static void add_f32(void *dst, const void *src, size_t n)
+static void add_f32(struct comm *c, void *dst, const void *src, size_t n)
 {
-    add_into(dst, src, n);
+    ADD(c, dst, src, n);
 }
 
-static void scale_f32(void *x, size_t n, float f)
+static void scale_f32(struct comm *c, void *x, size_t n, float f)
 {
-    scale(x, n, f);
+    SCALE(c, x, n, f);
 }
 
-static void add_f16(void *dst, const void *src, size_t n)
+static void copy_dt(struct comm *c, void *dst, const void *src, size_t bytes)
+{
+    CP(c, dst, src, bytes);
+}
+
+static void copy_host(struct comm *c, void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+}
+
+static void add_f16(struct comm *c, void *dst, const void *src, size_t n)
 {
     uint16_t *d = dst;
     const uint16_t *s = src;
@@ -258,15 +290,15 @@ static void add_f16(void *dst, const void *src, size_t n)
         d[i] = half_from_float(half_to_float(d[i]) + half_to_float(s[i]));
 }
 
-static void scale_f16(void *x, size_t n, float f)
+static void scale_f16(struct comm *c, void *x, size_t n, float f)
 {
     uint16_t *h = x;
     for (size_t i = 0; i < n; i++)
         h[i] = half_from_float(half_to_float(h[i]) * f);
 }
 
-static const struct dtype DT_F32 = {sizeof(float), add_f32, scale_f32};
-static const struct dtype DT_F16 = {sizeof(uint16_t), add_f16, scale_f16};
+static const struct dtype DT_F32 = {sizeof(float), add_f32, scale_f32, copy_dt};
+static const struct dtype DT_F16 = {sizeof(uint16_t), add_f16, scale_f16, copy_host}; /* host only */
 
 static int ring_pass(struct comm *c, struct comm_call *call, const struct dtype *dt, void *buf_, size_t n,
                      enum red_op op, int shift, int do_rs, int do_ag)
@@ -297,16 +329,16 @@ static int ring_pass(struct comm *c, struct comm_call *call, const struct dtype 
             if (rs) {
                 chunk(n, W, r - s - 1 - shift, &coff, &clen);
                 slice(coff, clen, S_, j, &off, &len);
-                dt->add(buf + off * es, left + off * es, len);
+                dt->add(c, buf + off * es, left + off * es, len);
                 if (s == W - 2 && op == RED_AVG)
-                    dt->scale(buf + off * es, len, 1.0f / (float)W);
+                    dt->scale(c, buf + off * es, len, 1.0f / (float)W);
             } else {
                 /* our chunk r-s is read by the right neighbour's reduce-scatter step s */
                 if ((rc = wait_unit(c, call, r + 1, 1 + (uint64_t)s * S_ + j + 1)) != 0)
                     return rc;
                 chunk(n, W, r - s - shift, &coff, &clen);
                 slice(coff, clen, S_, j, &off, &len);
-                memcpy(buf + off * es, left + off * es, len * es);
+                dt->copy(c, buf + off * es, left + off * es, len * es);
             }
             call->rx += len * es;
             set_unit(c, unit + 1);
@@ -361,18 +393,18 @@ static void ar_root(struct comm *c, struct comm_call *call, const float *in, flo
 {
     int W = c->world;
     for (int p = 1; p < W; p++) {
-        add_into(out, peer_src(c, p), n);
+        ADD(c, out, peer_src(c, p), n);
         call->rx += n * sizeof(float);
     }
     if (op == RED_AVG)
-        scale(out, n, 1.0f / (float)W);
+        SCALE(c, out, n, 1.0f / (float)W);
     call->tx += (uint64_t)(W - 1) * n * sizeof(float);
 }
 
 static void ar_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
                     enum red_op op)
 {
-    memcpy(out, peer_dst(c, root), n * sizeof(float));
+    CP(c, out, peer_dst(c, root), n * sizeof(float));
     call->rx += n * sizeof(float);
     call->tx += n * sizeof(float);
 }
@@ -399,18 +431,18 @@ static void red_root(struct comm *c, struct comm_call *call, const float *in, fl
                      enum red_op op)
 {
     float *acc = (in == out && root != 0) ? S(c)->scratch : out;
-    memmove(acc, peer_src(c, 0), n * sizeof(float));
+    CP(c, acc, peer_src(c, 0), n * sizeof(float));
     for (int p = 1; p < c->world; p++) {
-        add_into(acc, peer_src(c, p), n);
+        ADD(c, acc, peer_src(c, p), n);
         if (p != root)
             call->rx += n * sizeof(float);
     }
     if (root != 0)
         call->rx += n * sizeof(float);
     if (op == RED_AVG)
-        scale(acc, n, 1.0f / (float)c->world);
+        SCALE(c, acc, n, 1.0f / (float)c->world);
     if (acc != out)
-        memcpy(out, acc, n * sizeof(float));
+        CP(c, out, acc, n * sizeof(float));
 }
 
 static void red_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
@@ -431,7 +463,7 @@ static int shm_reduce(struct comm *c, const float *in, float *out, size_t n, enu
     else if (c->world > 1)
         rc = rooted(c, &call, in, out, n, root, op, red_root, red_peer);
     else if (out != in)
-        memcpy(out, in, n * sizeof(float));
+        CP(c, out, in, n * sizeof(float));
     comm_call_end(c, &call);
     return rc;
 }
@@ -439,7 +471,7 @@ static int shm_reduce(struct comm *c, const float *in, float *out, size_t n, enu
 static void bc_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
                     enum red_op op)
 {
-    memcpy(out, peer_src(c, root), n * sizeof(float));
+    CP(c, out, peer_src(c, root), n * sizeof(float));
     call->rx += n * sizeof(float);
 }
 
@@ -462,7 +494,7 @@ static void ga_root(struct comm *c, struct comm_call *call, const float *in, flo
                     enum red_op op)
 {
     for (int p = 0; p < c->world; p++) {
-        memcpy(out + (size_t)p * n, peer_src(c, p), n * sizeof(float));
+        CP(c, out + (size_t)p * n, peer_src(c, p), n * sizeof(float));
         if (p != root)
             call->rx += n * sizeof(float);
     }
@@ -482,7 +514,7 @@ static int shm_gather(struct comm *c, const float *in, float *out, size_t n, int
     if (c->world > 1)
         rc = rooted(c, &call, in, out, n, root, RED_SUM, ga_root, ga_peer);
     else
-        memmove(out, in, n * sizeof(float));
+        CP(c, out, in, n * sizeof(float));
     comm_call_end(c, &call);
     return rc;
 }
@@ -490,14 +522,14 @@ static int shm_gather(struct comm *c, const float *in, float *out, size_t n, int
 static void sc_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
                     enum red_op op)
 {
-    memmove(out, in + (size_t)root * n, n * sizeof(float));
+    CP(c, out, in + (size_t)root * n, n * sizeof(float));
     call->tx += (uint64_t)(c->world - 1) * n * sizeof(float);
 }
 
 static void sc_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
                     enum red_op op)
 {
-    memcpy(out, peer_src(c, root) + (size_t)c->rank * n, n * sizeof(float));
+    CP(c, out, peer_src(c, root) + (size_t)c->rank * n, n * sizeof(float));
     call->rx += n * sizeof(float);
 }
 
@@ -509,7 +541,7 @@ static int shm_scatter(struct comm *c, const float *in, float *out, size_t n, in
     if (c->world > 1)
         rc = rooted(c, &call, in, out, n, root, RED_SUM, sc_root, sc_peer);
     else
-        memmove(out, in, n * sizeof(float));
+        CP(c, out, in, n * sizeof(float));
     comm_call_end(c, &call);
     return rc;
 }
@@ -519,7 +551,7 @@ static void ag_root(struct comm *c, struct comm_call *call, const float *in, flo
                     enum red_op op)
 {
     for (int p = 0; p < c->world; p++) {
-        memcpy(out + (size_t)p * n, peer_src(c, p), n * sizeof(float));
+        CP(c, out + (size_t)p * n, peer_src(c, p), n * sizeof(float));
         if (p != root)
             call->rx += n * sizeof(float);
     }
@@ -529,7 +561,7 @@ static void ag_root(struct comm *c, struct comm_call *call, const float *in, flo
 static void ag_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
                     enum red_op op)
 {
-    memcpy(out, peer_dst(c, root), (size_t)c->world * n * sizeof(float));
+    CP(c, out, peer_dst(c, root), (size_t)c->world * n * sizeof(float));
     call->tx += n * sizeof(float);
     call->rx += (size_t)c->world * n * sizeof(float);
 }
@@ -540,9 +572,9 @@ static int shm_allgather(struct comm *c, const float *in, float *out, size_t n)
     comm_call_begin(c, &call, COLL_ALLGATHER, n * (size_t)c->world * sizeof(float));
     int W = c->world, rc = 0;
     if (W == 1) {
-        memmove(out, in, n * sizeof(float));
+        CP(c, out, in, n * sizeof(float));
     } else if (c->algo == ALGO_RING) {
-        memmove(out + (size_t)c->rank * n, in, n * sizeof(float));
+        CP(c, out + (size_t)c->rank * n, in, n * sizeof(float));
         /* the allgather half of the ring over out, chunks = rank blocks: with
          * shift 1, step s copies chunk r-s-1, starting from the left's own */
         rc = ring_pass(c, &call, &DT_F32, out, n * (size_t)W, RED_SUM, 1, 0, 1);
@@ -559,9 +591,11 @@ static int ensure_scratch(struct comm *c, size_t n)
     struct shm_comm *s = S(c);
     if (s->scratch_n >= n)
         return 0;
-    float *p = realloc(s->scratch, n * sizeof(float));
+    float *p = s->ops.alloc(s->ops.ctx, n * sizeof(float));
     if (!p)
         return -1;
+    if (s->scratch)
+        s->ops.release(s->ops.ctx, s->scratch);
     s->scratch = p;
     s->scratch_n = n;
     return 0;
@@ -572,15 +606,15 @@ static void rsn_root(struct comm *c, struct comm_call *call, const float *in, fl
 {
     size_t N = n * (size_t)c->world;
     float *acc = S(c)->scratch;
-    memcpy(acc, peer_src(c, 0), N * sizeof(float));
+    CP(c, acc, peer_src(c, 0), N * sizeof(float));
     for (int p = 1; p < c->world; p++) {
-        add_into(acc, peer_src(c, p), N);
+        ADD(c, acc, peer_src(c, p), N);
         if (p != root)
             call->rx += N * sizeof(float);
     }
     if (op == RED_AVG)
-        scale(acc, N, 1.0f / (float)c->world);
-    memcpy(out, acc + (size_t)root * n, n * sizeof(float));
+        SCALE(c, acc, N, 1.0f / (float)c->world);
+    CP(c, out, acc + (size_t)root * n, n * sizeof(float));
     atomic_store_explicit(&slot(c, c->rank)->dst, acc, memory_order_relaxed);
     call->tx += (uint64_t)(c->world - 1) * n * sizeof(float);
 }
@@ -588,7 +622,7 @@ static void rsn_root(struct comm *c, struct comm_call *call, const float *in, fl
 static void rsn_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
                      enum red_op op)
 {
-    memcpy(out, peer_dst(c, root) + (size_t)c->rank * n, n * sizeof(float));
+    CP(c, out, peer_dst(c, root) + (size_t)c->rank * n, n * sizeof(float));
     call->tx += (size_t)c->world * n * sizeof(float);
     call->rx += n * sizeof(float);
 }
@@ -600,16 +634,16 @@ static int shm_reduce_scatter(struct comm *c, const float *in, float *out, size_
     int W = c->world, rc = 0;
     size_t N = n * (size_t)W;
     if (W == 1) {
-        memmove(out, in, n * sizeof(float));
+        CP(c, out, in, n * sizeof(float));
     } else if (ensure_scratch(c, N) != 0) {
         rc = -1;
     } else if (c->algo == ALGO_RING) {
         float *work = S(c)->scratch;
-        memcpy(work, in, N * sizeof(float));
+        CP(c, work, in, N * sizeof(float));
         /* shift 1: rank r ends the reduce-scatter holding chunk r */
         rc = ring_pass(c, &call, &DT_F32, work, N, op, 1, 1, 0);
         if (rc == 0)
-            memcpy(out, work + (size_t)c->rank * n, n * sizeof(float));
+            CP(c, out, work + (size_t)c->rank * n, n * sizeof(float));
     } else {
         rc = rooted(c, &call, in, out, n, 0, op, rsn_root, rsn_peer);
     }
@@ -622,11 +656,11 @@ static void arh_root(struct comm *c, struct comm_call *call, const float *in, fl
                      enum red_op op)
 {
     for (int p = 1; p < c->world; p++) {
-        add_f16(out, peer_src(c, p), n);
+        add_f16(c, out, peer_src(c, p), n);
         call->rx += n * sizeof(uint16_t);
     }
     if (op == RED_AVG)
-        scale_f16(out, n, 1.0f / (float)c->world);
+        scale_f16(c, out, n, 1.0f / (float)c->world);
     call->tx += (uint64_t)(c->world - 1) * n * sizeof(uint16_t);
 }
 
@@ -666,7 +700,8 @@ static void shm_destroy(struct comm *c)
 {
     if (!c)
         return;
-    free(S(c)->scratch);
+    if (S(c)->scratch)
+        S(c)->ops.release(S(c)->ops.ctx, S(c)->scratch);
     free(c->impl);
     free(c);
 }
@@ -685,7 +720,39 @@ static const struct comm_ops shm_ops = {
     .destroy = shm_destroy,
 };
 
+static void host_copy(void *ctx, void *dst, const void *src, size_t bytes)
+{
+    memmove(dst, src, bytes);
+}
+
+static void host_add(void *ctx, float *dst, const float *src, size_t n)
+{
+    add_into(dst, src, n);
+}
+
+static void host_scale(void *ctx, float *x, size_t n, float f)
+{
+    scale(x, n, f);
+}
+
+static void *host_alloc(void *ctx, size_t bytes)
+{
+    return malloc(bytes);
+}
+
+static void host_release(void *ctx, void *p)
+{
+    free(p);
+}
+
+static const struct shm_memops host_ops = {host_copy, host_add, host_scale, host_alloc, host_release, NULL};
+
 struct comm *comm_shm_create(struct shm_world *w, int rank, int algo)
+{
+    return comm_shm_create_ops(w, rank, algo, NULL);
+}
+
+struct comm *comm_shm_create_ops(struct shm_world *w, int rank, int algo, const struct shm_memops *ops)
 {
     struct comm *c = calloc(1, sizeof(*c));
     struct shm_comm *s = calloc(1, sizeof(*s));
@@ -695,6 +762,7 @@ struct comm *comm_shm_create(struct shm_world *w, int rank, int algo)
         return NULL;
     }
     s->w = w;
+    s->ops = ops ? *ops : host_ops;
     c->ops = &shm_ops;
     c->rank = rank;
     c->world = w->world;

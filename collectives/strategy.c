@@ -6,8 +6,10 @@
 #include "strategy.h"
 
 #include "half.h"
+#include "nvtx.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +137,9 @@ static int run_bucket(struct ddp_engine *e, int i)
     struct ddp_bucket *b = &e->b[i];
     struct comm *c = e->comm;
     c->tag = (int16_t)i;
+    nvtx_push_id("allreduce bucket", i);
     int rc = allreduce_avg(c, e->g.grads + b->off, b->len, e->half);
+    nvtx_pop();
     c->tag = -1;
     return rc;
 }
@@ -143,6 +147,9 @@ static int run_bucket(struct ddp_engine *e, int i)
 static void *lane_main(void *arg)
 {
     struct ddp_engine *e = arg;
+    char name[32];
+    snprintf(name, sizeof(name), "rank %d comm", e->comm->rank);
+    nvtx_name_thread(name);
     comm_bind(e->comm, e->lane_ring, LANE_COMM, e->step);
     int next = 0;
     uint64_t gen = 0;

@@ -1,9 +1,25 @@
 /* device.c - choosing the device backend for --device. */
 #include "device.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "config.h"
+
+static _Thread_local char last_error[256];
+
+const char *device_last_error(void)
+{
+    return last_error;
+}
+
+void device_set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    va_end(ap);
+}
 
 #ifndef DDPTOP_HAVE_CUDA
 const struct device_ops *const device_cuda = NULL;

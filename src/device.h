@@ -39,14 +39,24 @@ struct device_ops {
 
 struct device {
     const struct device_ops *ops;
+    int rank;      /* the rank using it, for error messages */
     int index;
     char name[64]; /* "cpu" or "cuda:0" */
     void *impl;
 };
 
 extern const struct device_ops device_cpu;
+/* The last error of a device call on this thread, naming the call, the rank
+ * and the device: "rank 1 (cuda:0): cudaMalloc: out of memory". */
+const char *device_last_error(void);
+void device_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* NULL when ddptop was built without CUDA. */
 extern const struct device_ops *const device_cuda;
+#ifdef DDPTOP_HAVE_CUDA
+/* The cudaStream_t behind a device stream (device_cuda.c). */
+void *device_cuda_stream(struct device *d, int stream);
+#endif
 
 /* Picks the backend for a --device choice; *note receives a one-line remark
  * to show once (e.g. "no GPU found; running on CPU"), or "". Returns NULL

@@ -12,6 +12,7 @@
 #include "comm.h"
 #include "kernels_cpu.h"
 #include "model.h"
+#include "nvtx.h"
 #include "optim.h"
 #include "run.h"
 #include "kernels_ref.h"
@@ -230,6 +231,7 @@ static int train_step(struct loop *L, int i, int epoch)
         return dp_step(L, i, epoch);
 
     int64_t t0 = probe_now_ns();
+    nvtx_push("data");
     for (int k = 0; k < B; k++)
         L->idx[k] = sampler_get(&L->smp, i * B + k);
     data_gather(run->train, L->idx, B, L->xhost, L->yhost);
@@ -239,13 +241,17 @@ static int train_step(struct loop *L, int i, int epoch)
     rk->dev.ops->record_event(&rk->dev, 0, STREAM_COPY);
     rk->dev.ops->wait_event(&rk->dev, 0, STREAM_COMPUTE);
     int64_t t1 = probe_now_ns();
+    nvtx_pop();
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, t1);
 
-    if (model_forward(m, 1) != 0)
-        return fail(rk, m->err);
+    nvtx_push("forward");
+    int rcf = model_forward(m, 1);
     int correct = 0;
-    float loss = model_loss(m, L->yhost, B, &correct);
+    float loss = rcf == 0 ? model_loss(m, L->yhost, B, &correct) : 0.0f;
     straggle(L, t1);
+    nvtx_pop();
+    if (rcf != 0)
+        return fail(rk, m->err);
     int64_t t2 = probe_now_ns();
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, t1, t2);
     if (!isfinite(loss))
@@ -253,19 +259,26 @@ static int train_step(struct loop *L, int i, int epoch)
 
     if (L->ddp)
         ddp_begin(L->ddp);
-    if (model_backward(m, 1.0f / (float)B, L->ddp ? on_grad_ready : NULL, L->ddp) != 0)
-        return fail(rk, m->err);
+    nvtx_push("backward");
+    int rcb = model_backward(m, 1.0f / (float)B, L->ddp ? on_grad_ready : NULL, L->ddp);
     straggle(L, t2);
+    nvtx_pop();
+    if (rcb != 0)
+        return fail(rk, m->err);
     int64_t t3 = probe_now_ns();
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t2, t3);
 
+    nvtx_push("gradient sync");
     int rc = sync_grads(L);
+    nvtx_pop();
     if (rc != 0)
         return comm_failed(rk, rc, "gradient synchronisation failed");
 
     int64_t t4 = probe_now_ns();
+    nvtx_push("optimizer");
     sgd_step(&L->opt, m, (long)step);
     straggle(L, t4);
+    nvtx_pop();
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, probe_now_ns());
     return push_step(L, step, epoch, t0, loss, correct);
 }
@@ -312,6 +325,7 @@ static int loop_init(struct loop *L, struct rank *rk)
     L->rk = rk;
     L->run = run;
     L->cfg = cfg;
+    rk->dev.rank = rk->id;
     L->slow = cfg->slow_rank == rk->id ? cfg->slow_factor : 1.0;
     cpu_set_threads(cfg->threads_per_rank);
     if (run->devops->open(&rk->dev, rk->id, err, sizeof(err)) != 0)
@@ -422,6 +436,9 @@ void *rank_main(void *arg)
     struct rank *rk = arg;
     struct run *run = rk->run;
     struct loop L;
+    char tname[32];
+    snprintf(tname, sizeof(tname), "rank %d", rk->id);
+    nvtx_name_thread(tname);
     if (loop_init(&L, rk) == 0) {
         uint32_t step = 0;
         for (int epoch = 0; epoch < run->cfg.epochs && !atomic_load(&run->abort); epoch++) {

@@ -1,0 +1,168 @@
+/* comm_cuda_ring.c - the shared-GPU ring. When ranks outnumber GPUs they
+ * share a device, and NCCL refuses duplicate devices in one communicator;
+ * ddptop then runs its own shm algorithms over device buffers: neighbours'
+ * buffers are read with DtoD copies and reduced by a kernel on the rank's
+ * comm stream. Each operation completes before the ring signals a peer, so
+ * the shm progress counters stay the only synchronisation. A CUDA failure
+ * is sticky: the next collective returns -1 and names the call.
+ */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "comm.h"
+
+int cuda_ring_add(float *dst, const float *src, size_t n, void *stream);
+int cuda_ring_scale(float *x, size_t n, float f, void *stream);
+
+struct ring_ctx {
+    cudaStream_t stream;
+    int rank, gpu;
+    cudaError_t err; /* the first failure, sticky */
+    char what[64];
+    const struct comm_ops *inner;
+    struct comm_ops ops;
+};
+
+static void note(struct ring_ctx *x, cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess && x->err == cudaSuccess) {
+        x->err = e;
+        snprintf(x->what, sizeof(x->what), "%s", what);
+    }
+}
+
+static void dev_copy(void *ctx, void *dst, const void *src, size_t bytes)
+{
+    struct ring_ctx *x = ctx;
+    note(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, x->stream), "cudaMemcpyAsync");
+    note(x, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
+}
+
+static void dev_add(void *ctx, float *dst, const float *src, size_t n)
+{
+    struct ring_ctx *x = ctx;
+    if (cuda_ring_add(dst, src, n, x->stream) != 0)
+        note(x, cudaGetLastError(), "add kernel launch");
+    note(x, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
+}
+
+static void dev_scale(void *ctx, float *v, size_t n, float f)
+{
+    struct ring_ctx *x = ctx;
+    if (cuda_ring_scale(v, n, f, x->stream) != 0)
+        note(x, cudaGetLastError(), "scale kernel launch");
+    note(x, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
+}
+
+static void *dev_alloc(void *ctx, size_t bytes)
+{
+    void *p = NULL;
+    note(ctx, cudaMalloc(&p, bytes), "cudaMalloc");
+    return p;
+}
+
+static void dev_release(void *ctx, void *p)
+{
+    cudaFree(p);
+}
+
+static int check(struct comm *c, int rc)
+{
+    struct ring_ctx *x = c->backend;
+    if (x->err != cudaSuccess) {
+        fprintf(stderr, "ddptop: rank %d (cuda:%d): %s: %s\n", x->rank, x->gpu, x->what, cudaGetErrorString(x->err));
+        return -1;
+    }
+    return rc;
+}
+
+#define X(c) ((struct ring_ctx *)(c)->backend)
+
+static int r_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
+{
+    return check(c, X(c)->inner->allreduce(c, buf, n, op));
+}
+
+static int r_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
+{
+    fprintf(stderr, "ddptop: rank %d: --grad-compress fp16 is not available on a shared GPU\n", c->rank);
+    return -1;
+}
+
+static int r_reduce_scatter(struct comm *c, const float *in, float *out, size_t n, enum red_op op)
+{
+    return check(c, X(c)->inner->reduce_scatter(c, in, out, n, op));
+}
+
+static int r_allgather(struct comm *c, const float *in, float *out, size_t n)
+{
+    return check(c, X(c)->inner->allgather(c, in, out, n));
+}
+
+static int r_broadcast(struct comm *c, float *buf, size_t n, int root)
+{
+    return check(c, X(c)->inner->broadcast(c, buf, n, root));
+}
+
+static int r_reduce(struct comm *c, const float *in, float *out, size_t n, enum red_op op, int root)
+{
+    return check(c, X(c)->inner->reduce(c, in, out, n, op, root));
+}
+
+static int r_gather(struct comm *c, const float *in, float *out, size_t n, int root)
+{
+    return check(c, X(c)->inner->gather(c, in, out, n, root));
+}
+
+static int r_scatter(struct comm *c, const float *in, float *out, size_t n, int root)
+{
+    return check(c, X(c)->inner->scatter(c, in, out, n, root));
+}
+
+static int r_barrier(struct comm *c)
+{
+    return X(c)->inner->barrier(c);
+}
+
+static void r_destroy(struct comm *c)
+{
+    if (!c)
+        return;
+    struct ring_ctx *x = c->backend;
+    c->ops = x->inner;
+    c->backend = NULL;
+    c->ops->destroy(c);
+    free(x);
+}
+
+struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int gpu, void *stream)
+{
+    struct ring_ctx *x = calloc(1, sizeof(*x));
+    if (!x)
+        return NULL;
+    x->stream = (cudaStream_t)stream;
+    x->rank = rank;
+    x->gpu = gpu;
+    struct shm_memops ops = {dev_copy, dev_add, dev_scale, dev_alloc, dev_release, x};
+    struct comm *c = comm_shm_create_ops(w, rank, ALGO_RING, &ops);
+    if (!c) {
+        free(x);
+        return NULL;
+    }
+    x->inner = c->ops;
+    x->ops = (struct comm_ops){.name = "cuda-ring",
+                               .allreduce = r_allreduce,
+                               .allreduce_f16 = r_allreduce_f16,
+                               .reduce_scatter = r_reduce_scatter,
+                               .allgather = r_allgather,
+                               .broadcast = r_broadcast,
+                               .reduce = r_reduce,
+                               .gather = r_gather,
+                               .scatter = r_scatter,
+                               .barrier = r_barrier,
+                               .destroy = r_destroy};
+    c->ops = &x->ops;
+    c->backend = x;
+    return c;
+}

@@ -1,0 +1,239 @@
+/* comm_nccl.c - the NCCL communicator: one NCCL rank per GPU thread, the
+ * unique id shared in process, collectives enqueued on the rank's comm
+ * stream. The host-side span of a call covers launch to completion of the
+ * comm stream (the comm lane blocks there, never the compute stream); the
+ * device-side picture comes from CUPTI's kernel records. Every NCCL and CUDA
+ * call is checked and a failure names the call, the rank and the GPU.
+ */
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+
+_Static_assert(sizeof(ncclUniqueId) <= NCCL_ID_BYTES, "NCCL_ID_BYTES too small");
+
+struct nccl_state {
+    ncclComm_t nc;
+    cudaStream_t stream;
+    int gpu;
+    float *one; /* a device float for the barrier */
+};
+
+#define NS(c) ((struct nccl_state *)(c)->impl)
+
+static int fail_nccl(struct comm *c, const char *call, ncclResult_t r)
+{
+    fprintf(stderr, "ddptop: rank %d (cuda:%d): %s: %s\n", c->rank, NS(c)->gpu, call, ncclGetErrorString(r));
+    return -1;
+}
+
+/* Enqueues, waits for the comm stream, and records the call. */
+#define NCCL_CALL(c, kind, size, TX_, RX_, expr)                                                                 \
+    do {                                                                                                       \
+        struct comm_call call_;                                                                                \
+        comm_call_begin((c), &call_, (kind), (size));                                                         \
+        ncclResult_t r_ = (expr);                                                                              \
+        if (r_ != ncclSuccess) {                                                                               \
+            comm_call_end((c), &call_);                                                                        \
+            return fail_nccl((c), #expr, r_);                                                                  \
+        }                                                                                                      \
+        cudaError_t e_ = cudaStreamSynchronize(NS(c)->stream);                                                 \
+        call_.tx = (TX_);                                                                                      \
+        call_.rx = (RX_);                                                                                       \
+        comm_call_end((c), &call_);                                                                            \
+        if (e_ != cudaSuccess) {                                                                               \
+            fprintf(stderr, "ddptop: rank %d (cuda:%d): cudaStreamSynchronize after %s: %s\n", (c)->rank,       \
+                    NS(c)->gpu, #kind, cudaGetErrorString(e_));                                               \
+            return -1;                                                                                         \
+        }                                                                                                      \
+        return 0;                                                                                              \
+    } while (0)
+
+static ncclRedOp_t redop(enum red_op op)
+{
+    return op == RED_AVG ? ncclAvg : ncclSum;
+}
+
+static uint64_t ring_bytes(const struct comm *c, size_t bytes)
+{
+    return (uint64_t)((double)bytes * 2.0 * (c->world - 1) / c->world);
+}
+
+static int n_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
+{
+    size_t b = n * sizeof(float);
+    NCCL_CALL(c, COLL_ALLREDUCE, b, ring_bytes(c, b), ring_bytes(c, b),
+              ncclAllReduce(buf, buf, n, ncclFloat, redop(op), NS(c)->nc, NS(c)->stream));
+}
+
+static int n_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
+{
+    size_t b = n * sizeof(uint16_t);
+    NCCL_CALL(c, COLL_ALLREDUCE, b, ring_bytes(c, b), ring_bytes(c, b),
+              ncclAllReduce(buf, buf, n, ncclHalf, redop(op), NS(c)->nc, NS(c)->stream));
+}
+
+static int n_reduce_scatter(struct comm *c, const float *in, float *out, size_t n, enum red_op op)
+{
+    size_t b = n * sizeof(float) * (size_t)c->world;
+    uint64_t t = (uint64_t)n * sizeof(float) * (uint64_t)(c->world - 1);
+    NCCL_CALL(c, COLL_REDUCE_SCATTER, b, t, t,
+              ncclReduceScatter(in, out, n, ncclFloat, redop(op), NS(c)->nc, NS(c)->stream));
+}
+
+static int n_allgather(struct comm *c, const float *in, float *out, size_t n)
+{
+    size_t b = n * sizeof(float) * (size_t)c->world;
+    uint64_t t = (uint64_t)n * sizeof(float) * (uint64_t)(c->world - 1);
+    NCCL_CALL(c, COLL_ALLGATHER, b, t, t, ncclAllGather(in, out, n, ncclFloat, NS(c)->nc, NS(c)->stream));
+}
+
+static int n_broadcast(struct comm *c, float *buf, size_t n, int root)
+{
+    size_t b = n * sizeof(float);
+    NCCL_CALL(c, COLL_BROADCAST, b, c->rank == root ? b : 0, c->rank == root ? 0 : b,
+              ncclBroadcast(buf, buf, n, ncclFloat, root, NS(c)->nc, NS(c)->stream));
+}
+
+static int n_reduce(struct comm *c, const float *in, float *out, size_t n, enum red_op op, int root)
+{
+    size_t b = n * sizeof(float);
+    NCCL_CALL(c, COLL_REDUCE, b, c->rank == root ? 0 : b, c->rank == root ? b : 0,
+              ncclReduce(in, out, n, ncclFloat, redop(op), root, NS(c)->nc, NS(c)->stream));
+}
+
+/* gather and scatter: point-to-point sends grouped into one launch */
+static ncclResult_t gather_p2p(struct comm *c, const float *in, float *out, size_t n, int root, int scatter)
+{
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess)
+        return r;
+    if (c->rank == root) {
+        for (int p = 0; p < c->world && r == ncclSuccess; p++) {
+            if (p == root) {
+                const float *src = scatter ? in + (size_t)root * n : in;
+                float *dst = scatter ? out : out + (size_t)root * n;
+                if (src != dst &&
+                    cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, NS(c)->stream) != cudaSuccess)
+                    r = ncclUnhandledCudaError;
+            } else if (scatter) {
+                r = ncclSend(in + (size_t)p * n, n, ncclFloat, p, NS(c)->nc, NS(c)->stream);
+            } else {
+                r = ncclRecv(out + (size_t)p * n, n, ncclFloat, p, NS(c)->nc, NS(c)->stream);
+            }
+        }
+    } else {
+        r = scatter ? ncclRecv(out, n, ncclFloat, root, NS(c)->nc, NS(c)->stream)
+                    : ncclSend(in, n, ncclFloat, root, NS(c)->nc, NS(c)->stream);
+    }
+    ncclResult_t e = ncclGroupEnd();
+    return r != ncclSuccess ? r : e;
+}
+
+static int n_gather(struct comm *c, const float *in, float *out, size_t n, int root)
+{
+    size_t b = n * sizeof(float);
+    uint64_t all = (uint64_t)b * (uint64_t)(c->world - 1);
+    NCCL_CALL(c, COLL_GATHER, b * (size_t)c->world, c->rank == root ? 0 : b, c->rank == root ? all : 0,
+              gather_p2p(c, in, out, n, root, 0));
+}
+
+static int n_scatter(struct comm *c, const float *in, float *out, size_t n, int root)
+{
+    size_t b = n * sizeof(float);
+    uint64_t all = (uint64_t)b * (uint64_t)(c->world - 1);
+    NCCL_CALL(c, COLL_SCATTER, b * (size_t)c->world, c->rank == root ? all : 0, c->rank == root ? 0 : b,
+              gather_p2p(c, in, out, n, root, 1));
+}
+
+static int n_barrier(struct comm *c)
+{
+    NCCL_CALL(c, COLL_BARRIER, 0, 0, 0,
+              ncclAllReduce(NS(c)->one, NS(c)->one, 1, ncclFloat, ncclSum, NS(c)->nc, NS(c)->stream));
+}
+
+static void n_destroy(struct comm *c)
+{
+    if (!c)
+        return;
+    struct nccl_state *s = NS(c);
+    if (s) {
+        if (c->abort && atomic_load(c->abort))
+            ncclCommAbort(s->nc); /* peers may be gone: do not wait for them */
+        else
+            ncclCommDestroy(s->nc);
+        cudaFree(s->one);
+        free(s);
+    }
+    free(c);
+}
+
+static const struct comm_ops nccl_ops = {
+    .name = "nccl",
+    .allreduce = n_allreduce,
+    .allreduce_f16 = n_allreduce_f16,
+    .reduce_scatter = n_reduce_scatter,
+    .allgather = n_allgather,
+    .broadcast = n_broadcast,
+    .reduce = n_reduce,
+    .gather = n_gather,
+    .scatter = n_scatter,
+    .barrier = n_barrier,
+    .destroy = n_destroy,
+};
+
+int nccl_unique_id(unsigned char id[NCCL_ID_BYTES], char *err, size_t errlen)
+{
+    ncclUniqueId u;
+    ncclResult_t r = ncclGetUniqueId(&u);
+    if (r != ncclSuccess) {
+        snprintf(err, errlen, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+        return -1;
+    }
+    memset(id, 0, NCCL_ID_BYTES);
+    memcpy(id, &u, sizeof(u));
+    return 0;
+}
+
+struct comm *comm_nccl_create(const unsigned char id[NCCL_ID_BYTES], int world, int rank, int gpu, void *stream,
+                              char *err, size_t errlen)
+{
+    struct comm *c = calloc(1, sizeof(*c));
+    struct nccl_state *s = calloc(1, sizeof(*s));
+    if (!c || !s) {
+        free(c);
+        free(s);
+        snprintf(err, errlen, "rank %d: out of memory", rank);
+        return NULL;
+    }
+    s->gpu = gpu;
+    s->stream = (cudaStream_t)stream;
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof(u));
+    cudaError_t ce = cudaSetDevice(gpu);
+    if (ce == cudaSuccess)
+        ce = cudaMalloc((void **)&s->one, sizeof(float));
+    if (ce != cudaSuccess) {
+        snprintf(err, errlen, "rank %d (cuda:%d): %s", rank, gpu, cudaGetErrorString(ce));
+        free(s);
+        free(c);
+        return NULL;
+    }
+    ncclResult_t r = ncclCommInitRank(&s->nc, world, u, rank);
+    if (r != ncclSuccess) {
+        snprintf(err, errlen, "rank %d (cuda:%d): ncclCommInitRank: %s", rank, gpu, ncclGetErrorString(r));
+        cudaFree(s->one);
+        free(s);
+        free(c);
+        return NULL;
+    }
+    c->ops = &nccl_ops;
+    c->rank = rank;
+    c->world = world;
+    c->tag = -1;
+    c->impl = s;
+    return c;
+}
