@@ -6,7 +6,11 @@
  *  - NCCL: 2 ranks on 2 GPUs, allreduce with exact answers (skipped with one);
  *  - CUPTI: device records of a ring allreduce and a copy become spans whose
  *    breakdown sums to wall time, with comm and data time present;
- *  - NVTX: ddptop's ranges reach a subscribed tool (CUPTI's NVTX callbacks).
+ *  - NVTX: ddptop's ranges reach a subscribed tool (CUPTI's NVTX callbacks);
+ *  - every CUDA kernel (cuBLAS linear, cuDNN convolution incl. groups and
+ *    stride, cuDNN max-pool, ReLU, softmax cross-entropy, SGD) forward and
+ *    backward against the CPU reference kernels, within atol 1e-4 + rtol 1e-4
+ *    (fp32 throughout: TF32 is off).
  */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -20,13 +24,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <cmocka.h>
 
 #include "comm.h"
 #include "device.h"
 #include "gpu_activity.h"
+#include "kernels_cuda.h"
+#include "kernels_ref.h"
+#include "rng.h"
 #include "metrics.h"
 #include "nvtx.h"
+#include "optim.h"
 
 static float val(int r, size_t i)
 {
@@ -239,6 +248,176 @@ static void test_nvtx_ranges(void **state)
 #endif
 }
 
+/* ---- kernels against the CPU reference ---- */
+static struct rng g_rng;
+
+static float *hrand(size_t n)
+{
+    float *h = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)(2.0 * rng_uniform(&g_rng) - 1.0);
+    return h;
+}
+
+static float *up(const float *h, size_t n)
+{
+    float *d = NULL;
+    assert_int_equal(cudaMalloc((void **)&d, n * sizeof(float)), cudaSuccess);
+    assert_int_equal(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+}
+
+/* Downloads d and compares with ref; returns the worst error / tolerance. */
+static void close_to(const float *d, const float *ref, size_t n, const char *what)
+{
+    float *h = malloc(n * sizeof(float));
+    assert_int_equal(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < n; i++) {
+        float tol = 1e-4f + 1e-4f * fabsf(ref[i]);
+        if (!(fabsf(h[i] - ref[i]) <= tol))
+            fail_msg("%s[%zu]: gpu %g, cpu %g", what, i, h[i], ref[i]);
+    }
+    free(h);
+}
+
+static struct cuda_ctx *g_kx;
+static cudaStream_t g_ks;
+
+static void test_kernels_linear(void **state)
+{
+    int B = 7, IN = 33, OUT = 19;
+    float *in = hrand((size_t)B * IN), *w = hrand((size_t)OUT * IN), *b = hrand(OUT), *dout = hrand((size_t)B * OUT);
+    float *out = calloc((size_t)B * OUT, 4), *din = calloc((size_t)B * IN, 4), *dw = calloc((size_t)OUT * IN, 4),
+          *db = calloc(OUT, 4);
+    ref_linear_forward(out, in, w, b, B, IN, OUT);
+    ref_linear_backward(din, dw, db, dout, in, w, B, IN, OUT);
+    float *d_in = up(in, (size_t)B * IN), *d_w = up(w, (size_t)OUT * IN), *d_b = up(b, OUT),
+          *d_dout = up(dout, (size_t)B * OUT), *d_out = up(out, (size_t)B * OUT), *d_din = up(din, (size_t)B * IN),
+          *d_dw = up(dw, (size_t)OUT * IN), *d_db = up(db, OUT);
+    assert_int_equal(cuda_linear_forward(g_kx, d_out, d_in, d_w, d_b, B, IN, OUT), 0);
+    assert_int_equal(cuda_linear_backward(g_kx, d_din, 0, d_dw, d_db, d_dout, d_in, d_w, B, IN, OUT), 0);
+    cudaStreamSynchronize(g_ks);
+    close_to(d_out, out, (size_t)B * OUT, "linear out");
+    close_to(d_din, din, (size_t)B * IN, "linear din");
+    close_to(d_dw, dw, (size_t)OUT * IN, "linear dw");
+    close_to(d_db, db, OUT, "linear db");
+}
+
+static void test_kernels_conv(void **state)
+{
+    const struct conv_dims shapes[] = {
+        {.B = 2, .C = 3, .H = 9, .W = 7, .OC = 4, .KH = 3, .KW = 3, .stride = 1, .pad = 1, .groups = 1},
+        {.B = 2, .C = 4, .H = 8, .W = 8, .OC = 6, .KH = 3, .KW = 3, .stride = 2, .pad = 1, .groups = 2},
+        {.B = 3, .C = 1, .H = 28, .W = 28, .OC = 6, .KH = 5, .KW = 5, .stride = 1, .pad = 2, .groups = 1},
+    };
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        struct conv_dims d = shapes[s];
+        conv_dims_finish(&d);
+        size_t ni = (size_t)d.B * d.C * d.H * d.W, no = (size_t)d.B * d.OC * d.OH * d.OW;
+        size_t nw = (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW;
+        float *in = hrand(ni), *w = hrand(nw), *b = hrand((size_t)d.OC), *dout = hrand(no);
+        float *out = calloc(no, 4), *din = calloc(ni, 4), *dw = calloc(nw, 4), *db = calloc((size_t)d.OC, 4);
+        ref_conv2d_forward(out, in, w, b, &d);
+        ref_conv2d_backward(din, dw, db, dout, in, w, &d);
+        char err[256];
+        struct cuda_conv *c = cuda_conv_create(g_kx, &d, 1, err, sizeof(err));
+        if (!c)
+            fail_msg("%s", err);
+        float *d_in = up(in, ni), *d_w = up(w, nw), *d_b = up(b, (size_t)d.OC), *d_dout = up(dout, no),
+              *d_out = up(out, no), *d_din = up(din, ni), *d_dw = up(dw, nw), *d_db = up(db, (size_t)d.OC);
+        assert_int_equal(cuda_conv_forward(c, d_out, d_in, d_w, d_b), 0);
+        /* din accumulates onto the reference's own din: expect 2x */
+        assert_int_equal(cuda_conv_backward(c, d_din, 1, d_dw, d_db, d_dout, d_in, d_w), 0);
+        cudaStreamSynchronize(g_ks);
+        for (size_t i = 0; i < ni; i++)
+            din[i] *= 2.0f;
+        close_to(d_out, out, no, "conv out");
+        close_to(d_din, din, ni, "conv din (accumulated)");
+        close_to(d_dw, dw, nw, "conv dw");
+        close_to(d_db, db, (size_t)d.OC, "conv db");
+        cuda_conv_destroy(c);
+    }
+    printf("  cuDNN workspace: %zu bytes\n", cuda_ctx_workspace_bytes(g_kx));
+}
+
+static void test_kernels_pool_relu_xent_sgd(void **state)
+{
+    struct pool_dims pd = {.B = 2, .C = 3, .H = 10, .W = 10, .k = 2, .stride = 2, .pad = 0};
+    pool_dims_finish(&pd);
+    size_t ni = (size_t)pd.B * pd.C * pd.H * pd.W, no = (size_t)pd.B * pd.C * pd.OH * pd.OW;
+    float *in = hrand(ni), *dout = hrand(no), *out = calloc(no, 4), *din = calloc(ni, 4);
+    int32_t *arg = calloc(no, 4);
+    ref_maxpool_forward(out, arg, in, &pd);
+    ref_maxpool_backward(din, dout, arg, &pd);
+    char err[256];
+    struct cuda_pool *p = cuda_maxpool_create(g_kx, &pd, err, sizeof(err));
+    assert_non_null(p);
+    float *d_in = up(in, ni), *d_out = up(out, no), *d_dout = up(dout, no), *d_din = up(din, ni);
+    assert_int_equal(cuda_maxpool_forward(p, d_out, d_in), 0);
+    assert_int_equal(cuda_maxpool_backward(p, d_din, 0, d_dout, d_out, d_in), 0);
+    cudaStreamSynchronize(g_ks);
+    close_to(d_out, out, no, "maxpool out");
+    close_to(d_din, din, ni, "maxpool din");
+    cuda_pool_destroy(p);
+
+    float *r_out = calloc(ni, 4), *r_din = calloc(ni, 4), *g = hrand(ni);
+    ref_relu_forward(r_out, in, (int64_t)ni);
+    ref_relu_backward(r_din, g, r_out, (int64_t)ni);
+    float *d_rout = up(r_out, ni), *d_rdin = up(r_din, ni), *d_g = up(g, ni);
+    assert_int_equal(cuda_relu_forward(g_kx, d_rout, d_in, (int64_t)ni), 0);
+    assert_int_equal(cuda_relu_backward(g_kx, d_rdin, 0, d_g, d_rout, (int64_t)ni), 0);
+    cudaStreamSynchronize(g_ks);
+    close_to(d_rout, r_out, ni, "relu out");
+    close_to(d_rdin, r_din, ni, "relu din");
+
+    int B = 5, K = 10;
+    float *logits = hrand((size_t)B * K), *probs = calloc((size_t)B * K, 4), *dl = calloc((size_t)B * K, 4);
+    int32_t labels[5] = {0, 3, 9, 4, 4}, hits = 0, ghits = 0;
+    float loss = softmax_xent_forward(probs, logits, labels, B, K, &hits), gloss = 0;
+    softmax_xent_backward(dl, probs, labels, B, K, 1.0f / B);
+    float *d_logits = up(logits, (size_t)B * K), *d_probs = up(probs, (size_t)B * K), *d_dl = up(dl, (size_t)B * K);
+    int32_t *d_labels = NULL;
+    cudaMalloc((void **)&d_labels, sizeof(labels));
+    cudaMemcpy(d_labels, labels, sizeof(labels), cudaMemcpyHostToDevice);
+    assert_int_equal(cuda_xent_forward(g_kx, d_probs, d_logits, d_labels, B, K, &gloss, &ghits), 0);
+    assert_int_equal(cuda_xent_backward(g_kx, d_dl, d_probs, d_labels, B, K, 1.0f / B), 0);
+    cudaStreamSynchronize(g_ks);
+    assert_true(fabsf(gloss - loss) <= 1e-5f + 1e-5f * fabsf(loss));
+    assert_int_equal(ghits, hits);
+    close_to(d_probs, probs, (size_t)B * K, "softmax probs");
+    close_to(d_dl, dl, (size_t)B * K, "xent dlogits");
+
+    size_t n = 1000;
+    float *pp = hrand(n), *gg = hrand(n), *bb = calloc(n, 4);
+    float *d_p = up(pp, n), *d_gg = up(gg, n), *d_bb = up(bb, n);
+    for (int step = 0; step < 2; step++) {
+        sgd_update(pp, gg, bb, n, 0.1f, 0.9f, 1e-4f);
+        assert_int_equal(cuda_sgd_update(g_kx, d_p, d_gg, d_bb, n, 0.1f, 0.9f, 1e-4f), 0);
+    }
+    cudaStreamSynchronize(g_ks);
+    close_to(d_p, pp, n, "sgd params");
+    close_to(d_bb, bb, n, "sgd momentum");
+}
+
+static int kernels_setup(void **state)
+{
+    rng_seed(&g_rng, 42);
+    cudaSetDevice(0);
+    cudaStreamCreate(&g_ks);
+    char err[256];
+    g_kx = cuda_ctx_create(g_ks, 0, 0, err, sizeof(err));
+    if (!g_kx)
+        fprintf(stderr, "%s\n", err);
+    return g_kx ? 0 : -1;
+}
+
+static int kernels_teardown(void **state)
+{
+    cuda_ctx_destroy(g_kx);
+    cudaStreamDestroy(g_ks);
+    return 0;
+}
+
 int main(void)
 {
     /* NVTX hands its calls to CUPTI only when told to at the first call */
@@ -251,5 +430,12 @@ int main(void)
         cmocka_unit_test(test_shared_gpu_ring), cmocka_unit_test(test_nccl_allreduce),
         cmocka_unit_test(test_cupti_breakdown), cmocka_unit_test(test_nvtx_ranges),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest kernel_tests[] = {
+        cmocka_unit_test(test_kernels_linear),
+        cmocka_unit_test(test_kernels_conv),
+        cmocka_unit_test(test_kernels_pool_relu_xent_sgd),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    failed += cmocka_run_group_tests(kernel_tests, kernels_setup, kernels_teardown);
+    return failed;
 }

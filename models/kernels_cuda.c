@@ -1,0 +1,445 @@
+/* kernels_cuda.c - cuDNN convolution and pooling, cuBLAS GEMM, and the
+ * bookkeeping around them (see kernels_cuda.h). Algorithms are chosen once
+ * per shape by cuDNN's heuristics, limited to a workspace that is sized at
+ * creation and shared by the rank's convolutions; nothing is allocated in
+ * the hot path.
+ *
+ * cuDNN 9 marks the descriptor API deprecated in favour of its graph API;
+ * it is still supported, and this file alone silences that warning.
+ */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+#include "kernels_cuda.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WORKSPACE_LIMIT ((size_t)256 << 20)
+
+struct cuda_ctx {
+    cudaStream_t stream;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    int rank, gpu;
+    void *ws;           /* shared convolution workspace */
+    size_t ws_bytes;
+    float *ones;        /* [ones_n] for bias gradients */
+    int ones_n;
+    float *row_loss;    /* [rows_n] */
+    int32_t *row_hit;
+    float *h_loss;      /* pinned copies */
+    int32_t *h_hit;
+    int rows_n;
+    char err[256];
+};
+
+struct cuda_conv {
+    struct cuda_ctx *x;
+    struct conv_dims d;
+    int has_bias;
+    cudnnTensorDescriptor_t xd, yd, bd;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+};
+
+struct cuda_pool {
+    struct cuda_ctx *x;
+    cudnnTensorDescriptor_t xd, yd;
+    cudnnPoolingDescriptor_t pd;
+};
+
+static const float ONE = 1.0f, ZERO = 0.0f;
+
+static int cu_fail(struct cuda_ctx *x, const char *call, const char *why)
+{
+    snprintf(x->err, sizeof(x->err), "rank %d (cuda:%d): %s: %s", x->rank, x->gpu, call, why);
+    return -1;
+}
+
+#define CU(x, call)                                                                                            \
+    do {                                                                                                       \
+        cudaError_t e_ = (call);                                                                               \
+        if (e_ != cudaSuccess)                                                                                 \
+            return cu_fail((x), #call, cudaGetErrorString(e_));                                                \
+    } while (0)
+#define DNN(x, call)                                                                                           \
+    do {                                                                                                       \
+        cudnnStatus_t s_ = (call);                                                                             \
+        if (s_ != CUDNN_STATUS_SUCCESS)                                                                        \
+            return cu_fail((x), #call, cudnnGetErrorString(s_));                                               \
+    } while (0)
+#define BLAS(x, call)                                                                                          \
+    do {                                                                                                       \
+        cublasStatus_t s_ = (call);                                                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                                       \
+            return cu_fail((x), #call, cublasGetStatusString(s_));                                             \
+    } while (0)
+#define KERNEL(x, call)                                                                                        \
+    do {                                                                                                       \
+        if ((call) != 0)                                                                                       \
+            return cu_fail((x), #call, cudaGetErrorString(cudaGetLastError()));                                \
+    } while (0)
+
+const char *cuda_kernels_error(const struct cuda_ctx *x)
+{
+    return x->err;
+}
+
+static int ctx_init(struct cuda_ctx *x)
+{
+    CU(x, cudaSetDevice(x->gpu));
+    DNN(x, cudnnCreate(&x->dnn));
+    DNN(x, cudnnSetStream(x->dnn, x->stream));
+    BLAS(x, cublasCreate(&x->blas));
+    BLAS(x, cublasSetStream(x->blas, x->stream));
+    return 0;
+}
+
+struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, char *err, size_t errlen)
+{
+    struct cuda_ctx *x = calloc(1, sizeof(*x));
+    if (!x) {
+        snprintf(err, errlen, "rank %d: out of memory", rank);
+        return NULL;
+    }
+    x->stream = (cudaStream_t)stream;
+    x->rank = rank;
+    x->gpu = gpu;
+    if (ctx_init(x) != 0) {
+        snprintf(err, errlen, "%s", x->err);
+        cuda_ctx_destroy(x);
+        return NULL;
+    }
+    return x;
+}
+
+void cuda_ctx_destroy(struct cuda_ctx *x)
+{
+    if (!x)
+        return;
+    if (x->dnn)
+        cudnnDestroy(x->dnn);
+    if (x->blas)
+        cublasDestroy(x->blas);
+    cudaFree(x->ws);
+    cudaFree(x->ones);
+    cudaFree(x->row_loss);
+    cudaFree(x->row_hit);
+    cudaFreeHost(x->h_loss);
+    cudaFreeHost(x->h_hit);
+    free(x);
+}
+
+size_t cuda_ctx_workspace_bytes(const struct cuda_ctx *x)
+{
+    return x->ws_bytes;
+}
+
+/* Grows the shared workspace at creation time (never during a step). */
+static int ws_reserve(struct cuda_ctx *x, size_t bytes)
+{
+    if (bytes <= x->ws_bytes)
+        return 0;
+    CU(x, cudaStreamSynchronize(x->stream));
+    cudaFree(x->ws);
+    x->ws = NULL;
+    x->ws_bytes = 0;
+    CU(x, cudaMalloc(&x->ws, bytes));
+    x->ws_bytes = bytes;
+    return 0;
+}
+
+static int ones_reserve(struct cuda_ctx *x, int n)
+{
+    if (n <= x->ones_n)
+        return 0;
+    cudaFree(x->ones);
+    x->ones = NULL;
+    CU(x, cudaMalloc((void **)&x->ones, sizeof(float) * (size_t)n));
+    KERNEL(x, cuk_fill(x->ones, (size_t)n, 1.0f, x->stream));
+    x->ones_n = n;
+    return 0;
+}
+
+static int rows_reserve(struct cuda_ctx *x, int n)
+{
+    if (n <= x->rows_n)
+        return 0;
+    cudaFree(x->row_loss);
+    cudaFree(x->row_hit);
+    cudaFreeHost(x->h_loss);
+    cudaFreeHost(x->h_hit);
+    x->row_loss = NULL;
+    x->row_hit = NULL;
+    x->h_loss = NULL;
+    x->h_hit = NULL;
+    CU(x, cudaMalloc((void **)&x->row_loss, sizeof(float) * (size_t)n));
+    CU(x, cudaMalloc((void **)&x->row_hit, sizeof(int32_t) * (size_t)n));
+    CU(x, cudaMallocHost((void **)&x->h_loss, sizeof(float) * (size_t)n));
+    CU(x, cudaMallocHost((void **)&x->h_hit, sizeof(int32_t) * (size_t)n));
+    x->rows_n = n;
+    return 0;
+}
+
+/* ---- linear: row-major matrices through column-major cuBLAS ------------ */
+
+int cuda_linear_forward(struct cuda_ctx *x, float *out, const float *in, const float *w, const float *b, int B, int IN,
+                        int OUT)
+{
+    /* out^T[OUT,B] = w[OUT,IN] * in^T[IN,B] in column-major terms */
+    BLAS(x, cublasSgemm(x->blas, CUBLAS_OP_T, CUBLAS_OP_N, OUT, B, IN, &ONE, w, IN, in, IN, &ZERO, out, OUT));
+    if (b)
+        KERNEL(x, cuk_add_bias(out, b, B, OUT, 1, x->stream));
+    return 0;
+}
+
+int cuda_linear_backward(struct cuda_ctx *x, float *din, int din_acc, float *dw, float *db, const float *dout,
+                         const float *in, const float *w, int B, int IN, int OUT)
+{
+    const float *beta = din_acc ? &ONE : &ZERO;
+    if (din)
+        BLAS(x, cublasSgemm(x->blas, CUBLAS_OP_N, CUBLAS_OP_N, IN, B, OUT, &ONE, w, IN, dout, OUT, beta, din, IN));
+    if (dw)
+        BLAS(x, cublasSgemm(x->blas, CUBLAS_OP_N, CUBLAS_OP_T, IN, OUT, B, &ONE, in, IN, dout, OUT, &ZERO, dw, IN));
+    if (db) {
+        if (ones_reserve(x, B) != 0)
+            return -1;
+        BLAS(x, cublasSgemv(x->blas, CUBLAS_OP_N, OUT, B, &ONE, dout, OUT, x->ones, 1, &ZERO, db, 1));
+    }
+    return 0;
+}
+
+/* ---- convolution --------------------------------------------------------- */
+
+static int conv_build(struct cuda_conv *c)
+{
+    struct cuda_ctx *x = c->x;
+    const struct conv_dims *d = &c->d;
+    DNN(x, cudnnCreateTensorDescriptor(&c->xd));
+    DNN(x, cudnnCreateTensorDescriptor(&c->yd));
+    DNN(x, cudnnCreateTensorDescriptor(&c->bd));
+    DNN(x, cudnnCreateFilterDescriptor(&c->wd));
+    DNN(x, cudnnCreateConvolutionDescriptor(&c->cd));
+    DNN(x, cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->C, d->H, d->W));
+    DNN(x, cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->OC, d->OH, d->OW));
+    DNN(x, cudnnSetTensor4dDescriptor(c->bd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, d->OC, 1, 1));
+    DNN(x, cudnnSetFilter4dDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->OC, d->C / d->groups, d->KH,
+                                      d->KW));
+    DNN(x, cudnnSetConvolution2dDescriptor(c->cd, d->pad, d->pad, d->stride, d->stride, 1, 1,
+                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DNN(x, cudnnSetConvolutionGroupCount(c->cd, d->groups));
+    DNN(x, cudnnSetConvolutionMathType(c->cd, CUDNN_DEFAULT_MATH)); /* fp32, no TF32: matches the CPU */
+
+    /* the fastest algorithm of each kind whose workspace fits the limit */
+    int n = 0;
+    size_t need = 0, bytes = 0;
+    cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    DNN(x, cudnnGetConvolutionForwardAlgorithm_v7(x->dnn, c->xd, c->wd, c->cd, c->yd,
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fp));
+    int k = 0;
+    while (k < n && (fp[k].status != CUDNN_STATUS_SUCCESS || fp[k].memory > WORKSPACE_LIMIT))
+        k++;
+    if (k == n)
+        return cu_fail(x, "cudnnGetConvolutionForwardAlgorithm_v7", "no usable algorithm");
+    c->fwd = fp[k].algo;
+    DNN(x, cudnnGetConvolutionForwardWorkspaceSize(x->dnn, c->xd, c->wd, c->cd, c->yd, c->fwd, &bytes));
+    need = bytes > need ? bytes : need;
+
+    cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    DNN(x, cudnnGetConvolutionBackwardDataAlgorithm_v7(x->dnn, c->wd, c->yd, c->cd, c->xd,
+                                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp));
+    for (k = 0; k < n && (dp[k].status != CUDNN_STATUS_SUCCESS || dp[k].memory > WORKSPACE_LIMIT); k++)
+        ;
+    if (k == n)
+        return cu_fail(x, "cudnnGetConvolutionBackwardDataAlgorithm_v7", "no usable algorithm");
+    c->bwd_data = dp[k].algo;
+    DNN(x, cudnnGetConvolutionBackwardDataWorkspaceSize(x->dnn, c->wd, c->yd, c->cd, c->xd, c->bwd_data, &bytes));
+    need = bytes > need ? bytes : need;
+
+    cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    DNN(x, cudnnGetConvolutionBackwardFilterAlgorithm_v7(x->dnn, c->xd, c->yd, c->cd, c->wd,
+                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp));
+    for (k = 0; k < n && (wp[k].status != CUDNN_STATUS_SUCCESS || wp[k].memory > WORKSPACE_LIMIT); k++)
+        ;
+    if (k == n)
+        return cu_fail(x, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", "no usable algorithm");
+    c->bwd_filter = wp[k].algo;
+    DNN(x, cudnnGetConvolutionBackwardFilterWorkspaceSize(x->dnn, c->xd, c->yd, c->cd, c->wd, c->bwd_filter, &bytes));
+    need = bytes > need ? bytes : need;
+    return ws_reserve(x, need);
+}
+
+struct cuda_conv *cuda_conv_create(struct cuda_ctx *x, const struct conv_dims *d, int has_bias, char *err,
+                                   size_t errlen)
+{
+    struct cuda_conv *c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->x = x;
+    c->d = *d;
+    c->has_bias = has_bias;
+    if (conv_build(c) != 0) {
+        snprintf(err, errlen, "%s", x->err);
+        cuda_conv_destroy(c);
+        return NULL;
+    }
+    return c;
+}
+
+void cuda_conv_destroy(struct cuda_conv *c)
+{
+    if (!c)
+        return;
+    if (c->xd)
+        cudnnDestroyTensorDescriptor(c->xd);
+    if (c->yd)
+        cudnnDestroyTensorDescriptor(c->yd);
+    if (c->bd)
+        cudnnDestroyTensorDescriptor(c->bd);
+    if (c->wd)
+        cudnnDestroyFilterDescriptor(c->wd);
+    if (c->cd)
+        cudnnDestroyConvolutionDescriptor(c->cd);
+    free(c);
+}
+
+int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const float *w, const float *b)
+{
+    struct cuda_ctx *x = c->x;
+    DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, in, c->wd, w, c->cd, c->fwd, x->ws, x->ws_bytes, &ZERO, c->yd,
+                                   out));
+    if (c->has_bias && b)
+        DNN(x, cudnnAddTensor(x->dnn, &ONE, c->bd, b, &ONE, c->yd, out));
+    return 0;
+}
+
+int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, float *db, const float *dout,
+                       const float *in, const float *w)
+{
+    struct cuda_ctx *x = c->x;
+    if (dw)
+        DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, in, c->yd, dout, c->cd, c->bwd_filter, x->ws,
+                                              x->ws_bytes, &ZERO, c->wd, dw));
+    if (db && c->has_bias)
+        DNN(x, cudnnConvolutionBackwardBias(x->dnn, &ONE, c->yd, dout, &ZERO, c->bd, db));
+    if (din)
+        DNN(x, cudnnConvolutionBackwardData(x->dnn, &ONE, c->wd, w, c->yd, dout, c->cd, c->bwd_data, x->ws,
+                                            x->ws_bytes, din_acc ? &ONE : &ZERO, c->xd, din));
+    return 0;
+}
+
+/* ---- max-pool ------------------------------------------------------------ */
+
+static int pool_build(struct cuda_pool *p, const struct pool_dims *d)
+{
+    struct cuda_ctx *x = p->x;
+    DNN(x, cudnnCreateTensorDescriptor(&p->xd));
+    DNN(x, cudnnCreateTensorDescriptor(&p->yd));
+    DNN(x, cudnnCreatePoolingDescriptor(&p->pd));
+    DNN(x, cudnnSetTensor4dDescriptor(p->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->C, d->H, d->W));
+    DNN(x, cudnnSetTensor4dDescriptor(p->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->C, d->OH, d->OW));
+    DNN(x, cudnnSetPooling2dDescriptor(p->pd, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN, d->k, d->k,
+                                       d->pad, d->pad, d->stride, d->stride));
+    return 0;
+}
+
+struct cuda_pool *cuda_maxpool_create(struct cuda_ctx *x, const struct pool_dims *d, char *err, size_t errlen)
+{
+    struct cuda_pool *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    p->x = x;
+    if (pool_build(p, d) != 0) {
+        snprintf(err, errlen, "%s", x->err);
+        cuda_pool_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+
+void cuda_pool_destroy(struct cuda_pool *p)
+{
+    if (!p)
+        return;
+    if (p->xd)
+        cudnnDestroyTensorDescriptor(p->xd);
+    if (p->yd)
+        cudnnDestroyTensorDescriptor(p->yd);
+    if (p->pd)
+        cudnnDestroyPoolingDescriptor(p->pd);
+    free(p);
+}
+
+int cuda_maxpool_forward(struct cuda_pool *p, float *out, const float *in)
+{
+    DNN(p->x, cudnnPoolingForward(p->x->dnn, p->pd, &ONE, p->xd, in, &ZERO, p->yd, out));
+    return 0;
+}
+
+int cuda_maxpool_backward(struct cuda_pool *p, float *din, int din_acc, const float *dout, const float *out,
+                          const float *in)
+{
+    DNN(p->x, cudnnPoolingBackward(p->x->dnn, p->pd, &ONE, p->yd, out, p->yd, dout, p->xd, in,
+                                   din_acc ? &ONE : &ZERO, p->xd, din));
+    return 0;
+}
+
+/* ---- element-wise, loss, optimizer ---------------------------------------- */
+
+int cuda_relu_forward(struct cuda_ctx *x, float *out, const float *in, int64_t n)
+{
+    KERNEL(x, cuk_relu_forward(out, in, n, x->stream));
+    return 0;
+}
+
+int cuda_relu_backward(struct cuda_ctx *x, float *din, int din_acc, const float *dout, const float *out, int64_t n)
+{
+    KERNEL(x, cuk_relu_backward(din, din_acc, dout, out, n, x->stream));
+    return 0;
+}
+
+int cuda_xent_forward(struct cuda_ctx *x, float *probs, const float *logits, const int32_t *labels, int B, int K,
+                      float *loss, int *correct)
+{
+    if (rows_reserve(x, B) != 0)
+        return -1;
+    KERNEL(x, cuk_xent_forward(probs, x->row_loss, x->row_hit, logits, labels, B, K, x->stream));
+    CU(x, cudaMemcpyAsync(x->h_loss, x->row_loss, sizeof(float) * (size_t)B, cudaMemcpyDeviceToHost, x->stream));
+    CU(x, cudaMemcpyAsync(x->h_hit, x->row_hit, sizeof(int32_t) * (size_t)B, cudaMemcpyDeviceToHost, x->stream));
+    CU(x, cudaStreamSynchronize(x->stream));
+    double sum = 0;
+    int hits = 0;
+    for (int i = 0; i < B; i++) {
+        sum += x->h_loss[i];
+        hits += x->h_hit[i];
+    }
+    *loss = (float)(sum / B);
+    if (correct)
+        *correct = hits;
+    return 0;
+}
+
+int cuda_xent_backward(struct cuda_ctx *x, float *dlogits, const float *probs, const int32_t *labels, int B, int K,
+                       float scale)
+{
+    KERNEL(x, cuk_xent_backward(dlogits, probs, labels, B, K, scale, x->stream));
+    return 0;
+}
+
+int cuda_sgd_update(struct cuda_ctx *x, float *p, const float *g, float *buf, size_t n, float lr, float momentum,
+                    float wd)
+{
+    KERNEL(x, cuk_sgd(p, g, buf, n, lr, momentum, wd, x->stream));
+    return 0;
+}
