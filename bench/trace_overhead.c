@@ -6,7 +6,8 @@
  * Built and run by bench/trace_overhead.sh; by hand:
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Itrace bench/trace_overhead.c trace/probe.c \
  *      trace/trace_writer.c trace/trace_export.c -lz -lm -o /tmp/trace_overhead
- *   /tmp/trace_overhead [events] [file]
+ *   /tmp/trace_overhead [events] [file] [keep]
+ * ("keep" leaves the plain trace behind, e.g. to time --replay on it).
  * Prints events/s; the goal is >= 1 million (measure, don't assert).
  */
 #include <stdio.h>
@@ -107,7 +108,8 @@ int main(int argc, char **argv)
         return 1;
     printf("writer (gzip):  %llu events in %.3f s = %.2f M events/s\n", (unsigned long long)n, secs, zrate / 1e6);
     printf("events_per_s=%.0f\n", plain);
-    unlink(base);
+    if (argc <= 3 || strcmp(argv[3], "keep") != 0)
+        unlink(base);
     unlink(gz);
     return 0;
 }

@@ -208,17 +208,63 @@ int tracer_close(struct tracer *t, char *err, size_t errlen)
     return rc;
 }
 
-struct ranked_span {
+/* One item of a snapshot: a span, or (is_step) the step record rebuilt
+ * from the spans of a step the history holds whole. */
+struct snap_item {
     struct span s;
     int rank;
+    int is_step;
 };
 
-static int ranked_cmp(const void *a, const void *b)
+static int snap_cmp(const void *a, const void *b)
 {
-    const struct ranked_span *x = a, *y = b;
+    const struct snap_item *x = a, *y = b;
     if (x->s.t1_ns != y->s.t1_ns)
         return x->s.t1_ns < y->s.t1_ns ? -1 : 1;
+    if (x->is_step != y->is_step)
+        return x->is_step - y->is_step; /* a step after its spans */
     return x->rank - y->rank;
+}
+
+static int span_step_order(const void *a, const void *b)
+{
+    const struct snap_item *x = a, *y = b;
+    if (x->s.step != y->s.step)
+        return x->s.step < y->s.step ? -1 : 1;
+    return x->s.t0_ns < y->s.t0_ns ? -1 : x->s.t0_ns > y->s.t0_ns;
+}
+
+/* Appends a step item for every step of rank's items [from, to) that has
+ * both its data and its optimizer span on the main lane: the live step
+ * record spans exactly data start .. optimizer end. */
+static size_t snap_steps(struct snap_item *it, size_t from, size_t to, size_t k)
+{
+    qsort(it + from, to - from, sizeof(*it), span_step_order);
+    for (size_t a = from; a < to;) {
+        size_t z = a;
+        int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+        int have_data = 0, have_opt = 0;
+        for (; z < to && it[z].s.step == it[a].s.step; z++) {
+            const struct span *sp = &it[z].s;
+            if (sp->lane != LANE_MAIN)
+                continue;
+            have_data |= sp->cat == CAT_DATA;
+            have_opt |= sp->cat == CAT_OPTIMIZER;
+            if (sp->t0_ns < t0)
+                t0 = sp->t0_ns;
+            if (sp->t1_ns > t1)
+                t1 = sp->t1_ns;
+        }
+        if (have_data && have_opt) {
+            struct snap_item st = {.rank = it[a].rank, .is_step = 1};
+            st.s.t0_ns = t0;
+            st.s.t1_ns = t1;
+            st.s.step = it[a].s.step;
+            it[k++] = st;
+        }
+        a = z;
+    }
+    return k;
 }
 
 int run_export_trace(struct run *r, const char *path, char *err, size_t errlen)
@@ -228,13 +274,14 @@ int run_export_trace(struct run *r, const char *path, char *err, size_t errlen)
         uint64_t n = r->metrics.r[i].nhistory;
         total += n < METRICS_HISTORY ? (size_t)n : METRICS_HISTORY;
     }
-    struct ranked_span *all = malloc(sizeof(*all) * (total ? total : 1));
+    /* room for every span and at most one step item per span */
+    struct snap_item *it = malloc(sizeof(*it) * (2 * total + 1));
     char(*dev)[32] = calloc((size_t)r->world, 32);
     const char **devp = calloc((size_t)r->world, sizeof(*devp));
     char *meta = run_meta(r);
     struct trace_export *x = NULL;
     int rc = -1;
-    if (!all || !dev || !devp || !meta) {
+    if (!it || !dev || !devp || !meta) {
         snprintf(err, errlen, "trace %s: out of memory", path);
         goto done;
     }
@@ -243,21 +290,44 @@ int run_export_trace(struct run *r, const char *path, char *err, size_t errlen)
         const struct rank_metrics *rm = &r->metrics.r[i];
         uint64_t n = rm->nhistory < METRICS_HISTORY ? rm->nhistory : METRICS_HISTORY;
         for (uint64_t j = rm->nhistory - n; j < rm->nhistory; j++)
-            all[k++] = (struct ranked_span){rm->history[j % METRICS_HISTORY], i};
+            it[k++] = (struct snap_item){.s = rm->history[j % METRICS_HISTORY], .rank = i};
     }
-    /* in end-time order, so every collective meets its peers in the exporter */
-    qsort(all, k, sizeof(*all), ranked_cmp);
+    size_t nspans = k, from = 0;
+    for (int i = 0; i < r->world; i++) {
+        size_t to = from;
+        while (to < nspans && it[to].rank == i)
+            to++;
+        k = snap_steps(it, from, to, k);
+        from = to;
+    }
+    /* in end-time order, so every collective meets its peers in the
+     * exporter and every step comes after its spans */
+    qsort(it, k, sizeof(*it), snap_cmp);
     struct trace_export_opts o;
     export_opts(&o, r, dev, devp);
     o.path = path;
     o.meta_json = meta;
     if (trace_export_open(&x, &o, err, errlen) != 0)
         goto done;
-    for (size_t i = 0; i < k; i++)
-        trace_export_span(x, all[i].rank, &all[i].s);
+    for (size_t i = 0; i < k; i++) {
+        if (!it[i].is_step) {
+            trace_export_span(x, it[i].rank, &it[i].s);
+            continue;
+        }
+        const struct rank_metrics *rm = &r->metrics.r[it[i].rank];
+        uint32_t s = it[i].s.step;
+        struct trace_step_info st = {.step = s, .t0_ns = it[i].s.t0_ns, .t1_ns = it[i].s.t1_ns, .loss = NAN,
+                                     .lr = NAN, .n = r->local_batch};
+        if (s < rm->nsteps) {
+            st.loss = rm->step_loss[s];
+            st.correct = rm->step_correct[s];
+            st.n = rm->step_n[s];
+        }
+        trace_export_step(x, it[i].rank, &st);
+    }
     rc = trace_export_close(x, "snapshot", 0, err, errlen);
 done:
-    free(all);
+    free(it);
     free(dev);
     free(devp);
     free(meta);
@@ -341,8 +411,10 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
     for (int i = 0; i < rp->nranks; i++) {
         struct trace_rank *tr = &d->ranks[i];
         struct replay_rank *q = &rp->ranks[i];
-        qsort(tr->spans, tr->nspans, sizeof(*tr->spans), span_step_cmp);
-        qsort(tr->steps, tr->nsteps, sizeof(*tr->steps), step_cmp);
+        if (tr->nspans)
+            qsort(tr->spans, tr->nspans, sizeof(*tr->spans), span_step_cmp);
+        if (tr->nsteps)
+            qsort(tr->steps, tr->nsteps, sizeof(*tr->steps), step_cmp);
         size_t j = 0;
         double bus = 0;
         for (size_t s = 0; s < tr->nsteps; s++) {
@@ -443,7 +515,8 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
         q->host_wait_ns = f.host_wait_ns;
         q->kernel_wait_ns = f.kernel_wait_ns;
         q->other_idle_ns = f.other_idle_ns;
-        qsort(tr->steps, tr->nsteps, sizeof(*tr->steps), step_cmp);
+        if (tr->nsteps)
+            qsort(tr->steps, tr->nsteps, sizeof(*tr->steps), step_cmp);
         q->steps = (long)tr->nsteps;
         int64_t *v = malloc(sizeof(*v) * (tr->nsteps ? tr->nsteps : 1));
         if (!v) {
@@ -656,8 +729,9 @@ static void write_text(FILE *f, const struct replay *rp, int md)
             rp->dataset, rp->strategy, rp->nranks, rp->nranks == 1 ? "" : "s",
             rp->doc.backend[0] ? rp->doc.backend : "unknown");
     if (md)
-        fprintf(f, "| rank | device | view | steps | ms/step | p50 | p90 | samples/s | compute %% | comm %% | data %% | "
-                   "idle %% | overlap %% | host-wait %% | kernel-wait %% | other idle %% | busbw GB/s | xfer ms | "
+        fprintf(f, "| rank | device | view | steps | ms/step | p50 | p90 | samples/s | compute %% | comm %% | "
+                   "data %% | idle %% | overlap %% | host-wait %% | kernel-wait %% | other idle %% | busbw GB/s | "
+                   "xfer ms | "
                    "sync ms |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
                    "---:|---:|\n");
     else

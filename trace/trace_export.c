@@ -97,9 +97,21 @@ static const char *device_of(const struct trace_export *x, int rank)
     return x->o.device && x->o.device[rank] ? x->o.device[rank] : "cpu";
 }
 
+/* Thread ids: one per lane, and the gpu lane split by stream role, so the
+ * device's streams (which overlap one another) each nest on their own. */
+enum { TID_GPU_COPY = LANE_COUNT, TID_GPU_COMM, TID_COUNT };
+
+static int tid_of(const struct span *s)
+{
+    if (s->lane != LANE_GPU)
+        return s->lane;
+    return s->cat == CAT_COMM ? TID_GPU_COMM : s->cat == CAT_DATA ? TID_GPU_COPY : LANE_GPU;
+}
+
 static void write_names(struct trace_export *x, struct trace_writer *w, int rank)
 {
-    static const char *lanes[LANE_COUNT] = {"main", "comm", "data", "gpu stream"};
+    static const char *lanes[TID_COUNT] = {"main", "comm", "data", "gpu stream", "gpu copy stream",
+                                           "gpu comm stream"};
     char name[96];
     snprintf(name, sizeof(name), "rank %d (%s)", rank, device_of(x, rank));
     trace_writer_begin_meta(w, "process_name", rank, 0);
@@ -112,7 +124,8 @@ static void write_names(struct trace_export *x, struct trace_writer *w, int rank
     trace_writer_arg_i64(w, "sort_index", rank);
     trace_writer_args_end(w);
     trace_writer_end(w);
-    for (int l = 0; l < LANE_COUNT; l++) {
+    int ntids = strcmp(device_of(x, rank), "cpu") ? TID_COUNT : LANE_COUNT;
+    for (int l = 0; l < ntids; l++) {
         trace_writer_begin_meta(w, "thread_name", rank, l);
         trace_writer_args_begin(w);
         trace_writer_arg_str(w, "name", lanes[l]);
@@ -241,7 +254,7 @@ static void write_span(struct trace_export *x, int rank, const struct span *s)
 {
     struct trace_writer *w = writer_of(x, rank);
     const char *cat = cat_name(s->cat);
-    trace_writer_begin(w, 'X', cat, cat, rank, s->lane, s->t0_ns - x->o.base_ns);
+    trace_writer_begin(w, 'X', cat, cat, rank, tid_of(s), s->t0_ns - x->o.base_ns);
     trace_writer_dur(w, s->t1_ns - s->t0_ns);
     trace_writer_args_begin(w);
     trace_writer_arg_u64(w, "step", s->step);
@@ -277,7 +290,7 @@ static void write_coll(struct trace_export *x, int rank, const struct span *s, i
     struct trace_writer *w = writer_of(x, rank);
     const char *name = coll_name(s->coll);
     int64_t dur = s->t1_ns - s->t0_ns;
-    trace_writer_begin(w, 'X', name, cat_name(CAT_COMM), rank, s->lane, s->t0_ns - x->o.base_ns);
+    trace_writer_begin(w, 'X', name, cat_name(CAT_COMM), rank, tid_of(s), s->t0_ns - x->o.base_ns);
     trace_writer_dur(w, dur);
     trace_writer_args_begin(w);
     trace_writer_arg_u64(w, "step", s->step);

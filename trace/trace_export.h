@@ -5,7 +5,10 @@
  *   - one process per rank: pid = rank, named "rank N (cpu)" / "rank N
  *     (cuda:K)" by process_name / process_sort_index metadata events;
  *   - one thread per lane: tid = enum lane, named "main", "comm", "data",
- *     "gpu stream", with thread_sort_index = lane;
+ *     "gpu stream", with thread_sort_index = tid; on a GPU rank the gpu
+ *     lane's copy-stream (data) and comm-stream (comm) records get tids 4
+ *     "gpu copy stream" and 5 "gpu comm stream", so each stream's records
+ *     nest on their own thread;
  *   - every span is an X event with ts and dur in microseconds (three
  *     decimals: nanosecond precision) and cat = its DESIGN.md category
  *     (data, forward, backward, optimizer, comm, wait); args.step is the

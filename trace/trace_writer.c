@@ -462,7 +462,7 @@ void trace_writer_arg_f64(struct trace_writer *w, const char *key, double v)
         return;
     }
     char tmp[32];
-    int n = snprintf(tmp, sizeof(tmp), "%.6g", v);
+    int n = snprintf(tmp, sizeof(tmp), "%.9g", v);
     put(w, tmp, (size_t)n);
 }
 

@@ -64,7 +64,7 @@ void trace_writer_args_begin(struct trace_writer *w);
 void trace_writer_arg_str(struct trace_writer *w, const char *key, const char *val);
 void trace_writer_arg_i64(struct trace_writer *w, const char *key, int64_t v);
 void trace_writer_arg_u64(struct trace_writer *w, const char *key, uint64_t v);
-void trace_writer_arg_f64(struct trace_writer *w, const char *key, double v); /* %.6g; NaN/inf as null */
+void trace_writer_arg_f64(struct trace_writer *w, const char *key, double v); /* %.9g; NaN/inf as null */
 void trace_writer_arg_us(struct trace_writer *w, const char *key, int64_t ns); /* ns as us.ddd */
 void trace_writer_args_end(struct trace_writer *w);
 /* Ends the event; flushes the batch when it is full. */

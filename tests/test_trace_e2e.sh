@@ -1,0 +1,147 @@
+#!/bin/bash
+# test_trace_e2e.sh CASE - end-to-end tests of --trace and --replay on the
+# real binary ($DDPTOP_BIN), each file checked by test_trace_check.py with
+# Python's json parser. One CASE per CTest test, so each stays short:
+#   run        whole run: schema, nesting, counters, names
+#   roundtrip  live report vs --replay of its trace: per-rank breakdown
+#              within 0.1 percentage points (whole file, split files, gzip)
+#   split      --trace-split (+ .json.gz): one file per rank, own rank
+#   filters    --trace-steps / --trace-ranks, and sweep file names (.runI)
+#   sigint     Ctrl-C half way: a complete, valid file (state "stopped")
+#   sigkill    SIGKILL half way (.json and .json.gz): a prefix of whole
+#              events that closes into valid JSON, and that --replay loads
+#   diskfull   --trace /dev/full: reported, training and report go on
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${DDPTOP_BIN:?set DDPTOP_BIN}
+check="/usr/bin/python3 $here/test_trace_check.py"
+tmp=$(mktemp -d /tmp/ddptop_trace_e2e.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+run=(--batch --quiet --device cpu --dataset synthetic --model lenet --ranks 2 --batch-size 16 --no-eval)
+
+die() {
+    echo "FAIL: $*"
+    exit 1
+}
+
+# compare the per-rank breakdown of two reports (live, replay)
+same_breakdown() {
+    /usr/bin/python3 - "$1" "$2" <<'EOF' || exit 1
+import json, sys
+a = json.load(open(sys.argv[1]))["per_rank"]
+b = json.load(open(sys.argv[2]))["per_rank"]
+if len(a) != len(b):
+    sys.exit("FAIL: %d ranks live, %d replayed" % (len(a), len(b)))
+for x, y in zip(a, b):
+    for k in ("compute_pct", "comm_pct", "data_pct", "idle_pct"):
+        if abs(x[k] - y[k]) > 0.1:
+            sys.exit("FAIL: rank %d %s live %.4f, replay %.4f" % (x["rank"], k, x[k], y[k]))
+    if x["steps"] != y["steps"]:
+        sys.exit("FAIL: rank %d: %d steps live, %d replayed" % (x["rank"], x["steps"], y["steps"]))
+print("ok: %d ranks, breakdown equal within 0.1 pp" % len(a))
+EOF
+}
+
+# steps recorded so far in trace $1 (plain or gzip, possibly cut)
+steps_in() {
+    if [ "${1%.gz}" != "$1" ]; then
+        zcat "$1" 2>/dev/null | grep -c ProfilerStep || true
+    else
+        grep -c ProfilerStep "$1" 2>/dev/null || true
+    fi
+}
+
+# starts a long run tracing to $1 and sends it signal $2 once the file on
+# disk holds a few steps (half way: the run would go on for much longer);
+# echoes the exit status
+run_and_kill() {
+    "$bin" "${run[@]}" --epochs 1000 --steps 1000000 --trace "$1" >/dev/null 2>"$1.err" &
+    local pid=$!
+    for _ in $(seq 400); do
+        sleep 0.1
+        [ "$(steps_in "$1")" -ge 12 ] && break
+    done
+    kill -"$2" "$pid"
+    wait "$pid"
+    echo $?
+}
+
+case "${1:-}" in
+run)
+    "$bin" "${run[@]}" --steps 30 --trace t.json --format json >live.json || die "run failed"
+    $check t.json --rank 0 --pids 0,1 --min-steps 30 --state done --counters || exit 1
+    ;;
+roundtrip)
+    "$bin" "${run[@]}" --steps 30 --trace t.json --format json >live.json || die "run failed"
+    "$bin" --batch --replay t.json --format json >replay.json || die "replay failed"
+    same_breakdown live.json replay.json
+    "$bin" "${run[@]}" --steps 30 --trace s.json.gz --trace-split --format json >live2.json || die "run failed"
+    "$bin" --batch --replay s.rank0.json.gz,s.rank1.json.gz --format json >replay2.json || die "replay failed"
+    same_breakdown live2.json replay2.json
+    for f in text csv md; do
+        "$bin" --batch --replay t.json --format $f >out.$f || die "replay --format $f failed"
+        [ -s out.$f ] || die "empty --format $f report"
+    done
+    ;;
+split)
+    "$bin" "${run[@]}" --steps 20 --trace s.json --trace-split >/dev/null || die "run failed"
+    [ -e s.json ] && die "--trace-split also wrote s.json"
+    $check s.rank0.json --rank 0 --pids 0 --min-steps 20 --counters || exit 1
+    $check s.rank1.json --rank 1 --pids 1 --min-steps 20 --counters || exit 1
+    "$bin" "${run[@]}" --steps 20 --trace z.json.gz >/dev/null || die "gzip run failed"
+    [ "$(head -c 2 z.json.gz | od -An -tx1 | tr -d ' ')" = "1f8b" ] || die "z.json.gz is not gzip"
+    $check z.json.gz --pids 0,1 --min-steps 20 --state done || exit 1
+    "$bin" "${run[@]}" --steps 20 --trace sz.json.gz --trace-split >/dev/null || die "split gzip run failed"
+    $check sz.rank1.json.gz --rank 1 --pids 1 --min-steps 20 || exit 1
+    ;;
+filters)
+    "$bin" "${run[@]}" --steps 20 --trace f.json --trace-steps 5:9 --trace-ranks 1 >/dev/null || die "run failed"
+    $check f.json --pids 1 --steps 5:9 --min-steps 5 --rank 1 || exit 1
+    n=$(/usr/bin/python3 -c "import json;print(sum(1 for e in json.load(open('f.json'))['traceEvents'] if e.get('cat')=='step'))")
+    [ "$n" = 5 ] || die "--trace-steps 5:9 wrote $n steps"
+    "$bin" --batch --quiet --device cpu --dataset synthetic --model lenet --ranks 1,2 --batch-size 16 --steps 5 --no-eval --trace w.json >/dev/null ||
+        die "sweep failed"
+    $check w.json --pids 0 --min-steps 5 || exit 1
+    $check w.run1.json --pids 0,1 --min-steps 5 || exit 1
+    ;;
+sigint)
+    rc=$(run_and_kill i.json INT)
+    [ "$rc" = 130 ] || die "SIGINT exit status $rc, expected 130"
+    $check i.json --pids 0,1 --min-steps 5 --state stopped || exit 1
+    rc=$(run_and_kill term.json.gz TERM)
+    [ "$rc" = 143 ] || die "SIGTERM exit status $rc, expected 143"
+    $check term.json.gz --pids 0,1 --min-steps 5 --state stopped || exit 1
+    ;;
+sigkill)
+    for f in k.json kz.json.gz; do
+        rc=$(run_and_kill $f KILL)
+        [ "$rc" = 137 ] || die "SIGKILL exit status $rc, expected 137"
+        $check $f --prefix --pids 0,1 --min-steps 5 || exit 1
+        "$bin" --batch --replay $f --format json >r.json 2>r.err || die "--replay of a killed trace failed"
+        grep -q "incomplete" r.err || die "--replay did not say $f is incomplete"
+        /usr/bin/python3 -c "
+import json,sys; d=json.load(open('r.json'))
+assert d['replay']['complete'] is False, 'complete?'
+assert all(q['steps'] >= 5 for q in d['per_rank']), 'too few steps'
+" || die "replay of $f"
+    done
+    echo "ok: killed traces are loadable prefixes"
+    ;;
+diskfull)
+    [ -w /dev/full ] || { echo "skip: no /dev/full"; exit 0; }
+    "$bin" "${run[@]}" --steps 30 --trace /dev/full --format json >live.json 2>err.txt
+    rc=$?
+    [ "$rc" = 0 ] || die "exit status $rc with a full disk"
+    grep -q "No space left on device" err.txt || die "the disk-full error was not reported"
+    [ "$(grep -c 'No space left' err.txt)" = 1 ] || die "the disk-full error was reported more than once"
+    grep -q "/dev/full is incomplete" err.txt || die "the incomplete file was not named"
+    /usr/bin/python3 -c "import json; d=json.load(open('live.json')); assert d['runs'][0]['steps']==30" ||
+        die "training did not go on"
+    echo "ok: disk full reported once, training finished"
+    ;;
+*)
+    echo "usage: $0 run|roundtrip|split|filters|sigint|sigkill|diskfull" >&2
+    exit 2
+    ;;
+esac

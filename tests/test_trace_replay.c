@@ -1,0 +1,381 @@
+/* test_trace_replay.c - replaying foreign traces: a hand-made Kineto GPU
+ * trace (nccl kernels, memcpy/memset, runtime launches with correlation
+ * ids) whose breakdown and HTA idle split are computed here by hand from
+ * its intervals, an autograd-profiler bare array whose gloo / c10d ops must
+ * count as communication, the merged-interval arithmetic, and the CLI's
+ * --batch --replay JSON. */
+#include <cJSON.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "data.h"
+#include "device.h"
+#include "run.h"
+#include "trace_analyze.h"
+#include "trace_read.h"
+#include "tracing.h"
+
+#define FIX DDPTOP_TEST_DIR "/fixtures/trace/"
+
+/* The Kineto fixture's GPU ops (us, from kineto_gpu.json):
+ *   memcpy  [1000,     1010)   stream 7, launched at  995
+ *   kernel  [1010.020, 1050)   stream 7, launched at  998
+ *   gemm    [1060,     1100)   stream 7, launched at 1055
+ *   nccl AR [1080,     1130)   stream 20, launched at 1040
+ *   kernel  [1150,     1170)   stream 7, launched at 1120
+ *   memset  [1170.010, 1175)   stream 7, launched at 1100
+ *   nccl AG [1180,     1190)   stream 20, launched at 1178
+ * window [1000, 1190): wall 190 us.
+ * compute = 39.98 + 40 + 20 = 99.98 us
+ * comm union = 50 + 10 = 60 us; under compute [1080,1100) = 20 us; exposed 40 us
+ * data = 10 + 4.99 = 14.99 us; idle = 190 - 99.98 - 40 - 14.99 = 35.03 us
+ * gaps: [1010,1010.020) 20 ns < 30 ns: kernel-wait
+ *       [1050,1060) 10 us, next launched at 1055 >= 1050: host-wait
+ *       [1130,1150) 20 us, next launched at 1120 < 1130: other
+ *       [1170,1170.010) 10 ns: kernel-wait
+ *       [1175,1180) 5 us, next launched at 1178 >= 1175: host-wait
+ * host-wait 15 us, kernel-wait 30 ns, other 20 us. */
+#define K_WALL 190000
+#define K_COMPUTE 99980
+#define K_COMM 40000
+#define K_COMM_UNION 60000
+#define K_OVERLAP 20000
+#define K_DATA 14990
+#define K_IDLE 35030
+#define K_HOST_WAIT 15000
+#define K_KERNEL_WAIT 30
+#define K_OTHER 20000
+
+static void test_kineto_gpu_breakdown(void **state)
+{
+    struct trace_doc d;
+    char err[512];
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_file(&d, FIX "kineto_gpu.json", err, sizeof(err)), 0);
+    assert_int_equal(d.flavor, TRACE_KINETO);
+    assert_true(d.complete);
+    assert_string_equal(d.backend, "nccl");
+    assert_int_equal(d.world, 2);
+    assert_int_equal(d.nranks, 1);
+    const struct trace_rank *r = &d.ranks[0];
+    assert_int_equal(r->rank, 0);
+    assert_string_equal(r->device, "cuda:0");
+    assert_int_equal(r->ngpu, 7);
+    assert_int_equal(r->nsteps, 1);
+    assert_int_equal(r->steps[0].step, 4);
+    int launched = 0;
+    for (size_t i = 0; i < r->nops; i++)
+        launched += r->ops[i].gpu && r->ops[i].launch_ns >= 0;
+    assert_int_equal(launched, 7);
+
+    struct trace_figures f;
+    assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
+    assert_true(f.gpu_view);
+    assert_int_equal(f.wall_ns, K_WALL);
+    assert_int_equal(f.compute_ns, K_COMPUTE);
+    assert_int_equal(f.comm_ns, K_COMM);
+    assert_int_equal(f.comm_union_ns, K_COMM_UNION);
+    assert_int_equal(f.overlap_ns, K_OVERLAP);
+    assert_int_equal(f.data_ns, K_DATA);
+    assert_int_equal(f.idle_ns, K_IDLE);
+    assert_int_equal(f.compute_ns + f.comm_ns + f.data_ns + f.idle_ns, f.wall_ns);
+    assert_true(f.idle_split_valid);
+    assert_int_equal(f.host_wait_ns, K_HOST_WAIT);
+    assert_int_equal(f.kernel_wait_ns, K_KERNEL_WAIT);
+    assert_int_equal(f.other_idle_ns, K_OTHER);
+
+    /* kernel-wait limit 0: the two short gaps were launched early: other */
+    assert_int_equal(trace_analyze_rank(&f, r, 0), 0);
+    assert_int_equal(f.kernel_wait_ns, 0);
+    assert_int_equal(f.host_wait_ns, K_HOST_WAIT);
+    assert_int_equal(f.other_idle_ns, K_OTHER + K_KERNEL_WAIT);
+    trace_doc_free(&d);
+}
+
+/* The same Kineto events as a bare JSON array (no distributedInfo): the
+ * same figures. */
+static void test_kineto_array_form(void **state)
+{
+    FILE *f = fopen(FIX "kineto_gpu.json", "rb");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *doc = cJSON_Parse(buf);
+    assert_non_null(doc);
+    char *arr = cJSON_PrintUnformatted(cJSON_GetObjectItem(doc, "traceEvents"));
+    cJSON_Delete(doc);
+    assert_true(arr[0] == '[');
+    struct trace_doc d;
+    char err[256];
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, arr, strlen(arr), "array", err, sizeof(err)), 0);
+    free(arr);
+    assert_int_equal(d.flavor, TRACE_AUTOGRAD); /* the bare-array form */
+    assert_int_equal(d.nranks, 1);
+    struct trace_figures fig;
+    assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(fig.wall_ns, K_WALL);
+    assert_int_equal(fig.compute_ns, K_COMPUTE);
+    assert_int_equal(fig.comm_ns, K_COMM);
+    assert_int_equal(fig.idle_ns, K_IDLE);
+    assert_int_equal(fig.host_wait_ns, K_HOST_WAIT);
+    assert_int_equal(fig.kernel_wait_ns, K_KERNEL_WAIT);
+    assert_int_equal(fig.other_idle_ns, K_OTHER);
+    trace_doc_free(&d);
+}
+
+/* Autograd profiler: 172 us from the first op to the last;
+ * compute: tid 1 [100,160) + [170,220) + [255,272) = 127 us
+ * comm: c10d::allreduce_ [220,225) U gloo:all_reduce [222,250) = 30 us
+ * idle: [160,170) + [250,255) = 15 us */
+static void test_autograd_gloo(void **state)
+{
+    struct trace_doc d;
+    char err[512];
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_file(&d, FIX "autograd_gloo.json", err, sizeof(err)), 0);
+    assert_int_equal(d.flavor, TRACE_AUTOGRAD);
+    assert_int_equal(d.nranks, 1);
+    const struct trace_rank *r = &d.ranks[0];
+    assert_int_equal(r->nops, 10);
+    assert_int_equal(r->ngpu, 0);
+    int comm_ops = 0;
+    for (size_t i = 0; i < r->nops; i++)
+        comm_ops += r->ops[i].cat == CAT_COMM;
+    assert_int_equal(comm_ops, 2);
+    struct trace_figures f;
+    assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
+    assert_false(f.gpu_view);
+    assert_false(f.idle_split_valid);
+    assert_int_equal(f.wall_ns, 172000);
+    assert_int_equal(f.compute_ns, 127000);
+    assert_int_equal(f.comm_ns, 30000);
+    assert_int_equal(f.comm_union_ns, 30000);
+    assert_int_equal(f.idle_ns, 15000);
+    assert_int_equal(f.data_ns, 0);
+    trace_doc_free(&d);
+}
+
+static void test_merged_intervals(void **state)
+{
+    /* compute [0,10) U [5,20); comm [15,30) U [40,50); data [25,45) */
+    struct trace_seg s[] = {{0, 10, CAT_FORWARD}, {5, 20, CAT_BACKWARD}, {15, 30, CAT_COMM},
+                            {40, 50, CAT_COMM},   {25, 45, CAT_DATA},    {60, 70, TRACE_CAT_NEUTRAL}};
+    struct trace_figures f;
+    assert_int_equal(trace_analyze_segs(&f, s, 6, NULL, 0), 0);
+    assert_int_equal(f.wall_ns, 50);
+    assert_int_equal(f.compute_ns, 20);
+    assert_int_equal(f.comm_ns, 20); /* [20,30) + [40,50) */
+    assert_int_equal(f.comm_union_ns, 25);
+    assert_int_equal(f.overlap_ns, 5);
+    assert_int_equal(f.data_ns, 10); /* [30,40) */
+    assert_int_equal(f.idle_ns, 0);
+    const int64_t win[][2] = {{0, 10}, {45, 55}};
+    assert_int_equal(trace_analyze_segs(&f, s, 6, win, 2), 0);
+    assert_int_equal(f.wall_ns, 20);
+    assert_int_equal(f.compute_ns, 10);
+    assert_int_equal(f.comm_ns, 5);
+    assert_int_equal(f.idle_ns, 5);
+}
+
+static void test_replay_load_api(void **state)
+{
+    struct replay rp;
+    char err[512];
+    assert_int_equal(replay_load(&rp, FIX "kineto_gpu.json", TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
+    assert_int_equal(rp.nranks, 1);
+    assert_false(rp.has_metrics);
+    const struct replay_rank *q = &rp.ranks[0];
+    assert_true(q->gpu_view);
+    assert_int_equal(q->b.wall_ns, K_WALL);
+    assert_int_equal(q->b.compute_ns + q->b.comm_ns + q->b.data_ns + q->b.idle_ns, K_WALL);
+    assert_int_equal(q->host_wait_ns, K_HOST_WAIT);
+    assert_int_equal(q->steps, 1);
+    assert_true(fabs(q->ms_mean - 0.210) < 1e-9);
+    replay_free(&rp);
+    assert_int_equal(replay_load(&rp, FIX "kineto_gpu.json," FIX "autograd_gloo.json", 30, err, sizeof(err)), 0);
+    assert_int_equal(rp.nranks, 2); /* rank 0 from distributedInfo, the array file is file #1 */
+    replay_free(&rp);
+    assert_int_equal(replay_load(&rp, FIX "missing.json", 30, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "missing.json"));
+}
+
+static cJSON *run_cli(const char *args)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s --batch --replay %s --format json", DDPTOP_BIN, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, p);
+    buf[n] = 0;
+    assert_int_equal(pclose(p), 0);
+    cJSON *j = cJSON_Parse(buf);
+    assert_non_null(j);
+    return j;
+}
+
+static double num(cJSON *o, const char *k)
+{
+    cJSON *v = cJSON_GetObjectItem(o, k);
+    assert_true(cJSON_IsNumber(v));
+    return v->valuedouble;
+}
+
+static void test_cli_json(void **state)
+{
+    cJSON *j = run_cli(FIX "kineto_gpu.json");
+    cJSON *q = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "per_rank"), 0);
+    assert_non_null(q);
+    assert_string_equal(cJSON_GetObjectItem(q, "view")->valuestring, "gpu");
+    assert_true(fabs(num(q, "compute_pct") - 100.0 * K_COMPUTE / K_WALL) < 1e-9);
+    assert_true(fabs(num(q, "comm_pct") - 100.0 * K_COMM / K_WALL) < 1e-9);
+    assert_true(fabs(num(q, "data_pct") - 100.0 * K_DATA / K_WALL) < 1e-9);
+    assert_true(fabs(num(q, "idle_pct") - 100.0 * K_IDLE / K_WALL) < 1e-9);
+    assert_true(fabs(num(q, "overlap_pct") - 100.0 * K_OVERLAP / K_COMM_UNION) < 1e-9);
+    assert_true(fabs(num(q, "host_wait_pct") - 100.0 * K_HOST_WAIT / K_WALL) < 1e-9);
+    assert_true(fabs(num(q, "kernel_wait_pct") - 100.0 * K_KERNEL_WAIT / K_WALL) < 1e-9);
+    assert_true(fabs(num(q, "other_idle_pct") - 100.0 * K_OTHER / K_WALL) < 1e-9);
+    cJSON_Delete(j);
+    j = run_cli(FIX "autograd_gloo.json");
+    q = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "per_rank"), 0);
+    assert_true(num(q, "comm_pct") > 17.0);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(q, "host_wait_pct")));
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "replay"), "format")->valuestring, "autograd");
+    cJSON_Delete(j);
+}
+
+
+/* The API the UI uses: a run traced through tracer_open/close, and the
+ * `e` key's snapshot of the span history, both replayable. */
+static void test_tracer_api_and_snapshot(void **state)
+{
+    char dir[] = "/tmp/ddptop_test_replay_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char tpath[128], spath[128], err[1024], note[256];
+    snprintf(tpath, sizeof(tpath), "%s/t.json", dir);
+    snprintf(spath, sizeof(spath), "%s/snap.json", dir);
+    char *argv[] = {"ddptop", "--batch", "--dataset", "synthetic", "--model", "lenet", "--ranks", "2",
+                    "--batch-size", "8", "--steps", "12", "--no-eval", "--trace", tpath, NULL};
+    struct config cfg;
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(config_parse(&cfg, 15, argv, devnull, devnull), 0);
+    fclose(devnull);
+    struct run_config rc;
+    config_expand(&cfg, 0, &rc);
+    const struct device_ops *dev = device_select(DEV_CPU, note, sizeof(note), err, sizeof(err));
+    assert_non_null(dev);
+    struct dataset train, test;
+    assert_int_equal(data_load("synthetic", "", 1, &train, &test, err, sizeof(err)), 0);
+    struct run r;
+    assert_int_equal(run_start(&r, &rc, &train, &test, dev, err, sizeof(err)), 0);
+    struct tracer *t = tracer_open(&cfg, &r, 0, err, sizeof(err));
+    assert_non_null(t);
+    struct timespec tick = {0, 5 * 1000 * 1000};
+    while (run_poll(&r))
+        nanosleep(&tick, NULL);
+    run_join(&r);
+    assert_null(tracer_error(t));
+    assert_int_equal(tracer_close(t, err, sizeof(err)), 0);
+    assert_int_equal(run_export_trace(&r, spath, err, sizeof(err)), 0);
+    assert_int_equal(r.metrics.r[0].nsteps, 12);
+    run_free(&r);
+    data_free(&train);
+    data_free(&test);
+
+    struct replay rp;
+    assert_int_equal(replay_load(&rp, tpath, 30, err, sizeof(err)), 0);
+    assert_true(rp.doc.complete);
+    assert_true(rp.has_metrics);
+    assert_int_equal(rp.nranks, 2);
+    assert_int_equal(rp.ranks[1].steps, 12);
+    assert_true(rp.ranks[0].coll_valid);
+    assert_true(rp.ranks[0].b.compute_ns > 0);
+    assert_int_equal(rp.metrics.r[1].nsteps, 12);
+    replay_free(&rp);
+    /* the snapshot holds the whole (short) history: all 12 steps rebuilt */
+    assert_int_equal(replay_load(&rp, spath, 30, err, sizeof(err)), 0);
+    assert_int_equal(rp.nranks, 2);
+    assert_int_equal(rp.ranks[0].steps, 12);
+    assert_true(rp.ranks[0].coll_valid);
+    assert_true(rp.ranks[0].b.wall_ns > 0);
+    assert_int_equal(rp.ranks[0].b.compute_ns + rp.ranks[0].b.comm_ns + rp.ranks[0].b.data_ns +
+                         rp.ranks[0].b.idle_ns,
+                     rp.ranks[0].b.wall_ns);
+    replay_free(&rp);
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Foreign input that is cut anywhere or malformed loads or is refused with
+ * a message; it never crashes (run under ASan+UBSan too). */
+static void test_reader_hostile_input(void **state)
+{
+    FILE *f = fopen(FIX "kineto_gpu.json", "rb");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    char err[256];
+    for (size_t cut = 0; cut <= n; cut += 3) {
+        char *copy = malloc(cut + 1);
+        memcpy(copy, buf, cut);
+        struct trace_doc d;
+        trace_doc_init(&d);
+        if (trace_read_buffer(&d, copy, cut, "cut", err, sizeof(err)) == 0 && d.nranks > 0) {
+            struct trace_figures fig;
+            assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], 30), 0);
+            assert_int_equal(fig.compute_ns + fig.comm_ns + fig.data_ns + fig.idle_ns, fig.wall_ns);
+        }
+        trace_doc_free(&d);
+        free(copy);
+    }
+    static const char *bad[] = {
+        "", "   ", "nope", "{\"traceEvents\": 5}", "[1, 2, \"x\", null, [], {}]",
+        "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"k\",\"cat\":\"kernel\",\"ts\":1e400,\"dur\":-1e300,"
+        "\"pid\":\"x\",\"tid\":1e300,\"args\":{\"correlation\":-1e300,\"device\":1e300,\"stream\":\"s\"}}]}",
+        "{\"ddptop\":{},\"traceEvents\":[{\"ph\":\"X\",\"name\":\"forward\",\"cat\":\"forward\",\"ts\":1,"
+        "\"dur\":1,\"pid\":1e300,\"tid\":-5,\"args\":{\"step\":-1,\"bucket\":1e9}},"
+        "{\"ph\":\"X\",\"name\":\"ProfilerStep#x\",\"cat\":\"step\",\"ts\":\"a\",\"pid\":0,\"args\":{\"step\":1e30}}]}",
+        "{\"a\":\"\\\"}\",\"traceEvents\":[\"]\"]}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct trace_doc d;
+        trace_doc_init(&d);
+        int rc = trace_read_buffer(&d, bad[i], strlen(bad[i]), "bad", err, sizeof(err));
+        if (rc != 0)
+            assert_non_null(strstr(err, "bad"));
+        for (int r = 0; rc == 0 && r < d.nranks; r++) {
+            struct trace_figures fig;
+            assert_int_equal(trace_analyze_rank(&fig, &d.ranks[r], 30), 0);
+        }
+        trace_doc_free(&d);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kineto_gpu_breakdown),
+        cmocka_unit_test(test_kineto_array_form),
+        cmocka_unit_test(test_autograd_gloo),
+        cmocka_unit_test(test_merged_intervals),
+        cmocka_unit_test(test_reader_hostile_input),
+        cmocka_unit_test(test_replay_load_api),
+        cmocka_unit_test(test_cli_json),
+        cmocka_unit_test(test_tracer_api_and_snapshot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

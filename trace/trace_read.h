@@ -1,0 +1,89 @@
+/* trace_read.h - loading Chrome trace-event JSON for replay: ddptop's own
+ * traces, PyTorch profiler (Kineto) traces, and the older autograd
+ * profiler's bare JSON arrays; plain or gzip (detected by content).
+ *
+ * Both the object form ({"traceEvents": [...], ...}) and the bare array form
+ * are accepted. The reader walks the events array one element at a time and
+ * parses each with cJSON, so memory holds the file and the decoded records,
+ * never a DOM of the whole trace. A file that was cut short (a killed
+ * writer, a full disk) loads up to its last complete event, with
+ * `truncated` set.
+ *
+ * What comes out, per rank:
+ *  - ddptop traces: the probe spans and step records exactly as recorded
+ *    (nanoseconds; ts 0 is the run's start), so replay can run the same
+ *    metrics code as a live run;
+ *  - foreign traces: ops (CPU ops, GPU kernels, memcpy/memset), classified
+ *    as compute, comm, data or neutral by the names and categories
+ *    PyTorch's profilers use (nccl kernels; gloo / c10d:: ops; Memcpy;
+ *    DataLoader), with each GPU op's launch time (Kineto correlation ids),
+ *    and ProfilerStep#N windows.
+ */
+#ifndef DDPTOP_TRACE_READ_H
+#define DDPTOP_TRACE_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "probe.h"
+#include "trace_export.h"
+
+enum trace_flavor { TRACE_DDPTOP = 0, TRACE_KINETO, TRACE_AUTOGRAD };
+const char *trace_flavor_name(int flavor);
+
+#define TRACE_CAT_NEUTRAL CAT_COUNT /* annotations: cover nothing */
+
+/* One op of a foreign trace. */
+struct trace_op {
+    int64_t t0_ns, t1_ns;
+    int64_t launch_ns; /* GPU ops: start of the runtime call that launched it; -1: unknown */
+    int64_t corr;      /* Kineto correlation id, -1: none */
+    int32_t track;     /* CPU thread or GPU stream, numbered from 0 per rank */
+    uint8_t cat;       /* enum cat: compute as CAT_FORWARD/BACKWARD/OPTIMIZER, CAT_COMM, CAT_DATA */
+    uint8_t gpu;       /* 1: runs on the device */
+};
+
+struct trace_rank {
+    int rank;                     /* as the trace names it */
+    char device[64];              /* "cpu", "cuda:0" */
+    struct span *spans;           /* ddptop traces */
+    size_t nspans, cap_spans;
+    struct trace_step_info *steps; /* step records (ddptop) or ProfilerStep windows (foreign) */
+    size_t nsteps, cap_steps;
+    struct trace_op *ops;         /* foreign traces */
+    size_t nops, cap_ops;
+    size_t ngpu;                  /* ops with gpu = 1 */
+    /* ddptop: per-collective transfer/sync as the writer computed them over all ranks */
+    int64_t xfer_ns, sync_ns;
+    uint64_t coll_matched, coll_unmatched;
+    /* track keys of foreign traces: (pid, tid) -> track */
+    uint64_t *track_key;
+    size_t ntracks, cap_tracks;
+};
+
+struct trace_doc {
+    int flavor;           /* of the first file */
+    int nfiles;
+    int mixed;            /* ddptop and PyTorch traces were loaded together */
+    int complete;         /* every file ended properly (ddptop: its end record was found) */
+    int truncated;        /* some file was cut short; loaded up to its last complete event */
+    char backend[32];
+    char algo[32];
+    int world;            /* distributedInfo.world_size, else the ranks found */
+    char *run_json;       /* ddptop's run description object (model, strategy...), or NULL */
+    char state[16];       /* ddptop: the run's end state, "" if unknown */
+    uint64_t spans_dropped;
+    uint64_t events;      /* events read */
+    uint64_t ignored;     /* events not understood or not needed */
+    int nranks;
+    struct trace_rank *ranks; /* sorted by rank */
+};
+
+void trace_doc_init(struct trace_doc *d);
+void trace_doc_free(struct trace_doc *d);
+/* Adds one file's ranks to d. Returns 0, or -1 with err naming the file. */
+int trace_read_file(struct trace_doc *d, const char *path, char *err, size_t errlen);
+/* The same from memory (name is used in messages). */
+int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char *name, char *err, size_t errlen);
+
+#endif
