@@ -127,6 +127,7 @@ struct ddp_engine {
     _Atomic int quit;
     _Atomic uint64_t gen;    /* step generation, bumped by ddp_begin */
     struct spsc_ring *lane_ring;
+    struct spsc_ring *main_ring; /* bucket-ready markers */
     const _Atomic uint32_t *step;
     uint16_t *half; /* fp16 staging, [largest bucket], or NULL */
 };
@@ -180,7 +181,8 @@ static void *lane_main(void *arg)
 }
 
 struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
-                              int overlap, int fp16, struct spsc_ring *lane_ring, const _Atomic uint32_t *step)
+                              int overlap, int fp16, struct spsc_ring *lane_ring, struct spsc_ring *main_ring,
+                              const _Atomic uint32_t *step)
 {
     struct ddp_engine *e = calloc(1, sizeof(*e));
     if (!e)
@@ -189,6 +191,7 @@ struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_
     e->g = *g;
     e->overlap = overlap;
     e->lane_ring = lane_ring;
+    e->main_ring = main_ring;
     e->step = step;
     e->b = calloc((size_t)g->n + 1, sizeof(*e->b));
     e->bucket_of = malloc(sizeof(int) * ((size_t)g->n + 1));
@@ -273,7 +276,15 @@ void ddp_begin(struct ddp_engine *e)
 void ddp_grad_ready(struct ddp_engine *e, int p)
 {
     int i = p >= 0 && p < e->g.n ? e->bucket_of[p] : -1;
-    if (i < 0 || --e->b[i].pending > 0 || !e->overlap)
+    if (i < 0 || --e->b[i].pending > 0)
+        return;
+    if (e->main_ring) {
+        int64_t now = probe_now_ns();
+        struct span s = {.t0_ns = now, .t1_ns = now, .tag = (int16_t)i, .lane = LANE_MAIN, .cat = CAT_BACKWARD,
+                         .step = e->step ? atomic_load_explicit(e->step, memory_order_relaxed) : 0};
+        spsc_push(e->main_ring, &s);
+    }
+    if (!e->overlap)
         return;
     pthread_mutex_lock(&e->mu);
     int h = atomic_load(&e->q_head);

@@ -58,9 +58,13 @@ struct ddp_engine;
  * first_bytes (PyTorch's 1 MB). With overlap, a comm-lane thread allreduces
  * each bucket as soon as its last gradient is ready; its spans go to
  * lane_ring as LANE_COMM. Without overlap, ddp_finish runs them in order on
- * the calling thread. fp16: buckets travel as half precision. */
+ * the calling thread. fp16: buckets travel as half precision. When a bucket
+ * becomes ready, a zero-length "bucket ready" span (lane main, category
+ * backward, tag = bucket index) goes to main_ring, so traces can draw a
+ * flow from it to the bucket's allreduce. */
 struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
-                              int overlap, int fp16, struct spsc_ring *lane_ring, const _Atomic uint32_t *step);
+                              int overlap, int fp16, struct spsc_ring *lane_ring, struct spsc_ring *main_ring,
+                              const _Atomic uint32_t *step);
 int ddp_nbuckets(const struct ddp_engine *e);
 const struct ddp_bucket *ddp_bucket_at(const struct ddp_engine *e, int i);
 /* Start of backward. */

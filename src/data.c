@@ -118,8 +118,13 @@ static void gz_fail(gzFile f, const char *path, char *err, size_t errlen)
     const char *msg = gzerror(f, &errnum);
     if (errnum == Z_ERRNO)
         set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
-    else
+    else {
+        /* zlib prefixes its message with the path, which ours already names */
+        size_t plen = strlen(path);
+        if (msg && !strncmp(msg, path, plen) && msg[plen] == ':' && msg[plen + 1] == ' ')
+            msg += plen + 2;
         set_err(err, errlen, "%s: corrupt gzip stream (zlib: %s)", path, msg && *msg ? msg : "unknown error");
+    }
 }
 
 /* Reads up to len bytes; returns how many (short only at the end of the

@@ -114,8 +114,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "ddptop: %s\n", err);
         return 2;
     }
-    if (note[0])
-        fprintf(stderr, "ddptop: %s\n", note);
 
     struct dataset train, test;
     if (data_load(cfg.base.dataset, cfg.base.data_dir, cfg.base.seed, &train, &test, err, sizeof(err)) != 0) {
@@ -123,6 +121,22 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    /* every combination must fit the data set: refuse before anything runs */
+    for (int i = 0; i < config_count(&cfg); i++) {
+        struct run_config rc;
+        config_expand(&cfg, i, &rc);
+        long share = train.n / run_world(&rc);
+        if (run_global_batch(&rc) / run_world(&rc) > share) {
+            fprintf(stderr, "ddptop: --batch-size %d: larger than a rank's share of %s (%ld samples)\n",
+                    rc.batch_size, train.name, share);
+            data_free(&train);
+            data_free(&test);
+            return 2;
+        }
+    }
+    /* after the input was validated, so that bad input stays one line */
+    if (note[0])
+        fprintf(stderr, "ddptop: %s\n", note);
     if (!cfg.batch && isatty(STDOUT_FILENO)) {
         int st = ui_main(&cfg, &train, &test, dev);
         data_free(&train);
