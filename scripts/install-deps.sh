@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config git
   libdnnl-dev libopenblas-dev zlib1g-dev libcjson-dev libncurses-dev
-  libcmocka-dev tmux python3
+  libcmocka-dev tmux python3 time
   openmpi-bin libopenmpi-dev
   dataset-fashion-mnist
 )

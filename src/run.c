@@ -8,6 +8,7 @@
 
 #include "comm.h"
 #include "model.h"
+#include "nvtx.h"
 #include "strategy.h"
 
 #define SPAN_RING (1u << 16)
@@ -85,6 +86,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
             return -1;
         }
     }
+    nvtx_init();
     r->t_start_ns = probe_now_ns();
     r->state = RUN_RUNNING;
     for (int i = 0; i < r->world; i++) {

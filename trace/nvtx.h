@@ -6,11 +6,17 @@
 #define DDPTOP_NVTX_H
 
 #ifdef DDPTOP_HAVE_NVTX
+/* Call once before starting threads: NVTX's lazy first-call initialisation
+ * must not race between rank threads. */
+void nvtx_init(void);
 void nvtx_name_thread(const char *name);
 void nvtx_push(const char *what);
 void nvtx_push_id(const char *what, int id);
 void nvtx_pop(void);
 #else
+static inline void nvtx_init(void)
+{
+}
 static inline void nvtx_name_thread(const char *name)
 {
     (void)name;

@@ -62,9 +62,16 @@ static int plots_min(unsigned opt, int split)
     return n * MIN_PLOT_H;
 }
 
-static int optional_min(unsigned opt, int split)
+/* The timeline is worth showing only with two lanes (a rank and a peer, or
+ * a rank's main and comm lanes) when it has them. */
+static int timeline_min(int lanes)
 {
-    return (has(opt, PANE_TIMELINE) ? MIN_TIMELINE_H : 0) + plots_min(opt, split) +
+    return MIN_TIMELINE_H - 1 + imin(imax(lanes, 1), 2);
+}
+
+static int optional_min(unsigned opt, int split, int lanes)
+{
+    return (has(opt, PANE_TIMELINE) ? timeline_min(lanes) : 0) + plots_min(opt, split) +
            (has(opt, PANE_RUNS) ? MIN_RUNS_H : 0);
 }
 
@@ -98,10 +105,11 @@ void layout_compute(struct layout *out, const struct layout_req *req)
     int rem = body - ranks_h;
 
     static const int drop_order[] = {PANE_RUNS, PANE_TRAFFIC, PANE_LOSS, PANE_TIMELINE};
-    for (size_t d = 0; d < sizeof(drop_order) / sizeof(drop_order[0]) && optional_min(opt, split) > rem; d++)
+    for (size_t d = 0; d < sizeof(drop_order) / sizeof(drop_order[0]) && optional_min(opt, split, req->lanes) > rem;
+         d++)
         opt &= ~PANE_BIT(drop_order[d]);
 
-    int tl_h = has(opt, PANE_TIMELINE) ? MIN_TIMELINE_H : 0;
+    int tl_h = has(opt, PANE_TIMELINE) ? timeline_min(req->lanes) : 0;
     int runs_h = has(opt, PANE_RUNS) ? MIN_RUNS_H : 0;
     int plots_h = plots_min(opt, split);
     int spare = rem - tl_h - runs_h - plots_h;
@@ -116,7 +124,8 @@ void layout_compute(struct layout *out, const struct layout_req *req)
         }
     }
     if (tl_h) {
-        int wish = imin(4 + 2 * imax(req->lanes, 1), imax(MIN_TIMELINE_H, rem / 2));
+        /* two rows per lane and a blank row between ranks, at most half */
+        int wish = imin(4 + 2 * imax(req->lanes, 1) + imax(req->rank_rows - 1, 0), imax(MIN_TIMELINE_H, rem / 2));
         int g = imin(spare, wish - tl_h);
         if (g > 0) {
             tl_h += g;
@@ -162,7 +171,7 @@ void layout_compute(struct layout *out, const struct layout_req *req)
     }
     place(out, PANE_FOOTER, y, 0, FOOTER_H, cols);
 
-    int hw = imin(cols - 2, 72), hh = imin(rows - 2, 28);
+    int hw = imin(cols - 2, 72), hh = imin(rows - 2, 17);
     struct rect help = {(rows - hh) / 2, (cols - hw) / 2, hh, hw};
     out->help = help;
 }

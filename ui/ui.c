@@ -1,11 +1,808 @@
-/* ui.c - placeholder until the curses front end lands. */
+/* ui.c - the screen manager: starts the run, owns the terminal, and turns
+ * time and keys into frames.
+ *
+ * One loop on the UI thread, which is also the run's collector:
+ *   wait for a key, at most until the next refresh (--refresh-ms)
+ *   -> key: the global keys here, arrows to the focused pane; handlers
+ *      return UI_* flags and only this file acts on them
+ *   -> refresh due: run_poll() (never blocks on a rank), snapshot (unless
+ *      the view is frozen), run lifecycle (finished, switching strategy)
+ *   -> draw: each pane into its own window, one wnoutrefresh per window,
+ *      then one doupdate.
+ * Rank threads never see curses. Signal handlers only set a flag (SIGINT,
+ * SIGTERM), or restore the terminal and re-raise (SIGSEGV, SIGABRT, SIGBUS,
+ * SIGFPE). Every way out restores the terminal before anything is printed.
+ */
 #include "ui.h"
 
+#include <langinfo.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <term.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "data.h"
+#include "device.h"
+#include "layout.h"
+#include "panes.h"
+#include "report.h"
+#include "run.h"
+#include "snap.h"
+#include "strategy.h"
+#include "theme.h"
+#include "tracing.h"
+
+/* The panes, by layout id. */
+static const struct pane_ops *const registry[PANE_COUNT] = {
+    [PANE_HEADER] = &pane_header,   [PANE_RANKS] = &pane_ranks, [PANE_TIMELINE] = &pane_timeline,
+    [PANE_LOSS] = &pane_loss,       [PANE_TRAFFIC] = &pane_traffic, [PANE_RUNS] = &pane_runs,
+    [PANE_FOOTER] = &pane_footer,
+};
+_Static_assert(sizeof(registry) / sizeof(registry[0]) == PANE_COUNT, "one pane class per layout pane");
+
+#define STATUS_INFO_NS (10LL * 1000 * 1000 * 1000) /* info messages fade after 10 s */
+
+struct ui {
+    const struct config *cfg;
+    const struct dataset *train, *test;
+    const struct device_ops *dev;
+    /* the current run and a spare: a new strategy starts in the spare, so a
+     * refusal leaves the current run (and its final report) on screen */
+    struct run *run, *spare;
+    struct snap snap, snap_spare;
+    struct tracer *tracer;
+    struct run_config rc;
+    int joined;          /* the current run's threads are joined, its result kept */
+    int switching;       /* `s`: waiting for the run to stop, then start the next */
+    struct run_result *results;
+    int nresults, cap_results;
+    int any_failed;
+    /* screen */
+    struct layout lay;
+    struct layout_req req;
+    WINDOW *win[PANE_COUNT];
+    WINDOW *helpwin;
+    int help, frozen, focus;
+    struct view_state vs;
+    struct theme theme;
+    char themes[THEME_MAX_LIST][THEME_NAME];
+    int nthemes, theme_idx, colour;
+    char status[400];
+    int status_error;
+    int64_t status_ns;
+    int trace_n;
+    int exit_on_done;
+    const char *crash_test;
+    SCREEN *scr;
+    /* what the UI itself costs: frames drawn, this thread's CPU and wall time */
+    long frames;
+    int64_t cpu_ns, wall_ns;
+};
+
+/* ---- signals and terminal restore ----------------------------------------- */
+
+static volatile sig_atomic_t g_stop_sig;
+static volatile sig_atomic_t g_term_live; /* curses owns the terminal */
+static struct termios g_tty_saved;
+static char g_restore_seq[256];
+static size_t g_restore_len;
+static const int crash_sigs[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE};
+#define NCRASH ((int)(sizeof(crash_sigs) / sizeof(crash_sigs[0])))
+static struct sigaction g_crash_old[NCRASH];
+
+static void ui_on_stop(int sig)
+{
+    g_stop_sig = sig;
+}
+
+/* Puts the terminal back the async-signal-safe way (tcsetattr and write of
+ * sequences prepared at start), then tries endwin() as well, then re-raises
+ * with the handler that was there before (the default, or a sanitizer's). */
+static void ui_on_crash(int sig)
+{
+    for (int i = 0; i < NCRASH; i++)
+        if (crash_sigs[i] == sig)
+            sigaction(sig, &g_crash_old[i], NULL);
+    if (g_term_live) {
+        g_term_live = 0;
+        tcsetattr(STDIN_FILENO, TCSANOW, &g_tty_saved);
+        if (write(STDOUT_FILENO, g_restore_seq, g_restore_len) < 0) {
+            /* nothing more can be done from here */
+        }
+        /* not async-signal-safe, hence last: if it faults, the handler
+         * restored above ends the process and the terminal is already sane */
+        endwin();
+    }
+    raise(sig);
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = ui_on_stop; /* no SA_RESTART: a signal wakes the key wait */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = ui_on_crash;
+    sa.sa_flags = SA_NODEFER;
+    for (int i = 0; i < NCRASH; i++)
+        sigaction(crash_sigs[i], &sa, &g_crash_old[i]);
+}
+
+static void uninstall_signals(void)
+{
+    for (int i = 0; i < NCRASH; i++)
+        sigaction(crash_sigs[i], &g_crash_old[i], NULL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+}
+
+static void add_cap(const char *cap)
+{
+    char *s = tigetstr(cap);
+    if (!s || s == (char *)-1)
+        return;
+    size_t n = strlen(s);
+    if (g_restore_len + n < sizeof(g_restore_seq)) {
+        memcpy(g_restore_seq + g_restore_len, s, n);
+        g_restore_len += n;
+    }
+}
+
+/* The sequences that undo what curses did, for the crash handler. */
+static void prepare_restore(void)
+{
+    g_restore_len = 0;
+    add_cap("sgr0");
+    add_cap("cnorm");
+    add_cap("rmkx");
+    add_cap("rmcup");
+    if (g_restore_len + 2 < sizeof(g_restore_seq)) {
+        memcpy(g_restore_seq + g_restore_len, "\r\n", 2);
+        g_restore_len += 2;
+    }
+}
+
+/* ---- status line ------------------------------------------------------------ */
+
+static void say(struct ui *u, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(struct ui *u, int error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(u->status, sizeof(u->status), fmt, ap);
+    va_end(ap);
+    u->status_error = error;
+    u->status_ns = probe_now_ns();
+}
+
+/* ---- runs ------------------------------------------------------------------- */
+
+/* Starts rc in the spare run and, when that works, makes it current (the
+ * old run, already joined, is freed). Signals the UI thread handles are
+ * blocked while the rank threads are created, so the threads inherit the
+ * block and SIGINT, SIGTERM and SIGWINCH always reach the UI thread. */
+static int start_run(struct ui *u, const struct run_config *rc, char *err, size_t errlen)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGWINCH);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    err[0] = 0;
+    int rcode = run_start(u->spare, rc, u->train, u->test, u->dev, err, errlen);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    struct tracer *tr = NULL;
+    if (rcode == 0) {
+        tr = tracer_open(u->cfg, u->spare, u->nresults, err, errlen);
+        if (!tr && err[0])
+            rcode = -1;
+    }
+    if (rcode == 0 && snap_init(&u->snap_spare, u->spare) != 0) {
+        snprintf(err, errlen, "out of memory for the screen's snapshot");
+        rcode = -1;
+    }
+    if (rcode != 0) {
+        run_request_stop(u->spare);
+        run_join(u->spare);
+        if (tr) {
+            char e2[256];
+            tracer_close(tr, e2, sizeof(e2));
+        }
+        run_free(u->spare);
+        return -1;
+    }
+    if (u->run->ranks) {
+        snap_free(&u->snap);
+        run_free(u->run);
+    }
+    struct run *t = u->run;
+    u->run = u->spare;
+    u->spare = t;
+    u->snap = u->snap_spare;
+    memset(&u->snap_spare, 0, sizeof(u->snap_spare));
+    u->tracer = tr;
+    u->rc = *rc;
+    u->joined = 0;
+    u->switching = 0;
+    u->vs.tl_back = 0;
+    u->vs.tl_lane0 = 0;
+    u->vs.rank0 = 0;
+    u->vs.run0 = 1 << 20; /* follow the newest run; the pane clamps */
+    snap_update(&u->snap, u->run, NULL, probe_now_ns());
+    return 0;
+}
+
+static int keep_result(struct ui *u)
+{
+    if (u->nresults == u->cap_results) {
+        int nc = u->cap_results ? u->cap_results * 2 : 8;
+        struct run_result *p = realloc(u->results, sizeof(*p) * (size_t)nc);
+        if (!p)
+            return -1;
+        u->results = p;
+        u->cap_results = nc;
+    }
+    if (result_from_run(&u->results[u->nresults], u->run) != 0)
+        return -1;
+    u->nresults++;
+    return 0;
+}
+
+/* The ranks have all returned: join (immediate now), close the trace, keep
+ * the result for the runs pane and the final report. */
+static void finish_run(struct ui *u)
+{
+    run_join(u->run);
+    u->joined = 1;
+    char err[320];
+    if (u->tracer && tracer_close(u->tracer, err, sizeof(err)) != 0)
+        say(u, 1, "trace: %s", err);
+    u->tracer = NULL;
+    if (keep_result(u) != 0) {
+        say(u, 1, "out of memory keeping the run's result");
+        return;
+    }
+    const struct run_result *res = &u->results[u->nresults - 1];
+    snap_update(&u->snap, u->run, res, probe_now_ns());
+    if (u->run->state == RUN_FAILED) {
+        u->any_failed = 1;
+        say(u, 1, "run failed: %s  (q: quit, s: next strategy)", u->run->err);
+    } else if (!u->switching) {
+        char sps[16];
+        fmt_si(sps, sizeof(sps), res->samples_per_s);
+        say(u, 0, "run %s: %ld steps, %.2f ms/step, %s samples/s; final report on screen (s: next strategy, q: quit)",
+            run_state_name(u->run->state), res->steps, res->ms_mean, sps);
+        u->status_ns = 0; /* stays until replaced */
+    }
+}
+
+/* `s`: the next strategy in order that run_start accepts, wrapping; the
+ * refused ones are named in the status line. */
+static void next_strategy(struct ui *u)
+{
+    char skipped[300] = "";
+    size_t sk = 0;
+    int cur = u->rc.strategy;
+    for (int k = 1; k <= STRAT_COUNT; k++) {
+        struct run_config rc = u->rc;
+        rc.strategy = (cur + k) % STRAT_COUNT;
+        char err[320];
+        if (start_run(u, &rc, err, sizeof(err)) == 0) {
+            u->frozen = 0;
+            if (sk)
+                say(u, 0, "started %s (skipped %s)", strategy_name(rc.strategy), skipped);
+            else
+                say(u, 0, "started %s", strategy_name(rc.strategy));
+            return;
+        }
+        if (sk < sizeof(skipped))
+            sk += (size_t)snprintf(skipped + sk, sizeof(skipped) - sk, "%s%s: %s", sk ? "; " : "",
+                                   strategy_name(rc.strategy), err);
+    }
+    u->switching = 0;
+    say(u, 1, "no strategy could start: %s", skipped);
+}
+
+/* One refresh: drain the rings, follow the run's lifecycle, snapshot. */
+static void tick(struct ui *u)
+{
+    if (!u->joined) {
+        if (g_stop_sig)
+            run_request_stop(u->run);
+        if (!run_poll(u->run))
+            finish_run(u);
+        else if (!u->frozen)
+            snap_update(&u->snap, u->run, NULL, probe_now_ns());
+    }
+    if (u->joined && u->switching)
+        next_strategy(u);
+    if (u->status_ns && !u->status_error && probe_now_ns() - u->status_ns > STATUS_INFO_NS)
+        u->status[0] = 0;
+}
+
+/* ---- screen --------------------------------------------------------------- */
+
+static void destroy_windows(struct ui *u)
+{
+    for (int p = 0; p < PANE_COUNT; p++)
+        if (u->win[p]) {
+            delwin(u->win[p]);
+            u->win[p] = NULL;
+        }
+    if (u->helpwin) {
+        delwin(u->helpwin);
+        u->helpwin = NULL;
+    }
+}
+
+static void fill_req(const struct ui *u, struct layout_req *q)
+{
+    memset(q, 0, sizeof(*q));
+    getmaxyx(stdscr, q->rows, q->cols);
+    q->want = PANE_ALL;
+    q->rank_rows = u->snap.world;
+    q->lanes = snap_lanes(&u->snap);
+    q->run_rows = u->nresults + (u->joined ? 0 : 1);
+}
+
+/* Rebuilds every window from a fresh layout (after a resize, or when the
+ * content's wishes changed: lanes appeared, a run was added). */
+static void relayout(struct ui *u)
+{
+    destroy_windows(u);
+    fill_req(u, &u->req);
+    layout_compute(&u->lay, &u->req);
+    werase(stdscr);
+    wnoutrefresh(stdscr);
+    if (u->lay.too_small)
+        return;
+    for (int p = 0; p < PANE_COUNT; p++) {
+        if (!(u->lay.shown & PANE_BIT(p)))
+            continue;
+        const struct rect *r = &u->lay.pane[p];
+        u->win[p] = newwin(r->h, r->w, r->y, r->x);
+    }
+    const struct rect *h = &u->lay.help;
+    u->helpwin = newwin(h->h, h->w, h->y, h->x);
+    if (!(u->lay.shown & PANE_BIT(u->focus)) || !registry[u->focus]->focusable) {
+        u->focus = PANE_RANKS;
+    }
+}
+
+static void draw_too_small(const struct ui *u)
+{
+    int rows, cols;
+    getmaxyx(stdscr, rows, cols);
+    char msg[128];
+    snprintf(msg, sizeof(msg), "terminal too small: need at least %dx%d (now %dx%d)", u->lay.min_cols,
+             u->lay.min_rows, cols, rows);
+    /* word-wrap into the width we have */
+    werase(stdscr);
+    wattrset(stdscr, draw_attr(TH_ERROR));
+    int y = rows > 3 ? rows / 2 - 1 : 0, len = (int)strlen(msg), at = 0;
+    while (at < len && y < rows && cols > 0) {
+        int n = len - at < cols ? len - at : cols;
+        if (at + n < len)
+            for (int k = n; k > 0; k--)
+                if (msg[at + k] == ' ') {
+                    n = k;
+                    break;
+                }
+        mvwaddnstr(stdscr, y++, 0, msg + at, n);
+        at += n;
+        while (at < len && msg[at] == ' ')
+            at++;
+    }
+    wattrset(stdscr, A_NORMAL);
+    wnoutrefresh(stdscr);
+    doupdate();
+}
+
+static void make_view(struct ui *u, struct pane_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->snap = &u->snap;
+    v->results = u->results;
+    v->nresults = u->nresults;
+    v->live = !u->joined;
+    v->current = u->joined ? u->nresults - 1 : u->nresults;
+    v->vs = &u->vs;
+    v->can_browse = u->frozen || u->joined || atomic_load(&u->run->paused);
+    v->frozen = u->frozen;
+    v->colour = u->colour;
+    v->theme = u->theme.name;
+    v->status = u->status;
+    v->status_error = u->status_error;
+}
+
+static void draw_screen(struct ui *u)
+{
+    struct layout_req q;
+    fill_req(u, &q);
+    if (memcmp(&q, &u->req, sizeof(q)) != 0)
+        relayout(u);
+    if (u->lay.too_small) {
+        draw_too_small(u);
+        return;
+    }
+    struct pane_view v;
+    make_view(u, &v);
+    for (int p = 0; p < PANE_COUNT; p++) {
+        if (!u->win[p])
+            continue;
+        registry[p]->draw(u->win[p], &v, u->focus == p);
+        wnoutrefresh(u->win[p]);
+    }
+    if (u->help && u->helpwin) {
+        help_draw(u->helpwin, &v);
+        wnoutrefresh(u->helpwin);
+    }
+    doupdate();
+}
+
+/* ---- keys ------------------------------------------------------------------ */
+
+static void cycle_focus(struct ui *u, int dir)
+{
+    for (int k = 1; k <= PANE_COUNT; k++) {
+        int p = ((u->focus + dir * k) % PANE_COUNT + PANE_COUNT) % PANE_COUNT;
+        if (registry[p]->focusable && (u->lay.shown & PANE_BIT(p))) {
+            u->focus = p;
+            return;
+        }
+    }
+}
+
+static void export_trace(struct ui *u)
+{
+    char path[64], err[320];
+    snprintf(path, sizeof(path), "ddptop-%d-%d.json", (int)getpid(), ++u->trace_n);
+    err[0] = 0;
+    if (run_export_trace(u->run, path, err, sizeof(err)) == 0)
+        say(u, 0, "trace written to %s", path);
+    else
+        say(u, 1, "trace: %s", err[0] ? err : "failed");
+}
+
+static void next_theme(struct ui *u)
+{
+    if (!u->colour) {
+        say(u, 0, "colour is off (NO_COLOR, or the terminal has fewer than 8 colours): monochrome only");
+        return;
+    }
+    if (u->nthemes == 0)
+        return;
+    for (int k = 1; k <= u->nthemes; k++) {
+        int i = (u->theme_idx + k) % u->nthemes;
+        struct theme t;
+        char err[320];
+        if (theme_load(&t, u->themes[i], err, sizeof(err)) != 0) {
+            say(u, 1, "theme: %s", err);
+            continue;
+        }
+        u->theme = t;
+        u->theme_idx = i;
+        draw_apply_theme(&u->theme, u->colour);
+        say(u, 0, "theme %s", u->theme.name);
+        return;
+    }
+}
+
+static int handle_key(struct ui *u, int ch)
+{
+    if (ch == KEY_RESIZE)
+        return UI_RESIZE | UI_REDRAW;
+    if (u->help) {
+        u->help = 0;
+        return ch == 'q' || ch == 'Q' ? UI_QUIT : UI_HANDLED | UI_REDRAW;
+    }
+    switch (ch) {
+    case 'q':
+    case 'Q':
+        return UI_QUIT;
+    case '?':
+    case KEY_F(1):
+        u->help = 1;
+        return UI_HANDLED | UI_REDRAW;
+    case 'p':
+    case 'P':
+        if (u->joined) {
+            say(u, 0, "the run is %s: nothing to pause", run_state_name(u->run->state));
+        } else {
+            int paused = !atomic_load(&u->run->paused);
+            run_set_paused(u->run, paused);
+            say(u, 0, paused ? "pausing: the ranks stop at the next step boundary (p resumes)" : "resumed");
+        }
+        return UI_HANDLED | UI_REDRAW;
+    case ' ':
+        u->frozen = !u->frozen;
+        if (!u->frozen)
+            snap_update(&u->snap, u->run, u->joined ? &u->results[u->nresults - 1] : NULL, probe_now_ns());
+        say(u, 0, u->frozen ? "view frozen; training goes on (space thaws, arrows scroll history)" : "view live");
+        return UI_HANDLED | UI_REDRAW;
+    case 'e':
+    case 'E':
+        export_trace(u);
+        return UI_HANDLED | UI_REDRAW;
+    case 's':
+    case 'S':
+        if (u->switching)
+            return UI_HANDLED;
+        u->switching = 1;
+        if (!u->joined) {
+            say(u, 0, "stopping %s at a step boundary...", strategy_name(u->rc.strategy));
+            run_request_stop(u->run);
+        }
+        return UI_HANDLED | UI_REDRAW;
+    case 't':
+    case 'T':
+        next_theme(u);
+        return UI_HANDLED | UI_REDRAW;
+    case '\t':
+        cycle_focus(u, 1);
+        return UI_HANDLED | UI_REDRAW;
+    case KEY_BTAB:
+        cycle_focus(u, -1);
+        return UI_HANDLED | UI_REDRAW;
+    case '+':
+    case '=':
+        return timeline_zoom(&u->vs, 1);
+    case '-':
+    case '_':
+        return timeline_zoom(&u->vs, 0);
+    case 'l':
+    case 'L':
+        u->vs.loss_log = !u->vs.loss_log;
+        return UI_HANDLED | UI_REDRAW;
+    default:
+        break;
+    }
+    const struct pane_ops *p = registry[u->focus];
+    if (p->key) {
+        struct pane_view v;
+        make_view(u, &v);
+        int f = p->key(ch, &v);
+        if (v.hint)
+            say(u, 0, "%s", v.hint);
+        return f;
+    }
+    return 0;
+}
+
+/* ---- setup and the loop ------------------------------------------------------ */
+
+static int setup_theme(struct ui *u)
+{
+    char err[400];
+    const char *name = u->cfg->theme[0] ? u->cfg->theme : theme_no_color_env() ? "monochrome" : "default";
+    if (theme_load(&u->theme, name, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: --theme: %s\n", err);
+        return -1;
+    }
+    u->nthemes = theme_list(u->themes, THEME_MAX_LIST);
+    for (int i = 0; i < u->nthemes; i++)
+        if (!strcmp(u->themes[i], u->theme.name))
+            u->theme_idx = i;
+    return 0;
+}
+
+/* curses on: returns -1 (nothing to undo) when the terminal can't do it. */
+static int setup_curses(struct ui *u, int utf8)
+{
+    if (tcgetattr(STDIN_FILENO, &g_tty_saved) != 0) {
+        fprintf(stderr, "ddptop: the interactive UI needs a terminal on stdin; use --batch\n");
+        return -1;
+    }
+    SCREEN *scr = newterm(NULL, stdout, stdin);
+    if (!scr) {
+        fprintf(stderr, "ddptop: cannot start the UI on terminal '%s'; use --batch\n",
+                getenv("TERM") ? getenv("TERM") : "(unset)");
+        return -1;
+    }
+    set_term(scr);
+    u->scr = scr;
+    prepare_restore();
+    g_term_live = 1;
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    set_escdelay(25);
+    draw_init(utf8);
+    /* Colour only when it is wanted and there are at least 8 colours; an
+     * explicit --theme overrides NO_COLOR, as no-color.org asks. */
+    int want = u->cfg->theme[0] || !theme_no_color_env();
+    u->colour = 0;
+    if (want && has_colors() && start_color() == OK && COLORS >= 8) {
+        draw_default_colours(use_default_colors() == OK);
+        u->colour = 1;
+    }
+    if (!u->colour && strcmp(u->theme.name, "monochrome") != 0) {
+        char err[320];
+        if (theme_load(&u->theme, "monochrome", err, sizeof(err)) != 0)
+            theme_builtin(&u->theme, 1);
+    }
+    if (draw_apply_theme(&u->theme, u->colour) != 0) {
+        u->colour = 0;
+        theme_builtin(&u->theme, 1);
+        draw_apply_theme(&u->theme, 0);
+    }
+    return 0;
+}
+
+static void print_report(struct ui *u)
+{
+    if (u->nresults == 0)
+        return;
+    results_speedup(u->results, u->nresults);
+    if (report_write(stdout, u->cfg->format, u->results, u->nresults) != 0)
+        fprintf(stderr, "ddptop: cannot write the report\n");
+    fflush(stdout);
+}
+
+static int64_t thread_cpu_ns(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return 0;
+    return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+           ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+}
+
+static void loop_body(struct ui *u);
+
+/* The loop, timed: the UI thread's CPU over the loop is what the UI costs
+ * (polling and drawing), whatever else the machine is doing. */
+static void loop(struct ui *u)
+{
+    int64_t cpu0 = thread_cpu_ns(), t0 = probe_now_ns();
+    loop_body(u);
+    u->cpu_ns = thread_cpu_ns() - cpu0;
+    u->wall_ns = probe_now_ns() - t0;
+}
+
+static void loop_body(struct ui *u)
+{
+    int refresh_ms = u->cfg->refresh_ms > 0 ? u->cfg->refresh_ms : 100;
+    int64_t period = (int64_t)refresh_ms * 1000000, next = probe_now_ns();
+    relayout(u);
+    for (;;) {
+        int64_t now = probe_now_ns();
+        int wait_ms = now >= next ? 0 : (int)((next - now + 999999) / 1000000);
+        wtimeout(stdscr, wait_ms);
+        int ch = wgetch(stdscr);
+        int flags = 0;
+        /* take every key already typed before drawing once */
+        while (ch != ERR) {
+            flags |= handle_key(u, ch);
+            if (flags & UI_QUIT)
+                return;
+            wtimeout(stdscr, 0);
+            ch = wgetch(stdscr);
+        }
+        if (g_stop_sig)
+            return;
+        if (flags & UI_RESIZE)
+            relayout(u);
+        now = probe_now_ns();
+        if (now >= next) {
+            tick(u);
+            next += period;
+            if (next <= now)
+                next = now + period; /* we fell behind: do not catch up in a burst */
+            flags |= UI_REDRAW;
+        }
+        if (flags & UI_REDRAW) {
+            draw_screen(u);
+            if (++u->frames == 2 && u->crash_test) {
+                /* tests/e2e_ui.sh checks the terminal survives a crash */
+                if (!strcmp(u->crash_test, "segv"))
+                    raise(SIGSEGV);
+                abort();
+            }
+        }
+        if (u->exit_on_done && u->joined && !u->switching)
+            return;
+    }
+}
 
 int ui_main(const struct config *cfg, const struct dataset *train, const struct dataset *test,
             const struct device_ops *dev)
 {
-    fprintf(stderr, "ddptop: the interactive UI is not available in this build yet; use --batch\n");
-    return 2;
+    setlocale(LC_ALL, "");
+    int utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+    struct ui *u = calloc(1, sizeof(*u));
+    struct run *runs = calloc(2, sizeof(struct run));
+    if (!u || !runs) {
+        free(u);
+        free(runs);
+        fprintf(stderr, "ddptop: out of memory\n");
+        return 2;
+    }
+    u->cfg = cfg;
+    u->train = train;
+    u->test = test;
+    u->dev = dev;
+    u->run = &runs[0];
+    u->spare = &runs[1];
+    u->vs.tl_steps = 3;
+    u->focus = PANE_RANKS;
+    const char *eod = getenv("DDPTOP_UI_EXIT_ON_DONE");
+    u->exit_on_done = eod && eod[0] && strcmp(eod, "0") != 0;
+    u->crash_test = getenv("DDPTOP_UI_TEST_CRASH");
+    if (u->crash_test && !u->crash_test[0])
+        u->crash_test = NULL;
+    int status = 2;
+    if (setup_theme(u) != 0)
+        goto out;
+
+    struct run_config rc;
+    config_expand(cfg, 0, &rc);
+    char err[320];
+    install_signals();
+    if (start_run(u, &rc, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        goto out;
+    }
+    if (setup_curses(u, utf8) != 0) {
+        run_request_stop(u->run);
+        run_join(u->run);
+        goto out;
+    }
+    if (config_count(cfg) > 1)
+        say(u, 0, "the UI runs the sweep's first combination; s moves to the next strategy");
+
+    loop(u);
+
+    /* the terminal first: whatever happens next is printed on a sane screen */
+    destroy_windows(u);
+    endwin();
+    g_term_live = 0;
+    delscreen(u->scr);
+    u->scr = NULL;
+    if (!u->joined) {
+        run_request_stop(u->run);
+        run_join(u->run);
+        if (u->tracer && tracer_close(u->tracer, err, sizeof(err)) != 0)
+            fprintf(stderr, "ddptop: %s\n", err);
+        u->tracer = NULL;
+        if (keep_result(u) == 0 && u->run->state == RUN_FAILED)
+            u->any_failed = 1;
+        u->joined = 1;
+    }
+    print_report(u);
+    if (u->exit_on_done && u->wall_ns > 0)
+        fprintf(stderr, "ddptop: ui: %ld frames, %.1f ms CPU in the UI thread over %.1f s (%.2f%% of one core, %.0f us/frame)\n",
+                u->frames, (double)u->cpu_ns / 1e6, (double)u->wall_ns / 1e9,
+                100.0 * (double)u->cpu_ns / (double)u->wall_ns,
+                u->frames ? (double)u->cpu_ns / 1e3 / (double)u->frames : 0.0);
+    if (u->run->state == RUN_FAILED)
+        fprintf(stderr, "ddptop: %s\n", u->run->err);
+    status = g_stop_sig ? 128 + (int)g_stop_sig : u->any_failed ? 1 : 0;
+    if (g_stop_sig)
+        fprintf(stderr, "ddptop: interrupted; reported what was measured\n");
+
+out:
+    uninstall_signals();
+    if (u->run->ranks) {
+        snap_free(&u->snap);
+        run_free(u->run);
+    }
+    for (int i = 0; i < u->nresults; i++)
+        result_free(&u->results[i]);
+    free(u->results);
+    free(runs);
+    free(u);
+    return status;
 }

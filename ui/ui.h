@@ -6,8 +6,16 @@ struct config;
 struct dataset;
 struct device_ops;
 
-/* Runs the sweep under the interactive UI until the user quits. Returns the
- * process exit status. The terminal is restored on every path out. */
+/* Runs the sweep's first combination under the interactive UI until the
+ * user quits (`s` moves on to the next strategy), then prints the report of
+ * every run to stdout in --format. Returns the exit status: 0 after q, 1 when
+ * a run failed, 128 + signal after SIGINT/SIGTERM, 2 when the UI or the first
+ * run could not start. The terminal is restored on every path out, crashes
+ * included.
+ *
+ * Environment: DDPTOP_UI_EXIT_ON_DONE=1 leaves when the run finishes (for
+ * bench/ui_overhead.sh); DDPTOP_UI_TEST_CRASH=abort|segv crashes after the
+ * first frames (for tests/e2e_ui.sh, which checks the terminal survives). */
 int ui_main(const struct config *cfg, const struct dataset *train, const struct dataset *test,
             const struct device_ops *dev);
 

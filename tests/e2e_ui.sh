@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# e2e_ui.sh - drives the real ddptop binary's curses UI inside tmux and
+# checks what a user would see: every pane with live, changing numbers;
+# `p` really stops the step counter and resumes it; `s` adds a run to the
+# runs pane; `e`, `t`, `?` answer; a resize to 50x15 and to 30x8 (too small)
+# and back is survived; `q` exits 0 with the terminal back in normal mode;
+# with an alpha-beta model file the traffic pane shows a prediction; Ctrl-C
+# and a crash (abort) restore the terminal too; NO_COLOR and a non-UTF-8
+# locale give a colourless, ASCII screen; a rank that fails (a diverging
+# learning rate) leaves FAILED and its error on screen until q, which then
+# exits 1.
+#
+# Usage: e2e_ui.sh /path/to/ddptop
+# Exit status: 0 pass, 1 fail, 77 skip (only when tmux is missing).
+# Everything waits by polling with a deadline, never by fixed sleeps alone.
+set -u
+export LC_ALL=C.UTF-8 # the checks grep for block and braille glyphs
+
+BIN=${1:?usage: e2e_ui.sh /path/to/ddptop}
+if ! command -v tmux >/dev/null 2>&1; then
+    echo "SKIP: tmux is not installed"
+    exit 77
+fi
+case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
+[ -x "$BIN" ] || { echo "FAIL: $BIN is not executable"; exit 1; }
+
+SOCK="ddptop-test-$$"
+T=$(mktemp -d /tmp/ddptop-e2e.XXXXXX)
+S=e2e
+START=$(date +%s)
+ARGS="--dataset synthetic --model lenet --ranks 2 --strategy allreduce --epochs 1000 --steps 100000"
+
+tm() { tmux -L "$SOCK" "$@"; }
+cleanup() {
+    tm kill-server >/dev/null 2>&1
+    # a ddptop killed with the server may still be on its way out
+    rm -rf "$T" 2>/dev/null || { sleep 1; rm -rf "$T"; }
+}
+trap cleanup EXIT
+
+FAILS=0
+pass() { echo "ok   - $*"; }
+fail() {
+    echo "FAIL - $*"
+    FAILS=$((FAILS + 1))
+    echo "----- screen -----"
+    tm capture-pane -p -t "$S" 2>/dev/null | sed 's/^/| /'
+    echo "------------------"
+}
+screen() { tm capture-pane -p -t "$S"; }
+
+# wait_for REGEX SECONDS: polls the screen until grep -E matches.
+wait_for() {
+    local re=$1 deadline=$(($(date +%s%N) / 1000000 + $2 * 1000))
+    while [ $(($(date +%s%N) / 1000000)) -lt "$deadline" ]; do
+        screen | grep -Eq -- "$re" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# wait_for_p PCRE SECONDS: the same with grep -P (for Unicode ranges).
+wait_for_p() {
+    local re=$1 deadline=$(($(date +%s%N) / 1000000 + $2 * 1000))
+    while [ $(($(date +%s%N) / 1000000)) -lt "$deadline" ]; do
+        screen | grep -Pq -- "$re" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# wait_file FILE SECONDS
+wait_file() {
+    local deadline=$(($(date +%s%N) / 1000000 + $2 * 1000))
+    while [ $(($(date +%s%N) / 1000000)) -lt "$deadline" ]; do
+        [ -s "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# The header's step counter, e.g. 123.
+step_now() { screen | grep -Eo 'step [0-9]+/[0-9]+' | head -1 | sed -E 's/step ([0-9]+)\/.*/\1/'; }
+# wait_step_above N SECONDS: the counter passes N.
+wait_step_above() {
+    local deadline=$(($(date +%s%N) / 1000000 + $2 * 1000)) s
+    while [ $(($(date +%s%N) / 1000000)) -lt "$deadline" ]; do
+        s=$(step_now)
+        [ -n "$s" ] && [ "$s" -gt "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# run_ddptop TAG "ENV=..." ["EXTRA ARGS"]: starts ddptop in the session's
+# shell; its exit status lands in $T/exit.TAG.
+run_ddptop() {
+    tm send-keys -t "$S" -l "cd $T && env $2 $BIN $ARGS ${3:-}; echo EXIT=\$? > $T/exit.$1"
+    tm send-keys -t "$S" Enter
+}
+# check_shell TAG: after ddptop exits, the terminal is in normal mode:
+# alternate screen off, and a typed command echoes and runs.
+check_shell() {
+    local tag=$1
+    if [ "$(tm display -p -t "$S" '#{alternate_on}')" = 0 ]; then
+        pass "$tag: alternate screen is off after exit"
+    else
+        fail "$tag: alternate screen still on after exit"
+    fi
+    tm send-keys -t "$S" -l "echo ok-$tag-\$((6*7))"
+    tm send-keys -t "$S" Enter
+    # the typed line echoes (echo mode back) and its output appears (icanon, onlcr)
+    if wait_for "^ok-$tag-42\$" 5 && screen | grep -q "echo ok-$tag-"; then
+        pass "$tag: the shell echoes and runs commands"
+    else
+        fail "$tag: the terminal was not restored (no echo of a typed command)"
+    fi
+    tm send-keys -t "$S" -l "clear"
+    tm send-keys -t "$S" Enter
+    sleep 0.2
+}
+
+# A clean shell, but sanitizer settings (CI's ASan/TSan passes) go through.
+PASS_ENV=""
+for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS; do
+    [ -n "${!v:-}" ] && PASS_ENV="$PASS_ENV $v=$(printf %q "${!v}")"
+done
+tm -f /dev/null new-session -d -x 160 -y 50 -s "$S" "env -i HOME=$T PATH=$PATH TERM=screen$PASS_ENV PS1='e2e\$ ' bash --norc --noprofile" ||
+    { echo "FAIL: cannot start tmux"; exit 1; }
+tm set-option -t "$S" -g status off >/dev/null
+wait_for 'e2e\$' 5 || { fail "the shell prompt did not appear"; exit 1; }
+
+# ---- 1. the main session: panes, live numbers, keys --------------------------
+run_ddptop main "LANG=C.UTF-8"
+if wait_for 'step [0-9]+/' 15; then pass "ddptop started"; else fail "ddptop did not start"; exit 1; fi
+for title in ' Ranks ' ' Timeline ' ' Loss ' ' Traffic ' ' Runs ' 'ddptop +model lenet' 'RUNNING' \
+    'samples/s' 'fwd .*comm .*data .*wait .*idle'; do
+    if wait_for "$title" 5; then pass "shows '$title'"; else fail "no '$title' on screen"; fi
+done
+# live numbers: rank rows with ms/step figures, busbw, the timeline axis
+if wait_for '│ +0 cpu +[0-9]+\.[0-9]+ ' 10 && wait_for '│ +1 cpu +[0-9]+\.[0-9]+ ' 5; then
+    pass "rank table has a live row per rank"
+else
+    fail "rank table rows missing"
+fi
+wait_for 'GB/s' 10 && pass "busbw shown" || fail "no busbw figure"
+wait_for '┴0─' 10 && pass "timeline has a time axis" || fail "no timeline axis"
+wait_for 'prediction n/a' 5 && pass "traffic labels the missing prediction n/a" || fail "no prediction label"
+wait_for_p '[\x{2801}-\x{28FF}]' 10 && pass "plots draw braille" || fail "no braille in the plots"
+if tm capture-pane -e -p -t "$S" | grep -Eq $'\x1b\\[[0-9;]*(3[0-7]|4[0-7]|38;|48;)[0-9;]*m'; then
+    pass "colour is on"
+else
+    fail "no colour escapes on screen"
+fi
+s1=$(step_now)
+if wait_step_above "${s1:-0}" 10; then pass "step counter moves ($s1 -> $(step_now))"; else fail "step counter stuck at $s1"; fi
+
+# p: the ranks stop at a step boundary; again: they go on (with a few steps
+# of history first, so the timeline has something to scroll back to)
+wait_step_above 8 20 || fail "fewer than 8 steps after 20 s"
+tm send-keys -t "$S" p
+if wait_for 'PAUSED' 5; then pass "p shows PAUSED"; else fail "p did not pause"; fi
+# the step in flight may still land (on a loaded machine it can take a
+# while): the counter must then hold still for a whole second
+held=0
+for try in 1 2 3; do
+    a=$(step_now)
+    sleep 1
+    b=$(step_now)
+    if [ -n "$a" ] && [ "$a" = "$b" ]; then held=1; break; fi
+done
+if [ $held = 1 ]; then pass "paused: step counter holds at $a"; else fail "paused, yet step went $a -> $b"; fi
+# history browsing while paused: left arrow on the focused timeline
+tm send-keys -t "$S" Tab
+tm send-keys -t "$S" Left
+tm send-keys -t "$S" Left
+wait_for 'scrolled back' 5 && pass "timeline scrolls back through history while paused" || fail "timeline did not scroll"
+tm send-keys -t "$S" End
+tm send-keys -t "$S" p
+if wait_for 'RUNNING' 5 && wait_step_above "$b" 10; then pass "p again resumes ($b -> $(step_now))"; else fail "did not resume"; fi
+
+# space: the view freezes while training goes on
+tm send-keys -t "$S" Space
+if wait_for 'FROZEN' 5; then
+    a=$(step_now)
+    sleep 1
+    b=$(step_now)
+    [ "$a" = "$b" ] && pass "space freezes the view" || fail "frozen view still changed ($a -> $b)"
+else
+    fail "space did not freeze"
+fi
+tm send-keys -t "$S" Space
+wait_step_above "${b:-0}" 10 && pass "space again thaws" || fail "view did not thaw"
+
+# zoom, log scale, help, theme, trace
+tm send-keys -t "$S" + +
+wait_for 'steps ([0-9]+)-\1 ' 5 && pass "+ zooms the timeline to one step" || fail "+ did not zoom"
+tm send-keys -t "$S" - -
+wait_for 'steps ([0-9]+)-([0-9]+) ' 5 && ! screen | grep -Eq 'steps ([0-9]+)-\1 ' && pass "- zooms out" || fail "- did not zoom out"
+tm send-keys -t "$S" l
+wait_for 'log10 ' 5 && pass "l switches the loss to log scale" || fail "l did not toggle"
+tm send-keys -t "$S" '?'
+wait_for ' Help ' 5 && pass "? opens help" || fail "? did not open help"
+tm send-keys -t "$S" x
+if wait_for ' Traffic ' 5 && ! screen | grep -q ' Help '; then pass "a key closes help"; else fail "help did not close"; fi
+tm send-keys -t "$S" t
+wait_for 'theme light' 5 && pass "t cycles the theme" || fail "t did not change the theme"
+tm send-keys -t "$S" e
+if wait_for 'trace written to ddptop-[0-9]+-1\.json|trace: ' 5; then
+    if screen | grep -q 'trace written'; then
+        f=$(ls "$T"/ddptop-*-1.json 2>/dev/null | head -1)
+        [ -s "$f" ] && pass "e wrote $f" || fail "e claims a trace but no file"
+    else
+        pass "e reports the trace error in the status line"
+    fi
+else
+    fail "e showed nothing"
+fi
+
+# s: the run stops cleanly, its result stays, the next strategy starts
+tm send-keys -t "$S" s
+if wait_for '│> 2 ' 15 && screen | grep -Eq '│  1 +allreduce .* (stopped|done)'; then
+    pass "s adds a second row to the runs pane"
+else
+    fail "s did not add a run"
+fi
+wait_for 'started ' 5 && pass "status names the new strategy" || fail "no status after s"
+s1=$(step_now)
+wait_step_above "${s1:-0}" 15 && pass "the new run trains" || fail "the new run does not train"
+
+# resize: small but usable, too small, back
+tm resize-window -t "$S" -x 50 -y 15
+# the Ranks box must close inside 50 columns: its windows were rebuilt, not clipped
+if wait_for 'terminal too small|^┌─ Ranks .*┐$' 5; then
+    pass "50x15: screen redrawn to fit"
+else
+    fail "50x15 not handled"
+fi
+tm resize-window -t "$S" -x 30 -y 8
+wait_for 'terminal too small' 5 && wait_for 'least 40x10' 1 && pass "30x8: says too small" || fail "30x8: no too-small message"
+tm resize-window -t "$S" -x 160 -y 50
+ok=1
+for title in ' Ranks ' ' Timeline ' ' Loss ' ' Traffic ' ' Runs '; do
+    wait_for "$title" 5 || ok=0
+done
+[ $ok = 1 ] && pass "160x50 again: every pane back" || fail "panes missing after growing back"
+s1=$(step_now)
+wait_step_above "${s1:-0}" 10 && pass "still training after the resizes" || fail "stuck after resize"
+
+# q: exit status 0, terminal restored
+tm send-keys -t "$S" q
+if wait_file "$T/exit.main" 15; then
+    st=$(cat "$T/exit.main")
+    [ "$st" = "EXIT=0" ] && pass "q exits with status 0" || fail "q exited with $st"
+else
+    fail "q did not exit"
+fi
+# the report of both runs is printed after the UI leaves
+wait_for '^lenet +synthetic +allreduce' 5 && pass "the runs' report is printed on exit" || fail "no report after exit"
+check_shell main
+
+# ---- 2. with an alpha-beta model, a prediction; Ctrl-C restores the terminal ---
+# A fit as --bench-comm stores it: 100 us + 1 ns/byte per allreduce call.
+cat > "$T/model.json" <<'JSON'
+{"fits": [{"backend": "shm", "algo": "ring", "ranks": 2, "collective": "allreduce",
+           "alpha_us": 100.0, "beta_us_per_byte": 0.001, "r2": 1.0}]}
+JSON
+run_ddptop sigint "LANG=C.UTF-8 DDPTOP_COMM_MODEL=$T/model.json"
+wait_for 'step [0-9]+/' 15 || fail "second ddptop did not start"
+wait_for 'prediction [0-9]+\.[0-9]+ GB/s' 10 && pass "traffic shows the model's predicted busbw" ||
+    fail "no predicted busbw with a model file"
+tm send-keys -t "$S" C-c
+if wait_file "$T/exit.sigint" 15; then
+    st=$(cat "$T/exit.sigint")
+    [ "$st" = "EXIT=130" ] && pass "Ctrl-C exits with 130" || fail "Ctrl-C exited with $st"
+else
+    fail "Ctrl-C did not stop ddptop"
+fi
+check_shell sigint
+
+# ---- 3. a crash (SIGABRT) still restores the terminal ---------------------------
+run_ddptop crash "LANG=C.UTF-8 DDPTOP_UI_TEST_CRASH=abort ASAN_OPTIONS=handle_abort=0"
+if wait_file "$T/exit.crash" 15; then
+    st=$(cat "$T/exit.crash")
+    [ "$st" = "EXIT=134" ] && pass "abort: killed by SIGABRT (134)" || fail "abort: exit status $st, expected 134"
+else
+    fail "crash test did not exit"
+fi
+check_shell crash
+
+# ---- 4. NO_COLOR and a non-UTF-8 locale: no colour, ASCII glyphs -----------------
+run_ddptop nocolor "LANG=C LC_ALL=C NO_COLOR=1"
+if wait_for 'step [0-9]+/' 15 && wait_for '# fwd' 5; then
+    pass "C locale: ASCII legend"
+else
+    fail "C locale: no ASCII legend"
+fi
+if tm capture-pane -e -p -t "$S" | grep -Eq $'\x1b\\[[0-9;]*(3[0-7]|4[0-7]|38;|48;)[0-9;]*m'; then
+    fail "NO_COLOR: colour escapes on screen"
+else
+    pass "NO_COLOR: no colour on screen"
+fi
+screen | grep -Pq '[\x{2800}-\x{28FF}\x{2588}]' && fail "C locale: wide glyphs on screen" || pass "C locale: no wide glyphs"
+tm send-keys -t "$S" q
+wait_file "$T/exit.nocolor" 15 && [ "$(cat "$T/exit.nocolor")" = "EXIT=0" ] && pass "q exits 0" || fail "NO_COLOR run did not exit 0"
+check_shell nocolor
+
+# ---- 5. a failed rank: FAILED and its error stay on screen until q -------------
+# (a learning rate this high makes LeNet's loss NaN within a few hundred steps)
+run_ddptop failed "LANG=C.UTF-8" "--lr 100 --momentum 0.99"
+if wait_for 'FAILED' 40 && wait_for 'run failed: rank [0-9]+ failed: .*diverged' 5; then
+    pass "a failed rank shows FAILED and the error"
+    sleep 1
+    screen | grep -q 'FAILED' && [ ! -s "$T/exit.failed" ] && pass "the failure stays on screen" ||
+        fail "the failed run did not stay on screen"
+else
+    fail "no FAILED state for a diverging run"
+fi
+tm send-keys -t "$S" q
+wait_file "$T/exit.failed" 15 && [ "$(cat "$T/exit.failed")" = "EXIT=1" ] && pass "q after a failure exits 1" ||
+    fail "q after a failure: $(cat "$T/exit.failed" 2>/dev/null)"
+check_shell failed
+
+echo "e2e_ui: $FAILS failure(s) in $(($(date +%s) - START)) s"
+[ "$FAILS" = 0 ]

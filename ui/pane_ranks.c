@@ -1,0 +1,186 @@
+/* pane_ranks.c - the rank table: one row per rank with its device, step
+ * time, throughput, where its time goes (a stacked bar and percentages),
+ * overlap, bytes and bus bandwidth. Columns drop out by priority as the
+ * terminal narrows; the bar takes the room that is left. */
+#include <stdio.h>
+#include <string.h>
+
+#include "panes.h"
+
+enum col_id { C_RANK, C_DEVICE, C_MS, C_SPS, C_BAR, C_COMP, C_COMM, C_DATA, C_IDLE, C_OVL, C_SENT, C_RECV, C_BUSBW, C_N };
+
+static const struct {
+    const char *name;
+    int width;
+    int drop; /* higher drops first; 0 never */
+} cols[C_N] = {
+    [C_RANK] = {"rank", 4, 0},    [C_DEVICE] = {"device", 8, 6}, [C_MS] = {"ms/step", 8, 0},
+    [C_SPS] = {"samples/s", 9, 1}, [C_BAR] = {"time split", 10, 0}, [C_COMP] = {"comp%", 6, 2},
+    [C_COMM] = {"comm%", 6, 2},    [C_DATA] = {"data%", 6, 4},    [C_IDLE] = {"idle%", 6, 3},
+    [C_OVL] = {"ovl%", 6, 5},      [C_SENT] = {"sent", 9, 7},     [C_RECV] = {"recv", 9, 7},
+    [C_BUSBW] = {"busbw", 10, 3},
+};
+
+#define BAR_MAX 60
+
+/* Which columns fit in width, and the bar's width. */
+static int fit_columns(int width, int on[C_N])
+{
+    for (int c = 0; c < C_N; c++)
+        on[c] = 1;
+    for (;;) {
+        int need = 0;
+        for (int c = 0; c < C_N; c++)
+            if (on[c])
+                need += cols[c].width + 1;
+        if (need <= width)
+            break;
+        int worst = -1;
+        for (int c = 0; c < C_N; c++)
+            if (on[c] && cols[c].drop > 0 && (worst < 0 || cols[c].drop >= cols[worst].drop))
+                worst = c;
+        if (worst < 0)
+            break;
+        on[worst] = 0;
+    }
+    int fixed = 0;
+    for (int c = 0; c < C_N; c++)
+        if (on[c] && c != C_BAR)
+            fixed += cols[c].width + 1;
+    int bar = width - fixed - 1;
+    if (bar > BAR_MAX)
+        bar = BAR_MAX;
+    return bar < 1 ? 1 : bar;
+}
+
+static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
+{
+    const struct snap *s = v->snap;
+    struct view_state *vs = v->vs;
+    int h, wd;
+    getmaxyx(w, h, wd);
+    werase(w);
+    int rows = h - 3;
+    if (rows < 1)
+        rows = 1;
+    vs->rank_rows = rows;
+    if (vs->rank0 > s->world - rows)
+        vs->rank0 = s->world - rows;
+    if (vs->rank0 < 0)
+        vs->rank0 = 0;
+    char note[64];
+    if (s->world > rows)
+        snprintf(note, sizeof(note), "%s%d-%d of %d", s->final ? "final, " : "", vs->rank0,
+                 vs->rank0 + rows - 1 < s->world - 1 ? vs->rank0 + rows - 1 : s->world - 1, s->world);
+    else
+        snprintf(note, sizeof(note), s->final ? "final report" : "last %.1f s", s->window_s);
+    draw_box(w, "Ranks", note, focused);
+
+    int on[C_N];
+    int bar = fit_columns(wd - 2, on);
+    int x = 1;
+    for (int c = 0; c < C_N; c++) {
+        if (!on[c])
+            continue;
+        int cw = c == C_BAR ? bar : cols[c].width;
+        if (c == C_BAR || c == C_DEVICE || c == C_RANK)
+            draw_textf(w, 1, x, wd - 1 - x, TH_LABEL, "%-*s", cw, cols[c].name);
+        else
+            draw_textf(w, 1, x, wd - 1 - x, TH_LABEL, "%*s", cw, cols[c].name);
+        x += cw + 1;
+    }
+    for (int k = 0; k < rows && vs->rank0 + k < s->world; k++) {
+        int i = vs->rank0 + k;
+        const struct snap_rank *r = &s->ranks[i];
+        int y = 2 + k;
+        x = 1;
+        for (int c = 0; c < C_N; c++) {
+            if (!on[c])
+                continue;
+            int cw = c == C_BAR ? bar : cols[c].width, room = wd - 1 - x;
+            char b[32];
+            switch (c) {
+            case C_RANK:
+                draw_textf(w, y, x, room, TH_VALUE, "%*d", cw, i);
+                break;
+            case C_DEVICE:
+                draw_textf(w, y, x, room, TH_NORMAL, "%-*.*s", cw, cw, r->valid ? r->device : s->device);
+                break;
+            case C_MS:
+                if (r->valid)
+                    draw_textf(w, y, x, room, TH_VALUE, "%*.2f", cw, r->ms_step);
+                else
+                    draw_textf(w, y, x, room, TH_DIM, "%*s", cw, "n/a");
+                break;
+            case C_SPS:
+                fmt_si(b, sizeof(b), r->samples_s);
+                draw_textf(w, y, x, room, r->valid ? TH_NORMAL : TH_DIM, "%*s", cw, r->valid ? b : "n/a");
+                break;
+            case C_BAR:
+                if (r->valid && x + cw <= wd - 1)
+                    draw_bar(w, y, x, cw, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct);
+                break;
+            case C_COMP:
+            case C_COMM:
+            case C_DATA:
+            case C_IDLE:
+            case C_OVL: {
+                double p = c == C_COMP ? r->compute_pct : c == C_COMM ? r->comm_pct : c == C_DATA ? r->data_pct
+                           : c == C_IDLE ? r->idle_pct : r->overlap_pct;
+                static const int el[] = {[C_COMP] = TH_COMPUTE, [C_COMM] = TH_CAT_COMM, [C_DATA] = TH_CAT_DATA,
+                                         [C_IDLE] = TH_NORMAL, [C_OVL] = TH_NORMAL};
+                if (r->valid)
+                    draw_textf(w, y, x, room, el[c], "%*.1f", cw, p);
+                else
+                    draw_textf(w, y, x, room, TH_DIM, "%*s", cw, "n/a");
+                break;
+            }
+            case C_SENT:
+            case C_RECV:
+                fmt_bytes(b, sizeof(b), (double)(c == C_SENT ? r->bytes_tx : r->bytes_rx));
+                draw_textf(w, y, x, room, TH_NORMAL, "%*s", cw, b);
+                break;
+            case C_BUSBW:
+                if (r->busbw_valid)
+                    draw_textf(w, y, x, room, TH_BUSBW, "%*.2f GB/s", cw - 5, r->busbw_gbps);
+                else
+                    draw_textf(w, y, x, room, TH_DIM, "%*s", cw, "n/a");
+                break;
+            default:
+                break;
+            }
+            x += cw + 1;
+        }
+    }
+}
+
+static int ranks_key(int ch, struct pane_view *v)
+{
+    struct view_state *vs = v->vs;
+    int max0 = v->snap->world - vs->rank_rows;
+    if (max0 < 0)
+        max0 = 0;
+    switch (ch) {
+    case KEY_UP:
+        vs->rank0 = vs->rank0 > 0 ? vs->rank0 - 1 : 0;
+        return UI_HANDLED | UI_REDRAW;
+    case KEY_DOWN:
+        vs->rank0 = vs->rank0 < max0 ? vs->rank0 + 1 : max0;
+        return UI_HANDLED | UI_REDRAW;
+    case KEY_PPAGE:
+        vs->rank0 = vs->rank0 > vs->rank_rows ? vs->rank0 - vs->rank_rows : 0;
+        return UI_HANDLED | UI_REDRAW;
+    case KEY_NPAGE:
+        vs->rank0 = vs->rank0 + vs->rank_rows < max0 ? vs->rank0 + vs->rank_rows : max0;
+        return UI_HANDLED | UI_REDRAW;
+    default:
+        return 0;
+    }
+}
+
+const struct pane_ops pane_ranks = {
+    .title = "Ranks",
+    .focusable = 1,
+    .draw = ranks_draw,
+    .key = ranks_key,
+};

@@ -1,0 +1,206 @@
+/* pane_runs.c - every run of this session side by side: the finished ones
+ * (their final results, kept when `s` moved on) and the current one, live.
+ * It answers "which strategy wins here, and why" without leaving the UI. */
+#include <stdio.h>
+#include <string.h>
+
+#include "panes.h"
+#include "report.h"
+#include "run.h"
+#include "strategy.h"
+
+struct row {
+    const char *strategy;
+    int ranks;
+    long steps;
+    double ms, sps, comp, comm, idle, acc;
+    int rate_valid, acc_valid;
+    int state;
+};
+
+static void row_of_result(struct row *r, const struct run_result *res)
+{
+    r->strategy = strategy_name(res->cfg.strategy);
+    r->ranks = res->world;
+    r->steps = res->steps;
+    r->ms = res->ms_mean;
+    r->sps = res->samples_per_s;
+    r->rate_valid = res->steps > 0 && res->ms_mean > 0;
+    r->comp = res->compute_pct;
+    r->comm = res->comm_pct;
+    r->idle = res->idle_pct;
+    r->acc = res->test_acc;
+    r->acc_valid = res->test_valid;
+    r->state = res->state;
+}
+
+/* The live run's row, from the snapshot: its mean split is the ranks'. */
+static void row_of_snap(struct row *r, const struct snap *s)
+{
+    r->strategy = s->strategy;
+    r->ranks = s->world;
+    r->steps = s->steps_done;
+    r->ms = s->ms_step;
+    r->sps = s->samples_s;
+    r->rate_valid = s->rate_valid;
+    double c = 0, m = 0, i = 0;
+    int n = 0;
+    for (int k = 0; k < s->world; k++)
+        if (s->ranks[k].valid) {
+            c += s->ranks[k].compute_pct;
+            m += s->ranks[k].comm_pct;
+            i += s->ranks[k].idle_pct;
+            n++;
+        }
+    r->comp = n ? c / n : 0;
+    r->comm = n ? m / n : 0;
+    r->idle = n ? i / n : 0;
+    r->acc = s->test_acc;
+    r->acc_valid = s->test_valid;
+    r->state = s->state;
+}
+
+enum col_id { C_NUM, C_STRATEGY, C_RANKS, C_STEPS, C_MS, C_SPS, C_COMP, C_COMM, C_IDLE, C_ACC, C_STATE, C_N };
+
+static const struct {
+    const char *name;
+    int width;
+    int drop;  /* higher drops first; 0 never */
+    int left;  /* left-aligned */
+} cols[C_N] = {
+    [C_NUM] = {"#", 3, 0, 1},     [C_STRATEGY] = {"strategy", 14, 0, 1}, [C_RANKS] = {"ranks", 5, 5, 0},
+    [C_STEPS] = {"steps", 7, 6, 0}, [C_MS] = {"ms/step", 8, 0, 0},       [C_SPS] = {"samples/s", 9, 0, 0},
+    [C_COMP] = {"comp%", 6, 4, 0}, [C_COMM] = {"comm%", 6, 2, 0},        [C_IDLE] = {"idle%", 6, 3, 0},
+    [C_ACC] = {"test acc", 8, 1, 0}, [C_STATE] = {"state", 8, 7, 1},
+};
+
+static void fit_columns(int width, int on[C_N])
+{
+    for (int c = 0; c < C_N; c++)
+        on[c] = 1;
+    for (;;) {
+        int need = 2; /* the current-run marker */
+        for (int c = 0; c < C_N; c++)
+            if (on[c])
+                need += cols[c].width + 1;
+        if (need <= width)
+            return;
+        int worst = -1;
+        for (int c = 0; c < C_N; c++)
+            if (on[c] && cols[c].drop > 0 && (worst < 0 || cols[c].drop > cols[worst].drop))
+                worst = c;
+        if (worst < 0)
+            return;
+        on[worst] = 0;
+    }
+}
+
+static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
+{
+    struct view_state *vs = v->vs;
+    int h, wd;
+    getmaxyx(w, h, wd);
+    werase(w);
+    int total = v->nresults + (v->live ? 1 : 0);
+    int rows = h - 3;
+    if (rows < 1)
+        rows = 1;
+    vs->run_rows = rows;
+    if (vs->run0 > total - rows)
+        vs->run0 = total - rows;
+    if (vs->run0 < 0)
+        vs->run0 = 0;
+    char note[48];
+    snprintf(note, sizeof(note), "%d run%s  s: next strategy", total, total == 1 ? "" : "s");
+    draw_box(w, "Runs", note, focused);
+    int on[C_N];
+    fit_columns(wd - 2, on);
+    int x = 3;
+    for (int c = 0; c < C_N; c++)
+        if (on[c]) {
+            draw_textf(w, 1, x, wd - 1 - x, TH_LABEL, cols[c].left ? "%-*s" : "%*s", cols[c].width, cols[c].name);
+            x += cols[c].width + 1;
+        }
+    for (int k = 0; k < rows && vs->run0 + k < total; k++) {
+        int idx = vs->run0 + k;
+        struct row r;
+        if (v->live && idx == v->nresults)
+            row_of_snap(&r, v->snap);
+        else
+            row_of_result(&r, &v->results[idx]);
+        int cur = idx == v->current, el = cur ? TH_SELECTED : TH_NORMAL, y = 2 + k;
+        draw_text(w, y, 1, 2, el, cur ? ">" : " ");
+        x = 3;
+        for (int c = 0; c < C_N; c++) {
+            if (!on[c])
+                continue;
+            int cw = cols[c].width, room = wd - 1 - x;
+            char b[32];
+            switch (c) {
+            case C_NUM:
+                snprintf(b, sizeof(b), "%d", idx + 1);
+                break;
+            case C_STRATEGY:
+                snprintf(b, sizeof(b), "%s", r.strategy);
+                break;
+            case C_RANKS:
+                snprintf(b, sizeof(b), "%d", r.ranks);
+                break;
+            case C_STEPS:
+                snprintf(b, sizeof(b), "%ld", r.steps);
+                break;
+            case C_MS:
+                if (r.rate_valid)
+                    snprintf(b, sizeof(b), "%.2f", r.ms);
+                else
+                    snprintf(b, sizeof(b), "n/a");
+                break;
+            case C_SPS:
+                if (r.rate_valid)
+                    fmt_si(b, sizeof(b), r.sps);
+                else
+                    snprintf(b, sizeof(b), "n/a");
+                break;
+            case C_COMP:
+            case C_COMM:
+            case C_IDLE:
+                snprintf(b, sizeof(b), "%.1f", c == C_COMP ? r.comp : c == C_COMM ? r.comm : r.idle);
+                break;
+            case C_ACC:
+                if (r.acc_valid)
+                    snprintf(b, sizeof(b), "%.2f%%", r.acc);
+                else
+                    snprintf(b, sizeof(b), "n/a");
+                break;
+            default:
+                snprintf(b, sizeof(b), "%s", run_state_name(r.state));
+                break;
+            }
+            draw_textf(w, y, x, room, el, cols[c].left ? "%-*.*s" : "%*.*s", cw, cw, b);
+            x += cw + 1;
+        }
+    }
+}
+
+static int runs_key(int ch, struct pane_view *v)
+{
+    struct view_state *vs = v->vs;
+    int total = v->nresults + (v->live ? 1 : 0);
+    int max0 = total - vs->run_rows > 0 ? total - vs->run_rows : 0;
+    if (ch == KEY_UP) {
+        vs->run0 = vs->run0 > 0 ? vs->run0 - 1 : 0;
+        return UI_HANDLED | UI_REDRAW;
+    }
+    if (ch == KEY_DOWN) {
+        vs->run0 = vs->run0 < max0 ? vs->run0 + 1 : max0;
+        return UI_HANDLED | UI_REDRAW;
+    }
+    return 0;
+}
+
+const struct pane_ops pane_runs = {
+    .title = "Runs",
+    .focusable = 1,
+    .draw = runs_draw,
+    .key = runs_key,
+};

@@ -1,0 +1,92 @@
+/* pane_traffic.c - bytes per second moved by all ranks (sent + received)
+ * and the bus bandwidth collectives reach, over time, next to what the
+ * alpha-beta cost model predicts for the same calls (drawn dim under the
+ * measured curve). The model comes from --bench-comm; without a fit for
+ * this backend and world size the prediction reads "n/a" rather than a
+ * made-up number. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "panes.h"
+#include "plot.h"
+
+#define YLAB_W 8
+
+static struct canvas g_canvas;
+
+/* One plot of n series in rows [y, y + ph), sharing a y axis from zero. */
+static void one_plot(WINDOW *w, int y, int ph, int wd, const struct series *const *ss, const int *els, int n,
+                     const char *unit, double scale)
+{
+    int x0 = 1 + YLAB_W + 1, pw = wd - 1 - x0;
+    if (pw < 4 || ph < 1)
+        return;
+    struct plot_axes ax;
+    if (!plot_range(&ax, ss, n, 0, 0)) {
+        draw_text(w, y + ph / 2, x0, pw, TH_DIM, "no data yet");
+        return;
+    }
+    if (ax.lo > 0)
+        ax.lo = 0; /* rates read best from zero */
+    canvas_begin(&g_canvas, pw, ph);
+    for (int i = 0; i < n; i++)
+        plot_series(&g_canvas, &ax, ss[i], els[i]);
+    canvas_blit(&g_canvas, w, y, x0);
+    char lab[24];
+    plot_label(lab, sizeof(lab), ax.hi * scale);
+    draw_textf(w, y, 1, YLAB_W, TH_AXIS, "%*s", YLAB_W, lab);
+    if (ph >= 2)
+        draw_textf(w, y + ph - 1, 1, YLAB_W, TH_AXIS, "%*s", YLAB_W, unit);
+}
+
+static void traffic_draw(WINDOW *w, struct pane_view *v, int focused)
+{
+    const struct snap *s = v->snap;
+    int h, wd;
+    getmaxyx(w, h, wd);
+    werase(w);
+    char note[48];
+    snprintf(note, sizeof(note), "last %.0f s", s->traffic_span_s);
+    draw_box(w, "Traffic", note, focused);
+
+    /* the figures now */
+    char rate[24], bus[24], pred[48];
+    fmt_bytes(rate, sizeof(rate), s->rate_bytes_now);
+    if (s->busbw_now_valid)
+        snprintf(bus, sizeof(bus), "%.2f GB/s", s->busbw_now);
+    else
+        snprintf(bus, sizeof(bus), "n/a");
+    if (s->pred_now_valid)
+        snprintf(pred, sizeof(pred), "%.2f GB/s", s->busbw_pred_now);
+    else
+        snprintf(pred, sizeof(pred), "%s", !s->have_model ? "n/a (run --bench-comm)" : "n/a");
+    int x = 1, room = wd - 2;
+    x += draw_text(w, 1, x, room, TH_BYTES, rate);
+    x += draw_text(w, 1, x, wd - 1 - x, TH_BYTES, "/s  ");
+    x += draw_text(w, 1, x, wd - 1 - x, TH_LABEL, "busbw ");
+    x += draw_text(w, 1, x, wd - 1 - x, s->busbw_now_valid ? TH_BUSBW : TH_DIM, bus);
+    x += draw_text(w, 1, x, wd - 1 - x, TH_LABEL, "  prediction ");
+    if (!s->pred_now_valid && wd - 1 - x < (int)strlen(pred))
+        snprintf(pred, sizeof(pred), "n/a");
+    draw_text(w, 1, x, wd - 1 - x, TH_PREDICTION, pred);
+
+    const struct series *bytes[1] = {&s->rate_bytes};
+    const struct series *bw[2] = {&s->busbw_pred, &s->busbw};
+    static const int bytes_el[1] = {TH_BYTES}, bw_el[2] = {TH_PREDICTION, TH_BUSBW};
+    int rows = h - 3; /* border and the figures line */
+    if (rows >= 4) {
+        int top = rows / 2;
+        one_plot(w, 2, top, wd, bytes, bytes_el, 1, "MB/s", 1e-6);
+        one_plot(w, 2 + top, rows - top, wd, bw, bw_el, s->have_model ? 2 : 1, "bw GB/s", 1.0);
+    } else {
+        one_plot(w, 2, rows, wd, bytes, bytes_el, 1, "MB/s", 1e-6);
+    }
+}
+
+const struct pane_ops pane_traffic = {
+    .title = "Traffic",
+    .focusable = 1,
+    .draw = traffic_draw,
+    .key = NULL,
+};

@@ -1,0 +1,315 @@
+/* snap.c - taking the panes' snapshot of a run (see snap.h). Runs on the
+ * UI thread, which is also the run's collector, so the metrics it reads are
+ * never written concurrently. */
+#include "snap.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "report.h"
+#include "run.h"
+#include "strategy.h"
+
+int snap_init(struct snap *s, const struct run *r)
+{
+    memset(s, 0, sizeof(*s));
+    s->world = r->world;
+    s->ranks = calloc((size_t)r->world, sizeof(*s->ranks));
+    s->loss_rank = calloc((size_t)r->world, sizeof(*s->loss_rank));
+    if (!s->ranks || !s->loss_rank) {
+        snap_free(s);
+        return -1;
+    }
+    for (int i = 0; i < r->world; i++) {
+        s->ranks[i].hist = malloc(sizeof(struct span) * METRICS_HISTORY);
+        if (!s->ranks[i].hist) {
+            snap_free(s);
+            return -1;
+        }
+        series_reset(&s->loss_rank[i]);
+    }
+    series_reset(&s->loss_mean);
+    series_reset(&s->rate_bytes);
+    series_reset(&s->busbw);
+    series_reset(&s->busbw_pred);
+    snprintf(s->model, sizeof(s->model), "%s", r->cfg.model);
+    snprintf(s->dataset, sizeof(s->dataset), "%s", r->train->name);
+    snprintf(s->strategy, sizeof(s->strategy), "%s", strategy_name(r->cfg.strategy));
+    const char *comm = r->cfg.comm == COMM_NCCL ? "nccl" : r->cfg.comm == COMM_MPI ? "mpi" : "shm";
+    if (r->cfg.comm == COMM_SHM)
+        snprintf(s->backend, sizeof(s->backend), "%s/%s", comm, r->cfg.algo == ALGO_NAIVE ? "naive" : "ring");
+    else
+        snprintf(s->backend, sizeof(s->backend), "%s", comm);
+    snprintf(s->device, sizeof(s->device), "%s", r->devops->name);
+    s->local_batch = r->local_batch;
+    s->global_batch = r->global_batch;
+    s->epochs = r->cfg.epochs;
+    s->steps_per_epoch = r->steps_per_epoch;
+    s->total_steps = r->total_steps;
+    s->threshold = r->cfg.loss_threshold;
+    s->threshold_step = -1;
+    /* the alpha-beta fits, read once: the file may be missing (n/a) */
+    char path[1024];
+    cost_model_path(path, sizeof(path));
+    for (int k = 1; k < COLL_COUNT; k++)
+        if (cost_model_lookup(path, comm, r->cfg.algo == ALGO_NAIVE ? "naive" : "ring", r->world, k, &s->fit[k]) == 0 &&
+            s->fit[k].valid)
+            s->have_model = 1;
+        else
+            s->fit[k].valid = 0;
+    return 0;
+}
+
+void snap_free(struct snap *s)
+{
+    if (s->ranks)
+        for (int i = 0; i < s->world; i++)
+            free(s->ranks[i].hist);
+    free(s->ranks);
+    free(s->loss_rank);
+    memset(s, 0, sizeof(*s));
+}
+
+int snap_lanes(const struct snap *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->world; i++) {
+        unsigned l = s->ranks[i].lanes | 1u; /* the main lane always shows */
+        for (int k = 0; k < LANE_COUNT; k++)
+            n += (l >> k) & 1u;
+    }
+    return n;
+}
+
+/* Copies the spans that reached rank i's history since the last frame. */
+static void copy_history(struct snap_rank *sr, const struct rank_metrics *rm)
+{
+    uint64_t from = sr->nhist, to = rm->nhistory;
+    if (to - from > METRICS_HISTORY)
+        from = to - METRICS_HISTORY;
+    for (uint64_t k = from; k < to; k++) {
+        const struct span *sp = &rm->history[k % METRICS_HISTORY];
+        sr->hist[k % METRICS_HISTORY] = *sp;
+        if (sp->lane < LANE_COUNT)
+            sr->lanes |= 1u << sp->lane;
+    }
+    sr->nhist = to;
+}
+
+static void pcts_of(struct snap_rank *sr, const struct breakdown *b)
+{
+    sr->compute_pct = breakdown_pct(b->compute_ns, b->wall_ns);
+    sr->comm_pct = breakdown_pct(b->comm_ns, b->wall_ns);
+    sr->data_pct = breakdown_pct(b->data_ns, b->wall_ns);
+    sr->idle_pct = breakdown_pct(b->idle_ns, b->wall_ns);
+    sr->overlap_pct = b->comm_union_ns > 0 ? 100.0 * (double)b->overlap_ns / (double)b->comm_union_ns : 0.0;
+}
+
+static void breakdown_sub(struct breakdown *d, const struct breakdown *a, const struct breakdown *b)
+{
+    d->wall_ns = a->wall_ns - b->wall_ns;
+    d->compute_ns = a->compute_ns - b->compute_ns;
+    d->comm_ns = a->comm_ns - b->comm_ns;
+    d->data_ns = a->data_ns - b->data_ns;
+    d->idle_ns = a->idle_ns - b->idle_ns;
+    d->comm_union_ns = a->comm_union_ns - b->comm_union_ns;
+    d->overlap_ns = a->overlap_ns - b->overlap_ns;
+}
+
+/* Rank i's live row: deltas over the frame window, or the last step when no
+ * step finished inside it (paused, or steps longer than the window). */
+static void rank_live(struct snap *s, int i, const struct run *r, int oldest)
+{
+    struct snap_rank *sr = &s->ranks[i];
+    const struct rank_metrics *rm = &r->metrics.r[i];
+    const struct snap_sample *now = &sr->win[s->win_head], *old = &sr->win[oldest];
+    sr->steps = (long)rm->nsteps;
+    sr->valid = rm->nsteps > 0;
+    if (sr->valid && !sr->device[0])
+        /* the rank thread named its device before it pushed its first step */
+        snprintf(sr->device, sizeof(sr->device), "%s", r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
+    size_t dsteps = now->nsteps - old->nsteps;
+    if (dsteps > 0) {
+        struct breakdown d;
+        breakdown_sub(&d, &now->total, &old->total);
+        sr->ms_step = (double)d.wall_ns / (double)dsteps / 1e6;
+        pcts_of(sr, &d);
+    } else if (sr->valid) {
+        sr->ms_step = (double)rm->step_wall_ns[rm->nsteps - 1] / 1e6;
+        pcts_of(sr, &rm->last);
+    }
+    sr->samples_s = sr->ms_step > 0 ? s->local_batch / (sr->ms_step / 1e3) : 0;
+    sr->bytes_tx = rm->bytes_tx;
+    sr->bytes_rx = rm->bytes_rx;
+    int64_t dx = now->xfer_ns - old->xfer_ns;
+    if (dx > 0) {
+        sr->busbw_gbps = (now->bus - old->bus) / (double)dx;
+        sr->busbw_valid = 1;
+    } else {
+        sr->busbw_valid = rm->xfer_ns > 0 && rm->bus_bytes > 0;
+        sr->busbw_gbps = sr->busbw_valid ? rm->bus_bytes / (double)rm->xfer_ns : 0;
+    }
+}
+
+static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
+{
+    snprintf(sr->device, sizeof(sr->device), "%s", rr->device);
+    sr->steps = rr->steps;
+    sr->valid = rr->steps > 0;
+    sr->ms_step = rr->ms_mean;
+    sr->samples_s = rr->samples_per_s;
+    sr->compute_pct = rr->compute_pct;
+    sr->comm_pct = rr->comm_pct;
+    sr->data_pct = rr->data_pct;
+    sr->idle_pct = rr->idle_pct;
+    sr->overlap_pct = rr->overlap_pct;
+    sr->bytes_tx = rr->bytes_tx;
+    sr->bytes_rx = rr->bytes_rx;
+    sr->busbw_gbps = rr->busbw_gbps;
+    sr->busbw_valid = rr->busbw_valid;
+}
+
+static void update_loss(struct snap *s, const struct run *r)
+{
+    const struct metrics *m = &r->metrics;
+    for (size_t k = s->loss_fed; k < m->steps_done; k++) {
+        series_push(&s->loss_mean, m->loss_mean[k]);
+        for (int i = 0; i < s->world; i++)
+            series_push(&s->loss_rank[i], m->r[i].step_loss[k]);
+    }
+    s->loss_fed = m->steps_done;
+    if (m->steps_done > 0) {
+        s->loss = m->loss_running[m->steps_done - 1];
+        s->loss_valid = 1;
+    }
+    s->threshold_step = m->threshold_step;
+    int ne = m->nepochs < SNAP_MAX_EPOCHS ? m->nepochs : SNAP_MAX_EPOCHS;
+    for (int e = s->nepochs; e < ne; e++) {
+        s->acc[e] = m->test_total[e] > 0 ? (float)(100.0 * m->test_correct[e] / (double)m->test_total[e]) : NAN;
+        long last = (long)(e + 1) * s->steps_per_epoch - 1;
+        if (last > (long)m->steps_done - 1)
+            last = (long)m->steps_done - 1;
+        s->acc_step[e] = last;
+    }
+    s->nepochs = ne;
+    if (ne > 0 && !isnan(s->acc[ne - 1])) {
+        s->test_acc = s->acc[ne - 1];
+        s->test_valid = 1;
+    }
+}
+
+/* One traffic sample per frame while the ranks run: rates are deltas of the
+ * cumulative counters since the previous sample. */
+static void update_traffic(struct snap *s, const struct run *r, int64_t now_ns, int live)
+{
+    uint64_t bytes = 0, calls[COLL_COUNT] = {0};
+    double bus = 0, kind_bytes[COLL_COUNT] = {0};
+    int64_t xfer = 0;
+    for (int i = 0; i < s->world; i++) {
+        const struct rank_metrics *rm = &r->metrics.r[i];
+        bytes += rm->bytes_tx + rm->bytes_rx;
+        bus += rm->bus_bytes;
+        xfer += rm->xfer_ns;
+        for (int k = 0; k < COLL_COUNT; k++) {
+            calls[k] += rm->kind_calls[k];
+            kind_bytes[k] += rm->kind_bytes[k];
+        }
+    }
+    if (s->have_prev && live && now_ns > s->prev_t_ns) {
+        double dt = (double)(now_ns - s->prev_t_ns) / 1e9;
+        s->rate_bytes_now = (double)(bytes - s->prev_bytes) / dt;
+        int64_t dx = xfer - s->prev_xfer;
+        s->busbw_now_valid = dx > 0;
+        s->busbw_now = dx > 0 ? (bus - s->prev_bus) / (double)dx : NAN;
+        /* The same calls, timed by the model: busbw over predicted time.
+         * Valid only when every kind used in this sample has a fit. */
+        double pred_us = 0;
+        int used = 0, ok = 1;
+        for (int k = 1; k < COLL_COUNT; k++) {
+            uint64_t dc = calls[k] - s->prev_calls[k];
+            if (!dc || k == COLL_BARRIER)
+                continue;
+            used = 1;
+            if (!s->fit[k].valid) {
+                ok = 0;
+                break;
+            }
+            pred_us += (double)dc * s->fit[k].alpha_us + s->fit[k].beta_us_per_byte * (kind_bytes[k] - s->prev_kind_bytes[k]);
+        }
+        s->pred_now_valid = used && ok && pred_us > 0 && s->busbw_now_valid;
+        s->busbw_pred_now = s->pred_now_valid ? (bus - s->prev_bus) / (pred_us * 1e3) : NAN;
+        series_push(&s->rate_bytes, s->rate_bytes_now);
+        series_push(&s->busbw, s->busbw_now);
+        series_push(&s->busbw_pred, s->busbw_pred_now);
+        s->traffic_span_s = (double)(now_ns - s->traffic_t0_ns) / 1e9;
+    }
+    memcpy(s->prev_calls, calls, sizeof(calls));
+    memcpy(s->prev_kind_bytes, kind_bytes, sizeof(kind_bytes));
+    if (!s->have_prev)
+        s->traffic_t0_ns = now_ns;
+    s->have_prev = 1;
+    s->prev_t_ns = now_ns;
+    s->prev_bytes = bytes;
+    s->prev_bus = bus;
+    s->prev_xfer = xfer;
+}
+
+void snap_update(struct snap *s, const struct run *r, const struct run_result *final, int64_t now_ns)
+{
+    const struct metrics *m = &r->metrics;
+    s->state = r->state;
+    snprintf(s->err, sizeof(s->err), "%s", r->err);
+    s->steps_done = (long)m->steps_done;
+    s->epoch = s->steps_per_epoch > 0 ? (int)(s->steps_done / s->steps_per_epoch) : 0;
+    if (s->epoch >= s->epochs)
+        s->epoch = s->epochs - 1;
+    int64_t end = r->t_end_ns ? r->t_end_ns : now_ns;
+    s->elapsed_s = (double)(end - r->t_start_ns) / 1e9;
+
+    s->win_head = (s->win_head + 1) % SNAP_WINDOW;
+    if (s->nwin < SNAP_WINDOW)
+        s->nwin++;
+    int oldest = (s->win_head - s->nwin + 1 + SNAP_WINDOW) % SNAP_WINDOW;
+    s->win_t_ns[s->win_head] = now_ns;
+    s->window_s = (double)(now_ns - s->win_t_ns[oldest]) / 1e9;
+    double slowest = 0;
+    int any = 0;
+    for (int i = 0; i < s->world; i++) {
+        struct snap_rank *sr = &s->ranks[i];
+        const struct rank_metrics *rm = &m->r[i];
+        copy_history(sr, rm);
+        struct snap_sample *w = &sr->win[s->win_head];
+        w->nsteps = rm->nsteps;
+        w->total = rm->total;
+        w->bytes = rm->bytes_tx + rm->bytes_rx;
+        w->bus = rm->bus_bytes;
+        w->xfer_ns = rm->xfer_ns;
+        if (final && i < final->nranks)
+            rank_final(sr, &final->ranks[i]);
+        else
+            rank_live(s, i, r, oldest);
+        if (sr->valid) {
+            any = 1;
+            if (sr->ms_step > slowest)
+                slowest = sr->ms_step;
+        }
+    }
+    s->final = final != NULL;
+    if (final && final->steps > 0) {
+        s->ms_step = final->ms_mean;
+        s->samples_s = final->samples_per_s;
+        s->rate_valid = final->ms_mean > 0;
+    } else {
+        s->ms_step = slowest;
+        s->samples_s = slowest > 0 ? s->global_batch / (slowest / 1e3) : 0;
+        s->rate_valid = any && slowest > 0;
+    }
+    long left = s->total_steps - s->steps_done;
+    s->eta_valid = s->state == RUN_RUNNING && s->rate_valid && left > 0;
+    s->eta_s = s->eta_valid ? (double)left * s->ms_step / 1e3 : 0;
+
+    update_loss(s, r);
+    update_traffic(s, r, now_ns, s->state == RUN_RUNNING);
+}
