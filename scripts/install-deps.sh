@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config git
   libdnnl-dev libopenblas-dev zlib1g-dev libcjson-dev libncurses-dev
-  libcmocka-dev tmux python3 time
+  libcmocka-dev tmux python3 time clang-format
   openmpi-bin libopenmpi-dev
   dataset-fashion-mnist
 )
