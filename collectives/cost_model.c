@@ -12,25 +12,34 @@
 
 int cost_fit_points(const double *x, const double *y, int n, double *alpha, double *beta, double *r2)
 {
+    /* Weighted least squares with weights 1/y^2: minimises the relative error,
+     * so the small messages (which set alpha) count as much as the large
+     * ones (which set beta); plain least squares lets the largest sizes'
+     * noise swamp alpha. */
     if (n < 2)
         return -1;
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (int i = 0; i < n; i++) {
-        sx += x[i];
-        sy += y[i];
-        sxx += x[i] * x[i];
-        sxy += x[i] * y[i];
+        if (!(y[i] > 0))
+            return -1;
+        double w = 1.0 / (y[i] * y[i]);
+        sw += w;
+        sx += w * x[i];
+        sy += w * y[i];
+        sxx += w * x[i] * x[i];
+        sxy += w * x[i] * y[i];
     }
-    double d = n * sxx - sx * sx;
+    double d = sw * sxx - sx * sx;
     if (d == 0)
         return -1;
-    *beta = (n * sxy - sx * sy) / d;
-    *alpha = (sy - *beta * sx) / n;
-    double mean = sy / n, ss_tot = 0, ss_res = 0;
+    *beta = (sw * sxy - sx * sy) / d;
+    *alpha = (sy - *beta * sx) / sw;
+    /* r2 of the relative residuals */
+    double ss_res = 0, ss_tot = 0, ybar = sy / sw;
     for (int i = 0; i < n; i++) {
-        double p = *alpha + *beta * x[i];
-        ss_res += (y[i] - p) * (y[i] - p);
-        ss_tot += (y[i] - mean) * (y[i] - mean);
+        double w = 1.0 / (y[i] * y[i]), p = *alpha + *beta * x[i];
+        ss_res += w * (y[i] - p) * (y[i] - p);
+        ss_tot += w * (y[i] - ybar) * (y[i] - ybar);
     }
     *r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
     return 0;

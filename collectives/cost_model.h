@@ -24,7 +24,8 @@ struct cost_fit {
     int valid;
 };
 
-/* Least-squares fit of t_us = alpha + beta * bytes over n points. */
+/* Fit of t_us = alpha + beta * bytes over n points, minimising the relative
+ * error (weights 1/t^2). */
 int cost_fit_points(const double *bytes, const double *t_us, int n, double *alpha, double *beta, double *r2);
 /* Predicted microseconds for one call of `bytes`. */
 double cost_predict_us(const struct cost_fit *f, double bytes);
