@@ -28,8 +28,14 @@ static double factor(int kind, int n)
 static double bench(const char *path, uint64_t target, uint64_t *written, double *secs)
 {
     const char *dev[2] = {"cpu", "cpu"};
-    struct trace_export_opts o = {.path = path, .world = 2, .step_to = -1, .backend = "shm", .algo = "ring",
-                                  .device = dev, .base_ns = 0, .busbw_factor = factor};
+    struct trace_export_opts o = {.path = path,
+                                  .world = 2,
+                                  .step_to = -1,
+                                  .backend = "shm",
+                                  .algo = "ring",
+                                  .device = dev,
+                                  .base_ns = 0,
+                                  .busbw_factor = factor};
     struct trace_export *x;
     char err[1500];
     if (trace_export_open(&x, &o, err, sizeof(err)) != 0) {
@@ -43,8 +49,8 @@ static double bench(const char *path, uint64_t target, uint64_t *written, double
         int64_t t0 = t;
         for (int r = 0; r < 2; r++) {
             int64_t u = t0;
-            struct span s = {.t0_ns = u, .t1_ns = u + 30000, .step = step, .tag = -1, .lane = LANE_MAIN,
-                             .cat = CAT_DATA};
+            struct span s = {
+                .t0_ns = u, .t1_ns = u + 30000, .step = step, .tag = -1, .lane = LANE_MAIN, .cat = CAT_DATA};
             trace_export_span(x, r, &s);
             u += 30000;
             s = (struct span){.t0_ns = u, .t1_ns = u + 2000000, .step = step, .tag = -1, .cat = CAT_FORWARD};
@@ -54,20 +60,33 @@ static double bench(const char *path, uint64_t target, uint64_t *written, double
             trace_export_span(x, r, &s);
             u += 4000000;
             for (int p = 0; p < 10; p++) {
-                struct span w = {.t0_ns = u + 100, .t1_ns = u + 3100 + r * 1000, .step = step, .seq = seq + p,
-                                 .tag = (int16_t)p, .cat = CAT_WAIT, .coll = COLL_ALLREDUCE};
+                struct span w = {.t0_ns = u + 100,
+                                 .t1_ns = u + 3100 + r * 1000,
+                                 .step = step,
+                                 .seq = seq + p,
+                                 .tag = (int16_t)p,
+                                 .cat = CAT_WAIT,
+                                 .coll = COLL_ALLREDUCE};
                 trace_export_span(x, r, &w);
-                struct span c = {.t0_ns = u, .t1_ns = u + 20000 + r * 1000, .bytes = 12345, .bytes_rx = 12345,
-                                 .size = 24690, .step = step, .seq = seq + p, .tag = (int16_t)p, .cat = CAT_COMM,
-                                 .coll = COLL_ALLREDUCE, .outer = 1};
+                struct span c = {.t0_ns = u,
+                                 .t1_ns = u + 20000 + r * 1000,
+                                 .bytes = 12345,
+                                 .bytes_rx = 12345,
+                                 .size = 24690,
+                                 .step = step,
+                                 .seq = seq + p,
+                                 .tag = (int16_t)p,
+                                 .cat = CAT_COMM,
+                                 .coll = COLL_ALLREDUCE,
+                                 .outer = 1};
                 trace_export_span(x, r, &c);
                 u += 21000;
             }
             s = (struct span){.t0_ns = u, .t1_ns = u + 500000, .step = step, .tag = -1, .cat = CAT_OPTIMIZER};
             trace_export_span(x, r, &s);
             u += 500000;
-            struct trace_step_info st = {.step = step, .t0_ns = t0, .t1_ns = u, .loss = 2.3f, .lr = 0.01f,
-                                         .correct = 10, .n = 64};
+            struct trace_step_info st = {
+                .step = step, .t0_ns = t0, .t1_ns = u, .loss = 2.3f, .lr = 0.01f, .correct = 10, .n = 64};
             trace_export_step(x, r, &st);
             t = u;
         }

@@ -55,8 +55,14 @@ void comm_call_wait(struct comm *c, struct comm_call *call, int64_t t0_ns, int64
     call->wait_ns += d;
     if (d < WAIT_SPAN_MIN_NS || !c->probe)
         return;
-    struct span s = {.t0_ns = t0_ns, .t1_ns = t1_ns, .step = cur_step(c), .seq = call->seq, .tag = c->tag,
-                     .lane = (uint8_t)c->lane, .cat = CAT_WAIT, .coll = (uint8_t)call->kind};
+    struct span s = {.t0_ns = t0_ns,
+                     .t1_ns = t1_ns,
+                     .step = cur_step(c),
+                     .seq = call->seq,
+                     .tag = c->tag,
+                     .lane = (uint8_t)c->lane,
+                     .cat = CAT_WAIT,
+                     .coll = (uint8_t)call->kind};
     spsc_push(c->probe, &s);
 }
 
@@ -69,9 +75,18 @@ void comm_call_end(struct comm *c, struct comm_call *call)
     c->stats.total_ns += t1 - call->t0_ns;
     c->stats.wait_ns += call->wait_ns;
     if (c->probe) {
-        struct span s = {.t0_ns = call->t0_ns, .t1_ns = t1, .bytes = call->tx, .bytes_rx = call->rx, .size = call->size,
-                         .step = cur_step(c), .seq = call->seq, .tag = c->tag, .lane = (uint8_t)c->lane,
-                         .cat = CAT_COMM, .coll = (uint8_t)call->kind, .outer = 1};
+        struct span s = {.t0_ns = call->t0_ns,
+                         .t1_ns = t1,
+                         .bytes = call->tx,
+                         .bytes_rx = call->rx,
+                         .size = call->size,
+                         .step = cur_step(c),
+                         .seq = call->seq,
+                         .tag = c->tag,
+                         .lane = (uint8_t)c->lane,
+                         .cat = CAT_COMM,
+                         .coll = (uint8_t)call->kind,
+                         .outer = 1};
         spsc_push(c->probe, &s);
     }
 }

@@ -23,10 +23,10 @@ enum comm_algo { ALGO_RING = 0, ALGO_NAIVE };
 /* Cumulative counters of one rank's communicator. */
 struct comm_stats {
     uint64_t calls;
-    uint64_t bytes_tx;  /* bytes this rank sent */
-    uint64_t bytes_rx;  /* bytes this rank received */
-    int64_t total_ns;   /* time inside collectives */
-    int64_t wait_ns;    /* of which blocked on a peer */
+    uint64_t bytes_tx; /* bytes this rank sent */
+    uint64_t bytes_rx; /* bytes this rank received */
+    int64_t total_ns;  /* time inside collectives */
+    int64_t wait_ns;   /* of which blocked on a peer */
 };
 
 struct comm;
@@ -55,14 +55,14 @@ struct comm_ops {
 struct comm {
     const struct comm_ops *ops;
     int rank, world;
-    int algo;              /* enum comm_algo */
-    uint32_t seq;          /* sequence number of the next collective */
+    int algo;     /* enum comm_algo */
+    uint32_t seq; /* sequence number of the next collective */
     struct comm_stats stats;
     /* where spans go; set by comm_bind from the thread that will call */
     struct spsc_ring *probe;
     int lane;
-    const _Atomic uint32_t *step; /* the rank's current step, for tagging spans */
-    int16_t tag;                  /* tag for the next call's spans (bucket id) */
+    const _Atomic uint32_t *step;      /* the rank's current step, for tagging spans */
+    int16_t tag;                       /* tag for the next call's spans (bucket id) */
     const volatile _Atomic int *abort; /* nonzero: every wait gives up, calls fail */
     void *impl;
     void *backend; /* a wrapping backend's state (the shared-GPU ring), else NULL */

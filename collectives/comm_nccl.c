@@ -31,25 +31,25 @@ static int fail_nccl(struct comm *c, const char *call, ncclResult_t r)
 }
 
 /* Enqueues, waits for the comm stream, and records the call. */
-#define NCCL_CALL(c, kind, size, TX_, RX_, expr)                                                                 \
-    do {                                                                                                       \
-        struct comm_call call_;                                                                                \
-        comm_call_begin((c), &call_, (kind), (size));                                                         \
-        ncclResult_t r_ = (expr);                                                                              \
-        if (r_ != ncclSuccess) {                                                                               \
-            comm_call_end((c), &call_);                                                                        \
-            return fail_nccl((c), #expr, r_);                                                                  \
-        }                                                                                                      \
-        cudaError_t e_ = cudaStreamSynchronize(NS(c)->stream);                                                 \
-        call_.tx = (TX_);                                                                                      \
-        call_.rx = (RX_);                                                                                       \
-        comm_call_end((c), &call_);                                                                            \
-        if (e_ != cudaSuccess) {                                                                               \
-            fprintf(stderr, "ddptop: rank %d (cuda:%d): cudaStreamSynchronize after %s: %s\n", (c)->rank,       \
-                    NS(c)->gpu, #kind, cudaGetErrorString(e_));                                               \
-            return -1;                                                                                         \
-        }                                                                                                      \
-        return 0;                                                                                              \
+#define NCCL_CALL(c, kind, size, TX_, RX_, expr)                                                                       \
+    do {                                                                                                               \
+        struct comm_call call_;                                                                                        \
+        comm_call_begin((c), &call_, (kind), (size));                                                                  \
+        ncclResult_t r_ = (expr);                                                                                      \
+        if (r_ != ncclSuccess) {                                                                                       \
+            comm_call_end((c), &call_);                                                                                \
+            return fail_nccl((c), #expr, r_);                                                                          \
+        }                                                                                                              \
+        cudaError_t e_ = cudaStreamSynchronize(NS(c)->stream);                                                         \
+        call_.tx = (TX_);                                                                                              \
+        call_.rx = (RX_);                                                                                              \
+        comm_call_end((c), &call_);                                                                                    \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "ddptop: rank %d (cuda:%d): cudaStreamSynchronize after %s: %s\n", (c)->rank, NS(c)->gpu,  \
+                    #kind, cudaGetErrorString(e_));                                                                    \
+            return -1;                                                                                                 \
+        }                                                                                                              \
+        return 0;                                                                                                      \
     } while (0)
 
 static ncclRedOp_t redop(enum red_op op)
@@ -116,8 +116,8 @@ static ncclResult_t gather_p2p(struct comm *c, const float *in, float *out, size
             if (p == root) {
                 const float *src = scatter ? in + (size_t)root * n : in;
                 float *dst = scatter ? out : out + (size_t)root * n;
-                if (src != dst &&
-                    cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, NS(c)->stream) != cudaSuccess)
+                if (src != dst && cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice,
+                                                  NS(c)->stream) != cudaSuccess)
                     r = ncclUnhandledCudaError;
             } else if (scatter) {
                 r = ncclSend(in + (size_t)p * n, n, ncclFloat, p, NS(c)->nc, NS(c)->stream);

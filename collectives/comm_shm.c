@@ -52,8 +52,8 @@ struct shm_world {
 struct shm_comm {
     struct shm_world *w;
     struct shm_memops ops; /* how float buffers are copied and reduced */
-    uint64_t base;  /* progress value at the start of the next call */
-    float *scratch; /* reduce-scatter working space, grown on demand */
+    uint64_t base;         /* progress value at the start of the next call */
+    float *scratch;        /* reduce-scatter working space, grown on demand */
     size_t scratch_n;
 };
 

@@ -17,10 +17,10 @@ struct cost_fit {
     char backend[16];
     char algo[16];
     int ranks;
-    int coll;          /* enum coll_kind */
-    double alpha_us;   /* fixed cost per call */
+    int coll;        /* enum coll_kind */
+    double alpha_us; /* fixed cost per call */
     double beta_us_per_byte;
-    double r2;         /* goodness of fit */
+    double r2; /* goodness of fit */
     int valid;
 };
 

@@ -19,7 +19,7 @@ static inline uint16_t half_from_float(float f)
     int32_t exp = (int32_t)fexp - 127 + 15;
     if (exp >= 31)
         return (uint16_t)(sign | 0x7c00u); /* overflow: inf */
-    if (exp <= 0) {                       /* subnormal half, or zero */
+    if (exp <= 0) {                        /* subnormal half, or zero */
         if (exp < -10)
             return (uint16_t)sign;
         man |= 0x800000u;

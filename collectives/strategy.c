@@ -96,8 +96,12 @@ int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scra
             grads[i] *= inv;
         if (c->probe) {
             /* reducing bytes is communication work (DESIGN.md) */
-            struct span s = {.t0_ns = t0, .t1_ns = probe_now_ns(), .tag = -1, .lane = (uint8_t)c->lane,
-                             .cat = CAT_COMM, .coll = COLL_REDUCE,
+            struct span s = {.t0_ns = t0,
+                             .t1_ns = probe_now_ns(),
+                             .tag = -1,
+                             .lane = (uint8_t)c->lane,
+                             .cat = CAT_COMM,
+                             .coll = COLL_REDUCE,
                              .step = c->step ? atomic_load_explicit(c->step, memory_order_relaxed) : 0};
             spsc_push(c->probe, &s);
         }
@@ -121,11 +125,11 @@ struct ddp_engine {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int *queue;
-    _Atomic int q_head;      /* written by main: buckets queued this step */
-    _Atomic int q_done;      /* written by lane: buckets finished this step */
-    _Atomic int rc;          /* first failure on the lane */
+    _Atomic int q_head; /* written by main: buckets queued this step */
+    _Atomic int q_done; /* written by lane: buckets finished this step */
+    _Atomic int rc;     /* first failure on the lane */
     _Atomic int quit;
-    _Atomic uint64_t gen;    /* step generation, bumped by ddp_begin */
+    _Atomic uint64_t gen; /* step generation, bumped by ddp_begin */
     struct spsc_ring *lane_ring;
     struct spsc_ring *main_ring; /* bucket-ready markers */
     const _Atomic uint32_t *step;
@@ -156,8 +160,7 @@ static void *lane_main(void *arg)
     uint64_t gen = 0;
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (!atomic_load(&e->quit) &&
-               (atomic_load(&e->gen) == gen ? next >= atomic_load(&e->q_head) : 0))
+        while (!atomic_load(&e->quit) && (atomic_load(&e->gen) == gen ? next >= atomic_load(&e->q_head) : 0))
             pthread_cond_wait(&e->cv, &e->mu);
         if (atomic_load(&e->quit)) {
             pthread_mutex_unlock(&e->mu);
@@ -280,7 +283,11 @@ void ddp_grad_ready(struct ddp_engine *e, int p)
         return;
     if (e->main_ring) {
         int64_t now = probe_now_ns();
-        struct span s = {.t0_ns = now, .t1_ns = now, .tag = (int16_t)i, .lane = LANE_MAIN, .cat = CAT_BACKWARD,
+        struct span s = {.t0_ns = now,
+                         .t1_ns = now,
+                         .tag = (int16_t)i,
+                         .lane = LANE_MAIN,
+                         .cat = CAT_BACKWARD,
                          .step = e->step ? atomic_load_explicit(e->step, memory_order_relaxed) : 0};
         spsc_push(e->main_ring, &s);
     }
@@ -318,7 +325,11 @@ int ddp_finish(struct ddp_engine *e, struct spsc_ring *main_ring)
             sched_yield();
     }
     if (main_ring) {
-        struct span s = {.t0_ns = t0, .t1_ns = probe_now_ns(), .tag = -1, .lane = LANE_MAIN, .cat = CAT_WAIT,
+        struct span s = {.t0_ns = t0,
+                         .t1_ns = probe_now_ns(),
+                         .tag = -1,
+                         .lane = LANE_MAIN,
+                         .cat = CAT_WAIT,
                          .step = e->step ? atomic_load_explicit(e->step, memory_order_relaxed) : 0};
         spsc_push(main_ring, &s);
     }

@@ -24,10 +24,10 @@ struct grad_tensor {
 };
 
 struct grad_layout {
-    int n;                       /* tensors, in parameter order */
+    int n; /* tensors, in parameter order */
     const struct grad_tensor *t;
-    float *params;               /* flat, [nfloats] */
-    float *grads;                /* flat, [nfloats] */
+    float *params; /* flat, [nfloats] */
+    float *grads;  /* flat, [nfloats] */
     size_t nfloats;
 };
 
@@ -48,9 +48,9 @@ int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scra
 
 /* ddp: buckets of trainable gradients in reverse parameter order. */
 struct ddp_bucket {
-    size_t off, len;     /* one contiguous range of the flat gradient buffer */
-    int first, last;     /* parameter indices covered: last >= first */
-    int pending;         /* tensors still to report this step (main thread) */
+    size_t off, len; /* one contiguous range of the flat gradient buffer */
+    int first, last; /* parameter indices covered: last >= first */
+    int pending;     /* tensors still to report this step (main thread) */
 };
 
 struct ddp_engine;

@@ -25,13 +25,13 @@ struct cuda_ctx {
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     int rank, gpu;
-    void *ws;           /* shared convolution workspace */
+    void *ws; /* shared convolution workspace */
     size_t ws_bytes;
-    float *ones;        /* [ones_n] for bias gradients */
+    float *ones; /* [ones_n] for bias gradients */
     int ones_n;
-    float *row_loss;    /* [rows_n] */
+    float *row_loss; /* [rows_n] */
     int32_t *row_hit;
-    float *h_loss;      /* pinned copies */
+    float *h_loss; /* pinned copies */
     int32_t *h_hit;
     int rows_n;
     char err[256];
@@ -63,28 +63,28 @@ static int cu_fail(struct cuda_ctx *x, const char *call, const char *why)
     return -1;
 }
 
-#define CU(x, call)                                                                                            \
-    do {                                                                                                       \
-        cudaError_t e_ = (call);                                                                               \
-        if (e_ != cudaSuccess)                                                                                 \
-            return cu_fail((x), #call, cudaGetErrorString(e_));                                                \
+#define CU(x, call)                                                                                                    \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess)                                                                                         \
+            return cu_fail((x), #call, cudaGetErrorString(e_));                                                        \
     } while (0)
-#define DNN(x, call)                                                                                           \
-    do {                                                                                                       \
-        cudnnStatus_t s_ = (call);                                                                             \
-        if (s_ != CUDNN_STATUS_SUCCESS)                                                                        \
-            return cu_fail((x), #call, cudnnGetErrorString(s_));                                               \
+#define DNN(x, call)                                                                                                   \
+    do {                                                                                                               \
+        cudnnStatus_t s_ = (call);                                                                                     \
+        if (s_ != CUDNN_STATUS_SUCCESS)                                                                                \
+            return cu_fail((x), #call, cudnnGetErrorString(s_));                                                       \
     } while (0)
-#define BLAS(x, call)                                                                                          \
-    do {                                                                                                       \
-        cublasStatus_t s_ = (call);                                                                            \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                                                       \
-            return cu_fail((x), #call, cublasGetStatusString(s_));                                             \
+#define BLAS(x, call)                                                                                                  \
+    do {                                                                                                               \
+        cublasStatus_t s_ = (call);                                                                                    \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                                               \
+            return cu_fail((x), #call, cublasGetStatusString(s_));                                                     \
     } while (0)
-#define KERNEL(x, call)                                                                                        \
-    do {                                                                                                       \
-        if ((call) != 0)                                                                                       \
-            return cu_fail((x), #call, cudaGetErrorString(cudaGetLastError()));                                \
+#define KERNEL(x, call)                                                                                                \
+    do {                                                                                                               \
+        if ((call) != 0)                                                                                               \
+            return cu_fail((x), #call, cudaGetErrorString(cudaGetLastError()));                                        \
     } while (0)
 
 const char *cuda_kernels_error(const struct cuda_ctx *x)
@@ -230,10 +230,10 @@ static int conv_build(struct cuda_conv *c)
     DNN(x, cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->C, d->H, d->W));
     DNN(x, cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->OC, d->OH, d->OW));
     DNN(x, cudnnSetTensor4dDescriptor(c->bd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, d->OC, 1, 1));
-    DNN(x, cudnnSetFilter4dDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->OC, d->C / d->groups, d->KH,
-                                      d->KW));
-    DNN(x, cudnnSetConvolution2dDescriptor(c->cd, d->pad, d->pad, d->stride, d->stride, 1, 1,
-                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DNN(x,
+        cudnnSetFilter4dDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->OC, d->C / d->groups, d->KH, d->KW));
+    DNN(x, cudnnSetConvolution2dDescriptor(c->cd, d->pad, d->pad, d->stride, d->stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                           CUDNN_DATA_FLOAT));
     DNN(x, cudnnSetConvolutionGroupCount(c->cd, d->groups));
     DNN(x, cudnnSetConvolutionMathType(c->cd, CUDNN_DEFAULT_MATH)); /* fp32, no TF32: matches the CPU */
 
@@ -241,8 +241,8 @@ static int conv_build(struct cuda_conv *c)
     int n = 0;
     size_t need = 0, bytes = 0;
     cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    DNN(x, cudnnGetConvolutionForwardAlgorithm_v7(x->dnn, c->xd, c->wd, c->cd, c->yd,
-                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fp));
+    DNN(x, cudnnGetConvolutionForwardAlgorithm_v7(x->dnn, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                  &n, fp));
     int k = 0;
     while (k < n && (fp[k].status != CUDNN_STATUS_SUCCESS || fp[k].memory > WORKSPACE_LIMIT))
         k++;
@@ -332,8 +332,8 @@ int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, 
     if (db && c->has_bias)
         DNN(x, cudnnConvolutionBackwardBias(x->dnn, &ONE, c->yd, dout, &ZERO, c->bd, db));
     if (din)
-        DNN(x, cudnnConvolutionBackwardData(x->dnn, &ONE, c->wd, w, c->yd, dout, c->cd, c->bwd_data, x->ws,
-                                            x->ws_bytes, din_acc ? &ONE : &ZERO, c->xd, din));
+        DNN(x, cudnnConvolutionBackwardData(x->dnn, &ONE, c->wd, w, c->yd, dout, c->cd, c->bwd_data, x->ws, x->ws_bytes,
+                                            din_acc ? &ONE : &ZERO, c->xd, din));
     return 0;
 }
 
@@ -390,8 +390,8 @@ int cuda_maxpool_forward(struct cuda_pool *p, float *out, const float *in)
 int cuda_maxpool_backward(struct cuda_pool *p, float *din, int din_acc, const float *dout, const float *out,
                           const float *in)
 {
-    DNN(p->x, cudnnPoolingBackward(p->x->dnn, p->pd, &ONE, p->yd, out, p->yd, dout, p->xd, in,
-                                   din_acc ? &ONE : &ZERO, p->xd, din));
+    DNN(p->x, cudnnPoolingBackward(p->x->dnn, p->pd, &ONE, p->yd, out, p->yd, dout, p->xd, in, din_acc ? &ONE : &ZERO,
+                                   p->xd, din));
     return 0;
 }
 

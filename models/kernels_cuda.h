@@ -62,8 +62,8 @@ int cuda_sgd_update(struct cuda_ctx *x, float *p, const float *g, float *buf, si
 int cuk_add_bias(float *out, const float *b, int rows, int cols, int inner, void *stream);
 int cuk_relu_forward(float *out, const float *in, int64_t n, void *stream);
 int cuk_relu_backward(float *din, int acc, const float *dout, const float *out, int64_t n, void *stream);
-int cuk_xent_forward(float *probs, float *row_loss, int32_t *row_hit, const float *logits, const int32_t *labels,
-                     int B, int K, void *stream);
+int cuk_xent_forward(float *probs, float *row_loss, int32_t *row_hit, const float *logits, const int32_t *labels, int B,
+                     int K, void *stream);
 int cuk_xent_backward(float *dlogits, const float *probs, const int32_t *labels, int B, int K, float scale,
                       void *stream);
 int cuk_sgd(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd, void *stream);

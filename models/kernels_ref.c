@@ -107,10 +107,26 @@ void ref_relu_backward(float *din, const float *dout, const float *out, int64_t 
         din[i] += out[i] > 0.0f ? dout[i] : 0.0f;
 }
 
+/* One spatial side of pool_dims_finish: PyTorch's pooling_output_shape. */
+static int pool_out_side(int in, int k, int stride, int pad, int ceil_mode)
+{
+    int span = in + 2 * pad - k;
+    if (span < 0)
+        return 0;
+    int out = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+    if (ceil_mode && (out - 1) * stride >= in + pad)
+        out--; /* the last window would start in the padding */
+    return out;
+}
+
 void pool_dims_finish(struct pool_dims *d)
 {
-    d->OH = (d->H + 2 * d->pad - d->k) / d->stride + 1;
-    d->OW = (d->W + 2 * d->pad - d->k) / d->stride + 1;
+    d->OH = pool_out_side(d->H, d->k, d->stride, d->pad, d->ceil_mode);
+    d->OW = pool_out_side(d->W, d->k, d->stride, d->pad, d->ceil_mode);
+    /* the padding that the last window reaches into, for oneDNN (square: OH
+     * and OW agree whenever H == W, the only case the zoo builds) */
+    int need = (d->OH - 1) * d->stride + d->k - d->H - d->pad;
+    d->pad_r = need > d->pad ? need : d->pad;
 }
 
 void ref_maxpool_forward(float *out, int32_t *argmax, const float *in, const struct pool_dims *d)
@@ -182,4 +198,210 @@ void softmax_xent_backward(float *dlogits, const float *probs, const int32_t *la
     for (int i = 0; i < B; i++)
         for (int k = 0; k < K; k++)
             dlogits[(size_t)i * K + k] = (probs[(size_t)i * K + k] - (k == labels[i] ? 1.0f : 0.0f)) * scale;
+}
+
+void ref_avgpool_forward(float *out, const float *in, const struct pool_dims *d)
+{
+    float inv = 1.0f / (float)(d->k * d->k);
+    for (int p = 0; p < d->B * d->C; p++) {
+        const float *src = in + (size_t)p * d->H * d->W;
+        for (int oy = 0; oy < d->OH; oy++)
+            for (int ox = 0; ox < d->OW; ox++) {
+                double acc = 0.0;
+                for (int ky = 0; ky < d->k; ky++)
+                    for (int kx = 0; kx < d->k; kx++) {
+                        int iy = oy * d->stride - d->pad + ky, ix = ox * d->stride - d->pad + kx;
+                        if (iy >= 0 && iy < d->H && ix >= 0 && ix < d->W)
+                            acc += src[iy * d->W + ix];
+                    }
+                out[((size_t)p * d->OH + oy) * d->OW + ox] = (float)acc * inv;
+            }
+    }
+}
+
+void ref_avgpool_backward(float *din, const float *dout, const struct pool_dims *d)
+{
+    float inv = 1.0f / (float)(d->k * d->k);
+    for (int p = 0; p < d->B * d->C; p++) {
+        float *dst = din + (size_t)p * d->H * d->W;
+        for (int oy = 0; oy < d->OH; oy++)
+            for (int ox = 0; ox < d->OW; ox++) {
+                float g = dout[((size_t)p * d->OH + oy) * d->OW + ox] * inv;
+                for (int ky = 0; ky < d->k; ky++)
+                    for (int kx = 0; kx < d->k; kx++) {
+                        int iy = oy * d->stride - d->pad + ky, ix = ox * d->stride - d->pad + kx;
+                        if (iy >= 0 && iy < d->H && ix >= 0 && ix < d->W)
+                            dst[iy * d->W + ix] += g;
+                    }
+            }
+    }
+}
+
+/* PyTorch's adaptive pooling window along one side: [*lo, *hi). */
+static void adaptive_window(int i, int in, int out, int *lo, int *hi)
+{
+    *lo = (int)(((int64_t)i * in) / out);
+    *hi = (int)((((int64_t)i + 1) * in + out - 1) / out);
+}
+
+void ref_adaptive_avgpool_forward(float *out, const float *in, int B, int C, int H, int W, int OH, int OW)
+{
+    for (int p = 0; p < B * C; p++) {
+        const float *src = in + (size_t)p * H * W;
+        for (int oy = 0; oy < OH; oy++)
+            for (int ox = 0; ox < OW; ox++) {
+                int y0, y1, x0, x1;
+                adaptive_window(oy, H, OH, &y0, &y1);
+                adaptive_window(ox, W, OW, &x0, &x1);
+                double acc = 0.0;
+                for (int y = y0; y < y1; y++)
+                    for (int x = x0; x < x1; x++)
+                        acc += src[y * W + x];
+                out[((size_t)p * OH + oy) * OW + ox] = (float)(acc / ((y1 - y0) * (x1 - x0)));
+            }
+    }
+}
+
+void ref_adaptive_avgpool_backward(float *din, const float *dout, int B, int C, int H, int W, int OH, int OW)
+{
+    for (int p = 0; p < B * C; p++) {
+        float *dst = din + (size_t)p * H * W;
+        for (int oy = 0; oy < OH; oy++)
+            for (int ox = 0; ox < OW; ox++) {
+                int y0, y1, x0, x1;
+                adaptive_window(oy, H, OH, &y0, &y1);
+                adaptive_window(ox, W, OW, &x0, &x1);
+                float g = dout[((size_t)p * OH + oy) * OW + ox] / (float)((y1 - y0) * (x1 - x0));
+                for (int y = y0; y < y1; y++)
+                    for (int x = x0; x < x1; x++)
+                        dst[y * W + x] += g;
+            }
+    }
+}
+
+void ref_batchnorm_forward(float *out, float *mean, float *var, const float *in, const float *gamma, const float *beta,
+                           int B, int C, int HW, float eps, int train)
+{
+    for (int c = 0; c < C; c++) {
+        if (train) {
+            double s = 0.0, ss = 0.0;
+            for (int n = 0; n < B; n++)
+                for (int i = 0; i < HW; i++)
+                    s += in[((size_t)n * C + c) * HW + i];
+            double mu = s / ((double)B * HW);
+            for (int n = 0; n < B; n++)
+                for (int i = 0; i < HW; i++) {
+                    double x = in[((size_t)n * C + c) * HW + i] - mu;
+                    ss += x * x;
+                }
+            mean[c] = (float)mu;
+            var[c] = (float)(ss / ((double)B * HW));
+        }
+        double rstd = 1.0 / sqrt((double)var[c] + eps);
+        for (int n = 0; n < B; n++)
+            for (int i = 0; i < HW; i++) {
+                size_t k = ((size_t)n * C + c) * HW + i;
+                out[k] = (float)(gamma[c] * ((in[k] - (double)mean[c]) * rstd) + beta[c]);
+            }
+    }
+}
+
+void ref_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                            const float *gamma, const float *mean, const float *var, int B, int C, int HW, float eps)
+{
+    double m = (double)B * HW;
+    for (int c = 0; c < C; c++) {
+        double rstd = 1.0 / sqrt((double)var[c] + eps), sdy = 0.0, sdyx = 0.0;
+        for (int n = 0; n < B; n++)
+            for (int i = 0; i < HW; i++) {
+                size_t k = ((size_t)n * C + c) * HW + i;
+                sdy += dout[k];
+                sdyx += dout[k] * ((in[k] - (double)mean[c]) * rstd);
+            }
+        if (dgamma)
+            dgamma[c] += (float)sdyx;
+        if (dbeta)
+            dbeta[c] += (float)sdy;
+        if (!din)
+            continue;
+        /* dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)) */
+        for (int n = 0; n < B; n++)
+            for (int i = 0; i < HW; i++) {
+                size_t k = ((size_t)n * C + c) * HW + i;
+                double xhat = (in[k] - (double)mean[c]) * rstd;
+                din[k] += (float)(gamma[c] * rstd * (dout[k] - sdy / m - xhat * sdyx / m));
+            }
+    }
+}
+
+void ref_relu6_forward(float *out, const float *in, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = in[i] < 0.0f ? 0.0f : in[i] > 6.0f ? 6.0f : in[i];
+}
+
+void ref_relu6_backward(float *din, const float *dout, const float *out, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        din[i] += out[i] > 0.0f && out[i] < 6.0f ? dout[i] : 0.0f;
+}
+
+void ref_dropout_forward(float *out, const float *in, const uint8_t *mask, float p, int64_t n)
+{
+    float scale = 1.0f / (1.0f - p);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = mask[i] ? in[i] * scale : 0.0f;
+}
+
+void ref_dropout_backward(float *din, const float *dout, const uint8_t *mask, float p, int64_t n)
+{
+    float scale = 1.0f / (1.0f - p);
+    for (int64_t i = 0; i < n; i++)
+        din[i] += mask[i] ? dout[i] * scale : 0.0f;
+}
+
+void ref_concat_forward(float *out, const float *a, const float *b, int B, int Ca, int Cb, int HW)
+{
+    for (int n = 0; n < B; n++)
+        for (int c = 0; c < Ca + Cb; c++)
+            for (int i = 0; i < HW; i++)
+                out[((size_t)n * (Ca + Cb) + c) * HW + i] =
+                    c < Ca ? a[((size_t)n * Ca + c) * HW + i] : b[((size_t)n * Cb + c - Ca) * HW + i];
+}
+
+void ref_concat_backward(float *da, float *db, const float *dout, int B, int Ca, int Cb, int HW)
+{
+    for (int n = 0; n < B; n++)
+        for (int c = 0; c < Ca + Cb; c++)
+            for (int i = 0; i < HW; i++) {
+                float g = dout[((size_t)n * (Ca + Cb) + c) * HW + i];
+                if (c < Ca && da)
+                    da[((size_t)n * Ca + c) * HW + i] += g;
+                else if (c >= Ca && db)
+                    db[((size_t)n * Cb + c - Ca) * HW + i] += g;
+            }
+}
+
+void ref_add_forward(float *out, const float *a, const float *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
+void ref_add_backward(float *da, float *db, const float *dout, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (da)
+            da[i] += dout[i];
+        if (db)
+            db[i] += dout[i];
+    }
+}
+
+uint64_t dropout_key(uint64_t seed, int ordinal, uint64_t call)
+{
+    uint64_t z = seed ^ ((uint64_t)(ordinal + 1) << 48) ^ (call * 0xd1b54a32d192ed03ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
 }

@@ -1,85 +1,140 @@
-/* layers.c - the layer types: each a small struct of its own plus a const
- * ops table, with forward and backward calling the CPU kernels. A layer never
- * knows about ranks, devices or communication. */
+/* layers.c - the layers with weights and the layout plumbing: linear,
+ * convolution (grouped and depthwise included), flatten, and the layout
+ * conversion that the builders insert where a plain layer meets blocked
+ * data. Each layer type is a small struct of its own plus a const ops table
+ * (llm.c-style forward/backward pairs); a layer never knows about ranks,
+ * devices or communication. The other layer types live in layers_eltwise.c,
+ * layers_pool.c and layers_bn.c.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels_cpu.h"
-#include "model.h"
+#include "layers_internal.h"
 
-static struct tensor *T(struct model *m, int id)
+/* ---- layout conversion -------------------------------------------------- */
+struct layout {
+    int from, to; /* blk of input and output */
+};
+
+static int layout_forward(struct model *m, struct layer *l, int train)
 {
-    return &m->tensors[id];
+    struct layout *s = l->impl;
+    struct tensor *in = T(m, l->in);
+    cpu_reorder(T(m, l->out)->val, s->to, 0, in->val, s->from, m->batch, in->c, in->h * in->w);
+    return 0;
 }
 
-/* Whether backward should produce the gradient of tensor id at all. */
-static int wants_grad(struct model *m, int id)
+static int layout_backward(struct model *m, struct layer *l)
 {
-    return T(m, id)->grad != NULL;
+    struct layout *s = l->impl;
+    struct tensor *in = T(m, l->in);
+    if (!wants_grad(m, l->in))
+        return 0;
+    cpu_reorder(in->grad, s->from, in->grad_set, T(m, l->out)->grad, s->to, m->batch, in->c, in->h * in->w);
+    in->grad_set = 1;
+    return 0;
 }
 
-static void layer_free_impl(struct layer *l)
+static const struct layer_ops layout_ops = {"layout", layout_forward, layout_backward, layer_free_impl};
+
+int layer_to_layout(struct model *m, const char *name, int in, int blk)
 {
-    free(l->impl);
+    if (in < 0)
+        return -1;
+    struct tensor t = *T(m, in);
+    if (t.blk == blk)
+        return in;
+    struct layout *s = malloc(sizeof(*s));
+    if (!s)
+        return -1;
+    *s = (struct layout){t.blk, blk};
+    int li = layer_add_out(m, &layout_ops, name, in, -1, s, t.c, t.h, t.w, blk, 0);
+    if (li < 0)
+        return -1;
+    snprintf(m->layers[li].kernel, sizeof(m->layers[li].kernel), "nChw%dc->nChw%dc", t.blk, blk);
+    return m->layers[li].out;
+}
+
+/* Converts `in` to plain for a layer that needs it, naming the conversion
+ * after that layer. */
+static int need_plain(struct model *m, const char *layer_name, int in)
+{
+    if (in < 0 || T(m, in)->blk == 1)
+        return in;
+    char nm[MODEL_MAX_NAME];
+    snprintf(nm, sizeof(nm), "%.*s.plain", MODEL_MAX_NAME - 8, layer_name);
+    return layer_to_layout(m, nm, in, 1);
 }
 
 /* ---- linear ------------------------------------------------------------ */
 struct linear {
     int in_f, out_f;
+    struct cpu_ip *k;
 };
 
 static int linear_forward(struct model *m, struct layer *l, int train)
 {
     struct linear *s = l->impl;
-    cpu_linear_forward(T(m, l->out)->val, T(m, l->in)->val, model_param(m, l->param0), model_param(m, l->param0 + 1),
-                       m->batch, s->in_f, s->out_f);
+    if (cpu_ip_forward(s->k, T(m, l->out)->val, T(m, l->in)->val, model_param(m, l->param0),
+                       model_param(m, l->param0 + 1)) != 0) {
+        snprintf(m->err, sizeof(m->err), "%s: linear forward failed", l->name);
+        return -1;
+    }
     return 0;
 }
 
 static int linear_backward(struct model *m, struct layer *l)
 {
     struct linear *s = l->impl;
-    struct tensor *in = T(m, l->in), *out = T(m, l->out);
-    int trainable = m->params[l->param0].trainable;
-    float *din = wants_grad(m, l->in) ? in->grad : NULL;
-    cpu_linear_backward(din, in->grad_set, trainable ? model_grad(m, l->param0) : NULL,
-                        trainable ? model_grad(m, l->param0 + 1) : NULL, out->grad, in->val, model_param(m, l->param0),
-                        m->batch, s->in_f, s->out_f);
+    int trainable = layer_trainable(m, l), din = wants_grad(m, l->in);
+    if (cpu_ip_backward(s->k, din ? din_target(m, l->in) : NULL, trainable ? model_grad(m, l->param0) : NULL,
+                        trainable ? model_grad(m, l->param0 + 1) : NULL, T(m, l->out)->grad, T(m, l->in)->val,
+                        model_param(m, l->param0)) != 0) {
+        snprintf(m->err, sizeof(m->err), "%s: linear backward failed", l->name);
+        return -1;
+    }
     if (din)
-        in->grad_set = 1;
+        din_done(m, l->in);
     return 0;
 }
 
-static const struct layer_ops linear_ops = {"linear", linear_forward, linear_backward, layer_free_impl};
+static void linear_destroy(struct layer *l)
+{
+    struct linear *s = l->impl;
+    if (s)
+        cpu_ip_destroy(s->k);
+    free(s);
+}
+
+static const struct layer_ops linear_ops = {"linear", linear_forward, linear_backward, linear_destroy};
 
 int layer_linear(struct model *m, const char *name, int in, int out_features)
 {
+    in = need_plain(m, name, in);
+    if (in < 0)
+        return -1;
     struct linear *s = calloc(1, sizeof(*s));
     if (!s)
         return -1;
     s->in_f = (int)T(m, in)->per_sample;
     s->out_f = out_features;
-    int out = model_add_tensor(m, out_features, 1, 1);
-    if (out < 0) {
+    char kerr[200];
+    if (!(s->k = cpu_ip_create(m->ctx, m->batch, s->in_f, out_features, kerr, sizeof(kerr)))) {
+        snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
         free(s);
         return -1;
     }
-    int li = model_add_layer(m, &linear_ops, name, in, -1, s);
+    int li = layer_add_out(m, &linear_ops, name, in, -1, s, out_features, 1, 1, 1, 2LL * s->in_f * out_features);
     if (li < 0)
         return -1;
-    m->layers[li].out = out;
     int ws[2] = {out_features, s->in_f}, bs[1] = {out_features};
-    char pn[MODEL_MAX_NAME];
-    snprintf(pn, sizeof(pn), "%s.weight", name);
-    if (model_add_param(m, li, pn, 2, ws) < 0)
+    if (layer_param(m, li, "weight", 2, ws, PARAM_INIT_FANIN) < 0 ||
+        layer_param(m, li, "bias", 1, bs, PARAM_INIT_FANIN) < 0)
         return -1;
-    snprintf(pn, sizeof(pn), "%s.bias", name);
-    if (model_add_param(m, li, pn, 1, bs) < 0)
-        return -1;
-    m->layers[li].flops = 2LL * s->in_f * out_features;
-    return out;
+    snprintf(m->layers[li].kernel, sizeof(m->layers[li].kernel), "%s", cpu_ip_impl(s->k));
+    return m->layers[li].out;
 }
 
 /* ---- conv2d ------------------------------------------------------------ */
@@ -103,19 +158,17 @@ static int conv_forward(struct model *m, struct layer *l, int train)
 static int conv_backward(struct model *m, struct layer *l)
 {
     struct conv *s = l->impl;
-    struct tensor *in = T(m, l->in), *out = T(m, l->out);
-    int trainable = m->params[l->param0].trainable;
-    float *din = wants_grad(m, l->in) ? in->grad : NULL;
+    int trainable = layer_trainable(m, l), din = wants_grad(m, l->in);
     if (!din && !trainable)
         return 0;
-    if (cpu_conv_backward(s->k, din, in->grad_set, trainable ? model_grad(m, l->param0) : NULL,
-                          trainable && s->bias ? model_grad(m, l->param0 + 1) : NULL, out->grad, in->val,
-                          model_param(m, l->param0)) != 0) {
+    if (cpu_conv_backward(s->k, din ? din_target(m, l->in) : NULL, 0, trainable ? model_grad(m, l->param0) : NULL,
+                          trainable && s->bias ? model_grad(m, l->param0 + 1) : NULL, T(m, l->out)->grad,
+                          T(m, l->in)->val, model_param(m, l->param0)) != 0) {
         snprintf(m->err, sizeof(m->err), "%s: convolution backward failed", l->name);
         return -1;
     }
     if (din)
-        in->grad_set = 1;
+        din_done(m, l->in);
     return 0;
 }
 
@@ -129,140 +182,155 @@ static void conv_destroy(struct layer *l)
 
 static const struct layer_ops conv_ops = {"conv2d", conv_forward, conv_backward, conv_destroy};
 
+/* Layouts for a convolution, in order of preference. oneDNN's fast kernels
+ * want blocked data on both sides, except a first layer (few input
+ * channels) that reads plain input; for other plain inputs its blocked
+ * kernels have no backward pass, so a wide plain input is converted. A
+ * candidate is used when oneDNN has a non-reference kernel for every pass
+ * the layer runs. */
+static int conv_candidates(const struct tensor *in, int out_ch, int cand[3][2])
+{
+    int blk = cpu_preferred_blk(), n = 0;
+    if (blk == 1) {
+        cand[n][0] = 1, cand[n][1] = 1, n++;
+        return n;
+    }
+    if (in->blk > 1) {
+        cand[n][0] = in->blk, cand[n][1] = in->blk, n++;
+        return n;
+    }
+    if (in->c >= 16) {
+        cand[n][0] = blk, cand[n][1] = blk, n++; /* convert the input */
+        return n;
+    }
+    /* a first layer: blocked output even for 6 channels, as oneDNN's
+     * blocked kernels beat its GEMM-based one by 3-6x even on the padding */
+    cand[n][0] = 1, cand[n][1] = blk, n++;
+    cand[n][0] = 1, cand[n][1] = 1, n++;
+    cand[n][0] = blk, cand[n][1] = blk, n++;
+    return n;
+}
+
 int layer_conv2d(struct model *m, const char *name, int in, int out_ch, int k, int stride, int pad, int groups,
                  int bias)
 {
-    struct tensor *t = T(m, in);
+    if (in < 0)
+        return -1;
+    struct tensor t = *T(m, in);
     struct conv *s = calloc(1, sizeof(*s));
     if (!s)
         return -1;
-    s->d = (struct conv_dims){.B = m->batch, .C = t->c, .H = t->h, .W = t->w, .OC = out_ch, .KH = k, .KW = k,
-                              .stride = stride, .pad = pad, .groups = groups};
+    s->d = (struct conv_dims){.B = m->batch,
+                              .C = t.c,
+                              .H = t.h,
+                              .W = t.w,
+                              .OC = out_ch,
+                              .KH = k,
+                              .KW = k,
+                              .stride = stride,
+                              .pad = pad,
+                              .groups = groups};
     conv_dims_finish(&s->d);
     s->bias = bias;
-    if (t->c % s->d.groups || out_ch % s->d.groups || s->d.OH <= 0 || s->d.OW <= 0) {
-        snprintf(m->err, sizeof(m->err), "%s: bad convolution shape %dx%dx%d -> %d (k %d, groups %d)", name, t->c,
-                 t->h, t->w, out_ch, k, s->d.groups);
+    if (t.c % s->d.groups || out_ch % s->d.groups || s->d.OH <= 0 || s->d.OW <= 0) {
+        snprintf(m->err, sizeof(m->err), "%s: bad convolution shape %dx%dx%d -> %d (k %d, groups %d)", name, t.c, t.h,
+                 t.w, out_ch, k, s->d.groups);
         free(s);
         return -1;
     }
-    s->k = cpu_conv_create(&s->d, bias, m->err, sizeof(m->err));
+    int cand[3][2], ncand = conv_candidates(&t, out_ch, cand), src_blk = 1, blk = 1, fallback = -1;
+    char kerr[200] = "";
+    for (int i = 0; i < ncand && !s->k; i++) {
+        s->k = cpu_conv_create_blk(m->ctx, &s->d, bias, cand[i][0], cand[i][1], kerr, sizeof(kerr));
+        if (!s->k)
+            continue; /* no primitive at all for these layouts: try the next */
+        /* an input with no parameters upstream (the model input, or a
+         * transform of it) never needs its gradient: backward-data never runs */
+        if (cpu_conv_uses_ref(s->k, t.need_grad)) {
+            fallback = fallback < 0 ? i : fallback;
+            cpu_conv_destroy(s->k);
+            s->k = NULL;
+            continue;
+        }
+        src_blk = cand[i][0];
+        blk = cand[i][1];
+    }
+    if (!s->k && fallback >= 0) {
+        /* only oneDNN's reference loops: slow, but right */
+        src_blk = cand[fallback][0];
+        blk = cand[fallback][1];
+        s->k = cpu_conv_create_blk(m->ctx, &s->d, bias, src_blk, blk, kerr, sizeof(kerr));
+    }
     if (!s->k) {
+        snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
         free(s);
         return -1;
     }
-    int out = model_add_tensor(m, out_ch, s->d.OH, s->d.OW);
-    int li = out < 0 ? -1 : model_add_layer(m, &conv_ops, name, in, -1, s);
-    if (li < 0) {
-        cpu_conv_destroy(s->k);
-        free(s);
-        return -1;
-    }
-    m->layers[li].out = out;
-    int ws[4] = {out_ch, s->d.C / s->d.groups, k, k}, bs[1] = {out_ch};
-    char pn[MODEL_MAX_NAME];
-    snprintf(pn, sizeof(pn), "%s.weight", name);
-    if (model_add_param(m, li, pn, 4, ws) < 0)
-        return -1;
-    if (bias) {
-        snprintf(pn, sizeof(pn), "%s.bias", name);
-        if (model_add_param(m, li, pn, 1, bs) < 0)
+    if (src_blk != t.blk) {
+        char nm[MODEL_MAX_NAME];
+        snprintf(nm, sizeof(nm), "%.*s.blocked", MODEL_MAX_NAME - 10, name);
+        if ((in = layer_to_layout(m, nm, in, src_blk)) < 0) {
+            conv_destroy(&(struct layer){.impl = s});
             return -1;
+        }
     }
-    m->layers[li].flops = 2LL * out_ch * s->d.OH * s->d.OW * (s->d.C / s->d.groups) * k * k;
-    return out;
+    int64_t flops = 2LL * out_ch * s->d.OH * s->d.OW * (s->d.C / s->d.groups) * k * k;
+    int li = layer_add_out(m, &conv_ops, name, in, -1, s, out_ch, s->d.OH, s->d.OW, blk, flops);
+    if (li < 0)
+        return -1;
+    snprintf(m->layers[li].kernel, sizeof(m->layers[li].kernel), "%s", cpu_conv_impl(s->k));
+    int ws[4] = {out_ch, s->d.C / s->d.groups, k, k}, bs[1] = {out_ch};
+    if (layer_param(m, li, "weight", 4, ws, PARAM_INIT_FANIN) < 0)
+        return -1;
+    if (bias && layer_param(m, li, "bias", 1, bs, PARAM_INIT_FANIN) < 0)
+        return -1;
+    return m->layers[li].out;
 }
 
-/* ---- relu -------------------------------------------------------------- */
-static int relu_forward(struct model *m, struct layer *l, int train)
+/* ---- zero padding (plain layout) ------------------------------------------- */
+struct pad {
+    int p;
+};
+
+static int pad_forward(struct model *m, struct layer *l, int train)
 {
-    struct tensor *in = T(m, l->in);
-    cpu_relu_forward(T(m, l->out)->val, in->val, in->per_sample * m->batch);
+    struct pad *s = l->impl;
+    struct tensor *in = T(m, l->in), *out = T(m, l->out);
+    memset(out->val, 0, sizeof(float) * (size_t)tensor_len(m, l->out));
+    for (int n = 0; n < m->batch * in->c; n++)
+        for (int y = 0; y < in->h; y++)
+            memcpy(out->val + ((size_t)n * out->h + y + s->p) * out->w + s->p,
+                   in->val + ((size_t)n * in->h + y) * in->w, sizeof(float) * (size_t)in->w);
     return 0;
 }
 
-static int relu_backward(struct model *m, struct layer *l)
+static int pad_backward(struct model *m, struct layer *l)
 {
+    struct pad *s = l->impl;
     struct tensor *in = T(m, l->in), *out = T(m, l->out);
     if (!wants_grad(m, l->in))
         return 0;
-    cpu_relu_backward(in->grad, in->grad_set, out->grad, out->val, in->per_sample * m->batch);
+    for (int n = 0; n < m->batch * in->c; n++)
+        for (int y = 0; y < in->h; y++)
+            cpu_copy_acc(in->grad + ((size_t)n * in->h + y) * in->w, in->grad_set,
+                         out->grad + ((size_t)n * out->h + y + s->p) * out->w + s->p, in->w);
     in->grad_set = 1;
     return 0;
 }
 
-static const struct layer_ops relu_ops = {"relu", relu_forward, relu_backward, layer_free_impl};
+static const struct layer_ops pad_ops = {"pad", pad_forward, pad_backward, layer_free_impl};
 
-int layer_relu(struct model *m, const char *name, int in)
+int layer_pad(struct model *m, const char *name, int in, int p)
 {
-    struct tensor t = *T(m, in);
-    int out = model_add_tensor(m, t.c, t.h, t.w);
-    int li = out < 0 ? -1 : model_add_layer(m, &relu_ops, name, in, -1, NULL);
-    if (li < 0)
+    if ((in = need_plain(m, name, in)) < 0)
         return -1;
-    m->layers[li].out = out;
-    m->layers[li].flops = T(m, out)->per_sample;
-    return out;
-}
-
-/* ---- max-pool ---------------------------------------------------------- */
-struct maxpool {
-    struct pool_dims d;
-    int32_t *argmax; /* [batch, C, OH, OW] */
-};
-
-static int maxpool_forward(struct model *m, struct layer *l, int train)
-{
-    struct maxpool *s = l->impl;
-    cpu_maxpool_forward(T(m, l->out)->val, s->argmax, T(m, l->in)->val, &s->d);
-    return 0;
-}
-
-static int maxpool_backward(struct model *m, struct layer *l)
-{
-    struct maxpool *s = l->impl;
-    struct tensor *in = T(m, l->in);
-    if (!wants_grad(m, l->in))
-        return 0;
-    cpu_maxpool_backward(in->grad, in->grad_set, T(m, l->out)->grad, s->argmax, &s->d);
-    in->grad_set = 1;
-    return 0;
-}
-
-static void maxpool_destroy(struct layer *l)
-{
-    struct maxpool *s = l->impl;
-    if (s)
-        free(s->argmax);
-    free(s);
-}
-
-static const struct layer_ops maxpool_ops = {"maxpool", maxpool_forward, maxpool_backward, maxpool_destroy};
-
-int layer_maxpool(struct model *m, const char *name, int in, int k, int stride, int pad)
-{
-    struct tensor *t = T(m, in);
-    struct maxpool *s = calloc(1, sizeof(*s));
+    struct pad *s = malloc(sizeof(*s));
     if (!s)
         return -1;
-    s->d = (struct pool_dims){.B = m->batch, .C = t->c, .H = t->h, .W = t->w, .k = k, .stride = stride, .pad = pad};
-    pool_dims_finish(&s->d);
-    if (s->d.OH <= 0 || s->d.OW <= 0) {
-        snprintf(m->err, sizeof(m->err), "%s: max-pool %d/%d does not fit %dx%d", name, k, stride, t->h, t->w);
-        free(s);
-        return -1;
-    }
-    s->argmax = malloc(sizeof(int32_t) * (size_t)m->batch * t->c * s->d.OH * s->d.OW);
-    int out = s->argmax ? model_add_tensor(m, t->c, s->d.OH, s->d.OW) : -1;
-    int li = out < 0 ? -1 : model_add_layer(m, &maxpool_ops, name, in, -1, s);
-    if (li < 0) {
-        free(s->argmax);
-        free(s);
-        return -1;
-    }
-    m->layers[li].out = out;
-    m->layers[li].flops = (int64_t)s->d.C * s->d.OH * s->d.OW * k * k;
-    return out;
+    s->p = p;
+    struct tensor t = *T(m, in);
+    int li = layer_add_out(m, &pad_ops, name, in, -1, s, t.c, t.h + 2 * p, t.w + 2 * p, 1, 0);
+    return li < 0 ? -1 : m->layers[li].out;
 }
 
 /* ---- flatten: a view; the output shares the input's buffers ------------ */
@@ -277,12 +345,18 @@ static int flatten_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops flatten_ops = {"flatten", flatten_forward, flatten_backward, layer_free_impl};
+static const struct layer_ops flatten_ops = {"flatten", flatten_forward, flatten_backward, NULL};
 
 int layer_flatten(struct model *m, const char *name, int in)
 {
+    if (in < 0)
+        return -1;
+    /* C x 1 x 1 with whole channel blocks is already plain in memory */
     struct tensor *t = T(m, in);
-    int out = model_add_tensor(m, (int)t->per_sample, 1, 1);
+    int view = t->blk == 1 || (t->h * t->w == 1 && t->c % t->blk == 0);
+    if (!view && (in = need_plain(m, name, in)) < 0)
+        return -1;
+    int out = model_add_tensor(m, (int)T(m, in)->per_sample, 1, 1);
     if (out < 0)
         return -1;
     /* share the buffers: reshape costs nothing */
@@ -293,6 +367,7 @@ int layer_flatten(struct model *m, const char *name, int in)
     o->val = t->val;
     o->grad = t->grad;
     o->alias_of = in;
+    o->need_grad = t->need_grad;
     int li = model_add_layer(m, &flatten_ops, name, in, -1, NULL);
     if (li < 0)
         return -1;

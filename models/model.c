@@ -6,17 +6,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "kernels_cpu.h"
 #include "kernels_ref.h"
 #include "zoo.h"
 
+/* Per-layer wall time, summed over calls (DDPTOP_LAYER_TIMES=1). */
+struct layer_times {
+    int64_t *fwd_ns, *bwd_ns; /* [nlayers] */
+    int64_t fwd_calls, bwd_calls;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static void *alloc_floats(size_t n)
 {
-    size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, bytes ? bytes : 64);
-    if (p)
-        memset(p, 0, bytes ? bytes : 64);
-    return p;
+    return cpu_alloc(n * sizeof(float));
 }
 
 static int grow(void **arr, int *cap, int need, size_t elem)
@@ -37,6 +48,11 @@ static int grow(void **arr, int *cap, int need, size_t elem)
 
 int model_add_tensor(struct model *m, int c, int h, int w)
 {
+    return model_add_tensor_blk(m, c, h, w, 1);
+}
+
+int model_add_tensor_blk(struct model *m, int c, int h, int w, int blk)
+{
     if (grow((void **)&m->tensors, &m->cap_tensors, m->ntensors + 1, sizeof(struct tensor)) != 0)
         goto oom;
     struct tensor *t = &m->tensors[m->ntensors];
@@ -44,10 +60,12 @@ int model_add_tensor(struct model *m, int c, int h, int w)
     t->h = h;
     t->w = w;
     t->per_sample = (int64_t)c * h * w;
+    t->blk = blk;
+    t->stride = act_stride(c, h, w, blk);
     t->alias_of = -1;
-    t->val = alloc_floats((size_t)t->per_sample * m->batch);
+    t->val = alloc_floats((size_t)t->stride * m->batch);
     /* the model input (tensor 0) needs no gradient */
-    t->grad = m->ntensors == 0 ? NULL : alloc_floats((size_t)t->per_sample * m->batch);
+    t->grad = m->ntensors == 0 ? NULL : alloc_floats((size_t)t->stride * m->batch);
     if (!t->val || (m->ntensors > 0 && !t->grad))
         goto oom;
     return m->ntensors++;
@@ -73,11 +91,14 @@ int model_add_param(struct model *m, int layer, const char *name, int ndim, cons
     p->off = m->nfloats;
     p->layer = layer;
     p->trainable = 1;
+    p->init = PARAM_INIT_FANIN;
     m->nfloats += p->len;
     struct layer *l = &m->layers[layer];
     if (l->nparam == 0)
         l->param0 = m->nparams;
     l->nparam++;
+    if (l->out >= 0) /* everything downstream of a trainable layer wants gradients */
+        m->tensors[l->out].need_grad = 1;
     return m->nparams++;
 }
 
@@ -113,8 +134,10 @@ void model_init_params(struct model *m, uint64_t seed)
         size_t fan_in = w->ndim >= 2 ? w->len / (size_t)w->shape[0] : 1;
         float bound = 1.0f / sqrtf((float)fan_in);
         float *v = model_param(m, i);
-        for (size_t k = 0; k < p->len; k++)
-            v[k] = (float)((2.0 * rng_uniform(&r) - 1.0) * bound);
+        for (size_t k = 0; k < p->len; k++) {
+            double u = 2.0 * rng_uniform(&r) - 1.0; /* drawn for every kind: others' draws stay put */
+            v[k] = p->init == PARAM_INIT_ONE ? 1.0f : p->init == PARAM_INIT_ZERO ? 0.0f : (float)(u * bound);
+        }
     }
 }
 
@@ -138,8 +161,12 @@ struct model *model_create(const char *name, int batch, int c, int h, int w, int
     snprintf(m->name, sizeof(m->name), "%s", name);
     m->batch = batch;
     m->classes = classes;
-    m->input = model_add_tensor(m, c, h, w);
+    m->seed = seed;
+    m->ctx = cpu_ctx_create(m->err, sizeof(m->err));
+    m->input = m->ctx ? model_add_tensor(m, c, h, w) : -1;
     int out = m->input < 0 ? -1 : z->build(m, m->input, classes);
+    if (out >= 0)
+        out = layer_to_layout(m, "logits", out, 1);
     if (out < 0)
         goto fail;
     m->output = out;
@@ -148,15 +175,30 @@ struct model *model_create(const char *name, int batch, int c, int h, int w, int
                  (long long)m->tensors[out].per_sample, classes);
         goto fail;
     }
+    if (cpu_ctx_finish(m->ctx, m->err, sizeof(m->err)) != 0)
+        goto fail;
+    int64_t biggest = 0;
+    for (int i = 0; i < m->ntensors; i++)
+        biggest = m->tensors[i].stride > biggest ? m->tensors[i].stride : biggest;
     m->param_buf = alloc_floats(m->nfloats);
     m->grad_buf = alloc_floats(m->nfloats);
     m->probs = alloc_floats((size_t)batch * classes);
     m->labels = calloc((size_t)batch, sizeof(int32_t));
-    if (!m->param_buf || !m->grad_buf || !m->probs || !m->labels) {
+    m->acc = alloc_floats((size_t)biggest * batch);
+    if (!m->param_buf || !m->grad_buf || !m->probs || !m->labels || !m->acc) {
         snprintf(m->err, sizeof(m->err), "out of memory for %zu parameters", m->nfloats);
         goto fail;
     }
     model_init_params(m, seed);
+    model_set_trainable(m, "all", NULL, 0);
+    const char *lt = getenv("DDPTOP_LAYER_TIMES");
+    if (lt && *lt && strcmp(lt, "0") != 0) {
+        m->times = calloc(1, sizeof(*m->times));
+        if (m->times) {
+            m->times->fwd_ns = calloc((size_t)m->nlayers, sizeof(int64_t));
+            m->times->bwd_ns = calloc((size_t)m->nlayers, sizeof(int64_t));
+        }
+    }
     return m;
 fail:
     snprintf(err, errlen, "%s: %s", name, m->err[0] ? m->err : "cannot build");
@@ -168,9 +210,17 @@ void model_destroy(struct model *m)
 {
     if (!m)
         return;
+    if (m->times) {
+        if (m->times->fwd_ns && m->times->bwd_ns && m->times->fwd_calls > 0)
+            model_print_times(m, stderr);
+        free(m->times->fwd_ns);
+        free(m->times->bwd_ns);
+        free(m->times);
+    }
     for (int i = 0; i < m->nlayers; i++)
         if (m->layers[i].ops->destroy)
             m->layers[i].ops->destroy(&m->layers[i]);
+    cpu_ctx_destroy(m->ctx); /* after the layers: their primitives used it */
     for (int i = 0; i < m->ntensors; i++)
         if (m->tensors[i].alias_of < 0) {
             free(m->tensors[i].val);
@@ -183,16 +233,23 @@ void model_destroy(struct model *m)
     free(m->grad_buf);
     free(m->probs);
     free(m->labels);
+    free(m->acc);
     free(m);
 }
 
 int model_forward(struct model *m, int train)
 {
+    struct layer_times *lt = m->times && m->times->fwd_ns ? m->times : NULL;
     for (int i = 0; i < m->nlayers; i++) {
         struct layer *l = &m->layers[i];
+        int64_t t0 = lt ? now_ns() : 0;
         if (l->ops->forward(m, l, train) != 0)
             return -1;
+        if (lt)
+            lt->fwd_ns[i] += now_ns() - t0;
     }
+    if (lt)
+        lt->fwd_calls++;
     return 0;
 }
 
@@ -204,19 +261,34 @@ float model_loss(struct model *m, const int32_t *labels, int n, int *correct)
     return softmax_xent_forward(m->probs, m->tensors[m->output].val, m->labels, n, m->classes, correct);
 }
 
+/* Whether layer l has trainable parameters (a layer freezes as a whole). */
+static int layer_trains(const struct model *m, const struct layer *l)
+{
+    return l->nparam > 0 && m->params[l->param0].trainable;
+}
+
 static int backward_layers(struct model *m, grad_ready_fn ready, void *ctx)
 {
-    for (int i = m->nlayers - 1; i >= 0; i--) {
+    struct layer_times *lt = m->times && m->times->bwd_ns ? m->times : NULL;
+    /* layers before bwd_first are frozen and feed only frozen layers */
+    for (int i = m->nlayers - 1; i >= m->bwd_first; i--) {
         struct layer *l = &m->layers[i];
         if (!m->tensors[l->out].grad_set)
             continue; /* nothing flows back through this layer */
+        if (!layer_trains(m, l) && !m->tensors[l->in].need_grad && !(l->in2 >= 0 && m->tensors[l->in2].need_grad))
+            continue; /* nothing it could produce is wanted */
+        int64_t t0 = lt ? now_ns() : 0;
         if (l->ops->backward(m, l) != 0)
             return -1;
+        if (lt)
+            lt->bwd_ns[i] += now_ns() - t0;
         if (ready)
             for (int p = l->nparam - 1; p >= 0; p--)
                 if (m->params[l->param0 + p].trainable)
                     ready(ctx, l->param0 + p);
     }
+    if (lt)
+        lt->bwd_calls++;
     return 0;
 }
 
@@ -255,4 +327,84 @@ size_t model_trainable_floats(const struct model *m)
         if (m->params[i].trainable)
             n += m->params[i].len;
     return n;
+}
+
+int model_set_trainable(struct model *m, const char *spec, char *err, size_t errlen)
+{
+    int nparam_layers = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        nparam_layers += m->layers[i].nparam > 0;
+    long keep;
+    char *end;
+    if (!strcmp(spec, "all")) {
+        keep = nparam_layers;
+    } else if (!strcmp(spec, "classifier")) {
+        keep = 1;
+    } else if (!strncmp(spec, "last:", 5) && (keep = strtol(spec + 5, &end, 10)) >= 1 && !*end && spec[5]) {
+        /* more than there are: everything trains */
+    } else {
+        if (err)
+            snprintf(err, errlen, "--trainable: expected all, classifier or last:K with K >= 1 (got '%s')", spec);
+        return -1;
+    }
+    /* parameterised layers in order; the last `keep` of them train */
+    int seen = 0;
+    m->bwd_first = m->nlayers;
+    for (int i = 0; i < m->nlayers; i++) {
+        struct layer *l = &m->layers[i];
+        if (l->nparam == 0)
+            continue;
+        int train = nparam_layers - seen <= keep;
+        seen++;
+        for (int p = 0; p < l->nparam; p++)
+            m->params[l->param0 + p].trainable = train;
+        if (train && i < m->bwd_first)
+            m->bwd_first = i;
+    }
+    /* a tensor needs a gradient when a trainable layer lies upstream of it */
+    for (int t = 0; t < m->ntensors; t++)
+        m->tensors[t].need_grad = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const struct layer *l = &m->layers[i];
+        struct tensor *o = &m->tensors[l->out];
+        int need = layer_trains(m, l) || m->tensors[l->in].need_grad || (l->in2 >= 0 && m->tensors[l->in2].need_grad);
+        o->need_grad = need && o->grad != NULL;
+    }
+    return 0;
+}
+
+size_t model_activation_bytes(const struct model *m)
+{
+    size_t b = 0;
+    for (int i = 0; i < m->ntensors; i++) {
+        const struct tensor *t = &m->tensors[i];
+        if (t->alias_of < 0)
+            b += (size_t)t->stride * sizeof(float) * (t->grad ? 2 : 1);
+    }
+    return b;
+}
+
+void model_print_times(const struct model *m, FILE *f)
+{
+    const struct layer_times *lt = m->times;
+    if (!lt || !lt->fwd_ns || lt->fwd_calls == 0)
+        return;
+    double tot = 0.0;
+    for (int i = 0; i < m->nlayers; i++)
+        tot += (double)(lt->fwd_ns[i] + lt->bwd_ns[i]);
+    double fc = (double)lt->fwd_calls, bc = lt->bwd_calls > 0 ? (double)lt->bwd_calls : 1.0;
+    fprintf(f, "\nper-layer times: %s, batch %d, %lld forwards, %lld backwards (mean ms per call)\n", m->name, m->batch,
+            (long long)lt->fwd_calls, (long long)lt->bwd_calls);
+    fprintf(f, "%-4s %-24s %-10s %9s %9s %6s %8s %8s  %s\n", "#", "layer", "kind", "fwd ms", "bwd ms", "share",
+            "fwd GF/s", "bwd GF/s", "kernel (fwd|bwd-data|bwd-weights)");
+    for (int i = 0; i < m->nlayers; i++) {
+        const struct layer *l = &m->layers[i];
+        double fms = (double)lt->fwd_ns[i] / fc / 1e6, bms = (double)lt->bwd_ns[i] / bc / 1e6;
+        double fl = (double)l->flops * m->batch;
+        /* backward does about twice the forward's work: input and weight gradients */
+        fprintf(f, "%-4d %-24s %-10s %9.3f %9.3f %5.1f%% %8.1f %8.1f  %s\n", i, l->name, l->ops->kind, fms, bms,
+                tot > 0 ? 100.0 * (double)(lt->fwd_ns[i] + lt->bwd_ns[i]) / tot : 0.0, fms > 0 ? fl / fms / 1e6 : 0.0,
+                bms > 0 ? 2.0 * fl / bms / 1e6 : 0.0, l->kernel);
+    }
+    fprintf(f, "total %.3f ms per step (forward + backward)\n", tot / fc / 1e6);
 }

@@ -7,25 +7,40 @@
  * gradient is final (DDP uses it to launch a bucket's allreduce). A tensor
  * read by two layers (a residual input) receives both gradient contributions:
  * the first writer writes, later ones accumulate.
+ *
+ * Activations are plain NCHW or channel-blocked (see kernels_cpu.h); a
+ * tensor's layout is fixed when its producer is built, and layers that need
+ * plain data insert a conversion. The model input and the logits are plain.
+ *
+ * Freezing (model_set_trainable) marks a prefix of the parameterised layers
+ * frozen: they get no gradient, and backward stops at the first layer that
+ * has trainable parameters, since nothing before it needs a gradient.
  */
 #ifndef DDPTOP_MODEL_H
 #define DDPTOP_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rng.h"
 
-#define MODEL_MAX_NAME 48
+#define MODEL_MAX_NAME 64
 
 struct tensor {
-    int c, h, w;         /* per-sample shape */
-    int64_t per_sample;  /* c*h*w */
-    float *val;          /* [batch, c, h, w] */
-    float *grad;         /* same shape; NULL for the model input */
-    int grad_set;        /* backward: 1 once some layer wrote grad this pass */
-    int alias_of;        /* -1, or the tensor whose buffers this one shares */
+    int c, h, w;        /* per-sample shape */
+    int64_t per_sample; /* c*h*w: logical values per sample */
+    int blk;            /* layout: 1 = plain NCHW, 8/16 = nChw{blk}c (channels padded) */
+    int64_t stride;     /* floats per sample in val and grad: c*h*w, or padded c*h*w */
+    float *val;         /* [batch, stride] */
+    float *grad;        /* same shape; NULL for the model input */
+    int grad_set;       /* backward: 1 once some layer wrote grad this pass */
+    int need_grad;      /* backward must produce grad: some layer before it is trainable */
+    int alias_of;       /* -1, or the tensor whose buffers this one shares */
 };
+
+/* How model_init_params fills a parameter. */
+enum { PARAM_INIT_FANIN = 0, PARAM_INIT_ONE, PARAM_INIT_ZERO };
 
 struct param {
     char name[MODEL_MAX_NAME]; /* "conv1.weight" */
@@ -34,6 +49,7 @@ struct param {
     int ndim, shape[4];
     int layer;
     int trainable;
+    int init; /* PARAM_INIT_*: U(+-1/sqrt(fan_in)), or 1 and 0 for batch norm */
 };
 
 struct model;
@@ -49,15 +65,19 @@ struct layer_ops {
 struct layer {
     const struct layer_ops *ops;
     char name[MODEL_MAX_NAME];
-    int in, in2, out;  /* tensor ids; in2 is -1 for one-input layers */
+    int in, in2, out;   /* tensor ids; in2 is -1 for one-input layers */
     int param0, nparam; /* the layer's parameters: params[param0 .. param0+nparam) */
     int64_t flops;      /* forward FLOPs per image (multiply-add = 2) */
     void *impl;         /* the layer type's own small struct */
+    char kernel[100];   /* the kernels it runs ("jit:avx512_core|..." from oneDNN), for --info */
 };
+
+struct cpu_ctx;
+struct layer_times;
 
 struct model {
     char name[MODEL_MAX_NAME];
-    int batch;          /* samples per forward (fixed: kernels are built for it) */
+    int batch; /* samples per forward (fixed: kernels are built for it) */
     int classes;
     int nlayers, cap_layers;
     struct layer *layers;
@@ -65,13 +85,20 @@ struct model {
     struct tensor *tensors;
     int nparams, cap_params;
     struct param *params;
-    size_t nfloats;     /* total parameter floats */
-    float *param_buf;   /* [nfloats] */
-    float *grad_buf;    /* [nfloats] */
-    int input, output;  /* tensor ids */
-    float *probs;       /* [batch, classes] softmax, for the loss backward */
-    int32_t *labels;    /* [batch] */
-    char err[256];      /* the last build or kernel error */
+    size_t nfloats;            /* total parameter floats */
+    float *param_buf;          /* [nfloats] */
+    float *grad_buf;           /* [nfloats] */
+    int input, output;         /* tensor ids */
+    float *probs;              /* [batch, classes] softmax, for the loss backward */
+    int32_t *labels;           /* [batch] */
+    uint64_t seed;             /* model_create's seed: dropout masks derive from it */
+    int ndropout;              /* dropout layers so far (each takes the next ordinal) */
+    int dropout_hold;          /* tests: 1 keeps every dropout mask fixed across forwards */
+    int bwd_first;             /* backward runs layers [bwd_first, nlayers) */
+    struct cpu_ctx *ctx;       /* oneDNN stream and the shared scratchpad */
+    float *acc;                /* [largest tensor]: an input gradient to be added to one already set */
+    struct layer_times *times; /* per-layer timing (DDPTOP_LAYER_TIMES=1), or NULL */
+    char err[256];             /* the last build or kernel error */
 };
 
 /* Called by model_backward when a parameter's gradient is final. */
@@ -108,8 +135,21 @@ int model_backward_dout(struct model *m, const float *dout, grad_ready_fn ready,
 int64_t model_flops(const struct model *m);
 size_t model_trainable_floats(const struct model *m);
 
+/* Freezes all but part of the model: "all", "classifier" (the last
+ * parameterised layer: the final linear layer, or SqueezeNet's final
+ * convolution) or "last:K" (the last K parameterised layers; batch norms
+ * count). Frozen parameters get trainable = 0 and no gradient. Returns 0, or
+ * -1 with err set for a bad spec. */
+int model_set_trainable(struct model *m, const char *spec, char *err, size_t errlen);
+/* Bytes of activations and their gradients held per sample. */
+size_t model_activation_bytes(const struct model *m);
+/* Prints the per-layer time table (DDPTOP_LAYER_TIMES=1) to f. */
+void model_print_times(const struct model *m, FILE *f);
+
 /* ---- builder, used by the zoo ----------------------------------------- */
 int model_add_tensor(struct model *m, int c, int h, int w);
+/* A tensor in layout blk (1 plain, 8/16 blocked). */
+int model_add_tensor_blk(struct model *m, int c, int h, int w, int blk);
 int model_add_param(struct model *m, int layer, const char *name, int ndim, const int *shape);
 int model_add_layer(struct model *m, const struct layer_ops *ops, const char *name, int in, int in2, void *impl);
 static inline float *model_param(struct model *m, int p)
@@ -128,9 +168,35 @@ int layer_conv2d(struct model *m, const char *name, int in, int out_ch, int k, i
 int layer_relu(struct model *m, const char *name, int in);
 int layer_maxpool(struct model *m, const char *name, int in, int k, int stride, int pad);
 int layer_flatten(struct model *m, const char *name, int in);
+/* Max-pool with PyTorch's ceil_mode=True (SqueezeNet). */
+int layer_maxpool_ceil(struct model *m, const char *name, int in, int k, int stride, int pad);
+/* Average pool, count_include_pad=True. */
+int layer_avgpool(struct model *m, const char *name, int in, int k, int stride, int pad);
+/* Adaptive average pool to oh x ow (PyTorch's windows; they may overlap). */
+int layer_adaptive_avgpool(struct model *m, const char *name, int in, int oh, int ow);
+/* Global average pool: C x H x W -> C x 1 x 1. */
+int layer_global_avgpool(struct model *m, const char *name, int in);
+/* Batch norm, eps 1e-5, momentum 0.1; running statistics as PyTorch keeps
+ * them (the variance unbiased). Parameters "NAME.weight" and "NAME.bias". */
+int layer_batchnorm(struct model *m, const char *name, int in);
+int layer_relu6(struct model *m, const char *name, int in);
+/* Dropout with probability p, masks from the model seed (dropout_key). */
+int layer_dropout(struct model *m, const char *name, int in, float p);
+/* Element-wise a + b (residual connection). */
+int layer_add(struct model *m, const char *name, int a, int b);
+/* Channel concatenation [a, b]. */
+int layer_concat(struct model *m, const char *name, int a, int b);
+/* Zero padding of p on every side (plain layout). */
+int layer_pad(struct model *m, const char *name, int in, int p);
+/* The tensor converted to layout blk (returns `in` when it already is). */
+int layer_to_layout(struct model *m, const char *name, int in, int blk);
 
-/* Default initialisation (PyTorch's kaiming_uniform(a=sqrt(5)) for weights,
- * U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for biases). */
+/* A batch norm layer's running mean or variance (which 0 or 1), [C]. */
+float *layer_bn_running(struct layer *l, int which);
+
+/* Default initialisation, as PyTorch's: kaiming_uniform(a=sqrt(5)) for
+ * weights, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for biases, batch norm's
+ * weight 1 and bias 0. */
 void model_init_params(struct model *m, uint64_t seed);
 
 #endif

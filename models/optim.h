@@ -10,12 +10,12 @@
 struct model;
 
 struct sgd {
-    float lr;          /* base rate, already scaled by the linear scaling rule */
+    float lr; /* base rate, already scaled by the linear scaling rule */
     float momentum;
     float weight_decay;
-    int warmup_steps;  /* lr ramps linearly from lr/warmup to lr over these steps */
-    long decay_steps;  /* > 0: cosine decay from lr to 0 over these steps (after warm-up) */
-    float *buf;        /* momentum buffer, [nfloats] */
+    int warmup_steps; /* lr ramps linearly from lr/warmup to lr over these steps */
+    long decay_steps; /* > 0: cosine decay from lr to 0 over these steps (after warm-up) */
+    float *buf;       /* momentum buffer, [nfloats] */
     size_t n;
 };
 

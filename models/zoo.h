@@ -2,17 +2,27 @@
 #ifndef DDPTOP_ZOO_H
 #define DDPTOP_ZOO_H
 
+#include <stdio.h>
+
 struct model;
+
+/* The two input shapes the zoo is sized for: index 0 is 1x28x28 (MNIST,
+ * Fashion-MNIST, synthetic), 1 is 3x32x32 (CIFAR-10). */
+enum { ZOO_28 = 0, ZOO_32 = 1 };
 
 struct zoo_entry {
     const char *name;
-    const char *summary; /* one line for --help: the definition and any adaptation */
+    const char *summary; /* for --help: the definition and its adaptation to small images */
     /* Adds the model's layers after input tensor `in`; returns the logits tensor. */
     int (*build)(struct model *m, int in, int classes);
+    long long params[2]; /* parameters at ZOO_28 and ZOO_32 with 10 classes */
+    long long flops[2];  /* forward FLOPs per image, likewise */
 };
 
 extern const struct zoo_entry zoo_models[];
 extern const int zoo_count;
 const struct zoo_entry *zoo_find(const char *name);
+/* The model list of --help: name, wrapped summary, sizes at both shapes. */
+void zoo_print_help(FILE *out);
 
 #endif

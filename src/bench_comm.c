@@ -23,8 +23,8 @@
 
 struct row {
     uint64_t bytes;
-    size_t count;     /* elements per rank buffer */
-    double time_us;   /* slowest rank's mean per call */
+    size_t count;   /* elements per rank buffer */
+    double time_us; /* slowest rank's mean per call */
     long wrong;
 };
 
@@ -294,8 +294,9 @@ int bench_comm_main(const struct config *cfg)
             fprintf(out, "| size | count | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong |\n"
                          "|---:|---:|---:|---:|---:|---:|\n");
         else
-            fprintf(out, "# %s, shm/%s, %d ranks, %d iters (%d warm-up), float32 sum; 1 GB = 1e9 B\n"
-                         "%10s %12s %12s %12s %12s %8s\n",
+            fprintf(out,
+                    "# %s, shm/%s, %d ranks, %d iters (%d warm-up), float32 sum; 1 GB = 1e9 B\n"
+                    "%10s %12s %12s %12s %12s %8s\n",
                     coll_name(b->coll), algo, b->world, cfg->iters, cfg->warmup, "size", "count", "time(us)",
                     "algbw(GB/s)", "busbw(GB/s)", "#wrong");
         for (int k = 0; k < b->nrows; k++) {
@@ -307,8 +308,9 @@ int bench_comm_main(const struct config *cfg)
                 fprintf(out, "%s,%llu,%zu,%.3f,%.4f,%.4f,%ld\n", coll_name(b->coll), (unsigned long long)row->bytes,
                         row->count, row->time_us, algbw, algbw * factor, row->wrong);
             else
-                fprintf(out, md ? "| %s | %zu | %.2f | %.3f | %.3f | %ld |\n" : "%10s %12zu %12.2f %12.3f %12.3f %8ld\n",
-                        sz, row->count, row->time_us, algbw, algbw * factor, row->wrong);
+                fprintf(out,
+                        md ? "| %s | %zu | %.2f | %.3f | %.3f | %ld |\n" : "%10s %12zu %12.2f %12.3f %12.3f %8ld\n", sz,
+                        row->count, row->time_us, algbw, algbw * factor, row->wrong);
         }
         if (!csv && fit.valid)
             fprintf(out, "%sfit: t = %.2f us + bytes / %.2f GB/s (r2 %.4f)\n", md ? "\n" : "# ", fit.alpha_us,

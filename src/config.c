@@ -141,7 +141,8 @@ static void usage(FILE *out)
             "  --batch-size B[,B..]      samples per rank per step (default 32)\n"
             "  --epochs N                epochs (default 1)\n"
             "  --steps N                 stop after N steps in all (default: no cap)\n"
-            "  --strategy S[,S..]        single, dp, gather-scatter, allreduce, ddp (default allreduce)\n"
+            "  --strategy S[,S..]        single, dp, gather-scatter, allreduce, ddp (default allreduce);\n"
+            "                            single is one rank on the whole global batch (ranks x batch)\n"
             "  --no-eval                 skip the test-split evaluation after each epoch\n"
             "\n"
             "Optimiser (SGD):\n"
@@ -185,7 +186,8 @@ static void usage(FILE *out)
             "\n"
             "Other modes:\n"
             "  --info                    print the model's layer table (shapes, parameters, FLOPs)\n"
-            "  --trainable all|classifier|last:K   train only part of the model (default all)\n"
+            "  --trainable SPEC          all (default), classifier (the final linear layer) or last:K\n"
+            "                            (the last K layers with parameters); the rest is frozen\n"
             "  --bench-comm              benchmark collectives, nccl-tests style; with\n"
             "    --collective NAME       allreduce (default), reduce_scatter, allgather, broadcast,\n"
             "                            reduce, gather, scatter\n"
@@ -198,8 +200,7 @@ static void usage(FILE *out)
             "\n"
             "Models:\n",
             DATA_DEBIAN_FASHION_DIR, MAX_RANKS);
-    for (int i = 0; i < zoo_count; i++)
-        fprintf(out, "  %-12s %s\n", zoo_models[i].name, zoo_models[i].summary);
+    zoo_print_help(out);
     fprintf(out, "\nExamples:\n"
                  "  ddptop --batch --model lenet --ranks 1,2 --strategy allreduce --epochs 1\n"
                  "  ddptop --batch --model mlp --ranks 2 --steps 200 --format json --output run.json\n");
@@ -333,7 +334,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     cfg->factor = 2;
     cfg->iters = 20;
     cfg->warmup = 5;
-    snprintf(cfg->trainable, sizeof(cfg->trainable), "all");
+    snprintf(b->trainable, sizeof(b->trainable), "all");
     int threads_set = 0;
 
     optind = 1;
@@ -636,7 +637,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             if (strcmp(optarg, "all") && strcmp(optarg, "classifier") &&
                 (strncmp(optarg, "last:", 5) || parse_long(optarg + 5, 1, 100000, &k) != 0))
                 return bad(err, name, "one of all, classifier, last:K (K >= 1)", optarg);
-            snprintf(cfg->trainable, sizeof(cfg->trainable), "%s", optarg);
+            snprintf(b->trainable, sizeof(b->trainable), "%s", optarg);
             break;
         }
         case ':':

@@ -26,31 +26,32 @@ struct run_config {
     char dataset[CFG_NAME];
     char data_dir[CFG_PATH];
     int ranks;
-    int batch_size;  /* per rank */
-    int strategy;    /* enum strategy_kind */
+    int batch_size; /* per rank */
+    int strategy;   /* enum strategy_kind */
     int epochs;
-    long steps;      /* total step cap, 0 = none */
+    long steps; /* total step cap, 0 = none */
     float lr, momentum, weight_decay;
     int warmup_steps;
     int scale_lr;
-    int lr_cosine;   /* cosine decay to 0 over the run */
+    int lr_cosine; /* cosine decay to 0 over the run */
     uint64_t seed;
-    int comm;        /* enum comm_backend */
-    int algo;        /* enum comm_algo */
-    int device;      /* enum device_choice */
+    int comm;   /* enum comm_backend */
+    int algo;   /* enum comm_algo */
+    int device; /* enum device_choice */
     int threads_per_rank;
     double loss_threshold; /* < 0: none */
-    int eval;        /* evaluate on the test split each epoch */
+    int eval;              /* evaluate on the test split each epoch */
     float bucket_mb;
-    int overlap;     /* ddp: overlap buckets with backward */
+    int overlap; /* ddp: overlap buckets with backward */
     int grad_fp16;
-    int slow_rank;   /* -1: none */
+    int slow_rank; /* -1: none */
     double slow_factor;
-    int check_replicas; /* hash the parameters after every step and compare ranks */
+    int check_replicas;       /* hash the parameters after every step and compare ranks */
+    char trainable[CFG_NAME]; /* all | classifier | last:K: the rest is frozen */
 };
 
 struct config {
-    struct run_config base;  /* values shared by every run */
+    struct run_config base; /* values shared by every run */
     char models[CFG_MAX_LIST][CFG_NAME];
     int nmodels;
     int ranks[CFG_MAX_LIST];
@@ -59,27 +60,25 @@ struct config {
     int nbatches;
     int strategies[CFG_MAX_LIST];
     int nstrategies;
-    int mode;        /* enum app_mode */
-    int batch;       /* --batch: no UI */
-    int format;      /* enum out_format */
+    int mode;   /* enum app_mode */
+    int batch;  /* --batch: no UI */
+    int format; /* enum out_format */
     char output[CFG_PATH];
-    int quiet;       /* no progress line */
+    int quiet; /* no progress line */
     /* interactive UI */
-    char theme[CFG_NAME];   /* "" = default (or monochrome under NO_COLOR) */
+    char theme[CFG_NAME]; /* "" = default (or monochrome under NO_COLOR) */
     int refresh_ms;
     /* traces */
-    char trace[CFG_PATH];   /* --trace FILE ("" = none); .json or .json.gz */
+    char trace[CFG_PATH];                /* --trace FILE ("" = none); .json or .json.gz */
     long trace_step_from, trace_step_to; /* --trace-steps A:B, inclusive; to < 0 = open */
-    uint64_t trace_ranks;   /* bit mask; 0 = all */
-    int trace_split;        /* one file per rank */
-    char replay[CFG_PATH];  /* --replay FILE */
+    uint64_t trace_ranks;                /* bit mask; 0 = all */
+    int trace_split;                     /* one file per rank */
+    char replay[CFG_PATH];               /* --replay FILE */
     /* --bench-comm */
-    int collective;         /* enum coll_kind */
+    int collective; /* enum coll_kind */
     uint64_t min_bytes, max_bytes;
     int factor;
     int iters, warmup;
-    /* model options */
-    char trainable[CFG_NAME]; /* all | classifier | last:K */
 };
 
 /* Parses argv. Returns 0 to go on, 1 when --help or --version was handled

@@ -226,8 +226,8 @@ uint8_t *idx_read(const char *path, int want_dims, int dims_out[3], char *err, s
     if (got < 0)
         goto fail;
     if ((uint64_t)got < total) {
-        set_err(err, errlen, "%s: truncated: expected %llu bytes of data, found %lld", path,
-                (unsigned long long)total, got);
+        set_err(err, errlen, "%s: truncated: expected %llu bytes of data, found %lld", path, (unsigned long long)total,
+                got);
         goto fail;
     }
     /* One byte more: anything there is trailing data, and zlib only checks
@@ -291,8 +291,7 @@ static int idx_load_split(const char *name, const char *dir, const char *prefix,
     if (!pixels)
         goto fail;
     if (idims[1] != MNIST_SIDE || idims[2] != MNIST_SIDE) {
-        set_err(err, errlen, "%s: images are %dx%d, expected %dx%d", ipath, idims[1], idims[2], MNIST_SIDE,
-                MNIST_SIDE);
+        set_err(err, errlen, "%s: images are %dx%d, expected %dx%d", ipath, idims[1], idims[2], MNIST_SIDE, MNIST_SIDE);
         goto fail;
     }
     labels = idx_read(lpath, 1, ldims, err, errlen);
@@ -454,9 +453,8 @@ out:
 
 static int cifar_load(const char *dir, struct dataset *train, struct dataset *test, char *err, size_t errlen)
 {
-    static const char *const train_files[CIFAR_TRAIN_FILES] = {"data_batch_1.bin", "data_batch_2.bin",
-                                                               "data_batch_3.bin", "data_batch_4.bin",
-                                                               "data_batch_5.bin"};
+    static const char *const train_files[CIFAR_TRAIN_FILES] = {
+        "data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"};
     static const char *const test_files[1] = {"test_batch.bin"};
     char base[4096];
     if (cifar_base(dir, base, sizeof base, err, errlen) < 0)
@@ -627,8 +625,8 @@ static int synth_load(uint64_t seed, struct dataset *train, struct dataset *test
 
 /* ---- entry points --------------------------------------------------------- */
 
-int data_load(const char *name, const char *dir, uint64_t seed, struct dataset *train, struct dataset *test,
-              char *err, size_t errlen)
+int data_load(const char *name, const char *dir, uint64_t seed, struct dataset *train, struct dataset *test, char *err,
+              size_t errlen)
 {
     memset(train, 0, sizeof *train);
     memset(test, 0, sizeof *test);

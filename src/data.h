@@ -15,13 +15,13 @@
 #define DATA_MAX_CHANNELS 3
 
 struct dataset {
-    char name[32];   /* "fashion-mnist", "mnist", "cifar10", "synthetic" */
+    char name[32];    /* "fashion-mnist", "mnist", "cifar10", "synthetic" */
     char source[512]; /* directory or "generated" */
-    int n;           /* samples */
-    int c, h, w;     /* per-sample shape */
+    int n;            /* samples */
+    int c, h, w;      /* per-sample shape */
     int classes;
-    uint8_t *pixels; /* n * c*h*w */
-    uint8_t *labels; /* n */
+    uint8_t *pixels;               /* n * c*h*w */
+    uint8_t *labels;               /* n */
     float mean[DATA_MAX_CHANNELS]; /* normalisation, per channel, in [0,1] pixel units */
     float std[DATA_MAX_CHANNELS];
 };
@@ -47,8 +47,8 @@ const char *data_default_name(void);
  * dir itself or in dir/cifar-10-batches-bin.
  * On error returns -1 and writes one line naming the file and what is wrong
  * into err. */
-int data_load(const char *name, const char *dir, uint64_t seed, struct dataset *train, struct dataset *test,
-              char *err, size_t errlen);
+int data_load(const char *name, const char *dir, uint64_t seed, struct dataset *train, struct dataset *test, char *err,
+              size_t errlen);
 void data_free(struct dataset *d);
 
 /* Reads one IDX file (raw or gzip'd) and checks its header: magic 0x0000080N

@@ -39,7 +39,7 @@ struct device_ops {
 
 struct device {
     const struct device_ops *ops;
-    int rank;      /* the rank using it, for error messages */
+    int rank; /* the rank using it, for error messages */
     int index;
     char name[64]; /* "cpu" or "cuda:0" */
     void *impl;

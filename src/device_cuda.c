@@ -14,14 +14,14 @@ struct cuda_dev {
     cudaEvent_t event[DEV_MAX_EVENTS];
 };
 
-#define CUDA_OK(d, call)                                                                                       \
-    do {                                                                                                       \
-        cudaError_t e_ = (call);                                                                               \
-        if (e_ != cudaSuccess) {                                                                               \
-            device_set_error("rank %d (cuda:%d): %s: %s (%s:%d)", (d)->rank, (d)->index, #call,                \
-                             cudaGetErrorString(e_), __FILE__, __LINE__);                                     \
-            return -1;                                                                                         \
-        }                                                                                                      \
+#define CUDA_OK(d, call)                                                                                               \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            device_set_error("rank %d (cuda:%d): %s: %s (%s:%d)", (d)->rank, (d)->index, #call,                        \
+                             cudaGetErrorString(e_), __FILE__, __LINE__);                                              \
+            return -1;                                                                                                 \
+        }                                                                                                              \
     } while (0)
 
 static int cuda_count(void)
@@ -97,8 +97,7 @@ static void *cuda_alloc_host(struct device *d, size_t bytes)
     void *p = NULL;
     cudaError_t e = cudaMallocHost(&p, bytes ? bytes : 1);
     if (e != cudaSuccess) {
-        device_set_error("rank %d (cuda:%d): cudaMallocHost(%zu): %s", d->rank, d->index, bytes,
-                         cudaGetErrorString(e));
+        device_set_error("rank %d (cuda:%d): cudaMallocHost(%zu): %s", d->rank, d->index, bytes, cudaGetErrorString(e));
         return NULL;
     }
     return p;

@@ -30,8 +30,14 @@ int info_main(const struct config *cfg)
             fprintf(stderr, "ddptop: %s\n", err);
             return 2;
         }
+        if (model_set_trainable(m, cfg->base.trainable, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ddptop: %s\n", err);
+            model_destroy(m);
+            return 2;
+        }
         printf("%s on %dx%dx%d (%s), 10 classes\n", m->name, c, h, w, cfg->base.dataset);
-        printf("%-4s %-22s %-10s %-16s %12s %14s\n", "#", "layer", "kind", "output", "params", "FLOPs");
+        printf("%-4s %-28s %-10s %-14s %11s %13s  %s\n", "#", "layer", "kind", "output", "params", "FLOPs",
+               "kernels (fwd|bwd-data|bwd-weights)");
         size_t total = 0;
         for (int k = 0; k < m->nlayers; k++) {
             const struct layer *l = &m->layers[k];
@@ -41,13 +47,14 @@ int info_main(const struct config *cfg)
                 np += m->params[l->param0 + p].len;
             total += np;
             char shape[32];
-            snprintf(shape, sizeof(shape), "%dx%dx%d", t->c, t->h, t->w);
-            printf("%-4d %-22s %-10s %-16s %12zu %14lld\n", k, l->name, l->ops->kind, shape, np,
-                   (long long)l->flops);
+            snprintf(shape, sizeof(shape), "%dx%dx%d%s", t->c, t->h, t->w, t->blk > 1 ? "*" : "");
+            printf("%-4d %-28s %-10s %-14s %11zu %13lld  %s%s\n", k, l->name, l->ops->kind, shape, np,
+                   (long long)l->flops, l->kernel, l->nparam && !m->params[l->param0].trainable ? " (frozen)" : "");
         }
+        printf("(* = channel-blocked layout, nChw16c or nChw8c)\n");
         printf("total parameters: %zu (trainable %zu)\n", total, model_trainable_floats(m));
-        printf("forward FLOPs per image: %lld (%.3f GFLOP)\n\n", (long long)model_flops(m),
-               (double)model_flops(m) / 1e9);
+        printf("forward FLOPs per image: %lld (%.3f GFLOP)\n", (long long)model_flops(m), (double)model_flops(m) / 1e9);
+        printf("activations and their gradients: %.1f MB per image\n\n", (double)model_activation_bytes(m) / 1048576.0);
         model_destroy(m);
     }
     return 0;

@@ -46,8 +46,8 @@ static void progress(const struct run *r, int idx, int nruns)
     double ms = 0;
     if (m->r[0].nsteps)
         ms = (double)m->r[0].last.wall_ns / 1e6;
-    fprintf(stderr, "\r\033[K[%d/%d] %s %s x%d  step %zu/%ld  loss %.4f  %.2f ms/step", idx + 1, nruns,
-            r->cfg.model, strategy_name(r->cfg.strategy), r->world, s, r->total_steps, loss, ms);
+    fprintf(stderr, "\r\033[K[%d/%d] %s %s x%d  step %zu/%ld  loss %.4f  %.2f ms/step", idx + 1, nruns, r->cfg.model,
+            strategy_name(r->cfg.strategy), r->world, s, r->total_steps, loss, ms);
     fflush(stderr);
 }
 
@@ -127,8 +127,8 @@ int main(int argc, char **argv)
         config_expand(&cfg, i, &rc);
         long share = train.n / run_world(&rc);
         if (run_global_batch(&rc) / run_world(&rc) > share) {
-            fprintf(stderr, "ddptop: --batch-size %d: larger than a rank's share of %s (%ld samples)\n",
-                    rc.batch_size, train.name, share);
+            fprintf(stderr, "ddptop: --batch-size %d: larger than a rank's share of %s (%ld samples)\n", rc.batch_size,
+                    train.name, share);
             data_free(&train);
             data_free(&test);
             return 2;

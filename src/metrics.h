@@ -18,7 +18,7 @@
 struct breakdown {
     int64_t wall_ns;
     int64_t compute_ns;
-    int64_t comm_ns;       /* exposed: comm not hidden under compute */
+    int64_t comm_ns; /* exposed: comm not hidden under compute */
     int64_t data_ns;
     int64_t idle_ns;
     int64_t comm_union_ns; /* |union of comm|, hidden or not */
@@ -34,10 +34,10 @@ void breakdown_compute(struct breakdown *out, const struct span *spans, size_t n
 
 /* What a rank reports at the end of every step. */
 struct step_rec {
-    uint32_t step;  /* global step index, from 0 */
+    uint32_t step; /* global step index, from 0 */
     uint32_t epoch;
     int64_t t0_ns, t1_ns;
-    float loss;     /* mean over the rank's local batch */
+    float loss; /* mean over the rank's local batch */
     float lr;
     int32_t correct, n;
     uint64_t param_hash; /* hash of the parameters after the step (--check-replicas), else 0 */
@@ -50,15 +50,15 @@ struct epoch_rec {
     double loss_sum;
 };
 
-#define METRICS_HISTORY 8192 /* spans kept per rank for the timeline */
+#define METRICS_HISTORY 8192   /* spans kept per rank for the timeline */
 #define METRICS_LOSS_WINDOW 50 /* steps in the running training loss */
 
 struct rank_metrics {
-    struct breakdown total;   /* every step */
-    struct breakdown steady;  /* every step but the first */
-    struct breakdown last;    /* the most recent step */
-    int64_t *step_wall_ns;    /* [nsteps] */
-    float *step_loss;         /* [nsteps] */
+    struct breakdown total;  /* every step */
+    struct breakdown steady; /* every step but the first */
+    struct breakdown last;   /* the most recent step */
+    int64_t *step_wall_ns;   /* [nsteps] */
+    float *step_loss;        /* [nsteps] */
     int32_t *step_correct, *step_n;
     uint64_t *step_hash;
     size_t nsteps, cap;
@@ -69,14 +69,14 @@ struct rank_metrics {
     uint64_t ncoll;
     uint64_t kind_calls[COLL_COUNT]; /* per collective kind: calls and summed sizes, */
     double kind_bytes[COLL_COUNT];   /* for the alpha-beta prediction */
-    uint64_t dropped;         /* spans lost to full rings */
-    uint64_t late;            /* spans of steps already closed */
-    struct span *pending;     /* spans waiting for their step's record */
+    uint64_t dropped;                /* spans lost to full rings */
+    uint64_t late;                   /* spans of steps already closed */
+    struct span *pending;            /* spans waiting for their step's record */
     size_t npending, cap_pending;
-    struct span *window;      /* scratch: one step's spans */
+    struct span *window; /* scratch: one step's spans */
     size_t cap_window;
     struct span history[METRICS_HISTORY];
-    uint64_t nhistory;        /* total ever pushed; index % METRICS_HISTORY */
+    uint64_t nhistory; /* total ever pushed; index % METRICS_HISTORY */
 };
 
 struct coll_slot;
@@ -86,11 +86,11 @@ struct metrics {
     struct rank_metrics *r;
     /* global per-step series, valid up to `steps_done` (all ranks reported) */
     size_t steps_done;
-    float *loss_mean;     /* [steps_done] mean of the ranks' losses */
-    float *loss_running;  /* [steps_done] mean of the last METRICS_LOSS_WINDOW */
+    float *loss_mean;    /* [steps_done] mean of the ranks' losses */
+    float *loss_running; /* [steps_done] mean of the last METRICS_LOSS_WINDOW */
     size_t cap_steps;
-    double threshold;     /* < 0: none */
-    long threshold_step;  /* first global step where running < threshold, -1 */
+    double threshold;    /* < 0: none */
+    long threshold_step; /* first global step where running < threshold, -1 */
     int threshold_epoch;
     uint32_t *step_epoch; /* [steps_done] */
     /* per-epoch test results, summed over ranks */

@@ -25,30 +25,34 @@ struct loop {
     struct model *m;
     struct sgd opt;
     struct sampler smp;
-    uint32_t *idx;   /* [local_batch] */
-    float *xhost;    /* [local_batch, c, h, w], host staging */
-    int32_t *yhost;  /* [local_batch] */
-    double slow;     /* compute time multiplier of this rank (>= 1) */
+    uint32_t *idx;  /* [local_batch] */
+    float *xhost;   /* [local_batch, c, h, w], host staging */
+    int32_t *yhost; /* [local_batch] */
+    double slow;    /* compute time multiplier of this rank (>= 1) */
     /* the strategy's view of the flat buffers */
     struct grad_tensor *gt;
     struct grad_layout gl;
-    float *gs_scratch;          /* gather-scatter: world x trainable floats on rank 0 */
-    uint16_t *half;             /* allreduce with --grad-compress fp16: [largest tensor] */
+    float *gs_scratch; /* gather-scatter: world x trainable floats on rank 0 */
+    uint16_t *half;    /* allreduce with --grad-compress fp16: [largest tensor] */
     struct ddp_engine *ddp;
     /* dp (DataParallel): rank 0 holds the whole batch and computes the loss */
-    float *dp_x;                /* rank 0: [global, c, h, w] */
-    int32_t *dp_y;              /* rank 0: [global] */
-    float *dp_yf;               /* rank 0: labels as floats, for the scatter */
-    float *dp_ylocal;           /* [local] */
+    float *dp_x;                              /* rank 0: [global, c, h, w] */
+    int32_t *dp_y;                            /* rank 0: [global] */
+    float *dp_yf;                             /* rank 0: labels as floats, for the scatter */
+    float *dp_ylocal;                         /* [local] */
     float *dp_logits, *dp_probs, *dp_dlogits; /* rank 0: [global, classes] */
-    float *dp_dout;             /* [local, classes] */
-    uint32_t *dp_idx;           /* rank 0: [global] */
+    float *dp_dout;                           /* [local, classes] */
+    uint32_t *dp_idx;                         /* rank 0: [global] */
 };
 
 static void rec(struct rank *rk, struct spsc_ring *ring, int lane, int cat, int64_t t0, int64_t t1)
 {
-    struct span s = {.t0_ns = t0, .t1_ns = t1, .step = atomic_load_explicit(&rk->step, memory_order_relaxed),
-                     .tag = -1, .lane = (uint8_t)lane, .cat = (uint8_t)cat};
+    struct span s = {.t0_ns = t0,
+                     .t1_ns = t1,
+                     .step = atomic_load_explicit(&rk->step, memory_order_relaxed),
+                     .tag = -1,
+                     .lane = (uint8_t)lane,
+                     .cat = (uint8_t)cat};
     spsc_push(ring, &s);
 }
 
@@ -123,9 +127,15 @@ static int push_step(struct loop *L, uint32_t step, int epoch, int64_t t0, float
 {
     struct rank *rk = L->rk;
     uint64_t hash = L->cfg->check_replicas ? param_hash(L->m) : 0;
-    struct step_rec sr = {.step = step, .epoch = (uint32_t)epoch, .t0_ns = t0, .t1_ns = probe_now_ns(),
-                          .loss = loss, .lr = sgd_lr_at(&L->opt, (long)step), .correct = correct,
-                          .n = L->run->local_batch, .param_hash = hash};
+    struct step_rec sr = {.step = step,
+                          .epoch = (uint32_t)epoch,
+                          .t0_ns = t0,
+                          .t1_ns = probe_now_ns(),
+                          .loss = loss,
+                          .lr = sgd_lr_at(&L->opt, (long)step),
+                          .correct = correct,
+                          .n = L->run->local_batch,
+                          .param_hash = hash};
     while (!spsc_push(&rk->steps, &sr) && !atomic_load(&L->run->abort))
         sched_yield(); /* step records are never dropped: the collector drains them */
     return 0;
@@ -215,7 +225,8 @@ static int dp_step(struct loop *L, int i, int epoch)
         straggle(L, t4);
         rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, probe_now_ns());
     }
-    if ((rc = c->ops->broadcast(c, m->param_buf, m->nfloats, 0)) != 0)
+    /* frozen parameters never change: only the trainable range moves */
+    if (hi > lo && (rc = c->ops->broadcast(c, m->param_buf + lo, hi - lo, 0)) != 0)
         return comm_failed(rk, rc, "replicating the parameters failed");
     return push_step(L, step, epoch, t0, loss, correct);
 }
@@ -235,8 +246,8 @@ static int train_step(struct loop *L, int i, int epoch)
     for (int k = 0; k < B; k++)
         L->idx[k] = sampler_get(&L->smp, i * B + k);
     data_gather(run->train, L->idx, B, L->xhost, L->yhost);
-    if (rk->dev.ops->copy_h2d(&rk->dev, model_input(m), L->xhost, sizeof(float) * (size_t)B *
-                              (size_t)m->tensors[m->input].per_sample, STREAM_COPY) != 0)
+    if (rk->dev.ops->copy_h2d(&rk->dev, model_input(m), L->xhost,
+                              sizeof(float) * (size_t)B * (size_t)m->tensors[m->input].per_sample, STREAM_COPY) != 0)
         return fail(rk, "copying the batch to the device failed");
     rk->dev.ops->record_event(&rk->dev, 0, STREAM_COPY);
     rk->dev.ops->wait_event(&rk->dev, 0, STREAM_COMPUTE);
@@ -333,6 +344,11 @@ static int loop_init(struct loop *L, struct rank *rk)
     L->m = model_create(cfg->model, run->local_batch, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err, sizeof(err));
     if (!L->m)
         return fail(rk, err);
+    if (model_set_trainable(L->m, cfg->trainable, err, sizeof(err)) != 0) {
+        model_destroy(L->m);
+        L->m = NULL;
+        return fail(rk, err);
+    }
     rk->model = L->m;
     rk->nparams_total = L->m->nfloats;
     rk->nparams_trainable = model_trainable_floats(L->m);
@@ -371,7 +387,7 @@ static int loop_init(struct loop *L, struct rank *rk)
         /* PyTorch's first bucket is 1 MB; a smaller cap applies to it too */
         size_t cap = (size_t)(cfg->bucket_mb * 1024 * 1024);
         L->ddp = ddp_create(rk->comm, &L->gl, cap, cap < 1024 * 1024 ? cap : 1024 * 1024, cfg->overlap, cfg->grad_fp16,
-                            &rk->spans_comm, &rk->step);
+                            &rk->spans_comm, &rk->spans_main, &rk->step);
         if (!L->ddp)
             return fail(rk, "cannot create the DDP buckets");
         break;

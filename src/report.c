@@ -12,8 +12,7 @@
 #include "run.h"
 #include "strategy.h"
 
-static void pcts(const struct breakdown *b, double *compute, double *comm, double *data, double *idle,
-                 double *overlap)
+static void pcts(const struct breakdown *b, double *compute, double *comm, double *data, double *idle, double *overlap)
 {
     *compute = breakdown_pct(b->compute_ns, b->wall_ns);
     *comm = breakdown_pct(b->comm_ns, b->wall_ns);
@@ -235,11 +234,12 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                    "loss < thr |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
                    "---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     else
-        fprintf(f, "%-8s %-14s %-14s %5s %6s %6s %6s %8s %8s %8s %10s %7s %6s %8s %6s %6s %6s %8s %10s %7s %8s %8s "
-                   "%8s %7s %7s %7s %s\n",
+        fprintf(f,
+                "%-8s %-14s %-14s %5s %6s %6s %6s %8s %8s %8s %10s %7s %6s %8s %6s %6s %6s %8s %10s %7s %8s %8s "
+                "%8s %7s %7s %7s %s\n",
                 "model", "dataset", "strategy", "ranks", "b/rank", "global", "steps", "ms/step", "p50", "p90",
-                "samples/s", "speedup", "eff%", "compute%", "comm%", "data%", "idle%", "overlap%", "sent/rank",
-                "busbw", "xfer_ms", "sync_ms", "pred_ms", "loss", "train%", "test%", "loss<thr");
+                "samples/s", "speedup", "eff%", "compute%", "comm%", "data%", "idle%", "overlap%", "sent/rank", "busbw",
+                "xfer_ms", "sync_ms", "pred_ms", "loss", "train%", "test%", "loss<thr");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         char sp[16], eff[16], bw[16], bytes[24], tl[16], ta[16], te[16], thr[32], pr[16];
@@ -253,25 +253,26 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         snprintf(te, sizeof(te), r->test_valid ? "%.2f" : "n/a", r->test_acc);
         threshold_str(thr, sizeof(thr), r);
         if (md)
-            fprintf(f, "| %s | %s | %s | %d | %d | %d | %ld | %.3f | %.3f | %.3f | %.0f | %s | %s | %.1f | %.1f | "
-                       "%.1f | %.1f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s |\n",
-                    r->cfg.model, r->dataset, strat_label(r), r->world, r->global_batch / r->world,
-                    r->global_batch, r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff,
-                    r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms,
-                    r->sync_ms, pr, tl, ta, te, thr);
+            fprintf(f,
+                    "| %s | %s | %s | %d | %d | %d | %ld | %.3f | %.3f | %.3f | %.0f | %s | %s | %.1f | %.1f | "
+                    "%.1f | %.1f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s |\n",
+                    r->cfg.model, r->dataset, strat_label(r), r->world, r->global_batch / r->world, r->global_batch,
+                    r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff, r->compute_pct, r->comm_pct,
+                    r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms, r->sync_ms, pr, tl, ta, te, thr);
         else
-            fprintf(f, "%-8s %-14s %-14s %5d %6d %6d %6ld %8.3f %8.3f %8.3f %10.0f %7s %6s %8.1f %6.1f %6.1f %6.1f "
-                       "%8.1f %10s %7s %8.1f %8.1f %8s %7s %7s %7s %s\n",
-                    r->cfg.model, r->dataset, strat_label(r), r->world, r->global_batch / r->world,
-                    r->global_batch, r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff,
-                    r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms,
-                    r->sync_ms, pr, tl, ta, te, thr);
+            fprintf(f,
+                    "%-8s %-14s %-14s %5d %6d %6d %6ld %8.3f %8.3f %8.3f %10.0f %7s %6s %8.1f %6.1f %6.1f %6.1f "
+                    "%8.1f %10s %7s %8.1f %8.1f %8s %7s %7s %7s %s\n",
+                    r->cfg.model, r->dataset, strat_label(r), r->world, r->global_batch / r->world, r->global_batch,
+                    r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff, r->compute_pct, r->comm_pct,
+                    r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms, r->sync_ms, pr, tl, ta, te, thr);
     }
     (void)sep;
-    fprintf(f, md ? "\nPer rank:\n\n| run | strategy | rank | device | ms/step | p50 | p90 | samples/s | compute %% | "
-                    "comm %% | data %% | idle %% | overlap %% | sent | received | busbw GB/s | xfer ms | sync ms |\n"
-                    "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-                  : "\nper rank:\n%3s %-14s %4s %-8s %8s %8s %8s %10s %8s %6s %6s %6s %8s %10s %10s %7s %8s %8s\n",
+    fprintf(f,
+            md ? "\nPer rank:\n\n| run | strategy | rank | device | ms/step | p50 | p90 | samples/s | compute %% | "
+                 "comm %% | data %% | idle %% | overlap %% | sent | received | busbw GB/s | xfer ms | sync ms |\n"
+                 "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+               : "\nper rank:\n%3s %-14s %4s %-8s %8s %8s %8s %10s %8s %6s %6s %6s %8s %10s %10s %7s %8s %8s\n",
             "run", "strategy", "rank", "device", "ms/step", "p50", "p90", "samples/s", "compute%", "comm%", "data%",
             "idle%", "overlap%", "sent", "received", "busbw", "xfer_ms", "sync_ms");
     for (int i = 0; i < n; i++)
@@ -286,20 +287,24 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                          "%s | %s | %.1f | %.1f |\n"
                        : "%3d %-14s %4d %-8s %8.3f %8.3f %8.3f %10.0f %8.1f %6.1f %6.1f %6.1f %8.1f %10s %10s %7s "
                          "%8.1f %8.1f\n",
-                    i, strat_label(&res[i]), q->rank, q->device, q->ms_mean, q->ms_p50, q->ms_p90,
-                    q->samples_per_s, q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct, tx, rx,
-                    bw, q->xfer_ms, q->sync_ms);
+                    i, strat_label(&res[i]), q->rank, q->device, q->ms_mean, q->ms_p50, q->ms_p90, q->samples_per_s,
+                    q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct, tx, rx, bw, q->xfer_ms,
+                    q->sync_ms);
         }
+    fprintf(f, "\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "run %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", i, res[i].cfg.model,
+                res[i].params_total, res[i].params_trainable, (double)res[i].flops_per_sample / 1e9);
     for (int i = 0; i < n; i++) {
         if (res[i].error[0])
-            fprintf(f, "\nrun %d (%s %s): %s\n", i, res[i].cfg.model, strategy_name(res[i].cfg.strategy),
-                    res[i].error);
+            fprintf(f, "\nrun %d (%s %s): %s\n", i, res[i].cfg.model, strategy_name(res[i].cfg.strategy), res[i].error);
         if (res[i].dropped)
             fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
                     (unsigned long long)res[i].dropped);
         if (res[i].replicas_checked)
-            fprintf(f, res[i].replicas_diverged_at < 0 ? "\nrun %d: replicas bitwise identical after every step\n"
-                                                       : "\nrun %d: replicas DIFFER from step %ld on\n",
+            fprintf(f,
+                    res[i].replicas_diverged_at < 0 ? "\nrun %d: replicas bitwise identical after every step\n"
+                                                    : "\nrun %d: replicas DIFFER from step %ld on\n",
                     i, res[i].replicas_diverged_at);
         if (res[i].state == RUN_STOPPED)
             fprintf(f, "\nrun %d was interrupted after %ld steps; the figures above cover those steps\n", i,
@@ -418,9 +423,12 @@ static void csv_num(FILE *f, double v, int valid, const char *fmt)
 
 static void write_csv(FILE *f, const struct run_result *res, int n)
 {
-    fprintf(f, "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
-               "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
-               "busbw_gbps,transfer_ms,sync_ms,predicted_transfer_ms,train_loss,train_acc,test_acc,threshold_epoch,threshold_step\n");
+    fprintf(
+        f,
+        "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
+        "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
+        "busbw_gbps,transfer_ms,sync_ms,predicted_transfer_ms,train_loss,train_acc,test_acc,threshold_epoch,threshold_"
+        "step\n");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -430,8 +438,8 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             else
                 fprintf(f, "%d,all", i);
             fprintf(f, ",%s,%s,%s,%s,%d,%d,%d,%ld", r->cfg.model, r->dataset, strategy_name(r->cfg.strategy),
-                    r->cfg.grad_fp16 ? "fp16" : "none", r->world,
-                    r->global_batch / r->world, r->global_batch, q ? q->steps : r->steps);
+                    r->cfg.grad_fp16 ? "fp16" : "none", r->world, r->global_batch / r->world, r->global_batch,
+                    q ? q->steps : r->steps);
             csv_num(f, q ? q->ms_mean : r->ms_mean, 1, "%.4f");
             csv_num(f, q ? q->ms_p50 : r->ms_p50, 1, "%.4f");
             csv_num(f, q ? q->ms_p90 : r->ms_p90, 1, "%.4f");

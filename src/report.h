@@ -40,7 +40,7 @@ struct run_result {
     double speedup, efficiency;
     int speedup_valid;
     double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
-    uint64_t bytes_sent;     /* per rank, mean over ranks */
+    uint64_t bytes_sent; /* per rank, mean over ranks */
     double busbw_gbps;
     int busbw_valid;
     double xfer_ms, sync_ms; /* per rank, mean */
@@ -48,14 +48,14 @@ struct run_result {
     int pred_valid;
     double train_loss, train_acc, test_acc;
     int train_valid, test_valid;
-    long threshold_step;     /* -1: not reached */
+    long threshold_step; /* -1: not reached */
     int threshold_epoch;
     size_t params_total, params_trainable;
     int64_t flops_per_sample;
     uint64_t dropped;
     int replicas_checked;
     long replicas_diverged_at; /* -1: identical at every step */
-    int state;               /* enum run_state */
+    int state;                 /* enum run_state */
     char error[320];
     int nranks;
     struct rank_result *ranks;

@@ -74,7 +74,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         k->dev.ops = devops;
         atomic_init(&k->step, 0);
         atomic_init(&k->finished, 0);
-        if (spsc_init(&k->spans_main, sizeof(struct span), SPAN_RING) || spsc_init(&k->spans_comm, sizeof(struct span), SPAN_RING) ||
+        if (spsc_init(&k->spans_main, sizeof(struct span), SPAN_RING) ||
+            spsc_init(&k->spans_comm, sizeof(struct span), SPAN_RING) ||
             spsc_init(&k->steps, sizeof(struct step_rec), STEP_RING) ||
             spsc_init(&k->epochs, sizeof(struct epoch_rec), EPOCH_RING)) {
             snprintf(err, errlen, "out of memory for rank %d's probe rings", i);

@@ -40,7 +40,7 @@ struct rank {
     _Atomic int finished;        /* 1 when the thread has returned */
     int rc;
     char err[256];
-    struct model *model;         /* owned by the rank thread */
+    struct model *model; /* owned by the rank thread */
     struct comm *comm;
     size_t nparams_total, nparams_trainable; /* floats, filled at start */
     int64_t flops_per_sample;
@@ -50,23 +50,23 @@ struct run {
     struct run_config cfg;
     const struct dataset *train, *test;
     const struct device_ops *devops;
-    int world;              /* rank threads */
-    int local_batch;        /* samples per rank per step */
+    int world;       /* rank threads */
+    int local_batch; /* samples per rank per step */
     int global_batch;
     long steps_per_epoch;
     long total_steps;
     struct rank *ranks;
     struct shm_world *shm;
-    _Atomic int abort;      /* stop now: Ctrl-C, a failed rank, the UI */
+    _Atomic int abort; /* stop now: Ctrl-C, a failed rank, the UI */
     _Atomic int paused;
     _Atomic uint32_t pause_at; /* ranks stop before starting this step */
     pthread_mutex_t pause_mu;
     pthread_cond_t pause_cv;
-    int state;              /* enum run_state, the collector's view */
+    int state; /* enum run_state, the collector's view */
     int64_t t_start_ns, t_end_ns;
     struct metrics metrics;
-    int failed_rank;        /* -1 */
-    char err[320];          /* first failure, with the rank */
+    int failed_rank; /* -1 */
+    char err[320];   /* first failure, with the rank */
 };
 
 /* Prepares and launches the rank threads. */

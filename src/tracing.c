@@ -73,8 +73,14 @@ static void on_span(void *ctx, int rank, const struct span *s)
 static void on_step(void *ctx, int rank, const struct step_rec *rec)
 {
     struct tracer *t = ctx;
-    struct trace_step_info st = {.step = rec->step, .epoch = rec->epoch, .t0_ns = rec->t0_ns, .t1_ns = rec->t1_ns,
-                                 .loss = rec->loss, .lr = rec->lr, .correct = rec->correct, .n = rec->n};
+    struct trace_step_info st = {.step = rec->step,
+                                 .epoch = rec->epoch,
+                                 .t0_ns = rec->t0_ns,
+                                 .t1_ns = rec->t1_ns,
+                                 .loss = rec->loss,
+                                 .lr = rec->lr,
+                                 .correct = rec->correct,
+                                 .n = rec->n};
     trace_export_step(t->x, rank, &st);
     check_error(t);
 }
@@ -316,8 +322,8 @@ int run_export_trace(struct run *r, const char *path, char *err, size_t errlen)
         }
         const struct rank_metrics *rm = &r->metrics.r[it[i].rank];
         uint32_t s = it[i].s.step;
-        struct trace_step_info st = {.step = s, .t0_ns = it[i].s.t0_ns, .t1_ns = it[i].s.t1_ns, .loss = NAN,
-                                     .lr = NAN, .n = r->local_batch};
+        struct trace_step_info st = {
+            .step = s, .t0_ns = it[i].s.t0_ns, .t1_ns = it[i].s.t1_ns, .loss = NAN, .lr = NAN, .n = r->local_batch};
         if (s < rm->nsteps) {
             st.loss = rm->step_loss[s];
             st.correct = rm->step_correct[s];
@@ -424,8 +430,14 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
                 j++;
             if (j > from)
                 metrics_add_spans(m, i, tr->spans + from, j - from);
-            struct step_rec rec = {.step = st->step, .epoch = st->epoch, .t0_ns = st->t0_ns, .t1_ns = st->t1_ns,
-                                   .loss = st->loss, .lr = st->lr, .correct = st->correct, .n = st->n};
+            struct step_rec rec = {.step = st->step,
+                                   .epoch = st->epoch,
+                                   .t0_ns = st->t0_ns,
+                                   .t1_ns = st->t1_ns,
+                                   .loss = st->loss,
+                                   .lr = st->lr,
+                                   .correct = st->correct,
+                                   .n = st->n};
             metrics_add_step(m, i, &rec);
             if (!local_batch)
                 local_batch = st->n;
@@ -508,8 +520,12 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
             return -1;
         }
         q->gpu_view = f.gpu_view;
-        q->b = (struct breakdown){.wall_ns = f.wall_ns, .compute_ns = f.compute_ns, .comm_ns = f.comm_ns,
-                                  .data_ns = f.data_ns, .idle_ns = f.idle_ns, .comm_union_ns = f.comm_union_ns,
+        q->b = (struct breakdown){.wall_ns = f.wall_ns,
+                                  .compute_ns = f.compute_ns,
+                                  .comm_ns = f.comm_ns,
+                                  .data_ns = f.data_ns,
+                                  .idle_ns = f.idle_ns,
+                                  .comm_union_ns = f.comm_union_ns,
                                   .overlap_ns = f.overlap_ns};
         q->idle_split_valid = f.idle_split_valid;
         q->host_wait_ns = f.host_wait_ns;
@@ -723,8 +739,9 @@ static void row_text(FILE *f, const char *who, const struct replay_rank *q, int 
 
 static void write_text(FILE *f, const struct replay *rp, int md)
 {
-    fprintf(f, md ? "Replay of `%s` (%s trace%s): %s %s %s, %d rank%s, backend %s\n\n"
-                  : "replay of %s (%s trace%s): %s %s %s, %d rank%s, backend %s\n",
+    fprintf(f,
+            md ? "Replay of `%s` (%s trace%s): %s %s %s, %d rank%s, backend %s\n\n"
+               : "replay of %s (%s trace%s): %s %s %s, %d rank%s, backend %s\n",
             rp->paths, trace_flavor_name(rp->doc.flavor), rp->doc.complete ? "" : ", INCOMPLETE", rp->model,
             rp->dataset, rp->strategy, rp->nranks, rp->nranks == 1 ? "" : "s",
             rp->doc.backend[0] ? rp->doc.backend : "unknown");
@@ -736,8 +753,8 @@ static void write_text(FILE *f, const struct replay *rp, int md)
                    "---:|---:|\n");
     else
         fprintf(f, "%-5s %-8s %-5s %6s %8s %8s %8s %10s %8s %6s %6s %6s %8s %6s %6s %6s %7s %8s %8s\n", "rank",
-                "device", "view", "steps", "ms/step", "p50", "p90", "samples/s", "compute%", "comm%", "data%",
-                "idle%", "overlap%", "hostw%", "kernw%", "other%", "busbw", "xfer_ms", "sync_ms");
+                "device", "view", "steps", "ms/step", "p50", "p90", "samples/s", "compute%", "comm%", "data%", "idle%",
+                "overlap%", "hostw%", "kernw%", "other%", "busbw", "xfer_ms", "sync_ms");
     char who[16];
     for (int i = 0; i < rp->nranks; i++) {
         snprintf(who, sizeof(who), "%d", rp->ranks[i].rank);
@@ -745,8 +762,9 @@ static void write_text(FILE *f, const struct replay *rp, int md)
     }
     row_text(f, "all", &rp->all, md);
     if (rp->train_valid)
-        fprintf(f, md ? "\nTraining loss %.4f, accuracy %.2f%% (last epoch's steps).\n"
-                      : "\ntraining loss %.4f, accuracy %.2f%% (last epoch's steps)\n",
+        fprintf(f,
+                md ? "\nTraining loss %.4f, accuracy %.2f%% (last epoch's steps).\n"
+                   : "\ntraining loss %.4f, accuracy %.2f%% (last epoch's steps)\n",
                 rp->train_loss, rp->train_acc);
     if (!rp->doc.complete)
         fprintf(f, "\nthe trace is incomplete (%s); the figures cover the events up to the cut\n",

@@ -39,16 +39,16 @@ int run_export_trace(struct run *r, const char *path, char *err, size_t errlen);
 struct replay_rank {
     int rank;
     char device[64];
-    int gpu_view;           /* breakdown over GPU ops (HTA), else over host spans/ops */
+    int gpu_view; /* breakdown over GPU ops (HTA), else over host spans/ops */
     long steps;
     double ms_mean, ms_p50, ms_p90; /* step time without the first step */
     int samples_valid;
     double samples_per_s;
-    struct breakdown b;     /* compute + comm + data + idle == wall */
-    int idle_split_valid;   /* GPU view: HTA's split of idle */
+    struct breakdown b;   /* compute + comm + data + idle == wall */
+    int idle_split_valid; /* GPU view: HTA's split of idle */
     int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
     uint64_t bytes_tx, bytes_rx;
-    int coll_valid;         /* transfer/sync known */
+    int coll_valid; /* transfer/sync known */
     double xfer_ms, sync_ms;
     int busbw_valid;
     double busbw_gbps;

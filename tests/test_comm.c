@@ -269,8 +269,8 @@ static void test_half_conversions(void **state)
     assert_int_equal(half_from_float(1.0f), 0x3c00);
     assert_int_equal(half_from_float(-2.0f), 0xc000);
     assert_int_equal(half_from_float(65504.0f), 0x7bff);
-    assert_int_equal(half_from_float(70000.0f), 0x7c00);        /* overflow: inf */
-    assert_int_equal(half_from_float(5.9604645e-8f), 0x0001);   /* smallest subnormal */
+    assert_int_equal(half_from_float(70000.0f), 0x7c00);      /* overflow: inf */
+    assert_int_equal(half_from_float(5.9604645e-8f), 0x0001); /* smallest subnormal */
     assert_int_equal(half_from_float(1e-9f), 0x0000);
     assert_int_equal(half_from_float(1.0f + 1.0f / 2048), 0x3c00); /* tie: to even */
     assert_int_equal(half_from_float(1.0f + 3.0f / 2048), 0x3c02); /* tie: to even, up */
@@ -324,13 +324,12 @@ static void test_allreduce_f16(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_allreduce),   cmocka_unit_test(test_reduce_scatter),
-        cmocka_unit_test(test_allgather),   cmocka_unit_test(test_broadcast),
-        cmocka_unit_test(test_reduce),      cmocka_unit_test(test_gather),
-        cmocka_unit_test(test_scatter),     cmocka_unit_test(test_barrier),
-        cmocka_unit_test(test_bytes_accounting),
-        cmocka_unit_test(test_abort_releases_waiters), cmocka_unit_test(test_half_conversions),
-        cmocka_unit_test(test_allreduce_f16),
+        cmocka_unit_test(test_allreduce),        cmocka_unit_test(test_reduce_scatter),
+        cmocka_unit_test(test_allgather),        cmocka_unit_test(test_broadcast),
+        cmocka_unit_test(test_reduce),           cmocka_unit_test(test_gather),
+        cmocka_unit_test(test_scatter),          cmocka_unit_test(test_barrier),
+        cmocka_unit_test(test_bytes_accounting), cmocka_unit_test(test_abort_releases_waiters),
+        cmocka_unit_test(test_half_conversions), cmocka_unit_test(test_allreduce_f16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,8 +73,8 @@ static void fx_vec_free(struct fx_vec *v)
 
 static void fx_free(struct fixture *fx)
 {
-    struct fx_vec *vs[] = {&fx->input, &fx->labels, &fx->loss, &fx->logits, &fx->grads, &fx->loss2, &fx->step1,
-                           &fx->step2};
+    struct fx_vec *vs[] = {&fx->input, &fx->labels, &fx->loss,  &fx->logits,
+                           &fx->grads, &fx->loss2,  &fx->step1, &fx->step2};
     for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
         fx_vec_free(vs[i]);
 }
@@ -159,10 +159,10 @@ static int fx_parse(FILE *f, struct fixture *fx, char *err, size_t errlen)
         }
     }
     int nin = fx->batch * 28 * 28, nlog = fx->batch * fx->classes;
-    if (read_vec(f, "input", nin, &fx->input, err, errlen) || read_vec(f, "labels", fx->batch, &fx->labels, err, errlen) ||
-        read_vec(f, "loss", 1, &fx->loss, err, errlen) || read_vec(f, "logits", nlog, &fx->logits, err, errlen) ||
-        read_vec(f, "grads", -1, &fx->grads, err, errlen) || read_vec(f, "loss2", 1, &fx->loss2, err, errlen) ||
-        read_vec(f, "params_step1", -1, &fx->step1, err, errlen) ||
+    if (read_vec(f, "input", nin, &fx->input, err, errlen) ||
+        read_vec(f, "labels", fx->batch, &fx->labels, err, errlen) || read_vec(f, "loss", 1, &fx->loss, err, errlen) ||
+        read_vec(f, "logits", nlog, &fx->logits, err, errlen) || read_vec(f, "grads", -1, &fx->grads, err, errlen) ||
+        read_vec(f, "loss2", 1, &fx->loss2, err, errlen) || read_vec(f, "params_step1", -1, &fx->step1, err, errlen) ||
         read_vec(f, "params_step2", -1, &fx->step2, err, errlen))
         return -1;
     if (fx->input.idx || fx->labels.idx || fx->logits.idx || !fx->step1.idx || !fx->step2.idx) {
@@ -183,8 +183,10 @@ static int fx_load(const char *path, struct fixture *fx, char *err, size_t errle
     err[0] = '\0';
     FILE *f = fopen(path, "r");
     if (!f) {
-        snprintf(err, errlen, "%s: cannot open (the fixtures are committed; regenerate with "
-                              "/usr/bin/python3 tests/gen_fixtures.py)", path);
+        snprintf(err, errlen,
+                 "%s: cannot open (the fixtures are committed; regenerate with "
+                 "/usr/bin/python3 tests/gen_fixtures.py)",
+                 path);
         return -1;
     }
     char inner[200];

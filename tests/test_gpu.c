@@ -427,8 +427,10 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shared_gpu_ring), cmocka_unit_test(test_nccl_allreduce),
-        cmocka_unit_test(test_cupti_breakdown), cmocka_unit_test(test_nvtx_ranges),
+        cmocka_unit_test(test_shared_gpu_ring),
+        cmocka_unit_test(test_nccl_allreduce),
+        cmocka_unit_test(test_cupti_breakdown),
+        cmocka_unit_test(test_nvtx_ranges),
     };
     const struct CMUnitTest kernel_tests[] = {
         cmocka_unit_test(test_kernels_linear),

@@ -528,7 +528,7 @@ static void test_ref_softmax_xent(void **state)
 
 static void test_cpu_linear(void **state)
 {
-    cpu_set_threads(2); /* the OpenMP paths too; main() sets 1 */
+    cpu_set_threads(2);                                                     /* the OpenMP paths too; main() sets 1 */
     static const int shapes[][3] = {{5, 37, 23}, {8, 400, 120}, {1, 3, 1}}; /* B, IN, OUT */
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
         int B = shapes[s][0], IN = shapes[s][1], OUT = shapes[s][2];
@@ -857,8 +857,8 @@ static void model_fd_check(const char *name, int per_tensor, uint64_t seed)
             fail_msg("%s %s: only %d of %d indices free of ReLU/max-pool switches within eps in %d tries", name,
                      m->params[p].name, accepted, per_tensor, MODEL_FD_TRIES);
         if (!clear)
-            fail_msg("%s %s: no clearly nonzero difference among %d checked in %d tries (is the gradient lost?)",
-                     name, m->params[p].name, accepted, MODEL_FD_TRIES);
+            fail_msg("%s %s: no clearly nonzero difference among %d checked in %d tries (is the gradient lost?)", name,
+                     m->params[p].name, accepted, MODEL_FD_TRIES);
     }
 
     double worst = 0.0;
@@ -974,20 +974,13 @@ int main(void)
      * them ten times slower. */
     cpu_set_threads(1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ref_linear_fd),
-        cmocka_unit_test(test_ref_conv_fd),
-        cmocka_unit_test(test_ref_relu_fd),
-        cmocka_unit_test(test_ref_maxpool_fd),
-        cmocka_unit_test(test_ref_softmax_xent),
-        cmocka_unit_test(test_cpu_linear),
-        cmocka_unit_test(test_cpu_conv),
-        cmocka_unit_test(test_cpu_relu),
-        cmocka_unit_test(test_cpu_maxpool),
-        cmocka_unit_test(test_model_fd_lenet),
-        cmocka_unit_test(test_model_fd_mlp),
-        cmocka_unit_test(test_sgd_update_two_steps),
-        cmocka_unit_test(test_sgd_step_model),
-        cmocka_unit_test(test_sgd_lr_warmup),
+        cmocka_unit_test(test_ref_linear_fd),    cmocka_unit_test(test_ref_conv_fd),
+        cmocka_unit_test(test_ref_relu_fd),      cmocka_unit_test(test_ref_maxpool_fd),
+        cmocka_unit_test(test_ref_softmax_xent), cmocka_unit_test(test_cpu_linear),
+        cmocka_unit_test(test_cpu_conv),         cmocka_unit_test(test_cpu_relu),
+        cmocka_unit_test(test_cpu_maxpool),      cmocka_unit_test(test_model_fd_lenet),
+        cmocka_unit_test(test_model_fd_mlp),     cmocka_unit_test(test_sgd_update_two_steps),
+        cmocka_unit_test(test_sgd_step_model),   cmocka_unit_test(test_sgd_lr_warmup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

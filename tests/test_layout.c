@@ -47,8 +47,8 @@ static int overlaps(const struct rect *a, const struct rect *b)
 static void check_layout(const struct layout_req *q, const struct layout *l)
 {
     char where[160];
-    snprintf(where, sizeof(where), "%dx%d want=%#x ranks=%d lanes=%d runs=%d", q->cols, q->rows, q->want,
-             q->rank_rows, q->lanes, q->run_rows);
+    snprintf(where, sizeof(where), "%dx%d want=%#x ranks=%d lanes=%d runs=%d", q->cols, q->rows, q->want, q->rank_rows,
+             q->lanes, q->run_rows);
     if (l->too_small)
         fail_msg("%s: reported too small", where);
     unsigned always = PANE_BIT(PANE_HEADER) | PANE_BIT(PANE_RANKS) | PANE_BIT(PANE_FOOTER);

@@ -40,10 +40,10 @@ static char *run(const char *args, int *status)
     return buf;
 }
 
-static const char *run_fields[] = {"model",       "dataset",   "strategy",  "ranks",      "batch_size",
-                                   "steps",       "ms_per_step", "samples_per_s", "speedup", "compute_pct",
-                                   "comm_pct",    "data_pct",  "idle_pct",  "overlap_pct", "bytes_sent",
-                                   "busbw_gbps",  "train_loss", "train_acc", "test_acc"};
+static const char *run_fields[] = {"model",      "dataset",     "strategy",      "ranks",       "batch_size",
+                                   "steps",      "ms_per_step", "samples_per_s", "speedup",     "compute_pct",
+                                   "comm_pct",   "data_pct",    "idle_pct",      "overlap_pct", "bytes_sent",
+                                   "busbw_gbps", "train_loss",  "train_acc",     "test_acc"};
 static const char *rank_fields[] = {"rank",     "ms_per_step", "samples_per_s", "compute_pct", "comm_pct",
                                     "data_pct", "idle_pct",    "overlap_pct",   "bytes_sent",  "busbw_gbps"};
 
@@ -66,8 +66,8 @@ static void test_json_schema_and_sweep(void **state)
             if (!cJSON_HasObjectItem(r, run_fields[f]))
                 fail_msg("runs[%d] lacks %s", i, run_fields[f]);
         double sum = cJSON_GetObjectItem(r, "compute_pct")->valuedouble +
-                     cJSON_GetObjectItem(r, "comm_pct")->valuedouble +
-                     cJSON_GetObjectItem(r, "data_pct")->valuedouble + cJSON_GetObjectItem(r, "idle_pct")->valuedouble;
+                     cJSON_GetObjectItem(r, "comm_pct")->valuedouble + cJSON_GetObjectItem(r, "data_pct")->valuedouble +
+                     cJSON_GetObjectItem(r, "idle_pct")->valuedouble;
         assert_true(sum > 99.999 && sum < 100.001);
         assert_int_equal(cJSON_GetObjectItem(r, "steps")->valueint, 12);
         /* a run cut short by --steps is still evaluated at its end */
@@ -95,8 +95,8 @@ static void test_json_schema_and_sweep(void **state)
 static void test_csv_columns(void **state)
 {
     int st;
-    char *out = run("--batch --quiet --dataset synthetic --model mlp --ranks 2 --batch-size 16 --steps 5 --format csv",
-                    &st);
+    char *out =
+        run("--batch --quiet --dataset synthetic --model mlp --ranks 2 --batch-size 16 --steps 5 --format csv", &st);
     assert_int_equal(st, 0);
     char *line2 = strchr(out, '\n');
     assert_non_null(line2);
@@ -160,10 +160,12 @@ static void test_same_seed_same_report(void **state)
                   "--strategy ddp --seed 6 --format json",
                   &st);
     cJSON *jc = cJSON_Parse(c);
-    ja = cJSON_Parse(run(args, &st));
-    assert_false(cJSON_Compare(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ja, "runs"), 0), "train_loss"),
-                               cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(jc, "runs"), 0), "train_loss"),
-                               1));
+    char *d = run(args, &st);
+    ja = cJSON_Parse(d);
+    free(d);
+    assert_false(
+        cJSON_Compare(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ja, "runs"), 0), "train_loss"),
+                      cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(jc, "runs"), 0), "train_loss"), 1));
     cJSON_Delete(ja);
     cJSON_Delete(jc);
     free(c);
@@ -216,8 +218,8 @@ static void test_loss_threshold(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_schema_and_sweep), cmocka_unit_test(test_csv_columns),
-        cmocka_unit_test(test_same_seed_same_report), cmocka_unit_test(test_loss_threshold),
+        cmocka_unit_test(test_json_schema_and_sweep),   cmocka_unit_test(test_csv_columns),
+        cmocka_unit_test(test_same_seed_same_report),   cmocka_unit_test(test_loss_threshold),
         cmocka_unit_test(test_lenet_fashion_one_epoch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

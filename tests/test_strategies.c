@@ -187,8 +187,8 @@ static void test_slow_rank(void **state)
     struct run_result base;
     assert_int_equal(result_from_run(&base, &r), 0);
     run_free(&r);
-    printf("  idle: rank0 %.1f%% -> %.1f%%, rank1 %.1f%% -> %.1f%%\n", base.ranks[0].idle_pct,
-           slow.ranks[0].idle_pct, base.ranks[1].idle_pct, slow.ranks[1].idle_pct);
+    printf("  idle: rank0 %.1f%% -> %.1f%%, rank1 %.1f%% -> %.1f%%\n", base.ranks[0].idle_pct, slow.ranks[0].idle_pct,
+           base.ranks[1].idle_pct, slow.ranks[1].idle_pct);
     /* the straggler computes ~3x as long, so the fast rank waits ~2/3 of a step */
     assert_true(slow.ranks[0].idle_pct > base.ranks[0].idle_pct + 20.0);
     assert_true(slow.ranks[1].idle_pct < slow.ranks[0].idle_pct / 3.0);
@@ -237,10 +237,14 @@ static void test_fp16(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replicas_identical), cmocka_unit_test(test_equivalence_mlp),
-        cmocka_unit_test(test_equivalence_lenet),  cmocka_unit_test(test_equivalence_discriminates),
-        cmocka_unit_test(test_ddp_overlap_lenet),  cmocka_unit_test(test_ddp_overlap_mlp),
-        cmocka_unit_test(test_slow_rank),          cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_replicas_identical),
+        cmocka_unit_test(test_equivalence_mlp),
+        cmocka_unit_test(test_equivalence_lenet),
+        cmocka_unit_test(test_equivalence_discriminates),
+        cmocka_unit_test(test_ddp_overlap_lenet),
+        cmocka_unit_test(test_ddp_overlap_mlp),
+        cmocka_unit_test(test_slow_rank),
+        cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_fp16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -256,7 +256,6 @@ static void test_cli_json(void **state)
     cJSON_Delete(j);
 }
 
-
 /* The API the UI uses: a run traced through tracer_open/close, and the
  * `e` key's snapshot of the span history, both replayable. */
 static void test_tracer_api_and_snapshot(void **state)
@@ -266,8 +265,8 @@ static void test_tracer_api_and_snapshot(void **state)
     char tpath[128], spath[128], err[1024], note[256];
     snprintf(tpath, sizeof(tpath), "%s/t.json", dir);
     snprintf(spath, sizeof(spath), "%s/snap.json", dir);
-    char *argv[] = {"ddptop", "--batch", "--dataset", "synthetic", "--model", "lenet", "--ranks", "2",
-                    "--batch-size", "8", "--steps", "12", "--no-eval", "--trace", tpath, NULL};
+    char *argv[] = {"ddptop",       "--batch", "--dataset", "synthetic", "--model",   "lenet",   "--ranks", "2",
+                    "--batch-size", "8",       "--steps",   "12",        "--no-eval", "--trace", tpath,     NULL};
     struct config cfg;
     FILE *devnull = fopen("/dev/null", "w");
     assert_int_equal(config_parse(&cfg, 15, argv, devnull, devnull), 0);
@@ -310,8 +309,7 @@ static void test_tracer_api_and_snapshot(void **state)
     assert_int_equal(rp.ranks[0].steps, 12);
     assert_true(rp.ranks[0].coll_valid);
     assert_true(rp.ranks[0].b.wall_ns > 0);
-    assert_int_equal(rp.ranks[0].b.compute_ns + rp.ranks[0].b.comm_ns + rp.ranks[0].b.data_ns +
-                         rp.ranks[0].b.idle_ns,
+    assert_int_equal(rp.ranks[0].b.compute_ns + rp.ranks[0].b.comm_ns + rp.ranks[0].b.data_ns + rp.ranks[0].b.idle_ns,
                      rp.ranks[0].b.wall_ns);
     replay_free(&rp);
     char cmd[200];
@@ -343,7 +341,11 @@ static void test_reader_hostile_input(void **state)
         free(copy);
     }
     static const char *bad[] = {
-        "", "   ", "nope", "{\"traceEvents\": 5}", "[1, 2, \"x\", null, [], {}]",
+        "",
+        "   ",
+        "nope",
+        "{\"traceEvents\": 5}",
+        "[1, 2, \"x\", null, [], {}]",
         "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"k\",\"cat\":\"kernel\",\"ts\":1e400,\"dur\":-1e300,"
         "\"pid\":\"x\",\"tid\":1e300,\"args\":{\"correlation\":-1e300,\"device\":1e300,\"stream\":\"s\"}}]}",
         "{\"ddptop\":{},\"traceEvents\":[{\"ph\":\"X\",\"name\":\"forward\",\"cat\":\"forward\",\"ts\":1,"

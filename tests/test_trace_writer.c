@@ -266,8 +266,14 @@ static double factor(int kind, int n)
 static void open_export(struct trace_export **x, const char *path, int world)
 {
     char err[512];
-    struct trace_export_opts o = {.path = path, .world = world, .step_to = -1, .backend = "shm", .algo = "ring",
-                                  .base_ns = 1000, .busbw_factor = factor, .meta_json = "{\"model\":\"t\"}"};
+    struct trace_export_opts o = {.path = path,
+                                  .world = world,
+                                  .step_to = -1,
+                                  .backend = "shm",
+                                  .algo = "ring",
+                                  .base_ns = 1000,
+                                  .busbw_factor = factor,
+                                  .meta_json = "{\"model\":\"t\"}"};
     assert_int_equal(trace_export_open(x, &o, err, sizeof(err)), 0);
 }
 
@@ -429,8 +435,14 @@ static void test_filters_and_split(void **state)
     tmp_path(path, sizeof(path), "filt.json");
     tmp_path(p1, sizeof(p1), "filt.rank1.json");
     struct trace_export *x;
-    struct trace_export_opts o = {.path = path, .world = 3, .split = 1, .ranks_mask = 2, .step_from = 2,
-                                  .step_to = 3, .backend = "shm", .algo = "ring"};
+    struct trace_export_opts o = {.path = path,
+                                  .world = 3,
+                                  .split = 1,
+                                  .ranks_mask = 2,
+                                  .step_from = 2,
+                                  .step_to = 3,
+                                  .backend = "shm",
+                                  .algo = "ring"};
     assert_int_equal(trace_export_open(&x, &o, err, sizeof(err)), 0);
     for (int r = 0; r < 3; r++)
         for (uint32_t s = 0; s < 6; s++) {

@@ -56,9 +56,13 @@ static const struct reg *find(uint32_t device, uint32_t stream_id)
 
 static void emit(const struct reg *r, uint64_t start, uint64_t end, int cat, uint64_t bytes)
 {
-    struct span s = {.t0_ns = (int64_t)start + g_offset_ns, .t1_ns = (int64_t)end + g_offset_ns, .bytes = bytes,
-                     .step = r->step ? atomic_load_explicit(r->step, memory_order_relaxed) : 0, .tag = -1,
-                     .lane = LANE_GPU, .cat = (uint8_t)cat};
+    struct span s = {.t0_ns = (int64_t)start + g_offset_ns,
+                     .t1_ns = (int64_t)end + g_offset_ns,
+                     .bytes = bytes,
+                     .step = r->step ? atomic_load_explicit(r->step, memory_order_relaxed) : 0,
+                     .tag = -1,
+                     .lane = LANE_GPU,
+                     .cat = (uint8_t)cat};
     if (!spsc_push(r->ring, &s))
         atomic_fetch_add(&g_dropped, 1);
 }

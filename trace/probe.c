@@ -66,8 +66,7 @@ size_t spsc_pop(struct spsc_ring *r, void *out, size_t max)
     if (n > max)
         n = max;
     for (size_t i = 0; i < n; i++)
-        memcpy((unsigned char *)out + i * r->elem_size, r->slots + ((tail + i) & r->mask) * r->elem_size,
-               r->elem_size);
+        memcpy((unsigned char *)out + i * r->elem_size, r->slots + ((tail + i) & r->mask) * r->elem_size, r->elem_size);
     atomic_store_explicit(&r->tail, tail + n, memory_order_release);
     return n;
 }

@@ -88,8 +88,8 @@ static inline int64_t probe_now_ns(void)
  * power of two. head is written only by the producer, tail only by the
  * consumer; each sits on its own cache line. */
 struct spsc_ring {
-    _Alignas(64) _Atomic uint64_t head; /* next slot the producer writes */
-    _Alignas(64) _Atomic uint64_t tail; /* next slot the consumer reads */
+    _Alignas(64) _Atomic uint64_t head;    /* next slot the producer writes */
+    _Alignas(64) _Atomic uint64_t tail;    /* next slot the consumer reads */
     _Alignas(64) _Atomic uint64_t dropped; /* pushes refused because full */
     size_t elem_size;
     size_t mask;

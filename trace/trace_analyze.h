@@ -28,15 +28,15 @@
 #define TRACE_KERNEL_WAIT_NS 30 /* HTA's consecutive-kernel delay */
 
 struct trace_figures {
-    int gpu_view;           /* 1: device ops; 0: host ops */
+    int gpu_view; /* 1: device ops; 0: host ops */
     int64_t wall_ns;
     int64_t compute_ns;
-    int64_t comm_ns;        /* exposed: not under compute */
+    int64_t comm_ns; /* exposed: not under compute */
     int64_t data_ns;
-    int64_t idle_ns;        /* wall - |compute U comm U data| */
+    int64_t idle_ns; /* wall - |compute U comm U data| */
     int64_t comm_union_ns;
-    int64_t overlap_ns;     /* |compute ^ comm| */
-    int idle_split_valid;   /* GPU view only */
+    int64_t overlap_ns;   /* |compute ^ comm| */
+    int idle_split_valid; /* GPU view only */
     int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
 };
 

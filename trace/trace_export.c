@@ -9,14 +9,14 @@
 
 #include "trace_writer.h"
 
-#define STEP_ACC 64    /* steps per rank whose counters can be open at once */
+#define STEP_ACC 64     /* steps per rank whose counters can be open at once */
 #define READY_SLOTS 256 /* bucket-ready markers remembered per rank */
 #define FLOW_CAT "ddp_bucket"
 
 struct coll_pend {
     uint32_t seq;
     int used;
-    int count;       /* ranks whose span arrived */
+    int count; /* ranks whose span arrived */
 };
 
 struct step_acc {
@@ -36,7 +36,7 @@ struct ready_mark {
 struct trace_export {
     struct trace_export_opts o;
     int nfiles;
-    struct trace_writer **w;  /* [nfiles]; NULL for a rank left out (split) */
+    struct trace_writer **w; /* [nfiles]; NULL for a rank left out (split) */
     int64_t last_flush_ns;
     /* collectives by seq % TRACE_EXPORT_SLOTS; per slot `world` entries */
     struct coll_pend *pend;
@@ -110,8 +110,7 @@ static int tid_of(const struct span *s)
 
 static void write_names(struct trace_export *x, struct trace_writer *w, int rank)
 {
-    static const char *lanes[TID_COUNT] = {"main", "comm", "data", "gpu stream", "gpu copy stream",
-                                           "gpu comm stream"};
+    static const char *lanes[TID_COUNT] = {"main", "comm", "data", "gpu stream", "gpu copy stream", "gpu comm stream"};
     char name[96];
     snprintf(name, sizeof(name), "rank %d (%s)", rank, device_of(x, rank));
     trace_writer_begin_meta(w, "process_name", rank, 0);
@@ -160,8 +159,8 @@ static char *make_header(const struct trace_export *x, int file)
                                 "\"distributedInfo\":{\"backend\":%s,\"rank\":%d,\"world_size\":%d},"
                                 "\"deviceProperties\":[],\"ddptop\":{\"format\":1,\"clock\":\"monotonic\","
                                 "\"base_ns\":%lld,\"algorithm\":%s,\"ranks\":[",
-                                (long long)x->o.base_realtime_ns, backend, first_rank < 0 ? 0 : first_rank,
-                                x->o.world, (long long)x->o.base_ns, algo);
+                                (long long)x->o.base_realtime_ns, backend, first_rank < 0 ? 0 : first_rank, x->o.world,
+                                (long long)x->o.base_ns, algo);
     int any = 0;
     for (int r = 0; r < x->o.world; r++)
         if (traced_rank(x, r) && (!x->o.split || r == file))

@@ -46,21 +46,21 @@
 
 #include "probe.h"
 
-#define TRACE_EXPORT_SLOTS 1024      /* collectives awaiting their peers */
+#define TRACE_EXPORT_SLOTS 1024           /* collectives awaiting their peers */
 #define TRACE_EXPORT_FLUSH_NS 200000000LL /* batches reach the disk at least this often */
 
 struct trace_export_opts {
-    const char *path;        /* file to write; with split, ".rankN" is inserted */
-    int split;               /* one file per rank */
+    const char *path; /* file to write; with split, ".rankN" is inserted */
+    int split;        /* one file per rank */
     int world;
-    uint64_t ranks_mask;     /* ranks to write; 0 = all */
-    long step_from, step_to; /* steps to write, inclusive; step_to < 0: no end */
-    const char *backend;     /* distributedInfo.backend, e.g. "shm" */
-    const char *algo;        /* collective algorithm, e.g. "ring" */
-    const char *const *device; /* [world] "cpu", "cuda:0"; NULL entries: "cpu" */
-    int64_t base_ns;         /* probe clock value written as ts 0 */
-    int64_t base_realtime_ns; /* CLOCK_REALTIME at base_ns (0: unknown) */
-    const char *meta_json;   /* a JSON object stored as "ddptop" (run description), or NULL */
+    uint64_t ranks_mask;                     /* ranks to write; 0 = all */
+    long step_from, step_to;                 /* steps to write, inclusive; step_to < 0: no end */
+    const char *backend;                     /* distributedInfo.backend, e.g. "shm" */
+    const char *algo;                        /* collective algorithm, e.g. "ring" */
+    const char *const *device;               /* [world] "cpu", "cuda:0"; NULL entries: "cpu" */
+    int64_t base_ns;                         /* probe clock value written as ts 0 */
+    int64_t base_realtime_ns;                /* CLOCK_REALTIME at base_ns (0: unknown) */
+    const char *meta_json;                   /* a JSON object stored as "ddptop" (run description), or NULL */
     double (*busbw_factor)(int kind, int n); /* NULL: busbw counters are left out */
 };
 

@@ -98,8 +98,8 @@ struct file_ctx {
     struct trace_doc *d;
     const char *name;
     int flavor;
-    int file_rank;     /* foreign traces: the one rank this file holds */
-    size_t ops_start;  /* the rank's ops before this file */
+    int file_rank;    /* foreign traces: the one rank this file holds */
+    size_t ops_start; /* the rank's ops before this file */
     struct corr_ts *corrs;
     size_t ncorr, capcorr;
     int oom;
@@ -130,18 +130,18 @@ static struct trace_rank *rank_get(struct trace_doc *d, int rank)
     return &nr[lo];
 }
 
-#define GROW(arr, n, cap, oom)                                                                                       \
-    do {                                                                                                             \
-        if ((n) >= (cap)) {                                                                                          \
-            size_t nc_ = (cap) ? (cap) * 2 : 256;                                                                    \
-            void *p_ = realloc((arr), nc_ * sizeof(*(arr)));                                                         \
-            if (!p_) {                                                                                               \
-                (oom) = 1;                                                                                           \
-                break;                                                                                               \
-            }                                                                                                        \
-            (arr) = p_;                                                                                              \
-            (cap) = nc_;                                                                                             \
-        }                                                                                                            \
+#define GROW(arr, n, cap, oom)                                                                                         \
+    do {                                                                                                               \
+        if ((n) >= (cap)) {                                                                                            \
+            size_t nc_ = (cap) ? (cap)*2 : 256;                                                                        \
+            void *p_ = realloc((arr), nc_ * sizeof(*(arr)));                                                           \
+            if (!p_) {                                                                                                 \
+                (oom) = 1;                                                                                             \
+                break;                                                                                                 \
+            }                                                                                                          \
+            (arr) = p_;                                                                                                \
+            (cap) = nc_;                                                                                               \
+        }                                                                                                              \
     } while (0)
 
 static double jnum(const cJSON *o, const char *k, double dflt)

@@ -44,15 +44,15 @@ struct trace_op {
 };
 
 struct trace_rank {
-    int rank;                     /* as the trace names it */
-    char device[64];              /* "cpu", "cuda:0" */
-    struct span *spans;           /* ddptop traces */
+    int rank;           /* as the trace names it */
+    char device[64];    /* "cpu", "cuda:0" */
+    struct span *spans; /* ddptop traces */
     size_t nspans, cap_spans;
     struct trace_step_info *steps; /* step records (ddptop) or ProfilerStep windows (foreign) */
     size_t nsteps, cap_steps;
-    struct trace_op *ops;         /* foreign traces */
+    struct trace_op *ops; /* foreign traces */
     size_t nops, cap_ops;
-    size_t ngpu;                  /* ops with gpu = 1 */
+    size_t ngpu; /* ops with gpu = 1 */
     /* ddptop: per-collective transfer/sync as the writer computed them over all ranks */
     int64_t xfer_ns, sync_ns;
     uint64_t coll_matched, coll_unmatched;
@@ -62,19 +62,19 @@ struct trace_rank {
 };
 
 struct trace_doc {
-    int flavor;           /* of the first file */
+    int flavor; /* of the first file */
     int nfiles;
-    int mixed;            /* ddptop and PyTorch traces were loaded together */
-    int complete;         /* every file ended properly (ddptop: its end record was found) */
-    int truncated;        /* some file was cut short; loaded up to its last complete event */
+    int mixed;     /* ddptop and PyTorch traces were loaded together */
+    int complete;  /* every file ended properly (ddptop: its end record was found) */
+    int truncated; /* some file was cut short; loaded up to its last complete event */
     char backend[32];
     char algo[32];
-    int world;            /* distributedInfo.world_size, else the ranks found */
-    char *run_json;       /* ddptop's run description object (model, strategy...), or NULL */
-    char state[16];       /* ddptop: the run's end state, "" if unknown */
+    int world;      /* distributedInfo.world_size, else the ranks found */
+    char *run_json; /* ddptop's run description object (model, strategy...), or NULL */
+    char state[16]; /* ddptop: the run's end state, "" if unknown */
     uint64_t spans_dropped;
-    uint64_t events;      /* events read */
-    uint64_t ignored;     /* events not understood or not needed */
+    uint64_t events;  /* events read */
+    uint64_t ignored; /* events not understood or not needed */
     int nranks;
     struct trace_rank *ranks; /* sorted by rank */
 };

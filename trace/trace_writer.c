@@ -17,8 +17,8 @@
 
 struct trace_writer {
     char path[1024];
-    int fd;       /* plain output, or -1 */
-    gzFile gz;    /* gzip output, or NULL */
+    int fd;    /* plain output, or -1 */
+    gzFile gz; /* gzip output, or NULL */
     char *buf;
     size_t len, cap;
     size_t event_start; /* where the event being built began */
@@ -223,11 +223,11 @@ static void put_key(struct trace_writer *w, const char *key)
 size_t trace_writer_quote(char *buf, size_t cap, const char *s)
 {
     size_t n = 0;
-#define EMIT(ch)                                                                                                     \
-    do {                                                                                                             \
-        if (n + 1 < cap)                                                                                             \
-            buf[n] = (ch);                                                                                           \
-        n++;                                                                                                         \
+#define EMIT(ch)                                                                                                       \
+    do {                                                                                                               \
+        if (n + 1 < cap)                                                                                               \
+            buf[n] = (ch);                                                                                             \
+        n++;                                                                                                           \
     } while (0)
     EMIT('"');
     for (; *s; s++) {
@@ -367,8 +367,8 @@ void trace_writer_begin_meta(struct trace_writer *w, const char *name, int64_t p
     w->in_args = 0;
 }
 
-void trace_writer_begin(struct trace_writer *w, char ph, const char *name, const char *cat, int64_t pid,
-                        int64_t tid, int64_t ts_ns)
+void trace_writer_begin(struct trace_writer *w, char ph, const char *name, const char *cat, int64_t pid, int64_t tid,
+                        int64_t ts_ns)
 {
     if (w->failed)
         return;

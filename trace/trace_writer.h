@@ -51,8 +51,8 @@ const char *trace_writer_path(const struct trace_writer *w);
 /* ---- building one event: begin, optional fields, optional args, end ---- */
 /* ph is the phase letter ('X', 'M', 'C', 'i', 's', 'f'); name and cat may be
  * NULL (cat is then left out). pid and tid are numbers. */
-void trace_writer_begin(struct trace_writer *w, char ph, const char *name, const char *cat, int64_t pid,
-                        int64_t tid, int64_t ts_ns);
+void trace_writer_begin(struct trace_writer *w, char ph, const char *name, const char *cat, int64_t pid, int64_t tid,
+                        int64_t ts_ns);
 /* The same without "ts" (metadata events). */
 void trace_writer_begin_meta(struct trace_writer *w, const char *name, int64_t pid, int64_t tid);
 void trace_writer_dur(struct trace_writer *w, int64_t dur_ns);
@@ -64,7 +64,7 @@ void trace_writer_args_begin(struct trace_writer *w);
 void trace_writer_arg_str(struct trace_writer *w, const char *key, const char *val);
 void trace_writer_arg_i64(struct trace_writer *w, const char *key, int64_t v);
 void trace_writer_arg_u64(struct trace_writer *w, const char *key, uint64_t v);
-void trace_writer_arg_f64(struct trace_writer *w, const char *key, double v); /* %.9g; NaN/inf as null */
+void trace_writer_arg_f64(struct trace_writer *w, const char *key, double v);  /* %.9g; NaN/inf as null */
 void trace_writer_arg_us(struct trace_writer *w, const char *key, int64_t ns); /* ns as us.ddd */
 void trace_writer_args_end(struct trace_writer *w);
 /* Ends the event; flushes the batch when it is full. */

@@ -209,7 +209,7 @@ int draw_legend(WINDOW *w, int y, int x, int maxw)
         int cat;
         const char *name;
     } items[] = {{CAT_FORWARD, "fwd"}, {CAT_BACKWARD, "bwd"}, {CAT_OPTIMIZER, "opt"}, {CAT_COMM, "comm"},
-                 {CAT_DATA, "data"}, {CAT_WAIT, "wait"},     {CAT_COUNT, "idle"}};
+                 {CAT_DATA, "data"},   {CAT_WAIT, "wait"},    {CAT_COUNT, "idle"}};
     int used = 0;
     for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
         int need = 2 + (int)strlen(items[i].name) + 2;

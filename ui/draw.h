@@ -39,8 +39,7 @@ void draw_cell(WINDOW *w, int y, int x, wchar_t g, int el);
 void draw_hfill(WINDOW *w, int y, int x, int n, wchar_t g, int el);
 /* Writes ASCII text s at y,x clipped to maxw columns. Returns columns used. */
 int draw_text(WINDOW *w, int y, int x, int maxw, int el, const char *s);
-int draw_textf(WINDOW *w, int y, int x, int maxw, int el, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+int draw_textf(WINDOW *w, int y, int x, int maxw, int el, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Border with " title " at the left and an optional note at the right;
  * the focused pane gets the focus styles. */
 void draw_box(WINDOW *w, const char *title, const char *note, int focused);
@@ -54,8 +53,8 @@ int draw_legend(WINDOW *w, int y, int x, int maxw);
 #define CANVAS_MAX_W 320
 #define CANVAS_MAX_H 128
 struct canvas {
-    int cw, ch;  /* cells */
-    int dw, dh;  /* dots */
+    int cw, ch; /* cells */
+    int dw, dh; /* dots */
     uint8_t dots[CANVAS_MAX_W * CANVAS_MAX_H];
     uint8_t el[CANVAS_MAX_W * CANVAS_MAX_H];
 };

@@ -19,7 +19,8 @@ enum {
 static const char *const pane_names[PANE_COUNT] = {"header", "ranks", "timeline", "loss", "traffic", "runs", "footer"};
 _Static_assert(sizeof(pane_names) / sizeof(pane_names[0]) == PANE_COUNT, "one name per pane");
 
-static const int min_h[PANE_COUNT] = {HEADER_H, MIN_RANKS_H, MIN_TIMELINE_H, MIN_PLOT_H, MIN_PLOT_H, MIN_RUNS_H, FOOTER_H};
+static const int min_h[PANE_COUNT] = {HEADER_H,   MIN_RANKS_H, MIN_TIMELINE_H, MIN_PLOT_H,
+                                      MIN_PLOT_H, MIN_RUNS_H,  FOOTER_H};
 static const int min_w[PANE_COUNT] = {LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, MIN_PLOT_W,
                                       MIN_PLOT_W,      LAYOUT_MIN_COLS, LAYOUT_MIN_COLS};
 
@@ -94,8 +95,8 @@ void layout_compute(struct layout *out, const struct layout_req *req)
     }
     int body = rows - HEADER_H - FOOTER_H;
     int split = cols >= LAYOUT_SPLIT_COLS;
-    unsigned opt = req->want & (PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_LOSS) | PANE_BIT(PANE_TRAFFIC) |
-                                PANE_BIT(PANE_RUNS));
+    unsigned opt =
+        req->want & (PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_LOSS) | PANE_BIT(PANE_TRAFFIC) | PANE_BIT(PANE_RUNS));
 
     /* The rank table gets its rows first, but never more than 2/5 of the
      * body, so the timeline and plots keep room when there are many ranks

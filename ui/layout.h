@@ -41,18 +41,18 @@ struct rect {
 
 struct layout_req {
     int rows, cols;
-    unsigned want;  /* PANE_BIT()s the screen would like; header, ranks and footer are always on */
-    int rank_rows;  /* rows the rank table would like (one per rank) */
-    int lanes;      /* timeline swim-lanes it would like */
-    int run_rows;   /* rows the runs pane would like (one per run) */
+    unsigned want; /* PANE_BIT()s the screen would like; header, ranks and footer are always on */
+    int rank_rows; /* rows the rank table would like (one per rank) */
+    int lanes;     /* timeline swim-lanes it would like */
+    int run_rows;  /* rows the runs pane would like (one per run) */
 };
 
 struct layout {
-    int too_small;         /* 1: rows/cols below the minimum; no pane is shown */
+    int too_small; /* 1: rows/cols below the minimum; no pane is shown */
     int min_rows, min_cols;
-    unsigned shown;        /* PANE_BIT()s that got a rectangle */
+    unsigned shown;               /* PANE_BIT()s that got a rectangle */
     struct rect pane[PANE_COUNT]; /* {0} for panes not shown */
-    struct rect help;      /* the help overlay, centred */
+    struct rect help;             /* the help overlay, centred */
 };
 
 /* Fills *out for req. Shown panes tile the screen exactly: each is at least

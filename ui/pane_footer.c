@@ -8,8 +8,8 @@
 static const struct {
     const char *key, *what;
 } keys[] = {
-    {"?", "help"},   {"p", "pause"},  {"space", "freeze"}, {"e", "trace"}, {"s", "next strategy"},
-    {"t", "theme"},  {"tab", "focus"}, {"+/-", "zoom"},     {"l", "log"},   {"q", "quit"},
+    {"?", "help"},  {"p", "pause"},   {"space", "freeze"}, {"e", "trace"}, {"s", "next strategy"},
+    {"t", "theme"}, {"tab", "focus"}, {"+/-", "zoom"},     {"l", "log"},   {"q", "quit"},
 };
 
 static void footer_draw(WINDOW *w, struct pane_view *v, int focused)

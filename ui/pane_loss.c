@@ -23,8 +23,7 @@ static void loss_draw(WINDOW *w, struct pane_view *v, int focused)
     getmaxyx(w, h, wd);
     werase(w);
     char note[64];
-    snprintf(note, sizeof(note), "%s  l: %s", v->vs->loss_log ? "log10" : "linear",
-             v->vs->loss_log ? "linear" : "log");
+    snprintf(note, sizeof(note), "%s  l: %s", v->vs->loss_log ? "log10" : "linear", v->vs->loss_log ? "linear" : "log");
     draw_box(w, "Loss", note, focused);
     int x0 = 1 + YLAB_W + 1, pw = wd - 1 - x0, ph = h - 3;
     if (pw < 4 || ph < 1)

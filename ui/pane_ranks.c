@@ -7,17 +7,32 @@
 
 #include "panes.h"
 
-enum col_id { C_RANK, C_DEVICE, C_MS, C_SPS, C_BAR, C_COMP, C_COMM, C_DATA, C_IDLE, C_OVL, C_SENT, C_RECV, C_BUSBW, C_N };
+enum col_id {
+    C_RANK,
+    C_DEVICE,
+    C_MS,
+    C_SPS,
+    C_BAR,
+    C_COMP,
+    C_COMM,
+    C_DATA,
+    C_IDLE,
+    C_OVL,
+    C_SENT,
+    C_RECV,
+    C_BUSBW,
+    C_N
+};
 
 static const struct {
     const char *name;
     int width;
     int drop; /* higher drops first; 0 never */
 } cols[C_N] = {
-    [C_RANK] = {"rank", 4, 0},    [C_DEVICE] = {"device", 8, 6}, [C_MS] = {"ms/step", 8, 0},
+    [C_RANK] = {"rank", 4, 0},     [C_DEVICE] = {"device", 8, 6},   [C_MS] = {"ms/step", 8, 0},
     [C_SPS] = {"samples/s", 9, 1}, [C_BAR] = {"time split", 10, 0}, [C_COMP] = {"comp%", 6, 2},
-    [C_COMM] = {"comm%", 6, 2},    [C_DATA] = {"data%", 6, 4},    [C_IDLE] = {"idle%", 6, 3},
-    [C_OVL] = {"ovl%", 6, 5},      [C_SENT] = {"sent", 9, 7},     [C_RECV] = {"recv", 9, 7},
+    [C_COMM] = {"comm%", 6, 2},    [C_DATA] = {"data%", 6, 4},      [C_IDLE] = {"idle%", 6, 3},
+    [C_OVL] = {"ovl%", 6, 5},      [C_SENT] = {"sent", 9, 7},       [C_RECV] = {"recv", 9, 7},
     [C_BUSBW] = {"busbw", 10, 3},
 };
 
@@ -125,10 +140,16 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
             case C_DATA:
             case C_IDLE:
             case C_OVL: {
-                double p = c == C_COMP ? r->compute_pct : c == C_COMM ? r->comm_pct : c == C_DATA ? r->data_pct
-                           : c == C_IDLE ? r->idle_pct : r->overlap_pct;
-                static const int el[] = {[C_COMP] = TH_COMPUTE, [C_COMM] = TH_CAT_COMM, [C_DATA] = TH_CAT_DATA,
-                                         [C_IDLE] = TH_NORMAL, [C_OVL] = TH_NORMAL};
+                double p = c == C_COMP   ? r->compute_pct
+                           : c == C_COMM ? r->comm_pct
+                           : c == C_DATA ? r->data_pct
+                           : c == C_IDLE ? r->idle_pct
+                                         : r->overlap_pct;
+                static const int el[] = {[C_COMP] = TH_COMPUTE,
+                                         [C_COMM] = TH_CAT_COMM,
+                                         [C_DATA] = TH_CAT_DATA,
+                                         [C_IDLE] = TH_NORMAL,
+                                         [C_OVL] = TH_NORMAL};
                 if (r->valid)
                     draw_textf(w, y, x, room, el[c], "%*.1f", cw, p);
                 else

@@ -65,12 +65,12 @@ enum col_id { C_NUM, C_STRATEGY, C_RANKS, C_STEPS, C_MS, C_SPS, C_COMP, C_COMM, 
 static const struct {
     const char *name;
     int width;
-    int drop;  /* higher drops first; 0 never */
-    int left;  /* left-aligned */
+    int drop; /* higher drops first; 0 never */
+    int left; /* left-aligned */
 } cols[C_N] = {
-    [C_NUM] = {"#", 3, 0, 1},     [C_STRATEGY] = {"strategy", 14, 0, 1}, [C_RANKS] = {"ranks", 5, 5, 0},
-    [C_STEPS] = {"steps", 7, 6, 0}, [C_MS] = {"ms/step", 8, 0, 0},       [C_SPS] = {"samples/s", 9, 0, 0},
-    [C_COMP] = {"comp%", 6, 4, 0}, [C_COMM] = {"comm%", 6, 2, 0},        [C_IDLE] = {"idle%", 6, 3, 0},
+    [C_NUM] = {"#", 3, 0, 1},        [C_STRATEGY] = {"strategy", 14, 0, 1}, [C_RANKS] = {"ranks", 5, 5, 0},
+    [C_STEPS] = {"steps", 7, 6, 0},  [C_MS] = {"ms/step", 8, 0, 0},         [C_SPS] = {"samples/s", 9, 0, 0},
+    [C_COMP] = {"comp%", 6, 4, 0},   [C_COMM] = {"comm%", 6, 2, 0},         [C_IDLE] = {"idle%", 6, 3, 0},
     [C_ACC] = {"test acc", 8, 1, 0}, [C_STATE] = {"state", 8, 7, 1},
 };
 

@@ -20,33 +20,33 @@ enum ui_flags { UI_HANDLED = 1, UI_REDRAW = 2, UI_RESIZE = 4, UI_QUIT = 8 };
 
 /* State of the view that outlives a frame: zoom, scrolls, toggles. */
 struct view_state {
-    int tl_steps;      /* timeline: steps shown (zoom) */
-    int tl_back;       /* timeline: steps scrolled back from the newest */
-    int tl_max_back;   /* timeline: how far back history goes (set by draw) */
-    int tl_lane0;      /* timeline: first lane shown */
-    int tl_nlanes;     /* timeline: lanes there are (set by draw) */
-    int tl_rows;       /* timeline: lanes that fit (set by draw) */
-    int loss_log;      /* loss: log-scale y axis */
-    int rank0;         /* ranks: first rank shown */
-    int rank_rows;     /* ranks: rows that fit (set by draw) */
-    int run0;          /* runs: first run shown */
-    int run_rows;      /* runs: rows that fit (set by draw) */
+    int tl_steps;    /* timeline: steps shown (zoom) */
+    int tl_back;     /* timeline: steps scrolled back from the newest */
+    int tl_max_back; /* timeline: how far back history goes (set by draw) */
+    int tl_lane0;    /* timeline: first lane shown */
+    int tl_nlanes;   /* timeline: lanes there are (set by draw) */
+    int tl_rows;     /* timeline: lanes that fit (set by draw) */
+    int loss_log;    /* loss: log-scale y axis */
+    int rank0;       /* ranks: first rank shown */
+    int rank_rows;   /* ranks: rows that fit (set by draw) */
+    int run0;        /* runs: first run shown */
+    int run_rows;    /* runs: rows that fit (set by draw) */
 };
 
 struct pane_view {
     const struct snap *snap;
     const struct run_result *results; /* finished runs, oldest first */
     int nresults;
-    int live;                         /* the current run is not among results yet */
-    int current;                      /* index of the current run (== nresults while live) */
+    int live;    /* the current run is not among results yet */
+    int current; /* index of the current run (== nresults while live) */
     struct view_state *vs;
-    int can_browse;                   /* paused, frozen or finished: history may scroll */
+    int can_browse; /* paused, frozen or finished: history may scroll */
     int frozen;
-    int colour;                       /* colour is on */
-    const char *theme;                /* theme name */
-    const char *status;               /* the status line's message */
+    int colour;         /* colour is on */
+    const char *theme;  /* theme name */
+    const char *status; /* the status line's message */
     int status_error;
-    const char *hint;                 /* set by a key handler: a message for the status line */
+    const char *hint; /* set by a key handler: a message for the status line */
 };
 
 struct pane_ops {

@@ -8,9 +8,9 @@
 #include "series.h"
 
 struct plot_axes {
-    double lo, hi;  /* y range, in log10 when log */
+    double lo, hi; /* y range, in log10 when log */
     int log;
-    uint64_t xn;    /* samples the x axis spans */
+    uint64_t xn; /* samples the x axis spans */
 };
 
 /* Sets ax's y range over n series (and `extra`, e.g. a threshold, when it

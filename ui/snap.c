@@ -236,7 +236,8 @@ static void update_traffic(struct snap *s, const struct run *r, int64_t now_ns, 
                 ok = 0;
                 break;
             }
-            pred_us += (double)dc * s->fit[k].alpha_us + s->fit[k].beta_us_per_byte * (kind_bytes[k] - s->prev_kind_bytes[k]);
+            pred_us +=
+                (double)dc * s->fit[k].alpha_us + s->fit[k].beta_us_per_byte * (kind_bytes[k] - s->prev_kind_bytes[k]);
         }
         s->pred_now_valid = used && ok && pred_us > 0 && s->busbw_now_valid;
         s->busbw_pred_now = s->pred_now_valid ? (bus - s->prev_bus) / (pred_us * 1e3) : NAN;

@@ -34,7 +34,7 @@ struct run_result;
 struct snap_sample {
     size_t nsteps;
     struct breakdown total;
-    uint64_t bytes;  /* tx + rx */
+    uint64_t bytes; /* tx + rx */
     double bus;
     int64_t xfer_ns;
 };
@@ -42,16 +42,16 @@ struct snap_sample {
 struct snap_rank {
     char device[64];
     long steps;
-    int valid;                 /* has reported a step */
-    double ms_step;            /* recent mean step time */
+    int valid;      /* has reported a step */
+    double ms_step; /* recent mean step time */
     double samples_s;
     double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
     uint64_t bytes_tx, bytes_rx;
     double busbw_gbps;
     int busbw_valid;
-    unsigned lanes;            /* bit per enum lane that has had spans */
-    struct span *hist;         /* [METRICS_HISTORY]: the metrics' span ring, copied */
-    uint64_t nhist;            /* spans ever copied; slot k % METRICS_HISTORY */
+    unsigned lanes;    /* bit per enum lane that has had spans */
+    struct span *hist; /* [METRICS_HISTORY]: the metrics' span ring, copied */
+    uint64_t nhist;    /* spans ever copied; slot k % METRICS_HISTORY */
     struct snap_sample win[SNAP_WINDOW];
 };
 
@@ -61,41 +61,41 @@ struct snap {
     char model[32], dataset[32], strategy[32], backend[48], device[64];
     int local_batch, global_batch, epochs;
     long steps_per_epoch, total_steps, steps_done;
-    int epoch;                 /* 0-based epoch of the next step */
-    int state;                 /* enum run_state */
+    int epoch; /* 0-based epoch of the next step */
+    int state; /* enum run_state */
     char err[320];
     double elapsed_s;
     double eta_s;
     int eta_valid;
     double ms_step, samples_s; /* the run's: slowest rank's recent step */
     int rate_valid;
-    double loss;               /* running training loss */
+    double loss; /* running training loss */
     int loss_valid;
-    double test_acc;           /* last epoch's, % */
+    double test_acc; /* last epoch's, % */
     int test_valid;
-    int final;                 /* figures come from the finished run's result */
-    struct snap_rank *ranks;   /* [world] */
-    int nwin;                  /* frames in each rank's window ring */
-    int win_head;              /* slot of the newest */
+    int final;                     /* figures come from the finished run's result */
+    struct snap_rank *ranks;       /* [world] */
+    int nwin;                      /* frames in each rank's window ring */
+    int win_head;                  /* slot of the newest */
     int64_t win_t_ns[SNAP_WINDOW]; /* when each frame of the window was taken */
-    double window_s;           /* time the "recent" figures cover */
+    double window_s;               /* time the "recent" figures cover */
     /* loss pane */
     struct series loss_mean;
-    struct series *loss_rank;  /* [world] */
-    size_t loss_fed;           /* steps folded into the series */
+    struct series *loss_rank; /* [world] */
+    size_t loss_fed;          /* steps folded into the series */
     int nepochs;
     float acc[SNAP_MAX_EPOCHS];     /* test accuracy after epoch e, % */
     long acc_step[SNAP_MAX_EPOCHS]; /* the last step of epoch e */
-    double threshold;          /* < 0: none */
+    double threshold;               /* < 0: none */
     long threshold_step;
     /* traffic pane: one sample per frame while the run is live */
-    struct series rate_bytes;  /* tx + rx of all ranks, bytes/s */
-    struct series busbw;       /* GB/s; NaN when no collective finished */
-    struct series busbw_pred;  /* GB/s the alpha-beta model predicts for the same calls */
+    struct series rate_bytes; /* tx + rx of all ranks, bytes/s */
+    struct series busbw;      /* GB/s; NaN when no collective finished */
+    struct series busbw_pred; /* GB/s the alpha-beta model predicts for the same calls */
     double rate_bytes_now, busbw_now, busbw_pred_now;
     int busbw_now_valid, pred_now_valid;
-    int have_model;            /* some fit exists for this backend and world */
-    double traffic_span_s;     /* seconds the traffic series covers */
+    int have_model;        /* some fit exists for this backend and world */
+    double traffic_span_s; /* seconds the traffic series covers */
     int64_t traffic_t0_ns, prev_t_ns;
     uint64_t prev_bytes;
     double prev_bus;

@@ -18,10 +18,10 @@
 #define THEME_FILE_MAX (64 * 1024)
 
 static const char *const el_names[TH_COUNT] = {
-    "normal",   "border",     "border-focus", "title",    "title-focus", "label",  "value",    "dim",
-    "running",  "paused",     "done",         "failed",   "data",        "forward", "backward", "optimizer",
-    "comm",     "wait",       "idle",         "compute",  "series",      "mean",   "threshold", "accuracy",
-    "bytes",    "busbw",      "prediction",   "axis",     "status",      "error",  "key",      "selected",
+    "normal",  "border", "border-focus", "title",   "title-focus", "label",   "value",     "dim",
+    "running", "paused", "done",         "failed",  "data",        "forward", "backward",  "optimizer",
+    "comm",    "wait",   "idle",         "compute", "series",      "mean",    "threshold", "accuracy",
+    "bytes",   "busbw",  "prediction",   "axis",    "status",      "error",   "key",       "selected",
 };
 _Static_assert(sizeof(el_names) / sizeof(el_names[0]) == TH_COUNT, "one name per theme element");
 
@@ -36,33 +36,54 @@ enum { K = THEME_DEFAULT_COLOUR, BLACK = 0, RED, GREEN, YELLOW, BLUE, MAGENTA, C
 /* The built-in default, for dark terminals; themes/default.theme says the
  * same, so a missing themes folder changes nothing. */
 static const struct theme_style builtin_colour[TH_COUNT] = {
-    [TH_NORMAL] = {K, K, 0},          [TH_BORDER] = {BLUE, K, 0},        [TH_BORDER_FOCUS] = {CYAN, K, B},
-    [TH_TITLE] = {WHITE, K, B},       [TH_TITLE_FOCUS] = {BLACK, CYAN, B}, [TH_LABEL] = {CYAN, K, 0},
-    [TH_VALUE] = {K, K, B},           [TH_DIM] = {K, K, D},              [TH_RUNNING] = {GREEN, K, B},
-    [TH_PAUSED] = {YELLOW, K, B},     [TH_DONE] = {CYAN, K, B},          [TH_FAILED] = {WHITE, RED, B},
-    [TH_CAT_DATA] = {YELLOW, K, 0},   [TH_CAT_FORWARD] = {GREEN, K, 0},  [TH_CAT_BACKWARD] = {CYAN, K, 0},
-    [TH_CAT_OPTIMIZER] = {MAGENTA, K, 0}, [TH_CAT_COMM] = {RED, K, B},   [TH_CAT_WAIT] = {WHITE, K, D},
-    [TH_CAT_IDLE] = {K, K, D},        [TH_COMPUTE] = {GREEN, K, 0},      [TH_SERIES] = {BLUE, K, 0},
-    [TH_MEAN] = {YELLOW, K, B},       [TH_THRESHOLD] = {RED, K, 0},      [TH_ACCURACY] = {MAGENTA, K, B},
-    [TH_BYTES] = {CYAN, K, 0},        [TH_BUSBW] = {GREEN, K, 0},        [TH_PREDICTION] = {YELLOW, K, D},
-    [TH_AXIS] = {K, K, D},            [TH_STATUS] = {K, K, 0},           [TH_ERROR] = {RED, K, B},
-    [TH_KEY] = {BLACK, CYAN, 0},      [TH_SELECTED] = {YELLOW, K, B},
+    [TH_NORMAL] = {K, K, 0},
+    [TH_BORDER] = {BLUE, K, 0},
+    [TH_BORDER_FOCUS] = {CYAN, K, B},
+    [TH_TITLE] = {WHITE, K, B},
+    [TH_TITLE_FOCUS] = {BLACK, CYAN, B},
+    [TH_LABEL] = {CYAN, K, 0},
+    [TH_VALUE] = {K, K, B},
+    [TH_DIM] = {K, K, D},
+    [TH_RUNNING] = {GREEN, K, B},
+    [TH_PAUSED] = {YELLOW, K, B},
+    [TH_DONE] = {CYAN, K, B},
+    [TH_FAILED] = {WHITE, RED, B},
+    [TH_CAT_DATA] = {YELLOW, K, 0},
+    [TH_CAT_FORWARD] = {GREEN, K, 0},
+    [TH_CAT_BACKWARD] = {CYAN, K, 0},
+    [TH_CAT_OPTIMIZER] = {MAGENTA, K, 0},
+    [TH_CAT_COMM] = {RED, K, B},
+    [TH_CAT_WAIT] = {WHITE, K, D},
+    [TH_CAT_IDLE] = {K, K, D},
+    [TH_COMPUTE] = {GREEN, K, 0},
+    [TH_SERIES] = {BLUE, K, 0},
+    [TH_MEAN] = {YELLOW, K, B},
+    [TH_THRESHOLD] = {RED, K, 0},
+    [TH_ACCURACY] = {MAGENTA, K, B},
+    [TH_BYTES] = {CYAN, K, 0},
+    [TH_BUSBW] = {GREEN, K, 0},
+    [TH_PREDICTION] = {YELLOW, K, D},
+    [TH_AXIS] = {K, K, D},
+    [TH_STATUS] = {K, K, 0},
+    [TH_ERROR] = {RED, K, B},
+    [TH_KEY] = {BLACK, CYAN, 0},
+    [TH_SELECTED] = {YELLOW, K, B},
 };
 
 /* Without colour, attributes carry the meaning; the categories differ by
  * glyph (draw.c), so they need no attribute of their own. */
 static const struct theme_style builtin_mono[TH_COUNT] = {
-    [TH_NORMAL] = {K, K, 0},       [TH_BORDER] = {K, K, 0},      [TH_BORDER_FOCUS] = {K, K, B},
-    [TH_TITLE] = {K, K, B},        [TH_TITLE_FOCUS] = {K, K, R}, [TH_LABEL] = {K, K, 0},
-    [TH_VALUE] = {K, K, B},        [TH_DIM] = {K, K, D},         [TH_RUNNING] = {K, K, B},
-    [TH_PAUSED] = {K, K, R},       [TH_DONE] = {K, K, B},        [TH_FAILED] = {K, K, R | B},
-    [TH_CAT_DATA] = {K, K, 0},     [TH_CAT_FORWARD] = {K, K, 0}, [TH_CAT_BACKWARD] = {K, K, 0},
-    [TH_CAT_OPTIMIZER] = {K, K, 0}, [TH_CAT_COMM] = {K, K, 0},   [TH_CAT_WAIT] = {K, K, 0},
-    [TH_CAT_IDLE] = {K, K, D},     [TH_COMPUTE] = {K, K, 0},     [TH_SERIES] = {K, K, D},
-    [TH_MEAN] = {K, K, B},         [TH_THRESHOLD] = {K, K, 0},   [TH_ACCURACY] = {K, K, B},
-    [TH_BYTES] = {K, K, 0},        [TH_BUSBW] = {K, K, B},       [TH_PREDICTION] = {K, K, D},
-    [TH_AXIS] = {K, K, D},         [TH_STATUS] = {K, K, 0},      [TH_ERROR] = {K, K, B | U},
-    [TH_KEY] = {K, K, R},          [TH_SELECTED] = {K, K, B},
+    [TH_NORMAL] = {K, K, 0},        [TH_BORDER] = {K, K, 0},      [TH_BORDER_FOCUS] = {K, K, B},
+    [TH_TITLE] = {K, K, B},         [TH_TITLE_FOCUS] = {K, K, R}, [TH_LABEL] = {K, K, 0},
+    [TH_VALUE] = {K, K, B},         [TH_DIM] = {K, K, D},         [TH_RUNNING] = {K, K, B},
+    [TH_PAUSED] = {K, K, R},        [TH_DONE] = {K, K, B},        [TH_FAILED] = {K, K, R | B},
+    [TH_CAT_DATA] = {K, K, 0},      [TH_CAT_FORWARD] = {K, K, 0}, [TH_CAT_BACKWARD] = {K, K, 0},
+    [TH_CAT_OPTIMIZER] = {K, K, 0}, [TH_CAT_COMM] = {K, K, 0},    [TH_CAT_WAIT] = {K, K, 0},
+    [TH_CAT_IDLE] = {K, K, D},      [TH_COMPUTE] = {K, K, 0},     [TH_SERIES] = {K, K, D},
+    [TH_MEAN] = {K, K, B},          [TH_THRESHOLD] = {K, K, 0},   [TH_ACCURACY] = {K, K, B},
+    [TH_BYTES] = {K, K, 0},         [TH_BUSBW] = {K, K, B},       [TH_PREDICTION] = {K, K, D},
+    [TH_AXIS] = {K, K, D},          [TH_STATUS] = {K, K, 0},      [TH_ERROR] = {K, K, B | U},
+    [TH_KEY] = {K, K, R},           [TH_SELECTED] = {K, K, B},
 };
 
 #undef B

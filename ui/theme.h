@@ -25,14 +25,14 @@ enum theme_el {
     TH_BORDER_FOCUS,
     TH_TITLE,
     TH_TITLE_FOCUS,
-    TH_LABEL,      /* "step", "loss" ... in the header; column headers */
-    TH_VALUE,      /* the numbers next to labels */
-    TH_DIM,        /* secondary text, n/a */
+    TH_LABEL, /* "step", "loss" ... in the header; column headers */
+    TH_VALUE, /* the numbers next to labels */
+    TH_DIM,   /* secondary text, n/a */
     TH_RUNNING,
     TH_PAUSED,
     TH_DONE,
     TH_FAILED,
-    TH_CAT_DATA,   /* the categories, in enum cat's order */
+    TH_CAT_DATA, /* the categories, in enum cat's order */
     TH_CAT_FORWARD,
     TH_CAT_BACKWARD,
     TH_CAT_OPTIMIZER,
@@ -50,8 +50,8 @@ enum theme_el {
     TH_AXIS,
     TH_STATUS,
     TH_ERROR,
-    TH_KEY,        /* key names in the footer and help */
-    TH_SELECTED,   /* the current run's row */
+    TH_KEY,      /* key names in the footer and help */
+    TH_SELECTED, /* the current run's row */
     TH_COUNT
 };
 
@@ -70,8 +70,8 @@ enum theme_attr {
 #define THEME_MAX_LIST 32
 
 struct theme_style {
-    short fg, bg;   /* THEME_DEFAULT_COLOUR or 0-255 */
-    unsigned attr;  /* enum theme_attr bits */
+    short fg, bg;  /* THEME_DEFAULT_COLOUR or 0-255 */
+    unsigned attr; /* enum theme_attr bits */
 };
 
 struct theme {

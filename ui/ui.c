@@ -41,8 +41,8 @@
 
 /* The panes, by layout id. */
 static const struct pane_ops *const registry[PANE_COUNT] = {
-    [PANE_HEADER] = &pane_header,   [PANE_RANKS] = &pane_ranks, [PANE_TIMELINE] = &pane_timeline,
-    [PANE_LOSS] = &pane_loss,       [PANE_TRAFFIC] = &pane_traffic, [PANE_RUNS] = &pane_runs,
+    [PANE_HEADER] = &pane_header, [PANE_RANKS] = &pane_ranks,     [PANE_TIMELINE] = &pane_timeline,
+    [PANE_LOSS] = &pane_loss,     [PANE_TRAFFIC] = &pane_traffic, [PANE_RUNS] = &pane_runs,
     [PANE_FOOTER] = &pane_footer,
 };
 _Static_assert(sizeof(registry) / sizeof(registry[0]) == PANE_COUNT, "one pane class per layout pane");
@@ -59,8 +59,8 @@ struct ui {
     struct snap snap, snap_spare;
     struct tracer *tracer;
     struct run_config rc;
-    int joined;          /* the current run's threads are joined, its result kept */
-    int switching;       /* `s`: waiting for the run to stop, then start the next */
+    int joined;    /* the current run's threads are joined, its result kept */
+    int switching; /* `s`: waiting for the run to stop, then start the next */
     struct run_result *results;
     int nresults, cap_results;
     int any_failed;
@@ -384,8 +384,8 @@ static void draw_too_small(const struct ui *u)
     int rows, cols;
     getmaxyx(stdscr, rows, cols);
     char msg[128];
-    snprintf(msg, sizeof(msg), "terminal too small: need at least %dx%d (now %dx%d)", u->lay.min_cols,
-             u->lay.min_rows, cols, rows);
+    snprintf(msg, sizeof(msg), "terminal too small: need at least %dx%d (now %dx%d)", u->lay.min_cols, u->lay.min_rows,
+             cols, rows);
     /* word-wrap into the width we have */
     werase(stdscr);
     wattrset(stdscr, draw_attr(TH_ERROR));
@@ -783,10 +783,12 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
     }
     print_report(u);
     if (u->exit_on_done && u->wall_ns > 0)
-        fprintf(stderr, "ddptop: ui: %ld frames, %.1f ms CPU in the UI thread over %.1f s (%.2f%% of one core, %.0f us/frame)\n",
-                u->frames, (double)u->cpu_ns / 1e6, (double)u->wall_ns / 1e9,
-                100.0 * (double)u->cpu_ns / (double)u->wall_ns,
-                u->frames ? (double)u->cpu_ns / 1e3 / (double)u->frames : 0.0);
+        fprintf(
+            stderr,
+            "ddptop: ui: %ld frames, %.1f ms CPU in the UI thread over %.1f s (%.2f%% of one core, %.0f us/frame)\n",
+            u->frames, (double)u->cpu_ns / 1e6, (double)u->wall_ns / 1e9,
+            100.0 * (double)u->cpu_ns / (double)u->wall_ns,
+            u->frames ? (double)u->cpu_ns / 1e3 / (double)u->frames : 0.0);
     if (u->run->state == RUN_FAILED)
         fprintf(stderr, "ddptop: %s\n", u->run->err);
     status = g_stop_sig ? 128 + (int)g_stop_sig : u->any_failed ? 1 : 0;

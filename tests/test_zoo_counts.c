@@ -1,0 +1,142 @@
+/* test_zoo_counts.c - every zoo model's size against PyTorch: for each model
+ * and input shape (1x28x28, 3x32x32, 10 classes) model_create's parameter
+ * count must equal that of the same definition in PyTorch
+ * (bench/torch_models.py), and its convolution and linear multiply-adds per
+ * image (half their FLOPs in the layer table) PyTorch's hooks' count, which
+ * also checks every layer's output size. The PyTorch numbers are in
+ * tests/fixtures/zoo/counts.txt, written by tests/gen_zoo_fixtures.py; a
+ * missing file fails. The sizes --help prints (zoo_models[].params/flops)
+ * must equal the built models', and the binary must print them: --help
+ * lists every model with its sizes, and --info prints the layer table and
+ * the totals (trainable ones under --trainable) without any data files.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "zoo.h"
+
+static void test_counts_match_pytorch(void **state)
+{
+    char path[1024], line[256];
+    snprintf(path, sizeof(path), "%s/fixtures/zoo/counts.txt", DDPTOP_TEST_DIR);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("missing %s (regenerate with /usr/bin/python3 tests/gen_zoo_fixtures.py)", path);
+    int seen[64][2] = {{0}}, rows = 0;
+    while (fgets(line, sizeof(line), f)) {
+        char name[64];
+        int c, side;
+        long long params, macs;
+        if (line[0] == '#')
+            continue;
+        if (sscanf(line, "%63s %d %d %lld %lld", name, &c, &side, &params, &macs) != 5)
+            fail_msg("malformed line in %s: %s", path, line);
+        const struct zoo_entry *z = zoo_find(name);
+        if (!z)
+            fail_msg("counts.txt names %s, which the zoo does not have", name);
+        char err[256];
+        struct model *m = model_create(name, 1, c, side, side, 10, 1, err, sizeof(err));
+        if (!m)
+            fail_msg("%s: %s", name, err);
+        long long mm = 0;
+        for (int l = 0; l < m->nlayers; l++)
+            if (!strcmp(m->layers[l].ops->kind, "conv2d") || !strcmp(m->layers[l].ops->kind, "linear"))
+                mm += m->layers[l].flops / 2;
+        int s = side == 28 ? ZOO_28 : ZOO_32;
+        print_message("  %-14s %dx%dx%d  params %10zu (PyTorch %10lld)  MACs %11lld (PyTorch %11lld)\n", name, c, side,
+                      side, m->nfloats, params, mm, macs);
+        assert_int_equal((long long)m->nfloats, params);
+        assert_int_equal(mm, macs);
+        /* the sizes --help shows */
+        assert_int_equal(z->params[s], (long long)m->nfloats);
+        assert_int_equal(z->flops[s], model_flops(m));
+        seen[z - zoo_models][s] = 1;
+        rows++;
+        model_destroy(m);
+    }
+    fclose(f);
+    for (int i = 0; i < zoo_count; i++)
+        for (int s = 0; s < 2; s++)
+            if (!seen[i][s])
+                fail_msg("counts.txt lacks %s at %s", zoo_models[i].name, s ? "3x32x32" : "1x28x28");
+    assert_int_equal(rows, 2 * zoo_count);
+}
+
+/* The two counts the issue states for CIFAR-10 input. */
+static void test_cifar_counts(void **state)
+{
+    const struct zoo_entry *r = zoo_find("resnet18"), *v = zoo_find("vgg11");
+    assert_non_null(r);
+    assert_non_null(v);
+    assert_int_equal(r->params[ZOO_32], 11173962);
+    assert_int_equal(v->params[ZOO_32], 9231114);
+}
+
+/* Runs the ddptop binary with args; returns its stdout (caller frees). */
+static char *run_bin(const char *args)
+{
+    const char *bin = getenv("DDPTOP_BIN");
+    if (!bin)
+        bin = DDPTOP_BIN;
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    assert_non_null(out);
+    size_t k;
+    while ((k = fread(out + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 == cap) {
+            cap *= 2;
+            out = realloc(out, cap);
+            assert_non_null(out);
+        }
+    }
+    out[n] = 0;
+    assert_int_equal(pclose(p), 0);
+    return out;
+}
+
+static void test_cli_help_and_info(void **state)
+{
+    char *help = run_bin("--help");
+    for (int i = 0; i < zoo_count; i++) {
+        char want[128];
+        snprintf(want, sizeof(want), "\n  %-13s ", zoo_models[i].name);
+        if (!strstr(help, want))
+            fail_msg("--help does not list %s", zoo_models[i].name);
+    }
+    assert_non_null(strstr(help, "3x32x32: 11.17M, 1.113 GFLOP")); /* resnet18's sizes line */
+    free(help);
+    /* --dataset cifar10 only sets the input shape: no files are read */
+    char *info = run_bin("--model resnet18 --info --dataset cifar10 --data-dir /nonexistent");
+    assert_non_null(strstr(info, "resnet18 on 3x32x32"));
+    assert_non_null(strstr(info, "layer4.1.conv2"));
+    assert_non_null(strstr(info, "total parameters: 11173962 (trainable 11173962)"));
+    free(info);
+    info = run_bin("--model vgg11 --info --trainable classifier");
+    assert_non_null(strstr(info, "total parameters: 9229962 (trainable 5130)"));
+    assert_non_null(strstr(info, "(frozen)"));
+    free(info);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counts_match_pytorch),
+        cmocka_unit_test(test_cifar_counts),
+        cmocka_unit_test(test_cli_help_and_info),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
