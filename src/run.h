@@ -42,7 +42,7 @@ struct rank {
     char err[256];
     struct model *model; /* owned by the rank thread */
     struct comm *comm;
-    size_t nparams_total, nparams_trainable; /* floats, filled at start */
+    _Atomic size_t nparams_total, nparams_trainable; /* floats, set by the rank at start; 0 before */
     int64_t flops_per_sample;
 };
 

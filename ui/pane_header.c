@@ -56,6 +56,16 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
     kv(w, 0, &x, wd, "ranks", b, TH_VALUE);
     snprintf(b, sizeof(b), "%dx%d=%d", s->local_batch, s->world, s->global_batch);
     kv(w, 0, &x, wd, "batch", b, TH_VALUE);
+    if (s->params_total) {
+        char tot[32], tr[32];
+        fmt_si(tot, sizeof(tot), (double)s->params_total);
+        fmt_si(tr, sizeof(tr), (double)s->params_trainable);
+        if (s->params_trainable == s->params_total)
+            snprintf(b, sizeof(b), "%s", tot);
+        else
+            snprintf(b, sizeof(b), "%s (%s trainable)", tot, tr);
+        kv(w, 0, &x, wd, "params", b, TH_VALUE);
+    }
 
     x = 1;
     char st[32];

@@ -261,6 +261,8 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
 {
     const struct metrics *m = &r->metrics;
     s->state = r->state;
+    s->params_total = r->ranks ? r->ranks[0].nparams_total : 0;
+    s->params_trainable = r->ranks ? r->ranks[0].nparams_trainable : 0;
     snprintf(s->err, sizeof(s->err), "%s", r->err);
     s->steps_done = (long)m->steps_done;
     s->epoch = s->steps_per_epoch > 0 ? (int)(s->steps_done / s->steps_per_epoch) : 0;

@@ -60,6 +60,7 @@ struct snap {
     /* header */
     char model[32], dataset[32], strategy[32], backend[48], device[64];
     int local_batch, global_batch, epochs;
+    size_t params_total, params_trainable; /* 0 until the ranks built their models */
     long steps_per_epoch, total_steps, steps_done;
     int epoch; /* 0-based epoch of the next step */
     int state; /* enum run_state */
