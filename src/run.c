@@ -2,6 +2,7 @@
  * draining their rings into the metrics. */
 #include "run.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,14 +91,25 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     nvtx_init();
     r->t_start_ns = probe_now_ns();
     r->state = RUN_RUNNING;
+    /* Rank threads get the normal policy explicitly, whatever the creating
+     * thread runs under: the UI thread runs as SCHED_BATCH so that its
+     * refreshes never preempt a rank (ui.c). */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    struct sched_param sp = {.sched_priority = 0};
+    if (pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED) != 0 ||
+        pthread_attr_setschedpolicy(&attr, SCHED_OTHER) != 0 || pthread_attr_setschedparam(&attr, &sp) != 0)
+        pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
     for (int i = 0; i < r->world; i++) {
-        if (pthread_create(&r->ranks[i].thread, NULL, rank_main, &r->ranks[i]) != 0) {
+        if (pthread_create(&r->ranks[i].thread, &attr, rank_main, &r->ranks[i]) != 0) {
+            pthread_attr_destroy(&attr);
             snprintf(err, errlen, "cannot start rank %d's thread", i);
             atomic_store(&r->abort, 1);
             return -1;
         }
         r->ranks[i].started = 1;
     }
+    pthread_attr_destroy(&attr);
     return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include <langinfo.h>
 #include <locale.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -751,6 +752,11 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
     config_expand(cfg, 0, &rc);
     char err[320];
     install_signals();
+    /* The UI must not take a core from a rank when it wakes to redraw: as
+     * SCHED_BATCH it never preempts them (ranks are created with the normal
+     * policy explicitly, run.c). Best effort: an error leaves it as it was. */
+    struct sched_param sp = {.sched_priority = 0};
+    sched_setscheduler(0, SCHED_BATCH, &sp);
     if (start_run(u, &rc, err, sizeof(err)) != 0) {
         fprintf(stderr, "ddptop: %s\n", err);
         goto out;
