@@ -121,6 +121,15 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    /* the backend must suit the device: refuse before anything runs */
+    if (cfg.base.comm == COMM_MPI || (cfg.base.comm == COMM_NCCL && dev != device_cuda)) {
+        fprintf(stderr, "ddptop: --comm %s: %s\n", cfg.base.comm == COMM_MPI ? "mpi" : "nccl",
+                cfg.base.comm == COMM_MPI ? "the MPI backend is not implemented yet; use shm"
+                                          : "NCCL needs the CUDA device, and this run is on the CPU; use shm");
+        data_free(&train);
+        data_free(&test);
+        return 2;
+    }
     /* every combination must fit the data set: refuse before anything runs */
     for (int i = 0; i < config_count(&cfg); i++) {
         struct run_config rc;

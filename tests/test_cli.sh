@@ -56,6 +56,8 @@ expect_error "stray argument" "stray" --batch stray
 expect_error "slow rank out of range" "--slow-rank" --batch --ranks 2 --slow-rank 5:2
 expect_error "bad slow rank" "--slow-rank" --batch --slow-rank x
 expect_error "bad bytes" "--max-bytes" --bench-comm --max-bytes 12Q
+expect_error "nccl on the CPU" "--comm nccl" --batch --dataset synthetic --device cpu --comm nccl
+expect_error "mpi not implemented" "--comm mpi" --batch --dataset synthetic --comm mpi
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
 
 # data files
