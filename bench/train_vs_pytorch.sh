@@ -26,7 +26,7 @@ for m in $MODELS; do
       o=$("$BIN" --batch --quiet --device cpu --model "$m" --strategy single --ranks 1 --batch-size $BATCH \
           --threads-per-rank "$t" --steps "$STEPS" --no-eval --format csv |
           awk -F, 'NR==1 {for (i = 1; i <= NF; i++) if ($i == "samples_per_s") c = i} NR==2 {print $c}')
-      p=$("$PY" "$here/torch_ref.py" --model "$m" --threads "$t" --batch $BATCH --steps "$STEPS" |
+      p=$("$PY" "$here/torch_models.py" train --model "$m" --threads "$t" --batch $BATCH --steps "$STEPS" |
           "$PY" -c 'import json,sys; print(json.load(sys.stdin)["img_s"])')
       ours+=("$o") theirs+=("$p")
     done
