@@ -366,6 +366,22 @@ void metrics_add_epoch(struct metrics *m, int r, const struct epoch_rec *rec)
         m->nepochs = e + 1;
 }
 
+double metrics_train_acc_last_epoch(const struct metrics *m)
+{
+    size_t n = m->steps_done;
+    if (n == 0)
+        return -1.0;
+    uint32_t last_epoch = m->step_epoch[n - 1];
+    int64_t correct = 0, total = 0;
+    for (size_t s = 0; s < n; s++)
+        if (m->step_epoch[s] == last_epoch)
+            for (int i = 0; i < m->world; i++) {
+                correct += m->r[i].step_correct[s];
+                total += m->r[i].step_n[s];
+            }
+    return total ? 100.0 * (double)correct / (double)total : 0.0;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -117,6 +117,10 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
 void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec);
 void metrics_add_epoch(struct metrics *m, int r, const struct epoch_rec *rec);
 
+/* Training accuracy (%) over the steps of the last epoch seen (the whole
+ * run when it ended inside its first epoch); -1 before any step. */
+double metrics_train_acc_last_epoch(const struct metrics *m);
+
 /* Step-time statistics of rank r excluding the first step (ns). */
 void metrics_step_stats(const struct metrics *m, int r, double *mean, double *p50, double *p90);
 

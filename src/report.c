@@ -148,16 +148,7 @@ int result_from_run(struct run_result *res, struct run *r)
         res->samples_per_s = res->ms_mean > 0 ? r->global_batch / (res->ms_mean / 1e3) : 0;
         res->train_valid = 1;
         res->train_loss = m->loss_running[n - 1];
-        /* accuracy over the last epoch's steps (or all, in a partial epoch) */
-        uint32_t last_epoch = m->step_epoch[n - 1];
-        int64_t correct = 0, total = 0;
-        for (size_t s = 0; s < n; s++)
-            if (m->step_epoch[s] == last_epoch)
-                for (int i = 0; i < r->world; i++) {
-                    correct += m->r[i].step_correct[s];
-                    total += m->r[i].step_n[s];
-                }
-        res->train_acc = total ? 100.0 * (double)correct / (double)total : 0;
+        res->train_acc = metrics_train_acc_last_epoch(m);
     }
     if (m->nepochs > 0 && m->test_total[m->nepochs - 1] > 0) {
         res->test_valid = 1;

@@ -492,15 +492,7 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
         }
         rp->train_valid = 1;
         rp->train_loss = m->loss_running[n - 1];
-        uint32_t last_epoch = m->step_epoch[n - 1];
-        int64_t correct = 0, total = 0;
-        for (size_t s = 0; s < n; s++)
-            if (m->step_epoch[s] == last_epoch)
-                for (int i = 0; i < rp->nranks; i++) {
-                    correct += m->r[i].step_correct[s];
-                    total += m->r[i].step_n[s];
-                }
-        rp->train_acc = total ? 100.0 * (double)correct / (double)total : 0;
+        rp->train_acc = metrics_train_acc_last_epoch(m);
     }
     rp->global_batch = local_batch * d->world;
     rp->all.samples_valid = rp->all.ms_mean > 0 && rp->global_batch > 0;
