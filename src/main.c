@@ -106,7 +106,7 @@ int main(int argc, char **argv)
     if (cfg.mode == MODE_BENCH_COMM)
         return bench_comm_main(&cfg);
     if (cfg.mode == MODE_REPLAY)
-        return replay_main(&cfg);
+        return replay_main(&cfg, !cfg.batch && isatty(STDOUT_FILENO) ? ui_replay : NULL);
 
     char err[512], note[256];
     const struct device_ops *dev = device_select(cfg.base.device, note, sizeof(note), err, sizeof(err));

@@ -821,7 +821,7 @@ int replay_report(FILE *f, int format, const struct replay *rp)
     return ferror(f) ? -1 : 0;
 }
 
-int replay_main(const struct config *cfg)
+int replay_main(const struct config *cfg, replay_show_fn show)
 {
     struct replay rp;
     char err[1200];
@@ -833,6 +833,11 @@ int replay_main(const struct config *cfg)
         fprintf(stderr, "ddptop: --replay: %s is incomplete (%s); replaying the %llu events up to the cut\n",
                 cfg->replay, rp.doc.truncated ? "cut short" : "the writer did not finish it",
                 (unsigned long long)rp.doc.events);
+    int shown = 0; /* the UI's status: 128 + signal after Ctrl-C, which still reports */
+    if (show && (shown = show(cfg, &rp)) == 2) {
+        replay_free(&rp);
+        return shown;
+    }
     FILE *out = stdout;
     if (cfg->output[0] && !(out = fopen(cfg->output, "w"))) {
         fprintf(stderr, "ddptop: --output: cannot write %s: %m\n", cfg->output);
@@ -849,5 +854,5 @@ int replay_main(const struct config *cfg)
         status = 1;
     }
     replay_free(&rp);
-    return status;
+    return shown ? shown : status;
 }

@@ -78,8 +78,12 @@ int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, ch
 void replay_free(struct replay *rp);
 /* The replay report in enum out_format (text, csv, json, md). */
 int replay_report(FILE *f, int format, const struct replay *rp);
-/* --replay: loads a trace and reports it (--batch, and for now without it
- * too, until the UI shows replays). Returns the exit status. */
-int replay_main(const struct config *cfg);
+/* Shows a loaded replay interactively (the UI's ui_replay); returns the
+ * exit status. */
+typedef int (*replay_show_fn)(const struct config *cfg, struct replay *rp);
+/* --replay: loads a trace, shows it with `show` when that is not NULL (the
+ * UI, when stdout is a terminal and --batch was not given), then writes the
+ * report to stdout or --output. Returns the exit status. */
+int replay_main(const struct config *cfg, replay_show_fn show);
 
 #endif

@@ -54,7 +54,10 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
     kv(w, 0, &x, wd, "backend", b, TH_VALUE);
     snprintf(b, sizeof(b), "%d", s->world);
     kv(w, 0, &x, wd, "ranks", b, TH_VALUE);
-    snprintf(b, sizeof(b), "%dx%d=%d", s->local_batch, s->world, s->global_batch);
+    if (s->global_batch > 0)
+        snprintf(b, sizeof(b), "%dx%d=%d", s->local_batch, s->world, s->global_batch);
+    else
+        snprintf(b, sizeof(b), "n/a");
     kv(w, 0, &x, wd, "batch", b, TH_VALUE);
     if (s->params_total) {
         char tot[32], tr[32];
@@ -69,7 +72,7 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
 
     x = 1;
     char st[32];
-    snprintf(st, sizeof(st), " %s ", run_state_name(s->state));
+    snprintf(st, sizeof(st), " %s ", s->replay ? "replay" : run_state_name(s->state));
     for (char *p = st; *p; p++)
         *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
     kv(w, 1, &x, wd, "", st, state_el(s->state));

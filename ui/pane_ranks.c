@@ -129,7 +129,8 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
                 break;
             case C_SPS:
                 fmt_si(b, sizeof(b), r->samples_s);
-                draw_textf(w, y, x, room, r->valid ? TH_NORMAL : TH_DIM, "%*s", cw, r->valid ? b : "n/a");
+                int ok = r->valid && !r->samples_na;
+                draw_textf(w, y, x, room, ok ? TH_NORMAL : TH_DIM, "%*s", cw, ok ? b : "n/a");
                 break;
             case C_BAR:
                 if (r->valid && x + cw <= wd - 1)

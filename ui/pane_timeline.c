@@ -179,7 +179,7 @@ static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
         snprintf(note, sizeof(note), "steps %ld-%ld  %.2f ms  +/- zoom%s%s", lo, hi, (double)(t1 - t0) / 1e6,
                  v->can_browse ? "  <-/-> history" : "", vs->tl_back ? "  (scrolled back)" : "");
     else
-        snprintf(note, sizeof(note), "waiting for the first step");
+        snprintf(note, sizeof(note), "%s", s->timeline_na[0] ? s->timeline_na : "waiting for the first step");
     draw_box(w, "Timeline", note, focused);
     if (pw < 4 || avail < 1)
         return;

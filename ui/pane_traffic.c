@@ -47,7 +47,10 @@ static void traffic_draw(WINDOW *w, struct pane_view *v, int focused)
     getmaxyx(w, h, wd);
     werase(w);
     char note[48];
-    snprintf(note, sizeof(note), "last %.0f s", s->traffic_span_s);
+    if (s->replay)
+        snprintf(note, sizeof(note), "whole run (replay)");
+    else
+        snprintf(note, sizeof(note), "last %.0f s", s->traffic_span_s);
     draw_box(w, "Traffic", note, focused);
 
     /* the figures now */

@@ -11,18 +11,20 @@
 #include "report.h"
 #include "run.h"
 #include "strategy.h"
+#include "tracing.h"
 
-int snap_init(struct snap *s, const struct run *r)
+/* Zeroes s and sizes it for `world` ranks. */
+static int snap_alloc(struct snap *s, int world)
 {
     memset(s, 0, sizeof(*s));
-    s->world = r->world;
-    s->ranks = calloc((size_t)r->world, sizeof(*s->ranks));
-    s->loss_rank = calloc((size_t)r->world, sizeof(*s->loss_rank));
+    s->world = world;
+    s->ranks = calloc((size_t)world, sizeof(*s->ranks));
+    s->loss_rank = calloc((size_t)world, sizeof(*s->loss_rank));
     if (!s->ranks || !s->loss_rank) {
         snap_free(s);
         return -1;
     }
-    for (int i = 0; i < r->world; i++) {
+    for (int i = 0; i < world; i++) {
         s->ranks[i].hist = malloc(sizeof(struct span) * METRICS_HISTORY);
         if (!s->ranks[i].hist) {
             snap_free(s);
@@ -34,6 +36,13 @@ int snap_init(struct snap *s, const struct run *r)
     series_reset(&s->rate_bytes);
     series_reset(&s->busbw);
     series_reset(&s->busbw_pred);
+    return 0;
+}
+
+int snap_init(struct snap *s, const struct run *r)
+{
+    if (snap_alloc(s, r->world) != 0)
+        return -1;
     snprintf(s->model, sizeof(s->model), "%s", r->cfg.model);
     snprintf(s->dataset, sizeof(s->dataset), "%s", r->train->name);
     snprintf(s->strategy, sizeof(s->strategy), "%s", strategy_name(r->cfg.strategy));
@@ -171,9 +180,8 @@ static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
     sr->busbw_valid = rr->busbw_valid;
 }
 
-static void update_loss(struct snap *s, const struct run *r)
+static void update_loss(struct snap *s, const struct metrics *m)
 {
-    const struct metrics *m = &r->metrics;
     for (size_t k = s->loss_fed; k < m->steps_done; k++) {
         series_push(&s->loss_mean, m->loss_mean[k]);
         for (int i = 0; i < s->world; i++)
@@ -313,6 +321,100 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
     s->eta_valid = s->state == RUN_RUNNING && s->rate_valid && left > 0;
     s->eta_s = s->eta_valid ? (double)left * s->ms_step / 1e3 : 0;
 
-    update_loss(s, r);
+    update_loss(s, &r->metrics);
     update_traffic(s, r, now_ns, s->state == RUN_RUNNING);
+}
+
+int snap_from_replay(struct snap *s, const struct replay *rp)
+{
+    int world = rp->nranks > 0 ? rp->nranks : 1;
+    if (snap_alloc(s, world) != 0)
+        return -1;
+    s->replay = 1;
+    s->final = 1;
+    s->state = RUN_DONE;
+    s->threshold = -1;
+    s->threshold_step = -1;
+    snprintf(s->model, sizeof(s->model), "%s", rp->model[0] ? rp->model : "n/a");
+    snprintf(s->dataset, sizeof(s->dataset), "%s", rp->dataset[0] ? rp->dataset : "n/a");
+    snprintf(s->strategy, sizeof(s->strategy), "%s", rp->strategy[0] ? rp->strategy : "n/a");
+    if (rp->doc.backend[0] && rp->doc.algo[0])
+        snprintf(s->backend, sizeof(s->backend), "%.23s/%.23s", rp->doc.backend, rp->doc.algo);
+    else
+        snprintf(s->backend, sizeof(s->backend), "%s", rp->doc.backend[0] ? rp->doc.backend : "unknown");
+    snprintf(s->device, sizeof(s->device), "%s", rp->nranks > 0 ? rp->ranks[0].device : "n/a");
+    s->global_batch = rp->global_batch;
+    s->local_batch = rp->global_batch / world;
+
+    double slowest = 0, wall_s = 0;
+    int any = 0;
+    for (int i = 0; i < rp->nranks; i++) {
+        const struct replay_rank *q = &rp->ranks[i];
+        struct snap_rank *sr = &s->ranks[i];
+        snprintf(sr->device, sizeof(sr->device), "%s", q->device);
+        sr->steps = q->steps;
+        sr->valid = q->steps > 0 && q->b.wall_ns > 0;
+        sr->ms_step = q->ms_mean;
+        sr->samples_s = q->samples_valid ? q->samples_per_s : 0;
+        sr->samples_na = !q->samples_valid;
+        pcts_of(sr, &q->b);
+        sr->bytes_tx = q->bytes_tx;
+        sr->bytes_rx = q->bytes_rx;
+        sr->busbw_valid = q->busbw_valid;
+        sr->busbw_gbps = q->busbw_gbps;
+        if (q->steps > s->steps_done)
+            s->steps_done = q->steps;
+        if (sr->valid) {
+            any = 1;
+            if (q->ms_mean > slowest)
+                slowest = q->ms_mean;
+        }
+        if ((double)q->b.wall_ns / 1e9 > wall_s)
+            wall_s = (double)q->b.wall_ns / 1e9;
+        if (rp->has_metrics && i < rp->metrics.world)
+            copy_history(sr, &rp->metrics.r[i]);
+    }
+    s->total_steps = s->steps_done;
+    s->elapsed_s = wall_s;
+    s->ms_step = slowest;
+    s->rate_valid = any && slowest > 0;
+    s->samples_s = s->rate_valid && s->global_batch > 0 ? s->global_batch / (slowest / 1e3) : 0;
+    if (s->rate_valid && !s->global_batch)
+        s->rate_valid = 0;
+    s->epochs = 1;
+
+    if (rp->has_metrics) {
+        const struct metrics *m = &rp->metrics;
+        if (m->steps_done > 0 && m->step_epoch)
+            s->epochs = (int)m->step_epoch[m->steps_done - 1] + 1;
+        if (m->nepochs > s->epochs)
+            s->epochs = m->nepochs;
+        s->steps_per_epoch = s->epochs > 0 ? (long)m->steps_done / s->epochs : 0;
+        update_loss(s, m);
+        s->epoch = s->epochs - 1;
+        /* traffic: the whole run's figures; no per-frame samples to plot */
+        uint64_t bytes = 0;
+        double bus = 0;
+        int64_t xfer = 0;
+        for (int i = 0; i < m->world; i++) {
+            bytes += m->r[i].bytes_tx + m->r[i].bytes_rx;
+            bus += m->r[i].bus_bytes;
+            xfer += m->r[i].xfer_ns;
+        }
+        s->rate_bytes_now = wall_s > 0 ? (double)bytes / wall_s : 0;
+        s->busbw_now_valid = xfer > 0 && bus > 0;
+        s->busbw_now = s->busbw_now_valid ? bus / (double)xfer : NAN;
+        s->traffic_span_s = wall_s;
+    } else {
+        s->steps_per_epoch = s->steps_done;
+        uint64_t bytes = 0;
+        for (int i = 0; i < rp->nranks; i++)
+            bytes += rp->ranks[i].bytes_tx + rp->ranks[i].bytes_rx;
+        s->rate_bytes_now = wall_s > 0 ? (double)bytes / wall_s : 0;
+        s->busbw_now_valid = rp->all.busbw_valid;
+        s->busbw_now = rp->all.busbw_valid ? rp->all.busbw_gbps : NAN;
+        s->traffic_span_s = wall_s;
+        snprintf(s->timeline_na, sizeof(s->timeline_na), "timeline: n/a for this trace kind");
+    }
+    return 0;
 }

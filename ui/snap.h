@@ -24,6 +24,7 @@
 #include "probe.h"
 #include "series.h"
 
+struct replay;
 struct run;
 struct run_result;
 
@@ -45,6 +46,7 @@ struct snap_rank {
     int valid;      /* has reported a step */
     double ms_step; /* recent mean step time */
     double samples_s;
+    int samples_na; /* a replay without batch sizes: samples/s unknown */
     double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
     uint64_t bytes_tx, bytes_rx;
     double busbw_gbps;
@@ -75,6 +77,8 @@ struct snap {
     double test_acc; /* last epoch's, % */
     int test_valid;
     int final;                     /* figures come from the finished run's result */
+    int replay;                    /* a recorded run (--replay): nothing is live */
+    char timeline_na[80];          /* why the timeline has no spans (a trace kind without them), or "" */
     struct snap_rank *ranks;       /* [world] */
     int nwin;                      /* frames in each rank's window ring */
     int win_head;                  /* slot of the newest */
@@ -112,6 +116,11 @@ int snap_init(struct snap *s, const struct run *r);
 /* Refreshes s from r. `final` is the run's result once it has been joined,
  * else NULL. now_ns is probe_now_ns(). */
 void snap_update(struct snap *s, const struct run *r, const struct run_result *final, int64_t now_ns);
+/* Fills s, once, from a loaded replay: ddptop traces give the same figures
+ * as a finished live run (rank table, spans, loss); other trace kinds give
+ * the rank table from rp->ranks and leave the rest n/a. Live-only figures
+ * (ETA, recent rates) stay invalid. Returns -1 when out of memory. */
+int snap_from_replay(struct snap *s, const struct replay *rp);
 void snap_free(struct snap *s);
 /* Timeline lanes the snapshot would show (one per rank and lane used). */
 int snap_lanes(const struct snap *s);

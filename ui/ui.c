@@ -60,8 +60,9 @@ struct ui {
     struct snap snap, snap_spare;
     struct tracer *tracer;
     struct run_config rc;
-    int joined;    /* the current run's threads are joined, its result kept */
-    int switching; /* `s`: waiting for the run to stop, then start the next */
+    const struct replay *replay; /* --replay: a recorded run, nothing live (u->run is NULL) */
+    int joined;                  /* the current run's threads are joined, its result kept */
+    int switching;               /* `s`: waiting for the run to stop, then start the next */
     struct run_result *results;
     int nresults, cap_results;
     int any_failed;
@@ -353,7 +354,7 @@ static void fill_req(const struct ui *u, struct layout_req *q)
     q->want = PANE_ALL;
     q->rank_rows = u->snap.world;
     q->lanes = snap_lanes(&u->snap);
-    q->run_rows = u->nresults + (u->joined ? 0 : 1);
+    q->run_rows = u->nresults + (u->joined && !u->replay ? 0 : 1);
 }
 
 /* Rebuilds every window from a fresh layout (after a resize, or when the
@@ -415,8 +416,8 @@ static void make_view(struct ui *u, struct pane_view *v)
     v->snap = &u->snap;
     v->results = u->results;
     v->nresults = u->nresults;
-    v->live = !u->joined;
-    v->current = u->joined ? u->nresults - 1 : u->nresults;
+    v->live = !u->joined || u->replay; /* a replay's run is the snapshot's row */
+    v->current = v->live ? u->nresults : u->nresults - 1;
     v->vs = &u->vs;
     v->can_browse = u->frozen || u->joined || atomic_load(&u->run->paused);
     v->frozen = u->frozen;
@@ -506,6 +507,14 @@ static int handle_key(struct ui *u, int ch)
     if (u->help) {
         u->help = 0;
         return ch == 'q' || ch == 'Q' ? UI_QUIT : UI_HANDLED | UI_REDRAW;
+    }
+    if (u->replay && ch > 0 && ch < 128 && strchr("pPeEsS ", ch)) {
+        /* pause, export, next strategy and freeze act on a live run */
+        if (ch == ' ')
+            say(u, 0, "space: not available in a replay");
+        else
+            say(u, 0, "%c: not available in a replay", ch);
+        return UI_HANDLED | UI_REDRAW;
     }
     switch (ch) {
     case 'q':
@@ -811,6 +820,55 @@ out:
         result_free(&u->results[i]);
     free(u->results);
     free(runs);
+    free(u);
+    return status;
+}
+
+int ui_replay(const struct config *cfg, struct replay *rp)
+{
+    setlocale(LC_ALL, "");
+    int utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+    struct ui *u = calloc(1, sizeof(*u));
+    if (!u) {
+        fprintf(stderr, "ddptop: out of memory\n");
+        return 2;
+    }
+    u->cfg = cfg;
+    u->replay = rp;
+    u->joined = 1; /* nothing to poll: tick() leaves the (absent) run alone */
+    u->vs.tl_steps = 3;
+    u->focus = PANE_RANKS;
+    u->crash_test = getenv("DDPTOP_UI_TEST_CRASH");
+    if (u->crash_test && !u->crash_test[0])
+        u->crash_test = NULL;
+    int status = 2;
+    if (setup_theme(u) != 0)
+        goto out;
+    if (snap_from_replay(&u->snap, rp) != 0) {
+        fprintf(stderr, "ddptop: out of memory for the screen's snapshot\n");
+        goto out;
+    }
+    install_signals();
+    if (setup_curses(u, utf8) != 0)
+        goto out;
+    if (!rp->doc.complete)
+        say(u, 1, "replay of %s: the trace is incomplete; showing the events up to the cut  (q: quit)", cfg->replay);
+    else
+        say(u, 0, "replay of %s  (q: quit, ?: help)", cfg->replay);
+    u->status_ns = 0; /* stays until replaced */
+
+    loop(u);
+
+    destroy_windows(u);
+    endwin();
+    g_term_live = 0;
+    delscreen(u->scr);
+    u->scr = NULL;
+    status = g_stop_sig ? 128 + (int)g_stop_sig : 0;
+
+out:
+    uninstall_signals();
+    snap_free(&u->snap);
     free(u);
     return status;
 }

@@ -5,6 +5,7 @@
 struct config;
 struct dataset;
 struct device_ops;
+struct replay;
 
 /* Runs the sweep's first combination under the interactive UI until the
  * user quits (`s` moves on to the next strategy), then prints the report of
@@ -18,5 +19,12 @@ struct device_ops;
  * first frames (for tests/e2e_ui.sh, which checks the terminal survives). */
 int ui_main(const struct config *cfg, const struct dataset *train, const struct dataset *test,
             const struct device_ops *dev);
+
+/* --replay without --batch on a terminal: shows the replayed run with the
+ * live run's panes (state REPLAY; nothing runs, so p, s, e and space are not
+ * available) until the user quits. Returns 0 after q, 128 + signal after
+ * SIGINT/SIGTERM, 2 when the UI could not start; the caller then writes the
+ * replay report. The terminal is restored on every path out. */
+int ui_replay(const struct config *cfg, struct replay *rp);
 
 #endif

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# e2e_replay.sh - drives `ddptop --replay FILE` (no --batch, on a terminal)
+# inside tmux and checks the replayed run is shown with the live run's panes:
+# a trace ddptop wrote gives the header (model, REPLAY), a rank table with a
+# row and percentages per rank, the timeline, loss and traffic panes; the
+# keys ?, t, tab, +/-, arrows answer and p says it is not available; q exits
+# 0 (Ctrl-C 130) with the terminal back in normal mode and the report printed. A
+# PyTorch (Kineto) trace gives the rank table and a timeline marked n/a.
+#
+# Usage: e2e_replay.sh /path/to/ddptop
+# Exit status: 0 pass, 1 fail, 77 skip (only when tmux is missing).
+# Everything waits by polling with a deadline, never by fixed sleeps alone.
+set -u
+export LC_ALL=C.UTF-8
+
+BIN=${1:?usage: e2e_replay.sh /path/to/ddptop}
+if ! command -v tmux >/dev/null 2>&1; then
+    echo "SKIP: tmux is not installed"
+    exit 77
+fi
+case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
+[ -x "$BIN" ] || { echo "FAIL: $BIN is not executable"; exit 1; }
+FIXTURES=$(cd "$(dirname "$0")" && pwd)/fixtures/trace
+
+SOCK="ddptop-replay-$$"
+T=$(mktemp -d /tmp/ddptop-replay.XXXXXX)
+S=rp
+
+tm() { tmux -L "$SOCK" "$@"; }
+cleanup() {
+    tm kill-server >/dev/null 2>&1
+    rm -rf "$T" 2>/dev/null || { sleep 1; rm -rf "$T"; }
+}
+trap cleanup EXIT
+
+FAILS=0
+pass() { echo "ok   - $*"; }
+fail() {
+    echo "FAIL - $*"
+    FAILS=$((FAILS + 1))
+    echo "----- screen -----"
+    tm capture-pane -p -t "$S" 2>/dev/null | sed 's/^/| /'
+    echo "------------------"
+}
+screen() { tm capture-pane -p -t "$S"; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# wait_for REGEX SECONDS: polls the screen until grep -E matches.
+wait_for() {
+    local re=$1 deadline=$(($(now_ms) + $2 * 1000))
+    while [ "$(now_ms)" -lt "$deadline" ]; do
+        screen | grep -Eq -- "$re" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# wait_gone REGEX SECONDS: polls the screen until grep -E no longer matches.
+wait_gone() {
+    local re=$1 deadline=$(($(now_ms) + $2 * 1000))
+    while [ "$(now_ms)" -lt "$deadline" ]; do
+        screen | grep -Eq -- "$re" || return 0
+        sleep 0.1
+    done
+    return 1
+}
+# wait_file FILE SECONDS
+wait_file() {
+    local deadline=$(($(now_ms) + $2 * 1000))
+    while [ "$(now_ms)" -lt "$deadline" ]; do
+        [ -s "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# replay TAG FILE: starts ddptop --replay in the session's shell; its exit
+# status lands in $T/exit.TAG.
+replay() {
+    tm send-keys -t "$S" -l "cd $T && $BIN --replay $2; echo EXIT=\$? > $T/exit.$1"
+    tm send-keys -t "$S" Enter
+}
+# quit_and_check TAG [KEY STATUS]: KEY (q) exits with STATUS (0), the
+# alternate screen off and the report printed.
+quit_and_check() {
+    local tag=$1 key=${2:-q} want=${3:-0}
+    tm send-keys -t "$S" "$key"
+    if wait_file "$T/exit.$tag" 10; then
+        if grep -q "^EXIT=$want\$" "$T/exit.$tag"; then
+            pass "$tag: $key exits $want"
+        else
+            fail "$tag: $key exited with $(cat "$T/exit.$tag")"
+        fi
+    else
+        fail "$tag: $key did not end ddptop"
+        return
+    fi
+    if [ "$(tm display -p -t "$S" '#{alternate_on}')" = 0 ]; then
+        pass "$tag: alternate screen is off after exit"
+    else
+        fail "$tag: alternate screen still on after exit"
+    fi
+    if wait_for '^replay of .*trace' 5; then pass "$tag: the replay report follows on the terminal"; else fail "$tag: no report after q"; fi
+    tm send-keys -t "$S" -l "clear"
+    tm send-keys -t "$S" Enter
+    sleep 0.2
+}
+
+# the trace to replay
+if ! (cd "$T" && "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --steps 30 \
+    --trace "$T/t.json" >/dev/null 2>"$T/trace.err"); then
+    echo "FAIL: cannot write the trace:"
+    cat "$T/trace.err"
+    exit 1
+fi
+
+PASS_ENV=""
+for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS; do
+    [ -n "${!v:-}" ] && PASS_ENV="$PASS_ENV $v=$(printf %q "${!v}")"
+done
+tm -f /dev/null new-session -d -x 160 -y 50 -s "$S" "env -i HOME=$T PATH=$PATH TERM=screen LANG=C.UTF-8$PASS_ENV PS1='rp\$ ' bash --norc --noprofile" ||
+    { echo "FAIL: cannot start tmux"; exit 1; }
+tm set-option -t "$S" -g status off >/dev/null
+wait_for 'rp\$' 5 || { fail "the shell prompt did not appear"; exit 1; }
+
+# ---- 1. ddptop's own trace ----------------------------------------------------
+replay own "$T/t.json"
+if wait_for 'ddptop +model lenet' 15; then pass "the header shows the model"; else fail "no header with the model"; exit 1; fi
+for re in 'REPLAY' 'step 30/30' ' Ranks ' ' Timeline ' ' Loss ' ' Traffic ' 'fwd .*comm .*data .*wait .*idle'; do
+    if wait_for "$re" 5; then pass "shows '$re'"; else fail "no '$re' on screen"; fi
+done
+# a row per rank with figures and percentages (comp% comm% data% idle% ovl%)
+PCT='( +[0-9]+\.[0-9]){5}'
+if wait_for "│ +0 cpu +[0-9]+\.[0-9]+ .*$PCT" 5 && wait_for "│ +1 cpu +[0-9]+\.[0-9]+ .*$PCT" 5; then
+    pass "rank table has a row with percentages for each of 2 ranks"
+else
+    fail "rank table rows missing"
+fi
+if screen | grep -Eq '│ +2 cpu'; then fail "rank table shows a third rank"; else pass "rank table has exactly 2 ranks"; fi
+if wait_for 'Timeline .*steps [0-9]+-29' 5 && wait_for '│r0 main' 5 && wait_for '│r1 main' 5; then
+    pass "the timeline shows the last recorded steps of both ranks"
+else
+    fail "the timeline shows no recorded spans"
+fi
+if wait_for 'busbw [0-9]+\.[0-9]+ GB/s' 5; then pass "traffic shows the run's busbw"; else fail "no busbw in traffic"; fi
+# keys
+tm send-keys -t "$S" -l '+'
+if wait_for 'Timeline .*steps (2[89]-29|29-29)' 5; then pass "+ zooms the timeline in"; else fail "+ did not zoom"; fi
+tm send-keys -t "$S" -
+if wait_for 'Timeline .*steps 2[4-7]-29' 5; then pass "- zooms the timeline out"; else fail "- did not zoom out"; fi
+tm send-keys -t "$S" Tab
+tm send-keys -t "$S" Left
+if wait_for 'Timeline .*steps [0-9]+-28 .*scrolled back' 5; then pass "tab focuses the timeline, left scrolls back"; else fail "left did not scroll the timeline"; fi
+tm send-keys -t "$S" Right
+if wait_for 'Timeline .*steps [0-9]+-29 ' 5; then pass "right scrolls forward"; else fail "right did not scroll forward"; fi
+tm send-keys -t "$S" -l 'p'
+if wait_for 'p: not available in a replay' 5; then pass "p says not available"; else fail "p gave no message"; fi
+tm send-keys -t "$S" -l 't'
+if wait_for '^ theme ' 5; then pass "t changes the theme"; else fail "t gave no theme message"; fi
+tm send-keys -t "$S" -l '?'
+if wait_for ' Help ' 5; then pass "? opens the help"; else fail "? did not open the help"; fi
+tm send-keys -t "$S" x
+if wait_gone ' Help ' 5 && wait_for ' Ranks ' 5; then pass "a key closes the help"; else fail "the help did not close"; fi
+quit_and_check own
+
+# ---- 2. a PyTorch profiler (Kineto) trace ---------------------------------------
+replay kineto "$FIXTURES/kineto_gpu.json"
+if wait_for 'REPLAY' 15; then pass "kineto: the UI opens"; else fail "kineto: the UI did not open"; fi
+if wait_for "│ +0 cuda:0 +[0-9]+\.[0-9]+ .*$PCT" 5; then pass "kineto: the rank table shows rank 0"; else fail "kineto: no rank row"; fi
+if wait_for 'Timeline .*n/a for this trace kind' 5; then pass "kineto: the timeline says n/a"; else fail "kineto: no timeline note"; fi
+quit_and_check kineto
+
+# ---- 3. Ctrl-C restores the terminal too ----------------------------------------
+replay intr "$T/t.json"
+if wait_for 'REPLAY' 15; then pass "intr: the UI opens"; else fail "intr: the UI did not open"; fi
+quit_and_check intr C-c 130
+
+[ "$FAILS" -eq 0 ] && { echo "all passed"; exit 0; }
+echo "$FAILS failed"
+exit 1
