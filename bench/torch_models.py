@@ -7,7 +7,7 @@ Every model takes (in_channels, side, classes) and follows models/zoo.c layer
 for layer. Module names are chosen so that named_parameters() gives ddptop's
 parameter names in ddptop's flat-buffer order (each layer's weight, then its
 bias; PyTorch's [out, in] and [oc, ic/groups, kh, kw] layouts are ddptop's).
-lenet, mlp, resnet18 and vgg11 are /work/shared/bench/common.py's LeNet, MLP,
+lenet, mlp, resnet18 and vgg11 are the common PyTorch reference LeNet, MLP,
 ResNet18 and VGG11BN generalised to 3-channel input.
 
 Run with Debian's interpreter (torch 1.13 from python3-torch):

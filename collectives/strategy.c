@@ -95,7 +95,7 @@ int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scra
         for (size_t i = 0; i < n; i++)
             grads[i] *= inv;
         if (c->probe) {
-            /* reducing bytes is communication work (DESIGN.md) */
+            /* reducing bytes is communication work (the README's time accounting) */
             struct span s = {.t0_ns = t0,
                              .t1_ns = probe_now_ns(),
                              .tag = -1,

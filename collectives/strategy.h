@@ -2,7 +2,7 @@
  *
  * A strategy sees the model only as its flat parameter and gradient buffers
  * and the list of parameter tensors (offset, length) in parameter order; it
- * never knows about layers. DESIGN.md gives the exact semantics of each.
+ * never knows about layers. The README gives the exact semantics of each.
  */
 #ifndef DDPTOP_STRATEGY_H
 #define DDPTOP_STRATEGY_H

@@ -1,5 +1,5 @@
 /* metrics.c - turning drained spans and step records into breakdowns,
- * losses and per-collective accounting (see metrics.h, DESIGN.md). */
+ * losses and per-collective accounting (see metrics.h and the README's time accounting). */
 #include "metrics.h"
 
 #include <stdlib.h>

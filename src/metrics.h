@@ -1,5 +1,5 @@
 /* metrics.h - the collector's store: per-rank, per-step breakdowns computed
- * from the probe rings with DESIGN.md's formulas, losses and accuracies,
+ * from the probe rings with the README's formulas, losses and accuracies,
  * per-collective transfer/sync accounting, and a short span history for the
  * timeline pane.
  *

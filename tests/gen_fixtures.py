@@ -58,7 +58,7 @@ GOLDEN = 0x9E3779B97F4A7C15
 
 
 class LeNet(nn.Module):
-    """models/zoo.c build_lenet; /work/shared/bench/common.py LeNet."""
+    """models/zoo.c build_lenet, as bench/torch_models.py's LeNet."""
 
     def __init__(self):
         super().__init__()

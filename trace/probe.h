@@ -23,7 +23,7 @@ enum lane {
     LANE_COUNT
 };
 
-/* Categories: what the time was spent on (DESIGN.md, time accounting). */
+/* Categories: what the time was spent on (the README's time accounting). */
 enum cat {
     CAT_DATA = 0,
     CAT_FORWARD,

@@ -10,7 +10,7 @@
  *     "gpu copy stream" and 5 "gpu comm stream", so each stream's records
  *     nest on their own thread;
  *   - every span is an X event with ts and dur in microseconds (three
- *     decimals: nanosecond precision) and cat = its DESIGN.md category
+ *     decimals: nanosecond precision) and cat = its time-accounting category (README)
  *     (data, forward, backward, optimizer, comm, wait); args.step is the
  *     step the rank recorded it in;
  *   - every step is an X event "ProfilerStep#N" (cat "step") on the main
