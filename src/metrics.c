@@ -388,24 +388,44 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+void step_stats_ms(const int64_t *v, size_t n, double *mean, double *p50, double *p90)
+{
+    *mean = *p50 = *p90 = 0;
+    size_t from = n > 1 ? 1 : 0, k = n - from;
+    if (k == 0)
+        return;
+    int64_t *c = malloc(sizeof(*c) * k);
+    if (!c)
+        return;
+    memcpy(c, v + from, sizeof(*c) * k);
+    qsort(c, k, sizeof(*c), cmp_i64);
+    double sum = 0;
+    for (size_t i = 0; i < k; i++)
+        sum += (double)c[i];
+    *mean = sum / (double)k / 1e6;
+    *p50 = (double)c[(k - 1) / 2] / 1e6;
+    *p90 = (double)c[(size_t)((double)(k - 1) * 0.9)] / 1e6;
+    free(c);
+}
+
 void metrics_step_stats(const struct metrics *m, int r, double *mean, double *p50, double *p90)
 {
-    const struct rank_metrics *rm = &m->r[r];
+    step_stats_ms(m->r[r].step_wall_ns, m->r[r].nsteps, mean, p50, p90);
+}
+
+void metrics_run_step_stats(const struct metrics *m, double *mean, double *p50, double *p90)
+{
+    size_t n = m->steps_done;
     *mean = *p50 = *p90 = 0;
-    size_t n = rm->nsteps > 1 ? rm->nsteps - 1 : rm->nsteps;
-    if (n == 0)
-        return;
-    const int64_t *src = rm->nsteps > 1 ? rm->step_wall_ns + 1 : rm->step_wall_ns;
-    int64_t *v = malloc(n * sizeof(int64_t));
+    int64_t *v = n ? malloc(n * sizeof(int64_t)) : NULL;
     if (!v)
         return;
-    memcpy(v, src, n * sizeof(int64_t));
-    qsort(v, n, sizeof(int64_t), cmp_i64);
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += (double)v[i];
-    *mean = sum / (double)n;
-    *p50 = (double)v[(n - 1) / 2];
-    *p90 = (double)v[(size_t)((double)(n - 1) * 0.9)];
+    for (size_t s = 0; s < n; s++) {
+        v[s] = 0;
+        for (int i = 0; i < m->world; i++)
+            if (m->r[i].step_wall_ns[s] > v[s])
+                v[s] = m->r[i].step_wall_ns[s];
+    }
+    step_stats_ms(v, n, mean, p50, p90);
     free(v);
 }

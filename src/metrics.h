@@ -121,7 +121,12 @@ void metrics_add_epoch(struct metrics *m, int r, const struct epoch_rec *rec);
  * run when it ended inside its first epoch); -1 before any step. */
 double metrics_train_acc_last_epoch(const struct metrics *m);
 
-/* Step-time statistics of rank r excluding the first step (ns). */
+/* Mean, median and 90th percentile (ms) of step times v[n] (ns), excluding
+ * the first step (it builds kernels and warms caches); zeros when empty. */
+void step_stats_ms(const int64_t *v, size_t n, double *mean, double *p50, double *p90);
+/* The same for rank r's steps. */
 void metrics_step_stats(const struct metrics *m, int r, double *mean, double *p50, double *p90);
+/* The same for the run: each step counts at its slowest rank. */
+void metrics_run_step_stats(const struct metrics *m, double *mean, double *p50, double *p90);
 
 #endif

@@ -84,9 +84,6 @@ int result_from_run(struct run_result *res, struct run *r)
         snprintf(rr->device, sizeof(rr->device), "%s", r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
         rr->steps = (long)rm->nsteps;
         metrics_step_stats(m, i, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
-        rr->ms_mean /= 1e6;
-        rr->ms_p50 /= 1e6;
-        rr->ms_p90 /= 1e6;
         rr->samples_per_s = rr->ms_mean > 0 ? r->local_batch / (rr->ms_mean / 1e3) : 0;
         const struct breakdown *b = rm->nsteps > 1 ? &rm->steady : &rm->total;
         pcts(b, &rr->compute_pct, &rr->comm_pct, &rr->data_pct, &rr->idle_pct, &rr->overlap_pct);
@@ -117,34 +114,7 @@ int result_from_run(struct run_result *res, struct run *r)
     size_t n = m->steps_done;
     res->steps = (long)n;
     if (n > 0) {
-        int64_t *v = malloc(n * sizeof(int64_t));
-        if (v) {
-            for (size_t s = 0; s < n; s++) {
-                int64_t mx = 0;
-                for (int i = 0; i < r->world; i++)
-                    if (m->r[i].step_wall_ns[s] > mx)
-                        mx = m->r[i].step_wall_ns[s];
-                v[s] = mx;
-            }
-            size_t from = n > 1 ? 1 : 0, k = n - from;
-            double sum = 0;
-            for (size_t s = from; s < n; s++)
-                sum += (double)v[s];
-            res->ms_mean = sum / (double)k / 1e6;
-            /* sort the steady steps for percentiles */
-            for (size_t a = from + 1; a < n; a++) {
-                int64_t x = v[a];
-                size_t b = a;
-                while (b > from && v[b - 1] > x) {
-                    v[b] = v[b - 1];
-                    b--;
-                }
-                v[b] = x;
-            }
-            res->ms_p50 = (double)v[from + (k - 1) / 2] / 1e6;
-            res->ms_p90 = (double)v[from + (size_t)((double)(k - 1) * 0.9)] / 1e6;
-            free(v);
-        }
+        metrics_run_step_stats(m, &res->ms_mean, &res->ms_p50, &res->ms_p90);
         res->samples_per_s = res->ms_mean > 0 ? r->global_batch / (res->ms_mean / 1e3) : 0;
         res->train_valid = 1;
         res->train_loss = m->loss_running[n - 1];

@@ -356,33 +356,7 @@ static int step_cmp(const void *a, const void *b)
     return x->step < y->step ? -1 : x->step > y->step;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* mean, p50, p90 (ms) of v[n] without its first entry, as the live report. */
-static void step_stats(const int64_t *v, size_t n, double *mean, double *p50, double *p90)
-{
-    *mean = *p50 = *p90 = 0;
-    size_t from = n > 1 ? 1 : 0, k = n - from;
-    if (k == 0)
-        return;
-    int64_t *c = malloc(sizeof(*c) * k);
-    if (!c)
-        return;
-    memcpy(c, v + from, sizeof(*c) * k);
-    qsort(c, k, sizeof(*c), cmp_i64);
-    double sum = 0;
-    for (size_t i = 0; i < k; i++)
-        sum += (double)c[i];
-    *mean = sum / (double)k / 1e6;
-    *p50 = (double)c[(k - 1) / 2] / 1e6;
-    *p90 = (double)c[(size_t)((double)(k - 1) * 0.9)] / 1e6;
-    free(c);
-}
-
 static void run_description(struct replay *rp)
 {
     snprintf(rp->model, sizeof(rp->model), "%s", rp->doc.flavor == TRACE_DDPTOP ? "?" : "pytorch");
@@ -450,9 +424,6 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
         const struct rank_metrics *rm = &m->r[i];
         q->steps = (long)rm->nsteps;
         metrics_step_stats(m, i, &q->ms_mean, &q->ms_p50, &q->ms_p90);
-        q->ms_mean /= 1e6;
-        q->ms_p50 /= 1e6;
-        q->ms_p90 /= 1e6;
         int n = tr->nsteps ? tr->steps[0].n : 0;
         q->samples_valid = q->ms_mean > 0 && n > 0;
         q->samples_per_s = q->samples_valid ? n / (q->ms_mean / 1e3) : 0;
@@ -479,17 +450,7 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
     size_t n = m->steps_done;
     rp->all.steps = (long)n;
     if (n > 0) {
-        int64_t *v = malloc(sizeof(*v) * n);
-        if (v) {
-            for (size_t s = 0; s < n; s++) {
-                v[s] = 0;
-                for (int i = 0; i < rp->nranks; i++)
-                    if (m->r[i].step_wall_ns[s] > v[s])
-                        v[s] = m->r[i].step_wall_ns[s];
-            }
-            step_stats(v, n, &rp->all.ms_mean, &rp->all.ms_p50, &rp->all.ms_p90);
-            free(v);
-        }
+        metrics_run_step_stats(m, &rp->all.ms_mean, &rp->all.ms_p50, &rp->all.ms_p90);
         rp->train_valid = 1;
         rp->train_loss = m->loss_running[n - 1];
         rp->train_acc = metrics_train_acc_last_epoch(m);
@@ -533,7 +494,7 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
         }
         for (size_t s = 0; s < tr->nsteps; s++)
             v[s] = tr->steps[s].t1_ns - tr->steps[s].t0_ns;
-        step_stats(v, tr->nsteps, &q->ms_mean, &q->ms_p50, &q->ms_p90);
+        step_stats_ms(v, tr->nsteps, &q->ms_mean, &q->ms_p50, &q->ms_p90);
         free(v);
         breakdown_add(&rp->all.b, &q->b);
         rp->all.host_wait_ns += q->host_wait_ns;
