@@ -26,51 +26,8 @@ SOCK="ddptop-replay-$$"
 T=$(mktemp -d /tmp/ddptop-replay.XXXXXX)
 S=rp
 
-tm() { tmux -L "$SOCK" "$@"; }
-cleanup() {
-    tm kill-server >/dev/null 2>&1
-    rm -rf "$T" 2>/dev/null || { sleep 1; rm -rf "$T"; }
-}
-trap cleanup EXIT
+. "$(dirname "$0")/tmux_harness.sh"
 
-FAILS=0
-pass() { echo "ok   - $*"; }
-fail() {
-    echo "FAIL - $*"
-    FAILS=$((FAILS + 1))
-    echo "----- screen -----"
-    tm capture-pane -p -t "$S" 2>/dev/null | sed 's/^/| /'
-    echo "------------------"
-}
-screen() { tm capture-pane -p -t "$S"; }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-# wait_for REGEX SECONDS: polls the screen until grep -E matches.
-wait_for() {
-    local re=$1 deadline=$(($(now_ms) + $2 * 1000))
-    while [ "$(now_ms)" -lt "$deadline" ]; do
-        screen | grep -Eq -- "$re" && return 0
-        sleep 0.1
-    done
-    return 1
-}
-# wait_gone REGEX SECONDS: polls the screen until grep -E no longer matches.
-wait_gone() {
-    local re=$1 deadline=$(($(now_ms) + $2 * 1000))
-    while [ "$(now_ms)" -lt "$deadline" ]; do
-        screen | grep -Eq -- "$re" || return 0
-        sleep 0.1
-    done
-    return 1
-}
-# wait_file FILE SECONDS
-wait_file() {
-    local deadline=$(($(now_ms) + $2 * 1000))
-    while [ "$(now_ms)" -lt "$deadline" ]; do
-        [ -s "$1" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
 # replay TAG FILE: starts ddptop --replay in the session's shell; its exit
 # status lands in $T/exit.TAG.
 replay() {

@@ -30,58 +30,14 @@ S=e2e
 START=$(date +%s)
 ARGS="--dataset synthetic --model lenet --ranks 2 --strategy allreduce --epochs 1000 --steps 100000"
 
-tm() { tmux -L "$SOCK" "$@"; }
-cleanup() {
-    tm kill-server >/dev/null 2>&1
-    # a ddptop killed with the server may still be on its way out
-    rm -rf "$T" 2>/dev/null || { sleep 1; rm -rf "$T"; }
-}
-trap cleanup EXIT
+. "$(dirname "$0")/tmux_harness.sh"
 
-FAILS=0
-pass() { echo "ok   - $*"; }
-fail() {
-    echo "FAIL - $*"
-    FAILS=$((FAILS + 1))
-    echo "----- screen -----"
-    tm capture-pane -p -t "$S" 2>/dev/null | sed 's/^/| /'
-    echo "------------------"
-}
-screen() { tm capture-pane -p -t "$S"; }
-
-# wait_for REGEX SECONDS: polls the screen until grep -E matches.
-wait_for() {
-    local re=$1 deadline=$(($(date +%s%N) / 1000000 + $2 * 1000))
-    while [ $(($(date +%s%N) / 1000000)) -lt "$deadline" ]; do
-        screen | grep -Eq -- "$re" && return 0
-        sleep 0.1
-    done
-    return 1
-}
-# wait_for_p PCRE SECONDS: the same with grep -P (for Unicode ranges).
-wait_for_p() {
-    local re=$1 deadline=$(($(date +%s%N) / 1000000 + $2 * 1000))
-    while [ $(($(date +%s%N) / 1000000)) -lt "$deadline" ]; do
-        screen | grep -Pq -- "$re" && return 0
-        sleep 0.1
-    done
-    return 1
-}
-# wait_file FILE SECONDS
-wait_file() {
-    local deadline=$(($(date +%s%N) / 1000000 + $2 * 1000))
-    while [ $(($(date +%s%N) / 1000000)) -lt "$deadline" ]; do
-        [ -s "$1" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
 # The header's step counter, e.g. 123.
 step_now() { screen | grep -Eo 'step [0-9]+/[0-9]+' | head -1 | sed -E 's/step ([0-9]+)\/.*/\1/'; }
 # wait_step_above N SECONDS: the counter passes N.
 wait_step_above() {
-    local deadline=$(($(date +%s%N) / 1000000 + $2 * 1000)) s
-    while [ $(($(date +%s%N) / 1000000)) -lt "$deadline" ]; do
+    local deadline=$(($(now_ms) + $2 * 1000)) s
+    while [ "$(now_ms)" -lt "$deadline" ]; do
         s=$(step_now)
         [ -n "$s" ] && [ "$s" -gt "$1" ] && return 0
         sleep 0.1
