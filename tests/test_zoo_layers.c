@@ -43,6 +43,7 @@
 #include "kernels_ref.h"
 #include "model.h"
 #include "rng.h"
+#include "test_fill.h"
 
 #define FD_EPS 1e-2f
 #define FD_ATOL 1e-3
@@ -51,41 +52,6 @@
 #define FAST_RTOL 1e-4
 
 /* ---- helpers ------------------------------------------------------------- */
-
-static float *falloc(size_t n)
-{
-    float *p = calloc(n ? n : 1, sizeof(float));
-    assert_non_null(p);
-    return p;
-}
-
-static void fill(struct rng *r, float *v, size_t n, float lo, float hi)
-{
-    for (size_t i = 0; i < n; i++)
-        v[i] = lo + (hi - lo) * (float)rng_uniform(r);
-}
-
-/* |v| in [lo, hi], random sign: away from ReLU's kink. */
-static void fill_away(struct rng *r, float *v, size_t n, float lo, float hi)
-{
-    fill(r, v, n, lo, hi);
-    for (size_t i = 0; i < n; i++)
-        if (rng_next(r) & 1)
-            v[i] = -v[i];
-}
-
-/* A random permutation of (k - n/2) * step: no ties in a pooling window. */
-static void fill_distinct(struct rng *r, float *v, size_t n, float step)
-{
-    for (size_t i = 0; i < n; i++)
-        v[i] = ((float)i - (float)(n / 2)) * step;
-    for (size_t i = n; i > 1; i--) {
-        size_t j = rng_below(r, (uint32_t)i);
-        float t = v[i - 1];
-        v[i - 1] = v[j];
-        v[j] = t;
-    }
-}
 
 static double dot(const float *a, const float *b, size_t n)
 {
@@ -215,10 +181,10 @@ static void test_ref_batchnorm_fd(void **state)
     size_t n = (size_t)B * C * HW;
     float *x = falloc(n), *out = falloc(n), *dout = falloc(n), *din = falloc(n), *g = falloc(C), *be = falloc(C);
     float *dg = falloc(C), *db = falloc(C), *mean = falloc(C), *var = falloc(C);
-    fill(&r, x, n, -2, 2);
-    fill(&r, dout, n, -1, 1);
-    fill(&r, g, C, 0.5f, 1.5f);
-    fill(&r, be, C, -0.5f, 0.5f);
+    fill_uniform(&r, x, n, -2, 2);
+    fill_uniform(&r, dout, n, -1, 1);
+    fill_uniform(&r, g, C, 0.5f, 1.5f);
+    fill_uniform(&r, be, C, -0.5f, 0.5f);
     ref_batchnorm_forward(out, mean, var, x, g, be, B, C, HW, 1e-5f, 1);
     ref_batchnorm_backward(din, dg, db, dout, x, g, mean, var, B, C, HW, 1e-5f);
     struct bn_ctx c = {B, C, HW, g, be, falloc(C), falloc(C), x, 0};
@@ -282,7 +248,7 @@ static void pool_fd_case(const char *what, int kind, int H, int W, int k, int s,
     float *x = falloc(n), *out = falloc(no), *dout = falloc(no), *din = falloc(n);
     c.am = calloc(no, sizeof(int32_t));
     fill_distinct(&r, x, n, 0.05f); /* no ties within 2 * FD_EPS */
-    fill(&r, dout, no, -1, 1);
+    fill_uniform(&r, dout, no, -1, 1);
     pool_fwd(&c, x, out);
     if (kind == 0)
         ref_avgpool_backward(din, dout, &c.d);
@@ -347,11 +313,11 @@ static void test_ref_relu6_dropout_fd(void **state)
     int64_t n = 300;
     float *x = falloc(n), *out = falloc(n), *dout = falloc(n), *din = falloc(n);
     /* away from both kinks: |x| in [0.05, 8] but not within 0.05 of 6 */
-    fill_away(&r, x, n, 0.05f, 8.0f);
+    fill_away_from_zero(&r, x, n, 0.05f, 8.0f);
     for (int64_t i = 0; i < n; i++)
         if (fabsf(x[i] - 6.0f) < 0.05f)
             x[i] = 5.5f;
-    fill(&r, dout, n, -1, 1);
+    fill_uniform(&r, dout, n, -1, 1);
     ref_relu6_forward(out, x, n);
     for (int64_t i = 0; i < n; i++)
         assert_true(out[i] >= 0.0f && out[i] <= 6.0f);
@@ -395,9 +361,9 @@ static void test_ref_concat_add_fd(void **state)
     int B = 2, Ca = 3, Cb = 2, HW = 4;
     size_t na = (size_t)B * Ca * HW, nb = (size_t)B * Cb * HW, no = na + nb;
     float *a = falloc(na), *b = falloc(nb), *dout = falloc(no), *da = falloc(na), *db = falloc(nb), *out = falloc(no);
-    fill(&r, a, na, -1, 1);
-    fill(&r, b, nb, -1, 1);
-    fill(&r, dout, no, -1, 1);
+    fill_uniform(&r, a, na, -1, 1);
+    fill_uniform(&r, b, nb, -1, 1);
+    fill_uniform(&r, dout, no, -1, 1);
     ref_concat_backward(da, db, dout, B, Ca, Cb, HW);
     struct join_ctx c = {B, Ca, Cb, HW, 0, 0, a, b};
     fd_check("ref_concat da vs FD", join_fwd, &c, a, na, no, dout, da);
@@ -405,7 +371,7 @@ static void test_ref_concat_add_fd(void **state)
     fd_check("ref_concat db vs FD", join_fwd, &c, b, nb, no, dout, db);
     /* add: both inputs get dout, accumulated */
     float *b2 = falloc(na), *da2 = falloc(na), *db2 = falloc(na);
-    fill(&r, b2, na, -1, 1);
+    fill_uniform(&r, b2, na, -1, 1);
     ref_add_backward(da2, db2, dout, (int64_t)na);
     struct join_ctx d = {B, Ca, Ca, HW, 0, 1, a, b2};
     fd_check("ref_add da vs FD", join_fwd, &d, a, na, na, dout, da2);
@@ -443,10 +409,10 @@ static void test_ref_conv_groups_fd(void **state)
                no = (size_t)d.B * d.OC * d.OH * d.OW;
         float *x = falloc(nx), *w = falloc(nw), *b = falloc(d.OC), *dout = falloc(no), *dx = falloc(nx),
               *dw = falloc(nw), *db = falloc(d.OC);
-        fill(&r, x, nx, -1, 1);
-        fill(&r, w, nw, -1, 1);
-        fill(&r, b, d.OC, -1, 1);
-        fill(&r, dout, no, -1, 1);
+        fill_uniform(&r, x, nx, -1, 1);
+        fill_uniform(&r, w, nw, -1, 1);
+        fill_uniform(&r, b, d.OC, -1, 1);
+        fill_uniform(&r, dout, no, -1, 1);
         ref_conv2d_backward(dx, dw, db, dout, x, w, &d);
         char what[96];
         struct conv_ctx c = {d, x, w, b, 0};
@@ -485,10 +451,10 @@ static void conv_case(const char *name, struct conv_dims d, int sb, int dbk, int
     size_t nx = (size_t)d.B * d.C * HW, no = (size_t)d.B * d.OC * OHW,
            nw = (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW;
     float *xp = falloc(nx), *w = falloc(nw), *b = falloc(d.OC), *doutp = falloc(no);
-    fill(&r, xp, nx, -1, 1);
-    fill(&r, w, nw, -1, 1);
-    fill(&r, b, d.OC, -1, 1);
-    fill(&r, doutp, no, -1, 1);
+    fill_uniform(&r, xp, nx, -1, 1);
+    fill_uniform(&r, w, nw, -1, 1);
+    fill_uniform(&r, b, d.OC, -1, 1);
+    fill_uniform(&r, doutp, no, -1, 1);
     float *ref_out = falloc(no), *ref_dx = falloc(nx), *ref_dw = falloc(nw), *ref_db = falloc(d.OC);
     ref_conv2d_forward(ref_out, xp, w, bias ? b : NULL, &d);
     ref_conv2d_backward(ref_dx, ref_dw, bias ? ref_db : NULL, doutp, xp, w, &d);
@@ -560,10 +526,10 @@ static void bn_case(int blk, int C, int HW)
     int B = 3;
     size_t n = (size_t)B * C * HW;
     float *xp = falloc(n), *dp = falloc(n), *g = falloc(C), *be = falloc(C);
-    fill(&r, xp, n, -2, 3);
-    fill(&r, dp, n, -1, 1);
-    fill(&r, g, C, 0.5f, 1.5f);
-    fill(&r, be, C, -0.5f, 0.5f);
+    fill_uniform(&r, xp, n, -2, 3);
+    fill_uniform(&r, dp, n, -1, 1);
+    fill_uniform(&r, g, C, 0.5f, 1.5f);
+    fill_uniform(&r, be, C, -0.5f, 0.5f);
     float *ro = falloc(n), *rm = falloc(C), *rv = falloc(C), *rdx = falloc(n), *rdg = falloc(C), *rdb = falloc(C);
     ref_batchnorm_forward(ro, rm, rv, xp, g, be, B, C, HW, 1e-5f, 1);
     ref_batchnorm_backward(rdx, rdg, rdb, dp, xp, g, rm, rv, B, C, HW, 1e-5f);
@@ -631,7 +597,7 @@ static void pool_case(const char *name, int alg, int blk, int C, int H, int k, i
     float *xp = falloc(n), *dp = falloc(no), *ro = falloc(no), *rdx = falloc(n);
     int32_t *am = calloc(no, sizeof(int32_t));
     fill_distinct(&r, xp, n, 0.01f);
-    fill(&r, dp, no, -1, 1);
+    fill_uniform(&r, dp, no, -1, 1);
     if (alg == CPU_POOL_MAX) {
         ref_maxpool_forward(ro, am, xp, &d);
         ref_maxpool_backward(rdx, dp, am, &d);
@@ -683,10 +649,10 @@ static void test_fast_linear(void **state)
     struct rng r;
     rng_seed(&r, 19);
     float *in = falloc(B * IN), *w = falloc(OUT * IN), *b = falloc(OUT), *dout = falloc(B * OUT);
-    fill(&r, in, B * IN, -1, 1);
-    fill(&r, w, OUT * IN, -1, 1);
-    fill(&r, b, OUT, -1, 1);
-    fill(&r, dout, B * OUT, -1, 1);
+    fill_uniform(&r, in, B * IN, -1, 1);
+    fill_uniform(&r, w, OUT * IN, -1, 1);
+    fill_uniform(&r, b, OUT, -1, 1);
+    fill_uniform(&r, dout, B * OUT, -1, 1);
     float *ro = falloc(B * OUT), *rdi = falloc(B * IN), *rdw = falloc(OUT * IN), *rdb = falloc(OUT);
     ref_linear_forward(ro, in, w, b, B, IN, OUT);
     ref_linear_backward(rdi, rdw, rdb, dout, in, w, B, IN, OUT);
@@ -714,8 +680,8 @@ static void test_fast_eltwise_layouts(void **state)
     int B = 3, C = 20, H = 5, W = 5, HW = H * W;
     size_t n = (size_t)B * C * HW;
     float *xp = falloc(n), *dp = falloc(n);
-    fill(&r, xp, n, -1, 1);
-    fill(&r, dp, n, -1, 1);
+    fill_uniform(&r, xp, n, -1, 1);
+    fill_uniform(&r, dp, n, -1, 1);
     for (int i = 0; i < NLAYOUTS; i++) {
         int blk = layouts[i];
         char what[128];
@@ -748,7 +714,7 @@ static void test_fast_eltwise_layouts(void **state)
         snprintf(what, sizeof(what), "global avg-pool nChw%dc forward", blk);
         check_close(what, g, gref, NULL, (size_t)B * C, 1e-6, 1e-6);
         float *gd = falloc((size_t)B * C), *rdx = falloc(n), *dxb = falloc(blen(B, C, HW, blk));
-        fill(&r, gd, (size_t)B * C, -1, 1);
+        fill_uniform(&r, gd, (size_t)B * C, -1, 1);
         ref_adaptive_avgpool_backward(rdx, gd, B, C, H, W, 1, 1);
         cpu_global_avgpool_backward(dxb, 0, gd, B, C, HW, blk);
         float *dx = from_blk(dxb, B, C, HW, blk);
@@ -764,7 +730,7 @@ static void test_fast_eltwise_layouts(void **state)
         cpu_adaptive_avgpool_forward(a, xb, B, C, H, W, OH, OW, blk);
         snprintf(what, sizeof(what), "adaptive avg-pool 5x5->3x2 nChw%dc forward", blk);
         check_close(what, a, aref, NULL, no, 1e-6, 1e-6);
-        fill(&r, ad, no, -1, 1);
+        fill_uniform(&r, ad, no, -1, 1);
         memset(rdx, 0, sizeof(float) * n);
         ref_adaptive_avgpool_backward(rdx, ad, B, C, H, W, OH, OW);
         cpu_adaptive_avgpool_backward(dxb, 0, ad, B, C, H, W, OH, OW, blk);
@@ -788,7 +754,7 @@ static void test_fast_eltwise_layouts(void **state)
         int Ca = 16;
         size_t na = (size_t)B * Ca * HW;
         float *ap = falloc(na), *ab, *cref = falloc(na + n), *cb = falloc(blen(B, Ca + C, HW, blk));
-        fill(&r, ap, na, -1, 1);
+        fill_uniform(&r, ap, na, -1, 1);
         ab = to_blk(ap, B, Ca, HW, blk);
         ref_concat_forward(cref, ap, xp, B, Ca, C, HW);
         cpu_concat_forward(cb, ab, act_stride(Ca, HW, 1, blk), xb, act_stride(C, HW, 1, blk), B);
@@ -818,7 +784,7 @@ static void fill_input(struct model *m, uint64_t seed)
 {
     struct rng r;
     rng_seed(&r, seed);
-    fill(&r, model_input(m), (size_t)m->batch * (size_t)m->tensors[m->input].per_sample, -1, 1);
+    fill_uniform(&r, model_input(m), (size_t)m->batch * (size_t)m->tensors[m->input].per_sample, -1, 1);
 }
 
 struct ready_log {
