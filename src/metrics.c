@@ -58,18 +58,30 @@ static int ev_cmp(const void *a, const void *b)
     return x->id - y->id;
 }
 
+/* The sweep behind breakdown_compute, over caller-provided room for 2n events. */
+static void sweep(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1, struct ev *evs);
+
 void breakdown_compute(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1)
+{
+    struct ev stackbuf[64];
+    struct ev *evs = n * 2 <= 64 ? stackbuf : malloc(sizeof(struct ev) * n * 2);
+    memset(out, 0, sizeof(*out));
+    if (!evs) {
+        out->wall_ns = t1 > t0 ? t1 - t0 : 0;
+        out->idle_ns = out->wall_ns;
+        return;
+    }
+    sweep(out, spans, n, t0, t1, evs);
+    if (evs != stackbuf)
+        free(evs);
+}
+
+static void sweep(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1, struct ev *evs)
 {
     memset(out, 0, sizeof(*out));
     if (t1 <= t0)
         return;
     out->wall_ns = t1 - t0;
-    struct ev stackbuf[64];
-    struct ev *evs = n * 2 <= 64 ? stackbuf : malloc(sizeof(struct ev) * n * 2);
-    if (!evs) {
-        out->idle_ns = out->wall_ns;
-        return;
-    }
     size_t ne = 0;
     for (size_t i = 0; i < n; i++) {
         int64_t a = spans[i].t0_ns < t0 ? t0 : spans[i].t0_ns;
@@ -133,8 +145,6 @@ void breakdown_compute(struct breakdown *out, const struct span *spans, size_t n
             cat_of_id_top[l] = spans[stack[l][depth[l] - 1]].cat;
     }
     out->idle_ns = out->wall_ns - covered;
-    if (evs != stackbuf)
-        free(evs);
 }
 
 int metrics_init(struct metrics *m, int world, double threshold)
@@ -170,6 +180,7 @@ void metrics_free(struct metrics *m)
             free(r->step_hash);
             free(r->pending);
             free(r->window);
+            free(r->events);
         }
     free(m->r);
     free(m->coll);
@@ -337,7 +348,16 @@ void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec)
     }
     rm->npending = keep;
     struct breakdown b;
-    breakdown_compute(&b, rm->window, nwin, rec->t0_ns, rec->t1_ns);
+    /* the sweep's events live in a per-rank buffer that only grows: no
+     * allocation per step once the largest step has been seen */
+    if (rm->cap_events < 2 * nwin) {
+        void *e = realloc(rm->events, sizeof(struct ev) * 2 * nwin);
+        if (!e)
+            return;
+        rm->events = e;
+        rm->cap_events = 2 * nwin;
+    }
+    sweep(&b, rm->window, nwin, rec->t0_ns, rec->t1_ns, rm->events);
     breakdown_add(&rm->total, &b);
     if (rm->nsteps > 0)
         breakdown_add(&rm->steady, &b);

@@ -75,6 +75,8 @@ struct rank_metrics {
     size_t npending, cap_pending;
     struct span *window; /* scratch: one step's spans */
     size_t cap_window;
+    void *events; /* scratch: the breakdown sweep's events, [cap_events] */
+    size_t cap_events;
     struct span history[METRICS_HISTORY];
     uint64_t nhistory; /* total ever pushed; index % METRICS_HISTORY */
 };
