@@ -38,6 +38,7 @@ enum {
     OPT_COMM,
     OPT_ALGO,
     OPT_DEVICE,
+    OPT_GPUS,
     OPT_BATCH,
     OPT_FORMAT,
     OPT_OUTPUT,
@@ -89,6 +90,7 @@ static const struct option long_opts[] = {
     {"comm", required_argument, 0, OPT_COMM},
     {"algo", required_argument, 0, OPT_ALGO},
     {"device", required_argument, 0, OPT_DEVICE},
+    {"gpus", required_argument, 0, OPT_GPUS},
     {"batch", no_argument, 0, OPT_BATCH},
     {"format", required_argument, 0, OPT_FORMAT},
     {"output", required_argument, 0, OPT_OUTPUT},
@@ -156,6 +158,7 @@ static void usage(FILE *out)
             "\n"
             "Execution:\n"
             "  --device cpu|cuda|auto    compute device (default auto)\n"
+            "  --gpus N[,N..]            CUDA devices for the ranks, rank r on GPU list[r %% n] (default all)\n"
             "  --comm shm|nccl|mpi       communication backend (default shm)\n"
             "  --algo ring|naive         shm algorithm (default ring)\n"
             "  --threads-per-rank N      compute threads per rank (default cores / ranks, at least 1)\n"
@@ -291,6 +294,28 @@ static int int_list(const char *s, long lo, long hi, int *vals, int *n)
             return -1;
         vals[i] = (int)v;
     }
+    return 0;
+}
+
+/* --gpus: 1 to CFG_MAX_GPUS distinct device indices in [0, CFG_GPU_LIMIT),
+ * digits only. vals and n are written only when the whole list is good. */
+static int gpu_list(const char *s, int *vals, int *n)
+{
+    char items[CFG_MAX_LIST][CFG_NAME];
+    int v[CFG_MAX_LIST], k;
+    if (split_list(s, items, &k) != 0 || k > CFG_MAX_GPUS)
+        return -1;
+    for (int i = 0; i < k; i++) {
+        long x;
+        if (strspn(items[i], "0123456789") != strlen(items[i]) || parse_long(items[i], 0, CFG_GPU_LIMIT - 1, &x) != 0)
+            return -1;
+        v[i] = (int)x;
+        for (int j = 0; j < i; j++)
+            if (v[j] == v[i])
+                return -1;
+    }
+    memcpy(vals, v, sizeof(int) * (size_t)k);
+    *n = k;
     return 0;
 }
 
@@ -464,6 +489,10 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
                 b->device = DEV_AUTO;
             else
                 return bad(err, name, "one of cpu, cuda, auto", optarg);
+            break;
+        case OPT_GPUS:
+            if (gpu_list(optarg, b->gpus, &b->ngpus) != 0)
+                return bad(err, name, "expected up to 16 distinct GPU indices from 0 to 1023, comma-separated", optarg);
             break;
         case OPT_BATCH:
             cfg->batch = 1;
@@ -659,6 +688,10 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
                         cfg->ranks[i]);
                 return 2;
             }
+    if (b->ngpus > 0 && b->device == DEV_CPU) {
+        fprintf(err, "ddptop: --gpus: not allowed with --device cpu\n");
+        return 2;
+    }
     if (cfg->min_bytes > cfg->max_bytes) {
         fprintf(err, "ddptop: --min-bytes: larger than --max-bytes\n");
         return 2;

@@ -12,6 +12,8 @@
 #include <stdio.h>
 
 #define CFG_MAX_LIST 16
+#define CFG_MAX_GPUS 16    /* entries in --gpus */
+#define CFG_GPU_LIMIT 1024 /* a --gpus entry is below this */
 #define CFG_NAME 32
 #define CFG_PATH 1024
 
@@ -38,6 +40,11 @@ struct run_config {
     int comm;   /* enum comm_backend */
     int algo;   /* enum comm_algo */
     int device; /* enum device_choice */
+    /* --gpus: CUDA device indices, distinct, each in [0, CFG_GPU_LIMIT);
+     * rank r runs on gpus[r % ngpus]. ngpus 0: not given, use GPUs
+     * 0..count-1. */
+    int gpus[CFG_MAX_GPUS];
+    int ngpus;
     int threads_per_rank;
     double loss_threshold; /* < 0: none */
     int eval;              /* evaluate on the test split each epoch */

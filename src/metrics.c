@@ -58,8 +58,11 @@ static int ev_cmp(const void *a, const void *b)
     return x->id - y->id;
 }
 
-/* The sweep behind breakdown_compute, over caller-provided room for 2n events. */
-static void sweep(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1, struct ev *evs);
+/* The sweep behind breakdown_compute, over caller-provided room for 2n
+ * events. only_lane >= 0 keeps that lane's spans and skips the others; -1
+ * keeps every lane. */
+static void sweep(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1, int only_lane,
+                  struct ev *evs);
 
 void breakdown_compute(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1)
 {
@@ -71,12 +74,13 @@ void breakdown_compute(struct breakdown *out, const struct span *spans, size_t n
         out->idle_ns = out->wall_ns;
         return;
     }
-    sweep(out, spans, n, t0, t1, evs);
+    sweep(out, spans, n, t0, t1, -1, evs);
     if (evs != stackbuf)
         free(evs);
 }
 
-static void sweep(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1, struct ev *evs)
+static void sweep(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1, int only_lane,
+                  struct ev *evs)
 {
     memset(out, 0, sizeof(*out));
     if (t1 <= t0)
@@ -86,7 +90,7 @@ static void sweep(struct breakdown *out, const struct span *spans, size_t n, int
     for (size_t i = 0; i < n; i++) {
         int64_t a = spans[i].t0_ns < t0 ? t0 : spans[i].t0_ns;
         int64_t b = spans[i].t1_ns > t1 ? t1 : spans[i].t1_ns;
-        if (b <= a || spans[i].lane >= LANE_COUNT)
+        if (b <= a || spans[i].lane >= LANE_COUNT || (only_lane >= 0 && spans[i].lane != only_lane))
             continue;
         struct ev s = {a, b - a, 1, spans[i].lane, spans[i].cat, (int)i};
         struct ev e = {b, b - a, 0, spans[i].lane, spans[i].cat, (int)i};
@@ -97,6 +101,9 @@ static void sweep(struct breakdown *out, const struct span *spans, size_t n, int
     int stack[LANE_COUNT][MAX_DEPTH];
     int depth[LANE_COUNT] = {0};
     int cat_of_id_top[LANE_COUNT];
+    /* device records (kernels and copies on several streams) overlap rather
+     * than nest: on LANE_GPU every open record counts, by category */
+    int gpu_open[CAT_COUNT] = {0};
     int64_t prev = t0;
     int64_t covered = 0;
     for (size_t i = 0; i <= ne; i++) {
@@ -111,6 +118,9 @@ static void sweep(struct breakdown *out, const struct span *spans, size_t n, int
                 any_comm |= c == CAT_COMM;
                 any_data |= c == CAT_DATA;
             }
+            any_compute |= gpu_open[CAT_FORWARD] + gpu_open[CAT_BACKWARD] + gpu_open[CAT_OPTIMIZER] > 0;
+            any_comm |= gpu_open[CAT_COMM] > 0;
+            any_data |= gpu_open[CAT_DATA] > 0;
             int64_t d = t - prev;
             if (any_compute)
                 out->compute_ns += d;
@@ -130,6 +140,11 @@ static void sweep(struct breakdown *out, const struct span *spans, size_t n, int
             break;
         struct ev *e = &evs[i];
         int l = e->lane;
+        if (l == LANE_GPU) {
+            if (e->cat < CAT_COUNT)
+                gpu_open[e->cat] += e->start ? 1 : -1;
+            continue;
+        }
         if (e->start) {
             if (depth[l] < MAX_DEPTH)
                 stack[l][depth[l]++] = e->id;
@@ -230,6 +245,8 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
         const struct span *sp = &s[i];
         rm->pending[rm->npending++] = *sp;
         rm->history[rm->nhistory++ % METRICS_HISTORY] = *sp;
+        if (sp->lane == LANE_GPU)
+            rm->gpu_view = 1;
         if (sp->cat == CAT_COMM && sp->outer) {
             rm->bytes_tx += sp->bytes;
             rm->bytes_rx += sp->bytes_rx;
@@ -357,7 +374,9 @@ void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec)
         rm->events = e;
         rm->cap_events = 2 * nwin;
     }
-    sweep(&b, rm->window, nwin, rec->t0_ns, rec->t1_ns, rm->events);
+    /* on a rank with device records the device's timeline decides: its
+     * host spans only measure launches */
+    sweep(&b, rm->window, nwin, rec->t0_ns, rec->t1_ns, rm->gpu_view ? LANE_GPU : -1, rm->events);
     breakdown_add(&rm->total, &b);
     if (rm->nsteps > 0)
         breakdown_add(&rm->steady, &b);

@@ -28,8 +28,11 @@ struct breakdown {
 void breakdown_add(struct breakdown *acc, const struct breakdown *b);
 double breakdown_pct(int64_t part_ns, int64_t wall_ns);
 /* Computes the breakdown of window [t0, t1) over n spans. On each lane the
- * innermost span decides an instant's category; across lanes compute beats
- * comm beats data beats idle, and wait counts as idle. */
+ * innermost span decides an instant's category, except on LANE_GPU, whose
+ * device records overlap rather than nest: there every open record counts.
+ * Across lanes compute beats comm beats data beats idle, and wait counts as
+ * idle. (The collector's per-step breakdowns use LANE_GPU spans only on a
+ * rank that has any: see rank_metrics.gpu_view.) */
 void breakdown_compute(struct breakdown *out, const struct span *spans, size_t n, int64_t t0_ns, int64_t t1_ns);
 
 /* What a rank reports at the end of every step. */
@@ -71,6 +74,8 @@ struct rank_metrics {
     double kind_bytes[COLL_COUNT];   /* for the alpha-beta prediction */
     uint64_t dropped;                /* spans lost to full rings */
     uint64_t late;                   /* spans of steps already closed */
+    int gpu_view;                    /* a LANE_GPU span has arrived: steps from then on are
+                                        broken down over LANE_GPU spans only (the device view) */
     struct span *pending;            /* spans waiting for their step's record */
     size_t npending, cap_pending;
     struct span *window; /* scratch: one step's spans */

@@ -38,6 +38,9 @@ expect_ok() {
 expect_ok "--help" "Usage: ddptop" --help
 expect_ok "--version" "ddptop " --version
 expect_ok "--help lists models" "lenet" --help
+expect_ok "--help lists --gpus" "--gpus" --help
+expect_ok "a good --gpus list" "conv1" --model lenet --info --gpus 0,1,3
+expect_ok "--gpus with --device cuda" "conv1" --model lenet --info --device cuda --gpus 1023
 
 expect_error "--ranks 0" "--ranks" --batch --ranks 0
 expect_error "--ranks abc" "--ranks" --batch --ranks abc
@@ -50,6 +53,16 @@ expect_error "bad format" "--format" --batch --format xml
 expect_error "bad lr" "--lr" --batch --lr -1
 expect_error "bad epochs" "--epochs" --batch --epochs 0
 expect_error "bad device" "--device" --batch --device tpu
+expect_error "--gpus not a number" "--gpus" --batch --gpus a
+expect_error "--gpus entry not a number" "--gpus" --batch --gpus 0,a
+expect_error "--gpus negative" "--gpus" --batch --gpus -1
+expect_error "--gpus duplicate" "--gpus" --batch --gpus 0,0
+expect_error "--gpus empty" "--gpus" --batch --gpus ""
+expect_error "--gpus empty entry" "--gpus" --batch --gpus 0,,1
+expect_error "--gpus 1024" "--gpus" --batch --gpus 1024
+expect_error "--gpus 17 entries" "--gpus" --batch --gpus 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16
+expect_error "--gpus with --device cpu" "--device cpu" --batch --device cpu --gpus 0
+expect_error "--gpus before --device cpu" "--device cpu" --batch --gpus 0,1 --device cpu
 expect_error "unknown option" "--frobnicate" --batch --frobnicate
 expect_error "missing value" "--model" --batch --model
 expect_error "stray argument" "stray" --batch stray

@@ -2,8 +2,9 @@
  * trace (nccl kernels, memcpy/memset, runtime launches with correlation
  * ids) whose breakdown and HTA idle split are computed here by hand from
  * its intervals, an autograd-profiler bare array whose gloo / c10d ops must
- * count as communication, the merged-interval arithmetic, and the CLI's
- * --batch --replay JSON. */
+ * count as communication, the merged-interval arithmetic, the CLI's
+ * --batch --replay JSON, and the collector's device view (a rank with
+ * LANE_GPU spans is broken down over those alone). */
 #include <cJSON.h>
 #include <math.h>
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 #include "config.h"
 #include "data.h"
 #include "device.h"
+#include "metrics.h"
 #include "run.h"
 #include "trace_analyze.h"
 #include "trace_read.h"
@@ -187,6 +189,103 @@ static void test_merged_intervals(void **state)
     assert_int_equal(f.compute_ns, 10);
     assert_int_equal(f.comm_ns, 5);
     assert_int_equal(f.idle_ns, 5);
+}
+
+/* The collector's two views of one step, window [0, 100) ns.
+ * Host spans (both ranks):
+ *   main  forward [0,30) backward [30,60) comm [60,90) with a wait [70,85)
+ *         inside, optimizer [90,95); data lane: data [92,100)
+ *   compute [0,60)+[90,95) = 65; comm [60,70)+[85,90) = 15 (union 15, no
+ *   overlap); data [95,100) = 5; idle [70,85) = 15.
+ * Device spans (rank 0 only; they overlap across streams, never nest):
+ *   forward [10,40) backward [40,70) comm [50,80) memcpy [2,12)
+ *   optimizer [85,92) comm [88,110) (cut at the window's end)
+ *   compute [10,70)+[85,92) = 67; comm [70,80)+[92,100) = 18;
+ *   union [50,80)+[88,100) = 42; overlap [50,70)+[88,92) = 24;
+ *   data [2,10) = 8; idle [0,2)+[80,85) = 7. */
+static struct span view_span(int lane, int cat, int64_t t0, int64_t t1)
+{
+    return (struct span){.t0_ns = t0, .t1_ns = t1, .step = 0, .tag = -1, .lane = (uint8_t)lane, .cat = (uint8_t)cat};
+}
+
+static void view_spans(struct span host[6], struct span gpu[6])
+{
+    host[0] = view_span(LANE_MAIN, CAT_FORWARD, 0, 30);
+    host[1] = view_span(LANE_MAIN, CAT_BACKWARD, 30, 60);
+    host[2] = view_span(LANE_MAIN, CAT_COMM, 60, 90);
+    host[3] = view_span(LANE_MAIN, CAT_WAIT, 70, 85);
+    host[4] = view_span(LANE_MAIN, CAT_OPTIMIZER, 90, 95);
+    host[5] = view_span(LANE_DATA, CAT_DATA, 92, 100);
+    gpu[0] = view_span(LANE_GPU, CAT_FORWARD, 10, 40);
+    gpu[1] = view_span(LANE_GPU, CAT_BACKWARD, 40, 70);
+    gpu[2] = view_span(LANE_GPU, CAT_COMM, 50, 80);
+    gpu[3] = view_span(LANE_GPU, CAT_DATA, 2, 12);
+    gpu[4] = view_span(LANE_GPU, CAT_OPTIMIZER, 85, 92);
+    gpu[5] = view_span(LANE_GPU, CAT_COMM, 88, 110);
+}
+
+static void feed_view_step(struct metrics *m, int r, int with_gpu)
+{
+    struct span host[6], gpu[6];
+    view_spans(host, gpu);
+    /* host and device records arrive interleaved, as two rings drain */
+    metrics_add_spans(m, r, host, 3);
+    if (with_gpu)
+        metrics_add_spans(m, r, gpu, 4);
+    metrics_add_spans(m, r, host + 3, 3);
+    if (with_gpu)
+        metrics_add_spans(m, r, gpu + 4, 2);
+    struct step_rec rec = {.step = 0, .t0_ns = 0, .t1_ns = 100, .loss = 1.0f, .n = 8};
+    metrics_add_step(m, r, &rec);
+}
+
+static void test_metrics_device_view(void **state)
+{
+    struct metrics m;
+    assert_int_equal(metrics_init(&m, 2, -1.0), 0);
+    feed_view_step(&m, 0, 1);
+    feed_view_step(&m, 1, 0);
+    const struct breakdown *b = &m.r[0].last;
+    assert_true(m.r[0].gpu_view);
+    assert_int_equal(b->wall_ns, 100);
+    assert_int_equal(b->compute_ns, 67);
+    assert_int_equal(b->comm_ns, 18);
+    assert_int_equal(b->comm_union_ns, 42);
+    assert_int_equal(b->overlap_ns, 24);
+    assert_int_equal(b->data_ns, 8);
+    assert_int_equal(b->idle_ns, 7);
+    assert_int_equal(b->compute_ns + b->comm_ns + b->data_ns + b->idle_ns, b->wall_ns);
+    assert_int_equal(m.r[0].total.compute_ns, 67);
+    assert_int_equal(m.r[0].total.idle_ns, 7);
+    /* the other rank, host spans only, keeps the host view */
+    assert_false(m.r[1].gpu_view);
+    assert_int_equal(m.r[1].last.compute_ns, 65);
+    assert_int_equal(m.r[1].last.idle_ns, 15);
+    metrics_free(&m);
+}
+
+static void test_metrics_host_view_unchanged(void **state)
+{
+    struct metrics m;
+    assert_int_equal(metrics_init(&m, 1, -1.0), 0);
+    feed_view_step(&m, 0, 0);
+    const struct breakdown *b = &m.r[0].last;
+    assert_false(m.r[0].gpu_view);
+    assert_int_equal(b->wall_ns, 100);
+    assert_int_equal(b->compute_ns, 65);
+    assert_int_equal(b->comm_ns, 15);
+    assert_int_equal(b->comm_union_ns, 15);
+    assert_int_equal(b->overlap_ns, 0);
+    assert_int_equal(b->data_ns, 5);
+    assert_int_equal(b->idle_ns, 15);
+    assert_int_equal(b->compute_ns + b->comm_ns + b->data_ns + b->idle_ns, b->wall_ns);
+    /* the same figures as breakdown_compute over every lane */
+    struct span host[6], gpu[6];
+    view_spans(host, gpu);
+    struct breakdown all;
+    breakdown_compute(&all, host, 6, 0, 100);
+    assert_memory_equal(&all, b, sizeof(all));
+    metrics_free(&m);
 }
 
 static void test_replay_load_api(void **state)
@@ -374,6 +473,8 @@ int main(void)
         cmocka_unit_test(test_kineto_array_form),
         cmocka_unit_test(test_autograd_gloo),
         cmocka_unit_test(test_merged_intervals),
+        cmocka_unit_test(test_metrics_device_view),
+        cmocka_unit_test(test_metrics_host_view_unchanged),
         cmocka_unit_test(test_reader_hostile_input),
         cmocka_unit_test(test_replay_load_api),
         cmocka_unit_test(test_cli_json),
