@@ -115,9 +115,9 @@ struct comm *comm_shm_create_ops(struct shm_world *w, int rank, int algo, const 
 #ifdef DDPTOP_HAVE_CUDA
 /* The shared-GPU ring: ranks that share one GPU (more ranks than GPUs, where
  * NCCL refuses duplicate devices) run the shm algorithms over device
- * buffers, with DtoD copies and a reduce kernel on `stream` (a
- * cudaStream_t of GPU `gpu`). */
-struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int gpu, void *stream);
+ * buffers (algo: ALGO_RING or ALGO_NAIVE), with DtoD copies and a reduce
+ * kernel on `stream` (a cudaStream_t of GPU `gpu`). */
+struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int algo, int gpu, void *stream);
 #endif
 #ifdef DDPTOP_HAVE_NCCL
 /* NCCL: one communicator rank per GPU thread. The ranks of one process share

@@ -136,7 +136,7 @@ static void r_destroy(struct comm *c)
     free(x);
 }
 
-struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int gpu, void *stream)
+struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int algo, int gpu, void *stream)
 {
     struct ring_ctx *x = calloc(1, sizeof(*x));
     if (!x)
@@ -145,7 +145,7 @@ struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int gpu, void 
     x->rank = rank;
     x->gpu = gpu;
     struct shm_memops ops = {dev_copy, dev_add, dev_scale, dev_alloc, dev_release, x};
-    struct comm *c = comm_shm_create_ops(w, rank, ALGO_RING, &ops);
+    struct comm *c = comm_shm_create_ops(w, rank, algo, &ops);
     if (!c) {
         free(x);
         return NULL;

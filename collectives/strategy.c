@@ -134,6 +134,8 @@ struct ddp_engine {
     struct spsc_ring *main_ring; /* bucket-ready markers */
     const _Atomic uint32_t *step;
     uint16_t *half; /* fp16 staging, [largest bucket], or NULL */
+    struct ddp_hooks hooks;
+    _Atomic int hooks_set; /* the lane reads hooks only after this */
 };
 
 /* One bucket's average-allreduce, tagged with the bucket's index. */
@@ -141,6 +143,8 @@ static int run_bucket(struct ddp_engine *e, int i)
 {
     struct ddp_bucket *b = &e->b[i];
     struct comm *c = e->comm;
+    if (e->hooks.before)
+        e->hooks.before(e->hooks.ctx, i);
     c->tag = (int16_t)i;
     nvtx_push_id("allreduce bucket", i);
     int rc = allreduce_avg(c, e->g.grads + b->off, b->len, e->half);
@@ -156,7 +160,7 @@ static void *lane_main(void *arg)
     snprintf(name, sizeof(name), "rank %d comm", e->comm->rank);
     nvtx_name_thread(name);
     comm_bind(e->comm, e->lane_ring, LANE_COMM, e->step);
-    int next = 0;
+    int next = 0, inited = 0;
     uint64_t gen = 0;
     for (;;) {
         pthread_mutex_lock(&e->mu);
@@ -172,6 +176,11 @@ static void *lane_main(void *arg)
         }
         int avail = atomic_load(&e->q_head);
         pthread_mutex_unlock(&e->mu);
+        if (!inited && atomic_load(&e->hooks_set)) {
+            inited = 1;
+            if (e->hooks.lane_init)
+                e->hooks.lane_init(e->hooks.ctx);
+        }
         while (next < avail) {
             int rc = run_bucket(e, e->queue[next]);
             if (rc != 0 && atomic_load(&e->rc) == 0)
@@ -237,6 +246,7 @@ struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_
     atomic_init(&e->rc, 0);
     atomic_init(&e->quit, 0);
     atomic_init(&e->gen, 0);
+    atomic_init(&e->hooks_set, 0);
     if (overlap) {
         if (pthread_create(&e->lane, NULL, lane_main, e) != 0)
             goto fail;
@@ -246,6 +256,12 @@ struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_
 fail:
     ddp_destroy(e);
     return NULL;
+}
+
+void ddp_set_hooks(struct ddp_engine *e, const struct ddp_hooks *h)
+{
+    e->hooks = *h;
+    atomic_store(&e->hooks_set, 1);
 }
 
 int ddp_nbuckets(const struct ddp_engine *e)
@@ -291,6 +307,8 @@ void ddp_grad_ready(struct ddp_engine *e, int p)
                          .step = e->step ? atomic_load_explicit(e->step, memory_order_relaxed) : 0};
         spsc_push(e->main_ring, &s);
     }
+    if (e->hooks.ready)
+        e->hooks.ready(e->hooks.ctx, i);
     if (!e->overlap)
         return;
     pthread_mutex_lock(&e->mu);

@@ -65,6 +65,20 @@ struct ddp_engine;
 struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
                               int overlap, int fp16, struct spsc_ring *lane_ring, struct spsc_ring *main_ring,
                               const _Atomic uint32_t *step);
+/* Stream ordering when the gradients live on a device that only enqueues
+ * work (NULL members: nothing to do, as on the CPU). lane_init runs on the
+ * comm lane once, before any bucket (to make the device current there);
+ * ready(ctx, b) runs on the main thread when bucket b's last gradient has
+ * been enqueued; before(ctx, b) runs on whichever thread allreduces b, just
+ * before, so that the comm stream waits for that point of the compute
+ * stream: events, never a host sync. Set before the first step. */
+struct ddp_hooks {
+    void (*lane_init)(void *ctx);
+    void (*ready)(void *ctx, int bucket);
+    void (*before)(void *ctx, int bucket);
+    void *ctx;
+};
+void ddp_set_hooks(struct ddp_engine *e, const struct ddp_hooks *h);
 int ddp_nbuckets(const struct ddp_engine *e);
 const struct ddp_bucket *ddp_bucket_at(const struct ddp_engine *e, int i);
 /* Start of backward. */

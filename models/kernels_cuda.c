@@ -59,7 +59,7 @@ static const float ONE = 1.0f, ZERO = 0.0f;
 
 static int cu_fail(struct cuda_ctx *x, const char *call, const char *why)
 {
-    snprintf(x->err, sizeof(x->err), "rank %d (cuda:%d): %s: %s", x->rank, x->gpu, call, why);
+    snprintf(x->err, sizeof(x->err), "rank %d (cuda:%d): %.120s: %.100s", x->rank, x->gpu, call, why);
     return -1;
 }
 
@@ -235,7 +235,7 @@ static int conv_build(struct cuda_conv *c)
     DNN(x, cudnnSetConvolution2dDescriptor(c->cd, d->pad, d->pad, d->stride, d->stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                            CUDNN_DATA_FLOAT));
     DNN(x, cudnnSetConvolutionGroupCount(c->cd, d->groups));
-    DNN(x, cudnnSetConvolutionMathType(c->cd, CUDNN_DEFAULT_MATH)); /* fp32, no TF32: matches the CPU */
+    DNN(x, cudnnSetConvolutionMathType(c->cd, CUDNN_FMA_MATH)); /* fp32 FMA kernels, never TF32: as the CPU */
 
     /* the fastest algorithm of each kind whose workspace fits the limit */
     int n = 0;
@@ -337,9 +337,9 @@ int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, 
     return 0;
 }
 
-/* ---- max-pool ------------------------------------------------------------ */
+/* ---- pooling -------------------------------------------------------------- */
 
-static int pool_build(struct cuda_pool *p, const struct pool_dims *d)
+static int pool_build(struct cuda_pool *p, const struct pool_dims *d, cudnnPoolingMode_t mode)
 {
     struct cuda_ctx *x = p->x;
     DNN(x, cudnnCreateTensorDescriptor(&p->xd));
@@ -347,25 +347,40 @@ static int pool_build(struct cuda_pool *p, const struct pool_dims *d)
     DNN(x, cudnnCreatePoolingDescriptor(&p->pd));
     DNN(x, cudnnSetTensor4dDescriptor(p->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->C, d->H, d->W));
     DNN(x, cudnnSetTensor4dDescriptor(p->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->C, d->OH, d->OW));
-    DNN(x, cudnnSetPooling2dDescriptor(p->pd, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN, d->k, d->k,
-                                       d->pad, d->pad, d->stride, d->stride));
+    DNN(x, cudnnSetPooling2dDescriptor(p->pd, mode, CUDNN_NOT_PROPAGATE_NAN, d->k, d->k, d->pad, d->pad, d->stride,
+                                       d->stride));
     return 0;
 }
 
-struct cuda_pool *cuda_maxpool_create(struct cuda_ctx *x, const struct pool_dims *d, char *err, size_t errlen)
+static struct cuda_pool *pool_create(struct cuda_ctx *x, const struct pool_dims *d, cudnnPoolingMode_t mode, char *err,
+                                     size_t errlen)
 {
+    if (d->ceil_mode && d->pad_r != d->pad) {
+        snprintf(err, errlen, "cuDNN pooling has no ceil_mode (use cuk_maxpool_*)");
+        return NULL;
+    }
     struct cuda_pool *p = calloc(1, sizeof(*p));
     if (!p) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     p->x = x;
-    if (pool_build(p, d) != 0) {
+    if (pool_build(p, d, mode) != 0) {
         snprintf(err, errlen, "%s", x->err);
         cuda_pool_destroy(p);
         return NULL;
     }
     return p;
+}
+
+struct cuda_pool *cuda_maxpool_create(struct cuda_ctx *x, const struct pool_dims *d, char *err, size_t errlen)
+{
+    return pool_create(x, d, CUDNN_POOLING_MAX_DETERMINISTIC, err, errlen);
+}
+
+struct cuda_pool *cuda_avgpool_create(struct cuda_ctx *x, const struct pool_dims *d, char *err, size_t errlen)
+{
+    return pool_create(x, d, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, err, errlen);
 }
 
 void cuda_pool_destroy(struct cuda_pool *p)
@@ -381,18 +396,143 @@ void cuda_pool_destroy(struct cuda_pool *p)
     free(p);
 }
 
-int cuda_maxpool_forward(struct cuda_pool *p, float *out, const float *in)
+int cuda_pool_forward(struct cuda_pool *p, float *out, const float *in)
 {
     DNN(p->x, cudnnPoolingForward(p->x->dnn, p->pd, &ONE, p->xd, in, &ZERO, p->yd, out));
     return 0;
 }
 
-int cuda_maxpool_backward(struct cuda_pool *p, float *din, int din_acc, const float *dout, const float *out,
-                          const float *in)
+int cuda_pool_backward(struct cuda_pool *p, float *din, int din_acc, const float *dout, const float *out,
+                       const float *in)
 {
     DNN(p->x, cudnnPoolingBackward(p->x->dnn, p->pd, &ONE, p->yd, out, p->yd, dout, p->xd, in, din_acc ? &ONE : &ZERO,
                                    p->xd, din));
     return 0;
+}
+
+/* ---- batch norm ------------------------------------------------------------ */
+
+struct cuda_bn {
+    struct cuda_ctx *x;
+    int C;
+    double eps;
+    cudnnTensorDescriptor_t xd, pd; /* activations; per-channel parameters */
+    float *save_mean, *save_invvar; /* [C]: this batch's, for backward */
+    float *dscratch;                /* [2C]: dgamma, dbeta when frozen */
+};
+
+static int bn_build(struct cuda_bn *b, int B, int C, int H, int W)
+{
+    struct cuda_ctx *x = b->x;
+    DNN(x, cudnnCreateTensorDescriptor(&b->xd));
+    DNN(x, cudnnCreateTensorDescriptor(&b->pd));
+    DNN(x, cudnnSetTensor4dDescriptor(b->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, C, H, W));
+    DNN(x, cudnnDeriveBNTensorDescriptor(b->pd, b->xd, CUDNN_BATCHNORM_SPATIAL));
+    if (!(b->save_mean = cuda_ctx_alloc(x, sizeof(float) * 4 * (size_t)C)))
+        return -1;
+    b->save_invvar = b->save_mean + C;
+    b->dscratch = b->save_invvar + C;
+    return 0;
+}
+
+struct cuda_bn *cuda_bn_create(struct cuda_ctx *x, int B, int C, int H, int W, double eps, char *err, size_t errlen)
+{
+    struct cuda_bn *b = calloc(1, sizeof(*b));
+    if (!b) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    b->x = x;
+    b->C = C;
+    b->eps = eps < CUDNN_BN_MIN_EPSILON ? CUDNN_BN_MIN_EPSILON : eps;
+    if (bn_build(b, B, C, H, W) != 0) {
+        snprintf(err, errlen, "%s", x->err);
+        cuda_bn_destroy(b);
+        return NULL;
+    }
+    return b;
+}
+
+void cuda_bn_destroy(struct cuda_bn *b)
+{
+    if (!b)
+        return;
+    if (b->xd)
+        cudnnDestroyTensorDescriptor(b->xd);
+    if (b->pd)
+        cudnnDestroyTensorDescriptor(b->pd);
+    cudaFree(b->save_mean);
+    free(b);
+}
+
+int cuda_bn_forward(struct cuda_bn *b, float *out, const float *in, const float *gamma, const float *beta,
+                    float *run_mean, float *run_var, double momentum, int train)
+{
+    struct cuda_ctx *x = b->x;
+    if (train)
+        DNN(x, cudnnBatchNormalizationForwardTraining(x->dnn, CUDNN_BATCHNORM_SPATIAL, &ONE, &ZERO, b->xd, in, b->xd,
+                                                      out, b->pd, gamma, beta, momentum, run_mean, run_var, b->eps,
+                                                      b->save_mean, b->save_invvar));
+    else
+        DNN(x, cudnnBatchNormalizationForwardInference(x->dnn, CUDNN_BATCHNORM_SPATIAL, &ONE, &ZERO, b->xd, in, b->xd,
+                                                       out, b->pd, gamma, beta, run_mean, run_var, b->eps));
+    return 0;
+}
+
+int cuda_bn_backward(struct cuda_bn *b, float *din, int din_acc, float *dgamma, float *dbeta, const float *dout,
+                     const float *in, const float *gamma)
+{
+    struct cuda_ctx *x = b->x;
+    /* cuDNN always writes all three gradients: frozen ones go to scratch */
+    DNN(x,
+        cudnnBatchNormalizationBackward(x->dnn, CUDNN_BATCHNORM_SPATIAL, &ONE, din_acc ? &ONE : &ZERO, &ONE, &ZERO,
+                                        b->xd, in, b->xd, dout, b->xd, din, b->pd, gamma, dgamma ? dgamma : b->dscratch,
+                                        dbeta ? dbeta : b->dscratch + b->C, b->eps, b->save_mean, b->save_invvar));
+    return 0;
+}
+
+/* ---- memory ----------------------------------------------------------------- */
+
+void *cuda_ctx_alloc(struct cuda_ctx *x, size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e == cudaSuccess)
+        e = cudaMemsetAsync(p, 0, bytes ? bytes : 1, x->stream);
+    if (e != cudaSuccess) {
+        cudaFree(p);
+        cu_fail(x, "cudaMalloc", cudaGetErrorString(e));
+        return NULL;
+    }
+    return p;
+}
+
+void cuda_ctx_free(void *p)
+{
+    if (p)
+        cudaFree(p);
+}
+
+int cuda_ctx_copy(struct cuda_ctx *x, void *dst, const void *src, size_t bytes)
+{
+    CU(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, x->stream));
+    return 0;
+}
+
+int cuda_ctx_sync(struct cuda_ctx *x)
+{
+    CU(x, cudaStreamSynchronize(x->stream));
+    return 0;
+}
+
+void *cuda_ctx_stream(struct cuda_ctx *x)
+{
+    return x->stream;
+}
+
+int cuda_ctx_launch_failed(struct cuda_ctx *x, const char *what)
+{
+    return cu_fail(x, what, cudaGetErrorString(cudaGetLastError()));
 }
 
 /* ---- element-wise, loss, optimizer ---------------------------------------- */
@@ -409,25 +549,37 @@ int cuda_relu_backward(struct cuda_ctx *x, float *din, int din_acc, const float 
     return 0;
 }
 
-int cuda_xent_forward(struct cuda_ctx *x, float *probs, const float *logits, const int32_t *labels, int B, int K,
-                      float *loss, int *correct)
+int cuda_xent_enqueue(struct cuda_ctx *x, float *probs, const float *logits, const int32_t *labels, int B, int K)
 {
     if (rows_reserve(x, B) != 0)
         return -1;
     KERNEL(x, cuk_xent_forward(probs, x->row_loss, x->row_hit, logits, labels, B, K, x->stream));
     CU(x, cudaMemcpyAsync(x->h_loss, x->row_loss, sizeof(float) * (size_t)B, cudaMemcpyDeviceToHost, x->stream));
     CU(x, cudaMemcpyAsync(x->h_hit, x->row_hit, sizeof(int32_t) * (size_t)B, cudaMemcpyDeviceToHost, x->stream));
+    return 0;
+}
+
+int cuda_xent_result(struct cuda_ctx *x, int B, float *loss, int *correct)
+{
     CU(x, cudaStreamSynchronize(x->stream));
     double sum = 0;
     int hits = 0;
-    for (int i = 0; i < B; i++) {
+    for (int i = 0; i < B && i < x->rows_n; i++) {
         sum += x->h_loss[i];
         hits += x->h_hit[i];
     }
-    *loss = (float)(sum / B);
+    *loss = B > 0 ? (float)(sum / B) : 0.0f;
     if (correct)
         *correct = hits;
     return 0;
+}
+
+int cuda_xent_forward(struct cuda_ctx *x, float *probs, const float *logits, const int32_t *labels, int B, int K,
+                      float *loss, int *correct)
+{
+    if (cuda_xent_enqueue(x, probs, logits, labels, B, K) != 0)
+        return -1;
+    return cuda_xent_result(x, B, loss, correct);
 }
 
 int cuda_xent_backward(struct cuda_ctx *x, float *dlogits, const float *probs, const int32_t *labels, int B, int K,

@@ -1,7 +1,11 @@
-// kernels_cuda.cu - the element-wise and per-row kernels the GPU path needs
-// beside cuDNN and cuBLAS: bias, ReLU, softmax cross-entropy and the SGD
-// update (PyTorch's semantics, as optim.c). Each returns 0 or -1 after
-// checking the launch.
+// kernels_cuda.cu - the kernels the GPU path needs beside cuDNN and cuBLAS:
+// bias, ReLU and ReLU6, dropout (the CPU's masks), residual add, copies
+// with accumulation, padding, ceil-mode max-pool, adaptive average pool,
+// softmax cross-entropy and the SGD update (PyTorch's semantics, as
+// optim.c). Backward kernels that may meet an existing gradient take `acc`
+// (add instead of write) and gather rather than scatter, so none needs
+// atomics and every result is deterministic. Each launcher returns 0 or -1
+// after checking the launch.
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -15,7 +19,7 @@ unsigned grid_for(int64_t n)
 
 int launched()
 {
-    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+    return cudaPeekAtLastError() == cudaSuccess ? 0 : -1; // the caller reports it
 }
 
 #define GRID_LOOP(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
@@ -89,6 +93,199 @@ __global__ void fill_k(float *x, int64_t n, float v)
     GRID_LOOP(i, n) x[i] = v;
 }
 
+__global__ void copy_acc_k(float *dst, int acc, const float *src, int64_t n)
+{
+    GRID_LOOP(i, n) dst[i] = acc ? dst[i] + src[i] : src[i];
+}
+
+__global__ void add_k(float *out, const float *a, const float *b, int64_t n)
+{
+    GRID_LOOP(i, n) out[i] = a[i] + b[i];
+}
+
+__global__ void relu6_fwd_k(float *out, const float *in, int64_t n)
+{
+    GRID_LOOP(i, n) out[i] = in[i] < 0.0f ? 0.0f : in[i] > 6.0f ? 6.0f : in[i];
+}
+
+__global__ void relu6_bwd_k(float *din, int acc, const float *dout, const float *out, int64_t n)
+{
+    GRID_LOOP(i, n)
+    {
+        float g = out[i] > 0.0f && out[i] < 6.0f ? dout[i] : 0.0f;
+        din[i] = acc ? din[i] + g : g;
+    }
+}
+
+// the same keep test as dropout_keep in kernels_ref.h, so masks match the CPU
+__device__ int keep_d(uint64_t key, int64_t i, float p)
+{
+    uint64_t z = key + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (float)((double)(z >> 40) * (1.0 / 16777216.0)) >= p;
+}
+
+__global__ void dropout_fwd_k(float *out, uint8_t *mask, const float *in, int64_t n, float p, float scale,
+                              uint64_t key)
+{
+    GRID_LOOP(i, n)
+    {
+        int keep = keep_d(key, i, p);
+        mask[i] = (uint8_t)keep;
+        out[i] = keep ? in[i] * scale : 0.0f;
+    }
+}
+
+__global__ void dropout_bwd_k(float *din, int acc, const float *dout, const uint8_t *mask, float scale, int64_t n)
+{
+    GRID_LOOP(i, n)
+    {
+        float g = mask[i] ? dout[i] * scale : 0.0f;
+        din[i] = acc ? din[i] + g : g;
+    }
+}
+
+// rows x width floats from src (row pitch spitch) to dst (row pitch dpitch)
+__global__ void rows_k(float *dst, int64_t dpitch, int acc, const float *src, int64_t spitch, int rows, int64_t width)
+{
+    int64_t n = (int64_t)rows * width;
+    GRID_LOOP(i, n)
+    {
+        int64_t r = i / width, c = i % width;
+        float v = src[r * spitch + c];
+        float *d = dst + r * dpitch + c;
+        *d = acc ? *d + v : v;
+    }
+}
+
+__global__ void pad_fwd_k(float *out, const float *in, int planes, int H, int W, int p)
+{
+    int OH = H + 2 * p, OW = W + 2 * p;
+    int64_t n = (int64_t)planes * OH * OW;
+    GRID_LOOP(i, n)
+    {
+        int64_t q = i / ((int64_t)OH * OW);
+        int y = (int)(i / OW % OH) - p, x = (int)(i % OW) - p;
+        out[i] = y >= 0 && y < H && x >= 0 && x < W ? in[(q * H + y) * W + x] : 0.0f;
+    }
+}
+
+__global__ void pad_bwd_k(float *din, int acc, const float *dout, int planes, int H, int W, int p)
+{
+    int OH = H + 2 * p, OW = W + 2 * p;
+    int64_t n = (int64_t)planes * H * W;
+    GRID_LOOP(i, n)
+    {
+        int64_t q = i / ((int64_t)H * W);
+        int y = (int)(i / W % H), x = (int)(i % W);
+        float g = dout[(q * OH + y + p) * OW + x + p];
+        din[i] = acc ? din[i] + g : g;
+    }
+}
+
+// max-pool with separate right/bottom padding (PyTorch's ceil_mode); the
+// first maximum of a window wins, as in the CPU reference
+__global__ void maxpool_fwd_k(float *out, int32_t *arg, const float *in, int planes, int H, int W, int OH, int OW,
+                              int k, int s, int pad)
+{
+    int64_t n = (int64_t)planes * OH * OW;
+    GRID_LOOP(i, n)
+    {
+        int64_t q = i / ((int64_t)OH * OW);
+        int oy = (int)(i / OW % OH), ox = (int)(i % OW);
+        const float *src = in + q * H * W;
+        float best = 0.0f;
+        int at = -1;
+        for (int ky = 0; ky < k; ky++)
+            for (int kx = 0; kx < k; kx++) {
+                int y = oy * s - pad + ky, x = ox * s - pad + kx;
+                if (y < 0 || y >= H || x < 0 || x >= W)
+                    continue;
+                float v = src[y * W + x];
+                if (at < 0 || v > best) {
+                    best = v;
+                    at = y * W + x;
+                }
+            }
+        out[i] = best;
+        arg[i] = at;
+    }
+}
+
+// one thread per input value: sums the gradients of the windows whose
+// maximum it was (no atomics, deterministic)
+__global__ void maxpool_bwd_k(float *din, int acc, const float *dout, const int32_t *arg, int planes, int H, int W,
+                              int OH, int OW, int k, int s, int pad)
+{
+    int64_t n = (int64_t)planes * H * W;
+    GRID_LOOP(i, n)
+    {
+        int64_t q = i / ((int64_t)H * W);
+        int y = (int)(i / W % H), x = (int)(i % W), me = y * W + x;
+        // windows oy with oy*s - pad <= y < oy*s - pad + k
+        int oy0 = y + pad - k + 1 > 0 ? (y + pad - k + 1 + s - 1) / s : 0, oy1 = (y + pad) / s;
+        int ox0 = x + pad - k + 1 > 0 ? (x + pad - k + 1 + s - 1) / s : 0, ox1 = (x + pad) / s;
+        float g = 0.0f;
+        for (int oy = oy0; oy <= oy1 && oy < OH; oy++)
+            for (int ox = ox0; ox <= ox1 && ox < OW; ox++) {
+                int64_t o = (q * OH + oy) * OW + ox;
+                if (arg[o] == me)
+                    g += dout[o];
+            }
+        din[i] = acc ? din[i] + g : g;
+    }
+}
+
+__device__ void ada_window(int o, int in, int out, int *a, int *b)
+{
+    *a = (int)(((int64_t)o * in) / out);
+    *b = (int)(((int64_t)(o + 1) * in + out - 1) / out);
+}
+
+__global__ void adapool_fwd_k(float *out, const float *in, int planes, int H, int W, int OH, int OW)
+{
+    int64_t n = (int64_t)planes * OH * OW;
+    GRID_LOOP(i, n)
+    {
+        int64_t q = i / ((int64_t)OH * OW);
+        int oy = (int)(i / OW % OH), ox = (int)(i % OW), y0, y1, x0, x1;
+        ada_window(oy, H, OH, &y0, &y1);
+        ada_window(ox, W, OW, &x0, &x1);
+        const float *src = in + q * H * W;
+        float sum = 0.0f;
+        for (int y = y0; y < y1; y++)
+            for (int x = x0; x < x1; x++)
+                sum += src[y * W + x];
+        out[i] = sum / (float)((y1 - y0) * (x1 - x0));
+    }
+}
+
+__global__ void adapool_bwd_k(float *din, int acc, const float *dout, int planes, int H, int W, int OH, int OW)
+{
+    int64_t n = (int64_t)planes * H * W;
+    GRID_LOOP(i, n)
+    {
+        int64_t q = i / ((int64_t)H * W);
+        int y = (int)(i / W % H), x = (int)(i % W);
+        float g = 0.0f;
+        for (int oy = 0; oy < OH; oy++) {
+            int y0, y1;
+            ada_window(oy, H, OH, &y0, &y1);
+            if (y < y0 || y >= y1)
+                continue;
+            for (int ox = 0; ox < OW; ox++) {
+                int x0, x1;
+                ada_window(ox, W, OW, &x0, &x1);
+                if (x >= x0 && x < x1)
+                    g += dout[(q * OH + oy) * OW + ox] / (float)((y1 - y0) * (x1 - x0));
+            }
+        }
+        din[i] = acc ? din[i] + g : g;
+    }
+}
+
 } // namespace
 
 extern "C" {
@@ -136,6 +333,82 @@ int cuk_fill(float *x, size_t n, float v, void *stream)
 {
     fill_k<<<grid_for((int64_t)n), 256, 0, (cudaStream_t)stream>>>(x, (int64_t)n, v);
     return launched();
+}
+
+#define LAUNCH(n, kernel, ...)                                                                                         \
+    do {                                                                                                               \
+        kernel<<<grid_for(n), 256, 0, (cudaStream_t)stream>>>(__VA_ARGS__);                                            \
+        return launched();                                                                                             \
+    } while (0)
+
+int cuk_copy_acc(float *dst, int acc, const float *src, int64_t n, void *stream)
+{
+    LAUNCH(n, copy_acc_k, dst, acc, src, n);
+}
+
+int cuk_add(float *out, const float *a, const float *b, int64_t n, void *stream)
+{
+    LAUNCH(n, add_k, out, a, b, n);
+}
+
+int cuk_relu6_forward(float *out, const float *in, int64_t n, void *stream)
+{
+    LAUNCH(n, relu6_fwd_k, out, in, n);
+}
+
+int cuk_relu6_backward(float *din, int acc, const float *dout, const float *out, int64_t n, void *stream)
+{
+    LAUNCH(n, relu6_bwd_k, din, acc, dout, out, n);
+}
+
+int cuk_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n, float p, uint64_t key, void *stream)
+{
+    LAUNCH(n, dropout_fwd_k, out, mask, in, n, p, 1.0f / (1.0f - p), key);
+}
+
+int cuk_dropout_backward(float *din, int acc, const float *dout, const uint8_t *mask, float p, int64_t n,
+                         void *stream)
+{
+    LAUNCH(n, dropout_bwd_k, din, acc, dout, mask, 1.0f / (1.0f - p), n);
+}
+
+int cuk_rows(float *dst, int64_t dpitch, int acc, const float *src, int64_t spitch, int rows, int64_t width,
+             void *stream)
+{
+    LAUNCH((int64_t)rows * width, rows_k, dst, dpitch, acc, src, spitch, rows, width);
+}
+
+int cuk_pad_forward(float *out, const float *in, int planes, int H, int W, int p, void *stream)
+{
+    LAUNCH((int64_t)planes * (H + 2 * p) * (W + 2 * p), pad_fwd_k, out, in, planes, H, W, p);
+}
+
+int cuk_pad_backward(float *din, int acc, const float *dout, int planes, int H, int W, int p, void *stream)
+{
+    LAUNCH((int64_t)planes * H * W, pad_bwd_k, din, acc, dout, planes, H, W, p);
+}
+
+int cuk_maxpool_forward(float *out, int32_t *arg, const float *in, int planes, int H, int W, int OH, int OW, int k,
+                        int s, int pad, void *stream)
+{
+    LAUNCH((int64_t)planes * OH * OW, maxpool_fwd_k, out, arg, in, planes, H, W, OH, OW, k, s, pad);
+}
+
+int cuk_maxpool_backward(float *din, int acc, const float *dout, const int32_t *arg, int planes, int H, int W, int OH,
+                         int OW, int k, int s, int pad, void *stream)
+{
+    LAUNCH((int64_t)planes * H * W, maxpool_bwd_k, din, acc, dout, arg, planes, H, W, OH, OW, k, s, pad);
+}
+
+int cuk_adapool_forward(float *out, const float *in, int planes, int H, int W, int OH, int OW, void *stream)
+{
+    LAUNCH((int64_t)planes * OH * OW, adapool_fwd_k, out, in, planes, H, W, OH, OW);
+}
+
+int cuk_adapool_backward(float *din, int acc, const float *dout, int planes, int H, int W, int OH, int OW,
+                         void *stream)
+{
+    LAUNCH((int64_t)planes * H * W, adapool_bwd_k, din, acc, dout, planes, H, W, OH, OW);
 }
 
 } // extern "C"

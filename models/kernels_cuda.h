@@ -1,8 +1,8 @@
 /* kernels_cuda.h - the CUDA counterparts of kernels_cpu.h: cuDNN for
- * convolution and pooling, cuBLAS for GEMM, small kernels (kernels_cuda.cu)
- * for ReLU, softmax cross-entropy, bias and the SGD update. Same layouts
- * and the same write/accumulate contract as the CPU kernels; all pointers
- * are device memory and all work is enqueued on the context's stream.
+ * convolution, pooling and batch norm, cuBLAS for GEMM, small kernels of
+ * our own (kernels_cuda.cu) for the rest. Plain NCHW layouts only, and the
+ * same write/accumulate contract as the CPU kernels; all pointers are
+ * device memory and all work is enqueued on the context's stream.
  *
  * Every cuDNN/cuBLAS/CUDA call is checked; a failure returns -1 and
  * cuda_kernels_error() names the call, the rank and the GPU.
@@ -38,12 +38,41 @@ int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const fl
 int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, float *db, const float *dout,
                        const float *in, const float *w);
 
+/* cuDNN pooling: max (no ceil_mode: see cuk_maxpool_* for that) or average
+ * with PyTorch's count_include_pad=True. */
 struct cuda_pool;
 struct cuda_pool *cuda_maxpool_create(struct cuda_ctx *x, const struct pool_dims *d, char *err, size_t errlen);
+struct cuda_pool *cuda_avgpool_create(struct cuda_ctx *x, const struct pool_dims *d, char *err, size_t errlen);
 void cuda_pool_destroy(struct cuda_pool *p);
-int cuda_maxpool_forward(struct cuda_pool *p, float *out, const float *in);
-int cuda_maxpool_backward(struct cuda_pool *p, float *din, int din_acc, const float *dout, const float *out,
-                          const float *in);
+int cuda_pool_forward(struct cuda_pool *p, float *out, const float *in);
+int cuda_pool_backward(struct cuda_pool *p, float *din, int din_acc, const float *dout, const float *out,
+                       const float *in);
+
+/* cuDNN batch norm over (batch, H, W) per channel. Training normalises by
+ * the batch statistics (kept for backward) and moves run_mean/run_var by
+ * `momentum` towards the batch mean and the unbiased variance, as PyTorch;
+ * evaluation normalises by the running statistics. */
+struct cuda_bn;
+struct cuda_bn *cuda_bn_create(struct cuda_ctx *x, int B, int C, int H, int W, double eps, char *err, size_t errlen);
+void cuda_bn_destroy(struct cuda_bn *b);
+int cuda_bn_forward(struct cuda_bn *b, float *out, const float *in, const float *gamma, const float *beta,
+                    float *run_mean, float *run_var, double momentum, int train);
+/* dgamma/dbeta NULL: not wanted (frozen). din is always written (cuDNN
+ * computes it anyway): pass scratch when it is not wanted. */
+int cuda_bn_backward(struct cuda_bn *b, float *din, int din_acc, float *dgamma, float *dbeta, const float *dout,
+                     const float *in, const float *gamma);
+
+/* Device memory of the context's GPU, zeroed; NULL with the error set. */
+void *cuda_ctx_alloc(struct cuda_ctx *x, size_t bytes);
+void cuda_ctx_free(void *p);
+/* A copy in any direction (host memory pinned or not), ordered on the
+ * context's stream; sync waits for everything enqueued so far. */
+int cuda_ctx_copy(struct cuda_ctx *x, void *dst, const void *src, size_t bytes);
+int cuda_ctx_sync(struct cuda_ctx *x);
+void *cuda_ctx_stream(struct cuda_ctx *x);
+/* After a cuk_* launcher failed: sets the context's error from CUDA's,
+ * naming `what`, the rank and the GPU. Returns -1. */
+int cuda_ctx_launch_failed(struct cuda_ctx *x, const char *what);
 
 int cuda_relu_forward(struct cuda_ctx *x, float *out, const float *in, int64_t n);
 int cuda_relu_backward(struct cuda_ctx *x, float *din, int din_acc, const float *dout, const float *out, int64_t n);
@@ -52,6 +81,10 @@ int cuda_relu_backward(struct cuda_ctx *x, float *din, int din_acc, const float 
  * batch mean and hit count copied back (this synchronises the stream). */
 int cuda_xent_forward(struct cuda_ctx *x, float *probs, const float *logits, const int32_t *labels, int B, int K,
                       float *loss, int *correct);
+/* The same in two halves: enqueue launches the loss and its copy back
+ * without waiting; result waits for the stream and sums the B rows. */
+int cuda_xent_enqueue(struct cuda_ctx *x, float *probs, const float *logits, const int32_t *labels, int B, int K);
+int cuda_xent_result(struct cuda_ctx *x, int B, float *loss, int *correct);
 int cuda_xent_backward(struct cuda_ctx *x, float *dlogits, const float *probs, const int32_t *labels, int B, int K,
                        float scale);
 
@@ -68,5 +101,28 @@ int cuk_xent_backward(float *dlogits, const float *probs, const int32_t *labels,
                       void *stream);
 int cuk_sgd(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd, void *stream);
 int cuk_fill(float *x, size_t n, float v, void *stream);
+/* dst (+)= src */
+int cuk_copy_acc(float *dst, int acc, const float *src, int64_t n, void *stream);
+int cuk_add(float *out, const float *a, const float *b, int64_t n, void *stream);
+int cuk_relu6_forward(float *out, const float *in, int64_t n, void *stream);
+int cuk_relu6_backward(float *din, int acc, const float *dout, const float *out, int64_t n, void *stream);
+/* Masks as cpu_dropout_forward draws them (dropout_keep over the plain index). */
+int cuk_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n, float p, uint64_t key, void *stream);
+int cuk_dropout_backward(float *din, int acc, const float *dout, const uint8_t *mask, float p, int64_t n, void *stream);
+/* rows x width floats between row pitches (channel concatenation). */
+int cuk_rows(float *dst, int64_t dpitch, int acc, const float *src, int64_t spitch, int rows, int64_t width,
+             void *stream);
+int cuk_pad_forward(float *out, const float *in, int planes, int H, int W, int p, void *stream);
+int cuk_pad_backward(float *din, int acc, const float *dout, int planes, int H, int W, int p, void *stream);
+/* Max-pool over planes of H x W with windows k/s/pad clipped to the input
+ * (ceil_mode's extra right padding included); arg keeps each maximum's
+ * offset in its plane for backward. */
+int cuk_maxpool_forward(float *out, int32_t *arg, const float *in, int planes, int H, int W, int OH, int OW, int k,
+                        int s, int pad, void *stream);
+int cuk_maxpool_backward(float *din, int acc, const float *dout, const int32_t *arg, int planes, int H, int W, int OH,
+                         int OW, int k, int s, int pad, void *stream);
+int cuk_adapool_forward(float *out, const float *in, int planes, int H, int W, int OH, int OW, void *stream);
+int cuk_adapool_backward(float *din, int acc, const float *dout, int planes, int H, int W, int OH, int OW,
+                         void *stream);
 
 #endif

@@ -44,8 +44,8 @@ int layer_to_layout(struct model *m, const char *name, int in, int blk)
     if (in < 0)
         return -1;
     struct tensor t = *T(m, in);
-    if (t.blk == blk)
-        return in;
+    if (t.blk == blk || m->cuda)
+        return in; /* on a GPU every tensor is plain */
     struct layout *s = malloc(sizeof(*s));
     if (!s)
         return -1;
@@ -115,6 +115,10 @@ int layer_linear(struct model *m, const char *name, int in, int out_features)
     in = need_plain(m, name, in);
     if (in < 0)
         return -1;
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda)
+        return cudal_linear(m, name, in, out_features);
+#endif
     struct linear *s = calloc(1, sizeof(*s));
     if (!s)
         return -1;
@@ -129,9 +133,7 @@ int layer_linear(struct model *m, const char *name, int in, int out_features)
     int li = layer_add_out(m, &linear_ops, name, in, -1, s, out_features, 1, 1, 1, 2LL * s->in_f * out_features);
     if (li < 0)
         return -1;
-    int ws[2] = {out_features, s->in_f}, bs[1] = {out_features};
-    if (layer_param(m, li, "weight", 2, ws, PARAM_INIT_FANIN) < 0 ||
-        layer_param(m, li, "bias", 1, bs, PARAM_INIT_FANIN) < 0)
+    if (linear_params(m, li, s->in_f, out_features) != 0)
         return -1;
     snprintf(m->layers[li].kernel, sizeof(m->layers[li].kernel), "%s", cpu_ip_impl(s->k));
     return m->layers[li].out;
@@ -238,6 +240,13 @@ int layer_conv2d(struct model *m, const char *name, int in, int out_ch, int k, i
         free(s);
         return -1;
     }
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda) {
+        struct conv_dims d = s->d;
+        free(s);
+        return cudal_conv2d(m, name, in, &d, bias);
+    }
+#endif
     int cand[3][2], ncand = conv_candidates(&t, out_ch, cand), src_blk = 1, blk = 1, fallback = -1;
     char kerr[200] = "";
     for (int i = 0; i < ncand && !s->k; i++) {
@@ -274,15 +283,11 @@ int layer_conv2d(struct model *m, const char *name, int in, int out_ch, int k, i
             return -1;
         }
     }
-    int64_t flops = 2LL * out_ch * s->d.OH * s->d.OW * (s->d.C / s->d.groups) * k * k;
-    int li = layer_add_out(m, &conv_ops, name, in, -1, s, out_ch, s->d.OH, s->d.OW, blk, flops);
+    int li = layer_add_out(m, &conv_ops, name, in, -1, s, out_ch, s->d.OH, s->d.OW, blk, conv_flops(&s->d));
     if (li < 0)
         return -1;
     snprintf(m->layers[li].kernel, sizeof(m->layers[li].kernel), "%s", cpu_conv_impl(s->k));
-    int ws[4] = {out_ch, s->d.C / s->d.groups, k, k}, bs[1] = {out_ch};
-    if (layer_param(m, li, "weight", 4, ws, PARAM_INIT_FANIN) < 0)
-        return -1;
-    if (bias && layer_param(m, li, "bias", 1, bs, PARAM_INIT_FANIN) < 0)
+    if (conv_params(m, li, &s->d, bias) != 0)
         return -1;
     return m->layers[li].out;
 }
@@ -324,6 +329,10 @@ int layer_pad(struct model *m, const char *name, int in, int p)
 {
     if ((in = need_plain(m, name, in)) < 0)
         return -1;
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda)
+        return cudal_pad(m, name, in, p);
+#endif
     struct pad *s = malloc(sizeof(*s));
     if (!s)
         return -1;
@@ -362,8 +371,8 @@ int layer_flatten(struct model *m, const char *name, int in)
     /* share the buffers: reshape costs nothing */
     t = T(m, in);
     struct tensor *o = T(m, out);
-    free(o->val);
-    free(o->grad);
+    model_free_floats(m, o->val);
+    model_free_floats(m, o->grad);
     o->val = t->val;
     o->grad = t->grad;
     o->alias_of = in;

@@ -12,9 +12,6 @@
 
 #include "layers_internal.h"
 
-#define BN_EPS 1e-5f
-#define BN_MOMENTUM 0.1f
-
 struct bn {
     int C;
     int64_t count; /* values per channel in a batch: B*H*W */
@@ -75,6 +72,10 @@ int layer_batchnorm(struct model *m, const char *name, int in)
 {
     if (in < 0)
         return -1;
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda)
+        return cudal_batchnorm(m, name, in);
+#endif
     struct tensor t = *T(m, in);
     struct bn *s = calloc(1, sizeof(*s));
     if (!s)
@@ -103,15 +104,18 @@ int layer_batchnorm(struct model *m, const char *name, int in)
     if (li < 0)
         return -1;
     snprintf(m->layers[li].kernel, sizeof(m->layers[li].kernel), "%s", cpu_bn_impl(s->k));
-    int cs[1] = {t.c};
-    if (layer_param(m, li, "weight", 1, cs, PARAM_INIT_ONE) < 0 ||
-        layer_param(m, li, "bias", 1, cs, PARAM_INIT_ZERO) < 0)
+    if (bn_params(m, li, t.c) != 0)
         return -1;
     return m->layers[li].out;
 }
 
 float *layer_bn_running(struct layer *l, int which)
 {
+#ifdef DDPTOP_HAVE_CUDA
+    float *g = cudal_bn_running(l, which);
+    if (g)
+        return g;
+#endif
     if (l->ops != &bn_ops)
         return NULL;
     struct bn *s = l->impl;

@@ -59,11 +59,19 @@ static int same_shape(struct model *m, const struct layer_ops *ops, const char *
 
 int layer_relu(struct model *m, const char *name, int in)
 {
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda)
+        return cudal_eltwise(m, CUDAL_RELU, name, in, -1, 0.0f);
+#endif
     return same_shape(m, &relu_ops, name, in, -1, NULL, 1);
 }
 
 int layer_relu6(struct model *m, const char *name, int in)
 {
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda)
+        return cudal_eltwise(m, CUDAL_RELU6, name, in, -1, 0.0f);
+#endif
     return same_shape(m, &relu6_ops, name, in, -1, NULL, 1);
 }
 
@@ -122,6 +130,10 @@ int layer_dropout(struct model *m, const char *name, int in, float p)
         snprintf(m->err, sizeof(m->err), "%s: dropout probability %g is not in [0, 1)", name, (double)p);
         return -1;
     }
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda)
+        return cudal_eltwise(m, CUDAL_DROPOUT, name, in, -1, p);
+#endif
     struct dropout *s = calloc(1, sizeof(*s));
     if (!s)
         return -1;
@@ -167,6 +179,10 @@ int layer_add(struct model *m, const char *name, int a, int b)
                  tb->h, tb->w);
         return -1;
     }
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda)
+        return cudal_eltwise(m, CUDAL_ADD, name, a, b, 0.0f);
+#endif
     if (ta->blk != tb->blk) {
         char nm[MODEL_MAX_NAME];
         snprintf(nm, sizeof(nm), "%.*s.layout", MODEL_MAX_NAME - 9, name);
@@ -207,6 +223,10 @@ int layer_concat(struct model *m, const char *name, int a, int b)
                  tb->w);
         return -1;
     }
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda)
+        return cudal_concat(m, name, a, b);
+#endif
     /* each input must be a contiguous run of channels per sample: plain, or
      * the same blocking with the first input ending on a block boundary */
     int blk = ta->blk;

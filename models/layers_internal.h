@@ -47,7 +47,7 @@ static inline void din_done(struct model *m, int id)
 {
     struct tensor *t = T(m, id);
     if (t->grad_set)
-        cpu_copy_acc(t->grad, 1, m->acc, tensor_len(m, id));
+        model_acc_add(m, t->grad, m->acc, tensor_len(m, id));
     t->grad_set = 1;
 }
 
@@ -96,5 +96,57 @@ static inline int layer_param(struct model *m, int li, const char *suffix, int n
         m->params[p].init = init;
     return p;
 }
+
+/* The parameters of each kind of layer, registered identically whatever
+ * the device, so that flat buffers line up across devices and ranks. */
+static inline int linear_params(struct model *m, int li, int in_f, int out_f)
+{
+    int ws[2] = {out_f, in_f}, bs[1] = {out_f};
+    return layer_param(m, li, "weight", 2, ws, PARAM_INIT_FANIN) < 0 ||
+                   layer_param(m, li, "bias", 1, bs, PARAM_INIT_FANIN) < 0
+               ? -1
+               : 0;
+}
+
+static inline int conv_params(struct model *m, int li, const struct conv_dims *d, int bias)
+{
+    int ws[4] = {d->OC, d->C / d->groups, d->KH, d->KW}, bs[1] = {d->OC};
+    if (layer_param(m, li, "weight", 4, ws, PARAM_INIT_FANIN) < 0)
+        return -1;
+    return bias && layer_param(m, li, "bias", 1, bs, PARAM_INIT_FANIN) < 0 ? -1 : 0;
+}
+
+static inline int64_t conv_flops(const struct conv_dims *d)
+{
+    return 2LL * d->OC * d->OH * d->OW * (d->C / d->groups) * d->KH * d->KW;
+}
+
+static inline int bn_params(struct model *m, int li, int C)
+{
+    int cs[1] = {C};
+    return layer_param(m, li, "weight", 1, cs, PARAM_INIT_ONE) < 0 ||
+                   layer_param(m, li, "bias", 1, cs, PARAM_INIT_ZERO) < 0
+               ? -1
+               : 0;
+}
+
+#define BN_EPS 1e-5f
+#define BN_MOMENTUM 0.1f
+
+#ifdef DDPTOP_HAVE_CUDA
+/* The GPU layers (layers_cuda.c): each builder above hands over to its GPU
+ * counterpart, once the shape is checked, when the model lives on a GPU.
+ * Same tensors, parameters and FLOPs; plain layouts. */
+enum { CUDAL_RELU = 0, CUDAL_RELU6, CUDAL_DROPOUT, CUDAL_ADD };
+int cudal_linear(struct model *m, const char *name, int in, int out_f);
+int cudal_conv2d(struct model *m, const char *name, int in, const struct conv_dims *d, int bias);
+int cudal_eltwise(struct model *m, int kind, const char *name, int in, int in2, float p);
+int cudal_pool(struct model *m, const char *name, int in, const struct pool_dims *d, int max);
+int cudal_adapool(struct model *m, const char *name, int in, int oh, int ow);
+int cudal_batchnorm(struct model *m, const char *name, int in);
+int cudal_concat(struct model *m, const char *name, int a, int b);
+int cudal_pad(struct model *m, const char *name, int in, int p);
+float *cudal_bn_running(struct layer *l, int which);
+#endif
 
 #endif

@@ -66,6 +66,13 @@ static int pool_layer(struct model *m, const char *name, int in, int k, int stri
         free(s);
         return -1;
     }
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda) {
+        struct pool_dims d = s->d;
+        free(s);
+        return cudal_pool(m, name, in, &d, alg == CPU_POOL_MAX);
+    }
+#endif
     char kerr[200];
     s->k = cpu_pool_create(m->ctx, &s->d, alg, t.blk, kerr, sizeof(kerr));
     if (!s->k) {
@@ -141,6 +148,10 @@ static int adapool_layer(struct model *m, const struct layer_ops *ops, const cha
         snprintf(m->err, sizeof(m->err), "%s: cannot pool %dx%d to %dx%d", name, t.h, t.w, oh, ow);
         return -1;
     }
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda)
+        return cudal_adapool(m, name, in, oh, ow);
+#endif
     struct adapool *s = malloc(sizeof(*s));
     if (!s)
         return -1;

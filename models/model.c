@@ -11,6 +11,9 @@
 #include "kernels_cpu.h"
 #include "kernels_ref.h"
 #include "zoo.h"
+#ifdef DDPTOP_HAVE_CUDA
+#include "kernels_cuda.h"
+#endif
 
 /* Per-layer wall time, summed over calls (DDPTOP_LAYER_TIMES=1). */
 struct layer_times {
@@ -25,9 +28,55 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void *alloc_floats(size_t n)
+float *model_alloc_floats(struct model *m, size_t n)
 {
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda) {
+        float *p = cuda_ctx_alloc(m->cuda, n * sizeof(float));
+        if (!p)
+            snprintf(m->err, sizeof(m->err), "%s", cuda_kernels_error(m->cuda));
+        return p;
+    }
+#endif
     return cpu_alloc(n * sizeof(float));
+}
+
+void model_free_floats(struct model *m, float *p)
+{
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda) {
+        cuda_ctx_free(p);
+        return;
+    }
+#endif
+    free(p);
+}
+
+int model_memcpy(struct model *m, void *dst, const void *src, size_t bytes)
+{
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda) {
+        if (cuda_ctx_copy(m->cuda, dst, src, bytes) != 0 || cuda_ctx_sync(m->cuda) != 0) {
+            snprintf(m->err, sizeof(m->err), "%s", cuda_kernels_error(m->cuda));
+            return -1;
+        }
+        return 0;
+    }
+#endif
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+void model_acc_add(struct model *m, float *dst, const float *src, int64_t n)
+{
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda) {
+        /* a failed launch leaves CUDA's error set: the next checked call reports it */
+        cuk_copy_acc(dst, 1, src, n, cuda_ctx_stream(m->cuda));
+        return;
+    }
+#endif
+    cpu_copy_acc(dst, 1, src, n);
 }
 
 static int grow(void **arr, int *cap, int need, size_t elem)
@@ -60,12 +109,12 @@ int model_add_tensor_blk(struct model *m, int c, int h, int w, int blk)
     t->h = h;
     t->w = w;
     t->per_sample = (int64_t)c * h * w;
-    t->blk = blk;
-    t->stride = act_stride(c, h, w, blk);
+    t->blk = m->cuda ? 1 : blk; /* the GPU kernels are plain NCHW */
+    t->stride = act_stride(c, h, w, t->blk);
     t->alias_of = -1;
-    t->val = alloc_floats((size_t)t->stride * m->batch);
+    t->val = model_alloc_floats(m, (size_t)t->stride * m->batch);
     /* the model input (tensor 0) needs no gradient */
-    t->grad = m->ntensors == 0 ? NULL : alloc_floats((size_t)t->stride * m->batch);
+    t->grad = m->ntensors == 0 ? NULL : model_alloc_floats(m, (size_t)t->stride * m->batch);
     if (!t->val || (m->ntensors > 0 && !t->grad))
         goto oom;
     return m->ntensors++;
@@ -123,7 +172,7 @@ int model_add_layer(struct model *m, const struct layer_ops *ops, const char *na
     return m->nlayers++;
 }
 
-void model_init_params(struct model *m, uint64_t seed)
+static void init_into(const struct model *m, uint64_t seed, float *dst)
 {
     struct rng r;
     rng_seed(&r, seed);
@@ -133,7 +182,7 @@ void model_init_params(struct model *m, uint64_t seed)
         const struct param *w = p->ndim == 1 && i > 0 && m->params[i - 1].layer == p->layer ? &m->params[i - 1] : p;
         size_t fan_in = w->ndim >= 2 ? w->len / (size_t)w->shape[0] : 1;
         float bound = 1.0f / sqrtf((float)fan_in);
-        float *v = model_param(m, i);
+        float *v = dst + p->off;
         for (size_t k = 0; k < p->len; k++) {
             double u = 2.0 * rng_uniform(&r) - 1.0; /* drawn for every kind: others' draws stay put */
             v[k] = p->init == PARAM_INIT_ONE ? 1.0f : p->init == PARAM_INIT_ZERO ? 0.0f : (float)(u * bound);
@@ -141,8 +190,30 @@ void model_init_params(struct model *m, uint64_t seed)
     }
 }
 
+void model_init_params(struct model *m, uint64_t seed)
+{
+    if (!m->cuda) {
+        init_into(m, seed, m->param_buf);
+        return;
+    }
+    float *host = malloc(sizeof(float) * (m->nfloats ? m->nfloats : 1));
+    if (!host) {
+        snprintf(m->err, sizeof(m->err), "out of memory for %zu parameters", m->nfloats);
+        return;
+    }
+    init_into(m, seed, host);
+    model_memcpy(m, m->param_buf, host, sizeof(float) * m->nfloats);
+    free(host);
+}
+
 struct model *model_create(const char *name, int batch, int c, int h, int w, int classes, uint64_t seed, char *err,
                            size_t errlen)
+{
+    return model_create_on(NULL, name, batch, c, h, w, classes, seed, err, errlen);
+}
+
+struct model *model_create_on(const struct model_device *dev, const char *name, int batch, int c, int h, int w,
+                              int classes, uint64_t seed, char *err, size_t errlen)
 {
     const struct zoo_entry *z = zoo_find(name);
     if (!z) {
@@ -162,6 +233,16 @@ struct model *model_create(const char *name, int batch, int c, int h, int w, int
     m->batch = batch;
     m->classes = classes;
     m->seed = seed;
+    if (dev) {
+#ifdef DDPTOP_HAVE_CUDA
+        m->cuda = cuda_ctx_create(dev->stream, dev->rank, dev->gpu, m->err, sizeof(m->err));
+        if (!m->cuda)
+            goto fail;
+#else
+        snprintf(m->err, sizeof(m->err), "this ddptop was built without CUDA");
+        goto fail;
+#endif
+    }
     m->ctx = cpu_ctx_create(m->err, sizeof(m->err));
     m->input = m->ctx ? model_add_tensor(m, c, h, w) : -1;
     int out = m->input < 0 ? -1 : z->build(m, m->input, classes);
@@ -180,16 +261,18 @@ struct model *model_create(const char *name, int batch, int c, int h, int w, int
     int64_t biggest = 0;
     for (int i = 0; i < m->ntensors; i++)
         biggest = m->tensors[i].stride > biggest ? m->tensors[i].stride : biggest;
-    m->param_buf = alloc_floats(m->nfloats);
-    m->grad_buf = alloc_floats(m->nfloats);
-    m->probs = alloc_floats((size_t)batch * classes);
-    m->labels = calloc((size_t)batch, sizeof(int32_t));
-    m->acc = alloc_floats((size_t)biggest * batch);
+    m->param_buf = model_alloc_floats(m, m->nfloats);
+    m->grad_buf = model_alloc_floats(m, m->nfloats);
+    m->probs = model_alloc_floats(m, (size_t)batch * classes);
+    m->labels = (int32_t *)model_alloc_floats(m, (size_t)batch); /* int32 and float are both 4 bytes */
+    m->acc = model_alloc_floats(m, (size_t)biggest * batch);
     if (!m->param_buf || !m->grad_buf || !m->probs || !m->labels || !m->acc) {
         snprintf(m->err, sizeof(m->err), "out of memory for %zu parameters", m->nfloats);
         goto fail;
     }
     model_init_params(m, seed);
+    if (m->cuda && m->err[0])
+        goto fail; /* the upload failed */
     model_set_trainable(m, "all", NULL, 0);
     const char *lt = getenv("DDPTOP_LAYER_TIMES");
     if (lt && *lt && strcmp(lt, "0") != 0) {
@@ -217,23 +300,30 @@ void model_destroy(struct model *m)
         free(m->times->bwd_ns);
         free(m->times);
     }
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda)
+        cuda_ctx_sync(m->cuda); /* nothing may still be using what is freed below */
+#endif
     for (int i = 0; i < m->nlayers; i++)
         if (m->layers[i].ops->destroy)
             m->layers[i].ops->destroy(&m->layers[i]);
     cpu_ctx_destroy(m->ctx); /* after the layers: their primitives used it */
     for (int i = 0; i < m->ntensors; i++)
         if (m->tensors[i].alias_of < 0) {
-            free(m->tensors[i].val);
-            free(m->tensors[i].grad);
+            model_free_floats(m, m->tensors[i].val);
+            model_free_floats(m, m->tensors[i].grad);
         }
     free(m->layers);
     free(m->tensors);
     free(m->params);
-    free(m->param_buf);
-    free(m->grad_buf);
-    free(m->probs);
-    free(m->labels);
-    free(m->acc);
+    model_free_floats(m, m->param_buf);
+    model_free_floats(m, m->grad_buf);
+    model_free_floats(m, m->probs);
+    model_free_floats(m, (float *)m->labels);
+    model_free_floats(m, m->acc);
+#ifdef DDPTOP_HAVE_CUDA
+    cuda_ctx_destroy(m->cuda); /* after the layers and buffers */
+#endif
     free(m);
 }
 
@@ -253,12 +343,48 @@ int model_forward(struct model *m, int train)
     return 0;
 }
 
-float model_loss(struct model *m, const int32_t *labels, int n, int *correct)
+int model_loss_begin(struct model *m, const int32_t *labels, int n)
 {
     if (n > m->batch)
         n = m->batch;
-    memcpy(m->labels, labels, sizeof(int32_t) * (size_t)n);
-    return softmax_xent_forward(m->probs, m->tensors[m->output].val, m->labels, n, m->classes, correct);
+    m->loss_n = n;
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda) {
+        if ((labels && cuda_ctx_copy(m->cuda, m->labels, labels, sizeof(int32_t) * (size_t)n) != 0) ||
+            cuda_xent_enqueue(m->cuda, m->probs, m->tensors[m->output].val, m->labels, n, m->classes) != 0) {
+            snprintf(m->err, sizeof(m->err), "loss: %s", cuda_kernels_error(m->cuda));
+            return -1;
+        }
+        return 0;
+    }
+#endif
+    if (labels)
+        memcpy(m->labels, labels, sizeof(int32_t) * (size_t)n);
+    m->loss_correct = 0;
+    m->loss_sum = softmax_xent_forward(m->probs, m->tensors[m->output].val, m->labels, n, m->classes, &m->loss_correct);
+    return 0;
+}
+
+int model_loss_end(struct model *m, float *loss, int *correct)
+{
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda && cuda_xent_result(m->cuda, m->loss_n, &m->loss_sum, &m->loss_correct) != 0) {
+        snprintf(m->err, sizeof(m->err), "loss: %s", cuda_kernels_error(m->cuda));
+        return -1;
+    }
+#endif
+    *loss = m->loss_sum;
+    if (correct)
+        *correct = m->loss_correct;
+    return 0;
+}
+
+float model_loss(struct model *m, const int32_t *labels, int n, int *correct)
+{
+    float loss = NAN;
+    if (model_loss_begin(m, labels, n) != 0 || model_loss_end(m, &loss, correct) != 0)
+        return NAN; /* non-finite: the caller stops as on divergence, with m->err set */
+    return loss;
 }
 
 /* Whether layer l has trainable parameters (a layer freezes as a whole). */
@@ -297,7 +423,15 @@ int model_backward(struct model *m, float grad_scale, grad_ready_fn ready, void 
     for (int i = 0; i < m->ntensors; i++)
         m->tensors[i].grad_set = 0;
     struct tensor *out = &m->tensors[m->output];
-    softmax_xent_backward(out->grad, m->probs, m->labels, m->batch, m->classes, grad_scale);
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda) {
+        if (cuda_xent_backward(m->cuda, out->grad, m->probs, m->labels, m->batch, m->classes, grad_scale) != 0) {
+            snprintf(m->err, sizeof(m->err), "loss backward: %s", cuda_kernels_error(m->cuda));
+            return -1;
+        }
+    } else
+#endif
+        softmax_xent_backward(out->grad, m->probs, m->labels, m->batch, m->classes, grad_scale);
     out->grad_set = 1;
     return backward_layers(m, ready, ctx);
 }
@@ -307,7 +441,8 @@ int model_backward_dout(struct model *m, const float *dout, grad_ready_fn ready,
     for (int i = 0; i < m->ntensors; i++)
         m->tensors[i].grad_set = 0;
     struct tensor *out = &m->tensors[m->output];
-    memcpy(out->grad, dout, sizeof(float) * (size_t)m->batch * (size_t)m->classes);
+    if (model_memcpy(m, out->grad, dout, sizeof(float) * (size_t)m->batch * (size_t)m->classes) != 0)
+        return -1;
     out->grad_set = 1;
     return backward_layers(m, ready, ctx);
 }

@@ -12,6 +12,12 @@
  * tensor's layout is fixed when its producer is built, and layers that need
  * plain data insert a conversion. The model input and the logits are plain.
  *
+ * A model lives on one device. On the CPU every buffer is host memory; on a
+ * GPU (model_create_on) every buffer (parameters, gradients, activations,
+ * labels) is device memory, every layer runs cuDNN/cuBLAS or our kernels on
+ * the model's stream in plain NCHW, and work is only enqueued: the host
+ * waits in model_loss_end or model_memcpy, nowhere else.
+ *
  * Freezing (model_set_trainable) marks a prefix of the parameterised layers
  * frozen: they get no gradient, and backward stops at the first layer that
  * has trainable parameters, since nothing before it needs a gradient.
@@ -73,6 +79,7 @@ struct layer {
 };
 
 struct cpu_ctx;
+struct cuda_ctx;
 struct layer_times;
 
 struct model {
@@ -85,17 +92,20 @@ struct model {
     struct tensor *tensors;
     int nparams, cap_params;
     struct param *params;
-    size_t nfloats;            /* total parameter floats */
-    float *param_buf;          /* [nfloats] */
-    float *grad_buf;           /* [nfloats] */
-    int input, output;         /* tensor ids */
-    float *probs;              /* [batch, classes] softmax, for the loss backward */
-    int32_t *labels;           /* [batch] */
-    uint64_t seed;             /* model_create's seed: dropout masks derive from it */
-    int ndropout;              /* dropout layers so far (each takes the next ordinal) */
-    int dropout_hold;          /* tests: 1 keeps every dropout mask fixed across forwards */
-    int bwd_first;             /* backward runs layers [bwd_first, nlayers) */
-    struct cpu_ctx *ctx;       /* oneDNN stream and the shared scratchpad */
+    size_t nfloats;        /* total parameter floats */
+    float *param_buf;      /* [nfloats] */
+    float *grad_buf;       /* [nfloats] */
+    int input, output;     /* tensor ids */
+    float *probs;          /* [batch, classes] softmax, for the loss backward */
+    int32_t *labels;       /* [batch] */
+    uint64_t seed;         /* model_create's seed: dropout masks derive from it */
+    int ndropout;          /* dropout layers so far (each takes the next ordinal) */
+    int dropout_hold;      /* tests: 1 keeps every dropout mask fixed across forwards */
+    int bwd_first;         /* backward runs layers [bwd_first, nlayers) */
+    struct cpu_ctx *ctx;   /* oneDNN stream and the shared scratchpad */
+    struct cuda_ctx *cuda; /* NULL on the CPU; else the GPU's handles, stream and workspace */
+    float loss_sum;        /* model_loss_begin on the CPU: the result it computed */
+    int loss_n, loss_correct;
     float *acc;                /* [largest tensor]: an input gradient to be added to one already set */
     struct layer_times *times; /* per-layer timing (DDPTOP_LAYER_TIMES=1), or NULL */
     char err[256];             /* the last build or kernel error */
@@ -109,7 +119,20 @@ typedef void (*grad_ready_fn)(void *ctx, int param_index);
  * defaults do. Returns NULL with err set. */
 struct model *model_create(const char *name, int batch, int c, int h, int w, int classes, uint64_t seed, char *err,
                            size_t errlen);
+/* Where a model lives: the CUDA stream its work goes on (a cudaStream_t of
+ * GPU `gpu`), and the rank, for error messages. */
+struct model_device {
+    void *stream;
+    int rank, gpu;
+};
+/* model_create on a device; dev NULL is the CPU. A GPU model needs a build
+ * with CUDA: without one this fails with err set. */
+struct model *model_create_on(const struct model_device *dev, const char *name, int batch, int c, int h, int w,
+                              int classes, uint64_t seed, char *err, size_t errlen);
 void model_destroy(struct model *m);
+/* A synchronous copy of bytes between the model's memory and the host, in
+ * either direction (memcpy on the CPU). Returns 0, or -1 with m->err set. */
+int model_memcpy(struct model *m, void *dst, const void *src, size_t bytes);
 
 /* The input buffer, [batch, c, h, w]. */
 static inline float *model_input(struct model *m)
@@ -123,6 +146,12 @@ int model_forward(struct model *m, int train);
 /* Softmax cross-entropy of the output against labels[0..n). Returns the mean
  * loss over n; *correct receives the number of argmax hits. */
 float model_loss(struct model *m, const int32_t *labels, int n, int *correct);
+/* The same in two halves, so that the host can work while a GPU computes:
+ * begin enqueues the loss (labels: host labels, or NULL when m->labels
+ * already holds them in the model's memory), end waits and returns 0 with
+ * the mean loss and hits, or -1 with m->err set. */
+int model_loss_begin(struct model *m, const int32_t *labels, int n);
+int model_loss_end(struct model *m, float *loss, int *correct);
 /* Backward from the loss. grad_scale multiplies dL/dlogits (1/n for a local
  * mean; ranks use 1/n too and average gradients afterwards). Writes grad_buf
  * for every trainable parameter; calls ready(ctx, p) as each one is final. */
@@ -152,6 +181,11 @@ int model_add_tensor(struct model *m, int c, int h, int w);
 int model_add_tensor_blk(struct model *m, int c, int h, int w, int blk);
 int model_add_param(struct model *m, int layer, const char *name, int ndim, const int *shape);
 int model_add_layer(struct model *m, const struct layer_ops *ops, const char *name, int in, int in2, void *impl);
+/* Buffers of the model's device (host memory on the CPU). */
+float *model_alloc_floats(struct model *m, size_t n);
+void model_free_floats(struct model *m, float *p);
+/* dst[n] += src[n] in the model's memory. */
+void model_acc_add(struct model *m, float *dst, const float *src, int64_t n);
 static inline float *model_param(struct model *m, int p)
 {
     return m->param_buf + m->params[p].off;
@@ -194,7 +228,7 @@ int layer_to_layout(struct model *m, const char *name, int in, int blk);
 /* A batch norm layer's running mean or variance (which 0 or 1), [C]. */
 float *layer_bn_running(struct layer *l, int which);
 
-/* Default initialisation, as PyTorch's: kaiming_uniform(a=sqrt(5)) for
+/* Default initialisation (into the model's memory, wherever it lives), as PyTorch's: kaiming_uniform(a=sqrt(5)) for
  * weights, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for biases, batch norm's
  * weight 1 and bias 0. */
 void model_init_params(struct model *m, uint64_t seed);

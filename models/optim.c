@@ -4,6 +4,7 @@
  * MLP it is a fifth of a step. */
 #include "optim.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -14,6 +15,9 @@
 
 #include "kernels_cpu.h"
 #include "model.h"
+#ifdef DDPTOP_HAVE_CUDA
+#include "kernels_cuda.h"
+#endif
 
 /* See kernels_cpu.c: AVX-512 / AVX2 / baseline clones picked at load time. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) &&               \
@@ -53,9 +57,25 @@ int sgd_init(struct sgd *o, size_t nfloats, float lr, float momentum, float weig
     return o->buf ? 0 : -1;
 }
 
+int sgd_init_model(struct sgd *o, struct model *m, float lr, float momentum, float weight_decay, int warmup_steps)
+{
+    if (!m->cuda)
+        return sgd_init(o, m->nfloats, lr, momentum, weight_decay, warmup_steps);
+    if (sgd_init(o, 0, lr, momentum, weight_decay, warmup_steps) != 0)
+        return -1;
+    free(o->buf);
+    o->n = m->nfloats;
+    o->owner = m;
+    o->buf = model_alloc_floats(m, m->nfloats ? m->nfloats : 1); /* zeroed */
+    return o->buf ? 0 : -1;
+}
+
 void sgd_free(struct sgd *o)
 {
-    free(o->buf);
+    if (o->owner)
+        model_free_floats(o->owner, o->buf);
+    else
+        free(o->buf);
     o->buf = NULL;
 }
 
@@ -92,13 +112,31 @@ void sgd_update(float *p, const float *g, float *buf, size_t n, float lr, float 
 #endif
 }
 
-void sgd_step(struct sgd *o, struct model *m, long t)
+int sgd_step(struct sgd *o, struct model *m, long t)
 {
     float lr = sgd_lr_at(o, t);
+#ifdef DDPTOP_HAVE_CUDA
+    if (m->cuda) {
+        /* frozen tensors form a prefix: the trainable ones are one range */
+        size_t lo = m->nfloats, hi = 0;
+        for (int i = 0; i < m->nparams; i++)
+            if (m->params[i].trainable) {
+                lo = m->params[i].off < lo ? m->params[i].off : lo;
+                hi = m->params[i].off + m->params[i].len > hi ? m->params[i].off + m->params[i].len : hi;
+            }
+        if (hi > lo && cuda_sgd_update(m->cuda, m->param_buf + lo, m->grad_buf + lo, o->buf + lo, hi - lo, lr,
+                                       o->momentum, o->weight_decay) != 0) {
+            snprintf(m->err, sizeof(m->err), "optimizer: %s", cuda_kernels_error(m->cuda));
+            return -1;
+        }
+        return 0;
+    }
+#endif
     for (int i = 0; i < m->nparams; i++) {
         const struct param *p = &m->params[i];
         if (p->trainable)
             sgd_update(m->param_buf + p->off, m->grad_buf + p->off, o->buf + p->off, p->len, lr, o->momentum,
                        o->weight_decay);
     }
+    return 0;
 }

@@ -159,8 +159,9 @@ static void usage(FILE *out)
             "Execution:\n"
             "  --device cpu|cuda|auto    compute device (default auto)\n"
             "  --gpus N[,N..]            CUDA devices for the ranks, rank r on GPU list[r %% n] (default all)\n"
-            "  --comm shm|nccl|mpi       communication backend (default shm)\n"
-            "  --algo ring|naive         shm algorithm (default ring)\n"
+            "  --comm shm|nccl|mpi       communication backend (default shm; on GPUs nccl, or\n"
+            "                            ddptop's device ring when ranks share a GPU)\n"
+            "  --algo ring|naive         algorithm of ddptop's own backends (default ring)\n"
             "  --threads-per-rank N      compute threads per rank (default cores / ranks, at least 1)\n"
             "  --bucket-mb X             ddp bucket cap in MB (default 25; the first bucket is 1 MB)\n"
             "  --no-overlap              ddp: run the buckets after backward instead of during it\n"
@@ -471,6 +472,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
                 b->comm = COMM_MPI;
             else
                 return bad(err, name, "one of shm, nccl, mpi", optarg);
+            b->comm_set = 1;
             break;
         case OPT_ALGO:
             if (!strcmp(optarg, "ring"))

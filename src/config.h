@@ -37,9 +37,10 @@ struct run_config {
     int scale_lr;
     int lr_cosine; /* cosine decay to 0 over the run */
     uint64_t seed;
-    int comm;   /* enum comm_backend */
-    int algo;   /* enum comm_algo */
-    int device; /* enum device_choice */
+    int comm;     /* enum comm_backend */
+    int comm_set; /* --comm was given (on a GPU the default is NCCL where it can run) */
+    int algo;     /* enum comm_algo */
+    int device;   /* enum device_choice */
     /* --gpus: CUDA device indices, distinct, each in [0, CFG_GPU_LIMIT);
      * rank r runs on gpus[r % ngpus]. ngpus 0: not given, use GPUs
      * 0..count-1. */

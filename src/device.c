@@ -25,22 +25,10 @@ void device_set_error(const char *fmt, ...)
 const struct device_ops *const device_cuda = NULL;
 #endif
 
-/* Whether the model kernels run on CUDA yet: the CUDA device, NCCL, CUPTI
- * and NVTX are built, but the layers still run only on the CPU. */
-#define CUDA_LAYERS 0
-
 const struct device_ops *device_select(int choice, char *note, size_t notelen, char *err, size_t errlen)
 {
     note[0] = 0;
     int gpus = device_cuda ? device_cuda->count() : 0;
-    if (gpus > 0 && !CUDA_LAYERS) {
-        if (choice == DEV_CUDA) {
-            snprintf(err, errlen, "--device cuda: %d GPU(s) found, but this ddptop's layers run on the CPU only", gpus);
-            return NULL;
-        }
-        snprintf(note, notelen, "%d GPU(s) found, but this ddptop's layers run on the CPU only; running on CPU", gpus);
-        return &device_cpu;
-    }
     switch (choice) {
     case DEV_CPU:
         return &device_cpu;

@@ -13,7 +13,12 @@
 #include <stddef.h>
 
 enum dev_stream { STREAM_COMPUTE = 0, STREAM_COPY, STREAM_COMM, STREAM_COUNT };
-#define DEV_MAX_EVENTS 8
+/* The events a rank uses: its batch staged on the copy stream, the staging
+ * buffer free again, gradients complete before a synchronisation, and one
+ * per DDP bucket (bucket b uses EV_BUCKET0 + b % DEV_BUCKET_EVENTS: a later
+ * bucket re-recording an event only makes a wait wait longer, never less). */
+enum dev_event { EV_STAGED = 0, EV_STAGE_FREE, EV_GRADS, EV_BUCKET0, DEV_MAX_EVENTS = 64 };
+#define DEV_BUCKET_EVENTS (DEV_MAX_EVENTS - EV_BUCKET0)
 
 struct device;
 
@@ -30,11 +35,17 @@ struct device_ops {
     void (*free_host)(struct device *d, void *p);
     int (*copy_h2d)(struct device *d, void *dst, const void *src, size_t bytes, int stream);
     int (*copy_d2h)(struct device *d, void *dst, const void *src, size_t bytes, int stream);
+    int (*copy_d2d)(struct device *d, void *dst, const void *src, size_t bytes, int stream);
+    /* Makes the device current for the calling thread (a comm lane, or the
+     * collector before it frees a rank's buffers). */
+    int (*make_current)(struct device *d);
     /* Event `ev` marks the current end of `stream`; wait_event makes `stream`
      * wait for it; sync blocks the host until `stream` is idle. */
     int (*record_event)(struct device *d, int ev, int stream);
     int (*wait_event)(struct device *d, int ev, int stream);
     int (*sync)(struct device *d, int stream);
+    /* 1: calls only enqueue work (CUDA); 0: they are done on return (CPU). */
+    int async;
 };
 
 struct device {

@@ -50,6 +50,11 @@ static int cpu_sync(struct device *d, int stream)
     return 0;
 }
 
+static int cpu_current(struct device *d)
+{
+    return 0;
+}
+
 const struct device_ops device_cpu = {
     .name = "cpu",
     .count = cpu_count,
@@ -61,6 +66,8 @@ const struct device_ops device_cpu = {
     .free_host = cpu_free,
     .copy_h2d = cpu_copy,
     .copy_d2h = cpu_copy,
+    .copy_d2d = cpu_copy,
+    .make_current = cpu_current,
     .record_event = cpu_event,
     .wait_event = cpu_event,
     .sync = cpu_sync,

@@ -65,6 +65,7 @@ static void cuda_close(struct device *d)
     struct cuda_dev *c = D(d);
     if (!c)
         return;
+    cudaSetDevice(d->index); /* the collector closes devices that rank threads opened */
     for (int s = 0; s < STREAM_COUNT; s++)
         if (c->stream[s])
             cudaStreamDestroy(c->stream[s]);
@@ -121,6 +122,18 @@ static int cuda_d2h(struct device *d, void *dst, const void *src, size_t bytes, 
     return 0;
 }
 
+static int cuda_d2d(struct device *d, void *dst, const void *src, size_t bytes, int stream)
+{
+    CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, D(d)->stream[stream]));
+    return 0;
+}
+
+static int cuda_current(struct device *d)
+{
+    CUDA_OK(d, cudaSetDevice(d->index));
+    return 0;
+}
+
 static int cuda_record(struct device *d, int ev, int stream)
 {
     CUDA_OK(d, cudaEventRecord(D(d)->event[ev], D(d)->stream[stream]));
@@ -150,9 +163,12 @@ static const struct device_ops cuda_ops = {
     .free_host = cuda_free_host,
     .copy_h2d = cuda_h2d,
     .copy_d2h = cuda_d2h,
+    .copy_d2d = cuda_d2d,
+    .make_current = cuda_current,
     .record_event = cuda_record,
     .wait_event = cuda_wait,
     .sync = cuda_sync,
+    .async = 1,
 };
 
 const struct device_ops *const device_cuda = &cuda_ops;

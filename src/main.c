@@ -71,6 +71,8 @@ static int run_one(const struct config *cfg, const struct run_config *rc, const 
         run_free(&r);
         return -1;
     }
+    if (r.note[0] && !cfg->quiet)
+        fprintf(stderr, "ddptop: %s\n", r.note);
     struct timespec tick = {0, 20 * 1000 * 1000};
     int n = 0;
     while (run_poll(&r)) {

@@ -196,6 +196,7 @@ void metrics_free(struct metrics *m)
             free(r->pending);
             free(r->window);
             free(r->events);
+            free(r->held);
         }
     free(m->r);
     free(m->coll);
@@ -226,6 +227,8 @@ static void coll_record(struct metrics *m, int r, const struct span *s)
     c->seq = UINT32_MAX;
 }
 
+static void release_held(struct metrics *m, int r, int all);
+
 void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
 {
     struct rank_metrics *rm = &m->r[r];
@@ -245,8 +248,11 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
         const struct span *sp = &s[i];
         rm->pending[rm->npending++] = *sp;
         rm->history[rm->nhistory++ % METRICS_HISTORY] = *sp;
-        if (sp->lane == LANE_GPU)
+        if (sp->lane == LANE_GPU) {
             rm->gpu_view = 1;
+            if (sp->t0_ns > rm->gpu_seen_ns)
+                rm->gpu_seen_ns = sp->t0_ns;
+        }
         if (sp->cat == CAT_COMM && sp->outer) {
             rm->bytes_tx += sp->bytes;
             rm->bytes_rx += sp->bytes_rx;
@@ -263,6 +269,8 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
         if (m->on_span)
             m->on_span(m->on_span_ctx, r, sp);
     }
+    if (rm->nheld)
+        release_held(m, r, 0);
 }
 
 static int grow_steps(struct rank_metrics *r)
@@ -339,11 +347,59 @@ static void advance_global(struct metrics *m, uint32_t epoch)
     m->steps_done = upto;
 }
 
+static void close_step(struct metrics *m, int r, const struct step_rec *rec);
+
+void metrics_expect_gpu(struct metrics *m, int r)
+{
+    m->r[r].gpu_held = 1;
+}
+
+/* Closes rank r's held steps whose device records have arrived (all: every one). */
+static void release_held(struct metrics *m, int r, int all)
+{
+    struct rank_metrics *rm = &m->r[r];
+    size_t k = 0;
+    /* a bounded wait: without device records the steps still close */
+    while (k < rm->nheld && (all || rm->held[k].t1_ns <= rm->gpu_seen_ns || rm->nheld - k > 512))
+        close_step(m, r, &rm->held[k++]);
+    if (k > 0) {
+        memmove(rm->held, rm->held + k, (rm->nheld - k) * sizeof(*rm->held));
+        rm->nheld -= k;
+    }
+}
+
+void metrics_finish(struct metrics *m)
+{
+    for (int r = 0; r < m->world; r++)
+        release_held(m, r, 1);
+}
+
 void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec)
 {
     struct rank_metrics *rm = &m->r[r];
     if (m->on_step)
         m->on_step(m->on_span_ctx, r, rec);
+    if (!rm->gpu_held) {
+        close_step(m, r, rec);
+        return;
+    }
+    if (rm->nheld == rm->cap_held) {
+        size_t nc = rm->cap_held ? rm->cap_held * 2 : 16;
+        struct step_rec *h = realloc(rm->held, nc * sizeof(*h));
+        if (!h) {
+            close_step(m, r, rec);
+            return;
+        }
+        rm->held = h;
+        rm->cap_held = nc;
+    }
+    rm->held[rm->nheld++] = *rec;
+    release_held(m, r, 0);
+}
+
+static void close_step(struct metrics *m, int r, const struct step_rec *rec)
+{
+    struct rank_metrics *rm = &m->r[r];
     /* pull this step's spans out of the pending list, into the window
      * buffer (which is at least as large as pending: it grows with it) */
     if (rm->cap_window < rm->npending) {
@@ -356,6 +412,14 @@ void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec)
     size_t nwin = 0, keep = 0;
     for (size_t i = 0; i < rm->npending; i++) {
         struct span *s = &rm->pending[i];
+        if (rm->gpu_held && s->lane == LANE_GPU) {
+            /* device records belong to the steps their time overlaps */
+            if (s->t1_ns > rec->t0_ns && s->t0_ns < rec->t1_ns)
+                rm->window[nwin++] = *s;
+            if (s->t1_ns > rec->t1_ns)
+                rm->pending[keep++] = *s; /* reaches into a later step */
+            continue;
+        }
         if (s->step == rec->step)
             rm->window[nwin++] = *s;
         else if (s->step < rec->step)

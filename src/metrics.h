@@ -76,7 +76,11 @@ struct rank_metrics {
     uint64_t late;                   /* spans of steps already closed */
     int gpu_view;                    /* a LANE_GPU span has arrived: steps from then on are
                                         broken down over LANE_GPU spans only (the device view) */
-    struct span *pending;            /* spans waiting for their step's record */
+    int gpu_held;                    /* metrics_expect_gpu: steps wait for their device records */
+    int64_t gpu_seen_ns;             /* latest start of a LANE_GPU span so far */
+    struct step_rec *held;           /* step records waiting for their device records */
+    size_t nheld, cap_held;
+    struct span *pending; /* spans waiting for their step's record */
     size_t npending, cap_pending;
     struct span *window; /* scratch: one step's spans */
     size_t cap_window;
@@ -122,6 +126,13 @@ void metrics_free(struct metrics *m);
  * order; spans in any order, but before their step's record is fed. */
 void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n);
 void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec);
+/* Rank r's device records (CUPTI) reach the collector late and carry no
+ * reliable step: from now on its step records wait until a device record
+ * that starts after the step's end has arrived (or metrics_finish), and
+ * its device records join the steps whose time they overlap. */
+void metrics_expect_gpu(struct metrics *m, int r);
+/* Closes every step still waiting (after the last records were delivered). */
+void metrics_finish(struct metrics *m);
 void metrics_add_epoch(struct metrics *m, int r, const struct epoch_rec *rec);
 
 /* Training accuracy (%) over the steps of the last epoch seen (the whole

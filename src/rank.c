@@ -17,6 +17,9 @@
 #include "run.h"
 #include "kernels_ref.h"
 #include "strategy.h"
+#ifdef DDPTOP_HAVE_CUPTI
+#include "gpu_activity.h"
+#endif
 
 struct loop {
     struct rank *rk;
@@ -43,6 +46,13 @@ struct loop {
     float *dp_logits, *dp_probs, *dp_dlogits; /* rank 0: [global, classes] */
     float *dp_dout;                           /* [local, classes] */
     uint32_t *dp_idx;                         /* rank 0: [global] */
+    /* an asynchronous device (GPU): the batch is staged in device memory by
+     * the copy stream while the previous step computes */
+    int async;
+    float *stage_x;   /* device: [local_batch, c, h, w] */
+    int32_t *stage_y; /* device: [local_batch] */
+    long staged;      /* the step index (within the epoch) staged, or -1 */
+    float *hash_buf;  /* --check-replicas on a GPU: a host copy of the parameters */
 };
 
 static void rec(struct rank *rk, struct spsc_ring *ring, int lane, int cat, int64_t t0, int64_t t1)
@@ -65,6 +75,23 @@ static void straggle(const struct loop *L, int64_t t0)
     int64_t until = t0 + (int64_t)((double)d * L->slow);
     while (probe_now_ns() < until)
         ;
+}
+
+/* The host phase whose GPU work follows (CUPTI attributes kernels by it). */
+static void phase_push(const struct loop *L, int cat)
+{
+#ifdef DDPTOP_HAVE_CUPTI
+    if (L->run->cupti)
+        gpu_activity_phase_push(L->rk->id, cat);
+#endif
+}
+
+static void phase_pop(const struct loop *L)
+{
+#ifdef DDPTOP_HAVE_CUPTI
+    if (L->run->cupti)
+        gpu_activity_phase_pop();
+#endif
 }
 
 static int fail(struct rank *rk, const char *what)
@@ -111,9 +138,17 @@ static void pause_point(struct run *run, uint32_t step)
 
 /* A 64-bit hash of the parameter bytes: equal hashes on every rank mean the
  * replicas are (with overwhelming probability) bitwise identical. */
-static uint64_t param_hash(const struct model *m)
+static uint64_t param_hash(struct loop *L)
 {
+    struct model *m = L->m;
     const uint32_t *w = (const uint32_t *)m->param_buf;
+    if (L->async) {
+        if (!L->hash_buf && !(L->hash_buf = malloc(sizeof(float) * (m->nfloats ? m->nfloats : 1))))
+            return 0;
+        if (model_memcpy(m, L->hash_buf, m->param_buf, sizeof(float) * m->nfloats) != 0)
+            return 0;
+        w = (const uint32_t *)L->hash_buf;
+    }
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ m->nfloats;
     for (size_t i = 0; i < m->nfloats; i++) {
         h ^= w[i];
@@ -126,7 +161,7 @@ static uint64_t param_hash(const struct model *m)
 static int push_step(struct loop *L, uint32_t step, int epoch, int64_t t0, float loss, int correct)
 {
     struct rank *rk = L->rk;
-    uint64_t hash = L->cfg->check_replicas ? param_hash(L->m) : 0;
+    uint64_t hash = L->cfg->check_replicas ? param_hash(L) : 0;
     struct step_rec sr = {.step = step,
                           .epoch = (uint32_t)epoch,
                           .t0_ns = t0,
@@ -231,6 +266,165 @@ static int dp_step(struct loop *L, int i, int epoch)
     return push_step(L, step, epoch, t0, loss, correct);
 }
 
+/* ---- the asynchronous device (GPU) path --------------------------------------
+ * Calls only enqueue work. The batch of step i+1 is gathered by the host and
+ * copied by the copy stream into staging buffers while step i computes; a
+ * step moves the staged batch into the model (device to device, on the
+ * compute stream) and waits for the GPU once, when it reads the loss. */
+
+static size_t input_bytes(const struct loop *L)
+{
+    return sizeof(float) * (size_t)L->run->local_batch * (size_t)L->m->tensors[L->m->input].per_sample;
+}
+
+/* Gathers batch i of the epoch into the pinned host buffers and enqueues
+ * its copy into the staging buffers. */
+static int stage_batch(struct loop *L, long i)
+{
+    struct rank *rk = L->rk;
+    struct device *d = &rk->dev;
+    int B = L->run->local_batch;
+    /* the previous copies out of the pinned buffers end before they are refilled */
+    if (d->ops->sync(d, STREAM_COPY) != 0)
+        return fail(rk, device_last_error());
+    for (int k = 0; k < B; k++)
+        L->idx[k] = sampler_get(&L->smp, (int)i * B + k);
+    data_gather(L->run->train, L->idx, B, L->xhost, L->yhost);
+    if (d->ops->wait_event(d, EV_STAGE_FREE, STREAM_COPY) != 0 ||
+        d->ops->copy_h2d(d, L->stage_x, L->xhost, input_bytes(L), STREAM_COPY) != 0 ||
+        d->ops->copy_h2d(d, L->stage_y, L->yhost, sizeof(int32_t) * (size_t)B, STREAM_COPY) != 0 ||
+        d->ops->record_event(d, EV_STAGED, STREAM_COPY) != 0)
+        return fail(rk, device_last_error());
+    L->staged = i;
+    return 0;
+}
+
+/* The staged batch becomes the model's input and labels (compute stream). */
+static int load_staged(struct loop *L)
+{
+    struct device *d = &L->rk->dev;
+    struct model *m = L->m;
+    if (d->ops->wait_event(d, EV_STAGED, STREAM_COMPUTE) != 0 ||
+        d->ops->copy_d2d(d, model_input(m), L->stage_x, input_bytes(L), STREAM_COMPUTE) != 0 ||
+        d->ops->copy_d2d(d, m->labels, L->stage_y, sizeof(int32_t) * (size_t)L->run->local_batch, STREAM_COMPUTE) !=
+            0 ||
+        d->ops->record_event(d, EV_STAGE_FREE, STREAM_COMPUTE) != 0)
+        return fail(L->rk, device_last_error());
+    L->staged = -1;
+    return 0;
+}
+
+static int train_step_async(struct loop *L, int i, int epoch)
+{
+    struct rank *rk = L->rk;
+    struct run *run = L->run;
+    struct model *m = L->m;
+    struct device *d = &rk->dev;
+    int B = run->local_batch;
+    uint32_t step = atomic_load_explicit(&rk->step, memory_order_relaxed);
+
+    int64_t t0 = probe_now_ns();
+    nvtx_push("data");
+    int rc = L->staged == i ? 0 : stage_batch(L, i);
+    if (rc == 0)
+        rc = load_staged(L);
+    nvtx_pop();
+    if (rc != 0)
+        return -1;
+    int64_t t1 = probe_now_ns();
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, t1);
+
+    nvtx_push("forward");
+    phase_push(L, CAT_FORWARD);
+    rc = model_forward(m, 1);
+    if (rc == 0)
+        rc = model_loss_begin(m, NULL, B); /* the labels are in place */
+    phase_pop(L);
+    straggle(L, t1);
+    nvtx_pop();
+    if (rc != 0)
+        return fail(rk, m->err);
+    int64_t t2 = probe_now_ns();
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, t1, t2);
+
+    /* the next batch, gathered and copied while the GPU computes this one */
+    if (i + 1 < run->steps_per_epoch && (long)step + 1 < run->total_steps) {
+        nvtx_push("data");
+        rc = stage_batch(L, i + 1);
+        nvtx_pop();
+        if (rc != 0)
+            return -1;
+        int64_t t = probe_now_ns();
+        rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t2, t);
+        t2 = t;
+    }
+
+    if (L->ddp)
+        ddp_begin(L->ddp);
+    nvtx_push("backward");
+    phase_push(L, CAT_BACKWARD);
+    rc = model_backward(m, 1.0f / (float)B, L->ddp ? on_grad_ready : NULL, L->ddp);
+    phase_pop(L);
+    straggle(L, t2);
+    nvtx_pop();
+    if (rc != 0)
+        return fail(rk, m->err);
+    int64_t t3 = probe_now_ns();
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t2, t3);
+
+    nvtx_push("gradient sync");
+    /* the comm stream waits for backward's kernels (ddp's buckets wait for
+     * their own points of backward through the engine's hooks) */
+    if (run->world > 1 && !L->ddp &&
+        (d->ops->record_event(d, EV_GRADS, STREAM_COMPUTE) != 0 || d->ops->wait_event(d, EV_GRADS, STREAM_COMM) != 0)) {
+        nvtx_pop();
+        return fail(rk, device_last_error());
+    }
+    rc = sync_grads(L);
+    nvtx_pop();
+    if (rc != 0)
+        return comm_failed(rk, rc, "gradient synchronisation failed");
+
+    int64_t t4 = probe_now_ns();
+    nvtx_push("optimizer");
+    phase_push(L, CAT_OPTIMIZER);
+    rc = sgd_step(&L->opt, m, (long)step);
+    phase_pop(L);
+    straggle(L, t4);
+    nvtx_pop();
+    if (rc != 0)
+        return fail(rk, m->err);
+    int64_t t5 = probe_now_ns();
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, t5);
+    /* the one wait of the step: the GPU finishing it, then the loss */
+    float loss = 0.0f;
+    int correct = 0;
+    if (model_loss_end(m, &loss, &correct) != 0)
+        return fail(rk, m->err);
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_WAIT, t5, probe_now_ns());
+    if (!isfinite(loss))
+        return diverged(rk, step, loss);
+    return push_step(L, step, epoch, t0, loss, correct);
+}
+
+static void hook_lane_init(void *ctx)
+{
+    struct rank *rk = ctx;
+    rk->dev.ops->make_current(&rk->dev);
+}
+
+static void hook_ready(void *ctx, int bucket)
+{
+    struct rank *rk = ctx;
+    rk->dev.ops->record_event(&rk->dev, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMPUTE);
+}
+
+static void hook_before(void *ctx, int bucket)
+{
+    struct rank *rk = ctx;
+    rk->dev.ops->wait_event(&rk->dev, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMM);
+}
+
 static int train_step(struct loop *L, int i, int epoch)
 {
     struct rank *rk = L->rk;
@@ -240,6 +434,8 @@ static int train_step(struct loop *L, int i, int epoch)
     uint32_t step = atomic_load_explicit(&rk->step, memory_order_relaxed);
     if (L->cfg->strategy == STRAT_DP && run->world > 1)
         return dp_step(L, i, epoch);
+    if (L->async)
+        return train_step_async(L, i, epoch);
 
     int64_t t0 = probe_now_ns();
     nvtx_push("data");
@@ -249,8 +445,8 @@ static int train_step(struct loop *L, int i, int epoch)
     if (rk->dev.ops->copy_h2d(&rk->dev, model_input(m), L->xhost,
                               sizeof(float) * (size_t)B * (size_t)m->tensors[m->input].per_sample, STREAM_COPY) != 0)
         return fail(rk, "copying the batch to the device failed");
-    rk->dev.ops->record_event(&rk->dev, 0, STREAM_COPY);
-    rk->dev.ops->wait_event(&rk->dev, 0, STREAM_COMPUTE);
+    rk->dev.ops->record_event(&rk->dev, EV_STAGED, STREAM_COPY);
+    rk->dev.ops->wait_event(&rk->dev, EV_STAGED, STREAM_COMPUTE);
     int64_t t1 = probe_now_ns();
     nvtx_pop();
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, t1);
@@ -310,13 +506,20 @@ static int evaluate(struct loop *L, int epoch)
             L->idx[n] = (uint32_t)pos;
         for (int k = n; k < B; k++)
             L->idx[k] = L->idx[0]; /* pad a short last batch; only n are counted */
+        struct device *d = &rk->dev;
+        if (d->ops->sync(d, STREAM_COPY) != 0)
+            return fail(rk, device_last_error());
         data_gather(test, L->idx, B, L->xhost, L->yhost);
-        rk->dev.ops->copy_h2d(&rk->dev, model_input(m), L->xhost,
-                              sizeof(float) * (size_t)B * (size_t)m->tensors[m->input].per_sample, STREAM_COPY);
+        if (d->ops->copy_h2d(d, model_input(m), L->xhost,
+                             sizeof(float) * (size_t)B * (size_t)m->tensors[m->input].per_sample, STREAM_COPY) != 0 ||
+            d->ops->record_event(d, EV_STAGED, STREAM_COPY) != 0 || d->ops->wait_event(d, EV_STAGED, STREAM_COMPUTE))
+            return fail(rk, device_last_error());
         if (model_forward(m, 0) != 0)
             return fail(rk, m->err);
         int correct = 0;
         float loss = model_loss(m, L->yhost, n, &correct);
+        if (!isfinite(loss) && m->err[0])
+            return fail(rk, m->err);
         er.correct += correct;
         er.total += n;
         er.loss_sum += (double)loss * n;
@@ -339,9 +542,38 @@ static int loop_init(struct loop *L, struct rank *rk)
     rk->dev.rank = rk->id;
     L->slow = cfg->slow_rank == rk->id ? cfg->slow_factor : 1.0;
     cpu_set_threads(cfg->threads_per_rank);
-    if (run->devops->open(&rk->dev, rk->id, err, sizeof(err)) != 0)
+    L->async = run->on_gpu;
+    L->staged = -1;
+    if (run->devops->open(&rk->dev, L->async ? rk->gpu : rk->id, err, sizeof(err)) != 0)
         return fail(rk, err);
-    L->m = model_create(cfg->model, run->local_batch, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err, sizeof(err));
+    struct model_device md, *on = NULL;
+#ifdef DDPTOP_HAVE_CUDA
+    if (L->async) {
+        /* the device communicator first: NCCL's initialisation waits for every rank */
+        err[0] = 0;
+        void *cs = device_cuda_stream(&rk->dev, STREAM_COMM);
+#ifdef DDPTOP_HAVE_NCCL
+        if (run->world > 1 && run->use_nccl)
+            rk->comm = comm_nccl_create(run->nccl_id, run->world, rk->id, rk->gpu, cs, err, sizeof(err));
+        else
+#endif
+            if (run->world > 1)
+            rk->comm = comm_cuda_ring_create(run->shm, rk->id, cfg->algo, rk->gpu, cs);
+        if (run->world > 1 && !rk->comm)
+            return fail(rk, err[0] ? err : "cannot create the device communicator");
+        md = (struct model_device){device_cuda_stream(&rk->dev, STREAM_COMPUTE), rk->id, rk->gpu};
+        on = &md;
+#ifdef DDPTOP_HAVE_CUPTI
+        static const int roles[STREAM_COUNT] = {GPU_STREAM_COMPUTE, GPU_STREAM_COPY, GPU_STREAM_COMM};
+        for (int s = 0; run->cupti && s < STREAM_COUNT; s++)
+            gpu_activity_register(device_cuda_stream(&rk->dev, s), rk->gpu, rk->id, roles[s], &rk->spans_gpu,
+                                  &rk->step);
+#endif
+    }
+#endif
+    (void)md;
+    L->m = model_create_on(on, cfg->model, run->local_batch, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err,
+                           sizeof(err));
     if (!L->m)
         return fail(rk, err);
     if (model_set_trainable(L->m, cfg->trainable, err, sizeof(err)) != 0) {
@@ -354,7 +586,7 @@ static int loop_init(struct loop *L, struct rank *rk)
     rk->nparams_trainable = model_trainable_floats(L->m);
     rk->flops_per_sample = model_flops(L->m);
     float lr = cfg->lr * (cfg->scale_lr ? (float)cfg->ranks : 1.0f);
-    if (sgd_init(&L->opt, L->m->nfloats, lr, cfg->momentum, cfg->weight_decay, cfg->warmup_steps) != 0)
+    if (sgd_init_model(&L->opt, L->m, lr, cfg->momentum, cfg->weight_decay, cfg->warmup_steps) != 0)
         return fail(rk, "out of memory for the optimizer");
     sgd_set_decay(&L->opt, cfg->lr_cosine ? run->total_steps : 0);
     int dp = cfg->strategy == STRAT_DP && run->world > 1;
@@ -364,9 +596,15 @@ static int loop_init(struct loop *L, struct rank *rk)
     size_t per = (size_t)tr->c * tr->h * tr->w;
     L->idx = malloc(sizeof(uint32_t) * (size_t)run->local_batch);
     L->xhost = rk->dev.ops->alloc_host(&rk->dev, sizeof(float) * per * (size_t)run->local_batch);
-    L->yhost = malloc(sizeof(int32_t) * (size_t)run->local_batch);
+    L->yhost = rk->dev.ops->alloc_host(&rk->dev, sizeof(int32_t) * (size_t)run->local_batch);
     if (!L->idx || !L->xhost || !L->yhost)
         return fail(rk, "out of memory for the batch buffers");
+    if (L->async) {
+        L->stage_x = rk->dev.ops->alloc(&rk->dev, sizeof(float) * per * (size_t)run->local_batch);
+        L->stage_y = rk->dev.ops->alloc(&rk->dev, sizeof(int32_t) * (size_t)run->local_batch);
+        if (!L->stage_x || !L->stage_y)
+            return fail(rk, device_last_error());
+    }
     if (rk->comm)
         comm_bind(rk->comm, &rk->spans_main, LANE_MAIN, &rk->step);
 
@@ -390,6 +628,8 @@ static int loop_init(struct loop *L, struct rank *rk)
                             &rk->spans_comm, &rk->spans_main, &rk->step);
         if (!L->ddp)
             return fail(rk, "cannot create the DDP buckets");
+        if (L->async)
+            ddp_set_hooks(L->ddp, &(struct ddp_hooks){hook_lane_init, hook_ready, hook_before, rk});
         break;
     case STRAT_ALLREDUCE:
         if (cfg->grad_fp16) {
@@ -425,10 +665,19 @@ static int loop_init(struct loop *L, struct rank *rk)
 
 static void loop_free(struct loop *L)
 {
+    struct device *d = &L->rk->dev;
+    if (L->async && d->impl)
+        d->ops->sync(d, STREAM_COPY); /* no copy may still read what is freed here */
     free(L->idx);
     if (L->xhost)
-        L->rk->dev.ops->free_host(&L->rk->dev, L->xhost);
-    free(L->yhost);
+        d->ops->free_host(d, L->xhost);
+    if (L->yhost)
+        d->ops->free_host(d, L->yhost);
+    if (L->stage_x)
+        d->ops->free(d, L->stage_x);
+    if (L->stage_y)
+        d->ops->free(d, L->stage_y);
+    free(L->hash_buf);
     sgd_free(&L->opt);
     sampler_free(&L->smp);
     ddp_destroy(L->ddp);

@@ -25,6 +25,8 @@ static void pcts(const struct breakdown *b, double *compute, double *comm, doubl
  * only when every collective kind the run used has a fit. */
 static void predict(struct run_result *res, struct run *r)
 {
+    if (r->on_gpu)
+        return; /* --bench-comm fits the shm backend; nothing predicts NCCL here */
     char path[1024];
     cost_model_path(path, sizeof(path));
     const char *algo = r->cfg.algo == ALGO_RING ? "ring" : "naive";
@@ -56,6 +58,11 @@ int result_from_run(struct run_result *res, struct run *r)
     res->cfg = r->cfg;
     snprintf(res->dataset, sizeof(res->dataset), "%s", r->train->name);
     snprintf(res->device, sizeof(res->device), "%s", r->devops->name);
+    snprintf(res->backend, sizeof(res->backend), "%s", r->backend);
+    snprintf(res->note, sizeof(res->note), "%s", r->note);
+    res->cupti_valid = r->cupti;
+    res->cupti_ms = (double)r->cupti_overhead_ns / 1e6;
+    res->cupti_lost = r->cupti_dropped;
     res->world = r->world;
     res->global_batch = r->global_batch;
     res->state = r->state;
@@ -259,6 +266,14 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
     for (int i = 0; i < n; i++) {
         if (res[i].error[0])
             fprintf(f, "\nrun %d (%s %s): %s\n", i, res[i].cfg.model, strategy_name(res[i].cfg.strategy), res[i].error);
+        if (res[i].note[0])
+            fprintf(f, "\nrun %d (%s): %s\n", i, res[i].backend, res[i].note);
+        if (res[i].cupti_valid)
+            fprintf(f,
+                    "\nrun %d: device timelines from CUPTI; processing its records took %.1f ms of host time (%.2f%% "
+                    "of the run), %llu records lost\n",
+                    i, res[i].cupti_ms, res[i].wall_s > 0 ? res[i].cupti_ms / 10.0 / res[i].wall_s : 0.0,
+                    (unsigned long long)res[i].cupti_lost);
         if (res[i].dropped)
             fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
                     (unsigned long long)res[i].dropped);
@@ -299,6 +314,7 @@ static cJSON *json_run(const struct run_result *r, int index)
     cJSON_AddStringToObject(o, "strategy", strategy_name(r->cfg.strategy));
     cJSON_AddStringToObject(o, "grad_compress", r->cfg.grad_fp16 ? "fp16" : "none");
     cJSON_AddStringToObject(o, "device", r->device);
+    cJSON_AddStringToObject(o, "backend", r->backend);
     cJSON_AddNumberToObject(o, "ranks", r->world);
     cJSON_AddNumberToObject(o, "batch_size", r->global_batch / r->world);
     cJSON_AddNumberToObject(o, "global_batch", r->global_batch);
@@ -329,6 +345,12 @@ static cJSON *json_run(const struct run_result *r, int index)
         cJSON_AddBoolToObject(o, "replicas_identical", r->replicas_diverged_at < 0);
     else
         cJSON_AddNullToObject(o, "replicas_identical");
+    add_num(o, "cupti_overhead_ms", r->cupti_ms, r->cupti_valid);
+    add_num(o, "device_records_lost", (double)r->cupti_lost, r->cupti_valid);
+    if (r->note[0])
+        cJSON_AddStringToObject(o, "note", r->note);
+    else
+        cJSON_AddNullToObject(o, "note");
     cJSON_AddStringToObject(o, "state", run_state_name(r->state));
     if (r->error[0])
         cJSON_AddStringToObject(o, "error", r->error);

@@ -31,6 +31,11 @@ struct run_result {
     struct run_config cfg;
     char dataset[32];
     char device[64];
+    char backend[48]; /* the communicator the run used ("shm/ring", "nccl", "gpu-ring", ...) */
+    char note[192];   /* the run's setup remark (shared GPUs, no CUPTI), or "" */
+    double cupti_ms;  /* CUPTI's record processing on the host, over the run */
+    uint64_t cupti_lost;
+    int cupti_valid; /* device timelines were collected */
     int world, global_batch;
     long steps;
     int epochs_done;

@@ -11,6 +11,9 @@
 #include "model.h"
 #include "nvtx.h"
 #include "strategy.h"
+#ifdef DDPTOP_HAVE_CUPTI
+#include "gpu_activity.h"
+#endif
 
 #define SPAN_RING (1u << 16)
 #define STEP_RING (1u << 14)
@@ -20,6 +23,51 @@ const char *run_state_name(int s)
 {
     static const char *names[] = {"starting", "running", "paused", "done", "failed", "stopped"};
     return s >= 0 && s <= RUN_STOPPED ? names[s] : "?";
+}
+
+/* GPU runs: which GPU each rank drives, which communicator, and what the
+ * GPU path does not cover yet. */
+static int gpu_plan(struct run *r, const struct run_config *rc, const struct device_ops *devops, char *err,
+                    size_t errlen)
+{
+    int count = devops->count();
+    int n = rc->ngpus > 0 ? rc->ngpus : count;
+    for (int i = 0; i < rc->ngpus; i++)
+        if (rc->gpus[i] >= count) {
+            snprintf(err, errlen, "--gpus: there is no GPU %d (%d found: 0..%d)", rc->gpus[i], count, count - 1);
+            return -1;
+        }
+    if (r->world > 1 && (rc->strategy == STRAT_DP || rc->strategy == STRAT_GATHER_SCATTER)) {
+        snprintf(err, errlen, "--strategy %s: runs on the CPU only for now; on the GPU use allreduce or ddp",
+                 strategy_name(rc->strategy));
+        return -1;
+    }
+    if (rc->grad_fp16 && r->world > 1) {
+        snprintf(err, errlen, "--grad-compress fp16: runs on the CPU only for now");
+        return -1;
+    }
+    /* distinct GPUs among the ranks: NCCL refuses a GPU twice in one communicator */
+    int distinct = n < r->world ? n : r->world;
+    int shared = r->world > distinct;
+#ifdef DDPTOP_HAVE_NCCL
+    r->use_nccl = r->world > 1 && !shared && (rc->comm == COMM_NCCL || !rc->comm_set);
+#else
+    if (rc->comm == COMM_NCCL) {
+        snprintf(err, errlen, "--comm nccl: this ddptop was built without NCCL");
+        return -1;
+    }
+#endif
+    if (r->use_nccl)
+        snprintf(r->backend, sizeof(r->backend), "nccl");
+    else
+        snprintf(r->backend, sizeof(r->backend), "gpu-%s%s", rc->algo == ALGO_NAIVE ? "naive" : "ring",
+                 shared && r->world > 1 ? ", shared GPU" : "");
+    if (shared && r->world > 1)
+        snprintf(r->note, sizeof(r->note),
+                 "%d ranks share %d GPU%s: NCCL refuses a GPU twice, so ddptop's own device ring (DtoD copies, "
+                 "reduce kernels) replaces it",
+                 r->world, distinct, distinct == 1 ? "" : "s");
+    return 0;
 }
 
 int run_start(struct run *r, const struct run_config *rc, const struct dataset *train, const struct dataset *test,
@@ -49,10 +97,15 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
                  strategy_name(rc->strategy));
         return -1;
     }
-    if (rc->comm != COMM_SHM) {
-        snprintf(err, errlen, "--comm %s: not available in this build", rc->comm == COMM_NCCL ? "nccl" : "mpi");
+    r->on_gpu = devops->async;
+    if (rc->comm == COMM_MPI || (rc->comm == COMM_NCCL && !r->on_gpu)) {
+        snprintf(err, errlen, "--comm %s: not available %s", rc->comm == COMM_NCCL ? "nccl" : "mpi",
+                 rc->comm == COMM_NCCL ? "on the CPU" : "in this build");
         return -1;
     }
+    snprintf(r->backend, sizeof(r->backend), "shm/%s", rc->algo == ALGO_NAIVE ? "naive" : "ring");
+    if (r->on_gpu && gpu_plan(r, rc, devops, err, errlen) != 0)
+        return -1;
     atomic_init(&r->abort, 0);
     atomic_init(&r->paused, 0);
     atomic_init(&r->pause_at, 0);
@@ -68,20 +121,39 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         snprintf(err, errlen, "out of memory for %d ranks", r->world);
         return -1;
     }
+#ifdef DDPTOP_HAVE_NCCL
+    if (r->use_nccl && nccl_unique_id(r->nccl_id, err, errlen) != 0)
+        return -1;
+#endif
+#ifdef DDPTOP_HAVE_CUPTI
+    if (r->on_gpu) {
+        char cerr[160];
+        r->cupti = gpu_activity_start(cerr, sizeof(cerr)) == 0;
+        if (!r->cupti && !r->note[0])
+            snprintf(r->note, sizeof(r->note), "%s", cerr);
+    }
+#endif
+    int ngpu = rc->ngpus > 0 ? rc->ngpus : (r->on_gpu ? devops->count() : 0);
     for (int i = 0; i < r->world; i++) {
         struct rank *k = &r->ranks[i];
         k->id = i;
         k->run = r;
         k->dev.ops = devops;
+        k->gpu = !r->on_gpu ? -1 : rc->ngpus > 0 ? rc->gpus[i % ngpu] : i % ngpu;
+        if (r->cupti)
+            metrics_expect_gpu(&r->metrics, i);
         atomic_init(&k->step, 0);
         atomic_init(&k->finished, 0);
         if (spsc_init(&k->spans_main, sizeof(struct span), SPAN_RING) ||
             spsc_init(&k->spans_comm, sizeof(struct span), SPAN_RING) ||
             spsc_init(&k->steps, sizeof(struct step_rec), STEP_RING) ||
-            spsc_init(&k->epochs, sizeof(struct epoch_rec), EPOCH_RING)) {
+            spsc_init(&k->epochs, sizeof(struct epoch_rec), EPOCH_RING) ||
+            (r->on_gpu && spsc_init(&k->spans_gpu, sizeof(struct span), SPAN_RING))) {
             snprintf(err, errlen, "out of memory for rank %d's probe rings", i);
             return -1;
         }
+        if (r->on_gpu)
+            continue; /* the rank thread creates its device communicator (NCCL's init is collective) */
         k->comm = comm_shm_create(r->shm, i, rc->algo);
         if (!k->comm) {
             snprintf(err, errlen, "cannot create rank %d's communicator", i);
@@ -128,6 +200,8 @@ static void drain_rank(struct run *r, int i)
             metrics_add_spans(&r->metrics, i, spans, n);
         while ((n = spsc_pop(&k->spans_comm, spans, 512)) > 0)
             metrics_add_spans(&r->metrics, i, spans, n);
+        while (r->on_gpu && (n = spsc_pop(&k->spans_gpu, spans, 512)) > 0)
+            metrics_add_spans(&r->metrics, i, spans, n);
         for (size_t s = 0; s < ns; s++)
             metrics_add_step(&r->metrics, i, &steps[s]);
     } while (ns == 256);
@@ -135,12 +209,20 @@ static void drain_rank(struct run *r, int i)
     while ((ne = spsc_pop(&k->epochs, ep, 8)) > 0)
         for (size_t e = 0; e < ne; e++)
             metrics_add_epoch(&r->metrics, i, &ep[e]);
-    r->metrics.r[i].dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm);
+    r->metrics.r[i].dropped =
+        spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm) + (r->on_gpu ? spsc_dropped(&k->spans_gpu) : 0);
 }
 
 int run_poll(struct run *r)
 {
     int running = 0;
+#ifdef DDPTOP_HAVE_CUPTI
+    /* device records arrive in CUPTI's buffers: ask for what has completed */
+    if (r->cupti && probe_now_ns() - r->cupti_flushed_ns > 200 * 1000 * 1000) {
+        gpu_activity_flush();
+        r->cupti_flushed_ns = probe_now_ns();
+    }
+#endif
     for (int i = 0; i < r->world; i++) {
         drain_rank(r, i);
         if (!atomic_load(&r->ranks[i].finished))
@@ -193,8 +275,17 @@ int run_join(struct run *r)
             pthread_join(r->ranks[i].thread, NULL);
             r->ranks[i].started = 0;
         }
+#ifdef DDPTOP_HAVE_CUPTI
+    if (r->cupti) {
+        /* every rank is done: the last records are complete */
+        gpu_activity_flush();
+        r->cupti_overhead_ns = gpu_activity_overhead_ns();
+        r->cupti_dropped = gpu_activity_dropped();
+    }
+#endif
     if (r->ranks)
         run_poll(r);
+    metrics_finish(&r->metrics);
     return r->failed_rank >= 0 ? -1 : 0;
 }
 
@@ -203,6 +294,8 @@ void run_free(struct run *r)
     if (r->ranks) {
         for (int i = 0; i < r->world; i++) {
             struct rank *k = &r->ranks[i];
+            if (k->dev.ops && k->dev.impl)
+                k->dev.ops->make_current(&k->dev); /* its buffers are freed from this thread */
             model_destroy(k->model);
             if (k->comm)
                 k->comm->ops->destroy(k->comm);
@@ -212,9 +305,14 @@ void run_free(struct run *r)
             spsc_free(&k->spans_comm);
             spsc_free(&k->steps);
             spsc_free(&k->epochs);
+            spsc_free(&k->spans_gpu);
         }
         free(r->ranks);
     }
+#ifdef DDPTOP_HAVE_CUPTI
+    if (r->cupti)
+        gpu_activity_stop(); /* nothing may push to the rings freed above */
+#endif
     shm_world_destroy(r->shm);
     metrics_free(&r->metrics);
     pthread_mutex_destroy(&r->pause_mu);

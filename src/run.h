@@ -34,6 +34,8 @@ struct rank {
     struct device dev;
     struct spsc_ring spans_main; /* this rank's training thread */
     struct spsc_ring spans_comm; /* its comm lane */
+    struct spsc_ring spans_gpu;  /* its device records (CUPTI; GPU runs only) */
+    int gpu;                     /* CUDA device index, or -1 on the CPU */
     struct spsc_ring steps;      /* struct step_rec */
     struct spsc_ring epochs;     /* struct epoch_rec */
     _Atomic uint32_t step;       /* current global step */
@@ -57,7 +59,16 @@ struct run {
     long total_steps;
     struct rank *ranks;
     struct shm_world *shm;
-    _Atomic int abort; /* stop now: Ctrl-C, a failed rank, the UI */
+    int on_gpu;                 /* the device only enqueues work (CUDA) */
+    int use_nccl;               /* GPU runs: NCCL, else ddptop's device ring */
+    unsigned char nccl_id[128]; /* NCCL's unique id, shared by the rank threads */
+    int cupti;                  /* CUPTI device timelines are being collected */
+    char backend[48];           /* the communication backend in use, for headers and reports */
+    char note[192];             /* one remark about this run's setup (shared GPUs, no CUPTI), or "" */
+    int64_t cupti_flushed_ns;   /* the collector's last CUPTI flush */
+    int64_t cupti_overhead_ns;  /* CUPTI's buffer processing, over the run (set by run_join) */
+    uint64_t cupti_dropped;     /* device records lost */
+    _Atomic int abort;          /* stop now: Ctrl-C, a failed rank, the UI */
     _Atomic int paused;
     _Atomic uint32_t pause_at; /* ranks stop before starting this step */
     pthread_mutex_t pause_mu;

@@ -18,6 +18,14 @@
  *   params after steps  atol 1e-7, rtol 1e-6  (measured 4e-9; one step moves a
  *                       parameter ~1e-5, its weight decay ~2e-7, so a lost
  *                       decay, dampening or Nesterov term fails here too)
+ *
+ * Built a second time with DDPTOP_FIXTURES_ON_GPU (test_gpu_fixtures, label
+ * gpu), the same steps run on a GPU model (cuDNN, cuBLAS, our kernels,
+ * FP32 without TF32), moved through model_memcpy, with tolerances ten
+ * times as wide for the values that convolution algorithms sum in another
+ * order: loss/logits atol 1e-5 rtol 1e-4, gradients atol 1e-5 rtol 1e-3,
+ * gradient norms rtol 1e-4, parameters after steps atol 1e-6 rtol 1e-5.
+ * Without a GPU that program reports skipped (exit 77).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,6 +42,12 @@
 #include "kernels_cpu.h"
 #include "model.h"
 #include "optim.h"
+#ifdef DDPTOP_FIXTURES_ON_GPU
+#include <cuda_runtime_api.h>
+#define TOL_SCALE 10.0
+#else
+#define TOL_SCALE 1.0
+#endif
 
 #define FX_MAX_TENSORS 16
 
@@ -254,15 +268,32 @@ static void check_scalar(const char *what, double got, double want, double atol,
 
 /* ---- the step ----------------------------------------------------------- */
 
-static void run_fixture(const char *file)
+/* The model's copy of n floats at src, on the host. */
+static float *to_host(struct model *m, const float *src, size_t n)
+{
+    float *h = malloc(sizeof(float) * (n ? n : 1));
+    assert_non_null(h);
+    if (model_memcpy(m, h, src, sizeof(float) * n) != 0)
+        fail_msg("copying to the host: %s", m->err);
+    return h;
+}
+
+static void from_host(struct model *m, float *dst, const float *src, size_t n)
+{
+    if (model_memcpy(m, dst, src, sizeof(float) * n) != 0)
+        fail_msg("copying to the model: %s", m->err);
+}
+
+static void run_fixture(const char *file, const struct model_device *dev)
 {
     struct fixture fx;
     char err[512];
+    const double k = TOL_SCALE;
     if (fx_load(file, &fx, err, sizeof(err)) != 0)
         fail_msg("%s", err);
-    print_message("%s\n", file);
+    print_message("%s%s\n", file, dev ? " (on the GPU)" : "");
 
-    struct model *m = model_create(fx.model, fx.batch, 1, 28, 28, fx.classes, 1, err, sizeof(err));
+    struct model *m = model_create_on(dev, fx.model, fx.batch, 1, 28, 28, fx.classes, 1, err, sizeof(err));
     if (!m)
         fail_msg("model_create(%s): %s", fx.model, err);
 
@@ -275,14 +306,16 @@ static void run_fixture(const char *file)
     }
 
     /* parameters from the shared generator; the sums prove both sides agree */
+    float *host = malloc(sizeof(float) * m->nfloats);
+    assert_non_null(host);
     for (int p = 0; p < m->nparams; p++) {
         const struct param *pp = &m->params[p];
-        float *v = model_param(m, p);
+        float *v = host + pp->off;
         double sum = 0.0, l1 = 0.0;
-        for (size_t k = 0; k < pp->len; k++) {
-            v[k] = (float)((2.0 * hash_uniform(fx.param_seed, pp->off + k) - 1.0) * fx.t[p].bound);
-            sum += v[k];
-            l1 += fabs(v[k]);
+        for (size_t j = 0; j < pp->len; j++) {
+            v[j] = (float)((2.0 * hash_uniform(fx.param_seed, pp->off + j) - 1.0) * fx.t[p].bound);
+            sum += v[j];
+            l1 += fabs(v[j]);
         }
         /* only the summation order differs (numpy is pairwise) */
         if (!(fabs(sum - fx.t[p].param_sum) <= 1e-12 * l1))
@@ -290,10 +323,14 @@ static void run_fixture(const char *file)
                      "gen_fixtures.py",
                      pp->name, sum, fx.t[p].param_sum);
     }
+    from_host(m, m->param_buf, host, m->nfloats);
 
-    float *in = model_input(m);
+    float *in = malloc(sizeof(float) * (size_t)fx.input.n);
+    assert_non_null(in);
     for (int i = 0; i < fx.input.n; i++)
         in[i] = (float)fx.input.v[i];
+    from_host(m, model_input(m), in, (size_t)fx.input.n);
+    free(in);
     int32_t labels[64];
     assert_true(fx.batch <= 64);
     for (int i = 0; i < fx.batch; i++) {
@@ -305,46 +342,67 @@ static void run_fixture(const char *file)
     int correct;
     assert_int_equal(model_forward(m, 1), 0);
     float loss = model_loss(m, labels, fx.batch, &correct);
-    check_scalar("loss", loss, fx.loss.v[0], 1e-6, 1e-5);
-    check_close("logits", m->tensors[m->output].val, &fx.logits, 1e-6, 1e-5);
-    memset(m->grad_buf, 0xff, sizeof(float) * m->nfloats); /* NaN: every gradient must be written */
+    check_scalar("loss", loss, fx.loss.v[0], 1e-6 * k, 1e-5 * k);
+    float *h = to_host(m, m->tensors[m->output].val, (size_t)fx.batch * fx.classes);
+    check_close("logits", h, &fx.logits, 1e-6 * k, 1e-5 * k);
+    free(h);
+    memset(host, 0xff, sizeof(float) * m->nfloats); /* NaN: every gradient must be written */
+    from_host(m, m->grad_buf, host, m->nfloats);
     assert_int_equal(model_backward(m, 1.0f / (float)fx.batch, NULL, NULL), 0);
-    check_close(fx.grads.idx ? "grads (sample)" : "grads (all)", m->grad_buf, &fx.grads, 1e-6, 1e-4);
+    float *g = to_host(m, m->grad_buf, m->nfloats);
+    check_close(fx.grads.idx ? "grads (sample)" : "grads (all)", g, &fx.grads, 1e-6 * k, 1e-4 * k);
     for (int p = 0; p < m->nparams; p++) {
-        const float *g = model_grad(m, p);
+        const float *gp = g + m->params[p].off;
         double ss = 0.0;
-        for (size_t k = 0; k < m->params[p].len; k++)
-            ss += (double)g[k] * g[k];
+        for (size_t j = 0; j < m->params[p].len; j++)
+            ss += (double)gp[j] * gp[j];
         char what[80];
         snprintf(what, sizeof(what), "|grad %s|", m->params[p].name);
-        check_scalar(what, sqrt(ss), fx.t[p].grad_norm, 0.0, 1e-5);
+        check_scalar(what, sqrt(ss), fx.t[p].grad_norm, 0.0, 1e-5 * k);
     }
+    free(g);
 
     /* two SGD steps on the same batch: the second reads the momentum buffer */
     struct sgd o;
-    assert_int_equal(sgd_init(&o, m->nfloats, (float)fx.lr, (float)fx.momentum, (float)fx.weight_decay, 0), 0);
-    sgd_step(&o, m, 0);
-    check_close("params after step 1", m->param_buf, &fx.step1, 1e-7, 1e-6);
+    assert_int_equal(sgd_init_model(&o, m, (float)fx.lr, (float)fx.momentum, (float)fx.weight_decay, 0), 0);
+    assert_int_equal(sgd_step(&o, m, 0), 0);
+    float *p1 = to_host(m, m->param_buf, m->nfloats);
+    check_close("params after step 1", p1, &fx.step1, 1e-7 * k, 1e-6 * k);
+    free(p1);
     assert_int_equal(model_forward(m, 1), 0);
     float loss2 = model_loss(m, labels, fx.batch, &correct);
-    check_scalar("loss after step 1", loss2, fx.loss2.v[0], 1e-6, 1e-5);
+    check_scalar("loss after step 1", loss2, fx.loss2.v[0], 1e-6 * k, 1e-5 * k);
     assert_int_equal(model_backward(m, 1.0f / (float)fx.batch, NULL, NULL), 0);
-    sgd_step(&o, m, 1);
-    check_close("params after step 2", m->param_buf, &fx.step2, 1e-7, 1e-6);
+    assert_int_equal(sgd_step(&o, m, 1), 0);
+    float *p2 = to_host(m, m->param_buf, m->nfloats);
+    check_close("params after step 2", p2, &fx.step2, 1e-7 * k, 1e-6 * k);
+    free(p2);
 
+    free(host);
     sgd_free(&o);
     model_destroy(m);
     fx_free(&fx);
 }
 
+/* NULL on the CPU; the GPU's default stream otherwise. */
+static const struct model_device *test_device(void)
+{
+#ifdef DDPTOP_FIXTURES_ON_GPU
+    static struct model_device dev = {NULL, 0, 0};
+    return &dev;
+#else
+    return NULL;
+#endif
+}
+
 static void test_lenet_step(void **state)
 {
-    run_fixture(DDPTOP_TEST_DIR "/fixtures/lenet_step.txt");
+    run_fixture(DDPTOP_TEST_DIR "/fixtures/lenet_step.txt", test_device());
 }
 
 static void test_mlp_step(void **state)
 {
-    run_fixture(DDPTOP_TEST_DIR "/fixtures/mlp_step.txt");
+    run_fixture(DDPTOP_TEST_DIR "/fixtures/mlp_step.txt", test_device());
 }
 
 /* The loader must refuse, not skip, a fixture it cannot use. */
@@ -372,6 +430,14 @@ static void test_loader_rejects(void **state)
 int main(void)
 {
     cpu_set_threads(1); /* deterministic, and no OpenMP spin-waits on a loaded machine */
+#ifdef DDPTOP_FIXTURES_ON_GPU
+    int ngpu = 0;
+    if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+        printf("no GPU: the GPU fixture steps are skipped\n");
+        return 77;
+    }
+    cudaSetDevice(0);
+#endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lenet_step),
         cmocka_unit_test(test_mlp_step),

@@ -83,7 +83,7 @@ static void test_shared_gpu_ring(void **state)
         cudaSetDevice(0);
         cudaStream_t s;
         assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
-        jobs[r] = (struct job){comm_cuda_ring_create(w, r, 0, s), 0, s, 100003, 0, 0, NULL};
+        jobs[r] = (struct job){comm_cuda_ring_create(w, r, ALGO_RING, 0, s), 0, s, 100003, 0, 0, NULL};
         assert_non_null(jobs[r].c);
     }
     for (int r = 0; r < 2; r++)
@@ -178,8 +178,8 @@ static void test_cupti_breakdown(void **state)
     pthread_t th[2];
     cudaStream_t other;
     cudaStreamCreate(&other);
-    jobs[0] = (struct job){comm_cuda_ring_create(w, 0, 0, comm_s), 0, comm_s, 1 << 18, 0, 0, NULL};
-    jobs[1] = (struct job){comm_cuda_ring_create(w, 1, 0, other), 0, other, 1 << 18, 0, 0, NULL};
+    jobs[0] = (struct job){comm_cuda_ring_create(w, 0, ALGO_RING, 0, comm_s), 0, comm_s, 1 << 18, 0, 0, NULL};
+    jobs[1] = (struct job){comm_cuda_ring_create(w, 1, ALGO_RING, 0, other), 0, other, 1 << 18, 0, 0, NULL};
     for (int r = 0; r < 2; r++)
         pthread_create(&th[r], NULL, ring_worker, &jobs[r]);
     for (int r = 0; r < 2; r++) {
@@ -353,8 +353,8 @@ static void test_kernels_pool_relu_xent_sgd(void **state)
     struct cuda_pool *p = cuda_maxpool_create(g_kx, &pd, err, sizeof(err));
     assert_non_null(p);
     float *d_in = up(in, ni), *d_out = up(out, no), *d_dout = up(dout, no), *d_din = up(din, ni);
-    assert_int_equal(cuda_maxpool_forward(p, d_out, d_in), 0);
-    assert_int_equal(cuda_maxpool_backward(p, d_din, 0, d_dout, d_out, d_in), 0);
+    assert_int_equal(cuda_pool_forward(p, d_out, d_in), 0);
+    assert_int_equal(cuda_pool_backward(p, d_din, 0, d_dout, d_out, d_in), 0);
     cudaStreamSynchronize(g_ks);
     close_to(d_out, out, no, "maxpool out");
     close_to(d_din, din, ni, "maxpool din");

@@ -20,6 +20,9 @@ struct reg {
 static struct reg g_regs[MAX_STREAMS];
 static _Atomic int g_nregs;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+/* CUPTI delivers buffers on its own thread and on whichever thread flushes:
+ * one at a time, so that each rank's ring keeps a single producer */
+static pthread_mutex_t g_deliver = PTHREAD_MUTEX_INITIALIZER;
 static int64_t g_offset_ns; /* probe clock - CUPTI clock */
 static _Atomic int64_t g_overhead_ns;
 static _Atomic uint64_t g_dropped;
@@ -56,6 +59,8 @@ static const struct reg *find(uint32_t device, uint32_t stream_id)
 
 static void emit(const struct reg *r, uint64_t start, uint64_t end, int cat, uint64_t bytes)
 {
+    if (start == 0 || end < start)
+        return; /* an incomplete record (a forced flush): no interval to count */
     struct span s = {.t0_ns = (int64_t)start + g_offset_ns,
                      .t1_ns = (int64_t)end + g_offset_ns,
                      .bytes = bytes,
@@ -78,6 +83,7 @@ static int compute_cat(uint32_t corr)
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
 {
     int64_t t0 = probe_now_ns();
+    pthread_mutex_lock(&g_deliver);
     CUpti_Activity *rec = NULL;
     while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
         switch (rec->kind) {
@@ -117,6 +123,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
         atomic_fetch_add(&g_dropped, dropped);
+    pthread_mutex_unlock(&g_deliver);
     free(buffer);
     atomic_fetch_add(&g_overhead_ns, probe_now_ns() - t0);
 }
@@ -179,6 +186,7 @@ void gpu_activity_phase_pop(void)
 
 void gpu_activity_flush(void)
 {
+    /* 0: every buffer whose records have all completed, full or not */
     if (g_started)
         cuptiActivityFlushAll(0);
 }

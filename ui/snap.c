@@ -47,10 +47,8 @@ int snap_init(struct snap *s, const struct run *r)
     snprintf(s->dataset, sizeof(s->dataset), "%s", r->train->name);
     snprintf(s->strategy, sizeof(s->strategy), "%s", strategy_name(r->cfg.strategy));
     const char *comm = r->cfg.comm == COMM_NCCL ? "nccl" : r->cfg.comm == COMM_MPI ? "mpi" : "shm";
-    if (r->cfg.comm == COMM_SHM)
-        snprintf(s->backend, sizeof(s->backend), "%s/%s", comm, r->cfg.algo == ALGO_NAIVE ? "naive" : "ring");
-    else
-        snprintf(s->backend, sizeof(s->backend), "%s", comm);
+    /* what the run chose (on GPUs: nccl, or ddptop's device ring when ranks share a GPU) */
+    snprintf(s->backend, sizeof(s->backend), "%s", r->backend);
     snprintf(s->device, sizeof(s->device), "%s", r->devops->name);
     s->local_batch = r->local_batch;
     s->global_batch = r->global_batch;

@@ -1,0 +1,579 @@
+/* layers_cuda.c - every layer type on the GPU: the builders in layers*.c
+ * hand over here once a shape is checked, when the model lives on a GPU
+ * (m->cuda). Tensors are plain NCHW in device memory; convolution, pooling
+ * and batch norm run cuDNN, linear layers cuBLAS, the rest our kernels
+ * (kernels_cuda.cu). Everything is enqueued on the model's stream; nothing
+ * here waits for the GPU.
+ *
+ * The input-gradient protocol is the CPU's (the first writer writes, later
+ * ones add), except that every GPU kernel can add in place, so none needs
+ * the model's scratch: a layer passes grad_set as its accumulate flag.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels_cuda.h"
+#include "layers_internal.h"
+
+static void *S(struct model *m)
+{
+    return cuda_ctx_stream(m->cuda);
+}
+
+/* A cuDNN/cuBLAS wrapper failed: its message is in the context. */
+static int fail(struct model *m, const struct layer *l)
+{
+    snprintf(m->err, sizeof(m->err), "%s: %s", l->name, cuda_kernels_error(m->cuda));
+    return -1;
+}
+
+/* A kernel launcher returned rc. */
+#define LAUNCH(m, l, call)                                                                                             \
+    do {                                                                                                               \
+        if ((call) != 0) {                                                                                             \
+            cuda_ctx_launch_failed((m)->cuda, #call);                                                                  \
+            return fail((m), (l));                                                                                     \
+        }                                                                                                              \
+    } while (0)
+
+/* The tensor's gradient as a write/accumulate target, or NULL when unwanted. */
+static float *din_of(struct model *m, int id, int *acc)
+{
+    if (!wants_grad(m, id))
+        return NULL;
+    *acc = T(m, id)->grad_set;
+    return T(m, id)->grad;
+}
+
+static void din_written(struct model *m, int id)
+{
+    T(m, id)->grad_set = 1;
+}
+
+static void kernel_name(struct model *m, int li, const char *what)
+{
+    snprintf(m->layers[li].kernel, sizeof(m->layers[li].kernel), "%s", what);
+}
+
+/* ---- linear (cuBLAS) ------------------------------------------------------ */
+struct glinear {
+    int in_f, out_f;
+};
+
+static int glinear_forward(struct model *m, struct layer *l, int train)
+{
+    struct glinear *s = l->impl;
+    if (cuda_linear_forward(m->cuda, T(m, l->out)->val, T(m, l->in)->val, model_param(m, l->param0),
+                            model_param(m, l->param0 + 1), m->batch, s->in_f, s->out_f) != 0)
+        return fail(m, l);
+    return 0;
+}
+
+static int glinear_backward(struct model *m, struct layer *l)
+{
+    struct glinear *s = l->impl;
+    int acc = 0, trainable = layer_trainable(m, l);
+    float *din = din_of(m, l->in, &acc);
+    if (!din && !trainable)
+        return 0;
+    if (cuda_linear_backward(m->cuda, din, acc, trainable ? model_grad(m, l->param0) : NULL,
+                             trainable ? model_grad(m, l->param0 + 1) : NULL, T(m, l->out)->grad, T(m, l->in)->val,
+                             model_param(m, l->param0), m->batch, s->in_f, s->out_f) != 0)
+        return fail(m, l);
+    if (din)
+        din_written(m, l->in);
+    return 0;
+}
+
+static const struct layer_ops glinear_ops = {"linear", glinear_forward, glinear_backward, layer_free_impl};
+
+int cudal_linear(struct model *m, const char *name, int in, int out_f)
+{
+    struct glinear *s = malloc(sizeof(*s));
+    if (!s)
+        return -1;
+    *s = (struct glinear){(int)T(m, in)->per_sample, out_f};
+    int li = layer_add_out(m, &glinear_ops, name, in, -1, s, out_f, 1, 1, 1, 2LL * s->in_f * out_f);
+    if (li < 0 || linear_params(m, li, s->in_f, out_f) != 0)
+        return -1;
+    kernel_name(m, li, "cublasSgemm");
+    return m->layers[li].out;
+}
+
+/* ---- convolution (cuDNN) -------------------------------------------------- */
+struct gconv {
+    struct conv_dims d;
+    int bias;
+    struct cuda_conv *k;
+};
+
+static int gconv_forward(struct model *m, struct layer *l, int train)
+{
+    struct gconv *s = l->impl;
+    if (cuda_conv_forward(s->k, T(m, l->out)->val, T(m, l->in)->val, model_param(m, l->param0),
+                          s->bias ? model_param(m, l->param0 + 1) : NULL) != 0)
+        return fail(m, l);
+    return 0;
+}
+
+static int gconv_backward(struct model *m, struct layer *l)
+{
+    struct gconv *s = l->impl;
+    int acc = 0, trainable = layer_trainable(m, l);
+    float *din = din_of(m, l->in, &acc);
+    if (!din && !trainable)
+        return 0;
+    if (cuda_conv_backward(s->k, din, acc, trainable ? model_grad(m, l->param0) : NULL,
+                           trainable && s->bias ? model_grad(m, l->param0 + 1) : NULL, T(m, l->out)->grad,
+                           T(m, l->in)->val, model_param(m, l->param0)) != 0)
+        return fail(m, l);
+    if (din)
+        din_written(m, l->in);
+    return 0;
+}
+
+static void gconv_destroy(struct layer *l)
+{
+    struct gconv *s = l->impl;
+    if (s)
+        cuda_conv_destroy(s->k);
+    free(s);
+}
+
+static const struct layer_ops gconv_ops = {"conv2d", gconv_forward, gconv_backward, gconv_destroy};
+
+int cudal_conv2d(struct model *m, const char *name, int in, const struct conv_dims *d, int bias)
+{
+    struct gconv *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -1;
+    s->d = *d;
+    s->bias = bias;
+    char kerr[200];
+    if (!(s->k = cuda_conv_create(m->cuda, d, bias, kerr, sizeof(kerr)))) {
+        snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
+        free(s);
+        return -1;
+    }
+    int li = layer_add_out(m, &gconv_ops, name, in, -1, s, d->OC, d->OH, d->OW, 1, conv_flops(d));
+    if (li < 0 || conv_params(m, li, d, bias) != 0)
+        return -1;
+    kernel_name(m, li, "cuDNN convolution");
+    return m->layers[li].out;
+}
+
+/* ---- element-wise: relu, relu6, dropout, add -------------------------------- */
+struct gelt {
+    int kind; /* CUDAL_* */
+    float p;
+    int ordinal;    /* dropout: among the model's dropout layers */
+    uint64_t calls; /* dropout: training forwards so far */
+    uint8_t *mask;  /* dropout: [batch, per_sample], device */
+};
+
+static int gelt_forward(struct model *m, struct layer *l, int train)
+{
+    struct gelt *s = l->impl;
+    float *out = T(m, l->out)->val;
+    const float *in = T(m, l->in)->val;
+    int64_t n = tensor_len(m, l->out);
+    switch (s->kind) {
+    case CUDAL_RELU:
+        if (cuda_relu_forward(m->cuda, out, in, n) != 0)
+            return fail(m, l);
+        break;
+    case CUDAL_RELU6:
+        LAUNCH(m, l, cuk_relu6_forward(out, in, n, S(m)));
+        break;
+    case CUDAL_DROPOUT:
+        if (!train || s->p == 0.0f) {
+            LAUNCH(m, l, cuk_copy_acc(out, 0, in, n, S(m)));
+        } else {
+            uint64_t key = dropout_key(m->seed, s->ordinal, s->calls);
+            if (!m->dropout_hold)
+                s->calls++;
+            LAUNCH(m, l, cuk_dropout_forward(out, s->mask, in, n, s->p, key, S(m)));
+        }
+        break;
+    default:
+        LAUNCH(m, l, cuk_add(out, in, T(m, l->in2)->val, n, S(m)));
+        break;
+    }
+    return 0;
+}
+
+static int gelt_backward(struct model *m, struct layer *l)
+{
+    struct gelt *s = l->impl;
+    const float *g = T(m, l->out)->grad, *out = T(m, l->out)->val;
+    int64_t n = tensor_len(m, l->out);
+    int acc = 0;
+    float *din = din_of(m, l->in, &acc);
+    switch (s->kind) {
+    case CUDAL_RELU:
+        if (din && cuda_relu_backward(m->cuda, din, acc, g, out, n) != 0)
+            return fail(m, l);
+        break;
+    case CUDAL_RELU6:
+        if (din)
+            LAUNCH(m, l, cuk_relu6_backward(din, acc, g, out, n, S(m)));
+        break;
+    case CUDAL_DROPOUT:
+        if (din && s->p == 0.0f)
+            LAUNCH(m, l, cuk_copy_acc(din, acc, g, n, S(m)));
+        else if (din)
+            LAUNCH(m, l, cuk_dropout_backward(din, acc, g, s->mask, s->p, n, S(m)));
+        break;
+    default: {
+        if (din)
+            LAUNCH(m, l, cuk_copy_acc(din, acc, g, n, S(m)));
+        if (din)
+            din_written(m, l->in);
+        int acc2 = 0;
+        float *din2 = din_of(m, l->in2, &acc2);
+        if (din2)
+            LAUNCH(m, l, cuk_copy_acc(din2, acc2, g, n, S(m)));
+        if (din2)
+            din_written(m, l->in2);
+        return 0;
+    }
+    }
+    if (din)
+        din_written(m, l->in);
+    return 0;
+}
+
+static void gelt_destroy(struct layer *l)
+{
+    struct gelt *s = l->impl;
+    if (s)
+        cuda_ctx_free(s->mask);
+    free(s);
+}
+
+static const struct layer_ops grelu_ops = {"relu", gelt_forward, gelt_backward, gelt_destroy};
+static const struct layer_ops grelu6_ops = {"relu6", gelt_forward, gelt_backward, gelt_destroy};
+static const struct layer_ops gdropout_ops = {"dropout", gelt_forward, gelt_backward, gelt_destroy};
+static const struct layer_ops gadd_ops = {"add", gelt_forward, gelt_backward, gelt_destroy};
+
+int cudal_eltwise(struct model *m, int kind, const char *name, int in, int in2, float p)
+{
+    if (in < 0)
+        return -1;
+    struct gelt *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -1;
+    s->kind = kind;
+    s->p = p;
+    if (kind == CUDAL_DROPOUT) {
+        s->ordinal = m->ndropout++;
+        if (!(s->mask = cuda_ctx_alloc(m->cuda, (size_t)tensor_len(m, in)))) {
+            snprintf(m->err, sizeof(m->err), "%s: %s", name, cuda_kernels_error(m->cuda));
+            free(s);
+            return -1;
+        }
+    }
+    const struct layer_ops *ops = kind == CUDAL_RELU    ? &grelu_ops
+                                  : kind == CUDAL_RELU6 ? &grelu6_ops
+                                  : kind == CUDAL_ADD   ? &gadd_ops
+                                                        : &gdropout_ops;
+    struct tensor t = *T(m, in);
+    int li = layer_add_out(m, ops, name, in, kind == CUDAL_ADD ? in2 : -1, s, t.c, t.h, t.w, 1, t.per_sample);
+    if (li < 0)
+        return -1;
+    kernel_name(m, li, kind == CUDAL_RELU ? "ddptop relu" : "ddptop element-wise");
+    return m->layers[li].out;
+}
+
+/* ---- pooling: cuDNN, or our kernel for ceil_mode ---------------------------- */
+struct gpool {
+    struct pool_dims d;
+    struct cuda_pool *k; /* NULL: our ceil-mode max-pool */
+    int32_t *arg;        /* [batch, C, OH, OW], device, for our max-pool */
+};
+
+static int gpool_forward(struct model *m, struct layer *l, int train)
+{
+    struct gpool *s = l->impl;
+    const struct pool_dims *d = &s->d;
+    if (s->k) {
+        if (cuda_pool_forward(s->k, T(m, l->out)->val, T(m, l->in)->val) != 0)
+            return fail(m, l);
+        return 0;
+    }
+    LAUNCH(m, l,
+           cuk_maxpool_forward(T(m, l->out)->val, s->arg, T(m, l->in)->val, d->B * d->C, d->H, d->W, d->OH, d->OW, d->k,
+                               d->stride, d->pad, S(m)));
+    return 0;
+}
+
+static int gpool_backward(struct model *m, struct layer *l)
+{
+    struct gpool *s = l->impl;
+    const struct pool_dims *d = &s->d;
+    int acc = 0;
+    float *din = din_of(m, l->in, &acc);
+    if (!din)
+        return 0;
+    if (s->k) {
+        if (cuda_pool_backward(s->k, din, acc, T(m, l->out)->grad, T(m, l->out)->val, T(m, l->in)->val) != 0)
+            return fail(m, l);
+    } else {
+        LAUNCH(m, l,
+               cuk_maxpool_backward(din, acc, T(m, l->out)->grad, s->arg, d->B * d->C, d->H, d->W, d->OH, d->OW, d->k,
+                                    d->stride, d->pad, S(m)));
+    }
+    din_written(m, l->in);
+    return 0;
+}
+
+static void gpool_destroy(struct layer *l)
+{
+    struct gpool *s = l->impl;
+    if (s) {
+        cuda_pool_destroy(s->k);
+        cuda_ctx_free(s->arg);
+    }
+    free(s);
+}
+
+static const struct layer_ops gmaxpool_ops = {"maxpool", gpool_forward, gpool_backward, gpool_destroy};
+static const struct layer_ops gavgpool_ops = {"avgpool", gpool_forward, gpool_backward, gpool_destroy};
+
+int cudal_pool(struct model *m, const char *name, int in, const struct pool_dims *d, int max)
+{
+    struct gpool *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -1;
+    s->d = *d;
+    char kerr[200] = "";
+    if (max && d->ceil_mode && d->pad_r != d->pad) {
+        /* cuDNN pads symmetrically: ceil_mode's extra window is ours */
+        s->arg = cuda_ctx_alloc(m->cuda, sizeof(int32_t) * (size_t)d->B * d->C * d->OH * d->OW);
+        if (!s->arg)
+            snprintf(kerr, sizeof(kerr), "%s", cuda_kernels_error(m->cuda));
+    } else {
+        s->k = max ? cuda_maxpool_create(m->cuda, d, kerr, sizeof(kerr))
+                   : cuda_avgpool_create(m->cuda, d, kerr, sizeof(kerr));
+    }
+    if (!s->k && !s->arg) {
+        snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
+        free(s);
+        return -1;
+    }
+    int li = layer_add_out(m, max ? &gmaxpool_ops : &gavgpool_ops, name, in, -1, s, d->C, d->OH, d->OW, 1,
+                           (int64_t)d->C * d->OH * d->OW * d->k * d->k);
+    if (li < 0)
+        return -1;
+    kernel_name(m, li, s->k ? "cuDNN pooling" : "ddptop ceil-mode max-pool");
+    return m->layers[li].out;
+}
+
+/* ---- adaptive and global average pooling (ours) ------------------------------ */
+struct gadapool {
+    int oh, ow;
+};
+
+static int gadapool_forward(struct model *m, struct layer *l, int train)
+{
+    struct gadapool *s = l->impl;
+    struct tensor *in = T(m, l->in);
+    LAUNCH(m, l, cuk_adapool_forward(T(m, l->out)->val, in->val, m->batch * in->c, in->h, in->w, s->oh, s->ow, S(m)));
+    return 0;
+}
+
+static int gadapool_backward(struct model *m, struct layer *l)
+{
+    struct gadapool *s = l->impl;
+    struct tensor *in = T(m, l->in);
+    int acc = 0;
+    float *din = din_of(m, l->in, &acc);
+    if (!din)
+        return 0;
+    LAUNCH(m, l,
+           cuk_adapool_backward(din, acc, T(m, l->out)->grad, m->batch * in->c, in->h, in->w, s->oh, s->ow, S(m)));
+    din_written(m, l->in);
+    return 0;
+}
+
+static const struct layer_ops gadapool_ops = {"adaptpool", gadapool_forward, gadapool_backward, layer_free_impl};
+static const struct layer_ops ggap_ops = {"globalpool", gadapool_forward, gadapool_backward, layer_free_impl};
+
+int cudal_adapool(struct model *m, const char *name, int in, int oh, int ow)
+{
+    struct gadapool *s = malloc(sizeof(*s));
+    if (!s)
+        return -1;
+    *s = (struct gadapool){oh, ow};
+    struct tensor t = *T(m, in);
+    int li =
+        layer_add_out(m, oh == 1 && ow == 1 ? &ggap_ops : &gadapool_ops, name, in, -1, s, t.c, oh, ow, 1, t.per_sample);
+    if (li < 0)
+        return -1;
+    kernel_name(m, li, "ddptop adaptive average pool");
+    return m->layers[li].out;
+}
+
+/* ---- batch norm (cuDNN) ------------------------------------------------------- */
+struct gbn {
+    struct cuda_bn *k;
+    float *run_mean, *run_var; /* [C] each, device */
+};
+
+static int gbn_forward(struct model *m, struct layer *l, int train)
+{
+    struct gbn *s = l->impl;
+    if (cuda_bn_forward(s->k, T(m, l->out)->val, T(m, l->in)->val, model_param(m, l->param0),
+                        model_param(m, l->param0 + 1), s->run_mean, s->run_var, BN_MOMENTUM, train) != 0)
+        return fail(m, l);
+    return 0;
+}
+
+static int gbn_backward(struct model *m, struct layer *l)
+{
+    struct gbn *s = l->impl;
+    int acc = 0, trainable = layer_trainable(m, l);
+    float *din = din_of(m, l->in, &acc);
+    if (!din && !trainable)
+        return 0;
+    /* cuDNN always produces the input gradient: an unwanted one goes to the scratch */
+    if (cuda_bn_backward(s->k, din ? din : m->acc, din ? acc : 0, trainable ? model_grad(m, l->param0) : NULL,
+                         trainable ? model_grad(m, l->param0 + 1) : NULL, T(m, l->out)->grad, T(m, l->in)->val,
+                         model_param(m, l->param0)) != 0)
+        return fail(m, l);
+    if (din)
+        din_written(m, l->in);
+    return 0;
+}
+
+static void gbn_destroy(struct layer *l)
+{
+    struct gbn *s = l->impl;
+    if (s) {
+        cuda_bn_destroy(s->k);
+        cuda_ctx_free(s->run_mean);
+    }
+    free(s);
+}
+
+static const struct layer_ops gbn_ops = {"batchnorm", gbn_forward, gbn_backward, gbn_destroy};
+
+int cudal_batchnorm(struct model *m, const char *name, int in)
+{
+    struct tensor t = *T(m, in);
+    struct gbn *s = calloc(1, sizeof(*s));
+    float *ones = malloc(sizeof(float) * (size_t)t.c);
+    char kerr[200] = "out of memory";
+    if (s && ones)
+        s->run_mean = cuda_ctx_alloc(m->cuda, sizeof(float) * 2 * (size_t)t.c); /* zeroed */
+    if (s && s->run_mean) {
+        s->run_var = s->run_mean + t.c;
+        for (int c = 0; c < t.c; c++)
+            ones[c] = 1.0f;
+        if (model_memcpy(m, s->run_var, ones, sizeof(float) * (size_t)t.c) == 0)
+            s->k = cuda_bn_create(m->cuda, m->batch, t.c, t.h, t.w, BN_EPS, kerr, sizeof(kerr));
+        else
+            snprintf(kerr, sizeof(kerr), "%.190s", m->err);
+    } else if (s && ones) {
+        snprintf(kerr, sizeof(kerr), "%s", cuda_kernels_error(m->cuda));
+    }
+    free(ones);
+    if (!s || !s->k) {
+        snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
+        gbn_destroy(&(struct layer){.impl = s});
+        return -1;
+    }
+    int li = layer_add_out(m, &gbn_ops, name, in, -1, s, t.c, t.h, t.w, 1, 2 * t.per_sample);
+    if (li < 0 || bn_params(m, li, t.c) != 0)
+        return -1;
+    kernel_name(m, li, "cuDNN batch norm");
+    return m->layers[li].out;
+}
+
+float *cudal_bn_running(struct layer *l, int which)
+{
+    if (l->ops != &gbn_ops)
+        return NULL;
+    struct gbn *s = l->impl;
+    return which ? s->run_var : s->run_mean;
+}
+
+/* ---- channel concatenation and zero padding (ours) ------------------------------- */
+static int gconcat_forward(struct model *m, struct layer *l, int train)
+{
+    struct tensor *a = T(m, l->in), *b = T(m, l->in2), *o = T(m, l->out);
+    LAUNCH(m, l, cuk_rows(o->val, o->stride, 0, a->val, a->stride, m->batch, a->stride, S(m)));
+    LAUNCH(m, l, cuk_rows(o->val + a->stride, o->stride, 0, b->val, b->stride, m->batch, b->stride, S(m)));
+    return 0;
+}
+
+static int gconcat_backward(struct model *m, struct layer *l)
+{
+    struct tensor *a = T(m, l->in), *b = T(m, l->in2), *o = T(m, l->out);
+    int acc = 0;
+    float *da = din_of(m, l->in, &acc);
+    if (da) {
+        LAUNCH(m, l, cuk_rows(da, a->stride, acc, o->grad, o->stride, m->batch, a->stride, S(m)));
+        din_written(m, l->in);
+    }
+    float *db = din_of(m, l->in2, &acc);
+    if (db) {
+        LAUNCH(m, l, cuk_rows(db, b->stride, acc, o->grad + a->stride, o->stride, m->batch, b->stride, S(m)));
+        din_written(m, l->in2);
+    }
+    return 0;
+}
+
+static const struct layer_ops gconcat_ops = {"concat", gconcat_forward, gconcat_backward, NULL};
+
+int cudal_concat(struct model *m, const char *name, int a, int b)
+{
+    struct tensor ta = *T(m, a), tb = *T(m, b);
+    int li = layer_add_out(m, &gconcat_ops, name, a, b, NULL, ta.c + tb.c, ta.h, ta.w, 1, 0);
+    if (li < 0)
+        return -1;
+    kernel_name(m, li, "ddptop strided copy");
+    return m->layers[li].out;
+}
+
+struct gpad {
+    int p;
+};
+
+static int gpad_forward(struct model *m, struct layer *l, int train)
+{
+    struct gpad *s = l->impl;
+    struct tensor *in = T(m, l->in);
+    LAUNCH(m, l, cuk_pad_forward(T(m, l->out)->val, in->val, m->batch * in->c, in->h, in->w, s->p, S(m)));
+    return 0;
+}
+
+static int gpad_backward(struct model *m, struct layer *l)
+{
+    struct gpad *s = l->impl;
+    struct tensor *in = T(m, l->in);
+    int acc = 0;
+    float *din = din_of(m, l->in, &acc);
+    if (!din)
+        return 0;
+    LAUNCH(m, l, cuk_pad_backward(din, acc, T(m, l->out)->grad, m->batch * in->c, in->h, in->w, s->p, S(m)));
+    din_written(m, l->in);
+    return 0;
+}
+
+static const struct layer_ops gpad_ops = {"pad", gpad_forward, gpad_backward, layer_free_impl};
+
+int cudal_pad(struct model *m, const char *name, int in, int p)
+{
+    struct gpad *s = malloc(sizeof(*s));
+    if (!s)
+        return -1;
+    s->p = p;
+    struct tensor t = *T(m, in);
+    int li = layer_add_out(m, &gpad_ops, name, in, -1, s, t.c, t.h + 2 * p, t.w + 2 * p, 1, 0);
+    if (li < 0)
+        return -1;
+    kernel_name(m, li, "ddptop pad");
+    return m->layers[li].out;
+}
