@@ -57,6 +57,8 @@ struct device {
 };
 
 extern const struct device_ops device_cpu;
+/* The CPU through the asynchronous path of the rank loop (tests). */
+extern const struct device_ops device_cpu_staged;
 /* The last error of a device call on this thread, naming the call, the rank
  * and the device: "rank 1 (cuda:0): cudaMalloc: out of memory". */
 const char *device_last_error(void);

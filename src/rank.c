@@ -542,13 +542,13 @@ static int loop_init(struct loop *L, struct rank *rk)
     rk->dev.rank = rk->id;
     L->slow = cfg->slow_rank == rk->id ? cfg->slow_factor : 1.0;
     cpu_set_threads(cfg->threads_per_rank);
-    L->async = run->on_gpu;
+    L->async = run->devops->async;
     L->staged = -1;
-    if (run->devops->open(&rk->dev, L->async ? rk->gpu : rk->id, err, sizeof(err)) != 0)
+    if (run->devops->open(&rk->dev, run->on_gpu ? rk->gpu : rk->id, err, sizeof(err)) != 0)
         return fail(rk, err);
     struct model_device md, *on = NULL;
 #ifdef DDPTOP_HAVE_CUDA
-    if (L->async) {
+    if (run->on_gpu) {
         /* the device communicator first: NCCL's initialisation waits for every rank */
         err[0] = 0;
         void *cs = device_cuda_stream(&rk->dev, STREAM_COMM);

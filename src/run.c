@@ -97,7 +97,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
                  strategy_name(rc->strategy));
         return -1;
     }
-    r->on_gpu = devops->async;
+    r->on_gpu = device_cuda && devops == device_cuda;
     if (rc->comm == COMM_MPI || (rc->comm == COMM_NCCL && !r->on_gpu)) {
         snprintf(err, errlen, "--comm %s: not available %s", rc->comm == COMM_NCCL ? "nccl" : "mpi",
                  rc->comm == COMM_NCCL ? "on the CPU" : "in this build");

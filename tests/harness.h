@@ -29,12 +29,12 @@ static inline struct run_config harness_config(const char *model, int strategy, 
     return rc;
 }
 
-/* Runs rc to the end on the CPU; the caller inspects r, then run_free(r). */
-static inline int harness_run(struct run *r, const struct run_config *rc, const struct dataset *tr,
-                              const struct dataset *te)
+/* Runs rc to the end on device dev; the caller inspects r, then run_free(r). */
+static inline int harness_run_on(struct run *r, const struct run_config *rc, const struct dataset *tr,
+                                 const struct dataset *te, const struct device_ops *dev)
 {
     char err[256];
-    if (run_start(r, rc, tr, te, &device_cpu, err, sizeof(err)) != 0) {
+    if (run_start(r, rc, tr, te, dev, err, sizeof(err)) != 0) {
         fprintf(stderr, "run_start: %s\n", err);
         run_request_stop(r);
         run_join(r);
@@ -44,6 +44,13 @@ static inline int harness_run(struct run *r, const struct run_config *rc, const 
     while (run_poll(r))
         nanosleep(&tick, NULL);
     return run_join(r);
+}
+
+/* The same on the CPU. */
+static inline int harness_run(struct run *r, const struct run_config *rc, const struct dataset *tr,
+                              const struct dataset *te)
+{
+    return harness_run_on(r, rc, tr, te, &device_cpu);
 }
 
 #endif

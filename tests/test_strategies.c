@@ -6,7 +6,11 @@
  *    concatenated batch of 64 after 20 steps, within 1e-5 relative;
  *  - ddp overlaps: overlap % > 0 and comm-lane spans inside backward;
  *  - --slow-rank 1:3: rank 0's idle share rises, rank 1's does not;
- *  - identical seeds give identical losses and parameters.
+ *  - identical seeds give identical losses and parameters;
+ *  - the rank loop's asynchronous-device path (staging buffers, the next
+ *    batch prefetched during the step, events, DDP's stream hooks, the
+ *    split loss), taken on the CPU through device_cpu_staged, trains bit
+ *    for bit like the synchronous path, evaluation included.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -197,6 +201,42 @@ static void test_slow_rank(void **state)
     result_free(&base);
 }
 
+static void test_staged_path_matches(void **state)
+{
+    const int strategies[] = {STRAT_SINGLE, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP};
+    for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++) {
+        /* 2 epochs of 7 steps: prefetch stops at each epoch's end and restarts */
+        struct run_config rc = harness_config("lenet", strategies[s], 2, 8, 14);
+        rc.bucket_mb = 0.05f;
+        rc.eval = 1;
+        rc.epochs = 2;
+        rc.check_replicas = 1;
+        struct dataset small = g_train, small_test = g_test; /* views of the first samples */
+        small.n = 2 * 8 * 7;                                 /* 7 steps per epoch */
+        small_test.n = 203;                                  /* a short last evaluation batch */
+        struct run a, b;
+        assert_int_equal(harness_run_on(&a, &rc, &small, &small_test, &device_cpu), 0);
+        assert_int_equal(harness_run_on(&b, &rc, &small, &small_test, &device_cpu_staged), 0);
+        assert_int_equal(a.metrics.steps_done, 14);
+        assert_int_equal(b.metrics.steps_done, 14);
+        assert_true(b.metrics.replicas_diverged_at < 0);
+        for (int i = 0; i < a.world; i++)
+            assert_memory_equal(a.ranks[i].model->param_buf, b.ranks[i].model->param_buf,
+                                a.ranks[0].model->nfloats * sizeof(float));
+        for (size_t k = 0; k < 14; k++)
+            assert_true(a.metrics.loss_mean[k] == b.metrics.loss_mean[k]);
+        assert_int_equal(b.metrics.nepochs, 2);
+        for (int e = 0; e < 2; e++) {
+            assert_true(b.metrics.test_total[e] > 0);
+            assert_int_equal(a.metrics.test_correct[e], b.metrics.test_correct[e]);
+        }
+        printf("  %s: staged path identical over 2 epochs (test accuracy %.1f%%)\n", strategy_name(strategies[s]),
+               100.0 * b.metrics.test_correct[1] / b.metrics.test_total[1]);
+        run_free(&a);
+        run_free(&b);
+    }
+}
+
 static void test_deterministic(void **state)
 {
     struct run_config rc = harness_config("mlp", STRAT_DDP, 2, 16, 15);
@@ -237,15 +277,11 @@ static void test_fp16(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replicas_identical),
-        cmocka_unit_test(test_equivalence_mlp),
-        cmocka_unit_test(test_equivalence_lenet),
-        cmocka_unit_test(test_equivalence_discriminates),
-        cmocka_unit_test(test_ddp_overlap_lenet),
-        cmocka_unit_test(test_ddp_overlap_mlp),
-        cmocka_unit_test(test_slow_rank),
-        cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_fp16),
+        cmocka_unit_test(test_replicas_identical),  cmocka_unit_test(test_equivalence_mlp),
+        cmocka_unit_test(test_equivalence_lenet),   cmocka_unit_test(test_equivalence_discriminates),
+        cmocka_unit_test(test_ddp_overlap_lenet),   cmocka_unit_test(test_ddp_overlap_mlp),
+        cmocka_unit_test(test_slow_rank),           cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_staged_path_matches), cmocka_unit_test(test_fp16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
