@@ -1,15 +1,18 @@
 /* comm_nccl.c - the NCCL communicator: one NCCL rank per GPU thread, the
  * unique id shared in process, collectives enqueued on the rank's comm
  * stream. The host-side span of a call covers launch to completion of the
- * comm stream (the comm lane blocks there, never the compute stream); the
- * device-side picture comes from CUPTI's kernel records. Every NCCL and CUDA
- * call is checked and a failure names the call, the rank and the GPU.
+ * comm stream (the comm lane blocks there, never the compute stream; the
+ * wait polls, so that an abort raised by a failed peer aborts NCCL rather
+ * than hanging in its kernels); the device-side picture comes from CUPTI's
+ * kernel records. Every NCCL and CUDA call is checked and a failure names
+ * the call, the rank and the GPU.
  */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm.h"
 
@@ -19,7 +22,8 @@ struct nccl_state {
     ncclComm_t nc;
     cudaStream_t stream;
     int gpu;
-    float *one; /* a device float for the barrier */
+    float *one;  /* a device float for the barrier */
+    int aborted; /* ncclCommAbort ran: every later call fails */
 };
 
 #define NS(c) ((struct nccl_state *)(c)->impl)
@@ -30,9 +34,39 @@ static int fail_nccl(struct comm *c, const char *call, ncclResult_t r)
     return -1;
 }
 
+/* Waits for the comm stream, polling so that a raised abort (a failed or
+ * interrupted peer, which would leave NCCL's kernels waiting forever)
+ * aborts the communicator instead. Returns 0, COMM_ABORTED or -1. */
+static int nccl_wait(struct comm *c, const char *what)
+{
+    struct nccl_state *s = NS(c);
+    struct timespec nap = {0, 20 * 1000};
+    for (unsigned spin = 0;; spin++) {
+        cudaError_t e = cudaStreamQuery(s->stream);
+        if (e == cudaSuccess)
+            return 0;
+        if (e != cudaErrorNotReady) {
+            fprintf(stderr, "ddptop: rank %d (cuda:%d): %s: %s\n", c->rank, s->gpu, what, cudaGetErrorString(e));
+            return -1;
+        }
+        ncclResult_t ar = ncclSuccess;
+        if (ncclCommGetAsyncError(s->nc, &ar) == ncclSuccess && ar != ncclSuccess && ar != ncclInProgress)
+            return fail_nccl(c, what, ar);
+        if (c->abort && atomic_load(c->abort) && !s->aborted) {
+            ncclCommAbort(s->nc); /* the kernels stop; the communicator is gone */
+            s->aborted = 1;
+            return COMM_ABORTED;
+        }
+        if (spin > 2000)
+            nanosleep(&nap, NULL);
+    }
+}
+
 /* Enqueues, waits for the comm stream, and records the call. */
 #define NCCL_CALL(c, kind, size, TX_, RX_, expr)                                                                       \
     do {                                                                                                               \
+        if (NS(c)->aborted)                                                                                            \
+            return COMM_ABORTED;                                                                                       \
         struct comm_call call_;                                                                                        \
         comm_call_begin((c), &call_, (kind), (size));                                                                  \
         ncclResult_t r_ = (expr);                                                                                      \
@@ -40,16 +74,11 @@ static int fail_nccl(struct comm *c, const char *call, ncclResult_t r)
             comm_call_end((c), &call_);                                                                                \
             return fail_nccl((c), #expr, r_);                                                                          \
         }                                                                                                              \
-        cudaError_t e_ = cudaStreamSynchronize(NS(c)->stream);                                                         \
+        int w_ = nccl_wait((c), #kind);                                                                                \
         call_.tx = (TX_);                                                                                              \
         call_.rx = (RX_);                                                                                              \
         comm_call_end((c), &call_);                                                                                    \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "ddptop: rank %d (cuda:%d): cudaStreamSynchronize after %s: %s\n", (c)->rank, NS(c)->gpu,  \
-                    #kind, cudaGetErrorString(e_));                                                                    \
-            return -1;                                                                                                 \
-        }                                                                                                              \
-        return 0;                                                                                                      \
+        return w_;                                                                                                     \
     } while (0)
 
 static ncclRedOp_t redop(enum red_op op)
@@ -161,10 +190,10 @@ static void n_destroy(struct comm *c)
         return;
     struct nccl_state *s = NS(c);
     if (s) {
-        if (c->abort && atomic_load(c->abort))
+        if (!s->aborted && c->abort && atomic_load(c->abort))
             ncclCommAbort(s->nc); /* peers may be gone: do not wait for them */
-        else
-            ncclCommDestroy(s->nc);
+        else if (!s->aborted)
+            ncclCommDestroy(s->nc); /* (an aborted one is already freed) */
         cudaFree(s->one);
         free(s);
     }

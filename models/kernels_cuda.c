@@ -295,6 +295,18 @@ struct cuda_conv *cuda_conv_create(struct cuda_ctx *x, const struct conv_dims *d
     return c;
 }
 
+void cuda_conv_describe(const struct cuda_conv *c, char *buf, size_t n)
+{
+    static const char *const fwd[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm", "direct", "fft", "fft_tiling",
+                                      "winograd",      "winograd_nonfused"};
+    static const char *const data[] = {"algo_0", "algo_1", "fft", "fft_tiling", "winograd", "winograd_nonfused"};
+    static const char *const filt[] = {"algo_0",    "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused",
+                                       "fft_tiling"};
+#define NAME(t, a) ((unsigned)(a) < sizeof(t) / sizeof(t[0]) ? t[a] : "?")
+    snprintf(buf, n, "cudnn:%s|%s|%s", NAME(fwd, c->fwd), NAME(data, c->bwd_data), NAME(filt, c->bwd_filter));
+#undef NAME
+}
+
 void cuda_conv_destroy(struct cuda_conv *c)
 {
     if (!c)

@@ -34,6 +34,8 @@ struct cuda_conv;
 struct cuda_conv *cuda_conv_create(struct cuda_ctx *x, const struct conv_dims *d, int has_bias, char *err,
                                    size_t errlen);
 void cuda_conv_destroy(struct cuda_conv *c);
+/* The chosen algorithms, "cudnn:FWD|BWD-DATA|BWD-FILTER", for --info. */
+void cuda_conv_describe(const struct cuda_conv *c, char *buf, size_t n);
 int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const float *w, const float *b);
 int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, float *db, const float *dout,
                        const float *in, const float *w);

@@ -159,7 +159,7 @@ int cudal_conv2d(struct model *m, const char *name, int in, const struct conv_di
     int li = layer_add_out(m, &gconv_ops, name, in, -1, s, d->OC, d->OH, d->OW, 1, conv_flops(d));
     if (li < 0 || conv_params(m, li, d, bias) != 0)
         return -1;
-    kernel_name(m, li, "cuDNN convolution");
+    cuda_conv_describe(s->k, m->layers[li].kernel, sizeof(m->layers[li].kernel));
     return m->layers[li].out;
 }
 

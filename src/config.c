@@ -47,6 +47,7 @@ enum {
     OPT_NO_EVAL,
     OPT_BUCKET_MB,
     OPT_NO_OVERLAP,
+    OPT_NO_CUPTI,
     OPT_GRAD_COMPRESS,
     OPT_SLOW_RANK,
     OPT_QUIET,
@@ -99,6 +100,7 @@ static const struct option long_opts[] = {
     {"no-eval", no_argument, 0, OPT_NO_EVAL},
     {"bucket-mb", required_argument, 0, OPT_BUCKET_MB},
     {"no-overlap", no_argument, 0, OPT_NO_OVERLAP},
+    {"no-cupti", no_argument, 0, OPT_NO_CUPTI},
     {"grad-compress", required_argument, 0, OPT_GRAD_COMPRESS},
     {"slow-rank", required_argument, 0, OPT_SLOW_RANK},
     {"quiet", no_argument, 0, OPT_QUIET},
@@ -165,6 +167,8 @@ static void usage(FILE *out)
             "  --threads-per-rank N      compute threads per rank (default cores / ranks, at least 1)\n"
             "  --bucket-mb X             ddp bucket cap in MB (default 25; the first bucket is 1 MB)\n"
             "  --no-overlap              ddp: run the buckets after backward instead of during it\n"
+            "  --no-cupti                GPU: no device timelines (host spans only; to measure\n"
+            "                            what CUPTI costs)\n"
             "  --grad-compress fp16      send gradients as half precision\n"
             "  --slow-rank R:F           make rank R's compute F times slower (a straggler)\n"
             "  --check-replicas          hash every rank's parameters after each step and report\n"
@@ -534,6 +538,9 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             if (parse_double(optarg, 0.001, 4096.0, &dv) != 0)
                 return bad(err, name, "expected a number of megabytes in [0.001, 4096]", optarg);
             b->bucket_mb = (float)dv;
+            break;
+        case OPT_NO_CUPTI:
+            b->no_cupti = 1;
             break;
         case OPT_NO_OVERLAP:
             b->overlap = 0;

@@ -5,8 +5,12 @@
 #include <string.h>
 
 #include "config.h"
+#include "device.h"
 #include "model.h"
 #include "modes.h"
+#ifdef DDPTOP_HAVE_CUDA
+#include "kernels_cuda.h"
+#endif
 
 static void input_shape(const char *dataset, int *c, int *h, int *w)
 {
@@ -23,9 +27,27 @@ int info_main(const struct config *cfg)
 {
     int c, h, w;
     input_shape(cfg->base.dataset, &c, &h, &w);
+    /* on a GPU the kernels (cuDNN's algorithms, its workspace) depend on the
+     * batch: the table is built at the run's batch size there */
+    char note[160], err[256];
+    const struct device_ops *dev = device_select(cfg->base.device, note, sizeof(note), err, sizeof(err));
+    if (!dev) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        return 2;
+    }
+    struct model_device gpu = {NULL, 0, cfg->base.ngpus > 0 ? cfg->base.gpus[0] : 0};
+    const struct model_device *on = device_cuda && dev == device_cuda ? &gpu : NULL;
+    int batch = on ? cfg->base.batch_size : 1;
+    if (on && dev->open) {
+        struct device d = {.ops = dev};
+        if (dev->open(&d, gpu.gpu, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ddptop: %s\n", err);
+            return 2;
+        }
+        dev->close(&d); /* it made GPU gpu.gpu current for this thread */
+    }
     for (int i = 0; i < cfg->nmodels; i++) {
-        char err[256];
-        struct model *m = model_create(cfg->models[i], 1, c, h, w, 10, cfg->base.seed, err, sizeof(err));
+        struct model *m = model_create_on(on, cfg->models[i], batch, c, h, w, 10, cfg->base.seed, err, sizeof(err));
         if (!m) {
             fprintf(stderr, "ddptop: %s\n", err);
             return 2;
@@ -35,7 +57,11 @@ int info_main(const struct config *cfg)
             model_destroy(m);
             return 2;
         }
-        printf("%s on %dx%dx%d (%s), 10 classes\n", m->name, c, h, w, cfg->base.dataset);
+        if (on)
+            printf("%s on %dx%dx%d (%s), 10 classes, on GPU %d at batch %d\n", m->name, c, h, w, cfg->base.dataset,
+                   gpu.gpu, batch);
+        else
+            printf("%s on %dx%dx%d (%s), 10 classes\n", m->name, c, h, w, cfg->base.dataset);
         printf("%-4s %-28s %-10s %-14s %11s %13s  %s\n", "#", "layer", "kind", "output", "params", "FLOPs",
                "kernels (fwd|bwd-data|bwd-weights)");
         size_t total = 0;
@@ -54,7 +80,13 @@ int info_main(const struct config *cfg)
         printf("(* = channel-blocked layout, nChw16c or nChw8c)\n");
         printf("total parameters: %zu (trainable %zu)\n", total, model_trainable_floats(m));
         printf("forward FLOPs per image: %lld (%.3f GFLOP)\n", (long long)model_flops(m), (double)model_flops(m) / 1e9);
-        printf("activations and their gradients: %.1f MB per image\n\n", (double)model_activation_bytes(m) / 1048576.0);
+        printf("activations and their gradients: %.1f MB per image\n", (double)model_activation_bytes(m) / 1048576.0);
+#ifdef DDPTOP_HAVE_CUDA
+        if (m->cuda)
+            printf("cuDNN workspace, shared by the convolutions: %.1f MB\n",
+                   (double)cuda_ctx_workspace_bytes(m->cuda) / 1048576.0);
+#endif
+        printf("\n");
         model_destroy(m);
     }
     return 0;

@@ -529,6 +529,25 @@ static int evaluate(struct loop *L, int epoch)
     return 0;
 }
 
+#ifdef DDPTOP_HAVE_CUDA
+/* A GPU rank's communicator: NCCL, or ddptop's device ring where ranks
+ * share a GPU (run.c decides). */
+static struct comm *device_comm(struct rank *rk, char *err, size_t errlen)
+{
+    struct run *run = rk->run;
+    void *cs = device_cuda_stream(&rk->dev, STREAM_COMM);
+#ifdef DDPTOP_HAVE_NCCL
+    if (run->use_nccl) {
+        struct comm *c = comm_nccl_create(run->nccl_id, run->world, rk->id, rk->gpu, cs, err, errlen);
+        if (c)
+            c->abort = &run->abort; /* its waits give up when a peer fails */
+        return c;
+    }
+#endif
+    return comm_cuda_ring_create(run->shm, rk->id, run->cfg.algo, rk->gpu, cs);
+}
+#endif
+
 static int loop_init(struct loop *L, struct rank *rk)
 {
     struct run *run = rk->run;
@@ -551,15 +570,7 @@ static int loop_init(struct loop *L, struct rank *rk)
     if (run->on_gpu) {
         /* the device communicator first: NCCL's initialisation waits for every rank */
         err[0] = 0;
-        void *cs = device_cuda_stream(&rk->dev, STREAM_COMM);
-#ifdef DDPTOP_HAVE_NCCL
-        if (run->world > 1 && run->use_nccl)
-            rk->comm = comm_nccl_create(run->nccl_id, run->world, rk->id, rk->gpu, cs, err, sizeof(err));
-        else
-#endif
-            if (run->world > 1)
-            rk->comm = comm_cuda_ring_create(run->shm, rk->id, cfg->algo, rk->gpu, cs);
-        if (run->world > 1 && !rk->comm)
+        if (run->world > 1 && !(rk->comm = device_comm(rk, err, sizeof(err))))
             return fail(rk, err[0] ? err : "cannot create the device communicator");
         md = (struct model_device){device_cuda_stream(&rk->dev, STREAM_COMPUTE), rk->id, rk->gpu};
         on = &md;

@@ -126,7 +126,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         return -1;
 #endif
 #ifdef DDPTOP_HAVE_CUPTI
-    if (r->on_gpu) {
+    if (r->on_gpu && !rc->no_cupti) {
         char cerr[160];
         r->cupti = gpu_activity_start(cerr, sizeof(cerr)) == 0;
         if (!r->cupti && !r->note[0])
