@@ -38,6 +38,10 @@ int info_main(const struct config *cfg)
     struct model_device gpu = {NULL, 0, cfg->base.ngpus > 0 ? cfg->base.gpus[0] : 0};
     const struct model_device *on = device_cuda && dev == device_cuda ? &gpu : NULL;
     int batch = on ? cfg->base.batch_size : 1;
+    if (on && gpu.gpu >= dev->count()) {
+        fprintf(stderr, "ddptop: --gpus: there is no GPU %d (%d found)\n", gpu.gpu, dev->count());
+        return 2;
+    }
     if (on && dev->open) {
         struct device d = {.ops = dev};
         if (dev->open(&d, gpu.gpu, err, sizeof(err)) != 0) {

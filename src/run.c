@@ -291,6 +291,10 @@ int run_join(struct run *r)
 
 void run_free(struct run *r)
 {
+#ifdef DDPTOP_HAVE_CUPTI
+    if (r->cupti)
+        gpu_activity_stop(); /* its last deliveries still find the rings; then none can */
+#endif
     if (r->ranks) {
         for (int i = 0; i < r->world; i++) {
             struct rank *k = &r->ranks[i];
@@ -309,10 +313,6 @@ void run_free(struct run *r)
         }
         free(r->ranks);
     }
-#ifdef DDPTOP_HAVE_CUPTI
-    if (r->cupti)
-        gpu_activity_stop(); /* nothing may push to the rings freed above */
-#endif
     shm_world_destroy(r->shm);
     metrics_free(&r->metrics);
     pthread_mutex_destroy(&r->pause_mu);

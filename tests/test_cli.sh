@@ -40,7 +40,8 @@ expect_ok "--version" "ddptop " --version
 expect_ok "--help lists models" "lenet" --help
 expect_ok "--help lists --gpus" "--gpus" --help
 expect_ok "a good --gpus list" "conv1" --model lenet --info --gpus 0,1,3
-expect_ok "--gpus with --device cuda" "conv1" --model lenet --info --device cuda --gpus 1023
+# no GPU here ("no GPU is present"), or no GPU 1023 on a GPU machine: one line either way
+expect_error "--gpus 1023 with --device cuda" "GPU" --model lenet --info --device cuda --gpus 1023
 
 expect_error "--ranks 0" "--ranks" --batch --ranks 0
 expect_error "--ranks abc" "--ranks" --batch --ranks abc
