@@ -143,8 +143,8 @@ static int run_bucket(struct ddp_engine *e, int i)
 {
     struct ddp_bucket *b = &e->b[i];
     struct comm *c = e->comm;
-    if (e->hooks.before)
-        e->hooks.before(e->hooks.ctx, i);
+    if (e->hooks.before && e->hooks.before(e->hooks.ctx, i) != 0)
+        return -1;
     c->tag = (int16_t)i;
     nvtx_push_id("allreduce bucket", i);
     int rc = allreduce_avg(c, e->g.grads + b->off, b->len, e->half);
@@ -178,8 +178,8 @@ static void *lane_main(void *arg)
         pthread_mutex_unlock(&e->mu);
         if (!inited && atomic_load(&e->hooks_set)) {
             inited = 1;
-            if (e->hooks.lane_init)
-                e->hooks.lane_init(e->hooks.ctx);
+            if (e->hooks.lane_init && e->hooks.lane_init(e->hooks.ctx) != 0 && atomic_load(&e->rc) == 0)
+                atomic_store(&e->rc, -1);
         }
         while (next < avail) {
             int rc = run_bucket(e, e->queue[next]);
@@ -307,8 +307,8 @@ void ddp_grad_ready(struct ddp_engine *e, int p)
                          .step = e->step ? atomic_load_explicit(e->step, memory_order_relaxed) : 0};
         spsc_push(e->main_ring, &s);
     }
-    if (e->hooks.ready)
-        e->hooks.ready(e->hooks.ctx, i);
+    if (e->hooks.ready && e->hooks.ready(e->hooks.ctx, i) != 0 && atomic_load(&e->rc) == 0)
+        atomic_store(&e->rc, -1); /* ddp_finish reports it */
     if (!e->overlap)
         return;
     pthread_mutex_lock(&e->mu);
@@ -327,7 +327,7 @@ int ddp_finish(struct ddp_engine *e, struct spsc_ring *main_ring)
             if (rc != 0)
                 return rc;
         }
-        return 0;
+        return atomic_load(&e->rc); /* a failed ready hook */
     }
     int want = atomic_load(&e->q_head);
     if (want < e->nb)

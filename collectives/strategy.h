@@ -73,9 +73,9 @@ struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_
  * before, so that the comm stream waits for that point of the compute
  * stream: events, never a host sync. Set before the first step. */
 struct ddp_hooks {
-    void (*lane_init)(void *ctx);
-    void (*ready)(void *ctx, int bucket);
-    void (*before)(void *ctx, int bucket);
+    int (*lane_init)(void *ctx); /* each returns 0, or nonzero to fail the step */
+    int (*ready)(void *ctx, int bucket);
+    int (*before)(void *ctx, int bucket);
     void *ctx;
 };
 void ddp_set_hooks(struct ddp_engine *e, const struct ddp_hooks *h);

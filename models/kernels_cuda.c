@@ -422,6 +422,65 @@ int cuda_pool_backward(struct cuda_pool *p, float *din, int din_acc, const float
     return 0;
 }
 
+/* ---- activations --------------------------------------------------------------- */
+
+struct cuda_act {
+    struct cuda_ctx *x;
+    cudnnTensorDescriptor_t td;
+    cudnnActivationDescriptor_t ad;
+};
+
+static int act_build(struct cuda_act *a, int B, int C, int H, int W, double clip)
+{
+    struct cuda_ctx *x = a->x;
+    DNN(x, cudnnCreateTensorDescriptor(&a->td));
+    DNN(x, cudnnCreateActivationDescriptor(&a->ad));
+    DNN(x, cudnnSetTensor4dDescriptor(a->td, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, C, H, W));
+    DNN(x, cudnnSetActivationDescriptor(a->ad, clip > 0 ? CUDNN_ACTIVATION_CLIPPED_RELU : CUDNN_ACTIVATION_RELU,
+                                        CUDNN_NOT_PROPAGATE_NAN, clip));
+    return 0;
+}
+
+struct cuda_act *cuda_act_create(struct cuda_ctx *x, int B, int C, int H, int W, double clip, char *err, size_t errlen)
+{
+    struct cuda_act *a = calloc(1, sizeof(*a));
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    a->x = x;
+    if (act_build(a, B, C, H, W, clip) != 0) {
+        snprintf(err, errlen, "%s", x->err);
+        cuda_act_destroy(a);
+        return NULL;
+    }
+    return a;
+}
+
+void cuda_act_destroy(struct cuda_act *a)
+{
+    if (!a)
+        return;
+    if (a->td)
+        cudnnDestroyTensorDescriptor(a->td);
+    if (a->ad)
+        cudnnDestroyActivationDescriptor(a->ad);
+    free(a);
+}
+
+int cuda_act_forward(struct cuda_act *a, float *out, const float *in)
+{
+    DNN(a->x, cudnnActivationForward(a->x->dnn, a->ad, &ONE, a->td, in, &ZERO, a->td, out));
+    return 0;
+}
+
+int cuda_act_backward(struct cuda_act *a, float *din, int din_acc, const float *dout, const float *out, const float *in)
+{
+    DNN(a->x, cudnnActivationBackward(a->x->dnn, a->ad, &ONE, a->td, out, a->td, dout, a->td, in,
+                                      din_acc ? &ONE : &ZERO, a->td, din));
+    return 0;
+}
+
 /* ---- batch norm ------------------------------------------------------------ */
 
 struct cuda_bn {

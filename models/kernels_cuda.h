@@ -76,6 +76,16 @@ void *cuda_ctx_stream(struct cuda_ctx *x);
  * naming `what`, the rank and the GPU. Returns -1. */
 int cuda_ctx_launch_failed(struct cuda_ctx *x, const char *what);
 
+/* cuDNN activations over a B x C x H x W tensor: ReLU (clip 0) or ReLU6
+ * (clip 6, CUDNN_ACTIVATION_CLIPPED_RELU). Backward passes the gradient
+ * where 0 < x (< clip), as the CPU's. */
+struct cuda_act;
+struct cuda_act *cuda_act_create(struct cuda_ctx *x, int B, int C, int H, int W, double clip, char *err, size_t errlen);
+void cuda_act_destroy(struct cuda_act *a);
+int cuda_act_forward(struct cuda_act *a, float *out, const float *in);
+int cuda_act_backward(struct cuda_act *a, float *din, int din_acc, const float *dout, const float *out,
+                      const float *in);
+
 int cuda_relu_forward(struct cuda_ctx *x, float *out, const float *in, int64_t n);
 int cuda_relu_backward(struct cuda_ctx *x, float *din, int din_acc, const float *dout, const float *out, int64_t n);
 

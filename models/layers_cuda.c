@@ -167,9 +167,10 @@ int cudal_conv2d(struct model *m, const char *name, int in, const struct conv_di
 struct gelt {
     int kind; /* CUDAL_* */
     float p;
-    int ordinal;    /* dropout: among the model's dropout layers */
-    uint64_t calls; /* dropout: training forwards so far */
-    uint8_t *mask;  /* dropout: [batch, per_sample], device */
+    int ordinal;          /* dropout: among the model's dropout layers */
+    uint64_t calls;       /* dropout: training forwards so far */
+    uint8_t *mask;        /* dropout: [batch, per_sample], device */
+    struct cuda_act *act; /* relu, relu6: cuDNN's activation */
 };
 
 static int gelt_forward(struct model *m, struct layer *l, int train)
@@ -180,11 +181,9 @@ static int gelt_forward(struct model *m, struct layer *l, int train)
     int64_t n = tensor_len(m, l->out);
     switch (s->kind) {
     case CUDAL_RELU:
-        if (cuda_relu_forward(m->cuda, out, in, n) != 0)
-            return fail(m, l);
-        break;
     case CUDAL_RELU6:
-        LAUNCH(m, l, cuk_relu6_forward(out, in, n, S(m)));
+        if (cuda_act_forward(s->act, out, in) != 0)
+            return fail(m, l);
         break;
     case CUDAL_DROPOUT:
         if (!train || s->p == 0.0f) {
@@ -212,12 +211,9 @@ static int gelt_backward(struct model *m, struct layer *l)
     float *din = din_of(m, l->in, &acc);
     switch (s->kind) {
     case CUDAL_RELU:
-        if (din && cuda_relu_backward(m->cuda, din, acc, g, out, n) != 0)
-            return fail(m, l);
-        break;
     case CUDAL_RELU6:
-        if (din)
-            LAUNCH(m, l, cuk_relu6_backward(din, acc, g, out, n, S(m)));
+        if (din && cuda_act_backward(s->act, din, acc, g, out, T(m, l->in)->val) != 0)
+            return fail(m, l);
         break;
     case CUDAL_DROPOUT:
         if (din && s->p == 0.0f)
@@ -247,8 +243,10 @@ static int gelt_backward(struct model *m, struct layer *l)
 static void gelt_destroy(struct layer *l)
 {
     struct gelt *s = l->impl;
-    if (s)
+    if (s) {
         cuda_ctx_free(s->mask);
+        cuda_act_destroy(s->act);
+    }
     free(s);
 }
 
@@ -266,6 +264,15 @@ int cudal_eltwise(struct model *m, int kind, const char *name, int in, int in2, 
         return -1;
     s->kind = kind;
     s->p = p;
+    struct tensor t = *T(m, in);
+    char kerr[200];
+    if ((kind == CUDAL_RELU || kind == CUDAL_RELU6) &&
+        !(s->act =
+              cuda_act_create(m->cuda, m->batch, t.c, t.h, t.w, kind == CUDAL_RELU6 ? 6.0 : 0.0, kerr, sizeof(kerr)))) {
+        snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
+        free(s);
+        return -1;
+    }
     if (kind == CUDAL_DROPOUT) {
         s->ordinal = m->ndropout++;
         if (!(s->mask = cuda_ctx_alloc(m->cuda, (size_t)tensor_len(m, in)))) {
@@ -278,11 +285,10 @@ int cudal_eltwise(struct model *m, int kind, const char *name, int in, int in2, 
                                   : kind == CUDAL_RELU6 ? &grelu6_ops
                                   : kind == CUDAL_ADD   ? &gadd_ops
                                                         : &gdropout_ops;
-    struct tensor t = *T(m, in);
     int li = layer_add_out(m, ops, name, in, kind == CUDAL_ADD ? in2 : -1, s, t.c, t.h, t.w, 1, t.per_sample);
     if (li < 0)
         return -1;
-    kernel_name(m, li, kind == CUDAL_RELU ? "ddptop relu" : "ddptop element-wise");
+    kernel_name(m, li, s->act ? "cuDNN activation" : "ddptop element-wise");
     return m->layers[li].out;
 }
 

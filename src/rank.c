@@ -407,22 +407,31 @@ static int train_step_async(struct loop *L, int i, int epoch)
     return push_step(L, step, epoch, t0, loss, correct);
 }
 
-static void hook_lane_init(void *ctx)
+/* DDP's stream hooks (strategy.h). A failure is reported on stderr here,
+ * since the lane's error reaches the rank only as a failed sync. */
+static int hook_failed(int rc)
 {
-    struct rank *rk = ctx;
-    rk->dev.ops->make_current(&rk->dev);
+    if (rc != 0)
+        fprintf(stderr, "ddptop: %s\n", device_last_error());
+    return rc;
 }
 
-static void hook_ready(void *ctx, int bucket)
+static int hook_lane_init(void *ctx)
 {
     struct rank *rk = ctx;
-    rk->dev.ops->record_event(&rk->dev, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMPUTE);
+    return hook_failed(rk->dev.ops->make_current(&rk->dev));
 }
 
-static void hook_before(void *ctx, int bucket)
+static int hook_ready(void *ctx, int bucket)
 {
     struct rank *rk = ctx;
-    rk->dev.ops->wait_event(&rk->dev, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMM);
+    return hook_failed(rk->dev.ops->record_event(&rk->dev, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMPUTE));
+}
+
+static int hook_before(void *ctx, int bucket)
+{
+    struct rank *rk = ctx;
+    return hook_failed(rk->dev.ops->wait_event(&rk->dev, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMM));
 }
 
 static int train_step(struct loop *L, int i, int epoch)
