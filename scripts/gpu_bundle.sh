@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# gpu_bundle.sh - builds the GPU tests and ddptop here (where the CUDA
+# toolkit, cuDNN, NCCL and CUPTI are installed) into .gpubundle/, with the
+# non-CUDA shared libraries they need, so that a GPU machine without this
+# project's build dependencies can run them (scripts/gpu_check.sh there).
+# The CUDA libraries themselves (cudart, cuBLAS, cuDNN, NCCL, CUPTI) are
+# taken from the GPU machine. oneDNN is left out (reference CPU kernels on
+# the CPU side of the comparisons) to keep the bundle small.
+#
+#   scripts/gpu_bundle.sh            # then carry .gpubundle to the GPU machine
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.gpubundle
+grep -qx "/$out/" .git/info/exclude 2>/dev/null || echo "/$out/" >>.git/info/exclude
+cmake -S . -B build-gpubundle -DCMAKE_BUILD_TYPE=Release -DDDPTOP_WITH_DNNL=OFF >/dev/null
+cmake --build build-gpubundle -j"$(nproc)" >/dev/null
+rm -rf "$out"
+mkdir -p "$out/lib"
+bins=(build-gpubundle/ddptop build-gpubundle/tests/test_gpu build-gpubundle/tests/test_gpu_fixtures
+    build-gpubundle/tests/test_gpu_models)
+cp "${bins[@]}" "$out/"
+# the shared libraries that are neither the C runtime nor CUDA's
+for b in "${bins[@]}"; do ldd "$b"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
+    grep -Ev '/(libc|libm|libdl|libpthread|librt|libutil|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+    grep -Ev '/lib(cudart|cublas|cublasLt|cudnn[a-z_]*|nccl|cupti|cuda|nvrtc|nvJitLink)\.so' |
+    while read -r lib; do cp -L "$lib" "$out/lib/"; done
+du -sh "$out"
+ls "$out" "$out/lib"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# gpu_check.sh - on a GPU machine, from the repository root: the GPU tests
+# and figures from the bundle that scripts/gpu_bundle.sh made (carried as
+# .gpubundle/), with CUDA's libraries from the machine (the toolkit's, or
+# the nvidia-* Python wheels that come with PyTorch). Everything it prints
+# also goes to ${OUT:-/tmp}/gpu_check.log.
+#
+#   scripts/gpu_check.sh [quick]    # quick: tests only, no benchmark
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+log=${OUT:-/tmp}/gpu_check.log
+exec > >(tee "$log") 2>&1
+b=.gpubundle
+[ -x "$b/test_gpu" ] || { echo "no $b/ here: run scripts/gpu_bundle.sh where it builds and carry $b"; exit 2; }
+
+# CUDA's libraries: the toolkit's if present, then PyTorch's wheels
+libs=$root/$b/lib
+for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do [ -d "$d" ] && libs=$libs:$d; done
+site=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null || true)
+if [ -n "$site" ]; then
+    for d in "$site"/nvidia/*/lib; do libs=$libs:$d; done
+fi
+export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# the tests read their fixtures from the source path they were built in
+src=$(strings "$b/test_gpu_fixtures" | grep -m1 -o '/[^ ]*/tests/fixtures' | sed 's|/fixtures$||')
+if [ -n "$src" ] && [ ! -d "$src" ]; then
+    mkdir -p "$(dirname "$(dirname "$src")")" && ln -sfn "$root" "$(dirname "$src")"
+fi
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+status=0
+for t in test_gpu test_gpu_fixtures test_gpu_models; do
+    echo "===== $t"
+    start=$(date +%s)
+    "$b/$t"
+    rc=$?
+    echo "===== $t: exit $rc ($(($(date +%s) - start)) s; 77 = skipped)"
+    [ "$rc" -ne 0 ] && status=1
+done
+
+echo "===== ddptop on the GPU"
+"$b/ddptop" --info --device cuda --model resnet18 --dataset cifar10 --batch-size 128 | tail -4
+"$b/ddptop" --batch --device cuda --model lenet --dataset synthetic --ranks 2 --strategy ddp --steps 200 --no-eval
+"$b/ddptop" --batch --device cuda --model resnet18 --dataset synthetic --ranks 1 --batch-size 128 --steps 60 \
+    --no-eval --format json | python3 -c 'import json, sys; r = json.load(sys.stdin)["runs"][0]; print({k: r[k] for k in ("device", "backend", "samples_per_s", "compute_pct", "comm_pct", "data_pct", "idle_pct", "cupti_overhead_ms", "note")})'
+
+if [ "${1:-}" != quick ]; then
+    echo "===== against PyTorch on this GPU"
+    REPS=${REPS:-3} bench/gpu_vs_pytorch.sh "$b/ddptop" "lenet resnet18" 128
+fi
+exit $status
