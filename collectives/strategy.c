@@ -71,7 +71,7 @@ static void trainable_range(const struct grad_layout *g, size_t *lo, size_t *hi)
         *lo = *hi = 0;
 }
 
-int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scratch)
+int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scratch, gs_average_fn avg, void *ctx)
 {
     size_t lo, hi;
     trainable_range(g, &lo, &hi);
@@ -85,15 +85,20 @@ int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scra
     if (c->rank == 0) {
         /* average in rank order: the same result whatever the arrival order */
         int64_t t0 = probe_now_ns();
-        memcpy(grads, scratch, n * sizeof(float));
-        for (int r = 1; r < c->world; r++) {
-            const float *src = scratch + (size_t)r * n;
+        if (avg) {
+            if (avg(ctx, grads, scratch, c->world, n) != 0)
+                return -1;
+        } else {
+            memcpy(grads, scratch, n * sizeof(float));
+            for (int r = 1; r < c->world; r++) {
+                const float *src = scratch + (size_t)r * n;
+                for (size_t i = 0; i < n; i++)
+                    grads[i] += src[i];
+            }
+            float inv = 1.0f / (float)c->world;
             for (size_t i = 0; i < n; i++)
-                grads[i] += src[i];
+                grads[i] *= inv;
         }
-        float inv = 1.0f / (float)c->world;
-        for (size_t i = 0; i < n; i++)
-            grads[i] *= inv;
         if (c->probe) {
             /* reducing bytes is communication work (the README's time accounting) */
             struct span s = {.t0_ns = t0,

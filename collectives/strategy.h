@@ -43,8 +43,12 @@ int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half);
 
 /* gather-scatter: every rank's trainable gradients are gathered at rank 0,
  * averaged there in rank order, and broadcast back. scratch holds
- * world * (trainable floats) on rank 0 (may be NULL elsewhere). */
-int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scratch);
+ * world * (trainable floats) on rank 0 (may be NULL elsewhere), in the
+ * gradients' memory. avg, when not NULL, does the averaging where that
+ * memory is (a device kernel: dst[n] = the rank-ordered mean of world
+ * slices) and returns 0; NULL averages on the host. */
+typedef int (*gs_average_fn)(void *ctx, float *dst, const float *slices, int world, size_t n);
+int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scratch, gs_average_fn avg, void *ctx);
 
 /* ddp: buckets of trainable gradients in reverse parameter order. */
 struct ddp_bucket {

@@ -286,6 +286,19 @@ __global__ void adapool_bwd_k(float *din, int acc, const float *dout, int planes
     }
 }
 
+// the rank-ordered average of gather-scatter, as the host loop does it:
+// slice 0, plus each later slice in order, times 1/world
+__global__ void average_slices_k(float *dst, const float *slices, int world, int64_t n, float inv)
+{
+    GRID_LOOP(i, n)
+    {
+        float s = slices[i];
+        for (int r = 1; r < world; r++)
+            s += slices[(int64_t)r * n + i];
+        dst[i] = s * inv;
+    }
+}
+
 } // namespace
 
 extern "C" {
@@ -409,6 +422,11 @@ int cuk_adapool_backward(float *din, int acc, const float *dout, int planes, int
                          void *stream)
 {
     LAUNCH((int64_t)planes * H * W, adapool_bwd_k, din, acc, dout, planes, H, W, OH, OW);
+}
+
+int cuk_average_slices(float *dst, const float *slices, int world, int64_t n, void *stream)
+{
+    LAUNCH(n, average_slices_k, dst, slices, world, n, 1.0f / (float)world);
 }
 
 } // extern "C"

@@ -133,6 +133,9 @@ int cuk_maxpool_forward(float *out, int32_t *arg, const float *in, int planes, i
                         int s, int pad, void *stream);
 int cuk_maxpool_backward(float *din, int acc, const float *dout, const int32_t *arg, int planes, int H, int W, int OH,
                          int OW, int k, int s, int pad, void *stream);
+/* dst[n] = (slices[0] + slices[1] + ... in rank order) / world: the
+ * gather-scatter average, in the host loop's order of operations. */
+int cuk_average_slices(float *dst, const float *slices, int world, int64_t n, void *stream);
 int cuk_adapool_forward(float *out, const float *in, int planes, int H, int W, int OH, int OW, void *stream);
 int cuk_adapool_backward(float *din, int acc, const float *dout, int planes, int H, int W, int OH, int OW,
                          void *stream);

@@ -20,6 +20,9 @@
 #ifdef DDPTOP_HAVE_CUPTI
 #include "gpu_activity.h"
 #endif
+#ifdef DDPTOP_HAVE_CUDA
+#include "kernels_cuda.h"
+#endif
 
 struct loop {
     struct rank *rk;
@@ -38,14 +41,17 @@ struct loop {
     float *gs_scratch; /* gather-scatter: world x trainable floats on rank 0 */
     uint16_t *half;    /* allreduce with --grad-compress fp16: [largest tensor] */
     struct ddp_engine *ddp;
-    /* dp (DataParallel): rank 0 holds the whole batch and computes the loss */
-    float *dp_x;                              /* rank 0: [global, c, h, w] */
-    int32_t *dp_y;                            /* rank 0: [global] */
-    float *dp_yf;                             /* rank 0: labels as floats, for the scatter */
-    float *dp_ylocal;                         /* [local] */
-    float *dp_logits, *dp_probs, *dp_dlogits; /* rank 0: [global, classes] */
-    float *dp_dout;                           /* [local, classes] */
-    uint32_t *dp_idx;                         /* rank 0: [global] */
+    /* dp (DataParallel): rank 0 holds the whole batch and computes the loss;
+     * _d buffers are in the model's memory (the device's), the others on the host */
+    float *dp_x, *dp_xd;            /* rank 0: [global, c, h, w] (dp_x pinned) */
+    int32_t *dp_y;                  /* rank 0: [global] */
+    float *dp_yf, *dp_yfd;          /* rank 0: labels as floats, for the scatter (dp_yf pinned) */
+    float *dp_ylocal, *dp_ylocal_d; /* [local] */
+    float *dp_logits, *dp_logits_h; /* rank 0: [global, classes], device and host */
+    float *dp_probs, *dp_dlogits;   /* rank 0: [global, classes], host (dp_dlogits pinned) */
+    float *dp_dlogits_d;            /* rank 0: [global, classes] */
+    float *dp_dout;                 /* [local, classes] */
+    uint32_t *dp_idx;               /* rank 0: [global] */
     /* an asynchronous device (GPU): the batch is staged in device memory by
      * the copy stream while the previous step computes */
     int async;
@@ -107,6 +113,23 @@ static void on_grad_ready(void *ctx, int p)
     ddp_grad_ready(ctx, p);
 }
 
+/* gather-scatter's rank-ordered average where the gradients are: a kernel
+ * on the comm stream, between the gather and the broadcast. */
+static int gs_average_on_device(void *ctx, float *dst, const float *slices, int world, size_t n)
+{
+#ifdef DDPTOP_HAVE_CUDA
+    struct rank *rk = ctx;
+    if (cuk_average_slices(dst, slices, world, (int64_t)n, device_cuda_stream(&rk->dev, STREAM_COMM)) != 0) {
+        fprintf(stderr, "ddptop: rank %d (%s): the gather-scatter average kernel did not launch\n", rk->id,
+                rk->dev.name);
+        return -1;
+    }
+    return 0;
+#else
+    return -1;
+#endif
+}
+
 /* Synchronises gradients after backward (every strategy but dp). */
 static int sync_grads(struct loop *L)
 {
@@ -117,7 +140,7 @@ static int sync_grads(struct loop *L)
     case STRAT_ALLREDUCE:
         return sync_allreduce(c, &L->gl, L->half);
     case STRAT_GATHER_SCATTER:
-        return sync_gather_scatter(c, &L->gl, L->gs_scratch);
+        return sync_gather_scatter(c, &L->gl, L->gs_scratch, L->run->on_gpu ? gs_average_on_device : NULL, L->rk);
     case STRAT_DDP:
         return ddp_finish(L->ddp, &L->rk->spans_main);
     default:
@@ -188,16 +211,30 @@ static int comm_failed(struct rank *rk, int rc, const char *what)
     return rc == COMM_ABORTED ? rc : fail(rk, what);
 }
 
+/* The comm stream waits for what the compute stream has enqueued so far
+ * (before a collective reads results of compute): an event, no host sync. */
+static int comm_after_compute(struct loop *L)
+{
+    struct device *d = &L->rk->dev;
+    if (d->ops->record_event(d, EV_GRADS, STREAM_COMPUTE) != 0 || d->ops->wait_event(d, EV_GRADS, STREAM_COMM) != 0)
+        return fail(L->rk, device_last_error());
+    return 0;
+}
+
 /* DataParallel: rank 0 loads the whole batch and scatters it; replicas run
  * forward; rank 0 gathers the outputs, computes the loss of the whole batch
  * and scatters the output gradients; replicas run backward; gradients are
- * reduced to rank 0, which alone steps, then replicates its parameters. */
+ * reduced to rank 0, which alone steps, then replicates its parameters.
+ * Whatever a collective touches lives in the model's memory (the device's;
+ * the comm stream orders the copies into it), so the same steps run on the
+ * CPU and on GPUs; the loss of the whole batch is computed on rank 0's host. */
 static int dp_step(struct loop *L, int i, int epoch)
 {
     struct rank *rk = L->rk;
     struct run *run = L->run;
     struct model *m = L->m;
     struct comm *c = rk->comm;
+    struct device *d = &rk->dev;
     int B = run->local_batch, G = run->global_batch, K = m->classes;
     size_t per = (size_t)m->tensors[m->input].per_sample;
     uint32_t step = atomic_load_explicit(&rk->step, memory_order_relaxed);
@@ -205,39 +242,49 @@ static int dp_step(struct loop *L, int i, int epoch)
 
     int64_t t0 = probe_now_ns();
     if (rk->id == 0) {
+        if (d->ops->sync(d, STREAM_COMM) != 0) /* the last copies out of dp_x and dp_yf are done */
+            return fail(rk, device_last_error());
         for (int k = 0; k < G; k++)
             L->dp_idx[k] = sampler_get(&L->smp, i * G + k);
         data_gather(run->train, L->dp_idx, G, L->dp_x, L->dp_y);
         for (int k = 0; k < G; k++)
             L->dp_yf[k] = (float)L->dp_y[k];
+        if (d->ops->copy_h2d(d, L->dp_xd, L->dp_x, sizeof(float) * (size_t)G * per, STREAM_COMM) != 0 ||
+            d->ops->copy_h2d(d, L->dp_yfd, L->dp_yf, sizeof(float) * (size_t)G, STREAM_COMM) != 0)
+            return fail(rk, device_last_error());
         rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, probe_now_ns());
     }
-    if ((rc = c->ops->scatter(c, L->dp_x, L->xhost, (size_t)B * per, 0)) != 0 ||
-        (rc = c->ops->scatter(c, L->dp_yf, L->dp_ylocal, (size_t)B, 0)) != 0)
+    if ((rc = c->ops->scatter(c, L->dp_xd, model_input(m), (size_t)B * per, 0)) != 0 ||
+        (rc = c->ops->scatter(c, L->dp_yfd, L->dp_ylocal_d, (size_t)B, 0)) != 0)
         return comm_failed(rk, rc, "scattering the batch failed");
     int64_t t1 = probe_now_ns();
+    if (model_memcpy(m, L->dp_ylocal, L->dp_ylocal_d, sizeof(float) * (size_t)B) != 0)
+        return fail(rk, m->err);
     for (int k = 0; k < B; k++)
         L->yhost[k] = (int32_t)L->dp_ylocal[k];
-    rk->dev.ops->copy_h2d(&rk->dev, model_input(m), L->xhost, sizeof(float) * (size_t)B * per, STREAM_COPY);
     if (model_forward(m, 1) != 0)
         return fail(rk, m->err);
     int correct = 0;
-    float loss = model_loss(m, L->yhost, B, &correct); /* this replica's share, for the report */
+    float loss = model_loss(m, L->yhost, B, &correct); /* this replica's share, for the report (waits) */
     straggle(L, t1);
     int64_t t2 = probe_now_ns();
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, t1, t2);
     if (!isfinite(loss))
-        return diverged(rk, step, loss);
+        return m->err[0] ? fail(rk, m->err) : diverged(rk, step, loss);
 
     if ((rc = c->ops->gather(c, m->tensors[m->output].val, L->dp_logits, (size_t)B * K, 0)) != 0)
         return comm_failed(rk, rc, "gathering the outputs failed");
     if (rk->id == 0) {
         int64_t ta = probe_now_ns();
-        softmax_xent_forward(L->dp_probs, L->dp_logits, L->dp_y, G, K, NULL);
+        if (model_memcpy(m, L->dp_logits_h, L->dp_logits, sizeof(float) * (size_t)G * K) != 0)
+            return fail(rk, m->err);
+        softmax_xent_forward(L->dp_probs, L->dp_logits_h, L->dp_y, G, K, NULL);
         softmax_xent_backward(L->dp_dlogits, L->dp_probs, L->dp_y, G, K, 1.0f / (float)G);
+        if (d->ops->copy_h2d(d, L->dp_dlogits_d, L->dp_dlogits, sizeof(float) * (size_t)G * K, STREAM_COMM) != 0)
+            return fail(rk, device_last_error());
         rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, ta, probe_now_ns());
     }
-    if ((rc = c->ops->scatter(c, L->dp_dlogits, L->dp_dout, (size_t)B * K, 0)) != 0)
+    if ((rc = c->ops->scatter(c, L->dp_dlogits_d, L->dp_dout, (size_t)B * K, 0)) != 0)
         return comm_failed(rk, rc, "scattering the output gradients failed");
 
     int64_t t3 = probe_now_ns();
@@ -252,15 +299,20 @@ static int dp_step(struct loop *L, int i, int epoch)
             lo = L->gl.t[p].off < lo ? L->gl.t[p].off : lo;
             hi = L->gl.t[p].off + L->gl.t[p].len > hi ? L->gl.t[p].off + L->gl.t[p].len : hi;
         }
+    if (hi > lo && comm_after_compute(L) != 0)
+        return -1;
     if (hi > lo && (rc = c->ops->reduce(c, m->grad_buf + lo, m->grad_buf + lo, hi - lo, RED_SUM, 0)) != 0)
         return comm_failed(rk, rc, "reducing the gradients failed");
     if (rk->id == 0) {
         int64_t t4 = probe_now_ns();
-        sgd_step(&L->opt, m, (long)step);
+        if (sgd_step(&L->opt, m, (long)step) != 0)
+            return fail(rk, m->err);
         straggle(L, t4);
         rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, probe_now_ns());
     }
     /* frozen parameters never change: only the trainable range moves */
+    if (hi > lo && comm_after_compute(L) != 0)
+        return -1;
     if (hi > lo && (rc = c->ops->broadcast(c, m->param_buf + lo, hi - lo, 0)) != 0)
         return comm_failed(rk, rc, "replicating the parameters failed");
     return push_step(L, step, epoch, t0, loss, correct);
@@ -638,7 +690,8 @@ static int loop_init(struct loop *L, struct rank *rk)
     int G = run->global_batch, K = m->classes, B = run->local_batch;
     switch (run->world > 1 ? cfg->strategy : STRAT_SINGLE) {
     case STRAT_GATHER_SCATTER:
-        if (rk->id == 0 && !(L->gs_scratch = malloc(sizeof(float) * m->nfloats * (size_t)run->world)))
+        if (rk->id == 0 &&
+            !(L->gs_scratch = rk->dev.ops->alloc(&rk->dev, sizeof(float) * m->nfloats * (size_t)run->world)))
             return fail(rk, "out of memory for the gather buffer");
         break;
     case STRAT_DDP:
@@ -660,23 +713,31 @@ static int loop_init(struct loop *L, struct rank *rk)
                 return fail(rk, "out of memory for the fp16 buffer");
         }
         break;
-    case STRAT_DP:
+    case STRAT_DP: {
+        struct device *d = &rk->dev;
         L->dp_ylocal = malloc(sizeof(float) * (size_t)B);
-        L->dp_dout = malloc(sizeof(float) * (size_t)B * K);
-        if (!L->dp_ylocal || !L->dp_dout)
+        L->dp_ylocal_d = d->ops->alloc(d, sizeof(float) * (size_t)B);
+        L->dp_dout = d->ops->alloc(d, sizeof(float) * (size_t)B * K);
+        if (!L->dp_ylocal || !L->dp_ylocal_d || !L->dp_dout)
             return fail(rk, "out of memory for DataParallel buffers");
         if (rk->id == 0) {
-            L->dp_x = malloc(sizeof(float) * per * (size_t)G);
+            L->dp_x = d->ops->alloc_host(d, sizeof(float) * per * (size_t)G);
+            L->dp_xd = d->ops->alloc(d, sizeof(float) * per * (size_t)G);
             L->dp_y = malloc(sizeof(int32_t) * (size_t)G);
-            L->dp_yf = malloc(sizeof(float) * (size_t)G);
+            L->dp_yf = d->ops->alloc_host(d, sizeof(float) * (size_t)G);
+            L->dp_yfd = d->ops->alloc(d, sizeof(float) * (size_t)G);
             L->dp_idx = malloc(sizeof(uint32_t) * (size_t)G);
-            L->dp_logits = malloc(sizeof(float) * (size_t)G * K);
+            L->dp_logits = d->ops->alloc(d, sizeof(float) * (size_t)G * K);
+            L->dp_logits_h = malloc(sizeof(float) * (size_t)G * K);
             L->dp_probs = malloc(sizeof(float) * (size_t)G * K);
-            L->dp_dlogits = malloc(sizeof(float) * (size_t)G * K);
-            if (!L->dp_x || !L->dp_y || !L->dp_yf || !L->dp_idx || !L->dp_logits || !L->dp_probs || !L->dp_dlogits)
+            L->dp_dlogits = d->ops->alloc_host(d, sizeof(float) * (size_t)G * K);
+            L->dp_dlogits_d = d->ops->alloc(d, sizeof(float) * (size_t)G * K);
+            if (!L->dp_x || !L->dp_xd || !L->dp_y || !L->dp_yf || !L->dp_yfd || !L->dp_idx || !L->dp_logits ||
+                !L->dp_logits_h || !L->dp_probs || !L->dp_dlogits || !L->dp_dlogits_d)
                 return fail(rk, "out of memory for DataParallel buffers");
         }
         break;
+    }
     default:
         break;
     }
@@ -702,16 +763,21 @@ static void loop_free(struct loop *L)
     sampler_free(&L->smp);
     ddp_destroy(L->ddp);
     free(L->gt);
-    free(L->gs_scratch);
     free(L->half);
-    free(L->dp_x);
+    if (L->async && d->impl)
+        d->ops->sync(d, STREAM_COMM); /* dp's copies into the device run on the comm stream */
+    float *dev_bufs[] = {L->dp_xd, L->dp_yfd, L->dp_ylocal_d, L->dp_logits, L->dp_dlogits_d, L->dp_dout, L->gs_scratch};
+    for (size_t k = 0; k < sizeof(dev_bufs) / sizeof(dev_bufs[0]); k++)
+        if (dev_bufs[k])
+            d->ops->free(d, dev_bufs[k]);
+    float *pinned[] = {L->dp_x, L->dp_yf, L->dp_dlogits};
+    for (size_t k = 0; k < sizeof(pinned) / sizeof(pinned[0]); k++)
+        if (pinned[k])
+            d->ops->free_host(d, pinned[k]);
     free(L->dp_y);
-    free(L->dp_yf);
     free(L->dp_ylocal);
-    free(L->dp_logits);
+    free(L->dp_logits_h);
     free(L->dp_probs);
-    free(L->dp_dlogits);
-    free(L->dp_dout);
     free(L->dp_idx);
     /* the model stays for the collector to inspect; run_free destroys it */
 }

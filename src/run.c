@@ -26,7 +26,7 @@ const char *run_state_name(int s)
 }
 
 /* GPU runs: which GPU each rank drives, which communicator, and what the
- * GPU path does not cover yet. */
+ * GPU path does not cover yet (fp16 compression). */
 static int gpu_plan(struct run *r, const struct run_config *rc, const struct device_ops *devops, char *err,
                     size_t errlen)
 {
@@ -37,11 +37,6 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
             snprintf(err, errlen, "--gpus: there is no GPU %d (%d found: 0..%d)", rc->gpus[i], count, count - 1);
             return -1;
         }
-    if (r->world > 1 && (rc->strategy == STRAT_DP || rc->strategy == STRAT_GATHER_SCATTER)) {
-        snprintf(err, errlen, "--strategy %s: runs on the CPU only for now; on the GPU use allreduce or ddp",
-                 strategy_name(rc->strategy));
-        return -1;
-    }
     if (rc->grad_fp16 && r->world > 1) {
         snprintf(err, errlen, "--grad-compress fp16: runs on the CPU only for now");
         return -1;
