@@ -288,6 +288,55 @@ static void test_metrics_host_view_unchanged(void **state)
     metrics_free(&m);
 }
 
+/* A GPU rank (metrics_expect_gpu): step records wait for the device records,
+ * which arrive late and with unreliable step tags, and records join the
+ * steps their time overlaps. */
+static void gpu_span(struct metrics *m, int64_t t0, int64_t t1, int cat)
+{
+    struct span s = {.t0_ns = t0, .t1_ns = t1, .step = 7, .tag = -1, .lane = LANE_GPU, .cat = (uint8_t)cat};
+    metrics_add_spans(m, 0, &s, 1);
+}
+
+static void host_step(struct metrics *m, uint32_t step, int64_t t0, int64_t t1)
+{
+    struct span s = {.t0_ns = t0, .t1_ns = t1, .step = step, .tag = -1, .lane = LANE_MAIN, .cat = CAT_FORWARD};
+    metrics_add_spans(m, 0, &s, 1);
+    struct step_rec r = {.step = step, .t0_ns = t0, .t1_ns = t1, .loss = 1.0f, .n = 8};
+    metrics_add_step(m, 0, &r);
+}
+
+static void test_metrics_held_gpu_steps(void **state)
+{
+    struct metrics m;
+    assert_int_equal(metrics_init(&m, 1, -1.0), 0);
+    metrics_expect_gpu(&m, 0);
+    gpu_span(&m, -50, -10, CAT_FORWARD); /* set-up work before the first step: belongs to none */
+    host_step(&m, 0, 0, 100);
+    assert_int_equal(m.r[0].nsteps, 0); /* held: no device record after it yet */
+    gpu_span(&m, 10, 40, CAT_FORWARD);
+    gpu_span(&m, 90, 130, CAT_COMM); /* reaches into step 1 */
+    assert_int_equal(m.r[0].nsteps, 0);
+    host_step(&m, 1, 100, 200);
+    assert_int_equal(m.r[0].nsteps, 0);
+    gpu_span(&m, 150, 170, CAT_BACKWARD); /* starts after step 0's end: step 0 closes */
+    assert_int_equal(m.r[0].nsteps, 1);
+    const struct breakdown *b = &m.r[0].last;
+    assert_int_equal(b->wall_ns, 100);
+    assert_int_equal(b->compute_ns, 30);
+    assert_int_equal(b->comm_ns, 10);
+    assert_int_equal(b->idle_ns, 60);
+    metrics_finish(&m); /* the run is over: step 1 closes with what arrived */
+    assert_int_equal(m.r[0].nsteps, 2);
+    assert_int_equal(b->wall_ns, 100);
+    assert_int_equal(b->compute_ns, 20);
+    assert_int_equal(b->comm_ns, 30);
+    assert_int_equal(b->idle_ns, 50);
+    assert_int_equal(m.r[0].total.compute_ns, 50);
+    assert_int_equal(m.r[0].total.comm_ns, 40);
+    assert_int_equal(m.steps_done, 2);
+    metrics_free(&m);
+}
+
 static void test_replay_load_api(void **state)
 {
     struct replay rp;
@@ -469,15 +518,11 @@ static void test_reader_hostile_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kineto_gpu_breakdown),
-        cmocka_unit_test(test_kineto_array_form),
-        cmocka_unit_test(test_autograd_gloo),
-        cmocka_unit_test(test_merged_intervals),
-        cmocka_unit_test(test_metrics_device_view),
-        cmocka_unit_test(test_metrics_host_view_unchanged),
-        cmocka_unit_test(test_reader_hostile_input),
-        cmocka_unit_test(test_replay_load_api),
-        cmocka_unit_test(test_cli_json),
+        cmocka_unit_test(test_kineto_gpu_breakdown),    cmocka_unit_test(test_kineto_array_form),
+        cmocka_unit_test(test_autograd_gloo),           cmocka_unit_test(test_merged_intervals),
+        cmocka_unit_test(test_metrics_device_view),     cmocka_unit_test(test_metrics_host_view_unchanged),
+        cmocka_unit_test(test_metrics_held_gpu_steps),  cmocka_unit_test(test_reader_hostile_input),
+        cmocka_unit_test(test_replay_load_api),         cmocka_unit_test(test_cli_json),
         cmocka_unit_test(test_tracer_api_and_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
