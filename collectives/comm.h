@@ -123,11 +123,13 @@ struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int algo, int 
 /* NCCL: one communicator rank per GPU thread. The ranks of one process share
  * `id` (nccl_unique_id fills it once, before the threads start); each rank
  * thread calls comm_nccl_create concurrently. Collectives are enqueued on
- * `stream` (the rank's comm stream). */
+ * `stream` (the rank's comm stream). The communicator is non-blocking:
+ * its initialisation and every wait poll `stop` (may be NULL: the run's
+ * abort flag) and give up (ncclCommAbort) once it is raised. */
 #define NCCL_ID_BYTES 128
 int nccl_unique_id(unsigned char id[NCCL_ID_BYTES], char *err, size_t errlen);
 struct comm *comm_nccl_create(const unsigned char id[NCCL_ID_BYTES], int world, int rank, int gpu, void *stream,
-                              char *err, size_t errlen);
+                              const volatile _Atomic int *stop, char *err, size_t errlen);
 #endif
 
 #endif

@@ -41,6 +41,24 @@ static int nccl_wait(struct comm *c, const char *what)
 {
     struct nccl_state *s = NS(c);
     struct timespec nap = {0, 20 * 1000};
+    /* a non-blocking communicator: the call is enqueued once its state leaves ncclInProgress */
+    for (unsigned spin = 0;; spin++) {
+        ncclResult_t st = ncclSuccess;
+        ncclResult_t q = ncclCommGetAsyncError(s->nc, &st);
+        if (q != ncclSuccess)
+            return fail_nccl(c, "ncclCommGetAsyncError", q);
+        if (st == ncclSuccess)
+            break;
+        if (st != ncclInProgress)
+            return fail_nccl(c, what, st);
+        if (c->abort && atomic_load(c->abort)) {
+            ncclCommAbort(s->nc);
+            s->aborted = 1;
+            return COMM_ABORTED;
+        }
+        if (spin > 2000)
+            nanosleep(&nap, NULL);
+    }
     for (unsigned spin = 0;; spin++) {
         cudaError_t e = cudaStreamQuery(s->stream);
         if (e == cudaSuccess)
@@ -52,7 +70,7 @@ static int nccl_wait(struct comm *c, const char *what)
         ncclResult_t ar = ncclSuccess;
         if (ncclCommGetAsyncError(s->nc, &ar) == ncclSuccess && ar != ncclSuccess && ar != ncclInProgress)
             return fail_nccl(c, what, ar);
-        if (c->abort && atomic_load(c->abort) && !s->aborted) {
+        if (c->abort && atomic_load(c->abort)) {
             ncclCommAbort(s->nc); /* the kernels stop; the communicator is gone */
             s->aborted = 1;
             return COMM_ABORTED;
@@ -60,6 +78,13 @@ static int nccl_wait(struct comm *c, const char *what)
         if (spin > 2000)
             nanosleep(&nap, NULL);
     }
+}
+
+/* NCCL's result of an enqueueing call: a non-blocking communicator may
+ * still be working on it (nccl_wait finishes the job). */
+static int launched(ncclResult_t r)
+{
+    return r == ncclSuccess || r == ncclInProgress;
 }
 
 /* Enqueues, waits for the comm stream, and records the call. */
@@ -70,7 +95,7 @@ static int nccl_wait(struct comm *c, const char *what)
         struct comm_call call_;                                                                                        \
         comm_call_begin((c), &call_, (kind), (size));                                                                  \
         ncclResult_t r_ = (expr);                                                                                      \
-        if (r_ != ncclSuccess) {                                                                                       \
+        if (!launched(r_)) {                                                                                           \
             comm_call_end((c), &call_);                                                                                \
             return fail_nccl((c), #expr, r_);                                                                          \
         }                                                                                                              \
@@ -138,10 +163,10 @@ static int n_reduce(struct comm *c, const float *in, float *out, size_t n, enum 
 static ncclResult_t gather_p2p(struct comm *c, const float *in, float *out, size_t n, int root, int scatter)
 {
     ncclResult_t r = ncclGroupStart();
-    if (r != ncclSuccess)
+    if (!launched(r))
         return r;
     if (c->rank == root) {
-        for (int p = 0; p < c->world && r == ncclSuccess; p++) {
+        for (int p = 0; p < c->world && launched(r); p++) {
             if (p == root) {
                 const float *src = scatter ? in + (size_t)root * n : in;
                 float *dst = scatter ? out : out + (size_t)root * n;
@@ -159,7 +184,7 @@ static ncclResult_t gather_p2p(struct comm *c, const float *in, float *out, size
                     : ncclSend(in, n, ncclFloat, root, NS(c)->nc, NS(c)->stream);
     }
     ncclResult_t e = ncclGroupEnd();
-    return r != ncclSuccess ? r : e;
+    return !launched(r) ? r : e;
 }
 
 static int n_gather(struct comm *c, const float *in, float *out, size_t n, int root)
@@ -190,10 +215,11 @@ static void n_destroy(struct comm *c)
         return;
     struct nccl_state *s = NS(c);
     if (s) {
-        if (!s->aborted && c->abort && atomic_load(c->abort))
-            ncclCommAbort(s->nc); /* peers may be gone: do not wait for them */
-        else if (!s->aborted)
-            ncclCommDestroy(s->nc); /* (an aborted one is already freed) */
+        /* torn down locally: the rank threads are done and their streams
+         * idle, and ncclCommFinalize would wait for every peer's teardown,
+         * which the collector runs one after another */
+        if (!s->aborted)
+            ncclCommAbort(s->nc);
         cudaFree(s->one);
         free(s);
     }
@@ -228,7 +254,7 @@ int nccl_unique_id(unsigned char id[NCCL_ID_BYTES], char *err, size_t errlen)
 }
 
 struct comm *comm_nccl_create(const unsigned char id[NCCL_ID_BYTES], int world, int rank, int gpu, void *stream,
-                              char *err, size_t errlen)
+                              const volatile _Atomic int *stop, char *err, size_t errlen)
 {
     struct comm *c = calloc(1, sizeof(*c));
     struct nccl_state *s = calloc(1, sizeof(*s));
@@ -251,9 +277,29 @@ struct comm *comm_nccl_create(const unsigned char id[NCCL_ID_BYTES], int world, 
         free(c);
         return NULL;
     }
-    ncclResult_t r = ncclCommInitRank(&s->nc, world, u, rank);
+    /* non-blocking, so that a peer that never joins (it failed first) cannot
+     * hang this thread: the initialisation is polled against abort */
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclResult_t r = ncclCommInitRankConfig(&s->nc, world, u, rank, &cfg);
+    struct timespec nap = {0, 50 * 1000};
+    while (r == ncclInProgress) {
+        if (stop && atomic_load(stop)) {
+            ncclCommAbort(s->nc);
+            snprintf(err, errlen, "rank %d (cuda:%d): NCCL initialisation abandoned: a peer failed", rank, gpu);
+            cudaFree(s->one);
+            free(s);
+            free(c);
+            return NULL;
+        }
+        nanosleep(&nap, NULL);
+        if (ncclCommGetAsyncError(s->nc, &r) != ncclSuccess)
+            r = ncclInternalError;
+    }
     if (r != ncclSuccess) {
-        snprintf(err, errlen, "rank %d (cuda:%d): ncclCommInitRank: %s", rank, gpu, ncclGetErrorString(r));
+        snprintf(err, errlen, "rank %d (cuda:%d): ncclCommInitRankConfig: %s", rank, gpu, ncclGetErrorString(r));
+        if (s->nc)
+            ncclCommAbort(s->nc);
         cudaFree(s->one);
         free(s);
         free(c);
@@ -262,6 +308,7 @@ struct comm *comm_nccl_create(const unsigned char id[NCCL_ID_BYTES], int world, 
     c->ops = &nccl_ops;
     c->rank = rank;
     c->world = world;
+    c->abort = stop;
     c->tag = -1;
     c->impl = s;
     return c;

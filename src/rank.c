@@ -599,10 +599,8 @@ static struct comm *device_comm(struct rank *rk, char *err, size_t errlen)
     void *cs = device_cuda_stream(&rk->dev, STREAM_COMM);
 #ifdef DDPTOP_HAVE_NCCL
     if (run->use_nccl) {
-        struct comm *c = comm_nccl_create(run->nccl_id, run->world, rk->id, rk->gpu, cs, err, errlen);
-        if (c)
-            c->abort = &run->abort; /* its waits give up when a peer fails */
-        return c;
+        /* its initialisation and waits give up when a peer fails */
+        return comm_nccl_create(run->nccl_id, run->world, rk->id, rk->gpu, cs, &run->abort, err, errlen);
     }
 #endif
     return comm_cuda_ring_create(run->shm, rk->id, run->cfg.algo, rk->gpu, cs);
