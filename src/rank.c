@@ -59,6 +59,7 @@ struct loop {
     int32_t *stage_y; /* device: [local_batch] */
     long staged;      /* the step index (within the epoch) staged, or -1 */
     float *hash_buf;  /* --check-replicas on a GPU: a host copy of the parameters */
+    int has_bn;       /* the model keeps batch norm running statistics */
 };
 
 static void rec(struct rank *rk, struct spsc_ring *ring, int lane, int cat, int64_t t0, int64_t t1)
@@ -551,6 +552,32 @@ static int train_step(struct loop *L, int i, int epoch)
     return push_step(L, step, epoch, t0, loss, correct);
 }
 
+/* Batch norm's running statistics are state, not parameters: each rank
+ * moves its own with its own shard. As DDP's broadcast_buffers (and
+ * DataParallel's replication) do, rank 0's go to every rank before each
+ * step and before evaluation, so that all ranks normalise alike. */
+static int sync_buffers(struct loop *L)
+{
+    if (L->run->world == 1 || !L->has_bn)
+        return 0;
+    if (comm_after_compute(L) != 0) /* the last forward's updates are done */
+        return -1;
+    struct model *m = L->m;
+    struct comm *c = L->rk->comm;
+    for (int i = 0; i < m->nlayers; i++) {
+        float *mean = layer_bn_running(&m->layers[i], 0), *var = layer_bn_running(&m->layers[i], 1);
+        if (!mean)
+            continue;
+        size_t C = (size_t)m->tensors[m->layers[i].out].c;
+        int rc = c->ops->broadcast(c, mean, var == mean + C ? 2 * C : C, 0); /* one call when adjacent */
+        if (rc == 0 && var != mean + C)
+            rc = c->ops->broadcast(c, var, C, 0);
+        if (rc != 0)
+            return comm_failed(L->rk, rc, "broadcasting batch norm's running statistics failed");
+    }
+    return 0;
+}
+
 /* Evaluates this rank's share (indices rank, rank+W, ...) of the test split. */
 static int evaluate(struct loop *L, int epoch)
 {
@@ -560,6 +587,8 @@ static int evaluate(struct loop *L, int epoch)
     struct model *m = L->m;
     int B = run->local_batch;
     struct epoch_rec er = {.epoch = epoch};
+    if (sync_buffers(L) != 0)
+        return -1;
     int pos = rk->id;
     while (pos < test->n && !atomic_load(&run->abort)) {
         int n = 0;
@@ -652,6 +681,8 @@ static int loop_init(struct loop *L, struct rank *rk)
         return fail(rk, err);
     }
     rk->model = L->m;
+    for (int i = 0; i < L->m->nlayers; i++)
+        L->has_bn |= layer_bn_running(&L->m->layers[i], 0) != NULL;
     rk->nparams_total = L->m->nfloats;
     rk->nparams_trainable = model_trainable_floats(L->m);
     rk->flops_per_sample = model_flops(L->m);
@@ -798,7 +829,7 @@ void *rank_main(void *arg)
                 if (atomic_load_explicit(&run->abort, memory_order_relaxed))
                     break;
                 atomic_store_explicit(&rk->step, step, memory_order_relaxed);
-                if (train_step(&L, (int)i, epoch) != 0)
+                if (sync_buffers(&L) != 0 || train_step(&L, (int)i, epoch) != 0)
                     break;
             }
             if (atomic_load(&run->abort))

@@ -7,6 +7,9 @@
  *  - ddp overlaps: overlap % > 0 and comm-lane spans inside backward;
  *  - --slow-rank 1:3: rank 0's idle share rises, rank 1's does not;
  *  - identical seeds give identical losses and parameters;
+ *  - batch norm's running statistics: rank 0's reach every rank before each
+ *    step and before evaluation (DDP's broadcast_buffers), so after a run
+ *    that ends in evaluation every rank holds rank 0's, bitwise;
  *  - the rank loop's asynchronous-device path (staging buffers, the next
  *    batch prefetched during the step, events, DDP's stream hooks, the
  *    split loss), taken on the CPU through device_cpu_staged, trains bit
@@ -240,6 +243,38 @@ static void test_staged_path_matches(void **state)
     }
 }
 
+static void test_bn_state_synced(void **state)
+{
+    const int strategies[] = {STRAT_DP, STRAT_ALLREDUCE};
+    for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++) {
+        struct run_config rc = harness_config("resnet18", strategies[s], 2, 4, 2);
+        rc.eval = 1;
+        struct dataset small_test = g_test;
+        small_test.n = 16;
+        struct run r;
+        assert_int_equal(harness_run(&r, &rc, &g_train, &small_test), 0);
+        struct model *a = r.ranks[0].model, *b = r.ranks[1].model;
+        int nbn = 0, moved = 0;
+        for (int i = 0; i < a->nlayers; i++) {
+            float *ma = layer_bn_running(&a->layers[i], 0), *mb = layer_bn_running(&b->layers[i], 0);
+            if (!ma)
+                continue;
+            assert_non_null(mb);
+            size_t C = (size_t)a->tensors[a->layers[i].out].c;
+            assert_memory_equal(ma, mb, C * sizeof(float));
+            assert_memory_equal(layer_bn_running(&a->layers[i], 1), layer_bn_running(&b->layers[i], 1),
+                                C * sizeof(float));
+            for (size_t k = 0; k < C; k++)
+                moved |= ma[k] != 0.0f; /* the statistics did move from their start */
+            nbn++;
+        }
+        printf("  %s: %d batch norms, running statistics identical on both ranks\n", strategy_name(strategies[s]), nbn);
+        assert_true(nbn > 0);
+        assert_true(moved);
+        run_free(&r);
+    }
+}
+
 static void test_deterministic(void **state)
 {
     struct run_config rc = harness_config("mlp", STRAT_DDP, 2, 16, 15);
@@ -280,11 +315,17 @@ static void test_fp16(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replicas_identical),  cmocka_unit_test(test_equivalence_mlp),
-        cmocka_unit_test(test_equivalence_lenet),   cmocka_unit_test(test_equivalence_discriminates),
-        cmocka_unit_test(test_ddp_overlap_lenet),   cmocka_unit_test(test_ddp_overlap_mlp),
-        cmocka_unit_test(test_slow_rank),           cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_staged_path_matches), cmocka_unit_test(test_fp16),
+        cmocka_unit_test(test_replicas_identical),
+        cmocka_unit_test(test_equivalence_mlp),
+        cmocka_unit_test(test_equivalence_lenet),
+        cmocka_unit_test(test_equivalence_discriminates),
+        cmocka_unit_test(test_ddp_overlap_lenet),
+        cmocka_unit_test(test_ddp_overlap_mlp),
+        cmocka_unit_test(test_slow_rank),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_staged_path_matches),
+        cmocka_unit_test(test_bn_state_synced),
+        cmocka_unit_test(test_fp16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
