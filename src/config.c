@@ -48,6 +48,7 @@ enum {
     OPT_BUCKET_MB,
     OPT_NO_OVERLAP,
     OPT_NO_CUPTI,
+    OPT_NO_BROADCAST_BUFFERS,
     OPT_GRAD_COMPRESS,
     OPT_SLOW_RANK,
     OPT_QUIET,
@@ -101,6 +102,7 @@ static const struct option long_opts[] = {
     {"bucket-mb", required_argument, 0, OPT_BUCKET_MB},
     {"no-overlap", no_argument, 0, OPT_NO_OVERLAP},
     {"no-cupti", no_argument, 0, OPT_NO_CUPTI},
+    {"no-broadcast-buffers", no_argument, 0, OPT_NO_BROADCAST_BUFFERS},
     {"grad-compress", required_argument, 0, OPT_GRAD_COMPRESS},
     {"slow-rank", required_argument, 0, OPT_SLOW_RANK},
     {"quiet", no_argument, 0, OPT_QUIET},
@@ -167,6 +169,8 @@ static void usage(FILE *out)
             "  --threads-per-rank N      compute threads per rank (default cores / ranks, at least 1)\n"
             "  --bucket-mb X             ddp bucket cap in MB (default 25; the first bucket is 1 MB)\n"
             "  --no-overlap              ddp: run the buckets after backward instead of during it\n"
+            "  --no-broadcast-buffers    keep each rank's batch norm running statistics its own\n"
+            "                            (default: rank 0's go to every rank before each step)\n"
             "  --no-cupti                GPU: no device timelines (host spans only; to measure\n"
             "                            what CUPTI costs)\n"
             "  --grad-compress fp16      send gradients as half precision\n"
@@ -345,6 +349,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     b->eval = 1;
     b->bucket_mb = 25.0f;
     b->overlap = 1;
+    b->broadcast_buffers = 1;
     b->slow_rank = -1;
     b->slow_factor = 1.0;
     b->algo = ALGO_RING;
@@ -541,6 +546,9 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             break;
         case OPT_NO_CUPTI:
             b->no_cupti = 1;
+            break;
+        case OPT_NO_BROADCAST_BUFFERS:
+            b->broadcast_buffers = 0;
             break;
         case OPT_NO_OVERLAP:
             b->overlap = 0;

@@ -50,8 +50,9 @@ struct run_config {
     double loss_threshold; /* < 0: none */
     int eval;              /* evaluate on the test split each epoch */
     float bucket_mb;
-    int overlap;  /* ddp: overlap buckets with backward */
-    int no_cupti; /* GPU: collect no device timelines */
+    int overlap;           /* ddp: overlap buckets with backward */
+    int no_cupti;          /* GPU: collect no device timelines */
+    int broadcast_buffers; /* batch norm running statistics from rank 0 before each step (DDP's default) */
     int grad_fp16;
     int slow_rank; /* -1: none */
     double slow_factor;

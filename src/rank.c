@@ -558,7 +558,7 @@ static int train_step(struct loop *L, int i, int epoch)
  * step and before evaluation, so that all ranks normalise alike. */
 static int sync_buffers(struct loop *L)
 {
-    if (L->run->world == 1 || !L->has_bn)
+    if (L->run->world == 1 || !L->has_bn || !L->cfg->broadcast_buffers)
         return 0;
     if (comm_after_compute(L) != 0) /* the last forward's updates are done */
         return -1;
