@@ -14,10 +14,11 @@
 
 enum dev_stream { STREAM_COMPUTE = 0, STREAM_COPY, STREAM_COMM, STREAM_COUNT };
 /* The events a rank uses: its batch staged on the copy stream, the staging
- * buffer free again, gradients complete before a synchronisation, and one
+ * buffer free again, gradients complete before a synchronisation, the comm
+ * stream's copies done before compute reads them, and one
  * per DDP bucket (bucket b uses EV_BUCKET0 + b % DEV_BUCKET_EVENTS: a later
  * bucket re-recording an event only makes a wait wait longer, never less). */
-enum dev_event { EV_STAGED = 0, EV_STAGE_FREE, EV_GRADS, EV_BUCKET0, DEV_MAX_EVENTS = 64 };
+enum dev_event { EV_STAGED = 0, EV_STAGE_FREE, EV_GRADS, EV_COMM_DONE, EV_BUCKET0, DEV_MAX_EVENTS = 64 };
 #define DEV_BUCKET_EVENTS (DEV_MAX_EVENTS - EV_BUCKET0)
 
 struct device;

@@ -60,6 +60,8 @@ struct loop {
     long staged;      /* the step index (within the epoch) staged, or -1 */
     float *hash_buf;  /* --check-replicas on a GPU: a host copy of the parameters */
     int has_bn;       /* the model keeps batch norm running statistics */
+    float *bn_flat;   /* every batch norm's statistics packed for one broadcast, in the model's memory */
+    size_t bn_floats; /* its length */
 };
 
 static void rec(struct rank *rk, struct spsc_ring *ring, int lane, int cat, int64_t t0, int64_t t1)
@@ -556,25 +558,51 @@ static int train_step(struct loop *L, int i, int epoch)
  * moves its own with its own shard. As DDP's broadcast_buffers (and
  * DataParallel's replication) do, rank 0's go to every rank before each
  * step and before evaluation, so that all ranks normalise alike. */
-static int sync_buffers(struct loop *L)
+/* Copies every batch norm's statistics into the packed buffer (pack = 1)
+ * or back out of it, on the comm stream. */
+static int bn_copy(struct loop *L, int pack)
 {
-    if (L->run->world == 1 || !L->has_bn || !L->cfg->broadcast_buffers)
-        return 0;
-    if (comm_after_compute(L) != 0) /* the last forward's updates are done */
-        return -1;
     struct model *m = L->m;
-    struct comm *c = L->rk->comm;
+    struct device *d = &L->rk->dev;
+    size_t off = 0;
     for (int i = 0; i < m->nlayers; i++) {
-        float *mean = layer_bn_running(&m->layers[i], 0), *var = layer_bn_running(&m->layers[i], 1);
-        if (!mean)
+        float *stat[2] = {layer_bn_running(&m->layers[i], 0), layer_bn_running(&m->layers[i], 1)};
+        if (!stat[0])
             continue;
         size_t C = (size_t)m->tensors[m->layers[i].out].c;
-        int rc = c->ops->broadcast(c, mean, var == mean + C ? 2 * C : C, 0); /* one call when adjacent */
-        if (rc == 0 && var != mean + C)
-            rc = c->ops->broadcast(c, var, C, 0);
-        if (rc != 0)
-            return comm_failed(L->rk, rc, "broadcasting batch norm's running statistics failed");
+        for (int k = 0; k < 2; k++, off += C) {
+            float *dst = pack ? L->bn_flat + off : stat[k];
+            const float *src = pack ? stat[k] : L->bn_flat + off;
+            if (d->ops->copy_d2d(d, dst, src, sizeof(float) * C, STREAM_COMM) != 0)
+                return fail(L->rk, device_last_error());
+        }
     }
+    return 0;
+}
+
+static int sync_buffers(struct loop *L)
+{
+    if (!L->bn_flat)
+        return 0;                   /* one rank, no batch norm, or --no-broadcast-buffers */
+    if (comm_after_compute(L) != 0) /* the last forward's updates are done */
+        return -1;
+    struct device *d = &L->rk->dev;
+    struct comm *c = L->rk->comm;
+    int root = L->rk->id == 0;
+    /* rank 0 packs, one broadcast, the others unpack */
+    if (root && bn_copy(L, 1) != 0)
+        return -1;
+    int rc = c->ops->broadcast(c, L->bn_flat, L->bn_floats, 0);
+    if (rc != 0)
+        return comm_failed(L->rk, rc, "broadcasting batch norm's running statistics failed");
+    if (root)
+        return 0;
+    /* the next forward updates the statistics: after the unpacking copies */
+    if (bn_copy(L, 0) != 0)
+        return -1;
+    if (d->ops->record_event(d, EV_COMM_DONE, STREAM_COMM) != 0 ||
+        d->ops->wait_event(d, EV_COMM_DONE, STREAM_COMPUTE) != 0)
+        return fail(L->rk, device_last_error());
     return 0;
 }
 
@@ -682,7 +710,13 @@ static int loop_init(struct loop *L, struct rank *rk)
     }
     rk->model = L->m;
     for (int i = 0; i < L->m->nlayers; i++)
-        L->has_bn |= layer_bn_running(&L->m->layers[i], 0) != NULL;
+        if (layer_bn_running(&L->m->layers[i], 0)) {
+            L->has_bn = 1;
+            L->bn_floats += 2 * (size_t)L->m->tensors[L->m->layers[i].out].c;
+        }
+    if (L->has_bn && run->world > 1 && cfg->broadcast_buffers &&
+        !(L->bn_flat = rk->dev.ops->alloc(&rk->dev, sizeof(float) * L->bn_floats)))
+        return fail(rk, "out of memory for the batch norm statistics' broadcast");
     rk->nparams_total = L->m->nfloats;
     rk->nparams_trainable = model_trainable_floats(L->m);
     rk->flops_per_sample = model_flops(L->m);
