@@ -34,7 +34,7 @@ const struct device_ops *device_select(int choice, char *note, size_t notelen, c
         return &device_cpu;
     case DEV_CUDA:
         if (!device_cuda) {
-            snprintf(err, errlen, "--device cuda: this ddptop was built without CUDA");
+            snprintf(err, errlen, "--device cuda: this ddptop was built without CUDA (no GPU support)");
             return NULL;
         }
         if (gpus == 0) {

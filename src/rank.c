@@ -829,7 +829,8 @@ static void loop_free(struct loop *L)
     free(L->half);
     if (L->async && d->impl)
         d->ops->sync(d, STREAM_COMM); /* dp's copies into the device run on the comm stream */
-    float *dev_bufs[] = {L->dp_xd, L->dp_yfd, L->dp_ylocal_d, L->dp_logits, L->dp_dlogits_d, L->dp_dout, L->gs_scratch};
+    float *dev_bufs[] = {L->dp_xd,        L->dp_yfd,  L->dp_ylocal_d, L->dp_logits,
+                         L->dp_dlogits_d, L->dp_dout, L->gs_scratch,  L->bn_flat};
     for (size_t k = 0; k < sizeof(dev_bufs) / sizeof(dev_bufs[0]); k++)
         if (dev_bufs[k])
             d->ops->free(d, dev_bufs[k]);
