@@ -1,5 +1,5 @@
 // kernels_cuda.cu - the kernels the GPU path needs beside cuDNN and cuBLAS:
-// bias, ReLU and ReLU6, dropout (the CPU's masks), residual add, copies
+// bias, ReLU, dropout (the CPU's masks), residual add, copies
 // with accumulation, padding, ceil-mode max-pool, adaptive average pool,
 // softmax cross-entropy and the SGD update (PyTorch's semantics, as
 // optim.c). Backward kernels that may meet an existing gradient take `acc`
@@ -101,20 +101,6 @@ __global__ void copy_acc_k(float *dst, int acc, const float *src, int64_t n)
 __global__ void add_k(float *out, const float *a, const float *b, int64_t n)
 {
     GRID_LOOP(i, n) out[i] = a[i] + b[i];
-}
-
-__global__ void relu6_fwd_k(float *out, const float *in, int64_t n)
-{
-    GRID_LOOP(i, n) out[i] = in[i] < 0.0f ? 0.0f : in[i] > 6.0f ? 6.0f : in[i];
-}
-
-__global__ void relu6_bwd_k(float *din, int acc, const float *dout, const float *out, int64_t n)
-{
-    GRID_LOOP(i, n)
-    {
-        float g = out[i] > 0.0f && out[i] < 6.0f ? dout[i] : 0.0f;
-        din[i] = acc ? din[i] + g : g;
-    }
 }
 
 // the same keep test as dropout_keep in kernels_ref.h, so masks match the CPU
@@ -362,16 +348,6 @@ int cuk_copy_acc(float *dst, int acc, const float *src, int64_t n, void *stream)
 int cuk_add(float *out, const float *a, const float *b, int64_t n, void *stream)
 {
     LAUNCH(n, add_k, out, a, b, n);
-}
-
-int cuk_relu6_forward(float *out, const float *in, int64_t n, void *stream)
-{
-    LAUNCH(n, relu6_fwd_k, out, in, n);
-}
-
-int cuk_relu6_backward(float *din, int acc, const float *dout, const float *out, int64_t n, void *stream)
-{
-    LAUNCH(n, relu6_bwd_k, din, acc, dout, out, n);
 }
 
 int cuk_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n, float p, uint64_t key, void *stream)

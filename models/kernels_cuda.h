@@ -116,8 +116,6 @@ int cuk_fill(float *x, size_t n, float v, void *stream);
 /* dst (+)= src */
 int cuk_copy_acc(float *dst, int acc, const float *src, int64_t n, void *stream);
 int cuk_add(float *out, const float *a, const float *b, int64_t n, void *stream);
-int cuk_relu6_forward(float *out, const float *in, int64_t n, void *stream);
-int cuk_relu6_backward(float *din, int acc, const float *dout, const float *out, int64_t n, void *stream);
 /* Masks as cpu_dropout_forward draws them (dropout_keep over the plain index). */
 int cuk_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n, float p, uint64_t key, void *stream);
 int cuk_dropout_backward(float *din, int acc, const float *dout, const uint8_t *mask, float p, int64_t n, void *stream);

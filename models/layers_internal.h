@@ -47,7 +47,7 @@ static inline void din_done(struct model *m, int id)
 {
     struct tensor *t = T(m, id);
     if (t->grad_set)
-        model_acc_add(m, t->grad, m->acc, tensor_len(m, id));
+        cpu_copy_acc(t->grad, 1, m->acc, tensor_len(m, id));
     t->grad_set = 1;
 }
 

@@ -67,18 +67,6 @@ int model_memcpy(struct model *m, void *dst, const void *src, size_t bytes)
     return 0;
 }
 
-void model_acc_add(struct model *m, float *dst, const float *src, int64_t n)
-{
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda) {
-        /* a failed launch leaves CUDA's error set: the next checked call reports it */
-        cuk_copy_acc(dst, 1, src, n, cuda_ctx_stream(m->cuda));
-        return;
-    }
-#endif
-    cpu_copy_acc(dst, 1, src, n);
-}
-
 static int grow(void **arr, int *cap, int need, size_t elem)
 {
     if (need <= *cap)
@@ -361,19 +349,20 @@ int model_loss_begin(struct model *m, const int32_t *labels, int n)
     if (labels)
         memcpy(m->labels, labels, sizeof(int32_t) * (size_t)n);
     m->loss_correct = 0;
-    m->loss_sum = softmax_xent_forward(m->probs, m->tensors[m->output].val, m->labels, n, m->classes, &m->loss_correct);
+    m->loss_value =
+        softmax_xent_forward(m->probs, m->tensors[m->output].val, m->labels, n, m->classes, &m->loss_correct);
     return 0;
 }
 
 int model_loss_end(struct model *m, float *loss, int *correct)
 {
 #ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda && cuda_xent_result(m->cuda, m->loss_n, &m->loss_sum, &m->loss_correct) != 0) {
+    if (m->cuda && cuda_xent_result(m->cuda, m->loss_n, &m->loss_value, &m->loss_correct) != 0) {
         snprintf(m->err, sizeof(m->err), "loss: %s", cuda_kernels_error(m->cuda));
         return -1;
     }
 #endif
-    *loss = m->loss_sum;
+    *loss = m->loss_value;
     if (correct)
         *correct = m->loss_correct;
     return 0;

@@ -104,7 +104,7 @@ struct model {
     int bwd_first;         /* backward runs layers [bwd_first, nlayers) */
     struct cpu_ctx *ctx;   /* oneDNN stream and the shared scratchpad */
     struct cuda_ctx *cuda; /* NULL on the CPU; else the GPU's handles, stream and workspace */
-    float loss_sum;        /* model_loss_begin on the CPU: the result it computed */
+    float loss_value;      /* model_loss_begin on the CPU: the result it computed */
     int loss_n, loss_correct;
     float *acc;                /* [largest tensor]: an input gradient to be added to one already set */
     struct layer_times *times; /* per-layer timing (DDPTOP_LAYER_TIMES=1), or NULL */
@@ -184,8 +184,6 @@ int model_add_layer(struct model *m, const struct layer_ops *ops, const char *na
 /* Buffers of the model's device (host memory on the CPU). */
 float *model_alloc_floats(struct model *m, size_t n);
 void model_free_floats(struct model *m, float *p);
-/* dst[n] += src[n] in the model's memory. */
-void model_acc_add(struct model *m, float *dst, const float *src, int64_t n);
 static inline float *model_param(struct model *m, int p)
 {
     return m->param_buf + m->params[p].off;

@@ -55,42 +55,15 @@ static int cpu_current(struct device *d)
     return 0;
 }
 
-const struct device_ops device_cpu = {
-    .name = "cpu",
-    .count = cpu_count,
-    .open = cpu_open,
-    .close = cpu_close,
-    .alloc = cpu_alloc,
-    .free = cpu_free,
-    .alloc_host = cpu_alloc,
-    .free_host = cpu_free,
-    .copy_h2d = cpu_copy,
-    .copy_d2h = cpu_copy,
-    .copy_d2d = cpu_copy,
-    .make_current = cpu_current,
-    .record_event = cpu_event,
-    .wait_event = cpu_event,
-    .sync = cpu_sync,
-};
+/* The CPU's calls, shared by both tables below. */
+#define CPU_OPS                                                                                                        \
+    .name = "cpu", .count = cpu_count, .open = cpu_open, .close = cpu_close, .alloc = cpu_alloc, .free = cpu_free,     \
+    .alloc_host = cpu_alloc, .free_host = cpu_free, .copy_h2d = cpu_copy, .copy_d2h = cpu_copy, .copy_d2d = cpu_copy,  \
+    .make_current = cpu_current, .record_event = cpu_event, .wait_event = cpu_event, .sync = cpu_sync
+
+const struct device_ops device_cpu = {CPU_OPS};
 
 /* The same calls, taking the asynchronous device's path through the rank
  * loop (staging, prefetch, events, the split loss): tests run it against
  * device_cpu, where both must train bit for bit alike. */
-const struct device_ops device_cpu_staged = {
-    .name = "cpu",
-    .count = cpu_count,
-    .open = cpu_open,
-    .close = cpu_close,
-    .alloc = cpu_alloc,
-    .free = cpu_free,
-    .alloc_host = cpu_alloc,
-    .free_host = cpu_free,
-    .copy_h2d = cpu_copy,
-    .copy_d2h = cpu_copy,
-    .copy_d2d = cpu_copy,
-    .make_current = cpu_current,
-    .record_event = cpu_event,
-    .wait_event = cpu_event,
-    .sync = cpu_sync,
-    .async = 1,
-};
+const struct device_ops device_cpu_staged = {CPU_OPS, .async = 1};

@@ -42,14 +42,6 @@ int info_main(const struct config *cfg)
         fprintf(stderr, "ddptop: --gpus: there is no GPU %d (%d found)\n", gpu.gpu, dev->count());
         return 2;
     }
-    if (on && dev->open) {
-        struct device d = {.ops = dev};
-        if (dev->open(&d, gpu.gpu, err, sizeof(err)) != 0) {
-            fprintf(stderr, "ddptop: %s\n", err);
-            return 2;
-        }
-        dev->close(&d); /* it made GPU gpu.gpu current for this thread */
-    }
     for (int i = 0; i < cfg->nmodels; i++) {
         struct model *m = model_create_on(on, cfg->models[i], batch, c, h, w, 10, cfg->base.seed, err, sizeof(err));
         if (!m) {

@@ -31,7 +31,7 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
                     size_t errlen)
 {
     int count = devops->count();
-    int n = rc->ngpus > 0 ? rc->ngpus : count;
+    int n = r->ngpu = rc->ngpus > 0 ? rc->ngpus : count;
     for (int i = 0; i < rc->ngpus; i++)
         if (rc->gpus[i] >= count) {
             snprintf(err, errlen, "--gpus: there is no GPU %d (%d found: 0..%d)", rc->gpus[i], count, count - 1);
@@ -128,13 +128,12 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
             snprintf(r->note, sizeof(r->note), "%s", cerr);
     }
 #endif
-    int ngpu = rc->ngpus > 0 ? rc->ngpus : (r->on_gpu ? devops->count() : 0);
     for (int i = 0; i < r->world; i++) {
         struct rank *k = &r->ranks[i];
         k->id = i;
         k->run = r;
         k->dev.ops = devops;
-        k->gpu = !r->on_gpu ? -1 : rc->ngpus > 0 ? rc->gpus[i % ngpu] : i % ngpu;
+        k->gpu = !r->on_gpu ? -1 : rc->ngpus > 0 ? rc->gpus[i % r->ngpu] : i % r->ngpu;
         if (r->cupti)
             metrics_expect_gpu(&r->metrics, i);
         atomic_init(&k->step, 0);

@@ -60,6 +60,7 @@ struct run {
     struct rank *ranks;
     struct shm_world *shm;
     int on_gpu;                 /* the device only enqueues work (CUDA) */
+    int ngpu;                   /* GPU runs: the GPUs the ranks take in turn (--gpus, or all) */
     int use_nccl;               /* GPU runs: NCCL, else ddptop's device ring */
     unsigned char nccl_id[128]; /* NCCL's unique id, shared by the rank threads */
     int cupti;                  /* CUPTI device timelines are being collected */

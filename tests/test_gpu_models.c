@@ -175,20 +175,7 @@ static struct dataset g_train, g_test;
 
 static int run_on_gpu(struct run *r, const struct run_config *rc)
 {
-    char err[256];
-    if (run_start(r, rc, &g_train, &g_test, device_cuda, err, sizeof(err)) != 0) {
-        fprintf(stderr, "run_start: %s\n", err);
-        run_request_stop(r);
-        run_join(r);
-        return -1;
-    }
-    struct timespec tick = {0, 2 * 1000 * 1000};
-    while (run_poll(r))
-        nanosleep(&tick, NULL);
-    int rc_ = run_join(r);
-    if (rc_ != 0)
-        fprintf(stderr, "run: %s\n", r->err);
-    return rc_;
+    return harness_run_on(r, rc, &g_train, &g_test, device_cuda);
 }
 
 static float *rank_params(struct run *r, int i)
