@@ -321,6 +321,52 @@ static int dp_step(struct loop *L, int i, int epoch)
     return push_step(L, step, epoch, t0, loss, correct);
 }
 
+/* The second half of a step on every device: backward from the loss,
+ * gradient synchronisation, the optimizer; *t_end is when the update was
+ * enqueued (done, on the CPU). Returns 0, or what the step returns. */
+static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_t *t_end)
+{
+    struct rank *rk = L->rk;
+    struct model *m = L->m;
+    if (L->ddp)
+        ddp_begin(L->ddp);
+    nvtx_push("backward");
+    phase_push(L, CAT_BACKWARD);
+    int rc = model_backward(m, 1.0f / (float)L->run->local_batch, L->ddp ? on_grad_ready : NULL, L->ddp);
+    phase_pop(L);
+    straggle(L, t2);
+    nvtx_pop();
+    if (rc != 0)
+        return fail(rk, m->err);
+    int64_t t3 = probe_now_ns();
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t2, t3);
+
+    nvtx_push("gradient sync");
+    /* the comm stream waits for backward's kernels (ddp's buckets wait for
+     * their own points of backward through the engine's hooks) */
+    if (L->run->world > 1 && !L->ddp && comm_after_compute(L) != 0) {
+        nvtx_pop();
+        return -1;
+    }
+    rc = sync_grads(L);
+    nvtx_pop();
+    if (rc != 0)
+        return comm_failed(rk, rc, "gradient synchronisation failed");
+
+    int64_t t4 = probe_now_ns();
+    nvtx_push("optimizer");
+    phase_push(L, CAT_OPTIMIZER);
+    rc = sgd_step(&L->opt, m, (long)step);
+    phase_pop(L);
+    straggle(L, t4);
+    nvtx_pop();
+    if (rc != 0)
+        return fail(rk, m->err);
+    *t_end = probe_now_ns();
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, *t_end);
+    return 0;
+}
+
 /* ---- the asynchronous device (GPU) path --------------------------------------
  * Calls only enqueue work. The batch of step i+1 is gathered by the host and
  * copied by the copy stream into staging buffers while step i computes; a
@@ -374,7 +420,6 @@ static int train_step_async(struct loop *L, int i, int epoch)
     struct rank *rk = L->rk;
     struct run *run = L->run;
     struct model *m = L->m;
-    struct device *d = &rk->dev;
     int B = run->local_batch;
     uint32_t step = atomic_load_explicit(&rk->step, memory_order_relaxed);
 
@@ -414,43 +459,9 @@ static int train_step_async(struct loop *L, int i, int epoch)
         t2 = t;
     }
 
-    if (L->ddp)
-        ddp_begin(L->ddp);
-    nvtx_push("backward");
-    phase_push(L, CAT_BACKWARD);
-    rc = model_backward(m, 1.0f / (float)B, L->ddp ? on_grad_ready : NULL, L->ddp);
-    phase_pop(L);
-    straggle(L, t2);
-    nvtx_pop();
-    if (rc != 0)
-        return fail(rk, m->err);
-    int64_t t3 = probe_now_ns();
-    rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t2, t3);
-
-    nvtx_push("gradient sync");
-    /* the comm stream waits for backward's kernels (ddp's buckets wait for
-     * their own points of backward through the engine's hooks) */
-    if (run->world > 1 && !L->ddp &&
-        (d->ops->record_event(d, EV_GRADS, STREAM_COMPUTE) != 0 || d->ops->wait_event(d, EV_GRADS, STREAM_COMM) != 0)) {
-        nvtx_pop();
-        return fail(rk, device_last_error());
-    }
-    rc = sync_grads(L);
-    nvtx_pop();
-    if (rc != 0)
-        return comm_failed(rk, rc, "gradient synchronisation failed");
-
-    int64_t t4 = probe_now_ns();
-    nvtx_push("optimizer");
-    phase_push(L, CAT_OPTIMIZER);
-    rc = sgd_step(&L->opt, m, (long)step);
-    phase_pop(L);
-    straggle(L, t4);
-    nvtx_pop();
-    if (rc != 0)
-        return fail(rk, m->err);
-    int64_t t5 = probe_now_ns();
-    rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, t5);
+    int64_t t5;
+    if ((rc = backward_and_update(L, step, t2, &t5)) != 0)
+        return rc;
     /* the one wait of the step: the GPU finishing it, then the loss */
     float loss = 0.0f;
     int correct = 0;
@@ -528,29 +539,10 @@ static int train_step(struct loop *L, int i, int epoch)
     if (!isfinite(loss))
         return diverged(rk, step, loss);
 
-    if (L->ddp)
-        ddp_begin(L->ddp);
-    nvtx_push("backward");
-    int rcb = model_backward(m, 1.0f / (float)B, L->ddp ? on_grad_ready : NULL, L->ddp);
-    straggle(L, t2);
-    nvtx_pop();
-    if (rcb != 0)
-        return fail(rk, m->err);
-    int64_t t3 = probe_now_ns();
-    rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t2, t3);
-
-    nvtx_push("gradient sync");
-    int rc = sync_grads(L);
-    nvtx_pop();
+    int64_t t5;
+    int rc = backward_and_update(L, step, t2, &t5);
     if (rc != 0)
-        return comm_failed(rk, rc, "gradient synchronisation failed");
-
-    int64_t t4 = probe_now_ns();
-    nvtx_push("optimizer");
-    sgd_step(&L->opt, m, (long)step);
-    straggle(L, t4);
-    nvtx_pop();
-    rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, probe_now_ns());
+        return rc;
     return push_step(L, step, epoch, t0, loss, correct);
 }
 
