@@ -79,8 +79,20 @@ static int check(struct comm *c, int rc)
 
 #define X(c) ((struct ring_ctx *)(c)->backend)
 
+/* Peers read this rank's buffers with copies on their own streams, which
+ * know nothing of this rank's events: before a collective starts, the comm
+ * stream's earlier work (the wait for backward's event, a packing copy)
+ * must be done, or a peer can read a gradient that is still being written. */
+static int settle(struct comm *c)
+{
+    note(X(c), cudaStreamSynchronize(X(c)->stream), "cudaStreamSynchronize");
+    return check(c, 0);
+}
+
 static int r_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
 {
+    if (settle(c) != 0)
+        return -1;
     return check(c, X(c)->inner->allreduce(c, buf, n, op));
 }
 
@@ -92,31 +104,43 @@ static int r_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op 
 
 static int r_reduce_scatter(struct comm *c, const float *in, float *out, size_t n, enum red_op op)
 {
+    if (settle(c) != 0)
+        return -1;
     return check(c, X(c)->inner->reduce_scatter(c, in, out, n, op));
 }
 
 static int r_allgather(struct comm *c, const float *in, float *out, size_t n)
 {
+    if (settle(c) != 0)
+        return -1;
     return check(c, X(c)->inner->allgather(c, in, out, n));
 }
 
 static int r_broadcast(struct comm *c, float *buf, size_t n, int root)
 {
+    if (settle(c) != 0)
+        return -1;
     return check(c, X(c)->inner->broadcast(c, buf, n, root));
 }
 
 static int r_reduce(struct comm *c, const float *in, float *out, size_t n, enum red_op op, int root)
 {
+    if (settle(c) != 0)
+        return -1;
     return check(c, X(c)->inner->reduce(c, in, out, n, op, root));
 }
 
 static int r_gather(struct comm *c, const float *in, float *out, size_t n, int root)
 {
+    if (settle(c) != 0)
+        return -1;
     return check(c, X(c)->inner->gather(c, in, out, n, root));
 }
 
 static int r_scatter(struct comm *c, const float *in, float *out, size_t n, int root)
 {
+    if (settle(c) != 0)
+        return -1;
     return check(c, X(c)->inner->scatter(c, in, out, n, root));
 }
 
