@@ -37,7 +37,7 @@ int info_main(const struct config *cfg)
     }
     struct model_device gpu = {NULL, 0, cfg->base.ngpus > 0 ? cfg->base.gpus[0] : 0};
     const struct model_device *on = device_cuda && dev == device_cuda ? &gpu : NULL;
-    int batch = on ? cfg->base.batch_size : 1;
+    int batch = on ? cfg->batches[0] : 1; /* the first of a --batch-size list */
     if (on && gpu.gpu >= dev->count()) {
         fprintf(stderr, "ddptop: --gpus: there is no GPU %d (%d found)\n", gpu.gpu, dev->count());
         return 2;
