@@ -361,7 +361,7 @@ def count_macs(model, c, side):
     was = model.training
     model.eval()
     with torch.no_grad():
-        model(torch.zeros(1, c, side, side))
+        model(torch.zeros(1, c, side, side, device=next(model.parameters()).device))
     model.train(was)
     for h in hs:
         h.remove()
