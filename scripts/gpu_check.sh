@@ -17,11 +17,16 @@ b=.gpubundle
 # CUDA's libraries: the toolkit's if present, then PyTorch's wheels
 libs=$root/$b/lib
 for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do [ -d "$d" ] && libs=$libs:$d; done
+# (the wheels' layouts differ between CUDA versions: take every folder
+# under nvidia/ that holds a shared library)
 site=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null || true)
 if [ -n "$site" ]; then
-    for d in "$site"/nvidia/*/lib; do libs=$libs:$d; done
+    while read -r d; do libs=$libs:$d; done < <(find "$site/nvidia" -name 'lib*.so*' -printf '%h\n' | sort -u)
 fi
 export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+for t in "$b"/ddptop "$b"/test_*; do
+    ldd "$t" | grep 'not found' | sed "s|^|$t: |"
+done
 # the tests read their fixtures from the source path they were built in
 src=$(strings "$b/test_gpu_fixtures" | grep -m1 -o '/[^ ]*/tests/fixtures' | sed 's|/fixtures$||')
 if [ -n "$src" ] && [ ! -d "$src" ]; then
@@ -33,7 +38,7 @@ status=0
 for t in test_gpu test_gpu_fixtures test_gpu_models; do
     echo "===== $t"
     start=$(date +%s)
-    "$b/$t"
+    DDPTOP_GPU_LAYERS=${OUT:-/tmp}/gpu_layers.txt timeout "${TEST_TIMEOUT:-240}" "$b/$t"
     rc=$?
     echo "===== $t: exit $rc ($(($(date +%s) - start)) s; 77 = skipped)"
     [ "$rc" -ne 0 ] && status=1
@@ -41,8 +46,8 @@ done
 
 echo "===== ddptop on the GPU"
 "$b/ddptop" --info --device cuda --model resnet18 --dataset cifar10 --batch-size 128 | tail -4
-"$b/ddptop" --batch --device cuda --model lenet --dataset synthetic --ranks 2 --strategy ddp --steps 200 --no-eval
-"$b/ddptop" --batch --device cuda --model resnet18 --dataset synthetic --ranks 1 --batch-size 128 --steps 60 \
+timeout 120 "$b/ddptop" --batch --device cuda --model lenet --dataset synthetic --ranks 2 --strategy ddp --steps 200 --no-eval
+timeout 120 "$b/ddptop" --batch --device cuda --model resnet18 --dataset synthetic --ranks 1 --batch-size 128 --steps 60 \
     --no-eval --format json | python3 -c 'import json, sys; r = json.load(sys.stdin)["runs"][0]; print({k: r[k] for k in ("device", "backend", "samples_per_s", "compute_pct", "comm_pct", "data_pct", "idle_pct", "cupti_overhead_ms", "note")})'
 
 if [ "${1:-}" != quick ]; then

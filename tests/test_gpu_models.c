@@ -7,17 +7,22 @@
  *    adaptive and global pooling; batch norm; dropout; add; concat; pad):
  *    a training forward, the loss, backward and an evaluation forward on a
  *    GPU model against the same model on the CPU, same seed and inputs.
- *    Parameters start bitwise equal; then per tensor the relative L2 error
+ *    Parameters start bitwise equal; then the relative L2 error
  *    ||gpu - cpu|| / ||cpu|| must stay within 1e-3 for logits and loss,
- *    5e-3 for gradients and batch norm's running statistics (fp32 on both
- *    sides, no TF32; cuDNN's and oneDNN's algorithms sum in other orders and
- *    deep models compound it). The measured errors are printed.
+ *    5e-3 for batch norm's running statistics, and 1e-1 per parameter's
+ *    gradient: fp32 on both sides, no TF32,
+ *    but rounding flips a ReLU or max-pool decision now and then, and that
+ *    compounds through a deep model (see compare_model).
+ *  - every layer alone, on the CPU model's own inputs and output gradient
+ *    (layers_alone): nothing flips there, so each layer's output is held to
+ *    1e-4 and its input and parameter gradients to 1e-3. This is the check
+ *    of each layer's forward and backward; the measured errors are printed.
  *  - runs through the real rank loop on GPU 0 shared by 2 ranks (ddptop's
- *    device ring), with every strategy (dp, gather-scatter, allreduce, ddp): parameters bitwise identical on both
- *    ranks after every step, equal to `single` on the whole batch within
- *    1e-4, CUPTI device spans on every rank with a breakdown that sums to
- *    wall time and shows compute and comm; the header note names the
- *    shared GPU.
+ *    device ring), with every strategy (dp, gather-scatter, allreduce,
+ *    ddp): parameters bitwise identical on both ranks after every step,
+ *    equal to `single` on the whole batch within 1e-4, CUPTI device spans
+ *    on every rank with a breakdown that sums to wall time and shows
+ *    compute and comm; the header note names the shared GPU.
  *  - the same with NCCL when there are 2 GPUs (skipped with one).
  */
 #include <cuda_runtime_api.h>
@@ -29,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "harness.h"
@@ -51,6 +57,18 @@ static double rel_l2(const float *a, const float *b, size_t n)
     return nb > 0 ? sqrt(d / nb) : sqrt(d);
 }
 
+/* ||a - b|| / max(||b||, floor). */
+static double rel_l2_floor(const float *a, const float *b, size_t n, double floor)
+{
+    double d = 0, nb = 0;
+    for (size_t i = 0; i < n; i++) {
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        nb += (double)b[i] * b[i];
+    }
+    nb = sqrt(nb);
+    return sqrt(d) / (nb > floor ? nb : floor > 0 ? floor : 1);
+}
+
 static float *host_copy(struct model *m, const void *src, size_t floats)
 {
     float *h = malloc(sizeof(float) * (floats ? floats : 1));
@@ -60,25 +78,243 @@ static float *host_copy(struct model *m, const void *src, size_t floats)
     return h;
 }
 
+/* Mismatches are counted, not fatal at once, so that one GPU run reports
+ * every model's state; the first few of each model are printed. */
+static int g_mismatches, g_model_mismatches;
+
 static void within(const char *model, const char *what, double err, double tol, double *worst)
 {
     if (err > *worst)
         *worst = err;
-    if (!(err <= tol))
-        fail_msg("%s: %s differs from the CPU by %.3g (relative L2; tolerance %g)", model, what, err, tol);
+    if (err <= tol)
+        return;
+    g_mismatches++;
+    if (g_model_mismatches++ < 6)
+        printf("  MISMATCH %s: %s differs from the CPU by %.3g (relative L2; tolerance %g)\n", model, what, err, tol);
 }
+
+/* Tensor t of the CPU model (b samples) in plain NCHW, whatever its layout. */
+static float *cpu_plain(const struct tensor *t, const float *buf, int b)
+{
+    size_t hw = (size_t)t->h * t->w;
+    float *o = malloc(sizeof(float) * (size_t)b * t->per_sample);
+    assert_non_null(o);
+    for (int n = 0; n < b; n++)
+        for (int ch = 0; ch < t->c; ch++)
+            for (size_t i = 0; i < hw; i++)
+                o[((size_t)n * t->c + ch) * hw + i] =
+                    t->blk == 1 ? buf[(size_t)n * t->stride + ch * hw + i]
+                                : buf[(size_t)n * t->stride + ((size_t)(ch / t->blk) * hw + i) * t->blk + ch % t->blk];
+    return o;
+}
+
+/* Every layer's output and its gradient, GPU against CPU, matched by name:
+ * all of them to the file that DDPTOP_GPU_LAYERS names, and to stdout the
+ * first few whose gradient is off, in backward order (where a backward bug
+ * shows first). Diagnostics only: the checks are the parameters' gradients. */
+static void layer_report(const char *name, struct model *mc, struct model *mg, int b, int show)
+{
+    const char *path = getenv("DDPTOP_GPU_LAYERS");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    int shown = 0;
+    for (int i = mc->nlayers - 1; i >= 0; i--) {
+        const struct layer *lc = &mc->layers[i];
+        int j = 0;
+        while (j < mg->nlayers && strcmp(mg->layers[j].name, lc->name))
+            j++;
+        if (j == mg->nlayers)
+            continue;
+        const struct tensor *tc = &mc->tensors[lc->out], *tg = &mg->tensors[mg->layers[j].out];
+        if (tc->per_sample != tg->per_sample)
+            continue;
+        size_t n = (size_t)b * tc->per_sample;
+        float *vc = cpu_plain(tc, tc->val, b), *vg = host_copy(mg, tg->val, n);
+        double ev = rel_l2(vg, vc, n), eg = -1;
+        if (tc->grad && tg->grad && tc->grad_set && tg->grad_set) {
+            float *gc = cpu_plain(tc, tc->grad, b), *gg = host_copy(mg, tg->grad, n);
+            eg = rel_l2(gg, gc, n);
+            free(gc);
+            free(gg);
+        }
+        free(vc);
+        free(vg);
+        if (f)
+            fprintf(f, "%s %-36s %-10s out %.3e grad %.3e\n", name, lc->name, lc->ops->kind, ev, eg);
+        if (show && eg > 1e-4 && shown++ < 5)
+            printf("    layer %-32s %-10s output off by %.2e, its gradient by %.2e\n", lc->name, lc->ops->kind, ev, eg);
+    }
+    if (f)
+        fclose(f);
+}
+
+/* How far a parameter's gradient is from the CPU's. A per-channel one
+ * (a bias, batch norm's scale and shift: one dimension) is a sum over the
+ * batch and the pixels of the output gradient's terms, so its natural size
+ * is ||dout|| of its layer; measured against that where it is smaller,
+ * because such a sum can be zero by construction (a bias just before batch
+ * norm, a batch norm's shift whose output feeds a bias-free convolution and
+ * another batch norm), and then both devices hold rounding noise. Weights
+ * are measured against their own size. */
+static double param_err(const struct model *mc, const struct param *pp, const float *got)
+{
+    double floor = 0;
+    if (pp->ndim == 1) {
+        const struct tensor *t = &mc->tensors[mc->layers[pp->layer].out];
+        if (t->grad && t->grad_set) {
+            float *d = cpu_plain(t, t->grad, mc->batch);
+            for (int64_t i = 0; i < (int64_t)mc->batch * t->per_sample; i++)
+                floor += (double)d[i] * d[i];
+            free(d);
+            floor = sqrt(floor);
+        }
+    }
+    return rel_l2_floor(got, mc->grad_buf + pp->off, pp->len, floor);
+}
+
+/* The GPU layer kinds met in the zoo, and whether each was checked alone. */
+static const char *g_kinds[32];
+static int g_kind_checked[32], g_nkinds;
+
+static int kind_slot(const char *kind)
+{
+    for (int i = 0; i < g_nkinds; i++)
+        if (!strcmp(g_kinds[i], kind))
+            return i;
+    assert_true(g_nkinds < 32);
+    g_kinds[g_nkinds] = kind;
+    return g_nkinds++;
+}
+
+static int consumers(const struct model *m, int id)
+{
+    int n = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        n += (m->layers[i].in == id) + (m->layers[i].in2 == id);
+    return n;
+}
+
+static void to_gpu(struct model *mg, float *dst, const struct tensor *tc, const float *src, int b)
+{
+    float *h = cpu_plain(tc, src, b);
+    assert_int_equal(model_memcpy(mg, dst, h, sizeof(float) * (size_t)b * tc->per_sample), 0);
+    free(h);
+}
+
+/* Every GPU layer alone on the CPU's tensors: its inputs and its output's
+ * gradient are copied from the CPU model, the layer runs forward (except
+ * batch norm, whose running statistics must stay, and dropout, whose mask
+ * must) and backward, and its output, its input gradients and its
+ * parameters' gradients are compared with the CPU's. Nothing flows in from
+ * the layers around it, so rounding cannot flip a ReLU or a max-pool
+ * decision upstream, and each layer is held to 1e-4 forward and 1e-3
+ * backward. Returns the layers checked. */
+static int layers_alone(const char *name, struct model *mc, struct model *mg, int b, double *worst_fwd,
+                        double *worst_bwd)
+{
+    int checked = 0;
+    for (int j = 0; j < mg->nlayers; j++) {
+        struct layer *lg = &mg->layers[j];
+        int slot = kind_slot(lg->ops->kind);
+        const struct layer *lc = NULL;
+        for (int i = 0; i < mc->nlayers && !lc; i++)
+            if (!strcmp(mc->layers[i].name, lg->name))
+                lc = &mc->layers[i];
+        if (!lc || (lc->in2 < 0) != (lg->in2 < 0))
+            continue;
+        const int ing[2] = {lg->in, lg->in2}, inc[2] = {lc->in, lc->in2};
+        const struct tensor *oc = &mc->tensors[lc->out];
+        struct tensor *og = &mg->tensors[lg->out];
+        if (oc->per_sample != og->per_sample)
+            continue;
+        for (int k = 0; k < 2 && ing[k] >= 0; k++)
+            to_gpu(mg, mg->tensors[ing[k]].val, &mc->tensors[inc[k]], mc->tensors[inc[k]].val, b);
+        char what[256];
+        size_t n = (size_t)b * oc->per_sample;
+        const char *kind = lg->ops->kind;
+        int rerun = strcmp(kind, "batchnorm") && strcmp(kind, "dropout");
+        if (rerun) {
+            if (lg->ops->forward(mg, lg, 1) != 0)
+                fail_msg("%s: %s alone: forward: %s", name, lg->name, mg->err);
+            float *vg = host_copy(mg, og->val, n), *vc = cpu_plain(oc, oc->val, b);
+            snprintf(what, sizeof(what), "%s (%s) alone: output", lg->name, kind);
+            within(name, what, rel_l2(vg, vc, n), 1e-4, worst_fwd);
+            free(vg);
+            free(vc);
+        }
+        if (!oc->grad || !oc->grad_set || !og->grad) {
+            /* nothing flows back through it (a pad before the first convolution) */
+            checked += rerun;
+            g_kind_checked[slot] |= rerun;
+            continue;
+        }
+        checked++;
+        g_kind_checked[slot] = 1;
+        to_gpu(mg, og->grad, oc, oc->grad, b);
+        for (int k = 0; k < 2 && ing[k] >= 0; k++)
+            mg->tensors[ing[k]].grad_set = 0;
+        float *zero = calloc(1, sizeof(float) * (mg->nfloats ? mg->nfloats : 1));
+        assert_non_null(zero);
+        for (int p = lg->param0; p < lg->param0 + lg->nparam; p++)
+            assert_int_equal(
+                model_memcpy(mg, mg->grad_buf + mg->params[p].off, zero, sizeof(float) * mg->params[p].len), 0);
+        free(zero);
+        if (lg->ops->backward(mg, lg) != 0)
+            fail_msg("%s: %s alone: backward: %s", name, lg->name, mg->err);
+        /* an input's gradient, where this layer is its only consumer on both
+         * devices (elsewhere the CPU's holds the other consumers' share) */
+        for (int k = 0; k < 2 && ing[k] >= 0; k++) {
+            const struct tensor *ic = &mc->tensors[inc[k]], *ig = &mg->tensors[ing[k]];
+            if (!ig->grad || !ic->grad || !ic->grad_set || !ig->grad_set || consumers(mg, ing[k]) != 1 ||
+                consumers(mc, inc[k]) != 1 || (k == 1 && ing[1] == ing[0]))
+                continue;
+            size_t ni = (size_t)b * ic->per_sample;
+            float *gg = host_copy(mg, ig->grad, ni), *gc = cpu_plain(ic, ic->grad, b);
+            snprintf(what, sizeof(what), "%s (%s) alone: input %d gradient", lg->name, kind, k);
+            within(name, what, rel_l2(gg, gc, ni), 1e-3, worst_bwd);
+            free(gg);
+            free(gc);
+        }
+        for (int p = lc->param0; p < lc->param0 + lc->nparam; p++) {
+            const struct param *pp = &mc->params[p];
+            if (!pp->trainable)
+                continue;
+            float *gg = host_copy(mg, mg->grad_buf + pp->off, pp->len);
+            snprintf(what, sizeof(what), "%s (%s) alone: gradient of %s", lg->name, kind, pp->name);
+            within(name, what, param_err(mc, pp, gg), 1e-3, worst_bwd);
+            free(gg);
+        }
+    }
+    return checked;
+}
+
+/* a GPU call failed: counted and printed; the next model still runs */
+#define GPU_FAILED(what)                                                                                               \
+    do {                                                                                                               \
+        g_mismatches++;                                                                                                \
+        printf("  ERROR %s: GPU %s: %s\n", name, what, mg->err);                                                       \
+        model_destroy(mg);                                                                                             \
+        model_destroy(mc);                                                                                             \
+        return;                                                                                                        \
+    } while (0)
 
 static void compare_model(const char *name, int c, int hw)
 {
     const int B = 8, K = 10;
     char err[256];
+    g_model_mismatches = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     struct model *mc = model_create(name, B, c, hw, hw, K, 11, err, sizeof(err));
     if (!mc)
         fail_msg("%s on the CPU: %s", name, err);
     struct model_device dev = {NULL, 0, 0};
     struct model *mg = model_create_on(&dev, name, B, c, hw, hw, K, 11, err, sizeof(err));
-    if (!mg)
-        fail_msg("%s on the GPU: %s", name, err);
+    if (!mg) {
+        g_mismatches++;
+        printf("  ERROR %s on the GPU: %s\n", name, err);
+        model_destroy(mc);
+        return;
+    }
     assert_int_equal(mg->nparams, mc->nparams);
     assert_int_equal(mg->nfloats, mc->nfloats);
     assert_true(model_flops(mg) == model_flops(mc));
@@ -105,7 +341,7 @@ static void compare_model(const char *name, int c, int hw)
     double worst_fwd = 0, worst_grad = 0, worst_bn = 0;
     assert_int_equal(model_forward(mc, 1), 0);
     if (model_forward(mg, 1) != 0)
-        fail_msg("%s: GPU forward: %s", name, mg->err);
+        GPU_FAILED("forward");
     float lc = model_loss(mc, labels, B, NULL), lg = model_loss(mg, labels, B, NULL);
     within(name, "loss", fabs((double)lg - lc) / fabs((double)lc), 1e-3, &worst_fwd);
     float *lo = host_copy(mg, mg->tensors[mg->output].val, (size_t)B * K);
@@ -114,19 +350,33 @@ static void compare_model(const char *name, int c, int hw)
 
     assert_int_equal(model_backward(mc, 1.0f / (float)B, NULL, NULL), 0);
     if (model_backward(mg, 1.0f / (float)B, NULL, NULL) != 0)
-        fail_msg("%s: GPU backward: %s", name, mg->err);
+        GPU_FAILED("backward");
+    int before = g_model_mismatches;
     float *g = host_copy(mg, mg->grad_buf, mg->nfloats);
+    /* Whole-model gradients are held to 1e-1 each, far looser than the
+     * layers alone (below; the worst measured on an H200 was 3.6e-2, in
+     * squeezenet): rounding flips a ReLU or max-pool decision here and
+     * there (a pre-activation within 1e-6 of zero, two pooled values
+     * within 1e-7), which moves one element's gradient, about 1/sqrt(n) of
+     * a tensor of n elements. In the deep models' last stages (8 samples
+     * at 1x1) that is 1e-2 per flip, and the flips add up towards the
+     * input. */
     for (int i = 0; i < mc->nparams; i++) {
         const struct param *pp = &mc->params[i];
         char what[96];
         snprintf(what, sizeof(what), "gradient of %s", pp->name);
-        within(name, what, rel_l2(g + pp->off, mc->grad_buf + pp->off, pp->len), 5e-3, &worst_grad);
+        within(name, what, param_err(mc, pp, g + pp->off), 1e-1, &worst_grad);
     }
     free(g);
+    layer_report(name, mc, mg, B, g_model_mismatches > before);
 
     /* batch norm's running statistics, matched by layer name (the CPU model
-     * has layout conversions the GPU model does not) */
+     * has layout conversions the GPU model does not). A running mean is
+     * measured against the spread it averages (sqrt of the summed running
+     * variances) where it is smaller: after a bias-free convolution of a
+     * batch norm's output the batch mean is zero up to rounding. */
     int nbn = 0;
+    g_model_mismatches = 0; /* their own few lines */
     for (int i = 0; i < mc->nlayers; i++) {
         float *cm = layer_bn_running(&mc->layers[i], 0);
         if (!cm)
@@ -134,39 +384,65 @@ static void compare_model(const char *name, int c, int hw)
         for (int j = 0; j < mg->nlayers; j++)
             if (!strcmp(mg->layers[j].name, mc->layers[i].name)) {
                 int C = mc->tensors[mc->layers[i].out].c;
+                const float *cv = layer_bn_running(&mc->layers[i], 1);
+                double spread = 0;
+                for (int ch = 0; ch < C; ch++)
+                    spread += fabs((double)cv[ch]);
                 for (int which = 0; which < 2; which++) {
                     float *gm = host_copy(mg, layer_bn_running(&mg->layers[j], which), (size_t)C);
                     char what[96];
                     snprintf(what, sizeof(what), "running %s of %s", which ? "variance" : "mean", mc->layers[i].name);
-                    within(name, what, rel_l2(gm, layer_bn_running(&mc->layers[i], which), (size_t)C), 5e-3, &worst_bn);
+                    double floor = which ? 0 : 1e-3 * sqrt(spread);
+                    within(name, what, rel_l2_floor(gm, layer_bn_running(&mc->layers[i], which), (size_t)C, floor),
+                           5e-3, &worst_bn);
                     free(gm);
                 }
                 nbn++;
             }
     }
 
+    /* each layer alone (leaves batch norm's running statistics as they are) */
+    double worst_alone_f = 0, worst_alone_b = 0;
+    g_model_mismatches = 0;
+    int alone = layers_alone(name, mc, mg, B, &worst_alone_f, &worst_alone_b);
+
     /* evaluation mode: dropout off, batch norm on the running statistics */
     assert_int_equal(model_forward(mc, 0), 0);
     if (model_forward(mg, 0) != 0)
-        fail_msg("%s: GPU evaluation forward: %s", name, mg->err);
+        GPU_FAILED("evaluation forward");
     lo = host_copy(mg, mg->tensors[mg->output].val, (size_t)B * K);
     within(name, "evaluation logits", rel_l2(lo, mc->tensors[mc->output].val, (size_t)B * K), 1e-3, &worst_fwd);
     free(lo);
-    printf("  %-12s %dx%dx%d: worst relative error forward %.2e, gradients %.2e, %d batch norms %.2e\n", name, c, hw,
-           hw, worst_fwd, worst_grad, nbn, worst_bn);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("  %-12s %dx%dx%d: worst relative error forward %.2e, gradients %.2e, %d batch norms %.2e; "
+           "%d layers alone: forward %.2e, backward %.2e (%.1f s)\n",
+           name, c, hw, hw, worst_fwd, worst_grad, nbn, worst_bn, alone, worst_alone_f, worst_alone_b,
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     model_destroy(mg);
     model_destroy(mc);
 }
 
 static void test_zoo_against_cpu(void **state)
 {
+    g_mismatches = 0;
     for (int i = 0; i < zoo_count; i++) {
         const char *n = zoo_models[i].name;
-        /* the MNIST-sized models at 28x28, everything at CIFAR's 32x32 */
-        if (!strcmp(n, "mlp") || !strcmp(n, "lenet"))
+        /* the MNIST-sized models at 28x28 (and VGG-11, which pads it to
+         * 32x32 with a pad layer), everything at CIFAR's 32x32 */
+        if (!strcmp(n, "mlp") || !strcmp(n, "lenet") || !strcmp(n, "vgg11"))
             compare_model(n, 1, 28);
         compare_model(n, 3, 32);
     }
+    /* every kind of GPU layer the zoo uses went through the check alone */
+    printf("  layer kinds checked alone:");
+    for (int i = 0; i < g_nkinds; i++)
+        printf(" %s%s", g_kinds[i], g_kind_checked[i] ? "" : " (NOT CHECKED)");
+    printf("\n");
+    for (int i = 0; i < g_nkinds; i++)
+        if (!g_kind_checked[i])
+            fail_msg("no %s layer was checked alone", g_kinds[i]);
+    if (g_mismatches)
+        fail_msg("%d comparisons with the CPU out of tolerance (listed above)", g_mismatches);
 }
 
 /* ---- runs through the rank loop ---------------------------------------------- */
@@ -260,6 +536,7 @@ int main(void)
         return 77;
     }
     cudaSetDevice(0);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows through a pipe too */
     cpu_set_threads(4);
     char err[256];
     if (data_load("synthetic", NULL, 7, &g_train, &g_test, err, sizeof(err)) != 0) {
