@@ -3,7 +3,9 @@
 # and figures from the bundle that scripts/gpu_bundle.sh made (carried as
 # .gpubundle/), with CUDA's libraries from the machine (the toolkit's, or
 # the nvidia-* Python wheels that come with PyTorch). Everything it prints
-# also goes to ${OUT:-/tmp}/gpu_check.log.
+# also goes to ${OUT:-/tmp}/gpu_check.log, and test_gpu_models writes every
+# layer's output and gradient error (GPU against CPU, whole model) to
+# ${OUT:-/tmp}/gpu_layers.txt.
 #
 #   scripts/gpu_check.sh [quick]    # quick: tests only, no benchmark
 set -uo pipefail

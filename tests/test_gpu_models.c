@@ -10,9 +10,9 @@
  *    Parameters start bitwise equal; then the relative L2 error
  *    ||gpu - cpu|| / ||cpu|| must stay within 1e-3 for logits and loss,
  *    5e-3 for batch norm's running statistics, and 1e-1 per parameter's
- *    gradient: fp32 on both sides, no TF32,
- *    but rounding flips a ReLU or max-pool decision now and then, and that
- *    compounds through a deep model (see compare_model).
+ *    gradient: fp32 on both sides, no TF32, but rounding flips a ReLU or
+ *    max-pool decision now and then, and that compounds through a deep
+ *    model (see compare_model).
  *  - every layer alone, on the CPU model's own inputs and output gradient
  *    (layers_alone): nothing flips there, so each layer's output is held to
  *    1e-4 and its input and parameter gradients to 1e-3. This is the check
@@ -372,9 +372,10 @@ static void compare_model(const char *name, int c, int hw)
 
     /* batch norm's running statistics, matched by layer name (the CPU model
      * has layout conversions the GPU model does not). A running mean is
-     * measured against the spread it averages (sqrt of the summed running
-     * variances) where it is smaller: after a bias-free convolution of a
-     * batch norm's output the batch mean is zero up to rounding. */
+     * measured against 1e-3 of the spread it averages (the square root of
+     * the summed running variances) where it is smaller: after a bias-free
+     * convolution of a batch norm's output the batch mean is zero up to
+     * rounding. */
     int nbn = 0;
     g_model_mismatches = 0; /* their own few lines */
     for (int i = 0; i < mc->nlayers; i++) {
