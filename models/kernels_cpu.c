@@ -44,17 +44,6 @@
 #endif
 #define PAR_MIN 32768 /* floats */
 
-/* Element-wise kernels are compiled for AVX-512, AVX2 and baseline x86-64
- * and picked at load time: the default build targets baseline x86-64, whose
- * SSE loops run several times slower, and a scalar ReLU backward mispredicts
- * a branch on every other value. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) &&               \
-    !defined(__SANITIZE_THREAD__)
-#define VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define VEC_CLONES
-#endif
-
 static int par_tid(void)
 {
 #ifdef DDPTOP_HAVE_OPENMP

@@ -19,13 +19,6 @@
 #include "kernels_cuda.h"
 #endif
 
-/* See kernels_cpu.c: AVX-512 / AVX2 / baseline clones picked at load time. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) &&               \
-    !defined(__SANITIZE_THREAD__)
-#define VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define VEC_CLONES
-#endif
 #define PAR_MIN 65536 /* floats: below this one thread streams it faster than a team wakes */
 
 VEC_CLONES static void sgd_chunk(float *restrict p, const float *restrict g, float *restrict buf, size_t n, float lr,

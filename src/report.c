@@ -220,20 +220,14 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         snprintf(ta, sizeof(ta), r->train_valid ? "%.2f" : "n/a", r->train_acc);
         snprintf(te, sizeof(te), r->test_valid ? "%.2f" : "n/a", r->test_acc);
         threshold_str(thr, sizeof(thr), r);
-        if (md)
-            fprintf(f,
-                    "| %s | %s | %s | %d | %d | %d | %ld | %.3f | %.3f | %.3f | %.0f | %s | %s | %.1f | %.1f | "
-                    "%.1f | %.1f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s |\n",
-                    r->cfg.model, r->dataset, strat_label(r), r->world, r->global_batch / r->world, r->global_batch,
-                    r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff, r->compute_pct, r->comm_pct,
-                    r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms, r->sync_ms, pr, tl, ta, te, thr);
-        else
-            fprintf(f,
-                    "%-8s %-14s %-14s %5d %6d %6d %6ld %8.3f %8.3f %8.3f %10.0f %7s %6s %8.1f %6.1f %6.1f %6.1f "
-                    "%8.1f %10s %7s %8.1f %8.1f %8s %7s %7s %7s %s\n",
-                    r->cfg.model, r->dataset, strat_label(r), r->world, r->global_batch / r->world, r->global_batch,
-                    r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff, r->compute_pct, r->comm_pct,
-                    r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms, r->sync_ms, pr, tl, ta, te, thr);
+        fprintf(f,
+                md ? "| %s | %s | %s | %d | %d | %d | %ld | %.3f | %.3f | %.3f | %.0f | %s | %s | %.1f | %.1f | "
+                     "%.1f | %.1f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s |\n"
+                   : "%-8s %-14s %-14s %5d %6d %6d %6ld %8.3f %8.3f %8.3f %10.0f %7s %6s %8.1f %6.1f %6.1f %6.1f "
+                     "%8.1f %10s %7s %8.1f %8.1f %8s %7s %7s %7s %s\n",
+                r->cfg.model, r->dataset, strat_label(r), r->world, r->global_batch / r->world, r->global_batch,
+                r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff, r->compute_pct, r->comm_pct,
+                r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms, r->sync_ms, pr, tl, ta, te, thr);
     }
     (void)sep;
     fprintf(f,

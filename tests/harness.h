@@ -11,6 +11,25 @@
 #include "device.h"
 #include "run.h"
 
+/* The data set the integration tests train on: synthetic, seed 7, loaded
+ * once per test group (cmocka's group setup and teardown). */
+static struct dataset g_train, g_test;
+
+static inline int harness_data_setup(void **state)
+{
+    (void)state;
+    char err[256];
+    return data_load("synthetic", NULL, 7, &g_train, &g_test, err, sizeof(err));
+}
+
+static inline int harness_data_teardown(void **state)
+{
+    (void)state;
+    data_free(&g_train);
+    data_free(&g_test);
+    return 0;
+}
+
 /* A run_config as the CLI would make it with no options. */
 static inline struct run_config harness_config(const char *model, int strategy, int ranks, int batch, long steps)
 {

@@ -212,6 +212,8 @@ static int layers_alone(const char *name, struct model *mc, struct model *mg, in
                         double *worst_bwd)
 {
     int checked = 0;
+    float *zero = calloc(1, sizeof(float) * (mg->nfloats ? mg->nfloats : 1)); /* clears parameter gradients */
+    assert_non_null(zero);
     for (int j = 0; j < mg->nlayers; j++) {
         struct layer *lg = &mg->layers[j];
         int slot = kind_slot(lg->ops->kind);
@@ -252,12 +254,9 @@ static int layers_alone(const char *name, struct model *mc, struct model *mg, in
         to_gpu(mg, og->grad, oc, oc->grad, b);
         for (int k = 0; k < 2 && ing[k] >= 0; k++)
             mg->tensors[ing[k]].grad_set = 0;
-        float *zero = calloc(1, sizeof(float) * (mg->nfloats ? mg->nfloats : 1));
-        assert_non_null(zero);
         for (int p = lg->param0; p < lg->param0 + lg->nparam; p++)
             assert_int_equal(
                 model_memcpy(mg, mg->grad_buf + mg->params[p].off, zero, sizeof(float) * mg->params[p].len), 0);
-        free(zero);
         if (lg->ops->backward(mg, lg) != 0)
             fail_msg("%s: %s alone: backward: %s", name, lg->name, mg->err);
         /* an input's gradient, where this layer is its only consumer on both
@@ -284,6 +283,7 @@ static int layers_alone(const char *name, struct model *mc, struct model *mg, in
             free(gg);
         }
     }
+    free(zero);
     return checked;
 }
 
@@ -448,8 +448,6 @@ static void test_zoo_against_cpu(void **state)
 
 /* ---- runs through the rank loop ---------------------------------------------- */
 
-static struct dataset g_train, g_test;
-
 static int run_on_gpu(struct run *r, const struct run_config *rc)
 {
     return harness_run_on(r, rc, &g_train, &g_test, device_cuda);
@@ -539,18 +537,10 @@ int main(void)
     cudaSetDevice(0);
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows through a pipe too */
     cpu_set_threads(4);
-    char err[256];
-    if (data_load("synthetic", NULL, 7, &g_train, &g_test, err, sizeof(err)) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zoo_against_cpu),
         cmocka_unit_test(test_shared_gpu_runs),
         cmocka_unit_test(test_nccl_runs),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    data_free(&g_train);
-    data_free(&g_test);
-    return rc;
+    return cmocka_run_group_tests(tests, harness_data_setup, harness_data_teardown);
 }

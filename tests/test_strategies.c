@@ -28,21 +28,6 @@
 #include "report.h"
 #include "strategy.h"
 
-static struct dataset g_train, g_test;
-
-static int setup(void **state)
-{
-    char err[256];
-    return data_load("synthetic", NULL, 7, &g_train, &g_test, err, sizeof(err));
-}
-
-static int teardown(void **state)
-{
-    data_free(&g_train);
-    data_free(&g_test);
-    return 0;
-}
-
 static void test_replicas_identical(void **state)
 {
     const int strategies[] = {STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP};
@@ -329,5 +314,5 @@ int main(void)
         cmocka_unit_test(test_bn_state_synced),
         cmocka_unit_test(test_fp16),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, harness_data_setup, harness_data_teardown);
 }

@@ -24,21 +24,6 @@
 #define STEPS 2
 #define WORLD 2
 
-static struct dataset g_train, g_test;
-
-static int setup(void **state)
-{
-    char err[256];
-    return data_load("synthetic", NULL, 7, &g_train, &g_test, err, sizeof(err));
-}
-
-static int teardown(void **state)
-{
-    data_free(&g_train);
-    data_free(&g_test);
-    return 0;
-}
-
 /* Runs vgg11 on WORLD ranks for STEPS steps; returns bytes sent per rank per
  * step and checks the parameters. */
 static double run_vgg(int strategy, const char *trainable, size_t *trainable_floats)
@@ -110,5 +95,5 @@ int main(void)
         cmocka_unit_test(test_classifier_moves_only_its_bytes),
         cmocka_unit_test(test_all_trainable_moves_everything),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, harness_data_setup, harness_data_teardown);
 }
