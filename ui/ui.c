@@ -347,6 +347,17 @@ static void destroy_windows(struct ui *u)
     }
 }
 
+/* Gives the terminal back: the windows, curses' screen, then the flag the
+ * crash handler reads. Whatever happens next prints on a sane screen. */
+static void close_screen(struct ui *u)
+{
+    destroy_windows(u);
+    endwin();
+    g_term_live = 0;
+    delscreen(u->scr);
+    u->scr = NULL;
+}
+
 static void fill_req(const struct ui *u, struct layout_req *q)
 {
     memset(q, 0, sizeof(*q));
@@ -780,12 +791,7 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
 
     loop(u);
 
-    /* the terminal first: whatever happens next is printed on a sane screen */
-    destroy_windows(u);
-    endwin();
-    g_term_live = 0;
-    delscreen(u->scr);
-    u->scr = NULL;
+    close_screen(u); /* the terminal first */
     if (!u->joined) {
         run_request_stop(u->run);
         run_join(u->run);
@@ -859,11 +865,7 @@ int ui_replay(const struct config *cfg, struct replay *rp)
 
     loop(u);
 
-    destroy_windows(u);
-    endwin();
-    g_term_live = 0;
-    delscreen(u->scr);
-    u->scr = NULL;
+    close_screen(u);
     status = g_stop_sig ? 128 + (int)g_stop_sig : 0;
 
 out:
