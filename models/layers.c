@@ -198,11 +198,15 @@ static int conv_candidates(const struct tensor *in, int out_ch, int cand[3][2])
         return n;
     }
     if (in->blk > 1) {
+        /* oneDNN's AVX2 kernels lack a blocked backward-weights pass for
+         * some small planes (3x3 over 2x2): plain GEMM-based then */
         cand[n][0] = in->blk, cand[n][1] = in->blk, n++;
+        cand[n][0] = 1, cand[n][1] = 1, n++;
         return n;
     }
     if (in->c >= 16) {
         cand[n][0] = blk, cand[n][1] = blk, n++; /* convert the input */
+        cand[n][0] = 1, cand[n][1] = 1, n++;
         return n;
     }
     /* a first layer: blocked output even for 6 channels, as oneDNN's

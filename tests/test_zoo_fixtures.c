@@ -21,17 +21,24 @@
  * Gradients are not: batch norm over a batch of 2, 50-120 layers deep,
  * amplifies rounding, and PyTorch's own float32 gradients land up to 2.6%
  * from float64 (ResNet-50 at 28x28; 1e-6 for ResNet-18). The fixture
- * records that distance per tensor, and rho, its worst relative value in
- * the model, sets the scale: per tensor, with K = 4,
- *   gradient norm                 |n - n64| <= n64 * max(1e-4, K rho)
- *   gradient projection           |p - p64| <= n64 * max(1e-4, K rho) * rms(r)
+ * records that distance per tensor (d, the larger of float32's and of a
+ * perturbed input's), and the lower quartile of its relative value over
+ * the model (mu) floors each tensor's: one tensor's d is a single draw
+ * of its rounding, and kernels of other machines (AVX2 against AVX-512)
+ * sum in other orders. Per tensor, with K = 4,
+ *   gradient norm                 |n - n64| <= max(1e-4 n64, K max(d, mu n64))
+ *   gradient projection           |p - p64| <= the same * rms(r)
  *     (the error of a projection onto a random vector is ~ |dg| rms(r), so
- *     this asks |dg| <~ max(1e-4, K rho) |g|)
+ *     this asks |dg| <~ K max(d, mu |g|); mu is 4.4e-2 at most, MobileNetV2
+ *     at 3x32, where a lost gradient still lands 5 tolerances away, and
+ *     below 1e-5 in the shallow models)
  * A tensor whose exact gradient is zero (a conv bias before batch norm, a
  * batch-norm bias whose output feeds only a 1x1 conv and another batch
  * norm) is all rounding: |n - n64| and |p - p64| / rms(r) <= K |g32 - g64| +
  * 1e-7 max|g|. A lost, misplaced or mis-laid-out gradient moves its
- * projection by ~|g| rms(r), at least 25 times any of these tolerances.
+ * projection by ~|g| rms(r): 5 tolerances in MobileNetV2 at 3x32, 12 in
+ * ResNet-50, 20 and more in ResNet-18 and DenseNet, thousands in the
+ * shallow models.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,6 +207,12 @@ static float *layer_bn(struct model *m, const char *name, int which)
     return NULL;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static void run_fixture(const char *file)
 {
     struct fixture fx;
@@ -270,8 +283,14 @@ static void run_fixture(const char *file)
             rho = d > rho ? d : rho;
             rho_med[nrho++] = d;
         }
-    (void)rho_med;
-    print_message("  PyTorch: float32 and perturbed-input gradients within %.1e of float64\n", rho);
+    /* one tensor's float32 distance is a single draw of its rounding
+     * error; the model's lower quartile of relative distances floors it
+     * (summation orders differ by machine: AVX2 and AVX-512 kernels round
+     * differently) */
+    qsort(rho_med, (size_t)nrho, sizeof(double), cmp_double);
+    double mu = nrho > 0 ? rho_med[nrho / 4] : 0.0;
+    print_message("  PyTorch: float32 and perturbed-input gradients within %.1e of float64 (lower quartile %.1e)\n",
+                  rho, mu);
     for (int k = 0; k < m->nparams; k++) {
         const float *g = model_grad(m, k);
         double ss = 0, proj = 0, rr = 0;
@@ -282,7 +301,8 @@ static void run_fixture(const char *file)
             rr += r * r;
         }
         double norm = sqrt(ss), rms = sqrt(rr / (double)m->params[k].len);
-        double tol = fmax(GRAD_RTOL * fx.t[k].norm, GRAD_K * fmax(fx.t[k].dev32, fx.t[k].devp)) + 1e-7 * gmax;
+        double dev = fmax(fmax(fx.t[k].dev32, fx.t[k].devp), mu * fx.t[k].norm);
+        double tol = fmax(GRAD_RTOL * fx.t[k].norm, GRAD_K * dev) + 1e-7 * gmax;
         snprintf(where, sizeof(where), "%s: %.7g vs %.7g", m->params[k].name, norm, fx.t[k].norm);
         note(&ws[W_NORM], fabs(norm - fx.t[k].norm), tol, where);
         snprintf(where, sizeof(where), "%s: %.7g vs %.7g", m->params[k].name, proj, fx.t[k].proj);
