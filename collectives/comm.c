@@ -2,11 +2,32 @@
  * begin/end with sequence numbers and spans, and the bus-bandwidth factors. */
 #include "comm.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
 void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic uint32_t *step)
 {
     c->probe = ring;
     c->lane = lane;
     c->step = step;
+}
+
+int comm_context(struct comm *c, int rc, const char *fmt, ...)
+{
+    if (rc != -1)
+        return rc; /* success, or an abort: nothing to explain */
+    char ctx[128], old[sizeof(c->err)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx, sizeof(ctx), fmt, ap);
+    va_end(ap);
+    memcpy(old, c->err, sizeof(old));
+    if (old[0])
+        snprintf(c->err, sizeof(c->err), "%.60s: %.190s", ctx, old);
+    else
+        snprintf(c->err, sizeof(c->err), "%.120s failed", ctx);
+    return rc;
 }
 
 double coll_busbw_factor(int kind, int n)

@@ -66,7 +66,15 @@ struct comm {
     const volatile _Atomic int *abort; /* nonzero: every wait gives up, calls fail */
     void *impl;
     void *backend; /* a wrapping backend's state (the shared-GPU ring), else NULL */
+    /* A failed call (-1) leaves its message here, naming the call (and for
+     * device backends the GPU); callers add their context above it. */
+    char err[256];
 };
+
+/* A failed call (rc -1) gets the caller's context in front of its message:
+ * c->err becomes "CONTEXT: message". Returns rc; does nothing for 0 or
+ * COMM_ABORTED. */
+int comm_context(struct comm *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Directs this communicator's spans to ring, as lane. */
 void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic uint32_t *step);
@@ -111,25 +119,5 @@ struct comm *comm_shm_create_ops(struct shm_world *w, int rank, int algo, const 
 
 /* Fails with -1 when abort was raised while waiting. */
 #define COMM_ABORTED (-2)
-
-#ifdef DDPTOP_HAVE_CUDA
-/* The shared-GPU ring: ranks that share one GPU (more ranks than GPUs, where
- * NCCL refuses duplicate devices) run the shm algorithms over device
- * buffers (algo: ALGO_RING or ALGO_NAIVE), with DtoD copies and a reduce
- * kernel on `stream` (a cudaStream_t of GPU `gpu`). */
-struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int algo, int gpu, void *stream);
-#endif
-#ifdef DDPTOP_HAVE_NCCL
-/* NCCL: one communicator rank per GPU thread. The ranks of one process share
- * `id` (nccl_unique_id fills it once, before the threads start); each rank
- * thread calls comm_nccl_create concurrently. Collectives are enqueued on
- * `stream` (the rank's comm stream). The communicator is non-blocking:
- * its initialisation and every wait poll `stop` (may be NULL: the run's
- * abort flag) and give up (ncclCommAbort) once it is raised. */
-#define NCCL_ID_BYTES 128
-int nccl_unique_id(unsigned char id[NCCL_ID_BYTES], char *err, size_t errlen);
-struct comm *comm_nccl_create(const unsigned char id[NCCL_ID_BYTES], int world, int rank, int gpu, void *stream,
-                              const volatile _Atomic int *stop, char *err, size_t errlen);
-#endif
 
 #endif

@@ -48,7 +48,7 @@ int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half)
         if (!g->t[p].trainable)
             continue;
         c->tag = (int16_t)p;
-        rc = allreduce_avg(c, g->grads + g->t[p].off, g->t[p].len, half);
+        rc = comm_context(c, allreduce_avg(c, g->grads + g->t[p].off, g->t[p].len, half), "allreduce of tensor %d", p);
     }
     c->tag = -1;
     return rc;
@@ -81,13 +81,13 @@ int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scra
     float *grads = g->grads + lo;
     int rc = c->ops->gather(c, grads, scratch, n, 0);
     if (rc != 0)
-        return rc;
+        return comm_context(c, rc, "gather");
     if (c->rank == 0) {
         /* average in rank order: the same result whatever the arrival order */
         int64_t t0 = probe_now_ns();
         if (avg) {
             if (avg(ctx, grads, scratch, c->world, n) != 0)
-                return -1;
+                return comm_context(c, -1, "average");
         } else {
             memcpy(grads, scratch, n * sizeof(float));
             for (int r = 1; r < c->world; r++) {
@@ -111,7 +111,7 @@ int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scra
             spsc_push(c->probe, &s);
         }
     }
-    return c->ops->broadcast(c, grads, n, 0);
+    return comm_context(c, c->ops->broadcast(c, grads, n, 0), "broadcast");
 }
 
 /* ---- ddp ---------------------------------------------------------------- */
@@ -149,13 +149,13 @@ static int run_bucket(struct ddp_engine *e, int i)
     struct ddp_bucket *b = &e->b[i];
     struct comm *c = e->comm;
     if (e->hooks.before && e->hooks.before(e->hooks.ctx, i) != 0)
-        return -1;
+        return comm_context(c, -1, "bucket %d: waiting for its gradients", i);
     c->tag = (int16_t)i;
     nvtx_push_id("allreduce bucket", i);
     int rc = allreduce_avg(c, e->g.grads + b->off, b->len, e->half);
     nvtx_pop();
     c->tag = -1;
-    return rc;
+    return comm_context(c, rc, "bucket %d: allreduce", i);
 }
 
 static void *lane_main(void *arg)
@@ -183,8 +183,10 @@ static void *lane_main(void *arg)
         pthread_mutex_unlock(&e->mu);
         if (!inited && atomic_load(&e->hooks_set)) {
             inited = 1;
-            if (e->hooks.lane_init && e->hooks.lane_init(e->hooks.ctx) != 0 && atomic_load(&e->rc) == 0)
+            if (e->hooks.lane_init && e->hooks.lane_init(e->hooks.ctx) != 0 && atomic_load(&e->rc) == 0) {
+                comm_context(e->comm, -1, "starting the comm lane");
                 atomic_store(&e->rc, -1);
+            }
         }
         while (next < avail) {
             int rc = run_bucket(e, e->queue[next]);

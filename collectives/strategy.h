@@ -75,7 +75,9 @@ struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_
  * ready(ctx, b) runs on the main thread when bucket b's last gradient has
  * been enqueued; before(ctx, b) runs on whichever thread allreduces b, just
  * before, so that the comm stream waits for that point of the compute
- * stream: events, never a host sync. Set before the first step. */
+ * stream: events, never a host sync. Set before the first step. A hook
+ * that fails on the lane (lane_init, before) leaves its message in the
+ * communicator's err, where the lane's collectives leave theirs. */
 struct ddp_hooks {
     int (*lane_init)(void *ctx); /* each returns 0, or nonzero to fail the step */
     int (*ready)(void *ctx, int bucket);

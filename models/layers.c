@@ -37,15 +37,16 @@ static int layout_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops layout_ops = {"layout", layout_forward, layout_backward, layer_free_impl};
+static const struct layer_ops layout_ops = {
+    .kind = "layout", .forward = layout_forward, .backward = layout_backward, .destroy = layer_free_impl};
 
 int layer_to_layout(struct model *m, const char *name, int in, int blk)
 {
     if (in < 0)
         return -1;
     struct tensor t = *T(m, in);
-    if (t.blk == blk || m->cuda)
-        return in; /* on a GPU every tensor is plain */
+    if (t.blk == blk)
+        return in;
     struct layout *s = malloc(sizeof(*s));
     if (!s)
         return -1;
@@ -108,24 +109,26 @@ static void linear_destroy(struct layer *l)
     free(s);
 }
 
-static const struct layer_ops linear_ops = {"linear", linear_forward, linear_backward, linear_destroy};
+static const struct layer_ops linear_ops = {
+    .kind = "linear", .forward = linear_forward, .backward = linear_backward, .destroy = linear_destroy};
 
 int layer_linear(struct model *m, const char *name, int in, int out_features)
 {
     in = need_plain(m, name, in);
     if (in < 0)
         return -1;
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda)
-        return cudal_linear(m, name, in, out_features);
-#endif
+    return m->dev.ops->layers.linear(m, name, in, out_features);
+}
+
+int cpul_linear(struct model *m, const char *name, int in, int out_features)
+{
     struct linear *s = calloc(1, sizeof(*s));
     if (!s)
         return -1;
     s->in_f = (int)T(m, in)->per_sample;
     s->out_f = out_features;
     char kerr[200];
-    if (!(s->k = cpu_ip_create(m->ctx, m->batch, s->in_f, out_features, kerr, sizeof(kerr)))) {
+    if (!(s->k = cpu_ip_create(m->kernels, m->batch, s->in_f, out_features, kerr, sizeof(kerr)))) {
         snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
         free(s);
         return -1;
@@ -182,7 +185,8 @@ static void conv_destroy(struct layer *l)
     free(s);
 }
 
-static const struct layer_ops conv_ops = {"conv2d", conv_forward, conv_backward, conv_destroy};
+static const struct layer_ops conv_ops = {
+    .kind = "conv2d", .forward = conv_forward, .backward = conv_backward, .destroy = conv_destroy};
 
 /* Layouts for a convolution, in order of preference. oneDNN's fast kernels
  * want blocked data on both sides, except a first layer (few input
@@ -223,38 +227,38 @@ int layer_conv2d(struct model *m, const char *name, int in, int out_ch, int k, i
     if (in < 0)
         return -1;
     struct tensor t = *T(m, in);
+    struct conv_dims d = {.B = m->batch,
+                          .C = t.c,
+                          .H = t.h,
+                          .W = t.w,
+                          .OC = out_ch,
+                          .KH = k,
+                          .KW = k,
+                          .stride = stride,
+                          .pad = pad,
+                          .groups = groups};
+    conv_dims_finish(&d);
+    if (t.c % d.groups || out_ch % d.groups || d.OH <= 0 || d.OW <= 0) {
+        snprintf(m->err, sizeof(m->err), "%s: bad convolution shape %dx%dx%d -> %d (k %d, groups %d)", name, t.c, t.h,
+                 t.w, out_ch, k, d.groups);
+        return -1;
+    }
+    return m->dev.ops->layers.conv2d(m, name, in, &d, bias);
+}
+
+int cpul_conv2d(struct model *m, const char *name, int in, const struct conv_dims *d, int bias)
+{
+    struct tensor t = *T(m, in);
+    int out_ch = d->OC;
     struct conv *s = calloc(1, sizeof(*s));
     if (!s)
         return -1;
-    s->d = (struct conv_dims){.B = m->batch,
-                              .C = t.c,
-                              .H = t.h,
-                              .W = t.w,
-                              .OC = out_ch,
-                              .KH = k,
-                              .KW = k,
-                              .stride = stride,
-                              .pad = pad,
-                              .groups = groups};
-    conv_dims_finish(&s->d);
+    s->d = *d;
     s->bias = bias;
-    if (t.c % s->d.groups || out_ch % s->d.groups || s->d.OH <= 0 || s->d.OW <= 0) {
-        snprintf(m->err, sizeof(m->err), "%s: bad convolution shape %dx%dx%d -> %d (k %d, groups %d)", name, t.c, t.h,
-                 t.w, out_ch, k, s->d.groups);
-        free(s);
-        return -1;
-    }
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda) {
-        struct conv_dims d = s->d;
-        free(s);
-        return cudal_conv2d(m, name, in, &d, bias);
-    }
-#endif
     int cand[3][2], ncand = conv_candidates(&t, out_ch, cand), src_blk = 1, blk = 1, fallback = -1;
     char kerr[200] = "";
     for (int i = 0; i < ncand && !s->k; i++) {
-        s->k = cpu_conv_create_blk(m->ctx, &s->d, bias, cand[i][0], cand[i][1], kerr, sizeof(kerr));
+        s->k = cpu_conv_create_blk(m->kernels, &s->d, bias, cand[i][0], cand[i][1], kerr, sizeof(kerr));
         if (!s->k)
             continue; /* no primitive at all for these layouts: try the next */
         /* an input with no parameters upstream (the model input, or a
@@ -272,7 +276,7 @@ int layer_conv2d(struct model *m, const char *name, int in, int out_ch, int k, i
         /* only oneDNN's reference loops: slow, but right */
         src_blk = cand[fallback][0];
         blk = cand[fallback][1];
-        s->k = cpu_conv_create_blk(m->ctx, &s->d, bias, src_blk, blk, kerr, sizeof(kerr));
+        s->k = cpu_conv_create_blk(m->kernels, &s->d, bias, src_blk, blk, kerr, sizeof(kerr));
     }
     if (!s->k) {
         snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
@@ -327,16 +331,18 @@ static int pad_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops pad_ops = {"pad", pad_forward, pad_backward, layer_free_impl};
+static const struct layer_ops pad_ops = {
+    .kind = "pad", .forward = pad_forward, .backward = pad_backward, .destroy = layer_free_impl};
 
 int layer_pad(struct model *m, const char *name, int in, int p)
 {
     if ((in = need_plain(m, name, in)) < 0)
         return -1;
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda)
-        return cudal_pad(m, name, in, p);
-#endif
+    return m->dev.ops->layers.pad(m, name, in, p);
+}
+
+int cpul_pad(struct model *m, const char *name, int in, int p)
+{
     struct pad *s = malloc(sizeof(*s));
     if (!s)
         return -1;
@@ -358,7 +364,8 @@ static int flatten_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops flatten_ops = {"flatten", flatten_forward, flatten_backward, NULL};
+static const struct layer_ops flatten_ops = {
+    .kind = "flatten", .forward = flatten_forward, .backward = flatten_backward};
 
 int layer_flatten(struct model *m, const char *name, int in)
 {

@@ -66,16 +66,22 @@ static void bn_destroy(struct layer *l)
     free(s);
 }
 
-static const struct layer_ops bn_ops = {"batchnorm", bn_forward, bn_backward, bn_destroy};
+static float *bn_running(struct layer *l, int which)
+{
+    struct bn *s = l->impl;
+    return which ? s->run_var : s->run_mean;
+}
+
+static const struct layer_ops bn_ops = {
+    .kind = "batchnorm", .forward = bn_forward, .backward = bn_backward, .destroy = bn_destroy, .running = bn_running};
 
 int layer_batchnorm(struct model *m, const char *name, int in)
 {
-    if (in < 0)
-        return -1;
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda)
-        return cudal_batchnorm(m, name, in);
-#endif
+    return in < 0 ? -1 : m->dev.ops->layers.batchnorm(m, name, in);
+}
+
+int cpul_batchnorm(struct model *m, const char *name, int in)
+{
     struct tensor t = *T(m, in);
     struct bn *s = calloc(1, sizeof(*s));
     if (!s)
@@ -93,7 +99,7 @@ int layer_batchnorm(struct model *m, const char *name, int in)
     for (int c = 0; c < t.c; c++)
         s->run_var[c] = 1.0f;
     char kerr[200];
-    s->k = cpu_bn_create(m->ctx, m->batch, t.c, t.h, t.w, t.blk, BN_EPS, kerr, sizeof(kerr));
+    s->k = cpu_bn_create(m->kernels, m->batch, t.c, t.h, t.w, t.blk, BN_EPS, kerr, sizeof(kerr));
     if (!s->k) {
         snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
         free(s->mean);
@@ -107,17 +113,4 @@ int layer_batchnorm(struct model *m, const char *name, int in)
     if (bn_params(m, li, t.c) != 0)
         return -1;
     return m->layers[li].out;
-}
-
-float *layer_bn_running(struct layer *l, int which)
-{
-#ifdef DDPTOP_HAVE_CUDA
-    float *g = cudal_bn_running(l, which);
-    if (g)
-        return g;
-#endif
-    if (l->ops != &bn_ops)
-        return NULL;
-    struct bn *s = l->impl;
-    return which ? s->run_var : s->run_mean;
 }

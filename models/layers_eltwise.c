@@ -26,7 +26,7 @@ static int relu_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops relu_ops = {"relu", relu_forward, relu_backward, NULL};
+static const struct layer_ops relu_ops = {.kind = "relu", .forward = relu_forward, .backward = relu_backward};
 
 static int relu6_forward(struct model *m, struct layer *l, int train)
 {
@@ -44,7 +44,7 @@ static int relu6_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops relu6_ops = {"relu6", relu6_forward, relu6_backward, NULL};
+static const struct layer_ops relu6_ops = {.kind = "relu6", .forward = relu6_forward, .backward = relu6_backward};
 
 /* Output the same shape and layout as the input. */
 static int same_shape(struct model *m, const struct layer_ops *ops, const char *name, int in, int in2, void *impl,
@@ -59,19 +59,21 @@ static int same_shape(struct model *m, const struct layer_ops *ops, const char *
 
 int layer_relu(struct model *m, const char *name, int in)
 {
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda)
-        return cudal_eltwise(m, CUDAL_RELU, name, in, -1, 0.0f);
-#endif
+    return in < 0 ? -1 : m->dev.ops->layers.relu(m, name, in);
+}
+
+int cpul_relu(struct model *m, const char *name, int in)
+{
     return same_shape(m, &relu_ops, name, in, -1, NULL, 1);
 }
 
 int layer_relu6(struct model *m, const char *name, int in)
 {
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda)
-        return cudal_eltwise(m, CUDAL_RELU6, name, in, -1, 0.0f);
-#endif
+    return in < 0 ? -1 : m->dev.ops->layers.relu6(m, name, in);
+}
+
+int cpul_relu6(struct model *m, const char *name, int in)
+{
     return same_shape(m, &relu6_ops, name, in, -1, NULL, 1);
 }
 
@@ -120,7 +122,8 @@ static void dropout_destroy(struct layer *l)
     free(s);
 }
 
-static const struct layer_ops dropout_ops = {"dropout", dropout_forward, dropout_backward, dropout_destroy};
+static const struct layer_ops dropout_ops = {
+    .kind = "dropout", .forward = dropout_forward, .backward = dropout_backward, .destroy = dropout_destroy};
 
 int layer_dropout(struct model *m, const char *name, int in, float p)
 {
@@ -130,10 +133,11 @@ int layer_dropout(struct model *m, const char *name, int in, float p)
         snprintf(m->err, sizeof(m->err), "%s: dropout probability %g is not in [0, 1)", name, (double)p);
         return -1;
     }
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda)
-        return cudal_eltwise(m, CUDAL_DROPOUT, name, in, -1, p);
-#endif
+    return m->dev.ops->layers.dropout(m, name, in, p);
+}
+
+int cpul_dropout(struct model *m, const char *name, int in, float p)
+{
     struct dropout *s = calloc(1, sizeof(*s));
     if (!s)
         return -1;
@@ -167,7 +171,7 @@ static int add_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops add_ops = {"add", add_forward, add_backward, NULL};
+static const struct layer_ops add_ops = {.kind = "add", .forward = add_forward, .backward = add_backward};
 
 int layer_add(struct model *m, const char *name, int a, int b)
 {
@@ -179,14 +183,15 @@ int layer_add(struct model *m, const char *name, int a, int b)
                  tb->h, tb->w);
         return -1;
     }
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda)
-        return cudal_eltwise(m, CUDAL_ADD, name, a, b, 0.0f);
-#endif
-    if (ta->blk != tb->blk) {
+    return m->dev.ops->layers.add(m, name, a, b);
+}
+
+int cpul_add(struct model *m, const char *name, int a, int b)
+{
+    if (T(m, a)->blk != T(m, b)->blk) {
         char nm[MODEL_MAX_NAME];
         snprintf(nm, sizeof(nm), "%.*s.layout", MODEL_MAX_NAME - 9, name);
-        if ((b = layer_to_layout(m, nm, b, ta->blk)) < 0)
+        if ((b = layer_to_layout(m, nm, b, T(m, a)->blk)) < 0)
             return -1;
     }
     return same_shape(m, &add_ops, name, a, b, NULL, 1);
@@ -211,7 +216,7 @@ static int concat_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops concat_ops = {"concat", concat_forward, concat_backward, NULL};
+static const struct layer_ops concat_ops = {.kind = "concat", .forward = concat_forward, .backward = concat_backward};
 
 int layer_concat(struct model *m, const char *name, int a, int b)
 {
@@ -223,10 +228,12 @@ int layer_concat(struct model *m, const char *name, int a, int b)
                  tb->w);
         return -1;
     }
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda)
-        return cudal_concat(m, name, a, b);
-#endif
+    return m->dev.ops->layers.concat(m, name, a, b);
+}
+
+int cpul_concat(struct model *m, const char *name, int a, int b)
+{
+    struct tensor *ta = T(m, a), *tb = T(m, b);
     /* each input must be a contiguous run of channels per sample: plain, or
      * the same blocking with the first input ending on a block boundary */
     int blk = ta->blk;

@@ -133,20 +133,21 @@ static inline int bn_params(struct model *m, int li, int C)
 #define BN_EPS 1e-5f
 #define BN_MOMENTUM 0.1f
 
-#ifdef DDPTOP_HAVE_CUDA
-/* The GPU layers (layers_cuda.c): each builder above hands over to its GPU
- * counterpart, once the shape is checked, when the model lives on a GPU.
- * Same tensors, parameters and FLOPs; plain layouts. */
-enum { CUDAL_RELU = 0, CUDAL_RELU6, CUDAL_DROPOUT, CUDAL_ADD };
-int cudal_linear(struct model *m, const char *name, int in, int out_f);
-int cudal_conv2d(struct model *m, const char *name, int in, const struct conv_dims *d, int bias);
-int cudal_eltwise(struct model *m, int kind, const char *name, int in, int in2, float p);
-int cudal_pool(struct model *m, const char *name, int in, const struct pool_dims *d, int max);
-int cudal_adapool(struct model *m, const char *name, int in, int oh, int ow);
-int cudal_batchnorm(struct model *m, const char *name, int in);
-int cudal_concat(struct model *m, const char *name, int a, int b);
-int cudal_pad(struct model *m, const char *name, int in, int p);
-float *cudal_bn_running(struct layer *l, int which);
-#endif
+/* The CPU's builders (device_cpu.c lists them): each layer*() builder in
+ * layers*.c checks the shape, then hands over to its device's builder for
+ * the kind (device.h); these are the CPU's, in the same files. Tensors may
+ * be channel-blocked; the builders insert layout conversions as their
+ * kernels need. */
+int cpul_linear(struct model *m, const char *name, int in, int out_features);
+int cpul_conv2d(struct model *m, const char *name, int in, const struct conv_dims *d, int bias);
+int cpul_relu(struct model *m, const char *name, int in);
+int cpul_relu6(struct model *m, const char *name, int in);
+int cpul_dropout(struct model *m, const char *name, int in, float p);
+int cpul_add(struct model *m, const char *name, int a, int b);
+int cpul_concat(struct model *m, const char *name, int a, int b);
+int cpul_pad(struct model *m, const char *name, int in, int p);
+int cpul_pool(struct model *m, const char *name, int in, const struct pool_dims *d, int max);
+int cpul_adapool(struct model *m, const char *name, int in, int oh, int ow, int global);
+int cpul_batchnorm(struct model *m, const char *name, int in);
 
 #endif

@@ -46,35 +46,37 @@ static void pool_destroy(struct layer *l)
     free(s);
 }
 
-static const struct layer_ops maxpool_ops = {"maxpool", pool_forward, pool_backward, pool_destroy};
-static const struct layer_ops avgpool_ops = {"avgpool", pool_forward, pool_backward, pool_destroy};
+static const struct layer_ops maxpool_ops = {
+    .kind = "maxpool", .forward = pool_forward, .backward = pool_backward, .destroy = pool_destroy};
+static const struct layer_ops avgpool_ops = {
+    .kind = "avgpool", .forward = pool_forward, .backward = pool_backward, .destroy = pool_destroy};
 
-static int pool_layer(struct model *m, const char *name, int in, int k, int stride, int pad, int ceil_mode, int alg)
+static int pool_layer(struct model *m, const char *name, int in, int k, int stride, int pad, int ceil_mode, int max)
 {
     if (in < 0)
         return -1;
     struct tensor t = *T(m, in);
+    struct pool_dims d = {
+        .B = m->batch, .C = t.c, .H = t.h, .W = t.w, .k = k, .stride = stride, .pad = pad, .ceil_mode = ceil_mode};
+    pool_dims_finish(&d);
+    if (d.OH <= 0 || d.OW <= 0 || 2 * pad > k) {
+        snprintf(m->err, sizeof(m->err), "%s: pooling %d/%d (pad %d) does not fit %dx%d", name, k, stride, pad, t.h,
+                 t.w);
+        return -1;
+    }
+    return m->dev.ops->layers.pool(m, name, in, &d, max);
+}
+
+int cpul_pool(struct model *m, const char *name, int in, const struct pool_dims *d, int max)
+{
+    struct tensor t = *T(m, in);
+    int alg = max ? CPU_POOL_MAX : CPU_POOL_AVG, k = d->k;
     struct pool *s = calloc(1, sizeof(*s));
     if (!s)
         return -1;
-    s->d = (struct pool_dims){
-        .B = m->batch, .C = t.c, .H = t.h, .W = t.w, .k = k, .stride = stride, .pad = pad, .ceil_mode = ceil_mode};
-    pool_dims_finish(&s->d);
-    if (s->d.OH <= 0 || s->d.OW <= 0 || 2 * pad > k) {
-        snprintf(m->err, sizeof(m->err), "%s: pooling %d/%d (pad %d) does not fit %dx%d", name, k, stride, pad, t.h,
-                 t.w);
-        free(s);
-        return -1;
-    }
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda) {
-        struct pool_dims d = s->d;
-        free(s);
-        return cudal_pool(m, name, in, &d, alg == CPU_POOL_MAX);
-    }
-#endif
+    s->d = *d;
     char kerr[200];
-    s->k = cpu_pool_create(m->ctx, &s->d, alg, t.blk, kerr, sizeof(kerr));
+    s->k = cpu_pool_create(m->kernels, &s->d, alg, t.blk, kerr, sizeof(kerr));
     if (!s->k) {
         snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
         free(s);
@@ -91,17 +93,17 @@ static int pool_layer(struct model *m, const char *name, int in, int k, int stri
 
 int layer_maxpool(struct model *m, const char *name, int in, int k, int stride, int pad)
 {
-    return pool_layer(m, name, in, k, stride, pad, 0, CPU_POOL_MAX);
+    return pool_layer(m, name, in, k, stride, pad, 0, 1);
 }
 
 int layer_maxpool_ceil(struct model *m, const char *name, int in, int k, int stride, int pad)
 {
-    return pool_layer(m, name, in, k, stride, pad, 1, CPU_POOL_MAX);
+    return pool_layer(m, name, in, k, stride, pad, 1, 1);
 }
 
 int layer_avgpool(struct model *m, const char *name, int in, int k, int stride, int pad)
 {
-    return pool_layer(m, name, in, k, stride, pad, 0, CPU_POOL_AVG);
+    return pool_layer(m, name, in, k, stride, pad, 0, 0);
 }
 
 /* ---- adaptive and global average pooling ----------------------------------- */
@@ -136,10 +138,12 @@ static int adapool_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops adapool_ops = {"adaptpool", adapool_forward, adapool_backward, layer_free_impl};
-static const struct layer_ops gap_ops = {"globalpool", adapool_forward, adapool_backward, layer_free_impl};
+static const struct layer_ops adapool_ops = {
+    .kind = "adaptpool", .forward = adapool_forward, .backward = adapool_backward, .destroy = layer_free_impl};
+static const struct layer_ops gap_ops = {
+    .kind = "globalpool", .forward = adapool_forward, .backward = adapool_backward, .destroy = layer_free_impl};
 
-static int adapool_layer(struct model *m, const struct layer_ops *ops, const char *name, int in, int oh, int ow)
+static int adapool_layer(struct model *m, const char *name, int in, int oh, int ow, int global)
 {
     if (in < 0)
         return -1;
@@ -148,15 +152,17 @@ static int adapool_layer(struct model *m, const struct layer_ops *ops, const cha
         snprintf(m->err, sizeof(m->err), "%s: cannot pool %dx%d to %dx%d", name, t.h, t.w, oh, ow);
         return -1;
     }
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda)
-        return cudal_adapool(m, name, in, oh, ow);
-#endif
+    return m->dev.ops->layers.adapool(m, name, in, oh, ow, global);
+}
+
+int cpul_adapool(struct model *m, const char *name, int in, int oh, int ow, int global)
+{
+    struct tensor t = *T(m, in);
     struct adapool *s = malloc(sizeof(*s));
     if (!s)
         return -1;
     *s = (struct adapool){oh, ow};
-    int li = layer_add_out(m, ops, name, in, -1, s, t.c, oh, ow, 1, t.per_sample);
+    int li = layer_add_out(m, global ? &gap_ops : &adapool_ops, name, in, -1, s, t.c, oh, ow, 1, t.per_sample);
     if (li < 0)
         return -1;
     snprintf(m->layers[li].kernel, sizeof(m->layers[li].kernel), "omp loops, nChw%dc->nchw", t.blk);
@@ -165,10 +171,10 @@ static int adapool_layer(struct model *m, const struct layer_ops *ops, const cha
 
 int layer_adaptive_avgpool(struct model *m, const char *name, int in, int oh, int ow)
 {
-    return adapool_layer(m, &adapool_ops, name, in, oh, ow);
+    return adapool_layer(m, name, in, oh, ow, 0);
 }
 
 int layer_global_avgpool(struct model *m, const char *name, int in)
 {
-    return adapool_layer(m, &gap_ops, name, in, 1, 1);
+    return adapool_layer(m, name, in, 1, 1, 1);
 }

@@ -8,12 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels_cpu.h"
-#include "kernels_ref.h"
-#include "zoo.h"
-#ifdef DDPTOP_HAVE_CUDA
-#include "kernels_cuda.h"
-#endif
+#include "kernels_cpu.h" /* act_stride: a layout's floats per sample */
 
 /* Per-layer wall time, summed over calls (DDPTOP_LAYER_TIMES=1). */
 struct layer_times {
@@ -30,40 +25,25 @@ static int64_t now_ns(void)
 
 float *model_alloc_floats(struct model *m, size_t n)
 {
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda) {
-        float *p = cuda_ctx_alloc(m->cuda, n * sizeof(float));
-        if (!p)
-            snprintf(m->err, sizeof(m->err), "%s", cuda_kernels_error(m->cuda));
-        return p;
-    }
-#endif
-    return cpu_alloc(n * sizeof(float));
+    float *p = m->dev.ops->alloc(&m->dev, n * sizeof(float));
+    if (!p)
+        snprintf(m->err, sizeof(m->err), "%s", m->dev.err);
+    return p;
 }
 
 void model_free_floats(struct model *m, float *p)
 {
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda) {
-        cuda_ctx_free(p);
-        return;
-    }
-#endif
-    free(p);
+    if (p)
+        m->dev.ops->free(&m->dev, p);
 }
 
 int model_memcpy(struct model *m, void *dst, const void *src, size_t bytes)
 {
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda) {
-        if (cuda_ctx_copy(m->cuda, dst, src, bytes) != 0 || cuda_ctx_sync(m->cuda) != 0) {
-            snprintf(m->err, sizeof(m->err), "%s", cuda_kernels_error(m->cuda));
-            return -1;
-        }
-        return 0;
+    struct device *d = &m->dev;
+    if (d->ops->copy(d, dst, src, bytes, STREAM_COMPUTE) != 0 || d->ops->sync(d, STREAM_COMPUTE) != 0) {
+        snprintf(m->err, sizeof(m->err), "%s", d->err);
+        return -1;
     }
-#endif
-    memcpy(dst, src, bytes);
     return 0;
 }
 
@@ -97,7 +77,7 @@ int model_add_tensor_blk(struct model *m, int c, int h, int w, int blk)
     t->h = h;
     t->w = w;
     t->per_sample = (int64_t)c * h * w;
-    t->blk = m->cuda ? 1 : blk; /* the GPU kernels are plain NCHW */
+    t->blk = blk;
     t->stride = act_stride(c, h, w, t->blk);
     t->alias_of = -1;
     t->val = model_alloc_floats(m, (size_t)t->stride * m->batch);
@@ -180,10 +160,7 @@ static void init_into(const struct model *m, uint64_t seed, float *dst)
 
 void model_init_params(struct model *m, uint64_t seed)
 {
-    if (!m->cuda) {
-        init_into(m, seed, m->param_buf);
-        return;
-    }
+    /* drawn on the host, in one order whatever the device */
     float *host = malloc(sizeof(float) * (m->nfloats ? m->nfloats : 1));
     if (!host) {
         snprintf(m->err, sizeof(m->err), "out of memory for %zu parameters", m->nfloats);
@@ -194,20 +171,9 @@ void model_init_params(struct model *m, uint64_t seed)
     free(host);
 }
 
-struct model *model_create(const char *name, int batch, int c, int h, int w, int classes, uint64_t seed, char *err,
-                           size_t errlen)
+struct model *model_begin(const struct device *d, const char *name, int batch, int c, int h, int w, int classes,
+                          uint64_t seed, char *err, size_t errlen)
 {
-    return model_create_on(NULL, name, batch, c, h, w, classes, seed, err, errlen);
-}
-
-struct model *model_create_on(const struct model_device *dev, const char *name, int batch, int c, int h, int w,
-                              int classes, uint64_t seed, char *err, size_t errlen)
-{
-    const struct zoo_entry *z = zoo_find(name);
-    if (!z) {
-        snprintf(err, errlen, "unknown model '%s'", name);
-        return NULL;
-    }
     if (batch <= 0) {
         snprintf(err, errlen, "batch size must be positive");
         return NULL;
@@ -221,45 +187,52 @@ struct model *model_create_on(const struct model_device *dev, const char *name, 
     m->batch = batch;
     m->classes = classes;
     m->seed = seed;
-    if (dev) {
-#ifdef DDPTOP_HAVE_CUDA
-        m->cuda = cuda_ctx_create(dev->stream, dev->rank, dev->gpu, m->err, sizeof(m->err));
-        if (!m->cuda)
-            goto fail;
-#else
-        snprintf(m->err, sizeof(m->err), "this ddptop was built without CUDA");
-        goto fail;
-#endif
+    m->dev = *d; /* the model's own handle: its messages stay its own */
+    m->dev.err[0] = 0;
+    m->input = -1;
+    if (!(m->kernels = m->dev.ops->kernels_create(&m->dev)))
+        snprintf(m->err, sizeof(m->err), "%s", m->dev.err);
+    else
+        m->input = model_add_tensor(m, c, h, w);
+    if (m->input < 0) {
+        snprintf(err, errlen, "%s: %s", name, m->err[0] ? m->err : "cannot build");
+        model_destroy(m);
+        return NULL;
     }
-    m->ctx = cpu_ctx_create(m->err, sizeof(m->err));
-    m->input = m->ctx ? model_add_tensor(m, c, h, w) : -1;
-    int out = m->input < 0 ? -1 : z->build(m, m->input, classes);
-    if (out >= 0)
-        out = layer_to_layout(m, "logits", out, 1);
+    return m;
+}
+
+struct model *model_finish(struct model *m, int out, char *err, size_t errlen)
+{
     if (out < 0)
         goto fail;
     m->output = out;
-    if (m->tensors[out].per_sample != classes) {
-        snprintf(m->err, sizeof(m->err), "model output has %lld values, expected %d classes",
-                 (long long)m->tensors[out].per_sample, classes);
+    if (m->tensors[out].per_sample != m->classes || m->tensors[out].blk != 1) {
+        snprintf(m->err, sizeof(m->err), "model output is %lld values%s, expected %d classes",
+                 (long long)m->tensors[out].per_sample, m->tensors[out].blk != 1 ? " in a blocked layout" : "",
+                 m->classes);
         goto fail;
     }
-    if (cpu_ctx_finish(m->ctx, m->err, sizeof(m->err)) != 0)
+    if (m->dev.ops->kernels_finish(&m->dev, m->kernels) != 0) {
+        snprintf(m->err, sizeof(m->err), "%s", m->dev.err);
         goto fail;
+    }
     int64_t biggest = 0;
     for (int i = 0; i < m->ntensors; i++)
         biggest = m->tensors[i].stride > biggest ? m->tensors[i].stride : biggest;
+    int batch = m->batch;
     m->param_buf = model_alloc_floats(m, m->nfloats);
     m->grad_buf = model_alloc_floats(m, m->nfloats);
-    m->probs = model_alloc_floats(m, (size_t)batch * classes);
+    m->probs = model_alloc_floats(m, (size_t)batch * m->classes);
     m->labels = (int32_t *)model_alloc_floats(m, (size_t)batch); /* int32 and float are both 4 bytes */
     m->acc = model_alloc_floats(m, (size_t)biggest * batch);
     if (!m->param_buf || !m->grad_buf || !m->probs || !m->labels || !m->acc) {
         snprintf(m->err, sizeof(m->err), "out of memory for %zu parameters", m->nfloats);
         goto fail;
     }
-    model_init_params(m, seed);
-    if (m->cuda && m->err[0])
+    m->err[0] = 0;
+    model_init_params(m, m->seed);
+    if (m->err[0])
         goto fail; /* the upload failed */
     model_set_trainable(m, "all", NULL, 0);
     const char *lt = getenv("DDPTOP_LAYER_TIMES");
@@ -272,7 +245,7 @@ struct model *model_create_on(const struct model_device *dev, const char *name, 
     }
     return m;
 fail:
-    snprintf(err, errlen, "%s: %s", name, m->err[0] ? m->err : "cannot build");
+    snprintf(err, errlen, "%s: %s", m->name, m->err[0] ? m->err : "cannot build");
     model_destroy(m);
     return NULL;
 }
@@ -288,14 +261,10 @@ void model_destroy(struct model *m)
         free(m->times->bwd_ns);
         free(m->times);
     }
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda)
-        cuda_ctx_sync(m->cuda); /* nothing may still be using what is freed below */
-#endif
+    m->dev.ops->sync(&m->dev, STREAM_COMPUTE); /* nothing may still be using what is freed below */
     for (int i = 0; i < m->nlayers; i++)
         if (m->layers[i].ops->destroy)
             m->layers[i].ops->destroy(&m->layers[i]);
-    cpu_ctx_destroy(m->ctx); /* after the layers: their primitives used it */
     for (int i = 0; i < m->ntensors; i++)
         if (m->tensors[i].alias_of < 0) {
             model_free_floats(m, m->tensors[i].val);
@@ -309,9 +278,8 @@ void model_destroy(struct model *m)
     model_free_floats(m, m->probs);
     model_free_floats(m, (float *)m->labels);
     model_free_floats(m, m->acc);
-#ifdef DDPTOP_HAVE_CUDA
-    cuda_ctx_destroy(m->cuda); /* after the layers and buffers */
-#endif
+    if (m->kernels)
+        m->dev.ops->kernels_destroy(m->kernels); /* after the layers and buffers: they used it */
     free(m);
 }
 
@@ -336,35 +304,19 @@ int model_loss_begin(struct model *m, const int32_t *labels, int n)
     if (n > m->batch)
         n = m->batch;
     m->loss_n = n;
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda) {
-        if ((labels && cuda_ctx_copy(m->cuda, m->labels, labels, sizeof(int32_t) * (size_t)n) != 0) ||
-            cuda_xent_enqueue(m->cuda, m->probs, m->tensors[m->output].val, m->labels, n, m->classes) != 0) {
-            snprintf(m->err, sizeof(m->err), "loss: %s", cuda_kernels_error(m->cuda));
-            return -1;
-        }
-        return 0;
+    if (m->dev.ops->loss_begin(m, labels, n) != 0) {
+        snprintf(m->err, sizeof(m->err), "loss: %.240s", m->dev.err);
+        return -1;
     }
-#endif
-    if (labels)
-        memcpy(m->labels, labels, sizeof(int32_t) * (size_t)n);
-    m->loss_correct = 0;
-    m->loss_value =
-        softmax_xent_forward(m->probs, m->tensors[m->output].val, m->labels, n, m->classes, &m->loss_correct);
     return 0;
 }
 
 int model_loss_end(struct model *m, float *loss, int *correct)
 {
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda && cuda_xent_result(m->cuda, m->loss_n, &m->loss_value, &m->loss_correct) != 0) {
-        snprintf(m->err, sizeof(m->err), "loss: %s", cuda_kernels_error(m->cuda));
+    if (m->dev.ops->loss_end(m, loss, correct) != 0) {
+        snprintf(m->err, sizeof(m->err), "loss: %.240s", m->dev.err);
         return -1;
     }
-#endif
-    *loss = m->loss_value;
-    if (correct)
-        *correct = m->loss_correct;
     return 0;
 }
 
@@ -411,17 +363,11 @@ int model_backward(struct model *m, float grad_scale, grad_ready_fn ready, void 
 {
     for (int i = 0; i < m->ntensors; i++)
         m->tensors[i].grad_set = 0;
-    struct tensor *out = &m->tensors[m->output];
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda) {
-        if (cuda_xent_backward(m->cuda, out->grad, m->probs, m->labels, m->batch, m->classes, grad_scale) != 0) {
-            snprintf(m->err, sizeof(m->err), "loss backward: %s", cuda_kernels_error(m->cuda));
-            return -1;
-        }
-    } else
-#endif
-        softmax_xent_backward(out->grad, m->probs, m->labels, m->batch, m->classes, grad_scale);
-    out->grad_set = 1;
+    if (m->dev.ops->loss_backward(m, grad_scale) != 0) {
+        snprintf(m->err, sizeof(m->err), "loss backward: %.230s", m->dev.err);
+        return -1;
+    }
+    m->tensors[m->output].grad_set = 1;
     return backward_layers(m, ready, ctx);
 }
 

@@ -12,11 +12,13 @@
  * tensor's layout is fixed when its producer is built, and layers that need
  * plain data insert a conversion. The model input and the logits are plain.
  *
- * A model lives on one device. On the CPU every buffer is host memory; on a
- * GPU (model_create_on) every buffer (parameters, gradients, activations,
- * labels) is device memory, every layer runs cuDNN/cuBLAS or our kernels on
- * the model's stream in plain NCHW, and work is only enqueued: the host
- * waits in model_loss_end or model_memcpy, nowhere else.
+ * A model lives on one device (device.h) and reaches it only through the
+ * device's table: every buffer (parameters, gradients, activations, labels)
+ * is that device's memory, each layer is built by the device's builder for
+ * its kind, and the loss and the optimizer run the device's kernels. On a
+ * GPU every layer runs cuDNN/cuBLAS or our kernels on the compute stream in
+ * plain NCHW, and work is only enqueued: the host waits in model_loss_end
+ * or model_memcpy, nowhere else.
  *
  * Freezing (model_set_trainable) marks a prefix of the parameterised layers
  * frozen: they get no gradient, and backward stops at the first layer that
@@ -29,6 +31,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "device.h"
 #include "rng.h"
 
 #define MODEL_MAX_NAME 64
@@ -66,6 +69,9 @@ struct layer_ops {
     int (*forward)(struct model *m, struct layer *l, int train);
     int (*backward)(struct model *m, struct layer *l);
     void (*destroy)(struct layer *l);
+    /* Batch norm: its running mean (which 0) or variance (1), [C] in the
+     * model's memory; NULL for the other kinds. */
+    float *(*running)(struct layer *l, int which);
 };
 
 struct layer {
@@ -78,8 +84,6 @@ struct layer {
     char kernel[100];   /* the kernels it runs ("jit:avx512_core|..." from oneDNN), for --info */
 };
 
-struct cpu_ctx;
-struct cuda_ctx;
 struct layer_times;
 
 struct model {
@@ -92,19 +96,19 @@ struct model {
     struct tensor *tensors;
     int nparams, cap_params;
     struct param *params;
-    size_t nfloats;        /* total parameter floats */
-    float *param_buf;      /* [nfloats] */
-    float *grad_buf;       /* [nfloats] */
-    int input, output;     /* tensor ids */
-    float *probs;          /* [batch, classes] softmax, for the loss backward */
-    int32_t *labels;       /* [batch] */
-    uint64_t seed;         /* model_create's seed: dropout masks derive from it */
-    int ndropout;          /* dropout layers so far (each takes the next ordinal) */
-    int dropout_hold;      /* tests: 1 keeps every dropout mask fixed across forwards */
-    int bwd_first;         /* backward runs layers [bwd_first, nlayers) */
-    struct cpu_ctx *ctx;   /* oneDNN stream and the shared scratchpad */
-    struct cuda_ctx *cuda; /* NULL on the CPU; else the GPU's handles, stream and workspace */
-    float loss_value;      /* model_loss_begin on the CPU: the result it computed */
+    size_t nfloats;    /* total parameter floats */
+    float *param_buf;  /* [nfloats] */
+    float *grad_buf;   /* [nfloats] */
+    int input, output; /* tensor ids */
+    float *probs;      /* [batch, classes] softmax, for the loss backward */
+    int32_t *labels;   /* [batch] */
+    uint64_t seed;     /* model_create's seed: dropout masks derive from it */
+    int ndropout;      /* dropout layers so far (each takes the next ordinal) */
+    int dropout_hold;  /* tests: 1 keeps every dropout mask fixed across forwards */
+    int bwd_first;     /* backward runs layers [bwd_first, nlayers) */
+    struct device dev; /* the model's handle on its device (open; shared streams, its own messages) */
+    void *kernels;     /* the device's kernel state (oneDNN's stream and scratchpad, cuDNN's handles) */
+    float loss_value;  /* model_loss_begin on the CPU: the result it computed */
     int loss_n, loss_correct;
     float *acc;                /* [largest tensor]: an input gradient to be added to one already set */
     struct layer_times *times; /* per-layer timing (DDPTOP_LAYER_TIMES=1), or NULL */
@@ -114,21 +118,17 @@ struct model {
 /* Called by model_backward when a parameter's gradient is final. */
 typedef void (*grad_ready_fn)(void *ctx, int param_index);
 
-/* Builds `name` (see zoo.h) for inputs c x h x w, `classes` outputs and a
- * fixed batch size; parameters are initialised from seed as PyTorch's
- * defaults do. Returns NULL with err set. */
-struct model *model_create(const char *name, int batch, int c, int h, int w, int classes, uint64_t seed, char *err,
-                           size_t errlen);
-/* Where a model lives: the CUDA stream its work goes on (a cudaStream_t of
- * GPU `gpu`), and the rank, for error messages. */
-struct model_device {
-    void *stream;
-    int rank, gpu;
-};
-/* model_create on a device; dev NULL is the CPU. A GPU model needs a build
- * with CUDA: without one this fails with err set. */
-struct model *model_create_on(const struct model_device *dev, const char *name, int batch, int c, int h, int w,
-                              int classes, uint64_t seed, char *err, size_t errlen);
+/* A model is built in three moves: model_begin makes it, with its input
+ * tensor (m->input, c x h x w), on device d (open, and open while the
+ * model lives: the model keeps a handle of its own on it); the
+ * layer builders below add layers after it; model_finish ends the build at
+ * the logits tensor `out` (plain layout, `classes` values), allocates the
+ * parameters and gradients and initialises them from seed as PyTorch's
+ * defaults do. Each returns NULL with err set (model_finish destroys the
+ * model then). zoo_create (zoo.h) does all three by the model's name. */
+struct model *model_begin(const struct device *d, const char *name, int batch, int c, int h, int w, int classes,
+                          uint64_t seed, char *err, size_t errlen);
+struct model *model_finish(struct model *m, int out, char *err, size_t errlen);
 void model_destroy(struct model *m);
 /* A synchronous copy of bytes between the model's memory and the host, in
  * either direction (memcpy on the CPU). Returns 0, or -1 with m->err set. */
@@ -223,8 +223,12 @@ int layer_pad(struct model *m, const char *name, int in, int p);
 /* The tensor converted to layout blk (returns `in` when it already is). */
 int layer_to_layout(struct model *m, const char *name, int in, int blk);
 
-/* A batch norm layer's running mean or variance (which 0 or 1), [C]. */
-float *layer_bn_running(struct layer *l, int which);
+/* A batch norm layer's running mean or variance (which 0 or 1), [C] in
+ * the model's memory; NULL for other layers. */
+static inline float *layer_bn_running(struct layer *l, int which)
+{
+    return l->ops->running ? l->ops->running(l, which) : NULL;
+}
 
 /* Default initialisation (into the model's memory, wherever it lives), as PyTorch's: kaiming_uniform(a=sqrt(5)) for
  * weights, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for biases, batch norm's

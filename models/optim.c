@@ -15,9 +15,6 @@
 
 #include "kernels_cpu.h"
 #include "model.h"
-#ifdef DDPTOP_HAVE_CUDA
-#include "kernels_cuda.h"
-#endif
 
 #define PAR_MIN 65536 /* floats: below this one thread streams it faster than a team wakes */
 
@@ -52,8 +49,6 @@ int sgd_init(struct sgd *o, size_t nfloats, float lr, float momentum, float weig
 
 int sgd_init_model(struct sgd *o, struct model *m, float lr, float momentum, float weight_decay, int warmup_steps)
 {
-    if (!m->cuda)
-        return sgd_init(o, m->nfloats, lr, momentum, weight_decay, warmup_steps);
     if (sgd_init(o, 0, lr, momentum, weight_decay, warmup_steps) != 0)
         return -1;
     free(o->buf);
@@ -108,28 +103,20 @@ void sgd_update(float *p, const float *g, float *buf, size_t n, float lr, float 
 int sgd_step(struct sgd *o, struct model *m, long t)
 {
     float lr = sgd_lr_at(o, t);
-#ifdef DDPTOP_HAVE_CUDA
-    if (m->cuda) {
-        /* frozen tensors form a prefix: the trainable ones are one range */
-        size_t lo = m->nfloats, hi = 0;
-        for (int i = 0; i < m->nparams; i++)
-            if (m->params[i].trainable) {
-                lo = m->params[i].off < lo ? m->params[i].off : lo;
-                hi = m->params[i].off + m->params[i].len > hi ? m->params[i].off + m->params[i].len : hi;
-            }
-        if (hi > lo && cuda_sgd_update(m->cuda, m->param_buf + lo, m->grad_buf + lo, o->buf + lo, hi - lo, lr,
-                                       o->momentum, o->weight_decay) != 0) {
-            snprintf(m->err, sizeof(m->err), "optimizer: %s", cuda_kernels_error(m->cuda));
+    /* one update per run of consecutive trainable tensors: one run, or
+     * one kernel on a GPU, when a prefix is frozen */
+    for (int i = 0; i < m->nparams;) {
+        if (!m->params[i].trainable) {
+            i++;
+            continue;
+        }
+        size_t lo = m->params[i].off, hi = lo;
+        for (; i < m->nparams && m->params[i].trainable; i++)
+            hi = m->params[i].off + m->params[i].len;
+        if (m->dev.ops->sgd_update(m, o->buf, lo, hi, lr, o->momentum, o->weight_decay) != 0) {
+            snprintf(m->err, sizeof(m->err), "optimizer: %.240s", m->dev.err);
             return -1;
         }
-        return 0;
-    }
-#endif
-    for (int i = 0; i < m->nparams; i++) {
-        const struct param *p = &m->params[i];
-        if (p->trainable)
-            sgd_update(m->param_buf + p->off, m->grad_buf + p->off, o->buf + p->off, p->len, lr, o->momentum,
-                       o->weight_decay);
     }
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device.h"
 #include "model.h"
 
 /* Layer names are built with nm() and join(); each builder owns a few name
@@ -409,6 +410,27 @@ const struct zoo_entry *zoo_find(const char *name)
         if (strcmp(zoo_models[i].name, name) == 0)
             return &zoo_models[i];
     return 0;
+}
+
+struct model *zoo_create(struct device *d, const char *name, int batch, int c, int h, int w, int classes, uint64_t seed,
+                         char *err, size_t errlen)
+{
+    const struct zoo_entry *z = zoo_find(name);
+    if (!z) {
+        snprintf(err, errlen, "unknown model '%s'", name);
+        return NULL;
+    }
+    struct device cpu = {.ops = &device_cpu};
+    if (!d) {
+        cpu.ops->open(&cpu, 0);
+        d = &cpu;
+    }
+    struct model *m = model_begin(d, name, batch, c, h, w, classes, seed, err, errlen);
+    if (!m)
+        return NULL;
+    /* the logits leave in plain layout, whatever the last layer wrote */
+    int out = layer_to_layout(m, "logits", z->build(m, m->input, classes), 1);
+    return model_finish(m, out, err, errlen);
 }
 
 void zoo_print_help(FILE *out)

@@ -2,9 +2,12 @@
 #ifndef DDPTOP_ZOO_H
 #define DDPTOP_ZOO_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct model;
+struct device;
 
 /* The two input shapes the zoo is sized for: index 0 is 1x28x28 (MNIST,
  * Fashion-MNIST, synthetic), 1 is 3x32x32 (CIFAR-10). */
@@ -22,6 +25,11 @@ struct zoo_entry {
 extern const struct zoo_entry zoo_models[];
 extern const int zoo_count;
 const struct zoo_entry *zoo_find(const char *name);
+/* Builds zoo model `name` for inputs c x h x w, `classes` outputs and a
+ * fixed batch size on device d (open; NULL: the CPU), its parameters
+ * initialised from seed. Returns NULL with err set. */
+struct model *zoo_create(struct device *d, const char *name, int batch, int c, int h, int w, int classes, uint64_t seed,
+                         char *err, size_t errlen);
 /* The model list of --help: name, wrapped summary, sizes at both shapes. */
 void zoo_print_help(FILE *out);
 

@@ -17,8 +17,9 @@ cmake -S . -B build-gpubundle -DCMAKE_BUILD_TYPE=Release -DDDPTOP_WITH_DNNL=ON >
 cmake --build build-gpubundle -j"$(nproc)" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/lib"
-bins=(build-gpubundle/ddptop build-gpubundle/tests/test_gpu build-gpubundle/tests/test_gpu_fixtures
-    build-gpubundle/tests/test_gpu_models)
+# the GPU module sits beside the programs, where they look for it
+bins=(build-gpubundle/ddptop build-gpubundle/libddptop-cuda.so build-gpubundle/tests/test_gpu
+    build-gpubundle/tests/test_gpu_fixtures build-gpubundle/tests/test_gpu_models)
 cp "${bins[@]}" "$out/"
 # the shared libraries that are neither the C runtime nor CUDA's
 for b in "${bins[@]}"; do ldd "$b"; done | awk '$3 ~ /^\// {print $3}' | sort -u |

@@ -17,7 +17,7 @@ b=.gpubundle
 [ -x "$b/test_gpu" ] || { echo "no $b/ here: run scripts/gpu_bundle.sh where it builds and carry $b"; exit 2; }
 
 # CUDA's libraries: the toolkit's if present, then PyTorch's wheels
-libs=$root/$b/lib
+libs=$root/$b:$root/$b/lib  # $b: the GPU module, which test_gpu links
 for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do [ -d "$d" ] && libs=$libs:$d; done
 # (the wheels' layouts differ between CUDA versions: take every folder
 # under nvidia/ that holds a shared library)

@@ -1,51 +1,126 @@
-/* device.c - choosing the device backend for --device. */
-#include "device.h"
+/* device.c - choosing the device for --device, and loading the GPU module.
+ *
+ * The module (libddptop-cuda.so, gpu/) is looked for, in order: the file
+ * named by DDPTOP_GPU_MODULE; beside the running program; one folder up
+ * from it (the tests' programs sit in build/tests); and where `make
+ * install` puts it. A module that is found but cannot be loaded (CUDA's
+ * libraries missing or broken) is not an error: the GPU is simply absent,
+ * and the reason is given once. */
+#include "devices.h"
 
-#include <stdarg.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 
-static _Thread_local char last_error[256];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static const struct gpu_module *g_module;
+static char g_why[384];
 
-const char *device_last_error(void)
+#ifdef DDPTOP_GPU_MODULE_FILE
+/* Tries one path: 1 when loaded, 0 when there is no file, -1 when the file
+ * is there but does not load (g_why says why). */
+static int try_load(const char *path)
 {
-    return last_error;
+    if (access(path, F_OK) != 0)
+        return 0;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(g_why, sizeof(g_why), "CUDA libraries unavailable (%s)", e ? e : path);
+        return -1;
+    }
+    gpu_module_entry_fn entry = (gpu_module_entry_fn)dlsym(h, GPU_MODULE_ENTRY);
+    const struct gpu_module *m = entry ? entry() : NULL;
+    if (!m || m->abi != GPU_MODULE_ABI) {
+        snprintf(g_why, sizeof(g_why), "%s is not this ddptop's GPU module", path);
+        dlclose(h);
+        return -1;
+    }
+    g_module = m; /* stays loaded until exit */
+    return 1;
 }
 
-void device_set_error(const char *fmt, ...)
+static void load(void)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
-    va_end(ap);
+    const char *env = getenv("DDPTOP_GPU_MODULE");
+    if (env && *env) {
+        if (try_load(env) == 0)
+            snprintf(g_why, sizeof(g_why), "DDPTOP_GPU_MODULE: no file %s", env);
+        return;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        for (int up = 0; up < 2 && slash; up++) {
+            *slash = 0;
+            char path[PATH_MAX + 64];
+            snprintf(path, sizeof(path), "%s/%s", exe, DDPTOP_GPU_MODULE_FILE);
+            int rc = try_load(path);
+            if (rc != 0)
+                return;
+            slash = strrchr(exe, '/');
+        }
+    }
+    if (try_load(DDPTOP_GPU_MODULE_DIR "/" DDPTOP_GPU_MODULE_FILE) == 0)
+        snprintf(g_why, sizeof(g_why), "the GPU module %s is not installed", DDPTOP_GPU_MODULE_FILE);
 }
-
-#ifndef DDPTOP_HAVE_CUDA
-const struct device_ops *const device_cuda = NULL;
+#else
+static void load(void)
+{
+    snprintf(g_why, sizeof(g_why), "this ddptop was built without CUDA (no GPU support)");
+}
 #endif
+
+const struct gpu_module *gpu_module(void)
+{
+    pthread_once(&g_once, load);
+    return g_module;
+}
+
+const char *gpu_module_error(void)
+{
+    pthread_once(&g_once, load);
+    return g_why;
+}
+
+int device_is_gpu(const struct device_ops *ops)
+{
+    const struct gpu_module *m = gpu_module();
+    return m && ops == m->device;
+}
 
 const struct device_ops *device_select(int choice, char *note, size_t notelen, char *err, size_t errlen)
 {
     note[0] = 0;
-    int gpus = device_cuda ? device_cuda->count() : 0;
+    const struct gpu_module *m = gpu_module();
+    int gpus = m ? m->device->count() : 0;
     switch (choice) {
     case DEV_CPU:
         return &device_cpu;
     case DEV_CUDA:
-        if (!device_cuda) {
-            snprintf(err, errlen, "--device cuda: this ddptop was built without CUDA (no GPU support)");
+        if (!m) {
+            snprintf(err, errlen, "--device cuda: %s", gpu_module_error());
             return NULL;
         }
         if (gpus == 0) {
             snprintf(err, errlen, "--device cuda: no GPU is present");
             return NULL;
         }
-        return device_cuda;
+        return m->device;
     default:
         if (gpus > 0)
-            return device_cuda;
-        snprintf(note, notelen, "%s", device_cuda ? "no GPU found; running on CPU" : "");
+            return m->device;
+#ifdef DDPTOP_GPU_MODULE_FILE
+        snprintf(note, notelen, "%s; running on CPU", m ? "no GPU found" : gpu_module_error());
+#endif
         return &device_cpu;
     }
 }

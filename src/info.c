@@ -5,12 +5,10 @@
 #include <string.h>
 
 #include "config.h"
-#include "device.h"
+#include "devices.h"
 #include "model.h"
 #include "modes.h"
-#ifdef DDPTOP_HAVE_CUDA
-#include "kernels_cuda.h"
-#endif
+#include "zoo.h"
 
 static void input_shape(const char *dataset, int *c, int *h, int *w)
 {
@@ -23,10 +21,57 @@ static void input_shape(const char *dataset, int *c, int *h, int *w)
     }
 }
 
-int info_main(const struct config *cfg)
+/* Builds `name` on d at `batch` and prints its layer table (gpu: the GPU's
+ * index, or -1 on the CPU). Returns 0, or 2 with the reason printed. */
+static int describe(struct device *d, const struct config *cfg, const char *name, int batch, int gpu)
 {
     int c, h, w;
+    char err[256];
     input_shape(cfg->base.dataset, &c, &h, &w);
+    struct model *m = zoo_create(d, name, batch, c, h, w, 10, cfg->base.seed, err, sizeof(err));
+    if (!m) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        return 2;
+    }
+    if (model_set_trainable(m, cfg->base.trainable, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        model_destroy(m);
+        return 2;
+    }
+    if (gpu >= 0)
+        printf("%s on %dx%dx%d (%s), 10 classes, on GPU %d at batch %d\n", m->name, c, h, w, cfg->base.dataset, gpu,
+               batch);
+    else
+        printf("%s on %dx%dx%d (%s), 10 classes\n", m->name, c, h, w, cfg->base.dataset);
+    printf("%-4s %-28s %-10s %-14s %11s %13s  %s\n", "#", "layer", "kind", "output", "params", "FLOPs",
+           "kernels (fwd|bwd-data|bwd-weights)");
+    size_t total = 0;
+    for (int k = 0; k < m->nlayers; k++) {
+        const struct layer *l = &m->layers[k];
+        const struct tensor *t = &m->tensors[l->out];
+        size_t np = 0;
+        for (int p = 0; p < l->nparam; p++)
+            np += m->params[l->param0 + p].len;
+        total += np;
+        char shape[32];
+        snprintf(shape, sizeof(shape), "%dx%dx%d%s", t->c, t->h, t->w, t->blk > 1 ? "*" : "");
+        printf("%-4d %-28s %-10s %-14s %11zu %13lld  %s%s\n", k, l->name, l->ops->kind, shape, np, (long long)l->flops,
+               l->kernel, l->nparam && !m->params[l->param0].trainable ? " (frozen)" : "");
+    }
+    printf("(* = channel-blocked layout, nChw16c or nChw8c)\n");
+    printf("total parameters: %zu (trainable %zu)\n", total, model_trainable_floats(m));
+    printf("forward FLOPs per image: %lld (%.3f GFLOP)\n", (long long)model_flops(m), (double)model_flops(m) / 1e9);
+    printf("activations and their gradients: %.1f MB per image\n", (double)model_activation_bytes(m) / 1048576.0);
+    if (gpu >= 0)
+        printf("cuDNN workspace, shared by the convolutions: %.1f MB\n",
+               (double)d->ops->workspace_bytes(m->kernels) / 1048576.0);
+    printf("\n");
+    model_destroy(m);
+    return 0;
+}
+
+int info_main(const struct config *cfg)
+{
     /* on a GPU the kernels (cuDNN's algorithms, its workspace) depend on the
      * batch: the table is built at the run's batch size there */
     char note[160], err[256];
@@ -35,55 +80,21 @@ int info_main(const struct config *cfg)
         fprintf(stderr, "ddptop: %s\n", err);
         return 2;
     }
-    struct model_device gpu = {NULL, 0, cfg->base.ngpus > 0 ? cfg->base.gpus[0] : 0};
-    const struct model_device *on = device_cuda && dev == device_cuda ? &gpu : NULL;
-    int batch = on ? cfg->batches[0] : 1; /* the first of a --batch-size list */
-    if (on && gpu.gpu >= dev->count()) {
-        fprintf(stderr, "ddptop: --gpus: there is no GPU %d (%d found)\n", gpu.gpu, dev->count());
+    int on_gpu = device_is_gpu(dev), gpu = cfg->base.ngpus > 0 ? cfg->base.gpus[0] : 0;
+    int batch = on_gpu ? cfg->batches[0] : 1; /* the first of a --batch-size list */
+    if (on_gpu && gpu >= dev->count()) {
+        fprintf(stderr, "ddptop: --gpus: there is no GPU %d (%d found)\n", gpu, dev->count());
         return 2;
     }
-    for (int i = 0; i < cfg->nmodels; i++) {
-        struct model *m = model_create_on(on, cfg->models[i], batch, c, h, w, 10, cfg->base.seed, err, sizeof(err));
-        if (!m) {
-            fprintf(stderr, "ddptop: %s\n", err);
-            return 2;
-        }
-        if (model_set_trainable(m, cfg->base.trainable, err, sizeof(err)) != 0) {
-            fprintf(stderr, "ddptop: %s\n", err);
-            model_destroy(m);
-            return 2;
-        }
-        if (on)
-            printf("%s on %dx%dx%d (%s), 10 classes, on GPU %d at batch %d\n", m->name, c, h, w, cfg->base.dataset,
-                   gpu.gpu, batch);
-        else
-            printf("%s on %dx%dx%d (%s), 10 classes\n", m->name, c, h, w, cfg->base.dataset);
-        printf("%-4s %-28s %-10s %-14s %11s %13s  %s\n", "#", "layer", "kind", "output", "params", "FLOPs",
-               "kernels (fwd|bwd-data|bwd-weights)");
-        size_t total = 0;
-        for (int k = 0; k < m->nlayers; k++) {
-            const struct layer *l = &m->layers[k];
-            const struct tensor *t = &m->tensors[l->out];
-            size_t np = 0;
-            for (int p = 0; p < l->nparam; p++)
-                np += m->params[l->param0 + p].len;
-            total += np;
-            char shape[32];
-            snprintf(shape, sizeof(shape), "%dx%dx%d%s", t->c, t->h, t->w, t->blk > 1 ? "*" : "");
-            printf("%-4d %-28s %-10s %-14s %11zu %13lld  %s%s\n", k, l->name, l->ops->kind, shape, np,
-                   (long long)l->flops, l->kernel, l->nparam && !m->params[l->param0].trainable ? " (frozen)" : "");
-        }
-        printf("(* = channel-blocked layout, nChw16c or nChw8c)\n");
-        printf("total parameters: %zu (trainable %zu)\n", total, model_trainable_floats(m));
-        printf("forward FLOPs per image: %lld (%.3f GFLOP)\n", (long long)model_flops(m), (double)model_flops(m) / 1e9);
-        printf("activations and their gradients: %.1f MB per image\n", (double)model_activation_bytes(m) / 1048576.0);
-#ifdef DDPTOP_HAVE_CUDA
-        if (m->cuda)
-            printf("cuDNN workspace, shared by the convolutions: %.1f MB\n",
-                   (double)cuda_ctx_workspace_bytes(m->cuda) / 1048576.0);
-#endif
-        printf("\n");
-        model_destroy(m);
+    struct device d = {.ops = dev};
+    if (dev->open(&d, on_gpu ? gpu : 0) != 0) {
+        fprintf(stderr, "ddptop: %s\n", d.err);
+        dev->close(&d);
+        return 2;
     }
-    return 0;
+    int status = 0;
+    for (int i = 0; i < cfg->nmodels && status == 0; i++)
+        status = describe(&d, cfg, cfg->models[i], batch, on_gpu ? gpu : -1);
+    dev->close(&d);
+    return status;
 }

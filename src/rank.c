@@ -17,12 +17,7 @@
 #include "run.h"
 #include "kernels_ref.h"
 #include "strategy.h"
-#ifdef DDPTOP_HAVE_CUPTI
-#include "gpu_activity.h"
-#endif
-#ifdef DDPTOP_HAVE_CUDA
-#include "kernels_cuda.h"
-#endif
+#include "zoo.h"
 
 struct loop {
     struct rank *rk;
@@ -41,6 +36,7 @@ struct loop {
     float *gs_scratch; /* gather-scatter: world x trainable floats on rank 0 */
     uint16_t *half;    /* allreduce with --grad-compress fp16: [largest tensor] */
     struct ddp_engine *ddp;
+    struct device lane_dev; /* ddp's comm lane's handle on the rank's device */
     /* dp (DataParallel): rank 0 holds the whole batch and computes the loss;
      * _d buffers are in the model's memory (the device's), the others on the host */
     float *dp_x, *dp_xd;            /* rank 0: [global, c, h, w] (dp_x pinned) */
@@ -89,26 +85,31 @@ static void straggle(const struct loop *L, int64_t t0)
 /* The host phase whose GPU work follows (CUPTI attributes kernels by it). */
 static void phase_push(const struct loop *L, int cat)
 {
-#ifdef DDPTOP_HAVE_CUPTI
     if (L->run->cupti)
-        gpu_activity_phase_push(L->rk->id, cat);
-#endif
+        L->run->gpu->activity_phase_push(L->rk->id, cat);
 }
 
 static void phase_pop(const struct loop *L)
 {
-#ifdef DDPTOP_HAVE_CUPTI
     if (L->run->cupti)
-        gpu_activity_phase_pop();
-#endif
+        L->run->gpu->activity_phase_pop();
 }
 
+/* The rank's first failure: its message (with the context gathered on the
+ * way up) stays in rk->err for the collector, and every rank stops. */
 static int fail(struct rank *rk, const char *what)
 {
-    snprintf(rk->err, sizeof(rk->err), "%s", what);
+    if (rk->rc == 0)
+        snprintf(rk->err, sizeof(rk->err), "%s", what);
     rk->rc = -1;
     atomic_store(&rk->run->abort, 1);
     return -1;
+}
+
+/* A device call failed: its message is in the device. */
+static int dev_failed(struct rank *rk)
+{
+    return fail(rk, rk->dev.err);
 }
 
 static void on_grad_ready(void *ctx, int p)
@@ -120,17 +121,13 @@ static void on_grad_ready(void *ctx, int p)
  * on the comm stream, between the gather and the broadcast. */
 static int gs_average_on_device(void *ctx, float *dst, const float *slices, int world, size_t n)
 {
-#ifdef DDPTOP_HAVE_CUDA
     struct rank *rk = ctx;
-    if (cuk_average_slices(dst, slices, world, (int64_t)n, device_cuda_stream(&rk->dev, STREAM_COMM)) != 0) {
-        fprintf(stderr, "ddptop: rank %d (%s): the gather-scatter average kernel did not launch\n", rk->id,
-                rk->dev.name);
+    struct device *d = &rk->dev;
+    if (d->ops->average_slices(d, dst, slices, world, n, STREAM_COMM) != 0) {
+        snprintf(rk->comm->err, sizeof(rk->comm->err), "%s", d->err);
         return -1;
     }
     return 0;
-#else
-    return -1;
-#endif
 }
 
 /* Synchronises gradients after backward (every strategy but dp). */
@@ -143,7 +140,8 @@ static int sync_grads(struct loop *L)
     case STRAT_ALLREDUCE:
         return sync_allreduce(c, &L->gl, L->half);
     case STRAT_GATHER_SCATTER:
-        return sync_gather_scatter(c, &L->gl, L->gs_scratch, L->run->on_gpu ? gs_average_on_device : NULL, L->rk);
+        return sync_gather_scatter(c, &L->gl, L->gs_scratch,
+                                   L->rk->dev.ops->average_slices ? gs_average_on_device : NULL, L->rk);
     case STRAT_DDP:
         return ddp_finish(L->ddp, &L->rk->spans_main);
     default:
@@ -209,9 +207,18 @@ static int diverged(struct rank *rk, uint32_t step, float loss)
     return fail(rk, msg);
 }
 
+/* A collective failed (or gave up because another rank failed first:
+ * that is not this rank's failure). The communicator's message follows
+ * `what`; a device hook's, when the device has one and the communicator
+ * not. */
 static int comm_failed(struct rank *rk, int rc, const char *what)
 {
-    return rc == COMM_ABORTED ? rc : fail(rk, what);
+    if (rc == COMM_ABORTED)
+        return rc;
+    const char *why = rk->comm && rk->comm->err[0] ? rk->comm->err : rk->dev.err[0] ? rk->dev.err : "";
+    char msg[sizeof(rk->err)];
+    snprintf(msg, sizeof(msg), "%.60s%s%.185s", what, why[0] ? ": " : " failed", why);
+    return fail(rk, msg);
 }
 
 /* The comm stream waits for what the compute stream has enqueued so far
@@ -220,7 +227,7 @@ static int comm_after_compute(struct loop *L)
 {
     struct device *d = &L->rk->dev;
     if (d->ops->record_event(d, EV_GRADS, STREAM_COMPUTE) != 0 || d->ops->wait_event(d, EV_GRADS, STREAM_COMM) != 0)
-        return fail(L->rk, device_last_error());
+        return dev_failed(L->rk);
     return 0;
 }
 
@@ -246,20 +253,20 @@ static int dp_step(struct loop *L, int i, int epoch)
     int64_t t0 = probe_now_ns();
     if (rk->id == 0) {
         if (d->ops->sync(d, STREAM_COMM) != 0) /* the last copies out of dp_x and dp_yf are done */
-            return fail(rk, device_last_error());
+            return dev_failed(rk);
         for (int k = 0; k < G; k++)
             L->dp_idx[k] = sampler_get(&L->smp, i * G + k);
         data_gather(run->train, L->dp_idx, G, L->dp_x, L->dp_y);
         for (int k = 0; k < G; k++)
             L->dp_yf[k] = (float)L->dp_y[k];
-        if (d->ops->copy_h2d(d, L->dp_xd, L->dp_x, sizeof(float) * (size_t)G * per, STREAM_COMM) != 0 ||
-            d->ops->copy_h2d(d, L->dp_yfd, L->dp_yf, sizeof(float) * (size_t)G, STREAM_COMM) != 0)
-            return fail(rk, device_last_error());
+        if (d->ops->copy(d, L->dp_xd, L->dp_x, sizeof(float) * (size_t)G * per, STREAM_COMM) != 0 ||
+            d->ops->copy(d, L->dp_yfd, L->dp_yf, sizeof(float) * (size_t)G, STREAM_COMM) != 0)
+            return dev_failed(rk);
         rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, probe_now_ns());
     }
     if ((rc = c->ops->scatter(c, L->dp_xd, model_input(m), (size_t)B * per, 0)) != 0 ||
         (rc = c->ops->scatter(c, L->dp_yfd, L->dp_ylocal_d, (size_t)B, 0)) != 0)
-        return comm_failed(rk, rc, "scattering the batch failed");
+        return comm_failed(rk, rc, "dp: scattering the batch");
     int64_t t1 = probe_now_ns();
     if (model_memcpy(m, L->dp_ylocal, L->dp_ylocal_d, sizeof(float) * (size_t)B) != 0)
         return fail(rk, m->err);
@@ -276,19 +283,19 @@ static int dp_step(struct loop *L, int i, int epoch)
         return m->err[0] ? fail(rk, m->err) : diverged(rk, step, loss);
 
     if ((rc = c->ops->gather(c, m->tensors[m->output].val, L->dp_logits, (size_t)B * K, 0)) != 0)
-        return comm_failed(rk, rc, "gathering the outputs failed");
+        return comm_failed(rk, rc, "dp: gathering the outputs");
     if (rk->id == 0) {
         int64_t ta = probe_now_ns();
         if (model_memcpy(m, L->dp_logits_h, L->dp_logits, sizeof(float) * (size_t)G * K) != 0)
             return fail(rk, m->err);
         softmax_xent_forward(L->dp_probs, L->dp_logits_h, L->dp_y, G, K, NULL);
         softmax_xent_backward(L->dp_dlogits, L->dp_probs, L->dp_y, G, K, 1.0f / (float)G);
-        if (d->ops->copy_h2d(d, L->dp_dlogits_d, L->dp_dlogits, sizeof(float) * (size_t)G * K, STREAM_COMM) != 0)
-            return fail(rk, device_last_error());
+        if (d->ops->copy(d, L->dp_dlogits_d, L->dp_dlogits, sizeof(float) * (size_t)G * K, STREAM_COMM) != 0)
+            return dev_failed(rk);
         rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, ta, probe_now_ns());
     }
     if ((rc = c->ops->scatter(c, L->dp_dlogits_d, L->dp_dout, (size_t)B * K, 0)) != 0)
-        return comm_failed(rk, rc, "scattering the output gradients failed");
+        return comm_failed(rk, rc, "dp: scattering the output gradients");
 
     int64_t t3 = probe_now_ns();
     if (model_backward_dout(m, L->dp_dout, NULL, NULL) != 0)
@@ -305,7 +312,7 @@ static int dp_step(struct loop *L, int i, int epoch)
     if (hi > lo && comm_after_compute(L) != 0)
         return -1;
     if (hi > lo && (rc = c->ops->reduce(c, m->grad_buf + lo, m->grad_buf + lo, hi - lo, RED_SUM, 0)) != 0)
-        return comm_failed(rk, rc, "reducing the gradients failed");
+        return comm_failed(rk, rc, "dp: reducing the gradients");
     if (rk->id == 0) {
         int64_t t4 = probe_now_ns();
         if (sgd_step(&L->opt, m, (long)step) != 0)
@@ -317,7 +324,7 @@ static int dp_step(struct loop *L, int i, int epoch)
     if (hi > lo && comm_after_compute(L) != 0)
         return -1;
     if (hi > lo && (rc = c->ops->broadcast(c, m->param_buf + lo, hi - lo, 0)) != 0)
-        return comm_failed(rk, rc, "replicating the parameters failed");
+        return comm_failed(rk, rc, "dp: replicating the parameters");
     return push_step(L, step, epoch, t0, loss, correct);
 }
 
@@ -350,8 +357,11 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
     }
     rc = sync_grads(L);
     nvtx_pop();
-    if (rc != 0)
-        return comm_failed(rk, rc, "gradient synchronisation failed");
+    if (rc != 0) {
+        char what[64];
+        snprintf(what, sizeof(what), "gradient synchronisation (%s)", strategy_name(L->cfg->strategy));
+        return comm_failed(rk, rc, what);
+    }
 
     int64_t t4 = probe_now_ns();
     nvtx_push("optimizer");
@@ -387,15 +397,15 @@ static int stage_batch(struct loop *L, long i)
     int B = L->run->local_batch;
     /* the previous copies out of the pinned buffers end before they are refilled */
     if (d->ops->sync(d, STREAM_COPY) != 0)
-        return fail(rk, device_last_error());
+        return dev_failed(rk);
     for (int k = 0; k < B; k++)
         L->idx[k] = sampler_get(&L->smp, (int)i * B + k);
     data_gather(L->run->train, L->idx, B, L->xhost, L->yhost);
     if (d->ops->wait_event(d, EV_STAGE_FREE, STREAM_COPY) != 0 ||
-        d->ops->copy_h2d(d, L->stage_x, L->xhost, input_bytes(L), STREAM_COPY) != 0 ||
-        d->ops->copy_h2d(d, L->stage_y, L->yhost, sizeof(int32_t) * (size_t)B, STREAM_COPY) != 0 ||
+        d->ops->copy(d, L->stage_x, L->xhost, input_bytes(L), STREAM_COPY) != 0 ||
+        d->ops->copy(d, L->stage_y, L->yhost, sizeof(int32_t) * (size_t)B, STREAM_COPY) != 0 ||
         d->ops->record_event(d, EV_STAGED, STREAM_COPY) != 0)
-        return fail(rk, device_last_error());
+        return dev_failed(rk);
     L->staged = i;
     return 0;
 }
@@ -406,11 +416,10 @@ static int load_staged(struct loop *L)
     struct device *d = &L->rk->dev;
     struct model *m = L->m;
     if (d->ops->wait_event(d, EV_STAGED, STREAM_COMPUTE) != 0 ||
-        d->ops->copy_d2d(d, model_input(m), L->stage_x, input_bytes(L), STREAM_COMPUTE) != 0 ||
-        d->ops->copy_d2d(d, m->labels, L->stage_y, sizeof(int32_t) * (size_t)L->run->local_batch, STREAM_COMPUTE) !=
-            0 ||
+        d->ops->copy(d, model_input(m), L->stage_x, input_bytes(L), STREAM_COMPUTE) != 0 ||
+        d->ops->copy(d, m->labels, L->stage_y, sizeof(int32_t) * (size_t)L->run->local_batch, STREAM_COMPUTE) != 0 ||
         d->ops->record_event(d, EV_STAGE_FREE, STREAM_COMPUTE) != 0)
-        return fail(L->rk, device_last_error());
+        return dev_failed(L->rk);
     L->staged = -1;
     return 0;
 }
@@ -473,31 +482,34 @@ static int train_step_async(struct loop *L, int i, int epoch)
     return push_step(L, step, epoch, t0, loss, correct);
 }
 
-/* DDP's stream hooks (strategy.h). A failure is reported on stderr here,
- * since the lane's error reaches the rank only as a failed sync. */
-static int hook_failed(int rc)
+/* DDP's stream hooks (strategy.h). lane_init and before run on the comm
+ * lane, through the lane's own handle on the device (its messages must not
+ * race the main thread's), and leave a failure in the communicator. */
+static int lane_failed(struct loop *L, int rc)
 {
     if (rc != 0)
-        fprintf(stderr, "ddptop: %s\n", device_last_error());
+        snprintf(L->rk->comm->err, sizeof(L->rk->comm->err), "%s", L->lane_dev.err);
     return rc;
 }
 
 static int hook_lane_init(void *ctx)
 {
-    struct rank *rk = ctx;
-    return hook_failed(rk->dev.ops->make_current(&rk->dev));
+    struct loop *L = ctx;
+    return lane_failed(L, L->lane_dev.ops->make_current(&L->lane_dev));
 }
 
 static int hook_ready(void *ctx, int bucket)
 {
-    struct rank *rk = ctx;
-    return hook_failed(rk->dev.ops->record_event(&rk->dev, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMPUTE));
+    struct loop *L = ctx;
+    struct device *d = &L->rk->dev;
+    return d->ops->record_event(d, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMPUTE);
 }
 
 static int hook_before(void *ctx, int bucket)
 {
-    struct rank *rk = ctx;
-    return hook_failed(rk->dev.ops->wait_event(&rk->dev, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMM));
+    struct loop *L = ctx;
+    struct device *d = &L->lane_dev;
+    return lane_failed(L, d->ops->wait_event(d, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMM));
 }
 
 static int train_step(struct loop *L, int i, int epoch)
@@ -517,8 +529,8 @@ static int train_step(struct loop *L, int i, int epoch)
     for (int k = 0; k < B; k++)
         L->idx[k] = sampler_get(&L->smp, i * B + k);
     data_gather(run->train, L->idx, B, L->xhost, L->yhost);
-    if (rk->dev.ops->copy_h2d(&rk->dev, model_input(m), L->xhost,
-                              sizeof(float) * (size_t)B * (size_t)m->tensors[m->input].per_sample, STREAM_COPY) != 0)
+    if (rk->dev.ops->copy(&rk->dev, model_input(m), L->xhost,
+                          sizeof(float) * (size_t)B * (size_t)m->tensors[m->input].per_sample, STREAM_COPY) != 0)
         return fail(rk, "copying the batch to the device failed");
     rk->dev.ops->record_event(&rk->dev, EV_STAGED, STREAM_COPY);
     rk->dev.ops->wait_event(&rk->dev, EV_STAGED, STREAM_COMPUTE);
@@ -565,8 +577,8 @@ static int bn_copy(struct loop *L, int pack)
         for (int k = 0; k < 2; k++, off += C) {
             float *dst = pack ? L->bn_flat + off : stat[k];
             const float *src = pack ? stat[k] : L->bn_flat + off;
-            if (d->ops->copy_d2d(d, dst, src, sizeof(float) * C, STREAM_COMM) != 0)
-                return fail(L->rk, device_last_error());
+            if (d->ops->copy(d, dst, src, sizeof(float) * C, STREAM_COMM) != 0)
+                return dev_failed(L->rk);
         }
     }
     return 0;
@@ -586,7 +598,7 @@ static int sync_buffers(struct loop *L)
         return -1;
     int rc = c->ops->broadcast(c, L->bn_flat, L->bn_floats, 0);
     if (rc != 0)
-        return comm_failed(L->rk, rc, "broadcasting batch norm's running statistics failed");
+        return comm_failed(L->rk, rc, "broadcasting batch norm's running statistics");
     if (root)
         return 0;
     /* the next forward updates the statistics: after the unpacking copies */
@@ -594,7 +606,7 @@ static int sync_buffers(struct loop *L)
         return -1;
     if (d->ops->record_event(d, EV_COMM_DONE, STREAM_COMM) != 0 ||
         d->ops->wait_event(d, EV_COMM_DONE, STREAM_COMPUTE) != 0)
-        return fail(L->rk, device_last_error());
+        return dev_failed(L->rk);
     return 0;
 }
 
@@ -618,12 +630,12 @@ static int evaluate(struct loop *L, int epoch)
             L->idx[k] = L->idx[0]; /* pad a short last batch; only n are counted */
         struct device *d = &rk->dev;
         if (d->ops->sync(d, STREAM_COPY) != 0)
-            return fail(rk, device_last_error());
+            return dev_failed(rk);
         data_gather(test, L->idx, B, L->xhost, L->yhost);
-        if (d->ops->copy_h2d(d, model_input(m), L->xhost,
-                             sizeof(float) * (size_t)B * (size_t)m->tensors[m->input].per_sample, STREAM_COPY) != 0 ||
+        if (d->ops->copy(d, model_input(m), L->xhost,
+                         sizeof(float) * (size_t)B * (size_t)m->tensors[m->input].per_sample, STREAM_COPY) != 0 ||
             d->ops->record_event(d, EV_STAGED, STREAM_COPY) != 0 || d->ops->wait_event(d, EV_STAGED, STREAM_COMPUTE))
-            return fail(rk, device_last_error());
+            return dev_failed(rk);
         if (model_forward(m, 0) != 0)
             return fail(rk, m->err);
         int correct = 0;
@@ -639,22 +651,15 @@ static int evaluate(struct loop *L, int epoch)
     return 0;
 }
 
-#ifdef DDPTOP_HAVE_CUDA
 /* A GPU rank's communicator: NCCL, or ddptop's device ring where ranks
  * share a GPU (run.c decides). */
 static struct comm *device_comm(struct rank *rk, char *err, size_t errlen)
 {
     struct run *run = rk->run;
-    void *cs = device_cuda_stream(&rk->dev, STREAM_COMM);
-#ifdef DDPTOP_HAVE_NCCL
-    if (run->use_nccl) {
-        /* its initialisation and waits give up when a peer fails */
-        return comm_nccl_create(run->nccl_id, run->world, rk->id, rk->gpu, cs, &run->abort, err, errlen);
-    }
-#endif
-    return comm_cuda_ring_create(run->shm, rk->id, run->cfg.algo, rk->gpu, cs);
+    if (run->use_nccl) /* its initialisation and waits give up when a peer fails */
+        return run->gpu->nccl_create(run->nccl_id, run->world, rk->id, &rk->dev, &run->abort, err, errlen);
+    return run->gpu->ring_create(run->shm, rk->id, run->cfg.algo, &rk->dev);
 }
-#endif
 
 static int loop_init(struct loop *L, struct rank *rk)
 {
@@ -671,28 +676,18 @@ static int loop_init(struct loop *L, struct rank *rk)
     cpu_set_threads(cfg->threads_per_rank);
     L->async = run->devops->async;
     L->staged = -1;
-    if (run->devops->open(&rk->dev, run->on_gpu ? rk->gpu : rk->id, err, sizeof(err)) != 0)
-        return fail(rk, err);
-    struct model_device md, *on = NULL;
-#ifdef DDPTOP_HAVE_CUDA
+    if (run->devops->open(&rk->dev, run->on_gpu ? rk->gpu : rk->id) != 0)
+        return dev_failed(rk);
     if (run->on_gpu) {
         /* the device communicator first: NCCL's initialisation waits for every rank */
         err[0] = 0;
         if (run->world > 1 && !(rk->comm = device_comm(rk, err, sizeof(err))))
             return fail(rk, err[0] ? err : "cannot create the device communicator");
-        md = (struct model_device){device_cuda_stream(&rk->dev, STREAM_COMPUTE), rk->id, rk->gpu};
-        on = &md;
-#ifdef DDPTOP_HAVE_CUPTI
-        static const int roles[STREAM_COUNT] = {GPU_STREAM_COMPUTE, GPU_STREAM_COPY, GPU_STREAM_COMM};
-        for (int s = 0; run->cupti && s < STREAM_COUNT; s++)
-            gpu_activity_register(device_cuda_stream(&rk->dev, s), rk->gpu, rk->id, roles[s], &rk->spans_gpu,
-                                  &rk->step);
-#endif
+        if (run->cupti)
+            run->gpu->activity_register(&rk->dev, rk->id, &rk->spans_gpu, &rk->step);
     }
-#endif
-    (void)md;
-    L->m = model_create_on(on, cfg->model, run->local_batch, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err,
-                           sizeof(err));
+    L->m = zoo_create(&rk->dev, cfg->model, run->local_batch, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err,
+                      sizeof(err));
     if (!L->m)
         return fail(rk, err);
     if (model_set_trainable(L->m, cfg->trainable, err, sizeof(err)) != 0) {
@@ -730,7 +725,7 @@ static int loop_init(struct loop *L, struct rank *rk)
         L->stage_x = rk->dev.ops->alloc(&rk->dev, sizeof(float) * per * (size_t)run->local_batch);
         L->stage_y = rk->dev.ops->alloc(&rk->dev, sizeof(int32_t) * (size_t)run->local_batch);
         if (!L->stage_x || !L->stage_y)
-            return fail(rk, device_last_error());
+            return dev_failed(rk);
     }
     if (rk->comm)
         comm_bind(rk->comm, &rk->spans_main, LANE_MAIN, &rk->step);
@@ -756,8 +751,10 @@ static int loop_init(struct loop *L, struct rank *rk)
                             &rk->spans_comm, &rk->spans_main, &rk->step);
         if (!L->ddp)
             return fail(rk, "cannot create the DDP buckets");
-        if (L->async)
-            ddp_set_hooks(L->ddp, &(struct ddp_hooks){hook_lane_init, hook_ready, hook_before, rk});
+        if (L->async) {
+            L->lane_dev = rk->dev;
+            ddp_set_hooks(L->ddp, &(struct ddp_hooks){hook_lane_init, hook_ready, hook_before, L});
+        }
         break;
     case STRAT_ALLREDUCE:
         if (cfg->grad_fp16) {

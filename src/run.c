@@ -11,9 +11,6 @@
 #include "model.h"
 #include "nvtx.h"
 #include "strategy.h"
-#ifdef DDPTOP_HAVE_CUPTI
-#include "gpu_activity.h"
-#endif
 
 #define SPAN_RING (1u << 16)
 #define STEP_RING (1u << 14)
@@ -44,14 +41,11 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
     /* distinct GPUs among the ranks: NCCL refuses a GPU twice in one communicator */
     int distinct = n < r->world ? n : r->world;
     int shared = r->world > distinct;
-#ifdef DDPTOP_HAVE_NCCL
-    r->use_nccl = r->world > 1 && !shared && (rc->comm == COMM_NCCL || !rc->comm_set);
-#else
-    if (rc->comm == COMM_NCCL) {
+    if (!r->gpu->nccl_create && rc->comm == COMM_NCCL) {
         snprintf(err, errlen, "--comm nccl: this ddptop was built without NCCL");
         return -1;
     }
-#endif
+    r->use_nccl = r->gpu->nccl_create && r->world > 1 && !shared && (rc->comm == COMM_NCCL || !rc->comm_set);
     if (r->use_nccl)
         snprintf(r->backend, sizeof(r->backend), "nccl");
     else
@@ -92,7 +86,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
                  strategy_name(rc->strategy));
         return -1;
     }
-    r->on_gpu = device_cuda && devops == device_cuda;
+    r->on_gpu = device_is_gpu(devops);
+    r->gpu = r->on_gpu ? gpu_module() : NULL;
     if (rc->comm == COMM_MPI || (rc->comm == COMM_NCCL && !r->on_gpu)) {
         snprintf(err, errlen, "--comm %s: not available %s", rc->comm == COMM_NCCL ? "nccl" : "mpi",
                  rc->comm == COMM_NCCL ? "on the CPU" : "in this build");
@@ -116,18 +111,14 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         snprintf(err, errlen, "out of memory for %d ranks", r->world);
         return -1;
     }
-#ifdef DDPTOP_HAVE_NCCL
-    if (r->use_nccl && nccl_unique_id(r->nccl_id, err, errlen) != 0)
+    if (r->use_nccl && r->gpu->nccl_unique_id(r->nccl_id, err, errlen) != 0)
         return -1;
-#endif
-#ifdef DDPTOP_HAVE_CUPTI
-    if (r->on_gpu && !rc->no_cupti) {
+    if (r->on_gpu && !rc->no_cupti && r->gpu->activity_start) {
         char cerr[160];
-        r->cupti = gpu_activity_start(cerr, sizeof(cerr)) == 0;
+        r->cupti = r->gpu->activity_start(cerr, sizeof(cerr)) == 0;
         if (!r->cupti && !r->note[0])
             snprintf(r->note, sizeof(r->note), "%s", cerr);
     }
-#endif
     for (int i = 0; i < r->world; i++) {
         struct rank *k = &r->ranks[i];
         k->id = i;
@@ -210,13 +201,11 @@ static void drain_rank(struct run *r, int i)
 int run_poll(struct run *r)
 {
     int running = 0;
-#ifdef DDPTOP_HAVE_CUPTI
     /* device records arrive in CUPTI's buffers: ask for what has completed */
     if (r->cupti && probe_now_ns() - r->cupti_flushed_ns > 200 * 1000 * 1000) {
-        gpu_activity_flush();
+        r->gpu->activity_flush();
         r->cupti_flushed_ns = probe_now_ns();
     }
-#endif
     for (int i = 0; i < r->world; i++) {
         drain_rank(r, i);
         if (!atomic_load(&r->ranks[i].finished))
@@ -269,14 +258,12 @@ int run_join(struct run *r)
             pthread_join(r->ranks[i].thread, NULL);
             r->ranks[i].started = 0;
         }
-#ifdef DDPTOP_HAVE_CUPTI
     if (r->cupti) {
         /* every rank is done: the last records are complete */
-        gpu_activity_flush();
-        r->cupti_overhead_ns = gpu_activity_overhead_ns();
-        r->cupti_dropped = gpu_activity_dropped();
+        r->gpu->activity_flush();
+        r->cupti_overhead_ns = r->gpu->activity_overhead_ns();
+        r->cupti_dropped = r->gpu->activity_dropped();
     }
-#endif
     if (r->ranks)
         run_poll(r);
     metrics_finish(&r->metrics);
@@ -285,10 +272,8 @@ int run_join(struct run *r)
 
 void run_free(struct run *r)
 {
-#ifdef DDPTOP_HAVE_CUPTI
     if (r->cupti)
-        gpu_activity_stop(); /* its last deliveries still find the rings; then none can */
-#endif
+        r->gpu->activity_stop(); /* its last deliveries still find the rings; then none can */
     if (r->ranks) {
         for (int i = 0; i < r->world; i++) {
             struct rank *k = &r->ranks[i];

@@ -15,7 +15,7 @@
 
 #include "config.h"
 #include "data.h"
-#include "device.h"
+#include "devices.h"
 #include "metrics.h"
 #include "probe.h"
 
@@ -59,17 +59,18 @@ struct run {
     long total_steps;
     struct rank *ranks;
     struct shm_world *shm;
-    int on_gpu;                 /* the device only enqueues work (CUDA) */
-    int ngpu;                   /* GPU runs: the GPUs the ranks take in turn (--gpus, or all) */
-    int use_nccl;               /* GPU runs: NCCL, else ddptop's device ring */
-    unsigned char nccl_id[128]; /* NCCL's unique id, shared by the rank threads */
-    int cupti;                  /* CUPTI device timelines are being collected */
-    char backend[48];           /* the communication backend in use, for headers and reports */
-    char note[192];             /* one remark about this run's setup (shared GPUs, no CUPTI), or "" */
-    int64_t cupti_flushed_ns;   /* the collector's last CUPTI flush */
-    int64_t cupti_overhead_ns;  /* CUPTI's buffer processing, over the run (set by run_join) */
-    uint64_t cupti_dropped;     /* device records lost */
-    _Atomic int abort;          /* stop now: Ctrl-C, a failed rank, the UI */
+    int on_gpu;                               /* the device only enqueues work (CUDA) */
+    const struct gpu_module *gpu;             /* GPU runs: the module's communicators and timelines; else NULL */
+    int ngpu;                                 /* GPU runs: the GPUs the ranks take in turn (--gpus, or all) */
+    int use_nccl;                             /* GPU runs: NCCL, else ddptop's device ring */
+    unsigned char nccl_id[GPU_NCCL_ID_BYTES]; /* NCCL's unique id, shared by the rank threads */
+    int cupti;                                /* CUPTI device timelines are being collected */
+    char backend[48];                         /* the communication backend in use, for headers and reports */
+    char note[192];                           /* one remark about this run's setup (shared GPUs, no CUPTI), or "" */
+    int64_t cupti_flushed_ns;                 /* the collector's last CUPTI flush */
+    int64_t cupti_overhead_ns;                /* CUPTI's buffer processing, over the run (set by run_join) */
+    uint64_t cupti_dropped;                   /* device records lost */
+    _Atomic int abort;                        /* stop now: Ctrl-C, a failed rank, the UI */
     _Atomic int paused;
     _Atomic uint32_t pause_at; /* ranks stop before starting this step */
     pthread_mutex_t pause_mu;

@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "data.h"
-#include "device.h"
+#include "devices.h"
 #include "run.h"
 
 /* The data set the integration tests train on: synthetic, seed 7, loaded
@@ -63,6 +63,31 @@ static inline int harness_run_on(struct run *r, const struct run_config *rc, con
     while (run_poll(r))
         nanosleep(&tick, NULL);
     return run_join(r);
+}
+
+/* GPU 0, opened once for the tests that build models on it directly, or
+ * NULL when there is no GPU (or no GPU module). */
+static inline struct device *harness_gpu(void)
+{
+    static struct device d;
+    static int tried;
+    const struct gpu_module *g = gpu_module();
+    if (!tried && g && g->device->count() > 0) {
+        d.ops = g->device;
+        if (d.ops->open(&d, 0) != 0) {
+            fprintf(stderr, "opening GPU 0: %s\n", d.err);
+            d.ops = NULL;
+        }
+    }
+    tried = 1;
+    return d.ops ? &d : NULL;
+}
+
+/* The number of GPUs (0 without a GPU module). */
+static inline int harness_ngpus(void)
+{
+    const struct gpu_module *g = gpu_module();
+    return g ? g->device->count() : 0;
 }
 
 /* The same on the CPU. */

@@ -39,11 +39,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "kernels_cpu.h"
 #include "model.h"
 #include "optim.h"
+#include "zoo.h"
 #ifdef DDPTOP_FIXTURES_ON_GPU
-#include <cuda_runtime_api.h>
 #define TOL_SCALE 10.0
 #else
 #define TOL_SCALE 1.0
@@ -284,7 +285,7 @@ static void from_host(struct model *m, float *dst, const float *src, size_t n)
         fail_msg("copying to the model: %s", m->err);
 }
 
-static void run_fixture(const char *file, const struct model_device *dev)
+static void run_fixture(const char *file, struct device *dev)
 {
     struct fixture fx;
     char err[512];
@@ -293,9 +294,9 @@ static void run_fixture(const char *file, const struct model_device *dev)
         fail_msg("%s", err);
     print_message("%s%s\n", file, dev ? " (on the GPU)" : "");
 
-    struct model *m = model_create_on(dev, fx.model, fx.batch, 1, 28, 28, fx.classes, 1, err, sizeof(err));
+    struct model *m = zoo_create(dev, fx.model, fx.batch, 1, 28, 28, fx.classes, 1, err, sizeof(err));
     if (!m)
-        fail_msg("model_create(%s): %s", fx.model, err);
+        fail_msg("zoo_create(%s): %s", fx.model, err);
 
     /* same tensors in the same flat order */
     assert_int_equal(m->nparams, fx.ntensors);
@@ -384,12 +385,11 @@ static void run_fixture(const char *file, const struct model_device *dev)
     fx_free(&fx);
 }
 
-/* NULL on the CPU; the GPU's default stream otherwise. */
-static const struct model_device *test_device(void)
+/* NULL on the CPU; GPU 0 otherwise. */
+static struct device *test_device(void)
 {
 #ifdef DDPTOP_FIXTURES_ON_GPU
-    static struct model_device dev = {NULL, 0, 0};
-    return &dev;
+    return harness_gpu();
 #else
     return NULL;
 #endif
@@ -431,12 +431,10 @@ int main(void)
 {
     cpu_set_threads(1); /* deterministic, and no OpenMP spin-waits on a loaded machine */
 #ifdef DDPTOP_FIXTURES_ON_GPU
-    int ngpu = 0;
-    if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
-        printf("no GPU: the GPU fixture steps are skipped\n");
+    if (!harness_gpu()) {
+        printf("no GPU (%s): the GPU fixture steps are skipped\n", gpu_module() ? "none found" : gpu_module_error());
         return 77;
     }
-    cudaSetDevice(0);
 #endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lenet_step),

@@ -28,8 +28,8 @@
 #include <math.h>
 #include <cmocka.h>
 
-#include "comm.h"
-#include "device.h"
+#include "comm_gpu.h"
+#include "device_cuda.h"
 #include "gpu_activity.h"
 #include "kernels_cuda.h"
 #include "kernels_ref.h"
@@ -130,9 +130,9 @@ static void *nccl_worker(void *arg)
 static void test_nccl_allreduce(void **state)
 {
 #ifdef DDPTOP_HAVE_NCCL
-    int world = device_cuda->count() >= 2 ? 2 : 1;
+    int world = device_cuda.count() >= 2 ? 2 : 1;
     printf("  NCCL allreduce over %d GPU(s)\n", world);
-    unsigned char id[NCCL_ID_BYTES];
+    unsigned char id[GPU_NCCL_ID_BYTES];
     char err[256];
     assert_int_equal(nccl_unique_id(id, err, sizeof(err)), 0);
     struct nccl_job jobs[2];
@@ -427,7 +427,7 @@ int main(void)
 {
     /* NVTX hands its calls to CUPTI only when told to at the first call */
     setenv("NVTX_INJECTION64_PATH", "libcupti.so", 0);
-    if (!device_cuda || device_cuda->count() == 0) {
+    if (device_cuda.count() == 0) {
         printf("no GPU present: GPU tests SKIPPED\n");
         return 77;
     }

@@ -25,7 +25,6 @@
  *    compute and comm; the header note names the shared GPU.
  *  - the same with NCCL when there are 2 GPUs (skipped with one).
  */
-#include <cuda_runtime_api.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -304,11 +303,10 @@ static void compare_model(const char *name, int c, int hw)
     g_model_mismatches = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    struct model *mc = model_create(name, B, c, hw, hw, K, 11, err, sizeof(err));
+    struct model *mc = zoo_create(NULL, name, B, c, hw, hw, K, 11, err, sizeof(err));
     if (!mc)
         fail_msg("%s on the CPU: %s", name, err);
-    struct model_device dev = {NULL, 0, 0};
-    struct model *mg = model_create_on(&dev, name, B, c, hw, hw, K, 11, err, sizeof(err));
+    struct model *mg = zoo_create(harness_gpu(), name, B, c, hw, hw, K, 11, err, sizeof(err));
     if (!mg) {
         g_mismatches++;
         printf("  ERROR %s on the GPU: %s\n", name, err);
@@ -450,7 +448,7 @@ static void test_zoo_against_cpu(void **state)
 
 static int run_on_gpu(struct run *r, const struct run_config *rc)
 {
-    return harness_run_on(r, rc, &g_train, &g_test, device_cuda);
+    return harness_run_on(r, rc, &g_train, &g_test, gpu_module()->device);
 }
 
 static float *rank_params(struct run *r, int i)
@@ -530,11 +528,10 @@ static void test_nccl_runs(void **state)
 
 int main(void)
 {
-    if (cudaGetDeviceCount(&g_ngpus) != cudaSuccess || g_ngpus == 0) {
-        printf("no GPU: the GPU model tests are skipped\n");
+    if ((g_ngpus = harness_ngpus()) == 0 || !harness_gpu()) {
+        printf("no GPU (%s): the GPU model tests are skipped\n", gpu_module() ? "none found" : gpu_module_error());
         return 77;
     }
-    cudaSetDevice(0);
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows through a pipe too */
     cpu_set_threads(4);
     const struct CMUnitTest tests[] = {

@@ -27,6 +27,7 @@
 #include "kernels_cpu.h"
 #include "kernels_ref.h"
 #include "model.h"
+#include "zoo.h"
 #include "optim.h"
 #include "rng.h"
 #include "test_fill.h"
@@ -758,9 +759,9 @@ static void model_fd_check(const char *name, int per_tensor, uint64_t seed)
     static const float eps_ladder[] = {1e-2f, 1e-3f, 3e-4f, 1e-4f};
     char err[256];
     cpu_set_threads(1); /* before model_create: primitives keep the count they are made with */
-    struct model *m = model_create(name, BATCH, 1, SIDE, SIDE, CLASSES, seed, err, sizeof(err));
+    struct model *m = zoo_create(NULL, name, BATCH, 1, SIDE, SIDE, CLASSES, seed, err, sizeof(err));
     if (!m)
-        fail_msg("model_create(%s): %s", name, err);
+        fail_msg("zoo_create(%s): %s", name, err);
     struct rng r;
     rng_seed(&r, seed + 1);
     float *in = model_input(m);
@@ -893,7 +894,7 @@ static void test_sgd_update_two_steps(void **state)
 static void test_sgd_step_model(void **state)
 {
     char err[256];
-    struct model *m = model_create("lenet", 1, 1, 28, 28, 10, 5, err, sizeof(err));
+    struct model *m = zoo_create(NULL, "lenet", 1, 1, 28, 28, 10, 5, err, sizeof(err));
     if (!m)
         fail_msg("model_create: %s", err);
     m->params[1].trainable = 0; /* conv1.bias frozen */

@@ -44,7 +44,7 @@ static void test_counts_match_pytorch(void **state)
         if (!z)
             fail_msg("counts.txt names %s, which the zoo does not have", name);
         char err[256];
-        struct model *m = model_create(name, 1, c, side, side, 10, 1, err, sizeof(err));
+        struct model *m = zoo_create(NULL, name, 1, c, side, side, 10, 1, err, sizeof(err));
         if (!m)
             fail_msg("%s: %s", name, err);
         long long mm = 0;

@@ -53,6 +53,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "zoo.h"
 
 #define LOSS_RTOL 1e-4
 #define LOGIT_ATOL 1e-4
@@ -218,7 +219,8 @@ static void run_fixture(const char *file)
     struct fixture fx;
     load(&fx, file);
     char err[256];
-    struct model *m = model_create(fx.model, fx.batch, fx.c, fx.h, fx.w, fx.classes, fx.dropout_seed, err, sizeof(err));
+    struct model *m =
+        zoo_create(NULL, fx.model, fx.batch, fx.c, fx.h, fx.w, fx.classes, fx.dropout_seed, err, sizeof(err));
     if (!m)
         fail_msg("%s: %s", file, err);
     assert_int_equal(m->nparams, fx.ntensors);

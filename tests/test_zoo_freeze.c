@@ -18,6 +18,7 @@
 
 #include "harness.h"
 #include "model.h"
+#include "zoo.h"
 #include "report.h"
 #include "strategy.h"
 
@@ -42,7 +43,7 @@ static double run_vgg(int strategy, const char *trainable, size_t *trainable_flo
 
     /* frozen: still the initial values (a fresh model with the run's seed) */
     char err[256];
-    struct model *init = model_create("vgg11", 2, 1, 28, 28, 10, rc.seed, err, sizeof(err));
+    struct model *init = zoo_create(NULL, "vgg11", 2, 1, 28, 28, 10, rc.seed, err, sizeof(err));
     assert_non_null(init);
     for (int p = 0; p < m0->nparams; p++) {
         const struct param *q = &m0->params[p];

@@ -42,6 +42,7 @@
 #include "kernels_cpu.h"
 #include "kernels_ref.h"
 #include "model.h"
+#include "zoo.h"
 #include "rng.h"
 #include "test_fill.h"
 
@@ -774,7 +775,7 @@ static void test_fast_eltwise_layouts(void **state)
 static struct model *make(const char *name, int batch, int c, int side, uint64_t seed)
 {
     char err[256];
-    struct model *m = model_create(name, batch, c, side, side, 10, seed, err, sizeof(err));
+    struct model *m = zoo_create(NULL, name, batch, c, side, side, 10, seed, err, sizeof(err));
     if (!m)
         fail_msg("%s: %s", name, err);
     return m;

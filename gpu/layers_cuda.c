@@ -1,6 +1,6 @@
-/* layers_cuda.c - every layer type on the GPU: the builders in layers*.c
- * hand over here once a shape is checked, when the model lives on a GPU
- * (m->cuda). Tensors are plain NCHW in device memory; convolution, pooling
+/* layers_cuda.c - every layer type on the GPU: the CUDA device's layer
+ * builders (device.h), to which the builders in layers*.c hand over once a
+ * shape is checked. Tensors are plain NCHW in device memory; convolution, pooling
  * and batch norm run cuDNN, linear layers cuBLAS, the rest our kernels
  * (kernels_cuda.cu). Everything is enqueued on the model's stream; nothing
  * here waits for the GPU.
@@ -13,18 +13,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layers_cuda.h"
+
 #include "kernels_cuda.h"
 #include "layers_internal.h"
 
+/* The model's kernel state on the GPU (device_cuda.c made it). */
+static struct cuda_ctx *X(struct model *m)
+{
+    return m->kernels;
+}
+
 static void *S(struct model *m)
 {
-    return cuda_ctx_stream(m->cuda);
+    return cuda_ctx_stream(X(m));
 }
 
 /* A cuDNN/cuBLAS wrapper failed: its message is in the context. */
 static int fail(struct model *m, const struct layer *l)
 {
-    snprintf(m->err, sizeof(m->err), "%s: %s", l->name, cuda_kernels_error(m->cuda));
+    snprintf(m->err, sizeof(m->err), "%s: %s", l->name, cuda_kernels_error(X(m)));
     return -1;
 }
 
@@ -32,7 +40,7 @@ static int fail(struct model *m, const struct layer *l)
 #define LAUNCH(m, l, call)                                                                                             \
     do {                                                                                                               \
         if ((call) != 0) {                                                                                             \
-            cuda_ctx_launch_failed((m)->cuda, #call);                                                                  \
+            cuda_ctx_launch_failed(X(m), #call);                                                                       \
             return fail((m), (l));                                                                                     \
         }                                                                                                              \
     } while (0)
@@ -64,7 +72,7 @@ struct glinear {
 static int glinear_forward(struct model *m, struct layer *l, int train)
 {
     struct glinear *s = l->impl;
-    if (cuda_linear_forward(m->cuda, T(m, l->out)->val, T(m, l->in)->val, model_param(m, l->param0),
+    if (cuda_linear_forward(X(m), T(m, l->out)->val, T(m, l->in)->val, model_param(m, l->param0),
                             model_param(m, l->param0 + 1), m->batch, s->in_f, s->out_f) != 0)
         return fail(m, l);
     return 0;
@@ -77,7 +85,7 @@ static int glinear_backward(struct model *m, struct layer *l)
     float *din = din_of(m, l->in, &acc);
     if (!din && !trainable)
         return 0;
-    if (cuda_linear_backward(m->cuda, din, acc, trainable ? model_grad(m, l->param0) : NULL,
+    if (cuda_linear_backward(X(m), din, acc, trainable ? model_grad(m, l->param0) : NULL,
                              trainable ? model_grad(m, l->param0 + 1) : NULL, T(m, l->out)->grad, T(m, l->in)->val,
                              model_param(m, l->param0), m->batch, s->in_f, s->out_f) != 0)
         return fail(m, l);
@@ -86,7 +94,8 @@ static int glinear_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops glinear_ops = {"linear", glinear_forward, glinear_backward, layer_free_impl};
+static const struct layer_ops glinear_ops = {
+    .kind = "linear", .forward = glinear_forward, .backward = glinear_backward, .destroy = layer_free_impl};
 
 int cudal_linear(struct model *m, const char *name, int in, int out_f)
 {
@@ -141,7 +150,8 @@ static void gconv_destroy(struct layer *l)
     free(s);
 }
 
-static const struct layer_ops gconv_ops = {"conv2d", gconv_forward, gconv_backward, gconv_destroy};
+static const struct layer_ops gconv_ops = {
+    .kind = "conv2d", .forward = gconv_forward, .backward = gconv_backward, .destroy = gconv_destroy};
 
 int cudal_conv2d(struct model *m, const char *name, int in, const struct conv_dims *d, int bias)
 {
@@ -151,7 +161,7 @@ int cudal_conv2d(struct model *m, const char *name, int in, const struct conv_di
     s->d = *d;
     s->bias = bias;
     char kerr[200];
-    if (!(s->k = cuda_conv_create(m->cuda, d, bias, kerr, sizeof(kerr)))) {
+    if (!(s->k = cuda_conv_create(X(m), d, bias, kerr, sizeof(kerr)))) {
         snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
         free(s);
         return -1;
@@ -164,6 +174,8 @@ int cudal_conv2d(struct model *m, const char *name, int in, const struct conv_di
 }
 
 /* ---- element-wise: relu, relu6, dropout, add -------------------------------- */
+enum { CUDAL_RELU = 0, CUDAL_RELU6, CUDAL_DROPOUT, CUDAL_ADD };
+
 struct gelt {
     int kind; /* CUDAL_* */
     float p;
@@ -250,15 +262,17 @@ static void gelt_destroy(struct layer *l)
     free(s);
 }
 
-static const struct layer_ops grelu_ops = {"relu", gelt_forward, gelt_backward, gelt_destroy};
-static const struct layer_ops grelu6_ops = {"relu6", gelt_forward, gelt_backward, gelt_destroy};
-static const struct layer_ops gdropout_ops = {"dropout", gelt_forward, gelt_backward, gelt_destroy};
-static const struct layer_ops gadd_ops = {"add", gelt_forward, gelt_backward, gelt_destroy};
+static const struct layer_ops grelu_ops = {
+    .kind = "relu", .forward = gelt_forward, .backward = gelt_backward, .destroy = gelt_destroy};
+static const struct layer_ops grelu6_ops = {
+    .kind = "relu6", .forward = gelt_forward, .backward = gelt_backward, .destroy = gelt_destroy};
+static const struct layer_ops gdropout_ops = {
+    .kind = "dropout", .forward = gelt_forward, .backward = gelt_backward, .destroy = gelt_destroy};
+static const struct layer_ops gadd_ops = {
+    .kind = "add", .forward = gelt_forward, .backward = gelt_backward, .destroy = gelt_destroy};
 
-int cudal_eltwise(struct model *m, int kind, const char *name, int in, int in2, float p)
+static int eltwise(struct model *m, int kind, const char *name, int in, int in2, float p)
 {
-    if (in < 0)
-        return -1;
     struct gelt *s = calloc(1, sizeof(*s));
     if (!s)
         return -1;
@@ -268,15 +282,15 @@ int cudal_eltwise(struct model *m, int kind, const char *name, int in, int in2, 
     char kerr[200];
     if ((kind == CUDAL_RELU || kind == CUDAL_RELU6) &&
         !(s->act =
-              cuda_act_create(m->cuda, m->batch, t.c, t.h, t.w, kind == CUDAL_RELU6 ? 6.0 : 0.0, kerr, sizeof(kerr)))) {
+              cuda_act_create(X(m), m->batch, t.c, t.h, t.w, kind == CUDAL_RELU6 ? 6.0 : 0.0, kerr, sizeof(kerr)))) {
         snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
         free(s);
         return -1;
     }
     if (kind == CUDAL_DROPOUT) {
         s->ordinal = m->ndropout++;
-        if (!(s->mask = cuda_ctx_alloc(m->cuda, (size_t)tensor_len(m, in)))) {
-            snprintf(m->err, sizeof(m->err), "%s: %s", name, cuda_kernels_error(m->cuda));
+        if (!(s->mask = cuda_ctx_alloc(X(m), (size_t)tensor_len(m, in)))) {
+            snprintf(m->err, sizeof(m->err), "%s: %s", name, cuda_kernels_error(X(m)));
             free(s);
             return -1;
         }
@@ -290,6 +304,26 @@ int cudal_eltwise(struct model *m, int kind, const char *name, int in, int in2, 
         return -1;
     kernel_name(m, li, s->act ? "cuDNN activation" : "ddptop element-wise");
     return m->layers[li].out;
+}
+
+int cudal_relu(struct model *m, const char *name, int in)
+{
+    return eltwise(m, CUDAL_RELU, name, in, -1, 0.0f);
+}
+
+int cudal_relu6(struct model *m, const char *name, int in)
+{
+    return eltwise(m, CUDAL_RELU6, name, in, -1, 0.0f);
+}
+
+int cudal_dropout(struct model *m, const char *name, int in, float p)
+{
+    return eltwise(m, CUDAL_DROPOUT, name, in, -1, p);
+}
+
+int cudal_add(struct model *m, const char *name, int a, int b)
+{
+    return eltwise(m, CUDAL_ADD, name, a, b, 0.0f);
 }
 
 /* ---- pooling: cuDNN, or our kernel for ceil_mode ---------------------------- */
@@ -344,8 +378,10 @@ static void gpool_destroy(struct layer *l)
     free(s);
 }
 
-static const struct layer_ops gmaxpool_ops = {"maxpool", gpool_forward, gpool_backward, gpool_destroy};
-static const struct layer_ops gavgpool_ops = {"avgpool", gpool_forward, gpool_backward, gpool_destroy};
+static const struct layer_ops gmaxpool_ops = {
+    .kind = "maxpool", .forward = gpool_forward, .backward = gpool_backward, .destroy = gpool_destroy};
+static const struct layer_ops gavgpool_ops = {
+    .kind = "avgpool", .forward = gpool_forward, .backward = gpool_backward, .destroy = gpool_destroy};
 
 int cudal_pool(struct model *m, const char *name, int in, const struct pool_dims *d, int max)
 {
@@ -356,12 +392,12 @@ int cudal_pool(struct model *m, const char *name, int in, const struct pool_dims
     char kerr[200] = "";
     if (max && d->ceil_mode && d->pad_r != d->pad) {
         /* cuDNN pads symmetrically: ceil_mode's extra window is ours */
-        s->arg = cuda_ctx_alloc(m->cuda, sizeof(int32_t) * (size_t)d->B * d->C * d->OH * d->OW);
+        s->arg = cuda_ctx_alloc(X(m), sizeof(int32_t) * (size_t)d->B * d->C * d->OH * d->OW);
         if (!s->arg)
-            snprintf(kerr, sizeof(kerr), "%s", cuda_kernels_error(m->cuda));
+            snprintf(kerr, sizeof(kerr), "%s", cuda_kernels_error(X(m)));
     } else {
-        s->k = max ? cuda_maxpool_create(m->cuda, d, kerr, sizeof(kerr))
-                   : cuda_avgpool_create(m->cuda, d, kerr, sizeof(kerr));
+        s->k =
+            max ? cuda_maxpool_create(X(m), d, kerr, sizeof(kerr)) : cuda_avgpool_create(X(m), d, kerr, sizeof(kerr));
     }
     if (!s->k && !s->arg) {
         snprintf(m->err, sizeof(m->err), "%s: %s", name, kerr);
@@ -403,18 +439,19 @@ static int gadapool_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops gadapool_ops = {"adaptpool", gadapool_forward, gadapool_backward, layer_free_impl};
-static const struct layer_ops ggap_ops = {"globalpool", gadapool_forward, gadapool_backward, layer_free_impl};
+static const struct layer_ops gadapool_ops = {
+    .kind = "adaptpool", .forward = gadapool_forward, .backward = gadapool_backward, .destroy = layer_free_impl};
+static const struct layer_ops ggap_ops = {
+    .kind = "globalpool", .forward = gadapool_forward, .backward = gadapool_backward, .destroy = layer_free_impl};
 
-int cudal_adapool(struct model *m, const char *name, int in, int oh, int ow)
+int cudal_adapool(struct model *m, const char *name, int in, int oh, int ow, int global)
 {
     struct gadapool *s = malloc(sizeof(*s));
     if (!s)
         return -1;
     *s = (struct gadapool){oh, ow};
     struct tensor t = *T(m, in);
-    int li =
-        layer_add_out(m, oh == 1 && ow == 1 ? &ggap_ops : &gadapool_ops, name, in, -1, s, t.c, oh, ow, 1, t.per_sample);
+    int li = layer_add_out(m, global ? &ggap_ops : &gadapool_ops, name, in, -1, s, t.c, oh, ow, 1, t.per_sample);
     if (li < 0)
         return -1;
     kernel_name(m, li, "ddptop adaptive average pool");
@@ -463,7 +500,17 @@ static void gbn_destroy(struct layer *l)
     free(s);
 }
 
-static const struct layer_ops gbn_ops = {"batchnorm", gbn_forward, gbn_backward, gbn_destroy};
+static float *gbn_running(struct layer *l, int which)
+{
+    struct gbn *s = l->impl;
+    return which ? s->run_var : s->run_mean;
+}
+
+static const struct layer_ops gbn_ops = {.kind = "batchnorm",
+                                         .forward = gbn_forward,
+                                         .backward = gbn_backward,
+                                         .destroy = gbn_destroy,
+                                         .running = gbn_running};
 
 int cudal_batchnorm(struct model *m, const char *name, int in)
 {
@@ -472,17 +519,17 @@ int cudal_batchnorm(struct model *m, const char *name, int in)
     float *ones = malloc(sizeof(float) * (size_t)t.c);
     char kerr[200] = "out of memory";
     if (s && ones)
-        s->run_mean = cuda_ctx_alloc(m->cuda, sizeof(float) * 2 * (size_t)t.c); /* zeroed */
+        s->run_mean = cuda_ctx_alloc(X(m), sizeof(float) * 2 * (size_t)t.c); /* zeroed */
     if (s && s->run_mean) {
         s->run_var = s->run_mean + t.c;
         for (int c = 0; c < t.c; c++)
             ones[c] = 1.0f;
         if (model_memcpy(m, s->run_var, ones, sizeof(float) * (size_t)t.c) == 0)
-            s->k = cuda_bn_create(m->cuda, m->batch, t.c, t.h, t.w, BN_EPS, kerr, sizeof(kerr));
+            s->k = cuda_bn_create(X(m), m->batch, t.c, t.h, t.w, BN_EPS, kerr, sizeof(kerr));
         else
             snprintf(kerr, sizeof(kerr), "%.190s", m->err);
     } else if (s && ones) {
-        snprintf(kerr, sizeof(kerr), "%s", cuda_kernels_error(m->cuda));
+        snprintf(kerr, sizeof(kerr), "%s", cuda_kernels_error(X(m)));
     }
     free(ones);
     if (!s || !s->k) {
@@ -495,14 +542,6 @@ int cudal_batchnorm(struct model *m, const char *name, int in)
         return -1;
     kernel_name(m, li, "cuDNN batch norm");
     return m->layers[li].out;
-}
-
-float *cudal_bn_running(struct layer *l, int which)
-{
-    if (l->ops != &gbn_ops)
-        return NULL;
-    struct gbn *s = l->impl;
-    return which ? s->run_var : s->run_mean;
 }
 
 /* ---- channel concatenation and zero padding (ours) ------------------------------- */
@@ -531,7 +570,8 @@ static int gconcat_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops gconcat_ops = {"concat", gconcat_forward, gconcat_backward, NULL};
+static const struct layer_ops gconcat_ops = {
+    .kind = "concat", .forward = gconcat_forward, .backward = gconcat_backward};
 
 int cudal_concat(struct model *m, const char *name, int a, int b)
 {
@@ -568,7 +608,8 @@ static int gpad_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops gpad_ops = {"pad", gpad_forward, gpad_backward, layer_free_impl};
+static const struct layer_ops gpad_ops = {
+    .kind = "pad", .forward = gpad_forward, .backward = gpad_backward, .destroy = layer_free_impl};
 
 int cudal_pad(struct model *m, const char *name, int in, int p)
 {

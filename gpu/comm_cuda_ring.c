@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "comm.h"
+#include "check.h"
+#include "comm_gpu.h"
 
 int cuda_ring_add(float *dst, const float *src, size_t n, void *stream);
 int cuda_ring_scale(float *x, size_t n, float f, void *stream);
@@ -20,17 +21,23 @@ struct ring_ctx {
     int rank, gpu;
     cudaError_t err; /* the first failure, sticky */
     char what[64];
+    const char *file;
+    int line;
     const struct comm_ops *inner;
     struct comm_ops ops;
 };
 
-static void note(struct ring_ctx *x, cudaError_t e, const char *what)
+static void note_at(struct ring_ctx *x, cudaError_t e, const char *what, const char *file, int line)
 {
     if (e != cudaSuccess && x->err == cudaSuccess) {
         x->err = e;
         snprintf(x->what, sizeof(x->what), "%s", what);
+        x->file = file;
+        x->line = line;
     }
 }
+
+#define note(x, e, what) note_at((x), (e), (what), __FILE__, __LINE__)
 
 static void dev_copy(void *ctx, void *dst, const void *src, size_t bytes)
 {
@@ -71,7 +78,8 @@ static int check(struct comm *c, int rc)
 {
     struct ring_ctx *x = c->backend;
     if (x->err != cudaSuccess) {
-        fprintf(stderr, "ddptop: rank %d (cuda:%d): %s: %s\n", x->rank, x->gpu, x->what, cudaGetErrorString(x->err));
+        snprintf(c->err, sizeof(c->err), "cuda:%d: %s: %s (%s:%d)", x->gpu, x->what,
+                 gpu_status_string(GPU_CUDA, x->err), gpu_file(x->file), x->line);
         return -1;
     }
     return rc;
@@ -98,7 +106,7 @@ static int r_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
 
 static int r_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
 {
-    fprintf(stderr, "ddptop: rank %d: --grad-compress fp16 is not available on a shared GPU\n", c->rank);
+    snprintf(c->err, sizeof(c->err), "--grad-compress fp16 is not available on a shared GPU");
     return -1;
 }
 

@@ -13,7 +13,7 @@
 
 #include "config.h"
 #include "data.h"
-#include "device.h"
+#include "devices.h"
 #include "report.h"
 #include "run.h"
 #include "modes.h"
@@ -124,7 +124,7 @@ int main(int argc, char **argv)
     }
 
     /* the backend must suit the device: refuse before anything runs */
-    if (cfg.base.comm == COMM_MPI || (cfg.base.comm == COMM_NCCL && dev != device_cuda)) {
+    if (cfg.base.comm == COMM_MPI || (cfg.base.comm == COMM_NCCL && !device_is_gpu(dev))) {
         fprintf(stderr, "ddptop: --comm %s: %s\n", cfg.base.comm == COMM_MPI ? "mpi" : "nccl",
                 cfg.base.comm == COMM_MPI ? "the MPI backend is not implemented yet; use shm"
                                           : "NCCL needs the CUDA device, and this run is on the CPU; use shm");

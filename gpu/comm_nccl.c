@@ -14,9 +14,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "comm.h"
+#include "check.h"
+#include "comm_gpu.h"
 
-_Static_assert(sizeof(ncclUniqueId) <= NCCL_ID_BYTES, "NCCL_ID_BYTES too small");
+_Static_assert(sizeof(ncclUniqueId) <= GPU_NCCL_ID_BYTES, "GPU_NCCL_ID_BYTES too small");
 
 struct nccl_state {
     ncclComm_t nc;
@@ -28,11 +29,13 @@ struct nccl_state {
 
 #define NS(c) ((struct nccl_state *)(c)->impl)
 
-static int fail_nccl(struct comm *c, const char *call, ncclResult_t r)
+static int fail_at(struct comm *c, const char *call, const char *why, const char *file, int line)
 {
-    fprintf(stderr, "ddptop: rank %d (cuda:%d): %s: %s\n", c->rank, NS(c)->gpu, call, ncclGetErrorString(r));
+    snprintf(c->err, sizeof(c->err), "cuda:%d: %s: %s (%s:%d)", NS(c)->gpu, call, why, gpu_file(file), line);
     return -1;
 }
+
+#define fail_nccl(c, call, r) fail_at((c), (call), gpu_status_string(GPU_NCCL, (int)(r)), __FILE__, __LINE__)
 
 /* Waits for the comm stream, polling so that a raised abort (a failed or
  * interrupted peer, which would leave NCCL's kernels waiting forever)
@@ -63,10 +66,8 @@ static int nccl_wait(struct comm *c, const char *what)
         cudaError_t e = cudaStreamQuery(s->stream);
         if (e == cudaSuccess)
             return 0;
-        if (e != cudaErrorNotReady) {
-            fprintf(stderr, "ddptop: rank %d (cuda:%d): %s: %s\n", c->rank, s->gpu, what, cudaGetErrorString(e));
-            return -1;
-        }
+        if (e != cudaErrorNotReady)
+            return fail_at(c, what, cudaGetErrorString(e), __FILE__, __LINE__);
         ncclResult_t ar = ncclSuccess;
         if (ncclCommGetAsyncError(s->nc, &ar) == ncclSuccess && ar != ncclSuccess && ar != ncclInProgress)
             return fail_nccl(c, what, ar);
@@ -240,7 +241,7 @@ static const struct comm_ops nccl_ops = {
     .destroy = n_destroy,
 };
 
-int nccl_unique_id(unsigned char id[NCCL_ID_BYTES], char *err, size_t errlen)
+int nccl_unique_id(unsigned char id[GPU_NCCL_ID_BYTES], char *err, size_t errlen)
 {
     ncclUniqueId u;
     ncclResult_t r = ncclGetUniqueId(&u);
@@ -248,12 +249,12 @@ int nccl_unique_id(unsigned char id[NCCL_ID_BYTES], char *err, size_t errlen)
         snprintf(err, errlen, "ncclGetUniqueId: %s", ncclGetErrorString(r));
         return -1;
     }
-    memset(id, 0, NCCL_ID_BYTES);
+    memset(id, 0, GPU_NCCL_ID_BYTES);
     memcpy(id, &u, sizeof(u));
     return 0;
 }
 
-struct comm *comm_nccl_create(const unsigned char id[NCCL_ID_BYTES], int world, int rank, int gpu, void *stream,
+struct comm *comm_nccl_create(const unsigned char id[GPU_NCCL_ID_BYTES], int world, int rank, int gpu, void *stream,
                               const volatile _Atomic int *stop, char *err, size_t errlen)
 {
     struct comm *c = calloc(1, sizeof(*c));

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+
 #define WORKSPACE_LIMIT ((size_t)256 << 20)
 
 struct cuda_ctx {
@@ -57,34 +59,21 @@ struct cuda_pool {
 
 static const float ONE = 1.0f, ZERO = 0.0f;
 
-static int cu_fail(struct cuda_ctx *x, const char *call, const char *why)
+static int cu_fail(struct cuda_ctx *x, const char *call, const char *why, const char *file, int line)
 {
-    snprintf(x->err, sizeof(x->err), "rank %d (cuda:%d): %.120s: %.100s", x->rank, x->gpu, call, why);
+    snprintf(x->err, sizeof(x->err), "rank %d (cuda:%d): %.120s: %.80s (%s:%d)", x->rank, x->gpu, call, why,
+             gpu_file(file), line);
     return -1;
 }
 
-#define CU(x, call)                                                                                                    \
-    do {                                                                                                               \
-        cudaError_t e_ = (call);                                                                                       \
-        if (e_ != cudaSuccess)                                                                                         \
-            return cu_fail((x), #call, cudaGetErrorString(e_));                                                        \
-    } while (0)
-#define DNN(x, call)                                                                                                   \
-    do {                                                                                                               \
-        cudnnStatus_t s_ = (call);                                                                                     \
-        if (s_ != CUDNN_STATUS_SUCCESS)                                                                                \
-            return cu_fail((x), #call, cudnnGetErrorString(s_));                                                       \
-    } while (0)
-#define BLAS(x, call)                                                                                                  \
-    do {                                                                                                               \
-        cublasStatus_t s_ = (call);                                                                                    \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                                                               \
-            return cu_fail((x), #call, cublasGetStatusString(s_));                                                     \
-    } while (0)
+#define CU(x, call) GPU_CHECK(GPU_CUDA, cu_fail, x, call)
+#define DNN(x, call) GPU_CHECK(GPU_CUDNN, cu_fail, x, call)
+#define BLAS(x, call) GPU_CHECK(GPU_CUBLAS, cu_fail, x, call)
+/* A launcher of ours returned non-zero: CUDA's last error says why. */
 #define KERNEL(x, call)                                                                                                \
     do {                                                                                                               \
         if ((call) != 0)                                                                                               \
-            return cu_fail((x), #call, cudaGetErrorString(cudaGetLastError()));                                        \
+            return cu_fail((x), #call, cudaGetErrorString(cudaGetLastError()), __FILE__, __LINE__);                    \
     } while (0)
 
 const char *cuda_kernels_error(const struct cuda_ctx *x)
@@ -247,7 +236,7 @@ static int conv_build(struct cuda_conv *c)
     while (k < n && (fp[k].status != CUDNN_STATUS_SUCCESS || fp[k].memory > WORKSPACE_LIMIT))
         k++;
     if (k == n)
-        return cu_fail(x, "cudnnGetConvolutionForwardAlgorithm_v7", "no usable algorithm");
+        return cu_fail(x, "cudnnGetConvolutionForwardAlgorithm_v7", "no usable algorithm", __FILE__, __LINE__);
     c->fwd = fp[k].algo;
     DNN(x, cudnnGetConvolutionForwardWorkspaceSize(x->dnn, c->xd, c->wd, c->cd, c->yd, c->fwd, &bytes));
     need = bytes > need ? bytes : need;
@@ -258,7 +247,7 @@ static int conv_build(struct cuda_conv *c)
     for (k = 0; k < n && (dp[k].status != CUDNN_STATUS_SUCCESS || dp[k].memory > WORKSPACE_LIMIT); k++)
         ;
     if (k == n)
-        return cu_fail(x, "cudnnGetConvolutionBackwardDataAlgorithm_v7", "no usable algorithm");
+        return cu_fail(x, "cudnnGetConvolutionBackwardDataAlgorithm_v7", "no usable algorithm", __FILE__, __LINE__);
     c->bwd_data = dp[k].algo;
     DNN(x, cudnnGetConvolutionBackwardDataWorkspaceSize(x->dnn, c->wd, c->yd, c->cd, c->xd, c->bwd_data, &bytes));
     need = bytes > need ? bytes : need;
@@ -269,7 +258,7 @@ static int conv_build(struct cuda_conv *c)
     for (k = 0; k < n && (wp[k].status != CUDNN_STATUS_SUCCESS || wp[k].memory > WORKSPACE_LIMIT); k++)
         ;
     if (k == n)
-        return cu_fail(x, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", "no usable algorithm");
+        return cu_fail(x, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", "no usable algorithm", __FILE__, __LINE__);
     c->bwd_filter = wp[k].algo;
     DNN(x, cudnnGetConvolutionBackwardFilterWorkspaceSize(x->dnn, c->xd, c->yd, c->cd, c->wd, c->bwd_filter, &bytes));
     need = bytes > need ? bytes : need;
@@ -572,7 +561,7 @@ void *cuda_ctx_alloc(struct cuda_ctx *x, size_t bytes)
         e = cudaMemsetAsync(p, 0, bytes ? bytes : 1, x->stream);
     if (e != cudaSuccess) {
         cudaFree(p);
-        cu_fail(x, "cudaMalloc", cudaGetErrorString(e));
+        cu_fail(x, "cudaMalloc", cudaGetErrorString(e), __FILE__, __LINE__);
         return NULL;
     }
     return p;
@@ -603,7 +592,7 @@ void *cuda_ctx_stream(struct cuda_ctx *x)
 
 int cuda_ctx_launch_failed(struct cuda_ctx *x, const char *what)
 {
-    return cu_fail(x, what, cudaGetErrorString(cudaGetLastError()));
+    return cu_fail(x, what, cudaGetErrorString(cudaGetLastError()), __FILE__, __LINE__);
 }
 
 /* ---- element-wise, loss, optimizer ---------------------------------------- */

@@ -1,0 +1,274 @@
+/* device_cuda.c - the CUDA device (device.h): one GPU per rank thread (or
+ * several ranks on one GPU), with a compute, a copy and a comm stream and a
+ * few events; a model's kernels are cuDNN's, cuBLAS's and ours
+ * (kernels_cuda.c, .cu) on the compute stream, and its layers are the
+ * builders of layers_cuda.c. Every CUDA call is checked; a failure names
+ * the call, the rank, the GPU and file:line in d->err.
+ */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_cuda.h"
+
+#include "check.h"
+#include "kernels_cuda.h"
+#include "layers_cuda.h"
+#include "model.h"
+
+struct cuda_dev {
+    cudaStream_t stream[STREAM_COUNT];
+    cudaEvent_t event[DEV_MAX_EVENTS];
+};
+
+static int dev_fail(struct device *d, const char *call, const char *why, const char *file, int line)
+{
+    return device_fail(d, "%s: %s (%s:%d)", call, why, gpu_file(file), line);
+}
+
+#define CUDA_OK(d, call) GPU_CHECK(GPU_CUDA, dev_fail, d, call)
+
+static struct cuda_dev *D(struct device *d)
+{
+    return d->impl;
+}
+
+void *device_cuda_stream(struct device *d, int stream)
+{
+    return D(d) ? (void *)D(d)->stream[stream] : NULL;
+}
+
+static int cuda_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess)
+        return 0; /* no driver or no GPU: the CPU takes over */
+    return n;
+}
+
+static int cuda_open(struct device *d, int index)
+{
+    d->index = index;
+    snprintf(d->name, sizeof(d->name), "cuda:%d", index);
+    struct cuda_dev *c = calloc(1, sizeof(*c));
+    if (!c)
+        return device_fail(d, "out of memory");
+    d->impl = c;
+    CUDA_OK(d, cudaSetDevice(index));
+    for (int s = 0; s < STREAM_COUNT; s++)
+        CUDA_OK(d, cudaStreamCreateWithFlags(&c->stream[s], cudaStreamNonBlocking));
+    for (int k = 0; k < DEV_MAX_EVENTS; k++)
+        CUDA_OK(d, cudaEventCreateWithFlags(&c->event[k], cudaEventDisableTiming));
+    return 0;
+}
+
+static void cuda_close(struct device *d)
+{
+    struct cuda_dev *c = D(d);
+    if (!c)
+        return;
+    cudaSetDevice(d->index); /* the collector closes devices that rank threads opened */
+    for (int s = 0; s < STREAM_COUNT; s++)
+        if (c->stream[s])
+            cudaStreamDestroy(c->stream[s]);
+    for (int k = 0; k < DEV_MAX_EVENTS; k++)
+        if (c->event[k])
+            cudaEventDestroy(c->event[k]);
+    free(c);
+    d->impl = NULL;
+}
+
+/* Zeroed on the compute stream, and done before any stream can use it
+ * (the streams are non-blocking: none waits for another by itself). Only
+ * ever called while setting up, never inside a step. */
+static int zeroed(struct device *d, void *p, size_t bytes)
+{
+    CUDA_OK(d, cudaMemsetAsync(p, 0, bytes, D(d)->stream[STREAM_COMPUTE]));
+    CUDA_OK(d, cudaStreamSynchronize(D(d)->stream[STREAM_COMPUTE]));
+    return 0;
+}
+
+static void *cuda_alloc(struct device *d, size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        device_fail(d, "cudaMalloc(%zu): %s", bytes, cudaGetErrorString(e));
+        return NULL;
+    }
+    if (zeroed(d, p, bytes ? bytes : 1) != 0) {
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_free(struct device *d, void *p)
+{
+    if (p)
+        cudaFree(p);
+}
+
+static void *cuda_alloc_host(struct device *d, size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t e = cudaMallocHost(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        device_fail(d, "cudaMallocHost(%zu): %s", bytes, cudaGetErrorString(e));
+        return NULL;
+    }
+    memset(p, 0, bytes ? bytes : 1);
+    return p;
+}
+
+static void cuda_free_host(struct device *d, void *p)
+{
+    if (p)
+        cudaFreeHost(p);
+}
+
+static int cuda_copy(struct device *d, void *dst, const void *src, size_t bytes, int stream)
+{
+    CUDA_OK(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, D(d)->stream[stream]));
+    return 0;
+}
+
+static int cuda_current(struct device *d)
+{
+    CUDA_OK(d, cudaSetDevice(d->index));
+    return 0;
+}
+
+static int cuda_record(struct device *d, int ev, int stream)
+{
+    CUDA_OK(d, cudaEventRecord(D(d)->event[ev], D(d)->stream[stream]));
+    return 0;
+}
+
+static int cuda_wait(struct device *d, int ev, int stream)
+{
+    CUDA_OK(d, cudaStreamWaitEvent(D(d)->stream[stream], D(d)->event[ev], 0));
+    return 0;
+}
+
+static int cuda_sync(struct device *d, int stream)
+{
+    if (!D(d))
+        return 0; /* never opened */
+    CUDA_OK(d, cudaStreamSynchronize(D(d)->stream[stream]));
+    return 0;
+}
+
+/* ---- a model's kernels ------------------------------------------------------ */
+static void *cuda_kernels_create(struct device *d)
+{
+    char err[256];
+    struct cuda_ctx *x = cuda_ctx_create(device_cuda_stream(d, STREAM_COMPUTE), d->rank, d->index, err, sizeof(err));
+    if (!x)
+        snprintf(d->err, sizeof(d->err), "%s", err);
+    return x;
+}
+
+static int cuda_kernels_finish(struct device *d, void *k)
+{
+    return 0;
+}
+
+static void cuda_kernels_destroy(void *k)
+{
+    cuda_ctx_destroy(k);
+}
+
+static size_t cuda_workspace(const void *k)
+{
+    return cuda_ctx_workspace_bytes(k);
+}
+
+/* The kernels' message (it names the call, the rank and the GPU). */
+static int kernels_failed(struct model *m)
+{
+    snprintf(m->dev.err, sizeof(m->dev.err), "%s", cuda_kernels_error(m->kernels));
+    return -1;
+}
+
+static int cuda_loss_begin(struct model *m, const int32_t *labels, int n)
+{
+    if ((labels && cuda_ctx_copy(m->kernels, m->labels, labels, sizeof(int32_t) * (size_t)n) != 0) ||
+        cuda_xent_enqueue(m->kernels, m->probs, m->tensors[m->output].val, m->labels, n, m->classes) != 0)
+        return kernels_failed(m);
+    return 0;
+}
+
+static int cuda_loss_end(struct model *m, float *loss, int *correct)
+{
+    if (cuda_xent_result(m->kernels, m->loss_n, &m->loss_value, &m->loss_correct) != 0)
+        return kernels_failed(m);
+    *loss = m->loss_value;
+    if (correct)
+        *correct = m->loss_correct;
+    return 0;
+}
+
+static int cuda_loss_backward(struct model *m, float scale)
+{
+    if (cuda_xent_backward(m->kernels, m->tensors[m->output].grad, m->probs, m->labels, m->batch, m->classes, scale) !=
+        0)
+        return kernels_failed(m);
+    return 0;
+}
+
+static int cuda_sgd(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd)
+{
+    if (cuda_sgd_update(m->kernels, m->param_buf + lo, m->grad_buf + lo, buf + lo, hi - lo, lr, momentum, wd) != 0)
+        return kernels_failed(m);
+    return 0;
+}
+
+static int cuda_average(struct device *d, float *dst, const float *slices, int world, size_t n, int stream)
+{
+    if (cuk_average_slices(dst, slices, world, (int64_t)n, device_cuda_stream(d, stream)) != 0)
+        return dev_fail(d, "the gather-scatter average kernel", cudaGetErrorString(cudaGetLastError()), __FILE__,
+                        __LINE__);
+    return 0;
+}
+
+const struct device_ops device_cuda = {
+    .name = "cuda",
+    .async = 1,
+    .count = cuda_count,
+    .open = cuda_open,
+    .close = cuda_close,
+    .make_current = cuda_current,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .alloc_host = cuda_alloc_host,
+    .free_host = cuda_free_host,
+    .copy = cuda_copy,
+    .record_event = cuda_record,
+    .wait_event = cuda_wait,
+    .sync = cuda_sync,
+    .kernels_create = cuda_kernels_create,
+    .kernels_finish = cuda_kernels_finish,
+    .kernels_destroy = cuda_kernels_destroy,
+    .workspace_bytes = cuda_workspace,
+    .loss_begin = cuda_loss_begin,
+    .loss_end = cuda_loss_end,
+    .loss_backward = cuda_loss_backward,
+    .sgd_update = cuda_sgd,
+    .average_slices = cuda_average,
+    .layers =
+        {
+            .linear = cudal_linear,
+            .conv2d = cudal_conv2d,
+            .relu = cudal_relu,
+            .relu6 = cudal_relu6,
+            .dropout = cudal_dropout,
+            .add = cudal_add,
+            .concat = cudal_concat,
+            .pad = cudal_pad,
+            .pool = cudal_pool,
+            .adapool = cudal_adapool,
+            .batchnorm = cudal_batchnorm,
+        },
+};

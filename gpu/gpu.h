@@ -1,0 +1,63 @@
+/* gpu.h - the GPU module's interface. Everything that links CUDA's
+ * libraries (cudart, cuDNN, cuBLAS, NCCL, CUPTI) is built into one shared
+ * module, libddptop-cuda.so, which ddptop loads at run time (src/device.c),
+ * as nvtop loads NVML: one binary runs on machines with and without CUDA,
+ * and a missing or broken CUDA install only removes the GPU.
+ *
+ * The module exports one function, GPU_MODULE_ENTRY, returning this table:
+ * the CUDA device (device.h), the communicators over device memory, and
+ * CUPTI's device timelines. The module's code calls back into ddptop's own
+ * libraries (layers, the shm algorithms, the probe), which every program
+ * that loads it exports (CMake: ENABLE_EXPORTS).
+ */
+#ifndef DDPTOP_GPU_H
+#define DDPTOP_GPU_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPU_MODULE_ENTRY "ddptop_gpu_module"
+#define GPU_MODULE_ABI 1 /* bumped whenever this table changes */
+#define GPU_NCCL_ID_BYTES 128
+
+struct device;
+struct device_ops;
+struct comm;
+struct shm_world;
+struct spsc_ring;
+
+struct gpu_module {
+    int abi; /* GPU_MODULE_ABI */
+    const struct device_ops *device;
+    /* NCCL's unique id, made once per run before the rank threads start
+     * (NULL: the module was built without NCCL). */
+    int (*nccl_unique_id)(unsigned char id[GPU_NCCL_ID_BYTES], char *err, size_t errlen);
+    /* One NCCL communicator rank per GPU thread, on d's comm stream; its
+     * initialisation and waits give up once *stop is raised. NULL with err
+     * set. */
+    struct comm *(*nccl_create)(const unsigned char id[GPU_NCCL_ID_BYTES], int world, int rank, struct device *d,
+                                const volatile _Atomic int *stop, char *err, size_t errlen);
+    /* ddptop's shm algorithms over device buffers, on d's comm stream, for
+     * ranks that share a GPU (NCCL refuses a GPU twice). */
+    struct comm *(*ring_create)(struct shm_world *w, int rank, int algo, struct device *d);
+
+    /* ---- CUPTI device timelines (NULL: built without CUPTI) ---- */
+    /* Starts collection, once per process: -1 with err set when CUPTI is
+     * unavailable (training goes on without device timelines). */
+    int (*activity_start)(char *err, size_t errlen);
+    /* d's streams' records become spans of `rank` on `ring`. */
+    int (*activity_register)(struct device *d, int rank, struct spsc_ring *ring, const _Atomic uint32_t *step);
+    /* The host phase (enum cat) whose kernels the calling thread launches
+     * next, for attribution; pop when it ends. */
+    void (*activity_phase_push)(int rank, int cat);
+    void (*activity_phase_pop)(void);
+    void (*activity_flush)(void);
+    void (*activity_stop)(void);
+    int64_t (*activity_overhead_ns)(void);
+    uint64_t (*activity_dropped)(void);
+};
+
+typedef const struct gpu_module *(*gpu_module_entry_fn)(void);
+
+#endif

@@ -1,0 +1,134 @@
+/* device.h - the compute device a rank and its model run on, behind one
+ * const table of function pointers per backend: the CPU (device_cpu.c) and
+ * CUDA (gpu/device_cuda.c, in the GPU module that ddptop loads at run time,
+ * src/device.c). The table is the only place the devices differ:
+ *  - devices: how many there are, opening one, making it current;
+ *  - memory and copies: device memory (zeroed), host memory suited to fast
+ *    copies, copies in any direction ordered on a stream;
+ *  - ordering: events between streams, waiting for a stream;
+ *  - a model's kernels: their context, the loss, the optimizer update,
+ *    gather-scatter's average, and one builder per layer kind.
+ *
+ * The training loop and the model are written as if every call only
+ * enqueued work; on the CPU calls are done on return and ordering is a
+ * no-op, so the same code drives both devices.
+ *
+ * A failed call returns -1 (or NULL) and leaves its message in d->err,
+ * naming the call, the rank and the device ("rank 1 (cuda:0):
+ * cudaMalloc(4096): out of memory (device_cuda.c:91)"); callers add their
+ * context as the message travels up.
+ */
+#ifndef DDPTOP_DEVICE_H
+#define DDPTOP_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum dev_stream { STREAM_COMPUTE = 0, STREAM_COPY, STREAM_COMM, STREAM_COUNT };
+/* The events a rank uses: its batch staged on the copy stream, the staging
+ * buffer free again, gradients complete before a synchronisation, the comm
+ * stream's copies done before compute reads them, and one
+ * per DDP bucket (bucket b uses EV_BUCKET0 + b % DEV_BUCKET_EVENTS: a later
+ * bucket re-recording an event only makes a wait wait longer, never less). */
+enum dev_event { EV_STAGED = 0, EV_STAGE_FREE, EV_GRADS, EV_COMM_DONE, EV_BUCKET0, DEV_MAX_EVENTS = 64 };
+#define DEV_BUCKET_EVENTS (DEV_MAX_EVENTS - EV_BUCKET0)
+
+struct device;
+struct model;
+struct conv_dims;
+struct pool_dims;
+
+/* How a backend adds each kind of layer once the layer's own builder
+ * (layers*.c) has checked the shape: the layer, its output tensor and its
+ * parameters. Each returns the output tensor id, or -1 with m->err set. */
+struct layer_builders {
+    int (*linear)(struct model *m, const char *name, int in, int out_features);
+    int (*conv2d)(struct model *m, const char *name, int in, const struct conv_dims *d, int bias);
+    int (*relu)(struct model *m, const char *name, int in);
+    int (*relu6)(struct model *m, const char *name, int in);
+    int (*dropout)(struct model *m, const char *name, int in, float p);
+    int (*add)(struct model *m, const char *name, int a, int b);
+    int (*concat)(struct model *m, const char *name, int a, int b);
+    int (*pad)(struct model *m, const char *name, int in, int p);
+    /* max: max-pool, else average with count_include_pad */
+    int (*pool)(struct model *m, const char *name, int in, const struct pool_dims *d, int max);
+    /* to oh x ow; global: the 1 x 1 global pool */
+    int (*adapool)(struct model *m, const char *name, int in, int oh, int ow, int global);
+    int (*batchnorm)(struct model *m, const char *name, int in);
+};
+
+struct device_ops {
+    const char *name;
+    /* 1: calls only enqueue work (CUDA); 0: they are done on return (CPU) */
+    int async;
+
+    /* ---- devices ---- */
+    /* How many devices of this kind are usable now (0 when none). */
+    int (*count)(void);
+    int (*open)(struct device *d, int index);
+    void (*close)(struct device *d);
+    /* Makes the device current for the calling thread (a comm lane, or the
+     * collector before it frees a rank's buffers). */
+    int (*make_current)(struct device *d);
+
+    /* ---- memory and copies ---- */
+    void *(*alloc)(struct device *d, size_t bytes); /* zeroed */
+    void (*free)(struct device *d, void *p);
+    /* Host memory suited to fast copies (pinned on CUDA). */
+    void *(*alloc_host)(struct device *d, size_t bytes);
+    void (*free_host)(struct device *d, void *p);
+    /* A copy in any direction between host and device memory, ordered on
+     * `stream` (done on return on the CPU). */
+    int (*copy)(struct device *d, void *dst, const void *src, size_t bytes, int stream);
+
+    /* ---- ordering ---- */
+    /* Event `ev` marks the current end of `stream`; wait_event makes `stream`
+     * wait for it; sync blocks the host until `stream` is idle. */
+    int (*record_event)(struct device *d, int ev, int stream);
+    int (*wait_event)(struct device *d, int ev, int stream);
+    int (*sync)(struct device *d, int stream);
+
+    /* ---- a model's kernels (model.c, optim.c) ---- */
+    /* The kernels' shared state for one model on d (oneDNN's stream and
+     * scratchpad; cuDNN and cuBLAS handles and a workspace): NULL with
+     * d->err set. finish runs once every layer is built. */
+    void *(*kernels_create)(struct device *d);
+    int (*kernels_finish)(struct device *d, void *k);
+    void (*kernels_destroy)(void *k);
+    /* Bytes of the convolution workspace the kernels hold (0: none). */
+    size_t (*workspace_bytes)(const void *k);
+    /* Softmax cross-entropy of m's output against its labels (labels:
+     * host labels copied in first, or NULL when m->labels holds them).
+     * begin enqueues; end waits and returns the mean loss over n and the
+     * argmax hits; backward writes dL/dlogits scaled by `scale`. */
+    int (*loss_begin)(struct model *m, const int32_t *labels, int n);
+    int (*loss_end)(struct model *m, float *loss, int *correct);
+    int (*loss_backward)(struct model *m, float scale);
+    /* SGD with momentum and weight decay over floats [lo, hi) of m's
+     * parameter and gradient buffers, momentum buffer buf (same layout). */
+    int (*sgd_update)(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd);
+    /* dst[n] = (slices[0] + ... + slices[world-1]) / world in rank order,
+     * on `stream` (gather-scatter's average where the gradients are); NULL
+     * where the host computes it. */
+    int (*average_slices)(struct device *d, float *dst, const float *slices, int world, size_t n, int stream);
+    struct layer_builders layers;
+};
+
+struct device {
+    const struct device_ops *ops;
+    int rank; /* the rank using it, for messages */
+    int index;
+    char name[64]; /* "cpu" or "cuda:0" */
+    void *impl;
+    char err[256]; /* the last failed call */
+};
+
+/* The CPU (device_cpu.c). */
+extern const struct device_ops device_cpu;
+/* The CPU through the asynchronous path of the rank loop (tests). */
+extern const struct device_ops device_cpu_staged;
+
+/* Sets d->err ("rank R (NAME): " and the message). Returns -1. */
+int device_fail(struct device *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

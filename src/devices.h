@@ -1,0 +1,25 @@
+/* devices.h - which device a run uses (--device), and the GPU module that
+ * holds the CUDA device, loaded at run time (gpu/gpu.h). */
+#ifndef DDPTOP_DEVICES_H
+#define DDPTOP_DEVICES_H
+
+#include <stddef.h>
+
+#include "device.h"
+#include "gpu.h"
+
+/* The GPU module, loaded on first use (thread-safe); NULL when this build
+ * has none or it cannot be loaded: gpu_module_error() says why in words. */
+const struct gpu_module *gpu_module(void);
+const char *gpu_module_error(void);
+
+/* Picks the device for a --device choice (enum dev_choice in config.h);
+ * *note receives a one-line remark to show once (e.g. "no GPU found;
+ * running on CPU"), or "". Returns NULL with err set when the choice cannot
+ * be honoured. */
+const struct device_ops *device_select(int choice, char *note, size_t notelen, char *err, size_t errlen);
+
+/* Whether ops is the GPU module's CUDA device. */
+int device_is_gpu(const struct device_ops *ops);
+
+#endif
