@@ -1,5 +1,6 @@
-/* main.c - ddptop's entry point: parse the command line, load the data set,
- * run every combination of the sweep (headless), print the report.
+/* main.c - ddptop's entry point: parse the command line, pick the mode,
+ * load the data set, and hand the runs to a session (session.h) driven by
+ * the UI or, headless, by the loop here, which then prints the report.
  *
  * Only this file exits. Signal handlers only set a flag; the run loop turns
  * it into an orderly stop, so a Ctrl-C still prints what was measured.
@@ -16,6 +17,7 @@
 #include "devices.h"
 #include "report.h"
 #include "run.h"
+#include "session.h"
 #include "modes.h"
 #include "strategy.h"
 #include "tracing.h"
@@ -51,47 +53,12 @@ static void progress(const struct run *r, int idx, int nruns)
     fflush(stderr);
 }
 
-/* Runs one combination to the end (or a stop). Returns 0, or -1 when it could
- * not start (err set) - a failed rank still produces a result. */
-static int run_one(const struct config *cfg, const struct run_config *rc, const struct dataset *tr,
-                   const struct dataset *te, const struct device_ops *dev, int idx, int nruns, int show_progress,
-                   struct run_result *res, char *err, size_t errlen)
+/* Prints what the session has to say; over the progress line, if shown. */
+static void tell(struct session *s, int show_progress)
 {
-    struct run r;
-    int rc_ = run_start(&r, rc, tr, te, dev, err, errlen);
-    struct tracer *tr_ = NULL;
-    if (rc_ == 0) {
-        tr_ = tracer_open(cfg, &r, idx, err, errlen);
-        if (!tr_ && err[0])
-            rc_ = -1;
-    }
-    if (rc_ != 0) {
-        run_request_stop(&r);
-        run_join(&r);
-        run_free(&r);
-        return -1;
-    }
-    if (r.note[0] && !cfg->quiet)
-        fprintf(stderr, "ddptop: %s\n", r.note);
-    struct timespec tick = {0, 20 * 1000 * 1000};
-    int n = 0;
-    while (run_poll(&r)) {
-        if (g_stop)
-            run_request_stop(&r);
-        if (show_progress && (n++ % 10) == 0)
-            progress(&r, idx, nruns);
-        nanosleep(&tick, NULL);
-    }
-    run_join(&r);
-    if (tr_ && tracer_close(tr_, err, errlen) != 0)
-        fprintf(stderr, "ddptop: %s\n", err);
-    if (show_progress) {
-        progress(&r, idx, nruns);
-        fprintf(stderr, "\n");
-    }
-    result_from_run(res, &r);
-    run_free(&r);
-    return 0;
+    const char *msg;
+    while ((msg = session_message(s, NULL)) != NULL)
+        fprintf(stderr, "%sddptop: %s\n", show_progress ? "\r\033[K" : "", msg);
 }
 
 int main(int argc, char **argv)
@@ -110,6 +77,9 @@ int main(int argc, char **argv)
     if (cfg.mode == MODE_REPLAY)
         return replay_main(&cfg, !cfg.batch && isatty(STDOUT_FILENO) ? ui_replay : NULL);
 
+    /* from here on Ctrl-C stops at the next boundary (even while the data
+     * set loads), and training a started run reports what it measured */
+    install_signals();
     char err[512], note[256];
     const struct device_ops *dev = device_select(cfg.base.device, note, sizeof(note), err, sizeof(err));
     if (!dev) {
@@ -165,31 +135,43 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    install_signals();
-    int nruns = config_count(&cfg);
-    struct run_result *res = calloc((size_t)nruns, sizeof(*res));
-    int done = 0, status = 0;
+    int nruns = config_count(&cfg), status = 0;
     int show = !cfg.quiet && isatty(STDERR_FILENO);
+    struct session s;
+    session_init(&s, &cfg, &train, &test, dev);
+    struct timespec tick = {0, 20 * 1000 * 1000};
     for (int i = 0; i < nruns && !g_stop; i++) {
         struct run_config rc;
         config_expand(&cfg, i, &rc);
-        if (run_one(&cfg, &rc, &train, &test, dev, i, nruns, show, &res[done], err, sizeof(err)) != 0) {
+        if (session_start(&s, &rc, err, sizeof(err)) != 0) {
             fprintf(stderr, "ddptop: %s\n", err);
             status = 2;
             break;
         }
-        if (res[done].error[0]) {
-            fprintf(stderr, "ddptop: %s\n", res[done].error);
-            status = 1;
+        if (s.run->note[0] && !cfg.quiet)
+            fprintf(stderr, "ddptop: %s\n", s.run->note);
+        for (int n = 0; session_tick(&s, g_stop); n++) {
+            tell(&s, show);
+            if (show && n % 10 == 0)
+                progress(s.run, i, nruns);
+            nanosleep(&tick, NULL);
         }
-        done++;
+        if (show) {
+            progress(s.run, i, nruns);
+            fprintf(stderr, "\n");
+        }
+        tell(&s, 0);
+        if (s.run->state == RUN_FAILED)
+            fprintf(stderr, "ddptop: %s\n", s.run->err);
     }
+    if (s.any_failed && status == 0)
+        status = 1;
     if (g_stop) {
         fprintf(stderr, "ddptop: interrupted; reporting what was measured\n");
         status = 128 + (int)g_stop;
     }
-    results_speedup(res, done);
-    if (done > 0 && report_write(out, cfg.format, res, done) != 0) {
+    results_speedup(s.results, s.nresults);
+    if (s.nresults > 0 && report_write(out, cfg.format, s.results, s.nresults) != 0) {
         fprintf(stderr, "ddptop: cannot write the report\n");
         status = 1;
     }
@@ -197,9 +179,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "ddptop: --output: error writing %s\n", cfg.output);
         status = 1;
     }
-    for (int i = 0; i < done; i++)
-        result_free(&res[i]);
-    free(res);
+    session_free(&s);
     data_free(&train);
     data_free(&test);
     return status;

@@ -164,6 +164,7 @@ static void *lane_main(void *arg)
     char name[32];
     snprintf(name, sizeof(name), "rank %d comm", e->comm->rank);
     nvtx_name_thread(name);
+    pthread_setname_np(pthread_self(), name);
     comm_bind(e->comm, e->lane_ring, LANE_COMM, e->step);
     int next = 0, inited = 0;
     uint64_t gen = 0;

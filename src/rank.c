@@ -843,6 +843,7 @@ void *rank_main(void *arg)
     char tname[32];
     snprintf(tname, sizeof(tname), "rank %d", rk->id);
     nvtx_name_thread(tname);
+    pthread_setname_np(pthread_self(), tname); /* top -H, gdb and the tests see it too */
     if (loop_init(&L, rk) == 0) {
         uint32_t step = 0;
         for (int epoch = 0; epoch < run->cfg.epochs && !atomic_load(&run->abort); epoch++) {

@@ -29,8 +29,6 @@
 struct tracer {
     struct run *r;
     struct trace_export *x;
-    int print_errors; /* headless: say it on stderr, once */
-    int reported;
 };
 
 static const char *backend_name(int comm)
@@ -51,23 +49,10 @@ static int64_t realtime_of(int64_t mono_ns)
     return now_rt - (probe_now_ns() - mono_ns);
 }
 
-static void check_error(struct tracer *t)
-{
-    if (t->reported)
-        return;
-    const char *e = trace_export_error(t->x);
-    if (!e)
-        return;
-    t->reported = 1;
-    if (t->print_errors)
-        fprintf(stderr, "\nddptop: %s; tracing stopped, training goes on\n", e);
-}
-
 static void on_span(void *ctx, int rank, const struct span *s)
 {
     struct tracer *t = ctx;
     trace_export_span(t->x, rank, s);
-    check_error(t);
 }
 
 static void on_step(void *ctx, int rank, const struct step_rec *rec)
@@ -82,7 +67,6 @@ static void on_step(void *ctx, int rank, const struct step_rec *rec)
                                  .correct = rec->correct,
                                  .n = rec->n};
     trace_export_step(t->x, rank, &st);
-    check_error(t);
 }
 
 /* The run description stored in the trace ("ddptop"."run"). */
@@ -166,11 +150,9 @@ struct tracer *tracer_open(const struct config *cfg, struct run *r, int run_inde
     free(devp);
     free(meta);
     t->r = r;
-    t->print_errors = cfg->batch || !isatty(STDOUT_FILENO);
     r->metrics.on_span = on_span;
     r->metrics.on_step = on_step;
     r->metrics.on_span_ctx = t;
-    check_error(t); /* the header may already have failed (a full disk) */
     return t;
 fail:
     free(t);
@@ -185,7 +167,7 @@ const char *tracer_error(const struct tracer *t)
     return t ? trace_export_error(t->x) : NULL;
 }
 
-int tracer_close(struct tracer *t, char *err, size_t errlen)
+int tracer_close(struct tracer *t, int told, char *err, size_t errlen)
 {
     if (!t)
         return 0;
@@ -198,9 +180,8 @@ int tracer_close(struct tracer *t, char *err, size_t errlen)
     uint64_t dropped = 0;
     for (int i = 0; i < r->world && r->metrics.r; i++)
         dropped += r->metrics.r[i].dropped;
-    int reported = t->reported && t->print_errors;
     int rc = trace_export_close(t->x, run_state_name(r->state), dropped, err, errlen);
-    if (rc != 0 && reported) {
+    if (rc != 0 && told) {
         /* the write error was printed when it happened: say only which
          * file(s) it left incomplete */
         char first[512];

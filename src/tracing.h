@@ -21,11 +21,11 @@ struct tracer;
  * after run_start, from the collector thread. */
 struct tracer *tracer_open(const struct config *cfg, struct run *r, int run_index, char *err, size_t errlen);
 /* Finishes the file(s) as valid JSON. Returns -1 with err naming any file
- * that is incomplete (e.g. the disk filled). */
-int tracer_close(struct tracer *t, char *err, size_t errlen);
+ * that is incomplete (e.g. the disk filled); told: tracer_error's message
+ * was already shown, so err only names the file(s). */
+int tracer_close(struct tracer *t, int told, char *err, size_t errlen);
 /* The first write error (naming the file), or NULL: tracing stops at it,
- * training goes on. In --batch mode it is also printed once on stderr; the
- * UI should show it. */
+ * training goes on. The front end shows it (session.h). */
 const char *tracer_error(const struct tracer *t);
 /* Writes what the metrics still hold of run r (the recent span history,
  * METRICS_HISTORY spans per rank; no step records, so no counters) to

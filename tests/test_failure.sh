@@ -30,7 +30,15 @@ check "the trace of the failed run is valid JSON with its events" \
 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --epochs 1000 --format json \
     >"$tmp/int.json" 2>"$tmp/int.err" &
 pid=$!
-sleep 3 # past generating the data set, into training
+# into training: the rank threads exist (named "rank N"), and some steps ran;
+# a signal before the handler is installed would be ignored (a background
+# job's SIGINT starts ignored), and one while the data set loads stops it
+# before any step
+for _ in $(seq 1 600); do
+    grep -qx 'rank 1' /proc/$pid/task/*/comm 2>/dev/null && break
+    sleep 0.1
+done
+sleep 1
 kill -INT $pid
 wait $pid
 st=$?

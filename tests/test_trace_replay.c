@@ -19,7 +19,7 @@
 
 #include "config.h"
 #include "data.h"
-#include "device.h"
+#include "devices.h"
 #include "metrics.h"
 #include "run.h"
 #include "trace_analyze.h"
@@ -434,7 +434,7 @@ static void test_tracer_api_and_snapshot(void **state)
         nanosleep(&tick, NULL);
     run_join(&r);
     assert_null(tracer_error(t));
-    assert_int_equal(tracer_close(t, err, sizeof(err)), 0);
+    assert_int_equal(tracer_close(t, 0, err, sizeof(err)), 0);
     assert_int_equal(run_export_trace(&r, spath, err, sizeof(err)), 0);
     assert_int_equal(r.metrics.r[0].nsteps, 12);
     run_free(&r);

@@ -1,7 +1,8 @@
 /* ui.c - the screen manager: starts the run, owns the terminal, and turns
  * time and keys into frames.
  *
- * One loop on the UI thread, which is also the run's collector:
+ * One loop on the UI thread, which is also the session's collector
+ * (session.h: the same runs, traces and results as --batch):
  *   wait for a key, at most until the next refresh (--refresh-ms)
  *   -> key: the global keys here, arrows to the focused pane; handlers
  *      return UI_* flags and only this file acts on them
@@ -30,11 +31,11 @@
 
 #include "config.h"
 #include "data.h"
-#include "device.h"
 #include "layout.h"
 #include "panes.h"
 #include "report.h"
 #include "run.h"
+#include "session.h"
 #include "snap.h"
 #include "strategy.h"
 #include "theme.h"
@@ -52,20 +53,10 @@ _Static_assert(sizeof(registry) / sizeof(registry[0]) == PANE_COUNT, "one pane c
 
 struct ui {
     const struct config *cfg;
-    const struct dataset *train, *test;
-    const struct device_ops *dev;
-    /* the current run and a spare: a new strategy starts in the spare, so a
-     * refusal leaves the current run (and its final report) on screen */
-    struct run *run, *spare;
-    struct snap snap, snap_spare;
-    struct tracer *tracer;
-    struct run_config rc;
-    const struct replay *replay; /* --replay: a recorded run, nothing live (u->run is NULL) */
-    int joined;                  /* the current run's threads are joined, its result kept */
+    struct session s;            /* the runs: the current one, and every result so far */
+    struct snap snap;            /* what the panes draw of the current run */
+    const struct replay *replay; /* --replay: a recorded run, nothing live (no session run) */
     int switching;               /* `s`: waiting for the run to stop, then start the next */
-    struct run_result *results;
-    int nresults, cap_results;
-    int any_failed;
     /* screen */
     struct layout lay;
     struct layout_req req;
@@ -188,102 +179,42 @@ static void say(struct ui *u, int error, const char *fmt, ...)
 
 /* ---- runs ------------------------------------------------------------------- */
 
-/* Starts rc in the spare run and, when that works, makes it current (the
- * old run, already joined, is freed). Signals the UI thread handles are
- * blocked while the rank threads are created, so the threads inherit the
- * block and SIGINT, SIGTERM and SIGWINCH always reach the UI thread. */
+/* Starts rc as the session's next run with a fresh snapshot of it; on a
+ * refusal the current run (and its final report) stays on screen. */
 static int start_run(struct ui *u, const struct run_config *rc, char *err, size_t errlen)
 {
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGWINCH);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    err[0] = 0;
-    int rcode = run_start(u->spare, rc, u->train, u->test, u->dev, err, errlen);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    struct tracer *tr = NULL;
-    if (rcode == 0) {
-        tr = tracer_open(u->cfg, u->spare, u->nresults, err, errlen);
-        if (!tr && err[0])
-            rcode = -1;
-    }
-    if (rcode == 0 && snap_init(&u->snap_spare, u->spare) != 0) {
+    if (session_start(&u->s, rc, err, errlen) != 0)
+        return -1;
+    struct snap fresh;
+    if (snap_init(&fresh, u->s.run) != 0) {
+        session_finish(&u->s);
         snprintf(err, errlen, "out of memory for the screen's snapshot");
-        rcode = -1;
-    }
-    if (rcode != 0) {
-        run_request_stop(u->spare);
-        run_join(u->spare);
-        if (tr) {
-            char e2[256];
-            tracer_close(tr, e2, sizeof(e2));
-        }
-        run_free(u->spare);
         return -1;
     }
-    if (u->run->ranks) {
-        snap_free(&u->snap);
-        run_free(u->run);
-    }
-    struct run *t = u->run;
-    u->run = u->spare;
-    u->spare = t;
-    u->snap = u->snap_spare;
-    memset(&u->snap_spare, 0, sizeof(u->snap_spare));
-    u->tracer = tr;
-    u->rc = *rc;
-    u->joined = 0;
+    snap_free(&u->snap);
+    u->snap = fresh;
     u->switching = 0;
     u->vs.tl_back = 0;
     u->vs.tl_lane0 = 0;
     u->vs.rank0 = 0;
     u->vs.run0 = 1 << 20; /* follow the newest run; the pane clamps */
-    snap_update(&u->snap, u->run, NULL, probe_now_ns());
+    snap_update(&u->snap, u->s.run, NULL, probe_now_ns());
     return 0;
 }
 
-static int keep_result(struct ui *u)
+/* The session has joined the run and kept its result: the final report on
+ * screen, and a word in the status line. */
+static void run_done(struct ui *u)
 {
-    if (u->nresults == u->cap_results) {
-        int nc = u->cap_results ? u->cap_results * 2 : 8;
-        struct run_result *p = realloc(u->results, sizeof(*p) * (size_t)nc);
-        if (!p)
-            return -1;
-        u->results = p;
-        u->cap_results = nc;
-    }
-    if (result_from_run(&u->results[u->nresults], u->run) != 0)
-        return -1;
-    u->nresults++;
-    return 0;
-}
-
-/* The ranks have all returned: join (immediate now), close the trace, keep
- * the result for the runs pane and the final report. */
-static void finish_run(struct ui *u)
-{
-    run_join(u->run);
-    u->joined = 1;
-    char err[320];
-    if (u->tracer && tracer_close(u->tracer, err, sizeof(err)) != 0)
-        say(u, 1, "trace: %s", err);
-    u->tracer = NULL;
-    if (keep_result(u) != 0) {
-        say(u, 1, "out of memory keeping the run's result");
-        return;
-    }
-    const struct run_result *res = &u->results[u->nresults - 1];
-    snap_update(&u->snap, u->run, res, probe_now_ns());
-    if (u->run->state == RUN_FAILED) {
-        u->any_failed = 1;
-        say(u, 1, "run failed: %s  (q: quit, s: next strategy)", u->run->err);
-    } else if (!u->switching) {
+    const struct run_result *res = session_result(&u->s);
+    snap_update(&u->snap, u->s.run, res, probe_now_ns());
+    if (u->s.run->state == RUN_FAILED) {
+        say(u, 1, "run failed: %s  (q: quit, s: next strategy)", u->s.run->err);
+    } else if (res && !u->switching) {
         char sps[16];
         fmt_si(sps, sizeof(sps), res->samples_per_s);
         say(u, 0, "run %s: %ld steps, %.2f ms/step, %s samples/s; final report on screen (s: next strategy, q: quit)",
-            run_state_name(u->run->state), res->steps, res->ms_mean, sps);
+            run_state_name(u->s.run->state), res->steps, res->ms_mean, sps);
         u->status_ns = 0; /* stays until replaced */
     }
 }
@@ -294,9 +225,9 @@ static void next_strategy(struct ui *u)
 {
     char skipped[300] = "";
     size_t sk = 0;
-    int cur = u->rc.strategy;
+    int cur = u->s.rc.strategy;
     for (int k = 1; k <= STRAT_COUNT; k++) {
-        struct run_config rc = u->rc;
+        struct run_config rc = u->s.rc;
         rc.strategy = (cur + k) % STRAT_COUNT;
         char err[320];
         if (start_run(u, &rc, err, sizeof(err)) == 0) {
@@ -318,15 +249,18 @@ static void next_strategy(struct ui *u)
 /* One refresh: drain the rings, follow the run's lifecycle, snapshot. */
 static void tick(struct ui *u)
 {
-    if (!u->joined) {
-        if (g_stop_sig)
-            run_request_stop(u->run);
-        if (!run_poll(u->run))
-            finish_run(u);
+    if (!u->s.joined) {
+        int running = session_tick(&u->s, g_stop_sig != 0);
+        int error = 0;
+        const char *msg = session_message(&u->s, &error);
+        if (msg)
+            say(u, error, "%s", msg);
+        if (!running)
+            run_done(u);
         else if (!u->frozen)
-            snap_update(&u->snap, u->run, NULL, probe_now_ns());
+            snap_update(&u->snap, u->s.run, NULL, probe_now_ns());
     }
-    if (u->joined && u->switching)
+    if (u->s.joined && u->switching)
         next_strategy(u);
     if (u->status_ns && !u->status_error && probe_now_ns() - u->status_ns > STATUS_INFO_NS)
         u->status[0] = 0;
@@ -365,7 +299,7 @@ static void fill_req(const struct ui *u, struct layout_req *q)
     q->want = PANE_ALL;
     q->rank_rows = u->snap.world;
     q->lanes = snap_lanes(&u->snap);
-    q->run_rows = u->nresults + (u->joined && !u->replay ? 0 : 1);
+    q->run_rows = u->s.nresults + (u->s.joined && !u->replay ? 0 : 1);
 }
 
 /* Rebuilds every window from a fresh layout (after a resize, or when the
@@ -425,12 +359,12 @@ static void make_view(struct ui *u, struct pane_view *v)
 {
     memset(v, 0, sizeof(*v));
     v->snap = &u->snap;
-    v->results = u->results;
-    v->nresults = u->nresults;
-    v->live = !u->joined || u->replay; /* a replay's run is the snapshot's row */
-    v->current = v->live ? u->nresults : u->nresults - 1;
+    v->results = u->s.results;
+    v->nresults = u->s.nresults;
+    v->live = !u->s.joined || u->replay; /* a replay's run is the snapshot's row */
+    v->current = v->live ? u->s.nresults : u->s.nresults - 1;
     v->vs = &u->vs;
-    v->can_browse = u->frozen || u->joined || atomic_load(&u->run->paused);
+    v->can_browse = u->frozen || u->s.joined || atomic_load(&u->s.run->paused);
     v->frozen = u->frozen;
     v->colour = u->colour;
     v->theme = u->theme.name;
@@ -481,7 +415,7 @@ static void export_trace(struct ui *u)
     char path[64], err[320];
     snprintf(path, sizeof(path), "ddptop-%d-%d.json", (int)getpid(), ++u->trace_n);
     err[0] = 0;
-    if (run_export_trace(u->run, path, err, sizeof(err)) == 0)
+    if (run_export_trace(u->s.run, path, err, sizeof(err)) == 0)
         say(u, 0, "trace written to %s", path);
     else
         say(u, 1, "trace: %s", err[0] ? err : "failed");
@@ -537,18 +471,18 @@ static int handle_key(struct ui *u, int ch)
         return UI_HANDLED | UI_REDRAW;
     case 'p':
     case 'P':
-        if (u->joined) {
-            say(u, 0, "the run is %s: nothing to pause", run_state_name(u->run->state));
+        if (u->s.joined) {
+            say(u, 0, "the run is %s: nothing to pause", run_state_name(u->s.run->state));
         } else {
-            int paused = !atomic_load(&u->run->paused);
-            run_set_paused(u->run, paused);
+            int paused = !atomic_load(&u->s.run->paused);
+            run_set_paused(u->s.run, paused);
             say(u, 0, paused ? "pausing: the ranks stop at the next step boundary (p resumes)" : "resumed");
         }
         return UI_HANDLED | UI_REDRAW;
     case ' ':
         u->frozen = !u->frozen;
         if (!u->frozen)
-            snap_update(&u->snap, u->run, u->joined ? &u->results[u->nresults - 1] : NULL, probe_now_ns());
+            snap_update(&u->snap, u->s.run, session_result(&u->s), probe_now_ns());
         say(u, 0, u->frozen ? "view frozen; training goes on (space thaws, arrows scroll history)" : "view live");
         return UI_HANDLED | UI_REDRAW;
     case 'e':
@@ -560,9 +494,9 @@ static int handle_key(struct ui *u, int ch)
         if (u->switching)
             return UI_HANDLED;
         u->switching = 1;
-        if (!u->joined) {
-            say(u, 0, "stopping %s at a step boundary...", strategy_name(u->rc.strategy));
-            run_request_stop(u->run);
+        if (!u->s.joined) {
+            say(u, 0, "stopping %s at a step boundary...", strategy_name(u->s.rc.strategy));
+            run_request_stop(u->s.run);
         }
         return UI_HANDLED | UI_REDRAW;
     case 't':
@@ -664,10 +598,10 @@ static int setup_curses(struct ui *u, int utf8)
 
 static void print_report(struct ui *u)
 {
-    if (u->nresults == 0)
+    if (u->s.nresults == 0)
         return;
-    results_speedup(u->results, u->nresults);
-    if (report_write(stdout, u->cfg->format, u->results, u->nresults) != 0)
+    results_speedup(u->s.results, u->s.nresults);
+    if (report_write(stdout, u->cfg->format, u->s.results, u->s.nresults) != 0)
         fprintf(stderr, "ddptop: cannot write the report\n");
     fflush(stdout);
 }
@@ -733,7 +667,7 @@ static void loop_body(struct ui *u)
                 abort();
             }
         }
-        if (u->exit_on_done && u->joined && !u->switching)
+        if (u->exit_on_done && u->s.joined && !u->switching)
             return;
     }
 }
@@ -744,19 +678,12 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
     setlocale(LC_ALL, "");
     int utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
     struct ui *u = calloc(1, sizeof(*u));
-    struct run *runs = calloc(2, sizeof(struct run));
-    if (!u || !runs) {
-        free(u);
-        free(runs);
+    if (!u) {
         fprintf(stderr, "ddptop: out of memory\n");
         return 2;
     }
     u->cfg = cfg;
-    u->train = train;
-    u->test = test;
-    u->dev = dev;
-    u->run = &runs[0];
-    u->spare = &runs[1];
+    session_init(&u->s, cfg, train, test, dev);
     u->vs.tl_steps = 3;
     u->focus = PANE_RANKS;
     const char *eod = getenv("DDPTOP_UI_EXIT_ON_DONE");
@@ -781,27 +708,18 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
         fprintf(stderr, "ddptop: %s\n", err);
         goto out;
     }
-    if (setup_curses(u, utf8) != 0) {
-        run_request_stop(u->run);
-        run_join(u->run);
+    if (setup_curses(u, utf8) != 0)
         goto out;
-    }
     if (config_count(cfg) > 1)
         say(u, 0, "the UI runs the sweep's first combination; s moves to the next strategy");
 
     loop(u);
 
     close_screen(u); /* the terminal first */
-    if (!u->joined) {
-        run_request_stop(u->run);
-        run_join(u->run);
-        if (u->tracer && tracer_close(u->tracer, err, sizeof(err)) != 0)
-            fprintf(stderr, "ddptop: %s\n", err);
-        u->tracer = NULL;
-        if (keep_result(u) == 0 && u->run->state == RUN_FAILED)
-            u->any_failed = 1;
-        u->joined = 1;
-    }
+    session_finish(&u->s);
+    const char *msg;
+    while ((msg = session_message(&u->s, NULL)) != NULL)
+        fprintf(stderr, "ddptop: %s\n", msg);
     print_report(u);
     if (u->exit_on_done && u->wall_ns > 0)
         fprintf(
@@ -810,22 +728,16 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
             u->frames, (double)u->cpu_ns / 1e6, (double)u->wall_ns / 1e9,
             100.0 * (double)u->cpu_ns / (double)u->wall_ns,
             u->frames ? (double)u->cpu_ns / 1e3 / (double)u->frames : 0.0);
-    if (u->run->state == RUN_FAILED)
-        fprintf(stderr, "ddptop: %s\n", u->run->err);
-    status = g_stop_sig ? 128 + (int)g_stop_sig : u->any_failed ? 1 : 0;
+    if (u->s.run->state == RUN_FAILED)
+        fprintf(stderr, "ddptop: %s\n", u->s.run->err);
+    status = g_stop_sig ? 128 + (int)g_stop_sig : u->s.any_failed ? 1 : 0;
     if (g_stop_sig)
         fprintf(stderr, "ddptop: interrupted; reported what was measured\n");
 
 out:
     uninstall_signals();
-    if (u->run->ranks) {
-        snap_free(&u->snap);
-        run_free(u->run);
-    }
-    for (int i = 0; i < u->nresults; i++)
-        result_free(&u->results[i]);
-    free(u->results);
-    free(runs);
+    snap_free(&u->snap);
+    session_free(&u->s);
     free(u);
     return status;
 }
@@ -841,7 +753,7 @@ int ui_replay(const struct config *cfg, struct replay *rp)
     }
     u->cfg = cfg;
     u->replay = rp;
-    u->joined = 1; /* nothing to poll: tick() leaves the (absent) run alone */
+    session_init(&u->s, cfg, NULL, NULL, NULL); /* no run: tick() has nothing to poll */
     u->vs.tl_steps = 3;
     u->focus = PANE_RANKS;
     u->crash_test = getenv("DDPTOP_UI_TEST_CRASH");
