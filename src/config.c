@@ -1,12 +1,30 @@
-/* config.c - command-line parsing and validation (getopt_long). Every bad
- * value gets one line naming the option and what is allowed; exit status 2
- * is the caller's. */
+/* config.c - the command line, driven by one table of options.
+ *
+ * Each row of `opts` is one option: its name, the kind of value it takes,
+ * the field of struct config the value goes to, its bounds or allowed
+ * names, its default, and its --help group and text. getopt_long's table,
+ * the parsing, the range checks, the one-line errors and --help are all made
+ * from the rows, so an option is added with one row (and its field in
+ * config.h).
+ *
+ * A kind (integer, number, choice, ...) is a parse function and a describe
+ * function. describe puts into words what parse accepts, from the row's
+ * bounds or names; the same words follow "expected" in an error and stand
+ * in the option's --help line, so the two cannot disagree with the parser.
+ * Defaults are written as a user would type them and go through the same
+ * parser, so a default is always in bounds and --help shows it as written.
+ *
+ * Every bad value gets one line naming the option and what is allowed; exit
+ * status 2 is the caller's. Checks across options (--slow-rank against
+ * --ranks, ...) come after the table walk, in config_parse.
+ */
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,218 +35,64 @@
 #include "zoo.h"
 
 #define MAX_RANKS 64
+#define HELP_COL 28    /* --help: where an option's text starts */
+#define HELP_WIDTH 100 /* --help: text is wrapped before this column */
+
+struct opt;
+
+/* How one kind of value is read and described. parse reads arg into dst (the
+ * option's field, or one entry of a list) and returns 0, or -1 when arg is
+ * not allowed. describe writes what parse accepts, in words that read after
+ * "expected". A kind that takes no argument has no describe, and parse
+ * cannot fail. */
+struct opt_kind {
+    int takes_arg;
+    int (*parse)(const struct opt *o, struct config *cfg, void *dst, const char *arg);
+    void (*describe)(const struct opt *o, char *buf, size_t len);
+};
+
+enum opt_group { G_MODE, G_WORK, G_OPTIM, G_EXEC, G_REPORT, G_UI, G_TRACE, G_BENCH, G_HELP, G_COUNT };
 
 enum {
-    OPT_HELP = 'h',
-    OPT_VERSION = 'V',
-    OPT_MODEL = 256,
-    OPT_DATASET,
-    OPT_DATA_DIR,
-    OPT_RANKS,
-    OPT_BATCH_SIZE,
-    OPT_EPOCHS,
-    OPT_STEPS,
-    OPT_LR,
-    OPT_MOMENTUM,
-    OPT_WD,
-    OPT_WARMUP,
-    OPT_SCALE_LR,
-    OPT_SEED,
-    OPT_STRATEGY,
-    OPT_COMM,
-    OPT_ALGO,
-    OPT_DEVICE,
-    OPT_GPUS,
-    OPT_BATCH,
-    OPT_FORMAT,
-    OPT_OUTPUT,
-    OPT_LOSS_THRESHOLD,
-    OPT_THREADS,
-    OPT_NO_EVAL,
-    OPT_BUCKET_MB,
-    OPT_NO_OVERLAP,
-    OPT_NO_CUPTI,
-    OPT_NO_BROADCAST_BUFFERS,
-    OPT_GRAD_COMPRESS,
-    OPT_SLOW_RANK,
-    OPT_QUIET,
-    OPT_THEME,
-    OPT_REFRESH,
-    OPT_TRACE,
-    OPT_TRACE_STEPS,
-    OPT_TRACE_RANKS,
-    OPT_TRACE_SPLIT,
-    OPT_REPLAY,
-    OPT_BENCH_COMM,
-    OPT_COLLECTIVE,
-    OPT_MIN_BYTES,
-    OPT_MAX_BYTES,
-    OPT_FACTOR,
-    OPT_ITERS,
-    OPT_WARMUP_ITERS,
-    OPT_INFO,
-    OPT_TRAINABLE,
-    OPT_LR_DECAY,
-    OPT_CHECK_REPLICAS,
+    F_DISTINCT = 1 << 0, /* list: no entry twice */
+    F_DIGITS = 1 << 1,   /* integer: digits only, no sign or blanks */
+    F_BARE = 1 << 2,     /* text: no '/' */
+    F_DASH = 1 << 3,     /* names: a '-' may stand for a '_' */
 };
 
-static const struct option long_opts[] = {
-    {"help", no_argument, 0, OPT_HELP},
-    {"version", no_argument, 0, OPT_VERSION},
-    {"model", required_argument, 0, OPT_MODEL},
-    {"dataset", required_argument, 0, OPT_DATASET},
-    {"data-dir", required_argument, 0, OPT_DATA_DIR},
-    {"ranks", required_argument, 0, OPT_RANKS},
-    {"batch-size", required_argument, 0, OPT_BATCH_SIZE},
-    {"epochs", required_argument, 0, OPT_EPOCHS},
-    {"steps", required_argument, 0, OPT_STEPS},
-    {"lr", required_argument, 0, OPT_LR},
-    {"momentum", required_argument, 0, OPT_MOMENTUM},
-    {"weight-decay", required_argument, 0, OPT_WD},
-    {"warmup-steps", required_argument, 0, OPT_WARMUP},
-    {"scale-lr", no_argument, 0, OPT_SCALE_LR},
-    {"seed", required_argument, 0, OPT_SEED},
-    {"strategy", required_argument, 0, OPT_STRATEGY},
-    {"comm", required_argument, 0, OPT_COMM},
-    {"algo", required_argument, 0, OPT_ALGO},
-    {"device", required_argument, 0, OPT_DEVICE},
-    {"gpus", required_argument, 0, OPT_GPUS},
-    {"batch", no_argument, 0, OPT_BATCH},
-    {"format", required_argument, 0, OPT_FORMAT},
-    {"output", required_argument, 0, OPT_OUTPUT},
-    {"loss-threshold", required_argument, 0, OPT_LOSS_THRESHOLD},
-    {"threads-per-rank", required_argument, 0, OPT_THREADS},
-    {"no-eval", no_argument, 0, OPT_NO_EVAL},
-    {"bucket-mb", required_argument, 0, OPT_BUCKET_MB},
-    {"no-overlap", no_argument, 0, OPT_NO_OVERLAP},
-    {"no-cupti", no_argument, 0, OPT_NO_CUPTI},
-    {"no-broadcast-buffers", no_argument, 0, OPT_NO_BROADCAST_BUFFERS},
-    {"grad-compress", required_argument, 0, OPT_GRAD_COMPRESS},
-    {"slow-rank", required_argument, 0, OPT_SLOW_RANK},
-    {"quiet", no_argument, 0, OPT_QUIET},
-    {"theme", required_argument, 0, OPT_THEME},
-    {"refresh-ms", required_argument, 0, OPT_REFRESH},
-    {"trace", required_argument, 0, OPT_TRACE},
-    {"trace-steps", required_argument, 0, OPT_TRACE_STEPS},
-    {"trace-ranks", required_argument, 0, OPT_TRACE_RANKS},
-    {"trace-split", no_argument, 0, OPT_TRACE_SPLIT},
-    {"replay", required_argument, 0, OPT_REPLAY},
-    {"bench-comm", no_argument, 0, OPT_BENCH_COMM},
-    {"collective", required_argument, 0, OPT_COLLECTIVE},
-    {"min-bytes", required_argument, 0, OPT_MIN_BYTES},
-    {"max-bytes", required_argument, 0, OPT_MAX_BYTES},
-    {"factor", required_argument, 0, OPT_FACTOR},
-    {"iters", required_argument, 0, OPT_ITERS},
-    {"warmup", required_argument, 0, OPT_WARMUP_ITERS},
-    {"info", no_argument, 0, OPT_INFO},
-    {"trainable", required_argument, 0, OPT_TRAINABLE},
-    {"lr-decay", required_argument, 0, OPT_LR_DECAY},
-    {"check-replicas", no_argument, 0, OPT_CHECK_REPLICAS},
-    {0, 0, 0, 0},
+/* One option. Fields a kind does not use stay zero. */
+struct opt {
+    const char *name; /* --name */
+    char short_name;  /* -h, or 0 */
+    const struct opt_kind *kind;
+    size_t off, size; /* the field in struct config, or a list's first entry and the size of one */
+    int cap;          /* a comma list of up to cap entries; 0: one value */
+    size_t n_off;     /* a list's entry count (an int) */
+    /* integers: bounds, inclusive; a flag stores lo when given (its field
+     * starts as !lo); choices: the values, named by names[] or name_of() */
+    long long lo, hi;
+    double min, max;          /* numbers: bounds, inclusive */
+    const char *const *names; /* choices: names indexed by value, NULL-terminated */
+    const char *(*name_of)(int value);
+    const char *what;     /* noun of the value: "unknown <what>", "expected a <what>" */
+    const char *arg;      /* --help: the argument ("N" shows as "N[,N..]" for a list); NULL: a choice's names */
+    const char *def;      /* default, as typed on the command line; NULL: zero, or set in set_defaults */
+    const char *def_text; /* --help: the default in words, where no value spells it */
+    int group;            /* enum opt_group */
+    const char *help;
+    unsigned flags; /* F_* */
+    /* given on the command line, the option also stores `also` (nonzero) at also_off */
+    size_t also_off;
+    int also;
 };
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "Usage: ddptop [OPTIONS]\n"
-            "A terminal profiler for data-parallel training: trains a model on N ranks and shows\n"
-            "where each rank's time goes (compute, communication, data, idle).\n"
-            "\n"
-            "Modes:\n"
-            "  (default)                 the live curses UI when stdout is a terminal\n"
-            "  --batch                   headless: run, then print a report\n"
-            "\n"
-            "Workload (comma lists in --model, --ranks, --batch-size, --strategy make a sweep):\n"
-            "  --model NAME[,NAME..]     model to train (default lenet); see the list below\n"
-            "  --dataset NAME            fashion-mnist, mnist, cifar10 or synthetic\n"
-            "                            (default: fashion-mnist when %s exists, else synthetic)\n"
-            "  --data-dir DIR            where the data set's files are\n"
-            "  --ranks N[,N..]           training ranks (1-%d, default 2)\n"
-            "  --batch-size B[,B..]      samples per rank per step (default 32)\n"
-            "  --epochs N                epochs (default 1)\n"
-            "  --steps N                 stop after N steps in all (default: no cap)\n"
-            "  --strategy S[,S..]        single, dp, gather-scatter, allreduce, ddp (default allreduce);\n"
-            "                            single is one rank on the whole global batch (ranks x batch)\n"
-            "  --no-eval                 skip the test-split evaluation after each epoch\n"
-            "\n"
-            "Optimiser (SGD):\n"
-            "  --lr X                    learning rate (default 0.05)\n"
-            "  --momentum X              momentum (default 0.9)\n"
-            "  --weight-decay X          L2 weight decay (default 0)\n"
-            "  --warmup-steps N          linear warm-up over N steps (default 0)\n"
-            "  --lr-decay cosine|none    decay the rate to 0 over the run (default cosine)\n"
-            "  --scale-lr                linear scaling rule: lr x ranks\n"
-            "  --seed N                  seed for init, shuffling and synthetic data (default 1)\n"
-            "\n"
-            "Execution:\n"
-            "  --device cpu|cuda|auto    compute device (default auto)\n"
-            "  --gpus N[,N..]            CUDA devices for the ranks, rank r on GPU list[r %% n] (default all)\n"
-            "  --comm shm|nccl|mpi       communication backend (default shm; on GPUs nccl, or\n"
-            "                            ddptop's device ring when ranks share a GPU)\n"
-            "  --algo ring|naive         algorithm of ddptop's own backends (default ring)\n"
-            "  --threads-per-rank N      compute threads per rank (default cores / ranks, at least 1)\n"
-            "  --bucket-mb X             ddp bucket cap in MB (default 25; the first bucket is 1 MB)\n"
-            "  --no-overlap              ddp: run the buckets after backward instead of during it\n"
-            "  --no-broadcast-buffers    keep each rank's batch norm running statistics its own\n"
-            "                            (default: rank 0's go to every rank before each step)\n"
-            "  --no-cupti                GPU: no device timelines (host spans only; to measure\n"
-            "                            what CUPTI costs)\n"
-            "  --grad-compress fp16      send gradients as half precision\n"
-            "  --slow-rank R:F           make rank R's compute F times slower (a straggler)\n"
-            "  --check-replicas          hash every rank's parameters after each step and report\n"
-            "                            the first step where replicas differ\n"
-            "\n"
-            "Report:\n"
-            "  --format text|csv|json|md report format (default text)\n"
-            "  --output FILE             write the report to FILE instead of stdout\n"
-            "  --loss-threshold X        report the first epoch/step where the running loss < X\n"
-            "  --quiet                   no progress line on stderr\n"
-            "\n"
-            "Interactive UI:\n"
-            "  --theme NAME              colour theme from the themes folder (default, light,\n"
-            "                            high-contrast, monochrome); NO_COLOR selects monochrome\n"
-            "  --refresh-ms N            screen refresh period (default 100)\n"
-            "\n"
-            "Traces (Chrome trace-event JSON: Perfetto, chrome://tracing, speedscope):\n"
-            "  --trace FILE              write a trace; FILE ending in .gz is compressed\n"
-            "  --trace-steps A:B         record only steps A to B\n"
-            "  --trace-ranks R[,R..]     record only these ranks\n"
-            "  --trace-split             one file per rank (FILE becomes FILE.rankN.json)\n"
-            "  --replay FILE             show a trace (ddptop's or PyTorch profiler's) instead of training\n"
-            "\n"
-            "Other modes:\n"
-            "  --info                    print the model's layer table (shapes, parameters, FLOPs)\n"
-            "  --trainable SPEC          all (default), classifier (the final linear layer) or last:K\n"
-            "                            (the last K layers with parameters); the rest is frozen\n"
-            "  --bench-comm              benchmark collectives, nccl-tests style; with\n"
-            "    --collective NAME       allreduce (default), reduce_scatter, allgather, broadcast,\n"
-            "                            reduce, gather, scatter\n"
-            "    --min-bytes N[K|M|G]    smallest message (default 4K)\n"
-            "    --max-bytes N[K|M|G]    largest message (default 64M)\n"
-            "    --factor F              size multiplier between rows (default 2)\n"
-            "    --iters N, --warmup N   timed and warm-up iterations per size (default 20, 5)\n"
-            "  -h, --help                this help\n"
-            "  -V, --version             version\n"
-            "\n"
-            "Models:\n",
-            DATA_DEBIAN_FASHION_DIR, MAX_RANKS);
-    zoo_print_help(out);
-    fprintf(out, "\nExamples:\n"
-                 "  ddptop --batch --model lenet --ranks 1,2 --strategy allreduce --epochs 1\n"
-                 "  ddptop --batch --model mlp --ranks 2 --steps 200 --format json --output run.json\n");
-}
+/* ---- reading values ------------------------------------------------------ */
 
-static int bad(FILE *err, const char *opt, const char *what, const char *got)
-{
-    fprintf(err, "ddptop: --%s: %s (got '%s')\n", opt, what, got);
-    return 2;
-}
-
-static int parse_long(const char *s, long lo, long hi, long *out)
+static int parse_ll(const char *s, long long lo, long long hi, long long *out)
 {
     char *end;
     errno = 0;
-    long v = strtol(s, &end, 10);
+    long long v = strtoll(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi)
         return -1;
     *out = v;
@@ -246,7 +110,7 @@ static int parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-/* A byte count with an optional K, M or G (binary) suffix. */
+/* A byte count with an optional K, M or G (binary) suffix, then an optional B. */
 static int parse_bytes(const char *s, uint64_t *out)
 {
     char *end;
@@ -273,7 +137,21 @@ static int parse_bytes(const char *s, uint64_t *out)
     return 0;
 }
 
-/* Splits a comma list into items; calls each(item) which returns 0 or -1. */
+/* A byte count as --help and errors write it: the largest exact suffix. */
+static void fmt_bytes(char *buf, size_t len, unsigned long long v)
+{
+    static const char suffix[] = "GMK";
+    for (int i = 0; i < 3; i++) {
+        unsigned long long unit = 1ULL << (10 * (3 - i));
+        if (v >= unit && v % unit == 0) {
+            snprintf(buf, len, "%llu%c", v / unit, suffix[i]);
+            return;
+        }
+    }
+    snprintf(buf, len, "%llu", v);
+}
+
+/* Splits a comma list into 1 to CFG_MAX_LIST items of 1 to CFG_NAME-1 characters. */
 static int split_list(const char *s, char (*items)[CFG_NAME], int *n)
 {
     *n = 0;
@@ -292,39 +170,601 @@ static int split_list(const char *s, char (*items)[CFG_NAME], int *n)
     }
 }
 
-static int int_list(const char *s, long lo, long hi, int *vals, int *n)
+/* "A:B": copies A into head (which holds len bytes) and returns B, or NULL
+ * when there is no colon or A does not fit. */
+static const char *split_pair(const char *s, char *head, size_t len)
+{
+    const char *colon = strchr(s, ':');
+    if (!colon || (size_t)(colon - s) >= len)
+        return NULL;
+    memcpy(head, s, (size_t)(colon - s));
+    head[colon - s] = 0;
+    return colon + 1;
+}
+
+/* An integer goes to an int or a long field, a number to a float or a
+ * double: the field's size tells which. */
+_Static_assert(sizeof(long) > sizeof(int), "int and long fields are told apart by their size");
+
+/* ---- the kinds ------------------------------------------------------------ */
+
+static int flag_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    *(int *)dst = (int)o->lo;
+    return 0;
+}
+
+static int int_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    long long v;
+    if ((o->flags & F_DIGITS) && strspn(arg, "0123456789") != strlen(arg))
+        return -1;
+    if (parse_ll(arg, o->lo, o->hi, &v) != 0)
+        return -1;
+    if (o->size == sizeof(int))
+        *(int *)dst = (int)v;
+    else
+        *(long *)dst = (long)v;
+    return 0;
+}
+
+static void int_describe(const struct opt *o, char *buf, size_t len)
+{
+    if (o->hi < INT_MAX)
+        snprintf(buf, len, "an integer from %lld to %lld", o->lo, o->hi);
+    else if (o->lo == 0 || o->lo == 1)
+        snprintf(buf, len, "a %s integer", o->lo ? "positive" : "non-negative");
+    else
+        snprintf(buf, len, "an integer from %lld", o->lo);
+}
+
+/* The whole uint64_t range (a seed). */
+static int u64_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (errno || end == arg || *end || arg[0] == '-')
+        return -1;
+    *(uint64_t *)dst = v;
+    return 0;
+}
+
+static void u64_describe(const struct opt *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "a non-negative integer");
+}
+
+static int real_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    double v;
+    if (parse_double(arg, o->min, o->max, &v) != 0)
+        return -1;
+    if (o->size == sizeof(float))
+        *(float *)dst = (float)v;
+    else
+        *(double *)dst = v;
+    return 0;
+}
+
+static void real_describe(const struct opt *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "a number from %.12g to %.12g", o->min, o->max);
+}
+
+static int bytes_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    uint64_t v;
+    if (parse_bytes(arg, &v) != 0 || v < (uint64_t)o->lo || v > (uint64_t)o->hi)
+        return -1;
+    *(uint64_t *)dst = v;
+    return 0;
+}
+
+static void bytes_describe(const struct opt *o, char *buf, size_t len)
+{
+    char lo[32], hi[32];
+    fmt_bytes(lo, sizeof(lo), (unsigned long long)o->lo);
+    fmt_bytes(hi, sizeof(hi), (unsigned long long)o->hi);
+    snprintf(buf, len, "a size from %s to %s, with an optional K, M or G suffix", lo, hi);
+}
+
+/* Text of 1 to hi characters (hi 0: as many as the field holds). */
+static size_t text_max(const struct opt *o)
+{
+    return o->hi ? (size_t)o->hi : o->size - 1;
+}
+
+static int text_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    if (!*arg || strlen(arg) > text_max(o) || ((o->flags & F_BARE) && strchr(arg, '/')))
+        return -1;
+    snprintf(dst, o->size, "%s", arg);
+    return 0;
+}
+
+static void text_describe(const struct opt *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "a %s of 1 to %zu characters%s", o->what, text_max(o),
+             (o->flags & F_BARE) ? ", without '/'" : "");
+}
+
+/* The name of choice value v, or NULL where the names end. */
+static const char *choice_name(const struct opt *o, long long v)
+{
+    if (v > o->hi)
+        return NULL;
+    return o->name_of ? o->name_of((int)v) : o->names[v];
+}
+
+static int same_name(const char *name, const char *s, int dash)
+{
+    for (; *name && *s; name++, s++)
+        if (*name != *s && !(dash && *name == '_' && *s == '-'))
+            return 0;
+    return *name == *s;
+}
+
+/* The value of the choice named s, or -1. */
+static long long choice_find(const struct opt *o, const char *s)
+{
+    const char *name;
+    for (long long v = o->lo; (name = choice_name(o, v)); v++)
+        if (same_name(name, s, o->flags & F_DASH))
+            return v;
+    return -1;
+}
+
+/* The names joined by sep. */
+static void choice_join(const struct opt *o, const char *sep, char *buf, size_t len)
+{
+    const char *name;
+    size_t n = 0;
+    buf[0] = 0;
+    for (long long v = o->lo; (name = choice_name(o, v)) && n < len; v++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", v > o->lo ? sep : "", name);
+}
+
+static void choice_describe(const struct opt *o, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "one of ");
+    if (n < len)
+        choice_join(o, ", ", buf + n, len - n);
+}
+
+/* A choice stored as its value (an enum). */
+static int choice_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    long long v = choice_find(o, arg);
+    if (v < 0)
+        return -1;
+    *(int *)dst = (int)v;
+    return 0;
+}
+
+/* A choice stored as its name. */
+static int name_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    long long v = choice_find(o, arg);
+    if (v < 0)
+        return -1;
+    snprintf(dst, o->size, "%s", choice_name(o, v));
+    return 0;
+}
+
+/* A comma list of integers in [lo, hi], each setting its bit of a
+ * uint64_t; bits set by an earlier use of the option stay. */
+static int bits_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
 {
     char items[CFG_MAX_LIST][CFG_NAME];
-    if (split_list(s, items, n) != 0)
+    int n;
+    if (split_list(arg, items, &n) != 0)
         return -1;
-    for (int i = 0; i < *n; i++) {
-        long v;
-        if (parse_long(items[i], lo, hi, &v) != 0)
+    for (int i = 0; i < n; i++) {
+        long long v;
+        if (parse_ll(items[i], o->lo, o->hi, &v) != 0)
             return -1;
-        vals[i] = (int)v;
+        *(uint64_t *)dst |= 1ULL << v;
     }
     return 0;
 }
 
-/* --gpus: 1 to CFG_MAX_GPUS distinct device indices in [0, CFG_GPU_LIMIT),
- * digits only. vals and n are written only when the whole list is good. */
-static int gpu_list(const char *s, int *vals, int *n)
+static void bits_describe(const struct opt *o, char *buf, size_t len)
 {
-    char items[CFG_MAX_LIST][CFG_NAME];
-    int v[CFG_MAX_LIST], k;
-    if (split_list(s, items, &k) != 0 || k > CFG_MAX_GPUS)
+    snprintf(buf, len, "integers from %lld to %lld, comma-separated", o->lo, o->hi);
+}
+
+/* --slow-rank R:F: rank in [lo, hi], factor in [min, max]. */
+static int slow_rank_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    char rank[32];
+    const char *factor = split_pair(arg, rank, sizeof(rank));
+    long long r;
+    double f;
+    if (!factor || parse_ll(rank, o->lo, o->hi, &r) != 0 || parse_double(factor, o->min, o->max, &f) != 0)
         return -1;
-    for (int i = 0; i < k; i++) {
-        long x;
-        if (strspn(items[i], "0123456789") != strlen(items[i]) || parse_long(items[i], 0, CFG_GPU_LIMIT - 1, &x) != 0)
-            return -1;
-        v[i] = (int)x;
-        for (int j = 0; j < i; j++)
-            if (v[j] == v[i])
-                return -1;
+    cfg->base.slow_rank = (int)r;
+    cfg->base.slow_factor = f;
+    return 0;
+}
+
+static void slow_rank_describe(const struct opt *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "R:F with a rank R from %lld to %lld and a factor F from %.12g to %.12g", o->lo, o->hi, o->min,
+             o->max);
+}
+
+/* --trace-steps A:B: steps in [lo, hi]; an empty A is lo, an empty B is open. */
+static int steps_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    char head[32];
+    const char *tail = split_pair(arg, head, sizeof(head));
+    long long a = o->lo, z = -1;
+    if (!tail || (head[0] && parse_ll(head, o->lo, o->hi, &a) != 0) ||
+        (tail[0] && parse_ll(tail, o->lo, o->hi, &z) != 0) || (z >= 0 && z < a))
+        return -1;
+    cfg->trace_step_from = (long)a;
+    cfg->trace_step_to = (long)z;
+    return 0;
+}
+
+static void steps_describe(const struct opt *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "A:B with %lld <= A <= B, either may be empty", o->lo);
+}
+
+/* --trainable: all, classifier or last:K with K in [lo, hi]. */
+static int trainable_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    long long k;
+    if (strcmp(arg, "all") && strcmp(arg, "classifier") &&
+        (strncmp(arg, "last:", 5) || parse_ll(arg + 5, o->lo, o->hi, &k) != 0))
+        return -1;
+    snprintf(dst, o->size, "%s", arg);
+    return 0;
+}
+
+static void trainable_describe(const struct opt *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "all, classifier or last:K with K from %lld to %lld", o->lo, o->hi);
+}
+
+static const struct opt_kind k_flag = {0, flag_parse, NULL};
+static const struct opt_kind k_int = {1, int_parse, int_describe};
+static const struct opt_kind k_u64 = {1, u64_parse, u64_describe};
+static const struct opt_kind k_real = {1, real_parse, real_describe};
+static const struct opt_kind k_bytes = {1, bytes_parse, bytes_describe};
+static const struct opt_kind k_text = {1, text_parse, text_describe};
+static const struct opt_kind k_choice = {1, choice_parse, choice_describe};
+static const struct opt_kind k_name = {1, name_parse, choice_describe};
+static const struct opt_kind k_bits = {1, bits_parse, bits_describe};
+static const struct opt_kind k_slow_rank = {1, slow_rank_parse, slow_rank_describe};
+static const struct opt_kind k_steps = {1, steps_parse, steps_describe};
+static const struct opt_kind k_trainable = {1, trainable_parse, trainable_describe};
+/* answered by config_parse itself */
+static const struct opt_kind k_help = {0, NULL, NULL};
+static const struct opt_kind k_version = {0, NULL, NULL};
+
+/* Choices (k_choice, k_name) refuse a value as "unknown <what>". */
+static int is_choice(const struct opt *o)
+{
+    return o->kind->describe == choice_describe;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+static const char *zoo_name(int i)
+{
+    return i < zoo_count ? zoo_models[i].name : NULL;
+}
+
+static const char *const device_names[] = {[DEV_AUTO] = "auto", [DEV_CPU] = "cpu", [DEV_CUDA] = "cuda", NULL};
+static const char *const comm_names[] = {[COMM_SHM] = "shm", [COMM_NCCL] = "nccl", [COMM_MPI] = "mpi", NULL};
+static const char *const algo_names[] = {[ALGO_RING] = "ring", [ALGO_NAIVE] = "naive", NULL};
+static const char *const format_names[] = {
+    [FMT_TEXT] = "text", [FMT_CSV] = "csv", [FMT_JSON] = "json", [FMT_MD] = "md", NULL};
+static const char *const off_on_fp16[] = {"none", "fp16", NULL};
+static const char *const off_on_cosine[] = {"none", "cosine", NULL};
+
+static const char *const group_title[G_COUNT] = {
+    [G_MODE] = "Modes (without one: train, in the live curses UI when stdout is a terminal):",
+    [G_WORK] = "Workload (a comma list makes a sweep: one run per combination):",
+    [G_OPTIM] = "Optimiser (SGD):",
+    [G_EXEC] = "Execution:",
+    [G_REPORT] = "Report:",
+    [G_UI] = "Interactive UI:",
+    [G_TRACE] = "Traces (Chrome trace-event JSON: Perfetto, chrome://tracing, speedscope):",
+    [G_BENCH] = "Collective benchmark (--bench-comm; --ranks, --comm, --algo and the report options apply too):",
+    [G_HELP] = "Help:",
+};
+
+/* Where a value goes: a field that holds one value, or an array that holds
+ * a comma list and the int that counts its entries. */
+#define OFF(field) offsetof(struct config, field)
+#define AT(field) .off = OFF(field), .size = sizeof(((struct config *)0)->field)
+#define LIST(array, count)                                                                                             \
+    .off = OFF(array), .size = sizeof(((struct config *)0)->array[0]),                                                 \
+    .cap = (int)(sizeof(((struct config *)0)->array) / sizeof(((struct config *)0)->array[0])), .n_off = OFF(count)
+/* A choice's names: an array indexed by value, or a function of the values lo..hi. */
+#define NAMES(array) .names = array, .hi = INT_MAX
+#define NAMED_BY(fn, lo_, hi_) .name_of = fn, .lo = lo_, .hi = hi_
+
+/* One row per option: {KIND(...), further fields}. KIND names the kind; its
+ * arguments are the option's name, where its value goes, the kind's bounds
+ * or names, the argument as --help shows it, the default as typed on the
+ * command line (NULL: none), and the --help group and text. Fields the
+ * macro does not take (.def_text, .flags, ...) follow it in the row. */
+#define OPT(name_, kind_, where, arg_, def_, group_, help_)                                                            \
+    .name = name_, .kind = &kind_, where, .arg = arg_, .def = def_, .group = group_, .help = help_
+#define FLAG(name_, where, value, group_, help_)                                                                       \
+    .name = name_, .kind = &k_flag, where, .lo = value, .group = group_, .help = help_
+/* (each macro spells out its fields: one macro handing `where` to another
+ * would split it at its commas) */
+#define INT(name_, where, lo_, hi_, arg_, def_, group_, help_)                                                         \
+    .name = name_, .kind = &k_int, where, .lo = lo_, .hi = hi_, .arg = arg_, .def = def_, .group = group_, .help = help_
+#define BYTES(name_, where, lo_, hi_, arg_, def_, group_, help_)                                                       \
+    .name = name_, .kind = &k_bytes, where, .lo = lo_, .hi = hi_, .arg = arg_, .def = def_, .group = group_,           \
+    .help = help_
+#define REAL(name_, where, min_, max_, arg_, def_, group_, help_)                                                      \
+    .name = name_, .kind = &k_real, where, .min = min_, .max = max_, .arg = arg_, .def = def_, .group = group_,        \
+    .help = help_
+#define TEXT(name_, where, what_, arg_, group_, help_)                                                                 \
+    .name = name_, .kind = &k_text, where, .what = what_, .arg = arg_, .group = group_, .help = help_
+#define CHOICE(name_, where, names_, what_, arg_, def_, group_, help_)                                                 \
+    .name = name_, .kind = &k_choice, where, names_, .what = what_, .arg = arg_, .def = def_, .group = group_,         \
+    .help = help_
+#define NAME(name_, where, names_, what_, arg_, def_, group_, help_)                                                   \
+    .name = name_, .kind = &k_name, where, names_, .what = what_, .arg = arg_, .def = def_, .group = group_,           \
+    .help = help_
+
+static const struct opt opts[] = {
+    {FLAG("batch", AT(batch), 1, G_MODE, "headless: run, then print a report")},
+    {FLAG("info", AT(mode), MODE_INFO, G_MODE, "print the model's layer table: shapes, parameters, FLOPs")},
+    {TEXT("replay", AT(replay), "trace file", "FILE", G_MODE,
+          "show a trace (ddptop's or PyTorch profiler's) instead of training"),
+     .also_off = OFF(mode), .also = MODE_REPLAY},
+    {FLAG("bench-comm", AT(mode), MODE_BENCH_COMM, G_MODE, "benchmark collectives, nccl-tests style; options below")},
+
+    {NAME("model", LIST(models, nmodels), NAMED_BY(zoo_name, 0, INT_MAX), "model", "NAME", "lenet", G_WORK,
+          "model to train, described under Models below")},
+    {NAME("dataset", AT(base.dataset), NAMES(data_names), "data set", "NAME", NULL, G_WORK, "data set"),
+     .def_text = "fashion-mnist when " DATA_DEBIAN_FASHION_DIR " exists, else synthetic"},
+    {TEXT("data-dir", AT(base.data_dir), "directory", "DIR", G_WORK, "where the data set's files are"),
+     .def_text = DATA_DEBIAN_FASHION_DIR " for fashion-mnist"},
+    {INT("ranks", LIST(ranks, nranks), 1, MAX_RANKS, "N", "2", G_WORK, "training ranks")},
+    {INT("batch-size", LIST(batches, nbatches), 1, 65536, "B", "32", G_WORK, "samples per rank per step")},
+    {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, STRAT_COUNT - 1), "strategy", "S",
+            "allreduce", G_WORK,
+            "how gradients are synchronised; single runs one rank on the whole global batch, ranks x batch")},
+    {INT("epochs", AT(base.epochs), 1, 100000, "N", "1", G_WORK, "epochs")},
+    {INT("steps", AT(base.steps), 1, LONG_MAX, "N", NULL, G_WORK, "stop after N steps in all"), .def_text = "no cap"},
+    {FLAG("no-eval", AT(base.eval), 0, G_WORK, "skip the test-split evaluation after each epoch")},
+    {OPT("trainable", k_trainable, AT(base.trainable), "SPEC", "all", G_WORK,
+         "the layers that train: classifier is the final linear layer, last:K the last K layers with parameters; the "
+         "rest is frozen"),
+     .lo = 1, .hi = 100000},
+
+    {REAL("lr", AT(base.lr), 1e-12, 100.0, "X", "0.05", G_OPTIM, "learning rate")},
+    {REAL("momentum", AT(base.momentum), 0.0, 0.9999, "X", "0.9", G_OPTIM, "momentum")},
+    {REAL("weight-decay", AT(base.weight_decay), 0.0, 1.0, "X", "0", G_OPTIM, "L2 weight decay")},
+    {INT("warmup-steps", AT(base.warmup_steps), 0, INT_MAX, "N", "0", G_OPTIM, "linear warm-up over N steps")},
+    {CHOICE("lr-decay", AT(base.lr_cosine), NAMES(off_on_cosine), "schedule", NULL, "cosine", G_OPTIM,
+            "cosine: decay the rate to 0 over the run")},
+    {FLAG("scale-lr", AT(base.scale_lr), 1, G_OPTIM, "linear scaling rule: lr x ranks")},
+    {OPT("seed", k_u64, AT(base.seed), "N", "1", G_OPTIM, "seed for init, shuffling and synthetic data")},
+
+    {CHOICE("device", AT(base.device), NAMES(device_names), "device", NULL, "auto", G_EXEC, "compute device")},
+    {INT("gpus", LIST(base.gpus, base.ngpus), 0, CFG_GPU_LIMIT - 1, "N", NULL, G_EXEC,
+         "CUDA devices for the ranks, distinct; rank r runs on GPU list[r % n]"),
+     .flags = F_DISTINCT | F_DIGITS, .def_text = "all"},
+    {CHOICE("comm", AT(base.comm), NAMES(comm_names), "backend", NULL, "shm", G_EXEC,
+            "communication backend; unless given, GPUs use nccl, or ddptop's device ring when ranks share a GPU"),
+     .also_off = OFF(base.comm_set), .also = 1},
+    {CHOICE("algo", AT(base.algo), NAMES(algo_names), "algorithm", NULL, "ring", G_EXEC,
+            "algorithm of ddptop's own backends")},
+    {INT("threads-per-rank", AT(base.threads_per_rank), 1, 1024, "N", NULL, G_EXEC, "compute threads per rank"),
+     .def_text = "cores / ranks, at least 1"},
+    {REAL("bucket-mb", AT(base.bucket_mb), 0.001, 4096.0, "X", "25", G_EXEC,
+          "ddp bucket cap in MB; the first bucket is 1 MB")},
+    {FLAG("no-overlap", AT(base.overlap), 0, G_EXEC, "ddp: run the buckets after backward instead of during it")},
+    {FLAG("no-broadcast-buffers", AT(base.broadcast_buffers), 0, G_EXEC,
+          "keep each rank's batch norm running statistics its own"),
+     .def_text = "rank 0's go to every rank before each step"},
+    {FLAG("no-cupti", AT(base.no_cupti), 1, G_EXEC,
+          "GPU: no device timelines (host spans only; to measure what CUPTI costs)")},
+    {CHOICE("grad-compress", AT(base.grad_fp16), NAMES(off_on_fp16), "compression", NULL, "none", G_EXEC,
+            "fp16: send gradients as half precision")},
+    {OPT("slow-rank", k_slow_rank, AT(base.slow_rank), "R:F", NULL, G_EXEC,
+         "make rank R's compute F times slower: a straggler"),
+     .lo = 0, .hi = MAX_RANKS - 1, .min = 1.0, .max = 1000.0, .def_text = "none"},
+    {FLAG("check-replicas", AT(base.check_replicas), 1, G_EXEC,
+          "hash every rank's parameters after each step and report the first step where replicas differ")},
+
+    {CHOICE("format", AT(format), NAMES(format_names), "format", NULL, "text", G_REPORT, "report format")},
+    {TEXT("output", AT(output), "file name", "FILE", G_REPORT, "write the report to FILE"), .def_text = "stdout"},
+    {REAL("loss-threshold", AT(base.loss_threshold), 1e-12, 1e6, "X", NULL, G_REPORT,
+          "report the first epoch/step where the running loss < X"),
+     .def_text = "none"},
+    {FLAG("quiet", AT(quiet), 1, G_REPORT, "no progress line on stderr")},
+
+    {TEXT("theme", AT(theme), "theme name", "NAME", G_UI,
+          "colour theme from the themes folder: default, light, high-contrast, monochrome"),
+     .flags = F_BARE, .def_text = "default, or monochrome under NO_COLOR"},
+    {INT("refresh-ms", AT(refresh_ms), 10, 10000, "N", "100", G_UI, "screen refresh period in milliseconds")},
+
+    /* the path leaves room for --trace-split's .rankN.json */
+    {TEXT("trace", AT(trace), "file name", "FILE", G_TRACE, "write a trace; FILE ending in .gz is compressed"),
+     .hi = CFG_PATH - 33},
+    {OPT("trace-steps", k_steps, AT(trace_step_from), "A:B", ":", G_TRACE, "record only steps A to B"), .lo = 0,
+     .hi = LONG_MAX, .def_text = "all"},
+    {OPT("trace-ranks", k_bits, AT(trace_ranks), "R[,R..]", NULL, G_TRACE, "record only these ranks"), .lo = 0,
+     .hi = MAX_RANKS - 1, .def_text = "all"},
+    {FLAG("trace-split", AT(trace_split), 1, G_TRACE, "one file per rank (FILE becomes FILE.rankN.json)")},
+
+    {CHOICE("collective", AT(collective), NAMED_BY(coll_name, COLL_ALLREDUCE, COLL_BARRIER - 1), "collective", "NAME",
+            "allreduce", G_BENCH, "the collective to time"),
+     .flags = F_DASH},
+    {BYTES("min-bytes", AT(min_bytes), 4, 8LL << 30, "N[K|M|G]", "4K", G_BENCH, "smallest message")},
+    {BYTES("max-bytes", AT(max_bytes), 4, 8LL << 30, "N[K|M|G]", "64M", G_BENCH, "largest message")},
+    {INT("factor", AT(factor), 2, 1024, "F", "2", G_BENCH, "size multiplier between rows")},
+    {INT("iters", AT(iters), 1, 1000000, "N", "20", G_BENCH, "timed iterations per size")},
+    {INT("warmup", AT(warmup), 0, 1000000, "N", "5", G_BENCH, "warm-up iterations per size")},
+
+    {.name = "help", .short_name = 'h', .kind = &k_help, .group = G_HELP, .help = "this help"},
+    {.name = "version", .short_name = 'V', .kind = &k_version, .group = G_HELP, .help = "print the version"},
+};
+
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+#define OPT_VAL0 256 /* getopt_long's value for opts[i] is OPT_VAL0 + i, or its short name */
+
+_Static_assert(CFG_MAX_GPUS <= CFG_MAX_LIST, "a --gpus list is split like every other list");
+
+/* ---- --help ----------------------------------------------------------------- */
+
+/* Writes text from column col, word-wrapped before HELP_WIDTH, each further
+ * line indented to HELP_COL. */
+static void help_wrap(FILE *out, int col, const char *text)
+{
+    for (const char *w = text; *w;) {
+        size_t len = strcspn(w, " ");
+        if (col > HELP_COL && col + 1 + (int)len > HELP_WIDTH) {
+            fprintf(out, "\n%*s", HELP_COL, "");
+            col = HELP_COL;
+        } else if (col > HELP_COL) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", (int)len, w);
+        col += (int)len;
+        w += len;
+        w += strspn(w, " ");
     }
-    memcpy(vals, v, sizeof(int) * (size_t)k);
-    *n = k;
+    fputc('\n', out);
+}
+
+/* "  --name ARG    help (what is allowed; default X)" */
+static void help_row(FILE *out, const struct opt *o)
+{
+    char left[160], names[256], allowed[512], text[1024];
+    int n = o->short_name ? snprintf(left, sizeof(left), "  -%c, --%s", o->short_name, o->name)
+                          : snprintf(left, sizeof(left), "  --%s", o->name);
+    int names_in_arg = is_choice(o) && !o->arg;
+    if (names_in_arg) {
+        choice_join(o, "|", names, sizeof(names));
+        n += snprintf(left + n, sizeof(left) - (size_t)n, " %s", names);
+    } else if (o->arg) {
+        n += snprintf(left + n, sizeof(left) - (size_t)n, " %s", o->arg);
+        if (o->cap)
+            n += snprintf(left + n, sizeof(left) - (size_t)n, "[,%s..]", o->arg);
+    }
+
+    /* what is allowed, unless the names stand in the argument; a path's
+     * length limit would only clutter */
+    allowed[0] = 0;
+    if (o->kind->takes_arg && !names_in_arg && o->kind != &k_text)
+        o->kind->describe(o, allowed, sizeof(allowed));
+    char def[256] = "";
+    if (o->def_text)
+        snprintf(def, sizeof(def), "default: %s", o->def_text);
+    else if (o->def)
+        snprintf(def, sizeof(def), "default %s", o->def);
+    if (allowed[0] || def[0])
+        snprintf(text, sizeof(text), "%s (%s%s%s)", o->help, allowed, allowed[0] && def[0] ? "; " : "", def);
+    else
+        snprintf(text, sizeof(text), "%s", o->help);
+
+    fputs(left, out);
+    if (n >= HELP_COL - 1) {
+        fputc('\n', out);
+        n = 0;
+    }
+    fprintf(out, "%*s", HELP_COL - n, "");
+    help_wrap(out, HELP_COL, text);
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "Usage: ddptop [OPTIONS]\n"
+                 "A terminal profiler for data-parallel training: trains a model on N ranks and shows\n"
+                 "where each rank's time goes (compute, communication, data, idle).\n");
+    for (int g = 0; g < G_COUNT; g++) {
+        fprintf(out, "\n%s\n", group_title[g]);
+        for (size_t i = 0; i < NOPTS; i++)
+            if (opts[i].group == g)
+                help_row(out, &opts[i]);
+    }
+    fprintf(out, "\nModels:\n");
+    zoo_print_help(out);
+    fprintf(out, "\nExamples:\n"
+                 "  ddptop --batch --model lenet --ranks 1,2 --strategy allreduce --epochs 1\n"
+                 "  ddptop --batch --model mlp --ranks 2 --steps 200 --format json --output run.json\n");
+}
+
+/* ---- parsing ---------------------------------------------------------------- */
+
+static int bad(FILE *err, const struct opt *o, const char *what, const char *got)
+{
+    fprintf(err, "ddptop: --%s: %s (got '%s')\n", o->name, what, got);
+    return 2;
+}
+
+/* The one line for a value o's kind refused (list: a list of the wrong
+ * shape, or with an entry twice where entries are distinct). */
+static int bad_value(FILE *err, const struct opt *o, const char *got, int list)
+{
+    char allowed[512], line[640];
+    o->kind->describe(o, allowed, sizeof(allowed));
+    if (list)
+        snprintf(line, sizeof(line), "expected 1 to %d%s comma-separated values, each %s", o->cap,
+                 (o->flags & F_DISTINCT) ? " distinct" : "", allowed);
+    else if (is_choice(o))
+        snprintf(line, sizeof(line), "unknown %s; expected %s", o->what, allowed);
+    else
+        snprintf(line, sizeof(line), "expected %s", allowed);
+    return bad(err, o, line, got);
+}
+
+/* Reads arg (a value, or a comma list of them) into o's field. Returns 0,
+ * or 2 after the one line on err. */
+static int opt_set(const struct opt *o, struct config *cfg, const char *arg, FILE *err)
+{
+    char *field = (char *)cfg + o->off;
+    if (!o->cap)
+        return o->kind->parse(o, cfg, field, arg) == 0 ? 0 : bad_value(err, o, arg, 0);
+
+    char items[CFG_MAX_LIST][CFG_NAME];
+    int n;
+    if (split_list(arg, items, &n) != 0 || n > o->cap)
+        return bad_value(err, o, arg, 1);
+    for (int i = 0; i < n; i++) {
+        char *entry = field + (size_t)i * o->size;
+        if (o->kind->parse(o, cfg, entry, items[i]) != 0)
+            return bad_value(err, o, items[i], 0);
+        for (int j = 0; (o->flags & F_DISTINCT) && j < i; j++)
+            if (!memcmp(field + (size_t)j * o->size, entry, o->size))
+                return bad_value(err, o, arg, 1);
+    }
+    *(int *)((char *)cfg + o->n_off) = n;
+    return 0;
+}
+
+/* Every field to its default. Returns 0, or 2 when a row's default is not
+ * a value its own parser takes (a mistake in the table, seen by every test). */
+static int set_defaults(struct config *cfg, FILE *err)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < NOPTS; i++) {
+        const struct opt *o = &opts[i];
+        if (o->kind == &k_flag)
+            *(int *)((char *)cfg + o->off) = !o->lo;
+        else if (o->def && opt_set(o, cfg, o->def, err) != 0)
+            return 2;
+    }
+    /* defaults no command-line value spells */
+    snprintf(cfg->base.dataset, sizeof(cfg->base.dataset), "%s", data_default_name());
+    cfg->base.loss_threshold = -1.0;
+    cfg->base.slow_rank = -1;
+    cfg->base.slow_factor = 1.0;
     return 0;
 }
 
@@ -337,362 +777,51 @@ static int default_threads(int ranks)
 
 int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err)
 {
-    memset(cfg, 0, sizeof(*cfg));
+    if (set_defaults(cfg, err) != 0)
+        return 2;
     struct run_config *b = &cfg->base;
-    snprintf(b->dataset, sizeof(b->dataset), "%s", data_default_name());
-    b->epochs = 1;
-    b->lr = 0.05f;
-    b->lr_cosine = 1;
-    b->momentum = 0.9f;
-    b->seed = 1;
-    b->loss_threshold = -1.0;
-    b->eval = 1;
-    b->bucket_mb = 25.0f;
-    b->overlap = 1;
-    b->broadcast_buffers = 1;
-    b->slow_rank = -1;
-    b->slow_factor = 1.0;
-    b->algo = ALGO_RING;
-    snprintf(cfg->models[0], CFG_NAME, "lenet");
-    cfg->nmodels = 1;
-    cfg->ranks[0] = 2;
-    cfg->nranks = 1;
-    cfg->batches[0] = 32;
-    cfg->nbatches = 1;
-    cfg->strategies[0] = STRAT_ALLREDUCE;
-    cfg->nstrategies = 1;
-    cfg->refresh_ms = 100;
-    cfg->trace_step_to = -1;
-    cfg->collective = COLL_ALLREDUCE;
-    cfg->min_bytes = 4096;
-    cfg->max_bytes = 64ULL << 20;
-    cfg->factor = 2;
-    cfg->iters = 20;
-    cfg->warmup = 5;
-    snprintf(b->trainable, sizeof(b->trainable), "all");
-    int threads_set = 0;
+
+    struct option long_opts[NOPTS + 1];
+    char shorts[NOPTS + 2] = ":"; /* ':' first: a missing value is told apart from an unknown option */
+    size_t ns = 1;
+    for (size_t i = 0; i < NOPTS; i++) {
+        int val = opts[i].short_name ? opts[i].short_name : OPT_VAL0 + (int)i;
+        long_opts[i] =
+            (struct option){opts[i].name, opts[i].kind->takes_arg ? required_argument : no_argument, NULL, val};
+        if (opts[i].short_name)
+            shorts[ns++] = opts[i].short_name;
+    }
+    long_opts[NOPTS] = (struct option){0, 0, 0, 0};
+    shorts[ns] = 0;
 
     optind = 1;
     opterr = 0;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, ":hV", long_opts, &idx)) != -1) {
-        const char *name = c >= 256 ? long_opts[idx].name : "";
-        long lv;
-        double dv;
-        switch (c) {
-        case OPT_HELP:
-            usage(out);
-            return 1;
-        case OPT_VERSION:
-            fprintf(out, "ddptop %s\n", DDPTOP_VERSION);
-            return 1;
-        case OPT_MODEL: {
-            if (split_list(optarg, cfg->models, &cfg->nmodels) != 0)
-                return bad(err, name, "expected a comma list of model names", optarg);
-            for (int i = 0; i < cfg->nmodels; i++)
-                if (!zoo_find(cfg->models[i])) {
-                    char allowed[512] = "unknown model; one of:";
-                    for (int k = 0; k < zoo_count; k++) {
-                        strncat(allowed, " ", sizeof(allowed) - strlen(allowed) - 1);
-                        strncat(allowed, zoo_models[k].name, sizeof(allowed) - strlen(allowed) - 1);
-                    }
-                    return bad(err, name, allowed, cfg->models[i]);
-                }
-            break;
-        }
-        case OPT_DATASET:
-            if (!data_known(optarg))
-                return bad(err, name, "one of fashion-mnist, mnist, cifar10, synthetic", optarg);
-            snprintf(b->dataset, sizeof(b->dataset), "%s", optarg);
-            break;
-        case OPT_DATA_DIR:
-            if (!*optarg || strlen(optarg) >= CFG_PATH)
-                return bad(err, name, "expected a directory", optarg);
-            snprintf(b->data_dir, sizeof(b->data_dir), "%s", optarg);
-            break;
-        case OPT_RANKS:
-            if (int_list(optarg, 1, MAX_RANKS, cfg->ranks, &cfg->nranks) != 0)
-                return bad(err, name, "expected integers from 1 to 64, comma-separated", optarg);
-            break;
-        case OPT_BATCH_SIZE:
-            if (int_list(optarg, 1, 65536, cfg->batches, &cfg->nbatches) != 0)
-                return bad(err, name, "expected positive integers up to 65536, comma-separated", optarg);
-            break;
-        case OPT_EPOCHS:
-            if (parse_long(optarg, 1, 100000, &lv) != 0)
-                return bad(err, name, "expected a positive integer", optarg);
-            b->epochs = (int)lv;
-            break;
-        case OPT_STEPS:
-            if (parse_long(optarg, 1, LONG_MAX, &lv) != 0)
-                return bad(err, name, "expected a positive integer", optarg);
-            b->steps = lv;
-            break;
-        case OPT_LR:
-            if (parse_double(optarg, 1e-12, 100.0, &dv) != 0)
-                return bad(err, name, "expected a number in (0, 100]", optarg);
-            b->lr = (float)dv;
-            break;
-        case OPT_MOMENTUM:
-            if (parse_double(optarg, 0.0, 0.9999, &dv) != 0)
-                return bad(err, name, "expected a number in [0, 1)", optarg);
-            b->momentum = (float)dv;
-            break;
-        case OPT_WD:
-            if (parse_double(optarg, 0.0, 1.0, &dv) != 0)
-                return bad(err, name, "expected a number in [0, 1]", optarg);
-            b->weight_decay = (float)dv;
-            break;
-        case OPT_WARMUP:
-            if (parse_long(optarg, 0, INT_MAX, &lv) != 0)
-                return bad(err, name, "expected a non-negative integer", optarg);
-            b->warmup_steps = (int)lv;
-            break;
-        case OPT_SCALE_LR:
-            b->scale_lr = 1;
-            break;
-        case OPT_SEED: {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-')
-                return bad(err, name, "expected a non-negative integer", optarg);
-            b->seed = v;
-            break;
-        }
-        case OPT_STRATEGY: {
-            char items[CFG_MAX_LIST][CFG_NAME];
-            if (split_list(optarg, items, &cfg->nstrategies) != 0)
-                return bad(err, name, "expected a comma list of strategies", optarg);
-            for (int i = 0; i < cfg->nstrategies; i++) {
-                int k = strategy_parse(items[i]);
-                if (k < 0)
-                    return bad(err, name, "one of single, dp, gather-scatter, allreduce, ddp", items[i]);
-                cfg->strategies[i] = k;
-            }
-            break;
-        }
-        case OPT_COMM:
-            if (!strcmp(optarg, "shm"))
-                b->comm = COMM_SHM;
-            else if (!strcmp(optarg, "nccl"))
-                b->comm = COMM_NCCL;
-            else if (!strcmp(optarg, "mpi"))
-                b->comm = COMM_MPI;
-            else
-                return bad(err, name, "one of shm, nccl, mpi", optarg);
-            b->comm_set = 1;
-            break;
-        case OPT_ALGO:
-            if (!strcmp(optarg, "ring"))
-                b->algo = ALGO_RING;
-            else if (!strcmp(optarg, "naive"))
-                b->algo = ALGO_NAIVE;
-            else
-                return bad(err, name, "one of ring, naive", optarg);
-            break;
-        case OPT_DEVICE:
-            if (!strcmp(optarg, "cpu"))
-                b->device = DEV_CPU;
-            else if (!strcmp(optarg, "cuda"))
-                b->device = DEV_CUDA;
-            else if (!strcmp(optarg, "auto"))
-                b->device = DEV_AUTO;
-            else
-                return bad(err, name, "one of cpu, cuda, auto", optarg);
-            break;
-        case OPT_GPUS:
-            if (gpu_list(optarg, b->gpus, &b->ngpus) != 0)
-                return bad(err, name, "expected up to 16 distinct GPU indices from 0 to 1023, comma-separated", optarg);
-            break;
-        case OPT_BATCH:
-            cfg->batch = 1;
-            break;
-        case OPT_FORMAT:
-            if (!strcmp(optarg, "text"))
-                cfg->format = FMT_TEXT;
-            else if (!strcmp(optarg, "csv"))
-                cfg->format = FMT_CSV;
-            else if (!strcmp(optarg, "json"))
-                cfg->format = FMT_JSON;
-            else if (!strcmp(optarg, "md"))
-                cfg->format = FMT_MD;
-            else
-                return bad(err, name, "one of text, csv, json, md", optarg);
-            break;
-        case OPT_OUTPUT:
-            if (!*optarg || strlen(optarg) >= CFG_PATH)
-                return bad(err, name, "expected a file name", optarg);
-            snprintf(cfg->output, sizeof(cfg->output), "%s", optarg);
-            break;
-        case OPT_LOSS_THRESHOLD:
-            if (parse_double(optarg, 1e-12, 1e6, &dv) != 0)
-                return bad(err, name, "expected a positive number", optarg);
-            b->loss_threshold = dv;
-            break;
-        case OPT_THREADS:
-            if (parse_long(optarg, 1, 1024, &lv) != 0)
-                return bad(err, name, "expected an integer from 1 to 1024", optarg);
-            b->threads_per_rank = (int)lv;
-            threads_set = 1;
-            break;
-        case OPT_NO_EVAL:
-            b->eval = 0;
-            break;
-        case OPT_BUCKET_MB:
-            if (parse_double(optarg, 0.001, 4096.0, &dv) != 0)
-                return bad(err, name, "expected a number of megabytes in [0.001, 4096]", optarg);
-            b->bucket_mb = (float)dv;
-            break;
-        case OPT_NO_CUPTI:
-            b->no_cupti = 1;
-            break;
-        case OPT_NO_BROADCAST_BUFFERS:
-            b->broadcast_buffers = 0;
-            break;
-        case OPT_NO_OVERLAP:
-            b->overlap = 0;
-            break;
-        case OPT_GRAD_COMPRESS:
-            if (!strcmp(optarg, "fp16"))
-                b->grad_fp16 = 1;
-            else if (!strcmp(optarg, "none"))
-                b->grad_fp16 = 0;
-            else
-                return bad(err, name, "one of fp16, none", optarg);
-            break;
-        case OPT_SLOW_RANK: {
-            char *colon = strchr(optarg, ':');
-            char rbuf[32];
-            if (!colon || (size_t)(colon - optarg) >= sizeof(rbuf))
-                return bad(err, name, "expected RANK:FACTOR, e.g. 1:3", optarg);
-            memcpy(rbuf, optarg, (size_t)(colon - optarg));
-            rbuf[colon - optarg] = 0;
-            if (parse_long(rbuf, 0, MAX_RANKS - 1, &lv) != 0 || parse_double(colon + 1, 1.0, 1000.0, &dv) != 0)
-                return bad(err, name, "expected RANK:FACTOR with a rank from 0 and a factor from 1 to 1000", optarg);
-            b->slow_rank = (int)lv;
-            b->slow_factor = dv;
-            break;
-        }
-        case OPT_QUIET:
-            cfg->quiet = 1;
-            break;
-        case OPT_THEME:
-            if (!*optarg || strlen(optarg) >= CFG_NAME || strchr(optarg, '/'))
-                return bad(err, name, "expected a theme name", optarg);
-            snprintf(cfg->theme, sizeof(cfg->theme), "%s", optarg);
-            break;
-        case OPT_REFRESH:
-            if (parse_long(optarg, 10, 10000, &lv) != 0)
-                return bad(err, name, "expected milliseconds from 10 to 10000", optarg);
-            cfg->refresh_ms = (int)lv;
-            break;
-        case OPT_TRACE:
-            if (!*optarg || strlen(optarg) >= CFG_PATH - 32)
-                return bad(err, name, "expected a file name", optarg);
-            snprintf(cfg->trace, sizeof(cfg->trace), "%s", optarg);
-            break;
-        case OPT_TRACE_STEPS: {
-            long a = 0, z = -1;
-            char *colon = strchr(optarg, ':');
-            char abuf[32];
-            if (!colon || (size_t)(colon - optarg) >= sizeof(abuf))
-                return bad(err, name, "expected A:B (steps, from 0; B may be empty)", optarg);
-            memcpy(abuf, optarg, (size_t)(colon - optarg));
-            abuf[colon - optarg] = 0;
-            if ((abuf[0] && parse_long(abuf, 0, LONG_MAX, &a) != 0) ||
-                (colon[1] && parse_long(colon + 1, 0, LONG_MAX, &z) != 0) || (z >= 0 && z < a))
-                return bad(err, name, "expected A:B with 0 <= A <= B", optarg);
-            cfg->trace_step_from = a;
-            cfg->trace_step_to = z;
-            break;
-        }
-        case OPT_TRACE_RANKS: {
-            int rl[CFG_MAX_LIST], nr;
-            if (int_list(optarg, 0, MAX_RANKS - 1, rl, &nr) != 0)
-                return bad(err, name, "expected rank numbers from 0, comma-separated", optarg);
-            for (int i = 0; i < nr; i++)
-                cfg->trace_ranks |= 1ULL << rl[i];
-            break;
-        }
-        case OPT_TRACE_SPLIT:
-            cfg->trace_split = 1;
-            break;
-        case OPT_REPLAY:
-            if (!*optarg || strlen(optarg) >= CFG_PATH)
-                return bad(err, name, "expected a trace file", optarg);
-            snprintf(cfg->replay, sizeof(cfg->replay), "%s", optarg);
-            cfg->mode = MODE_REPLAY;
-            break;
-        case OPT_BENCH_COMM:
-            cfg->mode = MODE_BENCH_COMM;
-            break;
-        case OPT_COLLECTIVE: {
-            int k = -1;
-            for (int i = COLL_ALLREDUCE; i < COLL_BARRIER; i++)
-                if (!strcmp(optarg, coll_name(i)) || (i == COLL_REDUCE_SCATTER && !strcmp(optarg, "reduce-scatter")))
-                    k = i;
-            if (k < 0)
-                return bad(err, name, "one of allreduce, reduce_scatter, allgather, broadcast, reduce, gather, scatter",
-                           optarg);
-            cfg->collective = k;
-            break;
-        }
-        case OPT_MIN_BYTES:
-        case OPT_MAX_BYTES: {
-            uint64_t v;
-            if (parse_bytes(optarg, &v) != 0 || v < 4 || v > (8ULL << 30))
-                return bad(err, name, "expected a size from 4 to 8G, with an optional K, M or G suffix", optarg);
-            if (c == OPT_MIN_BYTES)
-                cfg->min_bytes = v;
-            else
-                cfg->max_bytes = v;
-            break;
-        }
-        case OPT_FACTOR:
-            if (parse_long(optarg, 2, 1024, &lv) != 0)
-                return bad(err, name, "expected an integer from 2 to 1024", optarg);
-            cfg->factor = (int)lv;
-            break;
-        case OPT_ITERS:
-            if (parse_long(optarg, 1, 1000000, &lv) != 0)
-                return bad(err, name, "expected a positive integer", optarg);
-            cfg->iters = (int)lv;
-            break;
-        case OPT_WARMUP_ITERS:
-            if (parse_long(optarg, 0, 1000000, &lv) != 0)
-                return bad(err, name, "expected a non-negative integer", optarg);
-            cfg->warmup = (int)lv;
-            break;
-        case OPT_INFO:
-            cfg->mode = MODE_INFO;
-            break;
-        case OPT_CHECK_REPLICAS:
-            b->check_replicas = 1;
-            break;
-        case OPT_LR_DECAY:
-            if (!strcmp(optarg, "cosine"))
-                b->lr_cosine = 1;
-            else if (!strcmp(optarg, "none"))
-                b->lr_cosine = 0;
-            else
-                return bad(err, name, "one of cosine, none", optarg);
-            break;
-        case OPT_TRAINABLE: {
-            long k;
-            if (strcmp(optarg, "all") && strcmp(optarg, "classifier") &&
-                (strncmp(optarg, "last:", 5) || parse_long(optarg + 5, 1, 100000, &k) != 0))
-                return bad(err, name, "one of all, classifier, last:K (K >= 1)", optarg);
-            snprintf(b->trainable, sizeof(b->trainable), "%s", optarg);
-            break;
-        }
-        case ':':
+    int c;
+    while ((c = getopt_long(argc, argv, shorts, long_opts, NULL)) != -1) {
+        if (c == ':') {
             fprintf(err, "ddptop: %s: missing value\n", argv[optind - 1]);
             return 2;
-        default:
+        }
+        const struct opt *o = NULL;
+        for (size_t i = 0; i < NOPTS && !o; i++)
+            if (c == long_opts[i].val)
+                o = &opts[i];
+        if (!o) {
             fprintf(err, "ddptop: unknown option '%s' (see --help)\n", argv[optind - 1]);
             return 2;
         }
+        if (o->kind == &k_help) {
+            usage(out);
+            return 1;
+        }
+        if (o->kind == &k_version) {
+            fprintf(out, "ddptop %s\n", DDPTOP_VERSION);
+            return 1;
+        }
+        if (opt_set(o, cfg, optarg, err) != 0)
+            return 2;
+        if (o->also)
+            *(int *)((char *)cfg + o->also_off) = o->also;
     }
     if (optind < argc) {
         fprintf(err, "ddptop: unexpected argument '%s' (see --help)\n", argv[optind]);
@@ -713,8 +842,6 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         fprintf(err, "ddptop: --min-bytes: larger than --max-bytes\n");
         return 2;
     }
-    if (!threads_set)
-        b->threads_per_rank = 0; /* per run: cores / ranks */
     return 0;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_cli.sh - every bad input gets exactly one line on stderr naming what
-# was wrong, and exit status 2; --help and --version succeed. Bad data files
-# (missing, truncated, corrupt, wrong magic) are made here.
+# was wrong, and exit status 2; --help and --version succeed. Every bound is
+# tried at its edge and one step past it, and --help must list every option.
+# Bad data files (missing, truncated, corrupt, wrong magic) are made here.
 set -u
 BIN=${1:?usage: test_cli.sh path/to/ddptop}
 tmp=$(mktemp -d)
@@ -73,6 +74,115 @@ expect_error "bad bytes" "--max-bytes" --bench-comm --max-bytes 12Q
 expect_error "nccl on the CPU" "--comm nccl" --batch --dataset synthetic --device cpu --comm nccl
 expect_error "mpi not implemented" "--comm mpi" --batch --dataset synthetic --comm mpi
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
+
+# Every option, with a value it takes. --help must list exactly these (one
+# table drives the parser and --help), and the parser must take each value
+# (--help last: the values are parsed, then nothing runs).
+all_options=(
+    --batch "" --info "" --replay t.json --bench-comm ""
+    --model lenet --dataset synthetic --data-dir /tmp --ranks 2 --batch-size 8 --strategy ddp --epochs 2
+    --steps 5 --no-eval "" --trainable classifier
+    --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --seed 7
+    --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
+    --no-broadcast-buffers "" --no-cupti "" --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
+    --format json --output out.json --loss-threshold 0.5 --quiet ""
+    --theme light --refresh-ms 50
+    --trace t.json --trace-steps 1:5 --trace-ranks 0,1 --trace-split ""
+    --collective gather --min-bytes 1K --max-bytes 1M --factor 4 --iters 3 --warmup 1
+    --help "" --version ""
+)
+want_names=() args=()
+for ((i = 0; i < ${#all_options[@]}; i += 2)); do
+    want_names+=("${all_options[i]#--}")
+    case ${all_options[i]} in --help | --version) continue ;; esac
+    args+=("${all_options[i]}")
+    [ -n "${all_options[i + 1]}" ] && args+=("${all_options[i + 1]}")
+done
+expect_ok "every option takes a good value" "Usage: ddptop" "${args[@]}" --help
+"$BIN" --help >"$tmp/help"
+listed=$(sed -n 's/^  \(-., \)\{0,1\}--\([a-z0-9-]*\).*/\2/p' "$tmp/help" | sort)
+if [ "$listed" != "$(printf '%s\n' "${want_names[@]}" | sort)" ]; then
+    echo "FAIL: --help lists other options than the parser's:"
+    diff <(printf '%s\n' "${want_names[@]}" | sort) <(echo "$listed") | sed 's/^/    /'
+    fails=$((fails + 1))
+else
+    passes=$((passes + 1))
+fi
+for want in "--ranks N[,N..]" "default 2" "default 64M" "default 0.05" "default allreduce" "--device auto|cpu|cuda" \
+    "an integer from 1 to 64" "a number from 0 to 0.9999"; do
+    if grep -qF -- "$want" "$tmp/help"; then passes=$((passes + 1)); else
+        echo "FAIL: --help does not show '$want'"; fails=$((fails + 1))
+    fi
+done
+
+# Bounds: the value at each edge is taken; one step past it is refused with
+# one line naming the option and the bound.
+lows=(--ranks 1 --batch-size 1 --epochs 1 --steps 1 --lr 1e-12 --momentum 0 --weight-decay 0 --warmup-steps 0
+    --seed 0 --gpus 0 --threads-per-rank 1 --bucket-mb 0.001 --slow-rank 0:1 --loss-threshold 1e-12 --refresh-ms 10
+    --trace-steps 0:0 --trace-ranks 0 --min-bytes 4 --max-bytes 4 --factor 2 --iters 1 --warmup 0 --trainable last:1)
+highs=(--ranks 64 --batch-size 65536 --epochs 100000 --steps 9223372036854775807 --lr 100 --momentum 0.9999
+    --weight-decay 1 --warmup-steps 2147483647 --seed 18446744073709551615 --gpus 1023 --threads-per-rank 1024
+    --bucket-mb 4096 --slow-rank 63:1000 --loss-threshold 1000000 --refresh-ms 10000 --trace-ranks 63 --min-bytes 8G
+    --max-bytes 8G --factor 1024 --iters 1000000 --warmup 1000000 --trainable last:100000)
+expect_ok "every lower bound is taken" "Usage: ddptop" "${lows[@]}" --help
+expect_ok "every upper bound is taken" "Usage: ddptop" "${highs[@]}" --help
+past=(
+    --ranks 0 "from 1 to 64" --ranks 65 "from 1 to 64"
+    --batch-size 0 "from 1 to 65536" --batch-size 65537 "from 1 to 65536"
+    --epochs 0 "from 1 to 100000" --epochs 100001 "from 1 to 100000"
+    --steps 0 "positive integer" --steps 9223372036854775808 "positive integer"
+    --lr 9e-13 "from 1e-12 to 100" --lr 100.001 "from 1e-12 to 100"
+    --momentum -0.001 "from 0 to 0.9999" --momentum 0.99991 "from 0 to 0.9999"
+    --weight-decay -0.001 "from 0 to 1" --weight-decay 1.001 "from 0 to 1"
+    --warmup-steps -1 "non-negative integer" --warmup-steps 2147483648 "non-negative integer"
+    --seed -1 "non-negative integer" --seed 18446744073709551616 "non-negative integer"
+    --gpus -1 "from 0 to 1023" --gpus 1024 "from 0 to 1023"
+    --threads-per-rank 0 "from 1 to 1024" --threads-per-rank 1025 "from 1 to 1024"
+    --bucket-mb 0.0009 "from 0.001 to 4096" --bucket-mb 4096.001 "from 0.001 to 4096"
+    --slow-rank -1:1 "from 0 to 63" --slow-rank 64:1 "from 0 to 63"
+    --slow-rank 0:0.999 "from 1 to 1000" --slow-rank 0:1000.001 "from 1 to 1000"
+    --loss-threshold 9e-13 "from 1e-12 to 1000000" --loss-threshold 1000001 "from 1e-12 to 1000000"
+    --refresh-ms 9 "from 10 to 10000" --refresh-ms 10001 "from 10 to 10000"
+    --trace-steps -1:0 "0 <= A <= B" --trace-steps 1:0 "0 <= A <= B"
+    --trace-ranks -1 "from 0 to 63" --trace-ranks 64 "from 0 to 63"
+    --min-bytes 3 "from 4 to 8G" --min-bytes 8589934593 "from 4 to 8G"
+    --max-bytes 3 "from 4 to 8G" --max-bytes 8589934593 "from 4 to 8G"
+    --factor 1 "from 2 to 1024" --factor 1025 "from 2 to 1024"
+    --iters 0 "from 1 to 1000000" --iters 1000001 "from 1 to 1000000"
+    --warmup -1 "from 0 to 1000000" --warmup 1000001 "from 0 to 1000000"
+    --trainable last:0 "K from 1 to 100000" --trainable last:100001 "K from 1 to 100000"
+)
+for ((i = 0; i < ${#past[@]}; i += 3)); do
+    expect_error "${past[i]} ${past[i + 1]}" "${past[i]}: " "${past[i]}" "${past[i + 1]}"
+    grep -qF -- "${past[i + 2]}" "$tmp/err" || {
+        echo "FAIL: ${past[i]} ${past[i + 1]}: the error does not say '${past[i + 2]}'"
+        fails=$((fails + 1))
+    }
+done
+
+# lists hold 16 entries; text fields their length
+sixteen() { local v=$1; printf %s "$v"; for _ in $(seq 15); do printf ",%s" "$v"; done; }
+expect_ok "lists of 16 entries" "Usage: ddptop" --ranks "$(sixteen 2)" --batch-size "$(sixteen 8)" \
+    --model "$(sixteen lenet)" --strategy "$(sixteen ddp)" --gpus 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 --help
+for o in "--ranks 2" "--batch-size 8" "--model lenet" "--strategy ddp"; do
+    set -- $o
+    expect_error "$1 with 17 entries" "$1: " "$1" "$(sixteen "$2"),$2"
+done
+chars() { head -c "$1" /dev/zero | tr '\0' x; }
+expect_ok "text at its longest" "Usage: ddptop" --theme "$(chars 31)" --output "$(chars 1023)" \
+    --data-dir "$(chars 1023)" --replay "$(chars 1023)" --trace "$(chars 991)" --help
+for o in "--theme 32" "--output 1024" "--data-dir 1024" "--replay 1024" "--trace 992"; do
+    set -- $o
+    expect_error "$1 of $2 characters" "$1: " "$1" "$(chars "$2")"
+done
+expect_error "--theme with a /" "--theme: " --theme a/b
+
+# choices: the names are the allowed values, and the error lists them
+expect_error "unknown device lists the devices" "auto, cpu, cuda" --device tpu
+expect_error "unknown data set lists the data sets" "fashion-mnist, mnist, cifar10, synthetic" --dataset imagenet
+expect_error "unknown collective lists the collectives" "reduce_scatter" --collective all2all
+expect_ok "--collective reduce-scatter" "Usage: ddptop" --collective reduce-scatter --help
+expect_error "only --collective takes a - for a _" "unknown model" --model squeezenet1-0
 
 # data files
 mk_idx() { # mk_idx file magic_hex count rows cols nbytes_of_data
