@@ -30,6 +30,87 @@ int comm_context(struct comm *c, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* ---- a broken communicator (comm_break) ---- */
+static int broken(struct comm *c)
+{
+    snprintf(c->err, sizeof(c->err), "%s", c->why_broken);
+    return -1;
+}
+
+static int b_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
+{
+    return broken(c);
+}
+
+static int b_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
+{
+    return broken(c);
+}
+
+static int b_reduce_scatter(struct comm *c, const float *in, float *out, size_t n, enum red_op op)
+{
+    return broken(c);
+}
+
+static int b_allgather(struct comm *c, const float *in, float *out, size_t n)
+{
+    return broken(c);
+}
+
+static int b_broadcast(struct comm *c, float *buf, size_t n, int root)
+{
+    return broken(c);
+}
+
+static int b_reduce(struct comm *c, const float *in, float *out, size_t n, enum red_op op, int root)
+{
+    return broken(c);
+}
+
+static int b_gather(struct comm *c, const float *in, float *out, size_t n, int root)
+{
+    return broken(c);
+}
+
+static int b_scatter(struct comm *c, const float *in, float *out, size_t n, int root)
+{
+    return broken(c);
+}
+
+static int b_barrier(struct comm *c)
+{
+    return broken(c);
+}
+
+static void b_destroy(struct comm *c)
+{
+    c->ops = c->healthy;
+    c->ops->destroy(c);
+}
+
+static const struct comm_ops broken_ops = {
+    .name = "broken",
+    .allreduce = b_allreduce,
+    .allreduce_f16 = b_allreduce_f16,
+    .reduce_scatter = b_reduce_scatter,
+    .allgather = b_allgather,
+    .broadcast = b_broadcast,
+    .reduce = b_reduce,
+    .gather = b_gather,
+    .scatter = b_scatter,
+    .barrier = b_barrier,
+    .destroy = b_destroy,
+};
+
+void comm_break(struct comm *c, const char *why)
+{
+    if (c->ops == &broken_ops)
+        return;
+    c->healthy = c->ops;
+    c->ops = &broken_ops;
+    snprintf(c->why_broken, sizeof(c->why_broken), "%s", why);
+}
+
 double coll_busbw_factor(int kind, int n)
 {
     if (n <= 1)

@@ -64,8 +64,11 @@ struct comm {
     const _Atomic uint32_t *step;      /* the rank's current step, for tagging spans */
     int16_t tag;                       /* tag for the next call's spans (bucket id) */
     const volatile _Atomic int *abort; /* nonzero: every wait gives up, calls fail */
+    int64_t timeout_ns;                /* > 0: a wait on a peer this long fails (-1), naming the peer */
     void *impl;
-    void *backend; /* a wrapping backend's state (the shared-GPU ring), else NULL */
+    void *backend;                  /* a wrapping backend's state (the shared-GPU ring), else NULL */
+    const struct comm_ops *healthy; /* comm_break: the ops it had, for destroy */
+    char why_broken[128];
     /* A failed call (-1) leaves its message here, naming the call (and for
      * device backends the GPU); callers add their context above it. */
     char err[256];
@@ -75,6 +78,11 @@ struct comm {
  * c->err becomes "CONTEXT: message". Returns rc; does nothing for 0 or
  * COMM_ABORTED. */
 int comm_context(struct comm *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Every later collective on c fails (-1) with message `why`, as over a
+ * broken link: --inject-fault comm-error. Destroying c still works. Call
+ * it while no collective of c runs. */
+void comm_break(struct comm *c, const char *why);
 
 /* Directs this communicator's spans to ring, as lane. */
 void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic uint32_t *step);

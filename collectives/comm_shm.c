@@ -22,6 +22,7 @@
  * needs.
  */
 #include <linux/futex.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +156,14 @@ static int wait_unit(struct comm *c, struct comm_call *call, int r, uint64_t uni
             comm_call_wait(c, call, t0, probe_now_ns());
             return COMM_ABORTED;
         }
-        if (probe_now_ns() - t0 < YIELD_NS) {
+        int64_t waited = probe_now_ns() - t0;
+        if (c->timeout_ns > 0 && waited > c->timeout_ns) {
+            comm_call_wait(c, call, t0, t0 + waited);
+            snprintf(c->err, sizeof(c->err), "timed out after %.3g s waiting for rank %d", (double)waited / 1e9,
+                     (r % c->world + c->world) % c->world);
+            return -1;
+        }
+        if (waited < YIELD_NS) {
             sched_yield();
             continue;
         }

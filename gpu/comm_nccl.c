@@ -40,10 +40,21 @@ static int fail_at(struct comm *c, const char *call, const char *why, const char
 /* Waits for the comm stream, polling so that a raised abort (a failed or
  * interrupted peer, which would leave NCCL's kernels waiting forever)
  * aborts the communicator instead. Returns 0, COMM_ABORTED or -1. */
+/* --comm-timeout ran out: NCCL cannot say which peer is missing. */
+static int timed_out(struct comm *c, const char *what, int64_t t0)
+{
+    ncclCommAbort(NS(c)->nc);
+    NS(c)->aborted = 1;
+    snprintf(c->err, sizeof(c->err), "cuda:%d: %s: timed out after %.3g s (a peer is not taking part)", NS(c)->gpu,
+             what, (double)(probe_now_ns() - t0) / 1e9);
+    return -1;
+}
+
 static int nccl_wait(struct comm *c, const char *what)
 {
     struct nccl_state *s = NS(c);
     struct timespec nap = {0, 20 * 1000};
+    int64_t t0 = probe_now_ns();
     /* a non-blocking communicator: the call is enqueued once its state leaves ncclInProgress */
     for (unsigned spin = 0;; spin++) {
         ncclResult_t st = ncclSuccess;
@@ -59,6 +70,8 @@ static int nccl_wait(struct comm *c, const char *what)
             s->aborted = 1;
             return COMM_ABORTED;
         }
+        if (c->timeout_ns > 0 && probe_now_ns() - t0 > c->timeout_ns)
+            return timed_out(c, what, t0);
         if (spin > 2000)
             nanosleep(&nap, NULL);
     }
@@ -76,6 +89,8 @@ static int nccl_wait(struct comm *c, const char *what)
             s->aborted = 1;
             return COMM_ABORTED;
         }
+        if (c->timeout_ns > 0 && probe_now_ns() - t0 > c->timeout_ns)
+            return timed_out(c, what, t0);
         if (spin > 2000)
             nanosleep(&nap, NULL);
     }

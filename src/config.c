@@ -429,6 +429,56 @@ static void trainable_describe(const struct opt *o, char *buf, size_t len)
     snprintf(buf, len, "all, classifier or last:K with K from %lld to %lld", o->lo, o->hi);
 }
 
+static const char *const fault_names[] = {
+    [FAULT_NONE] = "none", [FAULT_NAN] = "nan", [FAULT_CRASH] = "crash",           [FAULT_HANG] = "hang",
+    [FAULT_SLOW] = "slow", [FAULT_OOM] = "oom", [FAULT_COMM_ERROR] = "comm-error", NULL};
+
+const char *fault_name(int kind)
+{
+    return kind >= 0 && kind <= FAULT_COMM_ERROR ? fault_names[kind] : "?";
+}
+
+/* --inject-fault rank=R,step=S,kind=K, in any order, each once: R in
+ * [lo, hi], S in [0, max], K a fault name other than none. */
+static int fault_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    char items[CFG_MAX_LIST][CFG_NAME];
+    int n;
+    struct fault f = {.kind = FAULT_NONE, .rank = -1, .step = -1};
+    if (split_list(arg, items, &n) != 0 || n != 3)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        char *v = strchr(items[i], '=');
+        long long x;
+        if (!v)
+            return -1;
+        *v++ = 0;
+        const char *key = items[i];
+        if (!strcmp(key, "rank") && f.rank < 0 && parse_ll(v, o->lo, o->hi, &x) == 0)
+            f.rank = (int)x;
+        else if (!strcmp(key, "step") && f.step < 0 && parse_ll(v, 0, LONG_MAX, &x) == 0)
+            f.step = (long)x;
+        else if (!strcmp(key, "kind") && f.kind == FAULT_NONE) {
+            for (int k = FAULT_NAN; k <= FAULT_COMM_ERROR; k++)
+                if (!strcmp(v, fault_names[k]))
+                    f.kind = k;
+            if (f.kind == FAULT_NONE)
+                return -1;
+        } else
+            return -1;
+    }
+    *(struct fault *)dst = f;
+    return 0;
+}
+
+static void fault_describe(const struct opt *o, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "rank=R,step=S,kind=K with a rank R from %lld to %lld, a step S from 0, and K one of nan, crash, hang, "
+             "slow, oom, comm-error",
+             o->lo, o->hi);
+}
+
 static const struct opt_kind k_flag = {0, flag_parse, NULL};
 static const struct opt_kind k_int = {1, int_parse, int_describe};
 static const struct opt_kind k_u64 = {1, u64_parse, u64_describe};
@@ -441,6 +491,7 @@ static const struct opt_kind k_bits = {1, bits_parse, bits_describe};
 static const struct opt_kind k_slow_rank = {1, slow_rank_parse, slow_rank_describe};
 static const struct opt_kind k_steps = {1, steps_parse, steps_describe};
 static const struct opt_kind k_trainable = {1, trainable_parse, trainable_describe};
+static const struct opt_kind k_fault = {1, fault_parse, fault_describe};
 /* answered by config_parse itself */
 static const struct opt_kind k_help = {0, NULL, NULL};
 static const struct opt_kind k_version = {0, NULL, NULL};
@@ -579,6 +630,12 @@ static const struct opt opts[] = {
      .lo = 0, .hi = MAX_RANKS - 1, .min = 1.0, .max = 1000.0, .def_text = "none"},
     {FLAG("check-replicas", AT(base.check_replicas), 1, G_EXEC,
           "hash every rank's parameters after each step and report the first step where replicas differ")},
+    {REAL("comm-timeout", AT(base.comm_timeout_s), 0.001, 86400.0, "SECONDS", "300", G_EXEC,
+          "a collective waiting this long for a peer fails, naming the peer, and every rank stops")},
+    {OPT("inject-fault", k_fault, AT(base.fault), "SPEC", NULL, G_EXEC,
+         "make rank R fail at step S, to see how the run ends: the loss turns NaN, the thread dies silently, it "
+         "hangs, it computes 5x slower, it runs out of memory, or its collective fails"),
+     .lo = 0, .hi = MAX_RANKS - 1, .def_text = "none"},
 
     {CHOICE("format", AT(format), NAMES(format_names), "format", NULL, "text", G_REPORT, "report format")},
     {TEXT("output", AT(output), "file name", "FILE", G_REPORT, "write the report to FILE"), .def_text = "stdout"},
@@ -831,6 +888,13 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         for (int i = 0; i < cfg->nranks; i++)
             if (b->slow_rank >= cfg->ranks[i]) {
                 fprintf(err, "ddptop: --slow-rank: rank %d does not exist with --ranks %d\n", b->slow_rank,
+                        cfg->ranks[i]);
+                return 2;
+            }
+    if (b->fault.kind != FAULT_NONE)
+        for (int i = 0; i < cfg->nranks; i++)
+            if (b->fault.rank >= cfg->ranks[i]) {
+                fprintf(err, "ddptop: --inject-fault: rank %d does not exist with --ranks %d\n", b->fault.rank,
                         cfg->ranks[i]);
                 return 2;
             }

@@ -21,6 +21,18 @@ enum out_format { FMT_TEXT = 0, FMT_CSV, FMT_JSON, FMT_MD };
 enum device_choice { DEV_AUTO = 0, DEV_CPU, DEV_CUDA };
 enum comm_backend { COMM_SHM = 0, COMM_NCCL, COMM_MPI };
 enum app_mode { MODE_TRAIN = 0, MODE_BENCH_COMM, MODE_INFO, MODE_REPLAY };
+/* --inject-fault kinds: the loss turns NaN, the rank thread dies without a
+ * word to its peers, stops taking part in collectives, computes 5x slower,
+ * runs out of memory, or its next collective fails. */
+enum fault_kind { FAULT_NONE = 0, FAULT_NAN, FAULT_CRASH, FAULT_HANG, FAULT_SLOW, FAULT_OOM, FAULT_COMM_ERROR };
+const char *fault_name(int kind);
+
+/* A fault injected into one rank from one step on (--inject-fault). */
+struct fault {
+    int kind; /* enum fault_kind */
+    int rank;
+    long step;
+};
 
 /* One run: a single combination of the sweep plus everything shared. */
 struct run_config {
@@ -57,6 +69,8 @@ struct run_config {
     int slow_rank; /* -1: none */
     double slow_factor;
     int check_replicas;       /* hash the parameters after every step and compare ranks */
+    struct fault fault;       /* kind FAULT_NONE: none */
+    double comm_timeout_s;    /* a collective that waits on a peer this long fails, naming the peer */
     char trainable[CFG_NAME]; /* all | classifier | last:K: the rest is frozen */
 };
 

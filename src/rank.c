@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm.h"
 #include "kernels_cpu.h"
@@ -30,6 +31,7 @@ struct loop {
     float *xhost;   /* [local_batch, c, h, w], host staging */
     int32_t *yhost; /* [local_batch] */
     double slow;    /* compute time multiplier of this rank (>= 1) */
+    int poison;     /* --inject-fault nan: this step's logits go NaN */
     /* the strategy's view of the flat buffers */
     struct grad_tensor *gt;
     struct grad_layout gl;
@@ -69,6 +71,26 @@ static void rec(struct rank *rk, struct spsc_ring *ring, int lane, int cat, int6
                      .lane = (uint8_t)lane,
                      .cat = (uint8_t)cat};
     spsc_push(ring, &s);
+}
+
+/* The training forward; --inject-fault's nan turns the logits' first
+ * value into NaN behind it, so that the loss goes NaN the way a real
+ * divergence does. */
+static int forward(struct loop *L)
+{
+    struct model *m = L->m;
+    if (model_forward(m, 1) != 0)
+        return -1;
+    if (!L->poison)
+        return 0;
+    static const float nan_value = NAN;
+    struct device *d = &m->dev;
+    if (d->ops->copy(d, m->tensors[m->output].val, &nan_value, sizeof(float), STREAM_COMPUTE) != 0 ||
+        d->ops->sync(d, STREAM_COMPUTE) != 0) {
+        snprintf(m->err, sizeof(m->err), "%s", d->err);
+        return -1;
+    }
+    return 0;
 }
 
 /* A straggler's compute takes `slow` times as long: spin out the rest. */
@@ -272,7 +294,7 @@ static int dp_step(struct loop *L, int i, int epoch)
         return fail(rk, m->err);
     for (int k = 0; k < B; k++)
         L->yhost[k] = (int32_t)L->dp_ylocal[k];
-    if (model_forward(m, 1) != 0)
+    if (forward(L) != 0)
         return fail(rk, m->err);
     int correct = 0;
     float loss = model_loss(m, L->yhost, B, &correct); /* this replica's share, for the report (waits) */
@@ -445,7 +467,7 @@ static int train_step_async(struct loop *L, int i, int epoch)
 
     nvtx_push("forward");
     phase_push(L, CAT_FORWARD);
-    rc = model_forward(m, 1);
+    rc = forward(L);
     if (rc == 0)
         rc = model_loss_begin(m, NULL, B); /* the labels are in place */
     phase_pop(L);
@@ -539,7 +561,7 @@ static int train_step(struct loop *L, int i, int epoch)
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, t1);
 
     nvtx_push("forward");
-    int rcf = model_forward(m, 1);
+    int rcf = forward(L);
     int correct = 0;
     float loss = rcf == 0 ? model_loss(m, L->yhost, B, &correct) : 0.0f;
     straggle(L, t1);
@@ -727,8 +749,10 @@ static int loop_init(struct loop *L, struct rank *rk)
         if (!L->stage_x || !L->stage_y)
             return dev_failed(rk);
     }
-    if (rk->comm)
+    if (rk->comm) {
         comm_bind(rk->comm, &rk->spans_main, LANE_MAIN, &rk->step);
+        rk->comm->timeout_ns = (int64_t)(cfg->comm_timeout_s * 1e9);
+    }
 
     struct model *m = L->m;
     L->gt = calloc((size_t)m->nparams, sizeof(*L->gt));
@@ -835,6 +859,52 @@ static void loop_free(struct loop *L)
     /* the model stays for the collector to inspect; run_free destroys it */
 }
 
+/* --inject-fault, at the top of step `step` on its rank: returns 0 to go
+ * on with the step, -1 when the rank stops here. */
+static int inject(struct loop *L, uint32_t step)
+{
+    const struct fault *f = &L->cfg->fault;
+    struct rank *rk = L->rk;
+    L->poison = 0;
+    if (f->kind == FAULT_NONE || f->rank != rk->id || (long)step < f->step)
+        return 0;
+    if (f->kind == FAULT_SLOW) {
+        L->slow = L->slow > 5.0 ? L->slow : 5.0; /* from here on */
+        return 0;
+    }
+    if ((long)step != f->step)
+        return 0;
+    char msg[128];
+    switch (f->kind) {
+    case FAULT_NAN:
+        L->poison = 1;
+        return 0;
+    case FAULT_CRASH:
+        /* the thread dies without raising abort: its peers find out from
+         * the collector, or from --comm-timeout */
+        snprintf(rk->err, sizeof(rk->err), "the rank's thread died at step %u (injected fault)", step);
+        rk->rc = -1;
+        return -1;
+    case FAULT_HANG:
+        /* takes no part in anything until the run is stopped: a peer's
+         * collective times out (--comm-timeout), naming this rank */
+        while (!atomic_load(&L->run->abort)) {
+            struct timespec nap = {0, 10 * 1000 * 1000};
+            nanosleep(&nap, NULL);
+        }
+        return -1;
+    case FAULT_OOM:
+        snprintf(msg, sizeof(msg), "step %u: out of memory for the activations (injected fault)", step);
+        return fail(rk, msg);
+    case FAULT_COMM_ERROR:
+        if (rk->comm)
+            comm_break(rk->comm, "the link to the peers failed (injected fault)");
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 void *rank_main(void *arg)
 {
     struct rank *rk = arg;
@@ -854,7 +924,7 @@ void *rank_main(void *arg)
                 if (atomic_load_explicit(&run->abort, memory_order_relaxed))
                     break;
                 atomic_store_explicit(&rk->step, step, memory_order_relaxed);
-                if (sync_buffers(&L) != 0 || train_step(&L, (int)i, epoch) != 0)
+                if (inject(&L, step) != 0 || sync_buffers(&L) != 0 || train_step(&L, (int)i, epoch) != 0)
                     break;
             }
             if (atomic_load(&run->abort))

@@ -213,6 +213,7 @@ int run_poll(struct run *r)
         else if (r->ranks[i].rc != 0 && r->failed_rank < 0) {
             r->failed_rank = i;
             snprintf(r->err, sizeof(r->err), "rank %d failed: %s", i, r->ranks[i].err);
+            run_request_stop(r); /* a rank that died without a word leaves its peers waiting */
         }
     }
     if (r->state == RUN_RUNNING || r->state == RUN_PAUSED)

@@ -8,7 +8,8 @@
 # and a crash (abort) restore the terminal too; NO_COLOR and a non-UTF-8
 # locale give a colourless, ASCII screen; a rank that fails (a diverging
 # learning rate) leaves FAILED and its error on screen until q, which then
-# exits 1.
+# exits 1; a collective that fails on one rank (--inject-fault comm-error)
+# leaves every pane drawn and the rank and its error in the header.
 #
 # Usage: e2e_ui.sh /path/to/ddptop
 # Exit status: 0 pass, 1 fail, 77 skip (only when tmux is missing).
@@ -273,6 +274,27 @@ tm send-keys -t "$S" q
 wait_file "$T/exit.failed" 15 && [ "$(cat "$T/exit.failed")" = "EXIT=1" ] && pass "q after a failure exits 1" ||
     fail "q after a failure: $(cat "$T/exit.failed" 2>/dev/null)"
 check_shell failed
+
+# ---- 6. a collective that fails on one rank, in a worker thread ------------------
+# the screen stays whole (every pane's frame still drawn), and the header
+# names the rank and the error, with its context (strategy, bucket)
+run_ddptop commfail "LANG=C.UTF-8" "--strategy ddp --inject-fault rank=1,step=30,kind=comm-error"
+if wait_for 'FAILED' 40 && wait_for 'rank 1 failed: gradient synchronisation \(ddp\): bucket [0-9]+: allreduce: the link' 5; then
+    pass "a failed collective shows FAILED and the error in the header"
+    hdr=$(screen | head -2 | tail -1)
+    case "$hdr" in *FAILED*"rank 1 failed: gradient synchronisation (ddp)"*) pass "the error is on the header's line" ;;
+    *) fail "the header line lacks the error: $hdr" ;; esac
+    for pane in "Ranks" "Timeline" "Loss" "Traffic" "Runs"; do
+        screen | grep -q "─ $pane " && pass "the $pane pane is still drawn" || fail "the $pane pane is gone after the failure"
+    done
+    screen | grep -Eq '^│ *!1 ' && pass "the rank table marks rank 1" || fail "the rank table does not mark the failed rank"
+else
+    fail "no FAILED state and header error for a failing collective"
+fi
+tm send-keys -t "$S" q
+wait_file "$T/exit.commfail" 15 && [ "$(cat "$T/exit.commfail")" = "EXIT=1" ] && pass "q after the failure exits 1" ||
+    fail "q after the failed collective: $(cat "$T/exit.commfail" 2>/dev/null)"
+check_shell commfail
 
 echo "e2e_ui: $FAILS failure(s) in $(($(date +%s) - START)) s"
 [ "$FAILS" = 0 ]

@@ -70,6 +70,8 @@ expect_error "missing value" "--model" --batch --model
 expect_error "stray argument" "stray" --batch stray
 expect_error "slow rank out of range" "--slow-rank" --batch --ranks 2 --slow-rank 5:2
 expect_error "bad slow rank" "--slow-rank" --batch --slow-rank x
+expect_error "fault on a rank that does not exist" "--inject-fault: rank 2" --batch --ranks 2 \
+    --inject-fault rank=2,step=1,kind=hang
 expect_error "bad bytes" "--max-bytes" --bench-comm --max-bytes 12Q
 expect_error "nccl on the CPU" "--comm nccl" --batch --dataset synthetic --device cpu --comm nccl
 expect_error "mpi not implemented" "--comm mpi" --batch --dataset synthetic --comm mpi
@@ -85,6 +87,7 @@ all_options=(
     --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --seed 7
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
     --no-broadcast-buffers "" --no-cupti "" --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
+    --comm-timeout 5 --inject-fault kind=nan,rank=1,step=3
     --format json --output out.json --loss-threshold 0.5 --quiet ""
     --theme light --refresh-ms 50
     --trace t.json --trace-steps 1:5 --trace-ranks 0,1 --trace-split ""
@@ -119,11 +122,13 @@ done
 # one line naming the option and the bound.
 lows=(--ranks 1 --batch-size 1 --epochs 1 --steps 1 --lr 1e-12 --momentum 0 --weight-decay 0 --warmup-steps 0
     --seed 0 --gpus 0 --threads-per-rank 1 --bucket-mb 0.001 --slow-rank 0:1 --loss-threshold 1e-12 --refresh-ms 10
-    --trace-steps 0:0 --trace-ranks 0 --min-bytes 4 --max-bytes 4 --factor 2 --iters 1 --warmup 0 --trainable last:1)
+    --trace-steps 0:0 --trace-ranks 0 --min-bytes 4 --max-bytes 4 --factor 2 --iters 1 --warmup 0 --trainable last:1
+    --comm-timeout 0.001 --inject-fault rank=0,step=0,kind=crash)
 highs=(--ranks 64 --batch-size 65536 --epochs 100000 --steps 9223372036854775807 --lr 100 --momentum 0.9999
     --weight-decay 1 --warmup-steps 2147483647 --seed 18446744073709551615 --gpus 1023 --threads-per-rank 1024
     --bucket-mb 4096 --slow-rank 63:1000 --loss-threshold 1000000 --refresh-ms 10000 --trace-ranks 63 --min-bytes 8G
-    --max-bytes 8G --factor 1024 --iters 1000000 --warmup 1000000 --trainable last:100000)
+    --max-bytes 8G --factor 1024 --iters 1000000 --warmup 1000000 --trainable last:100000 --comm-timeout 86400
+    --ranks 64 --inject-fault rank=63,step=9223372036854775807,kind=comm-error)
 expect_ok "every lower bound is taken" "Usage: ddptop" "${lows[@]}" --help
 expect_ok "every upper bound is taken" "Usage: ddptop" "${highs[@]}" --help
 past=(
@@ -151,6 +156,10 @@ past=(
     --iters 0 "from 1 to 1000000" --iters 1000001 "from 1 to 1000000"
     --warmup -1 "from 0 to 1000000" --warmup 1000001 "from 0 to 1000000"
     --trainable last:0 "K from 1 to 100000" --trainable last:100001 "K from 1 to 100000"
+    --comm-timeout 0.0009 "from 0.001 to 86400" --comm-timeout 86400.1 "from 0.001 to 86400"
+    --inject-fault rank=-1,step=0,kind=nan "rank R from 0 to 63" --inject-fault rank=64,step=0,kind=nan "from 0 to 63"
+    --inject-fault rank=0,step=-1,kind=nan "step S from 0" --inject-fault rank=0,step=1,kind=boom "nan, crash, hang"
+    --inject-fault rank=0,step=1 "kind=K" --inject-fault rank=0,rank=1,kind=nan "rank=R,step=S,kind=K"
 )
 for ((i = 0; i < ${#past[@]}; i += 3)); do
     expect_error "${past[i]} ${past[i + 1]}" "${past[i]}: " "${past[i]}" "${past[i + 1]}"

@@ -80,6 +80,11 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
     kv(w, 1, &x, wd, "epoch", b, TH_VALUE);
     snprintf(b, sizeof(b), "%ld/%ld", s->steps_done, s->total_steps);
     kv(w, 1, &x, wd, "step", b, TH_VALUE);
+    if (s->state == RUN_FAILED && s->err[0]) {
+        /* why the run stopped, naming the rank: the rest of the line is its */
+        draw_text(w, 1, x, wd - x - 1, TH_FAILED, s->err);
+        return;
+    }
     fmt_duration(b, sizeof(b), s->elapsed_s);
     kv(w, 1, &x, wd, "elapsed", b, TH_VALUE);
     if (s->eta_valid)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "panes.h"
+#include "run.h"
 
 enum col_id {
     C_RANK,
@@ -116,7 +117,12 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
             char b[32];
             switch (c) {
             case C_RANK:
-                draw_textf(w, y, x, room, TH_VALUE, "%*d", cw, i);
+                /* the rank whose failure stopped the run: marked, in the failure's colour */
+                if (i == s->failed_rank && s->state == RUN_FAILED) {
+                    snprintf(b, sizeof(b), "!%d", i);
+                    draw_textf(w, y, x, room, TH_FAILED, "%*s", cw, b);
+                } else
+                    draw_textf(w, y, x, room, TH_VALUE, "%*d", cw, i);
                 break;
             case C_DEVICE:
                 draw_textf(w, y, x, room, TH_NORMAL, "%-*.*s", cw, cw, r->valid ? r->device : s->device);

@@ -43,6 +43,7 @@ int snap_init(struct snap *s, const struct run *r)
 {
     if (snap_alloc(s, r->world) != 0)
         return -1;
+    s->failed_rank = -1;
     snprintf(s->model, sizeof(s->model), "%s", r->cfg.model);
     snprintf(s->dataset, sizeof(s->dataset), "%s", r->train->name);
     snprintf(s->strategy, sizeof(s->strategy), "%s", strategy_name(r->cfg.strategy));
@@ -270,6 +271,7 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
     s->params_total = r->ranks ? r->ranks[0].nparams_total : 0;
     s->params_trainable = r->ranks ? r->ranks[0].nparams_trainable : 0;
     snprintf(s->err, sizeof(s->err), "%s", r->err);
+    s->failed_rank = r->failed_rank;
     s->steps_done = (long)m->steps_done;
     s->epoch = s->steps_per_epoch > 0 ? (int)(s->steps_done / s->steps_per_epoch) : 0;
     if (s->epoch >= s->epochs)
@@ -331,6 +333,7 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     s->replay = 1;
     s->final = 1;
     s->state = RUN_DONE;
+    s->failed_rank = -1;
     s->threshold = -1;
     s->threshold_step = -1;
     snprintf(s->model, sizeof(s->model), "%s", rp->model[0] ? rp->model : "n/a");

@@ -67,6 +67,7 @@ struct snap {
     int epoch; /* 0-based epoch of the next step */
     int state; /* enum run_state */
     char err[320];
+    int failed_rank; /* the rank whose failure stopped the run, or -1 */
     double elapsed_s;
     double eta_s;
     int eta_valid;

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# test_faults.sh - every kind of --inject-fault on every strategy ends in
+# bounded time, names the rank at fault, prints the partial report and
+# leaves a valid trace:
+#   nan, crash, oom, comm-error  state failed, exit 1, "rank 1 failed: ..."
+#   hang                         a peer's collective times out after
+#                                --comm-timeout, naming rank 1; exit 1
+#   slow                         the run finishes (exit 0) and rank 0 waits
+#                                for rank 1: more idle on rank 0
+# Prints one line per case with the seconds it took to stop.
+set -u
+BIN=${1:?usage: test_faults.sh path/to/ddptop}
+LIMIT=${FAULT_LIMIT_S:-60} # seconds a case may take, start-up included
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0 passes=0
+check() { # check "what" condition...
+    local what=$1
+    shift
+    if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi
+}
+json() { /usr/bin/env python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1"; }
+
+STEP=10
+for kind in nan crash hang slow oom comm-error; do
+    for strategy in dp gather-scatter allreduce ddp; do
+        c="$kind/$strategy"
+        t0=$(date +%s.%N)
+        timeout "$LIMIT" "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --strategy "$strategy" \
+            --steps 40 --no-eval --comm-timeout 2 --inject-fault "rank=1,step=$STEP,kind=$kind" \
+            --trace "$tmp/t.json" --format json >"$tmp/out.json" 2>"$tmp/err"
+        st=$?
+        secs=$(echo "$(date +%s.%N) - $t0" | bc)
+        printf '%-26s exit %3d  %6.2f s  %s\n' "$c" "$st" "$secs" "$(grep -v 'running on CPU' "$tmp/err" | head -1)"
+        check "$c: stopped within $LIMIT s" test "$st" -ne 124
+        check "$c: the trace is valid JSON with events" json "$tmp/t.json" "assert len(d['traceEvents']) > 10"
+        if [ "$kind" = slow ]; then
+            check "$c: exit 0 (got $st)" test "$st" -eq 0
+            check "$c: every step ran, and rank 0 idles more than the slow rank 1" json "$tmp/out.json" \
+                "r=d['runs'][0]; p=d['per_rank']; assert r['state']=='done' and r['steps']==40 and p[0]['idle_pct'] > p[1]['idle_pct'], (r, p)"
+            continue
+        fi
+        check "$c: exit 1 (got $st)" test "$st" -eq 1
+        if [ "$kind" = hang ]; then
+            check "$c: a peer timed out waiting for rank 1" grep -q "rank 0 failed: .*timed out after .* waiting for rank 1" "$tmp/err"
+        else
+            check "$c: rank 1 is named" grep -q "^ddptop: rank 1 failed: " "$tmp/err"
+        fi
+        check "$c: the report says failed, with the steps before the fault" json "$tmp/out.json" \
+            "r=d['runs'][0]; assert r['state']=='failed' and r['error'] and 0 < r['steps'] <= $STEP + 1, r"
+    done
+done
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
