@@ -1,0 +1,154 @@
+/* kernels_cpu_dnnl.h - the oneDNN plumbing that the oneDNN kernel files
+ * (kernels_cpu_dnnl.c, kernels_cpu_conv.c, kernels_cpu_ip.c,
+ * kernels_cpu_bn.c, kernels_cpu_pool.c) share; they are built only when
+ * ddptop has oneDNN, so nothing here is conditional. Not part of the kernel
+ * API.
+ *
+ * A model's context (struct cpu_ctx) is a stream and one scratchpad that
+ * every primitive of the model uses: each primitive is made with a
+ * user-managed scratchpad (cpu_attr) and raises scratch_need to its own
+ * size, and cpu_ctx_finish allocates the largest once, so executing a
+ * primitive allocates no scratch memory. (oneDNN's JIT GEMM, inside the
+ * inner product, still takes a 72 KB packing buffer from the heap per
+ * call.) The helpers are static inline so that their short names stay out
+ * of the library's symbols.
+ */
+#ifndef DDPTOP_KERNELS_CPU_DNNL_H
+#define DDPTOP_KERNELS_CPU_DNNL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "kernels_cpu_internal.h"
+
+struct cpu_ctx {
+    size_t scratch_need; /* bytes: the largest scratchpad of any primitive */
+    void *scratch;
+    /* weights in a layout needed only within one call (backward-data's,
+     * backward-weights' output): one buffer for all layers */
+    size_t wtmp_need;
+    void *wtmp;
+    dnnl_stream_t stream;
+};
+
+/* The process's one CPU engine and the attributes every primitive is made
+ * with, set up by the first cpu_ctx_create (kernels_cpu_dnnl.c). */
+extern dnnl_engine_t cpu_engine;
+extern dnnl_primitive_attr_t cpu_attr; /* user-managed scratchpad */
+
+/* Fails the calling function through its `fail` label, with err naming the
+ * call and where it was made. */
+#define DNNL_TRY(call)                                                                                                 \
+    do {                                                                                                               \
+        dnnl_status_t st_ = (call);                                                                                    \
+        if (st_ != dnnl_success) {                                                                                     \
+            snprintf(err, errlen, "oneDNN: %s failed (status %d) at %s:%d", #call, (int)st_, __FILE__, __LINE__);      \
+            goto fail;                                                                                                 \
+        }                                                                                                              \
+    } while (0)
+
+/* A primitive with its scratchpad handle (NULL when it needs none). */
+struct prim {
+    dnnl_primitive_t p;
+    dnnl_memory_t scratch;
+};
+
+static inline int prim_make(struct cpu_ctx *x, struct prim *pr, const_dnnl_primitive_desc_t pd, char *err,
+                            size_t errlen)
+{
+    DNNL_TRY(dnnl_primitive_create(&pr->p, pd));
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    if (bytes > 0) {
+        DNNL_TRY(dnnl_memory_create(&pr->scratch, smd, cpu_engine, DNNL_MEMORY_NONE));
+        if (bytes > x->scratch_need)
+            x->scratch_need = bytes;
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+static inline void prim_free(struct prim *pr)
+{
+    if (pr->p)
+        dnnl_primitive_destroy(pr->p);
+    if (pr->scratch)
+        dnnl_memory_destroy(pr->scratch);
+    pr->p = NULL;
+    pr->scratch = NULL;
+}
+
+static inline int prim_run(struct cpu_ctx *x, struct prim *pr, int nargs, const dnnl_exec_arg_t *args)
+{
+    dnnl_exec_arg_t a[16];
+    memcpy(a, args, sizeof(*args) * (size_t)nargs);
+    if (pr->scratch) {
+        dnnl_memory_set_data_handle(pr->scratch, x->scratch);
+        a[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, pr->scratch};
+    }
+    return dnnl_primitive_execute(pr->p, x->stream, nargs, a) == dnnl_success ? 0 : -1;
+}
+
+/* Points memory object m at this call's buffer: primitives and their memory
+ * objects are made once, the data moves every step. */
+static inline void set(dnnl_memory_t m, const void *p)
+{
+    dnnl_memory_set_data_handle(m, (void *)p);
+}
+
+static inline dnnl_format_tag_t act_tag(int blk)
+{
+    return blk == 16 ? dnnl_nChw16c : blk == 8 ? dnnl_nChw8c : dnnl_nchw;
+}
+
+static inline dnnl_status_t act_md(dnnl_memory_desc_t *md, int B, int C, int H, int W, int blk)
+{
+    dnnl_dims_t dims = {B, C, H, W};
+    return dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, act_tag(blk));
+}
+
+static inline void impl_name(const_dnnl_primitive_desc_t pd, char *out, size_t len)
+{
+    const char *s = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s) != dnnl_success || !s)
+        s = "?";
+    snprintf(out, len, "%s", s);
+}
+
+/* A reorder between two layouts of the same tensor. */
+static inline int reorder_make(struct cpu_ctx *x, struct prim *pr, const dnnl_memory_desc_t *from,
+                               const dnnl_memory_desc_t *to, char *err, size_t errlen)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, from, cpu_engine, to, cpu_engine, cpu_attr));
+    int rc = prim_make(x, pr, pd, err, errlen);
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+fail:
+    return -1;
+}
+
+static inline int reorder_run(struct cpu_ctx *x, struct prim *pr, dnnl_memory_t from, const void *src, dnnl_memory_t to,
+                              void *dst)
+{
+    set(from, src);
+    set(to, dst);
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    return prim_run(x, pr, 2, args);
+}
+
+/* An aligned buffer for a memory descriptor's bytes. */
+static inline void *md_alloc(const dnnl_memory_desc_t *md)
+{
+    size_t n = (dnnl_memory_desc_get_size(md) + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, n ? n : 64);
+    if (p)
+        memset(p, 0, n ? n : 64);
+    return p;
+}
+
+#endif
