@@ -30,7 +30,7 @@
 
 #include "kernels_ref.h"
 
-/* Element-wise CPU kernels (kernels_cpu.c, optim.c) are compiled for
+/* Element-wise CPU kernels (kernels_cpu_eltwise.c, optim.c) are compiled for
  * AVX-512, AVX2 and baseline x86-64 and picked at load time: the default
  * build targets baseline x86-64, whose SSE loops run several times slower,
  * and a scalar ReLU backward mispredicts a branch on every other value. */
