@@ -2,8 +2,9 @@
  * load the data set, and hand the runs to a session (session.h) driven by
  * the UI or, headless, by the loop here, which then prints the report.
  *
- * Only this file exits. Signal handlers only set a flag; the run loop turns
- * it into an orderly stop, so a Ctrl-C still prints what was measured.
+ * Only this file exits. Signal handlers only set flags (stop.h); the run
+ * loop turns the first into an orderly stop, so a Ctrl-C still prints what
+ * was measured, and a second within 2 s into a prompt exit.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -18,26 +19,48 @@
 #include "report.h"
 #include "run.h"
 #include "session.h"
+#include "stop.h"
 #include "modes.h"
 #include "strategy.h"
 #include "tracing.h"
 #include "ui.h"
 
-static volatile sig_atomic_t g_stop;
-
-static void on_signal(int sig)
+/* More compute threads than cores: the ranks would take turns on them,
+ * and idle time would be the scheduler's, not the peers'. Said once, for
+ * the sweep's largest combination. */
+static void warn_oversubscribed(const struct config *cfg)
 {
-    g_stop = sig;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long worst = 0;
+    struct run_config w = {0};
+    for (int i = 0; i < config_count(cfg); i++) {
+        struct run_config rc;
+        config_expand(cfg, i, &rc);
+        long t = (long)run_world(&rc) * rc.threads_per_rank;
+        if (t > worst) {
+            worst = t;
+            w = rc;
+        }
+    }
+    if (cores > 0 && worst > cores)
+        fprintf(stderr,
+                "ddptop: %d rank%s x %d thread%s = %ld compute threads on %ld cores: the ranks will wait for cores "
+                "(--threads-per-rank, --ranks)\n",
+                run_world(&w), run_world(&w) == 1 ? "" : "s", w.threads_per_rank, w.threads_per_rank == 1 ? "" : "s",
+                worst, cores);
 }
 
-static void install_signals(void)
+/* A second Ctrl-C: the trace closed as valid JSON, and out without waiting
+ * for the ranks (they may be stuck in a wait that has not timed out). */
+static void forced_exit(struct session *s)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    session_abandon(s);
+    const char *msg;
+    while ((msg = session_message(s, NULL)) != NULL)
+        fprintf(stderr, "ddptop: %s\n", msg);
+    fprintf(stderr, "ddptop: interrupted twice: leaving without waiting for the ranks\n");
+    fflush(NULL);
+    _exit(128 + (int)stop_signal);
 }
 
 static void progress(const struct run *r, int idx, int nruns)
@@ -70,6 +93,9 @@ int main(int argc, char **argv)
     if (prc != 0)
         return 2;
 
+    /* from here on Ctrl-C stops at the next boundary (even while the data
+     * set loads), and what was measured is reported */
+    stop_install();
     if (cfg.mode == MODE_INFO)
         return info_main(&cfg);
     if (cfg.mode == MODE_BENCH_COMM)
@@ -77,9 +103,6 @@ int main(int argc, char **argv)
     if (cfg.mode == MODE_REPLAY)
         return replay_main(&cfg, !cfg.batch && isatty(STDOUT_FILENO) ? ui_replay : NULL);
 
-    /* from here on Ctrl-C stops at the next boundary (even while the data
-     * set loads), and training a started run reports what it measured */
-    install_signals();
     char err[512], note[256];
     const struct device_ops *dev = device_select(cfg.base.device, note, sizeof(note), err, sizeof(err));
     if (!dev) {
@@ -118,6 +141,7 @@ int main(int argc, char **argv)
     /* after the input was validated, so that bad input stays one line */
     if (note[0])
         fprintf(stderr, "ddptop: %s\n", note);
+    warn_oversubscribed(&cfg);
     if (!cfg.batch && isatty(STDOUT_FILENO)) {
         int st = ui_main(&cfg, &train, &test, dev);
         data_free(&train);
@@ -140,7 +164,7 @@ int main(int argc, char **argv)
     struct session s;
     session_init(&s, &cfg, &train, &test, dev);
     struct timespec tick = {0, 20 * 1000 * 1000};
-    for (int i = 0; i < nruns && !g_stop; i++) {
+    for (int i = 0; i < nruns && !stop_signal; i++) {
         struct run_config rc;
         config_expand(&cfg, i, &rc);
         if (session_start(&s, &rc, err, sizeof(err)) != 0) {
@@ -150,7 +174,9 @@ int main(int argc, char **argv)
         }
         if (s.run->note[0] && !cfg.quiet)
             fprintf(stderr, "ddptop: %s\n", s.run->note);
-        for (int n = 0; session_tick(&s, g_stop); n++) {
+        for (int n = 0; session_tick(&s, stop_signal != 0); n++) {
+            if (stop_forced)
+                forced_exit(&s);
             tell(&s, show);
             if (show && n % 10 == 0)
                 progress(s.run, i, nruns);
@@ -164,11 +190,11 @@ int main(int argc, char **argv)
         if (s.run->state == RUN_FAILED)
             fprintf(stderr, "ddptop: %s\n", s.run->err);
     }
-    if (s.any_failed && status == 0)
-        status = 1;
-    if (g_stop) {
+    if ((s.any_failed || s.trace_failed) && status == 0)
+        status = 1; /* a lost trace must show in the exit status, as a lost report does */
+    if (stop_signal) {
         fprintf(stderr, "ddptop: interrupted; reporting what was measured\n");
-        status = 128 + (int)g_stop;
+        status = 128 + (int)stop_signal;
     }
     results_speedup(s.results, s.nresults);
     if (s.nresults > 0 && report_write(out, cfg.format, s.results, s.nresults) != 0) {

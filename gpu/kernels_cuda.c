@@ -61,7 +61,7 @@ static const float ONE = 1.0f, ZERO = 0.0f;
 
 static int cu_fail(struct cuda_ctx *x, const char *call, const char *why, const char *file, int line)
 {
-    snprintf(x->err, sizeof(x->err), "rank %d (cuda:%d): %.120s: %.80s (%s:%d)", x->rank, x->gpu, call, why,
+    snprintf(x->err, sizeof(x->err), "rank %d (cuda:%d): %.100s: %.60s (%.30s:%d)", x->rank, x->gpu, call, why,
              gpu_file(file), line);
     return -1;
 }

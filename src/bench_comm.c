@@ -9,15 +9,18 @@
  * the size is the whole (world-wide) buffer.
  */
 #include <cJSON.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm.h"
 #include "config.h"
 #include "cost_model.h"
 #include "modes.h"
+#include "stop.h"
 
 #define MAX_ROWS 64
 
@@ -31,6 +34,7 @@ struct row {
 struct bench {
     const struct config *cfg;
     int world, coll, nrows;
+    int done[64]; /* rows each rank finished: fewer than nrows after a Ctrl-C */
     struct row rows[MAX_ROWS];
     double t_us[64][MAX_ROWS]; /* [rank][row] */
     long wrong[64][MAX_ROWS];
@@ -143,24 +147,30 @@ static void *bench_thread(void *arg)
         return (void *)1;
     }
     memset(out, 0, maxn * sizeof(float));
+    /* a Ctrl-C raises the world's abort: the row in progress is dropped at
+     * its next call, and the rows before it stand */
     for (int k = 0; k < b->nrows; k++) {
         size_t n = b->rows[k].count;
         size_t nin = (b->coll == COLL_REDUCE_SCATTER || b->coll == COLL_SCATTER) ? n * (size_t)b->world : n;
+        int rc = 0;
         fill(in, c->rank, nin);
-        for (int i = 0; i < cfg->warmup; i++)
-            call(c, b->coll, in, out, n);
-        c->ops->barrier(c);
+        for (int i = 0; i < cfg->warmup && rc == 0; i++)
+            rc = call(c, b->coll, in, out, n);
+        rc = rc ? rc : c->ops->barrier(c);
         int64_t t0 = probe_now_ns();
-        for (int i = 0; i < cfg->iters; i++)
-            call(c, b->coll, in, out, n);
+        for (int i = 0; i < cfg->iters && rc == 0; i++)
+            rc = call(c, b->coll, in, out, n);
         int64_t t1 = probe_now_ns();
         b->t_us[c->rank][k] = (double)(t1 - t0) / 1e3 / cfg->iters;
         /* the timed calls grew the data (sums of sums): check on fresh inputs */
         fill(in, c->rank, nin);
-        c->ops->barrier(c);
-        call(c, b->coll, in, out, n);
+        rc = rc ? rc : c->ops->barrier(c);
+        rc = rc ? rc : call(c, b->coll, in, out, n);
         b->wrong[c->rank][k] = check(c, b->coll, in, out, n);
-        c->ops->barrier(c);
+        rc = rc ? rc : c->ops->barrier(c);
+        if (rc != 0)
+            break;
+        b->done[c->rank] = k + 1;
     }
     free(in);
     free(out);
@@ -214,14 +224,26 @@ int bench_comm_main(const struct config *cfg)
         ws[r] = (struct worker){b, comm_shm_create(w, r, cfg->base.algo)};
         pthread_create(&th[r], NULL, bench_thread, &ws[r]);
     }
+    /* wait for the threads, turning a Ctrl-C into the world's abort */
     for (int r = 0; r < b->world; r++) {
         void *ret;
-        pthread_join(th[r], &ret);
+        while (pthread_tryjoin_np(th[r], &ret) == EBUSY) {
+            if (stop_signal)
+                atomic_store(&abort_flag, 1);
+            struct timespec nap = {0, 10 * 1000 * 1000};
+            nanosleep(&nap, NULL);
+        }
         if (ret)
             status = 1;
         ws[r].c->ops->destroy(ws[r].c);
     }
     shm_world_destroy(w);
+    int stopped = 0;
+    for (int r = 0; r < b->world; r++)
+        if (b->done[r] < b->nrows) {
+            stopped = 1;
+            b->nrows = b->done[r]; /* the rows every rank finished */
+        }
     if (status) {
         fprintf(stderr, "ddptop: --bench-comm: out of memory for %llu-byte buffers\n",
                 (unsigned long long)cfg->max_bytes);
@@ -318,6 +340,11 @@ int bench_comm_main(const struct config *cfg)
     }
     if (out != stdout)
         fclose(out);
+    if (stopped) {
+        fprintf(stderr, "ddptop: interrupted; reported the %d sizes measured (the fit is not stored)\n", b->nrows);
+        free(b);
+        return 128 + (int)stop_signal;
+    }
     if (fit.valid) {
         char path[1024], err[1100];
         cost_model_path(path, sizeof(path));

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "comm.h"
@@ -185,6 +186,15 @@ static const char *split_pair(const char *s, char *head, size_t len)
 /* An integer goes to an int or a long field, a number to a float or a
  * double: the field's size tells which. */
 _Static_assert(sizeof(long) > sizeof(int), "int and long fields are told apart by their size");
+
+/* Whether two paths name one file: the same string, or the same inode. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (!strcmp(a, b))
+        return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 /* ---- the kinds ------------------------------------------------------------ */
 
@@ -900,6 +910,11 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             }
     if (b->ngpus > 0 && b->device == DEV_CPU) {
         fprintf(err, "ddptop: --gpus: not allowed with --device cpu\n");
+        return 2;
+    }
+    if (cfg->trace[0] && cfg->output[0] && same_file(cfg->trace, cfg->output)) {
+        fprintf(err, "ddptop: --output: %s is the --trace file too; the report would overwrite the trace\n",
+                cfg->output);
         return 2;
     }
     if (cfg->min_bytes > cfg->max_bytes) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "stop.h"
 #include "tracing.h"
 
 static void tell(struct session *s, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -100,6 +101,7 @@ static void check_trace(struct session *s)
     const char *e = s->tracer && !s->trace_told ? tracer_error(s->tracer) : NULL;
     if (e) {
         s->trace_told = 1;
+        s->trace_failed = 1;
         tell(s, 1, "%s; tracing stopped, training goes on", e);
     }
 }
@@ -112,8 +114,10 @@ static void wrap_up(struct session *s)
     s->joined = 1;
     check_trace(s);
     char err[320];
-    if (s->tracer && tracer_close(s->tracer, s->trace_told, err, sizeof(err)) != 0)
+    if (s->tracer && tracer_close(s->tracer, s->trace_told, err, sizeof(err)) != 0) {
+        s->trace_failed = 1;
         tell(s, 1, "%s", err);
+    }
     s->tracer = NULL;
     if (keep_result(s) != 0)
         tell(s, 1, "out of memory keeping the run's result");
@@ -134,11 +138,26 @@ int session_tick(struct session *s, int stop)
     return running;
 }
 
-void session_finish(struct session *s)
+int session_finish(struct session *s)
 {
     struct timespec nap = {0, 1000 * 1000};
-    while (session_tick(s, 1))
+    while (session_tick(s, 1)) {
+        if (stop_forced) {
+            session_abandon(s);
+            return -1;
+        }
         nanosleep(&nap, NULL); /* the ranks leave at their next step boundary or wait */
+    }
+    return 0;
+}
+
+void session_abandon(struct session *s)
+{
+    run_request_stop(s->run);
+    char err[320];
+    if (s->tracer && tracer_close(s->tracer, s->trace_told, err, sizeof(err)) != 0)
+        tell(s, 1, "%s", err);
+    s->tracer = NULL;
 }
 
 const struct run_result *session_result(const struct session *s)

@@ -37,6 +37,7 @@ struct session {
     struct run_config rc; /* the current run's configuration */
     int joined;           /* the current run is joined, its trace closed, its result kept */
     int trace_told;       /* the trace's write error was told */
+    int trace_failed;     /* some run's trace is incomplete: the exit status says so */
     struct run_result *results;
     int nresults, cap_results;
     int any_failed;
@@ -58,8 +59,14 @@ int session_start(struct session *s, const struct run_config *rc, char *err, siz
  * and keeps the result. Returns 1 while the current run runs, 0 once it is
  * joined. Never blocks on a rank. */
 int session_tick(struct session *s, int stop);
-/* Stops the current run, if it runs, and ticks it to its end. */
-void session_finish(struct session *s);
+/* Stops the current run, if it runs, and ticks it to its end: 0. When a
+ * second signal forces the exit meanwhile (stop.h), it abandons the run
+ * instead (session_abandon) and returns -1. */
+int session_finish(struct session *s);
+/* For a forced exit: asks the ranks to stop and closes the trace as valid
+ * JSON with what it holds, without waiting for the ranks; the process must
+ * then exit (the rank threads still run). */
+void session_abandon(struct session *s);
 /* The current run's kept result once it is joined, else NULL. */
 const struct run_result *session_result(const struct session *s);
 /* The next thing the user should hear (e.g. the trace's disk filled), or

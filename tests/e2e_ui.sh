@@ -259,6 +259,17 @@ tm send-keys -t "$S" q
 wait_file "$T/exit.nocolor" 15 && [ "$(cat "$T/exit.nocolor")" = "EXIT=0" ] && pass "q exits 0" || fail "NO_COLOR run did not exit 0"
 check_shell nocolor
 
+# ---- 4b. a terminal that cannot place the cursor: refused, in one line ----------
+run_ddptop dumb "TERM=dumb"
+if wait_file "$T/exit.dumb" 30 && [ "$(cat "$T/exit.dumb")" = "EXIT=2" ]; then
+    pass "TERM=dumb exits 2"
+else
+    fail "TERM=dumb: $(cat "$T/exit.dumb" 2>/dev/null)"
+fi
+wait_for "terminal 'dumb' cannot place the cursor.*use --batch" 5 && pass "TERM=dumb says why" ||
+    fail "TERM=dumb: no message"
+check_shell dumb
+
 # ---- 5. a failed rank: FAILED and its error stay on screen until q -------------
 # (a learning rate this high makes LeNet's loss NaN within a few hundred steps)
 run_ddptop failed "LANG=C.UTF-8" "--lr 100 --momentum 0.99"

@@ -73,6 +73,8 @@ expect_error "bad slow rank" "--slow-rank" --batch --slow-rank x
 expect_error "fault on a rank that does not exist" "--inject-fault: rank 2" --batch --ranks 2 \
     --inject-fault rank=2,step=1,kind=hang
 expect_error "bad bytes" "--max-bytes" --bench-comm --max-bytes 12Q
+expect_error "--output over the --trace file" "--output: t.json is the --trace file too" --batch --trace t.json \
+    --output t.json
 expect_error "nccl on the CPU" "--comm nccl" --batch --dataset synthetic --device cpu --comm nccl
 expect_error "mpi not implemented" "--comm mpi" --batch --dataset synthetic --comm mpi
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
@@ -235,6 +237,25 @@ if [ $? -ne 0 ] || ! grep -q "^0,all,mlp,mnist,allreduce,none,2,16,32,8," "$tmp/
     echo "FAIL: a tiny good MNIST set should train 8 steps"; cat "$tmp/err"; fails=$((fails + 1))
 else
     passes=$((passes + 1))
+fi
+
+# More compute threads than cores: said once, the run goes on
+cores=$(nproc)
+if "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 1 --no-eval \
+    --threads-per-rank "$cores" --format csv >"$tmp/out" 2>"$tmp/err" &&
+    [ "$(grep -c "compute threads on $cores cores" "$tmp/err")" = 1 ]; then
+    passes=$((passes + 1))
+else
+    echo "FAIL: 2 ranks x $cores threads on $cores cores: no single warning"
+    sed 's/^/    /' "$tmp/err"
+    fails=$((fails + 1))
+fi
+if "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 1 --steps 1 --no-eval --threads-per-rank 1 \
+    --format csv >"$tmp/out" 2>"$tmp/err" && ! grep -q "compute threads" "$tmp/err"; then
+    passes=$((passes + 1))
+else
+    echo "FAIL: 1 rank x 1 thread: a warning, or the run failed"
+    fails=$((fails + 1))
 fi
 
 echo "$passes passed, $fails failed"

@@ -4,7 +4,8 @@
 #    still printed with state "failed" and the rank's error, the trace file is
 #    valid JSON, and the exit status is 1;
 #  - Ctrl-C (SIGINT) half way prints the report of the steps done, state
-#    "stopped", exit status 130.
+#    "stopped", exit status 130; SIGHUP likewise (129), with a valid trace;
+#  - a second Ctrl-C within 2 s exits at once, the trace still valid JSON.
 set -u
 BIN=${1:?usage: test_failure.sh path/to/ddptop}
 tmp=$(mktemp -d)
@@ -16,6 +17,17 @@ check() { # check "what" condition...
     if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi
 }
 json() { /usr/bin/env python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1"; }
+# wait_ranks PID: into training: the rank threads exist (named "rank N"),
+# and some steps ran. A signal before the handler is installed would be
+# ignored (a background job's SIGINT starts ignored), and one while the
+# data set loads stops the run before any step.
+wait_ranks() {
+    for _ in $(seq 1 600); do
+        grep -qx 'rank 1' /proc/"$1"/task/*/comm 2>/dev/null && break
+        sleep 0.1
+    done
+    sleep 1
+}
 
 "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --lr 100 --lr-decay none --steps 300 \
     --trace "$tmp/t.json" --format json >"$tmp/out.json" 2>"$tmp/err"
@@ -30,21 +42,45 @@ check "the trace of the failed run is valid JSON with its events" \
 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --epochs 1000 --format json \
     >"$tmp/int.json" 2>"$tmp/int.err" &
 pid=$!
-# into training: the rank threads exist (named "rank N"), and some steps ran;
-# a signal before the handler is installed would be ignored (a background
-# job's SIGINT starts ignored), and one while the data set loads stops it
-# before any step
-for _ in $(seq 1 600); do
-    grep -qx 'rank 1' /proc/$pid/task/*/comm 2>/dev/null && break
-    sleep 0.1
-done
-sleep 1
+wait_ranks $pid
 kill -INT $pid
 wait $pid
 st=$?
 check "SIGINT exits 130 (got $st)" test "$st" -eq 130
 check "SIGINT: the report covers the steps done, state stopped" \
     json "$tmp/int.json" "r=d['runs'][0]; assert r['state']=='stopped' and r['steps'] > 0 and r['ms_per_step'] > 0, r"
+
+# SIGHUP (an SSH session that drops) is handled as SIGTERM: report, valid trace
+"$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --epochs 1000 --trace "$tmp/h.json" \
+    --format json >"$tmp/hup.json" 2>"$tmp/hup.err" &
+pid=$!
+wait_ranks $pid
+kill -HUP $pid
+wait $pid
+st=$?
+check "SIGHUP exits 129 (got $st)" test "$st" -eq 129
+check "SIGHUP: the report covers the steps done, state stopped" \
+    json "$tmp/hup.json" "r=d['runs'][0]; assert r['state']=='stopped' and r['steps'] > 0, r"
+check "SIGHUP: the trace is valid JSON" json "$tmp/h.json" "assert len(d['traceEvents']) > 10"
+
+# A second Ctrl-C within 2 s forces the exit, even while a rank is deep in a
+# step (rank 1 computes 1000x slower: its steps take seconds), with the
+# trace closed as valid JSON
+"$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --epochs 1000 --slow-rank 1:1000 \
+    --trace "$tmp/f.json" --format json >"$tmp/force.json" 2>"$tmp/force.err" &
+pid=$!
+wait_ranks $pid
+kill -INT $pid
+sleep 0.3
+t0=$(date +%s%N)
+kill -INT $pid
+wait $pid
+st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "a second SIGINT exits 130 (got $st)" test "$st" -eq 130
+check "a second SIGINT exits at once (took $ms ms)" test "$ms" -lt 2000
+check "a second SIGINT says so" grep -q "interrupted twice" "$tmp/force.err"
+check "a forced exit leaves a valid trace" json "$tmp/f.json" "assert 'traceEvents' in d"
 
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

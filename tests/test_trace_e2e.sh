@@ -10,7 +10,7 @@
 #   sigint     Ctrl-C half way: a complete, valid file (state "stopped")
 #   sigkill    SIGKILL half way (.json and .json.gz): a prefix of whole
 #              events that closes into valid JSON, and that --replay loads
-#   diskfull   --trace /dev/full: reported, training and report go on
+#   diskfull   --trace /dev/full: reported, training and report go on, exit 1
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${DDPTOP_BIN:?set DDPTOP_BIN}
@@ -129,10 +129,10 @@ assert all(q['steps'] >= 5 for q in d['per_rank']), 'too few steps'
     echo "ok: killed traces are loadable prefixes"
     ;;
 diskfull)
-    [ -w /dev/full ] || { echo "skip: no /dev/full"; exit 0; }
+    [ -w /dev/full ] || { echo "SKIP: no /dev/full"; exit 77; }
     "$bin" "${run[@]}" --steps 30 --trace /dev/full --format json >live.json 2>err.txt
     rc=$?
-    [ "$rc" = 0 ] || die "exit status $rc with a full disk"
+    [ "$rc" = 1 ] || die "exit status $rc with a full disk: a lost trace must show in it (1)"
     grep -q "No space left on device" err.txt || die "the disk-full error was not reported"
     [ "$(grep -c 'No space left' err.txt)" = 1 ] || die "the disk-full error was reported more than once"
     grep -q "/dev/full is incomplete" err.txt || die "the incomplete file was not named"

@@ -37,6 +37,7 @@
 #include "run.h"
 #include "session.h"
 #include "snap.h"
+#include "stop.h"
 #include "strategy.h"
 #include "theme.h"
 #include "tracing.h"
@@ -81,7 +82,6 @@ struct ui {
 
 /* ---- signals and terminal restore ----------------------------------------- */
 
-static volatile sig_atomic_t g_stop_sig;
 static volatile sig_atomic_t g_term_live; /* curses owns the terminal */
 static struct termios g_tty_saved;
 static char g_restore_seq[256];
@@ -89,11 +89,6 @@ static size_t g_restore_len;
 static const int crash_sigs[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE};
 #define NCRASH ((int)(sizeof(crash_sigs) / sizeof(crash_sigs[0])))
 static struct sigaction g_crash_old[NCRASH];
-
-static void ui_on_stop(int sig)
-{
-    g_stop_sig = sig;
-}
 
 /* Puts the terminal back the async-signal-safe way (tcsetattr and write of
  * sequences prepared at start), then tries endwin() as well, then re-raises
@@ -118,12 +113,10 @@ static void ui_on_crash(int sig)
 
 static void install_signals(void)
 {
+    stop_install(); /* no SA_RESTART: a signal wakes the key wait */
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sigemptyset(&sa.sa_mask);
-    sa.sa_handler = ui_on_stop; /* no SA_RESTART: a signal wakes the key wait */
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     sa.sa_handler = ui_on_crash;
     sa.sa_flags = SA_NODEFER;
     for (int i = 0; i < NCRASH; i++)
@@ -134,8 +127,7 @@ static void uninstall_signals(void)
 {
     for (int i = 0; i < NCRASH; i++)
         sigaction(crash_sigs[i], &g_crash_old[i], NULL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    stop_uninstall();
 }
 
 static void add_cap(const char *cap)
@@ -250,7 +242,7 @@ static void next_strategy(struct ui *u)
 static void tick(struct ui *u)
 {
     if (!u->s.joined) {
-        int running = session_tick(&u->s, g_stop_sig != 0);
+        int running = session_tick(&u->s, stop_signal != 0);
         int error = 0;
         const char *msg = session_message(&u->s, &error);
         if (msg)
@@ -565,6 +557,16 @@ static int setup_curses(struct ui *u, int utf8)
         return -1;
     }
     set_term(scr);
+    /* a terminal that cannot place the cursor (TERM=dumb) would show a
+     * blank screen with a garbled line: refuse it as one without a TERM */
+    char *cup = tigetstr("cup");
+    if (!cup || cup == (char *)-1) {
+        endwin();
+        delscreen(scr);
+        fprintf(stderr, "ddptop: terminal '%s' cannot place the cursor, which the UI needs; use --batch\n",
+                getenv("TERM") ? getenv("TERM") : "(unset)");
+        return -1;
+    }
     u->scr = scr;
     prepare_restore();
     g_term_live = 1;
@@ -646,7 +648,7 @@ static void loop_body(struct ui *u)
             wtimeout(stdscr, 0);
             ch = wgetch(stdscr);
         }
-        if (g_stop_sig)
+        if (stop_signal)
             return;
         if (flags & UI_RESIZE)
             relayout(u);
@@ -715,9 +717,16 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
 
     loop(u);
 
-    close_screen(u); /* the terminal first */
-    session_finish(&u->s);
     const char *msg;
+    close_screen(u); /* the terminal first */
+    if (session_finish(&u->s) != 0) {
+        /* a second Ctrl-C while the ranks were leaving: the trace is closed */
+        while ((msg = session_message(&u->s, NULL)) != NULL)
+            fprintf(stderr, "ddptop: %s\n", msg);
+        fprintf(stderr, "ddptop: interrupted twice: leaving without waiting for the ranks\n");
+        fflush(NULL);
+        _exit(128 + (int)stop_signal);
+    }
     while ((msg = session_message(&u->s, NULL)) != NULL)
         fprintf(stderr, "ddptop: %s\n", msg);
     print_report(u);
@@ -730,8 +739,8 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
             u->frames ? (double)u->cpu_ns / 1e3 / (double)u->frames : 0.0);
     if (u->s.run->state == RUN_FAILED)
         fprintf(stderr, "ddptop: %s\n", u->s.run->err);
-    status = g_stop_sig ? 128 + (int)g_stop_sig : u->s.any_failed ? 1 : 0;
-    if (g_stop_sig)
+    status = stop_signal ? 128 + (int)stop_signal : u->s.any_failed || u->s.trace_failed ? 1 : 0;
+    if (stop_signal)
         fprintf(stderr, "ddptop: interrupted; reported what was measured\n");
 
 out:
@@ -778,7 +787,7 @@ int ui_replay(const struct config *cfg, struct replay *rp)
     loop(u);
 
     close_screen(u);
-    status = g_stop_sig ? 128 + (int)g_stop_sig : 0;
+    status = stop_signal ? 128 + (int)stop_signal : 0;
 
 out:
     uninstall_signals();
