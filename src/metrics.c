@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
-
 #define COLL_SLOTS 4096
 #define MAX_WORLD 64
 #define MAX_DEPTH 16
