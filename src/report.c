@@ -18,7 +18,7 @@ static void pcts(const struct breakdown *b, double *compute, double *comm, doubl
     *comm = breakdown_pct(b->comm_ns, b->wall_ns);
     *data = breakdown_pct(b->data_ns, b->wall_ns);
     *idle = breakdown_pct(b->idle_ns, b->wall_ns);
-    *overlap = b->comm_union_ns > 0 ? 100.0 * (double)b->overlap_ns / (double)b->comm_union_ns : 0.0;
+    *overlap = breakdown_overlap_pct(b);
 }
 
 /* Predicted transfer time per rank from the stored alpha-beta fits: valid

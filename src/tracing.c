@@ -473,13 +473,7 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
             return -1;
         }
         q->gpu_view = f.gpu_view;
-        q->b = (struct breakdown){.wall_ns = f.wall_ns,
-                                  .compute_ns = f.compute_ns,
-                                  .comm_ns = f.comm_ns,
-                                  .data_ns = f.data_ns,
-                                  .idle_ns = f.idle_ns,
-                                  .comm_union_ns = f.comm_union_ns,
-                                  .overlap_ns = f.overlap_ns};
+        q->b = f.b;
         q->idle_split_valid = f.idle_split_valid;
         q->host_wait_ns = f.host_wait_ns;
         q->kernel_wait_ns = f.kernel_wait_ns;
@@ -577,7 +571,7 @@ static double pct(int64_t part, int64_t wall)
 
 static double overlap_pct(const struct breakdown *b)
 {
-    return b->comm_union_ns > 0 ? 100.0 * (double)b->overlap_ns / (double)b->comm_union_ns : 0.0;
+    return breakdown_overlap_pct(b);
 }
 
 static void add_num(cJSON *o, const char *k, double v, int valid)

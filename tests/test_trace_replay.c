@@ -82,14 +82,14 @@ static void test_kineto_gpu_breakdown(void **state)
     struct trace_figures f;
     assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
     assert_true(f.gpu_view);
-    assert_int_equal(f.wall_ns, K_WALL);
-    assert_int_equal(f.compute_ns, K_COMPUTE);
-    assert_int_equal(f.comm_ns, K_COMM);
-    assert_int_equal(f.comm_union_ns, K_COMM_UNION);
-    assert_int_equal(f.overlap_ns, K_OVERLAP);
-    assert_int_equal(f.data_ns, K_DATA);
-    assert_int_equal(f.idle_ns, K_IDLE);
-    assert_int_equal(f.compute_ns + f.comm_ns + f.data_ns + f.idle_ns, f.wall_ns);
+    assert_int_equal(f.b.wall_ns, K_WALL);
+    assert_int_equal(f.b.compute_ns, K_COMPUTE);
+    assert_int_equal(f.b.comm_ns, K_COMM);
+    assert_int_equal(f.b.comm_union_ns, K_COMM_UNION);
+    assert_int_equal(f.b.overlap_ns, K_OVERLAP);
+    assert_int_equal(f.b.data_ns, K_DATA);
+    assert_int_equal(f.b.idle_ns, K_IDLE);
+    assert_int_equal(f.b.compute_ns + f.b.comm_ns + f.b.data_ns + f.b.idle_ns, f.b.wall_ns);
     assert_true(f.idle_split_valid);
     assert_int_equal(f.host_wait_ns, K_HOST_WAIT);
     assert_int_equal(f.kernel_wait_ns, K_KERNEL_WAIT);
@@ -127,10 +127,10 @@ static void test_kineto_array_form(void **state)
     assert_int_equal(d.nranks, 1);
     struct trace_figures fig;
     assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], TRACE_KERNEL_WAIT_NS), 0);
-    assert_int_equal(fig.wall_ns, K_WALL);
-    assert_int_equal(fig.compute_ns, K_COMPUTE);
-    assert_int_equal(fig.comm_ns, K_COMM);
-    assert_int_equal(fig.idle_ns, K_IDLE);
+    assert_int_equal(fig.b.wall_ns, K_WALL);
+    assert_int_equal(fig.b.compute_ns, K_COMPUTE);
+    assert_int_equal(fig.b.comm_ns, K_COMM);
+    assert_int_equal(fig.b.idle_ns, K_IDLE);
     assert_int_equal(fig.host_wait_ns, K_HOST_WAIT);
     assert_int_equal(fig.kernel_wait_ns, K_KERNEL_WAIT);
     assert_int_equal(fig.other_idle_ns, K_OTHER);
@@ -160,22 +160,25 @@ static void test_autograd_gloo(void **state)
     assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
     assert_false(f.gpu_view);
     assert_false(f.idle_split_valid);
-    assert_int_equal(f.wall_ns, 172000);
-    assert_int_equal(f.compute_ns, 127000);
-    assert_int_equal(f.comm_ns, 30000);
-    assert_int_equal(f.comm_union_ns, 30000);
-    assert_int_equal(f.idle_ns, 15000);
-    assert_int_equal(f.data_ns, 0);
+    assert_int_equal(f.b.wall_ns, 172000);
+    assert_int_equal(f.b.compute_ns, 127000);
+    assert_int_equal(f.b.comm_ns, 30000);
+    assert_int_equal(f.b.comm_union_ns, 30000);
+    assert_int_equal(f.b.idle_ns, 15000);
+    assert_int_equal(f.b.data_ns, 0);
     trace_doc_free(&d);
 }
 
+/* The one sweep over flat intervals (they overlap rather than nest), over
+ * the covered time and over given windows. */
 static void test_merged_intervals(void **state)
 {
     /* compute [0,10) U [5,20); comm [15,30) U [40,50); data [25,45) */
-    struct trace_seg s[] = {{0, 10, CAT_FORWARD}, {5, 20, CAT_BACKWARD}, {15, 30, CAT_COMM},
-                            {40, 50, CAT_COMM},   {25, 45, CAT_DATA},    {60, 70, TRACE_CAT_NEUTRAL}};
-    struct trace_figures f;
-    assert_int_equal(trace_analyze_segs(&f, s, 6, NULL, 0), 0);
+    struct breakdown_iv s[] = {{0, 10, BREAKDOWN_FLAT, CAT_FORWARD}, {5, 20, BREAKDOWN_FLAT, CAT_BACKWARD},
+                               {15, 30, BREAKDOWN_FLAT, CAT_COMM},   {40, 50, BREAKDOWN_FLAT, CAT_COMM},
+                               {25, 45, BREAKDOWN_FLAT, CAT_DATA},   {60, 70, BREAKDOWN_FLAT, TRACE_CAT_NEUTRAL}};
+    struct breakdown f;
+    assert_int_equal(breakdown_sweep(&f, s, 6, NULL, 0, NULL, NULL, NULL), 0);
     assert_int_equal(f.wall_ns, 50);
     assert_int_equal(f.compute_ns, 20);
     assert_int_equal(f.comm_ns, 20); /* [20,30) + [40,50) */
@@ -184,7 +187,7 @@ static void test_merged_intervals(void **state)
     assert_int_equal(f.data_ns, 10); /* [30,40) */
     assert_int_equal(f.idle_ns, 0);
     const int64_t win[][2] = {{0, 10}, {45, 55}};
-    assert_int_equal(trace_analyze_segs(&f, s, 6, win, 2), 0);
+    assert_int_equal(breakdown_sweep(&f, s, 6, win, 2, NULL, NULL, NULL), 0);
     assert_int_equal(f.wall_ns, 20);
     assert_int_equal(f.compute_ns, 10);
     assert_int_equal(f.comm_ns, 5);
@@ -483,7 +486,7 @@ static void test_reader_hostile_input(void **state)
         if (trace_read_buffer(&d, copy, cut, "cut", err, sizeof(err)) == 0 && d.nranks > 0) {
             struct trace_figures fig;
             assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], 30), 0);
-            assert_int_equal(fig.compute_ns + fig.comm_ns + fig.data_ns + fig.idle_ns, fig.wall_ns);
+            assert_int_equal(fig.b.compute_ns + fig.b.comm_ns + fig.b.data_ns + fig.b.idle_ns, fig.b.wall_ns);
         }
         trace_doc_free(&d);
         free(copy);

@@ -111,7 +111,7 @@ static void pcts_of(struct snap_rank *sr, const struct breakdown *b)
     sr->comm_pct = breakdown_pct(b->comm_ns, b->wall_ns);
     sr->data_pct = breakdown_pct(b->data_ns, b->wall_ns);
     sr->idle_pct = breakdown_pct(b->idle_ns, b->wall_ns);
-    sr->overlap_pct = b->comm_union_ns > 0 ? 100.0 * (double)b->overlap_ns / (double)b->comm_union_ns : 0.0;
+    sr->overlap_pct = breakdown_overlap_pct(b);
 }
 
 static void breakdown_sub(struct breakdown *d, const struct breakdown *a, const struct breakdown *b)
