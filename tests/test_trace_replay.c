@@ -2,8 +2,9 @@
  * trace (nccl kernels, memcpy/memset, runtime launches with correlation
  * ids) whose breakdown and HTA idle split are computed here by hand from
  * its intervals, an autograd-profiler bare array whose gloo / c10d ops must
- * count as communication, the merged-interval arithmetic, the CLI's
- * --batch --replay JSON, and the collector's device view (a rank with
+ * count as communication, the flat-interval arithmetic, the CLI's
+ * --batch --replay JSON (the live report's schema, with what a trace lacks
+ * null), and the collector's device view (a rank with
  * LANE_GPU spans is broken down over those alone). */
 #include <cJSON.h>
 #include <math.h>
@@ -345,9 +346,9 @@ static void test_replay_load_api(void **state)
     struct replay rp;
     char err[512];
     assert_int_equal(replay_load(&rp, FIX "kineto_gpu.json", TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
-    assert_int_equal(rp.nranks, 1);
+    assert_int_equal(rp.res.nranks, 1);
     assert_false(rp.has_metrics);
-    const struct replay_rank *q = &rp.ranks[0];
+    const struct rank_result *q = &rp.res.ranks[0];
     assert_true(q->gpu_view);
     assert_int_equal(q->b.wall_ns, K_WALL);
     assert_int_equal(q->b.compute_ns + q->b.comm_ns + q->b.data_ns + q->b.idle_ns, K_WALL);
@@ -356,7 +357,7 @@ static void test_replay_load_api(void **state)
     assert_true(fabs(q->ms_mean - 0.210) < 1e-9);
     replay_free(&rp);
     assert_int_equal(replay_load(&rp, FIX "kineto_gpu.json," FIX "autograd_gloo.json", 30, err, sizeof(err)), 0);
-    assert_int_equal(rp.nranks, 2); /* rank 0 from distributedInfo, the array file is file #1 */
+    assert_int_equal(rp.res.nranks, 2); /* rank 0 from distributedInfo, the array file is file #1 */
     replay_free(&rp);
     assert_int_equal(replay_load(&rp, FIX "missing.json", 30, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "missing.json"));
@@ -401,9 +402,21 @@ static void test_cli_json(void **state)
     cJSON_Delete(j);
     j = run_cli(FIX "autograd_gloo.json");
     q = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "per_rank"), 0);
+    cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "runs"), 0);
     assert_true(num(q, "comm_pct") > 17.0);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(q, "host_wait_pct")));
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "replay"), "format")->valuestring, "autograd");
+    /* what a PyTorch trace does not say is null, never a made-up 0 */
+    static const char *lacks[] = {"bytes_sent",  "bytes_received", "samples_per_s",
+                                  "transfer_ms", "busbw_gbps",     "spans_lost"};
+    for (size_t k = 0; k < sizeof(lacks) / sizeof(lacks[0]); k++)
+        if (!cJSON_IsNull(cJSON_GetObjectItem(q, lacks[k])))
+            fail_msg("per_rank %s is not null", lacks[k]);
+    static const char *run_lacks[] = {"model",      "strategy", "grad_compress", "batch_size", "samples_per_s",
+                                      "bytes_sent", "params",   "wall_s",        "state",      "train_loss"};
+    for (size_t k = 0; k < sizeof(run_lacks) / sizeof(run_lacks[0]); k++)
+        if (!cJSON_IsNull(cJSON_GetObjectItem(run, run_lacks[k])))
+            fail_msg("runs %s is not null", run_lacks[k]);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "replay"), "format")->valuestring, "autograd");
     cJSON_Delete(j);
 }
 
@@ -448,20 +461,21 @@ static void test_tracer_api_and_snapshot(void **state)
     assert_int_equal(replay_load(&rp, tpath, 30, err, sizeof(err)), 0);
     assert_true(rp.doc.complete);
     assert_true(rp.has_metrics);
-    assert_int_equal(rp.nranks, 2);
-    assert_int_equal(rp.ranks[1].steps, 12);
-    assert_true(rp.ranks[0].coll_valid);
-    assert_true(rp.ranks[0].b.compute_ns > 0);
+    assert_int_equal(rp.res.nranks, 2);
+    assert_int_equal(rp.res.ranks[1].steps, 12);
+    assert_true(rp.res.ranks[0].coll_valid);
+    assert_true(rp.res.ranks[0].b.compute_ns > 0);
     assert_int_equal(rp.metrics.r[1].nsteps, 12);
     replay_free(&rp);
     /* the snapshot holds the whole (short) history: all 12 steps rebuilt */
     assert_int_equal(replay_load(&rp, spath, 30, err, sizeof(err)), 0);
-    assert_int_equal(rp.nranks, 2);
-    assert_int_equal(rp.ranks[0].steps, 12);
-    assert_true(rp.ranks[0].coll_valid);
-    assert_true(rp.ranks[0].b.wall_ns > 0);
-    assert_int_equal(rp.ranks[0].b.compute_ns + rp.ranks[0].b.comm_ns + rp.ranks[0].b.data_ns + rp.ranks[0].b.idle_ns,
-                     rp.ranks[0].b.wall_ns);
+    assert_int_equal(rp.res.nranks, 2);
+    assert_int_equal(rp.res.ranks[0].steps, 12);
+    assert_true(rp.res.ranks[0].coll_valid);
+    assert_true(rp.res.ranks[0].b.wall_ns > 0);
+    assert_int_equal(rp.res.ranks[0].b.compute_ns + rp.res.ranks[0].b.comm_ns + rp.res.ranks[0].b.data_ns +
+                         rp.res.ranks[0].b.idle_ns,
+                     rp.res.ranks[0].b.wall_ns);
     replay_free(&rp);
     char cmd[200];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
