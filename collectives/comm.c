@@ -1,5 +1,6 @@
 /* comm.c - what every backend shares: binding to a probe ring, call
- * begin/end with sequence numbers and spans, and the bus-bandwidth factors. */
+ * begin/end with sequence numbers and spans, the error context, and the
+ * broken communicator of --inject-fault comm-error. */
 #include "comm.h"
 
 #include <stdarg.h>
@@ -111,26 +112,6 @@ void comm_break(struct comm *c, const char *why)
     snprintf(c->why_broken, sizeof(c->why_broken), "%s", why);
 }
 
-double coll_busbw_factor(int kind, int n)
-{
-    if (n <= 1)
-        return 0.0;
-    switch (kind) {
-    case COLL_ALLREDUCE:
-        return 2.0 * (n - 1) / n;
-    case COLL_REDUCE_SCATTER:
-    case COLL_ALLGATHER:
-    case COLL_GATHER:
-    case COLL_SCATTER:
-        return (double)(n - 1) / n;
-    case COLL_BROADCAST:
-    case COLL_REDUCE:
-        return 1.0;
-    default:
-        return 0.0;
-    }
-}
-
 /* Waits shorter than this are not recorded as spans of their own. */
 #define WAIT_SPAN_MIN_NS 2000
 
@@ -157,15 +138,8 @@ void comm_call_wait(struct comm *c, struct comm_call *call, int64_t t0_ns, int64
     call->wait_ns += d;
     if (d < WAIT_SPAN_MIN_NS || !c->probe)
         return;
-    struct span s = {.t0_ns = t0_ns,
-                     .t1_ns = t1_ns,
-                     .step = cur_step(c),
-                     .seq = call->seq,
-                     .tag = c->tag,
-                     .lane = (uint8_t)c->lane,
-                     .cat = CAT_WAIT,
-                     .coll = (uint8_t)call->kind};
-    spsc_push(c->probe, &s);
+    probe_span(c->probe, c->lane, CAT_WAIT, cur_step(c), c->tag, t0_ns, t1_ns,
+               &(struct span_coll){.seq = call->seq, .kind = (uint8_t)call->kind});
 }
 
 void comm_call_end(struct comm *c, struct comm_call *call)
@@ -177,18 +151,12 @@ void comm_call_end(struct comm *c, struct comm_call *call)
     c->stats.total_ns += t1 - call->t0_ns;
     c->stats.wait_ns += call->wait_ns;
     if (c->probe) {
-        struct span s = {.t0_ns = call->t0_ns,
-                         .t1_ns = t1,
-                         .bytes = call->tx,
-                         .bytes_rx = call->rx,
-                         .size = call->size,
-                         .step = cur_step(c),
-                         .seq = call->seq,
-                         .tag = c->tag,
-                         .lane = (uint8_t)c->lane,
-                         .cat = CAT_COMM,
-                         .coll = (uint8_t)call->kind,
-                         .outer = 1};
-        spsc_push(c->probe, &s);
+        struct span_coll sc = {.bytes = call->tx,
+                               .bytes_rx = call->rx,
+                               .size = call->size,
+                               .seq = call->seq,
+                               .kind = (uint8_t)call->kind,
+                               .outer = 1};
+        probe_span(c->probe, c->lane, CAT_COMM, cur_step(c), c->tag, call->t0_ns, t1, &sc);
     }
 }

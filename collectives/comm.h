@@ -87,9 +87,6 @@ void comm_break(struct comm *c, const char *why);
 /* Directs this communicator's spans to ring, as lane. */
 void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic uint32_t *step);
 
-/* Bus-bandwidth factor of a collective on n ranks (nccl-tests' definition). */
-double coll_busbw_factor(int kind, int n);
-
 /* Backend helpers: begin/end a call (sequence, outer span, stats). */
 struct comm_call {
     int64_t t0_ns;

@@ -101,14 +101,9 @@ int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scra
         }
         if (c->probe) {
             /* reducing bytes is communication work (the README's time accounting) */
-            struct span s = {.t0_ns = t0,
-                             .t1_ns = probe_now_ns(),
-                             .tag = -1,
-                             .lane = (uint8_t)c->lane,
-                             .cat = CAT_COMM,
-                             .coll = COLL_REDUCE,
-                             .step = c->step ? atomic_load_explicit(c->step, memory_order_relaxed) : 0};
-            spsc_push(c->probe, &s);
+            uint32_t step = c->step ? atomic_load_explicit(c->step, memory_order_relaxed) : 0;
+            probe_span(c->probe, c->lane, CAT_COMM, step, -1, t0, probe_now_ns(),
+                       &(struct span_coll){.kind = COLL_REDUCE});
         }
     }
     return comm_context(c, c->ops->broadcast(c, grads, n, 0), "broadcast");
@@ -307,13 +302,8 @@ void ddp_grad_ready(struct ddp_engine *e, int p)
         return;
     if (e->main_ring) {
         int64_t now = probe_now_ns();
-        struct span s = {.t0_ns = now,
-                         .t1_ns = now,
-                         .tag = (int16_t)i,
-                         .lane = LANE_MAIN,
-                         .cat = CAT_BACKWARD,
-                         .step = e->step ? atomic_load_explicit(e->step, memory_order_relaxed) : 0};
-        spsc_push(e->main_ring, &s);
+        uint32_t step = e->step ? atomic_load_explicit(e->step, memory_order_relaxed) : 0;
+        probe_span(e->main_ring, LANE_MAIN, CAT_BACKWARD, step, i, now, now, NULL);
     }
     if (e->hooks.ready && e->hooks.ready(e->hooks.ctx, i) != 0 && atomic_load(&e->rc) == 0)
         atomic_store(&e->rc, -1); /* ddp_finish reports it */
@@ -351,13 +341,8 @@ int ddp_finish(struct ddp_engine *e, struct spsc_ring *main_ring)
             sched_yield();
     }
     if (main_ring) {
-        struct span s = {.t0_ns = t0,
-                         .t1_ns = probe_now_ns(),
-                         .tag = -1,
-                         .lane = LANE_MAIN,
-                         .cat = CAT_WAIT,
-                         .step = e->step ? atomic_load_explicit(e->step, memory_order_relaxed) : 0};
-        spsc_push(main_ring, &s);
+        uint32_t step = e->step ? atomic_load_explicit(e->step, memory_order_relaxed) : 0;
+        probe_span(main_ring, LANE_MAIN, CAT_WAIT, step, -1, t0, probe_now_ns(), NULL);
     }
     if (atomic_load(&e->q_done) < want)
         return COMM_ABORTED;

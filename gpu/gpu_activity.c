@@ -61,14 +61,9 @@ static void emit(const struct reg *r, uint64_t start, uint64_t end, int cat, uin
 {
     if (start == 0 || end < start)
         return; /* an incomplete record (a forced flush): no interval to count */
-    struct span s = {.t0_ns = (int64_t)start + g_offset_ns,
-                     .t1_ns = (int64_t)end + g_offset_ns,
-                     .bytes = bytes,
-                     .step = r->step ? atomic_load_explicit(r->step, memory_order_relaxed) : 0,
-                     .tag = -1,
-                     .lane = LANE_GPU,
-                     .cat = (uint8_t)cat};
-    if (!spsc_push(r->ring, &s))
+    uint32_t step = r->step ? atomic_load_explicit(r->step, memory_order_relaxed) : 0;
+    if (!probe_span(r->ring, LANE_GPU, cat, step, -1, (int64_t)start + g_offset_ns, (int64_t)end + g_offset_ns,
+                    &(struct span_coll){.bytes = bytes}))
         atomic_fetch_add(&g_dropped, 1);
 }
 

@@ -1,166 +1,19 @@
-/* metrics.c - turning drained spans and step records into breakdowns,
- * losses and per-collective accounting (see metrics.h and the README's time accounting). */
+/* metrics.c - turning drained spans and step records into breakdowns
+ * (each step through breakdown_window), losses and per-collective
+ * accounting (see metrics.h and the README's time accounting). */
 #include "metrics.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
-
 #define COLL_SLOTS 4096
 #define MAX_WORLD 64
-#define MAX_DEPTH 16
 
 struct coll_slot {
     uint32_t seq;
     int count;
     int64_t dur[MAX_WORLD];
 };
-
-void breakdown_add(struct breakdown *acc, const struct breakdown *b)
-{
-    acc->wall_ns += b->wall_ns;
-    acc->compute_ns += b->compute_ns;
-    acc->comm_ns += b->comm_ns;
-    acc->data_ns += b->data_ns;
-    acc->idle_ns += b->idle_ns;
-    acc->comm_union_ns += b->comm_union_ns;
-    acc->overlap_ns += b->overlap_ns;
-}
-
-double breakdown_pct(int64_t part_ns, int64_t wall_ns)
-{
-    return wall_ns > 0 ? 100.0 * (double)part_ns / (double)wall_ns : 0.0;
-}
-
-struct ev {
-    int64_t t;
-    int64_t dur;
-    int start; /* 1 start, 0 end */
-    int lane;
-    int cat;
-    int id;
-};
-
-static int ev_cmp(const void *a, const void *b)
-{
-    const struct ev *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    if (x->start != y->start)
-        return x->start - y->start; /* ends first: touching spans do not overlap */
-    if (x->start) {
-        if (x->dur != y->dur)
-            return x->dur > y->dur ? -1 : 1; /* the outer span opens first */
-    } else if (x->dur != y->dur) {
-        return x->dur < y->dur ? -1 : 1; /* the inner span closes first */
-    }
-    return x->id - y->id;
-}
-
-/* The sweep behind breakdown_compute, over caller-provided room for 2n
- * events. only_lane >= 0 keeps that lane's spans and skips the others; -1
- * keeps every lane. */
-static void sweep(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1, int only_lane,
-                  struct ev *evs);
-
-void breakdown_compute(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1)
-{
-    struct ev stackbuf[64];
-    struct ev *evs = n * 2 <= 64 ? stackbuf : malloc(sizeof(struct ev) * n * 2);
-    memset(out, 0, sizeof(*out));
-    if (!evs) {
-        out->wall_ns = t1 > t0 ? t1 - t0 : 0;
-        out->idle_ns = out->wall_ns;
-        return;
-    }
-    sweep(out, spans, n, t0, t1, -1, evs);
-    if (evs != stackbuf)
-        free(evs);
-}
-
-static void sweep(struct breakdown *out, const struct span *spans, size_t n, int64_t t0, int64_t t1, int only_lane,
-                  struct ev *evs)
-{
-    memset(out, 0, sizeof(*out));
-    if (t1 <= t0)
-        return;
-    out->wall_ns = t1 - t0;
-    size_t ne = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t a = spans[i].t0_ns < t0 ? t0 : spans[i].t0_ns;
-        int64_t b = spans[i].t1_ns > t1 ? t1 : spans[i].t1_ns;
-        if (b <= a || spans[i].lane >= LANE_COUNT || (only_lane >= 0 && spans[i].lane != only_lane))
-            continue;
-        struct ev s = {a, b - a, 1, spans[i].lane, spans[i].cat, (int)i};
-        struct ev e = {b, b - a, 0, spans[i].lane, spans[i].cat, (int)i};
-        evs[ne++] = s;
-        evs[ne++] = e;
-    }
-    qsort(evs, ne, sizeof(*evs), ev_cmp);
-    int stack[LANE_COUNT][MAX_DEPTH];
-    int depth[LANE_COUNT] = {0};
-    int cat_of_id_top[LANE_COUNT];
-    /* device records (kernels and copies on several streams) overlap rather
-     * than nest: on LANE_GPU every open record counts, by category */
-    int gpu_open[CAT_COUNT] = {0};
-    int64_t prev = t0;
-    int64_t covered = 0;
-    for (size_t i = 0; i <= ne; i++) {
-        int64_t t = i < ne ? evs[i].t : t1;
-        if (t > prev) {
-            int any_compute = 0, any_comm = 0, any_data = 0;
-            for (int l = 0; l < LANE_COUNT; l++) {
-                if (!depth[l])
-                    continue;
-                int c = cat_of_id_top[l];
-                any_compute |= cat_is_compute(c);
-                any_comm |= c == CAT_COMM;
-                any_data |= c == CAT_DATA;
-            }
-            any_compute |= gpu_open[CAT_FORWARD] + gpu_open[CAT_BACKWARD] + gpu_open[CAT_OPTIMIZER] > 0;
-            any_comm |= gpu_open[CAT_COMM] > 0;
-            any_data |= gpu_open[CAT_DATA] > 0;
-            int64_t d = t - prev;
-            if (any_compute)
-                out->compute_ns += d;
-            else if (any_comm)
-                out->comm_ns += d;
-            else if (any_data)
-                out->data_ns += d;
-            if (any_comm)
-                out->comm_union_ns += d;
-            if (any_comm && any_compute)
-                out->overlap_ns += d;
-            if (any_compute || any_comm || any_data)
-                covered += d;
-            prev = t;
-        }
-        if (i == ne)
-            break;
-        struct ev *e = &evs[i];
-        int l = e->lane;
-        if (l == LANE_GPU) {
-            if (e->cat < CAT_COUNT)
-                gpu_open[e->cat] += e->start ? 1 : -1;
-            continue;
-        }
-        if (e->start) {
-            if (depth[l] < MAX_DEPTH)
-                stack[l][depth[l]++] = e->id;
-        } else {
-            for (int k = depth[l] - 1; k >= 0; k--)
-                if (stack[l][k] == e->id) {
-                    memmove(&stack[l][k], &stack[l][k + 1], sizeof(int) * (size_t)(depth[l] - k - 1));
-                    depth[l]--;
-                    break;
-                }
-        }
-        if (depth[l])
-            cat_of_id_top[l] = spans[stack[l][depth[l] - 1]].cat;
-    }
-    out->idle_ns = out->wall_ns - covered;
-}
 
 int metrics_init(struct metrics *m, int world, double threshold)
 {
@@ -195,7 +48,7 @@ void metrics_free(struct metrics *m)
             free(r->step_hash);
             free(r->pending);
             free(r->window);
-            free(r->events);
+            breakdown_scratch_free(&r->sweep);
             free(r->held);
         }
     free(m->r);
@@ -429,18 +282,11 @@ static void close_step(struct metrics *m, int r, const struct step_rec *rec)
     }
     rm->npending = keep;
     struct breakdown b;
-    /* the sweep's events live in a per-rank buffer that only grows: no
-     * allocation per step once the largest step has been seen */
-    if (rm->cap_events < 2 * nwin) {
-        void *e = realloc(rm->events, sizeof(struct ev) * 2 * nwin);
-        if (!e)
-            return;
-        rm->events = e;
-        rm->cap_events = 2 * nwin;
-    }
     /* on a rank with device records the device's timeline decides: its
-     * host spans only measure launches */
-    sweep(&b, rm->window, nwin, rec->t0_ns, rec->t1_ns, rm->gpu_view ? LANE_GPU : -1, rm->events);
+     * host spans only measure launches. The sweep's memory is the rank's
+     * and only grows: no allocation per step once the largest was seen. */
+    if (breakdown_window(&b, rm->window, nwin, rec->t0_ns, rec->t1_ns, rm->gpu_view ? LANE_GPU : -1, &rm->sweep) != 0)
+        return;
     breakdown_add(&rm->total, &b);
     if (rm->nsteps > 0)
         breakdown_add(&rm->steady, &b);

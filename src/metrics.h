@@ -12,28 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "breakdown.h"
 #include "probe.h"
-
-/* Time split of one window; compute + comm + data + idle == wall exactly. */
-struct breakdown {
-    int64_t wall_ns;
-    int64_t compute_ns;
-    int64_t comm_ns; /* exposed: comm not hidden under compute */
-    int64_t data_ns;
-    int64_t idle_ns;
-    int64_t comm_union_ns; /* |union of comm|, hidden or not */
-    int64_t overlap_ns;    /* |compute ∩ comm| */
-};
-
-void breakdown_add(struct breakdown *acc, const struct breakdown *b);
-double breakdown_pct(int64_t part_ns, int64_t wall_ns);
-/* Computes the breakdown of window [t0, t1) over n spans. On each lane the
- * innermost span decides an instant's category, except on LANE_GPU, whose
- * device records overlap rather than nest: there every open record counts.
- * Across lanes compute beats comm beats data beats idle, and wait counts as
- * idle. (The collector's per-step breakdowns use LANE_GPU spans only on a
- * rank that has any: see rank_metrics.gpu_view.) */
-void breakdown_compute(struct breakdown *out, const struct span *spans, size_t n, int64_t t0_ns, int64_t t1_ns);
 
 /* What a rank reports at the end of every step. */
 struct step_rec {
@@ -84,8 +64,7 @@ struct rank_metrics {
     size_t npending, cap_pending;
     struct span *window; /* scratch: one step's spans */
     size_t cap_window;
-    void *events; /* scratch: the breakdown sweep's events, [cap_events] */
-    size_t cap_events;
+    struct breakdown_scratch sweep; /* the breakdown sweep's memory */
     struct span history[METRICS_HISTORY];
     uint64_t nhistory; /* total ever pushed; index % METRICS_HISTORY */
 };

@@ -64,13 +64,7 @@ struct loop {
 
 static void rec(struct rank *rk, struct spsc_ring *ring, int lane, int cat, int64_t t0, int64_t t1)
 {
-    struct span s = {.t0_ns = t0,
-                     .t1_ns = t1,
-                     .step = atomic_load_explicit(&rk->step, memory_order_relaxed),
-                     .tag = -1,
-                     .lane = (uint8_t)lane,
-                     .cat = (uint8_t)cat};
-    spsc_push(ring, &s);
+    probe_span(ring, lane, cat, atomic_load_explicit(&rk->step, memory_order_relaxed), -1, t0, t1, NULL);
 }
 
 /* The training forward; --inject-fault's nan turns the logits' first

@@ -1,5 +1,6 @@
-/* report.c - results and the batch report (text, CSV, JSON, markdown). The
- * JSON schema is documented in the README; keep the two in step. */
+/* report.c - results, live or replayed, and the one report (text, CSV,
+ * JSON, markdown). The JSON schema is documented in the README; keep the
+ * two in step. */
 #include "report.h"
 
 #include <cJSON.h>
@@ -18,7 +19,7 @@ static void pcts(const struct breakdown *b, double *compute, double *comm, doubl
     *comm = breakdown_pct(b->comm_ns, b->wall_ns);
     *data = breakdown_pct(b->data_ns, b->wall_ns);
     *idle = breakdown_pct(b->idle_ns, b->wall_ns);
-    *overlap = b->comm_union_ns > 0 ? 100.0 * (double)b->overlap_ns / (double)b->comm_union_ns : 0.0;
+    *overlap = breakdown_overlap_pct(b);
 }
 
 /* Predicted transfer time per rank from the stored alpha-beta fits: valid
@@ -51,57 +52,38 @@ static void predict(struct run_result *res, struct run *r)
     res->pred_ms = total / 1e3 / r->world;
 }
 
-int result_from_run(struct run_result *res, struct run *r)
+int result_from_metrics(struct run_result *res, const struct metrics *m, int local_batch, int world)
 {
-    memset(res, 0, sizeof(*res));
-    struct metrics *m = &r->metrics;
-    res->cfg = r->cfg;
-    snprintf(res->dataset, sizeof(res->dataset), "%s", r->train->name);
-    snprintf(res->device, sizeof(res->device), "%s", r->devops->name);
-    snprintf(res->backend, sizeof(res->backend), "%s", r->backend);
-    snprintf(res->note, sizeof(res->note), "%s", r->note);
-    res->cupti_valid = r->cupti;
-    res->cupti_ms = (double)r->cupti_overhead_ns / 1e6;
-    res->cupti_lost = r->cupti_dropped;
-    res->world = r->world;
-    res->global_batch = r->global_batch;
-    res->state = r->state;
-    snprintf(res->error, sizeof(res->error), "%s", r->err);
-    res->wall_s = (double)((r->t_end_ns ? r->t_end_ns : probe_now_ns()) - r->t_start_ns) / 1e9;
-    res->threshold_step = m->threshold_step;
-    res->threshold_epoch = m->threshold_epoch;
-    res->epochs_done = m->nepochs;
-    res->replicas_checked = m->replicas_checked;
-    res->replicas_diverged_at = m->replicas_diverged_at;
-    res->nranks = r->world;
-    res->ranks = calloc((size_t)r->world, sizeof(*res->ranks));
+    res->ranks = calloc((size_t)m->world, sizeof(*res->ranks));
     if (!res->ranks)
         return -1;
-    res->params_total = r->ranks[0].nparams_total;
-    res->params_trainable = r->ranks[0].nparams_trainable;
-    res->flops_per_sample = r->ranks[0].flops_per_sample;
-
-    struct breakdown all = {0};
+    res->nranks = m->world;
+    res->world = world;
+    res->global_batch = local_batch * world;
+    res->batch_valid = local_batch > 0;
     double bus = 0;
     int64_t xfer = 0;
-    for (int i = 0; i < r->world; i++) {
-        struct rank_metrics *rm = &m->r[i];
+    for (int i = 0; i < m->world; i++) {
+        const struct rank_metrics *rm = &m->r[i];
         struct rank_result *rr = &res->ranks[i];
         rr->rank = i;
-        snprintf(rr->device, sizeof(rr->device), "%s", r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
         rr->steps = (long)rm->nsteps;
         metrics_step_stats(m, i, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
-        rr->samples_per_s = rr->ms_mean > 0 ? r->local_batch / (rr->ms_mean / 1e3) : 0;
-        const struct breakdown *b = rm->nsteps > 1 ? &rm->steady : &rm->total;
-        pcts(b, &rr->compute_pct, &rr->comm_pct, &rr->data_pct, &rr->idle_pct, &rr->overlap_pct);
-        breakdown_add(&all, b);
+        rr->ms_valid = 1;
+        rr->samples_per_s = rr->ms_mean > 0 ? local_batch / (rr->ms_mean / 1e3) : 0;
+        rr->samples_valid = local_batch > 0;
+        rr->b = rm->nsteps > 1 ? rm->steady : rm->total;
+        rr->gpu_view = rm->gpu_view;
         rr->bytes_tx = rm->bytes_tx;
         rr->bytes_rx = rm->bytes_rx;
+        rr->bytes_valid = 1;
         rr->xfer_ms = (double)rm->xfer_ns / 1e6;
         rr->sync_ms = (double)rm->sync_ns / 1e6;
+        rr->coll_valid = 1;
         rr->busbw_valid = rm->xfer_ns > 0 && rm->bus_bytes > 0;
         rr->busbw_gbps = rr->busbw_valid ? rm->bus_bytes / (double)rm->xfer_ns : 0;
         rr->dropped = rm->dropped + rm->late;
+        rr->dropped_valid = 1;
         res->bytes_sent += rm->bytes_tx;
         res->xfer_ms += rr->xfer_ms;
         res->sync_ms += rr->sync_ms;
@@ -109,20 +91,24 @@ int result_from_run(struct run_result *res, struct run *r)
         bus += rm->bus_bytes;
         xfer += rm->xfer_ns;
     }
-    res->bytes_sent /= (uint64_t)r->world;
-    predict(res, r);
-    res->xfer_ms /= r->world;
-    res->sync_ms /= r->world;
+    res->bytes_sent /= (uint64_t)m->world;
+    res->bytes_valid = 1;
+    res->xfer_ms /= m->world;
+    res->sync_ms /= m->world;
+    res->coll_valid = 1;
+    res->dropped_valid = 1;
     res->busbw_valid = xfer > 0 && bus > 0;
     res->busbw_gbps = res->busbw_valid ? bus / (double)xfer : 0;
-    pcts(&all, &res->compute_pct, &res->comm_pct, &res->data_pct, &res->idle_pct, &res->overlap_pct);
+    result_breakdowns(res);
 
     /* the run's step time: per step, the slowest rank */
     size_t n = m->steps_done;
     res->steps = (long)n;
+    res->ms_valid = 1;
+    res->samples_valid = res->batch_valid;
     if (n > 0) {
         metrics_run_step_stats(m, &res->ms_mean, &res->ms_p50, &res->ms_p90);
-        res->samples_per_s = res->ms_mean > 0 ? r->global_batch / (res->ms_mean / 1e3) : 0;
+        res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
         res->train_valid = 1;
         res->train_loss = m->loss_running[n - 1];
         res->train_acc = metrics_train_acc_last_epoch(m);
@@ -131,6 +117,58 @@ int result_from_run(struct run_result *res, struct run *r)
         res->test_valid = 1;
         res->test_acc = 100.0 * m->test_correct[m->nepochs - 1] / (double)m->test_total[m->nepochs - 1];
     }
+    res->threshold_step = m->threshold_step;
+    res->threshold_epoch = m->threshold_epoch;
+    res->epochs_done = m->nepochs;
+    res->replicas_checked = m->replicas_checked;
+    res->replicas_diverged_at = m->replicas_diverged_at;
+    return 0;
+}
+
+void result_breakdowns(struct run_result *res)
+{
+    memset(&res->b, 0, sizeof(res->b));
+    res->gpu_view = res->idle_split_valid = 0;
+    res->host_wait_ns = res->kernel_wait_ns = res->other_idle_ns = 0;
+    for (int i = 0; i < res->nranks; i++) {
+        struct rank_result *rr = &res->ranks[i];
+        pcts(&rr->b, &rr->compute_pct, &rr->comm_pct, &rr->data_pct, &rr->idle_pct, &rr->overlap_pct);
+        breakdown_add(&res->b, &rr->b);
+        res->gpu_view |= rr->gpu_view;
+        res->idle_split_valid |= rr->idle_split_valid;
+        res->host_wait_ns += rr->host_wait_ns;
+        res->kernel_wait_ns += rr->kernel_wait_ns;
+        res->other_idle_ns += rr->other_idle_ns;
+    }
+    pcts(&res->b, &res->compute_pct, &res->comm_pct, &res->data_pct, &res->idle_pct, &res->overlap_pct);
+}
+
+int result_from_run(struct run_result *res, struct run *r)
+{
+    memset(res, 0, sizeof(*res));
+    if (result_from_metrics(res, &r->metrics, r->local_batch, r->world) != 0)
+        return -1;
+    res->cfg = r->cfg;
+    res->compress_valid = 1;
+    snprintf(res->dataset, sizeof(res->dataset), "%s", r->train->name);
+    snprintf(res->device, sizeof(res->device), "%s", r->devops->name);
+    snprintf(res->backend, sizeof(res->backend), "%s", r->backend);
+    snprintf(res->note, sizeof(res->note), "%s", r->note);
+    res->cupti_valid = r->cupti;
+    res->cupti_ms = (double)r->cupti_overhead_ns / 1e6;
+    res->cupti_lost = r->cupti_dropped;
+    res->state = r->state;
+    snprintf(res->error, sizeof(res->error), "%s", r->err);
+    res->wall_s = (double)((r->t_end_ns ? r->t_end_ns : probe_now_ns()) - r->t_start_ns) / 1e9;
+    res->wall_valid = 1;
+    res->params_total = r->ranks[0].nparams_total;
+    res->params_trainable = r->ranks[0].nparams_trainable;
+    res->flops_per_sample = r->ranks[0].flops_per_sample;
+    res->params_valid = 1;
+    for (int i = 0; i < r->world; i++)
+        snprintf(res->ranks[i].device, sizeof(res->ranks[i].device), "%s",
+                 r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
+    predict(res, r);
     return 0;
 }
 
@@ -187,14 +225,84 @@ static const char *threshold_str(char *buf, size_t n, const struct run_result *r
 static const char *strat_label(const struct run_result *r)
 {
     static char buf[STRAT_COUNT][2][32];
-    int k = r->cfg.strategy >= 0 && r->cfg.strategy < STRAT_COUNT ? r->cfg.strategy : 0, h = r->cfg.grad_fp16 != 0;
+    if (r->cfg.strategy < 0 || r->cfg.strategy >= STRAT_COUNT)
+        return "n/a";
+    int k = r->cfg.strategy, h = r->compress_valid && r->cfg.grad_fp16 != 0;
     snprintf(buf[k][h], sizeof(buf[k][h]), "%s%s", strategy_name(r->cfg.strategy), h ? "+fp16" : "");
     return buf[k][h];
 }
 
+/* The strategy's name, or NULL when unknown. */
+static const char *strat_name(const struct run_result *r)
+{
+    return r->cfg.strategy >= 0 && r->cfg.strategy < STRAT_COUNT ? strategy_name(r->cfg.strategy) : NULL;
+}
+
+static const char *or_na(const char *s)
+{
+    return s && s[0] ? s : "n/a";
+}
+
+/* A figure as text, or n/a. */
+static const char *fig(char *buf, size_t n, const char *fmt, double v, int valid)
+{
+    if (valid)
+        snprintf(buf, n, fmt, v);
+    else
+        snprintf(buf, n, "n/a");
+    return buf;
+}
+
+static double split_pct(int64_t part_ns, const struct breakdown *b)
+{
+    return breakdown_pct(part_ns, b->wall_ns);
+}
+
+static const char *trace_state(const struct replay_source *src)
+{
+    return src->complete ? "" : src->truncated ? ", cut short" : ", unfinished";
+}
+
+/* The replayed runs' own per-rank figures: the view each rank was broken
+ * down in and HTA's split of its idle time. */
+static void write_trace_table(FILE *f, const struct run_result *res, int n, int md)
+{
+    fprintf(f,
+            md ? "\nFrom the traces:\n\n| run | rank | view | host-wait %% | kernel-wait %% | other idle %% |\n"
+                 "|---:|---|---|---:|---:|---:|\n"
+               : "\nfrom the traces:\n%3s %4s %-5s %10s %12s %11s\n",
+            "run", "rank", "view", "host-wait%", "kernel-wait%", "other-idle%");
+    for (int i = 0; i < n; i++) {
+        if (!res[i].replay.valid)
+            continue;
+        for (int k = -1; k < res[i].nranks; k++) {
+            const struct rank_result *q = k >= 0 ? &res[i].ranks[k] : NULL;
+            const struct breakdown *b = q ? &q->b : &res[i].b;
+            int split = q ? q->idle_split_valid : res[i].idle_split_valid;
+            char who[16], hw[16], kw[16], ow[16];
+            if (q)
+                snprintf(who, sizeof(who), "%d", q->rank);
+            else
+                snprintf(who, sizeof(who), "all");
+            fig(hw, sizeof(hw), "%.1f", split_pct(q ? q->host_wait_ns : res[i].host_wait_ns, b), split);
+            fig(kw, sizeof(kw), "%.1f", split_pct(q ? q->kernel_wait_ns : res[i].kernel_wait_ns, b), split);
+            fig(ow, sizeof(ow), "%.1f", split_pct(q ? q->other_idle_ns : res[i].other_idle_ns, b), split);
+            fprintf(f, md ? "| %d | %s | %s | %s | %s | %s |\n" : "%3d %4s %-5s %10s %12s %11s\n", i, who,
+                    (q ? q->gpu_view : res[i].gpu_view) ? "gpu" : "host", hw, kw, ow);
+        }
+    }
+}
+
 static void write_text(FILE *f, const struct run_result *res, int n, int md)
 {
-    const char *sep = md ? " | " : "  ";
+    int replays = 0;
+    for (int i = 0; i < n; i++)
+        if (res[i].replay.valid) {
+            const struct replay_source *src = &res[i].replay;
+            fprintf(f, md ? "Replay of `%s` (%s trace%s).\n\n" : "replay of %s (%s trace%s)\n\n", src->files,
+                    src->format, trace_state(src));
+            replays++;
+        }
     if (md)
         fprintf(f, "| model | dataset | strategy | ranks | batch/rank | global | steps | ms/step | p50 | p90 | "
                    "samples/s | speedup | eff %% | compute %% | comm %% | data %% | idle %% | overlap %% | "
@@ -210,26 +318,37 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                 "xfer_ms", "sync_ms", "pred_ms", "loss", "train%", "test%", "loss<thr");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
-        char sp[16], eff[16], bw[16], bytes[24], tl[16], ta[16], te[16], thr[32], pr[16];
-        snprintf(pr, sizeof(pr), r->pred_valid ? "%.1f" : "n/a", r->pred_ms);
-        snprintf(sp, sizeof(sp), r->speedup_valid ? "%.2fx" : "n/a", r->speedup);
-        snprintf(eff, sizeof(eff), r->speedup_valid ? "%.0f" : "n/a", r->efficiency);
-        snprintf(bw, sizeof(bw), r->busbw_valid ? "%.2f" : "n/a", r->busbw_gbps);
-        human_bytes(bytes, sizeof(bytes), (double)r->bytes_sent);
-        snprintf(tl, sizeof(tl), r->train_valid ? "%.4f" : "n/a", r->train_loss);
-        snprintf(ta, sizeof(ta), r->train_valid ? "%.2f" : "n/a", r->train_acc);
-        snprintf(te, sizeof(te), r->test_valid ? "%.2f" : "n/a", r->test_acc);
+        char lb[16], gb[16], ms[3][24], sps[24], sp[16], eff[16], bw[16], bytes[24], xf[24], sy[24], tl[16], ta[16],
+            te[16], thr[32], pr[16];
+        fig(lb, sizeof(lb), "%.0f", r->global_batch / (r->world ? r->world : 1), r->batch_valid);
+        fig(gb, sizeof(gb), "%.0f", r->global_batch, r->batch_valid);
+        fig(ms[0], sizeof(ms[0]), "%.3f", r->ms_mean, r->ms_valid);
+        fig(ms[1], sizeof(ms[1]), "%.3f", r->ms_p50, r->ms_valid);
+        fig(ms[2], sizeof(ms[2]), "%.3f", r->ms_p90, r->ms_valid);
+        fig(sps, sizeof(sps), "%.0f", r->samples_per_s, r->samples_valid);
+        fig(pr, sizeof(pr), "%.1f", r->pred_ms, r->pred_valid);
+        fig(sp, sizeof(sp), "%.2fx", r->speedup, r->speedup_valid);
+        fig(eff, sizeof(eff), "%.0f", r->efficiency, r->speedup_valid);
+        fig(bw, sizeof(bw), "%.2f", r->busbw_gbps, r->busbw_valid);
+        if (r->bytes_valid)
+            human_bytes(bytes, sizeof(bytes), (double)r->bytes_sent);
+        else
+            snprintf(bytes, sizeof(bytes), "n/a");
+        fig(xf, sizeof(xf), "%.1f", r->xfer_ms, r->coll_valid);
+        fig(sy, sizeof(sy), "%.1f", r->sync_ms, r->coll_valid);
+        fig(tl, sizeof(tl), "%.4f", r->train_loss, r->train_valid);
+        fig(ta, sizeof(ta), "%.2f", r->train_acc, r->train_valid);
+        fig(te, sizeof(te), "%.2f", r->test_acc, r->test_valid);
         threshold_str(thr, sizeof(thr), r);
         fprintf(f,
-                md ? "| %s | %s | %s | %d | %d | %d | %ld | %.3f | %.3f | %.3f | %.0f | %s | %s | %.1f | %.1f | "
-                     "%.1f | %.1f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s |\n"
-                   : "%-8s %-14s %-14s %5d %6d %6d %6ld %8.3f %8.3f %8.3f %10.0f %7s %6s %8.1f %6.1f %6.1f %6.1f "
-                     "%8.1f %10s %7s %8.1f %8.1f %8s %7s %7s %7s %s\n",
-                r->cfg.model, r->dataset, strat_label(r), r->world, r->global_batch / r->world, r->global_batch,
-                r->steps, r->ms_mean, r->ms_p50, r->ms_p90, r->samples_per_s, sp, eff, r->compute_pct, r->comm_pct,
-                r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, r->xfer_ms, r->sync_ms, pr, tl, ta, te, thr);
+                md ? "| %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %.1f | %.1f | "
+                     "%.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
+                   : "%-8s %-14s %-14s %5d %6s %6s %6ld %8s %8s %8s %10s %7s %6s %8.1f %6.1f %6.1f %6.1f "
+                     "%8.1f %10s %7s %8s %8s %8s %7s %7s %7s %s\n",
+                or_na(r->cfg.model), or_na(r->dataset), strat_label(r), r->world, lb, gb, r->steps, ms[0], ms[1], ms[2],
+                sps, sp, eff, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, xf, sy,
+                pr, tl, ta, te, thr);
     }
-    (void)sep;
     fprintf(f,
             md ? "\nPer rank:\n\n| run | strategy | rank | device | ms/step | p50 | p90 | samples/s | compute %% | "
                  "comm %% | data %% | idle %% | overlap %% | sent | received | busbw GB/s | xfer ms | sync ms |\n"
@@ -240,35 +359,52 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
     for (int i = 0; i < n; i++)
         for (int k = 0; k < res[i].nranks; k++) {
             const struct rank_result *q = &res[i].ranks[k];
-            char tx[24], rx[24], bw[16];
-            human_bytes(tx, sizeof(tx), (double)q->bytes_tx);
-            human_bytes(rx, sizeof(rx), (double)q->bytes_rx);
-            snprintf(bw, sizeof(bw), q->busbw_valid ? "%.2f" : "n/a", q->busbw_gbps);
+            char tx[24], rx[24], bw[16], ms[3][24], sps[24], xf[24], sy[24];
+            if (q->bytes_valid) {
+                human_bytes(tx, sizeof(tx), (double)q->bytes_tx);
+                human_bytes(rx, sizeof(rx), (double)q->bytes_rx);
+            } else {
+                snprintf(tx, sizeof(tx), "n/a");
+                snprintf(rx, sizeof(rx), "n/a");
+            }
+            fig(bw, sizeof(bw), "%.2f", q->busbw_gbps, q->busbw_valid);
+            fig(ms[0], sizeof(ms[0]), "%.3f", q->ms_mean, q->ms_valid);
+            fig(ms[1], sizeof(ms[1]), "%.3f", q->ms_p50, q->ms_valid);
+            fig(ms[2], sizeof(ms[2]), "%.3f", q->ms_p90, q->ms_valid);
+            fig(sps, sizeof(sps), "%.0f", q->samples_per_s, q->samples_valid);
+            fig(xf, sizeof(xf), "%.1f", q->xfer_ms, q->coll_valid);
+            fig(sy, sizeof(sy), "%.1f", q->sync_ms, q->coll_valid);
             fprintf(f,
-                    md ? "| %d | %s | %d | %s | %.3f | %.3f | %.3f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | "
-                         "%s | %s | %.1f | %.1f |\n"
-                       : "%3d %-14s %4d %-8s %8.3f %8.3f %8.3f %10.0f %8.1f %6.1f %6.1f %6.1f %8.1f %10s %10s %7s "
-                         "%8.1f %8.1f\n",
-                    i, strat_label(&res[i]), q->rank, q->device, q->ms_mean, q->ms_p50, q->ms_p90, q->samples_per_s,
-                    q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct, tx, rx, bw, q->xfer_ms,
-                    q->sync_ms);
+                    md ? "| %d | %s | %d | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s | "
+                         "%s | %s | %s | %s |\n"
+                       : "%3d %-14s %4d %-8s %8s %8s %8s %10s %8.1f %6.1f %6.1f %6.1f %8.1f %10s %10s %7s "
+                         "%8s %8s\n",
+                    i, strat_label(&res[i]), q->rank, q->device, ms[0], ms[1], ms[2], sps, q->compute_pct, q->comm_pct,
+                    q->data_pct, q->idle_pct, q->overlap_pct, tx, rx, bw, xf, sy);
         }
+    if (replays)
+        write_trace_table(f, res, n, md);
     fprintf(f, "\n");
     for (int i = 0; i < n; i++)
-        fprintf(f, "run %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", i, res[i].cfg.model,
-                res[i].params_total, res[i].params_trainable, (double)res[i].flops_per_sample / 1e9);
+        if (res[i].params_valid)
+            fprintf(f, "run %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", i,
+                    res[i].cfg.model, res[i].params_total, res[i].params_trainable,
+                    (double)res[i].flops_per_sample / 1e9);
     for (int i = 0; i < n; i++) {
         if (res[i].error[0])
             fprintf(f, "\nrun %d (%s %s): %s\n", i, res[i].cfg.model, strategy_name(res[i].cfg.strategy), res[i].error);
         if (res[i].note[0])
             fprintf(f, "\nrun %d (%s): %s\n", i, res[i].backend, res[i].note);
+        if (res[i].replay.valid && !res[i].replay.complete)
+            fprintf(f, "\nrun %d: the trace is incomplete (%s); the figures cover the events up to the cut\n", i,
+                    res[i].replay.truncated ? "cut short" : "the writer did not finish it");
         if (res[i].cupti_valid)
             fprintf(f,
                     "\nrun %d: device timelines from CUPTI; processing its records took %.1f ms of host time (%.2f%% "
                     "of the run), %llu records lost\n",
                     i, res[i].cupti_ms, res[i].wall_s > 0 ? res[i].cupti_ms / 10.0 / res[i].wall_s : 0.0,
                     (unsigned long long)res[i].cupti_lost);
-        if (res[i].dropped)
+        if (res[i].dropped_valid && res[i].dropped)
             fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
                     (unsigned long long)res[i].dropped);
         if (res[i].replicas_checked)
@@ -290,40 +426,70 @@ static void add_num(cJSON *o, const char *k, double v, int valid)
         cJSON_AddNullToObject(o, k);
 }
 
-static void json_breakdown(cJSON *o, double compute, double comm, double data, double idle, double overlap)
+/* A string, or null when it is unknown (NULL or ""). */
+static void add_str(cJSON *o, const char *k, const char *v)
 {
+    if (v && v[0])
+        cJSON_AddStringToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+/* The breakdown keys every runs[] and per_rank[] entry has. */
+static void json_breakdown(cJSON *o, const struct breakdown *b, double compute, double comm, double data, double idle,
+                           double overlap, int gpu_view, int split, const int64_t split_ns[3])
+{
+    cJSON_AddStringToObject(o, "view", gpu_view ? "gpu" : "host");
     cJSON_AddNumberToObject(o, "compute_pct", compute);
     cJSON_AddNumberToObject(o, "comm_pct", comm);
     cJSON_AddNumberToObject(o, "data_pct", data);
     cJSON_AddNumberToObject(o, "idle_pct", idle);
     cJSON_AddNumberToObject(o, "overlap_pct", overlap);
+    add_num(o, "host_wait_pct", split_pct(split_ns[0], b), split);
+    add_num(o, "kernel_wait_pct", split_pct(split_ns[1], b), split);
+    add_num(o, "other_idle_pct", split_pct(split_ns[2], b), split);
+}
+
+static cJSON *json_replay(const struct replay_source *src)
+{
+    if (!src->valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "files", src->files);
+    cJSON_AddStringToObject(o, "format", src->format);
+    cJSON_AddBoolToObject(o, "complete", src->complete);
+    cJSON_AddBoolToObject(o, "truncated", src->truncated);
+    cJSON_AddNumberToObject(o, "events", (double)src->events);
+    return o;
 }
 
 static cJSON *json_run(const struct run_result *r, int index)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "run", index);
-    cJSON_AddStringToObject(o, "model", r->cfg.model);
-    cJSON_AddStringToObject(o, "dataset", r->dataset);
-    cJSON_AddStringToObject(o, "strategy", strategy_name(r->cfg.strategy));
-    cJSON_AddStringToObject(o, "grad_compress", r->cfg.grad_fp16 ? "fp16" : "none");
-    cJSON_AddStringToObject(o, "device", r->device);
-    cJSON_AddStringToObject(o, "backend", r->backend);
+    add_str(o, "model", r->cfg.model);
+    add_str(o, "dataset", r->dataset);
+    add_str(o, "strategy", strat_name(r));
+    add_str(o, "grad_compress", r->compress_valid ? (r->cfg.grad_fp16 ? "fp16" : "none") : NULL);
+    add_str(o, "device", r->device);
+    add_str(o, "backend", r->backend);
     cJSON_AddNumberToObject(o, "ranks", r->world);
-    cJSON_AddNumberToObject(o, "batch_size", r->global_batch / r->world);
-    cJSON_AddNumberToObject(o, "global_batch", r->global_batch);
+    add_num(o, "batch_size", r->global_batch / (r->world ? r->world : 1), r->batch_valid);
+    add_num(o, "global_batch", r->global_batch, r->batch_valid);
     cJSON_AddNumberToObject(o, "steps", (double)r->steps);
-    cJSON_AddNumberToObject(o, "ms_per_step", r->ms_mean);
-    cJSON_AddNumberToObject(o, "ms_p50", r->ms_p50);
-    cJSON_AddNumberToObject(o, "ms_p90", r->ms_p90);
-    cJSON_AddNumberToObject(o, "samples_per_s", r->samples_per_s);
+    add_num(o, "ms_per_step", r->ms_mean, r->ms_valid);
+    add_num(o, "ms_p50", r->ms_p50, r->ms_valid);
+    add_num(o, "ms_p90", r->ms_p90, r->ms_valid);
+    add_num(o, "samples_per_s", r->samples_per_s, r->samples_valid);
     add_num(o, "speedup", r->speedup, r->speedup_valid);
     add_num(o, "efficiency_pct", r->efficiency, r->speedup_valid);
-    json_breakdown(o, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct);
-    cJSON_AddNumberToObject(o, "bytes_sent", (double)r->bytes_sent);
+    const int64_t split[3] = {r->host_wait_ns, r->kernel_wait_ns, r->other_idle_ns};
+    json_breakdown(o, &r->b, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, r->gpu_view,
+                   r->idle_split_valid, split);
+    add_num(o, "bytes_sent", (double)r->bytes_sent, r->bytes_valid);
     add_num(o, "busbw_gbps", r->busbw_gbps, r->busbw_valid);
-    cJSON_AddNumberToObject(o, "transfer_ms", r->xfer_ms);
-    cJSON_AddNumberToObject(o, "sync_ms", r->sync_ms);
+    add_num(o, "transfer_ms", r->xfer_ms, r->coll_valid);
+    add_num(o, "sync_ms", r->sync_ms, r->coll_valid);
     add_num(o, "predicted_transfer_ms", r->pred_ms, r->pred_valid);
     add_num(o, "train_loss", r->train_loss, r->train_valid);
     add_num(o, "train_acc", r->train_acc, r->train_valid);
@@ -331,25 +497,43 @@ static cJSON *json_run(const struct run_result *r, int index)
     add_num(o, "loss_threshold", r->cfg.loss_threshold, r->cfg.loss_threshold > 0);
     add_num(o, "threshold_epoch", r->threshold_epoch, r->threshold_step >= 0);
     add_num(o, "threshold_step", (double)r->threshold_step, r->threshold_step >= 0);
-    cJSON_AddNumberToObject(o, "params", (double)r->params_total);
-    cJSON_AddNumberToObject(o, "params_trainable", (double)r->params_trainable);
-    cJSON_AddNumberToObject(o, "wall_s", r->wall_s);
-    cJSON_AddNumberToObject(o, "spans_lost", (double)r->dropped);
+    add_num(o, "params", (double)r->params_total, r->params_valid);
+    add_num(o, "params_trainable", (double)r->params_trainable, r->params_valid);
+    add_num(o, "wall_s", r->wall_s, r->wall_valid);
+    add_num(o, "spans_lost", (double)r->dropped, r->dropped_valid);
     if (r->replicas_checked)
         cJSON_AddBoolToObject(o, "replicas_identical", r->replicas_diverged_at < 0);
     else
         cJSON_AddNullToObject(o, "replicas_identical");
     add_num(o, "cupti_overhead_ms", r->cupti_ms, r->cupti_valid);
     add_num(o, "device_records_lost", (double)r->cupti_lost, r->cupti_valid);
-    if (r->note[0])
-        cJSON_AddStringToObject(o, "note", r->note);
-    else
-        cJSON_AddNullToObject(o, "note");
-    cJSON_AddStringToObject(o, "state", run_state_name(r->state));
-    if (r->error[0])
-        cJSON_AddStringToObject(o, "error", r->error);
-    else
-        cJSON_AddNullToObject(o, "error");
+    add_str(o, "note", r->note);
+    add_str(o, "state", r->state >= 0 ? run_state_name(r->state) : NULL);
+    add_str(o, "error", r->error);
+    cJSON_AddItemToObject(o, "replay", json_replay(&r->replay));
+    return o;
+}
+
+static cJSON *json_rank(const struct rank_result *q, int run)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "run", run);
+    cJSON_AddNumberToObject(o, "rank", q->rank);
+    add_str(o, "device", q->device);
+    cJSON_AddNumberToObject(o, "steps", (double)q->steps);
+    add_num(o, "ms_per_step", q->ms_mean, q->ms_valid);
+    add_num(o, "ms_p50", q->ms_p50, q->ms_valid);
+    add_num(o, "ms_p90", q->ms_p90, q->ms_valid);
+    add_num(o, "samples_per_s", q->samples_per_s, q->samples_valid);
+    const int64_t split[3] = {q->host_wait_ns, q->kernel_wait_ns, q->other_idle_ns};
+    json_breakdown(o, &q->b, q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct, q->gpu_view,
+                   q->idle_split_valid, split);
+    add_num(o, "bytes_sent", (double)q->bytes_tx, q->bytes_valid);
+    add_num(o, "bytes_received", (double)q->bytes_rx, q->bytes_valid);
+    add_num(o, "busbw_gbps", q->busbw_gbps, q->busbw_valid);
+    add_num(o, "transfer_ms", q->xfer_ms, q->coll_valid);
+    add_num(o, "sync_ms", q->sync_ms, q->coll_valid);
+    add_num(o, "spans_lost", (double)q->dropped, q->dropped_valid);
     return o;
 }
 
@@ -361,26 +545,8 @@ static int write_json(FILE *f, const struct run_result *res, int n)
     cJSON *per = cJSON_AddArrayToObject(root, "per_rank");
     for (int i = 0; i < n; i++) {
         cJSON_AddItemToArray(runs, json_run(&res[i], i));
-        for (int k = 0; k < res[i].nranks; k++) {
-            const struct rank_result *q = &res[i].ranks[k];
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddNumberToObject(o, "run", i);
-            cJSON_AddNumberToObject(o, "rank", q->rank);
-            cJSON_AddStringToObject(o, "device", q->device);
-            cJSON_AddNumberToObject(o, "steps", (double)q->steps);
-            cJSON_AddNumberToObject(o, "ms_per_step", q->ms_mean);
-            cJSON_AddNumberToObject(o, "ms_p50", q->ms_p50);
-            cJSON_AddNumberToObject(o, "ms_p90", q->ms_p90);
-            cJSON_AddNumberToObject(o, "samples_per_s", q->samples_per_s);
-            json_breakdown(o, q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct);
-            cJSON_AddNumberToObject(o, "bytes_sent", (double)q->bytes_tx);
-            cJSON_AddNumberToObject(o, "bytes_received", (double)q->bytes_rx);
-            add_num(o, "busbw_gbps", q->busbw_gbps, q->busbw_valid);
-            cJSON_AddNumberToObject(o, "transfer_ms", q->xfer_ms);
-            cJSON_AddNumberToObject(o, "sync_ms", q->sync_ms);
-            cJSON_AddNumberToObject(o, "spans_lost", (double)q->dropped);
-            cJSON_AddItemToArray(per, o);
-        }
+        for (int k = 0; k < res[i].nranks; k++)
+            cJSON_AddItemToArray(per, json_rank(&res[i].ranks[k], i));
     }
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
@@ -398,6 +564,11 @@ static void csv_num(FILE *f, double v, int valid, const char *fmt)
         fprintf(f, fmt, v);
 }
 
+static void csv_str(FILE *f, const char *s)
+{
+    fprintf(f, ",%s", s ? s : "");
+}
+
 static void write_csv(FILE *f, const struct run_result *res, int n)
 {
     fprintf(
@@ -405,7 +576,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
         "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
         "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
         "busbw_gbps,transfer_ms,sync_ms,predicted_transfer_ms,train_loss,train_acc,test_acc,threshold_epoch,threshold_"
-        "step\n");
+        "step,view,host_wait_pct,kernel_wait_pct,other_idle_pct\n");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -414,13 +585,18 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
                 fprintf(f, "%d,%d", i, k);
             else
                 fprintf(f, "%d,all", i);
-            fprintf(f, ",%s,%s,%s,%s,%d,%d,%d,%ld", r->cfg.model, r->dataset, strategy_name(r->cfg.strategy),
-                    r->cfg.grad_fp16 ? "fp16" : "none", r->world, r->global_batch / r->world, r->global_batch,
-                    q ? q->steps : r->steps);
-            csv_num(f, q ? q->ms_mean : r->ms_mean, 1, "%.4f");
-            csv_num(f, q ? q->ms_p50 : r->ms_p50, 1, "%.4f");
-            csv_num(f, q ? q->ms_p90 : r->ms_p90, 1, "%.4f");
-            csv_num(f, q ? q->samples_per_s : r->samples_per_s, 1, "%.1f");
+            csv_str(f, r->cfg.model);
+            csv_str(f, r->dataset);
+            csv_str(f, strat_name(r));
+            csv_str(f, r->compress_valid ? (r->cfg.grad_fp16 ? "fp16" : "none") : NULL);
+            fprintf(f, ",%d", r->world);
+            csv_num(f, r->global_batch / (r->world ? r->world : 1), r->batch_valid, "%.0f");
+            csv_num(f, r->global_batch, r->batch_valid, "%.0f");
+            fprintf(f, ",%ld", q ? q->steps : r->steps);
+            csv_num(f, q ? q->ms_mean : r->ms_mean, q ? q->ms_valid : r->ms_valid, "%.4f");
+            csv_num(f, q ? q->ms_p50 : r->ms_p50, q ? q->ms_valid : r->ms_valid, "%.4f");
+            csv_num(f, q ? q->ms_p90 : r->ms_p90, q ? q->ms_valid : r->ms_valid, "%.4f");
+            csv_num(f, q ? q->samples_per_s : r->samples_per_s, q ? q->samples_valid : r->samples_valid, "%.1f");
             csv_num(f, r->speedup, !q && r->speedup_valid, "%.4f");
             csv_num(f, r->efficiency, !q && r->speedup_valid, "%.2f");
             csv_num(f, q ? q->compute_pct : r->compute_pct, 1, "%.3f");
@@ -428,16 +604,22 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, q ? q->data_pct : r->data_pct, 1, "%.3f");
             csv_num(f, q ? q->idle_pct : r->idle_pct, 1, "%.3f");
             csv_num(f, q ? q->overlap_pct : r->overlap_pct, 1, "%.3f");
-            csv_num(f, (double)(q ? q->bytes_tx : r->bytes_sent), 1, "%.0f");
+            csv_num(f, (double)(q ? q->bytes_tx : r->bytes_sent), q ? q->bytes_valid : r->bytes_valid, "%.0f");
             csv_num(f, q ? q->busbw_gbps : r->busbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
-            csv_num(f, q ? q->xfer_ms : r->xfer_ms, 1, "%.3f");
-            csv_num(f, q ? q->sync_ms : r->sync_ms, 1, "%.3f");
+            csv_num(f, q ? q->xfer_ms : r->xfer_ms, q ? q->coll_valid : r->coll_valid, "%.3f");
+            csv_num(f, q ? q->sync_ms : r->sync_ms, q ? q->coll_valid : r->coll_valid, "%.3f");
             csv_num(f, r->pred_ms, !q && r->pred_valid, "%.3f");
             csv_num(f, r->train_loss, !q && r->train_valid, "%.6f");
             csv_num(f, r->train_acc, !q && r->train_valid, "%.3f");
             csv_num(f, r->test_acc, !q && r->test_valid, "%.3f");
             csv_num(f, r->threshold_epoch, !q && r->threshold_step >= 0, "%.0f");
             csv_num(f, (double)r->threshold_step, !q && r->threshold_step >= 0, "%.0f");
+            csv_str(f, (q ? q->gpu_view : r->gpu_view) ? "gpu" : "host");
+            const struct breakdown *b = q ? &q->b : &r->b;
+            int split = q ? q->idle_split_valid : r->idle_split_valid;
+            csv_num(f, split_pct(q ? q->host_wait_ns : r->host_wait_ns, b), split, "%.3f");
+            csv_num(f, split_pct(q ? q->kernel_wait_ns : r->kernel_wait_ns, b), split, "%.3f");
+            csv_num(f, split_pct(q ? q->other_idle_ns : r->other_idle_ns, b), split, "%.3f");
             fputc('\n', f);
         }
     }
@@ -450,12 +632,13 @@ int report_write(FILE *f, int format, const struct run_result *res, int n)
         return write_json(f, res, n);
     case FMT_CSV:
         write_csv(f, res, n);
-        return 0;
+        break;
     case FMT_MD:
         write_text(f, res, n, 1);
-        return 0;
+        break;
     default:
         write_text(f, res, n, 0);
-        return 0;
+        break;
     }
+    return ferror(f) ? -1 : 0;
 }

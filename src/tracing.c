@@ -7,8 +7,9 @@
  *
  * Replay: trace/trace_read loads the file(s). A ddptop trace holds the very
  * spans and step records the live metrics saw, so replay feeds them through
- * the same metrics code and reports the same breakdown. A PyTorch profiler
- * trace goes through trace/trace_analyze (HTA's definitions).
+ * the same metrics code into the same result (result_from_metrics) as a
+ * live run. A PyTorch profiler trace goes through trace/trace_analyze
+ * (HTA's definitions). Either way the report is report.c's.
  */
 #include "tracing.h"
 
@@ -21,6 +22,7 @@
 
 #include "comm.h"
 #include "config.h"
+#include "report.h"
 #include "run.h"
 #include "strategy.h"
 #include "trace_analyze.h"
@@ -337,47 +339,76 @@ static int step_cmp(const void *a, const void *b)
     return x->step < y->step ? -1 : x->step > y->step;
 }
 
-/* mean, p50, p90 (ms) of v[n] without its first entry, as the live report. */
-static void run_description(struct replay *rp)
+/* The run's rank count: the trace's world size, or the ranks it holds. */
+static int trace_world(const struct trace_doc *d)
 {
-    snprintf(rp->model, sizeof(rp->model), "%s", rp->doc.flavor == TRACE_DDPTOP ? "?" : "pytorch");
-    snprintf(rp->strategy, sizeof(rp->strategy), "%s", rp->doc.flavor == TRACE_DDPTOP ? "?" : "-");
-    snprintf(rp->dataset, sizeof(rp->dataset), "%s", "-");
-    if (!rp->doc.run_json)
-        return;
-    cJSON *o = cJSON_Parse(rp->doc.run_json);
+    return d->world > d->nranks ? d->world : d->nranks;
+}
+
+static int state_of(const char *name)
+{
+    for (int s = 0; s <= RUN_STOPPED; s++)
+        if (!strcmp(name, run_state_name(s)))
+            return s;
+    return -1; /* unknown, or the UI's snapshot of a run still going */
+}
+
+/* What the trace says about the run beside its figures: the description
+ * ddptop stores in its traces, the communicator, the end state and the
+ * files themselves. Anything it does not say stays unknown. */
+static void describe_run(struct run_result *res, const struct replay *rp, const char *paths)
+{
+    const struct trace_doc *d = &rp->doc;
+    res->cfg.strategy = -1;
+    res->world = trace_world(d);
+    snprintf(res->device, sizeof(res->device), "%s", d->nranks > 0 ? d->ranks[0].device : "");
+    if (d->backend[0] && d->algo[0])
+        snprintf(res->backend, sizeof(res->backend), "%.23s/%.23s", d->backend, d->algo);
+    else
+        snprintf(res->backend, sizeof(res->backend), "%s", d->backend);
+    res->state = state_of(d->state);
+    res->replay.valid = 1;
+    snprintf(res->replay.files, sizeof(res->replay.files), "%s", paths);
+    snprintf(res->replay.format, sizeof(res->replay.format), "%s", trace_flavor_name(d->flavor));
+    res->replay.complete = d->complete;
+    res->replay.truncated = d->truncated;
+    res->replay.events = d->events;
+    for (int i = 0; i < res->nranks && i < d->nranks; i++) {
+        res->ranks[i].rank = d->ranks[i].rank;
+        snprintf(res->ranks[i].device, sizeof(res->ranks[i].device), "%s", d->ranks[i].device);
+    }
+    cJSON *o = d->run_json ? cJSON_Parse(d->run_json) : NULL;
     const cJSON *v;
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "model")) && cJSON_IsString(v))
-        snprintf(rp->model, sizeof(rp->model), "%s", v->valuestring);
+        snprintf(res->cfg.model, sizeof(res->cfg.model), "%s", v->valuestring);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "strategy")) && cJSON_IsString(v))
-        snprintf(rp->strategy, sizeof(rp->strategy), "%s", v->valuestring);
+        res->cfg.strategy = strategy_parse(v->valuestring);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "dataset")) && cJSON_IsString(v))
-        snprintf(rp->dataset, sizeof(rp->dataset), "%s", v->valuestring);
+        snprintf(res->dataset, sizeof(res->dataset), "%s", v->valuestring);
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "device")) && cJSON_IsString(v))
+        snprintf(res->device, sizeof(res->device), "%s", v->valuestring);
     cJSON_Delete(o);
 }
 
-/* ddptop traces: the live metrics code over the recorded spans and steps. */
+/* ddptop traces: the live metrics code over the recorded spans and steps,
+ * and the live report's figures from it. */
 static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
 {
     struct trace_doc *d = &rp->doc;
-    if (metrics_init(&rp->metrics, rp->nranks, -1.0) != 0) {
-        snprintf(err, errlen, "out of memory for the metrics of %d ranks", rp->nranks);
+    if (metrics_init(&rp->metrics, d->nranks, -1.0) != 0) {
+        snprintf(err, errlen, "out of memory for the metrics of %d ranks", d->nranks);
         return -1;
     }
     rp->has_metrics = 1;
     struct metrics *m = &rp->metrics;
     int local_batch = 0;
-    double all_bus = 0;
-    int64_t all_xfer = 0;
-    for (int i = 0; i < rp->nranks; i++) {
+    for (int i = 0; i < d->nranks; i++) {
         struct trace_rank *tr = &d->ranks[i];
-        struct replay_rank *q = &rp->ranks[i];
         if (tr->nspans)
             qsort(tr->spans, tr->nspans, sizeof(*tr->spans), span_step_cmp);
         if (tr->nsteps)
             qsort(tr->steps, tr->nsteps, sizeof(*tr->steps), step_cmp);
         size_t j = 0;
-        double bus = 0;
         for (size_t s = 0; s < tr->nsteps; s++) {
             const struct trace_step_info *st = &tr->steps[s];
             size_t from = j;
@@ -399,75 +430,75 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
         }
         if (j < tr->nspans)
             metrics_add_spans(m, i, tr->spans + j, tr->nspans - j);
+    }
+    /* the writer matched every collective across all the run's ranks,
+     * which a trace of some of them cannot do again: its transfer and sync
+     * times, and the bus bytes at the run's size, replace the store's */
+    for (int i = 0; i < d->nranks; i++) {
+        const struct trace_rank *tr = &d->ranks[i];
+        struct rank_metrics *rm = &m->r[i];
+        rm->xfer_ns = tr->xfer_ns;
+        rm->sync_ns = tr->sync_ns;
+        rm->bus_bytes = 0;
         for (size_t k = 0; k < tr->nspans; k++)
             if (tr->spans[k].cat == CAT_COMM && tr->spans[k].outer)
-                bus += (double)tr->spans[k].size * coll_busbw_factor(tr->spans[k].coll, d->world);
-        const struct rank_metrics *rm = &m->r[i];
-        q->steps = (long)rm->nsteps;
-        metrics_step_stats(m, i, &q->ms_mean, &q->ms_p50, &q->ms_p90);
-        int n = tr->nsteps ? tr->steps[0].n : 0;
-        q->samples_valid = q->ms_mean > 0 && n > 0;
-        q->samples_per_s = q->samples_valid ? n / (q->ms_mean / 1e3) : 0;
-        q->b = rm->nsteps > 1 ? rm->steady : rm->total;
-        q->bytes_tx = rm->bytes_tx;
-        q->bytes_rx = rm->bytes_rx;
-        q->coll_valid = d->world > 1 ? tr->coll_matched > 0 : rm->ncoll > 0;
-        q->xfer_ms = (double)tr->xfer_ns / 1e6;
-        q->sync_ms = (double)tr->sync_ns / 1e6;
-        q->busbw_valid = tr->xfer_ns > 0 && bus > 0;
-        q->busbw_gbps = q->busbw_valid ? bus / (double)tr->xfer_ns : 0;
-        breakdown_add(&rp->all.b, &q->b);
-        rp->all.bytes_tx += q->bytes_tx / (uint64_t)rp->nranks;
-        rp->all.bytes_rx += q->bytes_rx / (uint64_t)rp->nranks;
-        rp->all.xfer_ms += q->xfer_ms / rp->nranks;
-        rp->all.sync_ms += q->sync_ms / rp->nranks;
-        rp->all.coll_valid |= q->coll_valid;
-        all_bus += bus;
-        all_xfer += tr->xfer_ns;
+                rm->bus_bytes += (double)tr->spans[k].size * coll_busbw_factor(tr->spans[k].coll, d->world);
     }
-    rp->all.busbw_valid = all_xfer > 0 && all_bus > 0;
-    rp->all.busbw_gbps = rp->all.busbw_valid ? all_bus / (double)all_xfer : 0;
-    /* the run's step time: per step, the slowest rank */
-    size_t n = m->steps_done;
-    rp->all.steps = (long)n;
-    if (n > 0) {
-        metrics_run_step_stats(m, &rp->all.ms_mean, &rp->all.ms_p50, &rp->all.ms_p90);
-        rp->train_valid = 1;
-        rp->train_loss = m->loss_running[n - 1];
-        rp->train_acc = metrics_train_acc_last_epoch(m);
+    struct run_result *res = &rp->res;
+    if (result_from_metrics(res, m, local_batch, trace_world(d)) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
-    rp->global_batch = local_batch * d->world;
-    rp->all.samples_valid = rp->all.ms_mean > 0 && rp->global_batch > 0;
-    rp->all.samples_per_s = rp->all.samples_valid ? rp->global_batch / (rp->all.ms_mean / 1e3) : 0;
+    /* what a trace cannot vouch for: step times without steps, the time
+     * of collectives nobody matched, each rank's lost spans (the trace
+     * holds the total, once it was finished) */
+    res->coll_valid = 0;
+    for (int i = 0; i < res->nranks; i++) {
+        struct rank_result *rr = &res->ranks[i];
+        rr->ms_valid = rr->steps > 0;
+        rr->samples_valid = rr->ms_valid && rr->ms_mean > 0 && local_batch > 0;
+        rr->coll_valid = d->world > 1 ? d->ranks[i].coll_matched > 0 : m->r[i].ncoll > 0;
+        rr->dropped_valid = 0;
+        res->coll_valid |= rr->coll_valid;
+    }
+    res->ms_valid = res->steps > 0;
+    res->samples_valid = res->ms_valid && res->ms_mean > 0 && res->batch_valid;
+    res->dropped = d->spans_dropped;
+    res->dropped_valid = d->complete;
     return 0;
 }
 
-/* PyTorch profiler traces: merged intervals, HTA's definitions. */
+/* PyTorch profiler traces: HTA's definitions (trace_analyze). They carry
+ * no batch sizes, bytes or collective matching: those stay unknown. */
 static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, size_t errlen)
 {
-    for (int i = 0; i < rp->nranks; i++) {
-        struct trace_rank *tr = &rp->doc.ranks[i];
-        struct replay_rank *q = &rp->ranks[i];
+    struct trace_doc *d = &rp->doc;
+    struct run_result *res = &rp->res;
+    res->ranks = calloc((size_t)d->nranks, sizeof(*res->ranks));
+    if (!res->ranks) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    res->nranks = d->nranks;
+    res->threshold_step = -1;
+    res->replicas_diverged_at = -1;
+    for (int i = 0; i < d->nranks; i++) {
+        struct trace_rank *tr = &d->ranks[i];
+        struct rank_result *rr = &res->ranks[i];
         struct trace_figures f;
         if (trace_analyze_rank(&f, tr, kernel_wait_ns) != 0) {
             snprintf(err, errlen, "out of memory analysing rank %d", tr->rank);
             return -1;
         }
-        q->gpu_view = f.gpu_view;
-        q->b = (struct breakdown){.wall_ns = f.wall_ns,
-                                  .compute_ns = f.compute_ns,
-                                  .comm_ns = f.comm_ns,
-                                  .data_ns = f.data_ns,
-                                  .idle_ns = f.idle_ns,
-                                  .comm_union_ns = f.comm_union_ns,
-                                  .overlap_ns = f.overlap_ns};
-        q->idle_split_valid = f.idle_split_valid;
-        q->host_wait_ns = f.host_wait_ns;
-        q->kernel_wait_ns = f.kernel_wait_ns;
-        q->other_idle_ns = f.other_idle_ns;
+        rr->b = f.b;
+        rr->gpu_view = f.gpu_view;
+        rr->idle_split_valid = f.idle_split_valid;
+        rr->host_wait_ns = f.host_wait_ns;
+        rr->kernel_wait_ns = f.kernel_wait_ns;
+        rr->other_idle_ns = f.other_idle_ns;
         if (tr->nsteps)
             qsort(tr->steps, tr->nsteps, sizeof(*tr->steps), step_cmp);
-        q->steps = (long)tr->nsteps;
+        rr->steps = (long)tr->nsteps;
         int64_t *v = malloc(sizeof(*v) * (tr->nsteps ? tr->nsteps : 1));
         if (!v) {
             snprintf(err, errlen, "out of memory");
@@ -475,22 +506,20 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
         }
         for (size_t s = 0; s < tr->nsteps; s++)
             v[s] = tr->steps[s].t1_ns - tr->steps[s].t0_ns;
-        step_stats_ms(v, tr->nsteps, &q->ms_mean, &q->ms_p50, &q->ms_p90);
+        step_stats_ms(v, tr->nsteps, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
         free(v);
-        breakdown_add(&rp->all.b, &q->b);
-        rp->all.host_wait_ns += q->host_wait_ns;
-        rp->all.kernel_wait_ns += q->kernel_wait_ns;
-        rp->all.other_idle_ns += q->other_idle_ns;
-        rp->all.idle_split_valid |= q->idle_split_valid;
-        rp->all.gpu_view |= q->gpu_view;
-        if (q->ms_mean > rp->all.ms_mean) {
-            rp->all.ms_mean = q->ms_mean;
-            rp->all.ms_p50 = q->ms_p50;
-            rp->all.ms_p90 = q->ms_p90;
+        rr->ms_valid = rr->steps > 0;
+        /* the run's step time: the slowest rank's */
+        if (rr->ms_mean > res->ms_mean) {
+            res->ms_mean = rr->ms_mean;
+            res->ms_p50 = rr->ms_p50;
+            res->ms_p90 = rr->ms_p90;
         }
-        if (q->steps > rp->all.steps)
-            rp->all.steps = q->steps;
+        if (rr->steps > res->steps)
+            res->steps = rr->steps;
     }
+    res->ms_valid = res->steps > 0;
+    result_breakdowns(res);
     return 0;
 }
 
@@ -498,8 +527,7 @@ int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, ch
 {
     memset(rp, 0, sizeof(*rp));
     trace_doc_init(&rp->doc);
-    snprintf(rp->paths, sizeof(rp->paths), "%s", paths);
-    char buf[sizeof(rp->paths)];
+    char buf[sizeof(rp->res.replay.files)];
     snprintf(buf, sizeof(buf), "%s", paths);
     for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
         if (trace_read_file(&rp->doc, p, err, errlen) != 0)
@@ -517,23 +545,11 @@ int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, ch
         snprintf(err, errlen, "%s: no events of any rank", paths);
         goto fail;
     }
-    rp->nranks = rp->doc.nranks;
-    rp->ranks = calloc((size_t)rp->nranks, sizeof(*rp->ranks));
-    if (!rp->ranks) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-    for (int i = 0; i < rp->nranks; i++) {
-        rp->ranks[i].rank = rp->doc.ranks[i].rank;
-        snprintf(rp->ranks[i].device, sizeof(rp->ranks[i].device), "%s", rp->doc.ranks[i].device);
-    }
-    rp->all.rank = -1;
-    snprintf(rp->all.device, sizeof(rp->all.device), "%s", rp->ranks[0].device);
-    run_description(rp);
     int rc = rp->doc.flavor == TRACE_DDPTOP ? replay_ddptop(rp, err, errlen)
                                             : replay_foreign(rp, kernel_wait_ns, err, errlen);
     if (rc != 0)
         goto fail;
+    describe_run(&rp->res, rp, paths);
     return 0;
 fail:
     replay_free(rp);
@@ -544,223 +560,9 @@ void replay_free(struct replay *rp)
 {
     if (rp->has_metrics)
         metrics_free(&rp->metrics);
-    free(rp->ranks);
+    result_free(&rp->res);
     trace_doc_free(&rp->doc);
     memset(rp, 0, sizeof(*rp));
-}
-
-/* ---- the replay report ----------------------------------------------------- */
-
-static double pct(int64_t part, int64_t wall)
-{
-    return breakdown_pct(part, wall);
-}
-
-static double overlap_pct(const struct breakdown *b)
-{
-    return b->comm_union_ns > 0 ? 100.0 * (double)b->overlap_ns / (double)b->comm_union_ns : 0.0;
-}
-
-static void add_num(cJSON *o, const char *k, double v, int valid)
-{
-    if (valid)
-        cJSON_AddNumberToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
-static cJSON *json_rank(const struct replay_rank *q, int with_rank)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (with_rank)
-        cJSON_AddNumberToObject(o, "rank", q->rank);
-    cJSON_AddStringToObject(o, "device", q->device);
-    cJSON_AddStringToObject(o, "view", q->gpu_view ? "gpu" : "host");
-    cJSON_AddNumberToObject(o, "steps", (double)q->steps);
-    add_num(o, "ms_per_step", q->ms_mean, q->steps > 0);
-    add_num(o, "ms_p50", q->ms_p50, q->steps > 0);
-    add_num(o, "ms_p90", q->ms_p90, q->steps > 0);
-    add_num(o, "samples_per_s", q->samples_per_s, q->samples_valid);
-    cJSON_AddNumberToObject(o, "wall_ms", (double)q->b.wall_ns / 1e6);
-    cJSON_AddNumberToObject(o, "compute_pct", pct(q->b.compute_ns, q->b.wall_ns));
-    cJSON_AddNumberToObject(o, "comm_pct", pct(q->b.comm_ns, q->b.wall_ns));
-    cJSON_AddNumberToObject(o, "data_pct", pct(q->b.data_ns, q->b.wall_ns));
-    cJSON_AddNumberToObject(o, "idle_pct", pct(q->b.idle_ns, q->b.wall_ns));
-    cJSON_AddNumberToObject(o, "overlap_pct", overlap_pct(&q->b));
-    add_num(o, "host_wait_pct", pct(q->host_wait_ns, q->b.wall_ns), q->idle_split_valid);
-    add_num(o, "kernel_wait_pct", pct(q->kernel_wait_ns, q->b.wall_ns), q->idle_split_valid);
-    add_num(o, "other_idle_pct", pct(q->other_idle_ns, q->b.wall_ns), q->idle_split_valid);
-    cJSON_AddNumberToObject(o, "bytes_sent", (double)q->bytes_tx);
-    cJSON_AddNumberToObject(o, "bytes_received", (double)q->bytes_rx);
-    add_num(o, "busbw_gbps", q->busbw_gbps, q->busbw_valid);
-    add_num(o, "transfer_ms", q->xfer_ms, q->coll_valid);
-    add_num(o, "sync_ms", q->sync_ms, q->coll_valid);
-    return o;
-}
-
-static int write_json(FILE *f, const struct replay *rp)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "ddptop_version", DDPTOP_VERSION);
-    cJSON *src = cJSON_AddObjectToObject(root, "replay");
-    cJSON_AddStringToObject(src, "files", rp->paths);
-    cJSON_AddStringToObject(src, "format", trace_flavor_name(rp->doc.flavor));
-    cJSON_AddBoolToObject(src, "complete", rp->doc.complete);
-    cJSON_AddBoolToObject(src, "truncated", rp->doc.truncated);
-    cJSON_AddStringToObject(src, "backend", rp->doc.backend[0] ? rp->doc.backend : "unknown");
-    cJSON_AddNumberToObject(src, "world_size", rp->doc.world);
-    if (rp->doc.state[0])
-        cJSON_AddStringToObject(src, "state", rp->doc.state);
-    else
-        cJSON_AddNullToObject(src, "state");
-    cJSON_AddNumberToObject(src, "events", (double)rp->doc.events);
-    cJSON_AddNumberToObject(src, "spans_lost", (double)rp->doc.spans_dropped);
-    cJSON *runs = cJSON_AddArrayToObject(root, "runs");
-    cJSON *run = json_rank(&rp->all, 0);
-    cJSON_AddNumberToObject(run, "run", 0);
-    cJSON_AddStringToObject(run, "model", rp->model);
-    cJSON_AddStringToObject(run, "dataset", rp->dataset);
-    cJSON_AddStringToObject(run, "strategy", rp->strategy);
-    cJSON_AddNumberToObject(run, "ranks", rp->nranks);
-    add_num(run, "global_batch", rp->global_batch, rp->global_batch > 0);
-    add_num(run, "train_loss", rp->train_loss, rp->train_valid);
-    add_num(run, "train_acc", rp->train_acc, rp->train_valid);
-    cJSON_AddItemToArray(runs, run);
-    cJSON *per = cJSON_AddArrayToObject(root, "per_rank");
-    for (int i = 0; i < rp->nranks; i++) {
-        cJSON *o = json_rank(&rp->ranks[i], 1);
-        cJSON_AddNumberToObject(o, "run", 0);
-        cJSON_AddItemToArray(per, o);
-    }
-    char *s = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!s)
-        return -1;
-    fprintf(f, "%s\n", s);
-    free(s);
-    return 0;
-}
-
-static void fmt_opt(char *buf, size_t n, const char *fmt, double v, int valid)
-{
-    if (valid)
-        snprintf(buf, n, fmt, v);
-    else
-        snprintf(buf, n, "n/a");
-}
-
-static void row_text(FILE *f, const char *who, const struct replay_rank *q, int md)
-{
-    char ms[3][16], sps[24], hw[16], kw[16], ow[16], bw[16], xf[16], sy[16];
-    fmt_opt(ms[0], sizeof(ms[0]), "%.3f", q->ms_mean, q->steps > 0);
-    fmt_opt(ms[1], sizeof(ms[1]), "%.3f", q->ms_p50, q->steps > 0);
-    fmt_opt(ms[2], sizeof(ms[2]), "%.3f", q->ms_p90, q->steps > 0);
-    fmt_opt(sps, sizeof(sps), "%.0f", q->samples_per_s, q->samples_valid);
-    fmt_opt(hw, sizeof(hw), "%.1f", pct(q->host_wait_ns, q->b.wall_ns), q->idle_split_valid);
-    fmt_opt(kw, sizeof(kw), "%.1f", pct(q->kernel_wait_ns, q->b.wall_ns), q->idle_split_valid);
-    fmt_opt(ow, sizeof(ow), "%.1f", pct(q->other_idle_ns, q->b.wall_ns), q->idle_split_valid);
-    fmt_opt(bw, sizeof(bw), "%.2f", q->busbw_gbps, q->busbw_valid);
-    fmt_opt(xf, sizeof(xf), "%.1f", q->xfer_ms, q->coll_valid);
-    fmt_opt(sy, sizeof(sy), "%.1f", q->sync_ms, q->coll_valid);
-    fprintf(f,
-            md ? "| %s | %s | %s | %ld | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | "
-                 "%s | %s | %s |\n"
-               : "%-5s %-8s %-5s %6ld %8s %8s %8s %10s %8.1f %6.1f %6.1f %6.1f %8.1f %6s %6s %6s %7s %8s %8s\n",
-            who, q->device, q->gpu_view ? "gpu" : "host", q->steps, ms[0], ms[1], ms[2], sps,
-            pct(q->b.compute_ns, q->b.wall_ns), pct(q->b.comm_ns, q->b.wall_ns), pct(q->b.data_ns, q->b.wall_ns),
-            pct(q->b.idle_ns, q->b.wall_ns), overlap_pct(&q->b), hw, kw, ow, bw, xf, sy);
-}
-
-static void write_text(FILE *f, const struct replay *rp, int md)
-{
-    fprintf(f,
-            md ? "Replay of `%s` (%s trace%s): %s %s %s, %d rank%s, backend %s\n\n"
-               : "replay of %s (%s trace%s): %s %s %s, %d rank%s, backend %s\n",
-            rp->paths, trace_flavor_name(rp->doc.flavor), rp->doc.complete ? "" : ", INCOMPLETE", rp->model,
-            rp->dataset, rp->strategy, rp->nranks, rp->nranks == 1 ? "" : "s",
-            rp->doc.backend[0] ? rp->doc.backend : "unknown");
-    if (md)
-        fprintf(f, "| rank | device | view | steps | ms/step | p50 | p90 | samples/s | compute %% | comm %% | "
-                   "data %% | idle %% | overlap %% | host-wait %% | kernel-wait %% | other idle %% | busbw GB/s | "
-                   "xfer ms | "
-                   "sync ms |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-                   "---:|---:|\n");
-    else
-        fprintf(f, "%-5s %-8s %-5s %6s %8s %8s %8s %10s %8s %6s %6s %6s %8s %6s %6s %6s %7s %8s %8s\n", "rank",
-                "device", "view", "steps", "ms/step", "p50", "p90", "samples/s", "compute%", "comm%", "data%", "idle%",
-                "overlap%", "hostw%", "kernw%", "other%", "busbw", "xfer_ms", "sync_ms");
-    char who[16];
-    for (int i = 0; i < rp->nranks; i++) {
-        snprintf(who, sizeof(who), "%d", rp->ranks[i].rank);
-        row_text(f, who, &rp->ranks[i], md);
-    }
-    row_text(f, "all", &rp->all, md);
-    if (rp->train_valid)
-        fprintf(f,
-                md ? "\nTraining loss %.4f, accuracy %.2f%% (last epoch's steps).\n"
-                   : "\ntraining loss %.4f, accuracy %.2f%% (last epoch's steps)\n",
-                rp->train_loss, rp->train_acc);
-    if (!rp->doc.complete)
-        fprintf(f, "\nthe trace is incomplete (%s); the figures cover the events up to the cut\n",
-                rp->doc.truncated ? "cut short" : "the writer did not finish it");
-    if (rp->doc.spans_dropped)
-        fprintf(f, "\n%llu spans were lost to full probe rings while tracing\n",
-                (unsigned long long)rp->doc.spans_dropped);
-}
-
-static void write_csv(FILE *f, const struct replay *rp)
-{
-    fprintf(f, "rank,device,view,steps,ms_per_step,ms_p50,ms_p90,samples_per_s,compute_pct,comm_pct,data_pct,"
-               "idle_pct,overlap_pct,host_wait_pct,kernel_wait_pct,other_idle_pct,bytes_sent,busbw_gbps,"
-               "transfer_ms,sync_ms\n");
-    for (int i = -1; i < rp->nranks; i++) {
-        const struct replay_rank *q = i < 0 ? &rp->all : &rp->ranks[i];
-        if (i < 0)
-            fprintf(f, "all");
-        else
-            fprintf(f, "%d", q->rank);
-        fprintf(f, ",%s,%s,%ld,", q->device, q->gpu_view ? "gpu" : "host", q->steps);
-        if (q->steps > 0)
-            fprintf(f, "%.4f,%.4f,%.4f,", q->ms_mean, q->ms_p50, q->ms_p90);
-        else
-            fprintf(f, ",,,");
-        if (q->samples_valid)
-            fprintf(f, "%.1f", q->samples_per_s);
-        fprintf(f, ",%.3f,%.3f,%.3f,%.3f,%.3f,", pct(q->b.compute_ns, q->b.wall_ns), pct(q->b.comm_ns, q->b.wall_ns),
-                pct(q->b.data_ns, q->b.wall_ns), pct(q->b.idle_ns, q->b.wall_ns), overlap_pct(&q->b));
-        if (q->idle_split_valid)
-            fprintf(f, "%.3f,%.3f,%.3f", pct(q->host_wait_ns, q->b.wall_ns), pct(q->kernel_wait_ns, q->b.wall_ns),
-                    pct(q->other_idle_ns, q->b.wall_ns));
-        else
-            fprintf(f, ",,");
-        fprintf(f, ",%llu,", (unsigned long long)q->bytes_tx);
-        if (q->busbw_valid)
-            fprintf(f, "%.4f", q->busbw_gbps);
-        fputc(',', f);
-        if (q->coll_valid)
-            fprintf(f, "%.3f,%.3f", q->xfer_ms, q->sync_ms);
-        else
-            fputc(',', f);
-        fputc('\n', f);
-    }
-}
-
-int replay_report(FILE *f, int format, const struct replay *rp)
-{
-    switch (format) {
-    case FMT_JSON:
-        return write_json(f, rp);
-    case FMT_CSV:
-        write_csv(f, rp);
-        break;
-    case FMT_MD:
-        write_text(f, rp, 1);
-        break;
-    default:
-        write_text(f, rp, 0);
-        break;
-    }
-    return ferror(f) ? -1 : 0;
 }
 
 int replay_main(const struct config *cfg, replay_show_fn show)
@@ -787,7 +589,8 @@ int replay_main(const struct config *cfg, replay_show_fn show)
         return 2;
     }
     int status = 0;
-    if (replay_report(out, cfg->format, &rp) != 0) {
+    results_speedup(&rp.res, 1);
+    if (report_write(out, cfg->format, &rp.res, 1) != 0) {
         fprintf(stderr, "ddptop: cannot write the replay report\n");
         status = 1;
     }

@@ -1,6 +1,6 @@
 /* tracing.h - connecting runs to the Chrome trace writer (trace/), and
  * replaying traces (ddptop's own and PyTorch profiler's) into the same
- * figures a live run reports. */
+ * result a live run reports (report.h), printed by the same report. */
 #ifndef DDPTOP_TRACING_H
 #define DDPTOP_TRACING_H
 
@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "metrics.h"
+#include "report.h"
 #include "trace_read.h"
 
 struct config;
@@ -34,40 +35,14 @@ int run_export_trace(struct run *r, const char *path, char *err, size_t errlen);
 
 /* ---- replay ---------------------------------------------------------------- */
 
-/* One rank's figures from a trace. Fields that a trace cannot give are
- * flagged invalid (printed n/a / null). */
-struct replay_rank {
-    int rank;
-    char device[64];
-    int gpu_view; /* breakdown over GPU ops (HTA), else over host spans/ops */
-    long steps;
-    double ms_mean, ms_p50, ms_p90; /* step time without the first step */
-    int samples_valid;
-    double samples_per_s;
-    struct breakdown b;   /* compute + comm + data + idle == wall */
-    int idle_split_valid; /* GPU view: HTA's split of idle */
-    int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
-    uint64_t bytes_tx, bytes_rx;
-    int coll_valid; /* transfer/sync known */
-    double xfer_ms, sync_ms;
-    int busbw_valid;
-    double busbw_gbps;
-};
-
+/* A loaded trace and what it says, as the result a live run reports. */
 struct replay {
     struct trace_doc doc;
     /* ddptop traces: the same store a live run fills (rank i of the store is
-     * ranks[i]), spans in the history rings for a timeline. */
+     * res.ranks[i]), spans in the history rings for a timeline. */
     int has_metrics;
     struct metrics metrics;
-    int nranks;
-    struct replay_rank *ranks;
-    struct replay_rank all; /* the run: breakdowns summed; step time of the slowest rank */
-    char model[32], strategy[32], dataset[32];
-    int global_batch;
-    int train_valid;
-    double train_loss, train_acc;
-    char paths[1024];
+    struct run_result res; /* what the trace lacks is marked invalid */
 };
 
 /* Loads one trace, or several (comma-separated paths: e.g. the per-rank
@@ -76,14 +51,13 @@ struct replay {
  * (TRACE_KERNEL_WAIT_NS). Returns 0, or -1 with err set. */
 int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen);
 void replay_free(struct replay *rp);
-/* The replay report in enum out_format (text, csv, json, md). */
-int replay_report(FILE *f, int format, const struct replay *rp);
 /* Shows a loaded replay interactively (the UI's ui_replay); returns the
  * exit status. */
 typedef int (*replay_show_fn)(const struct config *cfg, struct replay *rp);
 /* --replay: loads a trace, shows it with `show` when that is not NULL (the
  * UI, when stdout is a terminal and --batch was not given), then writes the
- * report to stdout or --output. Returns the exit status. */
+ * report (report_write, --format) to stdout or --output. Returns the exit
+ * status. */
 int replay_main(const struct config *cfg, replay_show_fn show);
 
 #endif

@@ -1,5 +1,6 @@
 /* test_probe.c - the SPSC ring: order, capacity, drop counting, and a
- * producer/consumer pair on two threads (run under TSan too). */
+ * producer/consumer pair on two threads (run under TSan too); the span
+ * every producer records through probe_span. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +28,36 @@ static void test_fifo_and_full(void **state)
     assert_int_equal(out[4], 7);
     assert_int_equal(out[5], 99);
     assert_int_equal(spsc_init(&r, 8, 6), -1); /* not a power of two: refused, nothing allocated */
+    spsc_free(&r);
+}
+
+/* A plain span zeroes the collective's fields; a collective's carries them. */
+static void test_probe_span(void **state)
+{
+    struct spsc_ring r;
+    assert_int_equal(spsc_init(&r, sizeof(struct span), 2), 0);
+    assert_int_equal(probe_span(&r, LANE_MAIN, CAT_BACKWARD, 7, 3, 100, 250, NULL), 1);
+    struct span_coll sc = {.bytes = 10, .bytes_rx = 20, .size = 40, .seq = 5, .kind = COLL_ALLREDUCE, .outer = 1};
+    assert_int_equal(probe_span(&r, LANE_COMM, CAT_COMM, 8, -1, 300, 400, &sc), 1);
+    assert_int_equal(probe_span(&r, LANE_MAIN, CAT_WAIT, 8, -1, 0, 1, NULL), 0); /* full: counted */
+    assert_int_equal(spsc_dropped(&r), 1);
+    struct span s[2];
+    assert_int_equal(spsc_pop(&r, s, 2), 2);
+    struct span plain = {.t0_ns = 100, .t1_ns = 250, .step = 7, .tag = 3, .lane = LANE_MAIN, .cat = CAT_BACKWARD};
+    assert_memory_equal(&s[0], &plain, sizeof(plain));
+    struct span coll = {.t0_ns = 300,
+                        .t1_ns = 400,
+                        .bytes = 10,
+                        .bytes_rx = 20,
+                        .size = 40,
+                        .step = 8,
+                        .seq = 5,
+                        .tag = -1,
+                        .lane = LANE_COMM,
+                        .cat = CAT_COMM,
+                        .coll = COLL_ALLREDUCE,
+                        .outer = 1};
+    assert_memory_equal(&s[1], &coll, sizeof(coll));
     spsc_free(&r);
 }
 
@@ -61,6 +92,7 @@ static void test_threads(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fifo_and_full), cmocka_unit_test(test_threads)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fifo_and_full), cmocka_unit_test(test_probe_span),
+                                       cmocka_unit_test(test_threads)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

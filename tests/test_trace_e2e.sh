@@ -5,6 +5,10 @@
 #   run        whole run: schema, nesting, counters, names
 #   roundtrip  live report vs --replay of its trace: per-rank breakdown
 #              within 0.1 percentage points (whole file, split files, gzip)
+#   schema     one report: the live JSON report and the --replay JSON of
+#              its trace (and of a PyTorch trace) have the same keys at the
+#              top, in every runs[] and every per_rank[] entry; CSV the
+#              same header
 #   split      --trace-split (+ .json.gz): one file per rank, own rank
 #   filters    --trace-steps / --trace-ranks, and sweep file names (.runI)
 #   sigint     Ctrl-C half way: a complete, valid file (state "stopped")
@@ -84,6 +88,40 @@ roundtrip)
         [ -s out.$f ] || die "empty --format $f report"
     done
     ;;
+schema)
+    "$bin" "${run[@]}" --steps 10 --trace t.json --format json >live.json || die "run failed"
+    "$bin" --batch --replay t.json --format json >replay.json || die "replay failed"
+    "$bin" --batch --replay "$here/fixtures/trace/kineto_gpu.json" --format json >kineto.json || die "kineto replay failed"
+    /usr/bin/python3 - live.json replay.json kineto.json <<'EOF' || exit 1
+import json, sys
+docs = [(f, json.load(open(f))) for f in sys.argv[1:]]
+def keys(d):
+    return {"top": [set(d)],
+            "runs[]": [set(e) for e in d["runs"]],
+            "per_rank[]": [set(e) for e in d["per_rank"]]}
+ref_name, ref = docs[0]
+want = keys(ref)
+for part, sets in want.items():
+    if not sets:
+        sys.exit("FAIL: %s has no %s entries" % (ref_name, part))
+    for s in sets[1:]:
+        if s != sets[0]:
+            sys.exit("FAIL: %s: %s entries differ: %s" % (ref_name, part, sorted(s ^ sets[0])))
+for name, d in docs[1:]:
+    for part, sets in keys(d).items():
+        if not sets:
+            sys.exit("FAIL: %s has no %s entries" % (name, part))
+        for s in sets:
+            if s != want[part][0]:
+                sys.exit("FAIL: %s %s keys differ from %s: only live %s, only replay %s" %
+                         (name, part, ref_name, sorted(want[part][0] - s), sorted(s - want[part][0])))
+print("ok: %d runs[] keys, %d per_rank[] keys, the same live and replayed" %
+      (len(want["runs[]"][0]), len(want["per_rank[]"][0])))
+EOF
+    "$bin" "${run[@]}" --steps 5 --format csv >live.csv || die "csv run failed"
+    "$bin" --batch --replay t.json --format csv >replay.csv || die "csv replay failed"
+    [ "$(head -1 live.csv)" = "$(head -1 replay.csv)" ] || die "CSV headers differ live and replayed"
+    ;;
 split)
     "$bin" "${run[@]}" --steps 20 --trace s.json --trace-split >/dev/null || die "run failed"
     [ -e s.json ] && die "--trace-split also wrote s.json"
@@ -122,7 +160,7 @@ sigkill)
         grep -q "incomplete" r.err || die "--replay did not say $f is incomplete"
         /usr/bin/python3 -c "
 import json,sys; d=json.load(open('r.json'))
-assert d['replay']['complete'] is False, 'complete?'
+assert d['runs'][0]['replay']['complete'] is False, 'complete?'
 assert all(q['steps'] >= 5 for q in d['per_rank']), 'too few steps'
 " || die "replay of $f"
     done
@@ -141,7 +179,7 @@ diskfull)
     echo "ok: disk full reported once, training finished"
     ;;
 *)
-    echo "usage: $0 run|roundtrip|split|filters|sigint|sigkill|diskfull" >&2
+    echo "usage: $0 run|roundtrip|schema|split|filters|sigint|sigkill|diskfull" >&2
     exit 2
     ;;
 esac

@@ -2,8 +2,9 @@
  * trace (nccl kernels, memcpy/memset, runtime launches with correlation
  * ids) whose breakdown and HTA idle split are computed here by hand from
  * its intervals, an autograd-profiler bare array whose gloo / c10d ops must
- * count as communication, the merged-interval arithmetic, the CLI's
- * --batch --replay JSON, and the collector's device view (a rank with
+ * count as communication, the flat-interval arithmetic, the CLI's
+ * --batch --replay JSON (the live report's schema, with what a trace lacks
+ * null), and the collector's device view (a rank with
  * LANE_GPU spans is broken down over those alone). */
 #include <cJSON.h>
 #include <math.h>
@@ -82,14 +83,14 @@ static void test_kineto_gpu_breakdown(void **state)
     struct trace_figures f;
     assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
     assert_true(f.gpu_view);
-    assert_int_equal(f.wall_ns, K_WALL);
-    assert_int_equal(f.compute_ns, K_COMPUTE);
-    assert_int_equal(f.comm_ns, K_COMM);
-    assert_int_equal(f.comm_union_ns, K_COMM_UNION);
-    assert_int_equal(f.overlap_ns, K_OVERLAP);
-    assert_int_equal(f.data_ns, K_DATA);
-    assert_int_equal(f.idle_ns, K_IDLE);
-    assert_int_equal(f.compute_ns + f.comm_ns + f.data_ns + f.idle_ns, f.wall_ns);
+    assert_int_equal(f.b.wall_ns, K_WALL);
+    assert_int_equal(f.b.compute_ns, K_COMPUTE);
+    assert_int_equal(f.b.comm_ns, K_COMM);
+    assert_int_equal(f.b.comm_union_ns, K_COMM_UNION);
+    assert_int_equal(f.b.overlap_ns, K_OVERLAP);
+    assert_int_equal(f.b.data_ns, K_DATA);
+    assert_int_equal(f.b.idle_ns, K_IDLE);
+    assert_int_equal(f.b.compute_ns + f.b.comm_ns + f.b.data_ns + f.b.idle_ns, f.b.wall_ns);
     assert_true(f.idle_split_valid);
     assert_int_equal(f.host_wait_ns, K_HOST_WAIT);
     assert_int_equal(f.kernel_wait_ns, K_KERNEL_WAIT);
@@ -127,10 +128,10 @@ static void test_kineto_array_form(void **state)
     assert_int_equal(d.nranks, 1);
     struct trace_figures fig;
     assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], TRACE_KERNEL_WAIT_NS), 0);
-    assert_int_equal(fig.wall_ns, K_WALL);
-    assert_int_equal(fig.compute_ns, K_COMPUTE);
-    assert_int_equal(fig.comm_ns, K_COMM);
-    assert_int_equal(fig.idle_ns, K_IDLE);
+    assert_int_equal(fig.b.wall_ns, K_WALL);
+    assert_int_equal(fig.b.compute_ns, K_COMPUTE);
+    assert_int_equal(fig.b.comm_ns, K_COMM);
+    assert_int_equal(fig.b.idle_ns, K_IDLE);
     assert_int_equal(fig.host_wait_ns, K_HOST_WAIT);
     assert_int_equal(fig.kernel_wait_ns, K_KERNEL_WAIT);
     assert_int_equal(fig.other_idle_ns, K_OTHER);
@@ -160,22 +161,25 @@ static void test_autograd_gloo(void **state)
     assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
     assert_false(f.gpu_view);
     assert_false(f.idle_split_valid);
-    assert_int_equal(f.wall_ns, 172000);
-    assert_int_equal(f.compute_ns, 127000);
-    assert_int_equal(f.comm_ns, 30000);
-    assert_int_equal(f.comm_union_ns, 30000);
-    assert_int_equal(f.idle_ns, 15000);
-    assert_int_equal(f.data_ns, 0);
+    assert_int_equal(f.b.wall_ns, 172000);
+    assert_int_equal(f.b.compute_ns, 127000);
+    assert_int_equal(f.b.comm_ns, 30000);
+    assert_int_equal(f.b.comm_union_ns, 30000);
+    assert_int_equal(f.b.idle_ns, 15000);
+    assert_int_equal(f.b.data_ns, 0);
     trace_doc_free(&d);
 }
 
+/* The one sweep over flat intervals (they overlap rather than nest), over
+ * the covered time and over given windows. */
 static void test_merged_intervals(void **state)
 {
     /* compute [0,10) U [5,20); comm [15,30) U [40,50); data [25,45) */
-    struct trace_seg s[] = {{0, 10, CAT_FORWARD}, {5, 20, CAT_BACKWARD}, {15, 30, CAT_COMM},
-                            {40, 50, CAT_COMM},   {25, 45, CAT_DATA},    {60, 70, TRACE_CAT_NEUTRAL}};
-    struct trace_figures f;
-    assert_int_equal(trace_analyze_segs(&f, s, 6, NULL, 0), 0);
+    struct breakdown_iv s[] = {{0, 10, BREAKDOWN_FLAT, CAT_FORWARD}, {5, 20, BREAKDOWN_FLAT, CAT_BACKWARD},
+                               {15, 30, BREAKDOWN_FLAT, CAT_COMM},   {40, 50, BREAKDOWN_FLAT, CAT_COMM},
+                               {25, 45, BREAKDOWN_FLAT, CAT_DATA},   {60, 70, BREAKDOWN_FLAT, TRACE_CAT_NEUTRAL}};
+    struct breakdown f;
+    assert_int_equal(breakdown_sweep(&f, s, 6, NULL, 0, NULL, NULL, NULL), 0);
     assert_int_equal(f.wall_ns, 50);
     assert_int_equal(f.compute_ns, 20);
     assert_int_equal(f.comm_ns, 20); /* [20,30) + [40,50) */
@@ -184,7 +188,7 @@ static void test_merged_intervals(void **state)
     assert_int_equal(f.data_ns, 10); /* [30,40) */
     assert_int_equal(f.idle_ns, 0);
     const int64_t win[][2] = {{0, 10}, {45, 55}};
-    assert_int_equal(trace_analyze_segs(&f, s, 6, win, 2), 0);
+    assert_int_equal(breakdown_sweep(&f, s, 6, win, 2, NULL, NULL, NULL), 0);
     assert_int_equal(f.wall_ns, 20);
     assert_int_equal(f.compute_ns, 10);
     assert_int_equal(f.comm_ns, 5);
@@ -342,9 +346,9 @@ static void test_replay_load_api(void **state)
     struct replay rp;
     char err[512];
     assert_int_equal(replay_load(&rp, FIX "kineto_gpu.json", TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
-    assert_int_equal(rp.nranks, 1);
+    assert_int_equal(rp.res.nranks, 1);
     assert_false(rp.has_metrics);
-    const struct replay_rank *q = &rp.ranks[0];
+    const struct rank_result *q = &rp.res.ranks[0];
     assert_true(q->gpu_view);
     assert_int_equal(q->b.wall_ns, K_WALL);
     assert_int_equal(q->b.compute_ns + q->b.comm_ns + q->b.data_ns + q->b.idle_ns, K_WALL);
@@ -353,7 +357,7 @@ static void test_replay_load_api(void **state)
     assert_true(fabs(q->ms_mean - 0.210) < 1e-9);
     replay_free(&rp);
     assert_int_equal(replay_load(&rp, FIX "kineto_gpu.json," FIX "autograd_gloo.json", 30, err, sizeof(err)), 0);
-    assert_int_equal(rp.nranks, 2); /* rank 0 from distributedInfo, the array file is file #1 */
+    assert_int_equal(rp.res.nranks, 2); /* rank 0 from distributedInfo, the array file is file #1 */
     replay_free(&rp);
     assert_int_equal(replay_load(&rp, FIX "missing.json", 30, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "missing.json"));
@@ -398,9 +402,21 @@ static void test_cli_json(void **state)
     cJSON_Delete(j);
     j = run_cli(FIX "autograd_gloo.json");
     q = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "per_rank"), 0);
+    cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "runs"), 0);
     assert_true(num(q, "comm_pct") > 17.0);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(q, "host_wait_pct")));
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "replay"), "format")->valuestring, "autograd");
+    /* what a PyTorch trace does not say is null, never a made-up 0 */
+    static const char *lacks[] = {"bytes_sent",  "bytes_received", "samples_per_s",
+                                  "transfer_ms", "busbw_gbps",     "spans_lost"};
+    for (size_t k = 0; k < sizeof(lacks) / sizeof(lacks[0]); k++)
+        if (!cJSON_IsNull(cJSON_GetObjectItem(q, lacks[k])))
+            fail_msg("per_rank %s is not null", lacks[k]);
+    static const char *run_lacks[] = {"model",      "strategy", "grad_compress", "batch_size", "samples_per_s",
+                                      "bytes_sent", "params",   "wall_s",        "state",      "train_loss"};
+    for (size_t k = 0; k < sizeof(run_lacks) / sizeof(run_lacks[0]); k++)
+        if (!cJSON_IsNull(cJSON_GetObjectItem(run, run_lacks[k])))
+            fail_msg("runs %s is not null", run_lacks[k]);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "replay"), "format")->valuestring, "autograd");
     cJSON_Delete(j);
 }
 
@@ -445,20 +461,21 @@ static void test_tracer_api_and_snapshot(void **state)
     assert_int_equal(replay_load(&rp, tpath, 30, err, sizeof(err)), 0);
     assert_true(rp.doc.complete);
     assert_true(rp.has_metrics);
-    assert_int_equal(rp.nranks, 2);
-    assert_int_equal(rp.ranks[1].steps, 12);
-    assert_true(rp.ranks[0].coll_valid);
-    assert_true(rp.ranks[0].b.compute_ns > 0);
+    assert_int_equal(rp.res.nranks, 2);
+    assert_int_equal(rp.res.ranks[1].steps, 12);
+    assert_true(rp.res.ranks[0].coll_valid);
+    assert_true(rp.res.ranks[0].b.compute_ns > 0);
     assert_int_equal(rp.metrics.r[1].nsteps, 12);
     replay_free(&rp);
     /* the snapshot holds the whole (short) history: all 12 steps rebuilt */
     assert_int_equal(replay_load(&rp, spath, 30, err, sizeof(err)), 0);
-    assert_int_equal(rp.nranks, 2);
-    assert_int_equal(rp.ranks[0].steps, 12);
-    assert_true(rp.ranks[0].coll_valid);
-    assert_true(rp.ranks[0].b.wall_ns > 0);
-    assert_int_equal(rp.ranks[0].b.compute_ns + rp.ranks[0].b.comm_ns + rp.ranks[0].b.data_ns + rp.ranks[0].b.idle_ns,
-                     rp.ranks[0].b.wall_ns);
+    assert_int_equal(rp.res.nranks, 2);
+    assert_int_equal(rp.res.ranks[0].steps, 12);
+    assert_true(rp.res.ranks[0].coll_valid);
+    assert_true(rp.res.ranks[0].b.wall_ns > 0);
+    assert_int_equal(rp.res.ranks[0].b.compute_ns + rp.res.ranks[0].b.comm_ns + rp.res.ranks[0].b.data_ns +
+                         rp.res.ranks[0].b.idle_ns,
+                     rp.res.ranks[0].b.wall_ns);
     replay_free(&rp);
     char cmd[200];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
@@ -483,7 +500,7 @@ static void test_reader_hostile_input(void **state)
         if (trace_read_buffer(&d, copy, cut, "cut", err, sizeof(err)) == 0 && d.nranks > 0) {
             struct trace_figures fig;
             assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], 30), 0);
-            assert_int_equal(fig.compute_ns + fig.comm_ns + fig.data_ns + fig.idle_ns, fig.wall_ns);
+            assert_int_equal(fig.b.compute_ns + fig.b.comm_ns + fig.b.data_ns + fig.b.idle_ns, fig.b.wall_ns);
         }
         trace_doc_free(&d);
         free(copy);

@@ -1,5 +1,6 @@
-/* probe.c - the SPSC ring behind span recording, and the names of lanes,
- * categories and collectives used by every report, pane and trace. */
+/* probe.c - the SPSC ring behind span recording, the names of lanes,
+ * categories and collectives used by every report, pane and trace, and
+ * the collectives' bus-bandwidth factors. */
 #include "probe.h"
 
 #include <stdlib.h>
@@ -22,6 +23,26 @@ const char *coll_name(int kind)
     static const char *names[COLL_COUNT] = {"none",   "allreduce", "reduce_scatter", "allgather", "broadcast",
                                             "reduce", "gather",    "scatter",        "barrier"};
     return kind >= 0 && kind < COLL_COUNT ? names[kind] : "?";
+}
+
+double coll_busbw_factor(int kind, int n)
+{
+    if (n <= 1)
+        return 0.0;
+    switch (kind) {
+    case COLL_ALLREDUCE:
+        return 2.0 * (n - 1) / n;
+    case COLL_REDUCE_SCATTER:
+    case COLL_ALLGATHER:
+    case COLL_GATHER:
+    case COLL_SCATTER:
+        return (double)(n - 1) / n;
+    case COLL_BROADCAST:
+    case COLL_REDUCE:
+        return 1.0;
+    default:
+        return 0.0;
+    }
 }
 
 int spsc_init(struct spsc_ring *r, size_t elem_size, size_t capacity_pow2)

@@ -56,6 +56,9 @@ enum coll_kind {
     COLL_COUNT
 };
 const char *coll_name(int kind);
+/* Bus-bandwidth factor of a collective on n ranks (nccl-tests' definition):
+ * busbw = S / t x factor. */
+double coll_busbw_factor(int kind, int n);
 
 /* One timed interval on one lane of one rank. Spans on a lane nest properly
  * (a collective's comm span may contain its wait spans); the innermost span
@@ -103,5 +106,34 @@ int spsc_push(struct spsc_ring *r, const void *elem);
 /* Copies up to max elements out; returns how many. */
 size_t spsc_pop(struct spsc_ring *r, void *out, size_t max);
 uint64_t spsc_dropped(struct spsc_ring *r);
+
+/* What a collective's span carries besides the common fields (a device
+ * copy sets bytes alone). */
+struct span_coll {
+    uint64_t bytes, bytes_rx, size; /* as in struct span */
+    uint32_t seq;
+    uint8_t kind; /* enum coll_kind */
+    uint8_t outer;
+};
+
+/* Records one span on ring, the one way every producer does. coll adds a
+ * collective's fields (a device copy's: its bytes alone), NULL for the
+ * rest. Returns 1 when pushed, 0 when the ring was full (the drop is
+ * counted). */
+static inline int probe_span(struct spsc_ring *ring, int lane, int cat, uint32_t step, int tag, int64_t t0_ns,
+                             int64_t t1_ns, const struct span_coll *coll)
+{
+    struct span s = {
+        .t0_ns = t0_ns, .t1_ns = t1_ns, .step = step, .tag = (int16_t)tag, .lane = (uint8_t)lane, .cat = (uint8_t)cat};
+    if (coll) {
+        s.bytes = coll->bytes;
+        s.bytes_rx = coll->bytes_rx;
+        s.size = coll->size;
+        s.seq = coll->seq;
+        s.coll = coll->kind;
+        s.outer = coll->outer;
+    }
+    return spsc_push(ring, &s);
+}
 
 #endif

@@ -112,7 +112,7 @@ static void pcts_of(struct snap_rank *sr, const struct breakdown *b)
     sr->comm_pct = breakdown_pct(b->comm_ns, b->wall_ns);
     sr->data_pct = breakdown_pct(b->data_ns, b->wall_ns);
     sr->idle_pct = breakdown_pct(b->idle_ns, b->wall_ns);
-    sr->overlap_pct = b->comm_union_ns > 0 ? 100.0 * (double)b->overlap_ns / (double)b->comm_union_ns : 0.0;
+    sr->overlap_pct = breakdown_overlap_pct(b);
 }
 
 static void breakdown_sub(struct breakdown *d, const struct breakdown *a, const struct breakdown *b)
@@ -327,7 +327,8 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
 
 int snap_from_replay(struct snap *s, const struct replay *rp)
 {
-    int world = rp->nranks > 0 ? rp->nranks : 1;
+    const struct run_result *res = &rp->res;
+    int world = res->nranks > 0 ? res->nranks : 1;
     if (snap_alloc(s, world) != 0)
         return -1;
     s->replay = 1;
@@ -336,33 +337,24 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     s->failed_rank = -1;
     s->threshold = -1;
     s->threshold_step = -1;
-    snprintf(s->model, sizeof(s->model), "%s", rp->model[0] ? rp->model : "n/a");
-    snprintf(s->dataset, sizeof(s->dataset), "%s", rp->dataset[0] ? rp->dataset : "n/a");
-    snprintf(s->strategy, sizeof(s->strategy), "%s", rp->strategy[0] ? rp->strategy : "n/a");
-    if (rp->doc.backend[0] && rp->doc.algo[0])
-        snprintf(s->backend, sizeof(s->backend), "%.23s/%.23s", rp->doc.backend, rp->doc.algo);
-    else
-        snprintf(s->backend, sizeof(s->backend), "%s", rp->doc.backend[0] ? rp->doc.backend : "unknown");
-    snprintf(s->device, sizeof(s->device), "%s", rp->nranks > 0 ? rp->ranks[0].device : "n/a");
-    s->global_batch = rp->global_batch;
-    s->local_batch = rp->global_batch / world;
+    int known = res->cfg.strategy >= 0 && res->cfg.strategy < STRAT_COUNT;
+    snprintf(s->model, sizeof(s->model), "%s", res->cfg.model[0] ? res->cfg.model : "n/a");
+    snprintf(s->dataset, sizeof(s->dataset), "%s", res->dataset[0] ? res->dataset : "n/a");
+    snprintf(s->strategy, sizeof(s->strategy), "%s", known ? strategy_name(res->cfg.strategy) : "n/a");
+    snprintf(s->backend, sizeof(s->backend), "%s", res->backend[0] ? res->backend : "unknown");
+    snprintf(s->device, sizeof(s->device), "%s", res->nranks > 0 ? res->ranks[0].device : "n/a");
+    s->global_batch = res->batch_valid ? res->global_batch : 0;
+    s->local_batch = res->world > 0 ? s->global_batch / res->world : 0;
 
     double slowest = 0, wall_s = 0;
     int any = 0;
-    for (int i = 0; i < rp->nranks; i++) {
-        const struct replay_rank *q = &rp->ranks[i];
+    for (int i = 0; i < res->nranks; i++) {
+        const struct rank_result *q = &res->ranks[i];
         struct snap_rank *sr = &s->ranks[i];
-        snprintf(sr->device, sizeof(sr->device), "%s", q->device);
-        sr->steps = q->steps;
+        rank_final(sr, q);
         sr->valid = q->steps > 0 && q->b.wall_ns > 0;
-        sr->ms_step = q->ms_mean;
         sr->samples_s = q->samples_valid ? q->samples_per_s : 0;
         sr->samples_na = !q->samples_valid;
-        pcts_of(sr, &q->b);
-        sr->bytes_tx = q->bytes_tx;
-        sr->bytes_rx = q->bytes_rx;
-        sr->busbw_valid = q->busbw_valid;
-        sr->busbw_gbps = q->busbw_gbps;
         if (q->steps > s->steps_done)
             s->steps_done = q->steps;
         if (sr->valid) {
@@ -409,11 +401,11 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     } else {
         s->steps_per_epoch = s->steps_done;
         uint64_t bytes = 0;
-        for (int i = 0; i < rp->nranks; i++)
-            bytes += rp->ranks[i].bytes_tx + rp->ranks[i].bytes_rx;
+        for (int i = 0; i < res->nranks; i++)
+            bytes += res->ranks[i].bytes_tx + res->ranks[i].bytes_rx;
         s->rate_bytes_now = wall_s > 0 ? (double)bytes / wall_s : 0;
-        s->busbw_now_valid = rp->all.busbw_valid;
-        s->busbw_now = rp->all.busbw_valid ? rp->all.busbw_gbps : NAN;
+        s->busbw_now_valid = res->busbw_valid;
+        s->busbw_now = res->busbw_valid ? res->busbw_gbps : NAN;
         s->traffic_span_s = wall_s;
         snprintf(s->timeline_na, sizeof(s->timeline_na), "timeline: n/a for this trace kind");
     }

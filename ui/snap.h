@@ -119,7 +119,7 @@ int snap_init(struct snap *s, const struct run *r);
 void snap_update(struct snap *s, const struct run *r, const struct run_result *final, int64_t now_ns);
 /* Fills s, once, from a loaded replay: ddptop traces give the same figures
  * as a finished live run (rank table, spans, loss); other trace kinds give
- * the rank table from rp->ranks and leave the rest n/a. Live-only figures
+ * the rank table from rp->res and leave the rest n/a. Live-only figures
  * (ETA, recent rates) stay invalid. Returns -1 when out of memory. */
 int snap_from_replay(struct snap *s, const struct replay *rp);
 void snap_free(struct snap *s);
