@@ -164,7 +164,9 @@ int main(int argc, char **argv)
     struct session s;
     session_init(&s, &cfg, &train, &test, dev);
     struct timespec tick = {0, 20 * 1000 * 1000};
-    for (int i = 0; i < nruns && !stop_signal; i++) {
+    /* --repeat: each configuration's runs come one after another */
+    for (int k = 0; k < nruns * cfg.repeat && !stop_signal; k++) {
+        int i = k / cfg.repeat;
         struct run_config rc;
         config_expand(&cfg, i, &rc);
         if (session_start(&s, &rc, err, sizeof(err)) != 0) {
@@ -179,11 +181,11 @@ int main(int argc, char **argv)
                 forced_exit(&s);
             tell(&s, show);
             if (show && n % 10 == 0)
-                progress(s.run, i, nruns);
+                progress(s.run, k, nruns * cfg.repeat);
             nanosleep(&tick, NULL);
         }
         if (show) {
-            progress(s.run, i, nruns);
+            progress(s.run, k, nruns * cfg.repeat);
             fprintf(stderr, "\n");
         }
         tell(&s, 0);
@@ -196,7 +198,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "ddptop: interrupted; reporting what was measured\n");
         status = 128 + (int)stop_signal;
     }
-    results_speedup(s.results, s.nresults);
+    s.nresults = results_collapse_repeats(s.results, s.nresults, cfg.repeat);
+    results_compare(s.results, s.nresults, cfg.baseline);
     if (s.nresults > 0 && report_write(out, cfg.format, s.results, s.nresults) != 0) {
         fprintf(stderr, "ddptop: cannot write the report\n");
         status = 1;

@@ -489,6 +489,28 @@ static void fault_describe(const struct opt *o, char *buf, size_t len)
              o->lo, o->hi);
 }
 
+/* --baseline auto|single|ranks1|RUN */
+static int baseline_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    long long v;
+    if (!strcmp(arg, "auto"))
+        *(int *)dst = BASELINE_AUTO;
+    else if (!strcmp(arg, "single"))
+        *(int *)dst = BASELINE_SINGLE;
+    else if (!strcmp(arg, "ranks1"))
+        *(int *)dst = BASELINE_RANKS1;
+    else if (strspn(arg, "0123456789") == strlen(arg) && parse_ll(arg, 0, o->hi, &v) == 0)
+        *(int *)dst = (int)v;
+    else
+        return -1;
+    return 0;
+}
+
+static void baseline_describe(const struct opt *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "auto, single, ranks1, or a run's number from 0 to %lld", o->hi);
+}
+
 static const struct opt_kind k_flag = {0, flag_parse, NULL};
 static const struct opt_kind k_int = {1, int_parse, int_describe};
 static const struct opt_kind k_u64 = {1, u64_parse, u64_describe};
@@ -502,6 +524,7 @@ static const struct opt_kind k_slow_rank = {1, slow_rank_parse, slow_rank_descri
 static const struct opt_kind k_steps = {1, steps_parse, steps_describe};
 static const struct opt_kind k_trainable = {1, trainable_parse, trainable_describe};
 static const struct opt_kind k_fault = {1, fault_parse, fault_describe};
+static const struct opt_kind k_baseline = {1, baseline_parse, baseline_describe};
 /* answered by config_parse itself */
 static const struct opt_kind k_help = {0, NULL, NULL};
 static const struct opt_kind k_version = {0, NULL, NULL};
@@ -597,7 +620,9 @@ static const struct opt opts[] = {
     {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, STRAT_COUNT - 1), "strategy", "S",
             "allreduce", G_WORK,
             "how gradients are synchronised; single runs one rank on the whole global batch, ranks x batch")},
-    {INT("epochs", AT(base.epochs), 1, 100000, "N", "1", G_WORK, "epochs")},
+    {INT("epochs", AT(base.epochs), 1, 100000, "N", "1", G_WORK,
+         "epochs; without it, --steps runs as many as it takes"),
+     .also_off = OFF(base.epochs_set), .also = 1},
     {INT("steps", AT(base.steps), 1, LONG_MAX, "N", NULL, G_WORK, "stop after N steps in all"), .def_text = "no cap"},
     {FLAG("no-eval", AT(base.eval), 0, G_WORK, "skip the test-split evaluation after each epoch")},
     {OPT("trainable", k_trainable, AT(base.trainable), "SPEC", "all", G_WORK,
@@ -624,7 +649,7 @@ static const struct opt opts[] = {
     {CHOICE("algo", AT(base.algo), NAMES(algo_names), "algorithm", NULL, "ring", G_EXEC,
             "algorithm of ddptop's own backends")},
     {INT("threads-per-rank", AT(base.threads_per_rank), 1, 1024, "N", NULL, G_EXEC, "compute threads per rank"),
-     .def_text = "cores / ranks, at least 1"},
+     .def_text = "cores / the sweep's largest rank count, at least 1"},
     {REAL("bucket-mb", AT(base.bucket_mb), 0.001, 4096.0, "X", "25", G_EXEC,
           "ddp bucket cap in MB; the first bucket is 1 MB")},
     {FLAG("no-overlap", AT(base.overlap), 0, G_EXEC, "ddp: run the buckets after backward instead of during it")},
@@ -653,6 +678,17 @@ static const struct opt opts[] = {
           "report the first epoch/step where the running loss < X"),
      .def_text = "none"},
     {FLAG("quiet", AT(quiet), 1, G_REPORT, "no progress line on stderr")},
+    {OPT("baseline", k_baseline, AT(baseline), "B", "auto", G_REPORT,
+         "what a speedup is against: auto takes a 1-rank run on the same global batch (strong scaling), else on the "
+         "same per-rank batch (weak scaling); single the single strategy on the same global batch; ranks1 one rank "
+         "of the same strategy and per-rank batch; or a run by its number in the report"),
+     .hi = 100000},
+    {INT("repeat", AT(repeat), 1, 1000, "N", "1", G_REPORT,
+         "run each configuration N times; the report shows the median run and the spread")},
+    {TEXT("history", AT(history), "file name", "FILE", G_REPORT,
+          "write every step's loss, learning rate and time, and every epoch's test accuracy, per rank, as CSV"),
+     .def_text = "none"},
+    {INT("history-every", AT(history_every), 1, LONG_MAX, "K", "1", G_REPORT, "keep every K-th step in --history")},
 
     {TEXT("theme", AT(theme), "theme name", "NAME", G_UI,
           "colour theme from the themes folder: default, light, high-contrast, monochrome"),
@@ -835,10 +871,20 @@ static int set_defaults(struct config *cfg, FILE *err)
     return 0;
 }
 
-static int default_threads(int ranks)
+/* A rank's compute threads unless --threads-per-rank says: the cores over
+ * the largest rank count of the sweep, the same for every run, so that a
+ * sweep compares like with like (1 rank is not given twice the threads of
+ * each of 2). */
+static int default_threads(const struct config *cfg)
 {
+    int most = 1;
+    for (int i = 0; i < cfg->nranks; i++)
+        for (int s = 0; s < cfg->nstrategies; s++) {
+            int w = cfg->strategies[s] == STRAT_SINGLE ? 1 : cfg->ranks[i];
+            most = w > most ? w : most;
+        }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int t = cores > 0 ? (int)(cores / (ranks > 0 ? ranks : 1)) : 1;
+    int t = cores > 0 ? (int)(cores / most) : 1;
     return t > 0 ? t : 1;
 }
 
@@ -912,9 +958,20 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         fprintf(err, "ddptop: --gpus: not allowed with --device cpu\n");
         return 2;
     }
+    if (cfg->history[0] && ((cfg->output[0] && same_file(cfg->history, cfg->output)) ||
+                            (cfg->trace[0] && same_file(cfg->history, cfg->trace)))) {
+        fprintf(err, "ddptop: --history: %s is the %s file too\n", cfg->history,
+                cfg->output[0] && same_file(cfg->history, cfg->output) ? "--output" : "--trace");
+        return 2;
+    }
     if (cfg->trace[0] && cfg->output[0] && same_file(cfg->trace, cfg->output)) {
         fprintf(err, "ddptop: --output: %s is the --trace file too; the report would overwrite the trace\n",
                 cfg->output);
+        return 2;
+    }
+    if (cfg->baseline >= config_count(cfg)) {
+        fprintf(err, "ddptop: --baseline: there is no run %d (this sweep makes runs 0 to %d)\n", cfg->baseline,
+                config_count(cfg) - 1);
         return 2;
     }
     if (cfg->min_bytes > cfg->max_bytes) {
@@ -943,7 +1000,7 @@ void config_expand(const struct config *cfg, int i, struct run_config *rc)
     rc->ranks = cfg->ranks[r];
     rc->batch_size = cfg->batches[b];
     if (!rc->threads_per_rank)
-        rc->threads_per_rank = default_threads(run_world(rc));
+        rc->threads_per_rank = default_threads(cfg);
 }
 
 int run_world(const struct run_config *rc)

@@ -21,6 +21,11 @@ enum out_format { FMT_TEXT = 0, FMT_CSV, FMT_JSON, FMT_MD };
 enum device_choice { DEV_AUTO = 0, DEV_CPU, DEV_CUDA };
 enum comm_backend { COMM_SHM = 0, COMM_NCCL, COMM_MPI };
 enum app_mode { MODE_TRAIN = 0, MODE_BENCH_COMM, MODE_INFO, MODE_REPLAY };
+/* --baseline: the run a speedup is against. AUTO: a 1-rank run with the same
+ * global batch (strong scaling), else with the same per-rank batch (weak
+ * scaling); SINGLE: the `single` strategy on the same global batch;
+ * RANKS1: 1 rank of the same strategy and per-rank batch. */
+enum baseline_kind { BASELINE_AUTO = -1, BASELINE_SINGLE = -2, BASELINE_RANKS1 = -3 };
 /* --inject-fault kinds: the loss turns NaN, the rank thread dies without a
  * word to its peers, stops taking part in collectives, computes 5x slower,
  * runs out of memory, or its next collective fails. */
@@ -43,7 +48,8 @@ struct run_config {
     int batch_size; /* per rank */
     int strategy;   /* enum strategy_kind */
     int epochs;
-    long steps; /* total step cap, 0 = none */
+    int epochs_set; /* --epochs was given: --steps does not extend the run past it */
+    long steps;     /* total step cap, 0 = none */
     float lr, momentum, weight_decay;
     int warmup_steps;
     int scale_lr;
@@ -88,7 +94,11 @@ struct config {
     int batch;  /* --batch: no UI */
     int format; /* enum out_format */
     char output[CFG_PATH];
-    int quiet; /* no progress line */
+    int quiet;              /* no progress line */
+    int baseline;           /* what speedups are against: BASELINE_* (< 0), or a run's index (>= 0) */
+    int repeat;             /* runs of each configuration; the report shows the median one and the spread */
+    char history[CFG_PATH]; /* --history FILE.csv ("" = none) */
+    long history_every;     /* keep every k-th step in it */
     /* interactive UI */
     char theme[CFG_NAME]; /* "" = default (or monochrome under NO_COLOR) */
     int refresh_ms;

@@ -119,8 +119,9 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
             if (m->world > 1)
                 coll_record(m, r, sp);
         }
-        if (m->on_span)
-            m->on_span(m->on_span_ctx, r, sp);
+        for (int k = 0; k < m->nlisteners; k++)
+            if (m->listeners[k].span)
+                m->listeners[k].span(m->listeners[k].ctx, r, sp);
     }
     if (rm->nheld)
         release_held(m, r, 0);
@@ -230,8 +231,13 @@ void metrics_finish(struct metrics *m)
 void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec)
 {
     struct rank_metrics *rm = &m->r[r];
-    if (m->on_step)
-        m->on_step(m->on_span_ctx, r, rec);
+    for (int k = 0; k < m->nlisteners; k++)
+        if (m->listeners[k].step)
+            m->listeners[k].step(m->listeners[k].ctx, r, rec);
+    if (r == 0) {
+        m->lr_last = rec->lr; /* every rank steps with the same rate */
+        m->lr_valid = 1;
+    }
     if (!rm->gpu_held) {
         close_step(m, r, rec);
         return;
@@ -288,8 +294,13 @@ static void close_step(struct metrics *m, int r, const struct step_rec *rec)
     if (breakdown_window(&b, rm->window, nwin, rec->t0_ns, rec->t1_ns, rm->gpu_view ? LANE_GPU : -1, &rm->sweep) != 0)
         return;
     breakdown_add(&rm->total, &b);
-    if (rm->nsteps > 0)
+    if (rm->nsteps > 0) {
         breakdown_add(&rm->steady, &b);
+        if (rec->desched_ns >= 0) {
+            rm->desched_ns += rec->desched_ns;
+            rm->desched_valid = 1;
+        }
+    }
     rm->last = b;
     if (grow_steps(rm) != 0)
         return;
@@ -302,8 +313,29 @@ static void close_step(struct metrics *m, int r, const struct step_rec *rec)
     advance_global(m, rec->epoch);
 }
 
+int metrics_listen(struct metrics *m, const struct metrics_listener *l)
+{
+    if (m->nlisteners == METRICS_LISTENERS)
+        return -1;
+    m->listeners[m->nlisteners++] = *l;
+    return 0;
+}
+
+void metrics_unlisten(struct metrics *m, const void *ctx)
+{
+    for (int k = 0; k < m->nlisteners; k++)
+        if (m->listeners[k].ctx == ctx) {
+            memmove(&m->listeners[k], &m->listeners[k + 1], sizeof(m->listeners[0]) * (size_t)(m->nlisteners - k - 1));
+            m->nlisteners--;
+            return;
+        }
+}
+
 void metrics_add_epoch(struct metrics *m, int r, const struct epoch_rec *rec)
 {
+    for (int k = 0; k < m->nlisteners; k++)
+        if (m->listeners[k].epoch)
+            m->listeners[k].epoch(m->listeners[k].ctx, r, rec);
     int e = rec->epoch;
     if (e < 0 || e >= 1024)
         return;

@@ -23,6 +23,7 @@ struct step_rec {
     float loss; /* mean over the rank's local batch */
     float lr;
     int32_t correct, n;
+    int64_t desched_ns;  /* the rank thread was runnable but not on a core, or -1: unknown */
     uint64_t param_hash; /* hash of the parameters after the step (--check-replicas), else 0 */
 };
 
@@ -49,6 +50,8 @@ struct rank_metrics {
     double bus_bytes;         /* sum over collectives of S * busbw factor */
     int64_t coll_ns;          /* time inside collectives (outer spans) */
     int64_t xfer_ns, sync_ns; /* per-collective: transfer (min over ranks) and sync */
+    int64_t desched_ns;       /* runnable but not on a core, every step but the first */
+    int desched_valid;
     uint64_t ncoll;
     uint64_t kind_calls[COLL_COUNT]; /* per collective kind: calls and summed sizes, */
     double kind_bytes[COLL_COUNT];   /* for the alpha-beta prediction */
@@ -71,6 +74,16 @@ struct rank_metrics {
 
 struct coll_slot;
 
+/* Called for every span, step record and epoch record the collector drains
+ * (any may be NULL), on the collector thread. */
+struct metrics_listener {
+    void (*span)(void *ctx, int rank, const struct span *s);
+    void (*step)(void *ctx, int rank, const struct step_rec *rec);
+    void (*epoch)(void *ctx, int rank, const struct epoch_rec *rec);
+    void *ctx;
+};
+#define METRICS_LISTENERS 4
+
 struct metrics {
     int world;
     struct rank_metrics *r;
@@ -91,12 +104,13 @@ struct metrics {
     /* --check-replicas: the first step whose parameter hashes differ across ranks */
     long replicas_diverged_at; /* -1: never (or not checked) */
     int replicas_checked;
+    float lr_last; /* the learning rate of rank 0's latest step */
+    int lr_valid;
     /* per-collective matching, by sequence number */
     struct coll_slot *coll;
-    /* called for every span and step record drained (the trace writer); may be NULL */
-    void (*on_span)(void *ctx, int rank, const struct span *s);
-    void (*on_step)(void *ctx, int rank, const struct step_rec *rec);
-    void *on_span_ctx;
+    /* who hears every record drained: the trace writer, the history file */
+    struct metrics_listener listeners[METRICS_LISTENERS];
+    int nlisteners;
 };
 
 int metrics_init(struct metrics *m, int world, double threshold);
@@ -113,6 +127,10 @@ void metrics_expect_gpu(struct metrics *m, int r);
 /* Closes every step still waiting (after the last records were delivered). */
 void metrics_finish(struct metrics *m);
 void metrics_add_epoch(struct metrics *m, int r, const struct epoch_rec *rec);
+/* Adds a listener (-1 when METRICS_LISTENERS are taken); removes the one
+ * with context ctx. */
+int metrics_listen(struct metrics *m, const struct metrics_listener *l);
+void metrics_unlisten(struct metrics *m, const void *ctx);
 
 /* Training accuracy (%) over the steps of the last epoch seen (the whole
  * run when it ended inside its first epoch); -1 before any step. */

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "comm.h"
 #include "kernels_cpu.h"
@@ -39,6 +41,8 @@ struct loop {
     uint16_t *half;    /* allreduce with --grad-compress fp16: [largest tensor] */
     struct ddp_engine *ddp;
     struct device lane_dev; /* ddp's comm lane's handle on the rank's device */
+    int schedstat_fd;       /* /proc/thread-self/schedstat, or -1 */
+    int64_t run_delay;      /* its run delay at the last step's end, or -1 */
     /* dp (DataParallel): rank 0 holds the whole batch and computes the loss;
      * _d buffers are in the model's memory (the device's), the others on the host */
     float *dp_x, *dp_xd;            /* rank 0: [global, c, h, w] (dp_x pinned) */
@@ -198,10 +202,25 @@ static uint64_t param_hash(struct loop *L)
     return h | 1; /* 0 means "not checked" */
 }
 
+/* Nanoseconds this thread has spent runnable but waiting for a core (the
+ * kernel's schedstat run delay), or -1 where the kernel does not say. */
+static int64_t run_delay_ns(struct loop *L)
+{
+    char buf[96];
+    ssize_t n = L->schedstat_fd >= 0 ? pread(L->schedstat_fd, buf, sizeof(buf) - 1, 0) : -1;
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    unsigned long long on_cpu, waited;
+    return sscanf(buf, "%llu %llu", &on_cpu, &waited) == 2 ? (int64_t)waited : -1;
+}
+
 static int push_step(struct loop *L, uint32_t step, int epoch, int64_t t0, float loss, int correct)
 {
     struct rank *rk = L->rk;
     uint64_t hash = L->cfg->check_replicas ? param_hash(L) : 0;
+    int64_t delay = run_delay_ns(L), desched = delay >= 0 && L->run_delay >= 0 ? delay - L->run_delay : -1;
+    L->run_delay = delay;
     struct step_rec sr = {.step = step,
                           .epoch = (uint32_t)epoch,
                           .t0_ns = t0,
@@ -210,6 +229,7 @@ static int push_step(struct loop *L, uint32_t step, int epoch, int64_t t0, float
                           .lr = sgd_lr_at(&L->opt, (long)step),
                           .correct = correct,
                           .n = L->run->local_batch,
+                          .desched_ns = desched,
                           .param_hash = hash};
     while (!spsc_push(&rk->steps, &sr) && !atomic_load(&L->run->abort))
         sched_yield(); /* step records are never dropped: the collector drains them */
@@ -689,6 +709,8 @@ static int loop_init(struct loop *L, struct rank *rk)
     L->cfg = cfg;
     rk->dev.rank = rk->id;
     L->slow = cfg->slow_rank == rk->id ? cfg->slow_factor : 1.0;
+    L->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    L->run_delay = run_delay_ns(L);
     cpu_set_threads(cfg->threads_per_rank);
     L->async = run->devops->async;
     L->staged = -1;
@@ -816,6 +838,8 @@ static int loop_init(struct loop *L, struct rank *rk)
 
 static void loop_free(struct loop *L)
 {
+    if (L->schedstat_fd >= 0)
+        close(L->schedstat_fd);
     struct device *d = &L->rk->dev;
     if (L->async && d->impl)
         d->ops->sync(d, STREAM_COPY); /* no copy may still read what is freed here */

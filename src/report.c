@@ -4,6 +4,7 @@
 #include "report.h"
 
 #include <cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,7 @@ static void predict(struct run_result *res, struct run *r)
     char path[1024];
     cost_model_path(path, sizeof(path));
     const char *algo = r->cfg.algo == ALGO_RING ? "ring" : "naive";
-    double total = 0;
+    double total = 0, r2 = 1.0;
     int used = 0;
     for (int k = 1; k < COLL_COUNT; k++) {
         uint64_t calls = 0;
@@ -47,8 +48,10 @@ static void predict(struct run_result *res, struct run *r)
         if (cost_model_lookup(path, "shm", algo, r->world, k, &f) != 0)
             return;
         total += (double)calls * f.alpha_us + f.beta_us_per_byte * bytes;
+        r2 = f.r2 < r2 ? f.r2 : r2;
     }
     res->pred_valid = used;
+    res->pred_r2 = r2;
     res->pred_ms = total / 1e3 / r->world;
 }
 
@@ -73,6 +76,10 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         rr->samples_per_s = rr->ms_mean > 0 ? local_batch / (rr->ms_mean / 1e3) : 0;
         rr->samples_valid = local_batch > 0;
         rr->b = rm->nsteps > 1 ? rm->steady : rm->total;
+        long bsteps = rm->nsteps > 1 ? (long)rm->nsteps - 1 : (long)rm->nsteps; /* the steps rr->b covers */
+        rr->coll_ms = bsteps > 0 ? (double)rr->b.coll_ns / 1e6 / (double)bsteps : 0;
+        rr->desched_valid = rm->desched_valid;
+        rr->desched_pct = breakdown_pct(rm->desched_ns, rm->steady.wall_ns);
         rr->gpu_view = rm->gpu_view;
         rr->bytes_tx = rm->bytes_tx;
         rr->bytes_rx = rm->bytes_rx;
@@ -117,8 +124,10 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         res->test_valid = 1;
         res->test_acc = 100.0 * m->test_correct[m->nepochs - 1] / (double)m->test_total[m->nepochs - 1];
     }
+    res->lr = m->lr_last;
+    res->lr_valid = m->lr_valid;
     res->threshold_step = m->threshold_step;
-    res->threshold_epoch = m->threshold_epoch;
+    res->threshold_epoch = m->threshold_epoch >= 0 ? m->threshold_epoch + 1 : -1; /* 1-based, as the UI counts epochs */
     res->epochs_done = m->nepochs;
     res->replicas_checked = m->replicas_checked;
     res->replicas_diverged_at = m->replicas_diverged_at;
@@ -130,9 +139,16 @@ void result_breakdowns(struct run_result *res)
     memset(&res->b, 0, sizeof(res->b));
     res->gpu_view = res->idle_split_valid = 0;
     res->host_wait_ns = res->kernel_wait_ns = res->other_idle_ns = 0;
+    res->coll_ms = 0;
+    res->desched_pct = 0;
+    res->desched_valid = res->nranks > 0;
     for (int i = 0; i < res->nranks; i++) {
         struct rank_result *rr = &res->ranks[i];
         pcts(&rr->b, &rr->compute_pct, &rr->comm_pct, &rr->data_pct, &rr->idle_pct, &rr->overlap_pct);
+        rr->coll_pct = breakdown_pct(rr->b.coll_ns, rr->b.wall_ns);
+        res->coll_ms += rr->coll_ms / res->nranks;
+        res->desched_pct += rr->desched_pct / res->nranks;
+        res->desched_valid &= rr->desched_valid;
         breakdown_add(&res->b, &rr->b);
         res->gpu_view |= rr->gpu_view;
         res->idle_split_valid |= rr->idle_split_valid;
@@ -141,6 +157,7 @@ void result_breakdowns(struct run_result *res)
         res->other_idle_ns += rr->other_idle_ns;
     }
     pcts(&res->b, &res->compute_pct, &res->comm_pct, &res->data_pct, &res->idle_pct, &res->overlap_pct);
+    res->coll_pct = breakdown_pct(res->b.coll_ns, res->b.wall_ns);
 }
 
 int result_from_run(struct run_result *res, struct run *r)
@@ -150,6 +167,8 @@ int result_from_run(struct run_result *res, struct run *r)
         return -1;
     res->cfg = r->cfg;
     res->compress_valid = 1;
+    res->threads_per_rank = r->cfg.threads_per_rank;
+    res->classes = r->train->classes;
     snprintf(res->dataset, sizeof(res->dataset), "%s", r->train->name);
     snprintf(res->device, sizeof(res->device), "%s", r->devops->name);
     snprintf(res->backend, sizeof(res->backend), "%s", r->backend);
@@ -178,23 +197,128 @@ void result_free(struct run_result *res)
     res->ranks = NULL;
 }
 
-void results_speedup(struct run_result *res, int n)
+const char *scaling_name(int scaling)
 {
-    for (int i = 0; i < n; i++) {
-        const struct run_result *base = NULL;
-        for (int j = 0; j < n; j++) {
-            const struct run_result *c = &res[j];
-            if (c->world != 1 || strcmp(c->cfg.model, res[i].cfg.model) || c->samples_per_s <= 0)
-                continue;
-            if (!base || (c->global_batch == res[i].global_batch && base->global_batch != res[i].global_batch))
-                base = c;
-        }
-        res[i].speedup_valid = base != NULL && res[i].samples_per_s > 0;
-        if (res[i].speedup_valid) {
-            res[i].speedup = res[i].samples_per_s / base->samples_per_s;
-            res[i].efficiency = 100.0 * res[i].speedup / res[i].world;
+    static const char *const names[] = {"n/a", "strong", "weak", "other"};
+    return scaling >= 0 && scaling <= SCALING_OTHER ? names[scaling] : "n/a";
+}
+
+static int per_rank_batch(const struct run_result *r)
+{
+    return r->world > 0 ? r->global_batch / r->world : 0;
+}
+
+/* How res compares with base: the same global batch is strong scaling,
+ * the same per-rank batch weak scaling. */
+static int scaling_of(const struct run_result *r, const struct run_result *base)
+{
+    if (r->global_batch == base->global_batch)
+        return SCALING_STRONG;
+    if (per_rank_batch(r) == per_rank_batch(base))
+        return SCALING_WEAK;
+    return SCALING_OTHER;
+}
+
+/* The best 1-rank result of r's model matching `batch` (the global batch
+ * for strong scaling, the per-rank one for weak): of the same strategy
+ * first, then `single`, then any. */
+static int find_one_rank(const struct run_result *res, int n, const struct run_result *r, int batch, int strategy)
+{
+    int best = -1, best_rank = 0;
+    for (int j = 0; j < n; j++) {
+        const struct run_result *c = &res[j];
+        if (c->world != 1 || strcmp(c->cfg.model, r->cfg.model) || c->global_batch != batch ||
+            !(c->samples_per_s_p50 > 0))
+            continue;
+        if (strategy >= 0 && c->cfg.strategy != strategy)
+            continue;
+        int rank = c->cfg.strategy == r->cfg.strategy ? 3 : c->cfg.strategy == STRAT_SINGLE ? 2 : 1;
+        if (rank > best_rank) {
+            best = j;
+            best_rank = rank;
         }
     }
+    return best;
+}
+
+static int pick_base(const struct run_result *res, int n, int i, int baseline)
+{
+    const struct run_result *r = &res[i];
+    switch (baseline) {
+    case BASELINE_SINGLE:
+        for (int j = 0; j < n; j++)
+            if (res[j].cfg.strategy == STRAT_SINGLE && !strcmp(res[j].cfg.model, r->cfg.model) &&
+                res[j].global_batch == r->global_batch && res[j].samples_per_s_p50 > 0)
+                return j;
+        return -1;
+    case BASELINE_RANKS1:
+        return find_one_rank(res, n, r, per_rank_batch(r), r->cfg.strategy);
+    case BASELINE_AUTO: {
+        if (r->world == 1 && r->samples_per_s_p50 > 0)
+            return i; /* itself */
+        int j = find_one_rank(res, n, r, r->global_batch, -1);
+        return j >= 0 ? j : find_one_rank(res, n, r, per_rank_batch(r), -1);
+    }
+    default:
+        return baseline < n && res[baseline].samples_per_s_p50 > 0 ? baseline : -1;
+    }
+}
+
+void results_compare(struct run_result *res, int n, int baseline)
+{
+    for (int i = 0; i < n; i++)
+        res[i].samples_per_s_p50 = res[i].ms_valid && res[i].batch_valid && res[i].ms_p50 > 0
+                                       ? res[i].global_batch / (res[i].ms_p50 / 1e3)
+                                       : 0;
+    for (int i = 0; i < n; i++) {
+        struct run_result *r = &res[i];
+        int b = pick_base(res, n, i, baseline);
+        r->speedup_valid = b >= 0 && r->samples_per_s_p50 > 0;
+        r->base_run = b;
+        r->scaling = SCALING_NONE;
+        if (!r->speedup_valid)
+            continue;
+        const struct run_result *base = &res[b];
+        r->speedup = r->samples_per_s_p50 / base->samples_per_s_p50;
+        r->efficiency = 100.0 * r->speedup * base->world / r->world;
+        r->scaling = scaling_of(r, base);
+    }
+}
+
+void results_speedup(struct run_result *res, int n)
+{
+    results_compare(res, n, BASELINE_AUTO);
+}
+
+static int by_samples(const void *a, const void *b)
+{
+    double x = (*(struct run_result *const *)a)->samples_per_s_p50,
+           y = (*(struct run_result *const *)b)->samples_per_s_p50;
+    return (x > y) - (x < y);
+}
+
+int results_collapse_repeats(struct run_result *res, int n, int repeat)
+{
+    if (repeat <= 1)
+        return n;
+    results_compare(res, n, BASELINE_AUTO); /* for samples_per_s_p50 */
+    int kept = 0;
+    for (int g = 0; g * repeat < n; g++) {
+        int first = g * repeat, cnt = n - first < repeat ? n - first : repeat;
+        struct run_result *order[1000];
+        for (int k = 0; k < cnt; k++)
+            order[k] = &res[first + k];
+        qsort(order, (size_t)cnt, sizeof(order[0]), by_samples);
+        struct run_result med = *order[(cnt - 1) / 2];
+        med.repeats = cnt;
+        med.repeat_sps_min = order[0]->samples_per_s_p50;
+        med.repeat_sps_max = order[cnt - 1]->samples_per_s_p50;
+        for (int k = 0; k < cnt; k++)
+            if (order[k] != order[(cnt - 1) / 2])
+                result_free(order[k]);
+        res[kept++] = med;
+    }
+    return kept;
 }
 
 /* ---- formatting -------------------------------------------------------- */
@@ -293,6 +417,41 @@ static void write_trace_table(FILE *f, const struct run_result *res, int n, int 
     }
 }
 
+/* ms per step from a total over the run */
+static double per_step(double total_ms, long steps)
+{
+    return steps > 0 ? total_ms / (double)steps : 0;
+}
+
+/* "r0 strong": the run a speedup is against, and how they compare. */
+static const char *vs_label(char *buf, size_t n, const struct run_result *r)
+{
+    if (!r->speedup_valid)
+        snprintf(buf, n, "n/a");
+    else
+        snprintf(buf, n, "r%d %s", r->base_run, scaling_name(r->scaling));
+    return buf;
+}
+
+/* Why an efficiency above 100% is not a free lunch: the likeliest cause. */
+static void explain_efficiency(FILE *f, const struct run_result *res, int i)
+{
+    const struct run_result *r = &res[i], *base = &res[r->base_run];
+    char why[256];
+    int threads = r->world * r->threads_per_rank, base_threads = base->world * base->threads_per_rank;
+    if (base->ms_valid && base->ms_p50 > 0 && base->ms_p90 / base->ms_p50 > 1.5)
+        snprintf(why, sizeof(why), "run %d's steps were noisy (p90/p50 = %.1f)", r->base_run,
+                 base->ms_p90 / base->ms_p50);
+    else if (threads > base_threads * r->world / (base->world ? base->world : 1))
+        snprintf(why, sizeof(why), "run %d ran %d compute threads, run %d %d", i, threads, r->base_run, base_threads);
+    else if (r->scaling == SCALING_STRONG)
+        snprintf(why, sizeof(why), "each rank's smaller share of the batch fits the caches better");
+    else
+        snprintf(why, sizeof(why), "the runs differ in more than their rank count");
+    fprintf(f, "\nrun %d: efficiency %.0f%% against run %d is above 100%%; likely cause: %s\n", i, r->efficiency,
+            r->base_run, why);
+}
+
 static void write_text(FILE *f, const struct run_result *res, int n, int md)
 {
     int replays = 0;
@@ -304,62 +463,71 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
             replays++;
         }
     if (md)
-        fprintf(f, "| model | dataset | strategy | ranks | batch/rank | global | steps | ms/step | p50 | p90 | "
-                   "samples/s | speedup | eff %% | compute %% | comm %% | data %% | idle %% | overlap %% | "
-                   "sent/rank | busbw GB/s | xfer ms | sync ms | pred ms | train loss | train acc %% | test acc %% | "
-                   "loss < thr |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-                   "---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        fprintf(f,
+                "| model | dataset | strategy | ranks | batch/rank | global | steps | ms/step | p50 | p90 | "
+                "samples/s | speedup | eff %% | vs | compute %% | comm %% | coll %% | data %% | idle %% | "
+                "overlap %% | desched %% | sent/rank | busbw GB/s | xfer ms/step | sync ms/step | pred ms/step | lr | "
+                "train loss | train acc %% | test acc %% | loss < thr |\n"
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+                "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     else
         fprintf(f,
-                "%-8s %-14s %-14s %5s %6s %6s %6s %8s %8s %8s %10s %7s %6s %8s %6s %6s %6s %8s %10s %7s %8s %8s "
-                "%8s %7s %7s %7s %s\n",
+                "%-13s %-14s %-14s %5s %6s %6s %6s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s %6s %6s %8s %8s %10s "
+                "%7s %9s %9s %9s %8s %7s %7s %7s %s\n",
                 "model", "dataset", "strategy", "ranks", "b/rank", "global", "steps", "ms/step", "p50", "p90",
-                "samples/s", "speedup", "eff%", "compute%", "comm%", "data%", "idle%", "overlap%", "sent/rank", "busbw",
-                "xfer_ms", "sync_ms", "pred_ms", "loss", "train%", "test%", "loss<thr");
+                "samples/s", "speedup", "eff%", "vs", "compute%", "comm%", "coll%", "data%", "idle%", "overlap%",
+                "desched%", "sent/rank", "busbw", "xfer/step", "sync/step", "pred/step", "lr", "loss", "train%",
+                "test%", "loss<thr");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
-        char lb[16], gb[16], ms[3][24], sps[24], sp[16], eff[16], bw[16], bytes[24], xf[24], sy[24], tl[16], ta[16],
-            te[16], thr[32], pr[16];
+        char lb[16], gb[16], ms[3][24], sps[24], sp[16], eff[16], vs[24], bw[16], bytes[24], xf[24], sy[24], tl[16],
+            ta[16], te[16], thr[32], pr[16], lr[16], ds[16];
+        fig(ds, sizeof(ds), "%.1f", r->desched_pct, r->desched_valid);
         fig(lb, sizeof(lb), "%.0f", r->global_batch / (r->world ? r->world : 1), r->batch_valid);
         fig(gb, sizeof(gb), "%.0f", r->global_batch, r->batch_valid);
         fig(ms[0], sizeof(ms[0]), "%.3f", r->ms_mean, r->ms_valid);
         fig(ms[1], sizeof(ms[1]), "%.3f", r->ms_p50, r->ms_valid);
         fig(ms[2], sizeof(ms[2]), "%.3f", r->ms_p90, r->ms_valid);
         fig(sps, sizeof(sps), "%.0f", r->samples_per_s, r->samples_valid);
-        fig(pr, sizeof(pr), "%.1f", r->pred_ms, r->pred_valid);
+        fig(pr, sizeof(pr), "%.3f", per_step(r->pred_ms, r->steps), r->pred_valid);
         fig(sp, sizeof(sp), "%.2fx", r->speedup, r->speedup_valid);
         fig(eff, sizeof(eff), "%.0f", r->efficiency, r->speedup_valid);
+        vs_label(vs, sizeof(vs), r);
         fig(bw, sizeof(bw), "%.2f", r->busbw_gbps, r->busbw_valid);
         if (r->bytes_valid)
             human_bytes(bytes, sizeof(bytes), (double)r->bytes_sent);
         else
             snprintf(bytes, sizeof(bytes), "n/a");
-        fig(xf, sizeof(xf), "%.1f", r->xfer_ms, r->coll_valid);
-        fig(sy, sizeof(sy), "%.1f", r->sync_ms, r->coll_valid);
+        fig(xf, sizeof(xf), "%.3f", per_step(r->xfer_ms, r->steps), r->coll_valid);
+        fig(sy, sizeof(sy), "%.3f", per_step(r->sync_ms, r->steps), r->coll_valid);
+        fig(lr, sizeof(lr), "%.4g", r->lr, r->lr_valid);
         fig(tl, sizeof(tl), "%.4f", r->train_loss, r->train_valid);
         fig(ta, sizeof(ta), "%.2f", r->train_acc, r->train_valid);
         fig(te, sizeof(te), "%.2f", r->test_acc, r->test_valid);
         threshold_str(thr, sizeof(thr), r);
         fprintf(f,
-                md ? "| %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %.1f | %.1f | "
-                     "%.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
-                   : "%-8s %-14s %-14s %5d %6s %6s %6ld %8s %8s %8s %10s %7s %6s %8.1f %6.1f %6.1f %6.1f "
-                     "%8.1f %10s %7s %8s %8s %8s %7s %7s %7s %s\n",
+                md ? "| %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | "
+                     "%.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
+                   : "%-13s %-14s %-14s %5d %6s %6s %6ld %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f %6.1f %6.1f "
+                     "%6.1f %8.1f %8s %10s %7s %9s %9s %9s %8s %7s %7s %7s %s\n",
                 or_na(r->cfg.model), or_na(r->dataset), strat_label(r), r->world, lb, gb, r->steps, ms[0], ms[1], ms[2],
-                sps, sp, eff, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, bytes, bw, xf, sy,
-                pr, tl, ta, te, thr);
+                sps, sp, eff, vs, r->compute_pct, r->comm_pct, r->coll_pct, r->data_pct, r->idle_pct, r->overlap_pct,
+                ds, bytes, bw, xf, sy, pr, lr, tl, ta, te, thr);
     }
     fprintf(f,
             md ? "\nPer rank:\n\n| run | strategy | rank | device | ms/step | p50 | p90 | samples/s | compute %% | "
-                 "comm %% | data %% | idle %% | overlap %% | sent | received | busbw GB/s | xfer ms | sync ms |\n"
-                 "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-               : "\nper rank:\n%3s %-14s %4s %-8s %8s %8s %8s %10s %8s %6s %6s %6s %8s %10s %10s %7s %8s %8s\n",
-            "run", "strategy", "rank", "device", "ms/step", "p50", "p90", "samples/s", "compute%", "comm%", "data%",
-            "idle%", "overlap%", "sent", "received", "busbw", "xfer_ms", "sync_ms");
+                 "comm %% | coll %% | data %% | idle %% | overlap %% | desched %% | sent | received | busbw GB/s | "
+                 "xfer ms/step | sync ms/step |\n"
+                 "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+               : "\nper rank:\n%3s %-14s %4s %-8s %8s %8s %8s %10s %8s %6s %6s %6s %6s %8s %8s %10s %10s %7s %9s "
+                 "%9s\n",
+            "run", "strategy", "rank", "device", "ms/step", "p50", "p90", "samples/s", "compute%", "comm%", "coll%",
+            "data%", "idle%", "overlap%", "desched%", "sent", "received", "busbw", "xfer/step", "sync/step");
     for (int i = 0; i < n; i++)
         for (int k = 0; k < res[i].nranks; k++) {
             const struct rank_result *q = &res[i].ranks[k];
-            char tx[24], rx[24], bw[16], ms[3][24], sps[24], xf[24], sy[24];
+            char tx[24], rx[24], bw[16], ms[3][24], sps[24], xf[24], sy[24], ds[16];
+            fig(ds, sizeof(ds), "%.1f", q->desched_pct, q->desched_valid);
             if (q->bytes_valid) {
                 human_bytes(tx, sizeof(tx), (double)q->bytes_tx);
                 human_bytes(rx, sizeof(rx), (double)q->bytes_rx);
@@ -372,49 +540,82 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
             fig(ms[1], sizeof(ms[1]), "%.3f", q->ms_p50, q->ms_valid);
             fig(ms[2], sizeof(ms[2]), "%.3f", q->ms_p90, q->ms_valid);
             fig(sps, sizeof(sps), "%.0f", q->samples_per_s, q->samples_valid);
-            fig(xf, sizeof(xf), "%.1f", q->xfer_ms, q->coll_valid);
-            fig(sy, sizeof(sy), "%.1f", q->sync_ms, q->coll_valid);
+            fig(xf, sizeof(xf), "%.3f", per_step(q->xfer_ms, q->steps), q->coll_valid);
+            fig(sy, sizeof(sy), "%.3f", per_step(q->sync_ms, q->steps), q->coll_valid);
             fprintf(f,
-                    md ? "| %d | %s | %d | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s | "
-                         "%s | %s | %s | %s |\n"
-                       : "%3d %-14s %4d %-8s %8s %8s %8s %10s %8.1f %6.1f %6.1f %6.1f %8.1f %10s %10s %7s "
-                         "%8s %8s\n",
+                    md ? "| %d | %s | %d | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | "
+                         "%s | %s | %s | %s | %s |\n"
+                       : "%3d %-14s %4d %-8s %8s %8s %8s %10s %8.1f %6.1f %6.1f %6.1f %6.1f %8.1f %8s %10s %10s %7s "
+                         "%9s %9s\n",
                     i, strat_label(&res[i]), q->rank, q->device, ms[0], ms[1], ms[2], sps, q->compute_pct, q->comm_pct,
-                    q->data_pct, q->idle_pct, q->overlap_pct, tx, rx, bw, xf, sy);
+                    q->coll_pct, q->data_pct, q->idle_pct, q->overlap_pct, ds, tx, rx, bw, xf, sy);
         }
     if (replays)
         write_trace_table(f, res, n, md);
-    fprintf(f, "\n");
+    fprintf(f, "\nms/step: per step of the run, each step at its slowest rank (the first step left out); samples/s:\n"
+               "the global batch over it. speedup: samples/s at the median step (p50) against the run named by\n"
+               "vs: strong = the same global batch, weak = the same per-rank batch; eff = speedup / (ranks / its\n"
+               "ranks). comm%%: exposed communication (moving bytes, not hidden by compute); coll%%: the whole time\n"
+               "in collectives, waiting for peers included (that wait is idle%% in the split); desched%%: ready to\n"
+               "run but waiting for a core (the machine's doing, not a peer's; beside the split). xfer, sync and\n"
+               "pred: ms per step per rank.\n\n");
     for (int i = 0; i < n; i++)
         if (res[i].params_valid)
             fprintf(f, "run %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", i,
                     res[i].cfg.model, res[i].params_total, res[i].params_trainable,
                     (double)res[i].flops_per_sample / 1e9);
     for (int i = 0; i < n; i++) {
-        if (res[i].error[0])
-            fprintf(f, "\nrun %d (%s %s): %s\n", i, res[i].cfg.model, strategy_name(res[i].cfg.strategy), res[i].error);
-        if (res[i].note[0])
-            fprintf(f, "\nrun %d (%s): %s\n", i, res[i].backend, res[i].note);
-        if (res[i].replay.valid && !res[i].replay.complete)
+        const struct run_result *r = &res[i];
+        if (r->error[0])
+            fprintf(f, "\nrun %d (%s %s): %s\n", i, r->cfg.model, strategy_name(r->cfg.strategy), r->error);
+        if (r->note[0])
+            fprintf(f, "\nrun %d (%s): %s\n", i, r->backend, r->note);
+        if (r->repeats > 1)
+            fprintf(f, "\nrun %d: the median of %d runs; samples/s (median steps) from %.0f to %.0f (spread %.1f%%)\n",
+                    i, r->repeats, r->repeat_sps_min, r->repeat_sps_max,
+                    r->samples_per_s_p50 > 0 ? 100.0 * (r->repeat_sps_max - r->repeat_sps_min) / r->samples_per_s_p50
+                                             : 0.0);
+        if (r->ms_valid && r->ms_p50 > 0 && r->ms_p90 / r->ms_p50 > 1.5)
+            fprintf(f,
+                    "\nrun %d: noisy steps (p90/p50 = %.1f): its mean is not a steady figure; speedups use medians, "
+                    "and --repeat N shows the spread\n",
+                    i, r->ms_p90 / r->ms_p50);
+        if (r->speedup_valid && r->efficiency > 100.5 && r->base_run != i)
+            explain_efficiency(f, res, i);
+        if (r->pred_valid && r->pred_r2 < 0.9)
+            fprintf(f,
+                    "\nrun %d: pred/step comes from an alpha-beta fit with r2 %.2f: a rough guide only (run "
+                    "--bench-comm again on a quiet machine)\n",
+                    i, r->pred_r2);
+        if (r->train_valid && r->classes > 1 && r->train_loss > 2.0 * log((double)r->classes))
+            fprintf(f,
+                    "\nrun %d: the training loss %.3g is far above chance (%.2f for %d classes): the learning rate "
+                    "%g may be too high for %s (--lr)\n",
+                    i, r->train_loss, log((double)r->classes), r->classes, (double)r->cfg.lr, r->cfg.model);
+        if (r->pred_valid == 0 && r->coll_valid && r->xfer_ms > 0 && !r->replay.valid)
+            fprintf(f,
+                    "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "
+                    "the same --ranks and --algo)\n",
+                    i);
+        if (r->replay.valid && !r->replay.complete)
             fprintf(f, "\nrun %d: the trace is incomplete (%s); the figures cover the events up to the cut\n", i,
-                    res[i].replay.truncated ? "cut short" : "the writer did not finish it");
-        if (res[i].cupti_valid)
+                    r->replay.truncated ? "cut short" : "the writer did not finish it");
+        if (r->cupti_valid)
             fprintf(f,
                     "\nrun %d: device timelines from CUPTI; processing its records took %.1f ms of host time (%.2f%% "
                     "of the run), %llu records lost\n",
-                    i, res[i].cupti_ms, res[i].wall_s > 0 ? res[i].cupti_ms / 10.0 / res[i].wall_s : 0.0,
-                    (unsigned long long)res[i].cupti_lost);
-        if (res[i].dropped_valid && res[i].dropped)
+                    i, r->cupti_ms, r->wall_s > 0 ? r->cupti_ms / 10.0 / r->wall_s : 0.0,
+                    (unsigned long long)r->cupti_lost);
+        if (r->dropped_valid && r->dropped)
             fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
-                    (unsigned long long)res[i].dropped);
-        if (res[i].replicas_checked)
+                    (unsigned long long)r->dropped);
+        if (r->replicas_checked)
             fprintf(f,
-                    res[i].replicas_diverged_at < 0 ? "\nrun %d: replicas bitwise identical after every step\n"
-                                                    : "\nrun %d: replicas DIFFER from step %ld on\n",
-                    i, res[i].replicas_diverged_at);
-        if (res[i].state == RUN_STOPPED)
-            fprintf(f, "\nrun %d was interrupted after %ld steps; the figures above cover those steps\n", i,
-                    res[i].steps);
+                    r->replicas_diverged_at < 0 ? "\nrun %d: replicas bitwise identical after every step\n"
+                                                : "\nrun %d: replicas DIFFER from step %ld on\n",
+                    i, r->replicas_diverged_at);
+        if (r->state == RUN_STOPPED)
+            fprintf(f, "\nrun %d was interrupted after %ld steps; the figures above cover those steps\n", i, r->steps);
     }
 }
 
@@ -481,16 +682,27 @@ static cJSON *json_run(const struct run_result *r, int index)
     add_num(o, "ms_p50", r->ms_p50, r->ms_valid);
     add_num(o, "ms_p90", r->ms_p90, r->ms_valid);
     add_num(o, "samples_per_s", r->samples_per_s, r->samples_valid);
+    add_num(o, "samples_per_s_p50", r->samples_per_s_p50, r->samples_per_s_p50 > 0);
     add_num(o, "speedup", r->speedup, r->speedup_valid);
     add_num(o, "efficiency_pct", r->efficiency, r->speedup_valid);
+    add_num(o, "speedup_baseline_run", r->base_run, r->speedup_valid);
+    add_str(o, "scaling", r->speedup_valid ? scaling_name(r->scaling) : NULL);
+    add_num(o, "repeats", r->repeats > 1 ? r->repeats : 1, 1);
+    add_num(o, "repeat_samples_per_s_min", r->repeat_sps_min, r->repeats > 1);
+    add_num(o, "repeat_samples_per_s_max", r->repeat_sps_max, r->repeats > 1);
     const int64_t split[3] = {r->host_wait_ns, r->kernel_wait_ns, r->other_idle_ns};
     json_breakdown(o, &r->b, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, r->gpu_view,
                    r->idle_split_valid, split);
+    add_num(o, "coll_pct", r->coll_pct, 1);
+    add_num(o, "coll_ms_per_step", r->coll_ms, 1);
+    add_num(o, "desched_pct", r->desched_pct, r->desched_valid);
     add_num(o, "bytes_sent", (double)r->bytes_sent, r->bytes_valid);
     add_num(o, "busbw_gbps", r->busbw_gbps, r->busbw_valid);
-    add_num(o, "transfer_ms", r->xfer_ms, r->coll_valid);
-    add_num(o, "sync_ms", r->sync_ms, r->coll_valid);
-    add_num(o, "predicted_transfer_ms", r->pred_ms, r->pred_valid);
+    add_num(o, "transfer_ms_per_step", per_step(r->xfer_ms, r->steps), r->coll_valid);
+    add_num(o, "sync_ms_per_step", per_step(r->sync_ms, r->steps), r->coll_valid);
+    add_num(o, "predicted_transfer_ms_per_step", per_step(r->pred_ms, r->steps), r->pred_valid);
+    add_num(o, "lr", r->lr, r->lr_valid);
+    add_num(o, "threads_per_rank", r->threads_per_rank, r->threads_per_rank > 0);
     add_num(o, "train_loss", r->train_loss, r->train_valid);
     add_num(o, "train_acc", r->train_acc, r->train_valid);
     add_num(o, "test_acc", r->test_acc, r->test_valid);
@@ -528,11 +740,14 @@ static cJSON *json_rank(const struct rank_result *q, int run)
     const int64_t split[3] = {q->host_wait_ns, q->kernel_wait_ns, q->other_idle_ns};
     json_breakdown(o, &q->b, q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct, q->gpu_view,
                    q->idle_split_valid, split);
+    add_num(o, "coll_pct", q->coll_pct, 1);
+    add_num(o, "coll_ms_per_step", q->coll_ms, 1);
+    add_num(o, "desched_pct", q->desched_pct, q->desched_valid);
     add_num(o, "bytes_sent", (double)q->bytes_tx, q->bytes_valid);
     add_num(o, "bytes_received", (double)q->bytes_rx, q->bytes_valid);
     add_num(o, "busbw_gbps", q->busbw_gbps, q->busbw_valid);
-    add_num(o, "transfer_ms", q->xfer_ms, q->coll_valid);
-    add_num(o, "sync_ms", q->sync_ms, q->coll_valid);
+    add_num(o, "transfer_ms_per_step", per_step(q->xfer_ms, q->steps), q->coll_valid);
+    add_num(o, "sync_ms_per_step", per_step(q->sync_ms, q->steps), q->coll_valid);
     add_num(o, "spans_lost", (double)q->dropped, q->dropped_valid);
     return o;
 }
@@ -575,8 +790,9 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
         f,
         "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
         "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
-        "busbw_gbps,transfer_ms,sync_ms,predicted_transfer_ms,train_loss,train_acc,test_acc,threshold_epoch,threshold_"
-        "step,view,host_wait_pct,kernel_wait_pct,other_idle_pct\n");
+        "busbw_gbps,transfer_ms_per_step,sync_ms_per_step,predicted_transfer_ms_per_step,train_loss,train_acc,test_"
+        "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
+        "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct\n");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -606,9 +822,10 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, q ? q->overlap_pct : r->overlap_pct, 1, "%.3f");
             csv_num(f, (double)(q ? q->bytes_tx : r->bytes_sent), q ? q->bytes_valid : r->bytes_valid, "%.0f");
             csv_num(f, q ? q->busbw_gbps : r->busbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
-            csv_num(f, q ? q->xfer_ms : r->xfer_ms, q ? q->coll_valid : r->coll_valid, "%.3f");
-            csv_num(f, q ? q->sync_ms : r->sync_ms, q ? q->coll_valid : r->coll_valid, "%.3f");
-            csv_num(f, r->pred_ms, !q && r->pred_valid, "%.3f");
+            long steps = q ? q->steps : r->steps;
+            csv_num(f, per_step(q ? q->xfer_ms : r->xfer_ms, steps), q ? q->coll_valid : r->coll_valid, "%.4f");
+            csv_num(f, per_step(q ? q->sync_ms : r->sync_ms, steps), q ? q->coll_valid : r->coll_valid, "%.4f");
+            csv_num(f, per_step(r->pred_ms, steps), !q && r->pred_valid, "%.4f");
             csv_num(f, r->train_loss, !q && r->train_valid, "%.6f");
             csv_num(f, r->train_acc, !q && r->train_valid, "%.3f");
             csv_num(f, r->test_acc, !q && r->test_valid, "%.3f");
@@ -620,6 +837,14 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, split_pct(q ? q->host_wait_ns : r->host_wait_ns, b), split, "%.3f");
             csv_num(f, split_pct(q ? q->kernel_wait_ns : r->kernel_wait_ns, b), split, "%.3f");
             csv_num(f, split_pct(q ? q->other_idle_ns : r->other_idle_ns, b), split, "%.3f");
+            csv_num(f, q ? q->coll_pct : r->coll_pct, 1, "%.3f");
+            csv_num(f, q ? q->coll_ms : r->coll_ms, 1, "%.4f");
+            csv_num(f, r->samples_per_s_p50, !q && r->samples_per_s_p50 > 0, "%.1f");
+            csv_num(f, r->base_run, !q && r->speedup_valid, "%.0f");
+            csv_str(f, !q && r->speedup_valid ? scaling_name(r->scaling) : NULL);
+            csv_num(f, r->repeats > 1 ? r->repeats : 1, !q, "%.0f");
+            csv_num(f, r->lr, !q && r->lr_valid, "%.6g");
+            csv_num(f, q ? q->desched_pct : r->desched_pct, q ? q->desched_valid : r->desched_valid, "%.3f");
             fputc('\n', f);
         }
     }

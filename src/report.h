@@ -33,8 +33,11 @@ struct rank_result {
     int bytes_valid;
     double busbw_gbps;
     int busbw_valid;
-    double xfer_ms, sync_ms; /* per-collective transfer and sync, summed */
+    double xfer_ms, sync_ms; /* per-collective transfer and sync, summed over the run */
     int coll_valid;
+    double coll_pct, coll_ms; /* time in collectives, waits included: % of wall, ms per step */
+    double desched_pct;       /* runnable but waiting for a core (the OS's, not a peer's): % of wall */
+    int desched_valid;
     uint64_t dropped;
     int dropped_valid;
 };
@@ -69,9 +72,18 @@ struct run_result {
     int ms_valid;
     double samples_per_s;
     int samples_valid;
+    /* against run base_run (an index into the report's results), by
+     * median step times: strong scaling (same global batch) or weak (same
+     * per-rank batch); efficiency = speedup / (world / the base's world) */
     double speedup, efficiency;
     int speedup_valid;
-    struct breakdown b; /* the ranks' breakdowns summed */
+    int base_run;
+    int scaling;              /* enum scaling */
+    double samples_per_s_p50; /* global batch / the median step time */
+    /* --repeat: the runs of this configuration; this result is the median one */
+    int repeats;
+    double repeat_sps_min, repeat_sps_max; /* samples/s (median steps) of the fastest and slowest */
+    struct breakdown b;                    /* the ranks' breakdowns summed */
     double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
     int gpu_view; /* some rank is broken down over device records */
     int idle_split_valid;
@@ -80,10 +92,18 @@ struct run_result {
     int bytes_valid;
     double busbw_gbps;
     int busbw_valid;
-    double xfer_ms, sync_ms; /* per rank, mean */
+    double xfer_ms, sync_ms; /* per rank (mean), summed over the run */
     int coll_valid;
-    double pred_ms; /* alpha-beta prediction of xfer_ms, from --bench-comm's fit */
+    double coll_pct, coll_ms; /* time in collectives, waits included: % of wall, ms per step (mean over ranks) */
+    double desched_pct;       /* the ranks' time waiting for a core: % of their wall */
+    int desched_valid;
+    double lr; /* the learning rate at the last step (warm-up, decay and --scale-lr applied) */
+    int lr_valid;
+    int threads_per_rank;
+    double pred_ms; /* alpha-beta prediction of xfer_ms (summed over the run), from --bench-comm's fit */
     int pred_valid;
+    double pred_r2; /* the worst fit used */
+    int classes;    /* of the data set: chance is a loss of ln(classes) */
     double train_loss, train_acc, test_acc;
     int train_valid, test_valid;
     long threshold_step; /* -1: not reached */
@@ -114,9 +134,19 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
  * breakdowns (b), and the run's from the ranks'. */
 void result_breakdowns(struct run_result *res);
 void result_free(struct run_result *res);
-/* Fills speedup and efficiency of every result against the 1-rank result of
- * the same model (and the same global batch when there is one). */
+enum scaling { SCALING_NONE = 0, SCALING_STRONG, SCALING_WEAK, SCALING_OTHER };
+const char *scaling_name(int scaling);
+
+/* Fills every result's speedup, efficiency, base run and scaling, against
+ * the run `baseline` picks (enum baseline_kind, or a run's index; see
+ * config.h), from median step times. */
+void results_compare(struct run_result *res, int n, int baseline);
+/* results_compare with BASELINE_AUTO. */
 void results_speedup(struct run_result *res, int n);
+/* --repeat: keeps, of every `repeat` consecutive results (the runs of one
+ * configuration), the one with the median samples/s, with the spread;
+ * frees the others. Returns the number of results left. */
+int results_collapse_repeats(struct run_result *res, int n, int repeat);
 
 int report_write(FILE *f, int format, const struct run_result *res, int n);
 

@@ -2,6 +2,7 @@
  * draining their rings into the metrics. */
 #include "run.h"
 
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,9 +79,17 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
                  train->name, per_rank);
         return -1;
     }
-    r->total_steps = r->steps_per_epoch * rc->epochs;
+    /* --steps without --epochs runs as many epochs as it takes */
+    if (rc->steps > 0 && !rc->epochs_set) {
+        long need = (rc->steps + r->steps_per_epoch - 1) / r->steps_per_epoch;
+        r->cfg.epochs = need > INT_MAX ? INT_MAX : (int)need;
+    }
+    r->total_steps = r->steps_per_epoch * r->cfg.epochs;
     if (rc->steps > 0 && rc->steps < r->total_steps)
         r->total_steps = rc->steps;
+    else if (rc->steps > r->total_steps)
+        snprintf(r->note, sizeof(r->note), "--steps %ld: capped at %ld by --epochs %d (%ld steps an epoch)", rc->steps,
+                 r->total_steps, r->cfg.epochs, r->steps_per_epoch);
     if (rc->grad_fp16 && r->world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP) {
         snprintf(err, errlen, "--grad-compress fp16: only the allreduce and ddp strategies compress (not %s)",
                  strategy_name(rc->strategy));

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "history.h"
 #include "stop.h"
 #include "tracing.h"
 
@@ -44,6 +45,9 @@ int session_start(struct session *s, const struct run_config *rc, char *err, siz
         snprintf(err, errlen, "a run is still going");
         return -1;
     }
+    if (s->cfg->history[0] && !s->history &&
+        !(s->history = history_open(s->cfg->history, s->cfg->history_every, err, errlen)))
+        return -1;
     /* the rank threads inherit this mask: the signals stay the front end's */
     sigset_t block, old;
     sigemptyset(&block);
@@ -67,6 +71,8 @@ int session_start(struct session *s, const struct run_config *rc, char *err, siz
         run_free(s->spare);
         return -1;
     }
+    if (s->history)
+        history_attach(s->history, &s->spare->metrics, s->nresults);
     if (s->run->ranks)
         run_free(s->run);
     struct run *t = s->run;
@@ -119,6 +125,15 @@ static void wrap_up(struct session *s)
         tell(s, 1, "%s", err);
     }
     s->tracer = NULL;
+    if (s->history) {
+        history_detach(s->history, &s->run->metrics);
+        const char *he = history_error(s->history);
+        if (he && !s->history_told) {
+            s->history_told = 1;
+            s->trace_failed = 1;
+            tell(s, 1, "%s", he);
+        }
+    }
     if (keep_result(s) != 0)
         tell(s, 1, "out of memory keeping the run's result");
     if (s->run->state == RUN_FAILED)
@@ -185,5 +200,7 @@ void session_free(struct session *s)
     for (int i = 0; i < s->nresults; i++)
         result_free(&s->results[i]);
     free(s->results);
+    char err[1100];
+    history_close(s->history, err, sizeof(err)); /* flushed after every run: a failure was told then */
     memset(s, 0, sizeof(*s));
 }

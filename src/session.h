@@ -23,6 +23,7 @@
 #include "run.h"
 
 struct tracer;
+struct history;
 
 #define SESSION_MAX_MSGS 4
 
@@ -34,10 +35,12 @@ struct session {
     struct run *spare; /* where the next run starts, so that a refusal leaves the current one */
     struct run slots[2];
     struct tracer *tracer;
-    struct run_config rc; /* the current run's configuration */
-    int joined;           /* the current run is joined, its trace closed, its result kept */
-    int trace_told;       /* the trace's write error was told */
-    int trace_failed;     /* some run's trace is incomplete: the exit status says so */
+    struct run_config rc;    /* the current run's configuration */
+    int joined;              /* the current run is joined, its trace closed, its result kept */
+    int trace_told;          /* the trace's write error was told */
+    int trace_failed;        /* some run's trace or the history is incomplete: the exit status says so */
+    struct history *history; /* --history, opened with the first run */
+    int history_told;
     struct run_result *results;
     int nresults, cap_results;
     int any_failed;

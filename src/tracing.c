@@ -1,7 +1,7 @@
 /* tracing.c - runs to Chrome traces and traces back to figures.
  *
  * Writing: tracer_open hooks the trace exporter (trace/trace_export) into
- * the metrics' on_span/on_step callbacks, so the collector thread streams
+ * a listener of the metrics (metrics_listen), so the collector thread streams
  * every drained span and step record to disk as it goes; tracer_close
  * finishes the file(s) after run_join, whatever the way the run ended.
  *
@@ -152,9 +152,7 @@ struct tracer *tracer_open(const struct config *cfg, struct run *r, int run_inde
     free(devp);
     free(meta);
     t->r = r;
-    r->metrics.on_span = on_span;
-    r->metrics.on_step = on_step;
-    r->metrics.on_span_ctx = t;
+    metrics_listen(&r->metrics, &(struct metrics_listener){.span = on_span, .step = on_step, .ctx = t});
     return t;
 fail:
     free(t);
@@ -174,11 +172,7 @@ int tracer_close(struct tracer *t, int told, char *err, size_t errlen)
     if (!t)
         return 0;
     struct run *r = t->r;
-    if (r->metrics.on_span_ctx == t) {
-        r->metrics.on_span = NULL;
-        r->metrics.on_step = NULL;
-        r->metrics.on_span_ctx = NULL;
-    }
+    metrics_unlisten(&r->metrics, t);
     uint64_t dropped = 0;
     for (int i = 0; i < r->world && r->metrics.r; i++)
         dropped += r->metrics.r[i].dropped;

@@ -90,7 +90,8 @@ all_options=(
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
     --no-broadcast-buffers "" --no-cupti "" --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
     --comm-timeout 5 --inject-fault kind=nan,rank=1,step=3
-    --format json --output out.json --loss-threshold 0.5 --quiet ""
+    --format json --output out.json --loss-threshold 0.5 --quiet "" --baseline ranks1 --repeat 2
+    --history h.csv --history-every 5
     --theme light --refresh-ms 50
     --trace t.json --trace-steps 1:5 --trace-ranks 0,1 --trace-split ""
     --collective gather --min-bytes 1K --max-bytes 1M --factor 4 --iters 3 --warmup 1
@@ -125,12 +126,13 @@ done
 lows=(--ranks 1 --batch-size 1 --epochs 1 --steps 1 --lr 1e-12 --momentum 0 --weight-decay 0 --warmup-steps 0
     --seed 0 --gpus 0 --threads-per-rank 1 --bucket-mb 0.001 --slow-rank 0:1 --loss-threshold 1e-12 --refresh-ms 10
     --trace-steps 0:0 --trace-ranks 0 --min-bytes 4 --max-bytes 4 --factor 2 --iters 1 --warmup 0 --trainable last:1
-    --comm-timeout 0.001 --inject-fault rank=0,step=0,kind=crash)
+    --comm-timeout 0.001 --inject-fault rank=0,step=0,kind=crash --repeat 1 --history-every 1 --baseline 0)
 highs=(--ranks 64 --batch-size 65536 --epochs 100000 --steps 9223372036854775807 --lr 100 --momentum 0.9999
     --weight-decay 1 --warmup-steps 2147483647 --seed 18446744073709551615 --gpus 1023 --threads-per-rank 1024
     --bucket-mb 4096 --slow-rank 63:1000 --loss-threshold 1000000 --refresh-ms 10000 --trace-ranks 63 --min-bytes 8G
     --max-bytes 8G --factor 1024 --iters 1000000 --warmup 1000000 --trainable last:100000 --comm-timeout 86400
-    --ranks 64 --inject-fault rank=63,step=9223372036854775807,kind=comm-error)
+    --ranks 64 --inject-fault rank=63,step=9223372036854775807,kind=comm-error --repeat 1000
+    --history-every 9223372036854775807)
 expect_ok "every lower bound is taken" "Usage: ddptop" "${lows[@]}" --help
 expect_ok "every upper bound is taken" "Usage: ddptop" "${highs[@]}" --help
 past=(
@@ -159,6 +161,9 @@ past=(
     --warmup -1 "from 0 to 1000000" --warmup 1000001 "from 0 to 1000000"
     --trainable last:0 "K from 1 to 100000" --trainable last:100001 "K from 1 to 100000"
     --comm-timeout 0.0009 "from 0.001 to 86400" --comm-timeout 86400.1 "from 0.001 to 86400"
+    --repeat 0 "from 1 to 1000" --repeat 1001 "from 1 to 1000"
+    --history-every 0 "positive integer" --history-every 9223372036854775808 "positive integer"
+    --baseline -1 "auto, single, ranks1" --baseline fastest "auto, single, ranks1"
     --inject-fault rank=-1,step=0,kind=nan "rank R from 0 to 63" --inject-fault rank=64,step=0,kind=nan "from 0 to 63"
     --inject-fault rank=0,step=-1,kind=nan "step S from 0" --inject-fault rank=0,step=1,kind=boom "nan, crash, hang"
     --inject-fault rank=0,step=1 "kind=K" --inject-fault rank=0,rank=1,kind=nan "rank=R,step=S,kind=K"

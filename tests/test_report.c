@@ -202,7 +202,7 @@ static void test_loss_threshold(void **state)
     cJSON *s = cJSON_GetObjectItem(r, "threshold_step");
     assert_true(cJSON_IsNumber(s));
     assert_true(s->valuedouble > 0 && s->valuedouble < 300);
-    assert_int_equal(cJSON_GetObjectItem(r, "threshold_epoch")->valueint, 0);
+    assert_int_equal(cJSON_GetObjectItem(r, "threshold_epoch")->valueint, 1); /* epochs count from 1 */
     cJSON_Delete(root);
     free(out);
     out = run("--batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 5 --loss-threshold 0.0001 "

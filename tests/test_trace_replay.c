@@ -406,8 +406,8 @@ static void test_cli_json(void **state)
     assert_true(num(q, "comm_pct") > 17.0);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(q, "host_wait_pct")));
     /* what a PyTorch trace does not say is null, never a made-up 0 */
-    static const char *lacks[] = {"bytes_sent",  "bytes_received", "samples_per_s",
-                                  "transfer_ms", "busbw_gbps",     "spans_lost"};
+    static const char *lacks[] = {"bytes_sent", "bytes_received", "samples_per_s", "transfer_ms_per_step",
+                                  "busbw_gbps", "spans_lost",     "desched_pct"};
     for (size_t k = 0; k < sizeof(lacks) / sizeof(lacks[0]); k++)
         if (!cJSON_IsNull(cJSON_GetObjectItem(q, lacks[k])))
             fail_msg("per_rank %s is not null", lacks[k]);

@@ -18,6 +18,7 @@ void breakdown_add(struct breakdown *acc, const struct breakdown *b)
     acc->idle_ns += b->idle_ns;
     acc->comm_union_ns += b->comm_union_ns;
     acc->overlap_ns += b->overlap_ns;
+    acc->coll_ns += b->coll_ns;
 }
 
 double breakdown_pct(int64_t part_ns, int64_t wall_ns)
@@ -37,7 +38,7 @@ void breakdown_scratch_free(struct breakdown_scratch *sc)
     sc->cap = 0;
 }
 
-enum { K_COMPUTE = 0, K_COMM, K_DATA, K_WIN, K_COUNT };
+enum { K_COMPUTE = 0, K_COMM, K_DATA, K_WIN, K_COLL, K_COUNT };
 
 static int kind_of(int cat)
 {
@@ -100,7 +101,8 @@ struct layout {
 static struct layout layout_of(size_t n, size_t nwin)
 {
     struct layout l;
-    size_t nb = 2 * (3 * n + (nwin ? nwin : 1)); /* segments (<= 2n), flat intervals, windows */
+    /* segments (<= 2n), flat intervals, comm intervals again (for coll), windows */
+    size_t nb = 2 * (4 * n + (nwin ? nwin : 1));
     l.ev = 0;
     l.seg = l.ev + sizeof(struct nest_ev) * 2 * n;
     l.bound = l.seg + sizeof(struct seg) * 2 * n;
@@ -185,6 +187,12 @@ static int sweep(struct breakdown *out, const struct breakdown_iv *iv, size_t n,
         b[nb++] = (struct bound){iv[i].t0_ns, k, +1};
         b[nb++] = (struct bound){iv[i].t1_ns, k, -1};
     }
+    /* every comm interval, waits nested inside it included: the time in collectives */
+    for (size_t i = 0; i < n; i++)
+        if (iv[i].cat == CAT_COMM && iv[i].t1_ns > iv[i].t0_ns) {
+            b[nb++] = (struct bound){iv[i].t0_ns, K_COLL, +1};
+            b[nb++] = (struct bound){iv[i].t1_ns, K_COLL, -1};
+        }
     for (size_t i = 0; i < nb; i++) {
         if (b[i].t < lo)
             lo = b[i].t;
@@ -218,6 +226,8 @@ static int sweep(struct breakdown *out, const struct breakdown_iv *iv, size_t n,
                 out->comm_union_ns += d;
             if (in[K_COMM] && in[K_COMPUTE])
                 out->overlap_ns += d;
+            if (in[K_COLL])
+                out->coll_ns += d;
             if (in[K_COMPUTE] || in[K_COMM] || in[K_DATA]) {
                 covered += d;
             } else if (gaps_out) {

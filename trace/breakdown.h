@@ -12,7 +12,10 @@
  *   compute = |U compute|, comm = |U comm - compute|,
  *   data = |U data - compute - comm|, idle = wall - |compute U comm U data|,
  *   overlap = |compute ^ comm| (reported over |U comm|),
- * so compute + comm + data + idle == wall exactly.
+ * so compute + comm + data + idle == wall exactly. Beside the split, coll =
+ * |U comm spans with what nests inside them|: the whole time in
+ * collectives, waits for peers included (the studies' "communication
+ * time"). A wait outside any collective is idle and not coll.
  */
 #ifndef DDPTOP_BREAKDOWN_H
 #define DDPTOP_BREAKDOWN_H
@@ -31,6 +34,9 @@ struct breakdown {
     int64_t idle_ns;
     int64_t comm_union_ns; /* |union of comm|, hidden or not */
     int64_t overlap_ns;    /* |compute ∩ comm| */
+    /* |union of comm spans, the waits inside them included|: the time in
+     * collectives, beside the split (not a part of it) */
+    int64_t coll_ns;
 };
 
 void breakdown_add(struct breakdown *acc, const struct breakdown *b);

@@ -602,7 +602,7 @@ static void print_report(struct ui *u)
 {
     if (u->s.nresults == 0)
         return;
-    results_speedup(u->s.results, u->s.nresults);
+    results_compare(u->s.results, u->s.nresults, u->cfg->baseline);
     if (report_write(stdout, u->cfg->format, u->s.results, u->s.nresults) != 0)
         fprintf(stderr, "ddptop: cannot write the report\n");
     fflush(stdout);

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# test_numbers.sh - the figures a report can be quoted for, checked against
+# what they claim to be, through the real binary (JSON and CSV reports):
+#  - speedups name their baseline and whether the comparison is strong or
+#    weak scaling, in a sweep that mixes both; speedup is the ratio of
+#    median samples/s, efficiency the speedup over the rank ratio;
+#    --baseline single, ranks1 and a run number pick what they say;
+#  - medians, not means: a run with slow outlier steps (--inject-fault slow
+#    at the end) keeps its median and draws the noise note;
+#  - coll% (time in collectives, waits included) on a straggler run: the
+#    fast rank's collectives are mostly waiting, the straggler's are not;
+#  - --history: one row per rank and step, and per rank and epoch, that
+#    agree with the run's report;
+#  - desched%: with 4 ranks on fewer cores the ranks wait for cores, more
+#    than one rank alone;
+#  - --repeat: one row per configuration, the spread noted;
+#  - --steps without --epochs is not cut to one epoch; epochs in reports
+#    count from 1.
+set -u
+BIN=${1:?usage: test_numbers.sh path/to/ddptop}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0 passes=0
+check() { # check "what" condition...
+    local what=$1
+    shift
+    if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi
+}
+py() { /usr/bin/env python3 -c "import json,sys,csv; $1" "${@:2}"; }
+run=(--batch --quiet --dataset synthetic --no-eval --threads-per-rank 1)
+
+# ---- baselines in a mixed sweep: runs (1,16) (1,32) (2,16) (2,32) ----
+"$BIN" "${run[@]}" --model mlp --ranks 1,2 --batch-size 16,32 --steps 40 --format json >"$tmp/mix.json" 2>/dev/null
+check "mixed sweep runs" test -s "$tmp/mix.json"
+check "each row names its baseline and scaling" py '
+d = json.load(open(sys.argv[1]))["runs"]
+want = {0: (0, "strong"), 1: (1, "strong"), 2: (1, "strong"), 3: (1, "weak")}
+for i, (base, sc) in want.items():
+    r = d[i]
+    assert (r["speedup_baseline_run"], r["scaling"]) == (base, sc), (i, r["speedup_baseline_run"], r["scaling"])
+    b = d[base]
+    sp = r["samples_per_s_p50"] / b["samples_per_s_p50"]
+    assert abs(r["speedup"] - sp) < 1e-9 * sp, (i, r["speedup"], sp)
+    assert abs(r["efficiency_pct"] - 100 * sp * b["ranks"] / r["ranks"]) < 1e-6, i
+    assert abs(r["samples_per_s_p50"] - r["global_batch"] / (r["ms_p50"] / 1e3)) < 1e-6 * r["samples_per_s_p50"], i
+' "$tmp/mix.json"
+"$BIN" "${run[@]}" --model mlp --ranks 1,2 --batch-size 16,32 --steps 40 --format md >"$tmp/mix.md" 2>/dev/null
+check "the markdown report labels speedups (r1 weak)" grep -q '| r1 weak |' "$tmp/mix.md"
+check "the report says what strong and weak mean" grep -q 'strong = the same global batch, weak = the same per-rank batch' "$tmp/mix.md"
+
+"$BIN" "${run[@]}" --model mlp --ranks 2 --batch-size 16 --strategy single,allreduce --steps 30 --baseline single \
+    --format json >"$tmp/single.json" 2>/dev/null
+check "--baseline single: against the single strategy on the global batch" py '
+d = json.load(open(sys.argv[1]))["runs"]
+assert d[0]["strategy"] == "single" and d[1]["speedup_baseline_run"] == 0 and d[1]["scaling"] == "strong", d
+' "$tmp/single.json"
+"$BIN" "${run[@]}" --model mlp --ranks 1,2 --batch-size 16 --steps 30 --baseline ranks1 --format json \
+    >"$tmp/r1.json" 2>/dev/null
+check "--baseline ranks1: weak scaling against one rank" py '
+d = json.load(open(sys.argv[1]))["runs"]
+assert d[1]["speedup_baseline_run"] == 0 and d[1]["scaling"] == "weak", d[1]
+' "$tmp/r1.json"
+"$BIN" "${run[@]}" --model mlp --ranks 1,2 --steps 30 --baseline 1 --format json >"$tmp/b1.json" 2>/dev/null
+check "--baseline 1: every row against run 1" py '
+d = json.load(open(sys.argv[1]))["runs"]
+assert all(r["speedup_baseline_run"] == 1 for r in d) and abs(d[1]["speedup"] - 1) < 1e-12, d
+' "$tmp/b1.json"
+"$BIN" "${run[@]}" --model mlp --ranks 1,2 --steps 30 --baseline 2 >/dev/null 2>"$tmp/err"
+check "--baseline past the sweep's runs: exit 2, one line" test "$?" = 2 -a "$(wc -l <"$tmp/err")" = 1
+
+# ---- medians under outlier steps: the last 6 of 40 steps 5x slower ----
+"$BIN" "${run[@]}" --model mlp --ranks 1 --steps 40 --inject-fault rank=0,step=34,kind=slow --format json \
+    >"$tmp/out.json" 2>/dev/null
+check "outliers pull the mean, not the median" py '
+r = json.load(open(sys.argv[1]))["runs"][0]
+assert r["ms_per_step"] > 1.2 * r["ms_p50"] and r["ms_p90"] > 1.5 * r["ms_p50"], r
+' "$tmp/out.json"
+"$BIN" "${run[@]}" --model mlp --ranks 1 --steps 40 --inject-fault rank=0,step=34,kind=slow >"$tmp/out.txt" 2>/dev/null
+check "the noise note names p90/p50" grep -q "run 0: noisy steps (p90/p50 = " "$tmp/out.txt"
+
+# ---- coll%: comm plus the waits inside collectives ----
+"$BIN" "${run[@]}" --model mlp --ranks 2 --steps 40 --slow-rank 1:4 --format json >"$tmp/slow.json" 2>/dev/null
+check "coll% >= comm% on every rank; the fast rank waits in collectives, the straggler does not" py '
+p = json.load(open(sys.argv[1]))["per_rank"]
+for q in p:
+    assert q["coll_pct"] + 1e-9 >= q["comm_pct"], q
+fast, slow = p[0]["coll_pct"] - p[0]["comm_pct"], p[1]["coll_pct"] - p[1]["comm_pct"]
+assert fast > 20 and fast > slow + 15, (fast, slow)
+assert p[0]["coll_ms_per_step"] > p[1]["coll_ms_per_step"], p
+' "$tmp/slow.json"
+
+# ---- --history against the run ----
+"$BIN" "${run[@]}" --model mlp --ranks 2 --steps 25 --history "$tmp/h.csv" --format json >"$tmp/h.json" 2>/dev/null
+check "--history: a row per rank and step, step times and the learning rate as the report has them" py '
+rows = list(csv.DictReader(open(sys.argv[1])))
+r = json.load(open(sys.argv[2]))["runs"][0]
+steps = [x for x in rows if x["kind"] == "step"]
+assert len(steps) == 2 * 25, len(steps)
+assert sorted({int(x["step"]) for x in steps}) == list(range(25))
+assert all(x["epoch"] == "1" for x in steps)
+last = [x for x in steps if int(x["step"]) == 24]
+assert all(abs(float(x["lr"]) - r["lr"]) <= 1e-6 * abs(r["lr"]) + 1e-12 for x in last), (last, r["lr"])
+ms = sorted(max(float(x["step_ms"]) for x in steps if int(x["step"]) == s) for s in range(1, 25))
+assert abs(ms[len(ms) // 2] - r["ms_p50"]) < 0.05 * r["ms_p50"] + 0.01, (ms[len(ms) // 2], r["ms_p50"])
+' "$tmp/h.csv" "$tmp/h.json"
+"$BIN" --batch --quiet --dataset synthetic --threads-per-rank 1 --model mlp --ranks 2 --batch-size 512 --epochs 2 \
+    --history "$tmp/e.csv" --history-every 10 --format json >"$tmp/e.json" 2>/dev/null
+check "--history: every 10th step, and each rank's test accuracy per epoch" py '
+rows = list(csv.DictReader(open(sys.argv[1])))
+r = json.load(open(sys.argv[2]))["runs"][0]
+assert all(int(x["step"]) % 10 == 0 for x in rows if x["kind"] == "step")
+ep = [x for x in rows if x["kind"] == "epoch"]
+assert sorted((x["epoch"], x["rank"]) for x in ep) == [("1", "0"), ("1", "1"), ("2", "0"), ("2", "1")], ep
+last = [x for x in ep if x["epoch"] == "2"]
+acc = 100.0 * sum(int(x["correct"]) for x in last) / sum(int(x["samples"]) for x in last)
+assert abs(acc - r["test_acc"]) < 1e-6, (acc, r["test_acc"])
+' "$tmp/e.csv" "$tmp/e.json"
+
+# ---- descheduled: 4 ranks x 1 thread contend for the cores, 1 rank far less ----
+"$BIN" "${run[@]}" --model mlp --ranks 4 --steps 40 --format json >"$tmp/d4.json" 2>/dev/null
+"$BIN" "${run[@]}" --model mlp --ranks 1 --steps 40 --format json >"$tmp/d1.json" 2>/dev/null
+cores=$(nproc)
+if [ "$cores" -lt 4 ]; then
+    check "desched% > 10 with 4 ranks on $cores cores, and above 1 rank's" py '
+a = json.load(open(sys.argv[1]))["runs"][0]["desched_pct"]
+b = json.load(open(sys.argv[2]))["runs"][0]["desched_pct"]
+assert a is not None and b is not None and a > 10 and a > b + 5, (a, b)
+' "$tmp/d4.json" "$tmp/d1.json"
+else
+    echo "skip: desched% contention needs fewer than 4 cores ($cores here)"
+fi
+
+# ---- --repeat: the median run of each configuration, with the spread ----
+"$BIN" "${run[@]}" --model mlp --ranks 1,2 --steps 20 --repeat 3 --format json >"$tmp/rep.json" 2>/dev/null
+check "--repeat 3: one row per configuration, its samples/s inside the spread" py '
+d = json.load(open(sys.argv[1]))["runs"]
+assert len(d) == 2, len(d)
+for r in d:
+    assert r["repeats"] == 3 and r["repeat_samples_per_s_min"] <= r["samples_per_s_p50"] <= r["repeat_samples_per_s_max"], r
+' "$tmp/rep.json"
+
+# ---- --steps is not cut to one epoch; epochs count from 1 ----
+"$BIN" "${run[@]}" --model mlp --ranks 2 --batch-size 512 --steps 70 --format json >"$tmp/st.json" 2>/dev/null
+check "--steps 70 runs 70 steps though an epoch has fewer" py '
+assert json.load(open(sys.argv[1]))["runs"][0]["steps"] == 70
+' "$tmp/st.json"
+"$BIN" "${run[@]}" --model mlp --ranks 2 --batch-size 512 --steps 70 --epochs 1 >"$tmp/cap.txt" 2>/dev/null
+check "--steps capped by an explicit --epochs says so" grep -q "capped at .* by --epochs 1" "$tmp/cap.txt"
+"$BIN" "${run[@]}" --model mlp --ranks 2 --steps 200 --loss-threshold 5 --format json >"$tmp/thr.json" 2>/dev/null
+check "the loss threshold's epoch counts from 1" py '
+r = json.load(open(sys.argv[1]))["runs"][0]
+assert r["threshold_step"] == 0 and r["threshold_epoch"] == 1, r
+' "$tmp/thr.json"
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
