@@ -292,17 +292,12 @@ static void copy_host(struct comm *c, void *dst, const void *src, size_t bytes)
 
 static void add_f16(struct comm *c, void *dst, const void *src, size_t n)
 {
-    uint16_t *d = dst;
-    const uint16_t *s = src;
-    for (size_t i = 0; i < n; i++)
-        d[i] = half_from_float(half_to_float(d[i]) + half_to_float(s[i]));
+    half_add(dst, src, n);
 }
 
 static void scale_f16(struct comm *c, void *x, size_t n, float f)
 {
-    uint16_t *h = x;
-    for (size_t i = 0; i < n; i++)
-        h[i] = half_from_float(half_to_float(h[i]) * f);
+    half_scale(x, n, f);
 }
 
 static const struct dtype DT_F32 = {sizeof(float), add_f32, scale_f32, copy_dt};

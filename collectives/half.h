@@ -1,9 +1,11 @@
 /* half.h - IEEE 754 binary16 conversions (round to nearest even) for
  * --grad-compress fp16: gradients travel as half precision and are reduced
- * in float, one element at a time. */
+ * in float. One value at a time here (the reference), whole buffers in
+ * half.c (the hardware's conversions where there are some). */
 #ifndef DDPTOP_HALF_H
 #define DDPTOP_HALF_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -60,5 +62,12 @@ static inline float half_to_float(uint16_t h)
     memcpy(&f, &x, 4);
     return f;
 }
+
+/* Buffers: dst[i] = src[i] converted; dst += src and x *= f in float,
+ * rounded back to half. The same bits as the one-value functions. */
+void half_from_floats(uint16_t *dst, const float *src, size_t n);
+void half_to_floats(float *dst, const uint16_t *src, size_t n);
+void half_add(uint16_t *dst, const uint16_t *src, size_t n);
+void half_scale(uint16_t *x, size_t n, float f);
 
 #endif

@@ -33,11 +33,9 @@ int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half)
 {
     if (!half)
         return c->ops->allreduce(c, buf, n, RED_AVG);
-    for (size_t i = 0; i < n; i++)
-        half[i] = half_from_float(buf[i]);
+    half_from_floats(half, buf, n);
     int rc = c->ops->allreduce_f16(c, half, n, RED_AVG);
-    for (size_t i = 0; i < n; i++)
-        buf[i] = half_to_float(half[i]);
+    half_to_floats(buf, half, n);
     return rc;
 }
 

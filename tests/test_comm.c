@@ -281,6 +281,49 @@ static void test_half_conversions(void **state)
             assert_int_equal(half_from_float(half_to_float((uint16_t)h)), h);
 }
 
+/* The buffer conversions (F16C where there is some) give the one-value
+ * functions' bits: every half, floats around every rounding boundary,
+ * overflow and subnormals, and sums and scalings of random pairs. */
+static void test_half_buffers(void **state)
+{
+    enum { N = 0x10000 + 1031 }; /* not a multiple of 8: the tails too */
+    uint16_t *h = malloc(N * sizeof(uint16_t)), *h2 = malloc(N * sizeof(uint16_t)), *h3 = malloc(N * sizeof(*h3));
+    float *f = malloc(N * sizeof(float)), *g = malloc(N * sizeof(float));
+    assert_true(h && h2 && h3 && f && g);
+    for (uint32_t i = 0; i < N; i++)
+        h[i] = (uint16_t)(i < 0x10000 ? i : i * 2654435761u);
+    for (uint32_t i = 0; i < N; i++)
+        if ((h[i] & 0x7c00u) == 0x7c00u && (h[i] & 0x3ffu))
+            h[i] = 0x3c00; /* NaNs convert to some NaN, not always the same bits */
+    half_to_floats(f, h, N);
+    for (uint32_t i = 0; i < N; i++)
+        if (memcmp(&f[i], &(float){half_to_float(h[i])}, sizeof(float)) != 0)
+            fail_msg("half_to_floats(0x%04x) differs", h[i]);
+    uint64_t z = 88172645463325252ULL;
+    for (uint32_t i = 0; i < N; i++) {
+        z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+        uint32_t bits = (uint32_t)z;
+        /* around half's range: exponents from subnormal to overflow */
+        bits = (bits & 0x807fffffu) | ((uint32_t)(100 + (z >> 40) % 60) << 23);
+        memcpy(&g[i], &bits, sizeof(float));
+    }
+    half_from_floats(h2, g, N);
+    for (uint32_t i = 0; i < N; i++)
+        if (h2[i] != half_from_float(g[i]))
+            fail_msg("half_from_floats(%a): 0x%04x, want 0x%04x", (double)g[i], h2[i], half_from_float(g[i]));
+    memcpy(h3, h2, N * sizeof(uint16_t));
+    half_add(h3, h, N);
+    for (uint32_t i = 0; i < N; i++)
+        if (h3[i] != half_from_float(half_to_float(h2[i]) + half_to_float(h[i])) && (h3[i] & 0x7fffu) <= 0x7c00u)
+            fail_msg("half_add at %u differs", i);
+    memcpy(h3, h2, N * sizeof(uint16_t));
+    half_scale(h3, N, 0.25f);
+    for (uint32_t i = 0; i < N; i++)
+        if (h3[i] != half_from_float(half_to_float(h2[i]) * 0.25f))
+            fail_msg("half_scale at %u differs", i);
+    free(h), free(h2), free(h3), free(f), free(g);
+}
+
 /* binary16 allreduce: small integers are exact in half precision too */
 static void test_allreduce_f16(void **state)
 {
@@ -329,7 +372,8 @@ int main(void)
         cmocka_unit_test(test_reduce),           cmocka_unit_test(test_gather),
         cmocka_unit_test(test_scatter),          cmocka_unit_test(test_barrier),
         cmocka_unit_test(test_bytes_accounting), cmocka_unit_test(test_abort_releases_waiters),
-        cmocka_unit_test(test_half_conversions), cmocka_unit_test(test_allreduce_f16),
+        cmocka_unit_test(test_half_conversions), cmocka_unit_test(test_half_buffers),
+        cmocka_unit_test(test_allreduce_f16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
