@@ -784,7 +784,7 @@ static int loop_init(struct loop *L, struct rank *rk)
             !(L->gs_scratch = rk->dev.ops->alloc(&rk->dev, sizeof(float) * m->nfloats * (size_t)run->world)))
             return fail(rk, "out of memory for the gather buffer");
         break;
-    case STRAT_DDP:
+    case STRAT_DDP: {
         /* PyTorch's first bucket is 1 MB; a smaller cap applies to it too */
         size_t cap = (size_t)(cfg->bucket_mb * 1024 * 1024);
         L->ddp = ddp_create(rk->comm, &L->gl, cap, cap < 1024 * 1024 ? cap : 1024 * 1024, cfg->overlap, cfg->grad_fp16,
@@ -796,6 +796,7 @@ static int loop_init(struct loop *L, struct rank *rk)
             ddp_set_hooks(L->ddp, &(struct ddp_hooks){hook_lane_init, hook_ready, hook_before, L});
         }
         break;
+    }
     case STRAT_ALLREDUCE:
         if (cfg->grad_fp16) {
             size_t mx = 1;
