@@ -97,7 +97,8 @@ static void sweep(struct breakdown *out, const struct span *spans, size_t n, int
         evs[ne++] = s;
         evs[ne++] = e;
     }
-    qsort(evs, ne, sizeof(*evs), ev_cmp);
+    if (ne)
+        qsort(evs, ne, sizeof(*evs), ev_cmp); /* evs may be NULL when there is nothing to sort */
     int stack[LANE_COUNT][MAX_DEPTH];
     int depth[LANE_COUNT] = {0};
     int cat_of_id_top[LANE_COUNT];

@@ -2,7 +2,10 @@
 # test_cli.sh - every bad input gets exactly one line on stderr naming what
 # was wrong, and exit status 2; --help and --version succeed. Every bound is
 # tried at its edge and one step past it, and --help must list every option.
-# Bad data files (missing, truncated, corrupt, wrong magic) are made here.
+# Bad data files (missing, truncated, corrupt, wrong magic) and bad traces
+# (malformed, too many ranks, not a regular file) are made here. Every run
+# has a time limit, so a reader that loops or blocks fails instead of
+# hanging the suite.
 set -u
 BIN=${1:?usage: test_cli.sh path/to/ddptop}
 tmp=$(mktemp -d)
@@ -13,7 +16,7 @@ fails=0 passes=0
 expect_error() {
     local what=$1 phrase=$2
     shift 2
-    "$BIN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    timeout 60 "$BIN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
     local st=$? lines
     lines=$(wc -l <"$tmp/err")
     if [ "$st" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$phrase" "$tmp/err"; then
@@ -28,7 +31,7 @@ expect_error() {
 expect_ok() {
     local what=$1 phrase=$2
     shift 2
-    if ! "$BIN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null || ! grep -qF -- "$phrase" "$tmp/out"; then
+    if ! timeout 60 "$BIN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null || ! grep -qF -- "$phrase" "$tmp/out"; then
         echo "FAIL: $what"
         fails=$((fails + 1))
     else
@@ -227,6 +230,28 @@ if [ $? -ne 0 ] || ! grep -q "^0,all,mlp,mnist,allreduce,none,2,16,32,8," "$tmp/
 else
     passes=$((passes + 1))
 fi
+
+# traces for --replay
+printf '[{"ph":"X"}}]' >"$tmp/stray.json"
+expect_error "a stray } between events" "stray.json: malformed JSON near byte 11" --batch --replay "$tmp/stray.json"
+printf '{"traceEvents":[{"a":[}]},"z":1}' >"$tmp/mismatch.json"
+expect_error "a } closing a [" "mismatch.json: malformed JSON near byte 22" --batch --replay "$tmp/mismatch.json"
+ranks_trace() { # ranks_trace N: a ddptop trace with one span on each of pids 0..N-1
+    printf '{"ddptop":{},"traceEvents":['
+    for ((p = 0; p < $1; p++)); do
+        [ "$p" -gt 0 ] && printf ','
+        printf '{"ph":"X","name":"forward","cat":"forward","ts":1,"dur":1,"pid":%d,"tid":0,"args":{"step":0}}' "$p"
+    done
+    printf ']}'
+}
+ranks_trace 65 >"$tmp/r65.json"
+expect_error "a trace of 65 ranks" "r65.json: more than 64 ranks" --batch --replay "$tmp/r65.json"
+ranks_trace 64 >"$tmp/r64.json"
+expect_ok "a trace of 64 ranks" ", 64 ranks," --batch --replay "$tmp/r64.json"
+expect_error "--replay /dev/zero" "/dev/zero: not a regular file" --batch --replay /dev/zero
+mkfifo "$tmp/fifo.json"
+expect_error "--replay a FIFO" "fifo.json: not a regular file (a FIFO)" --batch --replay "$tmp/fifo.json"
+expect_error "--replay a folder" "not a regular file (a directory)" --batch --replay "$tmp"
 
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

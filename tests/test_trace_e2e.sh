@@ -4,7 +4,8 @@
 # Python's json parser. One CASE per CTest test, so each stays short:
 #   run        whole run: schema, nesting, counters, names
 #   roundtrip  live report vs --replay of its trace: per-rank breakdown
-#              within 0.1 percentage points (whole file, split files, gzip)
+#              within 0.1 percentage points (whole file, split files, gzip);
+#              a file given twice is replayed with a warning that ranks repeat
 #   split      --trace-split (+ .json.gz): one file per rank, own rank
 #   filters    --trace-steps / --trace-ranks, and sweep file names (.runI)
 #   sigint     Ctrl-C half way: a complete, valid file (state "stopped")
@@ -77,8 +78,13 @@ roundtrip)
     "$bin" --batch --replay t.json --format json >replay.json || die "replay failed"
     same_breakdown live.json replay.json
     "$bin" "${run[@]}" --steps 30 --trace s.json.gz --trace-split --format json >live2.json || die "run failed"
-    "$bin" --batch --replay s.rank0.json.gz,s.rank1.json.gz --format json >replay2.json || die "replay failed"
+    "$bin" --batch --replay s.rank0.json.gz,s.rank1.json.gz --format json >replay2.json 2>replay2.err ||
+        die "replay failed"
     same_breakdown live2.json replay2.json
+    [ -s replay2.err ] && die "split files replayed with a warning: $(cat replay2.err)"
+    "$bin" --batch --replay t.json,t.json --format json >twice.json 2>twice.err || die "replay of t.json twice failed"
+    grep -q "2 ranks (rank 0 first) are in more than one of the files; their events are merged" twice.err ||
+        die "no warning that the ranks of t.json,t.json repeat: $(cat twice.err)"
     for f in text csv md; do
         "$bin" --batch --replay t.json --format $f >out.$f || die "replay --format $f failed"
         [ -s out.$f ] || die "empty --format $f report"
