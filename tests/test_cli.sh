@@ -253,5 +253,21 @@ mkfifo "$tmp/fifo.json"
 expect_error "--replay a FIFO" "fifo.json: not a regular file (a FIFO)" --batch --replay "$tmp/fifo.json"
 expect_error "--replay a folder" "not a regular file (a directory)" --batch --replay "$tmp"
 
+# the comm-model cache: with neither XDG_CACHE_HOME nor HOME, nowhere (one
+# line says so), never a shared folder such as /tmp
+shared=/tmp/.cache/ddptop/comm-model.json
+before=$(stat -c %Y.%s "$shared" 2>/dev/null || echo none)
+env -u HOME -u XDG_CACHE_HOME -u DDPTOP_COMM_MODEL timeout 60 "$BIN" --bench-comm --ranks 2 --min-bytes 4K \
+    --max-bytes 16K --iters 2 --warmup 0 >"$tmp/out" 2>"$tmp/err"
+st=$?
+if [ "$st" -ne 0 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q "cost model is not stored" "$tmp/err" ||
+    [ "$(stat -c %Y.%s "$shared" 2>/dev/null || echo none)" != "$before" ]; then
+    echo "FAIL: --bench-comm without HOME: status $st, the note, and nothing written to $shared:"
+    sed 's/^/    /' "$tmp/err"
+    fails=$((fails + 1))
+else
+    passes=$((passes + 1))
+fi
+
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
