@@ -77,6 +77,10 @@ expect_error "bad bytes" "--max-bytes" --bench-comm --max-bytes 12Q
 expect_error "nccl on the CPU" "--comm nccl" --batch --dataset synthetic --device cpu --comm nccl
 expect_error "mpi not implemented" "--comm mpi" --batch --dataset synthetic --comm mpi
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
+for o in "--trace-steps 1:5" "--trace-ranks 0" "--trace-split"; do
+    set -- $o
+    expect_error "$1 without --trace" "$1: only with --trace FILE" --batch --steps 1 "$@"
+done
 
 # Every option, with a value it takes. --help must list exactly these (one
 # table drives the parser and --help), and the parser must take each value

@@ -6,7 +6,8 @@
 #   roundtrip  live report vs --replay of its trace: per-rank breakdown
 #              within 0.1 percentage points (whole file, split files, gzip);
 #              a file given twice is replayed with a warning that ranks repeat
-#   split      --trace-split (+ .json.gz): one file per rank, own rank
+#   split      --trace-split (+ .json.gz): one file per rank, own rank; a
+#              FILE without an extension gives FILE.rankN.json
 #   filters    --trace-steps / --trace-ranks, and sweep file names (.runI)
 #   sigint     Ctrl-C half way: a complete, valid file (state "stopped")
 #   sigkill    SIGKILL half way (.json and .json.gz): a prefix of whole
@@ -100,6 +101,10 @@ split)
     $check z.json.gz --pids 0,1 --min-steps 20 --state done || exit 1
     "$bin" "${run[@]}" --steps 20 --trace sz.json.gz --trace-split >/dev/null || die "split gzip run failed"
     $check sz.rank1.json.gz --rank 1 --pids 1 --min-steps 20 || exit 1
+    "$bin" "${run[@]}" --steps 5 --trace tr3 --trace-split >/dev/null || die "split run without extension failed"
+    [ -e tr3.rank0 ] && die "--trace tr3 --trace-split wrote tr3.rank0, not tr3.rank0.json"
+    $check tr3.rank0.json --rank 0 --pids 0 --min-steps 5 || exit 1
+    $check tr3.rank1.json --rank 1 --pids 1 --min-steps 5 || exit 1
     ;;
 filters)
     "$bin" "${run[@]}" --steps 20 --trace f.json --trace-steps 5:9 --trace-ranks 1 >/dev/null || die "run failed"
