@@ -1,14 +1,28 @@
-/* cost_model.c - fitting, storing and looking up α-β collective models. */
+/* cost_model.c - fitting, storing and looking up α-β collective models.
+ *
+ * The file is a cache in the user's own folder, and treated as one: written
+ * whole to a new file (O_EXCL, O_NOFOLLOW, mode 0600) that is then renamed
+ * over the old one, so a reader never sees half a file and nothing is ever
+ * written through a link; read back only when it is a regular file that
+ * this user owns (trace/infile.h). Anything else at its name (a link, a
+ * FIFO, another user's file) is left alone: a lookup finds no fits there,
+ * and a save refuses it with one line. */
 #include "cost_model.h"
 
 #include <cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "infile.h"
 #include "probe.h"
+
+/* far more than any number of fits takes */
+#define COST_MODEL_MAX (16 << 20)
 
 int cost_fit_points(const double *x, const double *y, int n, double *alpha, double *beta, double *r2)
 {
@@ -54,38 +68,39 @@ double cost_predict_us(const struct cost_fit *f, double bytes)
 const char *cost_model_path(char *buf, size_t n)
 {
     const char *env = getenv("DDPTOP_COMM_MODEL");
-    if (env && *env) {
-        snprintf(buf, n, "%s", env);
-        return buf;
-    }
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg)
-        snprintf(buf, n, "%s/ddptop/comm-model.json", xdg);
-    else
-        snprintf(buf, n, "%s/.cache/ddptop/comm-model.json", home && *home ? home : "/tmp");
+    int k = -1;
+    /* the XDG base directory rules: a relative path there is ignored */
+    if (env && *env)
+        k = snprintf(buf, n, "%s", env);
+    else if (xdg && xdg[0] == '/')
+        k = snprintf(buf, n, "%s/ddptop/comm-model.json", xdg);
+    else if (home && home[0] == '/')
+        k = snprintf(buf, n, "%s/.cache/ddptop/comm-model.json", home);
+    if (k < 0 || (size_t)k >= n) {
+        if (n)
+            buf[0] = 0;
+        return NULL;
+    }
     return buf;
 }
 
-static cJSON *load(const char *path)
+/* The file's fits, or NULL: *missing says whether that is because there is
+ * no file (else err says why it was not read). */
+static cJSON *load(const char *path, int *missing, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    struct stat st;
+    *missing = lstat(path, &st) != 0 && errno == ENOENT;
+    if (*missing)
         return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0, k;
-    do {
-        if (cap - n < 4096) {
-            char *p = realloc(buf, cap = cap ? cap * 2 : 8192);
-            if (!p)
-                break;
-            buf = p;
-        }
-        k = fread(buf + n, 1, cap - n, f);
-        n += k;
-    } while (k > 0);
-    fclose(f);
-    cJSON *j = buf ? cJSON_ParseWithLength(buf, n) : NULL;
-    free(buf);
+    char *text;
+    size_t n;
+    if (infile_read(path, INFILE_OWNED, COST_MODEL_MAX, &text, &n, err, errlen) != 0)
+        return NULL;
+    cJSON *j = cJSON_ParseWithLength(text, n);
+    free(text);
+    if (!j)
+        snprintf(err, errlen, "%s: not JSON", path);
     return j;
 }
 
@@ -98,21 +113,87 @@ static int same(const cJSON *e, const char *backend, const char *algo, int ranks
            !strcmp(c->valuestring, coll_name(coll));
 }
 
-static void mkdirs(const char *path)
+/* Makes the folders above path that are missing, private as a cache's
+ * should be. Returns 0, or -1 with err naming the folder that could not be
+ * made. */
+static int mkdirs(const char *path, char *err, size_t errlen)
 {
     char tmp[1024];
-    snprintf(tmp, sizeof(tmp), "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(tmp, 0755);
-            *p = '/';
+    if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp)) {
+        snprintf(err, errlen, "%s: path too long", path);
+        return -1;
+    }
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+            return -1;
         }
+        *p = '/';
+    }
+    return 0;
+}
+
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, s, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        s += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Writes text to a new file beside path, then renames it to path. */
+static int replace_file(const char *path, const char *text, char *err, size_t errlen)
+{
+    char tmp[1100];
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
+        if (snprintf(tmp, sizeof(tmp), "%s.%ld.%d.tmp", path, (long)getpid(), attempt) >= (int)sizeof(tmp)) {
+            snprintf(err, errlen, "%s: path too long", path);
+            return -1;
+        }
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST) {
+            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+            return -1;
+        }
+    }
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: no free name for a temporary file", path);
+        return -1;
+    }
+    if (write_all(fd, text, strlen(text)) != 0 || write_all(fd, "\n", 1) != 0 || fsync(fd) != 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        return -1;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
 }
 
 int cost_model_save(const char *path, const struct cost_fit *fits, int n, char *err, size_t errlen)
 {
-    cJSON *root = load(path);
+    if (!path || !*path) {
+        snprintf(err, errlen, "no place for the cost model (XDG_CACHE_HOME and HOME are not set)");
+        return -1;
+    }
+    int missing;
+    cJSON *root = load(path, &missing, err, errlen);
+    if (!root && !missing)
+        return -1; /* not ours, not a file, not JSON: left as it is */
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
         root = cJSON_CreateObject();
@@ -143,25 +224,14 @@ int cost_model_save(const char *path, const struct cost_fit *fits, int n, char *
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    mkdirs(path);
-    FILE *out = fopen(path, "w");
-    int rc = 0;
-    if (!out || fputs(text, out) < 0 || fputc('\n', out) < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        rc = -1;
-    }
-    if (out && fclose(out) != 0 && rc == 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        rc = -1;
-    }
+    int rc = mkdirs(path, err, errlen) == 0 ? replace_file(path, text, err, errlen) : -1;
     free(text);
     return rc;
 }
 
-int cost_model_lookup(const char *path, const char *backend, const char *algo, int ranks, int coll,
-                      struct cost_fit *out)
+/* The fit for (backend, algo, ranks, coll) in root's "fits": 0, or -1. */
+static int find(const cJSON *root, const char *backend, const char *algo, int ranks, int coll, struct cost_fit *out)
 {
-    cJSON *root = load(path);
     int rc = -1;
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "fits"))
@@ -183,6 +253,27 @@ int cost_model_lookup(const char *path, const char *backend, const char *algo, i
         out->valid = 1;
         rc = 0;
     }
+    return rc;
+}
+
+int cost_model_find(const char *text, size_t n, const char *backend, const char *algo, int ranks, int coll,
+                    struct cost_fit *out)
+{
+    cJSON *root = cJSON_ParseWithLength(text, n);
+    int rc = find(root, backend, algo, ranks, coll, out);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int cost_model_lookup(const char *path, const char *backend, const char *algo, int ranks, int coll,
+                      struct cost_fit *out)
+{
+    if (!path || !*path)
+        return -1;
+    int missing;
+    char err[1100];
+    cJSON *root = load(path, &missing, err, sizeof(err));
+    int rc = find(root, backend, algo, ranks, coll, out);
     cJSON_Delete(root);
     return rc;
 }

@@ -2,10 +2,14 @@
  * `ddptop --bench-comm` and used by training reports to show predicted
  * against measured communication time.
  *
- * Fits are kept in a small JSON file (by default
- * $XDG_CACHE_HOME/ddptop/comm-model.json, else ~/.cache/...), one entry per
- * (backend, algorithm, ranks, collective); a new benchmark replaces the
- * entries it measured.
+ * Fits are kept in a small JSON file, one entry per (backend, algorithm,
+ * ranks, collective); a new benchmark replaces the entries it measured. The
+ * file is $DDPTOP_COMM_MODEL when set, else
+ * $XDG_CACHE_HOME/ddptop/comm-model.json, else
+ * $HOME/.cache/ddptop/comm-model.json (absolute paths only), else nowhere:
+ * never a shared folder such as /tmp. It is written to a new private file
+ * that is renamed into place, and read back only when it is a regular file
+ * that this user owns.
  */
 #ifndef DDPTOP_COST_MODEL_H
 #define DDPTOP_COST_MODEL_H
@@ -30,12 +34,19 @@ int cost_fit_points(const double *bytes, const double *t_us, int n, double *alph
 /* Predicted microseconds for one call of `bytes`. */
 double cost_predict_us(const struct cost_fit *f, double bytes);
 
-/* The default file, or $DDPTOP_COMM_MODEL when set. */
+/* The file (above) in buf; NULL, with buf empty, when there is no place
+ * for it. */
 const char *cost_model_path(char *buf, size_t n);
-/* Adds or replaces fits in the file. */
+/* Adds or replaces fits in the file. Returns 0, or -1 with err: no path, a
+ * folder that cannot be made, a file there that is not this user's regular
+ * file or not JSON (left untouched), or a failed write. */
 int cost_model_save(const char *path, const struct cost_fit *fits, int n, char *err, size_t errlen);
-/* Finds the fit for (backend, algo, ranks, coll); returns 0 and fills *out, or -1. */
+/* Finds the fit for (backend, algo, ranks, coll); returns 0 and fills *out,
+ * or -1 (no path, no file, a file refused as above, no such fit). */
 int cost_model_lookup(const char *path, const char *backend, const char *algo, int ranks, int coll,
                       struct cost_fit *out);
+/* The same in the file's text in memory (n bytes), for tests and fuzzers. */
+int cost_model_find(const char *text, size_t n, const char *backend, const char *algo, int ranks, int coll,
+                    struct cost_fit *out);
 
 #endif

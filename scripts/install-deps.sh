@@ -6,6 +6,7 @@ pkgs=(
   build-essential cmake pkg-config git
   libdnnl-dev libopenblas-dev zlib1g-dev libcjson-dev libncurses-dev
   libcmocka-dev tmux python3 time clang-format
+  clang libclang-rt-14-dev
   openmpi-bin libopenmpi-dev
   dataset-fashion-mnist
 )

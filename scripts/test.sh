@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# test.sh - builds ddptop and runs the whole test suite three ways:
+# test.sh - builds ddptop and runs the whole test suite three ways, then
+# fuzzes its readers:
 #   1. Release build, every test (unit, integration, end-to-end, GPU tests
 #      report SKIPPED without a GPU);
-#   2. ASan+UBSan build, every test;
-#   3. TSan build, every threaded test.
+#   2. ASan+UBSan build, every test but the `slow` ones (traces over 2 GiB:
+#      the Release pass runs them);
+#   3. TSan build, every threaded test;
+#   4. clang build of the libFuzzer targets (tests/fuzz), each run for
+#      FUZZ_SECONDS (default 60) over its seed corpus, FUZZ_JOBS (default
+#      the number of cores) at once.
 # Usage: scripts/test.sh [--quick]   (--quick: only the Release pass)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,9 +35,19 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
 
+fuzz_pass() {
+  echo "== fuzz: configure and build"
+  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDPTOP_FUZZ=ON -DDDPTOP_WITH_CUDA=OFF >/dev/null
+  cmake --build build-fuzz -j "$jobs" --target fuzz 2>&1 | grep -E "error|warning|Error" || true
+  cmake --build build-fuzz -j "$jobs" --target fuzz >/dev/null
+  echo "== fuzz: run"
+  FUZZ_JOBS=${FUZZ_JOBS:-$jobs} tests/fuzz/run_fuzz.sh build-fuzz "${FUZZ_SECONDS:-60}"
+}
+
 pass release --
 if [ "$quick" -eq 0 ]; then
-  pass asan -DDDPTOP_SANITIZE=address --
+  pass asan -DDDPTOP_SANITIZE=address -- -LE slow
   pass tsan -DDDPTOP_SANITIZE=thread -- -L threaded
+  fuzz_pass
 fi
 echo "== all test passes finished"

@@ -346,9 +346,11 @@ int bench_comm_main(const struct config *cfg)
         return 128 + (int)stop_signal;
     }
     if (fit.valid) {
-        char path[1024], err[1100];
-        cost_model_path(path, sizeof(path));
-        if (cost_model_save(path, &fit, 1, err, sizeof(err)) != 0)
+        char path[1024], err[1200];
+        if (!cost_model_path(path, sizeof(path)))
+            fprintf(stderr, "ddptop: the cost model is not stored: neither XDG_CACHE_HOME nor HOME is an absolute "
+                            "path (or set DDPTOP_COMM_MODEL)\n");
+        else if (cost_model_save(path, &fit, 1, err, sizeof(err)) != 0)
             fprintf(stderr, "ddptop: cannot store the cost model: %s\n", err);
     }
     if (total_wrong) {

@@ -702,7 +702,9 @@ static const struct opt opts[] = {
      .hi = LONG_MAX, .def_text = "all"},
     {OPT("trace-ranks", k_bits, AT(trace_ranks), "R[,R..]", NULL, G_TRACE, "record only these ranks"), .lo = 0,
      .hi = MAX_RANKS - 1, .def_text = "all"},
-    {FLAG("trace-split", AT(trace_split), 1, G_TRACE, "one file per rank (FILE becomes FILE.rankN.json)")},
+    {FLAG("trace-split", AT(trace_split), 1, G_TRACE,
+          "one file per rank: the rank goes before FILE's extension (t.json.gz becomes t.rankN.json.gz; t becomes "
+          "t.rankN.json)")},
 
     {CHOICE("collective", AT(collective), NAMED_BY(coll_name, COLL_ALLREDUCE, COLL_BARRIER - 1), "collective", "NAME",
             "allreduce", G_BENCH, "the collective to time"),
@@ -907,9 +909,12 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     long_opts[NOPTS] = (struct option){0, 0, 0, 0};
     shorts[ns] = 0;
 
-    optind = 1;
+    /* 0, not 1: glibc then starts afresh, even after a call that stopped
+     * inside a group of short options */
+    optind = 0;
     opterr = 0;
     int c;
+    const struct opt *trace_only = NULL; /* an option that shapes --trace's file, given */
     while ((c = getopt_long(argc, argv, shorts, long_opts, NULL)) != -1) {
         if (c == ':') {
             fprintf(err, "ddptop: %s: missing value\n", argv[optind - 1]);
@@ -935,6 +940,8 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             return 2;
         if (o->also)
             *(int *)((char *)cfg + o->also_off) = o->also;
+        if (o->group == G_TRACE && o->off != OFF(trace))
+            trace_only = o;
     }
     if (optind < argc) {
         fprintf(err, "ddptop: unexpected argument '%s' (see --help)\n", argv[optind]);
@@ -956,6 +963,10 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             }
     if (b->ngpus > 0 && b->device == DEV_CPU) {
         fprintf(err, "ddptop: --gpus: not allowed with --device cpu\n");
+        return 2;
+    }
+    if (trace_only && !cfg->trace[0]) {
+        fprintf(err, "ddptop: --%s: only with --trace FILE\n", trace_only->name);
         return 2;
     }
     if (cfg->history[0] && ((cfg->output[0] && same_file(cfg->history, cfg->output)) ||

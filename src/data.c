@@ -4,9 +4,11 @@
  * Every loader validates its input completely before a run starts: a wrong
  * magic, a short or over-long file, a corrupt gzip stream or an out-of-range
  * label is reported as one line naming the file, so a bad download fails at
- * start-up rather than as a mysterious loss curve. IDX files go through
- * zlib's gz* API, which reads raw files transparently, so the same code takes
- * both the .gz files as distributed and unpacked copies.
+ * start-up rather than as a mysterious loss curve. Files are opened through
+ * trace/infile.h, which refuses anything but a regular file; an IDX file is
+ * read whole and inflated there when it is gzip, so the same code takes both
+ * the .gz files as distributed and unpacked copies, and idx_parse and
+ * cifar_parse reach it from memory.
  */
 #include "data.h"
 
@@ -21,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <zlib.h>
+#include <unistd.h>
+
+#include "infile.h"
 
 const char *const data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", NULL};
 
@@ -39,9 +43,6 @@ const char *const data_names[] = {"fashion-mnist", "mnist", "cifar10", "syntheti
 
 /* n is an int throughout the project, and one sample's bytes must fit too. */
 #define IDX_MAX_BYTES ((uint64_t)INT_MAX)
-
-/* zlib's gzread takes an unsigned length and returns an int. */
-#define GZ_CHUNK (1u << 30)
 
 __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -112,99 +113,50 @@ void data_free(struct dataset *d)
 
 /* ---- IDX ------------------------------------------------------------------ */
 
-static void gz_fail(gzFile f, const char *path, char *err, size_t errlen)
-{
-    int errnum = Z_OK;
-    const char *msg = gzerror(f, &errnum);
-    if (errnum == Z_ERRNO)
-        set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
-    else {
-        /* zlib prefixes its message with the path, which ours already names */
-        size_t plen = strlen(path);
-        if (msg && !strncmp(msg, path, plen) && msg[plen] == ':' && msg[plen + 1] == ' ')
-            msg += plen + 2;
-        set_err(err, errlen, "%s: corrupt gzip stream (zlib: %s)", path, msg && *msg ? msg : "unknown error");
-    }
-}
-
-/* Reads up to len bytes; returns how many (short only at the end of the
- * data) or -1 with err set when zlib reports an error. A stream cut short
- * inside a gzip member ends quietly with Z_BUF_ERROR, so that is checked
- * here too rather than passed off as a clean end of file. */
-static long long gz_fill(gzFile f, uint8_t *buf, size_t len, const char *path, char *err, size_t errlen)
-{
-    size_t got = 0;
-    while (got < len) {
-        size_t want = len - got < GZ_CHUNK ? len - got : GZ_CHUNK;
-        int r = gzread(f, buf + got, (unsigned)want);
-        if (r < 0) {
-            gz_fail(f, path, err, errlen);
-            return -1;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    if (got < len) {
-        int errnum = Z_OK;
-        gzerror(f, &errnum);
-        if (errnum != Z_OK) {
-            gz_fail(f, path, err, errlen);
-            return -1;
-        }
-    }
-    return (long long)got;
-}
-
 static uint32_t be32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-uint8_t *idx_read(const char *path, int want_dims, int dims_out[3], char *err, size_t errlen)
+/* The checks of idx_read on a whole file's bytes, which this takes over
+ * (bytes: malloc'd, n long, raw or gzip). Returns the data, moved down over
+ * the header in its own block (the inflated copy's, for gzip) so that no
+ * second copy is made, or NULL with err set and everything freed. */
+static uint8_t *idx_take(char *bytes, size_t n, const char *path, int want_dims, int dims_out[3], char *err,
+                         size_t errlen)
 {
-    if (want_dims < 1 || want_dims > 3) {
-        set_err(err, errlen, "%s: cannot read an IDX file with %d dimensions", path, want_dims);
-        return NULL;
+    char *plain = NULL, why[128];
+    size_t nplain = 0;
+    enum infile_gz gz = infile_gunzip(bytes, n, &plain, &nplain, why, sizeof why);
+    if (gz != INFILE_PLAIN) {
+        free(bytes);
+        if (gz != INFILE_GZ_OK) {
+            set_err(err, errlen, "%s: corrupt gzip stream (zlib: %s)", path, why);
+            free(plain);
+            return NULL;
+        }
+        bytes = plain;
+        n = nplain;
     }
-    errno = 0;
-    gzFile f = gzopen(path, "rb");
-    if (!f) {
-        set_err(err, errlen, "%s: %s", path, errno ? strerror(errno) : "out of memory");
-        return NULL;
-    }
-    /* A bigger input buffer makes inflating 47 MB of MNIST measurably faster
-     * than zlib's 8 KB default. */
-    gzbuffer(f, 256 * 1024);
-
-    uint8_t *data = NULL;
-    uint8_t hdr[4 + 4 * 3];
+    const uint8_t *u = (const uint8_t *)bytes;
     size_t hdr_len = 4 + 4 * (size_t)want_dims;
-    long long got = gz_fill(f, hdr, 4, path, err, errlen);
-    if (got < 0)
-        goto fail;
-    if (got == 4) {
-        uint32_t magic = be32(hdr);
+    if (n >= 4) {
+        uint32_t magic = be32(u);
         uint32_t expect = 0x800u | (uint32_t)want_dims;
         if (magic != expect) {
             set_err(err, errlen, "%s: bad IDX magic 0x%08x (expected 0x%08x)", path, magic, expect);
             goto fail;
         }
-        long long more = gz_fill(f, hdr + 4, hdr_len - 4, path, err, errlen);
-        if (more < 0)
-            goto fail;
-        got += more;
     }
-    if ((size_t)got < hdr_len) {
-        set_err(err, errlen, "%s: truncated header: expected %zu bytes, found %lld", path, hdr_len, got);
+    if (n < hdr_len) {
+        set_err(err, errlen, "%s: truncated header: expected %zu bytes, found %zu", path, hdr_len, n);
         goto fail;
     }
-
     uint64_t total = 1;
     for (int i = 0; i < 3; i++)
         dims_out[i] = 1;
     for (int i = 0; i < want_dims; i++) {
-        uint32_t d = be32(hdr + 4 + 4 * i);
+        uint32_t d = be32(u + 4 + 4 * i);
         if (d == 0 || d > IDX_MAX_BYTES) {
             set_err(err, errlen, "%s: bad IDX dimension %d: %u", path, i, d);
             goto fail;
@@ -216,38 +168,52 @@ uint8_t *idx_read(const char *path, int want_dims, int dims_out[3], char *err, s
         }
         dims_out[i] = (int)d;
     }
-
-    data = malloc((size_t)total);
-    if (!data) {
-        set_err(err, errlen, "%s: out of memory for %llu bytes", path, (unsigned long long)total);
+    if (n - hdr_len < total) {
+        set_err(err, errlen, "%s: truncated: expected %llu bytes of data, found %zu", path, (unsigned long long)total,
+                n - hdr_len);
         goto fail;
     }
-    got = gz_fill(f, data, (size_t)total, path, err, errlen);
-    if (got < 0)
-        goto fail;
-    if ((uint64_t)got < total) {
-        set_err(err, errlen, "%s: truncated: expected %llu bytes of data, found %lld", path, (unsigned long long)total,
-                got);
-        goto fail;
-    }
-    /* One byte more: anything there is trailing data, and zlib only checks
-     * the gzip trailer's CRC once it is read past the data. */
-    uint8_t extra;
-    got = gz_fill(f, &extra, 1, path, err, errlen);
-    if (got < 0)
-        goto fail;
-    if (got > 0) {
+    if (n - hdr_len > total) {
         set_err(err, errlen, "%s: trailing bytes after data (expected %llu bytes of data)", path,
                 (unsigned long long)total);
         goto fail;
     }
-    gzclose(f);
-    return data;
+    memmove(bytes, bytes + hdr_len, (size_t)total);
+    char *fit = realloc(bytes, (size_t)total);
+    return (uint8_t *)(fit ? fit : bytes);
 
 fail:
-    free(data);
-    gzclose(f);
+    free(bytes);
     return NULL;
+}
+
+uint8_t *idx_read(const char *path, int want_dims, int dims_out[3], char *err, size_t errlen)
+{
+    if (want_dims < 1 || want_dims > 3) {
+        set_err(err, errlen, "%s: cannot read an IDX file with %d dimensions", path, want_dims);
+        return NULL;
+    }
+    char *bytes;
+    size_t n;
+    if (infile_read(path, 0, 0, &bytes, &n, err, errlen) != 0)
+        return NULL;
+    return idx_take(bytes, n, path, want_dims, dims_out, err, errlen);
+}
+
+uint8_t *idx_parse(const void *buf, size_t n, const char *name, int want_dims, int dims_out[3], char *err,
+                   size_t errlen)
+{
+    if (want_dims < 1 || want_dims > 3) {
+        set_err(err, errlen, "%s: cannot read an IDX file with %d dimensions", name, want_dims);
+        return NULL;
+    }
+    char *bytes = malloc(n ? n : 1);
+    if (!bytes) {
+        set_err(err, errlen, "%s: out of memory for %zu bytes", name, n);
+        return NULL;
+    }
+    memcpy(bytes, buf, n);
+    return idx_take(bytes, n, name, want_dims, dims_out, err, errlen);
 }
 
 /* Picks `<dir>/<name>`, else `<dir>/<name>.gz`. */
@@ -348,14 +314,58 @@ static int cifar_base(const char *dir, char *base, size_t len, char *err, size_t
     return 0;
 }
 
+/* The records in a batch file of size bytes, or -1 with err set. */
+static long long cifar_records(long long size, const char *path, char *err, size_t errlen)
+{
+    if (size <= 0 || size % CIFAR_RECORD != 0) {
+        set_err(err, errlen, "%s: size %lld bytes is not a nonzero multiple of %d (1 label + %d pixel bytes)", path,
+                size, CIFAR_RECORD, CIFAR_PIXELS);
+        return -1;
+    }
+    return size / CIFAR_RECORD;
+}
+
+/* Splits count records into labels and pixels, checking every label;
+ * first numbers the first record in messages. */
+static int cifar_decode(const uint8_t *recs, size_t count, const char *path, long long first, uint8_t *labels,
+                        uint8_t *pixels, char *err, size_t errlen)
+{
+    for (size_t k = 0; k < count; k++) {
+        const uint8_t *rec = recs + k * CIFAR_RECORD;
+        if (rec[0] >= DATA_CLASSES) {
+            set_err(err, errlen, "%s: label %u at record %lld is out of range (expected 0..%d)", path, rec[0],
+                    first + (long long)k, DATA_CLASSES - 1);
+            return -1;
+        }
+        labels[k] = rec[0];
+        memcpy(pixels + k * CIFAR_PIXELS, rec + 1, CIFAR_PIXELS);
+    }
+    return 0;
+}
+
+/* Hands n decoded images over to d. */
+static void cifar_fill(struct dataset *d, const char *source, long long n, uint8_t *pixels, uint8_t *labels)
+{
+    static const float mean[3] = {0.4914f, 0.4822f, 0.4465f};
+    static const float std[3] = {0.2470f, 0.2435f, 0.2616f};
+    set_name(d, "cifar10", source);
+    d->n = (int)n;
+    d->c = 3;
+    d->h = CIFAR_SIDE;
+    d->w = CIFAR_SIDE;
+    d->classes = DATA_CLASSES;
+    d->pixels = pixels;
+    d->labels = labels;
+    memcpy(d->mean, mean, sizeof mean);
+    memcpy(d->std, std, sizeof std);
+}
+
 /* Reads the concatenation of nfiles batch files into d. Sizes are checked
  * for every file before anything is allocated, so a missing or damaged
  * batch 5 fails as fast as a damaged batch 1. */
 static int cifar_load_split(const char *base, const char *const *files, int nfiles, struct dataset *d, char *err,
                             size_t errlen)
 {
-    static const float mean[3] = {0.4914f, 0.4822f, 0.4465f};
-    static const float std[3] = {0.2470f, 0.2435f, 0.2616f};
     enum { BLOCK_RECORDS = 256 };
     FILE *fp[CIFAR_TRAIN_FILES] = {0};
     char paths[CIFAR_TRAIN_FILES][4096];
@@ -368,26 +378,19 @@ static int cifar_load_split(const char *base, const char *const *files, int nfil
     for (int i = 0; i < nfiles; i++) {
         if (join_path(paths[i], sizeof paths[i], base, files[i], err, errlen) < 0)
             goto out;
-        fp[i] = fopen(paths[i], "rb");
+        struct stat st;
+        int fd = infile_open(paths[i], 0, &st, err, errlen);
+        if (fd < 0)
+            goto out;
+        fp[i] = fdopen(fd, "rb");
         if (!fp[i]) {
             set_err(err, errlen, "%s: %s", paths[i], strerror(errno));
+            close(fd);
             goto out;
         }
-        struct stat st;
-        if (fstat(fileno(fp[i]), &st) < 0) {
-            set_err(err, errlen, "%s: %s", paths[i], strerror(errno));
+        records[i] = cifar_records((long long)st.st_size, paths[i], err, errlen);
+        if (records[i] < 0)
             goto out;
-        }
-        if (!S_ISREG(st.st_mode)) {
-            set_err(err, errlen, "%s: not a regular file", paths[i]);
-            goto out;
-        }
-        if (st.st_size <= 0 || st.st_size % CIFAR_RECORD != 0) {
-            set_err(err, errlen, "%s: size %lld bytes is not a nonzero multiple of %d (1 label + %d pixel bytes)",
-                    paths[i], (long long)st.st_size, CIFAR_RECORD, CIFAR_PIXELS);
-            goto out;
-        }
-        records[i] = st.st_size / CIFAR_RECORD;
         n += records[i];
         if (n > INT_MAX / CIFAR_PIXELS) {
             set_err(err, errlen, "%s: too many records (%lld in all)", paths[i], n);
@@ -415,29 +418,15 @@ static int cifar_load_split(const char *base, const char *const *files, int nfil
                             r + (long long)got, records[i]);
                 goto out;
             }
-            for (size_t k = 0; k < want; k++, r++, at++) {
-                const uint8_t *rec = block + k * CIFAR_RECORD;
-                if (rec[0] >= DATA_CLASSES) {
-                    set_err(err, errlen, "%s: label %u at record %lld is out of range (expected 0..%d)", paths[i],
-                            rec[0], r, DATA_CLASSES - 1);
-                    goto out;
-                }
-                labels[at] = rec[0];
-                memcpy(pixels + (size_t)at * CIFAR_PIXELS, rec + 1, CIFAR_PIXELS);
-            }
+            if (cifar_decode(block, want, paths[i], r, labels + at, pixels + (size_t)at * CIFAR_PIXELS, err, errlen) !=
+                0)
+                goto out;
+            r += (long long)want;
+            at += (long long)want;
         }
     }
 
-    set_name(d, "cifar10", base);
-    d->n = (int)n;
-    d->c = 3;
-    d->h = CIFAR_SIDE;
-    d->w = CIFAR_SIDE;
-    d->classes = DATA_CLASSES;
-    d->pixels = pixels;
-    d->labels = labels;
-    memcpy(d->mean, mean, sizeof mean);
-    memcpy(d->std, std, sizeof std);
+    cifar_fill(d, base, n, pixels, labels);
     pixels = labels = NULL;
     rc = 0;
 
@@ -449,6 +438,28 @@ out:
     free(pixels);
     free(labels);
     return rc;
+}
+
+int cifar_parse(const void *buf, size_t n, const char *name, struct dataset *d, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    long long count = cifar_records(n > (size_t)LLONG_MAX ? -1 : (long long)n, name, err, errlen);
+    if (count < 0)
+        return -1;
+    if (count > INT_MAX / CIFAR_PIXELS) {
+        set_err(err, errlen, "%s: too many records (%lld)", name, count);
+        return -1;
+    }
+    uint8_t *pixels = malloc((size_t)count * CIFAR_PIXELS), *labels = malloc((size_t)count);
+    if (!pixels || !labels || cifar_decode(buf, (size_t)count, name, 0, labels, pixels, err, errlen) != 0) {
+        if (!pixels || !labels)
+            set_err(err, errlen, "%s: out of memory for %lld images", name, count);
+        free(pixels);
+        free(labels);
+        return -1;
+    }
+    cifar_fill(d, name, count, pixels, labels);
+    return 0;
 }
 
 static int cifar_load(const char *dir, struct dataset *train, struct dataset *test, char *err, size_t errlen)

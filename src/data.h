@@ -45,8 +45,8 @@ const char *data_default_name(void);
  * either raw or with a .gz suffix (gzip, read through zlib).
  * cifar10: data_batch_1.bin .. data_batch_5.bin and test_batch.bin, either in
  * dir itself or in dir/cifar-10-batches-bin.
- * On error returns -1 and writes one line naming the file and what is wrong
- * into err. */
+ * Only regular files are read. On error returns -1 and writes one line
+ * naming the file and what is wrong into err. */
 int data_load(const char *name, const char *dir, uint64_t seed, struct dataset *train, struct dataset *test, char *err,
               size_t errlen);
 void data_free(struct dataset *d);
@@ -57,6 +57,14 @@ void data_free(struct dataset *d);
  * (entries past want_dims are set to 1). Label values are not checked here.
  * Returns a malloc'd buffer or NULL with err set. */
 uint8_t *idx_read(const char *path, int want_dims, int dims_out[3], char *err, size_t errlen);
+/* The same checks on a whole IDX file's bytes in memory (raw or gzip), for
+ * tests and fuzzers; name stands for the file in err. */
+uint8_t *idx_parse(const void *buf, size_t n, const char *name, int want_dims, int dims_out[3], char *err,
+                   size_t errlen);
+/* One CIFAR-10 batch file's bytes in memory into d (name as its source),
+ * with every check the loader makes. Returns 0, or -1 with err set and d
+ * left empty. */
+int cifar_parse(const void *buf, size_t n, const char *name, struct dataset *d, char *err, size_t errlen);
 
 /* Normalised float32 copy of samples idx[0..count) into x (count x c*h*w)
  * and their labels into y. Every idx[i] must be < d->n. */

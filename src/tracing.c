@@ -571,6 +571,14 @@ int replay_main(const struct config *cfg, replay_show_fn show)
         fprintf(stderr, "ddptop: --replay: %s is incomplete (%s); replaying the %llu events up to the cut\n",
                 cfg->replay, rp.doc.truncated ? "cut short" : "the writer did not finish it",
                 (unsigned long long)rp.doc.events);
+    if (rp.doc.repeated_ranks == 1)
+        fprintf(stderr, "ddptop: --replay: rank %d is in more than one of the files; its events are merged\n",
+                rp.doc.repeat_rank);
+    else if (rp.doc.repeated_ranks > 1)
+        fprintf(stderr,
+                "ddptop: --replay: %d ranks (rank %d first) are in more than one of the files; their events "
+                "are merged\n",
+                rp.doc.repeated_ranks, rp.doc.repeat_rank);
     int shown = 0; /* the UI's status: 128 + signal after Ctrl-C, which still reports */
     if (show && (shown = show(cfg, &rp)) == 2) {
         replay_free(&rp);

@@ -2,7 +2,10 @@
 # test_cli.sh - every bad input gets exactly one line on stderr naming what
 # was wrong, and exit status 2; --help and --version succeed. Every bound is
 # tried at its edge and one step past it, and --help must list every option.
-# Bad data files (missing, truncated, corrupt, wrong magic) are made here.
+# Bad data files (missing, truncated, corrupt, wrong magic) and bad traces
+# (malformed, too many ranks, not a regular file) are made here. Every run
+# has a time limit, so a reader that loops or blocks fails instead of
+# hanging the suite.
 set -u
 BIN=${1:?usage: test_cli.sh path/to/ddptop}
 tmp=$(mktemp -d)
@@ -13,7 +16,7 @@ fails=0 passes=0
 expect_error() {
     local what=$1 phrase=$2
     shift 2
-    "$BIN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    timeout 60 "$BIN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
     local st=$? lines
     lines=$(wc -l <"$tmp/err")
     if [ "$st" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$phrase" "$tmp/err"; then
@@ -28,7 +31,7 @@ expect_error() {
 expect_ok() {
     local what=$1 phrase=$2
     shift 2
-    if ! "$BIN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null || ! grep -qF -- "$phrase" "$tmp/out"; then
+    if ! timeout 60 "$BIN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null || ! grep -qF -- "$phrase" "$tmp/out"; then
         echo "FAIL: $what"
         fails=$((fails + 1))
     else
@@ -78,6 +81,10 @@ expect_error "--output over the --trace file" "--output: t.json is the --trace f
 expect_error "nccl on the CPU" "--comm nccl" --batch --dataset synthetic --device cpu --comm nccl
 expect_error "mpi not implemented" "--comm mpi" --batch --dataset synthetic --comm mpi
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
+for o in "--trace-steps 1:5" "--trace-ranks 0" "--trace-split"; do
+    set -- $o
+    expect_error "$1 without --trace" "$1: only with --trace FILE" --batch --steps 1 "$@"
+done
 
 # Every option, with a value it takes. --help must list exactly these (one
 # table drives the parser and --help), and the parser must take each value
@@ -261,6 +268,44 @@ if "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 1 --steps 1 --
 else
     echo "FAIL: 1 rank x 1 thread: a warning, or the run failed"
     fails=$((fails + 1))
+fi
+
+# traces for --replay
+printf '[{"ph":"X"}}]' >"$tmp/stray.json"
+expect_error "a stray } between events" "stray.json: malformed JSON near byte 11" --batch --replay "$tmp/stray.json"
+printf '{"traceEvents":[{"a":[}]},"z":1}' >"$tmp/mismatch.json"
+expect_error "a } closing a [" "mismatch.json: malformed JSON near byte 22" --batch --replay "$tmp/mismatch.json"
+ranks_trace() { # ranks_trace N: a ddptop trace with one span on each of pids 0..N-1
+    printf '{"ddptop":{},"traceEvents":['
+    for ((p = 0; p < $1; p++)); do
+        [ "$p" -gt 0 ] && printf ','
+        printf '{"ph":"X","name":"forward","cat":"forward","ts":1,"dur":1,"pid":%d,"tid":0,"args":{"step":0}}' "$p"
+    done
+    printf ']}'
+}
+ranks_trace 65 >"$tmp/r65.json"
+expect_error "a trace of 65 ranks" "r65.json: more than 64 ranks" --batch --replay "$tmp/r65.json"
+ranks_trace 64 >"$tmp/r64.json"
+expect_ok "a trace of 64 ranks" $'"ranks":\t64,' --batch --replay "$tmp/r64.json" --format json
+expect_error "--replay /dev/zero" "/dev/zero: not a regular file" --batch --replay /dev/zero
+mkfifo "$tmp/fifo.json"
+expect_error "--replay a FIFO" "fifo.json: not a regular file (a FIFO)" --batch --replay "$tmp/fifo.json"
+expect_error "--replay a folder" "not a regular file (a directory)" --batch --replay "$tmp"
+
+# the comm-model cache: with neither XDG_CACHE_HOME nor HOME, nowhere (one
+# line says so), never a shared folder such as /tmp
+shared=/tmp/.cache/ddptop/comm-model.json
+before=$(stat -c %Y.%s "$shared" 2>/dev/null || echo none)
+env -u HOME -u XDG_CACHE_HOME -u DDPTOP_COMM_MODEL timeout 60 "$BIN" --bench-comm --ranks 2 --min-bytes 4K \
+    --max-bytes 16K --iters 2 --warmup 0 >"$tmp/out" 2>"$tmp/err"
+st=$?
+if [ "$st" -ne 0 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q "cost model is not stored" "$tmp/err" ||
+    [ "$(stat -c %Y.%s "$shared" 2>/dev/null || echo none)" != "$before" ]; then
+    echo "FAIL: --bench-comm without HOME: status $st, the note, and nothing written to $shared:"
+    sed 's/^/    /' "$tmp/err"
+    fails=$((fails + 1))
+else
+    passes=$((passes + 1))
 fi
 
 echo "$passes passed, $fails failed"

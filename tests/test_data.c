@@ -5,7 +5,9 @@
  * variants of each) is written at run time into a mkdtemp folder under /tmp
  * and removed afterwards, so the loaders are checked pixel by pixel against
  * data whose every byte the test knows. The installed Fashion-MNIST is read
- * too when the Debian package is present.
+ * too when the Debian package is present. A FIFO or a device in place of a
+ * data file is refused before it is read, and the in-memory entry points
+ * (idx_parse, cifar_parse) agree with the loaders.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -634,6 +636,95 @@ static void test_cifar_bad_label(void **state)
     expect_load_error("cifar10", dir, path, "label 12 at record 1");
 }
 
+/* ---- anything but a regular file, and the in-memory readers --------------- */
+
+/* A reader that opened a FIFO would wait for a writer for ever: end the
+ * test instead. */
+#define HANG_LIMIT_S 30
+
+static void test_not_regular_files(void **state)
+{
+    char dir[512], path[600];
+    alarm(HANG_LIMIT_S);
+    fresh_dir(dir, sizeof dir, "fifo_idx");
+    write_mnist_dir(dir, 0);
+    path_in(path, sizeof path, dir, "train-labels-idx1-ubyte");
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    expect_load_error("mnist", dir, path, "not a regular file (a FIFO)");
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink("/dev/zero", path), 0);
+    expect_load_error("mnist", dir, path, "not a regular file (a character device)");
+
+    fresh_dir(dir, sizeof dir, "fifo_cifar");
+    write_cifar_dir(dir);
+    path_in(path, sizeof path, dir, "data_batch_4.bin");
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    expect_load_error("cifar10", dir, path, "not a regular file (a FIFO)");
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkdir(path, 0700), 0);
+    expect_load_error("cifar10", dir, path, "not a regular file (a directory)");
+    alarm(0);
+}
+
+/* idx_parse takes a whole file's bytes, raw or gzip, with idx_read's
+ * checks and messages. */
+static void test_idx_parse_memory(void **state)
+{
+    char dir[512], path[600], err[512] = "";
+    static uint8_t file[1 << 16];
+    fresh_dir(dir, sizeof dir, "idx_memory");
+    uint8_t px[2 * 3 * 4];
+    for (int i = 0; i < (int)sizeof px; i++)
+        px[i] = (uint8_t)(i * 7);
+    const uint32_t dims[3] = {2, 3, 4};
+    for (int gz = 0; gz < 2; gz++) {
+        path_in(path, sizeof path, dir, gz ? "i.gz" : "i");
+        write_idx(path, gz, 0x803, dims, 3, px, sizeof px);
+        size_t n = read_bytes(path, file, sizeof file);
+        int got_dims[3];
+        uint8_t *got = idx_parse(file, n, "mem", 3, got_dims, err, sizeof err);
+        assert_non_null(got);
+        assert_memory_equal(got, px, sizeof px);
+        assert_int_equal(got_dims[2], 4);
+        free(got);
+        assert_null(idx_parse(file, n - 1, "mem", 3, got_dims, err, sizeof err));
+        assert_non_null(strstr(err, gz ? "mem: corrupt gzip stream" : "mem: truncated: expected 24 bytes"));
+    }
+    int d[3];
+    assert_null(idx_parse(file, 0, "empty", 1, d, err, sizeof err));
+    assert_string_equal(err, "empty: truncated header: expected 8 bytes, found 0");
+}
+
+/* cifar_parse takes one batch file's bytes with the loader's checks. */
+static void test_cifar_parse_memory(void **state)
+{
+    char dir[512], path[600], err[512] = "";
+    static uint8_t file[4 * CIFAR_REC];
+    fresh_dir(dir, sizeof dir, "cifar_memory");
+    write_cifar_file(dir, 5, 3, -1);
+    path_in(path, sizeof path, dir, cifar_file(5));
+    size_t n = read_bytes(path, file, sizeof file);
+    assert_int_equal(n, 3 * CIFAR_REC);
+    struct dataset d;
+    assert_int_equal(cifar_parse(file, n, "mem", &d, err, sizeof err), 0);
+    assert_int_equal(d.n, 3);
+    assert_int_equal(d.c, 3);
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal(d.labels[r], cifar_label(5, r));
+        assert_int_equal(d.pixels[(size_t)r * CIFAR_PIX + 1024 + 9], cifar_pixel(5, r, 1, 9));
+    }
+    data_free(&d);
+    assert_int_equal(cifar_parse(file, n - 1, "mem", &d, err, sizeof err), -1);
+    assert_non_null(strstr(err, "mem: size 9218 bytes is not a nonzero multiple of 3073"));
+    assert_zeroed(&d);
+    file[CIFAR_REC] = 10;
+    assert_int_equal(cifar_parse(file, n, "mem", &d, err, sizeof err), -1);
+    assert_string_equal(err, "mem: label 10 at record 1 is out of range (expected 0..9)");
+    assert_zeroed(&d);
+}
+
 /* ---- synthetic ------------------------------------------------------------ */
 
 static void test_synthetic(void **state)
@@ -968,6 +1059,9 @@ int main(void)
         cmocka_unit_test(test_cifar_bad_size),
         cmocka_unit_test(test_cifar_missing_batch),
         cmocka_unit_test(test_cifar_bad_label),
+        cmocka_unit_test(test_not_regular_files),
+        cmocka_unit_test(test_idx_parse_memory),
+        cmocka_unit_test(test_cifar_parse_memory),
         cmocka_unit_test(test_synthetic),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_sampler_partition),

@@ -4,12 +4,14 @@
 # Python's json parser. One CASE per CTest test, so each stays short:
 #   run        whole run: schema, nesting, counters, names
 #   roundtrip  live report vs --replay of its trace: per-rank breakdown
-#              within 0.1 percentage points (whole file, split files, gzip)
+#              within 0.1 percentage points (whole file, split files, gzip);
+#              a file given twice is replayed with a warning that ranks repeat
 #   schema     one report: the live JSON report and the --replay JSON of
 #              its trace (and of a PyTorch trace) have the same keys at the
 #              top, in every runs[] and every per_rank[] entry; CSV the
 #              same header
-#   split      --trace-split (+ .json.gz): one file per rank, own rank
+#   split      --trace-split (+ .json.gz): one file per rank, own rank; a
+#              FILE without an extension gives FILE.rankN.json
 #   filters    --trace-steps / --trace-ranks, and sweep file names (.runI)
 #   sigint     Ctrl-C half way: a complete, valid file (state "stopped")
 #   sigkill    SIGKILL half way (.json and .json.gz): a prefix of whole
@@ -81,8 +83,13 @@ roundtrip)
     "$bin" --batch --replay t.json --format json >replay.json || die "replay failed"
     same_breakdown live.json replay.json
     "$bin" "${run[@]}" --steps 30 --trace s.json.gz --trace-split --format json >live2.json || die "run failed"
-    "$bin" --batch --replay s.rank0.json.gz,s.rank1.json.gz --format json >replay2.json || die "replay failed"
+    "$bin" --batch --replay s.rank0.json.gz,s.rank1.json.gz --format json >replay2.json 2>replay2.err ||
+        die "replay failed"
     same_breakdown live2.json replay2.json
+    [ -s replay2.err ] && die "split files replayed with a warning: $(cat replay2.err)"
+    "$bin" --batch --replay t.json,t.json --format json >twice.json 2>twice.err || die "replay of t.json twice failed"
+    grep -q "2 ranks (rank 0 first) are in more than one of the files; their events are merged" twice.err ||
+        die "no warning that the ranks of t.json,t.json repeat: $(cat twice.err)"
     for f in text csv md; do
         "$bin" --batch --replay t.json --format $f >out.$f || die "replay --format $f failed"
         [ -s out.$f ] || die "empty --format $f report"
@@ -132,6 +139,10 @@ split)
     $check z.json.gz --pids 0,1 --min-steps 20 --state done || exit 1
     "$bin" "${run[@]}" --steps 20 --trace sz.json.gz --trace-split >/dev/null || die "split gzip run failed"
     $check sz.rank1.json.gz --rank 1 --pids 1 --min-steps 20 || exit 1
+    "$bin" "${run[@]}" --steps 5 --trace tr3 --trace-split >/dev/null || die "split run without extension failed"
+    [ -e tr3.rank0 ] && die "--trace tr3 --trace-split wrote tr3.rank0, not tr3.rank0.json"
+    $check tr3.rank0.json --rank 0 --pids 0 --min-steps 5 || exit 1
+    $check tr3.rank1.json --rank 1 --pids 1 --min-steps 5 || exit 1
     ;;
 filters)
     "$bin" "${run[@]}" --steps 20 --trace f.json --trace-steps 5:9 --trace-ranks 1 >/dev/null || die "run failed"

@@ -2,10 +2,14 @@
  * trace (nccl kernels, memcpy/memset, runtime launches with correlation
  * ids) whose breakdown and HTA idle split are computed here by hand from
  * its intervals, an autograd-profiler bare array whose gloo / c10d ops must
- * count as communication, the flat-interval arithmetic, the CLI's
+ * count as communication, the merged-interval arithmetic, the CLI's
  * --batch --replay JSON (the live report's schema, with what a trace lacks
- * null), and the collector's device view (a rank with
- * LANE_GPU spans is broken down over those alone). */
+ * null), and the collector's device view (a rank with LANE_GPU spans is
+ * broken down over those alone). Then the reader's limits: malformed text
+ * refused at the byte at fault (never a loop), a rank past the 64th
+ * refused at once, ranks repeated across files counted, gzip from memory
+ * (whole, cut, damaged, in several members), a step without spans, and
+ * anything but a regular file refused. */
 #include <cJSON.h>
 #include <math.h>
 #include <setjmp.h>
@@ -15,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+#include <zlib.h>
 #include <cmocka.h>
 
 #include "config.h"
@@ -532,6 +539,259 @@ static void test_reader_hostile_input(void **state)
     }
 }
 
+/* A reader that stops moving forward would hang the test: end it instead. */
+#define HANG_LIMIT_S 30
+
+/* Malformed text between or inside events is refused with the byte at
+ * fault; the scanner never stays in place. */
+static void test_reader_malformed(void **state)
+{
+    static const struct {
+        const char *text;
+        size_t at;
+    } bad[] = {
+        {"[{\"ph\":\"X\"}}]", 11},                      /* a stray '}' between events */
+        {"{\"traceEvents\":[{\"a\":[}]},\"z\":1}", 22}, /* '}' closing a '[' */
+        {"{\"traceEvents\":[{},]]}", 20},               /* a stray ']' after the events */
+        {"{\"traceEvents\":[{}],\"x\"1}", 23},          /* a member without ':' */
+        {"{\"traceEvents\":[{}],\"x\":}", 24},          /* a member without a value */
+        {"[{}, :]", 5},
+    };
+    alarm(HANG_LIMIT_S);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct trace_doc d;
+        char err[256], want[64];
+        trace_doc_init(&d);
+        assert_int_equal(trace_read_buffer(&d, bad[i].text, strlen(bad[i].text), "m.json", err, sizeof(err)), -1);
+        snprintf(want, sizeof(want), "m.json: malformed JSON near byte %zu", bad[i].at);
+        if (strcmp(err, want))
+            print_error("%s: '%s', wanted '%s'\n", bad[i].text, err, want);
+        assert_string_equal(err, want);
+        trace_doc_free(&d);
+    }
+    /* brackets nested past what any trace needs */
+    size_t depth = 5000;
+    char *deep = malloc(2 * depth + 3);
+    assert_non_null(deep);
+    deep[0] = '[';
+    memset(deep + 1, '[', depth);
+    memset(deep + 1 + depth, ']', depth);
+    memcpy(deep + 1 + 2 * depth, "]", 2);
+    struct trace_doc d;
+    char err[256];
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, deep, strlen(deep), "deep", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "deep: malformed JSON near byte"));
+    trace_doc_free(&d);
+    free(deep);
+    alarm(0);
+}
+
+/* A ddptop trace of one event per pid, pids from `first` counting by `step`. */
+static char *ranks_trace(int n, int first, int step, size_t *len)
+{
+    size_t cap = 256 + (size_t)n * 128, k = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    k += (size_t)snprintf(t + k, cap - k, "{\"ddptop\":{},\"traceEvents\":[");
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(t + k, cap - k,
+                              "%s{\"ph\":\"X\",\"name\":\"forward\",\"cat\":\"forward\",\"ts\":1,\"dur\":1,"
+                              "\"pid\":%d,\"tid\":0,\"args\":{\"step\":0}}",
+                              i ? "," : "", first + i * step);
+    k += (size_t)snprintf(t + k, cap - k, "]}");
+    *len = k;
+    return t;
+}
+
+/* 64 ranks load; the 65th is refused as it appears, so a file of 100k
+ * pids costs what 65 events cost. */
+static void test_reader_rank_limit(void **state)
+{
+    struct trace_doc d;
+    char err[256];
+    size_t len;
+    char *t = ranks_trace(TRACE_MAX_RANKS, 0, 1, &len);
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, t, len, "r64", err, sizeof(err)), 0);
+    assert_int_equal(d.nranks, TRACE_MAX_RANKS);
+    trace_doc_free(&d);
+    free(t);
+
+    t = ranks_trace(TRACE_MAX_RANKS + 1, 0, 1, &len);
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, t, len, "r65", err, sizeof(err)), -1);
+    assert_string_equal(err, "r65: more than 64 ranks");
+    trace_doc_free(&d);
+    free(t);
+
+    t = ranks_trace(100000, 1000000, -10, &len);
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, t, len, "r100k", err, sizeof(err)), -1);
+    assert_string_equal(err, "r100k: more than 64 ranks");
+    assert_int_equal(d.events, TRACE_MAX_RANKS + 1);
+    trace_doc_free(&d);
+    free(t);
+
+    /* the limit holds over several files too */
+    t = ranks_trace(40, 0, 1, &len);
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, t, len, "a", err, sizeof(err)), 0);
+    free(t);
+    t = ranks_trace(40, 100, 1, &len);
+    assert_int_equal(trace_read_buffer(&d, t, len, "b", err, sizeof(err)), -1);
+    assert_string_equal(err, "b: more than 64 ranks");
+    trace_doc_free(&d);
+    free(t);
+}
+
+/* The same ranks in two files (the same file twice, say) are counted, so
+ * replay can say that their events are merged; ranks split over files are
+ * not. */
+static void test_reader_repeated_ranks(void **state)
+{
+    struct trace_doc d;
+    char err[256];
+    size_t len;
+    char *t = ranks_trace(3, 0, 1, &len);
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, t, len, "t", err, sizeof(err)), 0);
+    assert_int_equal(d.repeated_ranks, 0);
+    assert_int_equal(trace_read_buffer(&d, t, len, "t", err, sizeof(err)), 0);
+    assert_int_equal(d.nranks, 3);
+    assert_int_equal(d.repeated_ranks, 3);
+    assert_int_equal(d.repeat_rank, 0);
+    assert_int_equal(d.ranks[1].nspans, 2);
+    trace_doc_free(&d);
+    free(t);
+
+    char *a = ranks_trace(1, 0, 1, &len);
+    size_t blen;
+    char *b = ranks_trace(1, 1, 1, &blen);
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, a, len, "s.rank0", err, sizeof(err)), 0);
+    assert_int_equal(trace_read_buffer(&d, b, blen, "s.rank1", err, sizeof(err)), 0);
+    assert_int_equal(d.nranks, 2);
+    assert_int_equal(d.repeated_ranks, 0);
+    trace_doc_free(&d);
+    free(a);
+    free(b);
+}
+
+/* gzip members of text, deflated here. */
+static size_t gzip_bytes(const char *text, size_t n, char *out, size_t cap)
+{
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    z.next_in = (Bytef *)(uintptr_t)text;
+    z.avail_in = (uInt)n;
+    z.next_out = (Bytef *)out;
+    z.avail_out = (uInt)cap;
+    assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+    size_t got = cap - z.avail_out;
+    deflateEnd(&z);
+    return got;
+}
+
+static void read_fixture(const char *path, char *buf, size_t cap, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    *n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[*n] = 0;
+}
+
+/* A gzip trace from memory reads as its plain text does; cut short it
+ * loads what decoded, marked truncated; damaged from the start it is
+ * refused; several members are one text. */
+static void test_reader_gzip_buffer(void **state)
+{
+    static char plain[1 << 16], gz[1 << 17];
+    size_t n, zn;
+    read_fixture(FIX "kineto_gpu.json", plain, sizeof(plain), &n);
+    zn = gzip_bytes(plain, n, gz, sizeof(gz));
+    struct trace_doc d;
+    char err[256];
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, gz, zn, "k.json.gz", err, sizeof(err)), 0);
+    assert_true(d.complete);
+    assert_false(d.truncated);
+    assert_int_equal(d.nranks, 1);
+    assert_int_equal(d.ranks[0].ngpu, 7);
+    trace_doc_free(&d);
+
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, gz, zn * 2 / 3, "cut.json.gz", err, sizeof(err)), 0);
+    assert_true(d.truncated);
+    assert_false(d.complete);
+    trace_doc_free(&d);
+
+    char bad[64] = {0x1f, (char)0x8b, 0x08, 0, 0, 0, 0, 0, 0, 3};
+    memset(bad + 10, 0xff, sizeof(bad) - 10);
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, bad, sizeof(bad), "bad.json.gz", err, sizeof(err)), -1);
+    assert_string_equal(err, "bad.json.gz: corrupt gzip stream (zlib: invalid block type)");
+    trace_doc_free(&d);
+
+    /* the text split in two members, as gzip -c a b > ab.gz makes */
+    size_t half = n / 2;
+    size_t z1 = gzip_bytes(plain, half, gz, sizeof(gz));
+    size_t z2 = gzip_bytes(plain + half, n - half, gz + z1, sizeof(gz) - z1);
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, gz, z1 + z2, "two.json.gz", err, sizeof(err)), 0);
+    assert_true(d.complete);
+    assert_int_equal(d.ranks[0].ngpu, 7);
+    trace_doc_free(&d);
+}
+
+/* A step record without a single span replays (no sort of nothing: run
+ * under UBSan too) as a step of idle time. */
+static void test_replay_step_without_spans(void **state)
+{
+    char dir[] = "/tmp/ddptop_test_nospan_XXXXXX", path[128], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/t.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"ddptop\":{},\"traceEvents\":[{\"ph\":\"X\",\"name\":\"ProfilerStep#0\",\"cat\":\"step\",\"ts\":10,"
+          "\"dur\":5,\"pid\":0,\"tid\":0,\"args\":{\"step\":0,\"samples\":8}}],\"ddptopTraceEnd\":{\"complete\":true}}",
+          f);
+    fclose(f);
+    struct replay rp;
+    assert_int_equal(replay_load(&rp, path, 30, err, sizeof(err)), 0);
+    assert_int_equal(rp.res.nranks, 1);
+    assert_int_equal(rp.res.ranks[0].steps, 1);
+    assert_int_equal(rp.res.ranks[0].b.idle_ns, rp.res.ranks[0].b.wall_ns);
+    replay_free(&rp);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Anything but a regular file is refused before a byte is read: a FIFO
+ * would block, /dev/zero would never end. */
+static void test_reader_not_regular(void **state)
+{
+    char dir[] = "/tmp/ddptop_test_fifo_XXXXXX", fifo[128], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/t.json", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(HANG_LIMIT_S);
+    struct trace_doc d;
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_file(&d, fifo, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "t.json: not a regular file"));
+    assert_int_equal(trace_read_file(&d, "/dev/zero", err, sizeof(err)), -1);
+    assert_string_equal(err, "/dev/zero: not a regular file (a character device)");
+    assert_int_equal(trace_read_file(&d, dir, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "not a regular file (a directory)"));
+    trace_doc_free(&d);
+    alarm(0);
+    unlink(fifo);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -540,7 +800,10 @@ int main(void)
         cmocka_unit_test(test_metrics_device_view),     cmocka_unit_test(test_metrics_host_view_unchanged),
         cmocka_unit_test(test_metrics_held_gpu_steps),  cmocka_unit_test(test_reader_hostile_input),
         cmocka_unit_test(test_replay_load_api),         cmocka_unit_test(test_cli_json),
-        cmocka_unit_test(test_tracer_api_and_snapshot),
+        cmocka_unit_test(test_tracer_api_and_snapshot), cmocka_unit_test(test_reader_malformed),
+        cmocka_unit_test(test_reader_rank_limit),       cmocka_unit_test(test_reader_repeated_ranks),
+        cmocka_unit_test(test_reader_gzip_buffer),      cmocka_unit_test(test_replay_step_without_spans),
+        cmocka_unit_test(test_reader_not_regular),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

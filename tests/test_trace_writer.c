@@ -232,7 +232,9 @@ static void test_paths(void **state)
     assert_int_equal(trace_export_path("dir.v2/t.json.gz", 2, 0, out, sizeof(out)), 0);
     assert_string_equal(out, "dir.v2/t.run2.rank0.json.gz");
     assert_int_equal(trace_export_path("trace", 0, 3, out, sizeof(out)), 0);
-    assert_string_equal(out, "trace.rank3");
+    assert_string_equal(out, "trace.rank3.json"); /* a rank's file is JSON, as --help says */
+    assert_int_equal(trace_export_path("a.b/tr3", 0, 0, out, sizeof(out)), 0);
+    assert_string_equal(out, "a.b/tr3.rank0.json");
     assert_int_equal(trace_export_path("a.b/trace", 1, -1, out, sizeof(out)), 0);
     assert_string_equal(out, "a.b/trace.run1");
     assert_int_equal(trace_export_path("x.gz", 0, 1, out, sizeof(out)), 0);

@@ -5,7 +5,8 @@
  * typo in an element name would otherwise leave a built-in default in
  * place silently), the shipped four list first in order, errors name
  * file:line, $DDPTOP_THEME_DIR wins over the source tree, NO_COLOR follows
- * no-color.org (set and not empty).
+ * no-color.org (set and not empty), and a theme that is not a regular file
+ * (a FIFO, a device) or is too big is refused before it is read.
  * Series: bins merge pairwise when full, so the mean of everything pushed
  * and the x extent are preserved exactly, and NaN is a gap.
  */
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "series.h"
@@ -164,6 +166,41 @@ static void test_theme_dirs_and_env(void **state)
     rmdir(dir);
 }
 
+/* A FIFO named like a theme would block its reader until a writer came. */
+#define HANG_LIMIT_S 30
+
+static void test_theme_not_regular(void **state)
+{
+    char dir[] = "/tmp/ddptop-theme-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char fifo[256], dev[256], big[256], err[512];
+    snprintf(fifo, sizeof(fifo), "%s/pipe.theme", dir);
+    snprintf(dev, sizeof(dev), "%s/zero.theme", dir);
+    snprintf(big, sizeof(big), "%s/big.theme", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(symlink("/dev/zero", dev), 0);
+    FILE *f = fopen(big, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 70000; i++)
+        fputc('\n', f);
+    fclose(f);
+    setenv("DDPTOP_THEME_DIR", dir, 1);
+    struct theme t;
+    alarm(HANG_LIMIT_S);
+    assert_int_equal(theme_load(&t, "pipe", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "pipe.theme: not a regular file (a FIFO)"));
+    assert_int_equal(theme_load(&t, "zero", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "zero.theme: not a regular file (a character device)"));
+    alarm(0);
+    assert_int_equal(theme_load(&t, "big", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "big.theme: larger than 65536 bytes"));
+    unsetenv("DDPTOP_THEME_DIR");
+    unlink(fifo);
+    unlink(dev);
+    unlink(big);
+    rmdir(dir);
+}
+
 static void test_no_color(void **state)
 {
     unsetenv("NO_COLOR");
@@ -245,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_theme_list_order),
         cmocka_unit_test(test_theme_syntax),
         cmocka_unit_test(test_theme_dirs_and_env),
+        cmocka_unit_test(test_theme_not_regular),
         cmocka_unit_test(test_no_color),
         cmocka_unit_test(test_series_binning),
         cmocka_unit_test(test_series_nan_and_log),

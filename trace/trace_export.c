@@ -88,7 +88,10 @@ int trace_export_path(const char *path, int run_index, int rank, char *out, size
         m += (size_t)snprintf(mid + m, sizeof(mid) - m, ".run%d", run_index);
     if (rank >= 0)
         m += (size_t)snprintf(mid + m, sizeof(mid) - m, ".rank%d", rank);
-    int k = snprintf(out, n, "%.*s%s%s", (int)stem, path, mid, path + stem);
+    /* a rank's file is JSON whatever the name given: "t" becomes
+     * t.rank0.json, not a file without an extension */
+    const char *ext = rank >= 0 && stem == len ? ".json" : path + stem;
+    int k = snprintf(out, n, "%.*s%s%s", (int)stem, path, mid, ext);
     return k < 0 || (size_t)k >= n ? -1 : 0;
 }
 

@@ -90,7 +90,8 @@ int trace_export_close(struct trace_export *x, const char *state, uint64_t spans
 
 /* The file name for sweep run `run_index` (> 0 inserts ".runI") and rank
  * (>= 0 inserts ".rankN"), before the extension (.json, .json.gz, .gz or
- * the last suffix): t.json -> t.run1.rank0.json. Returns -1 if too long. */
+ * the last suffix): t.json -> t.run1.rank0.json; a name without one gets
+ * .json after the rank: t -> t.rank0.json. Returns -1 if too long. */
 int trace_export_path(const char *path, int run_index, int rank, char *out, size_t n);
 
 #endif

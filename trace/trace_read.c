@@ -1,16 +1,22 @@
 /* trace_read.c - Chrome trace-event JSON to per-rank spans, steps and ops
  * (see trace_read.h). A small scanner finds the extent of each top-level
- * value and of each element of the events array; cJSON parses each piece. */
+ * value and of each element of the events array; cJSON parses each piece.
+ * The scanner checks the structure it walks (brackets that match, a value
+ * where one is due), so it always moves forward or stops with the byte
+ * where the text went wrong. */
 #include "trace_read.h"
 
 #include <cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <zlib.h>
+
+#include "infile.h"
+
+/* Brackets nested deeper than this are refused (cJSON stops at 1000). */
+#define SCAN_DEPTH 1024
 
 const char *trace_flavor_name(int flavor)
 {
@@ -58,14 +64,19 @@ static const char *scan_string(const char *p, const char *e)
     return NULL;
 }
 
-/* The end of the JSON value starting at p, NULL if the text ends first. */
-static const char *scan_value(const char *p, const char *e)
+/* The end of the JSON value starting at p. NULL when the text ends first
+ * (*bad NULL), or when no value starts at p, a closing bracket does not
+ * match its opening one or brackets nest deeper than SCAN_DEPTH (*bad: the
+ * byte at fault). Only the structure is checked; cJSON checks the rest. */
+static const char *scan_value(const char *p, const char *e, const char **bad)
 {
+    *bad = NULL;
     if (p >= e)
         return NULL;
     if (*p == '"')
         return scan_string(p, e);
     if (*p == '{' || *p == '[') {
+        unsigned char brace[SCAN_DEPTH]; /* per open level: 1 for '{', 0 for '[' */
         int depth = 0;
         for (; p < e; p++) {
             char c = *p;
@@ -75,12 +86,24 @@ static const char *scan_value(const char *p, const char *e)
                     return NULL;
                 p--;
             } else if (c == '{' || c == '[') {
-                depth++;
+                if (depth == SCAN_DEPTH) {
+                    *bad = p;
+                    return NULL;
+                }
+                brace[depth++] = c == '{';
             } else if (c == '}' || c == ']') {
-                if (--depth == 0)
+                if (brace[--depth] != (c == '}')) {
+                    *bad = p;
+                    return NULL;
+                }
+                if (depth == 0)
                     return p + 1;
             }
         }
+        return NULL;
+    }
+    if (*p == ',' || *p == '}' || *p == ']' || *p == ':') {
+        *bad = p;
         return NULL;
     }
     while (p < e && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t')
@@ -97,16 +120,23 @@ struct corr_ts {
 struct file_ctx {
     struct trace_doc *d;
     const char *name;
+    int file; /* this file's number, from 0, in the order read */
     int flavor;
     int file_rank;    /* foreign traces: the one rank this file holds */
     size_t ops_start; /* the rank's ops before this file */
     struct corr_ts *corrs;
     size_t ncorr, capcorr;
     int oom;
+    int too_many;         /* a rank past TRACE_MAX_RANKS */
+    const char *bad_byte; /* where the text is malformed, or NULL */
 };
 
-static struct trace_rank *rank_get(struct trace_doc *d, int rank)
+/* The rank's record, made on first sight; NULL (with fc->oom or
+ * fc->too_many set) when it cannot be. A rank that an earlier file held is
+ * counted once in d->repeated_ranks. */
+static struct trace_rank *rank_get(struct file_ctx *fc, int rank)
 {
+    struct trace_doc *d = fc->d;
     int lo = 0, hi = d->nranks;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
@@ -115,16 +145,31 @@ static struct trace_rank *rank_get(struct trace_doc *d, int rank)
         else
             hi = mid;
     }
-    if (lo < d->nranks && d->ranks[lo].rank == rank)
-        return &d->ranks[lo];
-    struct trace_rank *nr = realloc(d->ranks, sizeof(*nr) * (size_t)(d->nranks + 1));
-    if (!nr)
+    if (lo < d->nranks && d->ranks[lo].rank == rank) {
+        struct trace_rank *r = &d->ranks[lo];
+        if (r->file != fc->file && !r->repeated) {
+            r->repeated = 1;
+            if (d->repeated_ranks++ == 0)
+                d->repeat_rank = rank;
+        }
+        return r;
+    }
+    /* refused before it costs anything: a run has at most this many */
+    if (d->nranks >= TRACE_MAX_RANKS) {
+        fc->too_many = 1;
         return NULL;
+    }
+    struct trace_rank *nr = realloc(d->ranks, sizeof(*nr) * (size_t)(d->nranks + 1));
+    if (!nr) {
+        fc->oom = 1;
+        return NULL;
+    }
     d->ranks = nr;
     if (lo < d->nranks)
         memmove(&nr[lo + 1], &nr[lo], sizeof(*nr) * (size_t)(d->nranks - lo));
     memset(&nr[lo], 0, sizeof(*nr));
     nr[lo].rank = rank;
+    nr[lo].file = fc->file;
     snprintf(nr[lo].device, sizeof(nr[lo].device), "cpu");
     d->nranks++;
     return &nr[lo];
@@ -236,7 +281,7 @@ static void ddptop_event(struct file_ctx *fc, const cJSON *ev)
     if (ph[0] == 'M') {
         const char *pn = jstr(args, "name");
         if (!strcmp(name, "process_name") && pn) {
-            struct trace_rank *r = rank_get(d, pid);
+            struct trace_rank *r = rank_get(fc, pid);
             const char *lp = strchr(pn, '('), *rp = strrchr(pn, ')');
             if (r && lp && rp && rp > lp)
                 snprintf(r->device, sizeof(r->device), "%.*s", (int)(rp - lp - 1), lp + 1);
@@ -249,11 +294,9 @@ static void ddptop_event(struct file_ctx *fc, const cJSON *ev)
     }
     int64_t t0 = us_to_ns(jnum(ev, "ts", 0));
     int64_t t1 = t0 + (ph[0] == 'X' ? us_to_ns(jnum(ev, "dur", 0)) : 0);
-    struct trace_rank *r = rank_get(d, pid);
-    if (!r) {
-        fc->oom = 1;
+    struct trace_rank *r = rank_get(fc, pid);
+    if (!r)
         return;
-    }
     if (cat && !strcmp(cat, "step") && !strncmp(name, "ProfilerStep#", 13)) {
         GROW(r->steps, r->nsteps, r->cap_steps, fc->oom);
         if (fc->oom)
@@ -349,11 +392,9 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
         d->ignored++;
         return;
     }
-    struct trace_rank *r = rank_get(d, fc->file_rank);
-    if (!r) {
-        fc->oom = 1;
+    struct trace_rank *r = rank_get(fc, fc->file_rank);
+    if (!r)
         return;
-    }
     int64_t t0 = us_to_ns(jnum(ev, "ts", 0));
     int64_t t1 = t0 + us_to_ns(jnum(ev, "dur", 0));
     const cJSON *pidv = cJSON_GetObjectItemCaseSensitive(ev, "pid");
@@ -437,7 +478,7 @@ static int corr_cmp(const void *a, const void *b)
 /* Gives each GPU op of this file the start of the call that launched it. */
 static void resolve_launches(struct file_ctx *fc)
 {
-    struct trace_rank *r = rank_get(fc->d, fc->file_rank);
+    struct trace_rank *r = rank_get(fc, fc->file_rank);
     if (!r || !fc->ncorr)
         return;
     qsort(fc->corrs, fc->ncorr, sizeof(*fc->corrs), corr_cmp);
@@ -454,9 +495,10 @@ static void resolve_launches(struct file_ctx *fc)
 
 /* ---- the document ------------------------------------------------------- */
 
+/* Reads the events of the array at p ('['). Stops early when the text is
+ * cut (*cut), malformed (fc->bad_byte), or a rank cannot be added. */
 static void read_events(struct file_ctx *fc, const char *p, const char *e, int *cut)
 {
-    /* p at '[' */
     p++;
     for (;;) {
         p = skip_ws(p, e);
@@ -470,9 +512,10 @@ static void read_events(struct file_ctx *fc, const char *p, const char *e, int *
             p++;
             continue;
         }
-        const char *end = scan_value(p, e);
+        const char *end = scan_value(p, e, &fc->bad_byte);
         if (!end) {
-            *cut = 1; /* a last event cut in the middle: dropped */
+            if (!fc->bad_byte)
+                *cut = 1; /* a last event cut in the middle: dropped */
             return;
         }
         cJSON *ev = cJSON_ParseWithLength(p, (size_t)(end - p));
@@ -484,13 +527,14 @@ static void read_events(struct file_ctx *fc, const char *p, const char *e, int *
         else
             foreign_event(fc, ev);
         cJSON_Delete(ev);
-        if (fc->oom)
+        if (fc->oom || fc->too_many)
             return;
         p = end;
     }
 }
 
-int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char *name, char *err, size_t errlen)
+/* One file's plain JSON text into d (trace_read_buffer's contract). */
+static int read_json(struct trace_doc *d, const char *buf, size_t n, const char *name, char *err, size_t errlen)
 {
     const char *p = buf, *e = buf + n;
     p = skip_ws(p, e);
@@ -498,7 +542,7 @@ int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char
         snprintf(err, errlen, "%s: not a Chrome trace (expected a JSON object or array)", name);
         return -1;
     }
-    struct file_ctx fc = {.d = d, .name = name, .file_rank = d->nfiles};
+    struct file_ctx fc = {.d = d, .name = name, .file = d->nfiles, .file_rank = d->nfiles};
     const char *events = NULL;
     int cut = 0, have_end = 0, have_ddptop = 0;
     if (*p == '[') {
@@ -521,11 +565,8 @@ int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char
                 continue;
             }
             if (*p != '"') {
-                snprintf(err, errlen, "%s: malformed JSON near byte %zu", name, (size_t)(p - buf));
-                cJSON_Delete(dist);
-                cJSON_Delete(dd);
-                cJSON_Delete(end);
-                return -1;
+                fc.bad_byte = p;
+                break;
             }
             const char *ks = p + 1, *ke = scan_string(p, e);
             if (!ke) {
@@ -534,12 +575,18 @@ int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char
             }
             size_t klen = (size_t)(ke - 1 - ks);
             p = skip_ws(ke, e);
-            if (p >= e || *p != ':') {
+            if (p < e && *p != ':') {
+                fc.bad_byte = p;
+                break;
+            }
+            if (p >= e) {
                 cut = 1;
                 break;
             }
             p = skip_ws(p + 1, e);
-            const char *vend = scan_value(p, e);
+            const char *vend = scan_value(p, e, &fc.bad_byte);
+            if (fc.bad_byte)
+                break;
             if (klen == 11 && !memcmp(ks, "traceEvents", 11) && p < e && *p == '[') {
                 events = p;
                 if (!vend) {
@@ -560,6 +607,13 @@ int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char
                 end = cJSON_ParseWithLength(p, (size_t)(vend - p));
             }
             p = vend;
+        }
+        if (fc.bad_byte) {
+            snprintf(err, errlen, "%s: malformed JSON near byte %zu", name, (size_t)(fc.bad_byte - buf));
+            cJSON_Delete(dist);
+            cJSON_Delete(dd);
+            cJSON_Delete(end);
+            return -1;
         }
         have_ddptop = dd != NULL;
         fc.flavor = have_ddptop ? TRACE_DDPTOP : TRACE_KINETO;
@@ -603,21 +657,25 @@ int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char
         }
         /* cut before the events began: an empty trace */
     } else {
-        if (fc.flavor != TRACE_DDPTOP) {
-            struct trace_rank *r = rank_get(d, fc.file_rank);
-            if (!r) {
-                snprintf(err, errlen, "%s: out of memory", name);
-                return -1;
-            }
+        struct trace_rank *r = fc.flavor != TRACE_DDPTOP ? rank_get(&fc, fc.file_rank) : NULL;
+        if (r)
             fc.ops_start = r->nops;
-        }
-        read_events(&fc, events, e, &cut);
-        if (!fc.oom && fc.flavor != TRACE_DDPTOP)
+        if (!fc.oom && !fc.too_many)
+            read_events(&fc, events, e, &cut);
+        if (!fc.oom && !fc.too_many && !fc.bad_byte && fc.flavor != TRACE_DDPTOP)
             resolve_launches(&fc);
     }
     free(fc.corrs);
     if (fc.oom) {
         snprintf(err, errlen, "%s: out of memory", name);
+        return -1;
+    }
+    if (fc.too_many) {
+        snprintf(err, errlen, "%s: more than %d ranks", name, TRACE_MAX_RANKS);
+        return -1;
+    }
+    if (fc.bad_byte) {
+        snprintf(err, errlen, "%s: malformed JSON near byte %zu", name, (size_t)(fc.bad_byte - buf));
         return -1;
     }
     d->nfiles++;
@@ -631,57 +689,35 @@ int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char
     return 0;
 }
 
-int trace_read_file(struct trace_doc *d, const char *path, char *err, size_t errlen)
+int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char *name, char *err, size_t errlen)
 {
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    char *plain = NULL, why[128];
+    size_t nplain = 0;
+    enum infile_gz gz = infile_gunzip(buf, n, &plain, &nplain, why, sizeof(why));
+    if ((gz == INFILE_GZ_BAD || gz == INFILE_GZ_CUT) && nplain == 0) {
+        snprintf(err, errlen, "%s: corrupt gzip stream (zlib: %s)", name, why);
+        free(plain);
         return -1;
     }
-    gzbuffer(gz, 1 << 20);
-    size_t cap = 1 << 22, n = 0;
-    char *buf = malloc(cap);
-    int gz_cut = 0;
-    while (buf) {
-        if (cap - n < (1 << 20)) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        int k = gzread(gz, buf + n, (unsigned)(cap - n));
-        if (k > 0) {
-            n += (size_t)k;
-            continue;
-        }
-        int zerr = Z_OK;
-        gzerror(gz, &zerr);
-        if (k < 0 || zerr != Z_OK) {
-            if (n == 0) {
-                snprintf(err, errlen, "%s: cannot read: %s", path,
-                         zerr == Z_ERRNO ? strerror(errno) : gzerror(gz, &zerr));
-                free(buf);
-                gzclose(gz);
-                return -1;
-            }
-            gz_cut = 1; /* a compressed stream cut short: use what decoded */
-        }
-        break;
-    }
-    gzclose(gz);
-    if (!buf) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int rc = trace_read_buffer(d, buf, n, path, err, errlen);
-    free(buf);
-    if (rc == 0 && gz_cut) {
+    /* a compressed stream cut short, or damaged part way: use what decoded,
+     * as a plain file cut short is used */
+    int rc =
+        gz == INFILE_PLAIN ? read_json(d, buf, n, name, err, errlen) : read_json(d, plain, nplain, name, err, errlen);
+    free(plain);
+    if (rc == 0 && (gz == INFILE_GZ_CUT || gz == INFILE_GZ_BAD)) {
         d->truncated = 1;
         d->complete = 0;
     }
+    return rc;
+}
+
+int trace_read_file(struct trace_doc *d, const char *path, char *err, size_t errlen)
+{
+    char *buf;
+    size_t n;
+    if (infile_read(path, 0, 0, &buf, &n, err, errlen) != 0)
+        return -1;
+    int rc = trace_read_buffer(d, buf, n, path, err, errlen);
+    free(buf);
     return rc;
 }

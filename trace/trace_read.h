@@ -7,7 +7,10 @@
  * parses each with cJSON, so memory holds the file and the decoded records,
  * never a DOM of the whole trace. A file that was cut short (a killed
  * writer, a full disk) loads up to its last complete event, with
- * `truncated` set.
+ * `truncated` set. Text that is not JSON where the scanner walks (a stray
+ * bracket between events, brackets that do not match) is refused with the
+ * byte where it goes wrong, and so is a trace of more ranks than a run can
+ * have (TRACE_MAX_RANKS), as soon as the first rank too many appears.
  *
  * What comes out, per rank:
  *  - ddptop traces: the probe spans and step records exactly as recorded
@@ -32,6 +35,7 @@ enum trace_flavor { TRACE_DDPTOP = 0, TRACE_KINETO, TRACE_AUTOGRAD };
 const char *trace_flavor_name(int flavor);
 
 #define TRACE_CAT_NEUTRAL CAT_COUNT /* annotations: cover nothing */
+#define TRACE_MAX_RANKS 64          /* as many as a run has */
 
 /* One op of a foreign trace. */
 struct trace_op {
@@ -59,6 +63,8 @@ struct trace_rank {
     /* track keys of foreign traces: (pid, tid) -> track */
     uint64_t *track_key;
     size_t ntracks, cap_tracks;
+    int file;         /* the first file (from 0, in reading order) that held this rank */
+    uint8_t repeated; /* a later file held it too */
 };
 
 struct trace_doc {
@@ -75,15 +81,21 @@ struct trace_doc {
     uint64_t spans_dropped;
     uint64_t events;  /* events read */
     uint64_t ignored; /* events not understood or not needed */
+    /* ranks held by more than one file: their events are merged (the same
+     * file given twice, or traces of two runs) */
+    int repeated_ranks;
+    int repeat_rank; /* the first of them */
     int nranks;
     struct trace_rank *ranks; /* sorted by rank */
 };
 
 void trace_doc_init(struct trace_doc *d);
 void trace_doc_free(struct trace_doc *d);
-/* Adds one file's ranks to d. Returns 0, or -1 with err naming the file. */
+/* Adds one file's ranks to d. Returns 0, or -1 with err naming the file.
+ * Only a regular file is read (trace/infile.h). */
 int trace_read_file(struct trace_doc *d, const char *path, char *err, size_t errlen);
-/* The same from memory (name is used in messages). */
+/* The same from the file's bytes in memory, plain or gzip (name is used in
+ * messages). */
 int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char *name, char *err, size_t errlen);
 
 #endif

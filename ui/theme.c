@@ -1,5 +1,6 @@
 /* theme.c - the theme table, its built-in defaults, and the theme file
- * parser and finder (format in theme.h). */
+ * parser and finder (format in theme.h). Theme files are read through
+ * trace/infile.h: only a regular file of at most THEME_FILE_MAX bytes. */
 #include "theme.h"
 
 #include <ctype.h>
@@ -7,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "infile.h"
 
 #ifndef DDPTOP_THEME_DIR
 #define DDPTOP_THEME_DIR ""
@@ -251,25 +255,12 @@ static int theme_dirs(const char *dirs[3])
 
 static int load_file(struct theme *t, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "cannot read %s: %m", path);
+    char *buf;
+    size_t n;
+    if (infile_read(path, 0, THEME_FILE_MAX, &buf, &n, err, errlen) != 0)
         return -1;
-    }
-    char *buf = malloc(THEME_FILE_MAX + 1);
-    if (!buf) {
-        fclose(f);
-        snprintf(err, errlen, "out of memory reading %s", path);
-        return -1;
-    }
-    size_t n = fread(buf, 1, THEME_FILE_MAX, f);
-    int too_big = n == THEME_FILE_MAX && fgetc(f) != EOF;
-    fclose(f);
-    buf[n] = 0;
     int rc = -1;
-    if (too_big)
-        snprintf(err, errlen, "%s: larger than %d bytes", path, THEME_FILE_MAX);
-    else if (memchr(buf, 0, n))
+    if (memchr(buf, 0, n))
         snprintf(err, errlen, "%s: not a text file", path);
     else
         rc = theme_parse(t, buf, path, err, errlen);
@@ -290,10 +281,11 @@ int theme_load(struct theme *t, const char *name, char *err, size_t errlen)
     for (int i = 0; i < nd; i++) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/%s.theme", dirs[i], name);
-        FILE *f = fopen(path, "r");
-        if (!f)
+        /* a name that exists is this theme, whatever it is: load_file
+         * says why it cannot be read */
+        struct stat st;
+        if (stat(path, &st) != 0)
             continue;
-        fclose(f);
         if (load_file(t, path, err, errlen) != 0)
             return -1;
         snprintf(t->name, sizeof(t->name), "%s", name);

@@ -1,0 +1,48 @@
+/* infile.h - opening and reading input files: traces for --replay, data
+ * sets, themes and the comm-model cache all come in through here.
+ *
+ * Only a regular file is read. Anything else (a FIFO, a device such as
+ * /dev/zero, a directory, a socket) is refused before a byte of it is read,
+ * with one line naming the file, so a reader never blocks on a pipe nor
+ * reads an endless device until memory runs out. A cache (INFILE_OWNED) is
+ * also refused when it is a symbolic link or another user owns it: a file
+ * someone else planted is never trusted.
+ *
+ * gzip is recognised by its magic and inflated in memory (infile_gunzip),
+ * every member of a multi-member file, as zlib's gzread would. Readers parse
+ * the plain bytes, so a test or a fuzzer reaches from a buffer the very code
+ * that ddptop runs on a file. Lengths are size_t throughout: files over
+ * 2 GiB are read in pieces that zlib's and read's int-sized counts can hold.
+ */
+#ifndef DDPTOP_INFILE_H
+#define DDPTOP_INFILE_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+
+/* flags */
+#define INFILE_OWNED 1u /* refuse a symbolic link and a file this user does not own */
+
+/* Opens path for reading if it is a regular file (and, with INFILE_OWNED,
+ * not a link and this user's). Returns the descriptor, with the file's
+ * status in *st when st is not NULL, or -1 with err: "PATH: what". */
+int infile_open(const char *path, unsigned flags, struct stat *st, char *err, size_t errlen);
+
+/* Reads the file at path whole, as infile_open opens it, into *buf
+ * (malloc'd; *n bytes, then a NUL that *n does not count). max > 0 refuses
+ * a file larger than max bytes. Returns 0, or -1 with err: "PATH: what". */
+int infile_read(const char *path, unsigned flags, size_t max, char **buf, size_t *n, char *err, size_t errlen);
+
+enum infile_gz {
+    INFILE_PLAIN = 0, /* not gzip: *out is NULL, the input is the data */
+    INFILE_GZ_OK,     /* every member inflated */
+    INFILE_GZ_CUT,    /* the input ends inside a member: *out holds what it decoded */
+    INFILE_GZ_BAD     /* corrupt data, or out of memory: *out holds what decoded before; why says what */
+};
+
+/* If in[0..n) starts with gzip's magic, inflates it into *out (malloc'd;
+ * *outn bytes, then a NUL) and returns how that went; bytes after the last
+ * member that are not gzip are ignored, as gzread ignores them. */
+enum infile_gz infile_gunzip(const char *in, size_t n, char **out, size_t *outn, char *why, size_t whylen);
+
+#endif
