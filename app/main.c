@@ -67,7 +67,7 @@ static void progress(const struct run *r, int idx, int nruns)
 {
     const struct metrics *m = &r->metrics;
     size_t s = m->steps_done;
-    double loss = s ? m->loss_running[s - 1] : 0;
+    double loss = s ? m->loss_running[metrics_slot(s - 1)] : 0;
     double ms = 0;
     if (m->r[0].nsteps)
         ms = (double)m->r[0].last.wall_ns / 1e6;

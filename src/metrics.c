@@ -27,9 +27,24 @@ int metrics_init(struct metrics *m, int world, double threshold)
     m->replicas_diverged_at = -1;
     m->r = calloc((size_t)world, sizeof(*m->r));
     m->coll = calloc(COLL_SLOTS, sizeof(*m->coll));
-    if (!m->r || !m->coll) {
+    m->loss_mean = calloc(METRICS_STEPS, sizeof(float));
+    m->loss_running = calloc(METRICS_STEPS, sizeof(float));
+    m->step_epoch = calloc(METRICS_STEPS, sizeof(uint32_t));
+    if (!m->r || !m->coll || !m->loss_mean || !m->loss_running || !m->step_epoch) {
         metrics_free(m);
         return -1;
+    }
+    for (int i = 0; i < world; i++) {
+        struct rank_metrics *r = &m->r[i];
+        r->step_wall_ns = calloc(METRICS_STEPS, sizeof(int64_t));
+        r->step_loss = calloc(METRICS_STEPS, sizeof(float));
+        r->step_correct = calloc(METRICS_STEPS, sizeof(int32_t));
+        r->step_n = calloc(METRICS_STEPS, sizeof(int32_t));
+        r->step_hash = calloc(METRICS_STEPS, sizeof(uint64_t));
+        if (!r->step_wall_ns || !r->step_loss || !r->step_correct || !r->step_n || !r->step_hash) {
+            metrics_free(m);
+            return -1;
+        }
     }
     for (int i = 0; i < COLL_SLOTS; i++)
         m->coll[i].seq = UINT32_MAX;
@@ -127,73 +142,43 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
         release_held(m, r, 0);
 }
 
-static int grow_steps(struct rank_metrics *r)
-{
-    if (r->nsteps < r->cap)
-        return 0;
-    size_t nc = r->cap ? r->cap * 2 : 1024;
-    int64_t *w = realloc(r->step_wall_ns, nc * sizeof(*w));
-    if (w)
-        r->step_wall_ns = w;
-    float *l = realloc(r->step_loss, nc * sizeof(*l));
-    if (l)
-        r->step_loss = l;
-    int32_t *c = realloc(r->step_correct, nc * sizeof(*c));
-    if (c)
-        r->step_correct = c;
-    int32_t *k = realloc(r->step_n, nc * sizeof(*k));
-    if (k)
-        r->step_n = k;
-    uint64_t *h = realloc(r->step_hash, nc * sizeof(*h));
-    if (h)
-        r->step_hash = h;
-    if (!w || !l || !c || !k || !h)
-        return -1;
-    r->cap = nc;
-    return 0;
-}
-
 static void advance_global(struct metrics *m, uint32_t epoch)
 {
     size_t upto = SIZE_MAX;
     for (int i = 0; i < m->world; i++)
         if (m->r[i].nsteps < upto)
             upto = m->r[i].nsteps;
-    if (upto > m->cap_steps) {
-        size_t nc = m->cap_steps ? m->cap_steps : 1024;
-        while (nc < upto)
-            nc *= 2;
-        float *a = realloc(m->loss_mean, nc * sizeof(float));
-        if (a)
-            m->loss_mean = a;
-        float *b = realloc(m->loss_running, nc * sizeof(float));
-        if (b)
-            m->loss_running = b;
-        uint32_t *e = realloc(m->step_epoch, nc * sizeof(uint32_t));
-        if (e)
-            m->step_epoch = e;
-        if (!a || !b || !e)
-            return;
-        m->cap_steps = nc;
-    }
     for (size_t s = m->steps_done; s < upto; s++) {
+        size_t k = metrics_slot(s);
         double sum = 0;
-        for (int i = 0; i < m->world; i++)
-            sum += m->r[i].step_loss[s];
-        m->loss_mean[s] = (float)(sum / m->world);
-        size_t from = s + 1 >= METRICS_LOSS_WINDOW ? s + 1 - METRICS_LOSS_WINDOW : 0;
-        double run = 0;
-        for (size_t k = from; k <= s; k++)
-            run += m->loss_mean[k];
-        m->loss_running[s] = (float)(run / (double)(s + 1 - from));
-        m->step_epoch[s] = epoch;
-        if (m->r[0].step_hash[s]) {
+        int64_t correct = 0, total = 0;
+        for (int i = 0; i < m->world; i++) {
+            sum += m->r[i].step_loss[k];
+            correct += m->r[i].step_correct[k];
+            total += m->r[i].step_n[k];
+        }
+        m->loss_mean[k] = (float)(sum / m->world);
+        /* the running loss over the last METRICS_LOSS_WINDOW steps, summed as
+         * it slides (in double: no drift worth a float's last bit) */
+        m->loss_window_sum += m->loss_mean[k];
+        if (s >= METRICS_LOSS_WINDOW)
+            m->loss_window_sum -= m->loss_mean[metrics_slot(s - METRICS_LOSS_WINDOW)];
+        size_t in = s + 1 < METRICS_LOSS_WINDOW ? s + 1 : METRICS_LOSS_WINDOW;
+        m->loss_running[k] = (float)(m->loss_window_sum / (double)in);
+        m->step_epoch[k] = epoch;
+        if (s == 0 || epoch != m->acc_epoch) {
+            m->acc_epoch = epoch;
+            m->acc_correct = m->acc_total = 0;
+        }
+        m->acc_correct += correct;
+        m->acc_total += total;
+        if (m->r[0].step_hash[k]) {
             m->replicas_checked = 1;
             for (int i = 1; i < m->world; i++)
-                if (m->r[i].step_hash[s] != m->r[0].step_hash[s] && m->replicas_diverged_at < 0)
+                if (m->r[i].step_hash[k] != m->r[0].step_hash[k] && m->replicas_diverged_at < 0)
                     m->replicas_diverged_at = (long)s;
         }
-        if (m->threshold > 0 && m->threshold_step < 0 && m->loss_running[s] < m->threshold) {
+        if (m->threshold > 0 && m->threshold_step < 0 && m->loss_running[k] < m->threshold) {
             m->threshold_step = (long)s;
             m->threshold_epoch = (int)epoch;
         }
@@ -302,13 +287,12 @@ static void close_step(struct metrics *m, int r, const struct step_rec *rec)
         }
     }
     rm->last = b;
-    if (grow_steps(rm) != 0)
-        return;
-    rm->step_wall_ns[rm->nsteps] = rec->t1_ns - rec->t0_ns;
-    rm->step_loss[rm->nsteps] = rec->loss;
-    rm->step_correct[rm->nsteps] = rec->correct;
-    rm->step_n[rm->nsteps] = rec->n;
-    rm->step_hash[rm->nsteps] = rec->param_hash;
+    size_t k = metrics_slot(rm->nsteps);
+    rm->step_wall_ns[k] = rec->t1_ns - rec->t0_ns;
+    rm->step_loss[k] = rec->loss;
+    rm->step_correct[k] = rec->correct;
+    rm->step_n[k] = rec->n;
+    rm->step_hash[k] = rec->param_hash;
     rm->nsteps++;
     advance_global(m, rec->epoch);
 }
@@ -349,18 +333,9 @@ void metrics_add_epoch(struct metrics *m, int r, const struct epoch_rec *rec)
 
 double metrics_train_acc_last_epoch(const struct metrics *m)
 {
-    size_t n = m->steps_done;
-    if (n == 0)
+    if (m->steps_done == 0)
         return -1.0;
-    uint32_t last_epoch = m->step_epoch[n - 1];
-    int64_t correct = 0, total = 0;
-    for (size_t s = 0; s < n; s++)
-        if (m->step_epoch[s] == last_epoch)
-            for (int i = 0; i < m->world; i++) {
-                correct += m->r[i].step_correct[s];
-                total += m->r[i].step_n[s];
-            }
-    return total ? 100.0 * (double)correct / (double)total : 0.0;
+    return m->acc_total ? 100.0 * (double)m->acc_correct / (double)m->acc_total : 0.0;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -389,24 +364,57 @@ void step_stats_ms(const int64_t *v, size_t n, double *mean, double *p50, double
     free(c);
 }
 
+/* Step times [from, n) of ring v, in step order, into out; the first step
+ * of the run, when kept, goes too (step_stats_ms leaves it out). Returns the
+ * count, or 0 when out of memory. */
+static size_t kept_steps(const int64_t *v, size_t n, int64_t **out)
+{
+    size_t from = metrics_first_kept(n), k = n - from;
+    *out = k ? malloc(k * sizeof(int64_t)) : NULL;
+    if (!*out)
+        return 0;
+    for (size_t s = from; s < n; s++)
+        (*out)[s - from] = v[metrics_slot(s)];
+    return k;
+}
+
 void metrics_step_stats(const struct metrics *m, int r, double *mean, double *p50, double *p90)
 {
-    step_stats_ms(m->r[r].step_wall_ns, m->r[r].nsteps, mean, p50, p90);
+    *mean = *p50 = *p90 = 0;
+    int64_t *v;
+    size_t n = kept_steps(m->r[r].step_wall_ns, m->r[r].nsteps, &v);
+    if (!n)
+        return;
+    /* past the rings' length the first step is gone already: keep them all */
+    if (metrics_first_kept(m->r[r].nsteps) > 0) {
+        int64_t *w = realloc(v, (n + 1) * sizeof(*w));
+        if (!w) {
+            free(v);
+            return;
+        }
+        memmove(w + 1, w, n * sizeof(*w));
+        v = w;
+        n++;
+    }
+    step_stats_ms(v, n, mean, p50, p90);
+    free(v);
 }
 
 void metrics_run_step_stats(const struct metrics *m, double *mean, double *p50, double *p90)
 {
-    size_t n = m->steps_done;
+    size_t n = m->steps_done, from = metrics_first_kept(n);
     *mean = *p50 = *p90 = 0;
-    int64_t *v = n ? malloc(n * sizeof(int64_t)) : NULL;
+    /* one slot in front: the first step, which step_stats_ms leaves out */
+    size_t lead = from > 0 ? 1 : 0, k = n - from + lead;
+    int64_t *v = n ? calloc(k, sizeof(int64_t)) : NULL;
     if (!v)
         return;
-    for (size_t s = 0; s < n; s++) {
-        v[s] = 0;
+    for (size_t s = from; s < n; s++) {
+        int64_t *x = &v[s - from + lead];
         for (int i = 0; i < m->world; i++)
-            if (m->r[i].step_wall_ns[s] > v[s])
-                v[s] = m->r[i].step_wall_ns[s];
+            if (m->r[i].step_wall_ns[metrics_slot(s)] > *x)
+                *x = m->r[i].step_wall_ns[metrics_slot(s)];
     }
-    step_stats_ms(v, n, mean, p50, p90);
+    step_stats_ms(v, k, mean, p50, p90);
     free(v);
 }

@@ -36,16 +36,28 @@ struct epoch_rec {
 
 #define METRICS_HISTORY 8192   /* spans kept per rank for the timeline */
 #define METRICS_LOSS_WINDOW 50 /* steps in the running training loss */
+/* Per-step figures are kept for the last METRICS_STEPS steps, in rings
+ * indexed by metrics_slot(step), so memory stays flat over a run of any
+ * length; step-time statistics cover the steps kept (all of them in runs
+ * shorter than this), the rest is accumulated as it goes. */
+#define METRICS_STEPS (1u << 14)
+
+static inline size_t metrics_slot(size_t step)
+{
+    return step % METRICS_STEPS;
+}
 
 struct rank_metrics {
     struct breakdown total;  /* every step */
     struct breakdown steady; /* every step but the first */
     struct breakdown last;   /* the most recent step */
-    int64_t *step_wall_ns;   /* [nsteps] */
-    float *step_loss;        /* [nsteps] */
+    /* rings of METRICS_STEPS: step s at metrics_slot(s), for the last
+     * METRICS_STEPS of the nsteps closed */
+    int64_t *step_wall_ns;
+    float *step_loss;
     int32_t *step_correct, *step_n;
     uint64_t *step_hash;
-    size_t nsteps, cap;
+    size_t nsteps;
     uint64_t bytes_tx, bytes_rx;
     double bus_bytes;         /* sum over collectives of S * busbw factor */
     int64_t coll_ns;          /* time inside collectives (outer spans) */
@@ -87,15 +99,19 @@ struct metrics_listener {
 struct metrics {
     int world;
     struct rank_metrics *r;
-    /* global per-step series, valid up to `steps_done` (all ranks reported) */
+    /* global per-step series, valid up to `steps_done` (all ranks
+     * reported), rings like the ranks' (metrics_slot) */
     size_t steps_done;
-    float *loss_mean;    /* [steps_done] mean of the ranks' losses */
-    float *loss_running; /* [steps_done] mean of the last METRICS_LOSS_WINDOW */
-    size_t cap_steps;
+    float *loss_mean;    /* mean of the ranks' losses */
+    float *loss_running; /* mean of the last METRICS_LOSS_WINDOW */
+    double loss_window_sum;
+    /* training accuracy of the latest epoch, accumulated as steps close */
+    uint32_t acc_epoch;
+    int64_t acc_correct, acc_total;
     double threshold;    /* < 0: none */
     long threshold_step; /* first global step where running < threshold, -1 */
     int threshold_epoch;
-    uint32_t *step_epoch; /* [steps_done] */
+    uint32_t *step_epoch; /* ring (metrics_slot) */
     /* per-epoch test results, summed over ranks */
     int nepochs;
     int32_t test_correct[1024], test_total[1024];
@@ -139,9 +155,15 @@ double metrics_train_acc_last_epoch(const struct metrics *m);
 /* Mean, median and 90th percentile (ms) of step times v[n] (ns), excluding
  * the first step (it builds kernels and warms caches); zeros when empty. */
 void step_stats_ms(const int64_t *v, size_t n, double *mean, double *p50, double *p90);
-/* The same for rank r's steps. */
+/* The same for rank r's steps kept (the last METRICS_STEPS; the first step
+ * left out when it is among them). */
 void metrics_step_stats(const struct metrics *m, int r, double *mean, double *p50, double *p90);
 /* The same for the run: each step counts at its slowest rank. */
 void metrics_run_step_stats(const struct metrics *m, double *mean, double *p50, double *p90);
+/* The oldest step still kept in the rings. */
+static inline size_t metrics_first_kept(size_t nsteps)
+{
+    return nsteps > METRICS_STEPS ? nsteps - METRICS_STEPS : 0;
+}
 
 #endif

@@ -117,7 +117,7 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         metrics_run_step_stats(m, &res->ms_mean, &res->ms_p50, &res->ms_p90);
         res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
         res->train_valid = 1;
-        res->train_loss = m->loss_running[n - 1];
+        res->train_loss = m->loss_running[metrics_slot(n - 1)];
         res->train_acc = metrics_train_acc_last_epoch(m);
     }
     if (m->nepochs > 0 && m->test_total[m->nepochs - 1] > 0) {

@@ -301,10 +301,10 @@ int run_export_trace(struct run *r, const char *path, char *err, size_t errlen)
         uint32_t s = it[i].s.step;
         struct trace_step_info st = {
             .step = s, .t0_ns = it[i].s.t0_ns, .t1_ns = it[i].s.t1_ns, .loss = NAN, .lr = NAN, .n = r->local_batch};
-        if (s < rm->nsteps) {
-            st.loss = rm->step_loss[s];
-            st.correct = rm->step_correct[s];
-            st.n = rm->step_n[s];
+        if (s < rm->nsteps && s >= metrics_first_kept(rm->nsteps)) {
+            st.loss = rm->step_loss[metrics_slot(s)];
+            st.correct = rm->step_correct[metrics_slot(s)];
+            st.n = rm->step_n[metrics_slot(s)];
         }
         trace_export_step(x, it[i].rank, &st);
     }

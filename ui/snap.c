@@ -145,7 +145,7 @@ static void rank_live(struct snap *s, int i, const struct run *r, int oldest)
         sr->ms_step = (double)d.wall_ns / (double)dsteps / 1e6;
         pcts_of(sr, &d);
     } else if (sr->valid) {
-        sr->ms_step = (double)rm->step_wall_ns[rm->nsteps - 1] / 1e6;
+        sr->ms_step = (double)rm->step_wall_ns[metrics_slot(rm->nsteps - 1)] / 1e6;
         pcts_of(sr, &rm->last);
     }
     sr->samples_s = sr->ms_step > 0 ? s->local_batch / (sr->ms_step / 1e3) : 0;
@@ -181,14 +181,16 @@ static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
 
 static void update_loss(struct snap *s, const struct metrics *m)
 {
-    for (size_t k = s->loss_fed; k < m->steps_done; k++) {
-        series_push(&s->loss_mean, m->loss_mean[k]);
+    /* the steps since the last frame, of those the rings still hold */
+    size_t first = metrics_first_kept(m->steps_done);
+    for (size_t k = s->loss_fed > first ? s->loss_fed : first; k < m->steps_done; k++) {
+        series_push(&s->loss_mean, m->loss_mean[metrics_slot(k)]);
         for (int i = 0; i < s->world; i++)
-            series_push(&s->loss_rank[i], m->r[i].step_loss[k]);
+            series_push(&s->loss_rank[i], m->r[i].step_loss[metrics_slot(k)]);
     }
     s->loss_fed = m->steps_done;
     if (m->steps_done > 0) {
-        s->loss = m->loss_running[m->steps_done - 1];
+        s->loss = m->loss_running[metrics_slot(m->steps_done - 1)];
         s->loss_valid = 1;
     }
     s->threshold_step = m->threshold_step;
@@ -379,7 +381,7 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     if (rp->has_metrics) {
         const struct metrics *m = &rp->metrics;
         if (m->steps_done > 0 && m->step_epoch)
-            s->epochs = (int)m->step_epoch[m->steps_done - 1] + 1;
+            s->epochs = (int)m->step_epoch[metrics_slot(m->steps_done - 1)] + 1;
         if (m->nepochs > s->epochs)
             s->epochs = m->nepochs;
         s->steps_per_epoch = s->epochs > 0 ? (long)m->steps_done / s->epochs : 0;
