@@ -59,10 +59,43 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
     return 0;
 }
 
+int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
+              size_t errlen)
+{
+    int world = run_world(rc);
+    long per_rank = train->n / world;
+    if (per_rank / (run_global_batch(rc) / world) < 1) {
+        snprintf(err, errlen, "--batch-size %d: larger than a rank's share of %s (%ld samples)", rc->batch_size,
+                 train->name, per_rank);
+        return -1;
+    }
+    if (rc->grad_fp16 && world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP) {
+        snprintf(err, errlen, "--grad-compress fp16: only the allreduce and ddp strategies compress (not %s)",
+                 strategy_name(rc->strategy));
+        return -1;
+    }
+    int on_gpu = device_is_gpu(devops);
+    if (rc->comm == COMM_MPI || (rc->comm == COMM_NCCL && !on_gpu)) {
+        snprintf(err, errlen, "--comm %s: not available %s", rc->comm == COMM_NCCL ? "nccl" : "mpi",
+                 rc->comm == COMM_NCCL ? "on the CPU" : "in this build");
+        return -1;
+    }
+    return 0;
+}
+
+const struct model *run_rank_model(const struct run *r, int i)
+{
+    if (!r->ranks || i < 0 || i >= r->world || atomic_load(&r->ranks[i].nparams_total) == 0)
+        return NULL;
+    return r->ranks[i].model;
+}
+
 int run_start(struct run *r, const struct run_config *rc, const struct dataset *train, const struct dataset *test,
               const struct device_ops *devops, char *err, size_t errlen)
 {
     memset(r, 0, sizeof(*r));
+    if (run_check(rc, train, devops, err, errlen) != 0)
+        return -1;
     r->cfg = *rc;
     r->train = train;
     r->test = test;
@@ -71,28 +104,12 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     r->world = run_world(rc);
     r->global_batch = run_global_batch(rc);
     r->local_batch = r->global_batch / r->world;
-    long per_rank = train->n / r->world;
-    r->steps_per_epoch = per_rank / r->local_batch;
-    if (r->steps_per_epoch < 1) {
-        snprintf(err, errlen, "--batch-size %d: larger than a rank's share of %s (%ld samples)", rc->batch_size,
-                 train->name, per_rank);
-        return -1;
-    }
+    r->steps_per_epoch = (train->n / r->world) / r->local_batch;
     r->total_steps = r->steps_per_epoch * rc->epochs;
     if (rc->steps > 0 && rc->steps < r->total_steps)
         r->total_steps = rc->steps;
-    if (rc->grad_fp16 && r->world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP) {
-        snprintf(err, errlen, "--grad-compress fp16: only the allreduce and ddp strategies compress (not %s)",
-                 strategy_name(rc->strategy));
-        return -1;
-    }
     r->on_gpu = device_is_gpu(devops);
     r->gpu = r->on_gpu ? gpu_module() : NULL;
-    if (rc->comm == COMM_MPI || (rc->comm == COMM_NCCL && !r->on_gpu)) {
-        snprintf(err, errlen, "--comm %s: not available %s", rc->comm == COMM_NCCL ? "nccl" : "mpi",
-                 rc->comm == COMM_NCCL ? "on the CPU" : "in this build");
-        return -1;
-    }
     snprintf(r->backend, sizeof(r->backend), "shm/%s", rc->algo == ALGO_NAIVE ? "naive" : "ring");
     if (r->on_gpu && gpu_plan(r, rc, devops, err, errlen) != 0)
         return -1;
