@@ -74,6 +74,16 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                  strategy_name(rc->strategy));
         return -1;
     }
+    /* as config_parse says it for the command line: a plan made later (the
+     * UI's) may have fewer ranks than the one these options named */
+    if (rc->slow_rank >= rc->ranks) {
+        snprintf(err, errlen, "--slow-rank: rank %d does not exist with --ranks %d", rc->slow_rank, rc->ranks);
+        return -1;
+    }
+    if (rc->fault.kind != FAULT_NONE && rc->fault.rank >= rc->ranks) {
+        snprintf(err, errlen, "--inject-fault: rank %d does not exist with --ranks %d", rc->fault.rank, rc->ranks);
+        return -1;
+    }
     int on_gpu = device_is_gpu(devops);
     if (rc->comm == COMM_MPI || (rc->comm == COMM_NCCL && !on_gpu)) {
         snprintf(err, errlen, "--comm %s: not available %s", rc->comm == COMM_NCCL ? "nccl" : "mpi",

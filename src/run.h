@@ -85,9 +85,10 @@ struct run {
 };
 
 /* What run_start refuses in rc before it launches anything (a batch
- * larger than a rank's share of the data, compression a strategy cannot
- * do, a backend this build or device lacks): 0, or -1 with err set. The
- * UI asks before it stops the current run for the next. */
+ * larger than a rank's share of the data, a slow or faulty rank that does
+ * not exist, compression a strategy cannot do, a backend this build or
+ * device lacks): 0, or -1 with err set. The UI asks before it stops the
+ * current run for the next. */
 int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
               size_t errlen);
 /* Rank i's model once the rank has built it, else NULL: for the collector

@@ -386,7 +386,7 @@ check_shell commfail
 # ---- 7. 80x24 without colour, 4 ranks: glyphs, what is cut, the header ----------
 # MLP's optimizer step is long enough to show at one step per screen
 tm resize-window -t "$S" -x 80 -y 24
-run_ddptop small "LANG=C.UTF-8 NO_COLOR=1" "--model mlp --ranks 4 --strategy allreduce"
+run_ddptop small "LANG=C.UTF-8 NO_COLOR=1" "--model mlp --ranks 4 --strategy allreduce --slow-rank 3:1.2"
 wait_for 'step [0-9]+/' 20 || fail "80x24: ddptop did not start"
 wait_for '^ ddptop +model mlp .*params 670k' 10 && pass "80x24: the header shows params on the first run" ||
     fail "80x24: no params in the header"
@@ -412,6 +412,10 @@ done
 tm send-keys -t "$S" Tab Down Down
 wait_for '^│r3 main ' 5 && wait_for '^└─ \+2 ranks above: ↑ scrolls ─' 5 && pass "80x24: tab, then down scrolls to the last ranks" ||
     fail "80x24: the hidden ranks did not scroll in"
+# a plan with fewer ranks than --slow-rank names is refused at the key
+tm send-keys -t "$S" r
+wait_for 'r: refused: --slow-rank: rank 3 does not exist with --ranks 3' 5 &&
+    pass "80x24: r below the slow rank is refused in the status line" || fail "80x24: no refusal for r below --slow-rank"
 tm send-keys -t "$S" q
 wait_file "$T/exit.small" 15 && [ "$(cat "$T/exit.small")" = "EXIT=0" ] && pass "80x24: q exits 0" ||
     fail "80x24: q did not exit 0"
