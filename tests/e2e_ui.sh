@@ -347,8 +347,9 @@ wait_for "terminal 'dumb' cannot place the cursor.*use --batch" 5 && pass "TERM=
 check_shell dumb
 
 # ---- 5. a failed rank: FAILED and its error stay on screen until q -------------
-# (a learning rate this high makes LeNet's loss NaN within a few hundred steps)
-run_ddptop failed "LANG=C.UTF-8" "--lr 100 --momentum 0.99"
+# (a learning rate this high makes LeNet's loss NaN within a few steps at
+# batch 8; at 32 it took 366 steps, longer than the wait under TSan)
+run_ddptop failed "LANG=C.UTF-8" "--lr 100 --momentum 0.99 --batch-size 8"
 if wait_for 'FAILED' 40 && wait_for 'run failed: rank [0-9]+ failed: .*diverged' 5; then
     pass "a failed rank shows FAILED and the error"
     sleep 1
