@@ -3,6 +3,7 @@
 #include "model.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +11,61 @@
 
 #include "kernels_cpu.h" /* act_stride: a layout's floats per sample */
 
-/* Per-layer wall time, summed over calls (DDPTOP_LAYER_TIMES=1). */
+/* Per-layer wall time on the host, summed over calls. The thread that runs
+ * the model keeps the running totals in plain memory and, at the end of
+ * every forward and backward, publishes them under a sequence lock, so
+ * that another thread (the UI) reads one consistent set without a lock and
+ * without a data race: every word they share is atomic, and the model's
+ * thread never waits. Two clock reads per layer per pass: cheap next to
+ * any layer's work. DDPTOP_LAYER_TIMES=1 also prints the table on stderr
+ * when the model is destroyed. */
 struct layer_times {
-    int64_t *fwd_ns, *bwd_ns; /* [nlayers] */
+    int64_t *fwd_ns, *bwd_ns; /* [nlayers] running totals: the model's thread only */
     int64_t fwd_calls, bwd_calls;
+    int print;
+    _Atomic uint64_t seq; /* odd while a publication is under way */
+    _Atomic int64_t *pub; /* [2 * nlayers]: forward, then backward totals as published */
+    _Atomic int64_t pub_calls[2];
 };
+
+/* Publishes the forward (bwd 0) or backward totals: the writer's half of
+ * the sequence lock (model_layer_times is the reader's). */
+static void times_publish(struct layer_times *lt, int nlayers, int bwd)
+{
+    uint64_t s = atomic_load_explicit(&lt->seq, memory_order_relaxed);
+    atomic_store_explicit(&lt->seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    const int64_t *src = bwd ? lt->bwd_ns : lt->fwd_ns;
+    for (int i = 0; i < nlayers; i++)
+        atomic_store_explicit(&lt->pub[(size_t)bwd * nlayers + i], src[i], memory_order_relaxed);
+    atomic_store_explicit(&lt->pub_calls[bwd], bwd ? lt->bwd_calls : lt->fwd_calls, memory_order_relaxed);
+    atomic_store_explicit(&lt->seq, s + 2, memory_order_release);
+}
+
+int model_layer_times(const struct model *m, int64_t *fwd_ns, int64_t *bwd_ns, int n, int64_t *fwd_calls,
+                      int64_t *bwd_calls)
+{
+    struct layer_times *lt = m->times;
+    if (!lt)
+        return 0;
+    if (n > m->nlayers)
+        n = m->nlayers;
+    for (int tries = 0; tries < 8; tries++) {
+        uint64_t s0 = atomic_load_explicit(&lt->seq, memory_order_acquire);
+        if (s0 & 1)
+            continue;
+        for (int i = 0; i < n; i++) {
+            fwd_ns[i] = atomic_load_explicit(&lt->pub[i], memory_order_relaxed);
+            bwd_ns[i] = atomic_load_explicit(&lt->pub[(size_t)m->nlayers + i], memory_order_relaxed);
+        }
+        *fwd_calls = atomic_load_explicit(&lt->pub_calls[0], memory_order_relaxed);
+        *bwd_calls = atomic_load_explicit(&lt->pub_calls[1], memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&lt->seq, memory_order_relaxed) == s0)
+            return n;
+    }
+    return -1;
+}
 
 static int64_t now_ns(void)
 {
@@ -235,12 +286,22 @@ struct model *model_finish(struct model *m, int out, char *err, size_t errlen)
     if (m->err[0])
         goto fail; /* the upload failed */
     model_set_trainable(m, "all", NULL, 0);
-    const char *lt = getenv("DDPTOP_LAYER_TIMES");
-    if (lt && *lt && strcmp(lt, "0") != 0) {
-        m->times = calloc(1, sizeof(*m->times));
-        if (m->times) {
-            m->times->fwd_ns = calloc((size_t)m->nlayers, sizeof(int64_t));
-            m->times->bwd_ns = calloc((size_t)m->nlayers, sizeof(int64_t));
+    /* per-layer timing is always on (struct layer_times says why it is
+     * cheap); without memory for it the model still trains, untimed */
+    struct layer_times *lt = calloc(1, sizeof(*lt));
+    if (lt) {
+        lt->fwd_ns = calloc((size_t)m->nlayers, sizeof(int64_t));
+        lt->bwd_ns = calloc((size_t)m->nlayers, sizeof(int64_t));
+        lt->pub = calloc(2 * (size_t)m->nlayers, sizeof(*lt->pub));
+        if (lt->fwd_ns && lt->bwd_ns && lt->pub) {
+            const char *env = getenv("DDPTOP_LAYER_TIMES");
+            lt->print = env && *env && strcmp(env, "0") != 0;
+            m->times = lt;
+        } else {
+            free(lt->fwd_ns);
+            free(lt->bwd_ns);
+            free(lt->pub);
+            free(lt);
         }
     }
     return m;
@@ -255,10 +316,11 @@ void model_destroy(struct model *m)
     if (!m)
         return;
     if (m->times) {
-        if (m->times->fwd_ns && m->times->bwd_ns && m->times->fwd_calls > 0)
+        if (m->times->print && m->times->fwd_calls > 0)
             model_print_times(m, stderr);
         free(m->times->fwd_ns);
         free(m->times->bwd_ns);
+        free(m->times->pub);
         free(m->times);
     }
     m->dev.ops->sync(&m->dev, STREAM_COMPUTE); /* nothing may still be using what is freed below */
@@ -285,7 +347,7 @@ void model_destroy(struct model *m)
 
 int model_forward(struct model *m, int train)
 {
-    struct layer_times *lt = m->times && m->times->fwd_ns ? m->times : NULL;
+    struct layer_times *lt = m->times;
     for (int i = 0; i < m->nlayers; i++) {
         struct layer *l = &m->layers[i];
         int64_t t0 = lt ? now_ns() : 0;
@@ -294,8 +356,10 @@ int model_forward(struct model *m, int train)
         if (lt)
             lt->fwd_ns[i] += now_ns() - t0;
     }
-    if (lt)
+    if (lt) {
         lt->fwd_calls++;
+        times_publish(lt, m->nlayers, 0);
+    }
     return 0;
 }
 
@@ -336,7 +400,7 @@ static int layer_trains(const struct model *m, const struct layer *l)
 
 static int backward_layers(struct model *m, grad_ready_fn ready, void *ctx)
 {
-    struct layer_times *lt = m->times && m->times->bwd_ns ? m->times : NULL;
+    struct layer_times *lt = m->times;
     /* layers before bwd_first are frozen and feed only frozen layers */
     for (int i = m->nlayers - 1; i >= m->bwd_first; i--) {
         struct layer *l = &m->layers[i];
@@ -354,8 +418,10 @@ static int backward_layers(struct model *m, grad_ready_fn ready, void *ctx)
                 if (m->params[l->param0 + p].trainable)
                     ready(ctx, l->param0 + p);
     }
-    if (lt)
+    if (lt) {
         lt->bwd_calls++;
+        times_publish(lt, m->nlayers, 1);
+    }
     return 0;
 }
 
@@ -457,7 +523,7 @@ size_t model_activation_bytes(const struct model *m)
 void model_print_times(const struct model *m, FILE *f)
 {
     const struct layer_times *lt = m->times;
-    if (!lt || !lt->fwd_ns || lt->fwd_calls == 0)
+    if (!lt || lt->fwd_calls == 0)
         return;
     double tot = 0.0;
     for (int i = 0; i < m->nlayers; i++)

@@ -111,7 +111,7 @@ struct model {
     float loss_value;  /* model_loss_begin on the CPU: the result it computed */
     int loss_n, loss_correct;
     float *acc;                /* [largest tensor]: an input gradient to be added to one already set */
-    struct layer_times *times; /* per-layer timing (DDPTOP_LAYER_TIMES=1), or NULL */
+    struct layer_times *times; /* per-layer host timing (model_layer_times), or NULL */
     char err[256];             /* the last build or kernel error */
 };
 
@@ -174,6 +174,16 @@ int model_set_trainable(struct model *m, const char *spec, char *err, size_t err
 size_t model_activation_bytes(const struct model *m);
 /* Prints the per-layer time table (DDPTOP_LAYER_TIMES=1) to f. */
 void model_print_times(const struct model *m, FILE *f);
+/* Per-layer host wall time, summed over the calls so far, as the model's
+ * thread last published it (at the end of a forward or backward): from
+ * any thread, without a lock, one consistent set. Copies the first n
+ * layers' forward and backward totals (ns) and the number of forward and
+ * backward calls. Returns how many layers it copied; 0 when the model is
+ * not timed; -1 when the model's thread was publishing each time it
+ * looked (try again later). On an asynchronous device these times are
+ * what launching took, not what the kernels took. */
+int model_layer_times(const struct model *m, int64_t *fwd_ns, int64_t *bwd_ns, int n, int64_t *fwd_calls,
+                      int64_t *bwd_calls);
 
 /* ---- builder, used by the zoo ----------------------------------------- */
 int model_add_tensor(struct model *m, int c, int h, int w);

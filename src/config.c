@@ -35,7 +35,7 @@
 #include "strategy.h"
 #include "zoo.h"
 
-#define MAX_RANKS 64
+#define MAX_RANKS CFG_MAX_RANKS
 #define HELP_COL 28    /* --help: where an option's text starts */
 #define HELP_WIDTH 100 /* --help: text is wrapped before this column */
 
@@ -616,7 +616,7 @@ static const struct opt opts[] = {
     {TEXT("data-dir", AT(base.data_dir), "directory", "DIR", G_WORK, "where the data set's files are"),
      .def_text = DATA_DEBIAN_FASHION_DIR " for fashion-mnist"},
     {INT("ranks", LIST(ranks, nranks), 1, MAX_RANKS, "N", "2", G_WORK, "training ranks")},
-    {INT("batch-size", LIST(batches, nbatches), 1, 65536, "B", "32", G_WORK, "samples per rank per step")},
+    {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step")},
     {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, STRAT_COUNT - 1), "strategy", "S",
             "allreduce", G_WORK,
             "how gradients are synchronised; single runs one rank on the whole global batch, ranks x batch")},

@@ -12,8 +12,10 @@
 #include <stdio.h>
 
 #define CFG_MAX_LIST 16
-#define CFG_MAX_GPUS 16    /* entries in --gpus */
-#define CFG_GPU_LIMIT 1024 /* a --gpus entry is below this */
+#define CFG_MAX_RANKS 64    /* --ranks: at most */
+#define CFG_MAX_BATCH 65536 /* --batch-size: at most, per rank */
+#define CFG_MAX_GPUS 16     /* entries in --gpus */
+#define CFG_GPU_LIMIT 1024  /* a --gpus entry is below this */
 #define CFG_NAME 32
 #define CFG_PATH 1024
 

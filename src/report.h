@@ -78,7 +78,7 @@ struct run_result {
     double speedup, efficiency;
     int speedup_valid;
     int base_run;
-    int scaling;              /* enum scaling */
+    int scaling;              /* enum scaling_kind */
     double samples_per_s_p50; /* global batch / the median step time */
     /* --repeat: the runs of this configuration; this result is the median one */
     int repeats;
@@ -134,7 +134,7 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
  * breakdowns (b), and the run's from the ranks'. */
 void result_breakdowns(struct run_result *res);
 void result_free(struct run_result *res);
-enum scaling { SCALING_NONE = 0, SCALING_STRONG, SCALING_WEAK, SCALING_OTHER };
+enum scaling_kind { SCALING_NONE = 0, SCALING_STRONG, SCALING_WEAK, SCALING_OTHER };
 const char *scaling_name(int scaling);
 
 /* Fills every result's speedup, efficiency, base run and scaling, against

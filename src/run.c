@@ -60,10 +60,53 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
     return 0;
 }
 
+int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
+              size_t errlen)
+{
+    int world = run_world(rc);
+    long per_rank = train->n / world;
+    if (per_rank / (run_global_batch(rc) / world) < 1) {
+        snprintf(err, errlen, "--batch-size %d: larger than a rank's share of %s (%ld samples)", rc->batch_size,
+                 train->name, per_rank);
+        return -1;
+    }
+    if (rc->grad_fp16 && world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP) {
+        snprintf(err, errlen, "--grad-compress fp16: only the allreduce and ddp strategies compress (not %s)",
+                 strategy_name(rc->strategy));
+        return -1;
+    }
+    /* as config_parse says it for the command line: a plan made later (the
+     * UI's) may have fewer ranks than the one these options named */
+    if (rc->slow_rank >= rc->ranks) {
+        snprintf(err, errlen, "--slow-rank: rank %d does not exist with --ranks %d", rc->slow_rank, rc->ranks);
+        return -1;
+    }
+    if (rc->fault.kind != FAULT_NONE && rc->fault.rank >= rc->ranks) {
+        snprintf(err, errlen, "--inject-fault: rank %d does not exist with --ranks %d", rc->fault.rank, rc->ranks);
+        return -1;
+    }
+    int on_gpu = device_is_gpu(devops);
+    if (rc->comm == COMM_MPI || (rc->comm == COMM_NCCL && !on_gpu)) {
+        snprintf(err, errlen, "--comm %s: not available %s", rc->comm == COMM_NCCL ? "nccl" : "mpi",
+                 rc->comm == COMM_NCCL ? "on the CPU" : "in this build");
+        return -1;
+    }
+    return 0;
+}
+
+const struct model *run_rank_model(const struct run *r, int i)
+{
+    if (!r->ranks || i < 0 || i >= r->world || atomic_load(&r->ranks[i].nparams_total) == 0)
+        return NULL;
+    return r->ranks[i].model;
+}
+
 int run_start(struct run *r, const struct run_config *rc, const struct dataset *train, const struct dataset *test,
               const struct device_ops *devops, char *err, size_t errlen)
 {
     memset(r, 0, sizeof(*r));
+    if (run_check(rc, train, devops, err, errlen) != 0)
+        return -1;
     r->cfg = *rc;
     r->train = train;
     r->test = test;
@@ -72,13 +115,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     r->world = run_world(rc);
     r->global_batch = run_global_batch(rc);
     r->local_batch = r->global_batch / r->world;
-    long per_rank = train->n / r->world;
-    r->steps_per_epoch = per_rank / r->local_batch;
-    if (r->steps_per_epoch < 1) {
-        snprintf(err, errlen, "--batch-size %d: larger than a rank's share of %s (%ld samples)", rc->batch_size,
-                 train->name, per_rank);
-        return -1;
-    }
+    r->steps_per_epoch = (train->n / r->world) / r->local_batch;
     /* --steps without --epochs runs as many epochs as it takes */
     if (rc->steps > 0 && !rc->epochs_set) {
         long need = (rc->steps + r->steps_per_epoch - 1) / r->steps_per_epoch;
@@ -90,18 +127,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     else if (rc->steps > r->total_steps)
         snprintf(r->note, sizeof(r->note), "--steps %ld: capped at %ld by --epochs %d (%ld steps an epoch)", rc->steps,
                  r->total_steps, r->cfg.epochs, r->steps_per_epoch);
-    if (rc->grad_fp16 && r->world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP) {
-        snprintf(err, errlen, "--grad-compress fp16: only the allreduce and ddp strategies compress (not %s)",
-                 strategy_name(rc->strategy));
-        return -1;
-    }
     r->on_gpu = device_is_gpu(devops);
     r->gpu = r->on_gpu ? gpu_module() : NULL;
-    if (rc->comm == COMM_MPI || (rc->comm == COMM_NCCL && !r->on_gpu)) {
-        snprintf(err, errlen, "--comm %s: not available %s", rc->comm == COMM_NCCL ? "nccl" : "mpi",
-                 rc->comm == COMM_NCCL ? "on the CPU" : "in this build");
-        return -1;
-    }
     snprintf(r->backend, sizeof(r->backend), "shm/%s", rc->algo == ALGO_NAIVE ? "naive" : "ring");
     if (r->on_gpu && gpu_plan(r, rc, devops, err, errlen) != 0)
         return -1;

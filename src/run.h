@@ -44,7 +44,9 @@ struct rank {
     char err[256];
     struct model *model; /* owned by the rank thread */
     struct comm *comm;
-    _Atomic size_t nparams_total, nparams_trainable; /* floats, set by the rank at start; 0 before */
+    /* floats, set by the rank at start; 0 before. Stored after `model`, so
+     * they publish it to the collector too (run_rank_model). */
+    _Atomic size_t nparams_total, nparams_trainable;
     int64_t flops_per_sample;
 };
 
@@ -82,6 +84,18 @@ struct run {
     char err[320];   /* first failure, with the rank */
 };
 
+/* What run_start refuses in rc before it launches anything (a batch
+ * larger than a rank's share of the data, a slow or faulty rank that does
+ * not exist, compression a strategy cannot do, a backend this build or
+ * device lacks): 0, or -1 with err set. The UI asks before it stops the
+ * current run for the next. */
+int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
+              size_t errlen);
+/* Rank i's model once the rank has built it, else NULL: for the collector
+ * to read what stays fixed after the build (the layers' names) and what
+ * the model publishes for other threads (model_layer_times). It lives
+ * until run_free. */
+const struct model *run_rank_model(const struct run *r, int i);
 /* Prepares and launches the rank threads. */
 int run_start(struct run *r, const struct run_config *rc, const struct dataset *train, const struct dataset *test,
               const struct device_ops *devops, char *err, size_t errlen);

@@ -3,13 +3,19 @@
 # checks what a user would see: every pane with live, changing numbers;
 # `p` really stops the step counter and resumes it; `s` adds a run to the
 # runs pane; `e`, `t`, `?` answer; a resize to 50x15 and to 30x8 (too small)
-# and back is survived; `q` exits 0 with the terminal back in normal mode;
+# and back is survived; r/R and b/B plan the next run's ranks and batch, `s`
+# starts exactly that run, the runs pane gives its speedup, refusals land
+# in the status line; `L` shows per-layer times and ddp's buckets, `g` the
+# scaling plot; `q` exits 0 with the terminal back in normal mode;
 # with an alpha-beta model file the traffic pane shows a prediction; Ctrl-C
 # and a crash (abort) restore the terminal too; NO_COLOR and a non-UTF-8
 # locale give a colourless, ASCII screen; a rank that fails (a diverging
 # learning rate) leaves FAILED and its error on screen until q, which then
 # exits 1; a collective that fails on one rank (--inject-fault comm-error)
-# leaves every pane drawn and the rank and its error in the header.
+# leaves every pane drawn and the rank and its error in the header. At 80x24
+# without colour, a 4-rank run shows fwd, bwd and opt in three glyphs, says
+# which ranks the timeline and rank table leave out, and the header keeps
+# the parameter count on the first run.
 #
 # Usage: e2e_ui.sh /path/to/ddptop
 # Exit status: 0 pass, 1 fail, 77 skip (only when tmux is missing).
@@ -100,6 +106,16 @@ wait_for 'GB/s' 10 && pass "busbw shown" || fail "no busbw figure"
 wait_for '┴0─' 10 && pass "timeline has a time axis" || fail "no timeline axis"
 wait_for 'prediction n/a' 5 && pass "traffic labels the missing prediction n/a" || fail "no prediction label"
 wait_for_p '[\x{2801}-\x{28FF}]' 10 && pass "plots draw braille" || fail "no braille in the plots"
+# traffic: both charts plot (the bus bandwidth too, without a cost model),
+# each labelled in its own rows: its top value with the unit, what it is
+if wait_gone 'no data yet' 10 && wait_for '│ *sent\+recv ' 5 && wait_for '│ +busbw ' 5; then
+    pass "traffic: both charts plot, each with its caption"
+else
+    fail "traffic: a chart without data or without its caption"
+fi
+# (a top label's row holds its chart's highest point: a braille dot before any text)
+n=$(screen | grep -cP '│ *[0-9.]+ [KMGT]?B/s [\x{2800}-\x{28FF} ]*[\x{2801}-\x{28FF}]')
+[ "${n:-0}" -ge 2 ] && pass "traffic: each chart's top label has its unit" || fail "traffic: $n chart labels with units"
 if tm capture-pane -e -p -t "$S" | grep -Eq $'\x1b\\[[0-9;]*(3[0-7]|4[0-7]|38;|48;)[0-9;]*m'; then
     pass "colour is on"
 else
@@ -201,6 +217,67 @@ done
 s1=$(step_now)
 wait_step_above "${s1:-0}" 10 && pass "still training after the resizes" || fail "stuck after resize"
 
+# r/R, b/B, s: the next run with the ranks and batch planned (the current
+# run is ddp, 2 ranks x 32, after the s above)
+tm send-keys -t "$S" r
+wait_for 'next: ddp, 1 rank x 32 ' 5 && pass "r plans one rank fewer (Runs title)" || fail "r did not change the plan"
+tm send-keys -t "$S" b
+wait_for 'next run: ddp, 1 rank x 16 ' 5 && pass "b halves the planned batch (status line)" || fail "b did not halve"
+tm send-keys -t "$S" r
+wait_for 'r: ranks: 1 is the fewest' 5 && pass "r at one rank is refused in the status line" || fail "no refusal for 0 ranks"
+tm send-keys -t "$S" s
+if wait_for 'ranks 1 +batch 16x1=16' 20 && wait_for '│> 3 +ddp +1 +16 ' 10; then
+    pass "s starts the planned run: 1 rank, batch 16"
+else
+    fail "s did not start the planned 1-rank run"
+fi
+wait_for 'speedup +eff%' 5 && pass "the runs pane has speedup and efficiency columns" || fail "no speedup column"
+wait_for '│> 3 +ddp +1 +16 .* 1\.00x +100\.0 ' 15 && pass "a 1-rank run is its own base: 1.00x" ||
+    fail "no speedup for the 1-rank run"
+# R doubles the ranks and keeps the per-rank batch: weak scaling against
+# the 1-rank run of the same per-rank batch, which is its speedup base
+tm send-keys -t "$S" R
+wait_for 'next: ddp, 2 ranks x 16 ' 5 || fail "R did not plan 2 ranks x 16"
+tm send-keys -t "$S" s
+if wait_for 'ranks 2 +batch 16x2=32' 20 && wait_for '│> 4 +ddp +2 +16 .* [0-9]+\.[0-9]{2}x +[0-9]+\.[0-9] ' 15; then
+    pass "R, s: a 2-rank run whose speedup is against the 1-rank run"
+else
+    fail "no 2-rank run with a speedup"
+fi
+# g: the scaling plot in the runs table's place, with the ideal and both ddp runs
+tm send-keys -t "$S" g
+if wait_for '─ Scaling ' 5 && wait_for 'ideal .*d ddp' 5 && wait_for '^│ ranks 1─.*2 *│$' 5; then
+    pass "g shows the scaling plot: ranks axis, the ideal and ddp's points"
+else
+    fail "no scaling plot"
+fi
+screen | grep -q '─ Runs ' && fail "the runs table is still shown beside the plot" || pass "the plot takes the runs table's place"
+tm send-keys -t "$S" g
+wait_for '─ Runs ' 5 && pass "g again: the runs table is back" || fail "g did not switch back"
+# L: per-layer times and, for ddp, the buckets, in the timeline's place
+tm send-keys -t "$S" L
+if wait_for '─ Layers ' 5 && wait_for '│ +0 conv1 +conv2d +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} ' 10 &&
+    wait_for '│ +11 fc3 +linear +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} ' 5; then
+    pass "L lists LeNet's layers with forward and backward times"
+else
+    fail "no per-layer times"
+fi
+if wait_for '^│0 +[0-9.]+ [KM]B +[0-9]+\.[0-9]{2} +[0-9]+\.[0-9]{2}-[0-9]+\.[0-9]{2} ' 10; then
+    pass "the layers pane shows when ddp's bucket was ready and when its allreduce ran"
+else
+    fail "no bucket timing for ddp"
+fi
+tm send-keys -t "$S" L
+wait_for '─ Timeline ' 5 && pass "L again: the timeline is back" || fail "L did not switch back"
+# a batch no rank's share of the data can hold: refused before anything stops
+s1=$(step_now)
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do tm send-keys -t "$S" B; done
+if wait_for 'B: refused: --batch-size [0-9]+: larger than a rank' 5 && wait_step_above "${s1:-0}" 10; then
+    pass "B past the data's share is refused in the status line; the run goes on"
+else
+    fail "no refusal for a batch larger than the data"
+fi
+
 # q: exit status 0, terminal restored
 tm send-keys -t "$S" q
 if wait_file "$T/exit.main" 15; then
@@ -210,7 +287,7 @@ else
     fail "q did not exit"
 fi
 # the report of both runs is printed after the UI leaves
-wait_for '^lenet +synthetic +allreduce' 5 && pass "the runs' report is printed on exit" || fail "no report after exit"
+wait_for_all '^lenet +synthetic +allreduce' 5 && pass "the runs' report is printed on exit" || fail "no report after exit"
 check_shell main
 
 # ---- 2. with an alpha-beta model, a prediction; Ctrl-C restores the terminal ---
@@ -244,8 +321,8 @@ check_shell crash
 
 # ---- 4. NO_COLOR and a non-UTF-8 locale: no colour, ASCII glyphs -----------------
 run_ddptop nocolor "LANG=C LC_ALL=C NO_COLOR=1"
-if wait_for 'step [0-9]+/' 15 && wait_for '# fwd' 5; then
-    pass "C locale: ASCII legend"
+if wait_for 'step [0-9]+/' 15 && wait_for '> fwd  < bwd  \+ opt  = comm' 5; then
+    pass "C locale: ASCII legend, a glyph per category"
 else
     fail "C locale: no ASCII legend"
 fi
@@ -271,8 +348,9 @@ wait_for "terminal 'dumb' cannot place the cursor.*use --batch" 5 && pass "TERM=
 check_shell dumb
 
 # ---- 5. a failed rank: FAILED and its error stay on screen until q -------------
-# (a learning rate this high makes LeNet's loss NaN within a few hundred steps)
-run_ddptop failed "LANG=C.UTF-8" "--lr 100 --momentum 0.99"
+# (a learning rate this high makes LeNet's loss NaN within a few steps at
+# batch 8; at 32 it took 366 steps, longer than the wait under TSan)
+run_ddptop failed "LANG=C.UTF-8" "--lr 100 --momentum 0.99 --batch-size 8"
 if wait_for 'FAILED' 40 && wait_for 'run failed: rank [0-9]+ failed: .*diverged' 5; then
     pass "a failed rank shows FAILED and the error"
     sleep 1
@@ -306,6 +384,55 @@ tm send-keys -t "$S" q
 wait_file "$T/exit.commfail" 15 && [ "$(cat "$T/exit.commfail")" = "EXIT=1" ] && pass "q after the failure exits 1" ||
     fail "q after the failed collective: $(cat "$T/exit.commfail" 2>/dev/null)"
 check_shell commfail
+
+# ---- 7. 80x24 without colour, 4 ranks: glyphs, what is cut, the header ----------
+# MLP's optimizer step is long enough to show at one step per screen
+tm resize-window -t "$S" -x 80 -y 24
+run_ddptop small "LANG=C.UTF-8 NO_COLOR=1" "--model mlp --ranks 4 --strategy allreduce --slow-rank 3:1.2"
+wait_for 'step [0-9]+/' 20 || fail "80x24: ddptop did not start"
+wait_for '^ ddptop +model mlp .*params 670k' 10 && pass "80x24: the header shows params on the first run" ||
+    fail "80x24: no params in the header"
+wait_for '█ fwd  ▆ bwd  ▚ opt  ▓ comm' 5 && pass "80x24: the legend gives fwd, bwd and opt a glyph each" ||
+    fail "80x24: the legend does not tell fwd, bwd and opt apart"
+wait_for '^└─ \+2 ranks below: tab, then ↓ scrolls ─' 10 && pass "80x24: the timeline says two ranks are hidden" ||
+    fail "80x24: no hidden-ranks marker on the timeline"
+tm send-keys -t "$S" + +
+# the lanes themselves: each of the three glyphs drawn somewhere in a main lane
+deadline=$(($(now_ms) + 30000))
+glyphs=0
+while [ "$(now_ms)" -lt "$deadline" ]; do
+    lanes=$(screen | grep -E '^│r[0-9] main ')
+    if printf '%s' "$lanes" | grep -q '█' && printf '%s' "$lanes" | grep -q '▆' && printf '%s' "$lanes" | grep -q '▚'; then
+        glyphs=1
+        break
+    fi
+    sleep 0.2
+done
+[ $glyphs = 1 ] && pass "80x24: the timeline draws fwd █, bwd ▆ and opt ▚ in the lanes" ||
+    fail "80x24: the lanes do not show three distinct compute glyphs"
+# down arrows on the focused timeline bring the hidden ranks in
+tm send-keys -t "$S" Tab Down Down
+wait_for '^│r3 main ' 5 && wait_for '^└─ \+2 ranks above: ↑ scrolls ─' 5 && pass "80x24: tab, then down scrolls to the last ranks" ||
+    fail "80x24: the hidden ranks did not scroll in"
+# a plan with fewer ranks than --slow-rank names is refused at the key
+tm send-keys -t "$S" r
+wait_for 'r: refused: --slow-rank: rank 3 does not exist with --ranks 3' 5 &&
+    pass "80x24: r below the slow rank is refused in the status line" || fail "80x24: no refusal for r below --slow-rank"
+tm send-keys -t "$S" q
+wait_file "$T/exit.small" 15 && [ "$(cat "$T/exit.small")" = "EXIT=0" ] && pass "80x24: q exits 0" ||
+    fail "80x24: q did not exit 0"
+check_shell small
+# the rank table cuts too: 12 ranks do not fit its rows
+run_ddptop many "LANG=C.UTF-8 NO_COLOR=1" "--model mlp --ranks 12 --strategy allreduce --batch-size 8"
+if wait_for '^└─ \+[0-9]+ ranks below: ↓ scrolls ─' 20; then
+    pass "80x24: the rank table says how many ranks are below"
+else
+    fail "80x24: no hidden-ranks marker on the rank table"
+fi
+tm send-keys -t "$S" q
+wait_file "$T/exit.many" 15 || fail "80x24, 12 ranks: q did not exit"
+check_shell many
+tm resize-window -t "$S" -x 160 -y 50
 
 echo "e2e_ui: $FAILS failure(s) in $(($(date +%s) - START)) s"
 [ "$FAILS" = 0 ]

@@ -4,8 +4,11 @@
  * layout_compute() is a pure function, so every size is checked exactly:
  * no shown pane is smaller than its minimum, none overlap, none leave the
  * screen, together they tile it, and a pane shown at some height stays shown
- * when the terminal grows. Below the minimum it must say "too small" and
- * show nothing.
+ * when the terminal grows. The slots that two panes share (the timeline or
+ * the layers pane; the runs table or the scaling plot) show one at most,
+ * the one switched in; a pane the user asked for (keep) is dropped only
+ * after every other optional pane. Below the minimum it must say "too
+ * small" and show nothing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,19 +27,33 @@
 #define SWEEP_MAX_COLS 300
 #define SWEEP_MAX_ROWS 100
 
-/* What the screen may ask for: pane sets and content sizes that stress the
- * rank table, the timeline and the runs pane from tiny to huge. */
-static const unsigned wants[] = {
-    PANE_ALL,
-    PANE_ALL & ~PANE_BIT(PANE_RUNS),
-    PANE_ALL & ~PANE_BIT(PANE_TIMELINE),
-    PANE_BIT(PANE_LOSS),
-    PANE_BIT(PANE_TRAFFIC) | PANE_BIT(PANE_RUNS),
-    0,
+/* What the screen may ask for: pane sets (the default screen, each slot
+ * switched, both) with and without panes the user asked for, and content
+ * sizes that stress the rank table, the timeline, the layers and the runs
+ * pane from tiny to huge. */
+#define DEFAULT_PANES (PANE_ALL & ~(PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_SCALING)))
+#define SLOTS (PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_RUNS) | PANE_BIT(PANE_SCALING))
+static const struct {
+    unsigned want, keep;
+} screens[] = {
+    {DEFAULT_PANES, 0},
+    {DEFAULT_PANES & ~PANE_BIT(PANE_RUNS), 0},
+    {DEFAULT_PANES & ~PANE_BIT(PANE_TIMELINE), 0},
+    {PANE_BIT(PANE_LOSS), 0},
+    {PANE_BIT(PANE_TRAFFIC) | PANE_BIT(PANE_RUNS), 0},
+    {0, 0},
+    {DEFAULT_PANES | PANE_BIT(PANE_LAYERS), 0},
+    {DEFAULT_PANES | PANE_BIT(PANE_LAYERS), SLOTS},
+    {DEFAULT_PANES | PANE_BIT(PANE_SCALING), SLOTS},
+    {PANE_ALL, SLOTS},
+    {PANE_ALL, 0},
+    {DEFAULT_PANES, SLOTS},
+    {PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_SCALING) | PANE_BIT(PANE_LOSS), PANE_BIT(PANE_SCALING)},
 };
 static const int rank_rows[] = {0, 2, 64};
 static const int lanes[] = {1, 4, 128};
 static const int run_rows[] = {0, 1, 40};
+static const int layer_rows[] = {0, 16, 500};
 
 static int overlaps(const struct rect *a, const struct rect *b)
 {
@@ -56,6 +73,28 @@ static void check_layout(const struct layout_req *q, const struct layout *l)
         fail_msg("%s: header, ranks or footer missing (shown %#x)", where, l->shown);
     if (l->shown & ~(q->want | always))
         fail_msg("%s: shows a pane nobody asked for (shown %#x)", where, l->shown);
+    /* a slot shows one pane, the one switched in when both are wanted */
+    if ((l->shown & PANE_BIT(PANE_TIMELINE)) && (q->want & PANE_BIT(PANE_LAYERS)))
+        fail_msg("%s: the timeline is shown while the layers pane is switched in", where);
+    if ((l->shown & PANE_BIT(PANE_RUNS)) && (q->want & PANE_BIT(PANE_SCALING)))
+        fail_msg("%s: the runs table is shown while the scaling plot is switched in", where);
+    /* the panes the user asked for go last */
+    unsigned optional = SLOTS | PANE_BIT(PANE_LOSS) | PANE_BIT(PANE_TRAFFIC);
+    unsigned kept_lost = q->keep & q->want & optional & ~l->shown, others_shown = l->shown & optional & ~q->keep;
+    for (int p = 0; p < PANE_COUNT; p++) {
+        int sibling = p == PANE_TIMELINE  ? PANE_LAYERS
+                      : p == PANE_LAYERS  ? PANE_TIMELINE
+                      : p == PANE_RUNS    ? PANE_SCALING
+                      : p == PANE_SCALING ? PANE_RUNS
+                                          : -1;
+        /* the pane a slot's other pane replaced is not lost */
+        if (sibling >= 0 && (kept_lost & PANE_BIT(p)) && (q->want & PANE_BIT(sibling)) &&
+            (p == PANE_TIMELINE || p == PANE_RUNS))
+            kept_lost &= ~PANE_BIT(p);
+    }
+    if (kept_lost && others_shown)
+        fail_msg("%s: pane(s) %#x the user asked for were dropped while %#x nobody asked for are shown", where,
+                 kept_lost, others_shown);
     long area = 0;
     for (int p = 0; p < PANE_COUNT; p++) {
         const struct rect *r = &l->pane[p];
@@ -85,26 +124,33 @@ static void check_layout(const struct layout_req *q, const struct layout *l)
 static void test_sweep_sizes(void **state)
 {
     long checked = 0;
-    for (size_t wi = 0; wi < sizeof(wants) / sizeof(wants[0]); wi++)
+    for (size_t wi = 0; wi < sizeof(screens) / sizeof(screens[0]); wi++)
         for (size_t ri = 0; ri < sizeof(rank_rows) / sizeof(rank_rows[0]); ri++)
             for (size_t li = 0; li < sizeof(lanes) / sizeof(lanes[0]); li++)
                 for (size_t ui = 0; ui < sizeof(run_rows) / sizeof(run_rows[0]); ui++)
-                    for (int cols = SWEEP_MIN_COLS; cols <= SWEEP_MAX_COLS; cols++) {
-                        unsigned prev_shown = 0;
-                        for (int rows = SWEEP_MIN_ROWS; rows <= SWEEP_MAX_ROWS; rows++) {
-                            struct layout_req q = {rows, cols, wants[wi], rank_rows[ri], lanes[li], run_rows[ui]};
-                            struct layout l, again;
-                            layout_compute(&l, &q);
-                            check_layout(&q, &l);
-                            /* growing the terminal never hides a pane */
-                            if ((l.shown & prev_shown) != prev_shown)
-                                fail_msg("%dx%d want=%#x: a pane shown at %d rows is hidden at %d (%#x -> %#x)", cols,
-                                         rows, q.want, rows - 1, rows, prev_shown, l.shown);
-                            prev_shown = l.shown;
-                            /* pure: the same question, the same answer */
-                            layout_compute(&again, &q);
-                            assert_memory_equal(&l, &again, sizeof(l));
-                            checked++;
+                    for (size_t yi = 0; yi < sizeof(layer_rows) / sizeof(layer_rows[0]); yi++) {
+                        /* layer_rows only matter with the layers pane */
+                        if (yi > 0 && !(screens[wi].want & PANE_BIT(PANE_LAYERS)))
+                            continue;
+                        for (int cols = SWEEP_MIN_COLS; cols <= SWEEP_MAX_COLS; cols++) {
+                            unsigned prev_shown = 0;
+                            for (int rows = SWEEP_MIN_ROWS; rows <= SWEEP_MAX_ROWS; rows++) {
+                                struct layout_req q = {rows,      cols,         screens[wi].want, rank_rows[ri],
+                                                       lanes[li], run_rows[ui], layer_rows[yi],   screens[wi].keep};
+                                struct layout l, again;
+                                layout_compute(&l, &q);
+                                check_layout(&q, &l);
+                                /* growing the terminal never hides a pane */
+                                if ((l.shown & prev_shown) != prev_shown)
+                                    fail_msg("%dx%d want=%#x keep=%#x: a pane shown at %d rows is hidden at %d "
+                                             "(%#x -> %#x)",
+                                             cols, rows, q.want, q.keep, rows - 1, rows, prev_shown, l.shown);
+                                prev_shown = l.shown;
+                                /* pure: the same question, the same answer */
+                                layout_compute(&again, &q);
+                                assert_memory_equal(&l, &again, sizeof(l));
+                                checked++;
+                            }
                         }
                     }
     assert_true(checked > 1000000);
@@ -114,7 +160,7 @@ static void test_too_small(void **state)
 {
     for (int cols = 1; cols <= SWEEP_MAX_COLS; cols++)
         for (int rows = 1; rows <= SWEEP_MAX_ROWS; rows++) {
-            struct layout_req q = {rows, cols, PANE_ALL, 2, 2, 1};
+            struct layout_req q = {rows, cols, PANE_ALL, 2, 2, 1, 0, 0};
             struct layout l;
             layout_compute(&l, &q);
             int small = rows < LAYOUT_MIN_ROWS || cols < LAYOUT_MIN_COLS;
@@ -127,13 +173,13 @@ static void test_too_small(void **state)
         }
     /* the sweep's smallest size is usable, one less in either direction is not */
     struct layout l;
-    struct layout_req q = {SWEEP_MIN_ROWS, SWEEP_MIN_COLS, PANE_ALL, 2, 2, 1};
+    struct layout_req q = {SWEEP_MIN_ROWS, SWEEP_MIN_COLS, PANE_ALL, 2, 2, 1, 0, 0};
     layout_compute(&l, &q);
     assert_false(l.too_small);
-    struct layout_req q2 = {LAYOUT_MIN_ROWS - 1, 300, PANE_ALL, 2, 2, 1};
+    struct layout_req q2 = {LAYOUT_MIN_ROWS - 1, 300, PANE_ALL, 2, 2, 1, 0, 0};
     layout_compute(&l, &q2);
     assert_true(l.too_small);
-    struct layout_req q3 = {100, LAYOUT_MIN_COLS - 1, PANE_ALL, 2, 2, 1};
+    struct layout_req q3 = {100, LAYOUT_MIN_COLS - 1, PANE_ALL, 2, 2, 1, 0, 0};
     layout_compute(&l, &q3);
     assert_true(l.too_small);
 }
@@ -143,33 +189,65 @@ static void test_too_small(void **state)
 static void test_common_sizes(void **state)
 {
     struct layout l;
-    struct layout_req big = {50, 160, PANE_ALL, 2, 4, 2};
+    struct layout_req big = {50, 160, DEFAULT_PANES, 2, 4, 2, 0, 0};
     layout_compute(&l, &big);
-    assert_int_equal(l.shown, PANE_ALL);
+    assert_int_equal(l.shown, DEFAULT_PANES);
     assert_int_equal(l.pane[PANE_LOSS].y, l.pane[PANE_TRAFFIC].y);
     assert_true(l.pane[PANE_RANKS].h >= 3 + 2);
     assert_true(l.pane[PANE_TIMELINE].h >= 4 + 4);
 
-    struct layout_req vt = {24, 80, PANE_ALL, 2, 2, 1};
+    struct layout_req vt = {24, 80, DEFAULT_PANES, 2, 2, 1, 0, 0};
     layout_compute(&l, &vt);
     assert_true(l.shown & PANE_BIT(PANE_TIMELINE));
     assert_true(l.shown & PANE_BIT(PANE_LOSS));
     assert_true(l.shown & PANE_BIT(PANE_TRAFFIC));
     assert_int_equal(l.pane[PANE_LOSS].y, l.pane[PANE_TRAFFIC].y);
 
-    struct layout_req narrow = {60, 79, PANE_ALL, 2, 2, 1};
+    struct layout_req narrow = {60, 79, DEFAULT_PANES, 2, 2, 1, 0, 0};
     layout_compute(&l, &narrow);
     assert_true(l.pane[PANE_TRAFFIC].y > l.pane[PANE_LOSS].y);
     assert_int_equal(l.pane[PANE_TRAFFIC].x, 0);
+}
+
+/* L and g: the layers pane takes the timeline's place, the scaling plot
+ * the runs table's, at 160x50 beside everything else, and at 80x24 (where
+ * the runs table does not fit) the plot the user asked for pushes the
+ * traffic and loss plots out rather than going itself. */
+static void test_switched_slots(void **state)
+{
+    struct layout l;
+    unsigned both = DEFAULT_PANES | PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_SCALING);
+    struct layout_req big = {50, 160, both, 2, 4, 3, 16, SLOTS};
+    layout_compute(&l, &big);
+    assert_int_equal(l.shown, both & ~(PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_RUNS)));
+    assert_int_equal(l.pane[PANE_LAYERS].y, l.pane[PANE_RANKS].y + l.pane[PANE_RANKS].h);
+    assert_true(l.pane[PANE_LAYERS].h >= 3 + 12); /* LeNet's twelve layers, whole */
+    assert_true(l.pane[PANE_SCALING].h >= 10);
+    assert_int_equal(l.pane[PANE_SCALING].y + l.pane[PANE_SCALING].h, l.pane[PANE_FOOTER].y);
+
+    /* nothing asked for: at 80x24 with 4 ranks the runs slot goes first */
+    struct layout_req vt = {24, 80, DEFAULT_PANES | PANE_BIT(PANE_SCALING), 4, 8, 2, 0, 0};
+    layout_compute(&l, &vt);
+    assert_false(l.shown & (PANE_BIT(PANE_SCALING) | PANE_BIT(PANE_RUNS)));
+    vt.keep = SLOTS;
+    layout_compute(&l, &vt);
+    assert_true(l.shown & PANE_BIT(PANE_SCALING));
+    assert_true(l.shown & PANE_BIT(PANE_TIMELINE));
+    assert_true(l.pane[PANE_SCALING].h >= layout_min_h(PANE_SCALING));
+
+    struct layout_req lay = {24, 80, DEFAULT_PANES | PANE_BIT(PANE_LAYERS), 4, 8, 2, 16, SLOTS};
+    layout_compute(&l, &lay);
+    assert_true(l.shown & PANE_BIT(PANE_LAYERS));
+    assert_false(l.shown & PANE_BIT(PANE_TIMELINE));
 }
 
 /* Many ranks do not starve the rest of the screen: the table scrolls. */
 static void test_many_ranks(void **state)
 {
     struct layout l;
-    struct layout_req q = {50, 160, PANE_ALL, 64, 128, 3};
+    struct layout_req q = {50, 160, DEFAULT_PANES, 64, 128, 3, 0, 0};
     layout_compute(&l, &q);
-    assert_int_equal(l.shown, PANE_ALL);
+    assert_int_equal(l.shown, DEFAULT_PANES);
     assert_true(l.pane[PANE_RANKS].h <= (50 - 4) * 2 / 5);
     assert_true(l.pane[PANE_LOSS].h >= layout_min_h(PANE_LOSS));
 }
@@ -177,10 +255,8 @@ static void test_many_ranks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_too_small),
-        cmocka_unit_test(test_common_sizes),
-        cmocka_unit_test(test_many_ranks),
-        cmocka_unit_test(test_sweep_sizes),
+        cmocka_unit_test(test_too_small),  cmocka_unit_test(test_common_sizes), cmocka_unit_test(test_switched_slots),
+        cmocka_unit_test(test_many_ranks), cmocka_unit_test(test_sweep_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,7 @@
-/* test_ui_core.c - the UI's curses-free modules: theme files and the
- * binned series behind the plots.
+/* test_ui_core.c - the UI's curses-free modules: theme files, the binned
+ * series behind the plots, number formats, fitting items to a width, the
+ * next run's plan, speedups over the session's runs and DDP's buckets
+ * found in a rank's spans.
  *
  * Themes: every file shipped in themes/ parses and sets every element (a
  * typo in an element name would otherwise leave a built-in default in
@@ -9,6 +11,12 @@
  * (a FIFO, a device) or is too big is refused before it is read.
  * Series: bins merge pairwise when full, so the mean of everything pushed
  * and the x extent are preserved exactly, and NaN is a gap.
+ * Formats: a rate label keeps three digits and its unit inside the
+ * traffic pane's label column; the cut-off note names the keys.
+ * Plan: r/R and b/B stop at their bounds, the first change keeps the
+ * strategy, n moves it. Scaling: results_speedup's base is a 1-rank run of
+ * the same model, the live run too. Buckets: ready and allreduce times are
+ * means over the steps asked for, from each step's first span.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,7 +33,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buckets.h"
+#include "fit.h"
+#include "fmt.h"
+#include "plan.h"
+#include "scaling.h"
 #include "series.h"
+#include "strategy.h"
 #include "theme.h"
 
 /* ---- themes ------------------------------------------------------------------ */
@@ -275,6 +289,244 @@ static void test_series_nan_and_log(void **state)
     assert_true(isnan(series_last(&s)));
 }
 
+/* ---- formats and fitting ------------------------------------------------------ */
+
+static void expect_rate(double v, const char *want)
+{
+    char b[32];
+    fmt_rate(b, sizeof(b), v);
+    if (strcmp(b, want))
+        fail_msg("fmt_rate(%g) = '%s', expected '%s'", v, b, want);
+}
+
+static void test_fmt_rate(void **state)
+{
+    expect_rate(0, "0 B/s");
+    expect_rate(NAN, "0 B/s");
+    expect_rate(512, "512 B/s");
+    expect_rate(59.3e6, "59.3 MB/s");
+    expect_rate(142e6, "142 MB/s");
+    expect_rate(4.448e9, "4.45 GB/s");
+    expect_rate(999.7e6, "1.00 GB/s"); /* the rounding carries into the next unit */
+    expect_rate(310e6, "310 MB/s");
+    /* it fits the traffic pane's 9-column labels below 1000 TB/s */
+    for (double v = 1; v < 1e15; v *= 1.37) {
+        char b[32];
+        fmt_rate(b, sizeof(b), v);
+        if (strlen(b) > 9)
+            fail_msg("fmt_rate(%g) = '%s' is wider than 9", v, b);
+    }
+}
+
+static void test_fmt_hidden(void **state)
+{
+    char b[128];
+    fmt_hidden(b, sizeof(b), 0, 0, "rank", 0, 1);
+    assert_string_equal(b, "");
+    fmt_hidden(b, sizeof(b), 0, 3, "rank", 0, 1);
+    assert_string_equal(b, "+3 ranks below: tab, then \u2193 scrolls");
+    fmt_hidden(b, sizeof(b), 0, 1, "rank", 1, 0);
+    assert_string_equal(b, "+1 rank below: Down scrolls");
+    fmt_hidden(b, sizeof(b), 2, 0, "lane", 1, 0);
+    assert_string_equal(b, "+2 lanes above: Up scrolls");
+    fmt_hidden(b, sizeof(b), 1, 2, "layer", 0, 0);
+    assert_string_equal(b, "+1 layer above, +2 below: tab, then Up/Down scroll");
+}
+
+static void test_fit_by_priority(void **state)
+{
+    /* widths 5 each with a 1-wide gap: 4 items need 24 */
+    int w[4] = {5, 5, 5, 5}, drop[4] = {0, 2, 1, 2}, on[4];
+    assert_int_equal(fit_by_priority(w, drop, 4, 1, 24, on), 24);
+    assert_true(on[0] && on[1] && on[2] && on[3]);
+    /* the highest drop goes first, the rightmost of equals first */
+    fit_by_priority(w, drop, 4, 1, 23, on);
+    assert_true(on[0] && on[1] && on[2] && !on[3]);
+    fit_by_priority(w, drop, 4, 1, 17, on);
+    assert_true(on[0] && !on[1] && on[2] && !on[3]);
+    fit_by_priority(w, drop, 4, 1, 8, on);
+    assert_true(on[0] && !on[1] && !on[2] && !on[3]);
+    /* what never drops stays, even when it does not fit */
+    assert_int_equal(fit_by_priority(w, drop, 4, 1, 2, on), 6);
+    assert_true(on[0]);
+}
+
+/* ---- the next run's plan ---------------------------------------------------------- */
+
+static void test_plan(void **state)
+{
+    struct run_config cur;
+    memset(&cur, 0, sizeof(cur));
+    cur.strategy = STRAT_ALLREDUCE;
+    cur.ranks = 2;
+    cur.batch_size = 32;
+    struct plan p;
+    char err[128], d[96];
+    plan_reset(&p, &cur);
+    /* untouched, `s` moves to the next strategy as it always did */
+    assert_int_equal(p.strategy, STRAT_DDP);
+    assert_false(p.edited);
+    /* the first change of ranks keeps the current strategy */
+    assert_int_equal(plan_ranks(&p, &cur, -1, err, sizeof(err)), 0);
+    assert_int_equal(p.ranks, 1);
+    assert_int_equal(p.strategy, STRAT_ALLREDUCE);
+    assert_true(p.edited);
+    plan_describe(&p, d, sizeof(d));
+    assert_string_equal(d, "allreduce, 1 rank x 32");
+    /* at a bound: refused, with the bound, and the plan stays */
+    assert_int_equal(plan_ranks(&p, &cur, -1, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "1 is the fewest"));
+    assert_int_equal(p.ranks, 1);
+    assert_int_equal(plan_ranks(&p, &cur, 1, err, sizeof(err)), 0);
+    assert_int_equal(plan_ranks(&p, &cur, 1, err, sizeof(err)), 0);
+    assert_int_equal(p.ranks, 3);
+    /* batch: halves and doubles, within 1..CFG_MAX_BATCH */
+    assert_int_equal(plan_batch(&p, &cur, 1, err, sizeof(err)), 0);
+    assert_int_equal(p.batch, 64);
+    while (plan_batch(&p, &cur, -1, err, sizeof(err)) == 0)
+        ;
+    assert_int_equal(p.batch, 1);
+    assert_non_null(strstr(err, "smallest"));
+    while (plan_batch(&p, &cur, 1, err, sizeof(err)) == 0)
+        ;
+    assert_int_equal(p.batch, CFG_MAX_BATCH);
+    /* n: the next strategy, wrapping; single runs the global batch on one rank */
+    plan_next_strategy(&p);
+    assert_int_equal(p.strategy, STRAT_DDP);
+    plan_next_strategy(&p);
+    assert_int_equal(p.strategy, STRAT_SINGLE);
+    p.batch = 32;
+    plan_describe(&p, d, sizeof(d));
+    assert_string_equal(d, "single, 1 rank x 96");
+    /* a new run resets it */
+    cur.strategy = STRAT_DDP;
+    plan_reset(&p, &cur);
+    assert_int_equal(p.strategy, STRAT_SINGLE);
+    assert_false(p.edited);
+}
+
+/* ---- speedups ------------------------------------------------------------------------ */
+
+static void result(struct run_result *r, const char *model, int strategy, int world, int global, double sps)
+{
+    memset(r, 0, sizeof(*r));
+    snprintf(r->cfg.model, sizeof(r->cfg.model), "%s", model);
+    r->cfg.strategy = strategy;
+    r->world = world;
+    r->global_batch = global;
+    r->samples_per_s = sps;
+    /* speedups go by median step times, as a finished run's report has them */
+    r->ms_p50 = sps > 0 ? 1e3 * global / sps : 0;
+    r->ms_valid = r->batch_valid = sps > 0;
+}
+
+static void test_scaling(void **state)
+{
+    struct run_result res[3], live;
+    result(&res[0], "lenet", STRAT_DDP, 2, 64, 1800);
+    result(&res[1], "mlp", STRAT_DDP, 1, 32, 5000);
+    result(&res[2], "lenet", STRAT_ALLREDUCE, 4, 128, 2000);
+    struct scaling sc;
+    memset(&sc, 0, sizeof(sc));
+    /* no 1-rank lenet: no speedup for lenet's runs */
+    assert_int_equal(scaling_update(&sc, res, 3, NULL), 0);
+    assert_int_equal(sc.n, 3);
+    assert_false(sc.row[0].valid);
+    assert_true(sc.row[1].valid);
+    assert_float_equal(sc.row[1].speedup, 1.0, 1e-12);
+    struct scaling_axes ax;
+    assert_int_equal(scaling_axes(&sc, &ax), 1);
+    /* the live run is a 1-rank lenet: the base of the finished ones */
+    result(&live, "lenet", STRAT_DDP, 1, 32, 1000);
+    assert_int_equal(scaling_update(&sc, res, 3, &live), 0);
+    assert_int_equal(sc.n, 4);
+    assert_true(sc.row[0].valid);
+    assert_float_equal(sc.row[0].speedup, 1.8, 1e-12);
+    assert_float_equal(sc.row[0].efficiency_pct, 90.0, 1e-9);
+    assert_float_equal(sc.row[2].speedup, 2.0, 1e-12);
+    assert_float_equal(sc.row[2].efficiency_pct, 50.0, 1e-9);
+    assert_int_equal(sc.row[2].world, 4);
+    assert_int_equal(sc.row[2].strategy, STRAT_ALLREDUCE);
+    assert_true(sc.row[3].valid);
+    /* the axes: ranks to 4, speedup to the ideal's 4 */
+    assert_int_equal(scaling_axes(&sc, &ax), 4);
+    assert_int_equal(ax.max_world, 4);
+    assert_float_equal(ax.max_y, 4.0, 0);
+    /* the session's results are left as they were */
+    assert_false(res[0].speedup_valid);
+    /* many runs: the rows grow */
+    static struct run_result many[40];
+    for (int i = 0; i < 40; i++)
+        result(&many[i], "lenet", STRAT_DDP, 1 + i % 8, 32 * (1 + i % 8), 900.0 * (1 + i % 8));
+    assert_int_equal(scaling_update(&sc, many, 40, &live), 0);
+    assert_int_equal(sc.n, 41);
+    assert_float_equal(sc.row[7].speedup, 8 * 900.0 / 900.0, 1e-9);
+    scaling_free(&sc);
+}
+
+/* ---- buckets ---------------------------------------------------------------------------- */
+
+static struct span sp(uint32_t step, int lane, int cat, int tag, int64_t t0, int64_t t1, int coll, int outer)
+{
+    struct span s = {.t0_ns = t0,
+                     .t1_ns = t1,
+                     .step = step,
+                     .tag = (int16_t)tag,
+                     .lane = (uint8_t)lane,
+                     .cat = (uint8_t)cat,
+                     .coll = (uint8_t)coll,
+                     .outer = (uint8_t)outer,
+                     .size = 4096};
+    return s;
+}
+
+static void test_buckets(void **state)
+{
+    const int64_t MS = 1000000;
+    struct span h[64];
+    size_t n = 0;
+    /* two steps, 100 ms apart; in step k everything is k ms later */
+    for (uint32_t k = 0; k < 2; k++) {
+        int64_t t = (int64_t)k * 100 * MS + (int64_t)k * MS;
+        h[n++] = sp(k, LANE_MAIN, CAT_DATA, -1, t - (int64_t)k * MS, t + 2 * MS, 0, 0); /* the step starts here */
+        h[n++] = sp(k, LANE_MAIN, CAT_FORWARD, -1, t + 2 * MS, t + 10 * MS, 0, 0);
+        h[n++] = sp(k, LANE_MAIN, CAT_BACKWARD, -1, t + 10 * MS, t + 30 * MS, 0, 0);
+        h[n++] = sp(k, LANE_MAIN, CAT_BACKWARD, 0, t + 15 * MS, t + 15 * MS, 0, 0); /* bucket 0 ready */
+        h[n++] = sp(k, LANE_MAIN, CAT_BACKWARD, 1, t + 30 * MS, t + 30 * MS, 0, 0); /* bucket 1 ready */
+        h[n++] = sp(k, LANE_COMM, CAT_COMM, 0, t + 16 * MS, t + 20 * MS, COLL_ALLREDUCE, 1);
+        h[n++] = sp(k, LANE_COMM, CAT_WAIT, 0, t + 17 * MS, t + 18 * MS, COLL_ALLREDUCE, 0); /* not the collective */
+        h[n++] = sp(k, LANE_COMM, CAT_COMM, 1, t + 30 * MS, t + 40 * MS, COLL_ALLREDUCE, 1);
+        h[n++] = sp(k, LANE_MAIN, CAT_OPTIMIZER, -1, t + 41 * MS, t + 42 * MS, 0, 0);
+    }
+    /* a span of a step outside the window, and a device record: ignored */
+    h[n++] = sp(2, LANE_MAIN, CAT_BACKWARD, 0, 900 * MS, 900 * MS, 0, 0);
+    h[n++] = sp(1, LANE_GPU, CAT_FORWARD, -1, -5000 * MS, 5000 * MS, 0, 0);
+    static struct bucket_times bt;
+    buckets_from_spans(&bt, h, n, 1, 8);
+    assert_int_equal(bt.steps, 2);
+    assert_int_equal(bt.n, 2);
+    /* step 0 starts at its data span (0), step 1 one ms before t: each
+     * figure is the mean of k and k + 1 ms later */
+    assert_float_equal(bt.b[0].ready_ms, 15.5, 1e-9);
+    assert_float_equal(bt.b[0].start_ms, 16.5, 1e-9);
+    assert_float_equal(bt.b[0].end_ms, 20.5, 1e-9);
+    assert_float_equal(bt.b[1].ready_ms, 30.5, 1e-9);
+    assert_float_equal(bt.b[1].end_ms, 40.5, 1e-9);
+    assert_float_equal(bt.b[1].bytes, 4096, 0);
+    assert_true(bt.b[0].have_ready && bt.b[0].have_allreduce);
+    assert_float_equal(bt.step_ms, 42.5, 1e-9);
+    assert_float_equal(bt.bwd_start_ms, 10.5, 1e-9);
+    assert_float_equal(bt.bwd_end_ms, 30.5, 1e-9);
+    /* only the newest step */
+    buckets_from_spans(&bt, h, n, 1, 1);
+    assert_int_equal(bt.steps, 1);
+    assert_float_equal(bt.b[0].ready_ms, 16.0, 1e-9);
+    /* no steps yet */
+    buckets_from_spans(&bt, h, n, -1, 8);
+    assert_int_equal(bt.steps, 0);
+    assert_int_equal(bt.n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +538,12 @@ int main(void)
         cmocka_unit_test(test_no_color),
         cmocka_unit_test(test_series_binning),
         cmocka_unit_test(test_series_nan_and_log),
+        cmocka_unit_test(test_fmt_rate),
+        cmocka_unit_test(test_fmt_hidden),
+        cmocka_unit_test(test_fit_by_priority),
+        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_scaling),
+        cmocka_unit_test(test_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -998,17 +998,49 @@ static void test_layer_times(void **state)
     model_destroy(m);
 }
 
+/* Every model times its layers (cheaply) and publishes the totals for
+ * other threads: what model_layer_times reads after a forward and a
+ * backward is one forward and one backward, with the time on the layers. */
+static void test_layer_times_published(void **state)
+{
+    struct model *m = make("lenet", 2, 1, 28, 1);
+    static const int32_t labels[2] = {1, 2};
+    int correct;
+    int64_t fwd[64], bwd[64], fc = -1, bc = -1;
+    assert_int_equal(model_layer_times(m, fwd, bwd, 64, &fc, &bc), m->nlayers);
+    assert_int_equal(fc, 0);
+    assert_int_equal(bc, 0);
+    fill_input(m, 2);
+    assert_int_equal(model_forward(m, 1), 0);
+    model_loss(m, labels, 2, &correct);
+    assert_int_equal(model_backward(m, 0.5f, NULL, NULL), 0);
+    assert_int_equal(model_layer_times(m, fwd, bwd, 64, &fc, &bc), m->nlayers);
+    assert_int_equal(fc, 1);
+    assert_int_equal(bc, 1);
+    int64_t tf = 0, tb = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        assert_true(fwd[i] >= 0 && bwd[i] >= 0);
+        tf += fwd[i];
+        tb += bwd[i];
+    }
+    assert_true(tf > 0 && tb > 0);
+    /* fewer layers asked for: only those */
+    assert_int_equal(model_layer_times(m, fwd, bwd, 3, &fc, &bc), 3);
+    model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ref_batchnorm_fd),     cmocka_unit_test(test_ref_pools_fd),
-        cmocka_unit_test(test_pool_dims_ceil),       cmocka_unit_test(test_ref_relu6_dropout_fd),
-        cmocka_unit_test(test_ref_concat_add_fd),    cmocka_unit_test(test_ref_conv_groups_fd),
-        cmocka_unit_test(test_fast_conv_layouts),    cmocka_unit_test(test_fast_batchnorm),
-        cmocka_unit_test(test_fast_pooling),         cmocka_unit_test(test_fast_linear),
-        cmocka_unit_test(test_fast_eltwise_layouts), cmocka_unit_test(test_freezing),
-        cmocka_unit_test(test_dropout_model),        cmocka_unit_test(test_bn_running_stats),
-        cmocka_unit_test(test_shapes_and_layouts),   cmocka_unit_test(test_layer_times),
+        cmocka_unit_test(test_ref_batchnorm_fd),      cmocka_unit_test(test_ref_pools_fd),
+        cmocka_unit_test(test_pool_dims_ceil),        cmocka_unit_test(test_ref_relu6_dropout_fd),
+        cmocka_unit_test(test_ref_concat_add_fd),     cmocka_unit_test(test_ref_conv_groups_fd),
+        cmocka_unit_test(test_fast_conv_layouts),     cmocka_unit_test(test_fast_batchnorm),
+        cmocka_unit_test(test_fast_pooling),          cmocka_unit_test(test_fast_linear),
+        cmocka_unit_test(test_fast_eltwise_layouts),  cmocka_unit_test(test_freezing),
+        cmocka_unit_test(test_dropout_model),         cmocka_unit_test(test_bn_running_stats),
+        cmocka_unit_test(test_shapes_and_layouts),    cmocka_unit_test(test_layer_times),
+        cmocka_unit_test(test_layer_times_published),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,16 @@ wait_for() {
     done
     return 1
 }
+# wait_for_all REGEX SECONDS: the same over the scrollback too (a report
+# longer than the window).
+wait_for_all() {
+    local re=$1 deadline=$(($(now_ms) + $2 * 1000))
+    while [ "$(now_ms)" -lt "$deadline" ]; do
+        tm capture-pane -p -S - -t "$S" | grep -Eq -- "$re" && return 0
+        sleep 0.1
+    done
+    return 1
+}
 # wait_for_p PCRE SECONDS: the same with grep -P (for Unicode ranges).
 wait_for_p() {
     local re=$1 deadline=$(($(now_ms) + $2 * 1000))

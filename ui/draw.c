@@ -11,11 +11,12 @@ static int g_utf8;
 static int g_default_colours = 1; /* the terminal has default fg/bg colours */
 static attr_t g_attr[TH_COUNT];
 
-/* Category glyphs in enum cat order, then idle. Compute categories share
- * one glyph: colour tells forward/backward/optimizer apart where there is
- * colour, and the legend says so. */
-static const wchar_t cat_utf8[CAT_COUNT + 1] = {L'░', L'█', L'█', L'█', L'▓', L'╌', L'·'};
-static const wchar_t cat_ascii[CAT_COUNT + 1] = {':', '#', '#', '#', '=', '-', '.'};
+/* Category glyphs in enum cat order, then idle. Every category has a glyph
+ * of its own, so a screen without colour (NO_COLOR, a capture pasted into
+ * a report) still tells forward, backward and the optimizer apart. In
+ * ASCII the arrows follow the direction of the pass. */
+static const wchar_t cat_utf8[CAT_COUNT + 1] = {L'░', L'█', L'▆', L'▚', L'▓', L'╌', L'·'};
+static const wchar_t cat_ascii[CAT_COUNT + 1] = {':', '>', '<', '+', '=', '-', '.'};
 _Static_assert(CAT_DATA == 0 && CAT_COMM == 4 && CAT_WAIT == 5 && CAT_COUNT == 6, "glyph tables follow enum cat");
 
 void draw_init(int utf8)
@@ -95,7 +96,8 @@ wchar_t draw_cat_glyph(int cat)
 
 wchar_t draw_compute_glyph(void)
 {
-    return draw_cat_glyph(CAT_FORWARD);
+    /* the rank table's bar sums forward, backward and optimizer */
+    return g_utf8 ? L'█' : L'#';
 }
 
 int draw_cat_el(int cat)
@@ -126,17 +128,31 @@ void draw_hfill(WINDOW *w, int y, int x, int n, wchar_t g, int el)
         mvwadd_wch(w, y, x + i, &cc);
 }
 
+int draw_cols(const char *s)
+{
+    int cols = 0;
+    for (; *s; s++)
+        cols += (*s & 0xC0) != 0x80;
+    return cols;
+}
+
 int draw_text(WINDOW *w, int y, int x, int maxw, int el, const char *s)
 {
     if (maxw <= 0)
         return 0;
-    int n = (int)strlen(s);
-    if (n > maxw)
-        n = maxw;
+    /* columns, not bytes: a UTF-8 arrow is one column of three bytes, and
+     * the cut never falls inside a character */
+    int n = 0, cols = 0;
+    while (s[n] && cols < maxw) {
+        n++;
+        while ((s[n] & 0xC0) == 0x80)
+            n++;
+        cols++;
+    }
     wattrset(w, draw_attr(el));
     mvwaddnstr(w, y, x, s, n);
     wattrset(w, A_NORMAL);
-    return n;
+    return cols;
 }
 
 int draw_textf(WINDOW *w, int y, int x, int maxw, int el, const char *fmt, ...)
@@ -163,7 +179,7 @@ void draw_box(WINDOW *w, const char *title, const char *note, int focused)
     if (note && note[0]) {
         char nb[160];
         snprintf(nb, sizeof(nb), " %s ", note);
-        int len = (int)strlen(nb);
+        int len = draw_cols(nb);
         int room = wd - 2 - used - 1;
         if (room > 4) {
             if (len > room)
@@ -171,6 +187,18 @@ void draw_box(WINDOW *w, const char *title, const char *note, int focused)
             draw_text(w, 0, wd - 2 - len, len, TH_DIM, nb);
         }
     }
+}
+
+void draw_box_foot(WINDOW *w, const char *note, int el)
+{
+    int h, wd;
+    getmaxyx(w, h, wd);
+    if (!note || !note[0] || h < 2)
+        return;
+    char nb[160];
+    snprintf(nb, sizeof(nb), " %s ", note);
+    if (wd - 4 > 2)
+        draw_text(w, h - 1, 2, wd - 4, el, nb);
 }
 
 void draw_bar(WINDOW *w, int y, int x, int width, double compute, double comm, double data, double idle)
@@ -289,48 +317,4 @@ void canvas_blit(const struct canvas *c, WINDOW *w, int y, int x)
             wchar_t g = g_utf8 ? (wchar_t)(0x2800 + d) : L'*';
             draw_cell(w, y + cy, x + cx, g, c->el[cy * c->cw + cx]);
         }
-}
-
-/* ---- formatting ------------------------------------------------------------ */
-
-void fmt_bytes(char *buf, size_t n, double b)
-{
-    static const char *const u[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-    int i = 0;
-    if (!(b >= 0))
-        b = 0;
-    while (b >= 1000.0 && i < 5) {
-        b /= 1000.0;
-        i++;
-    }
-    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
-}
-
-void fmt_si(char *buf, size_t n, double v)
-{
-    static const char *const u[] = {"", "k", "M", "G", "T"};
-    int i = 0;
-    double a = fabs(v);
-    while (a >= 1000.0 && i < 4) {
-        a /= 1000.0;
-        v /= 1000.0;
-        i++;
-    }
-    if (i == 0)
-        snprintf(buf, n, a >= 100 ? "%.0f" : a >= 10 ? "%.1f" : "%.2f", v);
-    else
-        snprintf(buf, n, a >= 100 ? "%.0f%s" : "%.1f%s", v, u[i]);
-}
-
-void fmt_duration(char *buf, size_t n, double s)
-{
-    if (!(s >= 0))
-        s = 0;
-    long t = (long)(s + 0.5);
-    if (t < 60)
-        snprintf(buf, n, "%.1fs", s);
-    else if (t < 3600)
-        snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
-    else
-        snprintf(buf, n, "%ldh%02ldm", t / 3600, (t / 60) % 60);
 }

@@ -10,19 +10,23 @@ enum {
     FOOTER_H = 2,
     MIN_RANKS_H = 4,    /* border, column header, one rank */
     MIN_TIMELINE_H = 5, /* border, one lane, axis, legend */
+    MIN_LAYERS_H = 5,   /* border, column header, two layers */
     MIN_PLOT_H = 6,     /* border, four plot rows */
     MIN_RUNS_H = 4,     /* border, column header, one run */
     MAX_RUNS_H = 11,    /* eight runs; more scroll */
+    MIN_SCALING_H = 6,  /* border, two plot rows, axis, legend */
+    MAX_SCALING_H = 16, /* a plot taller than this says no more */
     MIN_PLOT_W = 20
 };
 
-static const char *const pane_names[PANE_COUNT] = {"header", "ranks", "timeline", "loss", "traffic", "runs", "footer"};
+static const char *const pane_names[PANE_COUNT] = {"header",  "ranks", "timeline", "layers", "loss",
+                                                   "traffic", "runs",  "scaling",  "footer"};
 _Static_assert(sizeof(pane_names) / sizeof(pane_names[0]) == PANE_COUNT, "one name per pane");
 
-static const int min_h[PANE_COUNT] = {HEADER_H,   MIN_RANKS_H, MIN_TIMELINE_H, MIN_PLOT_H,
-                                      MIN_PLOT_H, MIN_RUNS_H,  FOOTER_H};
-static const int min_w[PANE_COUNT] = {LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, MIN_PLOT_W,
-                                      MIN_PLOT_W,      LAYOUT_MIN_COLS, LAYOUT_MIN_COLS};
+static const int min_h[PANE_COUNT] = {HEADER_H,   MIN_RANKS_H, MIN_TIMELINE_H, MIN_LAYERS_H, MIN_PLOT_H,
+                                      MIN_PLOT_H, MIN_RUNS_H,  MIN_SCALING_H,  FOOTER_H};
+static const int min_w[PANE_COUNT] = {LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, MIN_PLOT_W,
+                                      MIN_PLOT_W,      LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, LAYOUT_MIN_COLS};
 
 const char *layout_pane_name(int pane)
 {
@@ -70,10 +74,12 @@ static int timeline_min(int lanes)
     return MIN_TIMELINE_H - 1 + imin(imax(lanes, 1), 2);
 }
 
+/* The least rows the optional panes in opt need. */
 static int optional_min(unsigned opt, int split, int lanes)
 {
-    return (has(opt, PANE_TIMELINE) ? timeline_min(lanes) : 0) + plots_min(opt, split) +
-           (has(opt, PANE_RUNS) ? MIN_RUNS_H : 0);
+    return (has(opt, PANE_TIMELINE) ? timeline_min(lanes) : 0) + (has(opt, PANE_LAYERS) ? MIN_LAYERS_H : 0) +
+           plots_min(opt, split) + (has(opt, PANE_RUNS) ? MIN_RUNS_H : 0) +
+           (has(opt, PANE_SCALING) ? MIN_SCALING_H : 0);
 }
 
 static void place(struct layout *out, int pane, int y, int x, int h, int w)
@@ -95,8 +101,10 @@ void layout_compute(struct layout *out, const struct layout_req *req)
     }
     int body = rows - HEADER_H - FOOTER_H;
     int split = cols >= LAYOUT_SPLIT_COLS;
-    unsigned opt =
-        req->want & (PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_LOSS) | PANE_BIT(PANE_TRAFFIC) | PANE_BIT(PANE_RUNS));
+    /* one pane per slot: the one switched in wins */
+    int step = has(req->want, PANE_LAYERS) ? PANE_LAYERS : PANE_TIMELINE;
+    int runs = has(req->want, PANE_SCALING) ? PANE_SCALING : PANE_RUNS;
+    unsigned opt = req->want & (PANE_BIT(step) | PANE_BIT(PANE_LOSS) | PANE_BIT(PANE_TRAFFIC) | PANE_BIT(runs));
 
     /* The rank table gets its rows first, but never more than 2/5 of the
      * body, so the timeline and plots keep room when there are many ranks
@@ -105,19 +113,22 @@ void layout_compute(struct layout *out, const struct layout_req *req)
     ranks_h = imax(ranks_h, MIN_RANKS_H);
     int rem = body - ranks_h;
 
-    static const int drop_order[] = {PANE_RUNS, PANE_TRAFFIC, PANE_LOSS, PANE_TIMELINE};
-    for (size_t d = 0; d < sizeof(drop_order) / sizeof(drop_order[0]) && optional_min(opt, split, req->lanes) > rem;
-         d++)
-        opt &= ~PANE_BIT(drop_order[d]);
+    /* the panes nobody asked for go first, each group in this order */
+    const int order[] = {runs, PANE_TRAFFIC, PANE_LOSS, step};
+    const int n_order = (int)(sizeof(order) / sizeof(order[0]));
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0; d < n_order && optional_min(opt, split, req->lanes) > rem; d++)
+            if (has(req->keep, order[d]) == pass)
+                opt &= ~PANE_BIT(order[d]);
 
-    int tl_h = has(opt, PANE_TIMELINE) ? timeline_min(req->lanes) : 0;
-    int runs_h = has(opt, PANE_RUNS) ? MIN_RUNS_H : 0;
+    int tl_h = has(opt, PANE_TIMELINE) ? timeline_min(req->lanes) : has(opt, PANE_LAYERS) ? MIN_LAYERS_H : 0;
+    int runs_h = has(opt, PANE_RUNS) ? MIN_RUNS_H : has(opt, PANE_SCALING) ? MIN_SCALING_H : 0;
     int plots_h = plots_min(opt, split);
     int spare = rem - tl_h - runs_h - plots_h;
 
     /* Grow each pane towards what it would like, in priority order; the
      * plots take whatever is left, as they can use any height. */
-    if (runs_h) {
+    if (has(opt, PANE_RUNS)) {
         int g = imin(spare, imin(MAX_RUNS_H, 3 + imax(req->run_rows, 1)) - runs_h);
         if (g > 0) {
             runs_h += g;
@@ -125,11 +136,22 @@ void layout_compute(struct layout *out, const struct layout_req *req)
         }
     }
     if (tl_h) {
-        /* two rows per lane and a blank row between ranks, at most half */
-        int wish = imin(4 + 2 * imax(req->lanes, 1) + imax(req->rank_rows - 1, 0), imax(MIN_TIMELINE_H, rem / 2));
+        /* timeline: two rows per lane and a blank row between ranks; layers:
+         * a row each and the column headers; at most half */
+        int want = has(opt, PANE_LAYERS) ? 3 + imax(req->layer_rows, 2)
+                                         : 4 + 2 * imax(req->lanes, 1) + imax(req->rank_rows - 1, 0);
+        int wish = imin(want, imax(MIN_TIMELINE_H, rem / 2));
         int g = imin(spare, wish - tl_h);
         if (g > 0) {
             tl_h += g;
+            spare -= g;
+        }
+    }
+    if (has(opt, PANE_SCALING)) {
+        /* a plot, but a small one: after the step slot, before the others */
+        int g = imin(spare, MAX_SCALING_H - runs_h);
+        if (g > 0) {
+            runs_h += g;
             spare -= g;
         }
     }
@@ -148,7 +170,7 @@ void layout_compute(struct layout *out, const struct layout_req *req)
     place(out, PANE_RANKS, y, 0, ranks_h, cols);
     y += ranks_h;
     if (tl_h) {
-        place(out, PANE_TIMELINE, y, 0, tl_h, cols);
+        place(out, step, y, 0, tl_h, cols);
         y += tl_h;
     }
     if (plots_h) {
@@ -167,12 +189,12 @@ void layout_compute(struct layout *out, const struct layout_req *req)
         y += plots_h;
     }
     if (runs_h) {
-        place(out, PANE_RUNS, y, 0, runs_h, cols);
+        place(out, runs, y, 0, runs_h, cols);
         y += runs_h;
     }
     place(out, PANE_FOOTER, y, 0, FOOTER_H, cols);
 
-    int hw = imin(cols - 2, 72), hh = imin(rows - 2, 17);
+    int hw = imin(cols - 2, 72), hh = imin(rows - 2, 22);
     struct rect help = {(rows - hh) / 2, (cols - hw) / 2, hh, hw};
     out->help = help;
 }

@@ -6,11 +6,16 @@
  * (tests/test_layout.c) for panes that are empty, overlap or leave the
  * screen. The screen manager (ui.c) turns the rectangles into windows.
  *
- * Screen, top to bottom: header, ranks, timeline, loss | traffic, runs,
- * footer. The loss and traffic panes sit side by side when there are at
- * least LAYOUT_SPLIT_COLS columns, and are stacked otherwise. When rows run
- * short, optional panes are dropped in reverse priority order: runs, traffic,
- * loss, timeline. Header, ranks and footer are always shown.
+ * Screen, top to bottom: header, ranks, the step slot, loss | traffic, the
+ * runs slot, footer. The step slot holds the Layers pane when it is
+ * wanted, else the Timeline; the runs slot holds the Scaling plot when it
+ * is wanted, else the Runs table (the keys L and g switch them). The loss
+ * and traffic panes sit side by side when there are at least
+ * LAYOUT_SPLIT_COLS columns, and are stacked otherwise. When rows run
+ * short, optional panes are dropped in reverse priority order: the runs
+ * slot, traffic, loss, the step slot; a pane the user asked for (`keep`)
+ * goes only after all the others. Header, ranks and footer are always
+ * shown.
  */
 #ifndef DDPTOP_LAYOUT_H
 #define DDPTOP_LAYOUT_H
@@ -19,9 +24,11 @@ enum pane_id {
     PANE_HEADER = 0,
     PANE_RANKS,
     PANE_TIMELINE,
+    PANE_LAYERS,
     PANE_LOSS,
     PANE_TRAFFIC,
     PANE_RUNS,
+    PANE_SCALING,
     PANE_FOOTER,
     PANE_COUNT
 };
@@ -41,10 +48,12 @@ struct rect {
 
 struct layout_req {
     int rows, cols;
-    unsigned want; /* PANE_BIT()s the screen would like; header, ranks and footer are always on */
-    int rank_rows; /* rows the rank table would like (one per rank) */
-    int lanes;     /* timeline swim-lanes it would like */
-    int run_rows;  /* rows the runs pane would like (one per run) */
+    unsigned want;  /* PANE_BIT()s the screen would like; header, ranks and footer are always on */
+    int rank_rows;  /* rows the rank table would like (one per rank) */
+    int lanes;      /* timeline swim-lanes it would like */
+    int run_rows;   /* rows the runs pane would like (one per run) */
+    int layer_rows; /* rows the layers pane would like (its layers and buckets) */
+    unsigned keep;  /* PANE_BIT()s the user asked for: dropped only after every other optional pane */
 };
 
 struct layout {

@@ -3,14 +3,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fit.h"
 #include "panes.h"
 
+/* The keys line: what a narrow terminal drops first has the highest drop
+ * (fit.h); help, the next run and quit always stay. */
 static const struct {
     const char *key, *what;
+    int drop;
 } keys[] = {
-    {"?", "help"},  {"p", "pause"},   {"space", "freeze"}, {"e", "trace"}, {"s", "next strategy"},
-    {"t", "theme"}, {"tab", "focus"}, {"+/-", "zoom"},     {"l", "log"},   {"q", "quit"},
+    {"?", "help", 0},    {"p", "pause", 5},   {"space", "freeze", 8}, {"e", "trace", 9},  {"s", "next run", 0},
+    {"r/R", "ranks", 2}, {"b/B", "batch", 3}, {"n", "strategy", 4},   {"L", "layers", 1}, {"g", "scaling", 1},
+    {"t", "theme", 10},  {"tab", "focus", 6}, {"+/-", "zoom", 7},     {"l", "log", 10},   {"q", "quit", 0},
 };
+#define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
 
 static void footer_draw(WINDOW *w, struct pane_view *v, int focused)
 {
@@ -18,11 +24,16 @@ static void footer_draw(WINDOW *w, struct pane_view *v, int focused)
     werase(w);
     if (v->status && v->status[0])
         draw_text(w, 0, 1, wd - 2, v->status_error ? TH_ERROR : TH_STATUS, v->status);
+    int wid[NKEYS], drop[NKEYS], on[NKEYS];
+    for (int i = 0; i < NKEYS; i++) {
+        wid[i] = (int)strlen(keys[i].key) + 1 + (int)strlen(keys[i].what);
+        drop[i] = keys[i].drop;
+    }
+    fit_by_priority(wid, drop, NKEYS, 1, wd, on);
     int x = 0;
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        int need = (int)strlen(keys[i].key) + (int)strlen(keys[i].what) + 2;
-        if (x + need > wd)
-            break;
+    for (int i = 0; i < NKEYS; i++) {
+        if (!on[i] || x >= wd)
+            continue;
         x += draw_text(w, 1, x, wd - x, TH_KEY, keys[i].key);
         x += draw_text(w, 1, x, wd - x, TH_NORMAL, " ");
         x += draw_text(w, 1, x, wd - x, TH_NORMAL, keys[i].what);
@@ -44,7 +55,12 @@ void help_draw(WINDOW *w, const struct pane_view *v)
         {"p", "pause / resume training at a step boundary"},
         {"space", "freeze / unfreeze the view (training goes on)"},
         {"e", "write a trace of the recent steps (Chrome JSON)"},
-        {"s", "stop this run, start the next strategy"},
+        {"s", "stop this run, start the next (the Runs title says which)"},
+        {"r R", "next run: one rank fewer / more"},
+        {"b B", "next run: half / twice the batch per rank"},
+        {"n", "next run: the next strategy"},
+        {"L", "layers: per-layer times and ddp buckets (for the timeline)"},
+        {"g", "scaling: speedup against ranks (for the Runs table)"},
         {"t", "next colour theme"},
         {"tab", "move focus between panes (shift-tab back)"},
         {"arrows", "scroll the focused pane; timeline history"},
@@ -67,6 +83,9 @@ void help_draw(WINDOW *w, const struct pane_view *v)
         draw_legend(w, y++, 2, wd - 4);
     if (y < h - 1)
         draw_textf(w, y++, 2, wd - 4, TH_DIM, "theme %s%s", v->theme, v->colour ? "" : " (no colour)");
-    if (y < h - 1)
-        draw_text(w, y++, 2, wd - 4, TH_DIM, "compute is one glyph; colour splits fwd/bwd/opt");
+    if (y < h - 1) {
+        /* the rank table's bars sum the three compute categories */
+        draw_cell(w, y, 2, draw_compute_glyph(), TH_COMPUTE);
+        draw_text(w, y++, 4, wd - 6, TH_DIM, "compute (fwd + bwd + opt) in the rank table's bars");
+    }
 }

@@ -1,24 +1,61 @@
 /* pane_header.c - the top two lines: what is running (model, data set,
- * strategy, backend, ranks, batch) and how far it is (epoch, step, state,
- * elapsed, ETA, throughput, loss, accuracy). No border: it is always there. */
+ * strategy, backend, ranks, batch, parameters) and how far it is (state,
+ * epoch, step, elapsed, ETA, throughput, loss, accuracy). No border: it is
+ * always there. What does not fit a narrow terminal drops out by priority,
+ * never by position, so the last field (the parameters) is not the first
+ * to go. */
 #include <stdio.h>
 #include <string.h>
 
+#include "fit.h"
 #include "panes.h"
 #include "run.h"
 
-/* Writes "label value" at *x and moves *x past it, if it fits. */
-static void kv(WINDOW *w, int y, int *x, int maxw, const char *label, const char *value, int el)
+/* One "label value" of a header line; drop as in fit.h (0 never). */
+struct kv {
+    const char *label; /* "" for a bare value */
+    char value[128];
+    int el;
+    int drop;
+};
+
+static int kv_width(const struct kv *k)
 {
-    int need = (label[0] ? (int)strlen(label) + 1 : 0) + (int)strlen(value) + 3;
-    if (*x + need - 3 > maxw)
-        return;
-    if (label[0]) {
-        *x += draw_text(w, y, *x, maxw - *x, TH_LABEL, label);
-        *x += 1;
+    return (k->label[0] ? (int)strlen(k->label) + 1 : 0) + draw_cols(k->value);
+}
+
+/* Writes items from x on: three spaces apart when they all fit, else two,
+ * and when even that is too wide the least wanted drop out (the order
+ * stays). Returns the column after the last one written. */
+static int kv_line(WINDOW *w, int y, int x, int maxw, struct kv *items, int n)
+{
+    int wid[16], drop[16], on[16];
+    if (n > 16)
+        n = 16;
+    for (int i = 0; i < n; i++) {
+        wid[i] = kv_width(&items[i]);
+        drop[i] = items[i].drop;
     }
-    *x += draw_text(w, y, *x, maxw - *x, el, value);
-    *x += 3;
+    /* the last item needs no gap after it: the room counts one */
+    int sep = 3, all = 1;
+    fit_by_priority(wid, drop, n, sep, maxw - x + sep, on);
+    for (int i = 0; i < n; i++)
+        all &= on[i];
+    if (!all) {
+        sep = 2;
+        fit_by_priority(wid, drop, n, sep, maxw - x + sep, on);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!on[i] || x >= maxw)
+            continue;
+        if (items[i].label[0]) {
+            x += draw_text(w, y, x, maxw - x, TH_LABEL, items[i].label);
+            x += 1;
+        }
+        x += draw_text(w, y, x, maxw - x, items[i].el, items[i].value);
+        x += sep;
+    }
+    return x;
 }
 
 static int state_el(int state)
@@ -42,74 +79,89 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
 {
     const struct snap *s = v->snap;
     int wd = getmaxx(w);
-    char b[128];
     werase(w);
     int x = 1;
     x += draw_text(w, 0, x, wd - x, TH_TITLE, "ddptop");
     x += 2;
-    kv(w, 0, &x, wd, "model", s->model, TH_VALUE);
-    kv(w, 0, &x, wd, "data", s->dataset, TH_VALUE);
-    kv(w, 0, &x, wd, "strategy", s->strategy, TH_VALUE);
-    snprintf(b, sizeof(b), "%s %s", s->device, s->backend);
-    kv(w, 0, &x, wd, "backend", b, TH_VALUE);
-    snprintf(b, sizeof(b), "%d", s->world);
-    kv(w, 0, &x, wd, "ranks", b, TH_VALUE);
+    /* What runs. On a narrow terminal the backend and the data set give
+     * way first: the parameters, ranks and batch are what a comparison of
+     * runs needs. */
+    struct kv top[7] = {
+        {"model", "", TH_VALUE, 0},   {"data", "", TH_VALUE, 3},  {"strategy", "", TH_VALUE, 0},
+        {"backend", "", TH_VALUE, 4}, {"ranks", "", TH_VALUE, 0}, {"batch", "", TH_VALUE, 1},
+        {"params", "", TH_VALUE, 2},
+    };
+    int nt = 6;
+    snprintf(top[0].value, sizeof(top[0].value), "%s", s->model);
+    snprintf(top[1].value, sizeof(top[1].value), "%s", s->dataset);
+    snprintf(top[2].value, sizeof(top[2].value), "%s", s->strategy);
+    snprintf(top[3].value, sizeof(top[3].value), "%s %s", s->device, s->backend);
+    snprintf(top[4].value, sizeof(top[4].value), "%d", s->world);
     if (s->global_batch > 0)
-        snprintf(b, sizeof(b), "%dx%d=%d", s->local_batch, s->world, s->global_batch);
+        snprintf(top[5].value, sizeof(top[5].value), "%dx%d=%d", s->local_batch, s->world, s->global_batch);
     else
-        snprintf(b, sizeof(b), "n/a");
-    kv(w, 0, &x, wd, "batch", b, TH_VALUE);
+        snprintf(top[5].value, sizeof(top[5].value), "n/a");
     if (s->params_total) {
         char tot[32], tr[32];
         fmt_si(tot, sizeof(tot), (double)s->params_total);
         fmt_si(tr, sizeof(tr), (double)s->params_trainable);
         if (s->params_trainable == s->params_total)
-            snprintf(b, sizeof(b), "%s", tot);
+            snprintf(top[6].value, sizeof(top[6].value), "%s", tot);
         else
-            snprintf(b, sizeof(b), "%s (%s trainable)", tot, tr);
-        kv(w, 0, &x, wd, "params", b, TH_VALUE);
+            snprintf(top[6].value, sizeof(top[6].value), "%s (%s trainable)", tot, tr);
+        nt = 7;
     }
+    kv_line(w, 0, x, wd, top, nt);
 
-    x = 1;
+    /* How far it is. */
+    struct kv bot[10];
+    int nb = 0;
     char st[32];
     snprintf(st, sizeof(st), " %s ", s->replay ? "replay" : run_state_name(s->state));
     for (char *p = st; *p; p++)
         *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-    kv(w, 1, &x, wd, "", st, state_el(s->state));
-    snprintf(b, sizeof(b), "%d/%d", s->epoch + 1, s->epochs);
-    kv(w, 1, &x, wd, "epoch", b, TH_VALUE);
-    snprintf(b, sizeof(b), "%ld/%ld", s->steps_done, s->total_steps);
-    kv(w, 1, &x, wd, "step", b, TH_VALUE);
+    bot[nb] = (struct kv){"", "", state_el(s->state), 0};
+    snprintf(bot[nb++].value, sizeof(bot[0].value), "%s", st);
+    bot[nb] = (struct kv){"epoch", "", TH_VALUE, 5};
+    snprintf(bot[nb++].value, sizeof(bot[0].value), "%d/%d", s->epoch + 1, s->epochs);
+    bot[nb] = (struct kv){"step", "", TH_VALUE, 0};
+    snprintf(bot[nb++].value, sizeof(bot[0].value), "%ld/%ld", s->steps_done, s->total_steps);
     if (s->state == RUN_FAILED && s->err[0]) {
         /* why the run stopped, naming the rank: the rest of the line is its */
+        x = kv_line(w, 1, 1, wd, bot, nb);
         draw_text(w, 1, x, wd - x - 1, TH_FAILED, s->err);
         return;
     }
-    fmt_duration(b, sizeof(b), s->elapsed_s);
-    kv(w, 1, &x, wd, "elapsed", b, TH_VALUE);
+    bot[nb] = (struct kv){"elapsed", "", TH_VALUE, 6};
+    fmt_duration(bot[nb++].value, sizeof(bot[0].value), s->elapsed_s);
+    bot[nb] = (struct kv){"ETA", "", s->eta_valid ? TH_VALUE : TH_DIM, 4};
     if (s->eta_valid)
-        fmt_duration(b, sizeof(b), s->eta_s);
+        fmt_duration(bot[nb++].value, sizeof(bot[0].value), s->eta_s);
     else
-        snprintf(b, sizeof(b), "%s", s->state == RUN_PAUSED ? "paused" : s->state == RUN_RUNNING ? "n/a" : "-");
-    kv(w, 1, &x, wd, "ETA", b, s->eta_valid ? TH_VALUE : TH_DIM);
+        snprintf(bot[nb++].value, sizeof(bot[0].value), "%s",
+                 s->state == RUN_PAUSED    ? "paused"
+                 : s->state == RUN_RUNNING ? "n/a"
+                                           : "-");
     if (s->rate_valid) {
-        fmt_si(b, sizeof(b), s->samples_s);
-        kv(w, 1, &x, wd, "samples/s", b, TH_VALUE);
-        snprintf(b, sizeof(b), "%.2f", s->ms_step);
-        kv(w, 1, &x, wd, "ms/step", b, TH_VALUE);
+        bot[nb] = (struct kv){"samples/s", "", TH_VALUE, 0};
+        fmt_si(bot[nb++].value, sizeof(bot[0].value), s->samples_s);
+        bot[nb] = (struct kv){"ms/step", "", TH_VALUE, 2};
+        snprintf(bot[nb++].value, sizeof(bot[0].value), "%.2f", s->ms_step);
     } else {
-        kv(w, 1, &x, wd, "samples/s", "n/a", TH_DIM);
+        bot[nb] = (struct kv){"samples/s", "n/a", TH_DIM, 0};
+        nb++;
     }
     if (s->loss_valid) {
-        snprintf(b, sizeof(b), s->loss < 1000 ? "%.4f" : "%.3g", s->loss);
-        kv(w, 1, &x, wd, "loss", b, TH_VALUE);
+        bot[nb] = (struct kv){"loss", "", TH_VALUE, 1};
+        snprintf(bot[nb++].value, sizeof(bot[0].value), s->loss < 1000 ? "%.4f" : "%.3g", s->loss);
     }
     if (s->test_valid) {
-        snprintf(b, sizeof(b), "%.2f%%", s->test_acc);
-        kv(w, 1, &x, wd, "test", b, TH_VALUE);
+        bot[nb] = (struct kv){"test", "", TH_VALUE, 3};
+        snprintf(bot[nb++].value, sizeof(bot[0].value), "%.2f%%", s->test_acc);
     }
     if (v->frozen)
-        kv(w, 1, &x, wd, "", " FROZEN ", TH_PAUSED);
+        bot[nb++] = (struct kv){"", " FROZEN ", TH_PAUSED, 0};
+    kv_line(w, 1, 1, wd, bot, nb);
 }
 
 const struct pane_ops pane_header = {

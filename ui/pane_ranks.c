@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fit.h"
 #include "panes.h"
 #include "run.h"
 
@@ -42,23 +43,12 @@ static const struct {
 /* Which columns fit in width, and the bar's width. */
 static int fit_columns(int width, int on[C_N])
 {
-    for (int c = 0; c < C_N; c++)
-        on[c] = 1;
-    for (;;) {
-        int need = 0;
-        for (int c = 0; c < C_N; c++)
-            if (on[c])
-                need += cols[c].width + 1;
-        if (need <= width)
-            break;
-        int worst = -1;
-        for (int c = 0; c < C_N; c++)
-            if (on[c] && cols[c].drop > 0 && (worst < 0 || cols[c].drop >= cols[worst].drop))
-                worst = c;
-        if (worst < 0)
-            break;
-        on[worst] = 0;
+    int wid[C_N], drop[C_N];
+    for (int c = 0; c < C_N; c++) {
+        wid[c] = cols[c].width;
+        drop[c] = cols[c].drop;
     }
+    fit_by_priority(wid, drop, C_N, 1, width, on);
     int fixed = 0;
     for (int c = 0; c < C_N; c++)
         if (on[c] && c != C_BAR)
@@ -91,6 +81,10 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
     else
         snprintf(note, sizeof(note), s->final ? "final report" : "last %.1f s", s->window_s);
     draw_box(w, "Ranks", note, focused);
+    char cut[128];
+    int below = s->world - vs->rank0 - rows;
+    fmt_hidden(cut, sizeof(cut), vs->rank0, below > 0 ? below : 0, "rank", focused, draw_utf8());
+    draw_box_foot(w, cut, TH_TITLE);
 
     int on[C_N];
     int bar = fit_columns(wd - 2, on);

@@ -1,17 +1,22 @@
 /* pane_runs.c - every run of this session side by side: the finished ones
- * (their final results, kept when `s` moved on) and the current one, live.
- * It answers "which strategy wins here, and why" without leaving the UI. */
+ * (their final results, kept when `s` moved on) and the current one, live,
+ * with speedup and efficiency against a 1-rank run of the same model. It
+ * answers "which strategy wins here, how well it scales, and why" without
+ * leaving the UI. Its title shows the run `s` starts next, which r/R, b/B
+ * and n change (plan.h). */
 #include <stdio.h>
 #include <string.h>
 
+#include "fit.h"
 #include "panes.h"
 #include "report.h"
 #include "run.h"
+#include "scaling.h"
 #include "strategy.h"
 
 struct row {
     const char *strategy;
-    int ranks;
+    int ranks, batch; /* batch: per rank, as the rank ran it */
     long steps;
     double ms, sps, comp, comm, idle, acc;
     int rate_valid, acc_valid;
@@ -22,6 +27,7 @@ static void row_of_result(struct row *r, const struct run_result *res)
 {
     r->strategy = strategy_name(res->cfg.strategy);
     r->ranks = res->world;
+    r->batch = res->world > 0 ? res->global_batch / res->world : 0;
     r->steps = res->steps;
     r->ms = res->ms_mean;
     r->sps = res->samples_per_s;
@@ -39,6 +45,7 @@ static void row_of_snap(struct row *r, const struct snap *s)
 {
     r->strategy = s->strategy;
     r->ranks = s->world;
+    r->batch = s->local_batch;
     r->steps = s->steps_done;
     r->ms = s->ms_step;
     r->sps = s->samples_s;
@@ -60,7 +67,23 @@ static void row_of_snap(struct row *r, const struct snap *s)
     r->state = s->state;
 }
 
-enum col_id { C_NUM, C_STRATEGY, C_RANKS, C_STEPS, C_MS, C_SPS, C_COMP, C_COMM, C_IDLE, C_ACC, C_STATE, C_N };
+enum col_id {
+    C_NUM,
+    C_STRATEGY,
+    C_RANKS,
+    C_BATCH,
+    C_STEPS,
+    C_MS,
+    C_SPS,
+    C_SPEEDUP,
+    C_EFF,
+    C_COMP,
+    C_COMM,
+    C_IDLE,
+    C_ACC,
+    C_STATE,
+    C_N
+};
 
 static const struct {
     const char *name;
@@ -68,31 +91,21 @@ static const struct {
     int drop; /* higher drops first; 0 never */
     int left; /* left-aligned */
 } cols[C_N] = {
-    [C_NUM] = {"#", 3, 0, 1},        [C_STRATEGY] = {"strategy", 14, 0, 1}, [C_RANKS] = {"ranks", 5, 5, 0},
-    [C_STEPS] = {"steps", 7, 6, 0},  [C_MS] = {"ms/step", 8, 0, 0},         [C_SPS] = {"samples/s", 9, 0, 0},
-    [C_COMP] = {"comp%", 6, 4, 0},   [C_COMM] = {"comm%", 6, 2, 0},         [C_IDLE] = {"idle%", 6, 3, 0},
-    [C_ACC] = {"test acc", 8, 1, 0}, [C_STATE] = {"state", 8, 7, 1},
+    [C_NUM] = {"#", 3, 0, 1},         [C_STRATEGY] = {"strategy", 14, 0, 1}, [C_RANKS] = {"ranks", 5, 0, 0},
+    [C_BATCH] = {"batch", 6, 3, 0},   [C_STEPS] = {"steps", 7, 8, 0},        [C_MS] = {"ms/step", 8, 0, 0},
+    [C_SPS] = {"samples/s", 9, 0, 0}, [C_SPEEDUP] = {"speedup", 7, 1, 0},    [C_EFF] = {"eff%", 6, 4, 0},
+    [C_COMP] = {"comp%", 6, 6, 0},    [C_COMM] = {"comm%", 6, 2, 0},         [C_IDLE] = {"idle%", 6, 5, 0},
+    [C_ACC] = {"test acc", 8, 7, 0},  [C_STATE] = {"state", 8, 9, 1},
 };
 
 static void fit_columns(int width, int on[C_N])
 {
-    for (int c = 0; c < C_N; c++)
-        on[c] = 1;
-    for (;;) {
-        int need = 2; /* the current-run marker */
-        for (int c = 0; c < C_N; c++)
-            if (on[c])
-                need += cols[c].width + 1;
-        if (need <= width)
-            return;
-        int worst = -1;
-        for (int c = 0; c < C_N; c++)
-            if (on[c] && cols[c].drop > 0 && (worst < 0 || cols[c].drop > cols[worst].drop))
-                worst = c;
-        if (worst < 0)
-            return;
-        on[worst] = 0;
+    int wid[C_N], drop[C_N];
+    for (int c = 0; c < C_N; c++) {
+        wid[c] = cols[c].width;
+        drop[c] = cols[c].drop;
     }
+    fit_by_priority(wid, drop, C_N, 1, width - 2 /* the current-run marker */, on);
 }
 
 static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
@@ -110,8 +123,12 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
         vs->run0 = total - rows;
     if (vs->run0 < 0)
         vs->run0 = 0;
-    char note[48];
-    snprintf(note, sizeof(note), "%d run%s  s: next strategy", total, total == 1 ? "" : "s");
+    char note[160];
+    if (v->next_run && v->next_run[0])
+        snprintf(note, sizeof(note), "%d run%s  next: %s  s: start  g: plot", total, total == 1 ? "" : "s",
+                 v->next_run);
+    else
+        snprintf(note, sizeof(note), "%d run%s", total, total == 1 ? "" : "s");
     draw_box(w, "Runs", note, focused);
     int on[C_N];
     fit_columns(wd - 2, on);
@@ -146,6 +163,19 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
             case C_RANKS:
                 snprintf(b, sizeof(b), "%d", r.ranks);
                 break;
+            case C_BATCH:
+                snprintf(b, sizeof(b), "%d", r.batch);
+                break;
+            case C_SPEEDUP:
+            case C_EFF: {
+                const struct scaling_row *q = v->scaling && idx < v->scaling->n ? &v->scaling->row[idx] : NULL;
+                if (q && q->valid)
+                    snprintf(b, sizeof(b), c == C_SPEEDUP ? "%.2fx" : "%.1f",
+                             c == C_SPEEDUP ? q->speedup : q->efficiency_pct);
+                else
+                    snprintf(b, sizeof(b), "n/a");
+                break;
+            }
             case C_STEPS:
                 snprintf(b, sizeof(b), "%ld", r.steps);
                 break;

@@ -44,6 +44,28 @@ static int lane_at(const struct snap *s, int k, int *rank, int *lane)
     return 0;
 }
 
+/* Visible lane k's rank, or -1 past the end. */
+static int rank_of_lane(const struct snap *s, int k)
+{
+    int rank, lane;
+    return lane_at(s, k, &rank, &lane) ? rank : -1;
+}
+
+/* What lanes [first, last] leave out: whole ranks when the cut falls
+ * between ranks, else lanes (the unit the arrows scroll by). */
+static void hidden_note(char *buf, size_t n, const struct snap *s, int first, int last, int focused)
+{
+    int nl = snap_lanes(s);
+    int above = first, below = nl - 1 - last;
+    int r_first = rank_of_lane(s, first), r_last = rank_of_lane(s, last);
+    int whole = (above == 0 || rank_of_lane(s, first - 1) != r_first) &&
+                (below == 0 || rank_of_lane(s, last + 1) != r_last) && r_first >= 0 && r_last >= 0;
+    if (whole && last >= first)
+        fmt_hidden(buf, n, above ? r_first : 0, below ? s->world - 1 - r_last : 0, "rank", focused, draw_utf8());
+    else
+        fmt_hidden(buf, n, above, below, "lane", focused, draw_utf8());
+}
+
 static uint64_t hist_count(const struct snap_rank *r)
 {
     return r->nhist < METRICS_HISTORY ? r->nhist : METRICS_HISTORY;
@@ -195,7 +217,7 @@ static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
     } else if (nl + s->world - 1 <= avail) {
         gap = 1;
     }
-    int y = 1, prev_rank = -1;
+    int y = 1, prev_rank = -1, last_k = vs->tl_lane0 - 1;
     for (int k = vs->tl_lane0; k < nl; k++) {
         int rank, lane;
         if (!lane_at(s, k, &rank, &lane))
@@ -209,7 +231,11 @@ static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
         if (have)
             draw_lane(w, &s->ranks[rank], lane, (uint32_t)lo, (uint32_t)hi, t0, t1, y, 1 + LABEL_W + 1, pw, lane_h);
         y += lane_h;
+        last_k = k;
     }
+    char cut[128];
+    hidden_note(cut, sizeof(cut), s, vs->tl_lane0, last_k, focused);
+    draw_box_foot(w, cut, TH_TITLE);
 
     /* axis: ticks and labels in ms from the window's start */
     int ay = h - 3, ax = 1 + LABEL_W + 1;

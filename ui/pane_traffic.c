@@ -11,20 +11,28 @@
 #include "panes.h"
 #include "plot.h"
 
-#define YLAB_W 8
+#define YLAB_W 9 /* "59.3 MB/s": fmt_rate's widest below 1000 TB/s */
 
 static struct canvas g_canvas;
 
-/* One plot of n series in rows [y, y + ph), sharing a y axis from zero. */
+/* One plot of n series (drawn in order: the last on top) in rows
+ * [y, y + ph), sharing a y axis from zero. Its labels stay inside its own
+ * rows: the top value with its unit, what is plotted under it, and zero
+ * at the bottom, so that two plots stacked never read as one axis. scale
+ * turns a series' values into bytes per second. */
 static void one_plot(WINDOW *w, int y, int ph, int wd, const struct series *const *ss, const int *els, int n,
-                     const char *unit, double scale)
+                     const char *caption, double scale)
 {
     int x0 = 1 + YLAB_W + 1, pw = wd - 1 - x0;
     if (pw < 4 || ph < 1)
         return;
+    if (ph >= 2)
+        draw_textf(w, y + 1, 1, YLAB_W, TH_AXIS, "%*s", YLAB_W, caption);
     struct plot_axes ax;
     if (!plot_range(&ax, ss, n, 0, 0)) {
-        draw_text(w, y + ph / 2, x0, pw, TH_DIM, "no data yet");
+        if (ph < 2)
+            draw_textf(w, y, 1, YLAB_W, TH_AXIS, "%*s", YLAB_W, caption);
+        draw_text(w, y + (ph - 1) / 2, x0, pw, TH_DIM, "no data yet");
         return;
     }
     if (ax.lo > 0)
@@ -34,10 +42,10 @@ static void one_plot(WINDOW *w, int y, int ph, int wd, const struct series *cons
         plot_series(&g_canvas, &ax, ss[i], els[i]);
     canvas_blit(&g_canvas, w, y, x0);
     char lab[24];
-    plot_label(lab, sizeof(lab), ax.hi * scale);
+    fmt_rate(lab, sizeof(lab), ax.hi * scale);
     draw_textf(w, y, 1, YLAB_W, TH_AXIS, "%*s", YLAB_W, lab);
-    if (ph >= 2)
-        draw_textf(w, y + ph - 1, 1, YLAB_W, TH_AXIS, "%*s", YLAB_W, unit);
+    if (ph >= 3)
+        draw_textf(w, y + ph - 1, 1, YLAB_W, TH_AXIS, "%*s", YLAB_W, "0");
 }
 
 static void traffic_draw(WINDOW *w, struct pane_view *v, int focused)
@@ -74,16 +82,18 @@ static void traffic_draw(WINDOW *w, struct pane_view *v, int focused)
         snprintf(pred, sizeof(pred), "n/a");
     draw_text(w, 1, x, wd - 1 - x, TH_PREDICTION, pred);
 
+    /* the prediction first, dim, so that the measured curve is drawn over it */
     const struct series *bytes[1] = {&s->rate_bytes};
     const struct series *bw[2] = {&s->busbw_pred, &s->busbw};
     static const int bytes_el[1] = {TH_BYTES}, bw_el[2] = {TH_PREDICTION, TH_BUSBW};
+    int nbw = s->have_model ? 2 : 1, bw0 = 2 - nbw;
     int rows = h - 3; /* border and the figures line */
     if (rows >= 4) {
         int top = rows / 2;
-        one_plot(w, 2, top, wd, bytes, bytes_el, 1, "MB/s", 1e-6);
-        one_plot(w, 2 + top, rows - top, wd, bw, bw_el, s->have_model ? 2 : 1, "bw GB/s", 1.0);
+        one_plot(w, 2, top, wd, bytes, bytes_el, 1, "sent+recv", 1.0);
+        one_plot(w, 2 + top, rows - top, wd, bw + bw0, bw_el + bw0, nbw, "busbw", 1e9);
     } else {
-        one_plot(w, 2, rows, wd, bytes, bytes_el, 1, "MB/s", 1e-6);
+        one_plot(w, 2, rows, wd, bytes, bytes_el, 1, "sent+recv", 1.0);
     }
 }
 

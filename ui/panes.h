@@ -14,6 +14,7 @@
 #include "snap.h"
 
 struct run_result;
+struct scaling;
 
 /* What a key handler asks of the screen manager. */
 enum ui_flags { UI_HANDLED = 1, UI_REDRAW = 2, UI_RESIZE = 4, UI_QUIT = 8 };
@@ -31,14 +32,18 @@ struct view_state {
     int rank_rows;   /* ranks: rows that fit (set by draw) */
     int run0;        /* runs: first run shown */
     int run_rows;    /* runs: rows that fit (set by draw) */
+    int layer0;      /* layers: first layer shown */
+    int layer_rows;  /* layers: rows that fit (set by draw) */
 };
 
 struct pane_view {
     const struct snap *snap;
     const struct run_result *results; /* finished runs, oldest first */
     int nresults;
-    int live;    /* the current run is not among results yet */
-    int current; /* index of the current run (== nresults while live) */
+    const struct scaling *scaling; /* speedups: a row per finished run, then the live one */
+    const char *next_run;          /* what `s` starts next ("ddp, 4 ranks x 32"), or "" */
+    int live;                      /* the current run is not among results yet */
+    int current;                   /* index of the current run (== nresults while live) */
     struct view_state *vs;
     int can_browse; /* paused, frozen or finished: history may scroll */
     int frozen;
@@ -63,6 +68,8 @@ extern const struct pane_ops pane_timeline;
 extern const struct pane_ops pane_loss;
 extern const struct pane_ops pane_traffic;
 extern const struct pane_ops pane_runs;
+extern const struct pane_ops pane_layers;
+extern const struct pane_ops pane_scaling;
 extern const struct pane_ops pane_footer;
 
 /* `+` (in = 1) and `-` zoom the timeline from whichever pane has focus. */

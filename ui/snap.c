@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "model.h"
 #include "report.h"
 #include "run.h"
 #include "strategy.h"
@@ -20,7 +21,10 @@ static int snap_alloc(struct snap *s, int world)
     s->world = world;
     s->ranks = calloc((size_t)world, sizeof(*s->ranks));
     s->loss_rank = calloc((size_t)world, sizeof(*s->loss_rank));
-    if (!s->ranks || !s->loss_rank) {
+    s->layers = calloc(SNAP_MAX_LAYERS, sizeof(*s->layers));
+    s->lt_now = calloc(2 * SNAP_MAX_LAYERS, sizeof(*s->lt_now));
+    s->lt_base = calloc(2 * SNAP_MAX_LAYERS, sizeof(*s->lt_base));
+    if (!s->ranks || !s->loss_rank || !s->layers || !s->lt_now || !s->lt_base) {
         snap_free(s);
         return -1;
     }
@@ -58,6 +62,7 @@ int snap_init(struct snap *s, const struct run *r)
     s->total_steps = r->total_steps;
     s->threshold = r->cfg.loss_threshold;
     s->threshold_step = -1;
+    s->on_gpu = r->on_gpu;
     /* the alpha-beta fits, read once: the file may be missing (n/a) */
     char path[1024];
     cost_model_path(path, sizeof(path));
@@ -77,6 +82,9 @@ void snap_free(struct snap *s)
             free(s->ranks[i].hist);
     free(s->ranks);
     free(s->loss_rank);
+    free(s->layers);
+    free(s->lt_now);
+    free(s->lt_base);
     memset(s, 0, sizeof(*s));
 }
 
@@ -266,6 +274,52 @@ static void update_traffic(struct snap *s, const struct run *r, int64_t now_ns, 
     s->prev_xfer = xfer;
 }
 
+/* Rank 0's per-layer times: the names once its model is built, then the
+ * mean per call over the last SNAP_LAYER_WINDOW_NS (over everything so far
+ * until one window has passed). The rank thread publishes the totals
+ * (model_layer_times); nothing here touches its memory otherwise. */
+static void update_layers(struct snap *s, const struct run *r, int64_t now_ns)
+{
+    const struct model *m = run_rank_model(r, 0);
+    if (!m)
+        return;
+    if (!s->nlayers) {
+        s->layers_total = m->nlayers;
+        s->nlayers = m->nlayers < SNAP_MAX_LAYERS ? m->nlayers : SNAP_MAX_LAYERS;
+        for (int i = 0; i < s->nlayers; i++) {
+            snprintf(s->layers[i].name, sizeof(s->layers[i].name), "%.39s", m->layers[i].name);
+            snprintf(s->layers[i].kind, sizeof(s->layers[i].kind), "%.15s", m->layers[i].ops->kind);
+        }
+        s->lt_base_ns = now_ns;
+    }
+    int n = s->nlayers;
+    int64_t calls[2];
+    if (model_layer_times(m, s->lt_now, s->lt_now + SNAP_MAX_LAYERS, n, &calls[0], &calls[1]) != n)
+        return; /* untimed, or the rank was publishing: the next frame reads it */
+    int window = now_ns - s->lt_base_ns >= SNAP_LAYER_WINDOW_NS;
+    if (s->layers_valid && !window)
+        return;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t dc = calls[pass] - s->lt_base_calls[pass];
+        if (dc <= 0)
+            continue;
+        for (int i = 0; i < n; i++) {
+            int k = pass * SNAP_MAX_LAYERS + i;
+            double ms = (double)(s->lt_now[k] - s->lt_base[k]) / (double)dc / 1e6;
+            if (pass)
+                s->layers[i].bwd_ms = ms;
+            else
+                s->layers[i].fwd_ms = ms;
+        }
+        s->layers_valid = 1;
+    }
+    if (window && calls[0] > s->lt_base_calls[0]) {
+        memcpy(s->lt_base, s->lt_now, sizeof(*s->lt_base) * 2 * SNAP_MAX_LAYERS);
+        memcpy(s->lt_base_calls, calls, sizeof(calls));
+        s->lt_base_ns = now_ns;
+    }
+}
+
 void snap_update(struct snap *s, const struct run *r, const struct run_result *final, int64_t now_ns)
 {
     const struct metrics *m = &r->metrics;
@@ -325,6 +379,7 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
 
     update_loss(s, &r->metrics);
     update_traffic(s, r, now_ns, s->state == RUN_RUNNING);
+    update_layers(s, r, now_ns);
 }
 
 int snap_from_replay(struct snap *s, const struct replay *rp)

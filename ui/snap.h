@@ -30,6 +30,8 @@ struct run_result;
 
 #define SNAP_WINDOW 16
 #define SNAP_MAX_EPOCHS 1024
+#define SNAP_MAX_LAYERS 512               /* layers shown of rank 0's model (DenseNet-121 has 439) */
+#define SNAP_LAYER_WINDOW_NS 1000000000LL /* per-layer times: the mean over about this long */
 
 /* The cumulative totals of one rank at one frame. */
 struct snap_sample {
@@ -55,6 +57,13 @@ struct snap_rank {
     struct span *hist; /* [METRICS_HISTORY]: the metrics' span ring, copied */
     uint64_t nhist;    /* spans ever copied; slot k % METRICS_HISTORY */
     struct snap_sample win[SNAP_WINDOW];
+};
+
+/* One layer of rank 0's model: its host time per call, recently. */
+struct snap_layer {
+    char name[40];
+    char kind[16];
+    double fwd_ms, bwd_ms; /* mean per forward / backward call */
 };
 
 struct snap {
@@ -110,6 +119,15 @@ struct snap {
     double prev_kind_bytes[COLL_COUNT];
     int have_prev;
     struct cost_fit fit[COLL_COUNT]; /* --bench-comm's fits, .valid when found */
+    /* layers pane: rank 0's per-layer host times (model_layer_times) */
+    int on_gpu;                /* the device runs asynchronously: host times only measure launches */
+    int nlayers;               /* layers shown; 0 until rank 0 has built its model */
+    int layers_total;          /* layers the model has */
+    int layers_valid;          /* fwd_ms and bwd_ms hold a measurement */
+    struct snap_layer *layers; /* [SNAP_MAX_LAYERS] */
+    int64_t *lt_now, *lt_base; /* [2 * SNAP_MAX_LAYERS]: forward then backward ns totals, now and at lt_base_ns */
+    int64_t lt_base_calls[2];  /* forward and backward calls at lt_base_ns */
+    int64_t lt_base_ns;
 };
 
 /* Sizes the snapshot for run r (just started). Returns -1 when out of memory. */

@@ -7,7 +7,8 @@
  *   -> key: the global keys here, arrows to the focused pane; handlers
  *      return UI_* flags and only this file acts on them
  *   -> refresh due: run_poll() (never blocks on a rank), snapshot (unless
- *      the view is frozen), run lifecycle (finished, switching strategy)
+ *      the view is frozen), run lifecycle (finished, starting the next run
+ *      that the plan describes), the runs' speedups
  *   -> draw: each pane into its own window, one wnoutrefresh per window,
  *      then one doupdate.
  * Rank threads never see curses. Signal handlers only set a flag (SIGINT,
@@ -33,8 +34,10 @@
 #include "data.h"
 #include "layout.h"
 #include "panes.h"
+#include "plan.h"
 #include "report.h"
 #include "run.h"
+#include "scaling.h"
 #include "session.h"
 #include "snap.h"
 #include "stop.h"
@@ -45,8 +48,8 @@
 /* The panes, by layout id. */
 static const struct pane_ops *const registry[PANE_COUNT] = {
     [PANE_HEADER] = &pane_header, [PANE_RANKS] = &pane_ranks,     [PANE_TIMELINE] = &pane_timeline,
-    [PANE_LOSS] = &pane_loss,     [PANE_TRAFFIC] = &pane_traffic, [PANE_RUNS] = &pane_runs,
-    [PANE_FOOTER] = &pane_footer,
+    [PANE_LAYERS] = &pane_layers, [PANE_LOSS] = &pane_loss,       [PANE_TRAFFIC] = &pane_traffic,
+    [PANE_RUNS] = &pane_runs,     [PANE_SCALING] = &pane_scaling, [PANE_FOOTER] = &pane_footer,
 };
 _Static_assert(sizeof(registry) / sizeof(registry[0]) == PANE_COUNT, "one pane class per layout pane");
 
@@ -58,6 +61,12 @@ struct ui {
     struct snap snap;            /* what the panes draw of the current run */
     const struct replay *replay; /* --replay: a recorded run, nothing live (no session run) */
     int switching;               /* `s`: waiting for the run to stop, then start the next */
+    struct plan plan;            /* what `s` starts next (r/R, b/B, n change it) */
+    char next_run[96];           /* the plan, described */
+    struct scaling scaling;      /* the runs' speedups, for the Runs and Scaling panes */
+    int show_layers;             /* L: the Layers pane in the timeline's place */
+    int show_scaling;            /* g: the Scaling plot in the Runs table's place */
+    unsigned asked;              /* PANE_BIT()s switched in by a key: the layout keeps them longest */
     /* screen */
     struct layout lay;
     struct layout_req req;
@@ -190,8 +199,50 @@ static int start_run(struct ui *u, const struct run_config *rc, char *err, size_
     u->vs.tl_lane0 = 0;
     u->vs.rank0 = 0;
     u->vs.run0 = 1 << 20; /* follow the newest run; the pane clamps */
+    u->vs.layer0 = 0;
     snap_update(&u->snap, u->s.run, NULL, probe_now_ns());
+    plan_reset(&u->plan, rc);
+    plan_describe(&u->plan, u->next_run, sizeof(u->next_run));
     return 0;
+}
+
+/* The run a plan describes: the session's configuration (as the command
+ * line expanded it) with the plan's strategy, ranks and batch, and the
+ * defaults that follow from them (threads per rank) worked out again. */
+static void plan_config(const struct ui *u, const struct plan *p, struct run_config *rc)
+{
+    struct config c = *u->cfg;
+    snprintf(c.models[0], sizeof(c.models[0]), "%s", u->s.rc.model);
+    c.nmodels = 1;
+    c.ranks[0] = p->ranks;
+    c.nranks = 1;
+    c.batches[0] = p->batch;
+    c.nbatches = 1;
+    c.strategies[0] = p->strategy;
+    c.nstrategies = 1;
+    config_expand(&c, 0, rc);
+}
+
+/* The speedup of every run, the live one's from its recent throughput. */
+static void refresh_scaling(struct ui *u)
+{
+    if (u->replay)
+        return;
+    struct run_result live;
+    int is_live = !u->s.joined;
+    if (is_live) {
+        memset(&live, 0, sizeof(live));
+        live.cfg = u->s.rc;
+        live.world = u->snap.world;
+        live.global_batch = u->snap.global_batch;
+        live.samples_per_s = u->snap.rate_valid ? u->snap.samples_s : 0;
+        /* results_compare goes by median step times: the recent rate's */
+        if (live.samples_per_s > 0 && live.global_batch > 0) {
+            live.ms_p50 = 1e3 * live.global_batch / live.samples_per_s;
+            live.ms_valid = live.batch_valid = 1;
+        }
+    }
+    scaling_update(&u->scaling, u->s.results, u->s.nresults, is_live ? &live : NULL);
 }
 
 /* The session has joined the run and kept its result: the final report on
@@ -201,26 +252,28 @@ static void run_done(struct ui *u)
     const struct run_result *res = session_result(&u->s);
     snap_update(&u->snap, u->s.run, res, probe_now_ns());
     if (u->s.run->state == RUN_FAILED) {
-        say(u, 1, "run failed: %s  (q: quit, s: next strategy)", u->s.run->err);
+        say(u, 1, "run failed: %s  (q: quit, s: next run)", u->s.run->err);
     } else if (res && !u->switching) {
         char sps[16];
         fmt_si(sps, sizeof(sps), res->samples_per_s);
-        say(u, 0, "run %s: %ld steps, %.2f ms/step, %s samples/s; final report on screen (s: next strategy, q: quit)",
+        say(u, 0, "run %s: %ld steps, %.2f ms/step, %s samples/s; final report on screen (s: next run, q: quit)",
             run_state_name(u->s.run->state), res->steps, res->ms_mean, sps);
         u->status_ns = 0; /* stays until replaced */
     }
 }
 
-/* `s`: the next strategy in order that run_start accepts, wrapping; the
- * refused ones are named in the status line. */
+/* `s` with the plan untouched: the next strategy in order that run_start
+ * accepts, wrapping; the refused ones are named in the status line. */
 static void next_strategy(struct ui *u)
 {
     char skipped[300] = "";
     size_t sk = 0;
+    struct plan p = {.ranks = u->s.rc.ranks, .batch = u->s.rc.batch_size};
     int cur = u->s.rc.strategy;
     for (int k = 1; k <= STRAT_COUNT; k++) {
-        struct run_config rc = u->s.rc;
-        rc.strategy = (cur + k) % STRAT_COUNT;
+        struct run_config rc;
+        p.strategy = (cur + k) % STRAT_COUNT;
+        plan_config(u, &p, &rc);
         char err[320];
         if (start_run(u, &rc, err, sizeof(err)) == 0) {
             u->frozen = 0;
@@ -238,6 +291,67 @@ static void next_strategy(struct ui *u)
     say(u, 1, "no strategy could start: %s", skipped);
 }
 
+/* `s` after r/R, b/B or n: exactly the planned run, or a line saying why
+ * not (the previous run's report stays on screen). */
+static void start_plan(struct ui *u)
+{
+    struct run_config rc;
+    struct plan p = u->plan;
+    char desc[96], err[320];
+    plan_describe(&p, desc, sizeof(desc));
+    plan_config(u, &p, &rc);
+    if (start_run(u, &rc, err, sizeof(err)) != 0) {
+        u->switching = 0;
+        say(u, 1, "the next run (%s) cannot start: %s", desc, err);
+        return;
+    }
+    u->frozen = 0;
+    say(u, 0, "started %s", desc);
+}
+
+/* r/R, b/B, n: a new plan, unless run_check refuses the run it describes
+ * (then the plan stays as it was and the status line says why). */
+static void change_plan(struct ui *u, int key)
+{
+    if (u->switching) {
+        say(u, 0, "%c: the next run is already starting", key);
+        return;
+    }
+    struct plan p = u->plan;
+    char err[320] = "";
+    int bound = 0;
+    if (key == 'r' || key == 'R')
+        bound = plan_ranks(&p, &u->s.rc, key == 'r' ? -1 : 1, err, sizeof(err));
+    else if (key == 'b' || key == 'B')
+        bound = plan_batch(&p, &u->s.rc, key == 'b' ? -1 : 1, err, sizeof(err));
+    else
+        plan_next_strategy(&p);
+    if (bound != 0) {
+        say(u, 1, "%c: %s", key, err);
+        return;
+    }
+    char desc[96];
+    plan_describe(&p, desc, sizeof(desc));
+    struct run_config rc;
+    plan_config(u, &p, &rc);
+    if (run_check(&rc, u->s.train, u->s.dev, err, sizeof(err)) != 0) {
+        say(u, 1, "%c: refused: %s", key, err);
+        return;
+    }
+    u->plan = p;
+    snprintf(u->next_run, sizeof(u->next_run), "%s", desc);
+    say(u, 0, "next run: %s  (s starts it; r/R ranks, b/B batch, n strategy)", desc);
+}
+
+/* `s`: the planned run once the current one has stopped. */
+static void start_next(struct ui *u)
+{
+    if (u->plan.edited)
+        start_plan(u);
+    else
+        next_strategy(u);
+}
+
 /* One refresh: drain the rings, follow the run's lifecycle, snapshot. */
 static void tick(struct ui *u)
 {
@@ -253,7 +367,9 @@ static void tick(struct ui *u)
             snap_update(&u->snap, u->s.run, NULL, probe_now_ns());
     }
     if (u->s.joined && u->switching)
-        next_strategy(u);
+        start_next(u);
+    if (!u->frozen)
+        refresh_scaling(u);
     if (u->status_ns && !u->status_error && probe_now_ns() - u->status_ns > STATUS_INFO_NS)
         u->status[0] = 0;
 }
@@ -288,10 +404,17 @@ static void fill_req(const struct ui *u, struct layout_req *q)
 {
     memset(q, 0, sizeof(*q));
     getmaxyx(stdscr, q->rows, q->cols);
-    q->want = PANE_ALL;
+    q->want = PANE_ALL & ~(PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_SCALING));
+    if (u->show_layers)
+        q->want |= PANE_BIT(PANE_LAYERS);
+    if (u->show_scaling)
+        q->want |= PANE_BIT(PANE_SCALING);
+    q->keep = u->asked;
     q->rank_rows = u->snap.world;
     q->lanes = snap_lanes(&u->snap);
     q->run_rows = u->s.nresults + (u->s.joined && !u->replay ? 0 : 1);
+    /* the layers, and for ddp a header and a few buckets under them */
+    q->layer_rows = u->snap.nlayers + (!strcmp(u->snap.strategy, "ddp") ? 4 : 0);
 }
 
 /* Rebuilds every window from a fresh layout (after a resize, or when the
@@ -353,6 +476,8 @@ static void make_view(struct ui *u, struct pane_view *v)
     v->snap = &u->snap;
     v->results = u->s.results;
     v->nresults = u->s.nresults;
+    v->scaling = &u->scaling;
+    v->next_run = u->replay ? "" : u->next_run;
     v->live = !u->s.joined || u->replay; /* a replay's run is the snapshot's row */
     v->current = v->live ? u->s.nresults : u->s.nresults - 1;
     v->vs = &u->vs;
@@ -437,6 +562,17 @@ static void next_theme(struct ui *u)
     }
 }
 
+/* L and g: one pane of a slot takes the other's place (on = the second).
+ * Focus follows, and the slot, once asked for, keeps its room on a small
+ * terminal longer than the panes nobody asked for. */
+static void switch_slot(struct ui *u, int on, int first, int second)
+{
+    u->asked |= PANE_BIT(first) | PANE_BIT(second);
+    if (u->focus == (on ? first : second))
+        u->focus = on ? second : first;
+    u->vs.layer0 = 0;
+}
+
 static int handle_key(struct ui *u, int ch)
 {
     if (ch == KEY_RESIZE)
@@ -445,8 +581,8 @@ static int handle_key(struct ui *u, int ch)
         u->help = 0;
         return ch == 'q' || ch == 'Q' ? UI_QUIT : UI_HANDLED | UI_REDRAW;
     }
-    if (u->replay && ch > 0 && ch < 128 && strchr("pPeEsS ", ch)) {
-        /* pause, export, next strategy and freeze act on a live run */
+    if (u->replay && ch > 0 && ch < 128 && strchr("pPeEsSrRbBn ", ch)) {
+        /* pause, export, the next run and freeze act on a live run */
         if (ch == ' ')
             say(u, 0, "space: not available in a replay");
         else
@@ -485,6 +621,16 @@ static int handle_key(struct ui *u, int ch)
     case 'S':
         if (u->switching)
             return UI_HANDLED;
+        if (u->plan.edited) {
+            /* refused before the current run is stopped for it */
+            struct run_config rc;
+            char err[320];
+            plan_config(u, &u->plan, &rc);
+            if (run_check(&rc, u->s.train, u->s.dev, err, sizeof(err)) != 0) {
+                say(u, 1, "s: the next run (%s) cannot start: %s", u->next_run, err);
+                return UI_HANDLED | UI_REDRAW;
+            }
+        }
         u->switching = 1;
         if (!u->s.joined) {
             say(u, 0, "stopping %s at a step boundary...", strategy_name(u->s.rc.strategy));
@@ -508,8 +654,23 @@ static int handle_key(struct ui *u, int ch)
     case '_':
         return timeline_zoom(&u->vs, 0);
     case 'l':
-    case 'L':
         u->vs.loss_log = !u->vs.loss_log;
+        return UI_HANDLED | UI_REDRAW;
+    case 'r':
+    case 'R':
+    case 'b':
+    case 'B':
+    case 'n':
+        change_plan(u, ch);
+        return UI_HANDLED | UI_REDRAW;
+    case 'L':
+        u->show_layers = !u->show_layers;
+        switch_slot(u, u->show_layers, PANE_TIMELINE, PANE_LAYERS);
+        return UI_HANDLED | UI_REDRAW;
+    case 'g':
+    case 'G':
+        u->show_scaling = !u->show_scaling;
+        switch_slot(u, u->show_scaling, PANE_RUNS, PANE_SCALING);
         return UI_HANDLED | UI_REDRAW;
     default:
         break;
@@ -713,7 +874,8 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
     if (setup_curses(u, utf8) != 0)
         goto out;
     if (config_count(cfg) > 1)
-        say(u, 0, "the UI runs the sweep's first combination; s moves to the next strategy");
+        say(u, 0,
+            "the UI runs the sweep's first combination; s starts the next run (r/R ranks, b/B batch, n strategy)");
 
     loop(u);
 
@@ -747,6 +909,7 @@ out:
     uninstall_signals();
     snap_free(&u->snap);
     session_free(&u->s);
+    scaling_free(&u->scaling);
     free(u);
     return status;
 }

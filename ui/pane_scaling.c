@@ -1,0 +1,138 @@
+/* pane_scaling.c - speedup against ranks over the session's runs, with
+ * the ideal (speedup = ranks) as a dotted line: each strategy's runs are
+ * joined in order of ranks and marked with the strategy's letter, the
+ * live run included. Speedups are the Runs table's (scaling.h: against a
+ * 1-rank run of the same model), so without such a run there is nothing
+ * to plot and the pane says how to get one (r, then s). It shares the
+ * Runs table's place on the screen; `g` switches between them.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "panes.h"
+#include "scaling.h"
+#include "strategy.h"
+
+#define YLAB_W 6
+
+static struct canvas g_canvas;
+
+/* The strategies' letters on the plot, in enum strategy_kind order. */
+static const char strategy_letter[STRAT_COUNT] = {'s', 'p', 'g', 'a', 'd'};
+
+static int dot_x(const struct canvas *c, const struct scaling_axes *ax, double ranks)
+{
+    return (int)((ranks - 1) / (ax->max_world - 1) * (c->dw - 1) + 0.5);
+}
+
+static int dot_y(const struct canvas *c, const struct scaling_axes *ax, double speedup)
+{
+    double f = speedup / ax->max_y;
+    if (f < 0)
+        f = 0;
+    if (f > 1)
+        f = 1;
+    return (int)((1.0 - f) * (c->dh - 1) + 0.5);
+}
+
+static void scaling_draw(WINDOW *w, struct pane_view *v, int focused)
+{
+    const struct scaling *sc = v->scaling;
+    int h, wd;
+    getmaxyx(w, h, wd);
+    werase(w);
+    struct scaling_axes ax;
+    int nvalid = sc ? scaling_axes(sc, &ax) : 0;
+    draw_box(w, "Scaling", nvalid ? "speedup against ranks, vs a 1-rank run  g: runs table" : "g: runs table", focused);
+    int x0 = 1 + YLAB_W + 1, pw = wd - 2 - x0, ph = h - 4; /* border, x axis, legend */
+    if (pw < 8 || ph < 2)
+        return;
+    if (!nvalid) {
+        /* a replay has one run and no keys to start another */
+        draw_text(w, 1 + ph / 2, x0, pw, TH_DIM,
+                  v->next_run && v->next_run[0] ? "no speedup yet: it needs a 1-rank run (r to 1 rank, then s)"
+                                                : "no speedup: it needs a 1-rank run of the same model");
+        return;
+    }
+    canvas_begin(&g_canvas, pw, ph);
+    int cw = g_canvas.dw / pw, chh = g_canvas.dh / ph;
+    /* the ideal, dotted: every third dot */
+    int ix0 = dot_x(&g_canvas, &ax, 1), iy0 = dot_y(&g_canvas, &ax, 1);
+    int ix1 = dot_x(&g_canvas, &ax, ax.max_world), iy1 = dot_y(&g_canvas, &ax, ax.max_world);
+    int steps = ix1 - ix0 > iy0 - iy1 ? ix1 - ix0 : iy0 - iy1;
+    for (int i = 0; i <= steps; i += 3)
+        canvas_dot(&g_canvas, ix0 + (ix1 - ix0) * i / (steps ? steps : 1), iy0 + (iy1 - iy0) * i / (steps ? steps : 1),
+                   TH_AXIS);
+    /* each strategy's runs, joined in order of ranks (the newest run of a
+     * rank count stands for it) */
+    int used[STRAT_COUNT] = {0};
+    for (int st = 0; st < STRAT_COUNT; st++) {
+        int px = -1, py = -1;
+        for (int world = 1; world <= ax.max_world; world++) {
+            int pick = -1;
+            for (int i = 0; i < sc->n; i++)
+                if (sc->row[i].valid && sc->row[i].strategy == st && sc->row[i].world == world)
+                    pick = i;
+            if (pick < 0)
+                continue;
+            int x = dot_x(&g_canvas, &ax, world), y = dot_y(&g_canvas, &ax, sc->row[pick].speedup);
+            if (px >= 0)
+                canvas_line(&g_canvas, px, py, x, y, TH_MEAN);
+            else
+                canvas_dot(&g_canvas, x, y, TH_MEAN);
+            px = x;
+            py = y;
+            used[st] = 1;
+        }
+    }
+    canvas_blit(&g_canvas, w, 1, x0);
+    /* the points, lettered by strategy, over the lines */
+    for (int i = 0; i < sc->n; i++) {
+        const struct scaling_row *r = &sc->row[i];
+        if (!r->valid || r->strategy < 0 || r->strategy >= STRAT_COUNT)
+            continue;
+        int cx = dot_x(&g_canvas, &ax, r->world) / cw, cy = dot_y(&g_canvas, &ax, r->speedup) / chh;
+        wchar_t g = (wchar_t)strategy_letter[r->strategy];
+        draw_cell(w, 1 + cy, x0 + cx, g, TH_VALUE);
+    }
+    /* y labels: the top, the middle and zero */
+    draw_textf(w, 1, 1, YLAB_W, TH_AXIS, "%*.1fx", YLAB_W - 1, ax.max_y);
+    if (ph >= 5)
+        draw_textf(w, 1 + (ph - 1) / 2, 1, YLAB_W, TH_AXIS, "%*.1fx", YLAB_W - 1, ax.max_y / 2);
+    draw_textf(w, ph, 1, YLAB_W, TH_AXIS, "%*s", YLAB_W, "0");
+    /* x axis: every rank count, where there is room for its number */
+    int ay = h - 3;
+    draw_hfill(w, ay, x0, pw, draw_utf8() ? L'─' : L'-', TH_AXIS);
+    draw_text(w, ay, 1, YLAB_W, TH_AXIS, " ranks");
+    int next_free = 0;
+    for (int world = 1; world <= ax.max_world; world++) {
+        int c = dot_x(&g_canvas, &ax, world) / cw;
+        char lab[8];
+        int len = snprintf(lab, sizeof(lab), "%d", world);
+        if (c < next_free || c + len > pw)
+            continue;
+        draw_text(w, ay, x0 + c, len, TH_AXIS, lab);
+        next_free = c + len + 1;
+    }
+    /* legend */
+    int lx = x0, ly = h - 2;
+    lx += draw_text(w, ly, lx, wd - 1 - lx, TH_AXIS, draw_utf8() ? "\u2508" : ".");
+    lx += 1 + draw_text(w, ly, lx + 1, wd - 1 - lx - 1, TH_NORMAL, "ideal");
+    for (int st = 0; st < STRAT_COUNT; st++) {
+        if (!used[st])
+            continue;
+        int need = 3 + (int)strlen(strategy_name(st));
+        if (lx + 2 + need > wd - 1)
+            break;
+        lx += 2;
+        draw_cell(w, ly, lx, (wchar_t)strategy_letter[st], TH_VALUE);
+        lx += 2 + draw_text(w, ly, lx + 2, wd - 1 - lx - 2, TH_NORMAL, strategy_name(st));
+    }
+}
+
+const struct pane_ops pane_scaling = {
+    .title = "Scaling",
+    .focusable = 1,
+    .draw = scaling_draw,
+    .key = NULL,
+};

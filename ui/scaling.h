@@ -1,0 +1,40 @@
+/* scaling.h - speedup and efficiency of every run of the session, for the
+ * Runs table's columns and the Scaling plot: results_speedup (src/report.c,
+ * against a 1-rank run of the same model, the same global batch when there
+ * is one) over copies of the finished runs' results and of the live run's
+ * figures, so a 1-rank run serves as the base while it is still running.
+ * No curses: unit-tested in tests/test_ui_core.c.
+ */
+#ifndef DDPTOP_SCALING_H
+#define DDPTOP_SCALING_H
+
+#include "report.h"
+
+struct scaling_row {
+    int world;
+    int strategy; /* enum strategy_kind, or -1 */
+    double speedup, efficiency_pct;
+    int valid; /* a 1-rank run of the same model has a throughput */
+};
+
+struct scaling {
+    struct run_result *tmp;  /* [cap]: copies for results_speedup */
+    struct scaling_row *row; /* [cap]: the finished runs in order, then the live one */
+    int n, cap;
+};
+
+/* Fills sc for res[0..n) and, when live is not NULL, the live run last
+ * (model, world, global batch and samples/s are what count). Returns 0,
+ * or -1 out of memory (sc then holds no rows). */
+int scaling_update(struct scaling *sc, const struct run_result *res, int n, const struct run_result *live);
+void scaling_free(struct scaling *sc);
+
+/* Where the Scaling plot's points and ideal line go. */
+struct scaling_axes {
+    int max_world; /* the x axis: ranks 1..max_world (at least 2) */
+    double max_y;  /* the y axis: speedup 0..max_y (at least max_world, the ideal's end) */
+};
+/* The axes for the valid rows; returns how many rows are valid. */
+int scaling_axes(const struct scaling *sc, struct scaling_axes *ax);
+
+#endif
