@@ -30,14 +30,32 @@ for kind in nan crash hang slow oom comm-error; do
             --steps 40 --no-eval --comm-timeout 2 --inject-fault "rank=1,step=$STEP,kind=$kind" \
             --trace "$tmp/t.json" --format json >"$tmp/out.json" 2>"$tmp/err"
         st=$?
-        secs=$(echo "$(date +%s.%N) - $t0" | bc)
+        secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
         printf '%-26s exit %3d  %6.2f s  %s\n' "$c" "$st" "$secs" "$(grep -v 'running on CPU' "$tmp/err" | head -1)"
         check "$c: stopped within $LIMIT s" test "$st" -ne 124
         check "$c: the trace is valid JSON with events" json "$tmp/t.json" "assert len(d['traceEvents']) > 10"
         if [ "$kind" = slow ]; then
             check "$c: exit 0 (got $st)" test "$st" -eq 0
-            check "$c: every step ran, and rank 0 idles more than the slow rank 1" json "$tmp/out.json" \
-                "r=d['runs'][0]; p=d['per_rank']; assert r['state']=='done' and r['steps']==40 and p[0]['idle_pct'] > p[1]['idle_pct'], (r, p)"
+            check "$c: every step ran" json "$tmp/out.json" \
+                "r=d['runs'][0]; assert r['state']=='done' and r['steps']==40, r"
+            # rank 1's forward+backward per step, from the trace: from step
+            # $STEP on it takes the fault's 5x (at least 2.5x, noise allowed)
+            check "$c: rank 1's compute is slower from step $STEP on" json "$tmp/t.json" "
+import statistics as st
+per = {}
+for e in d['traceEvents']:
+    if e.get('ph') == 'X' and e.get('pid') == 1 and e.get('name') in ('forward', 'backward'):
+        k = e['args']['step']; per[k] = per.get(k, 0) + e['dur']
+before = st.median([v for k, v in per.items() if 1 <= k < $STEP])
+after = st.median([v for k, v in per.items() if k > $STEP])
+assert after > 2.5 * before, (before, after)"
+            # with every rank its own master, the peers wait for the straggler
+            # (dp's rank 0 also does the master's work, so its idle share
+            # depends on how long that takes: not checked there)
+            if [ "$strategy" != dp ]; then
+                check "$c: rank 0 idles more than the slow rank 1" json "$tmp/out.json" \
+                    "p=d['per_rank']; assert p[0]['idle_pct'] > p[1]['idle_pct'], p"
+            fi
             continue
         fi
         check "$c: exit 1 (got $st)" test "$st" -eq 1
