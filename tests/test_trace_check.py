@@ -8,7 +8,11 @@ parser, against the schema ddptop promises (trace/trace_export.h):
   - process_name / thread_name metadata name every pid and (pid, tid) used;
   - X events nest properly on every (pid, tid);
   - collectives carry collective, bytes, ranks, seq, algorithm and either
-    transfer_us/sync_us or ranks_seen; counters are C events with args.
+    transfer_us/sync_us or ranks_seen; counters are C events with args;
+  - transfer/sync: sync >= 0 and transfer + sync = the collective's
+    duration, to the nanosecond; the ranks of one collective (one seq) share
+    its transfer, which is the shortest of their durations, so when every
+    rank is in the file one of them (the straggler) has sync 0.
 
 Usage: test_trace_check.py FILE [--prefix] [--rank N] [--pids 0,1]
        [--min-steps K] [--steps A:B] [--state S] [--counters]
@@ -26,6 +30,11 @@ import sys
 def fail(msg):
     print("FAIL: " + msg)
     sys.exit(1)
+
+
+def ns(us):
+    """A time the writer printed in us with 3 decimals, as integer ns."""
+    return round(us * 1000)
 
 
 def load(path, prefix):
@@ -110,6 +119,7 @@ def main():
     steps = {}
     counters = set()
     ncoll = 0
+    by_seq = {}
     for e in evs:
         ph = e.get("ph")
         if ph == "M":
@@ -143,8 +153,13 @@ def main():
                         fail("collective without args.%s: %s" % (k, e))
                 if not (("transfer_us" in args and "sync_us" in args) or "ranks_seen" in args):
                     fail("collective without transfer/sync: %s" % e)
-                if "transfer_us" in args and args["transfer_us"] > e["dur"] + 1e-3:
-                    fail("transfer longer than the collective: %s" % e)
+                if "transfer_us" in args:
+                    xf, sy, dur = ns(args["transfer_us"]), ns(args["sync_us"]), ns(e["dur"])
+                    if sy < 0:
+                        fail("negative sync: %s" % e)
+                    if xf + sy != dur:
+                        fail("transfer + sync is not the collective's duration: %s" % e)
+                    by_seq.setdefault(args["seq"], []).append((e["pid"], xf, sy, dur, args["ranks"]))
         elif ph == "C":
             if not isinstance(e.get("args"), dict) or not e["args"]:
                 fail("counter without args: %s" % e)
@@ -152,6 +167,15 @@ def main():
         elif ph in ("s", "f"):
             if "id" not in e:
                 fail("flow event without id: %s" % e)
+    for seq, group in by_seq.items():
+        xfs = set(g[1] for g in group)
+        if len(xfs) != 1:
+            fail("collective seq %s: the ranks disagree on its transfer: %s" % (seq, sorted(xfs)))
+        if len(set(g[0] for g in group)) == group[0][4]:
+            if min(g[3] for g in group) != group[0][1]:
+                fail("collective seq %s: transfer is not the shortest duration over the ranks" % seq)
+            if min(g[2] for g in group) != 0:
+                fail("collective seq %s: no rank has sync 0 (the straggler's)" % seq)
     for p in used_p:
         if p not in pnames:
             fail("pid %s has no process_name" % p)
