@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# test.sh - builds ddptop and runs the whole test suite three ways:
+# test.sh - builds ddptop and runs the whole test suite three ways, and
+# checks that the tests catch planted bugs:
 #   1. Release build, every test (unit, integration, end-to-end, GPU tests
 #      report SKIPPED without a GPU);
-#   2. ASan+UBSan build, every test;
-#   3. TSan build, every threaded test.
+#   2. mutants: each bug of tests/mutants/ planted in turn in a Release copy
+#      of the tree must fail the tests it names (tests/mutants/run_mutants.sh);
+#   3. ASan+UBSan build, every test;
+#   4. TSan build, every threaded test.
 # Usage: scripts/test.sh [--quick]   (--quick: only the Release pass)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +35,8 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/t
 
 pass release --
 if [ "$quick" -eq 0 ]; then
+  echo "== mutants: planted bugs must fail their tests"
+  JOBS=$jobs tests/mutants/run_mutants.sh
   pass asan -DDDPTOP_SANITIZE=address --
   pass tsan -DDDPTOP_SANITIZE=thread -- -L threaded
 fi

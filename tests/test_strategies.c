@@ -316,20 +316,49 @@ static void test_fp16(void **state)
     }
 }
 
-int main(void)
+/* The tests in groups: ctest runs each group as its own test,
+ * test_strategies_GROUP (tests/CMakeLists.txt lists the same names), so a
+ * group runs in seconds and a failure names its group. Without an
+ * argument every group runs. */
+static const struct CMUnitTest replicas_tests[] = {cmocka_unit_test(test_replicas_identical)};
+static const struct CMUnitTest equivalence_tests[] = {
+    cmocka_unit_test(test_equivalence_mlp),
+    cmocka_unit_test(test_equivalence_lenet),
+    cmocka_unit_test(test_equivalence_discriminates),
+    cmocka_unit_test(test_deterministic),
+};
+static const struct CMUnitTest overlap_tests[] = {cmocka_unit_test(test_ddp_overlap_lenet),
+                                                  cmocka_unit_test(test_ddp_overlap_mlp)};
+static const struct CMUnitTest slow_rank_tests[] = {cmocka_unit_test(test_slow_rank)};
+static const struct CMUnitTest device_path_tests[] = {
+    cmocka_unit_test(test_staged_path_matches),
+    cmocka_unit_test(test_bn_state_synced),
+    cmocka_unit_test(test_fp16),
+};
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+static const struct {
+    const char *name;
+    const struct CMUnitTest *tests;
+    size_t n;
+} groups[] = {{"replicas", replicas_tests, COUNT(replicas_tests)},
+              {"equivalence", equivalence_tests, COUNT(equivalence_tests)},
+              {"overlap", overlap_tests, COUNT(overlap_tests)},
+              {"slow_rank", slow_rank_tests, COUNT(slow_rank_tests)},
+              {"device_path", device_path_tests, COUNT(device_path_tests)}};
+
+int main(int argc, char **argv)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replicas_identical),
-        cmocka_unit_test(test_equivalence_mlp),
-        cmocka_unit_test(test_equivalence_lenet),
-        cmocka_unit_test(test_equivalence_discriminates),
-        cmocka_unit_test(test_ddp_overlap_lenet),
-        cmocka_unit_test(test_ddp_overlap_mlp),
-        cmocka_unit_test(test_slow_rank),
-        cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_staged_path_matches),
-        cmocka_unit_test(test_bn_state_synced),
-        cmocka_unit_test(test_fp16),
-    };
-    return cmocka_run_group_tests(tests, harness_data_setup, harness_data_teardown);
+    int failed = 0, ran = 0;
+    for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+        if (argc > 1 && strcmp(argv[1], groups[g].name) != 0)
+            continue;
+        ran++;
+        failed += _cmocka_run_group_tests(groups[g].name, groups[g].tests, groups[g].n, harness_data_setup,
+                                          harness_data_teardown);
+    }
+    if (!ran) {
+        fprintf(stderr, "%s: no group %s\n", argv[0], argv[1]);
+        return 2;
+    }
+    return failed;
 }
