@@ -22,9 +22,9 @@ with "]}" and checked like a whole file.
 Prints a one-line summary; exits 1 with the first violation.
 """
 import argparse
-import gzip
 import json
 import sys
+import zlib
 
 
 def fail(msg):
@@ -40,17 +40,22 @@ def ns(us):
 def load(path, prefix):
     raw = open(path, "rb").read()
     if raw[:2] == b"\x1f\x8b":
-        d = gzip.GzipFile(fileobj=__import__("io").BytesIO(raw))
-        out = b""
-        try:
-            while True:
-                chunk = d.read(65536)
-                if not chunk:
-                    break
-                out += chunk
-        except (EOFError, OSError):
-            if not prefix:
-                fail("gzip stream is cut short")
+        # zlib, not GzipFile: on a cut stream GzipFile's read raises and
+        # drops what it had inflated in that call (up to a whole chunk of
+        # whole events); a decompressobj hands back every byte it can
+        out, rest, cut = b"", raw, False
+        while rest:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            try:
+                out += d.decompress(rest)
+            except zlib.error as e:
+                fail("gzip stream is corrupt: %s" % e)
+            if not d.eof:
+                cut = True
+                break
+            rest = d.unused_data
+        if cut and not prefix:
+            fail("gzip stream is cut short")
         raw = out
     text = raw.decode("utf-8")
     if not prefix:

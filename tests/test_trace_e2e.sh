@@ -135,13 +135,13 @@ print("ok: text, CSV and markdown print the replayed figures")
 EOF
 }
 
-# steps recorded so far in trace $1 (plain or gzip, possibly cut)
+# steps recorded so far in trace $1 (plain or gzip, possibly cut) by the
+# rank that has recorded fewest (ranks write their events in batches of
+# their own, so one can be well ahead of the other); 0 before both have one
 steps_in() {
-    if [ "${1%.gz}" != "$1" ]; then
-        zcat "$1" 2>/dev/null | grep -c ProfilerStep || true
-    else
-        grep -c ProfilerStep "$1" 2>/dev/null || true
-    fi
+    { if [ "${1%.gz}" != "$1" ]; then zcat "$1"; else cat "$1"; fi; } 2>/dev/null |
+        grep -o '"name":"ProfilerStep#[0-9]*","cat":"step","pid":[01],' | sed 's/.*"pid":\([01]\),/\1/' |
+        sort | uniq -c | awk '{n[$2] = $1} END {print (n[0] < n[1] ? n[0] : n[1]) + 0}'
 }
 
 # starts a long run tracing to $1 and sends it signal $2 once the file on
@@ -152,7 +152,7 @@ run_and_kill() {
     local pid=$!
     for _ in $(seq 400); do
         sleep 0.1
-        [ "$(steps_in "$1")" -ge 12 ] && break
+        [ "$(steps_in "$1")" -ge 6 ] && break
     done
     kill -"$2" "$pid"
     wait "$pid"
