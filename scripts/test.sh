@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# test.sh - builds ddptop and runs the whole test suite three ways, then
-# fuzzes its readers:
+# test.sh - builds ddptop and runs the whole test suite three ways, checks
+# that the tests catch planted bugs, then fuzzes the readers:
 #   1. Release build, every test (unit, integration, end-to-end, GPU tests
 #      report SKIPPED without a GPU);
-#   2. ASan+UBSan build, every test but the `slow` ones (traces over 2 GiB:
-#      the Release pass runs them);
-#   3. TSan build, every threaded test;
-#   4. clang build of the libFuzzer targets (tests/fuzz), each run for
+#   2. mutants: each bug of tests/mutants/ planted in turn in a Release copy
+#      of the tree must fail the tests it names (tests/mutants/run_mutants.sh);
+#   3. ASan+UBSan build, every test but the `slow` ones (a trace over 2 GiB,
+#      a soak of minutes: the Release pass runs them);
+#   4. TSan build, every threaded test;
+#   5. clang build of the libFuzzer targets (tests/fuzz), each run for
 #      FUZZ_SECONDS (default 60) over its seed corpus, FUZZ_JOBS (default
 #      the number of cores) at once.
 # Usage: scripts/test.sh [--quick]   (--quick: only the Release pass)
@@ -46,6 +48,8 @@ fuzz_pass() {
 
 pass release --
 if [ "$quick" -eq 0 ]; then
+  echo "== mutants: planted bugs must fail their tests"
+  JOBS=$jobs tests/mutants/run_mutants.sh
   pass asan -DDDPTOP_SANITIZE=address -- -LE slow
   pass tsan -DDDPTOP_SANITIZE=thread -- -L threaded
   fuzz_pass

@@ -2,11 +2,13 @@
 # e2e_ui.sh - drives the real ddptop binary's curses UI inside tmux and
 # checks what a user would see: every pane with live, changing numbers;
 # `p` really stops the step counter and resumes it; `s` adds a run to the
-# runs pane; `e`, `t`, `?` answer; a resize to 50x15 and to 30x8 (too small)
-# and back is survived; r/R and b/B plan the next run's ranks and batch, `s`
-# starts exactly that run, the runs pane gives its speedup, refusals land
-# in the status line; `L` shows per-layer times and ddp's buckets, `g` the
-# scaling plot; `q` exits 0 with the terminal back in normal mode;
+# runs pane; `e` writes a trace that parses, `t` and `?` answer; resizes to
+# 50x15 and to the minimum, 40x10, keep the panes (redrawn to fit), one
+# column or row less (39x10, 40x9) and 30x8 say too small, and growing back
+# brings every pane back; r/R and b/B plan the next run's ranks and batch,
+# `s` starts exactly that run, the runs pane gives its speedup, refusals
+# land in the status line; `L` shows per-layer times and ddp's buckets, `g`
+# the scaling plot; `q` exits 0 with the terminal back in normal mode;
 # with an alpha-beta model file the traffic pane shows a prediction; Ctrl-C
 # and a crash (abort) restore the terminal too; NO_COLOR and a non-UTF-8
 # locale give a colourless, ASCII screen; a rank that fails (a diverging
@@ -175,16 +177,17 @@ tm send-keys -t "$S" x
 if wait_for ' Traffic ' 5 && ! screen | grep -q ' Help '; then pass "a key closes help"; else fail "help did not close"; fi
 tm send-keys -t "$S" t
 wait_for 'theme light' 5 && pass "t cycles the theme" || fail "t did not change the theme"
+# (ddptop runs in $T, which it can write: an error here is a failure)
 tm send-keys -t "$S" e
-if wait_for 'trace written to ddptop-[0-9]+-1\.json|trace: ' 5; then
-    if screen | grep -q 'trace written'; then
-        f=$(ls "$T"/ddptop-*-1.json 2>/dev/null | head -1)
-        [ -s "$f" ] && pass "e wrote $f" || fail "e claims a trace but no file"
+if wait_for 'trace written to ddptop-[0-9]+-1\.json' 5; then
+    f=$(ls "$T"/ddptop-*-1.json 2>/dev/null | head -1)
+    if [ -s "$f" ] && python3 -c "import json, sys; assert len(json.load(open(sys.argv[1]))['traceEvents']) > 10" "$f"; then
+        pass "e wrote $f, a trace that parses, with events"
     else
-        pass "e reports the trace error in the status line"
+        fail "e claims a trace, but ${f:-no file} is missing, empty or not JSON"
     fi
 else
-    fail "e showed nothing"
+    fail "e wrote no trace (status: $(screen | grep -Eo 'trace[^│]*' | head -1))"
 fi
 
 # s: the run stops cleanly, its result stays, the next strategy starts
@@ -198,16 +201,23 @@ wait_for 'started ' 5 && pass "status names the new strategy" || fail "no status
 s1=$(step_now)
 wait_step_above "${s1:-0}" 15 && pass "the new run trains" || fail "the new run does not train"
 
-# resize: small but usable, too small, back
-tm resize-window -t "$S" -x 50 -y 15
-# the Ranks box must close inside 50 columns: its windows were rebuilt, not clipped
-if wait_for 'terminal too small|^┌─ Ranks .*┐$' 5; then
-    pass "50x15: screen redrawn to fit"
-else
-    fail "50x15 not handled"
-fi
-tm resize-window -t "$S" -x 30 -y 8
-wait_for 'terminal too small' 5 && wait_for 'least 40x10' 1 && pass "30x8: says too small" || fail "30x8: no too-small message"
+# resize: small but usable, down to the minimum (ui/layout.h: 40x10), then
+# one column or one row short of it, too small, and back. The Ranks box
+# must close inside the new width: its windows were rebuilt, not clipped.
+for size in 50x15 40x10; do
+    tm resize-window -t "$S" -x "${size%x*}" -y "${size#*x}"
+    if wait_for '^┌─ Ranks .*┐$' 5 && ! screen | grep -q 'terminal too small'; then
+        pass "$size: screen redrawn to fit"
+    else
+        fail "$size: no Ranks pane drawn to fit (at or above the 40x10 minimum)"
+    fi
+done
+for size in 39x10 40x9 30x8; do
+    tm resize-window -t "$S" -x "${size%x*}" -y "${size#*x}"
+    # (the message names the size it saw: the one before also said too small)
+    wait_for "${size}\\)" 5 && screen | grep -q 'terminal too small' && screen | grep -q 'least 40x10' &&
+        pass "$size: says too small" || fail "$size: no too-small message for $size"
+done
 tm resize-window -t "$S" -x 160 -y 50
 ok=1
 for title in ' Ranks ' ' Timeline ' ' Loss ' ' Traffic ' ' Runs '; do

@@ -137,6 +137,7 @@ lows=(--ranks 1 --batch-size 1 --epochs 1 --steps 1 --lr 1e-12 --momentum 0 --we
 highs=(--ranks 64 --batch-size 65536 --epochs 100000 --steps 9223372036854775807 --lr 100 --momentum 0.9999
     --weight-decay 1 --warmup-steps 2147483647 --seed 18446744073709551615 --gpus 1023 --threads-per-rank 1024
     --bucket-mb 4096 --slow-rank 63:1000 --loss-threshold 1000000 --refresh-ms 10000 --trace-ranks 63 --min-bytes 8G
+    --trace-steps 9223372036854775807:9223372036854775807
     --max-bytes 8G --factor 1024 --iters 1000000 --warmup 1000000 --trainable last:100000 --comm-timeout 86400
     --ranks 64 --inject-fault rank=63,step=9223372036854775807,kind=comm-error --repeat 1000
     --history-every 9223372036854775807)
@@ -160,6 +161,7 @@ past=(
     --loss-threshold 9e-13 "from 1e-12 to 1000000" --loss-threshold 1000001 "from 1e-12 to 1000000"
     --refresh-ms 9 "from 10 to 10000" --refresh-ms 10001 "from 10 to 10000"
     --trace-steps -1:0 "0 <= A <= B" --trace-steps 1:0 "0 <= A <= B"
+    --trace-steps 0:9223372036854775808 "0 <= A <= B" --trace-steps 9223372036854775808: "0 <= A <= B"
     --trace-ranks -1 "from 0 to 63" --trace-ranks 64 "from 0 to 63"
     --min-bytes 3 "from 4 to 8G" --min-bytes 8589934593 "from 4 to 8G"
     --max-bytes 3 "from 4 to 8G" --max-bytes 8589934593 "from 4 to 8G"
@@ -173,6 +175,7 @@ past=(
     --baseline -1 "auto, single, ranks1" --baseline fastest "auto, single, ranks1"
     --inject-fault rank=-1,step=0,kind=nan "rank R from 0 to 63" --inject-fault rank=64,step=0,kind=nan "from 0 to 63"
     --inject-fault rank=0,step=-1,kind=nan "step S from 0" --inject-fault rank=0,step=1,kind=boom "nan, crash, hang"
+    --inject-fault rank=0,step=9223372036854775808,kind=nan "step S from 0"
     --inject-fault rank=0,step=1 "kind=K" --inject-fault rank=0,rank=1,kind=nan "rank=R,step=S,kind=K"
 )
 for ((i = 0; i < ${#past[@]}; i += 3)); do
@@ -182,6 +185,21 @@ for ((i = 0; i < ${#past[@]}; i += 3)); do
         fails=$((fails + 1))
     }
 done
+
+# Bounds set by another option, checked once every option is read (so not
+# with --help, which stops the parse: --info parses, then prints the layer
+# table): the last rank is taken, the next refused, in every run of a sweep
+expect_ok "--slow-rank on the last rank" "conv1" --model lenet --info --ranks 2 --slow-rank 1:2
+expect_error "--slow-rank one past the last rank" "--slow-rank: rank 2 does not exist with --ranks 2" \
+    --model lenet --info --ranks 2 --slow-rank 2:2
+expect_error "--slow-rank past the last rank of a sweep's smallest run" "rank 1 does not exist with --ranks 1" \
+    --model lenet --info --ranks 2,1 --slow-rank 1:2
+expect_ok "--inject-fault on the last rank" "conv1" --model lenet --info --ranks 2 --inject-fault rank=1,step=0,kind=nan
+expect_error "--inject-fault one past the last rank of a sweep" "rank 2 does not exist with --ranks 2" \
+    --model lenet --info --ranks 3,2 --inject-fault rank=2,step=0,kind=nan
+expect_ok "--min-bytes equal to --max-bytes" "conv1" --model lenet --info --min-bytes 4K --max-bytes 4K
+expect_error "--min-bytes one past --max-bytes" "--min-bytes: larger than --max-bytes" --model lenet --info \
+    --min-bytes 4097 --max-bytes 4K
 
 # lists hold 16 entries; text fields their length
 sixteen() { local v=$1; printf %s "$v"; for _ in $(seq 15); do printf ",%s" "$v"; done; }

@@ -7,6 +7,8 @@
  * do not divide by the rank count and ones that span several pipeline
  * slices. Each thread makes several calls in a row on the same communicator,
  * so reuse of buffers and progress counters across calls is covered too.
+ * A peer that never comes fails the wait after the communicator's timeout
+ * (--comm-timeout), no sooner, naming that peer.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "comm.h"
@@ -264,6 +267,31 @@ static void test_abort_releases_waiters(void **state)
     shm_world_destroy(w);
 }
 
+/* Rank 0 of 3 alone, with a 50 ms timeout: its ring allreduce waits on its
+ * left neighbour, rank 2, and gives up after 50 ms (not before), naming it. */
+static void test_timeout_names_peer(void **state)
+{
+    _Atomic int abort_flag = 0;
+    struct shm_world *w = shm_world_create(3, &abort_flag);
+    struct comm *c = comm_shm_create(w, 0, ALGO_RING);
+    assert_non_null(c);
+    c->timeout_ns = 50 * 1000 * 1000;
+    float buf[64] = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = c->ops->allreduce(c, buf, 64, RED_SUM);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("  timed out after %.3f s: %s\n", s, c->err);
+    assert_int_equal(rc, -1);
+    assert_true(s >= 0.05);
+    assert_true(s < 30.0); /* bounded, with room for a loaded machine */
+    assert_non_null(strstr(c->err, "timed out after"));
+    assert_non_null(strstr(c->err, "waiting for rank 2"));
+    c->ops->destroy(c);
+    shm_world_destroy(w);
+}
+
 static void test_half_conversions(void **state)
 {
     assert_int_equal(half_from_float(1.0f), 0x3c00);
@@ -367,12 +395,19 @@ static void test_allreduce_f16(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_allreduce),        cmocka_unit_test(test_reduce_scatter),
-        cmocka_unit_test(test_allgather),        cmocka_unit_test(test_broadcast),
-        cmocka_unit_test(test_reduce),           cmocka_unit_test(test_gather),
-        cmocka_unit_test(test_scatter),          cmocka_unit_test(test_barrier),
-        cmocka_unit_test(test_bytes_accounting), cmocka_unit_test(test_abort_releases_waiters),
-        cmocka_unit_test(test_half_conversions), cmocka_unit_test(test_half_buffers),
+        cmocka_unit_test(test_allreduce),
+        cmocka_unit_test(test_reduce_scatter),
+        cmocka_unit_test(test_allgather),
+        cmocka_unit_test(test_broadcast),
+        cmocka_unit_test(test_reduce),
+        cmocka_unit_test(test_gather),
+        cmocka_unit_test(test_scatter),
+        cmocka_unit_test(test_barrier),
+        cmocka_unit_test(test_bytes_accounting),
+        cmocka_unit_test(test_abort_releases_waiters),
+        cmocka_unit_test(test_timeout_names_peer),
+        cmocka_unit_test(test_half_conversions),
+        cmocka_unit_test(test_half_buffers),
         cmocka_unit_test(test_allreduce_f16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,12 +4,18 @@
 # leaves a valid trace:
 #   nan, crash, oom, comm-error  state failed, exit 1, "rank 1 failed: ..."
 #   hang                         a peer's collective times out after
-#                                --comm-timeout, naming rank 1; exit 1
-#   slow                         the run finishes (exit 0) and rank 0 waits
-#                                for rank 1: more idle on rank 0
-# Prints one line per case with the seconds it took to stop.
+#                                --comm-timeout (not before: the error
+#                                says how long it waited), naming rank 1;
+#                                exit 1
+#   slow                         the run finishes (exit 0); rank 1's
+#                                forward+backward take 5x from the fault
+#                                step on (in the trace), and where every
+#                                rank is its own master rank 0 idles more
+# Prints one line per case with the seconds it took to stop. With KIND,
+# only that kind (ctest runs one test per kind: test_faults_KIND).
 set -u
-BIN=${1:?usage: test_faults.sh path/to/ddptop}
+BIN=${1:?usage: test_faults.sh path/to/ddptop [KIND]}
+KINDS=${2:-nan crash hang slow oom comm-error}
 LIMIT=${FAULT_LIMIT_S:-60} # seconds a case may take, start-up included
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -22,12 +28,13 @@ check() { # check "what" condition...
 json() { /usr/bin/env python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1"; }
 
 STEP=10
-for kind in nan crash hang slow oom comm-error; do
+TIMEOUT_S=2
+for kind in $KINDS; do
     for strategy in dp gather-scatter allreduce ddp; do
         c="$kind/$strategy"
         t0=$(date +%s.%N)
         timeout "$LIMIT" "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --strategy "$strategy" \
-            --steps 40 --no-eval --comm-timeout 2 --inject-fault "rank=1,step=$STEP,kind=$kind" \
+            --steps 40 --no-eval --comm-timeout $TIMEOUT_S --inject-fault "rank=1,step=$STEP,kind=$kind" \
             --trace "$tmp/t.json" --format json >"$tmp/out.json" 2>"$tmp/err"
         st=$?
         secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
@@ -61,6 +68,9 @@ assert after > 2.5 * before, (before, after)"
         check "$c: exit 1 (got $st)" test "$st" -eq 1
         if [ "$kind" = hang ]; then
             check "$c: a peer timed out waiting for rank 1" grep -q "rank 0 failed: .*timed out after .* waiting for rank 1" "$tmp/err"
+            waited=$(grep -o "timed out after [0-9.e+-]* s" "$tmp/err" | head -1 | awk '{print $4}')
+            check "$c: the peer waited the --comm-timeout of $TIMEOUT_S s (waited ${waited:-?} s)" \
+                python3 -c "import sys; assert $TIMEOUT_S <= float(sys.argv[1]) < $LIMIT" "${waited:-x}"
         else
             check "$c: rank 1 is named" grep -q "^ddptop: rank 1 failed: " "$tmp/err"
         fi

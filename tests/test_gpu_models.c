@@ -9,8 +9,9 @@
  *    GPU model against the same model on the CPU, same seed and inputs.
  *    Parameters start bitwise equal; then the relative L2 error
  *    ||gpu - cpu|| / ||cpu|| must stay within 1e-3 for logits and loss,
- *    5e-3 for batch norm's running statistics, and 1e-1 per parameter's
- *    gradient: fp32 on both sides, no TF32, but rounding flips a ReLU or
+ *    5e-3 for batch norm's running statistics, and per parameter's
+ *    gradient 1e-3 in the shallow models (LeNet, MLP) and 1e-1 in the deep
+ *    ones: fp32 on both sides, no TF32, but rounding flips a ReLU or
  *    max-pool decision now and then, and that compounds through a deep
  *    model (see compare_model).
  *  - every layer alone, on the CPU model's own inputs and output gradient
@@ -23,7 +24,8 @@
  *    equal to `single` on the whole batch within 1e-4, CUPTI device spans
  *    on every rank with a breakdown that sums to wall time and shows
  *    compute and comm; the header note names the shared GPU.
- *  - the same with NCCL when there are 2 GPUs (skipped with one).
+ *  - `test_gpu_models nccl`: the same with NCCL on 2 GPUs; it exits 77
+ *    (SKIPPED) with fewer (ctest: test_gpu_models_nccl).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -351,19 +353,33 @@ static void compare_model(const char *name, int c, int hw)
         GPU_FAILED("backward");
     int before = g_model_mismatches;
     float *g = host_copy(mg, mg->grad_buf, mg->nfloats);
-    /* Whole-model gradients are held to 1e-1 each, far looser than the
-     * layers alone (below; the worst measured on an H200 was 3.6e-2, in
+    /* Deep models' whole-model gradients are held to 1e-1 each, far looser
+     * than the layers alone (below; the worst measured on an H200 was 3.6e-2, in
      * squeezenet): rounding flips a ReLU or max-pool decision here and
      * there (a pre-activation within 1e-6 of zero, two pooled values
      * within 1e-7), which moves one element's gradient, about 1/sqrt(n) of
      * a tensor of n elements. In the deep models' last stages (8 samples
      * at 1x1) that is 1e-2 per flip, and the flips add up towards the
      * input. */
+    /* LeNet and the MLP are held to 1e-3, as each layer alone is. On these
+     * inputs (seeds 11 and 5, 8 samples) no decision is near a flip: the
+     * closest ReLU input is 8.7e-5 of its tensor's RMS from zero (relu2 of
+     * the MLP at 1x28x28) and the closest max-pool window has its two
+     * largest values 2.9e-5 of the RMS apart (pool1 of LeNet at 1x28x28),
+     * while two fp32 implementations differ there by 3e-6 and 7e-7 of the
+     * RMS (the CPU's oneDNN kernels against its reference loops, which sum
+     * in other orders; 6e-6 at most anywhere in either model). Without a
+     * flip, rounding is all that differs: the same two give these models'
+     * whole gradients within 1.5e-6 of each other (relative L2, as here, at
+     * 1x28x28 and 3x32x32). 1e-3 leaves the GPU's orders and algorithms
+     * hundreds of times that, and still fails a gradient that lost or
+     * misplaced a term (1e-2 and up). */
+    double grad_tol = !strcmp(name, "lenet") || !strcmp(name, "mlp") ? 1e-3 : 1e-1;
     for (int i = 0; i < mc->nparams; i++) {
         const struct param *pp = &mc->params[i];
         char what[96];
         snprintf(what, sizeof(what), "gradient of %s", pp->name);
-        within(name, what, param_err(mc, pp, g + pp->off), 1e-1, &worst_grad);
+        within(name, what, param_err(mc, pp, g + pp->off), grad_tol, &worst_grad);
     }
     free(g);
     layer_report(name, mc, mg, B, g_model_mismatches > before);
@@ -521,15 +537,22 @@ static void test_shared_gpu_runs(void **state)
 
 static void test_nccl_runs(void **state)
 {
-    if (g_ngpus < 2)
-        skip();
     gpu_runs(2, "nccl");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int nccl = argc > 1 && !strcmp(argv[1], "nccl");
+    if (argc > 1 && !nccl) {
+        fprintf(stderr, "usage: %s [nccl]\n", argv[0]);
+        return 2;
+    }
     if ((g_ngpus = harness_ngpus()) == 0 || !harness_gpu()) {
         printf("no GPU (%s): the GPU model tests are skipped\n", gpu_module() ? "none found" : gpu_module_error());
+        return 77;
+    }
+    if (nccl && g_ngpus < 2) {
+        printf("%d GPU: the NCCL runs need 2, skipped\n", g_ngpus);
         return 77;
     }
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows through a pipe too */
@@ -537,7 +560,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zoo_against_cpu),
         cmocka_unit_test(test_shared_gpu_runs),
-        cmocka_unit_test(test_nccl_runs),
     };
+    const struct CMUnitTest nccl_tests[] = {cmocka_unit_test(test_nccl_runs)};
+    if (nccl)
+        return cmocka_run_group_tests(nccl_tests, harness_data_setup, harness_data_teardown);
     return cmocka_run_group_tests(tests, harness_data_setup, harness_data_teardown);
 }

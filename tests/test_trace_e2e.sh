@@ -3,8 +3,13 @@
 # real binary ($DDPTOP_BIN), each file checked by test_trace_check.py with
 # Python's json parser. One CASE per CTest test, so each stays short:
 #   run        whole run: schema, nesting, counters, names
-#   roundtrip  live report vs --replay of its trace: per-rank breakdown
-#              within 0.1 percentage points (whole file, split files, gzip);
+#   roundtrip  live report vs --replay of its trace (whole file, split
+#              files, gzip): per run and per rank the breakdown within 0.1
+#              percentage points, and ms/step (mean, p50, p90), samples/s,
+#              bytes, busbw, transfer and sync the same numbers (both come
+#              from the same spans); sync >= 0 and one transfer for all
+#              ranks; the replay's text, CSV and markdown reports print the
+#              replayed JSON's figures, in their rows and columns
 #              a file given twice is replayed with a warning that ranks repeat
 #   schema     one report: the live JSON report and the --replay JSON of
 #              its trace (and of a PyTorch trace) have the same keys at the
@@ -31,31 +36,114 @@ die() {
     exit 1
 }
 
-# compare the per-rank breakdown of two reports (live, replay)
-same_breakdown() {
+# compare two reports (live, replay) of the same run: percentages within
+# 0.1 pp, everything else measured in time or bytes equal (1e-6 relative)
+same_report() {
     /usr/bin/python3 - "$1" "$2" <<'EOF' || exit 1
 import json, sys
-a = json.load(open(sys.argv[1]))["per_rank"]
-b = json.load(open(sys.argv[2]))["per_rank"]
-if len(a) != len(b):
-    sys.exit("FAIL: %d ranks live, %d replayed" % (len(a), len(b)))
-for x, y in zip(a, b):
-    for k in ("compute_pct", "comm_pct", "data_pct", "idle_pct"):
-        if abs(x[k] - y[k]) > 0.1:
-            sys.exit("FAIL: rank %d %s live %.4f, replay %.4f" % (x["rank"], k, x[k], y[k]))
-    if x["steps"] != y["steps"]:
-        sys.exit("FAIL: rank %d: %d steps live, %d replayed" % (x["rank"], x["steps"], y["steps"]))
-print("ok: %d ranks, breakdown equal within 0.1 pp" % len(a))
+a = json.load(open(sys.argv[1]))
+b = json.load(open(sys.argv[2]))
+if len(a["per_rank"]) != len(b["per_rank"]) or len(a["runs"]) != len(b["runs"]):
+    sys.exit("FAIL: %d runs / %d ranks live, %d / %d replayed" %
+             (len(a["runs"]), len(a["per_rank"]), len(b["runs"]), len(b["per_rank"])))
+pct = ("compute_pct", "comm_pct", "data_pct", "idle_pct")
+same = ("steps", "ms_per_step", "ms_p50", "ms_p90", "samples_per_s", "bytes_sent", "busbw_gbps",
+        "transfer_ms_per_step", "sync_ms_per_step")
+for part, extra in (("runs", ("ranks", "global_batch")), ("per_rank", ("rank", "bytes_received"))):
+    for x, y in zip(a[part], b[part]):
+        who = "%s[%s]" % (part, x.get("rank", x.get("run")))
+        for k in pct:
+            if abs(x[k] - y[k]) > 0.1:
+                sys.exit("FAIL: %s %s live %.4f, replay %.4f" % (who, k, x[k], y[k]))
+        for k in same + extra:
+            u, v = x[k], y[k]
+            if not isinstance(u, (int, float)) or not isinstance(v, (int, float)):
+                sys.exit("FAIL: %s %s live %r, replay %r: not numbers" % (who, k, u, v))
+            if abs(u - v) > 1e-6 * abs(u) + 1e-9:
+                sys.exit("FAIL: %s %s live %r, replay %r" % (who, k, u, v))
+# what holds in any report of a multi-rank run
+xfer = set(q["transfer_ms_per_step"] for q in a["per_rank"])
+if len(xfer) != 1:
+    sys.exit("FAIL: the ranks disagree on transfer time: %s" % sorted(xfer))
+for q in a["per_rank"]:
+    if q["sync_ms_per_step"] < 0:
+        sys.exit("FAIL: rank %d: negative sync %r ms" % (q["rank"], q["sync_ms_per_step"]))
+print("ok: %d ranks, breakdown within 0.1 pp, times and bytes equal" % len(a["per_rank"]))
 EOF
 }
 
-# steps recorded so far in trace $1 (plain or gzip, possibly cut)
+# the replay's text, CSV and markdown reports ($2 $3 $4) against its JSON
+# ($1): the same figures, at their printed precision, in the right row and
+# column (one run, one row per rank)
+same_figures() {
+    /usr/bin/python3 - "$@" <<'EOF' || exit 1
+import csv, json, sys
+d = json.load(open(sys.argv[1]))
+run, ranks = d["runs"][0], d["per_rank"]
+def near(what, printed, want, digits):
+    if want is None:
+        if printed not in ("", "n/a"):
+            sys.exit("FAIL: %s: printed %r for null" % (what, printed))
+        return
+    if abs(float(printed) - want) > 0.51 * 10 ** -digits + 1e-9 * abs(want):
+        sys.exit("FAIL: %s: printed %r, the JSON says %r" % (what, printed, want))
+def digits(v):
+    return len(v.split(".")[1]) if "." in v else 0
+# CSV: every numeric column JSON has too; the 'all' row against runs[0]
+rows = list(csv.DictReader(open(sys.argv[3])))
+if [r["rank"] for r in rows] != ["all"] + [str(q["rank"]) for q in ranks]:
+    sys.exit("FAIL: CSV rows are %s" % [r["rank"] for r in rows])
+for r, src in zip(rows, [run] + ranks):
+    for k, v in r.items():
+        if k in ("run", "rank") or k not in src or isinstance(src[k], str):
+            continue
+        near("CSV %s row %s" % (k, r["rank"]), v, src[k], digits(v))
+# text and markdown: the per-rank rows up to overlap (sent and received
+# are scaled to KB or MB), and transfer and sync at the end
+cols = ("ms_per_step", "ms_p50", "ms_p90", "samples_per_s", "compute_pct", "comm_pct", "coll_pct", "data_pct",
+        "idle_pct", "overlap_pct")
+def rank_rows(path, split):
+    lines = open(path).read().split("\n")
+    start = [i for i, l in enumerate(lines) if l.lower().startswith("per rank")]
+    if not start:
+        sys.exit("FAIL: %s has no per-rank table" % path)
+    out = []
+    for l in lines[start[0] + 1:]:
+        f = split(l)
+        if f is None:
+            if out:
+                break
+            continue
+        out.append(f)
+    return out
+def text_split(l):
+    f = l.split()
+    return f if len(f) > 12 and f[0].isdigit() else None
+def md_split(l):
+    f = [c.strip() for c in l.strip().strip("|").split("|")]
+    return f if l.startswith("|") and len(f) > 12 and f[0].isdigit() else None
+for path, split in ((sys.argv[2], text_split), (sys.argv[4], md_split)):
+    got = rank_rows(path, split)
+    if len(got) != len(ranks):
+        sys.exit("FAIL: %s: %d per-rank rows for %d ranks" % (path, len(got), len(ranks)))
+    for f, q in zip(got, ranks):
+        if int(f[2]) != q["rank"] or f[3] != q["device"]:
+            sys.exit("FAIL: %s: row %s for rank %d" % (path, f[:4], q["rank"]))
+        for i, k in enumerate(cols):
+            near("%s rank %d %s" % (path, q["rank"], k), f[4 + i], q[k], digits(f[4 + i]))
+        for v, k in ((f[-2], "transfer_ms_per_step"), (f[-1], "sync_ms_per_step")):
+            near("%s rank %d %s" % (path, q["rank"], k), v, q[k], digits(v))
+print("ok: text, CSV and markdown print the replayed figures")
+EOF
+}
+
+# steps recorded so far in trace $1 (plain or gzip, possibly cut) by the
+# rank that has recorded fewest (ranks write their events in batches of
+# their own, so one can be well ahead of the other); 0 before both have one
 steps_in() {
-    if [ "${1%.gz}" != "$1" ]; then
-        zcat "$1" 2>/dev/null | grep -c ProfilerStep || true
-    else
-        grep -c ProfilerStep "$1" 2>/dev/null || true
-    fi
+    { if [ "${1%.gz}" != "$1" ]; then zcat "$1"; else cat "$1"; fi; } 2>/dev/null |
+        grep -o '"name":"ProfilerStep#[0-9]*","cat":"step","pid":[01],' | sed 's/.*"pid":\([01]\),/\1/' |
+        sort | uniq -c | awk '{n[$2] = $1} END {print (n[0] < n[1] ? n[0] : n[1]) + 0}'
 }
 
 # starts a long run tracing to $1 and sends it signal $2 once the file on
@@ -66,7 +154,7 @@ run_and_kill() {
     local pid=$!
     for _ in $(seq 400); do
         sleep 0.1
-        [ "$(steps_in "$1")" -ge 12 ] && break
+        [ "$(steps_in "$1")" -ge 6 ] && break
     done
     kill -"$2" "$pid"
     wait "$pid"
@@ -81,19 +169,20 @@ run)
 roundtrip)
     "$bin" "${run[@]}" --steps 30 --trace t.json --format json >live.json || die "run failed"
     "$bin" --batch --replay t.json --format json >replay.json || die "replay failed"
-    same_breakdown live.json replay.json
-    "$bin" "${run[@]}" --steps 30 --trace s.json.gz --trace-split --format json >live2.json || die "run failed"
+    same_report live.json replay.json
+    "$bin" "${run[@]}" --steps 30 --strategy ddp --trace s.json.gz --trace-split --format json >live2.json ||
+        die "run failed"
     "$bin" --batch --replay s.rank0.json.gz,s.rank1.json.gz --format json >replay2.json 2>replay2.err ||
         die "replay failed"
-    same_breakdown live2.json replay2.json
+    same_report live2.json replay2.json
     [ -s replay2.err ] && die "split files replayed with a warning: $(cat replay2.err)"
     "$bin" --batch --replay t.json,t.json --format json >twice.json 2>twice.err || die "replay of t.json twice failed"
     grep -q "2 ranks (rank 0 first) are in more than one of the files; their events are merged" twice.err ||
         die "no warning that the ranks of t.json,t.json repeat: $(cat twice.err)"
     for f in text csv md; do
         "$bin" --batch --replay t.json --format $f >out.$f || die "replay --format $f failed"
-        [ -s out.$f ] || die "empty --format $f report"
     done
+    same_figures replay.json out.text out.csv out.md
     ;;
 schema)
     "$bin" "${run[@]}" --steps 10 --trace t.json --format json >live.json || die "run failed"

@@ -1,0 +1,182 @@
+/* test_metrics.c - the collector's accounting of collectives and the
+ * figures the report derives from it, on spans made here with known
+ * durations (no threads, no clock):
+ *  - transfer/sync: each collective is matched across ranks by its
+ *    sequence number; transfer is its shortest duration over the ranks
+ *    (the same for every rank), sync is this rank's duration minus that.
+ *    So sync >= 0 on every rank, the straggler (the last to arrive, whose
+ *    collective is the shortest) has sync 0, and transfer + sync is the
+ *    time the rank spent in collectives. Nothing is counted until every
+ *    rank has reported a collective, whatever order the ranks drain in;
+ *  - busbw: nccl-tests' factors, and the report's busbw = the summed
+ *    S x factor over the summed transfer time, per rank and per run;
+ *  - speedup: a run's samples/s over its 1-rank row's, efficiency that
+ *    over the rank count.
+ * The live run (test_strategies, test_report) checks the same invariants
+ * on real timings; these pin them exactly. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "metrics.h"
+#include "probe.h"
+#include "report.h"
+
+/* An outer allreduce span of S bytes on rank's main lane, [t0, t1) ns. */
+static struct span coll_span(uint32_t seq, int64_t t0, int64_t t1, uint64_t size)
+{
+    return (struct span){.t0_ns = t0,
+                         .t1_ns = t1,
+                         .bytes = size,
+                         .bytes_rx = size,
+                         .size = size,
+                         .seq = seq,
+                         .tag = -1,
+                         .lane = LANE_MAIN,
+                         .cat = CAT_COMM,
+                         .coll = COLL_ALLREDUCE,
+                         .outer = 1};
+}
+
+/* Three ranks, two collectives. All enter at their own time and leave
+ * together, so the last to enter has the shortest collective:
+ *   seq 0: rank 0 100 ns, rank 1 40 ns (the straggler), rank 2 70 ns
+ *   seq 1: rank 0 25 ns (the straggler), rank 1 55 ns, rank 2 85 ns
+ * transfer: 40 + 25 = 65 ns on every rank;
+ * sync: rank 0 60 + 0, rank 1 0 + 30, rank 2 30 + 60. */
+static void test_transfer_sync_split(void **state)
+{
+    struct metrics m;
+    assert_int_equal(metrics_init(&m, 3, -1.0), 0);
+    const int64_t dur[2][3] = {{100, 40, 70}, {25, 55, 85}};
+    /* the ranks drain in another order than they entered, and seq 1 of
+     * rank 2 arrives before seq 0 of rank 1 */
+    const int order[][2] = {{0, 0}, {2, 0}, {2, 1}, {0, 1}, {1, 0}, {1, 1}};
+    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+        int r = order[k][0], q = order[k][1];
+        int64_t end = 1000 * (q + 1);
+        struct span s = coll_span((uint32_t)q, end - dur[q][r], end, 4096);
+        metrics_add_spans(&m, r, &s, 1);
+        if (k < 4) /* no collective is complete before rank 1's first */
+            for (int i = 0; i < 3; i++) {
+                assert_int_equal(m.r[i].xfer_ns, 0);
+                assert_int_equal(m.r[i].sync_ns, 0);
+            }
+    }
+    const int64_t want_sync[3] = {60, 30, 90};
+    for (int i = 0; i < 3; i++) {
+        const struct rank_metrics *rm = &m.r[i];
+        assert_int_equal(rm->xfer_ns, 65);
+        assert_int_equal(rm->sync_ns, want_sync[i]);
+        assert_true(rm->sync_ns >= 0);
+        assert_int_equal(rm->xfer_ns + rm->sync_ns, rm->coll_ns);
+        assert_int_equal(rm->coll_ns, dur[0][i] + dur[1][i]);
+        assert_int_equal(rm->ncoll, 2);
+        assert_int_equal(rm->bytes_tx, 2 * 4096);
+        assert_int_equal(rm->bytes_rx, 2 * 4096);
+    }
+    metrics_free(&m);
+}
+
+/* A straggler that is late to every collective never waits: its sync is 0
+ * and its peers' sync is the time they waited for it. */
+static void test_straggler_never_waits(void **state)
+{
+    struct metrics m;
+    assert_int_equal(metrics_init(&m, 2, -1.0), 0);
+    int64_t waited = 0;
+    for (uint32_t q = 0; q < 50; q++) {
+        int64_t t = 10000 * (int64_t)q, xfer = 100 + q, late = 3000 + 7 * q;
+        struct span fast = coll_span(q, t, t + late + xfer, 1 << 20);
+        struct span slow = coll_span(q, t + late, t + late + xfer, 1 << 20);
+        metrics_add_spans(&m, 0, &fast, 1);
+        metrics_add_spans(&m, 1, &slow, 1);
+        waited += late;
+    }
+    assert_int_equal(m.r[1].sync_ns, 0);
+    assert_int_equal(m.r[0].sync_ns, waited);
+    assert_int_equal(m.r[0].xfer_ns, m.r[1].xfer_ns);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(m.r[i].xfer_ns + m.r[i].sync_ns, m.r[i].coll_ns);
+
+    /* the report's figures: per-rank transfer and sync in ms, sync >= 0,
+     * busbw = S x 2(n-1)/n over the transfer time */
+    struct run_result res;
+    memset(&res, 0, sizeof(res));
+    assert_int_equal(result_from_metrics(&res, &m, 32, 2), 0);
+    assert_int_equal(res.nranks, 2);
+    double xfer_ns = (double)m.r[0].xfer_ns, bus = 50.0 * (1 << 20) * 2.0 * (2 - 1) / 2;
+    for (int i = 0; i < 2; i++) {
+        const struct rank_result *q = &res.ranks[i];
+        assert_true(q->coll_valid && q->busbw_valid);
+        assert_true(fabs(q->xfer_ms - xfer_ns / 1e6) < 1e-12);
+        assert_true(q->sync_ms >= 0);
+        assert_true(fabs(q->busbw_gbps - bus / xfer_ns) < 1e-9 * q->busbw_gbps);
+        assert_int_equal(q->bytes_tx, 50 << 20);
+    }
+    assert_true(res.ranks[1].sync_ms == 0.0);
+    assert_true(fabs(res.ranks[0].sync_ms - (double)waited / 1e6) < 1e-12);
+    assert_true(fabs(res.sync_ms - (double)waited / 2e6) < 1e-12); /* the run's: the mean over ranks */
+    assert_true(fabs(res.busbw_gbps - bus / xfer_ns) < 1e-9 * res.busbw_gbps);
+    assert_int_equal(res.bytes_sent, 50 << 20);
+    result_free(&res);
+    metrics_free(&m);
+}
+
+/* nccl-tests' bus bandwidth factors (README: busbw = S / t x factor). */
+static void test_busbw_factors(void **state)
+{
+    for (int n = 2; n <= 8; n++) {
+        assert_true(fabs(coll_busbw_factor(COLL_ALLREDUCE, n) - 2.0 * (n - 1) / n) < 1e-15);
+        assert_true(fabs(coll_busbw_factor(COLL_REDUCE_SCATTER, n) - (double)(n - 1) / n) < 1e-15);
+        assert_true(fabs(coll_busbw_factor(COLL_ALLGATHER, n) - (double)(n - 1) / n) < 1e-15);
+        assert_true(coll_busbw_factor(COLL_BROADCAST, n) == 1.0);
+        assert_true(coll_busbw_factor(COLL_REDUCE, n) == 1.0);
+    }
+    assert_true(coll_busbw_factor(COLL_ALLREDUCE, 4) == 1.5);
+    assert_true(coll_busbw_factor(COLL_ALLREDUCE, 1) == 0.0); /* one rank moves nothing */
+}
+
+/* Speedup is samples/s at the median step over the 1-rank row's with the
+ * same model and per-rank batch (weak scaling here);
+ * efficiency is speedup over the rank count. */
+static void test_speedup(void **state)
+{
+    struct run_result res[4];
+    memset(res, 0, sizeof(res));
+    const int world[4] = {1, 2, 4, 2};
+    const double sps[4] = {100.0, 150.0, 250.0, 90.0};
+    for (int i = 0; i < 4; i++) {
+        snprintf(res[i].cfg.model, sizeof(res[i].cfg.model), "%s", i < 3 ? "mlp" : "lenet");
+        res[i].world = world[i];
+        res[i].global_batch = 32 * world[i];
+        res[i].samples_per_s = sps[i];
+        /* speedups compare the median step: the same samples/s there */
+        res[i].ms_p50 = 1e3 * res[i].global_batch / sps[i];
+        res[i].ms_valid = res[i].batch_valid = 1;
+    }
+    results_speedup(res, 4);
+    const double want[3] = {1.0, 1.5, 2.5};
+    for (int i = 0; i < 3; i++) {
+        assert_true(res[i].speedup_valid);
+        assert_true(fabs(res[i].speedup - want[i]) < 1e-12);
+        assert_true(fabs(res[i].efficiency - 100.0 * want[i] / world[i]) < 1e-9);
+    }
+    assert_false(res[3].speedup_valid); /* no 1-rank LeNet row to compare with */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_transfer_sync_split),
+        cmocka_unit_test(test_straggler_never_waits),
+        cmocka_unit_test(test_busbw_factors),
+        cmocka_unit_test(test_speedup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
