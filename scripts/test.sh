@@ -30,6 +30,7 @@ pass() { # pass NAME CMAKE_ARGS... -- CTEST_ARGS...
   cmake --build "build-$name" -j "$jobs" >/dev/null
   echo "== $name: test"
   ctest --test-dir "build-$name" --output-on-failure -j 1 "${ct[@]}"
+  echo "== $name: done at $((SECONDS / 60)) min $((SECONDS % 60)) s"
 }
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -50,6 +51,7 @@ pass release --
 if [ "$quick" -eq 0 ]; then
   echo "== mutants: planted bugs must fail their tests"
   JOBS=$jobs tests/mutants/run_mutants.sh
+  echo "== mutants: done at $((SECONDS / 60)) min $((SECONDS % 60)) s"
   pass asan -DDDPTOP_SANITIZE=address -- -LE slow
   pass tsan -DDDPTOP_SANITIZE=thread -- -L threaded
   fuzz_pass
