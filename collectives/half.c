@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HALF_X86 1
 #endif
@@ -83,8 +84,12 @@ static int have_f16c(void)
     static _Atomic int known; /* 0: not asked yet; 1: no; 2: yes (every thread finds the same) */
     int k = atomic_load_explicit(&known, memory_order_relaxed);
     if (!k) {
+        /* AVX from the compiler's check (it includes the OS's saving of
+         * the ymm state); F16C from CPUID leaf 1, ECX bit 29 (clang 14
+         * knows no "f16c" for __builtin_cpu_supports) */
+        unsigned a, b, c, d;
         __builtin_cpu_init();
-        k = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx") ? 2 : 1;
+        k = __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) ? 2 : 1;
         atomic_store_explicit(&known, k, memory_order_relaxed);
     }
     return k == 2;

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int r = 0; r < d.nranks; r++) {
             struct trace_figures f;
             if (trace_analyze_rank(&f, &d.ranks[r], TRACE_KERNEL_WAIT_NS) == 0 &&
-                f.compute_ns + f.comm_ns + f.data_ns + f.idle_ns != f.wall_ns)
+                f.b.compute_ns + f.b.comm_ns + f.b.data_ns + f.b.idle_ns != f.b.wall_ns)
                 abort(); /* the four parts always add up to the wall time */
         }
     }
