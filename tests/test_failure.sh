@@ -8,15 +8,7 @@
 #  - a second Ctrl-C within 2 s exits at once, the trace still valid JSON.
 set -u
 BIN=${1:?usage: test_failure.sh path/to/ddptop}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0 passes=0
-check() { # check "what" condition...
-    local what=$1
-    shift
-    if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi
-}
-json() { /usr/bin/env python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1"; }
+. "$(dirname "$0")/checks.sh"
 # wait_ranks PID: into training: the rank threads exist (named "rank N"),
 # and some steps ran. A signal before the handler is installed would be
 # ignored (a background job's SIGINT starts ignored), and one while the
@@ -84,5 +76,4 @@ check "a second SIGINT exits at once (took $ms ms)" test "$ms" -lt 2000
 check "a second SIGINT says so" grep -q "interrupted twice" "$tmp/force.err"
 check "a forced exit leaves a valid trace" json "$tmp/f.json" "assert 'traceEvents' in d"
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+checks_done

@@ -17,15 +17,7 @@ set -u
 BIN=${1:?usage: test_faults.sh path/to/ddptop [KIND]}
 KINDS=${2:-nan crash hang slow oom comm-error}
 LIMIT=${FAULT_LIMIT_S:-60} # seconds a case may take, start-up included
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0 passes=0
-check() { # check "what" condition...
-    local what=$1
-    shift
-    if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi
-}
-json() { /usr/bin/env python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1"; }
+. "$(dirname "$0")/checks.sh"
 
 STEP=10
 TIMEOUT_S=2
@@ -78,5 +70,4 @@ assert after > 2.5 * before, (before, after)"
             "r=d['runs'][0]; assert r['state']=='failed' and r['error'] and 0 < r['steps'] <= $STEP + 1, r"
     done
 done
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+checks_done

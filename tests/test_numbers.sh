@@ -18,14 +18,7 @@
 #    count from 1.
 set -u
 BIN=${1:?usage: test_numbers.sh path/to/ddptop}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0 passes=0
-check() { # check "what" condition...
-    local what=$1
-    shift
-    if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/checks.sh"
 py() { /usr/bin/env python3 -c "import json,sys,csv; $1" "${@:2}"; }
 run=(--batch --quiet --dataset synthetic --no-eval --threads-per-rank 1)
 
@@ -162,5 +155,4 @@ r = json.load(open(sys.argv[1]))["runs"][0]
 assert r["threshold_step"] == 0 and r["threshold_epoch"] == 1, r
 ' "$tmp/thr.json"
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+checks_done

@@ -1,0 +1,19 @@
+# checks.sh - what the shell tests that count their checks share; sourced.
+# Makes $tmp (removed on exit) and gives:
+#   check WHAT CONDITION...  runs CONDITION: a pass, or "FAIL: WHAT"
+#   json FILE CODE           python CODE with FILE's JSON as d
+#   checks_done              prints the counts; the status is 0 only if no
+#                            check failed (the script's last command)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0 passes=0
+check() {
+    local what=$1
+    shift
+    if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi
+}
+json() { /usr/bin/env python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1"; }
+checks_done() {
+    echo "$passes passed, $fails failed"
+    [ "$fails" -eq 0 ]
+}
