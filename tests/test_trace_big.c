@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "test_gzip.h"
 #include "trace_read.h"
 
 #define HEAD "{\"ddptop\":{},\"traceEvents\":[" EVENT(0) ","
@@ -53,22 +54,6 @@ static size_t pad_bytes(void)
     return (size_t)(mb && *mb ? atol(mb) : 2150) << 20;
 }
 
-/* text[0..n) as one gzip member into out; returns its size. */
-static size_t member(const char *text, size_t n, char *out, size_t cap)
-{
-    z_stream z;
-    memset(&z, 0, sizeof(z));
-    assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY), Z_OK);
-    z.next_in = (Bytef *)(uintptr_t)text;
-    z.avail_in = (uInt)n;
-    z.next_out = (Bytef *)out;
-    z.avail_out = (uInt)cap;
-    assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
-    size_t got = cap - z.avail_out;
-    deflateEnd(&z);
-    return got;
-}
-
 /* HEAD, pad bytes of blanks (a multiple of PAD_BLOCK), TAIL: as they are,
  * or each part as its own gzip member. */
 static void write_trace(const char *path, int gz, size_t pad)
@@ -78,7 +63,7 @@ static void write_trace(const char *path, int gz, size_t pad)
     const char *block = blanks;
     size_t block_len = PAD_BLOCK;
     if (gz) {
-        block_len = member(blanks, PAD_BLOCK, zblanks, sizeof(zblanks));
+        block_len = gzip_member(blanks, PAD_BLOCK, zblanks, sizeof(zblanks), 9);
         block = zblanks;
     }
     FILE *f = fopen(path, "wb");
@@ -88,7 +73,7 @@ static void write_trace(const char *path, int gz, size_t pad)
         const char *p = parts[part];
         size_t len = strlen(p);
         if (gz) {
-            len = member(p, len, zpart, sizeof(zpart));
+            len = gzip_member(p, len, zpart, sizeof(zpart), 9);
             p = zpart;
         }
         assert_int_equal(fwrite(p, 1, len, f), len);

@@ -31,6 +31,7 @@
 #include "metrics.h"
 #include "run.h"
 #include "trace_analyze.h"
+#include "test_gzip.h"
 #include "trace_read.h"
 #include "tracing.h"
 
@@ -678,22 +679,6 @@ static void test_reader_repeated_ranks(void **state)
     free(b);
 }
 
-/* gzip members of text, deflated here. */
-static size_t gzip_bytes(const char *text, size_t n, char *out, size_t cap)
-{
-    z_stream z;
-    memset(&z, 0, sizeof(z));
-    assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-    z.next_in = (Bytef *)(uintptr_t)text;
-    z.avail_in = (uInt)n;
-    z.next_out = (Bytef *)out;
-    z.avail_out = (uInt)cap;
-    assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
-    size_t got = cap - z.avail_out;
-    deflateEnd(&z);
-    return got;
-}
-
 static void read_fixture(const char *path, char *buf, size_t cap, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -711,7 +696,7 @@ static void test_reader_gzip_buffer(void **state)
     static char plain[1 << 16], gz[1 << 17];
     size_t n, zn;
     read_fixture(FIX "kineto_gpu.json", plain, sizeof(plain), &n);
-    zn = gzip_bytes(plain, n, gz, sizeof(gz));
+    zn = gzip_member(plain, n, gz, sizeof(gz), 6);
     struct trace_doc d;
     char err[256];
     trace_doc_init(&d);
@@ -737,8 +722,8 @@ static void test_reader_gzip_buffer(void **state)
 
     /* the text split in two members, as gzip -c a b > ab.gz makes */
     size_t half = n / 2;
-    size_t z1 = gzip_bytes(plain, half, gz, sizeof(gz));
-    size_t z2 = gzip_bytes(plain + half, n - half, gz + z1, sizeof(gz) - z1);
+    size_t z1 = gzip_member(plain, half, gz, sizeof(gz), 6);
+    size_t z2 = gzip_member(plain + half, n - half, gz + z1, sizeof(gz) - z1, 6);
     trace_doc_init(&d);
     assert_int_equal(trace_read_buffer(&d, gz, z1 + z2, "two.json.gz", err, sizeof(err)), 0);
     assert_true(d.complete);
