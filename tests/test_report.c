@@ -53,6 +53,19 @@ static char *run(const char *args, int *status)
     return buf;
 }
 
+/* Runs ddptop with args, which must exit 0 and print a JSON report; returns
+ * it parsed (cJSON_Delete it). */
+static cJSON *run_json(const char *args)
+{
+    int st;
+    char *out = run(args, &st);
+    assert_int_equal(st, 0);
+    cJSON *root = cJSON_Parse(out);
+    free(out);
+    assert_non_null(root);
+    return root;
+}
+
 /* The number under key k of o; fails the test when it is missing or null. */
 static double num(const cJSON *o, const char *k)
 {
@@ -110,13 +123,8 @@ static const char *rank_fields[] = {"rank",     "ms_per_step", "samples_per_s", 
 
 static void test_json_schema_and_sweep(void **state)
 {
-    int st;
-    char *out = run("--batch --quiet --dataset synthetic --model lenet --ranks 1,2 --batch-size 16 --steps 12 "
-                    "--format json",
-                    &st);
-    assert_int_equal(st, 0);
-    cJSON *root = cJSON_Parse(out);
-    assert_non_null(root);
+    cJSON *root = run_json("--batch --quiet --dataset synthetic --model lenet --ranks 1,2 --batch-size 16 --steps 12 "
+                           "--format json");
     cJSON *runs = cJSON_GetObjectItem(root, "runs"), *per = cJSON_GetObjectItem(root, "per_rank");
     assert_true(cJSON_IsArray(runs) && cJSON_IsArray(per));
     assert_int_equal(cJSON_GetArraySize(runs), 2);
@@ -184,7 +192,6 @@ static void test_json_schema_and_sweep(void **state)
     assert_true(close_rel(run_ms(r2, "transfer"), xs / 2, 1e-9));
     assert_true(close_rel(run_ms(r2, "sync"), ss / 2, 1e-9) || (ss == 0 && run_ms(r2, "sync") == 0));
     cJSON_Delete(root);
-    free(out);
 }
 
 static void test_csv_columns(void **state)
@@ -278,13 +285,9 @@ static void test_same_seed_same_report(void **state)
  * the fast rank's sync. */
 static void test_straggler_sync(void **state)
 {
-    int st;
-    char *out = run("--batch --quiet --dataset synthetic --model lenet --ranks 2 --batch-size 16 --steps 20 --no-eval "
-                    "--strategy allreduce --slow-rank 1:4 --format json",
-                    &st);
-    assert_int_equal(st, 0);
-    cJSON *root = cJSON_Parse(out);
-    assert_non_null(root);
+    cJSON *root =
+        run_json("--batch --quiet --dataset synthetic --model lenet --ranks 2 --batch-size 16 --steps 20 --no-eval "
+                 "--strategy allreduce --slow-rank 1:4 --format json");
     cJSON *per = cJSON_GetObjectItem(root, "per_rank");
     assert_int_equal(cJSON_GetArraySize(per), 2);
     check_transfer_sync(per, 0, 2);
@@ -293,7 +296,6 @@ static void test_straggler_sync(void **state)
     if (!(slow < 0.25 * fast))
         fail_msg("the straggler's sync (%g ms) is not far below the waiting rank's (%g ms)", slow, fast);
     cJSON_Delete(root);
-    free(out);
 }
 
 /* the README's install command brings dataset-fashion-mnist */
@@ -301,47 +303,31 @@ static void test_straggler_sync(void **state)
 
 static void test_lenet_fashion_one_epoch(void **state)
 {
-    int st;
-    char *out = run("--batch --quiet --model lenet --dataset fashion-mnist --ranks 2 --strategy allreduce --epochs 1 "
-                    "--format json",
-                    &st);
-    assert_int_equal(st, 0);
-    cJSON *root = cJSON_Parse(out);
-    assert_non_null(root);
+    cJSON *root =
+        run_json("--batch --quiet --model lenet --dataset fashion-mnist --ranks 2 --strategy allreduce --epochs 1 "
+                 "--format json");
     cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "runs"), 0);
     double acc = cJSON_GetObjectItem(r, "test_acc")->valuedouble;
     printf("  LeNet, Fashion-MNIST, 2 ranks, 1 epoch: test accuracy %.2f%%\n", acc);
     assert_true(acc >= 85.0);
     cJSON_Delete(root);
-    free(out);
 }
 
 static void test_loss_threshold(void **state)
 {
-    int st;
-    char *out = run("--batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 300 --loss-threshold 1.0 "
-                    "--format json",
-                    &st);
-    assert_int_equal(st, 0);
-    cJSON *root = cJSON_Parse(out);
-    assert_non_null(root);
+    cJSON *root = run_json("--batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 300 --loss-threshold 1.0 "
+                           "--format json");
     cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "runs"), 0);
     cJSON *s = cJSON_GetObjectItem(r, "threshold_step");
     assert_true(cJSON_IsNumber(s));
     assert_true(s->valuedouble > 0 && s->valuedouble < 300);
     assert_int_equal(cJSON_GetObjectItem(r, "threshold_epoch")->valueint, 1); /* epochs count from 1 */
     cJSON_Delete(root);
-    free(out);
-    out = run("--batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 5 --loss-threshold 0.0001 "
-              "--format json",
-              &st);
-    assert_int_equal(st, 0);
-    root = cJSON_Parse(out);
-    assert_non_null(root);
+    root = run_json("--batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 5 --loss-threshold 0.0001 "
+                    "--format json");
     r = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "runs"), 0);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "threshold_step")));
     cJSON_Delete(root);
-    free(out);
 }
 
 int main(int argc, char **argv)
