@@ -17,9 +17,20 @@
 #include "layers_cuda.h"
 #include "model.h"
 
+/* --slow-rank's measure of a phase's device time: a timed event pair per
+ * phase, read once the GPU has passed it */
+#define STRETCH_PHASES 8
+struct stretch {
+    cudaEvent_t begin, end;
+    int pending;   /* the pair is recorded and not yet read */
+    int recording; /* begin was recorded for the phase now open */
+    float last_ms; /* the latest measured device time of the phase */
+};
+
 struct cuda_dev {
     cudaStream_t stream[STREAM_COUNT];
     cudaEvent_t event[DEV_MAX_EVENTS];
+    struct stretch st[STRETCH_PHASES];
 };
 
 static int dev_fail(struct device *d, const char *call, const char *why, const char *file, int line)
@@ -75,6 +86,12 @@ static void cuda_close(struct device *d)
     for (int k = 0; k < DEV_MAX_EVENTS; k++)
         if (c->event[k])
             cudaEventDestroy(c->event[k]);
+    for (int k = 0; k < STRETCH_PHASES; k++) {
+        if (c->st[k].begin)
+            cudaEventDestroy(c->st[k].begin);
+        if (c->st[k].end)
+            cudaEventDestroy(c->st[k].end);
+    }
     free(c);
     d->impl = NULL;
 }
@@ -233,6 +250,49 @@ static int cuda_average(struct device *d, float *dst, const float *slices, int w
     return 0;
 }
 
+/* The phase's last measured device time, if the GPU has passed its pair. */
+static void stretch_read(struct stretch *s)
+{
+    if (s->pending && cudaEventQuery(s->end) == cudaSuccess) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, s->begin, s->end) == cudaSuccess)
+            s->last_ms = ms;
+        s->pending = 0;
+    }
+}
+
+static int cuda_stretch_begin(struct device *d, int phase)
+{
+    struct stretch *s = &D(d)->st[(unsigned)phase % STRETCH_PHASES];
+    if (!s->begin) {
+        CUDA_OK(d, cudaEventCreate(&s->begin));
+        CUDA_OK(d, cudaEventCreate(&s->end));
+    }
+    stretch_read(s);
+    s->recording = !s->pending; /* the GPU is behind: the last pair stays to be read */
+    if (s->recording)
+        CUDA_OK(d, cudaEventRecord(s->begin, D(d)->stream[STREAM_COMPUTE]));
+    return 0;
+}
+
+static int cuda_stretch_end(struct device *d, int phase, double factor)
+{
+    struct stretch *s = &D(d)->st[(unsigned)phase % STRETCH_PHASES];
+    if (!s->begin)
+        return 0;
+    if (s->recording) {
+        CUDA_OK(d, cudaEventRecord(s->end, D(d)->stream[STREAM_COMPUTE]));
+        s->pending = 1;
+        s->recording = 0;
+    }
+    /* the delay follows the phase's own work, on its stream: measured as
+     * the phase's, never inside the next pair */
+    double ns = (factor - 1.0) * (double)s->last_ms * 1e6;
+    if (ns >= 1000.0 && cuk_delay((uint64_t)ns, D(d)->stream[STREAM_COMPUTE]) != 0)
+        return dev_fail(d, "the straggler's delay kernel", cudaGetErrorString(cudaGetLastError()), __FILE__, __LINE__);
+    return 0;
+}
+
 const struct device_ops device_cuda = {
     .name = "cuda",
     .async = 1,
@@ -257,6 +317,8 @@ const struct device_ops device_cuda = {
     .loss_backward = cuda_loss_backward,
     .sgd_update = cuda_sgd,
     .average_slices = cuda_average,
+    .stretch_begin = cuda_stretch_begin,
+    .stretch_end = cuda_stretch_end,
     .layers =
         {
             .linear = cudal_linear,

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define GPU_MODULE_ENTRY "ddptop_gpu_module"
-#define GPU_MODULE_ABI 1 /* bumped whenever this table changes */
+#define GPU_MODULE_ABI 2 /* bumped whenever this table changes */
 #define GPU_NCCL_ID_BYTES 128
 
 struct device;
@@ -47,12 +47,15 @@ struct gpu_module {
      * unavailable (training goes on without device timelines). */
     int (*activity_start)(char *err, size_t errlen);
     /* d's streams' records become spans of `rank` on `ring`. */
-    int (*activity_register)(struct device *d, int rank, struct spsc_ring *ring, const _Atomic uint32_t *step);
-    /* The host phase (enum cat) whose kernels the calling thread launches
-     * next, for attribution; pop when it ends. */
-    void (*activity_phase_push)(int rank, int cat);
+    int (*activity_register)(struct device *d, int rank, struct spsc_ring *ring);
+    /* No record reaches `ring` once this returns (before it is freed). */
+    void (*activity_release)(struct spsc_ring *ring);
+    /* The host phase (enum cat) of `step` whose kernels the calling thread
+     * launches next, for attribution; pop when it ends. */
+    void (*activity_phase_push)(int cat, uint32_t step);
     void (*activity_phase_pop)(void);
     void (*activity_flush)(void);
+    /* Every activity_start is matched by one stop; the last turns it off. */
     void (*activity_stop)(void);
     int64_t (*activity_overhead_ns)(void);
     uint64_t (*activity_dropped)(void);

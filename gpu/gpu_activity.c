@@ -14,8 +14,15 @@ struct reg {
     uint32_t device, stream_id;
     int rank, role;
     struct spsc_ring *ring;
-    const _Atomic uint32_t *step;
 };
+
+/* The external id a host phase pushes: its step and category. Records
+ * carry the step they were launched in, never the step current when CUPTI
+ * delivers them (a buffer can arrive hundreds of steps later). */
+#define EXT_ID(step, cat) (((uint64_t)(step) << 8) | (uint64_t)((cat)&0xff))
+#define EXT_STEP(id) ((uint32_t)((id) >> 8))
+#define EXT_CAT(id) ((int)((id)&0xff))
+#define RANK_SLOTS 1024
 
 static struct reg g_regs[MAX_STREAMS];
 static _Atomic int g_nregs;
@@ -26,13 +33,18 @@ static pthread_mutex_t g_deliver = PTHREAD_MUTEX_INITIALIZER;
 static int64_t g_offset_ns; /* probe clock - CUPTI clock */
 static _Atomic int64_t g_overhead_ns;
 static _Atomic uint64_t g_dropped;
-static int g_started;
+static _Atomic uint64_t g_ncorr, g_nmatched, g_nunmatched; /* phase records, and compute records with and without */
+static int g_users; /* runs holding collection (a second run starts before the first is freed) */
+static int g_callbacks;
+/* per rank: the step of its latest attributed record, for the records no
+ * host phase covers (its comm lane's launches, the staging copies) */
+static uint32_t g_rank_step[RANK_SLOTS];
 
-/* correlation id -> external id (rank << 8 | cat), filled from
+/* correlation id -> external id (EXT_ID), filled from
  * EXTERNAL_CORRELATION records; a small direct-mapped table */
 #define CORR_SLOTS 65536
 static uint32_t g_corr_key[CORR_SLOTS];
-static uint32_t g_corr_val[CORR_SLOTS];
+static uint64_t g_corr_val[CORR_SLOTS];
 
 static const char *cupti_err(CUptiResult r)
 {
@@ -57,58 +69,94 @@ static const struct reg *find(uint32_t device, uint32_t stream_id)
     return NULL;
 }
 
-static void emit(const struct reg *r, uint64_t start, uint64_t end, int cat, uint64_t bytes)
+/* One record as a span of r's rank: its category from the stream's role
+ * (comm), else from the host phase that launched it (compute), else
+ * `fallback`; its step from that phase, else the rank's latest. */
+static void emit(const struct reg *r, uint32_t corr, uint64_t start, uint64_t end, int fallback, uint64_t bytes,
+                 const char *name)
 {
     if (start == 0 || end < start)
         return; /* an incomplete record (a forced flush): no interval to count */
-    uint32_t step = r->step ? atomic_load_explicit(r->step, memory_order_relaxed) : 0;
-    if (!probe_span(r->ring, LANE_GPU, cat, step, -1, (int64_t)start + g_offset_ns, (int64_t)end + g_offset_ns,
-                    &(struct span_coll){.bytes = bytes}))
+    uint32_t k = corr % CORR_SLOTS, *last = &g_rank_step[(unsigned)r->rank % RANK_SLOTS];
+    int cat = fallback;
+    if (g_corr_key[k] == corr && g_corr_val[k]) {
+        if (r->role == GPU_STREAM_COMPUTE)
+            cat = EXT_CAT(g_corr_val[k]);
+        if (EXT_STEP(g_corr_val[k]) > *last)
+            *last = EXT_STEP(g_corr_val[k]);
+        if (r->role == GPU_STREAM_COMPUTE)
+            atomic_fetch_add_explicit(&g_nmatched, 1, memory_order_relaxed);
+    } else if (r->role == GPU_STREAM_COMPUTE) {
+        atomic_fetch_add_explicit(&g_nunmatched, 1, memory_order_relaxed);
+    }
+    if (r->role == GPU_STREAM_COMM)
+        cat = CAT_COMM;
+    struct span s = {.t0_ns = (int64_t)start + g_offset_ns,
+                     .t1_ns = (int64_t)end + g_offset_ns,
+                     .bytes = bytes,
+                     .step = *last,
+                     .tag = -1,
+                     .lane = LANE_GPU,
+                     .cat = (uint8_t)cat,
+                     .name = probe_name_id(name)};
+    if (!spsc_push(r->ring, &s))
         atomic_fetch_add(&g_dropped, 1);
 }
 
-static int compute_cat(uint32_t corr)
+static const char *memcpy_name(uint8_t kind)
 {
-    uint32_t k = corr % CORR_SLOTS;
-    if (g_corr_key[k] == corr && g_corr_val[k])
-        return (int)(g_corr_val[k] & 0xff);
-    return CAT_FORWARD;
+    switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+        return "Memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+        return "Memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+        return "Memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+        return "Memcpy PtoP";
+    default:
+        return "Memcpy";
+    }
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
 {
     int64_t t0 = probe_now_ns();
     pthread_mutex_lock(&g_deliver);
+    /* the phases first: a kernel's record can come before its launch's */
     CUpti_Activity *rec = NULL;
-    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
-        switch (rec->kind) {
-        case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+        if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
             CUpti_ActivityExternalCorrelation *e = (CUpti_ActivityExternalCorrelation *)rec;
             uint32_t k = e->correlationId % CORR_SLOTS;
             g_corr_key[k] = e->correlationId;
-            g_corr_val[k] = (uint32_t)e->externalId;
-            break;
+            g_corr_val[k] = e->externalId;
+            atomic_fetch_add_explicit(&g_ncorr, 1, memory_order_relaxed);
         }
+    rec = NULL;
+    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+        switch (rec->kind) {
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
         case CUPTI_ACTIVITY_KIND_KERNEL: {
             CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)rec;
             const struct reg *r = find(k->deviceId, k->streamId);
             if (r)
-                emit(r, k->start, k->end, r->role == GPU_STREAM_COMM ? CAT_COMM : compute_cat(k->correlationId), 0);
+                emit(r, k->correlationId, k->start, k->end, CAT_FORWARD, 0, k->name);
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
             CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)rec;
             const struct reg *r = find(m->deviceId, m->streamId);
+            /* a copy is data unless a phase launched it (or the comm stream) */
             if (r)
-                emit(r, m->start, m->end, r->role == GPU_STREAM_COMM ? CAT_COMM : CAT_DATA, m->bytes);
+                emit(r, m->correlationId, m->start, m->end, CAT_DATA, m->bytes, memcpy_name(m->copyKind));
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
             CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)rec;
             const struct reg *r = find(m->deviceId, m->streamId);
             if (r)
-                emit(r, m->start, m->end, r->role == GPU_STREAM_COMM ? CAT_COMM : compute_cat(m->correlationId), 0);
+                emit(r, m->correlationId, m->start, m->end, CAT_FORWARD, 0, "Memset");
             break;
         }
         default:
@@ -123,18 +171,65 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     atomic_fetch_add(&g_overhead_ns, probe_now_ns() - t0);
 }
 
+/* CUPTI writes an external-correlation record beside each API record, so
+ * the runtime's and the driver's API records must be on for the phases to
+ * reach the kernels (cuDNN and cuBLAS launch through the driver); their
+ * own records are dropped on arrival. */
+static const CUpti_ActivityKind g_all_kinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,    CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+#define NKINDS (sizeof(g_all_kinds) / sizeof(g_all_kinds[0]))
+/* the kinds enabled: all of them, unless DDPTOP_CUPTI_KINDS names a subset
+ * (kernel, serial-kernel, memcpy, memset, corr, runtime, driver; for
+ * measuring what each costs: without corr and the API kinds, compute
+ * records all count as forward) */
+static CUpti_ActivityKind g_kinds[NKINDS];
+static size_t g_nkinds;
+
+static void pick_kinds(void)
+{
+    const char *env = getenv("DDPTOP_CUPTI_KINDS");
+    g_nkinds = 0;
+    if (!env || !*env) {
+        memcpy(g_kinds, g_all_kinds, sizeof(g_all_kinds));
+        g_nkinds = NKINDS;
+        return;
+    }
+    static const struct {
+        const char *name;
+        CUpti_ActivityKind kind;
+    } names[] = {{"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+                 {"serial-kernel", CUPTI_ACTIVITY_KIND_KERNEL},
+                 {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
+                 {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
+                 {"corr", CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION},
+                 {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},
+                 {"driver", CUPTI_ACTIVITY_KIND_DRIVER}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && g_nkinds < NKINDS; i++) {
+        const char *p = strstr(env, names[i].name);
+        size_t n = strlen(names[i].name);
+        /* whole words only: "kernel" is not found in "serial-kernel" */
+        while (p && ((p > env && p[-1] != ',') || (p[n] && p[n] != ',')))
+            p = strstr(p + 1, names[i].name);
+        if (p)
+            g_kinds[g_nkinds++] = names[i].kind;
+    }
+}
+
 int gpu_activity_start(char *err, size_t errlen)
 {
     pthread_mutex_lock(&g_mu);
-    if (g_started) {
+    if (g_users > 0) {
+        g_users++;
         pthread_mutex_unlock(&g_mu);
         return 0;
     }
-    CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-    const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-    for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof(kinds) / sizeof(kinds[0]); i++)
-        r = cuptiActivityEnable(kinds[i]);
+    CUptiResult r = CUPTI_SUCCESS;
+    pick_kinds();
+    if (!g_callbacks && (r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) == CUPTI_SUCCESS)
+        g_callbacks = 1;
+    for (size_t i = 0; r == CUPTI_SUCCESS && i < g_nkinds; i++)
+        r = cuptiActivityEnable(g_kinds[i]);
     uint64_t ts = 0;
     if (r == CUPTI_SUCCESS)
         r = cuptiGetTimestamp(&ts);
@@ -144,13 +239,13 @@ int gpu_activity_start(char *err, size_t errlen)
         return -1;
     }
     g_offset_ns = probe_now_ns() - (int64_t)ts;
-    g_started = 1;
+    memset(g_rank_step, 0, sizeof(g_rank_step));
+    g_users = 1;
     pthread_mutex_unlock(&g_mu);
     return 0;
 }
 
-int gpu_activity_register(void *cuda_stream, int device, int rank, int role, struct spsc_ring *ring,
-                          const _Atomic uint32_t *step)
+int gpu_activity_register(void *cuda_stream, int device, int rank, int role, struct spsc_ring *ring)
 {
     uint32_t id = 0;
     if (cuptiGetStreamIdEx(NULL, (CUstream)cuda_stream, 0, &id) != CUPTI_SUCCESS)
@@ -161,16 +256,15 @@ int gpu_activity_register(void *cuda_stream, int device, int rank, int role, str
         pthread_mutex_unlock(&g_mu);
         return -1;
     }
-    g_regs[n] = (struct reg){(uint32_t)device, id, rank, role, ring, step};
+    g_regs[n] = (struct reg){(uint32_t)device, id, rank, role, ring};
     atomic_store(&g_nregs, n + 1);
     pthread_mutex_unlock(&g_mu);
     return 0;
 }
 
-void gpu_activity_phase_push(int rank, int cat)
+void gpu_activity_phase_push(int cat, uint32_t step)
 {
-    cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-                                           ((uint64_t)(uint32_t)rank << 8) | (uint64_t)(cat & 0xff));
+    cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, EXT_ID(step, cat));
 }
 
 void gpu_activity_phase_pop(void)
@@ -182,26 +276,53 @@ void gpu_activity_phase_pop(void)
 void gpu_activity_flush(void)
 {
     /* 0: every buffer whose records have all completed, full or not */
-    if (g_started)
+    pthread_mutex_lock(&g_mu);
+    int on = g_users > 0;
+    pthread_mutex_unlock(&g_mu);
+    if (on)
         cuptiActivityFlushAll(0);
+}
+
+void gpu_activity_release(struct spsc_ring *ring)
+{
+    /* no delivery is under way while the entries go: none can reach the
+     * ring once this returns */
+    pthread_mutex_lock(&g_deliver);
+    pthread_mutex_lock(&g_mu);
+    int n = atomic_load(&g_nregs), k = 0;
+    for (int i = 0; i < n; i++)
+        if (g_regs[i].ring != ring)
+            g_regs[k++] = g_regs[i];
+    atomic_store(&g_nregs, k);
+    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&g_deliver);
 }
 
 void gpu_activity_stop(void)
 {
-    if (!g_started)
+    pthread_mutex_lock(&g_mu);
+    int last = g_users == 1;
+    if (g_users > 0)
+        g_users--;
+    pthread_mutex_unlock(&g_mu);
+    if (!last)
         return;
     cuptiActivityFlushAll(1);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    g_started = 0;
+    for (size_t i = 0; i < g_nkinds; i++)
+        cuptiActivityDisable(g_kinds[i]);
     atomic_store(&g_nregs, 0);
 }
 
 int64_t gpu_activity_overhead_ns(void)
 {
     return atomic_load(&g_overhead_ns);
+}
+
+void gpu_activity_counts(uint64_t *phases, uint64_t *matched, uint64_t *unmatched)
+{
+    *phases = atomic_load(&g_ncorr);
+    *matched = atomic_load(&g_nmatched);
+    *unmatched = atomic_load(&g_nunmatched);
 }
 
 uint64_t gpu_activity_dropped(void)

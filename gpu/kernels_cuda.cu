@@ -334,6 +334,23 @@ int cuk_fill(float *x, size_t n, float v, void *stream)
     return launched();
 }
 
+/* One thread that holds its stream for ns nanoseconds of the GPU's global
+ * timer: a straggler's extra compute time (--slow-rank). */
+__global__ void delay_k(unsigned long long ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < ns);
+}
+
+int cuk_delay(uint64_t ns, void *stream)
+{
+    delay_k<<<1, 1, 0, (cudaStream_t)stream>>>((unsigned long long)ns);
+    return launched();
+}
+
 #define LAUNCH(n, kernel, ...)                                                                                         \
     do {                                                                                                               \
         kernel<<<grid_for(n), 256, 0, (cudaStream_t)stream>>>(__VA_ARGS__);                                            \

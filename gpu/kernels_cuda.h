@@ -122,6 +122,8 @@ int cuk_dropout_backward(float *din, int acc, const float *dout, const uint8_t *
 /* rows x width floats between row pitches (channel concatenation). */
 int cuk_rows(float *dst, int64_t dpitch, int acc, const float *src, int64_t spitch, int rows, int64_t width,
              void *stream);
+/* Holds `stream` for ns nanoseconds (a one-thread spin on the GPU's timer). */
+int cuk_delay(uint64_t ns, void *stream);
 int cuk_pad_forward(float *out, const float *in, int planes, int H, int W, int p, void *stream);
 int cuk_pad_backward(float *din, int acc, const float *dout, int planes, int H, int W, int p, void *stream);
 /* Max-pool over planes of H x W with windows k/s/pad clipped to the input

@@ -24,11 +24,11 @@ static struct comm *nccl_create(const unsigned char id[GPU_NCCL_ID_BYTES], int w
 #ifdef DDPTOP_HAVE_CUPTI
 /* Every stream of d: the compute stream's kernels are attributed to host
  * phases, the copy stream's records are data, the comm stream's comm. */
-static int activity_register(struct device *d, int rank, struct spsc_ring *ring, const _Atomic uint32_t *step)
+static int activity_register(struct device *d, int rank, struct spsc_ring *ring)
 {
     static const int roles[STREAM_COUNT] = {GPU_STREAM_COMPUTE, GPU_STREAM_COPY, GPU_STREAM_COMM};
     for (int s = 0; s < STREAM_COUNT; s++)
-        if (gpu_activity_register(device_cuda_stream(d, s), d->index, rank, roles[s], ring, step) != 0)
+        if (gpu_activity_register(device_cuda_stream(d, s), d->index, rank, roles[s], ring) != 0)
             return -1;
     return 0;
 }
@@ -45,6 +45,7 @@ static const struct gpu_module module = {
 #ifdef DDPTOP_HAVE_CUPTI
     .activity_start = gpu_activity_start,
     .activity_register = activity_register,
+    .activity_release = gpu_activity_release,
     .activity_phase_push = gpu_activity_phase_push,
     .activity_phase_pop = gpu_activity_phase_pop,
     .activity_flush = gpu_activity_flush,

@@ -111,6 +111,12 @@ struct device_ops {
      * on `stream` (gather-scatter's average where the gradients are); NULL
      * where the host computes it. */
     int (*average_slices)(struct device *d, float *dst, const float *slices, int world, size_t n, int stream);
+    /* --slow-rank on a device that computes asynchronously: the work the
+     * compute stream gets between begin and end of `phase` (enum cat) is
+     * followed by a delay of (factor - 1) x that phase's latest measured
+     * device time. NULL: the host spins instead (the CPU). */
+    int (*stretch_begin)(struct device *d, int phase);
+    int (*stretch_end)(struct device *d, int phase, double factor);
     struct layer_builders layers;
 };
 

@@ -7,7 +7,13 @@
 # layer's output and gradient error (GPU against CPU, whole model) to
 # ${OUT:-/tmp}/gpu_layers.txt.
 #
-#   scripts/gpu_check.sh [quick]    # quick: tests only, no benchmark
+#   scripts/gpu_check.sh [part...]
+# parts (default: all but models): tests (test_gpu, test_gpu_fixtures),
+# models (test_gpu_models: every zoo model against the CPU, minutes),
+# e2e (tests/gpu_e2e.sh: live vs replay, slow rank, the UI in tmux),
+# fixture (a small traced GPU run, for the replay fixtures),
+# runs (ddptop's own runs), bench (against PyTorch), cupti (what device
+# tracing costs, bench/cupti_cost.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -36,9 +42,14 @@ if [ -n "$src" ] && [ ! -d "$src" ]; then
 fi
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+parts=" ${*:-tests e2e runs bench cupti} "
+want() { [[ "$parts" == *" $1 "* ]]; }
 status=0
+tests=()
+want tests && tests+=(test_gpu test_gpu_fixtures)
+want models && tests+=(test_gpu_models "test_gpu_models nccl")
 # (the NCCL runs need 2 GPUs: with one they are skipped, 77, and that is no failure)
-for t in test_gpu test_gpu_fixtures test_gpu_models "test_gpu_models nccl"; do
+for t in "${tests[@]}"; do
     echo "===== $t"
     start=$(date +%s)
     read -r -a cmd <<<"$t"
@@ -48,14 +59,35 @@ for t in test_gpu test_gpu_fixtures test_gpu_models "test_gpu_models nccl"; do
     [ "$rc" -ne 0 ] && ! { [ "$rc" -eq 77 ] && [ "$t" = "test_gpu_models nccl" ]; } && status=1
 done
 
-echo "===== ddptop on the GPU"
-"$b/ddptop" --info --device cuda --model resnet18 --dataset cifar10 --batch-size 128 | tail -4
-timeout 120 "$b/ddptop" --batch --device cuda --model lenet --dataset synthetic --ranks 2 --strategy ddp --steps 200 --no-eval
-timeout 120 "$b/ddptop" --batch --device cuda --model resnet18 --dataset synthetic --ranks 1 --batch-size 128 --steps 60 \
+if want e2e; then
+    echo "===== tests/gpu_e2e.sh"
+    start=$(date +%s)
+    timeout "${TEST_TIMEOUT:-240}" tests/gpu_e2e.sh "$b/ddptop"
+    rc=$?
+    echo "===== gpu_e2e: exit $rc ($(($(date +%s) - start)) s)"
+    [ "$rc" -ne 0 ] && status=1
+fi
+
+if want fixture; then
+    # a small GPU trace and its live report, for tests/fixtures/trace/
+    "$b/ddptop" --batch --quiet --device cuda --model lenet --dataset synthetic --ranks 2 --strategy ddp --batch-size 32 \
+        --steps 12 --no-eval --trace "${OUT:-/tmp}/gpu_lenet_ddp.json.gz" --format json >"${OUT:-/tmp}/gpu_lenet_ddp.live.json"
+    echo "===== fixture: exit $?"
+fi
+
+want runs || { want bench || want cupti || exit $status; }
+want runs && echo "===== ddptop on the GPU"
+want runs && "$b/ddptop" --info --device cuda --model resnet18 --dataset cifar10 --batch-size 128 | tail -4
+want runs && timeout 120 "$b/ddptop" --batch --device cuda --model lenet --dataset synthetic --ranks 2 --strategy ddp --steps 200 --no-eval
+want runs && timeout 120 "$b/ddptop" --batch --device cuda --model resnet18 --dataset synthetic --ranks 1 --batch-size 128 --steps 60 \
     --no-eval --format json | python3 -c 'import json, sys; r = json.load(sys.stdin)["runs"][0]; print({k: r[k] for k in ("device", "backend", "samples_per_s", "compute_pct", "comm_pct", "data_pct", "idle_pct", "cupti_overhead_ms", "note")})'
 
-if [ "${1:-}" != quick ]; then
+if want bench; then
     echo "===== against PyTorch on this GPU"
     REPS=${REPS:-3} bench/gpu_vs_pytorch.sh "$b/ddptop" "lenet resnet18" 128
+fi
+if want cupti; then
+    echo "===== what CUPTI costs"
+    REPS=${REPS:-3} bench/cupti_cost.sh "$b/ddptop" "mlp lenet resnet18" 128
 fi
 exit $status

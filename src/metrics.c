@@ -97,6 +97,29 @@ static void coll_record(struct metrics *m, int r, const struct span *s)
 
 static void release_held(struct metrics *m, int r, int all);
 
+/* A device record into the timeline's history: merged into the open one
+ * of its category while it starts within 1/200 of a step (a cell of the
+ * widest timeline) of that one's end; the open one goes in when it ends. */
+static void history_gpu(struct rank_metrics *rm, const struct span *sp)
+{
+    if (sp->cat >= CAT_COUNT)
+        return;
+    struct span *o = &rm->gpu_open[sp->cat];
+    int64_t gap = rm->nsteps > 0 ? rm->step_wall_ns[metrics_slot(rm->nsteps - 1)] / 200 : 0;
+    if (gap < 2000)
+        gap = 2000;
+    if (rm->gpu_open_on[sp->cat] && o->step == sp->step && sp->t0_ns >= o->t0_ns && sp->t0_ns - o->t1_ns <= gap) {
+        if (sp->t1_ns > o->t1_ns)
+            o->t1_ns = sp->t1_ns;
+        o->bytes += sp->bytes;
+        return;
+    }
+    if (rm->gpu_open_on[sp->cat])
+        rm->history[rm->nhistory++ % METRICS_HISTORY] = *o;
+    *o = *sp;
+    rm->gpu_open_on[sp->cat] = 1;
+}
+
 void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
 {
     struct rank_metrics *rm = &m->r[r];
@@ -115,7 +138,10 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         const struct span *sp = &s[i];
         rm->pending[rm->npending++] = *sp;
-        rm->history[rm->nhistory++ % METRICS_HISTORY] = *sp;
+        if (sp->lane == LANE_GPU)
+            history_gpu(rm, sp);
+        else
+            rm->history[rm->nhistory++ % METRICS_HISTORY] = *sp;
         if (sp->lane == LANE_GPU) {
             rm->gpu_view = 1;
             if (sp->t0_ns > rm->gpu_seen_ns)
@@ -209,8 +235,15 @@ static void release_held(struct metrics *m, int r, int all)
 
 void metrics_finish(struct metrics *m)
 {
-    for (int r = 0; r < m->world; r++)
+    for (int r = 0; r < m->world; r++) {
         release_held(m, r, 1);
+        struct rank_metrics *rm = &m->r[r];
+        for (int c = 0; c < CAT_COUNT; c++)
+            if (rm->gpu_open_on[c]) {
+                rm->history[rm->nhistory++ % METRICS_HISTORY] = rm->gpu_open[c];
+                rm->gpu_open_on[c] = 0;
+            }
+    }
 }
 
 void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec)

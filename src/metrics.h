@@ -82,6 +82,11 @@ struct rank_metrics {
     struct breakdown_scratch sweep; /* the breakdown sweep's memory */
     struct span history[METRICS_HISTORY];
     uint64_t nhistory; /* total ever pushed; index % METRICS_HISTORY */
+    /* device records reach the history merged per category while they
+     * follow one another closely (a step can hold a thousand kernels,
+     * which would leave no room for the host's spans): the one growing */
+    struct span gpu_open[CAT_COUNT];
+    uint8_t gpu_open_on[CAT_COUNT];
 };
 
 struct coll_slot;

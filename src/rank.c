@@ -91,10 +91,11 @@ static int forward(struct loop *L)
     return 0;
 }
 
-/* A straggler's compute takes `slow` times as long: spin out the rest. */
+/* A straggler's compute takes `slow` times as long: spin out the rest (a
+ * device that stretches its own phases does it there, phase_pop). */
 static void straggle(const struct loop *L, int64_t t0)
 {
-    if (L->slow <= 1.0)
+    if (L->slow <= 1.0 || L->rk->dev.ops->stretch_end)
         return;
     int64_t d = probe_now_ns() - t0;
     int64_t until = t0 + (int64_t)((double)d * L->slow);
@@ -102,17 +103,24 @@ static void straggle(const struct loop *L, int64_t t0)
         ;
 }
 
-/* The host phase whose GPU work follows (CUPTI attributes kernels by it). */
-static void phase_push(const struct loop *L, int cat)
+/* The host phase whose GPU work follows: CUPTI attributes kernels by it,
+ * and a straggler's device stretches it. Returns 0, or -1 when the device
+ * failed (its message in the device). */
+static int phase_push(const struct loop *L, int cat)
 {
     if (L->run->cupti)
-        L->run->gpu->activity_phase_push(L->rk->id, cat);
+        L->run->gpu->activity_phase_push(cat, atomic_load_explicit(&L->rk->step, memory_order_relaxed));
+    struct device *d = &L->rk->dev;
+    return L->slow > 1.0 && d->ops->stretch_begin ? d->ops->stretch_begin(d, cat) : 0;
 }
 
-static void phase_pop(const struct loop *L)
+static int phase_pop(const struct loop *L, int cat)
 {
+    struct device *d = &L->rk->dev;
+    int rc = L->slow > 1.0 && d->ops->stretch_end ? d->ops->stretch_end(d, cat, L->slow) : 0;
     if (L->run->cupti)
         L->run->gpu->activity_phase_pop();
+    return rc;
 }
 
 /* The rank's first failure: its message (with the context gathered on the
@@ -308,7 +316,12 @@ static int dp_step(struct loop *L, int i, int epoch)
         return fail(rk, m->err);
     for (int k = 0; k < B; k++)
         L->yhost[k] = (int32_t)L->dp_ylocal[k];
-    if (forward(L) != 0)
+    if (phase_push(L, CAT_FORWARD) != 0)
+        return dev_failed(rk);
+    int frc = forward(L);
+    if (phase_pop(L, CAT_FORWARD) != 0 && frc == 0)
+        return dev_failed(rk);
+    if (frc != 0)
         return fail(rk, m->err);
     int correct = 0;
     float loss = model_loss(m, L->yhost, B, &correct); /* this replica's share, for the report (waits) */
@@ -334,7 +347,12 @@ static int dp_step(struct loop *L, int i, int epoch)
         return comm_failed(rk, rc, "dp: scattering the output gradients");
 
     int64_t t3 = probe_now_ns();
-    if (model_backward_dout(m, L->dp_dout, NULL, NULL) != 0)
+    if (phase_push(L, CAT_BACKWARD) != 0)
+        return dev_failed(rk);
+    int brc = model_backward_dout(m, L->dp_dout, NULL, NULL);
+    if (phase_pop(L, CAT_BACKWARD) != 0 && brc == 0)
+        return dev_failed(rk);
+    if (brc != 0)
         return fail(rk, m->err);
     straggle(L, t3);
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t3, probe_now_ns());
@@ -351,7 +369,12 @@ static int dp_step(struct loop *L, int i, int epoch)
         return comm_failed(rk, rc, "dp: reducing the gradients");
     if (rk->id == 0) {
         int64_t t4 = probe_now_ns();
-        if (sgd_step(&L->opt, m, (long)step) != 0)
+        if (phase_push(L, CAT_OPTIMIZER) != 0)
+            return dev_failed(rk);
+        int orc = sgd_step(&L->opt, m, (long)step);
+        if (phase_pop(L, CAT_OPTIMIZER) != 0 && orc == 0)
+            return dev_failed(rk);
+        if (orc != 0)
             return fail(rk, m->err);
         straggle(L, t4);
         rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, probe_now_ns());
@@ -374,13 +397,16 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
     if (L->ddp)
         ddp_begin(L->ddp);
     nvtx_push("backward");
-    phase_push(L, CAT_BACKWARD);
+    if (phase_push(L, CAT_BACKWARD) != 0)
+        return dev_failed(rk);
     int rc = model_backward(m, 1.0f / (float)L->run->local_batch, L->ddp ? on_grad_ready : NULL, L->ddp);
-    phase_pop(L);
+    int prc = phase_pop(L, CAT_BACKWARD);
     straggle(L, t2);
     nvtx_pop();
     if (rc != 0)
         return fail(rk, m->err);
+    if (prc != 0)
+        return dev_failed(rk);
     int64_t t3 = probe_now_ns();
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t2, t3);
 
@@ -401,13 +427,16 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
 
     int64_t t4 = probe_now_ns();
     nvtx_push("optimizer");
-    phase_push(L, CAT_OPTIMIZER);
+    if (phase_push(L, CAT_OPTIMIZER) != 0)
+        return dev_failed(rk);
     rc = sgd_step(&L->opt, m, (long)step);
-    phase_pop(L);
+    prc = phase_pop(L, CAT_OPTIMIZER);
     straggle(L, t4);
     nvtx_pop();
     if (rc != 0)
         return fail(rk, m->err);
+    if (prc != 0)
+        return dev_failed(rk);
     *t_end = probe_now_ns();
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t4, *t_end);
     return 0;
@@ -480,15 +509,18 @@ static int train_step_async(struct loop *L, int i, int epoch)
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, t1);
 
     nvtx_push("forward");
-    phase_push(L, CAT_FORWARD);
+    if (phase_push(L, CAT_FORWARD) != 0)
+        return dev_failed(rk);
     rc = forward(L);
     if (rc == 0)
         rc = model_loss_begin(m, NULL, B); /* the labels are in place */
-    phase_pop(L);
+    int prc = phase_pop(L, CAT_FORWARD);
     straggle(L, t1);
     nvtx_pop();
     if (rc != 0)
         return fail(rk, m->err);
+    if (prc != 0)
+        return dev_failed(rk);
     int64_t t2 = probe_now_ns();
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, t1, t2);
 
@@ -722,7 +754,7 @@ static int loop_init(struct loop *L, struct rank *rk)
         if (run->world > 1 && !(rk->comm = device_comm(rk, err, sizeof(err))))
             return fail(rk, err[0] ? err : "cannot create the device communicator");
         if (run->cupti)
-            run->gpu->activity_register(&rk->dev, rk->id, &rk->spans_gpu, &rk->step);
+            run->gpu->activity_register(&rk->dev, rk->id, &rk->spans_gpu);
     }
     L->m = zoo_create(&rk->dev, cfg->model, run->local_batch, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err,
                       sizeof(err));

@@ -309,8 +309,13 @@ int run_join(struct run *r)
 
 void run_free(struct run *r)
 {
-    if (r->cupti)
-        r->gpu->activity_stop(); /* its last deliveries still find the rings; then none can */
+    if (r->cupti) {
+        /* records still on their way (a later run may hold collection on)
+         * find no ring of this run once it is released */
+        for (int i = 0; r->ranks && i < r->world; i++)
+            r->gpu->activity_release(&r->ranks[i].spans_gpu);
+        r->gpu->activity_stop();
+    }
     if (r->ranks) {
         for (int i = 0; i < r->world; i++) {
             struct rank *k = &r->ranks[i];

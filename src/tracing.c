@@ -99,15 +99,15 @@ static void export_opts(struct trace_export_opts *o, const struct run *r, char (
         /* a rank's device is opened by its thread; its name follows from
          * the backend and the rank (cuda:K is rank K's GPU) */
         const char *dn = r->devops ? r->devops->name : "cpu";
-        if (!strcmp(dn, "cpu"))
+        if (!strcmp(dn, "cpu") || !r->ranks)
             snprintf(dev[i], 32, "cpu");
         else
-            snprintf(dev[i], 32, "%s:%d", dn, i);
+            snprintf(dev[i], 32, "%s:%d", dn, r->ranks[i].gpu);
         devp[i] = dev[i];
     }
     o->world = r->world;
     o->step_to = -1;
-    o->backend = backend_name(r->cfg.comm);
+    o->backend = r->on_gpu ? r->backend : backend_name(r->cfg.comm);
     o->algo = algo_name(r->cfg.algo);
     o->device = devp;
     o->base_ns = r->t_start_ns;
@@ -319,9 +319,14 @@ done:
 
 /* ---- replay ---------------------------------------------------------------- */
 
+/* Host spans by step, then time; device records after them, by time. */
 static int span_step_cmp(const void *a, const void *b)
 {
     const struct span *x = a, *y = b;
+    if ((x->lane == LANE_GPU) != (y->lane == LANE_GPU))
+        return x->lane == LANE_GPU ? 1 : -1;
+    if (x->lane == LANE_GPU)
+        return x->t0_ns < y->t0_ns ? -1 : x->t0_ns > y->t0_ns;
     if (x->step != y->step)
         return x->step < y->step ? -1 : 1;
     return x->t0_ns < y->t0_ns ? -1 : x->t0_ns > y->t0_ns;
@@ -356,7 +361,7 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
     res->cfg.strategy = -1;
     res->world = trace_world(d);
     snprintf(res->device, sizeof(res->device), "%s", d->nranks > 0 ? d->ranks[0].device : "");
-    if (d->backend[0] && d->algo[0])
+    if (!strcmp(d->backend, "shm") && d->algo[0]) /* the live name: shm/ring; a GPU's stands alone */
         snprintf(res->backend, sizeof(res->backend), "%.23s/%.23s", d->backend, d->algo);
     else
         snprintf(res->backend, sizeof(res->backend), "%s", d->backend);
@@ -402,14 +407,28 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
             qsort(tr->spans, tr->nspans, sizeof(*tr->spans), span_step_cmp);
         if (tr->nsteps)
             qsort(tr->steps, tr->nsteps, sizeof(*tr->steps), step_cmp);
-        size_t j = 0;
+        /* the live collector's order: a step's host spans, and the device
+         * records that started before the step ended (live, a step of a
+         * rank with device records waits for them, then takes those its
+         * time overlaps) */
+        size_t nhost = 0;
+        while (nhost < tr->nspans && tr->spans[nhost].lane != LANE_GPU)
+            nhost++;
+        if (nhost < tr->nspans)
+            metrics_expect_gpu(m, i);
+        size_t j = 0, g = nhost;
         for (size_t s = 0; s < tr->nsteps; s++) {
             const struct trace_step_info *st = &tr->steps[s];
             size_t from = j;
-            while (j < tr->nspans && tr->spans[j].step <= st->step)
+            while (j < nhost && tr->spans[j].step <= st->step)
                 j++;
             if (j > from)
                 metrics_add_spans(m, i, tr->spans + from, j - from);
+            from = g;
+            while (g < tr->nspans && tr->spans[g].t0_ns < st->t1_ns)
+                g++;
+            if (g > from)
+                metrics_add_spans(m, i, tr->spans + from, g - from);
             struct step_rec rec = {.step = st->step,
                                    .epoch = st->epoch,
                                    .t0_ns = st->t0_ns,
@@ -422,8 +441,10 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
             if (!local_batch)
                 local_batch = st->n;
         }
-        if (j < tr->nspans)
-            metrics_add_spans(m, i, tr->spans + j, tr->nspans - j);
+        if (j < nhost)
+            metrics_add_spans(m, i, tr->spans + j, nhost - j);
+        if (g < tr->nspans)
+            metrics_add_spans(m, i, tr->spans + g, tr->nspans - g);
     }
     /* the writer matched every collective across all the run's ranks,
      * which a trace of some of them cannot do again: its transfer and sync

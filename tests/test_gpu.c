@@ -159,13 +159,14 @@ static void test_cupti_breakdown(void **state)
     assert_int_equal(gpu_activity_start(err, sizeof(err)), 0);
     struct spsc_ring ring;
     assert_int_equal(spsc_init(&ring, sizeof(struct span), 1 << 14), 0);
-    _Atomic uint32_t step = 0;
     cudaSetDevice(0);
-    cudaStream_t comm_s, copy_s;
+    cudaStream_t comm_s, copy_s, compute_s;
     cudaStreamCreate(&comm_s);
     cudaStreamCreate(&copy_s);
-    assert_int_equal(gpu_activity_register(comm_s, 0, 0, GPU_STREAM_COMM, &ring, &step), 0);
-    assert_int_equal(gpu_activity_register(copy_s, 0, 0, GPU_STREAM_COPY, &ring, &step), 0);
+    cudaStreamCreate(&compute_s);
+    assert_int_equal(gpu_activity_register(comm_s, 0, 0, GPU_STREAM_COMM, &ring), 0);
+    assert_int_equal(gpu_activity_register(copy_s, 0, 0, GPU_STREAM_COPY, &ring), 0);
+    assert_int_equal(gpu_activity_register(compute_s, 0, 0, GPU_STREAM_COMPUTE, &ring), 0);
 
     /* data: a host-to-device copy on the copy stream; comm: a 1-rank ring
      * cannot move bytes, so reduce with the shared-GPU ring of 2 ranks */
@@ -175,6 +176,12 @@ static void test_cupti_breakdown(void **state)
     cudaMalloc((void **)&d, n * sizeof(float));
     cudaMemcpyAsync(d, h, n * sizeof(float), cudaMemcpyHostToDevice, copy_s);
     cudaStreamSynchronize(copy_s);
+    /* compute: work launched inside a host phase carries that phase and
+     * its step, whenever CUPTI delivers it */
+    gpu_activity_phase_push(CAT_BACKWARD, 7);
+    cudaMemsetAsync(d, 0, n * sizeof(float), compute_s);
+    gpu_activity_phase_pop();
+    cudaStreamSynchronize(compute_s);
     _Atomic int abort_flag = 0;
     struct shm_world *w = shm_world_create(2, &abort_flag);
     struct job jobs[2];
@@ -197,17 +204,27 @@ static void test_cupti_breakdown(void **state)
     size_t got = spsc_pop(&ring, spans, 4096);
     assert_true(got > 0);
     int64_t t0 = spans[0].t0_ns, t1 = spans[0].t1_ns;
-    int comm = 0, data = 0;
+    int comm = 0, data = 0, bwd7 = 0, htod = 0;
     for (size_t i = 0; i < got; i++) {
         assert_int_equal(spans[i].lane, LANE_GPU);
+        assert_non_null(probe_name(spans[i].name));
+        bwd7 += spans[i].cat == CAT_BACKWARD && spans[i].step == 7 && !strcmp(probe_name(spans[i].name), "Memset");
+        htod += spans[i].cat == CAT_DATA && !strcmp(probe_name(spans[i].name), "Memcpy HtoD");
         assert_true(spans[i].t1_ns >= spans[i].t0_ns);
         t0 = spans[i].t0_ns < t0 ? spans[i].t0_ns : t0;
         t1 = spans[i].t1_ns > t1 ? spans[i].t1_ns : t1;
         comm += spans[i].cat == CAT_COMM;
         data += spans[i].cat == CAT_DATA;
     }
+    uint64_t phases, matched, unmatched;
+    gpu_activity_counts(&phases, &matched, &unmatched);
+    printf("  CUPTI: %zu records, overhead %.3f ms; %llu phase records, compute records %llu attributed, %llu not\n",
+           got, gpu_activity_overhead_ns() / 1e6, (unsigned long long)phases, (unsigned long long)matched,
+           (unsigned long long)unmatched);
     assert_true(comm > 0);
     assert_true(data > 0);
+    assert_int_equal(bwd7, 1);
+    assert_int_equal(htod, 1);
     struct breakdown b;
     breakdown_compute(&b, spans, got, t0, t1);
     assert_int_equal(b.compute_ns + b.comm_ns + b.data_ns + b.idle_ns, b.wall_ns);
@@ -215,7 +232,13 @@ static void test_cupti_breakdown(void **state)
     /* the device clock was moved onto the host clock: records lie within this test's run */
     int64_t now = probe_now_ns();
     assert_true(t1 <= now && now - t0 < 60LL * 1000 * 1000 * 1000);
-    printf("  CUPTI: %zu records, overhead %.3f ms\n", got, gpu_activity_overhead_ns() / 1e6);
+    /* a released ring gets nothing more, and collection stops with its one user */
+    gpu_activity_release(&ring);
+    cudaMemcpyAsync(d, h, n * sizeof(float), cudaMemcpyHostToDevice, copy_s);
+    cudaStreamSynchronize(copy_s);
+    gpu_activity_flush();
+    assert_int_equal(spsc_pop(&ring, spans, 4096), 0);
+    gpu_activity_stop();
     cudaFree(d);
     cudaFreeHost(h);
     spsc_free(&ring);

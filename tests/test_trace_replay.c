@@ -754,6 +754,141 @@ static void test_replay_step_without_spans(void **state)
     rmdir(dir);
 }
 
+/* The timeline's history keeps device records merged per category while
+ * they follow one another within 2 us (no step closed yet): a thousand
+ * back-to-back kernels, interleaved with a comm stream's, take four
+ * entries (a gap of 10 us splits each stream's run in two), and the host
+ * span stays; the breakdown itself still sees every record. */
+static void test_history_merges_device_records(void **state)
+{
+    struct metrics m;
+    assert_int_equal(metrics_init(&m, 1, -1.0), 0);
+    struct span host = {.t0_ns = 0, .t1_ns = 5000000, .step = 0, .tag = -1, .lane = LANE_MAIN, .cat = CAT_FORWARD};
+    metrics_add_spans(&m, 0, &host, 1);
+    int64_t t = 100000;
+    for (int i = 0; i < 1000; i++) {
+        if (i == 500)
+            t += 10000;
+        struct span k = {.t0_ns = t, .t1_ns = t + 3000, .step = 0, .tag = -1, .lane = LANE_GPU, .cat = CAT_BACKWARD};
+        struct span c = {.t0_ns = t + 500, .t1_ns = t + 3500, .step = 0, .tag = -1, .lane = LANE_GPU, .cat = CAT_COMM};
+        metrics_add_spans(&m, 0, &k, 1);
+        metrics_add_spans(&m, 0, &c, 1);
+        t += 4000; /* 1 us apart */
+    }
+    metrics_finish(&m);
+    assert_int_equal(m.r[0].nhistory, 5);
+    int64_t bwd = 0, comm = 0;
+    for (int i = 0; i < 5; i++) {
+        const struct span *s = &m.r[0].history[i];
+        if (s->lane != LANE_GPU)
+            continue;
+        if (s->cat == CAT_BACKWARD)
+            bwd += s->t1_ns - s->t0_ns;
+        else
+            comm += s->t1_ns - s->t0_ns;
+    }
+    assert_int_equal(bwd, (int64_t)1000 * 4000 - 2 * 1000); /* two runs, each ending 1 us short */
+    assert_int_equal(comm, (int64_t)1000 * 4000 - 2 * 1000);
+    assert_int_equal(m.r[0].npending, 2001);
+    metrics_free(&m);
+}
+
+/* A GPU run as the collector sees it: each step's device work runs 0.6 of a
+ * step behind its host step (so it overlaps the next one), on a compute
+ * and a comm stream, and CUPTI delivers it in bulk every third step, after
+ * the host records of later steps. The live store (held steps, device
+ * view) and the replay of the trace written from the same arrivals must
+ * give each rank the same breakdown, to the nanosecond, and the device
+ * view; the device names, backend and records come back as written. */
+static void test_replay_gpu_equals_live(void **state)
+{
+    char dir[] = "/tmp/ddptop_test_gpurp_XXXXXX", path[160], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/g.json", dir);
+    enum { W = 2, STEPS = 12, STEP_NS = 1000000 };
+    const char *dev[W] = {"cuda:0", "cuda:0"};
+    struct trace_export_opts o = {
+        .path = path, .world = W, .step_to = -1, .backend = "gpu-ring, shared GPU", .algo = "ring", .device = dev};
+    struct trace_export *x;
+    assert_int_equal(trace_export_open(&x, &o, err, sizeof(err)), 0);
+    struct metrics m;
+    assert_int_equal(metrics_init(&m, W, -1.0), 0);
+    uint16_t kname = probe_name_id("volta_sgemm_128x64_nn"), cname = probe_name_id("ring_reduce_k");
+    struct span held[W][STEPS * 4];
+    size_t nheld[W] = {0};
+    for (int s = 0; s < STEPS; s++)
+        for (int r = 0; r < W; r++) {
+            int64_t t0 = (int64_t)s * STEP_NS + r * 1000, t1 = t0 + STEP_NS - 5000, lag = STEP_NS * 6 / 10;
+            struct span host[2] = {{.t0_ns = t0,
+                                    .t1_ns = t0 + 200000,
+                                    .step = (uint32_t)s,
+                                    .tag = -1,
+                                    .lane = LANE_MAIN,
+                                    .cat = CAT_FORWARD},
+                                   {.t0_ns = t0 + 200000,
+                                    .t1_ns = t1,
+                                    .step = (uint32_t)s,
+                                    .tag = -1,
+                                    .lane = LANE_MAIN,
+                                    .cat = CAT_WAIT}};
+            metrics_add_spans(&m, r, host, 2);
+            for (int i = 0; i < 2; i++)
+                trace_export_span(x, r, &host[i]);
+            /* the device: forward, backward (rank 1 slower), a comm kernel
+             * overlapping backward, the optimizer */
+            int64_t d0 = t0 + lag, bw = r ? 500000 : 300000;
+            struct span g[4] = {
+                {.t0_ns = d0, .t1_ns = d0 + 150000, .cat = CAT_FORWARD, .name = kname},
+                {.t0_ns = d0 + 150000, .t1_ns = d0 + 150000 + bw, .cat = CAT_BACKWARD, .name = kname},
+                {.t0_ns = d0 + 300000, .t1_ns = d0 + 200000 + bw, .cat = CAT_COMM, .name = cname},
+                {.t0_ns = d0 + 250000 + bw, .t1_ns = d0 + 300000 + bw, .cat = CAT_OPTIMIZER, .name = kname}};
+            for (int i = 0; i < 4; i++) {
+                g[i].lane = LANE_GPU;
+                g[i].tag = -1;
+                g[i].step = (uint32_t)s;
+                held[r][nheld[r]++] = g[i];
+            }
+            if (s == 0)
+                metrics_expect_gpu(&m, r);
+            struct step_rec rec = {.step = (uint32_t)s, .t0_ns = t0, .t1_ns = t1, .loss = 1.0f, .n = 8};
+            metrics_add_step(&m, r, &rec);
+            struct trace_step_info st = {.step = (uint32_t)s, .t0_ns = t0, .t1_ns = t1, .loss = 1.0f, .n = 8};
+            trace_export_step(x, r, &st);
+            if (s % 3 == 2 || s == STEPS - 1) { /* a CUPTI buffer arrives */
+                metrics_add_spans(&m, r, held[r], nheld[r]);
+                for (size_t i = 0; i < nheld[r]; i++)
+                    trace_export_span(x, r, &held[r][i]);
+                nheld[r] = 0;
+            }
+        }
+    metrics_finish(&m);
+    assert_int_equal(trace_export_close(x, "done", 0, err, sizeof(err)), 0);
+
+    struct replay rp;
+    assert_int_equal(replay_load(&rp, path, 30, err, sizeof(err)), 0);
+    assert_string_equal(rp.res.backend, "gpu-ring, shared GPU");
+    for (int r = 0; r < W; r++) {
+        const struct breakdown *a = &m.r[r].total, *b = &rp.metrics.r[r].total;
+        assert_true(m.r[r].gpu_view && rp.metrics.r[r].gpu_view);
+        assert_int_equal(m.r[r].nsteps, STEPS);
+        assert_int_equal(rp.metrics.r[r].nsteps, STEPS);
+        assert_int_equal(b->wall_ns, a->wall_ns);
+        assert_int_equal(b->compute_ns, a->compute_ns);
+        assert_int_equal(b->comm_ns, a->comm_ns);
+        assert_int_equal(b->data_ns, a->data_ns);
+        assert_int_equal(b->idle_ns, a->idle_ns);
+        /* the device view, not the host's (whose compute is the 200 us forward) */
+        assert_true(a->compute_ns > (int64_t)STEPS * 400000);
+        assert_string_equal(rp.res.ranks[r].device, "cuda:0");
+    }
+    /* the slower rank 1 computes more */
+    assert_true(m.r[1].total.compute_ns > m.r[0].total.compute_ns);
+    replay_free(&rp);
+    metrics_free(&m);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* Anything but a regular file is refused before a byte is read: a FIFO
  * would block, /dev/zero would never end. */
 static void test_reader_not_regular(void **state)
@@ -780,14 +915,24 @@ static void test_reader_not_regular(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kineto_gpu_breakdown),    cmocka_unit_test(test_kineto_array_form),
-        cmocka_unit_test(test_autograd_gloo),           cmocka_unit_test(test_merged_intervals),
-        cmocka_unit_test(test_metrics_device_view),     cmocka_unit_test(test_metrics_host_view_unchanged),
-        cmocka_unit_test(test_metrics_held_gpu_steps),  cmocka_unit_test(test_reader_hostile_input),
-        cmocka_unit_test(test_replay_load_api),         cmocka_unit_test(test_cli_json),
-        cmocka_unit_test(test_tracer_api_and_snapshot), cmocka_unit_test(test_reader_malformed),
-        cmocka_unit_test(test_reader_rank_limit),       cmocka_unit_test(test_reader_repeated_ranks),
-        cmocka_unit_test(test_reader_gzip_buffer),      cmocka_unit_test(test_replay_step_without_spans),
+        cmocka_unit_test(test_kineto_gpu_breakdown),
+        cmocka_unit_test(test_kineto_array_form),
+        cmocka_unit_test(test_autograd_gloo),
+        cmocka_unit_test(test_merged_intervals),
+        cmocka_unit_test(test_metrics_device_view),
+        cmocka_unit_test(test_metrics_host_view_unchanged),
+        cmocka_unit_test(test_metrics_held_gpu_steps),
+        cmocka_unit_test(test_reader_hostile_input),
+        cmocka_unit_test(test_replay_load_api),
+        cmocka_unit_test(test_replay_gpu_equals_live),
+        cmocka_unit_test(test_history_merges_device_records),
+        cmocka_unit_test(test_cli_json),
+        cmocka_unit_test(test_tracer_api_and_snapshot),
+        cmocka_unit_test(test_reader_malformed),
+        cmocka_unit_test(test_reader_rank_limit),
+        cmocka_unit_test(test_reader_repeated_ranks),
+        cmocka_unit_test(test_reader_gzip_buffer),
+        cmocka_unit_test(test_replay_step_without_spans),
         cmocka_unit_test(test_reader_not_regular),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

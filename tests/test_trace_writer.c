@@ -529,18 +529,31 @@ static void test_reader_survives_any_cut(void **state)
 }
 
 /* A GPU rank's device records overlap across streams: each stream role
- * gets its own named thread, and they read back as the gpu lane. */
+ * gets its own named thread. Each record is written as Kineto writes one
+ * (its name, cat kernel or gpu_memcpy, device and stream in args) with
+ * the host phase it belongs to, and reads back as the gpu lane with that
+ * phase as its category. */
 static void test_gpu_streams(void **state)
 {
     char path[300], err[512];
     tmp_path(path, sizeof(path), "gpu.json");
-    const char *dev[1] = {"cuda:0"};
+    /* the names are lent for the open alone, as the tracer lends them */
+    char *lent = strdup("cuda:3");
+    const char *dev[1] = {lent};
     struct trace_export *x;
     struct trace_export_opts o = {.path = path, .world = 1, .step_to = -1, .backend = "nccl", .device = dev};
     assert_int_equal(trace_export_open(&x, &o, err, sizeof(err)), 0);
+    memset(lent, 'x', 6);
+    free(lent);
     struct span k = mk(LANE_GPU, CAT_BACKWARD, 1000, 9000, 0);
     struct span m = mk(LANE_GPU, CAT_DATA, 2000, 3000, 0);
     struct span c = mk(LANE_GPU, CAT_COMM, 5000, 12000, 0);
+    k.name = probe_name_id("sgemm_128x64_nn");
+    m.name = probe_name_id("Memcpy HtoD");
+    m.bytes = 4096;
+    c.name = probe_name_id("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    assert_true(k.name > 0 && m.name > 0 && c.name > 0 && k.name != m.name);
+    assert_int_equal(probe_name_id("Memcpy HtoD"), m.name);
     trace_export_span(x, 0, &k);
     trace_export_span(x, 0, &m);
     trace_export_span(x, 0, &c);
@@ -558,22 +571,40 @@ static void test_gpu_streams(void **state)
         if (strcmp(ph, "X"))
             continue;
         const char *cat = cJSON_GetObjectItem(e, "cat")->valuestring;
-        tids[!strcmp(cat, "backward") ? 0 : !strcmp(cat, "data") ? 1 : 2] = tid;
+        const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+        cJSON *args = cJSON_GetObjectItem(e, "args");
+        int i = name[0] == 's' ? 0 : name[0] == 'M' ? 1 : 2;
+        tids[i] = tid;
+        static const char *const cats[3] = {"kernel", "gpu_memcpy", "kernel"};
+        static const char *const phases[3] = {"backward", "data", "comm"};
+        assert_string_equal(cat, cats[i]);
+        assert_string_equal(cJSON_GetObjectItem(args, "phase")->valuestring, phases[i]);
+        assert_int_equal((int)cJSON_GetObjectItem(args, "device")->valuedouble, 3);
+        assert_int_equal((int)cJSON_GetObjectItem(args, "stream")->valuedouble, tid);
+        if (i == 1)
+            assert_int_equal((int)cJSON_GetObjectItem(args, "bytes")->valuedouble, 4096);
     }
     assert_int_equal(tids[0], LANE_GPU);
     assert_int_equal(tids[1], LANE_COUNT);
     assert_int_equal(tids[2], LANE_COUNT + 1);
     assert_true(named[LANE_GPU] && named[LANE_COUNT] && named[LANE_COUNT + 1]);
     assert_string_equal(cJSON_GetObjectItem(find(ev, "M", "process_name", 0), "args")->child->valuestring,
-                        "rank 0 (cuda:0)");
+                        "rank 0 (cuda:3)");
     cJSON_Delete(doc);
     struct trace_doc d;
     trace_doc_init(&d);
     assert_int_equal(trace_read_file(&d, path, err, sizeof(err)), 0);
     assert_int_equal(d.ranks[0].nspans, 3);
-    for (size_t i = 0; i < 3; i++)
-        assert_int_equal(d.ranks[0].spans[i].lane, LANE_GPU);
-    assert_string_equal(d.ranks[0].device, "cuda:0");
+    int seen = 0;
+    for (size_t i = 0; i < 3; i++) {
+        const struct span *s = &d.ranks[0].spans[i];
+        assert_int_equal(s->lane, LANE_GPU);
+        seen |= 1 << s->cat;
+        if (s->cat == CAT_DATA)
+            assert_int_equal(s->bytes, 4096);
+    }
+    assert_int_equal(seen, (1 << CAT_BACKWARD) | (1 << CAT_DATA) | (1 << CAT_COMM));
+    assert_string_equal(d.ranks[0].device, "cuda:3");
     trace_doc_free(&d);
 }
 

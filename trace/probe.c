@@ -3,8 +3,49 @@
  * the collectives' bus-bandwidth factors. */
 #include "probe.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Interned names: published by count (release) once written, never changed
+ * after; a lookup by pointer first, as CUPTI hands out the same pointer for
+ * a kernel every time. */
+static const char *g_names[PROBE_NAMES];
+static const char *g_name_ptrs[PROBE_NAMES];
+static _Atomic unsigned g_nnames = 1;
+static pthread_mutex_t g_names_mu = PTHREAD_MUTEX_INITIALIZER;
+
+uint16_t probe_name_id(const char *name)
+{
+    if (!name)
+        return 0;
+    unsigned n = atomic_load_explicit(&g_nnames, memory_order_acquire);
+    for (unsigned i = 1; i < n; i++)
+        if (g_name_ptrs[i] == name)
+            return (uint16_t)i;
+    pthread_mutex_lock(&g_names_mu);
+    n = atomic_load_explicit(&g_nnames, memory_order_relaxed);
+    unsigned id = 0;
+    for (unsigned i = 1; i < n && !id; i++)
+        if (!strcmp(g_names[i], name))
+            id = i;
+    if (!id && n < PROBE_NAMES) {
+        char *copy = strdup(name);
+        if (copy) {
+            id = n;
+            g_names[id] = copy;
+            g_name_ptrs[id] = name;
+            atomic_store_explicit(&g_nnames, n + 1, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&g_names_mu);
+    return (uint16_t)id;
+}
+
+const char *probe_name(uint16_t id)
+{
+    return id > 0 && id < atomic_load_explicit(&g_nnames, memory_order_acquire) ? g_names[id] : NULL;
+}
 
 const char *lane_name(int lane)
 {

@@ -76,8 +76,16 @@ struct span {
     uint8_t cat;       /* enum cat */
     uint8_t coll;      /* enum coll_kind */
     uint8_t outer;     /* 1 for a whole-collective span (its waits nest inside) */
-    uint8_t pad_[2];
+    uint16_t name;     /* LANE_GPU: the kernel's or copy's name (probe_name), 0: none */
 };
+
+/* Names of device records (kernels, copies), interned once each: ids from
+ * 1, stable for the process's life; 0 when the table is full (the record
+ * then goes unnamed). Safe from any thread. */
+#define PROBE_NAMES 4096
+uint16_t probe_name_id(const char *name);
+/* The name of id, or NULL for 0 and unknown ids. */
+const char *probe_name(uint16_t id);
 
 /* Monotonic nanoseconds, the one clock every span uses. */
 static inline int64_t probe_now_ns(void)

@@ -45,6 +45,8 @@ struct trace_export {
     uint64_t unmatched;       /* collectives written without transfer/sync */
     struct step_acc *acc;     /* [world * STEP_ACC] */
     struct ready_mark *ready; /* [world * READY_SLOTS] */
+    int *dev_index;           /* [world]: K of a rank's "cuda:K", 0 else (the names are the caller's,
+                                 read only while opening) */
     char err[2048];
 };
 
@@ -194,12 +196,17 @@ int trace_export_open(struct trace_export **out, const struct trace_export_opts 
     x->pend_span = malloc(sizeof(struct span) * TRACE_EXPORT_SLOTS * (size_t)W);
     x->acc = calloc((size_t)W * STEP_ACC, sizeof(*x->acc));
     x->ready = calloc((size_t)W * READY_SLOTS, sizeof(*x->ready));
-    if (!x->w || !x->pend || !x->pend_dur || !x->pend_span || !x->acc || !x->ready) {
+    x->dev_index = calloc((size_t)W, sizeof(*x->dev_index));
+    if (!x->w || !x->pend || !x->pend_dur || !x->pend_span || !x->acc || !x->ready || !x->dev_index) {
         snprintf(err, errlen, "trace %s: out of memory", o->path);
         goto fail;
     }
     for (size_t i = 0; i < (size_t)W * READY_SLOTS; i++)
         x->ready[i].tag = -1;
+    for (int r = 0; r < W; r++) {
+        const char *colon = strchr(device_of(x, r), ':');
+        x->dev_index[r] = colon ? (int)strtol(colon + 1, NULL, 10) : 0;
+    }
     for (int f = 0; f < x->nfiles; f++) {
         if (o->split && !traced_rank(x, f))
             continue;
@@ -222,6 +229,9 @@ int trace_export_open(struct trace_export **out, const struct trace_export_opts 
                 write_names(x, x->w[f], r);
     }
     x->last_flush_ns = probe_now_ns();
+    /* what the caller lent for the header and names only */
+    x->o.device = NULL;
+    x->o.meta_json = NULL;
     *out = x;
     return 0;
 fail:
@@ -237,6 +247,7 @@ fail:
     free(x->pend_span);
     free(x->acc);
     free(x->ready);
+    free(x->dev_index);
     free(x);
     return -1;
 }
@@ -266,6 +277,40 @@ static void write_span(struct trace_export *x, int rank, const struct span *s)
     }
     if (s->tag >= 0)
         trace_writer_arg_i64(w, "bucket", s->tag);
+    trace_writer_args_end(w);
+    trace_writer_end(w);
+}
+
+/* The trace category of a device record, as Kineto names them (what
+ * Perfetto's and HTA's GPU views look for). */
+const char *trace_export_gpu_cat(const char *name)
+{
+    if (name && !strncmp(name, "Memcpy", 6))
+        return "gpu_memcpy";
+    if (name && !strncmp(name, "Memset", 6))
+        return "gpu_memset";
+    return "kernel";
+}
+
+/* A device record: Kineto's form (cat kernel, gpu_memcpy or gpu_memset,
+ * the kernel's name, device and stream), with the host phase it belongs to
+ * in args.phase, which replay reads back as the span's category. */
+static void write_gpu(struct trace_export *x, int rank, const struct span *s)
+{
+    struct trace_writer *w = writer_of(x, rank);
+    const char *name = probe_name(s->name);
+    if (!name)
+        name = cat_name(s->cat);
+    int tid = tid_of(s);
+    trace_writer_begin(w, 'X', name, trace_export_gpu_cat(name), rank, tid, s->t0_ns - x->o.base_ns);
+    trace_writer_dur(w, s->t1_ns - s->t0_ns);
+    trace_writer_args_begin(w);
+    trace_writer_arg_u64(w, "step", s->step);
+    trace_writer_arg_str(w, "phase", cat_name(s->cat));
+    trace_writer_arg_i64(w, "device", x->dev_index[rank]);
+    trace_writer_arg_i64(w, "stream", tid);
+    if (s->bytes)
+        trace_writer_arg_u64(w, "bytes", s->bytes);
     trace_writer_args_end(w);
     trace_writer_end(w);
 }
@@ -403,6 +448,8 @@ void trace_export_span(struct trace_export *x, int rank, const struct span *s)
         return;
     if (s->t1_ns == s->t0_ns && s->tag >= 0 && s->lane == LANE_MAIN)
         write_ready(x, rank, s);
+    else if (s->lane == LANE_GPU)
+        write_gpu(x, rank, s);
     else
         write_span(x, rank, s);
 }
@@ -528,6 +575,7 @@ int trace_export_close(struct trace_export *x, const char *state, uint64_t spans
     free(x->pend_span);
     free(x->acc);
     free(x->ready);
+    free(x->dev_index);
     free(x);
     return rc;
 }

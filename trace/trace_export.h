@@ -93,5 +93,8 @@ int trace_export_close(struct trace_export *x, const char *state, uint64_t spans
  * the last suffix): t.json -> t.run1.rank0.json; a name without one gets
  * .json after the rank: t -> t.rank0.json. Returns -1 if too long. */
 int trace_export_path(const char *path, int run_index, int rank, char *out, size_t n);
+/* A device record's trace category from its name: gpu_memcpy ("Memcpy..."),
+ * gpu_memset ("Memset..."), else kernel. */
+const char *trace_export_gpu_cat(const char *name);
 
 #endif

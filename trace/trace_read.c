@@ -316,6 +316,13 @@ static void ddptop_event(struct file_ctx *fc, const cJSON *ev)
     int lane = (int)jint(ev, "tid", 0, -1, LANE_COUNT + 2);
     if (lane == LANE_COUNT || lane == LANE_COUNT + 1)
         lane = LANE_GPU; /* the gpu lane's copy and comm streams */
+    int gpu_record = cat && (!strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset"));
+    if (gpu_record) {
+        /* a device record: its host phase says what it counts as */
+        const char *phase = jstr(args, "phase");
+        c = phase ? cat_index(phase) : -1;
+        lane = LANE_GPU;
+    }
     if (c < 0 || lane < 0 || lane >= LANE_COUNT) {
         d->ignored++;
         return;
@@ -332,6 +339,11 @@ static void ddptop_event(struct file_ctx *fc, const cJSON *ev)
     s->tag = (int16_t)jint(args, "bucket", -1, -1, INT16_MAX);
     s->lane = (uint8_t)lane;
     s->cat = (uint8_t)c;
+    if (gpu_record) {
+        s->tag = -1;
+        s->bytes = (uint64_t)jint(args, "bytes", 0, 0, INT64_MAX);
+        return;
+    }
     const char *coll = jstr(args, "collective");
     if (coll)
         s->coll = (uint8_t)coll_index(coll);

@@ -157,6 +157,19 @@ static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
      * spans are still whole in every rank's history. */
     long newest = s->steps_done - 1, oldest = 0;
     for (int i = 0; i < s->world; i++) {
+        /* device records arrive in CUPTI's buffers, well after the host
+         * reported the step: a step is drawn once the step after it has
+         * device records too, so that its gpu lane is whole */
+        const struct snap_rank *r = &s->ranks[i];
+        uint64_t n = hist_count(r);
+        long gpu_newest = -1;
+        for (uint64_t k = 0; k < n; k++)
+            if (r->hist[k].lane == LANE_GPU && (long)r->hist[k].step > gpu_newest)
+                gpu_newest = (long)r->hist[k].step;
+        if (gpu_newest >= 0 && gpu_newest - 1 < newest)
+            newest = gpu_newest - 1;
+    }
+    for (int i = 0; i < s->world; i++) {
         const struct snap_rank *r = &s->ranks[i];
         uint64_t n = hist_count(r);
         if (r->nhist <= METRICS_HISTORY || n == 0)

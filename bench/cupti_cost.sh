@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# cupti_cost.sh - what device tracing costs ddptop's training throughput on
+# this GPU: each model at one batch, with --no-cupti as the reference and
+# each set of CUPTI activity kinds (DDPTOP_CUPTI_KINDS) against it, measured
+# here in one run, repetitions interleaved; the table shows medians and the
+# cost in percent of the reference's samples/s.
+#
+#   bench/cupti_cost.sh [build/ddptop] [models] [batch]
+#   e.g. REPS=3 bench/cupti_cost.sh build/ddptop "mlp lenet resnet18" 128
+set -euo pipefail
+BIN=${1:-build/ddptop}
+MODELS=${2:-mlp lenet resnet18}
+BATCH=${3:-128}
+REPS=${REPS:-3}
+[ -x "$BIN" ] || { echo "no ddptop binary at $BIN (build it, or pass its path)"; exit 1; }
+# variant name | DDPTOP_CUPTI_KINDS ("-": --no-cupti; "": every kind, the default)
+VARIANTS=("off|-" "all|" "runtime-api|kernel,memcpy,memset,corr,runtime" "no-api|kernel,memcpy,memset,corr"
+    "kernels-only|kernel")
+
+steps() { case $1 in mlp | lenet) echo 400 ;; *) echo 60 ;; esac; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+run() { # model kinds
+    local extra=()
+    [ "$2" = - ] && extra=(--no-cupti)
+    DDPTOP_CUPTI_KINDS=$([ "$2" = - ] || echo "$2") "$BIN" --batch --quiet --device cuda --dataset synthetic --model "$1" --strategy single \
+        --ranks 1 --batch-size "$BATCH" --steps "$(steps "$1")" --no-eval --format csv "${extra[@]}" 2>/dev/null |
+        awk -F, 'NR==1 {for (i = 1; i <= NF; i++) if ($i == "samples_per_s_p50") c = i} $2 == "all" {print $c}'
+}
+
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+for m in $MODELS; do
+    for rep in $(seq "$REPS"); do
+        for v in "${VARIANTS[@]}"; do
+            r=$(run "$m" "${v#*|}")
+            echo "${r:-0}" >>"$T/$m.${v%%|*}"
+        done
+    done
+done
+printf '%-10s' model
+for v in "${VARIANTS[@]}"; do printf ' %18s' "${v%%|*}"; done
+echo
+for m in $MODELS; do
+    ref=$(median <"$T/$m.off")
+    printf '%-10s' "$m"
+    for v in "${VARIANTS[@]}"; do
+        x=$(median <"$T/$m.${v%%|*}")
+        if [ "${v%%|*}" = off ]; then
+            printf ' %11.0f img/s' "$x"
+        else
+            printf ' %7.0f (%5.1f%%)' "$x" "$(awk -v a="$x" -v b="$ref" 'BEGIN {print b > 0 ? 100 * (1 - a / b) : 0}')"
+        fi
+    done
+    echo
+done
+echo "(median of $REPS at batch $BATCH; in brackets: the cost against off, --no-cupti)"
