@@ -14,8 +14,7 @@ BATCH=${3:-128}
 REPS=${REPS:-3}
 [ -x "$BIN" ] || { echo "no ddptop binary at $BIN (build it, or pass its path)"; exit 1; }
 # variant name | DDPTOP_CUPTI_KINDS ("-": --no-cupti; "": every kind, the default)
-VARIANTS=("off|-" "all|" "runtime-api|kernel,memcpy,memset,corr,runtime" "no-api|kernel,memcpy,memset,corr"
-    "kernels-only|kernel")
+VARIANTS=("off|-" "default|" "kernels-only|kernel" "with-api|kernel,memcpy,memset,corr,runtime,driver")
 
 steps() { case $1 in mlp | lenet) echo 400 ;; *) echo 60 ;; esac; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -48,7 +47,7 @@ for m in $MODELS; do
         if [ "${v%%|*}" = off ]; then
             printf ' %11.0f img/s' "$x"
         else
-            printf ' %7.0f (%5.1f%%)' "$x" "$(awk -v a="$x" -v b="$ref" 'BEGIN {print b > 0 ? 100 * (1 - a / b) : 0}')"
+            printf ' %7.0f (%5.1f%%)' "$x" "$(awk -v a="$x" -v b="$ref" 'BEGIN {print (b > 0 ? 100 * (1 - a / b) : 0)}')"
         fi
     done
     echo

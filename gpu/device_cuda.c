@@ -31,6 +31,7 @@ struct cuda_dev {
     cudaStream_t stream[STREAM_COUNT];
     cudaEvent_t event[DEV_MAX_EVENTS];
     struct stretch st[STRETCH_PHASES];
+    void *mark; /* GPU_MARK_STEPS bytes that phase marks write */
 };
 
 static int dev_fail(struct device *d, const char *call, const char *why, const char *file, int line)
@@ -71,6 +72,7 @@ static int cuda_open(struct device *d, int index)
         CUDA_OK(d, cudaStreamCreateWithFlags(&c->stream[s], cudaStreamNonBlocking));
     for (int k = 0; k < DEV_MAX_EVENTS; k++)
         CUDA_OK(d, cudaEventCreateWithFlags(&c->event[k], cudaEventDisableTiming));
+    CUDA_OK(d, cudaMalloc(&c->mark, GPU_MARK_STEPS));
     return 0;
 }
 
@@ -86,6 +88,8 @@ static void cuda_close(struct device *d)
     for (int k = 0; k < DEV_MAX_EVENTS; k++)
         if (c->event[k])
             cudaEventDestroy(c->event[k]);
+    if (c->mark)
+        cudaFree(c->mark);
     for (int k = 0; k < STRETCH_PHASES; k++) {
         if (c->st[k].begin)
             cudaEventDestroy(c->st[k].begin);
@@ -293,6 +297,13 @@ static int cuda_stretch_end(struct device *d, int phase, double factor)
     return 0;
 }
 
+static int cuda_phase_mark(struct device *d, int phase, uint32_t step)
+{
+    CUDA_OK(
+        d, cudaMemsetAsync(D(d)->mark, GPU_MARK_VALUE(phase), 1 + step % GPU_MARK_STEPS, D(d)->stream[STREAM_COMPUTE]));
+    return 0;
+}
+
 const struct device_ops device_cuda = {
     .name = "cuda",
     .async = 1,
@@ -319,6 +330,7 @@ const struct device_ops device_cuda = {
     .average_slices = cuda_average,
     .stretch_begin = cuda_stretch_begin,
     .stretch_end = cuda_stretch_end,
+    .phase_mark = cuda_phase_mark,
     .layers =
         {
             .linear = cudal_linear,

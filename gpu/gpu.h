@@ -50,11 +50,10 @@ struct gpu_module {
     int (*activity_register)(struct device *d, int rank, struct spsc_ring *ring);
     /* No record reaches `ring` once this returns (before it is freed). */
     void (*activity_release)(struct spsc_ring *ring);
-    /* The host phase (enum cat) of `step` whose kernels the calling thread
-     * launches next, for attribution; pop when it ends. */
-    void (*activity_phase_push)(int cat, uint32_t step);
-    void (*activity_phase_pop)(void);
-    void (*activity_flush)(void);
+    /* Delivers what has completed; final: after the last step, the device
+     * idle (the last phase's records have no later mark to wait for). The
+     * phases come from the device's marks (device_ops.phase_mark). */
+    void (*activity_flush)(int final);
     /* Every activity_start is matched by one stop; the last turns it off. */
     void (*activity_stop)(void);
     int64_t (*activity_overhead_ns)(void);

@@ -1,4 +1,15 @@
-/* gpu_activity.c - CUPTI activity collection (see gpu_activity.h). */
+/* gpu_activity.c - CUPTI activity collection (see gpu_activity.h).
+ *
+ * Attribution. A rank marks each host phase on its compute stream with a
+ * tiny memset (device_cuda.h: GPU_MARK_*): its value names the phase, its
+ * length the step. A stream runs its work in order, so every record of the
+ * rank that starts after mark M and before the next belongs to M's step
+ * (and, on the compute stream, to M's phase). CUPTI delivers records late
+ * and out of order across buffers (hundreds of milliseconds apart), so a
+ * record waits until a mark later than its start has arrived: then the
+ * latest mark before it is final. This needs no API records (whose cost
+ * doubles CUPTI's on small kernels) and no correlation ids.
+ */
 #include "gpu_activity.h"
 
 #include <cupti.h>
@@ -7,25 +18,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_cuda.h"
+
 #define BUF_BYTES (4u << 20)
 #define MAX_STREAMS 256
+#define MAX_RANKS 1024
+#define MARKS 256 /* marks kept per rank: several steps' worth */
+
+struct mark {
+    int64_t t; /* start, CUPTI clock */
+    uint32_t step;
+    uint8_t cat;
+};
+
+/* A record waiting for a mark after it. */
+struct waiting {
+    struct span s;   /* on the probe clock; cat is the record's own guess */
+    uint8_t compute; /* from the compute stream: takes the mark's phase */
+};
+
+/* What a rank's records need while they are being attributed (touched by
+ * the delivering thread alone, under g_deliver). */
+struct rank_state {
+    struct spsc_ring *ring;
+    struct mark marks[MARKS]; /* ring by arrival; marks[(n - 1) % MARKS] the newest in time */
+    uint64_t nmarks;
+    int64_t newest_mark; /* start of the latest mark in time */
+    struct waiting *wait;
+    size_t nwait, cap_wait;
+};
 
 struct reg {
     uint32_t device, stream_id;
-    int rank, role;
-    struct spsc_ring *ring;
+    int role;
+    struct rank_state *rs;
 };
-
-/* The external id a host phase pushes: its step and category. Records
- * carry the step they were launched in, never the step current when CUPTI
- * delivers them (a buffer can arrive hundreds of steps later). */
-#define EXT_ID(step, cat) (((uint64_t)(step) << 8) | (uint64_t)((cat)&0xff))
-#define EXT_STEP(id) ((uint32_t)((id) >> 8))
-#define EXT_CAT(id) ((int)((id)&0xff))
-#define RANK_SLOTS 1024
 
 static struct reg g_regs[MAX_STREAMS];
 static _Atomic int g_nregs;
+static struct rank_state *g_ranks[MAX_RANKS]; /* by ring: a later run's rank 0 is another */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 /* CUPTI delivers buffers on its own thread and on whichever thread flushes:
  * one at a time, so that each rank's ring keeps a single producer */
@@ -33,18 +64,9 @@ static pthread_mutex_t g_deliver = PTHREAD_MUTEX_INITIALIZER;
 static int64_t g_offset_ns; /* probe clock - CUPTI clock */
 static _Atomic int64_t g_overhead_ns;
 static _Atomic uint64_t g_dropped;
-static _Atomic uint64_t g_ncorr, g_nmatched, g_nunmatched; /* phase records, and compute records with and without */
+static _Atomic uint64_t g_nmarks, g_nmatched, g_nunmatched;
 static int g_users; /* runs holding collection (a second run starts before the first is freed) */
 static int g_callbacks;
-/* per rank: the step of its latest attributed record, for the records no
- * host phase covers (its comm lane's launches, the staging copies) */
-static uint32_t g_rank_step[RANK_SLOTS];
-
-/* correlation id -> external id (EXT_ID), filled from
- * EXTERNAL_CORRELATION records; a small direct-mapped table */
-#define CORR_SLOTS 65536
-static uint32_t g_corr_key[CORR_SLOTS];
-static uint64_t g_corr_val[CORR_SLOTS];
 
 static const char *cupti_err(CUptiResult r)
 {
@@ -69,38 +91,103 @@ static const struct reg *find(uint32_t device, uint32_t stream_id)
     return NULL;
 }
 
-/* One record as a span of r's rank: its category from the stream's role
- * (comm), else from the host phase that launched it (compute), else
- * `fallback`; its step from that phase, else the rank's latest. */
-static void emit(const struct reg *r, uint32_t corr, uint64_t start, uint64_t end, int fallback, uint64_t bytes,
-                 const char *name)
+static void push(struct rank_state *rs, const struct span *s)
+{
+    if (!spsc_push(rs->ring, s))
+        atomic_fetch_add(&g_dropped, 1);
+}
+
+/* The latest mark that starts at or before t (CUPTI clock), or NULL. */
+static const struct mark *mark_before(const struct rank_state *rs, int64_t t)
+{
+    uint64_t n = rs->nmarks < MARKS ? rs->nmarks : MARKS;
+    const struct mark *best = NULL;
+    for (uint64_t i = 0; i < n; i++) {
+        const struct mark *m = &rs->marks[(rs->nmarks - 1 - i) % MARKS];
+        if (m->t <= t && (!best || m->t > best->t))
+            best = m;
+    }
+    return best;
+}
+
+/* w's step and phase from the marks, and out to the ring. */
+static void settle(struct rank_state *rs, struct waiting *w)
+{
+    const struct mark *m = mark_before(rs, w->s.t0_ns - g_offset_ns);
+    if (m) {
+        w->s.step = m->step;
+        if (w->compute)
+            w->s.cat = m->cat;
+        if (w->compute)
+            atomic_fetch_add_explicit(&g_nmatched, 1, memory_order_relaxed);
+    } else if (w->compute) {
+        atomic_fetch_add_explicit(&g_nunmatched, 1, memory_order_relaxed); /* set-up work before any step */
+    }
+    push(rs, &w->s);
+}
+
+/* Every waiting record that starts before the newest mark is final now
+ * (all of them when `all`: nothing more will come). */
+static void settle_waiting(struct rank_state *rs, int all)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < rs->nwait; i++) {
+        struct waiting *w = &rs->wait[i];
+        if (all || w->s.t0_ns - g_offset_ns < rs->newest_mark)
+            settle(rs, w);
+        else
+            rs->wait[keep++] = *w;
+    }
+    rs->nwait = keep;
+}
+
+/* A mark: its step is the one nearest the rank's latest with that
+ * remainder (the device runs at most a few steps behind the host). */
+static void add_mark(struct rank_state *rs, int64_t t, uint64_t bytes, uint32_t value)
+{
+    uint32_t v = (uint32_t)(bytes - 1) % GPU_MARK_STEPS;
+    uint32_t last = rs->nmarks ? rs->marks[(rs->nmarks - 1) % MARKS].step : 0;
+    int64_t step = (int64_t)last - (int64_t)(last % GPU_MARK_STEPS) + v;
+    if (step < (int64_t)last - GPU_MARK_STEPS / 2)
+        step += GPU_MARK_STEPS;
+    else if (step > (int64_t)last + GPU_MARK_STEPS / 2 && step >= GPU_MARK_STEPS)
+        step -= GPU_MARK_STEPS;
+    rs->marks[rs->nmarks++ % MARKS] = (struct mark){t, (uint32_t)step, (uint8_t)(value & 0x7)};
+    if (t > rs->newest_mark)
+        rs->newest_mark = t;
+    atomic_fetch_add_explicit(&g_nmarks, 1, memory_order_relaxed);
+    settle_waiting(rs, 0);
+}
+
+/* One record of r's rank: waits for a mark after it, unless one is here. */
+static void record(const struct reg *r, uint64_t start, uint64_t end, int cat, uint64_t bytes, const char *name)
 {
     if (start == 0 || end < start)
         return; /* an incomplete record (a forced flush): no interval to count */
-    uint32_t k = corr % CORR_SLOTS, *last = &g_rank_step[(unsigned)r->rank % RANK_SLOTS];
-    int cat = fallback;
-    if (g_corr_key[k] == corr && g_corr_val[k]) {
-        if (r->role == GPU_STREAM_COMPUTE)
-            cat = EXT_CAT(g_corr_val[k]);
-        if (EXT_STEP(g_corr_val[k]) > *last)
-            *last = EXT_STEP(g_corr_val[k]);
-        if (r->role == GPU_STREAM_COMPUTE)
-            atomic_fetch_add_explicit(&g_nmatched, 1, memory_order_relaxed);
-    } else if (r->role == GPU_STREAM_COMPUTE) {
-        atomic_fetch_add_explicit(&g_nunmatched, 1, memory_order_relaxed);
+    struct rank_state *rs = r->rs;
+    struct waiting w = {.s = {.t0_ns = (int64_t)start + g_offset_ns,
+                              .t1_ns = (int64_t)end + g_offset_ns,
+                              .bytes = bytes,
+                              .tag = -1,
+                              .lane = LANE_GPU,
+                              .cat = (uint8_t)(r->role == GPU_STREAM_COMM ? CAT_COMM : cat),
+                              .name = probe_name_id(name)},
+                        .compute = r->role == GPU_STREAM_COMPUTE};
+    if ((int64_t)start < rs->newest_mark) {
+        settle(rs, &w);
+        return;
     }
-    if (r->role == GPU_STREAM_COMM)
-        cat = CAT_COMM;
-    struct span s = {.t0_ns = (int64_t)start + g_offset_ns,
-                     .t1_ns = (int64_t)end + g_offset_ns,
-                     .bytes = bytes,
-                     .step = *last,
-                     .tag = -1,
-                     .lane = LANE_GPU,
-                     .cat = (uint8_t)cat,
-                     .name = probe_name_id(name)};
-    if (!spsc_push(r->ring, &s))
-        atomic_fetch_add(&g_dropped, 1);
+    if (rs->nwait == rs->cap_wait) {
+        size_t nc = rs->cap_wait ? rs->cap_wait * 2 : 1024;
+        struct waiting *p = realloc(rs->wait, nc * sizeof(*p));
+        if (!p) {
+            settle(rs, &w);
+            return;
+        }
+        rs->wait = p;
+        rs->cap_wait = nc;
+    }
+    rs->wait[rs->nwait++] = w;
 }
 
 static const char *memcpy_name(uint8_t kind)
@@ -123,17 +210,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 {
     int64_t t0 = probe_now_ns();
     pthread_mutex_lock(&g_deliver);
-    /* the phases first: a kernel's record can come before its launch's */
     CUpti_Activity *rec = NULL;
-    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
-        if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-            CUpti_ActivityExternalCorrelation *e = (CUpti_ActivityExternalCorrelation *)rec;
-            uint32_t k = e->correlationId % CORR_SLOTS;
-            g_corr_key[k] = e->correlationId;
-            g_corr_val[k] = e->externalId;
-            atomic_fetch_add_explicit(&g_ncorr, 1, memory_order_relaxed);
-        }
-    rec = NULL;
     while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
         switch (rec->kind) {
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -141,26 +218,31 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)rec;
             const struct reg *r = find(k->deviceId, k->streamId);
             if (r)
-                emit(r, k->correlationId, k->start, k->end, CAT_FORWARD, 0, k->name);
+                record(r, k->start, k->end, CAT_FORWARD, 0, k->name);
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
+            /* a copy is data, unless a phase's work (or the comm stream's) */
             CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)rec;
             const struct reg *r = find(m->deviceId, m->streamId);
-            /* a copy is data unless a phase launched it (or the comm stream) */
             if (r)
-                emit(r, m->correlationId, m->start, m->end, CAT_DATA, m->bytes, memcpy_name(m->copyKind));
+                record(r, m->start, m->end, r->role == GPU_STREAM_COMPUTE ? CAT_FORWARD : CAT_DATA, m->bytes,
+                       memcpy_name(m->copyKind));
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
             CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)rec;
             const struct reg *r = find(m->deviceId, m->streamId);
-            if (r)
-                emit(r, m->correlationId, m->start, m->end, CAT_FORWARD, 0, "Memset");
+            if (!r)
+                break;
+            if (r->role == GPU_STREAM_COMPUTE && GPU_MARK_IS(m->value) && m->bytes <= GPU_MARK_STEPS && m->start > 0)
+                add_mark(r->rs, (int64_t)m->start, m->bytes, m->value);
+            else
+                record(r, m->start, m->end, CAT_FORWARD, m->bytes, "Memset");
             break;
         }
         default:
-            break;
+            break; /* API records, when asked for (DDPTOP_CUPTI_KINDS): only their cost was wanted */
         }
     }
     size_t dropped = 0;
@@ -171,18 +253,12 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     atomic_fetch_add(&g_overhead_ns, probe_now_ns() - t0);
 }
 
-/* CUPTI writes an external-correlation record beside each API record, so
- * the runtime's and the driver's API records must be on for the phases to
- * reach the kernels (cuDNN and cuBLAS launch through the driver); their
- * own records are dropped on arrival. */
-static const CUpti_ActivityKind g_all_kinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,    CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
-#define NKINDS (sizeof(g_all_kinds) / sizeof(g_all_kinds[0]))
-/* the kinds enabled: all of them, unless DDPTOP_CUPTI_KINDS names a subset
- * (kernel, serial-kernel, memcpy, memset, corr, runtime, driver; for
- * measuring what each costs: without corr and the API kinds, compute
- * records all count as forward) */
+static const CUpti_ActivityKind g_all_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                                 CUPTI_ACTIVITY_KIND_MEMSET};
+#define NKINDS 8
+/* the kinds enabled: these three, unless DDPTOP_CUPTI_KINDS names others
+ * (kernel, serial-kernel, memcpy, memset, runtime, driver, corr), for
+ * measuring what each costs (bench/cupti_cost.sh) */
 static CUpti_ActivityKind g_kinds[NKINDS];
 static size_t g_nkinds;
 
@@ -192,7 +268,7 @@ static void pick_kinds(void)
     g_nkinds = 0;
     if (!env || !*env) {
         memcpy(g_kinds, g_all_kinds, sizeof(g_all_kinds));
-        g_nkinds = NKINDS;
+        g_nkinds = sizeof(g_all_kinds) / sizeof(g_all_kinds[0]);
         return;
     }
     static const struct {
@@ -202,9 +278,9 @@ static void pick_kinds(void)
                  {"serial-kernel", CUPTI_ACTIVITY_KIND_KERNEL},
                  {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
                  {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
-                 {"corr", CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION},
                  {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},
-                 {"driver", CUPTI_ACTIVITY_KIND_DRIVER}};
+                 {"driver", CUPTI_ACTIVITY_KIND_DRIVER},
+                 {"corr", CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && g_nkinds < NKINDS; i++) {
         const char *p = strstr(env, names[i].name);
         size_t n = strlen(names[i].name);
@@ -239,7 +315,6 @@ int gpu_activity_start(char *err, size_t errlen)
         return -1;
     }
     g_offset_ns = probe_now_ns() - (int64_t)ts;
-    memset(g_rank_step, 0, sizeof(g_rank_step));
     g_users = 1;
     pthread_mutex_unlock(&g_mu);
     return 0;
@@ -247,40 +322,58 @@ int gpu_activity_start(char *err, size_t errlen)
 
 int gpu_activity_register(void *cuda_stream, int device, int rank, int role, struct spsc_ring *ring)
 {
+    (void)rank; /* the ring is the rank */
     uint32_t id = 0;
     if (cuptiGetStreamIdEx(NULL, (CUstream)cuda_stream, 0, &id) != CUPTI_SUCCESS)
         return -1;
+    pthread_mutex_lock(&g_deliver); /* g_ranks is walked by final flushes */
     pthread_mutex_lock(&g_mu);
     int n = atomic_load(&g_nregs);
     if (n >= MAX_STREAMS) {
         pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&g_deliver);
         return -1;
     }
-    g_regs[n] = (struct reg){(uint32_t)device, id, rank, role, ring};
-    atomic_store(&g_nregs, n + 1);
+    /* the ring's state (one per rank of a run), made before its streams can be found */
+    struct rank_state *rs = NULL;
+    int free_slot = -1;
+    for (int i = 0; i < MAX_RANKS && !rs; i++) {
+        if (g_ranks[i] && g_ranks[i]->ring == ring)
+            rs = g_ranks[i];
+        else if (!g_ranks[i] && free_slot < 0)
+            free_slot = i;
+    }
+    if (!rs && free_slot >= 0 && (rs = calloc(1, sizeof(*rs)))) {
+        rs->ring = ring;
+        g_ranks[free_slot] = rs;
+    }
+    if (rs) {
+        g_regs[n] = (struct reg){(uint32_t)device, id, role, rs};
+        atomic_store(&g_nregs, n + 1);
+    }
     pthread_mutex_unlock(&g_mu);
-    return 0;
+    pthread_mutex_unlock(&g_deliver);
+    return rs ? 0 : -1;
 }
 
-void gpu_activity_phase_push(int cat, uint32_t step)
-{
-    cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, EXT_ID(step, cat));
-}
-
-void gpu_activity_phase_pop(void)
-{
-    uint64_t id;
-    cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
-}
-
-void gpu_activity_flush(void)
+void gpu_activity_flush(int final)
 {
     /* 0: every buffer whose records have all completed, full or not */
     pthread_mutex_lock(&g_mu);
     int on = g_users > 0;
     pthread_mutex_unlock(&g_mu);
-    if (on)
-        cuptiActivityFlushAll(0);
+    if (!on)
+        return;
+    cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    if (final) {
+        /* the device is idle: a record still waiting has no mark after it
+         * (the last phase's work) and never will */
+        pthread_mutex_lock(&g_deliver);
+        for (int r = 0; r < MAX_RANKS; r++)
+            if (g_ranks[r])
+                settle_waiting(g_ranks[r], 1);
+        pthread_mutex_unlock(&g_deliver);
+    }
 }
 
 void gpu_activity_release(struct spsc_ring *ring)
@@ -291,9 +384,15 @@ void gpu_activity_release(struct spsc_ring *ring)
     pthread_mutex_lock(&g_mu);
     int n = atomic_load(&g_nregs), k = 0;
     for (int i = 0; i < n; i++)
-        if (g_regs[i].ring != ring)
+        if (g_regs[i].rs->ring != ring)
             g_regs[k++] = g_regs[i];
     atomic_store(&g_nregs, k);
+    for (int r = 0; r < MAX_RANKS; r++)
+        if (g_ranks[r] && g_ranks[r]->ring == ring) {
+            free(g_ranks[r]->wait);
+            free(g_ranks[r]);
+            g_ranks[r] = NULL;
+        }
     pthread_mutex_unlock(&g_mu);
     pthread_mutex_unlock(&g_deliver);
 }
@@ -318,9 +417,9 @@ int64_t gpu_activity_overhead_ns(void)
     return atomic_load(&g_overhead_ns);
 }
 
-void gpu_activity_counts(uint64_t *phases, uint64_t *matched, uint64_t *unmatched)
+void gpu_activity_counts(uint64_t *marks, uint64_t *matched, uint64_t *unmatched)
 {
-    *phases = atomic_load(&g_ncorr);
+    *marks = atomic_load(&g_nmarks);
     *matched = atomic_load(&g_nmatched);
     *unmatched = atomic_load(&g_nunmatched);
 }

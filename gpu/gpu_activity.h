@@ -4,10 +4,11 @@
  * they feed the same metrics, panes and traces as host spans.
  *
  * Categories come from what we know, never from kernel names: a record on a
- * rank's comm stream is comm (NCCL or our ring kernels), a memcpy is data,
- * anything else on the compute stream is compute (attributed to the host
- * phase that was open when its step ran: forward, backward or optimizer,
- * via CUPTI's external correlation ids).
+ * rank's comm stream is comm (NCCL or our ring kernels), a copy on the copy
+ * stream is data, and the compute stream's work belongs to the host phase
+ * (forward, backward, optimizer) whose mark precedes it on the stream
+ * (device_ops.phase_mark; gpu_activity.c). Every record carries the step
+ * of the mark before it.
  */
 #ifndef DDPTOP_GPU_ACTIVITY_H
 #define DDPTOP_GPU_ACTIVITY_H
@@ -30,18 +31,15 @@ int gpu_activity_start(char *err, size_t errlen);
 int gpu_activity_register(void *cuda_stream, int device, int rank, int role, struct spsc_ring *ring);
 /* No record reaches `ring` after this returns (its owner frees it next). */
 void gpu_activity_release(struct spsc_ring *ring);
-/* Marks the host phase (enum cat) of `step` whose kernels the calling
- * thread is about to launch, for attribution; pop when it ends. */
-void gpu_activity_phase_push(int cat, uint32_t step);
-void gpu_activity_phase_pop(void);
-/* Delivers every completed record now. */
-void gpu_activity_flush(void);
+/* Delivers every completed record now; final (every rank is done and the
+ * device idle): the records still waiting for a later phase mark too. */
+void gpu_activity_flush(int final);
 void gpu_activity_stop(void);
 /* Time CUPTI's buffer processing took so far, and records lost. */
 int64_t gpu_activity_overhead_ns(void);
 uint64_t gpu_activity_dropped(void);
-/* So far: phase records (external correlations) seen, and compute-stream
- * records attributed to a phase or not (diagnostics and tests). */
-void gpu_activity_counts(uint64_t *phases, uint64_t *matched, uint64_t *unmatched);
+/* So far: phase marks seen, and compute-stream records attributed to a
+ * phase, or not (set-up work before the first mark); diagnostics, tests. */
+void gpu_activity_counts(uint64_t *marks, uint64_t *matched, uint64_t *unmatched);
 
 #endif

@@ -117,6 +117,10 @@ struct device_ops {
      * device time. NULL: the host spins instead (the CPU). */
     int (*stretch_begin)(struct device *d, int phase);
     int (*stretch_end)(struct device *d, int phase, double factor);
+    /* Marks the start of host phase `phase` (enum cat) of `step` on the
+     * compute stream, where the device's profiler sees it in order with
+     * the work that follows (NULL: no device records to attribute). */
+    int (*phase_mark)(struct device *d, int phase, uint32_t step);
     struct layer_builders layers;
 };
 

@@ -219,13 +219,19 @@ void metrics_expect_gpu(struct metrics *m, int r)
     m->r[r].gpu_held = 1;
 }
 
-/* Closes rank r's held steps whose device records have arrived (all: every one). */
+/* Closes rank r's held steps whose device records have arrived (all: every
+ * one): those that ended METRICS_GPU_LATE_NS before the latest device
+ * record started (records come in CUPTI's buffers, out of order across
+ * streams, a third of a second late and more); and, a bounded wait, those
+ * the host has left that far behind four times over (the device sent
+ * nothing: the steps close with what they have). */
 static void release_held(struct metrics *m, int r, int all)
 {
     struct rank_metrics *rm = &m->r[r];
     size_t k = 0;
-    /* a bounded wait: without device records the steps still close */
-    while (k < rm->nheld && (all || rm->held[k].t1_ns <= rm->gpu_seen_ns || rm->nheld - k > 512))
+    int64_t host = rm->nheld ? rm->held[rm->nheld - 1].t1_ns : 0;
+    while (k < rm->nheld && (all || rm->held[k].t1_ns + METRICS_GPU_LATE_NS <= rm->gpu_seen_ns ||
+                             host - rm->held[k].t1_ns > 4 * METRICS_GPU_LATE_NS))
         close_step(m, r, &rm->held[k++]);
     if (k > 0) {
         memmove(rm->held, rm->held + k, (rm->nheld - k) * sizeof(*rm->held));

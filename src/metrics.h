@@ -34,7 +34,10 @@ struct epoch_rec {
     double loss_sum;
 };
 
-#define METRICS_HISTORY 8192   /* spans kept per rank for the timeline */
+#define METRICS_HISTORY 8192 /* spans kept per rank for the timeline */
+/* how late a device record may arrive and still count for its step (held
+ * steps wait this long, in device time, for their records) */
+#define METRICS_GPU_LATE_NS (1000LL * 1000 * 1000)
 #define METRICS_LOSS_WINDOW 50 /* steps in the running training loss */
 /* Per-step figures are kept for the last METRICS_STEPS steps, in rings
  * indexed by metrics_slot(step), so memory stays flat over a run of any

@@ -108,19 +108,17 @@ static void straggle(const struct loop *L, int64_t t0)
  * failed (its message in the device). */
 static int phase_push(const struct loop *L, int cat)
 {
-    if (L->run->cupti)
-        L->run->gpu->activity_phase_push(cat, atomic_load_explicit(&L->rk->step, memory_order_relaxed));
     struct device *d = &L->rk->dev;
+    if (L->run->cupti && d->ops->phase_mark &&
+        d->ops->phase_mark(d, cat, atomic_load_explicit(&L->rk->step, memory_order_relaxed)) != 0)
+        return -1;
     return L->slow > 1.0 && d->ops->stretch_begin ? d->ops->stretch_begin(d, cat) : 0;
 }
 
 static int phase_pop(const struct loop *L, int cat)
 {
     struct device *d = &L->rk->dev;
-    int rc = L->slow > 1.0 && d->ops->stretch_end ? d->ops->stretch_end(d, cat, L->slow) : 0;
-    if (L->run->cupti)
-        L->run->gpu->activity_phase_pop();
-    return rc;
+    return L->slow > 1.0 && d->ops->stretch_end ? d->ops->stretch_end(d, cat, L->slow) : 0;
 }
 
 /* The rank's first failure: its message (with the context gathered on the

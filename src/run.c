@@ -239,7 +239,7 @@ int run_poll(struct run *r)
     int running = 0;
     /* device records arrive in CUPTI's buffers: ask for what has completed */
     if (r->cupti && probe_now_ns() - r->cupti_flushed_ns > 200 * 1000 * 1000) {
-        r->gpu->activity_flush();
+        r->gpu->activity_flush(0);
         r->cupti_flushed_ns = probe_now_ns();
     }
     for (int i = 0; i < r->world; i++) {
@@ -297,7 +297,7 @@ int run_join(struct run *r)
         }
     if (r->cupti) {
         /* every rank is done: the last records are complete */
-        r->gpu->activity_flush();
+        r->gpu->activity_flush(1);
         r->cupti_overhead_ns = r->gpu->activity_overhead_ns();
         r->cupti_dropped = r->gpu->activity_dropped();
     }

@@ -446,6 +446,7 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
         if (g < tr->nspans)
             metrics_add_spans(m, i, tr->spans + g, tr->nspans - g);
     }
+    metrics_finish(m); /* the trace is whole: held steps close with what it has */
     /* the writer matched every collective across all the run's ranks,
      * which a trace of some of them cannot do again: its transfer and sync
      * times, and the bus bytes at the run's size, replace the store's */

@@ -176,11 +176,12 @@ static void test_cupti_breakdown(void **state)
     cudaMalloc((void **)&d, n * sizeof(float));
     cudaMemcpyAsync(d, h, n * sizeof(float), cudaMemcpyHostToDevice, copy_s);
     cudaStreamSynchronize(copy_s);
-    /* compute: work launched inside a host phase carries that phase and
-     * its step, whenever CUPTI delivers it */
-    gpu_activity_phase_push(CAT_BACKWARD, 7);
+    /* compute: work after a phase mark (device_cuda.h) carries that phase
+     * and its step, whenever CUPTI delivers it; a mark is no record itself */
+    void *mark;
+    cudaMalloc(&mark, GPU_MARK_STEPS);
+    cudaMemsetAsync(mark, GPU_MARK_VALUE(CAT_BACKWARD), 1 + 7, compute_s);
     cudaMemsetAsync(d, 0, n * sizeof(float), compute_s);
-    gpu_activity_phase_pop();
     cudaStreamSynchronize(compute_s);
     _Atomic int abort_flag = 0;
     struct shm_world *w = shm_world_create(2, &abort_flag);
@@ -198,7 +199,7 @@ static void test_cupti_breakdown(void **state)
         jobs[r].c->ops->destroy(jobs[r].c);
     }
     shm_world_destroy(w);
-    gpu_activity_flush();
+    gpu_activity_flush(1);
 
     struct span spans[4096];
     size_t got = spsc_pop(&ring, spans, 4096);
@@ -216,11 +217,12 @@ static void test_cupti_breakdown(void **state)
         comm += spans[i].cat == CAT_COMM;
         data += spans[i].cat == CAT_DATA;
     }
-    uint64_t phases, matched, unmatched;
-    gpu_activity_counts(&phases, &matched, &unmatched);
-    printf("  CUPTI: %zu records, overhead %.3f ms; %llu phase records, compute records %llu attributed, %llu not\n",
-           got, gpu_activity_overhead_ns() / 1e6, (unsigned long long)phases, (unsigned long long)matched,
+    uint64_t marks, matched, unmatched;
+    gpu_activity_counts(&marks, &matched, &unmatched);
+    printf("  CUPTI: %zu records, overhead %.3f ms; %llu phase marks, compute records %llu attributed, %llu not\n", got,
+           gpu_activity_overhead_ns() / 1e6, (unsigned long long)marks, (unsigned long long)matched,
            (unsigned long long)unmatched);
+    assert_int_equal(marks, 1);
     assert_true(comm > 0);
     assert_true(data > 0);
     assert_int_equal(bwd7, 1);
@@ -236,8 +238,9 @@ static void test_cupti_breakdown(void **state)
     gpu_activity_release(&ring);
     cudaMemcpyAsync(d, h, n * sizeof(float), cudaMemcpyHostToDevice, copy_s);
     cudaStreamSynchronize(copy_s);
-    gpu_activity_flush();
+    gpu_activity_flush(1);
     assert_int_equal(spsc_pop(&ring, spans, 4096), 0);
+    cudaFree(mark);
     gpu_activity_stop();
     cudaFree(d);
     cudaFreeHost(h);

@@ -301,8 +301,9 @@ static void test_metrics_host_view_unchanged(void **state)
 }
 
 /* A GPU rank (metrics_expect_gpu): step records wait for the device records,
- * which arrive late and with unreliable step tags, and records join the
- * steps their time overlaps. */
+ * which arrive late (a step closes once a record METRICS_GPU_LATE_NS after
+ * its end has come, L below), and records join the steps their time
+ * overlaps. */
 static void gpu_span(struct metrics *m, int64_t t0, int64_t t1, int cat)
 {
     struct span s = {.t0_ns = t0, .t1_ns = t1, .step = 7, .tag = -1, .lane = LANE_GPU, .cat = (uint8_t)cat};
@@ -330,7 +331,12 @@ static void test_metrics_held_gpu_steps(void **state)
     assert_int_equal(m.r[0].nsteps, 0);
     host_step(&m, 1, 100, 200);
     assert_int_equal(m.r[0].nsteps, 0);
-    gpu_span(&m, 150, 170, CAT_BACKWARD); /* starts after step 0's end: step 0 closes */
+    gpu_span(&m, 150, 170, CAT_BACKWARD); /* starts after step 0's end, but within L */
+    assert_int_equal(m.r[0].nsteps, 0);
+    const int64_t L = METRICS_GPU_LATE_NS;
+    gpu_span(&m, 100 + L - 1, 100 + L, CAT_DATA); /* not yet */
+    assert_int_equal(m.r[0].nsteps, 0);
+    gpu_span(&m, 100 + L, 100 + L + 1, CAT_DATA); /* L after step 0's end: step 0 closes */
     assert_int_equal(m.r[0].nsteps, 1);
     const struct breakdown *b = &m.r[0].last;
     assert_int_equal(b->wall_ns, 100);
@@ -346,6 +352,16 @@ static void test_metrics_held_gpu_steps(void **state)
     assert_int_equal(m.r[0].total.compute_ns, 50);
     assert_int_equal(m.r[0].total.comm_ns, 40);
     assert_int_equal(m.steps_done, 2);
+    metrics_free(&m);
+
+    /* no device records at all: a step closes once the host is 4 L past it */
+    assert_int_equal(metrics_init(&m, 1, -1.0), 0);
+    metrics_expect_gpu(&m, 0);
+    host_step(&m, 0, 0, 100);
+    host_step(&m, 1, 100, 100 + 4 * L);
+    assert_int_equal(m.r[0].nsteps, 0);
+    host_step(&m, 2, 100 + 4 * L, 101 + 4 * L);
+    assert_int_equal(m.r[0].nsteps, 1);
     metrics_free(&m);
 }
 
@@ -754,6 +770,46 @@ static void test_replay_step_without_spans(void **state)
     rmdir(dir);
 }
 
+/* A trace recorded on a GPU (an H100: LeNet, 2 ranks sharing it, DDP over
+ * ddptop's device ring, 12 steps, CUPTI on; scripts/gpu_check.sh fixture)
+ * replays to the figures its live run reported (gpu_lenet_ddp.live.json,
+ * ddptop's own JSON report of that run): device, backend, the device view,
+ * and every rank's compute, comm, data and idle within 0.5 points. */
+static void test_replay_gpu_fixture(void **state)
+{
+    FILE *f = fopen(FIX "gpu_lenet_ddp.live.json", "rb");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *live = cJSON_Parse(buf);
+    assert_non_null(live);
+    const cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItem(live, "runs"), 0);
+    const cJSON *ranks = cJSON_GetObjectItem(live, "per_rank");
+    char err[512];
+    struct replay rp;
+    assert_int_equal(replay_load(&rp, FIX "gpu_lenet_ddp.json.gz", TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
+    assert_string_equal(rp.res.device, cJSON_GetObjectItem(run, "device")->valuestring);
+    assert_string_equal(rp.res.backend, cJSON_GetObjectItem(run, "backend")->valuestring);
+    assert_string_equal(cJSON_GetObjectItem(run, "view")->valuestring, "gpu");
+    assert_int_equal(rp.res.nranks, cJSON_GetArraySize(ranks));
+    for (int i = 0; i < rp.res.nranks; i++) {
+        const cJSON *lr = cJSON_GetArrayItem(ranks, i);
+        const struct rank_result *rr = &rp.res.ranks[i];
+        assert_true(rr->gpu_view);
+        assert_string_equal(rr->device, cJSON_GetObjectItem(lr, "device")->valuestring);
+        assert_float_equal(rr->compute_pct, cJSON_GetObjectItem(lr, "compute_pct")->valuedouble, 0.5);
+        assert_float_equal(rr->comm_pct, cJSON_GetObjectItem(lr, "comm_pct")->valuedouble, 0.5);
+        assert_float_equal(rr->data_pct, cJSON_GetObjectItem(lr, "data_pct")->valuedouble, 0.5);
+        assert_float_equal(rr->idle_pct, cJSON_GetObjectItem(lr, "idle_pct")->valuedouble, 0.5);
+        /* the device view: kernels, not the host's enqueue time */
+        assert_true(rr->compute_pct > 5.0);
+    }
+    replay_free(&rp);
+    cJSON_Delete(live);
+}
+
 /* The timeline's history keeps device records merged per category while
  * they follow one another within 2 us (no step closed yet): a thousand
  * back-to-back kernels, interleaved with a comm stream's, take four
@@ -805,7 +861,7 @@ static void test_replay_gpu_equals_live(void **state)
     char dir[] = "/tmp/ddptop_test_gpurp_XXXXXX", path[160], err[512];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/g.json", dir);
-    enum { W = 2, STEPS = 12, STEP_NS = 1000000 };
+    enum { W = 2, STEPS = 12, STEP_NS = 200000000 }; /* buffers every 0.6 s: within METRICS_GPU_LATE_NS */
     const char *dev[W] = {"cuda:0", "cuda:0"};
     struct trace_export_opts o = {
         .path = path, .world = W, .step_to = -1, .backend = "gpu-ring, shared GPU", .algo = "ring", .device = dev};
@@ -818,7 +874,7 @@ static void test_replay_gpu_equals_live(void **state)
     size_t nheld[W] = {0};
     for (int s = 0; s < STEPS; s++)
         for (int r = 0; r < W; r++) {
-            int64_t t0 = (int64_t)s * STEP_NS + r * 1000, t1 = t0 + STEP_NS - 5000, lag = STEP_NS * 6 / 10;
+            int64_t t0 = (int64_t)s * STEP_NS + r * 1000, t1 = t0 + STEP_NS - 5000, lag = STEP_NS / 10 * 6;
             struct span host[2] = {{.t0_ns = t0,
                                     .t1_ns = t0 + 200000,
                                     .step = (uint32_t)s,
@@ -836,12 +892,13 @@ static void test_replay_gpu_equals_live(void **state)
                 trace_export_span(x, r, &host[i]);
             /* the device: forward, backward (rank 1 slower), a comm kernel
              * overlapping backward, the optimizer */
-            int64_t d0 = t0 + lag, bw = r ? 500000 : 300000;
+            /* in thousandths of a step: the work runs from 0.6 into the next step */
+            int64_t d0 = t0 + lag, u = STEP_NS / 1000, bw = (r ? 500 : 300) * u;
             struct span g[4] = {
-                {.t0_ns = d0, .t1_ns = d0 + 150000, .cat = CAT_FORWARD, .name = kname},
-                {.t0_ns = d0 + 150000, .t1_ns = d0 + 150000 + bw, .cat = CAT_BACKWARD, .name = kname},
-                {.t0_ns = d0 + 300000, .t1_ns = d0 + 200000 + bw, .cat = CAT_COMM, .name = cname},
-                {.t0_ns = d0 + 250000 + bw, .t1_ns = d0 + 300000 + bw, .cat = CAT_OPTIMIZER, .name = kname}};
+                {.t0_ns = d0, .t1_ns = d0 + 150 * u, .cat = CAT_FORWARD, .name = kname},
+                {.t0_ns = d0 + 150 * u, .t1_ns = d0 + 150 * u + bw, .cat = CAT_BACKWARD, .name = kname},
+                {.t0_ns = d0 + 300 * u, .t1_ns = d0 + 200 * u + bw, .cat = CAT_COMM, .name = cname},
+                {.t0_ns = d0 + 250 * u + bw, .t1_ns = d0 + 300 * u + bw, .cat = CAT_OPTIMIZER, .name = kname}};
             for (int i = 0; i < 4; i++) {
                 g[i].lane = LANE_GPU;
                 g[i].tag = -1;
@@ -861,6 +918,8 @@ static void test_replay_gpu_equals_live(void **state)
                 nheld[r] = 0;
             }
         }
+    for (int r = 0; r < W; r++) /* the early steps closed as the run went */
+        assert_true(m.r[r].nsteps > 0 && m.r[r].nsteps < STEPS);
     metrics_finish(&m);
     assert_int_equal(trace_export_close(x, "done", 0, err, sizeof(err)), 0);
 
@@ -878,7 +937,7 @@ static void test_replay_gpu_equals_live(void **state)
         assert_int_equal(b->data_ns, a->data_ns);
         assert_int_equal(b->idle_ns, a->idle_ns);
         /* the device view, not the host's (whose compute is the 200 us forward) */
-        assert_true(a->compute_ns > (int64_t)STEPS * 400000);
+        assert_true(a->compute_ns > (int64_t)STEPS * STEP_NS / 3);
         assert_string_equal(rp.res.ranks[r].device, "cuda:0");
     }
     /* the slower rank 1 computes more */
@@ -926,6 +985,7 @@ int main(void)
         cmocka_unit_test(test_replay_load_api),
         cmocka_unit_test(test_replay_gpu_equals_live),
         cmocka_unit_test(test_history_merges_device_records),
+        cmocka_unit_test(test_replay_gpu_fixture),
         cmocka_unit_test(test_cli_json),
         cmocka_unit_test(test_tracer_api_and_snapshot),
         cmocka_unit_test(test_reader_malformed),

@@ -156,18 +156,27 @@ static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
     /* The newest step every rank has reported, and the oldest step whose
      * spans are still whole in every rank's history. */
     long newest = s->steps_done - 1, oldest = 0;
+    int gpu_whole = 0; /* GPU ranks seen so far */
     for (int i = 0; i < s->world; i++) {
         /* device records arrive in CUPTI's buffers, well after the host
-         * reported the step: a step is drawn once the step after it has
-         * device records too, so that its gpu lane is whole */
+         * reported the step, and a GPU rank's steps close later still
+         * (METRICS_GPU_LATE_NS): there a step is drawn once the step after
+         * it has host spans and device records, so that its lanes are
+         * whole, closed or not */
         const struct snap_rank *r = &s->ranks[i];
         uint64_t n = hist_count(r);
-        long gpu_newest = -1;
-        for (uint64_t k = 0; k < n; k++)
-            if (r->hist[k].lane == LANE_GPU && (long)r->hist[k].step > gpu_newest)
-                gpu_newest = (long)r->hist[k].step;
-        if (gpu_newest >= 0 && gpu_newest - 1 < newest)
-            newest = gpu_newest - 1;
+        long gpu_newest = -1, host_newest = -1;
+        for (uint64_t k = 0; k < n; k++) {
+            long st = (long)r->hist[k].step;
+            if (r->hist[k].lane == LANE_GPU)
+                gpu_newest = st > gpu_newest ? st : gpu_newest;
+            else
+                host_newest = st > host_newest ? st : host_newest;
+        }
+        if (gpu_newest >= 0) {
+            long whole = (gpu_newest < host_newest ? gpu_newest : host_newest) - 1;
+            newest = gpu_whole++ == 0 || whole < newest ? whole : newest;
+        }
     }
     for (int i = 0; i < s->world; i++) {
         const struct snap_rank *r = &s->ranks[i];
