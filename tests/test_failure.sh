@@ -5,7 +5,9 @@
 #    valid JSON, and the exit status is 1;
 #  - Ctrl-C (SIGINT) half way prints the report of the steps done, state
 #    "stopped", exit status 130; SIGHUP likewise (129), with a valid trace;
-#  - a second Ctrl-C within 2 s exits at once, the trace still valid JSON.
+#  - a second Ctrl-C within 2 s exits at once, the trace still valid JSON;
+#  - Ctrl-C during --bench-comm, its stdout piped or with --output, prints
+#    the sizes measured so far (to the pipe, to the file) and exits 130.
 set -u
 BIN=${1:?usage: test_failure.sh path/to/ddptop}
 . "$(dirname "$0")/checks.sh"
@@ -75,5 +77,29 @@ check "a second SIGINT exits 130 (got $st)" test "$st" -eq 130
 check "a second SIGINT exits at once (took $ms ms)" test "$ms" -lt 2000
 check "a second SIGINT says so" grep -q "interrupted twice" "$tmp/force.err"
 check "a forced exit leaves a valid trace" json "$tmp/f.json" "assert 'traceEvents' in d"
+
+# --bench-comm interrupted (the sizes up to 64M at 300 iterations take far
+# longer than the 3 s given): the rows so far reach a pipe and --output
+bench_rows() { grep -cE '^ +[0-9]+[KMG]? +[0-9]+ ' "$1"; }
+(
+    HOME="$tmp" "$BIN" --bench-comm --ranks 2 --max-bytes 64M --iters 300 2>"$tmp/bc.err" | cat >"$tmp/bc.out"
+    echo "${PIPESTATUS[0]}" >"$tmp/bc.rc"
+) &
+sub=$!
+sleep 3
+pkill -INT -f -- "--bench-comm --ranks 2 --max-bytes 64M --iters 300\$"
+wait $sub
+check "--bench-comm piped, SIGINT: exit 130 (got $(cat "$tmp/bc.rc"))" test "$(cat "$tmp/bc.rc")" -eq 130
+check "--bench-comm piped, SIGINT: the sizes measured reach the pipe ($(bench_rows "$tmp/bc.out") rows)" \
+    test "$(bench_rows "$tmp/bc.out")" -ge 1
+check "--bench-comm piped, SIGINT: it says so" grep -q "interrupted; reported the" "$tmp/bc.err"
+HOME="$tmp" "$BIN" --bench-comm --ranks 2 --max-bytes 64M --iters 300 --output "$tmp/bc.txt" 2>"$tmp/bco.err" &
+pid=$!
+sleep 3
+kill -INT $pid
+wait $pid
+st=$?
+check "--bench-comm --output, SIGINT: exit 130 (got $st)" test "$st" -eq 130
+check "--bench-comm --output, SIGINT: the file holds the sizes measured" test "$(bench_rows "$tmp/bc.txt")" -ge 1
 
 checks_done
