@@ -6,7 +6,9 @@
 # cost in percent of the reference's samples/s.
 #
 #   bench/cupti_cost.sh [build/ddptop] [models] [batch]
-#   e.g. REPS=3 bench/cupti_cost.sh build/ddptop "mlp lenet resnet18" 128
+#   e.g. REPS=5 bench/cupti_cost.sh build/ddptop "mlp lenet resnet18" 128
+# SMALL_STEPS (MLP, LeNet; 2000) and LARGE_STEPS (the rest; 100) set the
+# steps of each run.
 set -euo pipefail
 BIN=${1:-build/ddptop}
 MODELS=${2:-mlp lenet resnet18}
@@ -14,9 +16,11 @@ BATCH=${3:-128}
 REPS=${REPS:-3}
 [ -x "$BIN" ] || { echo "no ddptop binary at $BIN (build it, or pass its path)"; exit 1; }
 # variant name | DDPTOP_CUPTI_KINDS ("-": --no-cupti; "": every kind, the default)
-VARIANTS=("off|-" "default|" "kernels-only|kernel" "with-api|kernel,memcpy,memset,corr,runtime,driver")
+VARIANTS=("off|-" "default|" "serial-kernel|serial-kernel,memcpy,memset" "with-api|kernel,memcpy,memset,corr,runtime,driver")
+[ -n "${CUPTI_VARIANTS:-}" ] && read -r -a VARIANTS <<<"$CUPTI_VARIANTS"
 
-steps() { case $1 in mlp | lenet) echo 400 ;; *) echo 60 ;; esac; }
+# long enough that a run is not its warm-up (a LeNet step is ~0.6 ms on an H100)
+steps() { case $1 in mlp | lenet) echo "${SMALL_STEPS:-2000}" ;; *) echo "${LARGE_STEPS:-100}" ;; esac; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 run() { # model kinds
     local extra=()
@@ -32,6 +36,7 @@ for m in $MODELS; do
     for rep in $(seq "$REPS"); do
         for v in "${VARIANTS[@]}"; do
             r=$(run "$m" "${v#*|}")
+            [ -n "${VERBOSE:-}" ] && echo "$m ${v%%|*} rep $rep: $r img/s" >&2
             echo "${r:-0}" >>"$T/$m.${v%%|*}"
         done
     done
