@@ -62,7 +62,7 @@ done
 if want e2e; then
     echo "===== tests/gpu_e2e.sh"
     start=$(date +%s)
-    timeout "${TEST_TIMEOUT:-240}" tests/gpu_e2e.sh "$b/ddptop"
+    timeout "${E2E_TIMEOUT:-600}" tests/gpu_e2e.sh "$b/ddptop"
     rc=$?
     echo "===== gpu_e2e: exit $rc ($(($(date +%s) - start)) s)"
     [ "$rc" -ne 0 ] && status=1

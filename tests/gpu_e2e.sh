@@ -10,17 +10,19 @@
 #  3. a sweep of three runs in one process (each next run starts before
 #     the last one's GPU resources are freed, as the UI's `s` does): all
 #     three train their steps and the process exits 0;
-#  4. the UI in tmux (when tmux is here): the Timeline pane's gpu lanes
+#  4. every kind of --inject-fault on every strategy, on the GPU
+#     (tests/test_faults.sh with FAULT_DEVICE=cuda);
+#  5. the UI in tmux (when tmux is here): the Timeline pane's gpu lanes
 #     show kernels (fwd/bwd/opt/comm glyphs, not only idle dots) for both
 #     ranks, `s` three times adds three runs that each train, and `q`
 #     exits 0.
 #
-# Usage: gpu_e2e.sh /path/to/ddptop [part...]   (parts: replay slow sweep ui)
+# Usage: gpu_e2e.sh /path/to/ddptop [part...]   (parts: replay slow sweep faults ui)
 # Exit status: 0 pass, 1 fail, 77 skip (no GPU here).
 set -u
-BIN=${1:?usage: gpu_e2e.sh /path/to/ddptop [replay slow sweep ui]}
+BIN=${1:?usage: gpu_e2e.sh /path/to/ddptop [replay slow sweep faults ui]}
 shift
-PARTS=${*:-replay slow sweep ui}
+PARTS=${*:-replay slow sweep faults ui}
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 [ -x "$BIN" ] || { echo "FAIL: $BIN is not executable"; exit 1; }
 if "$BIN" --info --device cuda 2>&1 | grep -q "no GPU is present\|not built with CUDA\|GPU module"; then
@@ -122,6 +124,11 @@ if [[ " $PARTS " == *" sweep "* ]]; then
     else
         fail "a sweep of three GPU runs: $(tail -3 "$T/err")"
     fi
+fi
+
+if [[ " $PARTS " == *" faults "* ]]; then
+    FAULT_DEVICE=cuda bash "$(dirname "$0")/test_faults.sh" "$BIN" && pass "every fault kind on every strategy, on the GPU" ||
+        fail "fault injection on the GPU"
 fi
 
 if [[ " $PARTS " == *" ui "* ]]; then

@@ -12,7 +12,9 @@
 #                                step on (in the trace), and where every
 #                                rank is its own master rank 0 idles more
 # Prints one line per case with the seconds it took to stop. With KIND,
-# only that kind (ctest runs one test per kind: test_faults_KIND).
+# only that kind (ctest runs one test per kind: test_faults_KIND). With
+# FAULT_DEVICE=cuda the runs train on the GPU (tests/gpu_e2e.sh), and the
+# slow rank's compute is read from its device records.
 set -u
 BIN=${1:?usage: test_faults.sh path/to/ddptop [KIND]}
 KINDS=${2:-nan crash hang slow oom comm-error}
@@ -25,7 +27,8 @@ for kind in $KINDS; do
     for strategy in dp gather-scatter allreduce ddp; do
         c="$kind/$strategy"
         t0=$(date +%s.%N)
-        timeout "$LIMIT" "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --strategy "$strategy" \
+        timeout "$LIMIT" "$BIN" --batch --quiet ${FAULT_DEVICE:+--device "$FAULT_DEVICE"} --dataset synthetic --model mlp \
+            --ranks 2 --strategy "$strategy" \
             --steps 40 --no-eval --comm-timeout $TIMEOUT_S --inject-fault "rank=1,step=$STEP,kind=$kind" \
             --trace "$tmp/t.json" --format json >"$tmp/out.json" 2>"$tmp/err"
         st=$?
@@ -42,8 +45,11 @@ for kind in $KINDS; do
             check "$c: rank 1's compute is slower from step $STEP on" json "$tmp/t.json" "
 import statistics as st
 per = {}
-for e in d['traceEvents']:
-    if e.get('ph') == 'X' and e.get('pid') == 1 and e.get('name') in ('forward', 'backward'):
+ev = [e for e in d['traceEvents'] if e.get('ph') == 'X' and e.get('pid') == 1]
+gpu = any(e.get('cat') == 'kernel' for e in ev)  # a GPU rank: its device records
+for e in ev:
+    phase = e['args'].get('phase') if gpu and e.get('cat') in ('kernel', 'gpu_memcpy', 'gpu_memset') else None
+    if phase in ('forward', 'backward') or (not gpu and e.get('name') in ('forward', 'backward')):
         k = e['args']['step']; per[k] = per.get(k, 0) + e['dur']
 before = st.median([v for k, v in per.items() if 1 <= k < $STEP])
 after = st.median([v for k, v in per.items() if k > $STEP])
