@@ -43,6 +43,8 @@ struct bench {
 struct worker {
     struct bench *b;
     struct comm *c;
+    float *in, *out; /* freed once every rank has left: a peer in an aborted
+                        collective may still read them */
 };
 
 static float val(int r, size_t i)
@@ -139,13 +141,10 @@ static void *bench_thread(void *arg)
     struct comm *c = w->c;
     const struct config *cfg = b->cfg;
     size_t maxn = (size_t)(cfg->max_bytes / sizeof(float)) + 1;
-    float *in = aligned_alloc(64, ((maxn * sizeof(float)) + 63) & ~(size_t)63);
-    float *out = aligned_alloc(64, ((maxn * sizeof(float)) + 63) & ~(size_t)63);
-    if (!in || !out) {
-        free(in);
-        free(out);
+    float *in = w->in = aligned_alloc(64, ((maxn * sizeof(float)) + 63) & ~(size_t)63);
+    float *out = w->out = aligned_alloc(64, ((maxn * sizeof(float)) + 63) & ~(size_t)63);
+    if (!in || !out)
         return (void *)1;
-    }
     memset(out, 0, maxn * sizeof(float));
     /* a Ctrl-C raises the world's abort: the row in progress is dropped at
      * its next call, and the rows before it stand */
@@ -161,6 +160,8 @@ static void *bench_thread(void *arg)
         for (int i = 0; i < cfg->iters && rc == 0; i++)
             rc = call(c, b->coll, in, out, n);
         int64_t t1 = probe_now_ns();
+        if (rc != 0)
+            break; /* aborted: the peers may still be reading `in` */
         b->t_us[c->rank][k] = (double)(t1 - t0) / 1e3 / cfg->iters;
         /* the timed calls grew the data (sums of sums): check on fresh inputs */
         fill(in, c->rank, nin);
@@ -172,8 +173,6 @@ static void *bench_thread(void *arg)
             break;
         b->done[c->rank] = k + 1;
     }
-    free(in);
-    free(out);
     return NULL;
 }
 
@@ -221,7 +220,7 @@ int bench_comm_main(const struct config *cfg)
     pthread_t th[64];
     int status = 0;
     for (int r = 0; r < b->world; r++) {
-        ws[r] = (struct worker){b, comm_shm_create(w, r, cfg->base.algo)};
+        ws[r] = (struct worker){b, comm_shm_create(w, r, cfg->base.algo), NULL, NULL};
         pthread_create(&th[r], NULL, bench_thread, &ws[r]);
     }
     /* wait for the threads, turning a Ctrl-C into the world's abort */
@@ -235,7 +234,11 @@ int bench_comm_main(const struct config *cfg)
         }
         if (ret)
             status = 1;
+    }
+    for (int r = 0; r < b->world; r++) {
         ws[r].c->ops->destroy(ws[r].c);
+        free(ws[r].in);
+        free(ws[r].out);
     }
     shm_world_destroy(w);
     int stopped = 0;
