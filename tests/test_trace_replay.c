@@ -112,18 +112,26 @@ static void test_kineto_gpu_breakdown(void **state)
     trace_doc_free(&d);
 }
 
-/* The same Kineto events as a bare JSON array (no distributedInfo): the
- * same figures. */
-static void test_kineto_array_form(void **state)
+/* A small fixture file (under 64 KiB), parsed. */
+static cJSON *fixture_json(const char *path)
 {
-    FILE *f = fopen(FIX "kineto_gpu.json", "rb");
+    FILE *f = fopen(path, "rb");
     assert_non_null(f);
     static char buf[1 << 16];
     size_t n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
+    assert_true(n < sizeof(buf) - 1);
     buf[n] = 0;
     cJSON *doc = cJSON_Parse(buf);
     assert_non_null(doc);
+    return doc;
+}
+
+/* The same Kineto events as a bare JSON array (no distributedInfo): the
+ * same figures. */
+static void test_kineto_array_form(void **state)
+{
+    cJSON *doc = fixture_json(FIX "kineto_gpu.json");
     char *arr = cJSON_PrintUnformatted(cJSON_GetObjectItem(doc, "traceEvents"));
     cJSON_Delete(doc);
     assert_true(arr[0] == '[');
@@ -777,14 +785,7 @@ static void test_replay_step_without_spans(void **state)
  * and every rank's compute, comm, data and idle within 0.5 points. */
 static void test_replay_gpu_fixture(void **state)
 {
-    FILE *f = fopen(FIX "gpu_lenet_ddp.live.json", "rb");
-    assert_non_null(f);
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    cJSON *live = cJSON_Parse(buf);
-    assert_non_null(live);
+    cJSON *live = fixture_json(FIX "gpu_lenet_ddp.live.json");
     const cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItem(live, "runs"), 0);
     const cJSON *ranks = cJSON_GetObjectItem(live, "per_rank");
     char err[512];
