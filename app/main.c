@@ -24,6 +24,9 @@
 #include "strategy.h"
 #include "tracing.h"
 #include "ui.h"
+#include "device.h"
+#include "model.h"
+#include "zoo.h"
 
 /* More compute threads than cores: the ranks would take turns on them,
  * and idle time would be the scheduler's, not the peers'. Said once, for
@@ -111,7 +114,9 @@ int main(int argc, char **argv)
     }
 
     struct dataset train, test;
-    if (data_load(cfg.base.dataset, cfg.base.data_dir, cfg.base.seed, &train, &test, err, sizeof(err)) != 0) {
+    const int *in = cfg.base.input;
+    if ((in[0] ? data_synthetic(cfg.base.seed, in[0], in[1], in[2], &train, &test, err, sizeof(err))
+               : data_load(cfg.base.dataset, cfg.base.data_dir, cfg.base.seed, &train, &test, err, sizeof(err))) != 0) {
         fprintf(stderr, "ddptop: %s\n", err);
         return 2;
     }
@@ -124,6 +129,24 @@ int main(int argc, char **argv)
         data_free(&train);
         data_free(&test);
         return 2;
+    }
+    /* every model must take --input's shape (the data sets' own shapes
+     * fit every model): built once on the CPU at batch 1 to see */
+    for (int i = 0; cfg.base.input[0] && i < cfg.nmodels; i++) {
+        struct device cpu = {.ops = &device_cpu};
+        char merr[256] = "";
+        struct model *m = cpu.ops->open(&cpu, 0) == 0 ? zoo_create(&cpu, cfg.models[i], 1, train.c, train.h, train.w,
+                                                                   train.classes, cfg.base.seed, merr, sizeof(merr))
+                                                      : NULL;
+        model_destroy(m);
+        if (cpu.ops->close)
+            cpu.ops->close(&cpu);
+        if (!m) {
+            fprintf(stderr, "ddptop: --input %dx%dx%d: %s\n", train.c, train.h, train.w, merr[0] ? merr : cpu.err);
+            data_free(&train);
+            data_free(&test);
+            return 2;
+        }
     }
     /* every combination must fit the data set: refuse before anything runs */
     for (int i = 0; i < config_count(&cfg); i++) {

@@ -404,6 +404,35 @@ static void slow_rank_describe(const struct opt *o, char *buf, size_t len)
              o->max);
 }
 
+/* --input CxHxW: channels in [lo, hi], sides in [min, max]. */
+static int input_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    int v[3], n = 0;
+    char *end;
+    const char *p = arg;
+    for (; n < 3; n++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        long x = strtol(p, &end, 10);
+        long lo = n == 0 ? o->lo : (long)o->min, hi = n == 0 ? o->hi : (long)o->max;
+        if (x < lo || x > hi || end - p > 5)
+            return -1;
+        v[n] = (int)x;
+        p = end;
+        if (n < 2 && *p++ != 'x')
+            return -1;
+    }
+    if (*p)
+        return -1;
+    memcpy(cfg->base.input, v, sizeof(v));
+    return 0;
+}
+
+static void input_describe(const struct opt *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "CxHxW with C from %lld to %lld and H and W from %.0f to %.0f", o->lo, o->hi, o->min, o->max);
+}
+
 /* --trace-steps A:B: steps in [lo, hi]; an empty A is lo, an empty B is open. */
 static int steps_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
 {
@@ -521,6 +550,7 @@ static const struct opt_kind k_choice = {1, choice_parse, choice_describe};
 static const struct opt_kind k_name = {1, name_parse, choice_describe};
 static const struct opt_kind k_bits = {1, bits_parse, bits_describe};
 static const struct opt_kind k_slow_rank = {1, slow_rank_parse, slow_rank_describe};
+static const struct opt_kind k_input = {1, input_parse, input_describe};
 static const struct opt_kind k_steps = {1, steps_parse, steps_describe};
 static const struct opt_kind k_trainable = {1, trainable_parse, trainable_describe};
 static const struct opt_kind k_fault = {1, fault_parse, fault_describe};
@@ -615,6 +645,9 @@ static const struct opt opts[] = {
      .def_text = "fashion-mnist when " DATA_DEBIAN_FASHION_DIR " exists, else synthetic"},
     {TEXT("data-dir", AT(base.data_dir), "directory", "DIR", G_WORK, "where the data set's files are"),
      .def_text = DATA_DEBIAN_FASHION_DIR " for fashion-mnist"},
+    {OPT("input", k_input, AT(base.input), "CxHxW", NULL, G_WORK,
+         "synthetic data of this shape, e.g. 3x32x32 (CIFAR-10's)"),
+     .lo = 1, .hi = DATA_MAX_CHANNELS, .min = DATA_MIN_SIDE, .max = DATA_MAX_SIDE, .def_text = "1x28x28"},
     {INT("ranks", LIST(ranks, nranks), 1, MAX_RANKS, "N", "2", G_WORK, "training ranks")},
     {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step")},
     {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, STRAT_COUNT - 1), "strategy", "S",
@@ -961,6 +994,10 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
                         cfg->ranks[i]);
                 return 2;
             }
+    if (b->input[0] && strcmp(b->dataset, "synthetic") != 0) {
+        fprintf(err, "ddptop: --input: only with --dataset synthetic (%s has its own shape)\n", b->dataset);
+        return 2;
+    }
     if (b->ngpus > 0 && b->device == DEV_CPU) {
         fprintf(err, "ddptop: --gpus: not allowed with --device cpu\n");
         return 2;

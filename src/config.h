@@ -46,6 +46,7 @@ struct run_config {
     char model[CFG_NAME];
     char dataset[CFG_NAME];
     char data_dir[CFG_PATH];
+    int input[3]; /* --input C, H, W: the synthetic set's shape; {0}: its own (1x28x28) */
     int ranks;
     int batch_size; /* per rank */
     int strategy;   /* enum strategy_kind */

@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #define DATA_MAX_CHANNELS 3
+#define DATA_MIN_SIDE 8 /* --input's sides, for the synthetic set */
+#define DATA_MAX_SIDE 1024
 
 struct dataset {
     char name[32];    /* "fashion-mnist", "mnist", "cifar10", "synthetic" */
@@ -50,6 +52,12 @@ const char *data_default_name(void);
 int data_load(const char *name, const char *dir, uint64_t seed, struct dataset *train, struct dataset *test, char *err,
               size_t errlen);
 void data_free(struct dataset *d);
+/* The synthetic set in another shape (--input CxHxW): c channels (1 to
+ * DATA_MAX_CHANNELS), sides DATA_MIN_SIDE to DATA_MAX_SIDE; 1x28x28 is
+ * data_load's "synthetic". A large shape keeps fewer samples (256 MB of
+ * train pixels at most, a sixth as many test samples). -1 with err set. */
+int data_synthetic(uint64_t seed, int c, int h, int w, struct dataset *train, struct dataset *test, char *err,
+                   size_t errlen);
 
 /* Reads one IDX file (raw or gzip'd) and checks its header: magic 0x0000080N
  * (unsigned bytes) with N == want_dims, then dims, then exactly

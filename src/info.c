@@ -10,9 +10,14 @@
 #include "modes.h"
 #include "zoo.h"
 
-static void input_shape(const char *dataset, int *c, int *h, int *w)
+static void input_shape(const struct config *cfg, int *c, int *h, int *w)
 {
-    if (!strcmp(dataset, "cifar10")) {
+    const char *dataset = cfg->base.dataset;
+    if (cfg->base.input[0]) {
+        *c = cfg->base.input[0];
+        *h = cfg->base.input[1];
+        *w = cfg->base.input[2];
+    } else if (!strcmp(dataset, "cifar10")) {
         *c = 3;
         *h = *w = 32;
     } else {
@@ -27,7 +32,7 @@ static int describe(struct device *d, const struct config *cfg, const char *name
 {
     int c, h, w;
     char err[256];
-    input_shape(cfg->base.dataset, &c, &h, &w);
+    input_shape(cfg, &c, &h, &w);
     struct model *m = zoo_create(d, name, batch, c, h, w, 10, cfg->base.seed, err, sizeof(err));
     if (!m) {
         fprintf(stderr, "ddptop: %s\n", err);

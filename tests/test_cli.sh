@@ -72,6 +72,14 @@ expect_error "unknown option" "--frobnicate" --batch --frobnicate
 expect_error "missing value" "--model" --batch --model
 expect_error "stray argument" "stray" --batch stray
 expect_error "slow rank out of range" "--slow-rank" --batch --ranks 2 --slow-rank 5:2
+# --input: the synthetic set's shape; a data set of files has its own, and
+# every model of the run must take the shape (one line, before any run)
+expect_error "--input with a data set of files" "--input: only with --dataset synthetic" --batch \
+    --dataset fashion-mnist --input 3x32x32
+expect_error "--input a model cannot take" "--input 1x8x8: lenet: conv2:" --batch --dataset synthetic \
+    --input 1x8x8 --model mlp,lenet --steps 1
+expect_ok "--input 3x32x32 trains LeNet on CIFAR-10's shape" "synth-3x32x32" --batch --dataset synthetic \
+    --input 3x32x32 --model lenet --ranks 1 --steps 2 --no-eval
 expect_error "bad slow rank" "--slow-rank" --batch --slow-rank x
 expect_error "fault on a rank that does not exist" "--inject-fault: rank 2" --batch --ranks 2 \
     --inject-fault rank=2,step=1,kind=hang
@@ -91,7 +99,7 @@ done
 # (--help last: the values are parsed, then nothing runs).
 all_options=(
     --batch "" --info "" --replay t.json --bench-comm ""
-    --model lenet --dataset synthetic --data-dir /tmp --ranks 2 --batch-size 8 --strategy ddp --epochs 2
+    --model lenet --dataset synthetic --input 3x32x32 --data-dir /tmp --ranks 2 --batch-size 8 --strategy ddp --epochs 2
     --steps 5 --no-eval "" --trainable classifier
     --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --seed 7
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
@@ -133,14 +141,15 @@ done
 lows=(--ranks 1 --batch-size 1 --epochs 1 --steps 1 --lr 1e-12 --momentum 0 --weight-decay 0 --warmup-steps 0
     --seed 0 --gpus 0 --threads-per-rank 1 --bucket-mb 0.001 --slow-rank 0:1 --loss-threshold 1e-12 --refresh-ms 10
     --trace-steps 0:0 --trace-ranks 0 --min-bytes 4 --max-bytes 4 --factor 2 --iters 1 --warmup 0 --trainable last:1
-    --comm-timeout 0.001 --inject-fault rank=0,step=0,kind=crash --repeat 1 --history-every 1 --baseline 0)
+    --comm-timeout 0.001 --inject-fault rank=0,step=0,kind=crash --repeat 1 --history-every 1 --baseline 0
+    --input 1x8x8)
 highs=(--ranks 64 --batch-size 65536 --epochs 100000 --steps 9223372036854775807 --lr 100 --momentum 0.9999
     --weight-decay 1 --warmup-steps 2147483647 --seed 18446744073709551615 --gpus 1023 --threads-per-rank 1024
     --bucket-mb 4096 --slow-rank 63:1000 --loss-threshold 1000000 --refresh-ms 10000 --trace-ranks 63 --min-bytes 8G
     --trace-steps 9223372036854775807:9223372036854775807
     --max-bytes 8G --factor 1024 --iters 1000000 --warmup 1000000 --trainable last:100000 --comm-timeout 86400
     --ranks 64 --inject-fault rank=63,step=9223372036854775807,kind=comm-error --repeat 1000
-    --history-every 9223372036854775807)
+    --history-every 9223372036854775807 --input 3x1024x1024)
 expect_ok "every lower bound is taken" "Usage: ddptop" "${lows[@]}" --help
 expect_ok "every upper bound is taken" "Usage: ddptop" "${highs[@]}" --help
 past=(
@@ -173,6 +182,8 @@ past=(
     --repeat 0 "from 1 to 1000" --repeat 1001 "from 1 to 1000"
     --history-every 0 "positive integer" --history-every 9223372036854775808 "positive integer"
     --baseline -1 "auto, single, ranks1" --baseline fastest "auto, single, ranks1"
+    --input 0x8x8 "C from 1 to 3" --input 4x8x8 "C from 1 to 3" --input 1x7x8 "H and W from 8 to 1024"
+    --input 1x8x1025 "H and W from 8 to 1024" --input 3x32 "CxHxW" --input 3x32x32x1 "CxHxW" --input 3X32X32 "CxHxW"
     --inject-fault rank=-1,step=0,kind=nan "rank R from 0 to 63" --inject-fault rank=64,step=0,kind=nan "from 0 to 63"
     --inject-fault rank=0,step=-1,kind=nan "step S from 0" --inject-fault rank=0,step=1,kind=boom "nan, crash, hang"
     --inject-fault rank=0,step=9223372036854775808,kind=nan "step S from 0"

@@ -816,6 +816,89 @@ static void test_synthetic(void **state)
     data_free(&ct);
 }
 
+/* --input: other shapes of the same set. 1x28x28 is the default set byte
+ * for byte; 3x32x32 has CIFAR-10's shape, a tint per class (so the three
+ * channels differ), every class, and stays learnable by a nearest-class
+ * mean; a large shape keeps fewer samples (256 MB of train pixels); bad
+ * shapes are refused with the limits. */
+static void test_synthetic_shapes(void **state)
+{
+    struct dataset a, at, d, dt;
+    char err[512] = "";
+    assert_int_equal(data_load("synthetic", NULL, 5, &a, &at, err, sizeof err), 0);
+    assert_int_equal(data_synthetic(5, 1, 28, 28, &d, &dt, err, sizeof err), 0);
+    assert_string_equal(d.name, "synthetic");
+    assert_int_equal(d.n, a.n);
+    assert_memory_equal(d.pixels, a.pixels, (size_t)a.n * IMG);
+    assert_memory_equal(dt.labels, at.labels, (size_t)at.n);
+    data_free(&a);
+    data_free(&at);
+    data_free(&d);
+    data_free(&dt);
+
+    enum { C = 3, S = 32, PLANE = S * S, IMG3 = C * PLANE };
+    assert_int_equal(data_synthetic(5, C, S, S, &d, &dt, err, sizeof err), 0);
+    assert_string_equal(d.name, "synth-3x32x32");
+    assert_int_equal(d.n, 60000);
+    assert_int_equal(dt.n, 10000);
+    assert_true(d.c == C && d.h == S && d.w == S && dt.c == C && dt.h == S && dt.w == S);
+    for (int ch = 0; ch < C; ch++) {
+        assert_true(d.mean[ch] > 0.02f && d.mean[ch] < 0.95f && d.std[ch] > 0.02f);
+        assert_true(d.mean[ch] == dt.mean[ch] && d.std[ch] == dt.std[ch]);
+    }
+    assert_true(d.mean[0] != d.mean[1] || d.mean[1] != d.mean[2]);
+    int hist[10] = {0};
+    for (int i = 0; i < dt.n; i++)
+        hist[dt.labels[i]]++;
+    for (int k = 0; k < 10; k++)
+        assert_true(hist[k] > dt.n / 20);
+    /* learnable: the nearest class mean of train, on test */
+    static double centre[10][IMG3];
+    int count[10] = {0};
+    memset(centre, 0, sizeof centre);
+    for (int i = 0; i < d.n; i++) {
+        count[d.labels[i]]++;
+        for (int k = 0; k < IMG3; k++)
+            centre[d.labels[i]][k] += d.pixels[(size_t)i * IMG3 + k];
+    }
+    for (int j = 0; j < 10; j++)
+        for (int k = 0; k < IMG3; k++)
+            centre[j][k] /= count[j];
+    int right = 0;
+    for (int i = 0; i < 2000; i++) {
+        int best = 0;
+        double best_d = -1;
+        for (int j = 0; j < 10; j++) {
+            double dist = 0;
+            for (int k = 0; k < IMG3; k++) {
+                double diff = dt.pixels[(size_t)i * IMG3 + k] - centre[j][k];
+                dist += diff * diff;
+            }
+            if (best_d < 0 || dist < best_d) {
+                best = j;
+                best_d = dist;
+            }
+        }
+        right += best == dt.labels[i];
+    }
+    print_message("synthetic 3x32x32: nearest-class-mean test accuracy %.1f%%\n", 100.0 * right / 2000);
+    assert_true(right > 2000 / 2 && right < 2000 * 99 / 100);
+    data_free(&d);
+    data_free(&dt);
+
+    /* 3x224x224: 256 MB of train pixels at most, a sixth as many to test */
+    assert_int_equal(data_synthetic(5, 3, 224, 224, &d, &dt, err, sizeof err), 0);
+    assert_int_equal(d.n, (int)((256u << 20) / (3 * 224 * 224)));
+    assert_int_equal(dt.n, d.n / 6);
+    data_free(&d);
+    data_free(&dt);
+
+    assert_int_equal(data_synthetic(5, 4, 32, 32, &d, &dt, err, sizeof err), -1);
+    assert_non_null(strstr(err, "channels are 1 to 3, sides 8 to 1024"));
+    assert_int_equal(data_synthetic(5, 1, 7, 32, &d, &dt, err, sizeof err), -1);
+    assert_int_equal(data_synthetic(5, 1, 32, 1025, &d, &dt, err, sizeof err), -1);
+}
+
 /* ---- names ---------------------------------------------------------------- */
 
 static void test_names(void **state)
@@ -1072,6 +1155,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_idx_parse_memory),
         cmocka_unit_test(test_cifar_parse_memory),
         cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_synthetic_shapes),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_sampler_partition),
         cmocka_unit_test(test_sampler_epochs),
