@@ -439,7 +439,11 @@ static void explain_efficiency(FILE *f, const struct run_result *res, int i)
     const struct run_result *r = &res[i], *base = &res[r->base_run];
     char why[256];
     int threads = r->world * r->threads_per_rank, base_threads = base->world * base->threads_per_rank;
-    if (base->ms_valid && base->ms_p50 > 0 && base->ms_p90 / base->ms_p50 > 1.5)
+    long few = r->steps < base->steps ? r->steps : base->steps;
+    if (few - 1 < 10)
+        snprintf(why, sizeof(why), "%s run timed only %ld step%s (the first is left out): too few to compare",
+                 r->steps <= base->steps ? "this" : "the baseline", few - 1, few - 1 == 1 ? "" : "s");
+    else if (base->ms_valid && base->ms_p50 > 0 && base->ms_p90 / base->ms_p50 > 1.5)
         snprintf(why, sizeof(why), "run %d's steps were noisy (p90/p50 = %.1f)", r->base_run,
                  base->ms_p90 / base->ms_p50);
     else if (threads > base_threads * r->world / (base->world ? base->world : 1))
@@ -447,7 +451,7 @@ static void explain_efficiency(FILE *f, const struct run_result *res, int i)
     else if (r->scaling == SCALING_STRONG)
         snprintf(why, sizeof(why), "each rank's smaller share of the batch fits the caches better");
     else
-        snprintf(why, sizeof(why), "the runs differ in more than their rank count");
+        snprintf(why, sizeof(why), "step-time noise between the runs (--repeat gives the spread)");
     fprintf(f, "\nrun %d: efficiency %.0f%% against run %d is above 100%%; likely cause: %s\n", i, r->efficiency,
             r->base_run, why);
 }

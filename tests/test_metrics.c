@@ -15,6 +15,7 @@
  * The live run (test_strategies, test_report) checks the same invariants
  * on real timings; these pin them exactly. */
 #include <math.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -170,12 +171,50 @@ static void test_speedup(void **state)
     assert_false(res[3].speedup_valid); /* no 1-rank LeNet row to compare with */
 }
 
+/* An efficiency above 100% names its likeliest cause: too few timed steps
+ * first, then noise in the baseline (p90/p50), then the compute threads;
+ * a weak-scaling pair that differs in nothing else is put down to noise. */
+static const char *why_above_100(long steps, double base_p90, int threads)
+{
+    static struct run_result res[2];
+    memset(res, 0, sizeof(res));
+    for (int i = 0; i < 2; i++) {
+        res[i].cfg.strategy = -1;
+        res[i].world = i + 1;
+        res[i].steps = steps;
+        res[i].ms_valid = 1;
+        res[i].ms_p50 = 10.0;
+        res[i].ms_p90 = i == 0 ? base_p90 : 10.0;
+        res[i].threads_per_rank = i == 0 ? 1 : threads;
+        res[i].speedup_valid = 1;
+        res[i].scaling = SCALING_WEAK;
+        res[i].efficiency = i == 0 ? 100.0 : 106.0;
+    }
+    static char out[1 << 16];
+    FILE *f = fmemopen(out, sizeof(out), "w");
+    assert_non_null(f);
+    report_write(f, FMT_TEXT, res, 2);
+    fclose(f);
+    const char *why = strstr(out, "run 1: efficiency 106% against run 0 is above 100%; likely cause: ");
+    assert_non_null(why);
+    return why + strlen("run 1: efficiency 106% against run 0 is above 100%; likely cause: ");
+}
+
+static void test_efficiency_above_100_explained(void **state)
+{
+    assert_true(!strncmp(why_above_100(3, 10.0, 1), "this run timed only 2 steps", 27));
+    assert_true(!strncmp(why_above_100(40, 20.0, 1), "run 0's steps were noisy (p90/p50 = 2.0)", 40));
+    assert_true(!strncmp(why_above_100(40, 10.0, 2), "run 1 ran 4 compute threads, run 0 1", 36));
+    assert_true(!strncmp(why_above_100(40, 10.0, 1), "step-time noise between the runs", 32));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transfer_sync_split),
         cmocka_unit_test(test_straggler_never_waits),
         cmocka_unit_test(test_busbw_factors),
+        cmocka_unit_test(test_efficiency_above_100_explained),
         cmocka_unit_test(test_speedup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
