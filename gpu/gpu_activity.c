@@ -23,7 +23,8 @@
 #define BUF_BYTES (4u << 20)
 #define MAX_STREAMS 256
 #define MAX_RANKS 1024
-#define MARKS 256 /* marks kept per rank: several steps' worth */
+#define MARKS 256           /* marks kept per rank: several steps' worth */
+#define WAIT_MAX (1u << 20) /* records a rank may hold for a mark: past it they go as they are */
 
 struct mark {
     int64_t t; /* start, CUPTI clock */
@@ -65,7 +66,8 @@ static int64_t g_offset_ns; /* probe clock - CUPTI clock */
 static _Atomic int64_t g_overhead_ns;
 static _Atomic uint64_t g_dropped;
 static _Atomic uint64_t g_nmarks, g_nmatched, g_nunmatched;
-static int g_users; /* runs holding collection (a second run starts before the first is freed) */
+static int g_users;    /* runs holding collection (a second run starts before the first is freed) */
+static int g_marks_on; /* memset records are collected: phase marks can arrive */
 static int g_callbacks;
 
 static const char *cupti_err(CUptiResult r)
@@ -173,10 +175,12 @@ static void record(const struct reg *r, uint64_t start, uint64_t end, int cat, u
                               .cat = (uint8_t)(r->role == GPU_STREAM_COMM ? CAT_COMM : cat),
                               .name = probe_name_id(name)},
                         .compute = r->role == GPU_STREAM_COMPUTE};
-    if ((int64_t)start < rs->newest_mark) {
-        settle(rs, &w);
+    if ((int64_t)start < rs->newest_mark || !g_marks_on) {
+        settle(rs, &w); /* (no marks will come: DDPTOP_CUPTI_KINDS without memset) */
         return;
     }
+    if (rs->nwait >= WAIT_MAX)
+        settle_waiting(rs, 1); /* marks stopped coming: memory stays bounded */
     if (rs->nwait == rs->cap_wait) {
         size_t nc = rs->cap_wait ? rs->cap_wait * 2 : 1024;
         struct waiting *p = realloc(rs->wait, nc * sizeof(*p));
@@ -302,6 +306,9 @@ int gpu_activity_start(char *err, size_t errlen)
     }
     CUptiResult r = CUPTI_SUCCESS;
     pick_kinds();
+    g_marks_on = 0;
+    for (size_t i = 0; i < g_nkinds; i++)
+        g_marks_on |= g_kinds[i] == CUPTI_ACTIVITY_KIND_MEMSET;
     if (!g_callbacks && (r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) == CUPTI_SUCCESS)
         g_callbacks = 1;
     for (size_t i = 0; r == CUPTI_SUCCESS && i < g_nkinds; i++)
