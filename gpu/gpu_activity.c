@@ -118,10 +118,10 @@ static void settle(struct rank_state *rs, struct waiting *w)
     const struct mark *m = mark_before(rs, w->s.t0_ns - g_offset_ns);
     if (m) {
         w->s.step = m->step;
-        if (w->compute)
+        if (w->compute) {
             w->s.cat = m->cat;
-        if (w->compute)
             atomic_fetch_add_explicit(&g_nmatched, 1, memory_order_relaxed);
+        }
     } else if (w->compute) {
         atomic_fetch_add_explicit(&g_nunmatched, 1, memory_order_relaxed); /* set-up work before any step */
     }

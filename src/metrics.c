@@ -100,6 +100,11 @@ static void release_held(struct metrics *m, int r, int all);
 /* A device record into the timeline's history: merged into the open one
  * of its category while it starts within 1/200 of a step (a cell of the
  * widest timeline) of that one's end; the open one goes in when it ends. */
+static void history_push(struct rank_metrics *rm, const struct span *sp)
+{
+    rm->history[rm->nhistory++ % METRICS_HISTORY] = *sp;
+}
+
 static void history_gpu(struct rank_metrics *rm, const struct span *sp)
 {
     if (sp->cat >= CAT_COUNT)
@@ -115,7 +120,7 @@ static void history_gpu(struct rank_metrics *rm, const struct span *sp)
         return;
     }
     if (rm->gpu_open_on[sp->cat])
-        rm->history[rm->nhistory++ % METRICS_HISTORY] = *o;
+        history_push(rm, o);
     *o = *sp;
     rm->gpu_open_on[sp->cat] = 1;
 }
@@ -138,11 +143,10 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         const struct span *sp = &s[i];
         rm->pending[rm->npending++] = *sp;
-        if (sp->lane == LANE_GPU)
+        if (sp->lane != LANE_GPU) {
+            history_push(rm, sp);
+        } else {
             history_gpu(rm, sp);
-        else
-            rm->history[rm->nhistory++ % METRICS_HISTORY] = *sp;
-        if (sp->lane == LANE_GPU) {
             rm->gpu_view = 1;
             if (sp->t0_ns > rm->gpu_seen_ns)
                 rm->gpu_seen_ns = sp->t0_ns;
@@ -246,7 +250,7 @@ void metrics_finish(struct metrics *m)
         struct rank_metrics *rm = &m->r[r];
         for (int c = 0; c < CAT_COUNT; c++)
             if (rm->gpu_open_on[c]) {
-                rm->history[rm->nhistory++ % METRICS_HISTORY] = rm->gpu_open[c];
+                history_push(rm, &rm->gpu_open[c]);
                 rm->gpu_open_on[c] = 0;
             }
     }
