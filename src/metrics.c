@@ -13,6 +13,7 @@ struct coll_slot {
     uint32_t seq;
     int count;
     int64_t dur[MAX_WORLD];
+    uint32_t step[MAX_WORLD];
 };
 
 int metrics_init(struct metrics *m, int world, double threshold)
@@ -82,6 +83,7 @@ static void coll_record(struct metrics *m, int r, const struct span *s)
         c->count = 0;
     }
     c->dur[r] = s->t1_ns - s->t0_ns;
+    c->step[r] = s->step;
     if (++c->count < m->world)
         return;
     int64_t mn = c->dur[0];
@@ -91,6 +93,10 @@ static void coll_record(struct metrics *m, int r, const struct span *s)
     for (int i = 0; i < m->world; i++) {
         m->r[i].xfer_ns += mn;
         m->r[i].sync_ns += c->dur[i] - mn;
+        if (c->step[i] > 0) {
+            m->r[i].xfer_steady_ns += mn;
+            m->r[i].sync_steady_ns += c->dur[i] - mn;
+        }
     }
     c->seq = UINT32_MAX;
 }

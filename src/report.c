@@ -86,6 +86,10 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         rr->bytes_valid = 1;
         rr->xfer_ms = (double)rm->xfer_ns / 1e6;
         rr->sync_ms = (double)rm->sync_ns / 1e6;
+        /* per step over the steps rr->b covers, as ms/step: a first step's
+         * set-up waits would otherwise outweigh a short run's steps */
+        rr->xfer_step_ms = bsteps > 0 ? (double)(rm->nsteps > 1 ? rm->xfer_steady_ns : rm->xfer_ns) / 1e6 / bsteps : 0;
+        rr->sync_step_ms = bsteps > 0 ? (double)(rm->nsteps > 1 ? rm->sync_steady_ns : rm->sync_ns) / 1e6 / bsteps : 0;
         rr->coll_valid = 1;
         rr->busbw_valid = rm->xfer_ns > 0 && rm->bus_bytes > 0;
         rr->busbw_gbps = rr->busbw_valid ? rm->bus_bytes / (double)rm->xfer_ns : 0;
@@ -94,6 +98,8 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         res->bytes_sent += rm->bytes_tx;
         res->xfer_ms += rr->xfer_ms;
         res->sync_ms += rr->sync_ms;
+        res->xfer_step_ms += rr->xfer_step_ms;
+        res->sync_step_ms += rr->sync_step_ms;
         res->dropped += rr->dropped;
         bus += rm->bus_bytes;
         xfer += rm->xfer_ns;
@@ -102,6 +108,8 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
     res->bytes_valid = 1;
     res->xfer_ms /= m->world;
     res->sync_ms /= m->world;
+    res->xfer_step_ms /= m->world;
+    res->sync_step_ms /= m->world;
     res->coll_valid = 1;
     res->dropped_valid = 1;
     res->busbw_valid = xfer > 0 && bus > 0;
@@ -502,8 +510,8 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
             human_bytes(bytes, sizeof(bytes), (double)r->bytes_sent);
         else
             snprintf(bytes, sizeof(bytes), "n/a");
-        fig(xf, sizeof(xf), "%.3f", per_step(r->xfer_ms, r->steps), r->coll_valid);
-        fig(sy, sizeof(sy), "%.3f", per_step(r->sync_ms, r->steps), r->coll_valid);
+        fig(xf, sizeof(xf), "%.3f", r->xfer_step_ms, r->coll_valid);
+        fig(sy, sizeof(sy), "%.3f", r->sync_step_ms, r->coll_valid);
         fig(lr, sizeof(lr), "%.4g", r->lr, r->lr_valid);
         fig(tl, sizeof(tl), "%.4f", r->train_loss, r->train_valid);
         fig(ta, sizeof(ta), "%.2f", r->train_acc, r->train_valid);
@@ -544,8 +552,8 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
             fig(ms[1], sizeof(ms[1]), "%.3f", q->ms_p50, q->ms_valid);
             fig(ms[2], sizeof(ms[2]), "%.3f", q->ms_p90, q->ms_valid);
             fig(sps, sizeof(sps), "%.0f", q->samples_per_s, q->samples_valid);
-            fig(xf, sizeof(xf), "%.3f", per_step(q->xfer_ms, q->steps), q->coll_valid);
-            fig(sy, sizeof(sy), "%.3f", per_step(q->sync_ms, q->steps), q->coll_valid);
+            fig(xf, sizeof(xf), "%.3f", q->xfer_step_ms, q->coll_valid);
+            fig(sy, sizeof(sy), "%.3f", q->sync_step_ms, q->coll_valid);
             fprintf(f,
                     md ? "| %d | %s | %d | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | "
                          "%s | %s | %s | %s | %s |\n"
@@ -562,7 +570,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                "ranks). comm%%: exposed communication (moving bytes, not hidden by compute); coll%%: the whole time\n"
                "in collectives, waiting for peers included (that wait is idle%% in the split); desched%%: ready to\n"
                "run but waiting for a core (the machine's doing, not a peer's; beside the split). xfer, sync and\n"
-               "pred: ms per step per rank.\n\n");
+               "pred: ms per step per rank (xfer and sync over the steps ms/step covers).\n\n");
     for (int i = 0; i < n; i++)
         if (res[i].params_valid)
             fprintf(f, "run %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", i,
@@ -702,8 +710,10 @@ static cJSON *json_run(const struct run_result *r, int index)
     add_num(o, "desched_pct", r->desched_pct, r->desched_valid);
     add_num(o, "bytes_sent", (double)r->bytes_sent, r->bytes_valid);
     add_num(o, "busbw_gbps", r->busbw_gbps, r->busbw_valid);
-    add_num(o, "transfer_ms_per_step", per_step(r->xfer_ms, r->steps), r->coll_valid);
-    add_num(o, "sync_ms_per_step", per_step(r->sync_ms, r->steps), r->coll_valid);
+    add_num(o, "transfer_ms_per_step", r->xfer_step_ms, r->coll_valid);
+    add_num(o, "sync_ms_per_step", r->sync_step_ms, r->coll_valid);
+    add_num(o, "transfer_ms_total", r->xfer_ms, r->coll_valid);
+    add_num(o, "sync_ms_total", r->sync_ms, r->coll_valid);
     add_num(o, "predicted_transfer_ms_per_step", per_step(r->pred_ms, r->steps), r->pred_valid);
     add_num(o, "lr", r->lr, r->lr_valid);
     add_num(o, "threads_per_rank", r->threads_per_rank, r->threads_per_rank > 0);
@@ -750,8 +760,10 @@ static cJSON *json_rank(const struct rank_result *q, int run)
     add_num(o, "bytes_sent", (double)q->bytes_tx, q->bytes_valid);
     add_num(o, "bytes_received", (double)q->bytes_rx, q->bytes_valid);
     add_num(o, "busbw_gbps", q->busbw_gbps, q->busbw_valid);
-    add_num(o, "transfer_ms_per_step", per_step(q->xfer_ms, q->steps), q->coll_valid);
-    add_num(o, "sync_ms_per_step", per_step(q->sync_ms, q->steps), q->coll_valid);
+    add_num(o, "transfer_ms_per_step", q->xfer_step_ms, q->coll_valid);
+    add_num(o, "sync_ms_per_step", q->sync_step_ms, q->coll_valid);
+    add_num(o, "transfer_ms_total", q->xfer_ms, q->coll_valid);
+    add_num(o, "sync_ms_total", q->sync_ms, q->coll_valid);
     add_num(o, "spans_lost", (double)q->dropped, q->dropped_valid);
     return o;
 }
@@ -827,8 +839,8 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, (double)(q ? q->bytes_tx : r->bytes_sent), q ? q->bytes_valid : r->bytes_valid, "%.0f");
             csv_num(f, q ? q->busbw_gbps : r->busbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
             long steps = q ? q->steps : r->steps;
-            csv_num(f, per_step(q ? q->xfer_ms : r->xfer_ms, steps), q ? q->coll_valid : r->coll_valid, "%.4f");
-            csv_num(f, per_step(q ? q->sync_ms : r->sync_ms, steps), q ? q->coll_valid : r->coll_valid, "%.4f");
+            csv_num(f, q ? q->xfer_step_ms : r->xfer_step_ms, q ? q->coll_valid : r->coll_valid, "%.4f");
+            csv_num(f, q ? q->sync_step_ms : r->sync_step_ms, q ? q->coll_valid : r->coll_valid, "%.4f");
             csv_num(f, per_step(r->pred_ms, steps), !q && r->pred_valid, "%.4f");
             csv_num(f, r->train_loss, !q && r->train_valid, "%.6f");
             csv_num(f, r->train_acc, !q && r->train_valid, "%.3f");

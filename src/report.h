@@ -34,6 +34,7 @@ struct rank_result {
     double busbw_gbps;
     int busbw_valid;
     double xfer_ms, sync_ms; /* per-collective transfer and sync, summed over the run */
+    double xfer_step_ms, sync_step_ms; /* per step, over the steps ms/step covers (the first left out) */
     int coll_valid;
     double coll_pct, coll_ms; /* time in collectives, waits included: % of wall, ms per step */
     double desched_pct;       /* runnable but waiting for a core (the OS's, not a peer's): % of wall */
@@ -93,6 +94,7 @@ struct run_result {
     double busbw_gbps;
     int busbw_valid;
     double xfer_ms, sync_ms; /* per rank (mean), summed over the run */
+    double xfer_step_ms, sync_step_ms; /* per rank (mean), per step as ms/step (the first left out) */
     int coll_valid;
     double coll_pct, coll_ms; /* time in collectives, waits included: % of wall, ms per step (mean over ranks) */
     double desched_pct;       /* the ranks' time waiting for a core: % of their wall */

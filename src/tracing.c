@@ -455,6 +455,8 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
         struct rank_metrics *rm = &m->r[i];
         rm->xfer_ns = tr->xfer_ns;
         rm->sync_ns = tr->sync_ns;
+        rm->xfer_steady_ns = tr->xfer_steady_ns;
+        rm->sync_steady_ns = tr->sync_steady_ns;
         rm->bus_bytes = 0;
         for (size_t k = 0; k < tr->nspans; k++)
             if (tr->spans[k].cat == CAT_COMM && tr->spans[k].outer)

@@ -77,11 +77,11 @@ static double num(const cJSON *o, const char *k)
 
 /* The run's (or rank's) transfer or sync time in ms, summed over its steps:
  * the report gives it per step. */
-static double run_ms(const cJSON *o, const char *what)
+static double total_ms(const cJSON *o, const char *what)
 {
     char k[64];
-    snprintf(k, sizeof(k), "%s_ms_per_step", what);
-    return num(o, k) * num(o, "steps");
+    snprintf(k, sizeof(k), "%s_ms_total", what);
+    return num(o, k);
 }
 
 /* |a - b| <= rel * |b| */
@@ -91,7 +91,9 @@ static int close_rel(double a, double b, double rel)
 }
 
 /* The ranks of one run agree on transfer (the shortest duration of each
- * collective is the same number everywhere); sync is never negative. */
+ * collective is the same number everywhere); sync is never negative; and
+ * per step both cover the steps ms/step covers, so together they fit in
+ * it (a first step's set-up waits count in the totals only). */
 static void check_transfer_sync(const cJSON *per, int run, int ranks)
 {
     double xfer = -1;
@@ -102,7 +104,7 @@ static void check_transfer_sync(const cJSON *per, int run, int ranks)
         if ((int)num(q, "run") != run)
             continue;
         seen++;
-        double x = run_ms(q, "transfer"), sy = run_ms(q, "sync");
+        double x = total_ms(q, "transfer"), sy = total_ms(q, "sync");
         if (!(sy >= 0))
             fail_msg("run %d rank %d: sync %g ms is negative", run, (int)num(q, "rank"), sy);
         if (!(x > 0))
@@ -110,6 +112,10 @@ static void check_transfer_sync(const cJSON *per, int run, int ranks)
         if (xfer >= 0 && !close_rel(x, xfer, 1e-9))
             fail_msg("run %d: transfer %g ms on one rank, %g on another", run, xfer, x);
         xfer = x;
+        double in_step = num(q, "transfer_ms_per_step") + num(q, "sync_ms_per_step");
+        if (!(in_step <= num(q, "ms_per_step")))
+            fail_msg("run %d rank %d: transfer + sync %g ms per step, more than the step's %g ms", run,
+                     (int)num(q, "rank"), in_step, num(q, "ms_per_step"));
     }
     assert_int_equal(seen, ranks);
 }
@@ -169,28 +175,28 @@ static void test_json_schema_and_sweep(void **state)
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(r1, "busbw_gbps"))); /* one rank moves nothing: n/a, not 0 */
     /* busbw: 2 ranks, ring allreduce, busbw factor 2(n-1)/n = 1, and each
      * rank sends S per call: bytes over transfer time (bytes/ns = GB/s) */
-    double bw = num(r2, "bytes_sent") / (run_ms(r2, "transfer") * 1e6);
+    double bw = num(r2, "bytes_sent") / (total_ms(r2, "transfer") * 1e6);
     if (!close_rel(num(r2, "busbw_gbps"), bw, 1e-6))
         fail_msg("busbw %g GB/s, but %g bytes over %g ms is %g", num(r2, "busbw_gbps"), num(r2, "bytes_sent"),
-                 run_ms(r2, "transfer"), bw);
+                 total_ms(r2, "transfer"), bw);
     for (int i = 0; i < 3; i++) {
         cJSON *q = cJSON_GetArrayItem(per, i);
         for (size_t f = 0; f < sizeof(rank_fields) / sizeof(rank_fields[0]); f++)
             if (!cJSON_HasObjectItem(q, rank_fields[f]))
                 fail_msg("per_rank[%d] lacks %s", i, rank_fields[f]);
         if ((int)num(q, "run") == 1 &&
-            !close_rel(num(q, "busbw_gbps"), num(q, "bytes_sent") / (run_ms(q, "transfer") * 1e6), 1e-6))
+            !close_rel(num(q, "busbw_gbps"), num(q, "bytes_sent") / (total_ms(q, "transfer") * 1e6), 1e-6))
             fail_msg("per_rank[%d]: busbw %g GB/s is not bytes over transfer time", i, num(q, "busbw_gbps"));
     }
     check_transfer_sync(per, 1, 2);
     /* the run's transfer and sync are the ranks' means */
     double xs = 0, ss = 0;
     for (int i = 1; i < 3; i++) {
-        xs += run_ms(cJSON_GetArrayItem(per, i), "transfer");
-        ss += run_ms(cJSON_GetArrayItem(per, i), "sync");
+        xs += total_ms(cJSON_GetArrayItem(per, i), "transfer");
+        ss += total_ms(cJSON_GetArrayItem(per, i), "sync");
     }
-    assert_true(close_rel(run_ms(r2, "transfer"), xs / 2, 1e-9));
-    assert_true(close_rel(run_ms(r2, "sync"), ss / 2, 1e-9) || (ss == 0 && run_ms(r2, "sync") == 0));
+    assert_true(close_rel(total_ms(r2, "transfer"), xs / 2, 1e-9));
+    assert_true(close_rel(total_ms(r2, "sync"), ss / 2, 1e-9) || (ss == 0 && total_ms(r2, "sync") == 0));
     cJSON_Delete(root);
 }
 
@@ -291,7 +297,7 @@ static void test_straggler_sync(void **state)
     cJSON *per = cJSON_GetObjectItem(root, "per_rank");
     assert_int_equal(cJSON_GetArraySize(per), 2);
     check_transfer_sync(per, 0, 2);
-    double fast = run_ms(cJSON_GetArrayItem(per, 0), "sync"), slow = run_ms(cJSON_GetArrayItem(per, 1), "sync");
+    double fast = total_ms(cJSON_GetArrayItem(per, 0), "sync"), slow = total_ms(cJSON_GetArrayItem(per, 1), "sync");
     printf("  sync: rank 0 %.2f ms, rank 1 (straggler) %.2f ms\n", fast, slow);
     if (!(slow < 0.25 * fast))
         fail_msg("the straggler's sync (%g ms) is not far below the waiting rank's (%g ms)", slow, fast);

@@ -354,8 +354,13 @@ static void ddptop_event(struct file_ctx *fc, const cJSON *ev)
         s->size = (uint64_t)jint(args, "size", 0, 0, INT64_MAX);
         const cJSON *xf = cJSON_GetObjectItemCaseSensitive(args, "transfer_us");
         if (cJSON_IsNumber(xf)) {
-            r->xfer_ns += us_to_ns(xf->valuedouble);
-            r->sync_ns += us_to_ns(jnum(args, "sync_us", 0));
+            int64_t xfer = us_to_ns(xf->valuedouble), sync = us_to_ns(jnum(args, "sync_us", 0));
+            r->xfer_ns += xfer;
+            r->sync_ns += sync;
+            if (s->step > 0) {
+                r->xfer_steady_ns += xfer;
+                r->sync_steady_ns += sync;
+            }
             r->coll_matched++;
         } else if (s->outer) {
             r->coll_unmatched++;

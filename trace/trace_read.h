@@ -59,6 +59,7 @@ struct trace_rank {
     size_t ngpu; /* ops with gpu = 1 */
     /* ddptop: per-collective transfer/sync as the writer computed them over all ranks */
     int64_t xfer_ns, sync_ns;
+    int64_t xfer_steady_ns, sync_steady_ns; /* of collectives after step 0 */
     uint64_t coll_matched, coll_unmatched;
     /* track keys of foreign traces: (pid, tid) -> track */
     uint64_t *track_key;
