@@ -33,7 +33,7 @@ struct rank_result {
     int bytes_valid;
     double busbw_gbps;
     int busbw_valid;
-    double xfer_ms, sync_ms; /* per-collective transfer and sync, summed over the run */
+    double xfer_ms, sync_ms;           /* per-collective transfer and sync, summed over the run */
     double xfer_step_ms, sync_step_ms; /* per step, over the steps ms/step covers (the first left out) */
     int coll_valid;
     double coll_pct, coll_ms; /* time in collectives, waits included: % of wall, ms per step */
@@ -93,7 +93,7 @@ struct run_result {
     int bytes_valid;
     double busbw_gbps;
     int busbw_valid;
-    double xfer_ms, sync_ms; /* per rank (mean), summed over the run */
+    double xfer_ms, sync_ms;           /* per rank (mean), summed over the run */
     double xfer_step_ms, sync_step_ms; /* per rank (mean), per step as ms/step (the first left out) */
     int coll_valid;
     double coll_pct, coll_ms; /* time in collectives, waits included: % of wall, ms per step (mean over ranks) */

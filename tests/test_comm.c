@@ -160,7 +160,7 @@ static void sweep(int kind, int with_op, int with_root)
         for (int W = 1; W <= 8; W++)
             for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
                 size_t n = sizes[s];
-                if (W > 4 && n > 100000)
+                if (W > 4 && n > 40000)
                     n = 40000; /* keep 8 threads on 2 cores quick */
                 for (int op = RED_SUM; op <= (with_op ? RED_AVG : RED_SUM); op++)
                     assert_int_equal(check(W, algo, kind, n, op, with_root ? W - 1 : 0), 0);

@@ -196,7 +196,7 @@ static void test_transfer_sync_per_step(void **state)
     memset(&res, 0, sizeof(res));
     assert_int_equal(result_from_metrics(&res, &m, 8, 2), 0);
     assert_true(fabs(res.ranks[0].sync_ms - (1000000 + 2 * 1000) / 1e6) < 1e-12); /* the whole run */
-    assert_true(fabs(res.ranks[0].sync_step_ms - 1000 / 1e6) < 1e-12);           /* per step after the first */
+    assert_true(fabs(res.ranks[0].sync_step_ms - 1000 / 1e6) < 1e-12);            /* per step after the first */
     assert_true(fabs(res.ranks[1].sync_step_ms) < 1e-12);
     for (int i = 0; i < 2; i++)
         assert_true(fabs(res.ranks[i].xfer_step_ms - 2000 / 1e6) < 1e-12);
@@ -245,12 +245,9 @@ static void test_efficiency_above_100_explained(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_transfer_sync_split),
-        cmocka_unit_test(test_straggler_never_waits),
-        cmocka_unit_test(test_busbw_factors),
-        cmocka_unit_test(test_efficiency_above_100_explained),
-        cmocka_unit_test(test_transfer_sync_per_step),
-        cmocka_unit_test(test_speedup),
+        cmocka_unit_test(test_transfer_sync_split),    cmocka_unit_test(test_straggler_never_waits),
+        cmocka_unit_test(test_busbw_factors),          cmocka_unit_test(test_efficiency_above_100_explained),
+        cmocka_unit_test(test_transfer_sync_per_step), cmocka_unit_test(test_speedup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
