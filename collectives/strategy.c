@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[STRAT_COUNT] = {"single", "dp", "gather-scatter", "allreduce", "ddp"};
+static const char *const names[STRAT_COUNT] = {"single", "dp", "gather-scatter", "allreduce", "ddp", "horovod"};
 
 const char *strategy_name(int kind)
 {

@@ -11,7 +11,15 @@
 
 #include "comm.h"
 
-enum strategy_kind { STRAT_SINGLE = 0, STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_COUNT };
+enum strategy_kind {
+    STRAT_SINGLE = 0,
+    STRAT_DP,
+    STRAT_GATHER_SCATTER,
+    STRAT_ALLREDUCE,
+    STRAT_DDP,
+    STRAT_HOROVOD,
+    STRAT_COUNT
+};
 
 const char *strategy_name(int kind);
 /* Returns the kind for a name, or -1. */
@@ -30,8 +38,6 @@ struct grad_layout {
     float *grads;  /* flat, [nfloats] */
     size_t nfloats;
 };
-
-#endif
 
 /* Average-allreduce of buf[n]. With half (room for n binary16 values) the
  * values travel and are reduced as half precision (--grad-compress fp16). */
@@ -95,3 +101,5 @@ void ddp_grad_ready(struct ddp_engine *e, int p);
  * main thread's waiting as a wait span on main_ring. */
 int ddp_finish(struct ddp_engine *e, struct spsc_ring *main_ring);
 void ddp_destroy(struct ddp_engine *e);
+
+#endif

@@ -72,6 +72,8 @@ struct run_config {
     int eval;              /* evaluate on the test split each epoch */
     float bucket_mb;
     int overlap;           /* ddp: overlap buckets with backward */
+    float fusion_mb;       /* horovod: fusion buffer cap */
+    float cycle_ms;        /* horovod: time between negotiations */
     int no_cupti;          /* GPU: collect no device timelines */
     int broadcast_buffers; /* batch norm running statistics from rank 0 before each step (DDP's default) */
     int grad_fp16;

@@ -163,6 +163,11 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
             rm->bus_bytes += (double)sp->size * coll_busbw_factor(sp->coll, m->world);
             rm->coll_ns += sp->t1_ns - sp->t0_ns;
             rm->ncoll++;
+            if (sp->tag == SPAN_TAG_NEGOTIATE) {
+                rm->nnegotiate++;
+                if (sp->step > 0)
+                    rm->negotiate_ns += sp->t1_ns - sp->t0_ns;
+            }
             if (sp->coll < COLL_COUNT) {
                 rm->kind_calls[sp->coll]++;
                 rm->kind_bytes[sp->coll] += (double)sp->size;

@@ -19,6 +19,7 @@
 #include "optim.h"
 #include "run.h"
 #include "kernels_ref.h"
+#include "horovod.h"
 #include "strategy.h"
 #include "zoo.h"
 
@@ -40,6 +41,7 @@ struct loop {
     float *gs_scratch; /* gather-scatter: world x trainable floats on rank 0 */
     uint16_t *half;    /* allreduce with --grad-compress fp16: [largest tensor] */
     struct ddp_engine *ddp;
+    struct hvd_engine *hvd;
     struct device lane_dev; /* ddp's comm lane's handle on the rank's device */
     int schedstat_fd;       /* /proc/thread-self/schedstat, or -1 */
     int64_t run_delay;      /* its run delay at the last step's end, or -1 */
@@ -143,6 +145,11 @@ static void on_grad_ready(void *ctx, int p)
     ddp_grad_ready(ctx, p);
 }
 
+static void on_grad_ready_hvd(void *ctx, int p)
+{
+    hvd_grad_ready(ctx, p);
+}
+
 /* gather-scatter's rank-ordered average where the gradients are: a kernel
  * on the comm stream, between the gather and the broadcast. */
 static int gs_average_on_device(void *ctx, float *dst, const float *slices, int world, size_t n)
@@ -170,6 +177,8 @@ static int sync_grads(struct loop *L)
                                    L->rk->dev.ops->average_slices ? gs_average_on_device : NULL, L->rk);
     case STRAT_DDP:
         return ddp_finish(L->ddp, &L->rk->spans_main);
+    case STRAT_HOROVOD:
+        return hvd_finish(L->hvd, &L->rk->spans_main);
     default:
         return 0;
     }
@@ -394,10 +403,13 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
     struct model *m = L->m;
     if (L->ddp)
         ddp_begin(L->ddp);
+    if (L->hvd)
+        hvd_begin(L->hvd);
     nvtx_push("backward");
     if (phase_push(L, CAT_BACKWARD) != 0)
         return dev_failed(rk);
-    int rc = model_backward(m, 1.0f / (float)L->run->local_batch, L->ddp ? on_grad_ready : NULL, L->ddp);
+    void (*ready)(void *, int) = L->ddp ? on_grad_ready : L->hvd ? on_grad_ready_hvd : NULL;
+    int rc = model_backward(m, 1.0f / (float)L->run->local_batch, ready, L->ddp ? (void *)L->ddp : (void *)L->hvd);
     int prc = phase_pop(L, CAT_BACKWARD);
     straggle(L, t2);
     nvtx_pop();
@@ -411,7 +423,7 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
     nvtx_push("gradient sync");
     /* the comm stream waits for backward's kernels (ddp's buckets wait for
      * their own points of backward through the engine's hooks) */
-    if (L->run->world > 1 && !L->ddp && comm_after_compute(L) != 0) {
+    if (L->run->world > 1 && !L->ddp && !L->hvd && comm_after_compute(L) != 0) {
         nvtx_pop();
         return -1;
     }
@@ -827,6 +839,12 @@ static int loop_init(struct loop *L, struct rank *rk)
         }
         break;
     }
+    case STRAT_HOROVOD:
+        L->hvd = hvd_create(rk->comm, &L->gl, (size_t)(cfg->fusion_mb * 1024 * 1024), cfg->cycle_ms, cfg->grad_fp16,
+                            &rk->spans_comm, &rk->step);
+        if (!L->hvd)
+            return fail(rk, "cannot start the horovod background thread");
+        break;
     case STRAT_ALLREDUCE:
         if (cfg->grad_fp16) {
             size_t mx = 1;
@@ -887,6 +905,7 @@ static void loop_free(struct loop *L)
     sgd_free(&L->opt);
     sampler_free(&L->smp);
     ddp_destroy(L->ddp);
+    hvd_destroy(L->hvd);
     free(L->gt);
     free(L->half);
     if (L->async && d->impl)

@@ -98,6 +98,10 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         res->bytes_sent += rm->bytes_tx;
         res->xfer_ms += rr->xfer_ms;
         res->sync_ms += rr->sync_ms;
+        rr->negotiate_valid = rm->nnegotiate > 0;
+        rr->negotiate_ms = bsteps > 0 ? (double)rm->negotiate_ns / 1e6 / (double)bsteps : 0;
+        res->negotiate_valid |= rr->negotiate_valid;
+        res->negotiate_ms += rr->negotiate_ms / m->world;
         res->xfer_step_ms += rr->xfer_step_ms;
         res->sync_step_ms += rr->sync_step_ms;
         res->dropped += rr->dropped;
@@ -609,6 +613,11 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "
                     "the same --ranks and --algo)\n",
                     i);
+        if (r->negotiate_valid)
+            fprintf(f,
+                    "\nrun %d: horovod's negotiation (which gradients every rank has ready) took %.3f ms per step per "
+                    "rank, %.1f%% of a step, inside xfer and sync\n",
+                    i, r->negotiate_ms, r->ms_mean > 0 ? 100.0 * r->negotiate_ms / r->ms_mean : 0.0);
         if (r->replay.valid && !r->replay.complete)
             fprintf(f, "\nrun %d: the trace is incomplete (%s); the figures cover the events up to the cut\n", i,
                     r->replay.truncated ? "cut short" : "the writer did not finish it");
@@ -713,6 +722,7 @@ static cJSON *json_run(const struct run_result *r, int index)
     add_num(o, "transfer_ms_per_step", r->xfer_step_ms, r->coll_valid);
     add_num(o, "sync_ms_per_step", r->sync_step_ms, r->coll_valid);
     add_num(o, "transfer_ms_total", r->xfer_ms, r->coll_valid);
+    add_num(o, "negotiate_ms_per_step", r->negotiate_ms, r->negotiate_valid);
     add_num(o, "sync_ms_total", r->sync_ms, r->coll_valid);
     add_num(o, "predicted_transfer_ms_per_step", per_step(r->pred_ms, r->steps), r->pred_valid);
     add_num(o, "lr", r->lr, r->lr_valid);
@@ -763,6 +773,7 @@ static cJSON *json_rank(const struct rank_result *q, int run)
     add_num(o, "transfer_ms_per_step", q->xfer_step_ms, q->coll_valid);
     add_num(o, "sync_ms_per_step", q->sync_step_ms, q->coll_valid);
     add_num(o, "transfer_ms_total", q->xfer_ms, q->coll_valid);
+    add_num(o, "negotiate_ms_per_step", q->negotiate_ms, q->negotiate_valid);
     add_num(o, "sync_ms_total", q->sync_ms, q->coll_valid);
     add_num(o, "spans_lost", (double)q->dropped, q->dropped_valid);
     return o;
@@ -808,7 +819,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
         "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
         "busbw_gbps,transfer_ms_per_step,sync_ms_per_step,predicted_transfer_ms_per_step,train_loss,train_acc,test_"
         "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
-        "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct\n");
+        "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step\n");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -861,6 +872,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, r->repeats > 1 ? r->repeats : 1, !q, "%.0f");
             csv_num(f, r->lr, !q && r->lr_valid, "%.6g");
             csv_num(f, q ? q->desched_pct : r->desched_pct, q ? q->desched_valid : r->desched_valid, "%.3f");
+            csv_num(f, q ? q->negotiate_ms : r->negotiate_ms, q ? q->negotiate_valid : r->negotiate_valid, "%.4f");
             fputc('\n', f);
         }
     }

@@ -35,6 +35,8 @@ struct rank_result {
     int busbw_valid;
     double xfer_ms, sync_ms;           /* per-collective transfer and sync, summed over the run */
     double xfer_step_ms, sync_step_ms; /* per step, over the steps ms/step covers (the first left out) */
+    double negotiate_ms;               /* horovod's negotiation, ms per step (as xfer_step_ms) */
+    int negotiate_valid;
     int coll_valid;
     double coll_pct, coll_ms; /* time in collectives, waits included: % of wall, ms per step */
     double desched_pct;       /* runnable but waiting for a core (the OS's, not a peer's): % of wall */
@@ -95,6 +97,8 @@ struct run_result {
     int busbw_valid;
     double xfer_ms, sync_ms;           /* per rank (mean), summed over the run */
     double xfer_step_ms, sync_step_ms; /* per rank (mean), per step as ms/step (the first left out) */
+    double negotiate_ms;               /* horovod's negotiation, ms per step per rank (mean) */
+    int negotiate_valid;
     int coll_valid;
     double coll_pct, coll_ms; /* time in collectives, waits included: % of wall, ms per step (mean over ranks) */
     double desched_pct;       /* the ranks' time waiting for a core: % of their wall */

@@ -70,8 +70,9 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                  train->name, per_rank);
         return -1;
     }
-    if (rc->grad_fp16 && world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP) {
-        snprintf(err, errlen, "--grad-compress fp16: only the allreduce and ddp strategies compress (not %s)",
+    if (rc->grad_fp16 && world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP &&
+        rc->strategy != STRAT_HOROVOD) {
+        snprintf(err, errlen, "--grad-compress fp16: only the allreduce, ddp and horovod strategies compress (not %s)",
                  strategy_name(rc->strategy));
         return -1;
     }
@@ -86,6 +87,10 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         return -1;
     }
     int on_gpu = device_is_gpu(devops);
+    if (rc->strategy == STRAT_HOROVOD && world > 1 && on_gpu) {
+        snprintf(err, errlen, "--strategy horovod: runs on the CPU only so far (its fusion buffer is host memory)");
+        return -1;
+    }
     if (rc->comm == COMM_MPI || (rc->comm == COMM_NCCL && !on_gpu)) {
         snprintf(err, errlen, "--comm %s: not available %s", rc->comm == COMM_NCCL ? "nccl" : "mpi",
                  rc->comm == COMM_NCCL ? "on the CPU" : "in this build");

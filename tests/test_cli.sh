@@ -88,6 +88,10 @@ expect_error "--output over the --trace file" "--output: t.json is the --trace f
     --output t.json
 expect_error "nccl on the CPU" "--comm nccl" --batch --dataset synthetic --device cpu --comm nccl
 expect_error "mpi not implemented" "--comm mpi" --batch --dataset synthetic --comm mpi
+expect_error "--fusion-mb 0" "--fusion-mb" --batch --fusion-mb 0
+expect_error "--cycle-ms negative" "--cycle-ms" --batch --cycle-ms -1
+expect_error "fp16 with gather-scatter" "--grad-compress fp16: only the allreduce, ddp and horovod" --batch \
+    --dataset synthetic --device cpu --strategy gather-scatter --grad-compress fp16 --steps 1
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
 for o in "--trace-steps 1:5" "--trace-ranks 0" "--trace-split"; do
     set -- $o
@@ -103,6 +107,7 @@ all_options=(
     --steps 5 --no-eval "" --trainable classifier
     --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --seed 7
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
+    --fusion-mb 8 --cycle-ms 2.5
     --no-broadcast-buffers "" --no-cupti "" --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
     --comm-timeout 5 --inject-fault kind=nan,rank=1,step=3
     --format json --output out.json --loss-threshold 0.5 --quiet "" --baseline ranks1 --repeat 2

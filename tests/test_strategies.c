@@ -3,7 +3,11 @@
  *  - every strategy, 1-4 ranks: all ranks hold bitwise-identical parameters
  *    after every step (--check-replicas hashes) and at the end (memcmp);
  *  - MLP and LeNet: every strategy with 2 ranks x 32 equals `single` on the
- *    concatenated batch of 64 after 20 steps, within 1e-5 relative;
+ *    concatenated batch of 64 after 20 steps, within 1e-5 relative (ddp and
+ *    horovod with buffers small enough that LeNet needs several, and one
+ *    tensor larger than horovod's fusion buffer);
+ *  - horovod reduces every gradient exactly once a step, and negotiates at
+ *    least once a step, accounted apart;
  *  - ddp overlaps: overlap % > 0 and comm-lane spans inside backward;
  *  - --slow-rank 1:3: rank 0's idle share rises, rank 1's does not; rank 0
  *    waits inside the collectives (sync) and the straggler hardly at all,
@@ -31,16 +35,26 @@
 #include "report.h"
 #include "strategy.h"
 
+/* Buffers small enough that LeNet needs several ddp buckets and several
+ * horovod fusion buffers, and has a tensor (fc1's weight, 48k floats)
+ * larger than a fusion buffer; horovod negotiates every millisecond. */
+static void small_buffers(struct run_config *rc)
+{
+    rc->bucket_mb = 0.05f;
+    rc->fusion_mb = 0.02f;
+    rc->cycle_ms = 1.0f;
+}
+
 static void test_replicas_identical(void **state)
 {
-    const int strategies[] = {STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP};
+    const int strategies[] = {STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
     for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++)
         for (int ranks = 1; ranks <= 4; ranks++)
             for (int overlap = 0; overlap <= (strategies[s] == STRAT_DDP); overlap++) {
                 struct run_config rc = harness_config("lenet", strategies[s], ranks, 8, 6);
                 rc.check_replicas = 1;
                 rc.overlap = overlap;
-                rc.bucket_mb = 0.05f; /* several buckets even for LeNet */
+                small_buffers(&rc);
                 struct run r;
                 assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
                 assert_int_equal(r.metrics.steps_done, 6);
@@ -74,10 +88,10 @@ static void equivalence(const char *model)
     assert_int_equal(ref.world, 1);
     assert_int_equal(ref.local_batch, 64);
     const struct model *mr = ref.ranks[0].model;
-    const int strategies[] = {STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP};
-    for (size_t s = 0; s < 4; s++) {
+    const int strategies[] = {STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
+    for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++) {
         struct run_config rc = harness_config(model, strategies[s], 2, 32, 20);
-        rc.bucket_mb = 0.05f;
+        small_buffers(&rc);
         struct run r;
         assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
         assert_int_equal(r.metrics.steps_done, 20);
@@ -294,11 +308,70 @@ static void test_deterministic(void **state)
     run_free(&b);
 }
 
+/* horovod: every step reduces each trainable gradient exactly once, in
+ * fused buffers or alone, and negotiates at least once (one flag per
+ * tensor), so the allreduced bytes are exact whatever the timing; the
+ * negotiation is reported apart, and a trace carries it as "negotiate". */
+static void test_horovod_accounting(void **state)
+{
+    for (int fusion_small = 0; fusion_small <= 1; fusion_small++) {
+        struct run_config rc = harness_config("lenet", STRAT_HOROVOD, 3, 16, 12);
+        if (fusion_small)
+            small_buffers(&rc);
+        struct run r;
+        assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
+        const struct model *m = r.ranks[0].model;
+        uint64_t grads = 0;
+        for (int p = 0; p < m->nparams; p++)
+            grads += m->params[p].len;
+        long steps = (long)r.metrics.steps_done;
+        assert_int_equal(steps, 12);
+        for (int k = 0; k < r.world; k++) {
+            const struct rank_metrics *rm = &r.metrics.r[k];
+            uint64_t rounds = rm->nnegotiate;
+            /* at least one round a step; at most one per tensor */
+            if (rounds < (uint64_t)steps || rounds > (uint64_t)steps * (uint64_t)m->nparams)
+                fail_msg("rank %d: %llu negotiations in %ld steps of %d tensors", k, (unsigned long long)rounds, steps,
+                         m->nparams);
+            double want = 4.0 * ((double)grads * steps + (double)m->nparams * rounds);
+            if (rm->kind_bytes[COLL_ALLREDUCE] != want)
+                fail_msg("rank %d (fusion %s): %.0f bytes allreduced, %.0f expected (%llu grads, %llu rounds)", k,
+                         fusion_small ? "small" : "64 MB", rm->kind_bytes[COLL_ALLREDUCE], want,
+                         (unsigned long long)grads, (unsigned long long)rounds);
+            /* the fused path issues fewer gradient collectives than tensors */
+            uint64_t grad_calls = rm->kind_calls[COLL_ALLREDUCE] - rounds;
+            if (!fusion_small && grad_calls >= (uint64_t)steps * (uint64_t)m->nparams)
+                fail_msg("rank %d: %llu gradient allreduces in %ld steps: nothing fused", k,
+                         (unsigned long long)grad_calls, steps);
+        }
+        struct run_result res;
+        assert_int_equal(result_from_run(&res, &r), 0);
+        assert_true(res.negotiate_valid && res.negotiate_ms > 0);
+        for (int k = 0; k < r.world; k++)
+            assert_true(res.ranks[k].negotiate_valid && res.ranks[k].negotiate_ms > 0);
+        printf("  horovod (fusion %s): negotiation %.3f ms/step, %llu rounds on rank 0\n",
+               fusion_small ? "20 KB" : "64 MB", res.negotiate_ms, (unsigned long long)r.metrics.r[0].nnegotiate);
+        result_free(&res);
+        run_free(&r);
+    }
+    /* other strategies never negotiate */
+    struct run_config rc = harness_config("lenet", STRAT_DDP, 2, 16, 4);
+    struct run r;
+    assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
+    struct run_result res;
+    assert_int_equal(result_from_run(&res, &r), 0);
+    assert_false(res.negotiate_valid);
+    result_free(&res);
+    run_free(&r);
+}
+
 /* --grad-compress fp16: replicas stay identical, half the bytes travel, and
  * the result stays close to (but not bitwise equal to) float32's. */
 static void test_fp16(void **state)
 {
-    for (int strat = STRAT_ALLREDUCE; strat <= STRAT_DDP; strat++) {
+    const int strategies[] = {STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
+    for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++) {
+        int strat = strategies[s];
         struct run_config rc = harness_config("mlp", strat, 2, 32, 10);
         rc.check_replicas = 1;
         struct run a, b;
@@ -307,7 +380,16 @@ static void test_fp16(void **state)
         assert_int_equal(harness_run(&b, &rc, &g_train, &g_test), 0);
         assert_true(b.metrics.replicas_checked);
         assert_int_equal(b.metrics.replicas_diverged_at, -1);
-        assert_int_equal(b.metrics.r[0].bytes_tx * 2, a.metrics.r[0].bytes_tx);
+        if (strat == STRAT_HOROVOD) {
+            /* the negotiation's flags stay float32, and the two runs may
+             * negotiate a different number of times: compare the
+             * gradients' share of the allreduced sizes */
+            const struct rank_metrics *ra = &a.metrics.r[0], *rb = &b.metrics.r[0];
+            double flags = 4.0 * a.ranks[0].model->nparams;
+            assert_true(2 * (rb->kind_bytes[COLL_ALLREDUCE] - flags * (double)rb->nnegotiate) ==
+                        ra->kind_bytes[COLL_ALLREDUCE] - flags * (double)ra->nnegotiate);
+        } else
+            assert_int_equal(b.metrics.r[0].bytes_tx * 2, a.metrics.r[0].bytes_tx);
         double d = rel_diff(b.ranks[0].model->param_buf, a.ranks[0].model->param_buf, a.ranks[0].model->nfloats);
         printf("  %s fp16 vs fp32: relative difference %.3g\n", strategy_name(strat), d);
         assert_true(d > 0 && d < 1e-2);
@@ -330,6 +412,7 @@ static const struct CMUnitTest equivalence_tests[] = {
 static const struct CMUnitTest overlap_tests[] = {cmocka_unit_test(test_ddp_overlap_lenet),
                                                   cmocka_unit_test(test_ddp_overlap_mlp)};
 static const struct CMUnitTest slow_rank_tests[] = {cmocka_unit_test(test_slow_rank)};
+static const struct CMUnitTest horovod_tests[] = {cmocka_unit_test(test_horovod_accounting)};
 static const struct CMUnitTest device_path_tests[] = {
     cmocka_unit_test(test_staged_path_matches),
     cmocka_unit_test(test_bn_state_synced),
@@ -340,11 +423,10 @@ static const struct {
     const char *name;
     const struct CMUnitTest *tests;
     size_t n;
-} groups[] = {{"replicas", replicas_tests, COUNT(replicas_tests)},
-              {"equivalence", equivalence_tests, COUNT(equivalence_tests)},
-              {"overlap", overlap_tests, COUNT(overlap_tests)},
-              {"slow_rank", slow_rank_tests, COUNT(slow_rank_tests)},
-              {"device_path", device_path_tests, COUNT(device_path_tests)}};
+} groups[] = {
+    {"replicas", replicas_tests, COUNT(replicas_tests)}, {"equivalence", equivalence_tests, COUNT(equivalence_tests)},
+    {"overlap", overlap_tests, COUNT(overlap_tests)},    {"slow_rank", slow_rank_tests, COUNT(slow_rank_tests)},
+    {"horovod", horovod_tests, COUNT(horovod_tests)},    {"device_path", device_path_tests, COUNT(device_path_tests)}};
 
 int main(int argc, char **argv)
 {

@@ -394,12 +394,14 @@ static void test_plan(void **state)
     plan_next_strategy(&p);
     assert_int_equal(p.strategy, STRAT_DDP);
     plan_next_strategy(&p);
+    assert_int_equal(p.strategy, STRAT_HOROVOD);
+    plan_next_strategy(&p);
     assert_int_equal(p.strategy, STRAT_SINGLE);
     p.batch = 32;
     plan_describe(&p, d, sizeof(d));
     assert_string_equal(d, "single, 1 rank x 96");
     /* a new run resets it */
-    cur.strategy = STRAT_DDP;
+    cur.strategy = STRAT_HOROVOD; /* the last: the next wraps */
     plan_reset(&p, &cur);
     assert_int_equal(p.strategy, STRAT_SINGLE);
     assert_false(p.edited);

@@ -60,6 +60,10 @@ const char *coll_name(int kind);
  * busbw = S / t x factor. */
 double coll_busbw_factor(int kind, int n);
 
+/* The tag of a collective that only agrees on what to reduce (Horovod's
+ * negotiation), accounted apart from the gradients' transfer. */
+#define SPAN_TAG_NEGOTIATE (-2)
+
 /* One timed interval on one lane of one rank. Spans on a lane nest properly
  * (a collective's comm span may contain its wait spans); the innermost span
  * decides the category of an instant. */
@@ -71,7 +75,7 @@ struct span {
     uint64_t size;     /* a collective's buffer size S in bytes (for algbw/busbw) */
     uint32_t step;     /* global step index of the rank when recorded */
     uint32_t seq;      /* collective sequence number (comm spans), else 0 */
-    int16_t tag;       /* bucket or tensor index for comm spans, else -1 */
+    int16_t tag;       /* bucket or tensor index for comm spans, SPAN_TAG_NEGOTIATE, else -1 */
     uint8_t lane;      /* enum lane */
     uint8_t cat;       /* enum cat */
     uint8_t coll;      /* enum coll_kind */

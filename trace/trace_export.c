@@ -337,7 +337,8 @@ static void write_coll(struct trace_export *x, int rank, const struct span *s, i
     struct trace_writer *w = writer_of(x, rank);
     const char *name = coll_name(s->coll);
     int64_t dur = s->t1_ns - s->t0_ns;
-    trace_writer_begin(w, 'X', name, cat_name(CAT_COMM), rank, tid_of(s), s->t0_ns - x->o.base_ns);
+    trace_writer_begin(w, 'X', s->tag == SPAN_TAG_NEGOTIATE ? "negotiate" : name, cat_name(CAT_COMM), rank, tid_of(s),
+                       s->t0_ns - x->o.base_ns);
     trace_writer_dur(w, dur);
     trace_writer_args_begin(w);
     trace_writer_arg_u64(w, "step", s->step);
@@ -351,6 +352,8 @@ static void write_coll(struct trace_export *x, int rank, const struct span *s, i
     trace_writer_arg_str(w, "backend", x->o.backend ? x->o.backend : "");
     if (s->tag >= 0)
         trace_writer_arg_i64(w, "bucket", s->tag);
+    if (s->tag == SPAN_TAG_NEGOTIATE)
+        trace_writer_arg_i64(w, "negotiate", 1);
     if (nseen >= x->o.world) {
         trace_writer_arg_us(w, "transfer_us", xfer_ns);
         trace_writer_arg_us(w, "sync_us", dur - xfer_ns);

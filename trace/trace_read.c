@@ -349,6 +349,8 @@ static void ddptop_event(struct file_ctx *fc, const cJSON *ev)
         s->coll = (uint8_t)coll_index(coll);
     if (c == CAT_COMM && ph[0] == 'X') {
         s->outer = coll != NULL;
+        if (s->outer && jint(args, "negotiate", 0, 0, 1))
+            s->tag = SPAN_TAG_NEGOTIATE;
         s->bytes = (uint64_t)jint(args, "bytes", 0, 0, INT64_MAX);
         s->bytes_rx = (uint64_t)jint(args, "bytes_rx", 0, 0, INT64_MAX);
         s->size = (uint64_t)jint(args, "size", 0, 0, INT64_MAX);

@@ -18,7 +18,7 @@
 static struct canvas g_canvas;
 
 /* The strategies' letters on the plot, in enum strategy_kind order. */
-static const char strategy_letter[STRAT_COUNT] = {'s', 'p', 'g', 'a', 'd'};
+static const char strategy_letter[STRAT_COUNT] = {'s', 'p', 'g', 'a', 'd', 'h'};
 
 static int dot_x(const struct canvas *c, const struct scaling_axes *ax, double ranks)
 {
