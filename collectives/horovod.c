@@ -72,8 +72,10 @@ static int pending(const struct hvd_engine *e, uint64_t gen)
     return 0;
 }
 
-/* Averages tensors [p_hi .. p_lo] (descending parameter order, all agreed)
- * through the fusion buffer, or tensor p alone in place when it is larger. */
+/* Averages the agreed tensors ps[0..n) through the fusion buffer, or, when
+ * it is one tensor larger than the buffer, that tensor in place. Traces tag
+ * a fused allreduce with its index in the cycle, a lone one with its
+ * tensor's. */
 static int reduce_fused(struct hvd_engine *e, const int *ps, int n, int fused_id)
 {
     struct comm *c = e->comm;
@@ -121,20 +123,19 @@ static int cycle(struct hvd_engine *e, uint64_t gen, int *order)
      * greedily while they fit */
     int k = 0, reduced = 0, fused = 0;
     size_t used = 0;
-    for (int p = n - 1; p >= -1; p--) {
-        int agreed = p >= 0 && e->flags[p] == (float)c->world;
-        if (agreed && k > 0 && used + e->g.t[p].len > e->fusion_floats) {
+    for (int p = n - 1; p >= 0; p--) {
+        if (e->flags[p] != (float)c->world)
+            continue;
+        if (k > 0 && used + e->g.t[p].len > e->fusion_floats) {
             if ((rc = reduce_fused(e, order, k, fused++)) != 0)
                 return rc;
             k = 0;
             used = 0;
         }
-        if (agreed) {
-            order[k++] = p;
-            used += e->g.t[p].len;
-            e->done[p] = 1;
-            reduced++;
-        }
+        order[k++] = p;
+        used += e->g.t[p].len;
+        e->done[p] = 1;
+        reduced++;
     }
     if (k > 0 && (rc = reduce_fused(e, order, k, fused++)) != 0)
         return rc;

@@ -7,7 +7,8 @@
 #      of the tree must fail the tests it names (tests/mutants/run_mutants.sh);
 #   3. ASan+UBSan build, every test but the `slow` ones (a trace over 2 GiB,
 #      a soak of minutes: the Release pass runs them);
-#   4. TSan build, every threaded test;
+#   4. TSan build, every threaded test (the fault matrix on the three
+#      strategies whose threads differ, tests/test_faults.sh);
 #   5. clang build of the libFuzzer targets (tests/fuzz), each run for
 #      FUZZ_SECONDS (default 60) over its seed corpus, FUZZ_JOBS (default
 #      the number of cores) at once.
@@ -53,7 +54,7 @@ if [ "$quick" -eq 0 ]; then
   JOBS=$jobs tests/mutants/run_mutants.sh
   echo "== mutants: done at $((SECONDS / 60)) min $((SECONDS % 60)) s"
   pass asan -DDDPTOP_SANITIZE=address -- -LE slow
-  pass tsan -DDDPTOP_SANITIZE=thread -- -L threaded
+  FAULT_STRATEGIES="dp ddp horovod" pass tsan -DDDPTOP_SANITIZE=thread -- -L threaded
   fuzz_pass
 fi
 echo "== all test passes finished"

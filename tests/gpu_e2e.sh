@@ -127,7 +127,7 @@ if [[ " $PARTS " == *" sweep "* ]]; then
 fi
 
 if [[ " $PARTS " == *" faults "* ]]; then
-    FAULT_DEVICE=cuda bash "$(dirname "$0")/test_faults.sh" "$BIN" && pass "every fault kind on every strategy, on the GPU" ||
+    FAULT_DEVICE=cuda FAULT_STRATEGIES="dp gather-scatter allreduce ddp" bash "$(dirname "$0")/test_faults.sh" "$BIN" && pass "every fault kind on every strategy, on the GPU" ||
         fail "fault injection on the GPU"
 fi
 

@@ -14,7 +14,10 @@
 # Prints one line per case with the seconds it took to stop. With KIND,
 # only that kind (ctest runs one test per kind: test_faults_KIND). With
 # FAULT_DEVICE=cuda the runs train on the GPU (tests/gpu_e2e.sh), and the
-# slow rank's compute is read from its device records.
+# slow rank's compute is read from its device records. FAULT_STRATEGIES
+# names the strategies (default all five; the TSan pass takes the three
+# whose threads differ: dp, ddp's comm lane, horovod's background thread;
+# allreduce and gather-scatter run dp's collectives on the main thread).
 set -u
 BIN=${1:?usage: test_faults.sh path/to/ddptop [KIND]}
 KINDS=${2:-nan crash hang slow oom comm-error}
@@ -24,7 +27,7 @@ LIMIT=${FAULT_LIMIT_S:-60} # seconds a case may take, start-up included
 STEP=10
 TIMEOUT_S=2
 for kind in $KINDS; do
-    for strategy in dp gather-scatter allreduce ddp; do
+    for strategy in ${FAULT_STRATEGIES:-dp gather-scatter allreduce ddp horovod}; do
         c="$kind/$strategy"
         t0=$(date +%s.%N)
         timeout "$LIMIT" "$BIN" --batch --quiet ${FAULT_DEVICE:+--device "$FAULT_DEVICE"} --dataset synthetic --model mlp \

@@ -10,7 +10,8 @@
 #              from the same spans); sync >= 0 and one transfer for all
 #              ranks; the replay's text, CSV and markdown reports print the
 #              replayed JSON's figures, in their rows and columns
-#              a file given twice is replayed with a warning that ranks repeat
+#              a file given twice is replayed with a warning that ranks repeat;
+#              horovod's negotiation the same live and replayed
 #   schema     one report: the live JSON report and the --replay JSON of
 #              its trace (and of a PyTorch trace) have the same keys at the
 #              top, in every runs[] and every per_rank[] entry; CSV the
@@ -61,6 +62,10 @@ for part, extra in (("runs", ("ranks", "global_batch")), ("per_rank", ("rank", "
                 sys.exit("FAIL: %s %s live %r, replay %r: not numbers" % (who, k, u, v))
             if abs(u - v) > 1e-6 * abs(u) + 1e-9:
                 sys.exit("FAIL: %s %s live %r, replay %r" % (who, k, u, v))
+        # horovod's negotiation: null in both, or the same number
+        u, v = x.get("negotiate_ms_per_step"), y.get("negotiate_ms_per_step")
+        if (u is None) != (v is None) or (u is not None and abs(u - v) > 1e-6 * abs(u) + 1e-9):
+            sys.exit("FAIL: %s negotiate_ms_per_step live %r, replay %r" % (who, u, v))
 # what holds in any report of a multi-rank run
 xfer = set(q["transfer_ms_per_step"] for q in a["per_rank"])
 if len(xfer) != 1:
@@ -176,6 +181,12 @@ roundtrip)
         die "replay failed"
     same_report live2.json replay2.json
     [ -s replay2.err ] && die "split files replayed with a warning: $(cat replay2.err)"
+    # horovod: its negotiation travels in the trace as "negotiate" spans
+    "$bin" "${run[@]}" --steps 20 --strategy horovod --trace h.json --format json >live3.json || die "run failed"
+    "$bin" --batch --replay h.json --format json >replay3.json || die "replay failed"
+    same_report live3.json replay3.json
+    grep -q '"name":"negotiate"' h.json || die "no negotiate spans in the horovod trace"
+    /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; sys.exit(0 if r["strategy"] == "horovod" and r["negotiate_ms_per_step"] > 0 else "FAIL: replay lost the negotiation: %r" % r["negotiate_ms_per_step"])' replay3.json || exit 1
     "$bin" --batch --replay t.json,t.json --format json >twice.json 2>twice.err || die "replay of t.json twice failed"
     grep -q "2 ranks (rank 0 first) are in more than one of the files; their events are merged" twice.err ||
         die "no warning that the ranks of t.json,t.json repeat: $(cat twice.err)"
