@@ -10,7 +10,8 @@
 # land in the status line; `L` shows per-layer times and ddp's buckets, `g`
 # the scaling plot; `q` exits 0 with the terminal back in normal mode;
 # with an alpha-beta model file the traffic pane shows a prediction; Ctrl-C
-# and a crash (abort) restore the terminal too; NO_COLOR and a non-UTF-8
+# and a crash (abort) restore the terminal too, and a second Ctrl-C within
+# 2 s leaves at once while a straggler is deep in a step, trace still valid; NO_COLOR and a non-UTF-8
 # locale give a colourless, ASCII screen; a rank that fails (a diverging
 # learning rate) leaves FAILED and its error on screen until q, which then
 # exits 1; a collective that fails on one rank (--inject-fault comm-error)
@@ -318,6 +319,33 @@ else
     fail "Ctrl-C did not stop ddptop"
 fi
 check_shell sigint
+
+# ---- 2b. a second Ctrl-C within 2 s forces the exit --------------------------
+# Rank 1 computes 1000x slower, so each of its steps spins for seconds and
+# an orderly stop would wait for it. The second Ctrl-C leaves at once,
+# terminal restored and trace closed as valid JSON. The ranks are left
+# running on purpose: a TSan build is told not to count them as leaked.
+run_ddptop force "LANG=C.UTF-8 TSAN_OPTIONS='${TSAN_OPTIONS:-} report_thread_leaks=0'" \
+    "--slow-rank 1:1000 --trace $T/force.json"
+wait_for 'step [0-9]+/' 15 || fail "the forced-exit ddptop did not start"
+sleep 1 # rank 1 is deep in its first slow step
+tm send-keys -t "$S" C-c
+sleep 0.3
+t0=$(now_ms)
+tm send-keys -t "$S" C-c
+if wait_file "$T/exit.force" 10; then
+    ms=$(($(now_ms) - t0))
+    st=$(cat "$T/exit.force")
+    [ "$st" = "EXIT=130" ] && pass "a second Ctrl-C exits with 130" || fail "a second Ctrl-C exited with $st"
+    [ "$ms" -lt 2500 ] && pass "a second Ctrl-C leaves at once ($ms ms)" ||
+        fail "a second Ctrl-C took $ms ms to leave"
+else
+    fail "a second Ctrl-C did not stop ddptop"
+fi
+wait_for 'interrupted twice' 5 && pass "a forced exit says so" || fail "no 'interrupted twice' after the forced exit"
+/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["traceEvents"]' "$T/force.json" \
+    2>/dev/null && pass "a forced exit leaves a valid trace" || fail "the forced exit's trace is not valid JSON"
+check_shell force
 
 # ---- 3. a crash (SIGABRT) still restores the terminal ---------------------------
 run_ddptop crash "LANG=C.UTF-8 DDPTOP_UI_TEST_CRASH=abort ASAN_OPTIONS=handle_abort=0"
