@@ -109,6 +109,34 @@ int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scra
 
 /* ---- ddp ---------------------------------------------------------------- */
 
+int ddp_plan(const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes, struct ddp_bucket *b, int *bucket_of)
+{
+    /* reverse parameter order: the order backward produces gradients */
+    size_t cap = first_bytes / sizeof(float);
+    struct ddp_bucket *cur = NULL;
+    int nb = 0;
+    for (int p = g->n - 1; p >= 0; p--) {
+        bucket_of[p] = -1;
+        if (!g->t[p].trainable)
+            continue;
+        size_t len = g->t[p].len;
+        if (!cur || (cur->len > 0 && cur->len + len > cap)) {
+            if (cur)
+                cap = bucket_bytes / sizeof(float);
+            cur = &b[nb++];
+            cur->last = p;
+            cur->off = g->t[p].off + len;
+            cur->len = 0;
+        }
+        /* parameters are laid out in order, so the bucket grows downwards */
+        cur->first = p;
+        cur->off = g->t[p].off;
+        cur->len += len;
+        bucket_of[p] = nb - 1;
+    }
+    return nb;
+}
+
 struct ddp_engine {
     struct comm *comm;
     struct grad_layout g;
@@ -211,28 +239,7 @@ struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_
     e->queue = calloc((size_t)g->n + 1, sizeof(int));
     if (!e->b || !e->bucket_of || !e->queue)
         goto fail;
-    /* reverse parameter order: the order backward produces gradients */
-    size_t cap = first_bytes / sizeof(float);
-    struct ddp_bucket *cur = NULL;
-    for (int p = g->n - 1; p >= 0; p--) {
-        e->bucket_of[p] = -1;
-        if (!g->t[p].trainable)
-            continue;
-        size_t len = g->t[p].len;
-        if (!cur || (cur->len > 0 && cur->len + len > cap)) {
-            if (cur)
-                cap = bucket_bytes / sizeof(float);
-            cur = &e->b[e->nb++];
-            cur->last = p;
-            cur->off = g->t[p].off + len;
-            cur->len = 0;
-        }
-        /* parameters are laid out in order, so the bucket grows downwards */
-        cur->first = p;
-        cur->off = g->t[p].off;
-        cur->len += len;
-        e->bucket_of[p] = e->nb - 1;
-    }
+    e->nb = ddp_plan(g, bucket_bytes, first_bytes, e->b, e->bucket_of);
     if (fp16) {
         size_t maxlen = 1;
         for (int i = 0; i < e->nb; i++)

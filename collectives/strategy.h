@@ -63,6 +63,13 @@ struct ddp_bucket {
     int pending;     /* tensors still to report this step (main thread) */
 };
 
+/* DDP's buckets of g's trainable tensors, in reverse parameter order:
+ * b[] (room for g->n) and bucket_of[] ([g->n]: each tensor's bucket, -1 if
+ * frozen) are filled; returns the number of buckets. bucket_bytes caps
+ * every bucket but the first, capped at first_bytes (PyTorch's 1 MB). */
+int ddp_plan(const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes, struct ddp_bucket *b,
+             int *bucket_of);
+
 struct ddp_engine;
 /* bucket_bytes caps every bucket but the first, which is capped at
  * first_bytes (PyTorch's 1 MB). With overlap, a comm-lane thread allreduces

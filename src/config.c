@@ -518,6 +518,67 @@ static void fault_describe(const struct opt *o, char *buf, size_t len)
              o->lo, o->hi);
 }
 
+/* A rate such as 25GB/s, 100Gb/s or 1e9 (bytes/s): *v in bytes/s. */
+static int parse_rate(const char *s, double *v)
+{
+    char *end;
+    double x = strtod(s, &end);
+    if (end == s || !(x > 0) || x > 1e15)
+        return -1;
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1},        {"B/s", 1},        {"KB/s", 1e3},     {"MB/s", 1e6},     {"GB/s", 1e9},
+                 {"TB/s", 1e12}, {"Kb/s", 1e3 / 8}, {"Mb/s", 1e6 / 8}, {"Gb/s", 1e9 / 8}, {"Tb/s", 1e12 / 8}};
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (!strcmp(end, units[i].unit)) {
+            *v = x * units[i].scale;
+            return 0;
+        }
+    return -1;
+}
+
+/* A time such as 5us, 1.5ms, 0.001s or 300ns: *v in seconds. */
+static int parse_time(const char *s, double *v)
+{
+    char *end;
+    double x = strtod(s, &end);
+    if (end == s || !(x >= 0) || x > 1e3)
+        return -1;
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (!strcmp(end, units[i].unit)) {
+            *v = x * units[i].scale;
+            return 0;
+        }
+    return -1;
+}
+
+/* --link BW,LAT */
+static int link_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    char bw[64];
+    const char *comma = strchr(arg, ',');
+    if (!comma || (size_t)(comma - arg) >= sizeof(bw))
+        return -1;
+    memcpy(bw, arg, (size_t)(comma - arg));
+    bw[comma - arg] = 0;
+    double b, l;
+    if (parse_rate(bw, &b) != 0 || parse_time(comma + 1, &l) != 0)
+        return -1;
+    cfg->base.link_bw = b;
+    cfg->base.link_lat = l;
+    return 0;
+}
+
+static void link_describe(const struct opt *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "BW,LAT: a bandwidth such as 25GB/s or 100Gb/s and a latency such as 5us");
+}
+
 /* --baseline auto|single|ranks1|RUN */
 static int baseline_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
 {
@@ -555,6 +616,7 @@ static const struct opt_kind k_steps = {1, steps_parse, steps_describe};
 static const struct opt_kind k_trainable = {1, trainable_parse, trainable_describe};
 static const struct opt_kind k_fault = {1, fault_parse, fault_describe};
 static const struct opt_kind k_baseline = {1, baseline_parse, baseline_describe};
+static const struct opt_kind k_link = {1, link_parse, link_describe};
 /* answered by config_parse itself */
 static const struct opt_kind k_help = {0, NULL, NULL};
 static const struct opt_kind k_version = {0, NULL, NULL};
@@ -720,6 +782,14 @@ static const struct opt opts[] = {
          "same per-rank batch (weak scaling); single the single strategy on the same global batch; ranks1 one rank "
          "of the same strategy and per-rank batch; or a run by its number in the report"),
      .hi = 100000},
+    {FLAG(
+        "predict", AT(base.predict), 1, G_REPORT,
+        "a 1-rank run of allreduce or ddp predicts the step time and speedup at --predict-ranks (README: the model)")},
+    {INT("predict-ranks", LIST(base.predict_ranks, base.npredict_ranks), 2, 1 << 20, "N", "2,4,8,16,64", G_REPORT,
+         "rank counts to predict")},
+    {OPT("link", k_link, AT(base.link_bw), "BW,LAT", NULL, G_REPORT,
+         "--predict over this link, e.g. 100Gb/s,5us (a ring allreduce), instead of --bench-comm's fits"),
+     .def_text = "the fits"},
     {INT("repeat", AT(repeat), 1, 1000, "N", "1", G_REPORT,
          "run each configuration N times; the report shows the median run and the spread")},
     {TEXT("history", AT(history), "file name", "FILE", G_REPORT,

@@ -71,11 +71,15 @@ struct run_config {
     double loss_threshold; /* < 0: none */
     int eval;              /* evaluate on the test split each epoch */
     float bucket_mb;
-    int overlap;           /* ddp: overlap buckets with backward */
-    float fusion_mb;       /* horovod: fusion buffer cap */
-    float cycle_ms;        /* horovod: time between negotiations */
-    int no_cupti;          /* GPU: collect no device timelines */
-    int broadcast_buffers; /* batch norm running statistics from rank 0 before each step (DDP's default) */
+    int overlap;          /* ddp: overlap buckets with backward */
+    float fusion_mb;      /* horovod: fusion buffer cap */
+    float cycle_ms;       /* horovod: time between negotiations */
+    int predict;          /* --predict: a 1-rank run predicts more ranks */
+    int predict_ranks[8]; /* --predict-ranks (PREDICT_MAX_RANKS) */
+    int npredict_ranks;
+    double link_bw, link_lat; /* --link: bytes/s and s; 0: use --bench-comm's fits */
+    int no_cupti;             /* GPU: collect no device timelines */
+    int broadcast_buffers;    /* batch norm running statistics from rank 0 before each step (DDP's default) */
     int grad_fp16;
     int slow_rank; /* -1: none */
     double slow_factor;

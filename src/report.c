@@ -11,6 +11,7 @@
 #include "comm.h"
 #include "cost_model.h"
 #include "model.h"
+#include "predict.h"
 #include "run.h"
 #include "strategy.h"
 
@@ -21,6 +22,92 @@ static void pcts(const struct breakdown *b, double *compute, double *comm, doubl
     *data = breakdown_pct(b->data_ns, b->wall_ns);
     *idle = breakdown_pct(b->idle_ns, b->wall_ns);
     *overlap = breakdown_overlap_pct(b);
+}
+
+/* --predict: a 1-rank run's step at more ranks (src/predict.h). */
+static void predict_scaling(struct run_result *res, struct run *r)
+{
+    const struct run_config *c = &r->cfg;
+    const struct model *m = run_rank_model(r, 0);
+    if (!c->predict || r->world != 1 || !m)
+        return;
+    if (c->strategy != STRAT_ALLREDUCE && c->strategy != STRAT_DDP) {
+        snprintf(res->spred_note, sizeof(res->spred_note), "--predict models allreduce and ddp only (not %s)",
+                 strategy_name(c->strategy));
+        return;
+    }
+    if (r->on_gpu || res->ms_p50 <= 0 || res->steps < 2) {
+        snprintf(res->spred_note, sizeof(res->spred_note), "--predict needs a CPU run of 2 steps or more");
+        return;
+    }
+    int nl = m->nlayers, n = m->nparams;
+    int64_t *fwd = calloc((size_t)nl + 1, sizeof(int64_t)), *bwd = calloc((size_t)nl + 1, sizeof(int64_t));
+    double *ready = calloc((size_t)n + 1, sizeof(double)), *after = calloc((size_t)nl + 2, sizeof(double));
+    size_t *len = calloc((size_t)n + 1, sizeof(size_t));
+    int *train = calloc((size_t)n + 1, sizeof(int));
+    int64_t fc = 0, bc = 0;
+    if (!fwd || !bwd || !ready || !after || !len || !train || model_layer_times(m, fwd, bwd, nl, &fc, &bc) != nl ||
+        fc <= 0 || bc <= 0) {
+        snprintf(res->spred_note, sizeof(res->spred_note), "--predict: no per-layer times from the run");
+        goto out;
+    }
+    struct predict_input in = {0};
+    /* backward runs the layers last to first: after[l] is when layer l's is done */
+    for (int l = nl - 1; l >= 0; l--) {
+        in.fwd_ms += (double)fwd[l] / (double)fc / 1e6;
+        after[l] = after[l + 1] + (double)bwd[l] / (double)bc / 1e6;
+    }
+    in.bwd_ms = after[0];
+    for (int p = 0; p < n; p++) {
+        len[p] = m->params[p].len;
+        train[p] = m->params[p].trainable;
+        int l = m->params[p].layer;
+        ready[p] = l >= 0 && l < nl ? after[l] : in.bwd_ms;
+    }
+    in.step_ms = res->ms_p50;
+    in.rest_ms = res->ms_p50 - in.fwd_ms - in.bwd_ms;
+    if (in.rest_ms < 0)
+        in.rest_ms = 0;
+    in.n = n;
+    in.len = len;
+    in.trainable = train;
+    in.ready_ms = ready;
+    char path[1024];
+    cost_model_path(path, sizeof(path));
+    if (c->link_bw > 0)
+        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: ring allreduce",
+                 c->link_bw / 1e9, c->link_lat * 1e6);
+    else
+        snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's allreduce fits (shm, %s)",
+                 c->algo == ALGO_RING ? "ring" : "naive");
+    for (int i = 0; i < c->npredict_ranks && i < PREDICT_MAX_RANKS; i++) {
+        struct scaling_pred *sp = &res->spred[res->nspred++];
+        int k = c->predict_ranks[i];
+        sp->ranks = k;
+        struct predict_link link;
+        struct cost_fit f;
+        if (c->link_bw > 0)
+            link = predict_ring_link(c->link_bw, c->link_lat, k);
+        else if (cost_model_lookup(path, "shm", c->algo == ALGO_RING ? "ring" : "naive", k, COLL_ALLREDUCE, &f) == 0)
+            link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
+        else
+            continue; /* no cost for this rank count: n/a */
+        double step = predict_step(&in, c->strategy, &link, (size_t)(c->bucket_mb * 1024 * 1024), c->overlap,
+                                   &sp->comm_ms, &sp->exposed_ms);
+        if (step <= 0)
+            continue;
+        sp->valid = 1;
+        sp->step_ms = step;
+        sp->speedup = k * in.step_ms / step;
+        sp->efficiency = 100.0 * sp->speedup / k;
+    }
+out:
+    free(fwd);
+    free(bwd);
+    free(ready);
+    free(after);
+    free(len);
+    free(train);
 }
 
 /* Predicted transfer time per rank from the stored alpha-beta fits: valid
@@ -200,6 +287,7 @@ int result_from_run(struct run_result *res, struct run *r)
         snprintf(res->ranks[i].device, sizeof(res->ranks[i].device), "%s",
                  r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
     predict(res, r);
+    predict_scaling(res, r);
     return 0;
 }
 
@@ -468,6 +556,48 @@ static void explain_efficiency(FILE *f, const struct run_result *res, int i)
             r->base_run, why);
 }
 
+static int measured_for(const struct run_result *res, int n, int i, int k);
+
+/* --predict's table for run i: predicted against measured where a run of
+ * the sweep measured it. */
+static void write_prediction(FILE *f, const struct run_result *res, int n, int i, int md)
+{
+    const struct run_result *r = &res[i];
+    fprintf(f,
+            "\nrun %d predicts %s on more ranks, each with its batch of %d and a core of its own (compute as "
+            "measured on 1 rank, comm from %s; ms per step):\n\n",
+            i, strategy_name(r->cfg.strategy), r->cfg.batch_size, r->spred_link);
+    const char *head[] = {"ranks", "pred ms", "comm", "exposed", "speedup", "eff%", "measured", "error"};
+    if (md) {
+        for (int c = 0; c < 8; c++)
+            fprintf(f, "| %s ", head[c]);
+        fprintf(f, "|\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    } else {
+        fprintf(f, "%6s %10s %9s %9s %8s %6s %10s %8s\n", head[0], head[1], head[2], head[3], head[4], head[5], head[6],
+                head[7]);
+    }
+    for (int k = 0; k < r->nspred; k++) {
+        const struct scaling_pred *sp = &r->spred[k];
+        int j = measured_for(res, n, i, sp->ranks);
+        char c[6][32], meas[32], err[32];
+        fig(c[0], sizeof(c[0]), "%.3f", sp->step_ms, sp->valid);
+        fig(c[1], sizeof(c[1]), "%.3f", sp->comm_ms, sp->valid);
+        fig(c[2], sizeof(c[2]), "%.3f", sp->exposed_ms, sp->valid);
+        fig(c[3], sizeof(c[3]), "%.2fx", sp->speedup, sp->valid);
+        fig(c[4], sizeof(c[4]), "%.1f", sp->efficiency, sp->valid);
+        fig(meas, sizeof(meas), "%.3f", j >= 0 ? res[j].ms_p50 : 0, j >= 0);
+        fig(err, sizeof(err), "%+.1f%%", j >= 0 ? 100.0 * (sp->step_ms - res[j].ms_p50) / res[j].ms_p50 : 0,
+            j >= 0 && sp->valid);
+        fprintf(f, md ? "| %d | %s | %s | %s | %s | %s | %s | %s |\n" : "%6d %10s %9s %9s %8s %6s %10s %8s\n",
+                sp->ranks, c[0], c[1], c[2], c[3], c[4], meas, err);
+    }
+    int missing = 0;
+    for (int k = 0; k < r->nspred; k++)
+        missing += !r->spred[k].valid;
+    if (missing)
+        fprintf(f, "\n(n/a: no --bench-comm fit for that rank count; --link BW,LAT predicts any)\n");
+}
+
 static void write_text(FILE *f, const struct run_result *res, int n, int md)
 {
     int replays = 0;
@@ -637,6 +767,10 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     i, r->replicas_diverged_at);
         if (r->state == RUN_STOPPED)
             fprintf(f, "\nrun %d was interrupted after %ld steps; the figures above cover those steps\n", i, r->steps);
+        if (r->spred_note[0])
+            fprintf(f, "\nrun %d: %s\n", i, r->spred_note);
+        if (r->nspred > 0)
+            write_prediction(f, res, n, i, md);
     }
 }
 
@@ -685,8 +819,53 @@ static cJSON *json_replay(const struct replay_source *src)
     return o;
 }
 
-static cJSON *json_run(const struct run_result *r, int index)
+/* The run of res[0..n) that measured what run i's prediction for k ranks
+ * predicts: the same model, data, strategy and per-rank batch on k ranks
+ * (and the same bucket cap and overlap); -1 if none. */
+static int measured_for(const struct run_result *res, int n, int i, int k)
 {
+    const struct run_result *p = &res[i];
+    for (int j = 0; j < n; j++) {
+        const struct run_result *q = &res[j];
+        if (q->world == k && q->ms_valid && q->ms_p50 > 0 && !strcmp(q->cfg.model, p->cfg.model) &&
+            !strcmp(q->dataset, p->dataset) && q->cfg.strategy == p->cfg.strategy &&
+            q->cfg.batch_size == p->cfg.batch_size && q->cfg.bucket_mb == p->cfg.bucket_mb &&
+            q->cfg.overlap == p->cfg.overlap)
+            return j;
+    }
+    return -1;
+}
+
+static cJSON *json_prediction(const struct run_result *res, int n, int i)
+{
+    const struct run_result *r = &res[i];
+    if (r->nspred == 0)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    add_str(o, "link", r->spred_link);
+    cJSON *rows = cJSON_AddArrayToObject(o, "rows");
+    for (int k = 0; k < r->nspred; k++) {
+        const struct scaling_pred *sp = &r->spred[k];
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddNumberToObject(row, "ranks", sp->ranks);
+        add_num(row, "step_ms", sp->step_ms, sp->valid);
+        add_num(row, "comm_ms", sp->comm_ms, sp->valid);
+        add_num(row, "exposed_comm_ms", sp->exposed_ms, sp->valid);
+        add_num(row, "speedup", sp->speedup, sp->valid);
+        add_num(row, "efficiency_pct", sp->efficiency, sp->valid);
+        int j = measured_for(res, n, i, sp->ranks);
+        add_num(row, "measured_run", j, j >= 0);
+        add_num(row, "measured_step_ms", j >= 0 ? res[j].ms_p50 : 0, j >= 0);
+        add_num(row, "error_pct", j >= 0 ? 100.0 * (sp->step_ms - res[j].ms_p50) / res[j].ms_p50 : 0,
+                j >= 0 && sp->valid);
+        cJSON_AddItemToArray(rows, row);
+    }
+    return o;
+}
+
+static cJSON *json_run(const struct run_result *res, int n, int index)
+{
+    const struct run_result *r = &res[index];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "run", index);
     add_str(o, "model", r->cfg.model);
@@ -747,6 +926,7 @@ static cJSON *json_run(const struct run_result *r, int index)
     add_str(o, "state", r->state >= 0 ? run_state_name(r->state) : NULL);
     add_str(o, "error", r->error);
     cJSON_AddItemToObject(o, "replay", json_replay(&r->replay));
+    cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
     return o;
 }
 
@@ -786,7 +966,7 @@ static int write_json(FILE *f, const struct run_result *res, int n)
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     cJSON *per = cJSON_AddArrayToObject(root, "per_rank");
     for (int i = 0; i < n; i++) {
-        cJSON_AddItemToArray(runs, json_run(&res[i], i));
+        cJSON_AddItemToArray(runs, json_run(res, n, i));
         for (int k = 0; k < res[i].nranks; k++)
             cJSON_AddItemToArray(per, json_rank(&res[i].ranks[k], i));
     }

@@ -109,7 +109,16 @@ struct run_result {
     double pred_ms; /* alpha-beta prediction of xfer_ms (summed over the run), from --bench-comm's fit */
     int pred_valid;
     double pred_r2; /* the worst fit used */
-    int classes;    /* of the data set: chance is a loss of ln(classes) */
+    /* --predict (a 1-rank run): the step at more ranks (src/predict.h) */
+    struct scaling_pred {
+        int ranks;
+        int valid; /* 0: no link for this rank count (no fit, no --link) */
+        double step_ms, comm_ms, exposed_ms, speedup, efficiency;
+    } spred[8]; /* PREDICT_MAX_RANKS */
+    int nspred;
+    char spred_link[64];  /* where the link's cost came from */
+    char spred_note[128]; /* why nothing was predicted, or "" */
+    int classes;          /* of the data set: chance is a loss of ln(classes) */
     double train_loss, train_acc, test_acc;
     int train_valid, test_valid;
     long threshold_step; /* -1: not reached */

@@ -89,6 +89,10 @@ expect_error "--output over the --trace file" "--output: t.json is the --trace f
 expect_error "nccl on the CPU" "--comm nccl" --batch --dataset synthetic --device cpu --comm nccl
 expect_error "mpi not implemented" "--comm mpi" --batch --dataset synthetic --comm mpi
 expect_error "--fusion-mb 0" "--fusion-mb" --batch --fusion-mb 0
+for l in 25GB/s 25GB/s,5 25GX/s,5us ,5us 0GB/s,5us 25GB/s,-1us x,y; do
+    expect_error "--link $l" "--link" --batch --link "$l"
+done
+expect_error "--predict-ranks 1" "--predict-ranks" --batch --predict-ranks 1
 expect_error "--cycle-ms negative" "--cycle-ms" --batch --cycle-ms -1
 expect_error "fp16 with gather-scatter" "--grad-compress fp16: only the allreduce, ddp and horovod" --batch \
     --dataset synthetic --device cpu --strategy gather-scatter --grad-compress fp16 --steps 1
@@ -107,7 +111,7 @@ all_options=(
     --steps 5 --no-eval "" --trainable classifier
     --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --seed 7
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
-    --fusion-mb 8 --cycle-ms 2.5
+    --fusion-mb 8 --cycle-ms 2.5 --predict "" --predict-ranks 2,8 --link 100Gb/s,5us
     --no-broadcast-buffers "" --no-cupti "" --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
     --comm-timeout 5 --inject-fault kind=nan,rank=1,step=3
     --format json --output out.json --loss-threshold 0.5 --quiet "" --baseline ranks1 --repeat 2

@@ -200,6 +200,75 @@ static void test_json_schema_and_sweep(void **state)
     cJSON_Delete(root);
 }
 
+/* --predict: the 1-rank run predicts 2 and 4 ranks over a --link; the
+ * 2-rank run of the sweep is its measurement. The figures hold together:
+ * speedup = K x the 1-rank run's median step / the predicted step,
+ * efficiency = speedup / K, error = predicted against measured median; the
+ * exposed comm is part of the comm and of the step; a rank count nothing
+ * measured has no measurement; without a link nothing is predicted. */
+static void test_predict(void **state)
+{
+    cJSON *root = run_json("--batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1,2 --batch-size 16 "
+                           "--strategy ddp --steps 12 --no-eval --predict --predict-ranks 2,4 --link 10GB/s,5us "
+                           "--format json");
+    cJSON *runs = cJSON_GetObjectItem(root, "runs");
+    cJSON *r1 = cJSON_GetArrayItem(runs, 0), *r2 = cJSON_GetArrayItem(runs, 1);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, "prediction"))); /* only a 1-rank run predicts */
+    cJSON *p = cJSON_GetObjectItem(r1, "prediction");
+    assert_non_null(strstr(cJSON_GetObjectItem(p, "link")->valuestring, "--link 10 GB/s, 5 us"));
+    cJSON *rows = cJSON_GetObjectItem(p, "rows");
+    assert_int_equal(cJSON_GetArraySize(rows), 2);
+    double base = num(r1, "ms_p50");
+    for (int i = 0; i < 2; i++) {
+        cJSON *row = cJSON_GetArrayItem(rows, i);
+        int k = (int)num(row, "ranks");
+        assert_int_equal(k, 2 << i);
+        double step = num(row, "step_ms"), comm = num(row, "comm_ms"), exp = num(row, "exposed_comm_ms");
+        assert_true(comm > 0 && exp >= 0 && exp <= comm + 1e-12 && step >= base - 1e-9);
+        assert_true(close_rel(num(row, "speedup"), k * base / step, 1e-9));
+        assert_true(close_rel(num(row, "efficiency_pct"), 100.0 * num(row, "speedup") / k, 1e-9));
+        if (k == 2) {
+            assert_int_equal((int)num(row, "measured_run"), 1);
+            assert_true(close_rel(num(row, "measured_step_ms"), num(r2, "ms_p50"), 1e-12));
+            assert_true(close_rel(num(row, "error_pct"), 100.0 * (step - num(r2, "ms_p50")) / num(r2, "ms_p50"), 1e-9));
+        } else {
+            assert_true(cJSON_IsNull(cJSON_GetObjectItem(row, "measured_run")));
+            assert_true(cJSON_IsNull(cJSON_GetObjectItem(row, "error_pct")));
+        }
+    }
+    /* a slower link: more comm, a longer step */
+    cJSON *slow = run_json("--batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1 --batch-size 16 "
+                           "--strategy ddp --steps 12 --no-eval --predict --predict-ranks 4 --link 10MB/s,5us "
+                           "--format json");
+    cJSON *srow = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(slow, "runs"), 0), "prediction"),
+                            "rows"),
+        0);
+    assert_true(num(srow, "comm_ms") > 100 * num(cJSON_GetArrayItem(rows, 1), "comm_ms"));
+    assert_true(num(srow, "speedup") < num(cJSON_GetArrayItem(rows, 1), "speedup"));
+    cJSON_Delete(slow);
+    cJSON_Delete(root);
+    /* no fit for 3 ranks and no --link: no figure; a strategy the model
+     * does not cover says so */
+    setenv("DDPTOP_COMM_MODEL", "/nonexistent/ddptop-model.json", 1);
+    root = run_json("--batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1 --steps 6 --no-eval "
+                    "--predict --predict-ranks 3 --format json");
+    cJSON *row = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "runs"), 0), "prediction"),
+                            "rows"),
+        0);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(row, "step_ms")));
+    cJSON_Delete(root);
+    int st;
+    char *out = run("--batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1 --steps 6 --no-eval "
+                    "--strategy gather-scatter --predict",
+                    &st);
+    assert_int_equal(st, 0);
+    assert_non_null(strstr(out, "--predict models allreduce and ddp only (not gather-scatter)"));
+    free(out);
+    unsetenv("DDPTOP_COMM_MODEL");
+}
+
 static void test_csv_columns(void **state)
 {
     int st;
@@ -351,8 +420,11 @@ int main(int argc, char **argv)
         return cmocka_run_group_tests(fashion, NULL, NULL);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_schema_and_sweep), cmocka_unit_test(test_csv_columns),
-        cmocka_unit_test(test_same_seed_same_report), cmocka_unit_test(test_straggler_sync),
+        cmocka_unit_test(test_json_schema_and_sweep),
+        cmocka_unit_test(test_csv_columns),
+        cmocka_unit_test(test_predict),
+        cmocka_unit_test(test_same_seed_same_report),
+        cmocka_unit_test(test_straggler_sync),
         cmocka_unit_test(test_loss_threshold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

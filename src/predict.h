@@ -1,0 +1,55 @@
+/* predict.h - what a run would take on more ranks, from one measured on
+ * one rank (--predict): the analytic model the README gives.
+ *
+ * From the 1-rank run: forward F and backward B per step (the model's
+ * per-layer times, mean per call), the rest R of the measured median step
+ * (optimizer, data, overheads: ms/step p50 - F - B, at least 0), and when
+ * in backward each gradient became final (its layer's backward done, the
+ * layers running in reverse). On K ranks, each with the same per-rank
+ * batch (weak scaling) and a core of its own, the compute stays; the
+ * gradients are averaged with ring allreduces of
+ *   t(S) = alpha + beta S        (a --bench-comm fit for K ranks), or
+ *   t(S) = 2 (K-1) (lat + S / (K bw))   (--link BW,LAT)
+ * and the step becomes
+ *   allreduce:  F + B + sum over tensors t(S_p) + R
+ *   ddp:        F + max(B, end of the last bucket) + R, the buckets
+ *               (ddp_plan's, from --bucket-mb) queued on the comm lane in
+ *               the order they become ready: start_i = max(ready_i,
+ *               end_{i-1}), end_i = start_i + t(S_i); without overlap
+ *               F + B + sum over buckets t(S_i) + R.
+ * Speedup = K x step_1 / step_K (samples/s), efficiency = speedup / K.
+ * The other strategies are not modelled yet. */
+#ifndef DDPTOP_PREDICT_H
+#define DDPTOP_PREDICT_H
+
+#include <stddef.h>
+
+#define PREDICT_MAX_RANKS 8 /* --predict-ranks entries */
+
+/* What one 1-rank run gives the model. */
+struct predict_input {
+    double fwd_ms, bwd_ms, rest_ms, step_ms; /* per step */
+    int n;                                   /* gradient tensors, parameter order */
+    const size_t *len;                       /* [n] floats */
+    const int *trainable;                    /* [n] */
+    const double *ready_ms;                  /* [n] into backward, when the gradient is final */
+};
+
+/* A collective's cost: alpha + beta * bytes, in us. */
+struct predict_link {
+    double alpha_us, beta_us_per_byte;
+};
+
+/* The ring allreduce of --link BW (bytes/s), LAT (s) on K ranks as alpha +
+ * beta S: 2(K-1) lat and 2(K-1)/(K bw). */
+struct predict_link predict_ring_link(double bw_bytes_per_s, double lat_s, int ranks);
+
+/* The predicted step in ms of `strategy` (enum strategy_kind) with the
+ * model's gradients averaged over link; *comm_ms gets the time in
+ * allreduces and *exposed_ms the part not hidden under backward. Returns
+ * a negative number when the strategy is not modelled (or out of memory). bucket_bytes and
+ * overlap as --bucket-mb and --no-overlap. */
+double predict_step(const struct predict_input *in, int strategy, const struct predict_link *link, size_t bucket_bytes,
+                    int overlap, double *comm_ms, double *exposed_ms);
+
+#endif

@@ -1,0 +1,87 @@
+/* test_predict.c - the --predict step model (src/predict.h) on a hand-made
+ * model whose answer is worked out here by hand: three gradient tensors of
+ * 100, 200 and 50 floats, final 4.0, 2.0 and 1.0 ms into a 4 ms backward,
+ * a 3 ms forward, 0.5 ms of the rest, and a link of 100 us + 1 us/byte.
+ *   allreduce: 0.5 + 0.9 + 0.3 ms of allreduces after backward:
+ *              3 + 4 + 1.7 + 0.5 = 9.2 ms;
+ *   ddp, 1000-byte buckets: {tensors 2,1} (1000 B, ready at 2.0, ends
+ *              3.1), {tensor 0} (400 B, ready at 4.0, ends 4.5): 0.5 ms
+ *              exposed, 8.0 ms; without overlap both after backward,
+ *              1.6 ms exposed, 9.1 ms;
+ *   a frozen tensor is not reduced; dp is not modelled (negative);
+ *   --link 1 GB/s, 5 us on 4 ranks: 2(K-1) x 5 us = 30 us and
+ *              2(K-1)/(K x 1 GB/s) = 1.5 ps/byte. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "predict.h"
+#include "strategy.h"
+
+static const size_t len[3] = {100, 200, 50};
+static const double ready[3] = {4.0, 2.0, 1.0};
+
+static struct predict_input input(const int *trainable)
+{
+    return (struct predict_input){.fwd_ms = 3.0,
+                                  .bwd_ms = 4.0,
+                                  .rest_ms = 0.5,
+                                  .step_ms = 7.5,
+                                  .n = 3,
+                                  .len = len,
+                                  .trainable = trainable,
+                                  .ready_ms = ready};
+}
+
+static void test_allreduce_and_ddp(void **state)
+{
+    const int all[3] = {1, 1, 1};
+    struct predict_input in = input(all);
+    struct predict_link l = {100.0, 1.0};
+    double comm, exposed;
+    assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 9.2, 1e-12);
+    assert_float_equal(comm, 1.7, 1e-12);
+    assert_float_equal(exposed, 1.7, 1e-12);
+    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 8.0, 1e-12);
+    assert_float_equal(comm, 1.6, 1e-12);
+    assert_float_equal(exposed, 0.5, 1e-12);
+    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 0, &comm, &exposed), 9.1, 1e-12);
+    assert_float_equal(exposed, 1.6, 1e-12);
+    /* one bucket for all: ready only at the end of backward */
+    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1 << 20, 1, &comm, &exposed), 3 + 4 + (0.1 + 1.4) + 0.5, 1e-12);
+    assert_true(predict_step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed) < 0);
+}
+
+static void test_frozen(void **state)
+{
+    const int some[3] = {1, 0, 1};
+    struct predict_input in = input(some);
+    struct predict_link l = {100.0, 1.0};
+    double comm, exposed;
+    assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 3 + 4 + 0.8 + 0.5, 1e-12);
+    /* ddp: {2} then {0} (200 B then 400 B; 1000-byte cap, 200 + 400 fits):
+     * one bucket {2, 0} of 600 B ready at 4.0: 0.7 ms after backward */
+    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 3 + 4 + 0.7 + 0.5, 1e-12);
+}
+
+static void test_ring_link(void **state)
+{
+    struct predict_link l = predict_ring_link(1e9, 5e-6, 4);
+    assert_float_equal(l.alpha_us, 30.0, 1e-9);
+    assert_float_equal(l.beta_us_per_byte, 1.5e-3, 1e-15);
+    l = predict_ring_link(1e9, 5e-6, 1);
+    assert_true(l.alpha_us == 0 && l.beta_us_per_byte == 0); /* one rank moves nothing */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_allreduce_and_ddp),
+        cmocka_unit_test(test_frozen),
+        cmocka_unit_test(test_ring_link),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
