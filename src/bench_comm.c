@@ -194,6 +194,12 @@ int bench_comm_main(const struct config *cfg)
     if (!b)
         return 1;
     b->cfg = cfg;
+    if (cfg->nranks > 1) {
+        fprintf(stderr, "ddptop: --bench-comm: one --ranks at a time (got %d counts); run it once for each\n",
+                cfg->nranks);
+        free(b);
+        return 2;
+    }
     b->world = cfg->ranks[0];
     b->coll = cfg->collective;
     if (cfg->base.comm != COMM_SHM) {

@@ -84,6 +84,7 @@ expect_error "bad slow rank" "--slow-rank" --batch --slow-rank x
 expect_error "fault on a rank that does not exist" "--inject-fault: rank 2" --batch --ranks 2 \
     --inject-fault rank=2,step=1,kind=hang
 expect_error "bad bytes" "--max-bytes" --bench-comm --max-bytes 12Q
+expect_error "--bench-comm with a list of ranks" "--bench-comm: one --ranks at a time" --bench-comm --ranks 2,4
 expect_error "--output over the --trace file" "--output: t.json is the --trace file too" --batch --trace t.json \
     --output t.json
 expect_error "nccl on the CPU" "--comm nccl" --batch --dataset synthetic --device cpu --comm nccl
