@@ -165,8 +165,9 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
             rm->ncoll++;
             if (sp->tag == SPAN_TAG_NEGOTIATE) {
                 rm->nnegotiate++;
+                rm->negotiate_ns += sp->t1_ns - sp->t0_ns;
                 if (sp->step > 0)
-                    rm->negotiate_ns += sp->t1_ns - sp->t0_ns;
+                    rm->negotiate_steady_ns += sp->t1_ns - sp->t0_ns;
             }
             if (sp->coll < COLL_COUNT) {
                 rm->kind_calls[sp->coll]++;

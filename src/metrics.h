@@ -62,13 +62,13 @@ struct rank_metrics {
     uint64_t *step_hash;
     size_t nsteps;
     uint64_t bytes_tx, bytes_rx;
-    double bus_bytes;                       /* sum over collectives of S * busbw factor */
-    int64_t coll_ns;                        /* time inside collectives (outer spans) */
-    int64_t xfer_ns, sync_ns;               /* per-collective: transfer (min over ranks) and sync */
-    int64_t xfer_steady_ns, sync_steady_ns; /* the same after step 0 (per step as ms/step is: the first left out) */
-    int64_t negotiate_ns;                   /* horovod: in its negotiation collectives, every step but the first */
-    uint64_t nnegotiate;                    /* such collectives, every step */
-    int64_t desched_ns;                     /* runnable but not on a core, every step but the first */
+    double bus_bytes;                          /* sum over collectives of S * busbw factor */
+    int64_t coll_ns;                           /* time inside collectives (outer spans) */
+    int64_t xfer_ns, sync_ns;                  /* per-collective: transfer (min over ranks) and sync */
+    int64_t xfer_steady_ns, sync_steady_ns;    /* the same after step 0 (per step as ms/step is: the first left out) */
+    int64_t negotiate_ns, negotiate_steady_ns; /* horovod: in its negotiations; the same after step 0 */
+    uint64_t nnegotiate;                       /* such collectives, every step */
+    int64_t desched_ns;                        /* runnable but not on a core, every step but the first */
     int desched_valid;
     uint64_t ncoll;
     uint64_t kind_calls[COLL_COUNT]; /* per collective kind: calls and summed sizes, */

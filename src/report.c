@@ -186,7 +186,8 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         res->xfer_ms += rr->xfer_ms;
         res->sync_ms += rr->sync_ms;
         rr->negotiate_valid = rm->nnegotiate > 0;
-        rr->negotiate_ms = bsteps > 0 ? (double)rm->negotiate_ns / 1e6 / (double)bsteps : 0;
+        rr->negotiate_ms =
+            bsteps > 0 ? (double)(rm->nsteps > 1 ? rm->negotiate_steady_ns : rm->negotiate_ns) / 1e6 / bsteps : 0;
         res->negotiate_valid |= rr->negotiate_valid;
         res->negotiate_ms += rr->negotiate_ms / m->world;
         res->xfer_step_ms += rr->xfer_step_ms;
