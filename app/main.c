@@ -15,17 +15,17 @@
 
 #include "config.h"
 #include "data.h"
+#include "device.h"
 #include "devices.h"
+#include "model.h"
+#include "modes.h"
 #include "report.h"
 #include "run.h"
 #include "session.h"
 #include "stop.h"
-#include "modes.h"
 #include "strategy.h"
 #include "tracing.h"
 #include "ui.h"
-#include "device.h"
-#include "model.h"
 #include "zoo.h"
 
 /* More compute threads than cores: the ranks would take turns on them,

@@ -39,6 +39,7 @@ struct hvd_engine {
     int ntrain;              /* trainable tensors */
     float *flags;            /* [g.n]: the negotiation's vector */
     float *fusion;           /* [fusion_floats] */
+    int *order;              /* [g.n]: one cycle's agreed tensors, backward order (thread only) */
     uint16_t *half;          /* fp16 staging, [max(fusion, largest tensor)], or NULL */
     unsigned char *done;     /* [g.n]: reduced this step (thread only) */
     _Atomic uint64_t *ready; /* [g.n]: the step generation in which it became ready */
@@ -108,8 +109,9 @@ static int reduce_fused(struct hvd_engine *e, const int *ps, int n, int fused_id
 
 /* One cycle: negotiate, then reduce what every rank has ready. Returns the
  * number of tensors reduced, or a negative code. */
-static int cycle(struct hvd_engine *e, uint64_t gen, int *order)
+static int cycle(struct hvd_engine *e, uint64_t gen)
 {
+    int *order = e->order;
     struct comm *c = e->comm;
     int n = e->g.n;
     for (int p = 0; p < n; p++)
@@ -150,7 +152,6 @@ static void *thread_main(void *arg)
     nvtx_name_thread(name);
     pthread_setname_np(pthread_self(), name);
     comm_bind(e->comm, e->ring, LANE_COMM, e->step);
-    int *order = malloc(sizeof(int) * (size_t)(e->g.n + 1));
     uint64_t gen = 0;
     int ndone = 0;
     int64_t next = 0; /* when the next cycle may start */
@@ -182,10 +183,10 @@ static void *thread_main(void *arg)
             t = next;
         }
         next = t + e->cycle_ns;
-        int r = order ? cycle(e, gen, order) : -1;
+        int r = cycle(e, gen);
         if (r < 0) {
             if (atomic_load(&e->rc) == 0)
-                atomic_store(&e->rc, order ? r : -1);
+                atomic_store(&e->rc, r);
             /* a failed collective leaves the ranks out of step: wait for
              * the run to end (hvd_finish reports the failure) */
             pthread_mutex_lock(&e->mu);
@@ -202,7 +203,6 @@ static void *thread_main(void *arg)
             pthread_mutex_unlock(&e->mu);
         }
     }
-    free(order);
     return NULL;
 }
 
@@ -231,9 +231,10 @@ struct hvd_engine *hvd_create(struct comm *c, const struct grad_layout *g, size_
     e->done = calloc(n, 1);
     e->ready = calloc(n, sizeof(*e->ready));
     e->fusion = malloc(e->fusion_floats * sizeof(float));
+    e->order = malloc(n * sizeof(int));
     if (fp16)
         e->half = malloc((largest > e->fusion_floats ? largest : e->fusion_floats) * sizeof(uint16_t));
-    if (!e->flags || !e->done || !e->ready || !e->fusion || (fp16 && !e->half))
+    if (!e->flags || !e->done || !e->ready || !e->fusion || !e->order || (fp16 && !e->half))
         goto fail;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
@@ -316,6 +317,7 @@ void hvd_destroy(struct hvd_engine *e)
     free(e->done);
     free((void *)e->ready);
     free(e->fusion);
+    free(e->order);
     free(e->half);
     free(e);
 }

@@ -830,6 +830,7 @@ static const struct opt opts[] = {
 #define OPT_VAL0 256 /* getopt_long's value for opts[i] is OPT_VAL0 + i, or its short name */
 
 _Static_assert(CFG_MAX_GPUS <= CFG_MAX_LIST, "a --gpus list is split like every other list");
+_Static_assert(CFG_MAX_PREDICT <= CFG_MAX_LIST, "a --predict-ranks list is split like every other list");
 
 /* ---- --help ----------------------------------------------------------------- */
 

@@ -41,6 +41,8 @@ struct fault {
     long step;
 };
 
+#define CFG_MAX_PREDICT 8 /* --predict-ranks entries */
+
 /* One run: a single combination of the sweep plus everything shared. */
 struct run_config {
     char model[CFG_NAME];
@@ -71,11 +73,11 @@ struct run_config {
     double loss_threshold; /* < 0: none */
     int eval;              /* evaluate on the test split each epoch */
     float bucket_mb;
-    int overlap;          /* ddp: overlap buckets with backward */
-    float fusion_mb;      /* horovod: fusion buffer cap */
-    float cycle_ms;       /* horovod: time between negotiations */
-    int predict;          /* --predict: a 1-rank run predicts more ranks */
-    int predict_ranks[8]; /* --predict-ranks (PREDICT_MAX_RANKS) */
+    int overlap;                        /* ddp: overlap buckets with backward */
+    float fusion_mb;                    /* horovod: fusion buffer cap */
+    float cycle_ms;                     /* horovod: time between negotiations */
+    int predict;                        /* --predict: a 1-rank run predicts more ranks */
+    int predict_ranks[CFG_MAX_PREDICT]; /* --predict-ranks */
     int npredict_ranks;
     double link_bw, link_lat; /* --link: bytes/s and s; 0: use --bench-comm's fits */
     int no_cupti;             /* GPU: collect no device timelines */

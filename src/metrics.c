@@ -103,14 +103,15 @@ static void coll_record(struct metrics *m, int r, const struct span *s)
 
 static void release_held(struct metrics *m, int r, int all);
 
-/* A device record into the timeline's history: merged into the open one
- * of its category while it starts within 1/200 of a step (a cell of the
- * widest timeline) of that one's end; the open one goes in when it ends. */
+/* A span into the timeline's history ring, the oldest overwritten. */
 static void history_push(struct rank_metrics *rm, const struct span *sp)
 {
     rm->history[rm->nhistory++ % METRICS_HISTORY] = *sp;
 }
 
+/* A device record into the timeline's history: merged into the open one
+ * of its category while it starts within 1/200 of a step (a cell of the
+ * widest timeline) of that one's end; the open one goes in when it ends. */
 static void history_gpu(struct rank_metrics *rm, const struct span *sp)
 {
     if (sp->cat >= CAT_COUNT)

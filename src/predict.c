@@ -3,8 +3,6 @@
 
 #include <stdlib.h>
 
-#include "strategy.h"
-
 struct predict_link predict_ring_link(double bw_bytes_per_s, double lat_s, int ranks)
 {
     struct predict_link l = {0, 0};
@@ -27,19 +25,12 @@ static double ddp_lane(const struct predict_input *in, const struct predict_link
 {
     struct ddp_bucket *b = malloc(sizeof(*b) * ((size_t)in->n + 1));
     int *of = malloc(sizeof(int) * ((size_t)in->n + 1));
-    struct grad_tensor *t = malloc(sizeof(*t) * ((size_t)in->n + 1));
-    if (!b || !of || !t) {
+    if (!b || !of) {
         free(b);
         free(of);
-        free(t);
         return -1;
     }
-    size_t off = 0;
-    for (int p = 0; p < in->n; p++) {
-        t[p] = (struct grad_tensor){off, in->len[p], in->trainable[p]};
-        off += in->len[p];
-    }
-    struct grad_layout g = {in->n, t, NULL, NULL, off};
+    struct grad_layout g = {in->n, in->t, NULL, NULL, 0};
     size_t first = bucket_bytes < 1024 * 1024 ? bucket_bytes : 1024 * 1024;
     int nb = ddp_plan(&g, bucket_bytes, first, b, of);
     double end = overlap ? 0 : in->bwd_ms;
@@ -54,7 +45,6 @@ static double ddp_lane(const struct predict_input *in, const struct predict_link
     }
     free(b);
     free(of);
-    free(t);
     return end;
 }
 
@@ -65,8 +55,8 @@ double predict_step(const struct predict_input *in, int strategy, const struct p
     switch (strategy) {
     case STRAT_ALLREDUCE:
         for (int p = 0; p < in->n; p++)
-            if (in->trainable[p])
-                comm += cost_ms(link, (double)in->len[p] * sizeof(float));
+            if (in->t[p].trainable)
+                comm += cost_ms(link, (double)in->t[p].len * sizeof(float));
         after = comm;
         break;
     case STRAT_DDP: {

@@ -24,15 +24,14 @@
 
 #include <stddef.h>
 
-#define PREDICT_MAX_RANKS 8 /* --predict-ranks entries */
+#include "strategy.h"
 
 /* What one 1-rank run gives the model. */
 struct predict_input {
-    double fwd_ms, bwd_ms, rest_ms, step_ms; /* per step */
-    int n;                                   /* gradient tensors, parameter order */
-    const size_t *len;                       /* [n] floats */
-    const int *trainable;                    /* [n] */
-    const double *ready_ms;                  /* [n] into backward, when the gradient is final */
+    double fwd_ms, bwd_ms, rest_ms; /* per step */
+    int n;                          /* gradient tensors, parameter order */
+    const struct grad_tensor *t;    /* [n] */
+    const double *ready_ms;         /* [n] into backward, when the gradient is final */
 };
 
 /* A collective's cost: alpha + beta * bytes, in us. */

@@ -43,11 +43,10 @@ static void predict_scaling(struct run_result *res, struct run *r)
     int nl = m->nlayers, n = m->nparams;
     int64_t *fwd = calloc((size_t)nl + 1, sizeof(int64_t)), *bwd = calloc((size_t)nl + 1, sizeof(int64_t));
     double *ready = calloc((size_t)n + 1, sizeof(double)), *after = calloc((size_t)nl + 2, sizeof(double));
-    size_t *len = calloc((size_t)n + 1, sizeof(size_t));
-    int *train = calloc((size_t)n + 1, sizeof(int));
+    struct grad_tensor *t = calloc((size_t)n + 1, sizeof(*t));
     int64_t fc = 0, bc = 0;
-    if (!fwd || !bwd || !ready || !after || !len || !train || model_layer_times(m, fwd, bwd, nl, &fc, &bc) != nl ||
-        fc <= 0 || bc <= 0) {
+    if (!fwd || !bwd || !ready || !after || !t || model_layer_times(m, fwd, bwd, nl, &fc, &bc) != nl || fc <= 0 ||
+        bc <= 0) {
         snprintf(res->spred_note, sizeof(res->spred_note), "--predict: no per-layer times from the run");
         goto out;
     }
@@ -59,18 +58,15 @@ static void predict_scaling(struct run_result *res, struct run *r)
     }
     in.bwd_ms = after[0];
     for (int p = 0; p < n; p++) {
-        len[p] = m->params[p].len;
-        train[p] = m->params[p].trainable;
+        t[p] = (struct grad_tensor){m->params[p].off, m->params[p].len, m->params[p].trainable};
         int l = m->params[p].layer;
         ready[p] = l >= 0 && l < nl ? after[l] : in.bwd_ms;
     }
-    in.step_ms = res->ms_p50;
     in.rest_ms = res->ms_p50 - in.fwd_ms - in.bwd_ms;
     if (in.rest_ms < 0)
         in.rest_ms = 0;
     in.n = n;
-    in.len = len;
-    in.trainable = train;
+    in.t = t;
     in.ready_ms = ready;
     char path[1024];
     cost_model_path(path, sizeof(path));
@@ -80,7 +76,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
     else
         snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's allreduce fits (shm, %s)",
                  c->algo == ALGO_RING ? "ring" : "naive");
-    for (int i = 0; i < c->npredict_ranks && i < PREDICT_MAX_RANKS; i++) {
+    for (int i = 0; i < c->npredict_ranks; i++) {
         struct scaling_pred *sp = &res->spred[res->nspred++];
         int k = c->predict_ranks[i];
         sp->ranks = k;
@@ -98,7 +94,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
             continue;
         sp->valid = 1;
         sp->step_ms = step;
-        sp->speedup = k * in.step_ms / step;
+        sp->speedup = k * res->ms_p50 / step;
         sp->efficiency = 100.0 * sp->speedup / k;
     }
 out:
@@ -106,8 +102,7 @@ out:
     free(bwd);
     free(ready);
     free(after);
-    free(len);
-    free(train);
+    free(t);
 }
 
 /* Predicted transfer time per rank from the stored alpha-beta fits: valid
@@ -557,7 +552,22 @@ static void explain_efficiency(FILE *f, const struct run_result *res, int i)
             r->base_run, why);
 }
 
-static int measured_for(const struct run_result *res, int n, int i, int k);
+/* The run of res[0..n) that measured what run i's prediction for k ranks
+ * predicts: the same model, data, strategy and per-rank batch on k ranks
+ * (and the same bucket cap and overlap); -1 if none. */
+static int measured_for(const struct run_result *res, int n, int i, int k)
+{
+    const struct run_result *p = &res[i];
+    for (int j = 0; j < n; j++) {
+        const struct run_result *q = &res[j];
+        if (q->world == k && q->ms_valid && q->ms_p50 > 0 && !strcmp(q->cfg.model, p->cfg.model) &&
+            !strcmp(q->dataset, p->dataset) && q->cfg.strategy == p->cfg.strategy &&
+            q->cfg.batch_size == p->cfg.batch_size && q->cfg.bucket_mb == p->cfg.bucket_mb &&
+            q->cfg.overlap == p->cfg.overlap)
+            return j;
+    }
+    return -1;
+}
 
 /* --predict's table for run i: predicted against measured where a run of
  * the sweep measured it. */
@@ -818,23 +828,6 @@ static cJSON *json_replay(const struct replay_source *src)
     cJSON_AddBoolToObject(o, "truncated", src->truncated);
     cJSON_AddNumberToObject(o, "events", (double)src->events);
     return o;
-}
-
-/* The run of res[0..n) that measured what run i's prediction for k ranks
- * predicts: the same model, data, strategy and per-rank batch on k ranks
- * (and the same bucket cap and overlap); -1 if none. */
-static int measured_for(const struct run_result *res, int n, int i, int k)
-{
-    const struct run_result *p = &res[i];
-    for (int j = 0; j < n; j++) {
-        const struct run_result *q = &res[j];
-        if (q->world == k && q->ms_valid && q->ms_p50 > 0 && !strcmp(q->cfg.model, p->cfg.model) &&
-            !strcmp(q->dataset, p->dataset) && q->cfg.strategy == p->cfg.strategy &&
-            q->cfg.batch_size == p->cfg.batch_size && q->cfg.bucket_mb == p->cfg.bucket_mb &&
-            q->cfg.overlap == p->cfg.overlap)
-            return j;
-    }
-    return -1;
 }
 
 static cJSON *json_prediction(const struct run_result *res, int n, int i)

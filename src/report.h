@@ -114,7 +114,7 @@ struct run_result {
         int ranks;
         int valid; /* 0: no link for this rank count (no fit, no --link) */
         double step_ms, comm_ms, exposed_ms, speedup, efficiency;
-    } spred[8]; /* PREDICT_MAX_RANKS */
+    } spred[CFG_MAX_PREDICT];
     int nspred;
     char spred_link[64];  /* where the link's cost came from */
     char spred_note[128]; /* why nothing was predicted, or "" */

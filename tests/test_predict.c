@@ -21,19 +21,18 @@
 #include "predict.h"
 #include "strategy.h"
 
-static const size_t len[3] = {100, 200, 50};
 static const double ready[3] = {4.0, 2.0, 1.0};
+static struct grad_tensor t[3];
 
 static struct predict_input input(const int *trainable)
 {
-    return (struct predict_input){.fwd_ms = 3.0,
-                                  .bwd_ms = 4.0,
-                                  .rest_ms = 0.5,
-                                  .step_ms = 7.5,
-                                  .n = 3,
-                                  .len = len,
-                                  .trainable = trainable,
-                                  .ready_ms = ready};
+    static const size_t len[3] = {100, 200, 50};
+    size_t off = 0;
+    for (int p = 0; p < 3; p++) {
+        t[p] = (struct grad_tensor){off, len[p], trainable[p]};
+        off += len[p];
+    }
+    return (struct predict_input){.fwd_ms = 3.0, .bwd_ms = 4.0, .rest_ms = 0.5, .n = 3, .t = t, .ready_ms = ready};
 }
 
 static void test_allreduce_and_ddp(void **state)
