@@ -31,6 +31,14 @@ int comm_context(struct comm *c, int rc, const char *fmt, ...)
     return rc;
 }
 
+int comm_check_peer(struct comm *c, int peer, const char *what)
+{
+    if (peer >= 0 && peer < c->world && peer != c->rank)
+        return 0;
+    snprintf(c->err, sizeof(c->err), "%s rank %d: not a peer of rank %d of %d", what, peer, c->rank, c->world);
+    return -1;
+}
+
 /* ---- a broken communicator (comm_break) ---- */
 static int broken(struct comm *c)
 {
@@ -83,6 +91,16 @@ static int b_barrier(struct comm *c)
     return broken(c);
 }
 
+static int b_send(struct comm *c, const float *buf, size_t n, int peer)
+{
+    return broken(c);
+}
+
+static int b_recv(struct comm *c, float *buf, size_t n, int peer)
+{
+    return broken(c);
+}
+
 static void b_destroy(struct comm *c)
 {
     c->ops = c->healthy;
@@ -100,6 +118,8 @@ static const struct comm_ops broken_ops = {
     .gather = b_gather,
     .scatter = b_scatter,
     .barrier = b_barrier,
+    .send = b_send,
+    .recv = b_recv,
     .destroy = b_destroy,
 };
 
@@ -127,7 +147,9 @@ void comm_call_begin(struct comm *c, struct comm_call *call, int kind, uint64_t 
     call->wait_ns = 0;
     call->tx = call->rx = 0;
     call->kind = kind;
-    call->seq = c->seq++;
+    /* a send or recv involves two ranks: a number taken there would put
+     * this rank's later collectives out of step with the other ranks' */
+    call->seq = kind == COMM_P2P ? 0 : c->seq++;
 }
 
 void comm_call_wait(struct comm *c, struct comm_call *call, int64_t t0_ns, int64_t t1_ns)

@@ -7,6 +7,11 @@
  * received by this rank, and records on the bound probe ring one outer `comm`
  * span with `wait` spans nested inside it for the time spent blocked on a
  * peer, so a fast rank shows idle time and the straggler does not.
+ *
+ * Point-to-point send and recv (activations and their gradients between
+ * neighbouring stages) are called by two ranks only, so they take no
+ * sequence number: collectives' numbers stay equal on every rank. Their
+ * spans carry kind COMM_P2P, which nothing matches across ranks.
  */
 #ifndef DDPTOP_COMM_H
 #define DDPTOP_COMM_H
@@ -49,6 +54,15 @@ struct comm_ops {
     /* in[n * world] on root only; out[n] everywhere. */
     int (*scatter)(struct comm *c, const float *in, float *out, size_t n, int root);
     int (*barrier)(struct comm *c);
+    /* Point-to-point, blocking: send returns when buf may be reused, recv
+     * when buf holds the message. A send may wait for its recv (shm always
+     * does: a rendezvous), so a ring shift orders its calls (even ranks send
+     * first, odd ones receive first). Each send to peer matches peer's next
+     * recv from this rank, in order; both pass the same n (shm fails both
+     * otherwise). send counts bytes_tx, recv bytes_rx. An abort or a timeout
+     * leaves the pair out of step, as it leaves a collective's communicator. */
+    int (*send)(struct comm *c, const float *buf, size_t n, int peer);
+    int (*recv)(struct comm *c, float *buf, size_t n, int peer);
     void (*destroy)(struct comm *c);
 };
 
@@ -84,10 +98,19 @@ int comm_context(struct comm *c, int rc, const char *fmt, ...) __attribute__((fo
  * it while no collective of c runs. */
 void comm_break(struct comm *c, const char *why);
 
+/* 0 when peer is another rank of c (a send's or recv's peer); else -1,
+ * with c->err "WHAT rank PEER: ...". */
+int comm_check_peer(struct comm *c, int peer, const char *what);
+
 /* Directs this communicator's spans to ring, as lane. */
 void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic uint32_t *step);
 
-/* Backend helpers: begin/end a call (sequence, outer span, stats). */
+/* The kind of a point-to-point call's spans: "not a collective", so that
+ * metrics and the UI's per-collective accounting leave it out. */
+#define COMM_P2P COLL_NONE
+
+/* Backend helpers: begin/end a call (sequence, outer span, stats). Kind
+ * COMM_P2P takes no sequence number (its spans carry seq 0). */
 struct comm_call {
     int64_t t0_ns;
     int64_t wait_ns;

@@ -16,6 +16,14 @@
  * two phases: the root works on every peer's buffer, then every peer works
  * on the root's.
  *
+ * send/recv: one mailbox per ordered pair of ranks, apart from the progress
+ * counters (collectives' units stay in step on every rank whatever pairs
+ * exchange). It is a rendezvous, so nothing is copied twice: the sender
+ * publishes its buffer and counts the message in `sent`; the receiver copies
+ * straight out of that buffer and counts it in `taken`, which releases the
+ * sender. The sender waits, so one message per pair is in flight and the
+ * k-th send meets the k-th recv.
+ *
  * Waiting spins briefly (a hand-off costs ~0.6 us), then yields for a while,
  * then sleeps on a futex on the peer's counter, because ranks and comm lanes
  * may outnumber cores and a spinning waiter would steal the core its peer
@@ -44,10 +52,22 @@ struct shm_slot {
     float *_Atomic dst;                    /* this call's output */
 };
 
+/* Messages from one rank to another; each side's fields on their own line. */
+struct shm_mailbox {
+    _Alignas(64) _Atomic uint64_t sent; /* messages published (the sender) */
+    _Atomic uint32_t sent_waiters;      /* threads asleep on sent */
+    const float *buf;                   /* message `sent`, ordered by sent's release */
+    size_t n;
+    _Alignas(64) _Atomic uint64_t taken; /* messages received (the receiver) */
+    _Atomic uint32_t taken_waiters;
+    size_t want; /* the receiver's n: differs from n when neither side copied */
+};
+
 struct shm_world {
     int world;
     const volatile _Atomic int *abort;
     struct shm_slot *slots;
+    struct shm_mailbox *boxes; /* [from * world + to] */
 };
 
 struct shm_comm {
@@ -72,9 +92,11 @@ struct shm_world *shm_world_create(int world, const volatile _Atomic int *abort)
         return NULL;
     w->world = world;
     w->abort = abort;
+    size_t nboxes = (size_t)world * (size_t)world;
     w->slots = aligned_alloc(64, sizeof(struct shm_slot) * (size_t)world);
-    if (!w->slots) {
-        free(w);
+    w->boxes = aligned_alloc(64, sizeof(struct shm_mailbox) * nboxes);
+    if (!w->slots || !w->boxes) {
+        shm_world_destroy(w);
         return NULL;
     }
     for (int i = 0; i < world; i++) {
@@ -82,6 +104,15 @@ struct shm_world *shm_world_create(int world, const volatile _Atomic int *abort)
         atomic_init(&w->slots[i].waiters, 0);
         atomic_init(&w->slots[i].src, NULL);
         atomic_init(&w->slots[i].dst, NULL);
+    }
+    for (size_t i = 0; i < nboxes; i++) {
+        struct shm_mailbox *b = &w->boxes[i];
+        atomic_init(&b->sent, 0);
+        atomic_init(&b->sent_waiters, 0);
+        atomic_init(&b->taken, 0);
+        atomic_init(&b->taken_waiters, 0);
+        b->buf = NULL;
+        b->n = b->want = 0;
     }
     return w;
 }
@@ -91,6 +122,7 @@ void shm_world_destroy(struct shm_world *w)
     if (!w)
         return;
     free(w->slots);
+    free(w->boxes);
     free(w);
 }
 
@@ -135,12 +167,11 @@ static uint32_t *futex_word(_Atomic uint64_t *p)
     return (uint32_t *)p;
 }
 
-/* Waits until rank r's progress reaches base + unit. */
-static int wait_unit(struct comm *c, struct comm_call *call, int r, uint64_t unit)
+/* Waits until counter p, which rank `peer` advances (store_wake), reaches
+ * target; waiters counts the threads asleep on p. */
+static int wait_for(struct comm *c, struct comm_call *call, _Atomic uint64_t *p, _Atomic uint32_t *waiters,
+                    uint64_t target, int peer)
 {
-    struct shm_slot *sl = slot(c, r);
-    _Atomic uint64_t *p = &sl->progress;
-    uint64_t target = S(c)->base + unit;
     if (atomic_load_explicit(p, memory_order_acquire) >= target)
         return 0;
     int64_t t0 = probe_now_ns();
@@ -159,33 +190,45 @@ static int wait_unit(struct comm *c, struct comm_call *call, int r, uint64_t uni
         int64_t waited = probe_now_ns() - t0;
         if (c->timeout_ns > 0 && waited > c->timeout_ns) {
             comm_call_wait(c, call, t0, t0 + waited);
-            snprintf(c->err, sizeof(c->err), "timed out after %.3g s waiting for rank %d", (double)waited / 1e9,
-                     (r % c->world + c->world) % c->world);
+            snprintf(c->err, sizeof(c->err), "timed out after %.3g s waiting for rank %d", (double)waited / 1e9, peer);
             return -1;
         }
         if (waited < YIELD_NS) {
             sched_yield();
             continue;
         }
-        /* sleep until the peer advances (set_unit wakes us), at most 1 ms */
-        atomic_fetch_add(&sl->waiters, 1);
+        /* sleep until the peer advances (store_wake wakes us), at most 1 ms */
+        atomic_fetch_add(waiters, 1);
         v = atomic_load(p);
         if (v < target) {
             struct timespec ts = {0, 1000 * 1000};
             syscall(SYS_futex, futex_word(p), FUTEX_WAIT_PRIVATE, (uint32_t)v, &ts, NULL, 0);
         }
-        atomic_fetch_sub(&sl->waiters, 1);
+        atomic_fetch_sub(waiters, 1);
     }
     comm_call_wait(c, call, t0, probe_now_ns());
     return 0;
 }
 
+/* Stores v into counter p (release) and wakes the threads asleep on it. */
+static void store_wake(_Atomic uint64_t *p, _Atomic uint32_t *waiters, uint64_t v)
+{
+    atomic_store(p, v);
+    if (atomic_load(waiters))
+        syscall(SYS_futex, futex_word(p), FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Waits until rank r's progress reaches base + unit. */
+static int wait_unit(struct comm *c, struct comm_call *call, int r, uint64_t unit)
+{
+    struct shm_slot *sl = slot(c, r);
+    return wait_for(c, call, &sl->progress, &sl->waiters, S(c)->base + unit, (r % c->world + c->world) % c->world);
+}
+
 static void set_unit(struct comm *c, uint64_t unit)
 {
     struct shm_slot *sl = slot(c, c->rank);
-    atomic_store(&sl->progress, S(c)->base + unit);
-    if (atomic_load(&sl->waiters))
-        syscall(SYS_futex, futex_word(&sl->progress), FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+    store_wake(&sl->progress, &sl->waiters, S(c)->base + unit);
 }
 
 static void publish(struct comm *c, const void *src, void *dst)
@@ -699,6 +742,60 @@ static int shm_barrier(struct comm *c)
     return rc;
 }
 
+/* ---- send / recv (see the mailbox at the top) ---- */
+static struct shm_mailbox *mailbox(struct comm *c, int from, int to)
+{
+    return &S(c)->w->boxes[(size_t)from * (size_t)c->world + (size_t)to];
+}
+
+static int shm_send(struct comm *c, const float *buf, size_t n, int peer)
+{
+    if (comm_check_peer(c, peer, "send to") != 0)
+        return -1;
+    struct shm_mailbox *b = mailbox(c, c->rank, peer);
+    struct comm_call call;
+    comm_call_begin(c, &call, COMM_P2P, n * sizeof(float));
+    /* the previous message was taken, so the receiver is done with buf and n */
+    uint64_t k = atomic_load_explicit(&b->sent, memory_order_relaxed) + 1;
+    b->buf = buf;
+    b->n = n;
+    store_wake(&b->sent, &b->sent_waiters, k);
+    int rc = wait_for(c, &call, &b->taken, &b->taken_waiters, k, peer);
+    if (rc == 0 && b->want != n) {
+        snprintf(c->err, sizeof(c->err), "send to rank %d: %zu floats, but it expected %zu", peer, n, b->want);
+        rc = -1;
+    } else if (rc == 0) {
+        call.tx = n * sizeof(float);
+    }
+    comm_call_end(c, &call);
+    return rc;
+}
+
+static int shm_recv(struct comm *c, float *buf, size_t n, int peer)
+{
+    if (comm_check_peer(c, peer, "recv from") != 0)
+        return -1;
+    struct shm_mailbox *b = mailbox(c, peer, c->rank);
+    struct comm_call call;
+    comm_call_begin(c, &call, COMM_P2P, n * sizeof(float));
+    uint64_t k = atomic_load_explicit(&b->taken, memory_order_relaxed) + 1;
+    int rc = wait_for(c, &call, &b->sent, &b->sent_waiters, k, peer);
+    if (rc == 0) {
+        b->want = n;
+        if (b->n == n) {
+            CP(c, buf, b->buf, n * sizeof(float));
+            call.rx = n * sizeof(float);
+        } else {
+            snprintf(c->err, sizeof(c->err), "recv from rank %d: expected %zu floats, but it sent %zu", peer, n, b->n);
+            rc = -1;
+        }
+        /* releases the sender, and its buffer, either way */
+        store_wake(&b->taken, &b->taken_waiters, k);
+    }
+    comm_call_end(c, &call);
+    return rc;
+}
+
 static void shm_destroy(struct comm *c)
 {
     if (!c)
@@ -720,6 +817,8 @@ static const struct comm_ops shm_ops = {
     .gather = shm_gather,
     .scatter = shm_scatter,
     .barrier = shm_barrier,
+    .send = shm_send,
+    .recv = shm_recv,
     .destroy = shm_destroy,
 };
 

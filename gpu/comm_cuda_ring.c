@@ -157,6 +157,20 @@ static int r_barrier(struct comm *c)
     return X(c)->inner->barrier(c);
 }
 
+static int r_send(struct comm *c, const float *buf, size_t n, int peer)
+{
+    if (settle(c) != 0)
+        return -1;
+    return check(c, X(c)->inner->send(c, buf, n, peer));
+}
+
+static int r_recv(struct comm *c, float *buf, size_t n, int peer)
+{
+    if (settle(c) != 0)
+        return -1;
+    return check(c, X(c)->inner->recv(c, buf, n, peer));
+}
+
 static void r_destroy(struct comm *c)
 {
     if (!c)
@@ -193,6 +207,8 @@ struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int algo, int 
                                .gather = r_gather,
                                .scatter = r_scatter,
                                .barrier = r_barrier,
+                               .send = r_send,
+                               .recv = r_recv,
                                .destroy = r_destroy};
     c->ops = &x->ops;
     c->backend = x;

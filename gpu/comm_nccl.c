@@ -225,6 +225,34 @@ static int n_barrier(struct comm *c)
               ncclAllReduce(NS(c)->one, NS(c)->one, 1, ncclFloat, ncclSum, NS(c)->nc, NS(c)->stream));
 }
 
+/* send and recv: NCCL pairs them in order per pair of ranks, as comm.h
+ * asks. A failure or timeout gets the peer in front (NCCL cannot name it). */
+static int nccl_send(struct comm *c, const float *buf, size_t n, int peer)
+{
+    size_t b = n * sizeof(float);
+    NCCL_CALL(c, COMM_P2P, b, b, 0, ncclSend(buf, n, ncclFloat, peer, NS(c)->nc, NS(c)->stream));
+}
+
+static int nccl_recv(struct comm *c, float *buf, size_t n, int peer)
+{
+    size_t b = n * sizeof(float);
+    NCCL_CALL(c, COMM_P2P, b, 0, b, ncclRecv(buf, n, ncclFloat, peer, NS(c)->nc, NS(c)->stream));
+}
+
+static int n_send(struct comm *c, const float *buf, size_t n, int peer)
+{
+    if (comm_check_peer(c, peer, "send to") != 0)
+        return -1;
+    return comm_context(c, nccl_send(c, buf, n, peer), "send to rank %d", peer);
+}
+
+static int n_recv(struct comm *c, float *buf, size_t n, int peer)
+{
+    if (comm_check_peer(c, peer, "recv from") != 0)
+        return -1;
+    return comm_context(c, nccl_recv(c, buf, n, peer), "recv from rank %d", peer);
+}
+
 static void n_destroy(struct comm *c)
 {
     if (!c)
@@ -253,6 +281,8 @@ static const struct comm_ops nccl_ops = {
     .gather = n_gather,
     .scatter = n_scatter,
     .barrier = n_barrier,
+    .send = n_send,
+    .recv = n_recv,
     .destroy = n_destroy,
 };
 

@@ -9,6 +9,10 @@
  * so reuse of buffers and progress counters across calls is covered too.
  * A peer that never comes fails the wait after the communicator's timeout
  * (--comm-timeout), no sooner, naming that peer.
+ *
+ * send/recv are a rendezvous (the sender waits for the receiver), so in a
+ * ring shift even ranks send first and odd ranks receive first: the chain
+ * of waits ends at rank W-1 or 0 for any W >= 2.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -292,6 +296,315 @@ static void test_timeout_names_peer(void **state)
     shm_world_destroy(w);
 }
 
+/* ---- send / recv ---- */
+
+/* The messages of one exchange, in the order they are sent: sizes that
+ * differ, one of none (with no buffer at all), and a salt each, so a
+ * message out of order is wrong in size or in content. */
+static const size_t msg_n[] = {1000, 1, 0, 4099, 5};
+#define NMSG (sizeof(msg_n) / sizeof(msg_n[0]))
+
+struct p2p_job {
+    struct comm *c;
+    int wrong;       /* elements that differ from the exact answer */
+    int wrong_stats; /* calls whose stats did not move by exactly their bytes */
+    int rc;
+    int collectives; /* allreduces made, so c->seq must equal it */
+};
+
+static void p2p_rc(struct p2p_job *j, int rc)
+{
+    if (rc && !j->rc) {
+        j->rc = rc;
+        fprintf(stderr, "rank %d: %s\n", j->c->rank, j->c->err);
+    }
+}
+
+/* One call's effect on the stats: one call, tx bytes sent, rx received. */
+static void p2p_stats(struct p2p_job *j, const struct comm_stats *before, uint64_t tx, uint64_t rx)
+{
+    const struct comm_stats *now = &j->c->stats;
+    j->wrong_stats += now->calls != before->calls + 1 || now->bytes_tx != before->bytes_tx + tx ||
+                      now->bytes_rx != before->bytes_rx + rx;
+}
+
+/* Sends the messages (salted from salt) to `to`. */
+static void send_all(struct p2p_job *j, int to, int salt)
+{
+    for (size_t m = 0; m < NMSG; m++) {
+        float *b = msg_n[m] ? malloc(msg_n[m] * sizeof(float)) : NULL;
+        for (size_t i = 0; i < msg_n[m]; i++)
+            b[i] = val(j->c->rank, i, salt + (int)m);
+        struct comm_stats before = j->c->stats;
+        p2p_rc(j, j->c->ops->send(j->c, b, msg_n[m], to));
+        p2p_stats(j, &before, msg_n[m] * sizeof(float), 0);
+        free(b);
+    }
+}
+
+/* Receives them from `from` and checks every element. */
+static void recv_all(struct p2p_job *j, int from, int salt)
+{
+    for (size_t m = 0; m < NMSG; m++) {
+        float *b = msg_n[m] ? malloc(msg_n[m] * sizeof(float)) : NULL;
+        for (size_t i = 0; i < msg_n[m]; i++)
+            b[i] = -1234.0f;
+        struct comm_stats before = j->c->stats;
+        p2p_rc(j, j->c->ops->recv(j->c, b, msg_n[m], from));
+        p2p_stats(j, &before, 0, msg_n[m] * sizeof(float));
+        for (size_t i = 0; i < msg_n[m]; i++)
+            j->wrong += b[i] != val(from, i, salt + (int)m);
+        free(b);
+    }
+}
+
+/* An allreduce between exchanges, checked exactly. */
+static void allreduce_checked(struct p2p_job *j, int salt)
+{
+    struct comm *c = j->c;
+    size_t n = 1000;
+    float *b = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        b[i] = val(c->rank, i, salt);
+    p2p_rc(j, c->ops->allreduce(c, b, n, RED_SUM));
+    for (size_t i = 0; i < n; i++) {
+        float s = 0;
+        for (int p = 0; p < c->world; p++)
+            s += val(p, i, salt);
+        j->wrong += b[i] != s;
+    }
+    j->collectives++;
+    free(b);
+}
+
+/* Per round: a ring shift to the right, an allreduce, then an exchange
+ * between ranks 0 and W-1 alone (the others' sequence numbers must not
+ * move), and another allreduce. */
+static void *p2p_worker(void *arg)
+{
+    struct p2p_job *j = arg;
+    int W = j->c->world, r = j->c->rank;
+    int right = (r + 1) % W, left = (r - 1 + W) % W;
+    for (int round = 0; round < 2; round++) {
+        int salt = 10 * round;
+        if (r % 2 == 0) {
+            send_all(j, right, salt);
+            recv_all(j, left, salt);
+        } else {
+            recv_all(j, left, salt);
+            send_all(j, right, salt);
+        }
+        allreduce_checked(j, salt + 1);
+        if (r == 0) {
+            send_all(j, W - 1, salt + 2);
+            recv_all(j, W - 1, salt + 3);
+        } else if (r == W - 1) {
+            recv_all(j, 0, salt + 2);
+            send_all(j, 0, salt + 3);
+        }
+        allreduce_checked(j, salt + 4);
+    }
+    return NULL;
+}
+
+static void test_send_recv(void **state)
+{
+    for (int algo = ALGO_RING; algo <= ALGO_NAIVE; algo++)
+        for (int W = 2; W <= 4; W++) {
+            _Atomic int abort_flag = 0;
+            struct shm_world *w = shm_world_create(W, &abort_flag);
+            assert_non_null(w);
+            struct p2p_job jobs[4];
+            pthread_t th[4];
+            for (int r = 0; r < W; r++) {
+                jobs[r] = (struct p2p_job){.c = comm_shm_create(w, r, algo)};
+                assert_non_null(jobs[r].c);
+            }
+            for (int r = 0; r < W; r++)
+                pthread_create(&th[r], NULL, p2p_worker, &jobs[r]);
+            for (int r = 0; r < W; r++)
+                pthread_join(th[r], NULL);
+            for (int r = 0; r < W; r++) {
+                struct comm *c = jobs[r].c;
+                if (jobs[r].wrong || jobs[r].wrong_stats)
+                    fprintf(stderr, "algo %d W %d rank %d: %d wrong, %d calls' stats wrong\n", algo, W, r,
+                            jobs[r].wrong, jobs[r].wrong_stats);
+                assert_int_equal(jobs[r].rc, 0);
+                assert_int_equal(jobs[r].wrong, 0);
+                assert_int_equal(jobs[r].wrong_stats, 0);
+                assert_int_equal(c->seq, jobs[r].collectives);
+                c->ops->destroy(c);
+            }
+            shm_world_destroy(w);
+        }
+}
+
+/* Rank 0 sends 5 floats, rank 1 expects 6: both fail, each naming the
+ * other and both sizes, and neither copies. */
+struct mismatch_job {
+    struct comm *c;
+    size_t n;
+    int rc;
+};
+
+static void *mismatch_worker(void *arg)
+{
+    struct mismatch_job *j = arg;
+    float b[6] = {1, 2, 3, 4, 5, 6};
+    if (j->c->rank == 0)
+        j->rc = j->c->ops->send(j->c, b, j->n, 1);
+    else
+        j->rc = j->c->ops->recv(j->c, b, j->n, 0);
+    return NULL;
+}
+
+static void test_send_recv_checks(void **state)
+{
+    _Atomic int abort_flag = 0;
+    struct shm_world *w = shm_world_create(2, &abort_flag);
+    struct mismatch_job jobs[2] = {{comm_shm_create(w, 0, ALGO_RING), 5, 0}, {comm_shm_create(w, 1, ALGO_RING), 6, 0}};
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++)
+        pthread_create(&th[r], NULL, mismatch_worker, &jobs[r]);
+    for (int r = 0; r < 2; r++)
+        pthread_join(th[r], NULL);
+    printf("  %s\n  %s\n", jobs[0].c->err, jobs[1].c->err);
+    assert_int_equal(jobs[0].rc, -1);
+    assert_int_equal(jobs[1].rc, -1);
+    assert_string_equal(jobs[0].c->err, "send to rank 1: 5 floats, but it expected 6");
+    assert_string_equal(jobs[1].c->err, "recv from rank 0: expected 6 floats, but it sent 5");
+    assert_int_equal(jobs[0].c->stats.bytes_tx + jobs[1].c->stats.bytes_rx, 0);
+
+    /* a peer must be another rank; nothing is recorded for one that is not */
+    struct comm *c = jobs[0].c;
+    float b[1];
+    uint64_t calls = c->stats.calls;
+    assert_int_equal(c->ops->send(c, b, 1, 0), -1);
+    assert_string_equal(c->err, "send to rank 0: not a peer of rank 0 of 2");
+    assert_int_equal(c->ops->recv(c, b, 1, 2), -1);
+    assert_string_equal(c->err, "recv from rank 2: not a peer of rank 0 of 2");
+    assert_int_equal(c->ops->recv(c, b, 1, -1), -1);
+    assert_int_equal(c->stats.calls, calls);
+
+    /* a broken communicator fails them as it fails collectives */
+    comm_break(c, "link down");
+    assert_int_equal(c->ops->send(c, b, 1, 1), -1);
+    assert_string_equal(c->err, "link down");
+    assert_int_equal(c->ops->recv(c, b, 1, 1), -1);
+    assert_string_equal(c->err, "link down");
+    for (int r = 0; r < 2; r++)
+        jobs[r].c->ops->destroy(jobs[r].c);
+    shm_world_destroy(w);
+}
+
+/* A send's and a recv's spans: one outer comm span each, of kind COMM_P2P
+ * with seq 0, its bytes on the right side; the collective after them still
+ * has seq 0, the first collective's number. */
+static void *span_peer(void *arg)
+{
+    struct comm *c = arg;
+    float b[100];
+    c->ops->recv(c, b, 100, 0);
+    for (int i = 0; i < 100; i++)
+        b[i] = (float)i;
+    c->ops->send(c, b, 100, 0);
+    c->ops->barrier(c);
+    return NULL;
+}
+
+static void test_send_recv_spans(void **state)
+{
+    _Atomic int abort_flag = 0;
+    struct shm_world *w = shm_world_create(2, &abort_flag);
+    struct comm *c0 = comm_shm_create(w, 0, ALGO_RING), *c1 = comm_shm_create(w, 1, ALGO_RING);
+    struct spsc_ring ring;
+    assert_int_equal(spsc_init(&ring, sizeof(struct span), 64), 0);
+    comm_bind(c0, &ring, LANE_COMM, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, span_peer, c1);
+    float b[100] = {0};
+    assert_int_equal(c0->ops->send(c0, b, 100, 1), 0);
+    assert_int_equal(c0->ops->recv(c0, b, 100, 1), 0);
+    assert_int_equal(c0->ops->barrier(c0), 0);
+    pthread_join(t, NULL);
+    struct span sp[64];
+    size_t got = spsc_pop(&ring, sp, 64), outer = 0;
+    uint64_t tx = 0, rx = 0;
+    for (size_t i = 0; i < got; i++) {
+        if (sp[i].cat != CAT_COMM || !sp[i].outer)
+            continue;
+        outer++;
+        assert_int_equal(sp[i].seq, 0);
+        if (sp[i].coll == COMM_P2P) {
+            assert_int_equal(sp[i].size, 100 * sizeof(float));
+            tx += sp[i].bytes;
+            rx += sp[i].bytes_rx;
+        } else {
+            assert_int_equal(sp[i].coll, COLL_BARRIER);
+        }
+    }
+    assert_int_equal(outer, 3);
+    assert_int_equal(tx, 100 * sizeof(float));
+    assert_int_equal(rx, 100 * sizeof(float));
+    assert_int_equal(c0->seq, 1);
+    assert_int_equal(c1->seq, 1);
+    for (int i = 0; i < 100; i++)
+        assert_true(b[i] == (float)i);
+    spsc_free(&ring);
+    c0->ops->destroy(c0);
+    c1->ops->destroy(c1);
+    shm_world_destroy(w);
+}
+
+/* A recv whose sender never comes: raising abort releases it. */
+static void *lonely_recv(void *arg)
+{
+    struct job *j = arg;
+    float buf[64];
+    j->rc = j->c->ops->recv(j->c, buf, 64, 1);
+    return NULL;
+}
+
+static void test_recv_abort(void **state)
+{
+    _Atomic int abort_flag = 0;
+    struct shm_world *w = shm_world_create(2, &abort_flag);
+    struct job j = {comm_shm_create(w, 0, ALGO_RING), 64, COMM_P2P, 0, RED_SUM, 0, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, lonely_recv, &j);
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    atomic_store(&abort_flag, 1);
+    pthread_join(t, NULL);
+    assert_int_equal(j.rc, COMM_ABORTED);
+    j.c->ops->destroy(j.c);
+    shm_world_destroy(w);
+}
+
+/* Rank 1 of 3 alone, with a 30 ms timeout: a recv from rank 2 and a send to
+ * rank 0 each give up after 30 ms (not before), naming the peer. */
+static void test_send_recv_timeout(void **state)
+{
+    _Atomic int abort_flag = 0;
+    struct shm_world *w = shm_world_create(3, &abort_flag);
+    struct comm *c = comm_shm_create(w, 1, ALGO_RING);
+    c->timeout_ns = 30 * 1000 * 1000;
+    float buf[64] = {0};
+    for (int send = 0; send <= 1; send++) {
+        int64_t t0 = probe_now_ns();
+        int rc = send ? c->ops->send(c, buf, 64, 0) : c->ops->recv(c, buf, 64, 2);
+        double s = (double)(probe_now_ns() - t0) / 1e9;
+        printf("  %s gave up after %.3f s: %s\n", send ? "send" : "recv", s, c->err);
+        assert_int_equal(rc, -1);
+        assert_true(s >= 0.03);
+        assert_true(s < 30.0); /* bounded, with room for a loaded machine */
+        assert_non_null(strstr(c->err, "timed out after"));
+        assert_non_null(strstr(c->err, send ? "waiting for rank 0" : "waiting for rank 2"));
+    }
+    c->ops->destroy(c);
+    shm_world_destroy(w);
+}
+
 static void test_half_conversions(void **state)
 {
     assert_int_equal(half_from_float(1.0f), 0x3c00);
@@ -406,6 +719,11 @@ int main(void)
         cmocka_unit_test(test_bytes_accounting),
         cmocka_unit_test(test_abort_releases_waiters),
         cmocka_unit_test(test_timeout_names_peer),
+        cmocka_unit_test(test_send_recv),
+        cmocka_unit_test(test_send_recv_checks),
+        cmocka_unit_test(test_send_recv_spans),
+        cmocka_unit_test(test_recv_abort),
+        cmocka_unit_test(test_send_recv_timeout),
         cmocka_unit_test(test_half_conversions),
         cmocka_unit_test(test_half_buffers),
         cmocka_unit_test(test_allreduce_f16),
