@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # cupti_cost.sh - what device tracing costs ddptop's training throughput on
 # this GPU: each model at one batch, with --no-cupti as the reference and
-# each set of CUPTI activity kinds (DDPTOP_CUPTI_KINDS) against it, measured
-# here in one run, repetitions interleaved; the table shows medians and the
-# cost in percent of the reference's samples/s.
+# each way of tracing against it (the default, 3 steps in every 50; every
+# step, --cupti-sample 1; other sets of CUPTI activity kinds through
+# DDPTOP_CUPTI_KINDS), measured here in one run, repetitions interleaved;
+# the table shows medians and the cost in percent of the reference's
+# samples/s.
 #
 #   bench/cupti_cost.sh [build/ddptop] [models] [batch]
 #   e.g. REPS=5 bench/cupti_cost.sh build/ddptop "mlp lenet resnet18" 128
@@ -15,16 +17,18 @@ MODELS=${2:-mlp lenet resnet18}
 BATCH=${3:-128}
 REPS=${REPS:-3}
 [ -x "$BIN" ] || { echo "no ddptop binary at $BIN (build it, or pass its path)"; exit 1; }
-# variant name | DDPTOP_CUPTI_KINDS ("-": --no-cupti; "": every kind, the default)
-VARIANTS=("off|-" "default|" "serial-kernel|serial-kernel,memcpy,memset" "with-api|kernel,memcpy,memset,corr,runtime,driver")
+# variant name | DDPTOP_CUPTI_KINDS ("-": --no-cupti; "": the default kinds) | --cupti-sample
+VARIANTS=("off|-|" "sampled||50" "sample-20||20" "every-step||1")
+# (more: "serial-kernel|serial-kernel,memcpy,memset|1" "with-api|kernel,memcpy,memset,corr,runtime,driver|1")
 [ -n "${CUPTI_VARIANTS:-}" ] && read -r -a VARIANTS <<<"$CUPTI_VARIANTS"
 
 # long enough that a run is not its warm-up (a LeNet step is ~0.6 ms on an H100)
 steps() { case $1 in mlp | lenet) echo "${SMALL_STEPS:-2000}" ;; *) echo "${LARGE_STEPS:-100}" ;; esac; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-run() { # model kinds
+run() { # model kinds sample
     local extra=()
     [ "$2" = - ] && extra=(--no-cupti)
+    [ -n "$3" ] && extra+=(--cupti-sample "$3")
     DDPTOP_CUPTI_KINDS=$([ "$2" = - ] || echo "$2") "$BIN" --batch --quiet --device cuda --dataset synthetic --model "$1" --strategy single \
         --ranks 1 --batch-size "$BATCH" --steps "$(steps "$1")" --no-eval --format csv "${extra[@]}" 2>/dev/null |
         awk -F, 'NR==1 {for (i = 1; i <= NF; i++) if ($i == "samples_per_s_p50") c = i} $2 == "all" {print $c}'
@@ -35,7 +39,8 @@ trap 'rm -rf "$T"' EXIT
 for m in $MODELS; do
     for rep in $(seq "$REPS"); do
         for v in "${VARIANTS[@]}"; do
-            r=$(run "$m" "${v#*|}")
+            IFS='|' read -r _ kinds sample <<<"$v"
+            r=$(run "$m" "$kinds" "$sample")
             [ -n "${VERBOSE:-}" ] && echo "$m ${v%%|*} rep $rep: $r img/s" >&2
             echo "${r:-0}" >>"$T/$m.${v%%|*}"
         done

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define GPU_MODULE_ENTRY "ddptop_gpu_module"
-#define GPU_MODULE_ABI 2 /* bumped whenever this table changes */
+#define GPU_MODULE_ABI 3 /* bumped whenever this table changes */
 #define GPU_NCCL_ID_BYTES 128
 
 struct device;
@@ -44,8 +44,11 @@ struct gpu_module {
 
     /* ---- CUPTI device timelines (NULL: built without CUPTI) ---- */
     /* Starts collection, once per process: -1 with err set when CUPTI is
-     * unavailable (training goes on without device timelines). */
-    int (*activity_start)(char *err, size_t errlen);
+     * unavailable (training goes on without device timelines). sampled:
+     * records only while a rank is inside activity_window(1). */
+    int (*activity_start)(int sampled, char *err, size_t errlen);
+    /* A rank of a sampled run enters (1) or leaves (0) its traced steps. */
+    void (*activity_window)(int on);
     /* d's streams' records become spans of `rank` on `ring`. */
     int (*activity_register)(struct device *d, int rank, struct spsc_ring *ring);
     /* No record reaches `ring` once this returns (before it is freed). */
@@ -54,8 +57,9 @@ struct gpu_module {
      * idle (the last phase's records have no later mark to wait for). The
      * phases come from the device's marks (device_ops.phase_mark). */
     void (*activity_flush)(int final);
-    /* Every activity_start is matched by one stop; the last turns it off. */
-    void (*activity_stop)(void);
+    /* Every activity_start is matched by one stop (with its `sampled`);
+     * the last turns it off. */
+    void (*activity_stop)(int sampled);
     int64_t (*activity_overhead_ns)(void);
     uint64_t (*activity_dropped)(void);
 };

@@ -67,6 +67,9 @@ static _Atomic int64_t g_overhead_ns;
 static _Atomic uint64_t g_dropped;
 static _Atomic uint64_t g_nmarks, g_nmatched, g_nunmatched;
 static int g_users;    /* runs holding collection (a second run starts before the first is freed) */
+static int g_full;     /* of them, runs that trace every step */
+static int g_windows;  /* ranks of sampled runs inside a traced window */
+static int g_enabled;  /* the activity kinds are on */
 static int g_marks_on; /* memset records are collected: phase marks can arrive */
 static int g_callbacks;
 
@@ -296,11 +299,30 @@ static void pick_kinds(void)
     }
 }
 
-int gpu_activity_start(char *err, size_t errlen)
+/* The kinds on while a run traces every step or a rank is inside a
+ * window, off otherwise (under g_mu). */
+static CUptiResult apply_enabled(void)
+{
+    int want = g_full > 0 || g_windows > 0;
+    CUptiResult r = CUPTI_SUCCESS;
+    if (want == g_enabled)
+        return r;
+    for (size_t i = 0; i < g_nkinds; i++) {
+        CUptiResult k = want ? cuptiActivityEnable(g_kinds[i]) : cuptiActivityDisable(g_kinds[i]);
+        if (k != CUPTI_SUCCESS && r == CUPTI_SUCCESS)
+            r = k;
+    }
+    g_enabled = want;
+    return r;
+}
+
+int gpu_activity_start(int sampled, char *err, size_t errlen)
 {
     pthread_mutex_lock(&g_mu);
     if (g_users > 0) {
         g_users++;
+        g_full += !sampled;
+        apply_enabled();
         pthread_mutex_unlock(&g_mu);
         return 0;
     }
@@ -311,13 +333,21 @@ int gpu_activity_start(char *err, size_t errlen)
         g_marks_on |= g_kinds[i] == CUPTI_ACTIVITY_KIND_MEMSET;
     if (!g_callbacks && (r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) == CUPTI_SUCCESS)
         g_callbacks = 1;
+    /* a sampled run checks here that its kinds can be enabled at all */
     for (size_t i = 0; r == CUPTI_SUCCESS && i < g_nkinds; i++)
         r = cuptiActivityEnable(g_kinds[i]);
+    g_enabled = 1;
+    g_full = !sampled;
+    g_windows = 0;
     uint64_t ts = 0;
+    if (r == CUPTI_SUCCESS)
+        r = apply_enabled();
     if (r == CUPTI_SUCCESS)
         r = cuptiGetTimestamp(&ts);
     if (r != CUPTI_SUCCESS) {
         snprintf(err, errlen, "CUPTI: %s; no device timelines", cupti_err(r));
+        g_full = 0;
+        apply_enabled();
         pthread_mutex_unlock(&g_mu);
         return -1;
     }
@@ -325,6 +355,16 @@ int gpu_activity_start(char *err, size_t errlen)
     g_users = 1;
     pthread_mutex_unlock(&g_mu);
     return 0;
+}
+
+void gpu_activity_window(int on)
+{
+    pthread_mutex_lock(&g_mu);
+    if (g_users > 0) {
+        g_windows += on ? 1 : g_windows > 0 ? -1 : 0;
+        apply_enabled(); /* (a failed switch: the window gets no records, and the run goes on) */
+    }
+    pthread_mutex_unlock(&g_mu);
 }
 
 int gpu_activity_register(void *cuda_stream, int device, int rank, int role, struct spsc_ring *ring)
@@ -404,18 +444,21 @@ void gpu_activity_release(struct spsc_ring *ring)
     pthread_mutex_unlock(&g_deliver);
 }
 
-void gpu_activity_stop(void)
+void gpu_activity_stop(int sampled)
 {
     pthread_mutex_lock(&g_mu);
     int last = g_users == 1;
-    if (g_users > 0)
+    if (g_users > 0) {
         g_users--;
+        g_full -= !sampled && g_full > 0;
+    }
+    if (last)
+        g_full = g_windows = 0;
+    apply_enabled();
     pthread_mutex_unlock(&g_mu);
     if (!last)
         return;
     cuptiActivityFlushAll(1);
-    for (size_t i = 0; i < g_nkinds; i++)
-        cuptiActivityDisable(g_kinds[i]);
     atomic_store(&g_nregs, 0);
 }
 

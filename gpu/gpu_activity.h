@@ -23,9 +23,15 @@ enum gpu_stream_role { GPU_STREAM_COMPUTE = 0, GPU_STREAM_COPY, GPU_STREAM_COMM 
 
 /* Starts collection, or joins it: every run that started it stops it, and
  * the last one turns it off (a UI session starts its next run before it
- * frees the last). Returns -1 with err set when CUPTI is unavailable;
+ * frees the last). sampled: records are collected only while some rank is
+ * inside gpu_activity_window(1) (a run that traces some of its steps);
+ * else all the time. Returns -1 with err set when CUPTI is unavailable;
  * training goes on without device timelines. */
-int gpu_activity_start(char *err, size_t errlen);
+int gpu_activity_start(int sampled, char *err, size_t errlen);
+/* A rank of a sampled run enters (1) or leaves (0) a traced window of
+ * steps: the activity kinds are on while any rank is inside one (CUPTI's
+ * switches are process-wide), so a rank's own window is traced whole. */
+void gpu_activity_window(int on);
 /* Records on `cuda_stream` of GPU `device` become spans of `rank` pushed to
  * `ring` (whose single producer is CUPTI's buffer thread). */
 int gpu_activity_register(void *cuda_stream, int device, int rank, int role, struct spsc_ring *ring);
@@ -34,7 +40,8 @@ void gpu_activity_release(struct spsc_ring *ring);
 /* Delivers every completed record now; final (every rank is done and the
  * device idle): the records still waiting for a later phase mark too. */
 void gpu_activity_flush(int final);
-void gpu_activity_stop(void);
+/* sampled: as the run's gpu_activity_start said. */
+void gpu_activity_stop(int sampled);
 /* Time CUPTI's buffer processing took so far, and records lost. */
 int64_t gpu_activity_overhead_ns(void);
 uint64_t gpu_activity_dropped(void);

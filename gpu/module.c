@@ -44,6 +44,7 @@ static const struct gpu_module module = {
 #endif
 #ifdef DDPTOP_HAVE_CUPTI
     .activity_start = gpu_activity_start,
+    .activity_window = gpu_activity_window,
     .activity_register = activity_register,
     .activity_release = gpu_activity_release,
     .activity_flush = gpu_activity_flush,

@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 out=.gpubundle
 grep -qx "/$out/" .git/info/exclude 2>/dev/null || echo "/$out/" >>.git/info/exclude
 cmake -S . -B build-gpubundle -DCMAKE_BUILD_TYPE=Release -DDDPTOP_WITH_DNNL=ON >/dev/null
-cmake --build build-gpubundle -j"$(nproc)" >/dev/null
+# (only what the bundle carries)
+cmake --build build-gpubundle -j"$(nproc)" --target ddptop ddptop_gpu test_gpu test_gpu_fixtures test_gpu_models >/dev/null
 rm -rf "$out"
 mkdir -p "$out/lib"
 # the GPU module sits beside the programs, where they look for it

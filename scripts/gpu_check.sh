@@ -13,7 +13,8 @@
 # e2e (tests/gpu_e2e.sh: live vs replay, slow rank, the UI in tmux),
 # fixture (a small traced GPU run, for the replay fixtures),
 # runs (ddptop's own runs), bench (against PyTorch), cupti (what device
-# tracing costs, bench/cupti_cost.sh).
+# tracing costs, bench/cupti_cost.sh), sample (every rank's split with the
+# default sampled tracing against tracing every step).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -73,6 +74,22 @@ if want fixture; then
     "$b/ddptop" --batch --quiet --device cuda --model lenet --dataset synthetic --ranks 2 --strategy ddp --batch-size 32 \
         --steps 12 --no-eval --trace "${OUT:-/tmp}/gpu_lenet_ddp.json.gz" --format json >"${OUT:-/tmp}/gpu_lenet_ddp.live.json"
     echo "===== fixture: exit $?"
+fi
+
+if want sample; then
+    echo "===== sampled device tracing (--cupti-sample 50, the default) against every step (1)"
+    for spec in "lenet 600" "resnet18 150"; do
+        read -r m steps <<<"$spec"
+        for p in 50 1; do
+            timeout 180 "$b/ddptop" --batch --quiet --device cuda --dataset synthetic --model "$m" --ranks 2 --strategy ddp \
+                --batch-size 64 --steps "$steps" --no-eval --cupti-sample "$p" --format json |
+                python3 -c 'import json, sys
+d = json.load(sys.stdin); r = d["runs"][0]
+print("%-9s sample %-3s %8.0f img/s  traced %s estimated %s" % (sys.argv[1], sys.argv[2], r["samples_per_s"], r["device_steps_traced"], r["device_steps_estimated"]))
+for x in d["per_rank"]:
+    print("   rank %d  compute %5.1f%%  comm %5.1f%%  data %5.1f%%  idle %5.1f%%  (%s view)" % (x["rank"], x["compute_pct"], x["comm_pct"], x["data_pct"], x["idle_pct"], x["view"]))' "$m" "$p"
+        done
+    done
 fi
 
 want runs || { want bench || want cupti || exit $status; }

@@ -757,6 +757,9 @@ static const struct opt opts[] = {
      .def_text = "rank 0's go to every rank before each step"},
     {FLAG("no-cupti", AT(base.no_cupti), 1, G_EXEC,
           "GPU: no device timelines (host spans only; to measure what CUPTI costs)")},
+    {INT("cupti-sample", AT(base.cupti_sample), 1, INT_MAX, "P", "50", G_EXEC,
+         "GPU: trace the device for 3 steps in every P (1: every step); the other steps' split is scaled from the "
+         "latest traced step, which keeps CUPTI's cost on small models near 1%")},
     {CHOICE("grad-compress", AT(base.grad_fp16), NAMES(off_on_fp16), "compression", NULL, "none", G_EXEC,
             "fp16: send gradients as half precision")},
     {OPT("slow-rank", k_slow_rank, AT(base.slow_rank), "R:F", NULL, G_EXEC,

@@ -16,6 +16,9 @@
 #define CFG_MAX_BATCH 65536 /* --batch-size: at most, per rank */
 #define CFG_MAX_GPUS 16     /* entries in --gpus */
 #define CFG_GPU_LIMIT 1024  /* a --gpus entry is below this */
+/* --cupti-sample P: steps [kP, kP + CFG_CUPTI_WINDOW) are traced on the
+ * device (the timeline's default view: its three newest steps whole) */
+#define CFG_CUPTI_WINDOW 3
 #define CFG_NAME 32
 #define CFG_PATH 1024
 
@@ -81,6 +84,7 @@ struct run_config {
     int npredict_ranks;
     double link_bw, link_lat; /* --link: bytes/s and s; 0: use --bench-comm's fits */
     int no_cupti;             /* GPU: collect no device timelines */
+    int cupti_sample;         /* GPU: device records for CFG_CUPTI_WINDOW steps in every cupti_sample (1: all) */
     int broadcast_buffers;    /* batch norm running statistics from rank 0 before each step (DDP's default) */
     int grad_fp16;
     int slow_rank; /* -1: none */

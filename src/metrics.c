@@ -42,7 +42,8 @@ int metrics_init(struct metrics *m, int world, double threshold)
         r->step_correct = calloc(METRICS_STEPS, sizeof(int32_t));
         r->step_n = calloc(METRICS_STEPS, sizeof(int32_t));
         r->step_hash = calloc(METRICS_STEPS, sizeof(uint64_t));
-        if (!r->step_wall_ns || !r->step_loss || !r->step_correct || !r->step_n || !r->step_hash) {
+        r->step_untraced = calloc(METRICS_STEPS, sizeof(uint8_t));
+        if (!r->step_wall_ns || !r->step_loss || !r->step_correct || !r->step_n || !r->step_hash || !r->step_untraced) {
             metrics_free(m);
             return -1;
         }
@@ -62,6 +63,7 @@ void metrics_free(struct metrics *m)
             free(r->step_correct);
             free(r->step_n);
             free(r->step_hash);
+            free(r->step_untraced);
             free(r->pending);
             free(r->window);
             breakdown_scratch_free(&r->sweep);
@@ -174,7 +176,9 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
                 rm->kind_calls[sp->coll]++;
                 rm->kind_bytes[sp->coll] += (double)sp->size;
             }
-            if (m->world > 1)
+            /* a send or recv (kind COLL_NONE, comm.h's COMM_P2P) is one of
+             * two ranks and has no sequence number: nothing to match */
+            if (m->world > 1 && sp->coll != COLL_NONE)
                 coll_record(m, r, sp);
         }
         for (int k = 0; k < m->nlisteners; k++)
@@ -313,8 +317,10 @@ static void close_step(struct metrics *m, int r, const struct step_rec *rec)
     for (size_t i = 0; i < rm->npending; i++) {
         struct span *s = &rm->pending[i];
         if (rm->gpu_held && s->lane == LANE_GPU) {
-            /* device records belong to the steps their time overlaps */
-            if (s->t1_ns > rec->t0_ns && s->t0_ns < rec->t1_ns)
+            /* device records belong to the steps their time overlaps (a
+             * step that was not traced takes none: what it has are another
+             * rank's window's strays) */
+            if (s->t1_ns > rec->t0_ns && s->t0_ns < rec->t1_ns && !rec->untraced)
                 rm->window[nwin++] = *s;
             if (s->t1_ns > rec->t1_ns)
                 rm->pending[keep++] = *s; /* reaches into a later step */
@@ -331,9 +337,21 @@ static void close_step(struct metrics *m, int r, const struct step_rec *rec)
     struct breakdown b;
     /* on a rank with device records the device's timeline decides: its
      * host spans only measure launches. The sweep's memory is the rank's
-     * and only grows: no allocation per step once the largest was seen. */
-    if (breakdown_window(&b, rm->window, nwin, rec->t0_ns, rec->t1_ns, rm->gpu_view ? LANE_GPU : -1, &rm->sweep) != 0)
+     * and only grows: no allocation per step once the largest was seen.
+     * A step the device did not trace (--cupti-sample) is the latest
+     * traced one's split at its own wall time; before any, the host's. */
+    if (rec->untraced && rm->ntraced > 0) {
+        breakdown_scale(&b, &rm->last_traced, rec->t1_ns - rec->t0_ns);
+    } else if (breakdown_window(&b, rm->window, nwin, rec->t0_ns, rec->t1_ns,
+                                rm->gpu_view && !rec->untraced ? LANE_GPU : -1, &rm->sweep) != 0) {
         return;
+    }
+    if (rec->untraced) {
+        rm->nuntraced++;
+    } else if (rm->gpu_held) {
+        rm->last_traced = b;
+        rm->ntraced++;
+    }
     breakdown_add(&rm->total, &b);
     if (rm->nsteps > 0) {
         breakdown_add(&rm->steady, &b);
@@ -349,6 +367,7 @@ static void close_step(struct metrics *m, int r, const struct step_rec *rec)
     rm->step_correct[k] = rec->correct;
     rm->step_n[k] = rec->n;
     rm->step_hash[k] = rec->param_hash;
+    rm->step_untraced[k] = rec->untraced;
     rm->nsteps++;
     advance_global(m, rec->epoch);
 }

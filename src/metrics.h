@@ -25,6 +25,9 @@ struct step_rec {
     int32_t correct, n;
     int64_t desched_ns;  /* the rank thread was runnable but not on a core, or -1: unknown */
     uint64_t param_hash; /* hash of the parameters after the step (--check-replicas), else 0 */
+    /* a GPU rank's step run with device tracing off (--cupti-sample): its
+     * split is the latest traced step's, scaled to its wall time */
+    uint8_t untraced;
 };
 
 /* What a rank reports after evaluating an epoch. */
@@ -60,6 +63,7 @@ struct rank_metrics {
     float *step_loss;
     int32_t *step_correct, *step_n;
     uint64_t *step_hash;
+    uint8_t *step_untraced;
     size_t nsteps;
     uint64_t bytes_tx, bytes_rx;
     double bus_bytes;                          /* sum over collectives of S * busbw factor */
@@ -79,7 +83,11 @@ struct rank_metrics {
                                         broken down over LANE_GPU spans only (the device view) */
     int gpu_held;                    /* metrics_expect_gpu: steps wait for their device records */
     int64_t gpu_seen_ns;             /* latest start of a LANE_GPU span so far */
-    struct step_rec *held;           /* step records waiting for their device records */
+    /* --cupti-sample: steps broken down over their device records, and
+     * steps estimated from the latest of them */
+    uint64_t ntraced, nuntraced;
+    struct breakdown last_traced;
+    struct step_rec *held; /* step records waiting for their device records */
     size_t nheld, cap_held;
     struct span *pending; /* spans waiting for their step's record */
     size_t npending, cap_pending;

@@ -59,6 +59,8 @@ struct loop {
     /* an asynchronous device (GPU): the batch is staged in device memory by
      * the copy stream while the previous step computes */
     int async;
+    int traced;       /* CUPTI records this step (every step, or --cupti-sample's window) */
+    int in_window;    /* a sampled run: this rank holds the device tracing on */
     float *stage_x;   /* device: [local_batch, c, h, w] */
     int32_t *stage_y; /* device: [local_batch] */
     long staged;      /* the step index (within the epoch) staged, or -1 */
@@ -111,7 +113,7 @@ static void straggle(const struct loop *L, int64_t t0)
 static int phase_push(const struct loop *L, int cat)
 {
     struct device *d = &L->rk->dev;
-    if (L->run->cupti && d->ops->phase_mark &&
+    if (L->run->cupti && L->traced && d->ops->phase_mark &&
         d->ops->phase_mark(d, cat, atomic_load_explicit(&L->rk->step, memory_order_relaxed)) != 0)
         return -1;
     return L->slow > 1.0 && d->ops->stretch_begin ? d->ops->stretch_begin(d, cat) : 0;
@@ -245,7 +247,8 @@ static int push_step(struct loop *L, uint32_t step, int epoch, int64_t t0, float
                           .correct = correct,
                           .n = L->run->local_batch,
                           .desched_ns = desched,
-                          .param_hash = hash};
+                          .param_hash = hash,
+                          .untraced = L->run->cupti && !L->traced};
     while (!spsc_push(&rk->steps, &sr) && !atomic_load(&L->run->abort))
         sched_yield(); /* step records are never dropped: the collector drains them */
     return 0;
@@ -973,6 +976,25 @@ static int inject(struct loop *L, uint32_t step)
     }
 }
 
+/* --cupti-sample: whether CUPTI traces this step, entering or leaving the
+ * window at its edges. A window's end is marked on the compute stream
+ * (the device is idle: the last step waited for it), so that its last
+ * records need not wait for the next window's marks to be settled. */
+static int trace_window(struct loop *L, uint32_t step)
+{
+    struct run *run = L->run;
+    int P = run->cupti_sample;
+    L->traced = run->cupti && (P <= 1 || step % (uint32_t)P < CFG_CUPTI_WINDOW);
+    if (!run->cupti || P <= 1 || L->traced == L->in_window)
+        return 0;
+    struct device *d = &L->rk->dev;
+    if (!L->traced && d->ops->phase_mark && d->ops->phase_mark(d, CAT_WAIT, step) != 0)
+        return dev_failed(L->rk);
+    run->gpu->activity_window(L->traced);
+    L->in_window = L->traced;
+    return 0;
+}
+
 void *rank_main(void *arg)
 {
     struct rank *rk = arg;
@@ -992,7 +1014,8 @@ void *rank_main(void *arg)
                 if (atomic_load_explicit(&run->abort, memory_order_relaxed))
                     break;
                 atomic_store_explicit(&rk->step, step, memory_order_relaxed);
-                if (inject(&L, step) != 0 || sync_buffers(&L) != 0 || train_step(&L, (int)i, epoch) != 0)
+                if (trace_window(&L, step) != 0 || inject(&L, step) != 0 || sync_buffers(&L) != 0 ||
+                    train_step(&L, (int)i, epoch) != 0)
                     break;
             }
             if (atomic_load(&run->abort))
@@ -1004,6 +1027,8 @@ void *rank_main(void *arg)
                 break;
         }
     }
+    if (L.in_window)
+        run->gpu->activity_window(0);
     loop_free(&L);
     atomic_store(&rk->finished, 1);
     return NULL;

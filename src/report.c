@@ -144,6 +144,8 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         return -1;
     res->nranks = m->world;
     res->world = world;
+    res->steps_traced = m->r[0].ntraced;
+    res->steps_untraced = m->r[0].nuntraced;
     res->global_batch = local_batch * world;
     res->batch_valid = local_batch > 0;
     double bus = 0;
@@ -768,6 +770,12 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     "of the run), %llu records lost\n",
                     i, r->cupti_ms, r->wall_s > 0 ? r->cupti_ms / 10.0 / r->wall_s : 0.0,
                     (unsigned long long)r->cupti_lost);
+        if (r->steps_untraced)
+            fprintf(f,
+                    "\nrun %d: the device was traced for %llu of %llu steps (--cupti-sample: 3 in every %d); the "
+                    "other steps' split is the latest traced step's, scaled to their time\n",
+                    i, (unsigned long long)r->steps_traced, (unsigned long long)(r->steps_traced + r->steps_untraced),
+                    r->cfg.cupti_sample);
         if (r->dropped_valid && r->dropped)
             fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
                     (unsigned long long)r->dropped);
@@ -916,6 +924,8 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
         cJSON_AddNullToObject(o, "replicas_identical");
     add_num(o, "cupti_overhead_ms", r->cupti_ms, r->cupti_valid);
     add_num(o, "device_records_lost", (double)r->cupti_lost, r->cupti_valid);
+    add_num(o, "device_steps_traced", (double)r->steps_traced, r->steps_traced || r->steps_untraced);
+    add_num(o, "device_steps_estimated", (double)r->steps_untraced, r->steps_traced || r->steps_untraced);
     add_str(o, "note", r->note);
     add_str(o, "state", r->state >= 0 ? run_state_name(r->state) : NULL);
     add_str(o, "error", r->error);

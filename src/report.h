@@ -65,6 +65,9 @@ struct run_result {
     double cupti_ms;  /* CUPTI's record processing on the host, over the run */
     uint64_t cupti_lost;
     int cupti_valid; /* device timelines were collected */
+    /* rank 0's steps broken down over device records, and those estimated
+     * from the latest of them (--cupti-sample; live and replayed alike) */
+    uint64_t steps_traced, steps_untraced;
     int world, global_batch;
     int batch_valid;
     long steps;

@@ -156,7 +156,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         return -1;
     if (r->on_gpu && !rc->no_cupti && r->gpu->activity_start) {
         char cerr[160];
-        r->cupti = r->gpu->activity_start(cerr, sizeof(cerr)) == 0;
+        r->cupti_sample = rc->cupti_sample > 1 ? rc->cupti_sample : 1;
+        r->cupti = r->gpu->activity_start(r->cupti_sample > 1, cerr, sizeof(cerr)) == 0;
         if (!r->cupti && !r->note[0])
             snprintf(r->note, sizeof(r->note), "%s", cerr);
     }
@@ -319,7 +320,7 @@ void run_free(struct run *r)
          * find no ring of this run once it is released */
         for (int i = 0; r->ranks && i < r->world; i++)
             r->gpu->activity_release(&r->ranks[i].spans_gpu);
-        r->gpu->activity_stop();
+        r->gpu->activity_stop(r->cupti_sample > 1);
     }
     if (r->ranks) {
         for (int i = 0; i < r->world; i++) {

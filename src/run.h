@@ -67,6 +67,7 @@ struct run {
     int use_nccl;                             /* GPU runs: NCCL, else ddptop's device ring */
     unsigned char nccl_id[GPU_NCCL_ID_BYTES]; /* NCCL's unique id, shared by the rank threads */
     int cupti;                                /* CUPTI device timelines are being collected */
+    int cupti_sample;                         /* of every this many steps, CFG_CUPTI_WINDOW are traced */
     char backend[48];                         /* the communication backend in use, for headers and reports */
     char note[192];                           /* one remark about this run's setup (shared GPUs, no CUPTI), or "" */
     int64_t cupti_flushed_ns;                 /* the collector's last CUPTI flush */

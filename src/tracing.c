@@ -14,6 +14,7 @@
 #include "tracing.h"
 
 #include <cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,8 @@ static void on_step(void *ctx, int rank, const struct step_rec *rec)
                                  .loss = rec->loss,
                                  .lr = rec->lr,
                                  .correct = rec->correct,
-                                 .n = rec->n};
+                                 .n = rec->n,
+                                 .untraced = rec->untraced};
     trace_export_step(t->x, rank, &st);
 }
 
@@ -86,6 +88,8 @@ static char *run_meta(const struct run *r)
     cJSON_AddNumberToObject(o, "batch_size", r->local_batch);
     cJSON_AddNumberToObject(o, "global_batch", r->global_batch);
     cJSON_AddNumberToObject(o, "total_steps", (double)r->total_steps);
+    if (r->cupti)
+        cJSON_AddNumberToObject(o, "cupti_sample", r->cupti_sample);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;
@@ -305,6 +309,7 @@ int run_export_trace(struct run *r, const char *path, char *err, size_t errlen)
             st.loss = rm->step_loss[metrics_slot(s)];
             st.correct = rm->step_correct[metrics_slot(s)];
             st.n = rm->step_n[metrics_slot(s)];
+            st.untraced = rm->step_untraced[metrics_slot(s)];
         }
         trace_export_step(x, it[i].rank, &st);
     }
@@ -386,6 +391,9 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
         snprintf(res->dataset, sizeof(res->dataset), "%s", v->valuestring);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "device")) && cJSON_IsString(v))
         snprintf(res->device, sizeof(res->device), "%s", v->valuestring);
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "cupti_sample")) && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
+        v->valuedouble <= INT_MAX)
+        res->cfg.cupti_sample = (int)v->valuedouble;
     cJSON_Delete(o);
 }
 
@@ -436,7 +444,8 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
                                    .loss = st->loss,
                                    .lr = st->lr,
                                    .correct = st->correct,
-                                   .n = st->n};
+                                   .n = st->n,
+                                   .untraced = st->untraced};
             metrics_add_step(m, i, &rec);
             if (!local_batch)
                 local_batch = st->n;

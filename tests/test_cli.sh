@@ -95,6 +95,7 @@ for l in 25GB/s 25GB/s,5 25GX/s,5us ,5us 0GB/s,5us 25GB/s,-1us x,y; do
 done
 expect_error "--predict-ranks 1" "--predict-ranks" --batch --predict-ranks 1
 expect_error "--cycle-ms negative" "--cycle-ms" --batch --cycle-ms -1
+expect_error "--cupti-sample 0" "--cupti-sample" --batch --cupti-sample 0
 expect_error "fp16 with gather-scatter" "--grad-compress fp16: only the allreduce, ddp and horovod" --batch \
     --dataset synthetic --device cpu --strategy gather-scatter --grad-compress fp16 --steps 1
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
@@ -113,7 +114,7 @@ all_options=(
     --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --seed 7
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
     --fusion-mb 8 --cycle-ms 2.5 --predict "" --predict-ranks 2,8 --link 100Gb/s,5us
-    --no-broadcast-buffers "" --no-cupti "" --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
+    --no-broadcast-buffers "" --no-cupti "" --cupti-sample 10 --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
     --comm-timeout 5 --inject-fault kind=nan,rank=1,step=3
     --format json --output out.json --loss-threshold 0.5 --quiet "" --baseline ranks1 --repeat 2
     --history h.csv --history-every 5

@@ -30,7 +30,9 @@ for kind in $KINDS; do
     for strategy in ${FAULT_STRATEGIES:-dp gather-scatter allreduce ddp horovod}; do
         c="$kind/$strategy"
         t0=$(date +%s.%N)
-        timeout "$LIMIT" "$BIN" --batch --quiet ${FAULT_DEVICE:+--device "$FAULT_DEVICE"} --dataset synthetic --model mlp \
+        # (on a GPU every step is traced: the slow rank is read from its records)
+        timeout "$LIMIT" "$BIN" --batch --quiet ${FAULT_DEVICE:+--device "$FAULT_DEVICE" --cupti-sample 1} \
+            --dataset synthetic --model mlp \
             --ranks 2 --strategy "$strategy" \
             --steps 40 --no-eval --comm-timeout $TIMEOUT_S --inject-fault "rank=1,step=$STEP,kind=$kind" \
             --trace "$tmp/t.json" --format json >"$tmp/out.json" 2>"$tmp/err"

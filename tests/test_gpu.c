@@ -5,6 +5,8 @@
  *  - the shared-GPU ring: 2 ranks on one GPU, allreduce with exact answers;
  *  - NCCL: 2 ranks on 2 GPUs, allreduce with exact answers (one rank on one
  *    GPU where there is one); in a build with NCCL;
+ *  - send/recv over device buffers, exact, on the shared-GPU ring (2 ranks,
+ *    one GPU) and on NCCL (2 GPUs; not run, and said so, with fewer);
  *  - CUPTI: device records of a ring allreduce and a copy become spans whose
  *    breakdown sums to wall time, with comm and data time present;
  *  - NVTX: ddptop's ranges reach a subscribed tool (CUPTI's NVTX callbacks),
@@ -101,11 +103,80 @@ static void test_shared_gpu_ring(void **state)
     shm_world_destroy(w);
 }
 
+/* A ring shift over device buffers (even ranks send first, odd ones
+ * receive first), then a message of no floats; every element is checked,
+ * and each rank's stats count its message once each way. */
+static void *p2p_worker(void *arg)
+{
+    struct job *j = arg;
+    struct comm *c = j->c;
+    int W = c->world, r = c->rank, right = (r + 1) % W, left = (r - 1 + W) % W;
+    size_t bytes = j->n * sizeof(float);
+    cudaSetDevice(j->gpu);
+    float *h = malloc(bytes), *snd = NULL, *rcv = NULL;
+    for (size_t i = 0; i < j->n; i++)
+        h[i] = val(r, i);
+    cudaMalloc((void **)&snd, bytes);
+    cudaMalloc((void **)&rcv, bytes);
+    cudaMemcpy(snd, h, bytes, cudaMemcpyHostToDevice);
+    cudaMemset(rcv, 0xff, bytes);
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        size_t n = k == 0 ? j->n : 0;
+        if (r % 2 == 0) {
+            rc = c->ops->send(c, snd, n, right);
+            if (rc == 0)
+                rc = c->ops->recv(c, rcv, n, left);
+        } else {
+            rc = c->ops->recv(c, rcv, n, left);
+            if (rc == 0)
+                rc = c->ops->send(c, snd, n, right);
+        }
+    }
+    if (rc != 0)
+        fprintf(stderr, "rank %d: %s\n", r, c->err);
+    j->rc = rc;
+    cudaMemcpy(h, rcv, bytes, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < j->n; i++)
+        j->wrong += h[i] != val(left, i);
+    j->wrong += c->stats.bytes_tx != bytes || c->stats.bytes_rx != bytes;
+    cudaFree(snd);
+    cudaFree(rcv);
+    free(h);
+    return NULL;
+}
+
+static void test_shared_gpu_send_recv(void **state)
+{
+    _Atomic int abort_flag = 0;
+    struct shm_world *w = shm_world_create(2, &abort_flag);
+    struct job jobs[2];
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++) {
+        cudaSetDevice(0);
+        cudaStream_t s;
+        assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+        jobs[r] = (struct job){comm_cuda_ring_create(w, r, ALGO_RING, 0, s), 0, s, 100003, 0, 0, NULL};
+        assert_non_null(jobs[r].c);
+    }
+    for (int r = 0; r < 2; r++)
+        pthread_create(&th[r], NULL, p2p_worker, &jobs[r]);
+    for (int r = 0; r < 2; r++) {
+        pthread_join(th[r], NULL);
+        assert_int_equal(jobs[r].rc, 0);
+        assert_int_equal(jobs[r].wrong, 0);
+        jobs[r].c->ops->destroy(jobs[r].c);
+        cudaStreamDestroy(jobs[r].stream);
+    }
+    shm_world_destroy(w);
+}
+
 #ifdef DDPTOP_HAVE_NCCL
 struct nccl_job {
     struct job j;
     const unsigned char *id;
     int world;
+    int p2p; /* p2p_worker, else ring_worker (allreduce) */
 };
 
 static void *nccl_worker(void *arg)
@@ -120,7 +191,10 @@ static void *nccl_worker(void *arg)
         n->j.rc = -1;
         return NULL;
     }
-    ring_worker(&n->j);
+    if (n->p2p)
+        p2p_worker(&n->j);
+    else
+        ring_worker(&n->j);
     n->j.c->ops->destroy(n->j.c);
     cudaStreamDestroy(n->j.stream);
     return NULL;
@@ -151,12 +225,31 @@ static void test_nccl_allreduce(void **state)
         assert_int_equal(jobs[r].j.wrong, 0);
     }
 }
+
+/* 2 ranks on 2 GPUs (main runs it only where there are two). */
+static void test_nccl_send_recv(void **state)
+{
+    unsigned char id[GPU_NCCL_ID_BYTES];
+    char err[256];
+    assert_int_equal(nccl_unique_id(id, err, sizeof(err)), 0);
+    struct nccl_job jobs[2];
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++) {
+        jobs[r] = (struct nccl_job){.j = {.gpu = r, .n = 100003}, .id = id, .world = 2, .p2p = 1};
+        pthread_create(&th[r], NULL, nccl_worker, &jobs[r]);
+    }
+    for (int r = 0; r < 2; r++) {
+        pthread_join(th[r], NULL);
+        assert_int_equal(jobs[r].j.rc, 0);
+        assert_int_equal(jobs[r].j.wrong, 0);
+    }
+}
 #endif
 
 static void test_cupti_breakdown(void **state)
 {
     char err[256];
-    assert_int_equal(gpu_activity_start(err, sizeof(err)), 0);
+    assert_int_equal(gpu_activity_start(0, err, sizeof(err)), 0);
     struct spsc_ring ring;
     assert_int_equal(spsc_init(&ring, sizeof(struct span), 1 << 14), 0);
     cudaSetDevice(0);
@@ -241,9 +334,55 @@ static void test_cupti_breakdown(void **state)
     gpu_activity_flush(1);
     assert_int_equal(spsc_pop(&ring, spans, 4096), 0);
     cudaFree(mark);
-    gpu_activity_stop();
+    gpu_activity_stop(0);
     cudaFree(d);
     cudaFreeHost(h);
+    spsc_free(&ring);
+}
+
+/* --cupti-sample: a sampled run's records come only from inside its
+ * windows, whole, and every copy made there is recorded (none outside). */
+static void test_cupti_window(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_int_equal(gpu_activity_start(1, err, sizeof(err)), 0);
+    struct spsc_ring ring;
+    assert_int_equal(spsc_init(&ring, sizeof(struct span), 1 << 14), 0);
+    cudaSetDevice(0);
+    cudaStream_t copy_s;
+    cudaStreamCreate(&copy_s);
+    assert_int_equal(gpu_activity_register(copy_s, 0, 0, GPU_STREAM_COPY, &ring), 0);
+    size_t n = 1 << 16;
+    float *h, *d;
+    cudaMallocHost((void **)&h, n * sizeof(float));
+    cudaMalloc((void **)&d, n * sizeof(float));
+    /* rounds of 3 copies each: outside, inside (two ranks hold it), outside */
+    int inside[3] = {0, 2, 0}, want = 0;
+    for (int round = 0; round < 3; round++) {
+        for (int k = 0; k < inside[round]; k++)
+            gpu_activity_window(1);
+        for (int c = 0; c < 3; c++)
+            cudaMemcpyAsync(d, h, (size_t)(c + 1) * 1024 * sizeof(float), cudaMemcpyHostToDevice, copy_s);
+        cudaStreamSynchronize(copy_s);
+        want += inside[round] ? 3 : 0;
+        for (int k = 0; k < inside[round]; k++)
+            gpu_activity_window(0);
+    }
+    gpu_activity_flush(1);
+    struct span spans[64];
+    size_t got = spsc_pop(&ring, spans, 64);
+    printf("  CUPTI window: %zu copy records of 9 made, %d inside the window\n", got, want);
+    assert_int_equal(got, (size_t)want);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < got; i++)
+        bytes += spans[i].bytes;
+    assert_int_equal(bytes, (1 + 2 + 3) * 1024 * sizeof(float));
+    gpu_activity_release(&ring);
+    gpu_activity_stop(1);
+    cudaFree(d);
+    cudaFreeHost(h);
+    cudaStreamDestroy(copy_s);
     spsc_free(&ring);
 }
 
@@ -454,11 +593,11 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shared_gpu_ring),
+        cmocka_unit_test(test_shared_gpu_ring), cmocka_unit_test(test_shared_gpu_send_recv),
 #ifdef DDPTOP_HAVE_NCCL
         cmocka_unit_test(test_nccl_allreduce),
 #endif
-        cmocka_unit_test(test_cupti_breakdown),
+        cmocka_unit_test(test_cupti_breakdown), cmocka_unit_test(test_cupti_window),
 #ifdef DDPTOP_HAVE_NVTX
         cmocka_unit_test(test_nvtx_ranges),
 #endif
@@ -469,6 +608,16 @@ int main(void)
         cmocka_unit_test(test_kernels_pool_relu_xent_sgd),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
+#ifdef DDPTOP_HAVE_NCCL
+    /* a test that cannot run here is not run, rather than shown as passed */
+    const struct CMUnitTest two_gpu_tests[] = {
+        cmocka_unit_test(test_nccl_send_recv),
+    };
+    if (device_cuda.count() >= 2)
+        failed += cmocka_run_group_tests(two_gpu_tests, NULL, NULL);
+    else
+        printf("NCCL send/recv needs 2 GPUs: not run\n");
+#endif
     failed += cmocka_run_group_tests(kernel_tests, kernels_setup, kernels_teardown);
     return failed;
 }

@@ -326,6 +326,63 @@ static void host_step(struct metrics *m, uint32_t step, int64_t t0, int64_t t1)
     metrics_add_step(m, 0, &r);
 }
 
+static void host_step_untraced(struct metrics *m, uint32_t step, int64_t t0, int64_t t1)
+{
+    struct span s = {.t0_ns = t0, .t1_ns = t1, .step = step, .tag = -1, .lane = LANE_MAIN, .cat = CAT_FORWARD};
+    metrics_add_spans(m, 0, &s, 1);
+    struct step_rec r = {.step = step, .t0_ns = t0, .t1_ns = t1, .loss = 1.0f, .n = 8, .untraced = 1};
+    metrics_add_step(m, 0, &r);
+}
+
+/* --cupti-sample: a step the device did not trace takes the latest traced
+ * step's split at its own wall time, and ignores the device records that
+ * another rank's window let through; before any traced step, the host's. */
+static void test_metrics_untraced_steps(void **state)
+{
+    struct metrics m;
+    assert_int_equal(metrics_init(&m, 1, -1.0), 0);
+    metrics_expect_gpu(&m, 0);
+    host_step(&m, 0, 0, 100); /* traced: forward 30, comm 10 (device), idle 60 */
+    gpu_span(&m, 10, 40, CAT_FORWARD);
+    gpu_span(&m, 50, 60, CAT_COMM);
+    host_step_untraced(&m, 1, 100, 300);  /* twice as long */
+    gpu_span(&m, 150, 250, CAT_BACKWARD); /* a stray: not this step's to count */
+    host_step_untraced(&m, 2, 300, 333);  /* a third: the parts round */
+    metrics_finish(&m);
+    assert_int_equal(m.r[0].nsteps, 3);
+    assert_int_equal(m.r[0].ntraced, 1);
+    assert_int_equal(m.r[0].nuntraced, 2);
+    const struct breakdown *t = &m.r[0].total, *last = &m.r[0].last;
+    assert_int_equal(t->wall_ns, 333);
+    assert_int_equal(t->compute_ns, 30 + 60 + 10);
+    assert_int_equal(t->comm_ns, 10 + 20 + 3);
+    assert_int_equal(t->idle_ns, 60 + 120 + 20);
+    assert_int_equal(last->compute_ns + last->comm_ns + last->data_ns + last->idle_ns, 33);
+    assert_int_equal(m.r[0].step_untraced[metrics_slot(1)], 1);
+    assert_int_equal(m.r[0].step_untraced[metrics_slot(0)], 0);
+    metrics_free(&m);
+
+    /* no traced step yet: the host's spans decide (a whole-step forward) */
+    assert_int_equal(metrics_init(&m, 1, -1.0), 0);
+    metrics_expect_gpu(&m, 0);
+    gpu_span(&m, -50, -10, CAT_FORWARD); /* set-up work: the rank has a device view */
+    host_step_untraced(&m, 0, 0, 100);
+    metrics_finish(&m);
+    assert_int_equal(m.r[0].last.compute_ns, 100);
+    assert_int_equal(m.r[0].ntraced, 0);
+    metrics_free(&m);
+
+    /* the scaling itself: exact sums, however the parts round */
+    struct breakdown from = {.wall_ns = 7, .compute_ns = 3, .comm_ns = 2, .data_ns = 2, .idle_ns = 0}, b;
+    for (int64_t w = 0; w < 50; w++) {
+        breakdown_scale(&b, &from, w);
+        assert_int_equal(b.compute_ns + b.comm_ns + b.data_ns + b.idle_ns, w);
+        assert_true(b.idle_ns >= 0 && b.compute_ns >= 0);
+    }
+    breakdown_scale(&b, &(struct breakdown){0}, 40);
+    assert_int_equal(b.idle_ns, 40);
+}
+
 static void test_metrics_held_gpu_steps(void **state)
 {
     struct metrics m;
@@ -857,7 +914,7 @@ static void test_history_merges_device_records(void **state)
  * view) and the replay of the trace written from the same arrivals must
  * give each rank the same breakdown, to the nanosecond, and the device
  * view; the device names, backend and records come back as written. */
-static void test_replay_gpu_equals_live(void **state)
+static void gpu_equals_live(int period)
 {
     char dir[] = "/tmp/ddptop_test_gpurp_XXXXXX", path[160], err[512];
     assert_non_null(mkdtemp(dir));
@@ -900,17 +957,23 @@ static void test_replay_gpu_equals_live(void **state)
                 {.t0_ns = d0 + 150 * u, .t1_ns = d0 + 150 * u + bw, .cat = CAT_BACKWARD, .name = kname},
                 {.t0_ns = d0 + 300 * u, .t1_ns = d0 + 200 * u + bw, .cat = CAT_COMM, .name = cname},
                 {.t0_ns = d0 + 250 * u + bw, .t1_ns = d0 + 300 * u + bw, .cat = CAT_OPTIMIZER, .name = kname}};
+            /* --cupti-sample: steps outside the window have no records,
+             * but for a stray that another rank's window let through */
+            int traced = period <= 1 || s % period < 3;
             for (int i = 0; i < 4; i++) {
                 g[i].lane = LANE_GPU;
                 g[i].tag = -1;
                 g[i].step = (uint32_t)s;
-                held[r][nheld[r]++] = g[i];
+                if (traced || (r == 0 && i == 2))
+                    held[r][nheld[r]++] = g[i];
             }
             if (s == 0)
                 metrics_expect_gpu(&m, r);
-            struct step_rec rec = {.step = (uint32_t)s, .t0_ns = t0, .t1_ns = t1, .loss = 1.0f, .n = 8};
+            struct step_rec rec = {
+                .step = (uint32_t)s, .t0_ns = t0, .t1_ns = t1, .loss = 1.0f, .n = 8, .untraced = (uint8_t)!traced};
             metrics_add_step(&m, r, &rec);
-            struct trace_step_info st = {.step = (uint32_t)s, .t0_ns = t0, .t1_ns = t1, .loss = 1.0f, .n = 8};
+            struct trace_step_info st = {
+                .step = (uint32_t)s, .t0_ns = t0, .t1_ns = t1, .loss = 1.0f, .n = 8, .untraced = (uint8_t)!traced};
             trace_export_step(x, r, &st);
             if (s % 3 == 2 || s == STEPS - 1) { /* a CUPTI buffer arrives */
                 metrics_add_spans(&m, r, held[r], nheld[r]);
@@ -937,6 +1000,12 @@ static void test_replay_gpu_equals_live(void **state)
         assert_int_equal(b->comm_ns, a->comm_ns);
         assert_int_equal(b->data_ns, a->data_ns);
         assert_int_equal(b->idle_ns, a->idle_ns);
+        assert_int_equal(rp.metrics.r[r].ntraced, m.r[r].ntraced);
+        assert_int_equal(rp.metrics.r[r].nuntraced, m.r[r].nuntraced);
+        uint64_t untraced = 0;
+        for (int k = 0; k < STEPS; k++)
+            untraced += period > 1 && k % period >= 3;
+        assert_int_equal(m.r[r].nuntraced, untraced);
         /* the device view, not the host's (whose compute is the 200 us forward) */
         assert_true(a->compute_ns > (int64_t)STEPS * STEP_NS / 3);
         assert_string_equal(rp.res.ranks[r].device, "cuda:0");
@@ -947,6 +1016,18 @@ static void test_replay_gpu_equals_live(void **state)
     metrics_free(&m);
     unlink(path);
     rmdir(dir);
+}
+
+static void test_replay_gpu_equals_live(void **state)
+{
+    gpu_equals_live(1);
+}
+
+/* The same with --cupti-sample 5: steps 3-4 and 8-9 estimated, live and
+ * replayed alike. */
+static void test_replay_gpu_sampled_equals_live(void **state)
+{
+    gpu_equals_live(5);
 }
 
 /* Anything but a regular file is refused before a byte is read: a FIFO
@@ -982,9 +1063,11 @@ int main(void)
         cmocka_unit_test(test_metrics_device_view),
         cmocka_unit_test(test_metrics_host_view_unchanged),
         cmocka_unit_test(test_metrics_held_gpu_steps),
+        cmocka_unit_test(test_metrics_untraced_steps),
         cmocka_unit_test(test_reader_hostile_input),
         cmocka_unit_test(test_replay_load_api),
         cmocka_unit_test(test_replay_gpu_equals_live),
+        cmocka_unit_test(test_replay_gpu_sampled_equals_live),
         cmocka_unit_test(test_history_merges_device_records),
         cmocka_unit_test(test_replay_gpu_fixture),
         cmocka_unit_test(test_cli_json),

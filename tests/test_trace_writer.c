@@ -315,6 +315,12 @@ static void test_collectives_matched_by_seq(void **state)
     struct span b = mkcoll(LANE_MAIN, 50000, 110000, 0, 0, 0);
     trace_export_span(x, 0, &aw);
     trace_export_span(x, 0, &a);
+    /* a send between the two halves of seq 0: written at once, matched
+     * with nothing (point-to-point spans carry seq 0, COLL_NONE) */
+    struct span p2p = mkcoll(LANE_MAIN, 112000, 115000, 0, 0, -1);
+    p2p.coll = COLL_NONE;
+    p2p.bytes_rx = 0;
+    trace_export_span(x, 0, &p2p);
     trace_export_span(x, 1, &b);
     /* seq 1 only ever reaches rank 0: written at close, without transfer */
     struct span c = mkcoll(LANE_MAIN, 200000, 210000, 1, 1, 1);
@@ -356,6 +362,10 @@ static void test_collectives_matched_by_seq(void **state)
     assert_true(cJSON_GetObjectItem(c0, "ts")->valuedouble == 9.0); /* base_ns 1000 is ts 0 */
     assert_true(cJSON_GetObjectItem(c0, "dur")->valuedouble == 100.0);
     assert_true(arg(cu, "ranks_seen") == 1);
+    cJSON *send = find(ev, "X", "send", 0);
+    assert_non_null(send);
+    assert_true(arg(send, "bytes") == 1000);
+    assert_true(cJSON_GetObjectItem(send, "dur")->valuedouble == 3.0);
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(cu, "args"), "transfer_us"));
     cJSON *step = find(ev, "X", "ProfilerStep#0", 0);
     assert_non_null(step);

@@ -21,6 +21,34 @@ void breakdown_add(struct breakdown *acc, const struct breakdown *b)
     acc->coll_ns += b->coll_ns;
 }
 
+void breakdown_scale(struct breakdown *out, const struct breakdown *b, int64_t wall_ns)
+{
+    double f = b->wall_ns > 0 ? (double)wall_ns / (double)b->wall_ns : 0.0;
+#define SCALED(x) ((int64_t)((double)(x)*f + 0.5))
+    *out = (struct breakdown){.wall_ns = wall_ns,
+                              .compute_ns = SCALED(b->compute_ns),
+                              .comm_ns = SCALED(b->comm_ns),
+                              .data_ns = SCALED(b->data_ns),
+                              .comm_union_ns = SCALED(b->comm_union_ns),
+                              .overlap_ns = SCALED(b->overlap_ns),
+                              .coll_ns = SCALED(b->coll_ns)};
+#undef SCALED
+    if (b->wall_ns <= 0) {
+        out->idle_ns = wall_ns; /* nothing to scale from: all idle */
+        return;
+    }
+    /* rounding may leave the three parts a nanosecond over the wall: the
+     * largest gives it back, and idle is what remains */
+    int64_t over = out->compute_ns + out->comm_ns + out->data_ns - wall_ns;
+    if (over > 0) {
+        int64_t *big = out->compute_ns >= out->comm_ns && out->compute_ns >= out->data_ns ? &out->compute_ns
+                       : out->comm_ns >= out->data_ns                                     ? &out->comm_ns
+                                                                                          : &out->data_ns;
+        *big -= over;
+    }
+    out->idle_ns = wall_ns - out->compute_ns - out->comm_ns - out->data_ns;
+}
+
 double breakdown_pct(int64_t part_ns, int64_t wall_ns)
 {
     return wall_ns > 0 ? 100.0 * (double)part_ns / (double)wall_ns : 0.0;

@@ -40,6 +40,10 @@ struct breakdown {
 };
 
 void breakdown_add(struct breakdown *acc, const struct breakdown *b);
+/* b's split stretched to a window of wall_ns (each part in b's proportion,
+ * rounded; the parts still sum to wall_ns exactly): a step that was not
+ * traced, estimated from one that was. */
+void breakdown_scale(struct breakdown *out, const struct breakdown *b, int64_t wall_ns);
 /* part as a percentage of wall (0 when wall is 0). */
 double breakdown_pct(int64_t part_ns, int64_t wall_ns);
 /* overlap as a percentage of |union of comm| (0 without comm). */

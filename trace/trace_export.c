@@ -335,7 +335,7 @@ static void write_ready(struct trace_export *x, int rank, const struct span *s)
 static void write_coll(struct trace_export *x, int rank, const struct span *s, int64_t xfer_ns, int nseen)
 {
     struct trace_writer *w = writer_of(x, rank);
-    const char *name = coll_name(s->coll);
+    const char *name = s->coll != COLL_NONE ? coll_name(s->coll) : s->bytes ? "send" : s->bytes_rx ? "recv" : "p2p";
     int64_t dur = s->t1_ns - s->t0_ns;
     trace_writer_begin(w, 'X', s->tag == SPAN_TAG_NEGOTIATE ? "negotiate" : name, cat_name(CAT_COMM), rank, tid_of(s),
                        s->t0_ns - x->o.base_ns);
@@ -405,7 +405,9 @@ static void pend_flush(struct trace_export *x, size_t slot)
 static void coll_arrive(struct trace_export *x, int rank, const struct span *s)
 {
     int W = x->o.world;
-    if (W == 1) {
+    /* point-to-point (COLL_NONE: send and recv, between two ranks) has no
+     * sequence number to match on: written as it comes */
+    if (W == 1 || s->coll == COLL_NONE) {
         if (traced_rank(x, rank) && traced_step(x, s->step))
             write_coll(x, rank, s, s->t1_ns - s->t0_ns, 1);
         return;
@@ -440,9 +442,11 @@ void trace_export_span(struct trace_export *x, int rank, const struct span *s)
             struct step_acc *a = acc_of(x, rank, s->step);
             a->tx += s->bytes;
             a->rx += s->bytes_rx;
-            a->coll_ns += s->t1_ns - s->t0_ns;
-            if (x->o.busbw_factor)
-                a->bus_bytes += (double)s->size * x->o.busbw_factor(s->coll, x->o.world);
+            if (s->coll != COLL_NONE) { /* busbw is the collectives' (not send/recv's) */
+                a->coll_ns += s->t1_ns - s->t0_ns;
+                if (x->o.busbw_factor)
+                    a->bus_bytes += (double)s->size * x->o.busbw_factor(s->coll, x->o.world);
+            }
         }
         coll_arrive(x, rank, s);
         return;
@@ -485,6 +489,8 @@ void trace_export_step(struct trace_export *x, int rank, const struct trace_step
         trace_writer_arg_f64(w, "lr", st->lr);
         trace_writer_arg_i64(w, "samples", st->n);
         trace_writer_arg_i64(w, "correct", st->correct);
+        if (st->untraced)
+            trace_writer_arg_i64(w, "untraced", 1);
         trace_writer_args_end(w);
         trace_writer_end(w);
 

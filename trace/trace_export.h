@@ -70,6 +70,7 @@ struct trace_step_info {
     int64_t t0_ns, t1_ns;
     float loss, lr;
     int32_t correct, n;
+    uint8_t untraced; /* a GPU step the device did not trace (--cupti-sample): "untraced": 1 */
 };
 
 struct trace_export;

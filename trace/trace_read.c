@@ -310,6 +310,7 @@ static void ddptop_event(struct file_ctx *fc, const cJSON *ev)
         s->lr = (float)jnum(args, "lr", NAN);
         s->n = (int32_t)jint(args, "samples", 0, 0, INT32_MAX);
         s->correct = (int32_t)jint(args, "correct", 0, 0, INT32_MAX);
+        s->untraced = (uint8_t)jint(args, "untraced", 0, 0, 1);
         return;
     }
     int c = cat ? cat_index(cat) : -1;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "panes.h"
 
 #define LABEL_W 8
@@ -175,6 +176,10 @@ static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
         }
         if (gpu_newest >= 0) {
             long whole = (gpu_newest < host_newest ? gpu_newest : host_newest) - 1;
+            /* --cupti-sample: once the host is past a window, its newest
+             * traced step is whole (its records came in one delivery) */
+            if (s->cupti_sample > 1 && host_newest > gpu_newest + 1)
+                whole = gpu_newest;
             newest = gpu_whole++ == 0 || whole < newest ? whole : newest;
         }
     }
@@ -219,8 +224,11 @@ static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
 
     char note[128];
     int have = hi >= 0 && t1 > t0;
+    char sampled[48] = "";
+    if (s->cupti_sample > 1)
+        snprintf(sampled, sizeof(sampled), "  (device traced %d steps in %d)", CFG_CUPTI_WINDOW, s->cupti_sample);
     if (have)
-        snprintf(note, sizeof(note), "steps %ld-%ld  %.2f ms  +/- zoom%s%s", lo, hi, (double)(t1 - t0) / 1e6,
+        snprintf(note, sizeof(note), "steps %ld-%ld  %.2f ms%s  +/- zoom%s%s", lo, hi, (double)(t1 - t0) / 1e6, sampled,
                  v->can_browse ? "  <-/-> history" : "", vs->tl_back ? "  (scrolled back)" : "");
     else
         snprintf(note, sizeof(note), "%s", s->timeline_na[0] ? s->timeline_na : "waiting for the first step");

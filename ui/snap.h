@@ -121,6 +121,7 @@ struct snap {
     struct cost_fit fit[COLL_COUNT]; /* --bench-comm's fits, .valid when found */
     /* layers pane: rank 0's per-layer host times (model_layer_times) */
     int on_gpu;                /* the device runs asynchronously: host times only measure launches */
+    int cupti_sample;          /* > 1: device records for CFG_CUPTI_WINDOW steps in every cupti_sample */
     int nlayers;               /* layers shown; 0 until rank 0 has built its model */
     int layers_total;          /* layers the model has */
     int layers_valid;          /* fwd_ms and bwd_ms hold a measurement */
