@@ -54,13 +54,15 @@ struct comm_ops {
     /* in[n * world] on root only; out[n] everywhere. */
     int (*scatter)(struct comm *c, const float *in, float *out, size_t n, int root);
     int (*barrier)(struct comm *c);
-    /* Point-to-point, blocking: send returns when buf may be reused, recv
-     * when buf holds the message. A send may wait for its recv (shm always
-     * does: a rendezvous), so a ring shift orders its calls (even ranks send
-     * first, odd ones receive first). Each send to peer matches peer's next
-     * recv from this rank, in order; both pass the same n (shm fails both
-     * otherwise). send counts bytes_tx, recv bytes_rx. An abort or a timeout
-     * leaves the pair out of step, as it leaves a collective's communicator. */
+    /* Point-to-point: send returns when buf may be reused, recv when buf
+     * holds the message. A send does not wait for its recv, only for the
+     * pair's previous message to have been received (shm copies it aside;
+     * NCCL enqueues it), so two ranks may both send, then both receive.
+     * Each send to peer matches peer's next recv from this rank, in order;
+     * both pass the same n (shm fails the recv otherwise, and the pair's
+     * next send). send counts bytes_tx, recv bytes_rx. An abort or a
+     * timeout leaves the pair out of step, as it leaves a collective's
+     * communicator. */
     int (*send)(struct comm *c, const float *buf, size_t n, int peer);
     int (*recv)(struct comm *c, float *buf, size_t n, int peer);
     void (*destroy)(struct comm *c);

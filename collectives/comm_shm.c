@@ -18,11 +18,12 @@
  *
  * send/recv: one mailbox per ordered pair of ranks, apart from the progress
  * counters (collectives' units stay in step on every rank whatever pairs
- * exchange). It is a rendezvous, so nothing is copied twice: the sender
- * publishes its buffer and counts the message in `sent`; the receiver copies
- * straight out of that buffer and counts it in `taken`, which releases the
- * sender. The sender waits, so one message per pair is in flight and the
- * k-th send meets the k-th recv.
+ * exchange). A send is eager: it waits until the pair's previous message was
+ * taken, copies the data into the sender's staging buffer for that peer,
+ * counts it in `sent` and returns, so that two stages can each send before
+ * they receive (a pipeline's 1F1B does). The receiver copies out of the
+ * staging buffer and counts the message in `taken`. One message per pair is
+ * in flight, and the k-th send meets the k-th recv.
  *
  * Waiting spins briefly (a hand-off costs ~0.6 us), then yields for a while,
  * then sleeps on a futex on the peer's counter, because ranks and comm lanes
@@ -76,6 +77,8 @@ struct shm_comm {
     uint64_t base;         /* progress value at the start of the next call */
     float *scratch;        /* reduce-scatter working space, grown on demand */
     size_t scratch_n;
+    float **stage;   /* [world]: send's copy of the message to each peer, grown on demand */
+    size_t *stage_n; /* [world]: their lengths in floats */
 };
 
 static inline void cpu_relax(void)
@@ -752,19 +755,35 @@ static int shm_send(struct comm *c, const float *buf, size_t n, int peer)
 {
     if (comm_check_peer(c, peer, "send to") != 0)
         return -1;
+    struct shm_comm *s = S(c);
     struct shm_mailbox *b = mailbox(c, c->rank, peer);
     struct comm_call call;
     comm_call_begin(c, &call, COMM_P2P, n * sizeof(float));
-    /* the previous message was taken, so the receiver is done with buf and n */
+    /* the previous message must have been taken: its receiver is done
+     * with the staging buffer, and said what size it wanted */
     uint64_t k = atomic_load_explicit(&b->sent, memory_order_relaxed) + 1;
-    b->buf = buf;
-    b->n = n;
-    store_wake(&b->sent, &b->sent_waiters, k);
-    int rc = wait_for(c, &call, &b->taken, &b->taken_waiters, k, peer);
-    if (rc == 0 && b->want != n) {
-        snprintf(c->err, sizeof(c->err), "send to rank %d: %zu floats, but it expected %zu", peer, n, b->want);
+    int rc = wait_for(c, &call, &b->taken, &b->taken_waiters, k - 1, peer);
+    if (rc == 0 && k > 1 && b->want != b->n) {
+        snprintf(c->err, sizeof(c->err), "send to rank %d: it expected %zu floats of the %zu sent before", peer,
+                 b->want, b->n);
         rc = -1;
-    } else if (rc == 0) {
+    }
+    if (rc == 0 && n > s->stage_n[peer]) {
+        if (s->stage[peer])
+            s->ops.release(s->ops.ctx, s->stage[peer]);
+        s->stage[peer] = s->ops.alloc(s->ops.ctx, n * sizeof(float));
+        s->stage_n[peer] = s->stage[peer] ? n : 0;
+        if (!s->stage[peer]) {
+            snprintf(c->err, sizeof(c->err), "send to rank %d: out of memory for %zu floats", peer, n);
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        if (n)
+            CP(c, s->stage[peer], buf, n * sizeof(float));
+        b->buf = s->stage[peer];
+        b->n = n;
+        store_wake(&b->sent, &b->sent_waiters, k);
         call.tx = n * sizeof(float);
     }
     comm_call_end(c, &call);
@@ -800,8 +819,14 @@ static void shm_destroy(struct comm *c)
 {
     if (!c)
         return;
-    if (S(c)->scratch)
-        S(c)->ops.release(S(c)->ops.ctx, S(c)->scratch);
+    struct shm_comm *s = S(c);
+    if (s->scratch)
+        s->ops.release(s->ops.ctx, s->scratch);
+    for (int p = 0; s->stage && p < c->world; p++)
+        if (s->stage[p])
+            s->ops.release(s->ops.ctx, s->stage[p]);
+    free(s->stage);
+    free(s->stage_n);
     free(c->impl);
     free(c);
 }
@@ -865,6 +890,15 @@ struct comm *comm_shm_create_ops(struct shm_world *w, int rank, int algo, const 
     }
     s->w = w;
     s->ops = ops ? *ops : host_ops;
+    s->stage = calloc((size_t)w->world, sizeof(*s->stage));
+    s->stage_n = calloc((size_t)w->world, sizeof(*s->stage_n));
+    if (!s->stage || !s->stage_n) {
+        free(s->stage);
+        free(s->stage_n);
+        free(c);
+        free(s);
+        return NULL;
+    }
     c->ops = &shm_ops;
     c->rank = rank;
     c->world = w->world;
