@@ -347,8 +347,13 @@ void model_destroy(struct model *m)
 
 int model_forward(struct model *m, int train)
 {
+    return model_forward_range(m, 0, m->nlayers, train);
+}
+
+int model_forward_range(struct model *m, int a, int b, int train)
+{
     struct layer_times *lt = m->times;
-    for (int i = 0; i < m->nlayers; i++) {
+    for (int i = a; i < b; i++) {
         struct layer *l = &m->layers[i];
         int64_t t0 = lt ? now_ns() : 0;
         if (l->ops->forward(m, l, train) != 0)
@@ -398,11 +403,12 @@ static int layer_trains(const struct model *m, const struct layer *l)
     return l->nparam > 0 && m->params[l->param0].trainable;
 }
 
-static int backward_layers(struct model *m, grad_ready_fn ready, void *ctx)
+/* Backward over layers [a, b), last first. */
+static int backward_span(struct model *m, int a, int b, grad_ready_fn ready, void *ctx)
 {
     struct layer_times *lt = m->times;
     /* layers before bwd_first are frozen and feed only frozen layers */
-    for (int i = m->nlayers - 1; i >= m->bwd_first; i--) {
+    for (int i = b - 1; i >= a && i >= m->bwd_first; i--) {
         struct layer *l = &m->layers[i];
         if (!m->tensors[l->out].grad_set)
             continue; /* nothing flows back through this layer */
@@ -423,6 +429,11 @@ static int backward_layers(struct model *m, grad_ready_fn ready, void *ctx)
         times_publish(lt, m->nlayers, 1);
     }
     return 0;
+}
+
+static int backward_layers(struct model *m, grad_ready_fn ready, void *ctx)
+{
+    return backward_span(m, 0, m->nlayers, ready, ctx);
 }
 
 int model_backward(struct model *m, float grad_scale, grad_ready_fn ready, void *ctx)
@@ -446,6 +457,51 @@ int model_backward_dout(struct model *m, const float *dout, grad_ready_fn ready,
         return -1;
     out->grad_set = 1;
     return backward_layers(m, ready, ctx);
+}
+
+int model_backward_range(struct model *m, int a, int b, int seed, float grad_scale)
+{
+    for (int i = 0; i < m->ntensors; i++)
+        m->tensors[i].grad_set = 0;
+    if (seed < 0) {
+        if (m->dev.ops->loss_backward(m, grad_scale) != 0) {
+            snprintf(m->err, sizeof(m->err), "loss backward: %.230s", m->dev.err);
+            return -1;
+        }
+        seed = m->output;
+    }
+    m->tensors[seed].grad_set = 1;
+    return backward_span(m, a, b, NULL, NULL);
+}
+
+/* Whether layer l reads tensor t. */
+static int reads(const struct layer *l, int t)
+{
+    return l->in == t || l->in2 == t;
+}
+
+int model_cut_tensor(const struct model *m, int k)
+{
+    if (k <= 0 || k >= m->nlayers)
+        return -1;
+    int cut = -1;
+    for (int t = 0; t < m->ntensors; t++) {
+        /* made before the cut: the input, or the output of a layer before k */
+        int before = t == m->input;
+        for (int j = 0; j < k && !before; j++)
+            before = m->layers[j].out == t;
+        if (!before)
+            continue;
+        int after = 0;
+        for (int j = k; j < m->nlayers && !after; j++)
+            after = reads(&m->layers[j], t);
+        if (!after)
+            continue;
+        if (cut >= 0)
+            return -1; /* a second tensor crosses (a residual's skip) */
+        cut = t;
+    }
+    return cut;
 }
 
 int64_t model_flops(const struct model *m)

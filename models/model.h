@@ -160,6 +160,21 @@ int model_backward(struct model *m, float grad_scale, grad_ready_fn ready, void 
  * computes the loss of the whole batch and scatters these). */
 int model_backward_dout(struct model *m, const float *dout, grad_ready_fn ready, void *ctx);
 
+/* ---- stages: layers [a, b) of a model split into contiguous pieces ---- */
+/* The tensor that carries everything layers >= k need from the layers
+ * before them (0 < k < nlayers): the one tensor made before the cut (by a
+ * layer, or the input) and read after it; -1 when none or several cross
+ * (inside a residual block). A stage boundary must be such a cut. */
+int model_cut_tensor(const struct model *m, int k);
+/* Forward over layers [a, b) only (their inputs in place). */
+int model_forward_range(struct model *m, int a, int b, int train);
+/* Backward over layers [a, b): from the loss (seed -1; grad_scale as in
+ * model_backward, m's labels set by model_loss_begin), or from tensor seed,
+ * whose grad the caller has filled (a later stage's). Writes the gradients
+ * of the range's trainable parameters and of the tensor they read from
+ * before a (when it needs one). */
+int model_backward_range(struct model *m, int a, int b, int seed, float grad_scale);
+
 /* Sum of FLOPs of one forward pass per image. */
 int64_t model_flops(const struct model *m);
 size_t model_trainable_floats(const struct model *m);

@@ -102,16 +102,21 @@ void sgd_update(float *p, const float *g, float *buf, size_t n, float lr, float 
 
 int sgd_step(struct sgd *o, struct model *m, long t)
 {
+    return sgd_step_params(o, m, t, 0, m->nparams);
+}
+
+int sgd_step_params(struct sgd *o, struct model *m, long t, int p0, int p1)
+{
     float lr = sgd_lr_at(o, t);
     /* one update per run of consecutive trainable tensors: one run, or
      * one kernel on a GPU, when a prefix is frozen */
-    for (int i = 0; i < m->nparams;) {
+    for (int i = p0; i < p1;) {
         if (!m->params[i].trainable) {
             i++;
             continue;
         }
         size_t lo = m->params[i].off, hi = lo;
-        for (; i < m->nparams && m->params[i].trainable; i++)
+        for (; i < p1 && m->params[i].trainable; i++)
             hi = m->params[i].off + m->params[i].len;
         if (m->dev.ops->sgd_update(m, o->buf, lo, hi, lr, o->momentum, o->weight_decay) != 0) {
             snprintf(m->err, sizeof(m->err), "optimizer: %.240s", m->dev.err);

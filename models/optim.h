@@ -32,6 +32,8 @@ float sgd_lr_at(const struct sgd *o, long t);
  * kernel over the trainable range, enqueued). Returns 0, or -1 with m->err
  * set. */
 int sgd_step(struct sgd *o, struct model *m, long t);
+/* The same over parameters [p0, p1) only (a pipeline stage's). */
+int sgd_step_params(struct sgd *o, struct model *m, long t, int p0, int p1);
 /* The same update on a raw slice: used where only a slice is owned. */
 void sgd_update(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd);
 

@@ -32,6 +32,7 @@
 
 #include "comm.h"
 #include "data.h"
+#include "pipeline.h"
 #include "strategy.h"
 #include "zoo.h"
 
@@ -637,6 +638,9 @@ static const char *zoo_name(int i)
 static const char *const device_names[] = {[DEV_AUTO] = "auto", [DEV_CPU] = "cpu", [DEV_CUDA] = "cuda", NULL};
 static const char *const comm_names[] = {[COMM_SHM] = "shm", [COMM_NCCL] = "nccl", [COMM_MPI] = "mpi", NULL};
 static const char *const algo_names[] = {[ALGO_RING] = "ring", [ALGO_NAIVE] = "naive", NULL};
+static const char *const parallel_names[] = {
+    [PAR_DATA] = "data", [PAR_MODEL] = "model", [PAR_PIPELINE] = "pipeline", NULL};
+static const char *const schedule_names[] = {[SCHED_GPIPE] = "gpipe", [SCHED_1F1B] = "1f1b", NULL};
 static const char *const format_names[] = {
     [FMT_TEXT] = "text", [FMT_CSV] = "csv", [FMT_JSON] = "json", [FMT_MD] = "md", NULL};
 static const char *const off_on_fp16[] = {"none", "fp16", NULL};
@@ -715,6 +719,17 @@ static const struct opt opts[] = {
     {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, STRAT_COUNT - 1), "strategy", "S",
             "allreduce", G_WORK,
             "how gradients are synchronised; single runs one rank on the whole global batch, ranks x batch")},
+    {CHOICE("parallel", AT(base.parallel), NAMES(parallel_names), "parallelism", NULL, "data", G_WORK,
+            "data: every rank a replica, gradients synchronised by --strategy; model: the layers split into one stage "
+            "per rank, the batch through them in turn; pipeline: the same stages with --micro-batches in flight")},
+    {INT("micro-batches", AT(base.micro_batches), 1, 4096, "M", "4", G_WORK,
+         "--parallel pipeline: pieces of the batch in flight, gradients summed over them")},
+    {CHOICE("schedule", AT(base.schedule), NAMES(schedule_names), "schedule", NULL, "1f1b", G_WORK,
+            "--parallel pipeline: gpipe runs every forward, then every backward; 1f1b one backward per forward once "
+            "the pipeline is full (fewer activations live)")},
+    {TEXT("partition", AT(base.partition), "partition", "A:B,...", G_WORK,
+          "--parallel model|pipeline: stage s runs layers A to B (0-based, --info lists them)"),
+     .def_text = "balanced over per-layer times measured on rank 0"},
     {INT("epochs", AT(base.epochs), 1, 100000, "N", "1", G_WORK,
          "epochs; without it, --steps runs as many as it takes"),
      .also_off = OFF(base.epochs_set), .also = 1},
@@ -1136,5 +1151,6 @@ int run_world(const struct run_config *rc)
 
 int run_global_batch(const struct run_config *rc)
 {
-    return rc->ranks * rc->batch_size;
+    /* model and pipeline parallelism: every stage sees the same batch */
+    return rc->parallel != PAR_DATA ? rc->batch_size : rc->ranks * rc->batch_size;
 }

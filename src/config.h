@@ -53,8 +53,12 @@ struct run_config {
     char data_dir[CFG_PATH];
     int input[3]; /* --input C, H, W: the synthetic set's shape; {0}: its own (1x28x28) */
     int ranks;
-    int batch_size; /* per rank */
-    int strategy;   /* enum strategy_kind */
+    int batch_size;      /* per rank */
+    int strategy;        /* enum strategy_kind */
+    int parallel;        /* enum parallel_kind (pipeline.h): data, or the layers split into stages */
+    int micro_batches;   /* --parallel pipeline: pieces of a step's batch in flight */
+    int schedule;        /* enum pipe_schedule */
+    char partition[128]; /* --partition "A:B,C:D": layers per stage; "": balanced */
     int epochs;
     int epochs_set; /* --epochs was given: --steps does not extend the run past it */
     long steps;     /* total step cap, 0 = none */

@@ -17,6 +17,7 @@
 #include "model.h"
 #include "nvtx.h"
 #include "optim.h"
+#include "pipeline.h"
 #include "run.h"
 #include "kernels_ref.h"
 #include "horovod.h"
@@ -59,6 +60,13 @@ struct loop {
     /* an asynchronous device (GPU): the batch is staged in device memory by
      * the copy stream while the previous step computes */
     int async;
+    /* --parallel model|pipeline: the stages, this rank's (its id), one
+     * model per micro-batch sharing mb[0]'s (L->m's) parameters, the
+     * schedule's order (pipeline.h) and the stage's parameters [p0, p1) */
+    struct pipe_plan plan;
+    struct model **mb;
+    int *pipe_ops;
+    int pipe_p0, pipe_p1;
     int traced;       /* CUPTI records this step (every step, or --cupti-sample's window) */
     int in_window;    /* a sampled run: this rank holds the device tracing on */
     float *stage_x;   /* device: [local_batch, c, h, w] */
@@ -593,6 +601,231 @@ static int hook_before(void *ctx, int bucket)
     return lane_failed(L, d->ops->wait_event(d, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMM));
 }
 
+/* ---- model and pipeline parallelism (pipeline.h) ---------------------- */
+
+/* Forward + backward time per layer, measured on rank 0's model at the
+ * micro-batch (two passes after a warm-up one) and broadcast, so that
+ * every stage computes the same balanced partition. */
+static int pipe_measure(struct loop *L, double *cost)
+{
+    struct rank *rk = L->rk;
+    struct model *m = L->m;
+    int n = m->nlayers, rc = 0;
+    float *buf = calloc((size_t)n, sizeof(float));
+    int64_t *t = calloc((size_t)n * 4, sizeof(int64_t)); /* forward, backward: after the warm-up, at the end */
+    int32_t *labels = calloc((size_t)m->batch, sizeof(int32_t));
+    if (!buf || !t || !labels) {
+        rc = fail(rk, "out of memory for the partition");
+        goto done;
+    }
+    if (rk->id == 0) {
+        memset(model_input(m), 0, sizeof(float) * (size_t)m->tensors[m->input].stride * (size_t)m->batch);
+        int64_t calls[2];
+        for (int pass = 0; pass < 3 && rc == 0; pass++) {
+            float loss;
+            int correct;
+            if (model_forward(m, 1) != 0 || model_loss_begin(m, labels, m->batch) != 0 ||
+                model_loss_end(m, &loss, &correct) != 0 || model_backward(m, 1.0f / (float)m->batch, NULL, NULL) != 0)
+                rc = fail(rk, m->err);
+            if (pass == 0)
+                model_layer_times(m, t, t + n, n, &calls[0], &calls[1]);
+        }
+        model_layer_times(m, t + 2 * n, t + 3 * n, n, &calls[0], &calls[1]);
+        for (int i = 0; i < n; i++)
+            buf[i] = (float)((t[2 * n + i] - t[i]) + (t[3 * n + i] - t[n + i])) / 2.0f;
+    }
+    if (rc == 0) {
+        int crc = rk->comm->ops->broadcast(rk->comm, buf, (size_t)n, 0);
+        if (crc != 0)
+            rc = comm_failed(rk, crc, "sending the measured layer times");
+    }
+    for (int i = 0; i < n && rc == 0; i++)
+        cost[i] = buf[i];
+done:
+    free(buf);
+    free(t);
+    free(labels);
+    return rc;
+}
+
+/* The stages, the micro-batch models and the schedule of this rank. */
+static int pipe_init(struct loop *L)
+{
+    struct rank *rk = L->rk;
+    struct run *run = L->run;
+    const struct run_config *cfg = L->cfg;
+    const struct dataset *tr = run->train;
+    struct model *m = L->m;
+    char err[256];
+    int S = run->world, M = cfg->parallel == PAR_PIPELINE ? cfg->micro_batches : 1;
+    if (cfg->partition[0]) {
+        if (pipe_plan_parse(&L->plan, m, cfg->partition, S, err, sizeof(err)) != 0)
+            return fail(rk, err);
+    } else {
+        double *cost = calloc((size_t)m->nlayers, sizeof(double));
+        if (!cost)
+            return fail(rk, "out of memory for the partition");
+        int rc = pipe_measure(L, cost);
+        if (rc == 0 && pipe_plan_balance(&L->plan, m, cost, S, err, sizeof(err)) != 0)
+            rc = fail(rk, err);
+        free(cost);
+        if (rc != 0)
+            return rc;
+    }
+    L->plan.micro = M;
+    L->plan.schedule = cfg->parallel == PAR_PIPELINE ? cfg->schedule : SCHED_GPIPE;
+    int a = L->plan.first[rk->id], b = L->plan.first[rk->id + 1];
+    L->mb = calloc((size_t)M, sizeof(*L->mb));
+    L->pipe_ops = malloc(sizeof(int) * 2 * (size_t)M);
+    if (!L->mb || !L->pipe_ops)
+        return fail(rk, "out of memory for the micro-batches");
+    pipe_schedule_ops(L->plan.schedule, S, rk->id, M, L->pipe_ops);
+    /* one model per micro-batch in flight, all on mb[0]'s parameters (each
+     * keeps its own activations and gradients) */
+    L->mb[0] = m;
+    for (int k = 1; k < M; k++) {
+        L->mb[k] =
+            zoo_create(&rk->dev, cfg->model, m->batch, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err, sizeof(err));
+        if (!L->mb[k])
+            return fail(rk, err);
+        if (model_set_trainable(L->mb[k], cfg->trainable, err, sizeof(err)) != 0)
+            return fail(rk, err);
+        model_free_floats(L->mb[k], L->mb[k]->param_buf);
+        L->mb[k]->param_buf = m->param_buf;
+    }
+    /* the stage's parameters: its layers' (a model keeps them in layer order) */
+    L->pipe_p0 = L->pipe_p1 = 0;
+    for (int i = a; i < b; i++)
+        if (m->layers[i].nparam > 0) {
+            if (L->pipe_p1 == 0)
+                L->pipe_p0 = m->layers[i].param0;
+            L->pipe_p1 = m->layers[i].param0 + m->layers[i].nparam;
+        }
+    rk->stage_first = a;
+    rk->stage_end = b;
+    rk->stage_live_bytes =
+        pipe_stage_activation_bytes(m, a, b) * (size_t)pipe_in_flight(L->plan.schedule, S, rk->id, M);
+    return 0;
+}
+
+/* Whether a gradient flows back through boundary tensor t: not when no
+ * layer before it trains (the input, behind a frozen prefix). */
+static int pipe_grad_crosses(const struct model *m, int t)
+{
+    return m->tensors[t].grad && m->tensors[t].need_grad;
+}
+
+/* A send or a recv of one micro-batch's boundary tensor, named on failure. */
+static int pipe_xfer(struct loop *L, int send, float *buf, size_t n, int peer, const char *what, int k)
+{
+    struct comm *c = L->rk->comm;
+    int rc = send ? c->ops->send(c, buf, n, peer) : c->ops->recv(c, buf, n, peer);
+    if (rc == 0)
+        return 0;
+    char msg[96];
+    snprintf(msg, sizeof(msg), "%s %s rank %d (micro-batch %d)", what, send ? "to" : "from", peer, k);
+    return comm_failed(L->rk, rc, msg);
+}
+
+/* One step of a stage: the batch (every stage samples the same one), then
+ * the schedule's forwards and backwards of the micro-batches, activations
+ * in from the stage before and out to the next, their gradients the other
+ * way; the gradients summed over the micro-batches and one update of the
+ * stage's parameters. The last stage's loss goes to every stage. */
+static int pipe_step(struct loop *L, int i, int epoch)
+{
+    struct rank *rk = L->rk;
+    struct run *run = L->run;
+    const struct pipe_plan *p = &L->plan;
+    int s = rk->id, S = p->stages, M = p->micro, B = run->local_batch;
+    int a = p->first[s], b = p->first[s + 1];
+    struct model *m = L->m;
+    int Bm = m->batch;
+    uint32_t step = atomic_load_explicit(&rk->step, memory_order_relaxed);
+
+    int64_t t0 = probe_now_ns();
+    if (s == 0 || s == S - 1) {
+        for (int k = 0; k < B; k++)
+            L->idx[k] = sampler_get(&L->smp, i * B + k);
+        data_gather(run->train, L->idx, B, L->xhost, L->yhost);
+    }
+    size_t per = (size_t)m->tensors[m->input].stride;
+    if (s == 0)
+        for (int k = 0; k < M; k++)
+            memcpy(model_input(L->mb[k]), L->xhost + (size_t)k * Bm * per, sizeof(float) * per * (size_t)Bm);
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, probe_now_ns());
+
+    /* floats of one micro-batch's boundary tensors, in and out */
+    size_t nin = (size_t)m->tensors[p->cut[s]].stride * (size_t)Bm;
+    size_t nout = (size_t)m->tensors[p->cut[s + 1]].stride * (size_t)Bm;
+    double loss_sum = 0;
+    int correct = 0;
+    for (int o = 0; o < 2 * M; o++) {
+        int fwd = L->pipe_ops[o] > 0, k = (fwd ? L->pipe_ops[o] : -L->pipe_ops[o]) - 1;
+        struct model *mk = L->mb[k];
+        if (fwd) {
+            if (s > 0 && pipe_xfer(L, 0, mk->tensors[p->cut[s]].val, nin, s - 1, "activations", k) != 0)
+                return -1;
+            int64_t t1 = probe_now_ns();
+            if (model_forward_range(mk, a, b, 1) != 0)
+                return fail(rk, mk->err);
+            if (s == S - 1) {
+                float l;
+                int c;
+                if (model_loss_begin(mk, L->yhost + (size_t)k * Bm, Bm) != 0 || model_loss_end(mk, &l, &c) != 0)
+                    return fail(rk, mk->err);
+                loss_sum += (double)l * Bm;
+                correct += c;
+            }
+            straggle(L, t1);
+            rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, t1, probe_now_ns());
+            if (s < S - 1 && pipe_xfer(L, 1, mk->tensors[p->cut[s + 1]].val, nout, s + 1, "activations", k) != 0)
+                return -1;
+        } else {
+            int seed = -1; /* the last stage starts from the loss */
+            if (s < S - 1) {
+                seed = p->cut[s + 1];
+                if (!pipe_grad_crosses(mk, seed))
+                    continue; /* nothing before the next stage trains: no backward here */
+                if (pipe_xfer(L, 0, mk->tensors[seed].grad, nout, s + 1, "gradients", k) != 0)
+                    return -1;
+            }
+            int64_t t1 = probe_now_ns();
+            /* each micro-batch's share of the whole batch's mean loss */
+            if (model_backward_range(mk, a, b, seed, 1.0f / (float)B) != 0)
+                return fail(rk, mk->err);
+            straggle(L, t1);
+            rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t1, probe_now_ns());
+            if (s > 0 && pipe_grad_crosses(mk, p->cut[s]) &&
+                pipe_xfer(L, 1, mk->tensors[p->cut[s]].grad, nin, s - 1, "gradients", k) != 0)
+                return -1;
+        }
+    }
+
+    int64_t t2 = probe_now_ns();
+    /* the micro-batches' gradients of the stage's parameters, summed into mb[0]'s */
+    if (L->pipe_p1 > L->pipe_p0) {
+        size_t lo = m->params[L->pipe_p0].off, hi = m->params[L->pipe_p1 - 1].off + m->params[L->pipe_p1 - 1].len;
+        for (int k = 1; k < M; k++) {
+            const float *g = L->mb[k]->grad_buf;
+            for (size_t j = lo; j < hi; j++)
+                m->grad_buf[j] += g[j];
+        }
+        if (sgd_step_params(&L->opt, m, (long)step, L->pipe_p0, L->pipe_p1) != 0)
+            return fail(rk, m->err);
+    }
+    rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t2, probe_now_ns());
+
+    /* the loss and the hits, from the last stage to every stage */
+    float lc[2] = {(float)(loss_sum / B), (float)correct};
+    int crc = rk->comm->ops->broadcast(rk->comm, lc, 2, S - 1);
+    if (crc != 0)
+        return comm_failed(rk, crc, "sending the loss");
+    if (!isfinite(lc[0]))
+        return diverged(rk, step, lc[0]);
+    return push_step(L, step, epoch, t0, lc[0], (int)lc[1]);
+}
+
 static int train_step(struct loop *L, int i, int epoch)
 {
     struct rank *rk = L->rk;
@@ -600,6 +833,8 @@ static int train_step(struct loop *L, int i, int epoch)
     struct model *m = L->m;
     int B = run->local_batch;
     uint32_t step = atomic_load_explicit(&rk->step, memory_order_relaxed);
+    if (L->cfg->parallel != PAR_DATA)
+        return pipe_step(L, i, epoch);
     if (L->cfg->strategy == STRAT_DP && run->world > 1)
         return dp_step(L, i, epoch);
     if (L->async)
@@ -769,7 +1004,8 @@ static int loop_init(struct loop *L, struct rank *rk)
         if (run->cupti)
             run->gpu->activity_register(&rk->dev, rk->id, &rk->spans_gpu);
     }
-    L->m = zoo_create(&rk->dev, cfg->model, run->local_batch, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err,
+    int micro = cfg->parallel == PAR_PIPELINE ? cfg->micro_batches : 1; /* a model holds one micro-batch */
+    L->m = zoo_create(&rk->dev, cfg->model, run->local_batch / micro, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err,
                       sizeof(err));
     if (!L->m)
         return fail(rk, err);
@@ -784,7 +1020,7 @@ static int loop_init(struct loop *L, struct rank *rk)
             L->has_bn = 1;
             L->bn_floats += 2 * (size_t)L->m->tensors[L->m->layers[i].out].c;
         }
-    if (L->has_bn && run->world > 1 && cfg->broadcast_buffers &&
+    if (L->has_bn && run->world > 1 && cfg->broadcast_buffers && cfg->parallel == PAR_DATA &&
         !(L->bn_flat = rk->dev.ops->alloc(&rk->dev, sizeof(float) * L->bn_floats)))
         return fail(rk, "out of memory for the batch norm statistics' broadcast");
     rk->nparams_total = L->m->nfloats;
@@ -795,8 +1031,10 @@ static int loop_init(struct loop *L, struct rank *rk)
         return fail(rk, "out of memory for the optimizer");
     sgd_set_decay(&L->opt, cfg->lr_cosine ? run->total_steps : 0);
     int dp = cfg->strategy == STRAT_DP && run->world > 1;
-    /* dp: rank 0 alone samples, the whole batch at a time */
-    if (sampler_init(&L->smp, tr->n, dp ? 1 : run->world, dp ? 0 : rk->id, cfg->seed) != 0)
+    /* dp: rank 0 alone samples, the whole batch at a time; stages all
+     * sample the same batch (the first uses its inputs, the last its labels) */
+    int one = dp || cfg->parallel != PAR_DATA;
+    if (sampler_init(&L->smp, tr->n, one ? 1 : run->world, one ? 0 : rk->id, cfg->seed) != 0)
         return fail(rk, "cannot shard the training set");
     size_t per = (size_t)tr->c * tr->h * tr->w;
     L->idx = malloc(sizeof(uint32_t) * (size_t)run->local_batch);
@@ -823,6 +1061,8 @@ static int loop_init(struct loop *L, struct rank *rk)
         L->gt[p] = (struct grad_tensor){m->params[p].off, m->params[p].len, m->params[p].trainable};
     L->gl = (struct grad_layout){m->nparams, L->gt, m->param_buf, m->grad_buf, m->nfloats};
     int G = run->global_batch, K = m->classes, B = run->local_batch;
+    if (cfg->parallel != PAR_DATA)
+        return pipe_init(L);
     switch (run->world > 1 ? cfg->strategy : STRAT_SINGLE) {
     case STRAT_GATHER_SCATTER:
         if (rk->id == 0 &&
@@ -927,6 +1167,13 @@ static void loop_free(struct loop *L)
     free(L->dp_logits_h);
     free(L->dp_probs);
     free(L->dp_idx);
+    for (int k = 1; L->mb && k < L->plan.micro; k++)
+        if (L->mb[k]) {
+            L->mb[k]->param_buf = NULL; /* mb[0]'s */
+            model_destroy(L->mb[k]);
+        }
+    free(L->mb);
+    free(L->pipe_ops);
     /* the model stays for the collector to inspect; run_free destroys it */
 }
 
@@ -1020,7 +1267,9 @@ void *rank_main(void *arg)
             }
             if (atomic_load(&run->abort))
                 break;
-            if (run->cfg.eval && (i == run->steps_per_epoch || (long)step >= run->total_steps))
+            /* (stages hold only their own layers trained: no one rank can evaluate) */
+            if (run->cfg.eval && run->cfg.parallel == PAR_DATA &&
+                (i == run->steps_per_epoch || (long)step >= run->total_steps))
                 if (evaluate(&L, epoch) != 0)
                     break;
             if ((long)step >= run->total_steps)

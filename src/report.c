@@ -11,6 +11,7 @@
 #include "comm.h"
 #include "cost_model.h"
 #include "model.h"
+#include "pipeline.h"
 #include "predict.h"
 #include "run.h"
 #include "strategy.h"
@@ -257,6 +258,29 @@ void result_breakdowns(struct run_result *res)
     res->coll_pct = breakdown_pct(res->b.coll_ns, res->b.wall_ns);
 }
 
+/* --parallel model|pipeline: every stage sees the whole batch, and what
+ * each stage holds and sends. */
+static void stage_results(struct run_result *res, const struct run *r)
+{
+    res->global_batch = r->global_batch;
+    res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
+    for (int i = 0; i < r->world; i++)
+        if (r->ranks[i].stage_end == 0)
+            return; /* a rank failed before it knew its stage */
+    res->nstages = r->world < 64 ? r->world : 64;
+    for (int i = 0; i < res->nstages; i++) {
+        const struct rank_result *rr = &res->ranks[i];
+        struct stage_result *st = &res->stage[i];
+        st->first = r->ranks[i].stage_first;
+        st->last = r->ranks[i].stage_end - 1;
+        st->live_mb = (double)r->ranks[i].stage_live_bytes / 1e6;
+        /* (each step's loss broadcast sends a few bytes more: not activations) */
+        st->sent_mb = rr->steps > 0 ? (double)rr->bytes_tx / 1e6 / (double)rr->steps : 0;
+        st->compute_pct = breakdown_pct(rr->b.compute_ns, rr->b.wall_ns);
+        st->idle_pct = breakdown_pct(rr->b.idle_ns, rr->b.wall_ns);
+    }
+}
+
 int result_from_run(struct run_result *res, struct run *r)
 {
     memset(res, 0, sizeof(*res));
@@ -286,6 +310,8 @@ int result_from_run(struct run_result *res, struct run *r)
                  r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
     predict(res, r);
     predict_scaling(res, r);
+    if (r->cfg.parallel != PAR_DATA)
+        stage_results(res, r);
     return 0;
 }
 
@@ -443,10 +469,18 @@ static const char *threshold_str(char *buf, size_t n, const struct run_result *r
     return buf;
 }
 
-/* The strategy as tables show it: "ddp+fp16" when gradients are compressed. */
+/* The strategy as tables show it: "ddp+fp16" when gradients are
+ * compressed; "model", or "pipe-1f1b/4" (schedule, micro-batches), for the
+ * layers split into stages. */
 static const char *strat_label(const struct run_result *r)
 {
-    static char buf[STRAT_COUNT][2][32];
+    static char buf[STRAT_COUNT][2][32], pipe[32];
+    if (r->cfg.parallel == PAR_MODEL)
+        return "model";
+    if (r->cfg.parallel == PAR_PIPELINE) {
+        snprintf(pipe, sizeof(pipe), "pipe-%s/%d", schedule_name(r->cfg.schedule), r->cfg.micro_batches);
+        return pipe;
+    }
     if (r->cfg.strategy < 0 || r->cfg.strategy >= STRAT_COUNT)
         return "n/a";
     int k = r->cfg.strategy, h = r->compress_valid && r->cfg.grad_fp16 != 0;
@@ -454,9 +488,12 @@ static const char *strat_label(const struct run_result *r)
     return buf[k][h];
 }
 
-/* The strategy's name, or NULL when unknown. */
+/* The strategy's name ("model" or "pipeline" for stages), or NULL when
+ * unknown. */
 static const char *strat_name(const struct run_result *r)
 {
+    if (r->cfg.parallel != PAR_DATA)
+        return parallel_name(r->cfg.parallel);
     return r->cfg.strategy >= 0 && r->cfg.strategy < STRAT_COUNT ? strategy_name(r->cfg.strategy) : NULL;
 }
 
@@ -642,7 +679,8 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         char lb[16], gb[16], ms[3][24], sps[24], sp[16], eff[16], vs[24], bw[16], bytes[24], xf[24], sy[24], tl[16],
             ta[16], te[16], thr[32], pr[16], lr[16], ds[16];
         fig(ds, sizeof(ds), "%.1f", r->desched_pct, r->desched_valid);
-        fig(lb, sizeof(lb), "%.0f", r->global_batch / (r->world ? r->world : 1), r->batch_valid);
+        fig(lb, sizeof(lb), "%.0f", r->nstages ? r->global_batch : r->global_batch / (r->world ? r->world : 1),
+            r->batch_valid);
         fig(gb, sizeof(gb), "%.0f", r->global_batch, r->batch_valid);
         fig(ms[0], sizeof(ms[0]), "%.3f", r->ms_mean, r->ms_valid);
         fig(ms[1], sizeof(ms[1]), "%.3f", r->ms_p50, r->ms_valid);
@@ -726,7 +764,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         if (r->error[0])
-            fprintf(f, "\nrun %d (%s %s): %s\n", i, r->cfg.model, strategy_name(r->cfg.strategy), r->error);
+            fprintf(f, "\nrun %d (%s %s): %s\n", i, r->cfg.model, strat_label(r), r->error);
         if (r->note[0])
             fprintf(f, "\nrun %d (%s): %s\n", i, r->backend, r->note);
         if (r->repeats > 1)
@@ -756,6 +794,19 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "
                     "the same --ranks and --algo)\n",
                     i);
+        if (r->nstages > 0) {
+            int M = r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, S = r->nstages;
+            fprintf(f, "\nrun %d: %s parallelism, %d stages", i, parallel_name(r->cfg.parallel), S);
+            if (r->cfg.parallel == PAR_PIPELINE)
+                fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
+            fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
+                    100.0 * (S - 1) / (M + S - 1));
+            fprintf(f, "  stage  layers    compute%%  idle%%  sent/step  live activations\n");
+            for (int k = 0; k < S; k++)
+                fprintf(f, "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB  %9.2f MB\n", k, r->stage[k].first,
+                        r->stage[k].last, r->stage[k].compute_pct, r->stage[k].idle_pct, r->stage[k].sent_mb,
+                        r->stage[k].live_mb);
+        }
         if (r->negotiate_valid)
             fprintf(f,
                     "\nrun %d: horovod's negotiation (which gradients every rank has ready) took %.3f ms per step per "
@@ -922,6 +973,27 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
         cJSON_AddBoolToObject(o, "replicas_identical", r->replicas_diverged_at < 0);
     else
         cJSON_AddNullToObject(o, "replicas_identical");
+    add_str(o, "parallel", parallel_name(r->cfg.parallel));
+    if (r->cfg.parallel != PAR_DATA) {
+        add_num(o, "micro_batches", r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, 1);
+        add_str(o, "schedule", r->cfg.parallel == PAR_PIPELINE ? schedule_name(r->cfg.schedule) : NULL);
+    }
+    if (r->nstages > 0) {
+        cJSON *st = cJSON_AddArrayToObject(o, "stages");
+        for (int k = 0; st && k < r->nstages; k++) {
+            cJSON *e = cJSON_CreateObject();
+            if (!e)
+                break;
+            cJSON_AddNumberToObject(e, "stage", k);
+            cJSON_AddNumberToObject(e, "first_layer", r->stage[k].first);
+            cJSON_AddNumberToObject(e, "last_layer", r->stage[k].last);
+            cJSON_AddNumberToObject(e, "compute_pct", r->stage[k].compute_pct);
+            cJSON_AddNumberToObject(e, "idle_pct", r->stage[k].idle_pct);
+            cJSON_AddNumberToObject(e, "sent_mb_per_step", r->stage[k].sent_mb);
+            cJSON_AddNumberToObject(e, "live_activation_mb", r->stage[k].live_mb);
+            cJSON_AddItemToArray(st, e);
+        }
+    }
     add_num(o, "cupti_overhead_ms", r->cupti_ms, r->cupti_valid);
     add_num(o, "device_records_lost", (double)r->cupti_lost, r->cupti_valid);
     add_num(o, "device_steps_traced", (double)r->steps_traced, r->steps_traced || r->steps_untraced);

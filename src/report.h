@@ -121,7 +121,15 @@ struct run_result {
     int nspred;
     char spred_link[64];  /* where the link's cost came from */
     char spred_note[128]; /* why nothing was predicted, or "" */
-    int classes;          /* of the data set: chance is a loss of ln(classes) */
+    /* --parallel model|pipeline (cfg.parallel): each rank's stage */
+    int nstages;
+    struct stage_result {
+        int first, last; /* layers, inclusive */
+        double live_mb;  /* activations (and gradients) its schedule keeps at once */
+        double sent_mb;  /* activations and gradients sent per step (the loss's broadcast aside) */
+        double compute_pct, idle_pct;
+    } stage[64];
+    int classes; /* of the data set: chance is a loss of ln(classes) */
     double train_loss, train_acc, test_acc;
     int train_valid, test_valid;
     long threshold_step; /* -1: not reached */

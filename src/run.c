@@ -11,7 +11,9 @@
 #include "comm.h"
 #include "model.h"
 #include "nvtx.h"
+#include "pipeline.h"
 #include "strategy.h"
+#include "zoo.h"
 
 #define SPAN_RING (1u << 16)
 #define STEP_RING (1u << 14)
@@ -64,8 +66,9 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
               size_t errlen)
 {
     int world = run_world(rc);
-    long per_rank = train->n / world;
-    if (per_rank / (run_global_batch(rc) / world) < 1) {
+    int staged = rc->parallel != PAR_DATA; /* every rank works on the whole batch */
+    long per_rank = train->n / (staged ? 1 : world);
+    if (per_rank / (run_global_batch(rc) / (staged ? 1 : world)) < 1) {
         snprintf(err, errlen, "--batch-size %d: larger than a rank's share of %s (%ld samples)", rc->batch_size,
                  train->name, per_rank);
         return -1;
@@ -87,6 +90,41 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         return -1;
     }
     int on_gpu = device_is_gpu(devops);
+    if (staged) {
+        const char *par = parallel_name(rc->parallel);
+        if (world < 2) {
+            snprintf(err, errlen, "--parallel %s: needs --ranks 2 or more (one stage per rank)", par);
+            return -1;
+        }
+        if (on_gpu) {
+            snprintf(err, errlen, "--parallel %s: runs on the CPU only so far (--device cpu)", par);
+            return -1;
+        }
+        if (rc->parallel == PAR_PIPELINE && rc->batch_size % rc->micro_batches) {
+            snprintf(err, errlen, "--micro-batches %d: must divide --batch-size %d", rc->micro_batches, rc->batch_size);
+            return -1;
+        }
+        if (rc->check_replicas) {
+            snprintf(err, errlen, "--check-replicas: with --parallel %s no two ranks hold the same layers", par);
+            return -1;
+        }
+        if (rc->partition[0]) {
+            /* checked on the model's layers before any rank starts (a
+             * one-sample CPU copy: the layers are the same on any device) */
+            struct model *m =
+                zoo_create(NULL, rc->model, 1, train->c, train->h, train->w, train->classes, rc->seed, err, errlen);
+            if (!m)
+                return -1;
+            struct pipe_plan p;
+            int bad = pipe_plan_parse(&p, m, rc->partition, world, err, errlen);
+            model_destroy(m);
+            if (bad)
+                return -1;
+        }
+    } else if (rc->partition[0]) {
+        snprintf(err, errlen, "--partition: only with --parallel model or pipeline");
+        return -1;
+    }
     if (rc->strategy == STRAT_HOROVOD && world > 1 && on_gpu) {
         snprintf(err, errlen, "--strategy horovod: runs on the CPU only so far (its fusion buffer is host memory)");
         return -1;
@@ -119,8 +157,9 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     r->failed_rank = -1;
     r->world = run_world(rc);
     r->global_batch = run_global_batch(rc);
-    r->local_batch = r->global_batch / r->world;
-    r->steps_per_epoch = (train->n / r->world) / r->local_batch;
+    int staged = rc->parallel != PAR_DATA; /* every stage works on the whole batch */
+    r->local_batch = staged ? r->global_batch : r->global_batch / r->world;
+    r->steps_per_epoch = (train->n / (staged ? 1 : r->world)) / r->local_batch;
     /* --steps without --epochs runs as many epochs as it takes */
     if (rc->steps > 0 && !rc->epochs_set) {
         long need = (rc->steps + r->steps_per_epoch - 1) / r->steps_per_epoch;

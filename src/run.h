@@ -48,6 +48,11 @@ struct rank {
      * they publish it to the collector too (run_rank_model). */
     _Atomic size_t nparams_total, nparams_trainable;
     int64_t flops_per_sample;
+    /* --parallel model|pipeline, for the report (read after the run):
+     * this rank's stage runs layers [stage_first, stage_end) and holds
+     * stage_live_bytes of activations at once under its schedule */
+    int stage_first, stage_end;
+    size_t stage_live_bytes;
 };
 
 struct run {

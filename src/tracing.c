@@ -23,6 +23,7 @@
 
 #include "comm.h"
 #include "config.h"
+#include "pipeline.h"
 #include "report.h"
 #include "run.h"
 #include "strategy.h"
@@ -90,6 +91,11 @@ static char *run_meta(const struct run *r)
     cJSON_AddNumberToObject(o, "total_steps", (double)r->total_steps);
     if (r->cupti)
         cJSON_AddNumberToObject(o, "cupti_sample", r->cupti_sample);
+    if (r->cfg.parallel != PAR_DATA) {
+        cJSON_AddStringToObject(o, "parallel", parallel_name(r->cfg.parallel));
+        cJSON_AddNumberToObject(o, "micro_batches", r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1);
+        cJSON_AddStringToObject(o, "schedule", schedule_name(r->cfg.schedule));
+    }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;
@@ -394,6 +400,21 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "cupti_sample")) && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
         v->valuedouble <= INT_MAX)
         res->cfg.cupti_sample = (int)v->valuedouble;
+    /* stages all work on the whole batch: the run's batch is a rank's */
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "parallel")) && cJSON_IsString(v)) {
+        for (int k = PAR_MODEL; k <= PAR_PIPELINE; k++)
+            if (!strcmp(v->valuestring, parallel_name(k)))
+                res->cfg.parallel = k;
+        const cJSON *mb = cJSON_GetObjectItemCaseSensitive(o, "micro_batches");
+        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(o, "schedule");
+        if (cJSON_IsNumber(mb) && mb->valuedouble >= 1 && mb->valuedouble <= 4096)
+            res->cfg.micro_batches = (int)mb->valuedouble;
+        res->cfg.schedule = cJSON_IsString(sc) && !strcmp(sc->valuestring, "gpipe") ? SCHED_GPIPE : SCHED_1F1B;
+        if (res->cfg.parallel != PAR_DATA && res->world > 0) {
+            res->global_batch /= res->world;
+            res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
+        }
+    }
     cJSON_Delete(o);
 }
 

@@ -96,6 +96,21 @@ done
 expect_error "--predict-ranks 1" "--predict-ranks" --batch --predict-ranks 1
 expect_error "--cycle-ms negative" "--cycle-ms" --batch --cycle-ms -1
 expect_error "--cupti-sample 0" "--cupti-sample" --batch --cupti-sample 0
+expect_error "--schedule unknown" "--schedule" --batch --schedule zigzag
+expect_error "micro-batches not dividing the batch" "--micro-batches 3: must divide --batch-size 32" --batch \
+    --dataset synthetic --device cpu --parallel pipeline --micro-batches 3 --ranks 2 --steps 1
+expect_error "one stage" "--parallel model: needs --ranks 2 or more" --batch --dataset synthetic --device cpu \
+    --parallel model --ranks 1 --steps 1
+expect_error "--partition with data parallelism" "--partition: only with --parallel model or pipeline" --batch \
+    --dataset synthetic --device cpu --partition 0:3,4:11 --steps 1
+expect_error "--partition leaving a gap" "--partition: range 5:11 must start at layer 4" --batch --dataset synthetic \
+    --device cpu --model lenet --parallel model --ranks 2 --partition 0:3,5:11 --steps 1
+expect_error "--partition for more stages" "--partition: more ranges than the 2 stages" --batch \
+    --dataset synthetic --device cpu --model lenet --parallel model --ranks 2 --partition 0:3,4:7,8:11 --steps 1
+expect_error "--partition short of the last layer" "--partition: 2 ranges ending at layer 9; 2 stages" --batch \
+    --dataset synthetic --device cpu --model lenet --parallel model --ranks 2 --partition 0:3,4:9 --steps 1
+expect_error "--check-replicas with stages" "--check-replicas: with --parallel pipeline" --batch --dataset synthetic \
+    --device cpu --parallel pipeline --ranks 2 --check-replicas --steps 1
 expect_error "fp16 with gather-scatter" "--grad-compress fp16: only the allreduce, ddp and horovod" --batch \
     --dataset synthetic --device cpu --strategy gather-scatter --grad-compress fp16 --steps 1
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
@@ -110,7 +125,8 @@ done
 all_options=(
     --batch "" --info "" --replay t.json --bench-comm ""
     --model lenet --dataset synthetic --input 3x32x32 --data-dir /tmp --ranks 2 --batch-size 8 --strategy ddp --epochs 2
-    --steps 5 --no-eval "" --trainable classifier
+    --steps 5 --no-eval "" --trainable classifier --parallel pipeline --micro-batches 2 --schedule gpipe
+    --partition 0:5,6:11
     --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --seed 7
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
     --fusion-mb 8 --cycle-ms 2.5 --predict "" --predict-ranks 2,8 --link 100Gb/s,5us

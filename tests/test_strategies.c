@@ -32,8 +32,10 @@
 
 #include "harness.h"
 #include "model.h"
+#include "pipeline.h"
 #include "report.h"
 #include "strategy.h"
+#include "zoo.h"
 
 /* Buffers small enough that LeNet needs several ddp buckets and several
  * horovod fusion buffers, and has a tensor (fc1's weight, 48k floats)
@@ -402,6 +404,171 @@ static void test_fp16(void **state)
  * test_strategies_GROUP (tests/CMakeLists.txt lists the same names), so a
  * group runs in seconds and a failure names its group. Without an
  * argument every group runs. */
+/* ---- model and pipeline parallelism ---- */
+
+/* The parameters of a staged run, each taken from the rank whose stage
+ * holds its layer, into out[nfloats]. */
+static void stage_params(const struct run *r, float *out)
+{
+    const struct model *m0 = r->ranks[0].model;
+    for (int p = 0; p < m0->nparams; p++) {
+        int layer = m0->params[p].layer, s = 0;
+        while (!(layer >= r->ranks[s].stage_first && layer < r->ranks[s].stage_end))
+            s++;
+        const struct model *m = r->ranks[s].model;
+        memcpy(out + m->params[p].off, m->param_buf + m->params[p].off, sizeof(float) * m->params[p].len);
+    }
+}
+
+/* Stages train as one rank does on the whole batch: the same parameters
+ * after 12 steps, whatever the stages, micro-batches and schedule (LeNet
+ * and the MLP have no batch norm, whose statistics per micro-batch would
+ * differ, and no dropout). The partition comes by hand, balanced, and
+ * (three stages of the MLP) with a stage of one layer. */
+static void staged_equivalence(const char *model, int ranks, const char *partition)
+{
+    struct run_config ref_rc = harness_config(model, STRAT_SINGLE, 1, 32, 12);
+    struct run ref;
+    assert_int_equal(harness_run(&ref, &ref_rc, &g_train, &g_test), 0);
+    const struct model *mr = ref.ranks[0].model;
+    float *got = calloc(mr->nfloats, sizeof(float));
+    assert_non_null(got);
+    const struct {
+        int parallel, micro, schedule;
+    } cases[] = {{PAR_MODEL, 1, SCHED_GPIPE},
+                 {PAR_PIPELINE, 2, SCHED_GPIPE},
+                 {PAR_PIPELINE, 4, SCHED_GPIPE},
+                 {PAR_PIPELINE, 4, SCHED_1F1B},
+                 {PAR_PIPELINE, 8, SCHED_1F1B}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct run_config rc = harness_config(model, STRAT_ALLREDUCE, ranks, 32, 12);
+        rc.parallel = cases[c].parallel;
+        rc.micro_batches = cases[c].micro;
+        rc.schedule = cases[c].schedule;
+        snprintf(rc.partition, sizeof(rc.partition), "%s", partition);
+        struct run r;
+        assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
+        assert_int_equal(r.metrics.steps_done, 12);
+        assert_int_equal(r.ranks[0].stage_first, 0);
+        assert_int_equal(r.ranks[ranks - 1].stage_end, mr->nlayers);
+        stage_params(&r, got);
+        double d = rel_diff(got, mr->param_buf, mr->nfloats);
+        /* the loss every stage reports is the last stage's */
+        double loss = r.metrics.loss_mean[metrics_slot(11)], ref_loss = ref.metrics.loss_mean[metrics_slot(11)];
+        printf("  %s, %d stages (%s), %s x%d %s: relative difference %.3g, loss %.6f (single %.6f)\n", model, ranks,
+               partition[0] ? partition : "balanced", parallel_name(rc.parallel), rc.micro_batches,
+               schedule_name(rc.schedule), d, loss, ref_loss);
+        if (!(d < 1e-5))
+            fail_msg("%s %s x%d differs from single by %.3g (relative)", model, parallel_name(rc.parallel),
+                     rc.micro_batches, d);
+        assert_true(fabs(loss - ref_loss) < 1e-4 * fabs(ref_loss) + 1e-6);
+        run_free(&r);
+    }
+    free(got);
+    run_free(&ref);
+}
+
+static void test_staged_lenet(void **state)
+{
+    staged_equivalence("lenet", 2, "");
+    staged_equivalence("lenet", 3, "0:2,3:7,8:11");
+}
+
+static void test_staged_mlp(void **state)
+{
+    staged_equivalence("mlp", 3, "");
+    /* a first stage that only flattens: no gradient goes back to it */
+    staged_equivalence("mlp", 3, "0:0,1:3,4:5");
+}
+
+/* Stages idle while the pipeline fills and drains: with one micro-batch
+ * (model parallelism) each of two even stages idles about half the step;
+ * with 8 in flight the bubble shrinks toward (S-1)/(M+S-1) = 11% (measured
+ * here: 50% and 20%). */
+static void test_pipeline_bubble(void **state)
+{
+    double idle[2];
+    for (int k = 0; k < 2; k++) {
+        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 256, 12);
+        rc.parallel = k ? PAR_PIPELINE : PAR_MODEL;
+        rc.micro_batches = 8;
+        snprintf(rc.partition, sizeof(rc.partition), "0:2,3:11"); /* about even at this batch */
+        struct run r;
+        assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
+        idle[k] = 0;
+        for (int s = 0; s < 2; s++)
+            idle[k] += breakdown_pct(r.metrics.r[s].steady.idle_ns, r.metrics.r[s].steady.wall_ns) / 2;
+        run_free(&r);
+    }
+    printf("  idle per stage: %.1f%% with 1 micro-batch, %.1f%% with 8\n", idle[0], idle[1]);
+    assert_true(idle[0] > 35.0);
+    assert_true(idle[1] < idle[0] - 15.0);
+}
+
+/* Partitions: by hand (checked), balanced (over costs), and never inside a
+ * residual block; the schedules run every micro-batch's forward before its
+ * backward and keep at most pipe_in_flight of them live. */
+static void test_partitions_and_schedules(void **state)
+{
+    char err[256];
+    struct model *m = zoo_create(NULL, "resnet18", 2, 3, 32, 32, 10, 1, err, sizeof(err));
+    assert_non_null(m);
+    int cuts = 0;
+    for (int k = 1; k < m->nlayers; k++)
+        cuts += model_cut_tensor(m, k) >= 0;
+    assert_true(cuts > 4 && cuts < m->nlayers - 10); /* between blocks only */
+    struct pipe_plan p;
+    int inside = -1; /* a layer inside a block: no cut there */
+    for (int k = 1; k < m->nlayers && inside < 0; k++)
+        if (model_cut_tensor(m, k) < 0)
+            inside = k;
+    char spec[64];
+    snprintf(spec, sizeof(spec), "0:%d,%d:%d", inside - 1, inside, m->nlayers - 1);
+    assert_int_equal(pipe_plan_parse(&p, m, spec, 2, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "residual"));
+    assert_int_equal(pipe_plan_parse(&p, m, "0:3", 2, err, sizeof(err)), -1);
+    assert_int_equal(pipe_plan_parse(&p, m, "0:3,x", 2, err, sizeof(err)), -1);
+    /* equal costs: the balanced stages' costs differ by less than a block */
+    double *cost = malloc(sizeof(double) * (size_t)m->nlayers);
+    for (int i = 0; i < m->nlayers; i++)
+        cost[i] = 1.0;
+    assert_int_equal(pipe_plan_balance(&p, m, cost, 4, err, sizeof(err)), 0);
+    assert_int_equal(p.first[0], 0);
+    assert_int_equal(p.first[4], m->nlayers);
+    for (int s = 0; s < 4; s++) {
+        assert_true(p.first[s + 1] > p.first[s]);
+        assert_true(s == 0 || model_cut_tensor(m, p.first[s]) >= 0);
+        assert_true(abs((p.first[s + 1] - p.first[s]) - m->nlayers / 4) < 10);
+    }
+    /* one layer far costlier than the rest: it gets a stage to itself */
+    cost[5] = 1e6;
+    assert_int_equal(pipe_plan_balance(&p, m, cost, 2, err, sizeof(err)), 0);
+    assert_int_equal(pipe_plan_balance(&p, m, cost, m->nlayers, err, sizeof(err)), -1);
+    free(cost);
+    model_destroy(m);
+
+    for (int sched = 0; sched < 2; sched++)
+        for (int S = 1; S <= 5; S++)
+            for (int M = 1; M <= 9; M++)
+                for (int s = 0; s < S; s++) {
+                    int ops[18], seen_f[9] = {0}, seen_b[9] = {0}, live = 0, peak = 0;
+                    pipe_schedule_ops(sched, S, s, M, ops);
+                    for (int o = 0; o < 2 * M; o++) {
+                        int k = abs(ops[o]) - 1;
+                        assert_true(k >= 0 && k < M);
+                        if (ops[o] > 0) {
+                            assert_false(seen_f[k]++);
+                            peak = ++live > peak ? live : peak;
+                        } else {
+                            assert_true(seen_f[k]); /* its forward came first */
+                            assert_false(seen_b[k]++);
+                            live--;
+                        }
+                    }
+                    assert_int_equal(peak, pipe_in_flight(sched, S, s, M));
+                }
+}
+
 static const struct CMUnitTest replicas_tests[] = {cmocka_unit_test(test_replicas_identical)};
 static const struct CMUnitTest equivalence_tests[] = {
     cmocka_unit_test(test_equivalence_mlp),
@@ -413,6 +580,9 @@ static const struct CMUnitTest overlap_tests[] = {cmocka_unit_test(test_ddp_over
                                                   cmocka_unit_test(test_ddp_overlap_mlp)};
 static const struct CMUnitTest slow_rank_tests[] = {cmocka_unit_test(test_slow_rank)};
 static const struct CMUnitTest horovod_tests[] = {cmocka_unit_test(test_horovod_accounting)};
+static const struct CMUnitTest pipeline_tests[] = {
+    cmocka_unit_test(test_partitions_and_schedules), cmocka_unit_test(test_staged_lenet),
+    cmocka_unit_test(test_staged_mlp), cmocka_unit_test(test_pipeline_bubble)};
 static const struct CMUnitTest device_path_tests[] = {
     cmocka_unit_test(test_staged_path_matches),
     cmocka_unit_test(test_bn_state_synced),
@@ -426,7 +596,8 @@ static const struct {
 } groups[] = {
     {"replicas", replicas_tests, COUNT(replicas_tests)}, {"equivalence", equivalence_tests, COUNT(equivalence_tests)},
     {"overlap", overlap_tests, COUNT(overlap_tests)},    {"slow_rank", slow_rank_tests, COUNT(slow_rank_tests)},
-    {"horovod", horovod_tests, COUNT(horovod_tests)},    {"device_path", device_path_tests, COUNT(device_path_tests)}};
+    {"horovod", horovod_tests, COUNT(horovod_tests)},    {"device_path", device_path_tests, COUNT(device_path_tests)},
+    {"pipeline", pipeline_tests, COUNT(pipeline_tests)}};
 
 int main(int argc, char **argv)
 {

@@ -11,7 +11,8 @@
 #              ranks; the replay's text, CSV and markdown reports print the
 #              replayed JSON's figures, in their rows and columns
 #              a file given twice is replayed with a warning that ranks repeat;
-#              horovod's negotiation the same live and replayed
+#              horovod's negotiation the same live and replayed; a
+#              pipeline's stages (send/recv spans) the same live and replayed
 #   schema     one report: the live JSON report and the --replay JSON of
 #              its trace (and of a PyTorch trace) have the same keys at the
 #              top, in every runs[] and every per_rank[] entry; CSV the
@@ -187,6 +188,13 @@ roundtrip)
     same_report live3.json replay3.json
     grep -q '"name":"negotiate"' h.json || die "no negotiate spans in the horovod trace"
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; sys.exit(0 if r["strategy"] == "horovod" and r["negotiate_ms_per_step"] > 0 else "FAIL: replay lost the negotiation: %r" % r["negotiate_ms_per_step"])' replay3.json || exit 1
+    # pipeline stages: activations and gradients as send/recv spans, the run's batch a rank's
+    "$bin" "${run[@]}" --steps 20 --parallel pipeline --micro-batches 4 --trace p.json --format json >live4.json ||
+        die "run failed"
+    "$bin" --batch --replay p.json --format json >replay4.json || die "replay failed"
+    same_report live4.json replay4.json
+    grep -q '"name":"send"' p.json || die "no send spans in the pipeline trace"
+    /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; sys.exit(0 if (r["strategy"], r["parallel"], r["micro_batches"], r["global_batch"]) == ("pipeline", "pipeline", 4, 16) else "FAIL: the replay lost the stages: %r" % r)' replay4.json || exit 1
     "$bin" --batch --replay t.json,t.json --format json >twice.json 2>twice.err || die "replay of t.json twice failed"
     grep -q "2 ranks (rank 0 first) are in more than one of the files; their events are merged" twice.err ||
         die "no warning that the ranks of t.json,t.json repeat: $(cat twice.err)"
