@@ -719,10 +719,10 @@ static const struct opt opts[] = {
     {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, STRAT_COUNT - 1), "strategy", "S",
             "allreduce", G_WORK,
             "how gradients are synchronised; single runs one rank on the whole global batch, ranks x batch")},
-    {CHOICE("parallel", AT(base.parallel), NAMES(parallel_names), "parallelism", NULL, "data", G_WORK,
+    {CHOICE("parallel", LIST(parallels, nparallels), NAMES(parallel_names), "parallelism", "P", "data", G_WORK,
             "data: every rank a replica, gradients synchronised by --strategy; model: the layers split into one stage "
             "per rank, the batch through them in turn; pipeline: the same stages with --micro-batches in flight")},
-    {INT("micro-batches", AT(base.micro_batches), 1, 4096, "M", "4", G_WORK,
+    {INT("micro-batches", LIST(micros, nmicros), 1, 4096, "M", "4", G_WORK,
          "--parallel pipeline: pieces of the batch in flight, gradients summed over them")},
     {CHOICE("schedule", AT(base.schedule), NAMES(schedule_names), "schedule", NULL, "1f1b", G_WORK,
             "--parallel pipeline: gpipe runs every forward, then every backward; 1f1b one backward per forward once "
@@ -1087,6 +1087,13 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
                         cfg->ranks[i]);
                 return 2;
             }
+    int staged = 0;
+    for (int i = 0; i < cfg->nparallels; i++)
+        staged |= cfg->parallels[i] != PAR_DATA;
+    if (b->partition[0] && !staged) {
+        fprintf(err, "ddptop: --partition: only with --parallel model or pipeline\n");
+        return 2;
+    }
     if (b->input[0] && strcmp(b->dataset, "synthetic") != 0) {
         fprintf(err, "ddptop: --input: only with --dataset synthetic (%s has its own shape)\n", b->dataset);
         return 2;
@@ -1122,9 +1129,30 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     return 0;
 }
 
+/* The ways of training a sweep tries, each run's k-th (into rc when it is
+ * not NULL): data parallelism with every --strategy, model parallelism
+ * once, a pipeline with every --micro-batches (the stages synchronise no
+ * gradients: a strategy does not apply to them). Returns how many. */
+static int sweep_modes(const struct config *cfg, int k, struct run_config *rc)
+{
+    int n = 0;
+    for (int p = 0; p < cfg->nparallels; p++) {
+        int par = cfg->parallels[p];
+        int nm = par == PAR_PIPELINE ? cfg->nmicros : 1, ns = par == PAR_DATA ? cfg->nstrategies : 1;
+        for (int mi = 0; mi < nm; mi++)
+            for (int si = 0; si < ns; si++, n++)
+                if (n == k && rc) {
+                    rc->parallel = par;
+                    rc->micro_batches = cfg->micros[mi];
+                    rc->strategy = cfg->strategies[si];
+                }
+    }
+    return n;
+}
+
 int config_count(const struct config *cfg)
 {
-    return cfg->nmodels * cfg->nstrategies * cfg->nranks * cfg->nbatches;
+    return cfg->nmodels * sweep_modes(cfg, -1, NULL) * cfg->nranks * cfg->nbatches;
 }
 
 void config_expand(const struct config *cfg, int i, struct run_config *rc)
@@ -1134,10 +1162,10 @@ void config_expand(const struct config *cfg, int i, struct run_config *rc)
     i /= cfg->nbatches;
     int r = i % cfg->nranks;
     i /= cfg->nranks;
-    int s = i % cfg->nstrategies;
-    i /= cfg->nstrategies;
+    int modes = sweep_modes(cfg, -1, NULL);
+    sweep_modes(cfg, i % modes, rc);
+    i /= modes;
     snprintf(rc->model, sizeof(rc->model), "%s", cfg->models[i % cfg->nmodels]);
-    rc->strategy = cfg->strategies[s];
     rc->ranks = cfg->ranks[r];
     rc->batch_size = cfg->batches[b];
     if (!rc->threads_per_rank)

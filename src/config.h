@@ -109,6 +109,10 @@ struct config {
     int nbatches;
     int strategies[CFG_MAX_LIST];
     int nstrategies;
+    int parallels[CFG_MAX_LIST]; /* --parallel: data takes every --strategy, pipeline every --micro-batches */
+    int nparallels;
+    int micros[CFG_MAX_LIST];
+    int nmicros;
     int mode;   /* enum app_mode */
     int batch;  /* --batch: no UI */
     int format; /* enum out_format */

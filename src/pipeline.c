@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+#include "strategy.h"
+
 const char *parallel_name(int kind)
 {
     static const char *const names[] = {[PAR_DATA] = "data", [PAR_MODEL] = "model", [PAR_PIPELINE] = "pipeline"};
@@ -15,6 +18,17 @@ const char *parallel_name(int kind)
 const char *schedule_name(int kind)
 {
     return kind == SCHED_GPIPE ? "gpipe" : "1f1b";
+}
+
+const char *train_mode_label(const struct run_config *c, char *buf, size_t n)
+{
+    if (c->parallel == PAR_PIPELINE)
+        snprintf(buf, n, "pipe-%s/%d", schedule_name(c->schedule), c->micro_batches);
+    else if (c->parallel == PAR_MODEL)
+        snprintf(buf, n, "model");
+    else
+        snprintf(buf, n, "%s", c->strategy >= 0 && c->strategy < STRAT_COUNT ? strategy_name(c->strategy) : "n/a");
+    return buf;
 }
 
 /* Fills p's cut tensors from its boundaries; -1 with err at the first

@@ -327,8 +327,11 @@ const char *scaling_name(int scaling)
     return scaling >= 0 && scaling <= SCALING_OTHER ? names[scaling] : "n/a";
 }
 
+/* (stages all work on the whole batch) */
 static int per_rank_batch(const struct run_result *r)
 {
+    if (r->cfg.parallel != PAR_DATA)
+        return r->global_batch;
     return r->world > 0 ? r->global_batch / r->world : 0;
 }
 
@@ -474,13 +477,9 @@ static const char *threshold_str(char *buf, size_t n, const struct run_result *r
  * layers split into stages. */
 static const char *strat_label(const struct run_result *r)
 {
-    static char buf[STRAT_COUNT][2][32], pipe[32];
-    if (r->cfg.parallel == PAR_MODEL)
-        return "model";
-    if (r->cfg.parallel == PAR_PIPELINE) {
-        snprintf(pipe, sizeof(pipe), "pipe-%s/%d", schedule_name(r->cfg.schedule), r->cfg.micro_batches);
-        return pipe;
-    }
+    static char buf[STRAT_COUNT][2][32], staged[32];
+    if (r->cfg.parallel != PAR_DATA)
+        return train_mode_label(&r->cfg, staged, sizeof(staged));
     if (r->cfg.strategy < 0 || r->cfg.strategy >= STRAT_COUNT)
         return "n/a";
     int k = r->cfg.strategy, h = r->compress_valid && r->cfg.grad_fp16 != 0;
@@ -679,8 +678,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         char lb[16], gb[16], ms[3][24], sps[24], sp[16], eff[16], vs[24], bw[16], bytes[24], xf[24], sy[24], tl[16],
             ta[16], te[16], thr[32], pr[16], lr[16], ds[16];
         fig(ds, sizeof(ds), "%.1f", r->desched_pct, r->desched_valid);
-        fig(lb, sizeof(lb), "%.0f", r->nstages ? r->global_batch : r->global_batch / (r->world ? r->world : 1),
-            r->batch_valid);
+        fig(lb, sizeof(lb), "%.0f", (double)per_rank_batch(r), r->batch_valid);
         fig(gb, sizeof(gb), "%.0f", r->global_batch, r->batch_valid);
         fig(ms[0], sizeof(ms[0]), "%.3f", r->ms_mean, r->ms_valid);
         fig(ms[1], sizeof(ms[1]), "%.3f", r->ms_p50, r->ms_valid);
@@ -796,7 +794,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     i);
         if (r->nstages > 0) {
             int M = r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, S = r->nstages;
-            fprintf(f, "\nrun %d: %s parallelism, %d stages", i, parallel_name(r->cfg.parallel), S);
+            fprintf(f, "\nrun %d: %s parallelism, %d stage%s", i, parallel_name(r->cfg.parallel), S, S == 1 ? "" : "s");
             if (r->cfg.parallel == PAR_PIPELINE)
                 fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
             fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
@@ -928,7 +926,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_str(o, "device", r->device);
     add_str(o, "backend", r->backend);
     cJSON_AddNumberToObject(o, "ranks", r->world);
-    add_num(o, "batch_size", r->global_batch / (r->world ? r->world : 1), r->batch_valid);
+    add_num(o, "batch_size", per_rank_batch(r), r->batch_valid);
     add_num(o, "global_batch", r->global_batch, r->batch_valid);
     cJSON_AddNumberToObject(o, "steps", (double)r->steps);
     add_num(o, "ms_per_step", r->ms_mean, r->ms_valid);
@@ -1089,7 +1087,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_str(f, strat_name(r));
             csv_str(f, r->compress_valid ? (r->cfg.grad_fp16 ? "fp16" : "none") : NULL);
             fprintf(f, ",%d", r->world);
-            csv_num(f, r->global_batch / (r->world ? r->world : 1), r->batch_valid, "%.0f");
+            csv_num(f, per_rank_batch(r), r->batch_valid, "%.0f");
             csv_num(f, r->global_batch, r->batch_valid, "%.0f");
             fprintf(f, ",%ld", q ? q->steps : r->steps);
             csv_num(f, q ? q->ms_mean : r->ms_mean, q ? q->ms_valid : r->ms_valid, "%.4f");

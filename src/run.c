@@ -92,10 +92,6 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
     int on_gpu = device_is_gpu(devops);
     if (staged) {
         const char *par = parallel_name(rc->parallel);
-        if (world < 2) {
-            snprintf(err, errlen, "--parallel %s: needs --ranks 2 or more (one stage per rank)", par);
-            return -1;
-        }
         if (on_gpu) {
             snprintf(err, errlen, "--parallel %s: runs on the CPU only so far (--device cpu)", par);
             return -1;
@@ -121,9 +117,6 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
             if (bad)
                 return -1;
         }
-    } else if (rc->partition[0]) {
-        snprintf(err, errlen, "--partition: only with --parallel model or pipeline");
-        return -1;
     }
     if (rc->strategy == STRAT_HOROVOD && world > 1 && on_gpu) {
         snprintf(err, errlen, "--strategy horovod: runs on the CPU only so far (its fusion buffer is host memory)");

@@ -97,10 +97,19 @@ expect_error "--predict-ranks 1" "--predict-ranks" --batch --predict-ranks 1
 expect_error "--cycle-ms negative" "--cycle-ms" --batch --cycle-ms -1
 expect_error "--cupti-sample 0" "--cupti-sample" --batch --cupti-sample 0
 expect_error "--schedule unknown" "--schedule" --batch --schedule zigzag
+# a sweep of ways to train: data parallelism with each strategy, a pipeline
+# with each micro-batch count (no strategy), model parallelism once
+"$BIN" --batch --quiet --dataset synthetic --device cpu --model mlp --ranks 2 --steps 2 --no-eval \
+    --parallel data,pipeline,model --micro-batches 2,4 --strategy allreduce,ddp --format csv >"$tmp/sweep.csv" 2>/dev/null
+got=$(awk -F, '$2 == "all" {printf "%s/%s/%s ", $5, $8, $9}' "$tmp/sweep.csv")
+if [ "$got" = "allreduce/32/64 ddp/32/64 pipeline/32/32 pipeline/32/32 model/32/32 " ]; then
+    passes=$((passes + 1))
+else
+    echo "FAIL: the --parallel sweep ran: $got"
+    fails=$((fails + 1))
+fi
 expect_error "micro-batches not dividing the batch" "--micro-batches 3: must divide --batch-size 32" --batch \
     --dataset synthetic --device cpu --parallel pipeline --micro-batches 3 --ranks 2 --steps 1
-expect_error "one stage" "--parallel model: needs --ranks 2 or more" --batch --dataset synthetic --device cpu \
-    --parallel model --ranks 1 --steps 1
 expect_error "--partition with data parallelism" "--partition: only with --parallel model or pipeline" --batch \
     --dataset synthetic --device cpu --partition 0:3,4:11 --steps 1
 expect_error "--partition leaving a gap" "--partition: range 5:11 must start at layer 4" --batch --dataset synthetic \

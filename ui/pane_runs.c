@@ -9,13 +9,15 @@
 
 #include "fit.h"
 #include "panes.h"
+#include "pipeline.h"
 #include "report.h"
 #include "run.h"
 #include "scaling.h"
 #include "strategy.h"
 
 struct row {
-    const char *strategy;
+    const char *strategy; /* how it trained (mode holds it) */
+    char mode[32];
     int ranks, batch; /* batch: per rank, as the rank ran it */
     long steps;
     double ms, sps, comp, comm, idle, acc;
@@ -25,9 +27,9 @@ struct row {
 
 static void row_of_result(struct row *r, const struct run_result *res)
 {
-    r->strategy = strategy_name(res->cfg.strategy);
+    r->strategy = train_mode_label(&res->cfg, r->mode, sizeof(r->mode));
     r->ranks = res->world;
-    r->batch = res->world > 0 ? res->global_batch / res->world : 0;
+    r->batch = res->cfg.parallel != PAR_DATA ? res->global_batch : res->world > 0 ? res->global_batch / res->world : 0;
     r->steps = res->steps;
     r->ms = res->ms_mean;
     r->sps = res->samples_per_s;

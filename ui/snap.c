@@ -9,6 +9,7 @@
 
 #include "comm.h"
 #include "model.h"
+#include "pipeline.h"
 #include "report.h"
 #include "run.h"
 #include "strategy.h"
@@ -50,7 +51,7 @@ int snap_init(struct snap *s, const struct run *r)
     s->failed_rank = -1;
     snprintf(s->model, sizeof(s->model), "%s", r->cfg.model);
     snprintf(s->dataset, sizeof(s->dataset), "%s", r->train->name);
-    snprintf(s->strategy, sizeof(s->strategy), "%s", strategy_name(r->cfg.strategy));
+    train_mode_label(&r->cfg, s->strategy, sizeof(s->strategy));
     const char *comm = r->cfg.comm == COMM_NCCL ? "nccl" : r->cfg.comm == COMM_MPI ? "mpi" : "shm";
     /* what the run chose (on GPUs: nccl, or ddptop's device ring when ranks share a GPU) */
     snprintf(s->backend, sizeof(s->backend), "%s", r->backend);
@@ -395,10 +396,9 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     s->failed_rank = -1;
     s->threshold = -1;
     s->threshold_step = -1;
-    int known = res->cfg.strategy >= 0 && res->cfg.strategy < STRAT_COUNT;
     snprintf(s->model, sizeof(s->model), "%s", res->cfg.model[0] ? res->cfg.model : "n/a");
     snprintf(s->dataset, sizeof(s->dataset), "%s", res->dataset[0] ? res->dataset : "n/a");
-    snprintf(s->strategy, sizeof(s->strategy), "%s", known ? strategy_name(res->cfg.strategy) : "n/a");
+    train_mode_label(&res->cfg, s->strategy, sizeof(s->strategy));
     snprintf(s->backend, sizeof(s->backend), "%s", res->backend[0] ? res->backend : "unknown");
     snprintf(s->device, sizeof(s->device), "%s", res->nranks > 0 ? res->ranks[0].device : "n/a");
     s->global_batch = res->batch_valid ? res->global_batch : 0;
