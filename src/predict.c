@@ -3,6 +3,9 @@
 
 #include <stdlib.h>
 
+#include "model.h"
+#include "pipeline.h"
+
 struct predict_link predict_ring_link(double bw_bytes_per_s, double lat_s, int ranks)
 {
     struct predict_link l = {0, 0};
@@ -72,4 +75,38 @@ double predict_step(const struct predict_input *in, int strategy, const struct p
     *comm_ms = comm;
     *exposed_ms = after;
     return in->fwd_ms + in->bwd_ms + after + in->rest_ms;
+}
+
+double predict_pipeline(const struct model *m, const double *layer_ms, int micro, double rest_ms, int stages,
+                        const struct predict_link *p2p, double *comm_ms)
+{
+    struct pipe_plan p;
+    char err[256];
+    *comm_ms = 0;
+    if (stages < 1 || stages > PIPE_MAX_STAGES || pipe_plan_balance(&p, m, layer_ms, stages, err, sizeof(err)) != 0)
+        return -1;
+    double first = 0, slowest = 0, crossing = 0, most = 0, total = 0;
+    for (int i = 0; i < m->nparams; i++)
+        total += (double)m->params[i].len;
+    for (int s = 0; s < stages; s++) {
+        double c = 0, t = 0, params = 0;
+        for (int l = p.first[s]; l < p.first[s + 1]; l++)
+            c += layer_ms[l];
+        for (int i = 0; i < m->nparams; i++)
+            if (m->params[i].layer >= p.first[s] && m->params[i].layer < p.first[s + 1])
+                params += (double)m->params[i].len;
+        /* its boundaries, each crossed twice a micro-batch (activations, gradients) */
+        for (int b = s; b <= s + 1; b++)
+            if (b > 0 && b < stages) {
+                const struct tensor *x = &m->tensors[p.cut[b]];
+                t += 2 * cost_ms(p2p, sizeof(float) * (double)x->stride * m->batch);
+            }
+        first += c;
+        slowest = c + t > slowest ? c + t : slowest;
+        most = params > most ? params : most;
+        if (s > 0) /* boundary s, forward and back, once on the first micro-batch's way */
+            crossing += 2 * cost_ms(p2p, sizeof(float) * (double)m->tensors[p.cut[s]].stride * m->batch);
+    }
+    *comm_ms = crossing;
+    return first + crossing + (micro - 1) * slowest + (total > 0 ? rest_ms * most / total : rest_ms);
 }

@@ -51,4 +51,23 @@ struct predict_link predict_ring_link(double bw_bytes_per_s, double lat_s, int r
 double predict_step(const struct predict_input *in, int strategy, const struct predict_link *link, size_t bucket_bytes,
                     int overlap, double *comm_ms, double *exposed_ms);
 
+/* Model and pipeline parallelism (strong scaling: the batch stays, the
+ * layers split): the model's layers over `stages`, balanced as the run
+ * balances them (pipe_plan_balance over layer_ms[l], a layer's forward and
+ * backward per micro-batch), each boundary's activations sent forward and
+ * their gradients back at p2p (alpha + beta bytes each way, per
+ * micro-batch). With T_s a stage's compute per micro-batch plus its sends
+ * and receives, the first micro-batch crosses every stage and back, and
+ * the other M-1 follow at the slowest stage's pace:
+ *   step = sum_s (F_s + B_s) + 2 sum_b t_b + (M - 1) max_s T_s + R_max
+ * (model parallelism is M = 1: serial), R_max the rest of the measured
+ * step (optimizer, data) in the share of the stage with the most
+ * parameters. *comm_ms gets the boundary time on the critical path,
+ * *bubble_pct the ideal idle share (S-1)/(M+S-1) for equal stages.
+ * Returns the step in ms, or a negative number when the layers have too
+ * few cuts for `stages` (or out of memory). */
+struct model;
+double predict_pipeline(const struct model *m, const double *layer_ms, int micro, double rest_ms, int stages,
+                        const struct predict_link *p2p, double *comm_ms);
+
 #endif

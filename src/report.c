@@ -26,12 +26,71 @@ static void pcts(const struct breakdown *b, double *compute, double *comm, doubl
 }
 
 /* --predict: a 1-rank run's step at more ranks (src/predict.h). */
+/* --predict of a 1-rank (one stage) model or pipeline run: the same batch
+ * over more stages (predict_pipeline). */
+static void predict_stages(struct run_result *res, const struct run *r, const struct model *m)
+{
+    const struct run_config *c = &r->cfg;
+    int nl = m->nlayers, M = c->parallel == PAR_PIPELINE ? c->micro_batches : 1;
+    int64_t *fwd = calloc((size_t)nl + 1, sizeof(int64_t)), *bwd = calloc((size_t)nl + 1, sizeof(int64_t));
+    double *layer = calloc((size_t)nl + 1, sizeof(double));
+    int64_t fc = 0, bc = 0;
+    if (!fwd || !bwd || !layer || model_layer_times(m, fwd, bwd, nl, &fc, &bc) != nl || fc <= 0 || bc <= 0) {
+        snprintf(res->spred_note, sizeof(res->spred_note), "--predict: no per-layer times from the run");
+        goto out;
+    }
+    double compute = 0; /* per micro-batch */
+    for (int l = 0; l < nl; l++) {
+        layer[l] = (double)fwd[l] / (double)fc / 1e6 + (double)bwd[l] / (double)bc / 1e6;
+        compute += layer[l];
+    }
+    double rest = res->ms_p50 - M * compute;
+    struct predict_link link = {0, 0};
+    struct cost_fit f;
+    char path[1024];
+    cost_model_path(path, sizeof(path));
+    int have = 1;
+    if (c->link_bw > 0) {
+        link = (struct predict_link){c->link_lat * 1e6, 1e6 / c->link_bw};
+        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: a message between stages",
+                 c->link_bw / 1e9, c->link_lat * 1e6);
+    } else if (cost_model_lookup(path, "shm", c->algo == ALGO_RING ? "ring" : "naive", 2, COLL_BROADCAST, &f) == 0) {
+        link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
+        snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's 2-rank broadcast fit (shm): a message");
+    } else {
+        have = 0;
+    }
+    for (int i = 0; i < c->npredict_ranks; i++) {
+        struct scaling_pred *sp = &res->spred[res->nspred++];
+        int k = c->predict_ranks[i];
+        sp->ranks = k;
+        if (!have)
+            continue;
+        double step = predict_pipeline(m, layer, M, rest > 0 ? rest : 0, k, &link, &sp->comm_ms);
+        if (step <= 0)
+            continue; /* more stages than the model has cuts */
+        sp->valid = 1;
+        sp->step_ms = step;
+        sp->exposed_ms = sp->comm_ms; /* nothing hides a stage's sends */
+        sp->speedup = res->ms_p50 / step;
+        sp->efficiency = 100.0 * sp->speedup / k;
+    }
+out:
+    free(fwd);
+    free(bwd);
+    free(layer);
+}
+
 static void predict_scaling(struct run_result *res, struct run *r)
 {
     const struct run_config *c = &r->cfg;
     const struct model *m = run_rank_model(r, 0);
     if (!c->predict || r->world != 1 || !m)
         return;
+    if (c->parallel != PAR_DATA && !r->on_gpu && res->ms_p50 > 0 && res->steps >= 2) {
+        predict_stages(res, r, m);
+        return;
+    }
     if (c->strategy != STRAT_ALLREDUCE && c->strategy != STRAT_DDP) {
         snprintf(res->spred_note, sizeof(res->spred_note), "--predict models allreduce and ddp only (not %s)",
                  strategy_name(c->strategy));
@@ -598,10 +657,14 @@ static int measured_for(const struct run_result *res, int n, int i, int k)
     const struct run_result *p = &res[i];
     for (int j = 0; j < n; j++) {
         const struct run_result *q = &res[j];
-        if (q->world == k && q->ms_valid && q->ms_p50 > 0 && !strcmp(q->cfg.model, p->cfg.model) &&
-            !strcmp(q->dataset, p->dataset) && q->cfg.strategy == p->cfg.strategy &&
-            q->cfg.batch_size == p->cfg.batch_size && q->cfg.bucket_mb == p->cfg.bucket_mb &&
-            q->cfg.overlap == p->cfg.overlap)
+        if (q->world != k || !q->ms_valid || q->ms_p50 <= 0 || strcmp(q->cfg.model, p->cfg.model) ||
+            strcmp(q->dataset, p->dataset) || q->cfg.batch_size != p->cfg.batch_size ||
+            q->cfg.parallel != p->cfg.parallel)
+            continue;
+        if (p->cfg.parallel == PAR_DATA
+                ? q->cfg.strategy == p->cfg.strategy && q->cfg.bucket_mb == p->cfg.bucket_mb &&
+                      q->cfg.overlap == p->cfg.overlap
+                : q->cfg.micro_batches == p->cfg.micro_batches && q->cfg.schedule == p->cfg.schedule)
             return j;
     }
     return -1;
@@ -612,10 +675,18 @@ static int measured_for(const struct run_result *res, int n, int i, int k)
 static void write_prediction(FILE *f, const struct run_result *res, int n, int i, int md)
 {
     const struct run_result *r = &res[i];
-    fprintf(f,
-            "\nrun %d predicts %s on more ranks, each with its batch of %d and a core of its own (compute as "
-            "measured on 1 rank, comm from %s; ms per step):\n\n",
-            i, strategy_name(r->cfg.strategy), r->cfg.batch_size, r->spred_link);
+    if (r->cfg.parallel != PAR_DATA)
+        fprintf(f,
+                "\nrun %d predicts %s parallelism over more stages, the batch of %d in %d micro-batch%s, a core "
+                "per stage (compute as measured on 1 rank, boundaries from %s; ms per step):\n\n",
+                i, parallel_name(r->cfg.parallel), r->cfg.batch_size,
+                r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1,
+                r->cfg.parallel == PAR_PIPELINE && r->cfg.micro_batches > 1 ? "es" : "", r->spred_link);
+    else
+        fprintf(f,
+                "\nrun %d predicts %s on more ranks, each with its batch of %d and a core of its own (compute as "
+                "measured on 1 rank, comm from %s; ms per step):\n\n",
+                i, strategy_name(r->cfg.strategy), r->cfg.batch_size, r->spred_link);
     const char *head[] = {"ranks", "pred ms", "comm", "exposed", "speedup", "eff%", "measured", "error"};
     if (md) {
         for (int c = 0; c < 8; c++)

@@ -18,7 +18,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "model.h"
 #include "predict.h"
+#include "zoo.h"
 #include "strategy.h"
 
 static const double ready[3] = {4.0, 2.0, 1.0};
@@ -66,6 +68,35 @@ static void test_frozen(void **state)
     assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 3 + 4 + 0.7 + 0.5, 1e-12);
 }
 
+/* The MLP (flatten, fc1, relu, fc2, relu, fc3) with layer times 0, 4, 0,
+ * 2, 0, 1 ms: two stages balance as layers 0-1 (4 ms) and 2-5 (3 ms), and
+ * fc1's output (512 floats a sample) crosses between them, 10 us a
+ * message: T_0 = 4.02, T_1 = 3.02 ms; the first micro-batch takes 7 ms of
+ * compute and 0.02 of crossings; the rest of the step goes in stage 0's
+ * share of the parameters (401920 of 669706). */
+static void test_pipeline(void **state)
+{
+    char err[256];
+    struct model *m = zoo_create(NULL, "mlp", 8, 1, 28, 28, 10, 1, err, sizeof(err));
+    assert_non_null(m);
+    const double layer[] = {0, 4, 0, 2, 0, 1};
+    assert_int_equal(m->nlayers, 6);
+    struct predict_link l = {10.0, 0.0};
+    double comm;
+    assert_true(fabs(predict_pipeline(m, layer, 1, 0, 2, &l, &comm) - 7.02) < 1e-9);
+    assert_true(fabs(comm - 0.02) < 1e-12);
+    assert_true(fabs(predict_pipeline(m, layer, 4, 0, 2, &l, &comm) - (7.02 + 3 * 4.02)) < 1e-9);
+    assert_true(fabs(predict_pipeline(m, layer, 4, 1.0, 2, &l, &comm) - (7.02 + 3 * 4.02 + 401920.0 / 669706)) < 1e-9);
+    /* bytes cost too: 4 B x 512 x 8 samples at 1 us a kB each way */
+    struct predict_link b = {0.0, 1e-3};
+    predict_pipeline(m, layer, 1, 0, 2, &b, &comm);
+    assert_true(fabs(comm - 2 * 4.0 * 512 * 8 * 1e-3 / 1e3) < 1e-12);
+    /* one stage: the model as it was; more stages than cuts: none */
+    assert_true(fabs(predict_pipeline(m, layer, 4, 0, 1, &l, &comm) - 4 * 7.0) < 1e-9);
+    assert_true(predict_pipeline(m, layer, 4, 0, 7, &l, &comm) < 0);
+    model_destroy(m);
+}
+
 static void test_ring_link(void **state)
 {
     struct predict_link l = predict_ring_link(1e9, 5e-6, 4);
@@ -81,6 +112,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_and_ddp),
         cmocka_unit_test(test_frozen),
         cmocka_unit_test(test_ring_link),
+        cmocka_unit_test(test_pipeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
