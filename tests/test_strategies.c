@@ -569,6 +569,50 @@ static void test_partitions_and_schedules(void **state)
                 }
 }
 
+/* ResNet-18 (batch norm) in stages. One micro-batch: batch norm sees the
+ * whole batch, as on one rank, and the parameters are one rank's. With
+ * micro-batches, batch norm normalises each micro-batch over itself (the
+ * rule of GPipe and of PyTorch's pipelining): the parameters are then those
+ * of one rank accumulating the same micro-batches' gradients (a 1-stage
+ * pipeline), and not those of one rank on the whole batch. */
+static void staged_run(struct run *r, int ranks, int parallel, int micro)
+{
+    struct run_config rc = harness_config("resnet18", STRAT_ALLREDUCE, ranks, 8, 4);
+    rc.parallel = parallel;
+    rc.micro_batches = micro;
+    assert_int_equal(harness_run(r, &rc, &g_train, &g_test), 0);
+    assert_int_equal(r->metrics.steps_done, 4);
+}
+
+static void test_staged_resnet18(void **state)
+{
+    struct run_config ref_rc = harness_config("resnet18", STRAT_SINGLE, 1, 8, 4);
+    struct run ref, model, accum, pipe;
+    assert_int_equal(harness_run(&ref, &ref_rc, &g_train, &g_test), 0);
+    const struct model *mr = ref.ranks[0].model;
+    float *a = calloc(mr->nfloats, sizeof(float)), *b = calloc(mr->nfloats, sizeof(float));
+    assert_true(a && b);
+    staged_run(&model, 2, PAR_MODEL, 1);
+    stage_params(&model, a);
+    double d_model = rel_diff(a, mr->param_buf, mr->nfloats);
+    staged_run(&accum, 1, PAR_PIPELINE, 2);
+    staged_run(&pipe, 2, PAR_PIPELINE, 2);
+    stage_params(&pipe, b);
+    double d_rule = rel_diff(b, accum.ranks[0].model->param_buf, mr->nfloats);
+    double d_single = rel_diff(b, mr->param_buf, mr->nfloats);
+    printf("  resnet18: model parallel vs single %.3g; pipeline x2 vs one stage x2 %.3g, vs single %.3g\n", d_model,
+           d_rule, d_single);
+    assert_true(d_model < 1e-5);
+    assert_true(d_rule < 1e-5);
+    assert_true(d_single > 10 * d_rule && d_single > 1e-6); /* the rule is not one rank's whole batch */
+    free(a);
+    free(b);
+    run_free(&pipe);
+    run_free(&accum);
+    run_free(&model);
+    run_free(&ref);
+}
+
 static const struct CMUnitTest replicas_tests[] = {cmocka_unit_test(test_replicas_identical)};
 static const struct CMUnitTest equivalence_tests[] = {
     cmocka_unit_test(test_equivalence_mlp),
@@ -583,6 +627,7 @@ static const struct CMUnitTest horovod_tests[] = {cmocka_unit_test(test_horovod_
 static const struct CMUnitTest pipeline_tests[] = {
     cmocka_unit_test(test_partitions_and_schedules), cmocka_unit_test(test_staged_lenet),
     cmocka_unit_test(test_staged_mlp), cmocka_unit_test(test_pipeline_bubble)};
+static const struct CMUnitTest pipeline_resnet_tests[] = {cmocka_unit_test(test_staged_resnet18)};
 static const struct CMUnitTest device_path_tests[] = {
     cmocka_unit_test(test_staged_path_matches),
     cmocka_unit_test(test_bn_state_synced),
@@ -593,11 +638,14 @@ static const struct {
     const char *name;
     const struct CMUnitTest *tests;
     size_t n;
-} groups[] = {
-    {"replicas", replicas_tests, COUNT(replicas_tests)}, {"equivalence", equivalence_tests, COUNT(equivalence_tests)},
-    {"overlap", overlap_tests, COUNT(overlap_tests)},    {"slow_rank", slow_rank_tests, COUNT(slow_rank_tests)},
-    {"horovod", horovod_tests, COUNT(horovod_tests)},    {"device_path", device_path_tests, COUNT(device_path_tests)},
-    {"pipeline", pipeline_tests, COUNT(pipeline_tests)}};
+} groups[] = {{"replicas", replicas_tests, COUNT(replicas_tests)},
+              {"equivalence", equivalence_tests, COUNT(equivalence_tests)},
+              {"overlap", overlap_tests, COUNT(overlap_tests)},
+              {"slow_rank", slow_rank_tests, COUNT(slow_rank_tests)},
+              {"horovod", horovod_tests, COUNT(horovod_tests)},
+              {"device_path", device_path_tests, COUNT(device_path_tests)},
+              {"pipeline", pipeline_tests, COUNT(pipeline_tests)},
+              {"pipeline_resnet", pipeline_resnet_tests, COUNT(pipeline_resnet_tests)}};
 
 int main(int argc, char **argv)
 {
