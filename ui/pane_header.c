@@ -97,7 +97,9 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
     snprintf(top[2].value, sizeof(top[2].value), "%s", s->strategy);
     snprintf(top[3].value, sizeof(top[3].value), "%s %s", s->device, s->backend);
     snprintf(top[4].value, sizeof(top[4].value), "%d", s->world);
-    if (s->global_batch > 0)
+    if (s->global_batch > 0 && s->global_batch == s->local_batch && s->world > 1)
+        snprintf(top[5].value, sizeof(top[5].value), "%d, every stage", s->global_batch); /* model, pipeline */
+    else if (s->global_batch > 0)
         snprintf(top[5].value, sizeof(top[5].value), "%dx%d=%d", s->local_batch, s->world, s->global_batch);
     else
         snprintf(top[5].value, sizeof(top[5].value), "n/a");

@@ -402,7 +402,9 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     snprintf(s->backend, sizeof(s->backend), "%s", res->backend[0] ? res->backend : "unknown");
     snprintf(s->device, sizeof(s->device), "%s", res->nranks > 0 ? res->ranks[0].device : "n/a");
     s->global_batch = res->batch_valid ? res->global_batch : 0;
-    s->local_batch = res->world > 0 ? s->global_batch / res->world : 0;
+    s->local_batch = res->cfg.parallel != PAR_DATA ? s->global_batch
+                     : res->world > 0              ? s->global_batch / res->world
+                                                   : 0;
 
     double slowest = 0, wall_s = 0;
     int any = 0;
