@@ -255,20 +255,27 @@ static void *lonely(void *arg)
     return NULL;
 }
 
-static void test_abort_releases_waiters(void **state)
+/* Rank 0 of 2 alone runs `alone` (a call of `kind` that waits for rank 1);
+ * raising abort after `ms` releases it with COMM_ABORTED. */
+static void abort_releases(void *(*alone)(void *), int kind, long ms)
 {
     _Atomic int abort_flag = 0;
     struct shm_world *w = shm_world_create(2, &abort_flag);
-    struct job j = {comm_shm_create(w, 0, ALGO_RING), 64, COLL_ALLREDUCE, 0, RED_SUM, 0, 0};
+    struct job j = {comm_shm_create(w, 0, ALGO_RING), 64, kind, 0, RED_SUM, 0, 0};
     pthread_t t;
-    pthread_create(&t, NULL, lonely, &j);
-    struct timespec ts = {0, 50 * 1000 * 1000};
+    pthread_create(&t, NULL, alone, &j);
+    struct timespec ts = {0, ms * 1000 * 1000};
     nanosleep(&ts, NULL);
     atomic_store(&abort_flag, 1);
     pthread_join(t, NULL);
     assert_int_equal(j.rc, COMM_ABORTED);
     j.c->ops->destroy(j.c);
     shm_world_destroy(w);
+}
+
+static void test_abort_releases_waiters(void **state)
+{
+    abort_releases(lonely, COLL_ALLREDUCE, 50);
 }
 
 /* Rank 0 of 3 alone, with a 50 ms timeout: its ring allreduce waits on its
@@ -568,18 +575,7 @@ static void *lonely_recv(void *arg)
 
 static void test_recv_abort(void **state)
 {
-    _Atomic int abort_flag = 0;
-    struct shm_world *w = shm_world_create(2, &abort_flag);
-    struct job j = {comm_shm_create(w, 0, ALGO_RING), 64, COMM_P2P, 0, RED_SUM, 0, 0};
-    pthread_t t;
-    pthread_create(&t, NULL, lonely_recv, &j);
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-    atomic_store(&abort_flag, 1);
-    pthread_join(t, NULL);
-    assert_int_equal(j.rc, COMM_ABORTED);
-    j.c->ops->destroy(j.c);
-    shm_world_destroy(w);
+    abort_releases(lonely_recv, COMM_P2P, 20);
 }
 
 /* Rank 1 of 3 alone, with a 30 ms timeout: a recv from rank 2 and a second
