@@ -1,6 +1,7 @@
 /* predict.c - the step-time model of predict.h. */
 #include "predict.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "model.h"
@@ -51,6 +52,54 @@ static double ddp_lane(const struct predict_input *in, const struct predict_link
     return end;
 }
 
+/* Horovod's background lane (predict.h): returns when its last buffer
+ * ends, in ms from the start of backward; *busy its comm. */
+static double hvd_lane(const struct predict_input *in, const struct predict_link *l, size_t fusion_bytes, double *busy)
+{
+    char *sent = calloc((size_t)in->n + 1, 1);
+    if (!sent)
+        return -1;
+    double wake = in->cycle_ms > 0 ? in->cycle_ms : 0, end = 0;
+    double negotiate = cost_ms(l, (double)in->n * sizeof(float));
+    int left = 0;
+    for (int p = 0; p < in->n; p++)
+        left += in->t[p].trainable;
+    *busy = 0;
+    while (left > 0) {
+        /* nothing final yet: sleep until the next gradient is */
+        double next = -1;
+        for (int p = 0; p < in->n; p++)
+            if (in->t[p].trainable && !sent[p] && (next < 0 || in->ready_ms[p] < next))
+                next = in->ready_ms[p];
+        if (next > wake)
+            wake = in->cycle_ms > 0 ? in->cycle_ms * ceil(next / in->cycle_ms) : next;
+        double t = (wake > end ? wake : end) + negotiate, fill = 0;
+        *busy += negotiate;
+        /* the final ones, last parameters first (backward's order), fused */
+        for (int p = in->n - 1; p >= 0; p--) {
+            if (!in->t[p].trainable || sent[p] || in->ready_ms[p] > wake)
+                continue;
+            double bytes = (double)in->t[p].len * sizeof(float);
+            if (fill > 0 && fill + bytes > (double)fusion_bytes) {
+                t += cost_ms(l, fill);
+                *busy += cost_ms(l, fill);
+                fill = 0;
+            }
+            fill += bytes;
+            sent[p] = 1;
+            left--;
+        }
+        if (fill > 0) {
+            t += cost_ms(l, fill);
+            *busy += cost_ms(l, fill);
+        }
+        end = t;
+        wake = in->cycle_ms > 0 && wake + in->cycle_ms > end ? wake + in->cycle_ms : end;
+    }
+    free(sent);
+    return end;
+}
+
 double predict_step(const struct predict_input *in, int strategy, const struct predict_link *link, size_t bucket_bytes,
                     int overlap, double *comm_ms, double *exposed_ms)
 {
@@ -67,6 +116,23 @@ double predict_step(const struct predict_input *in, int strategy, const struct p
         if (end < 0)
             return -1;
         after = end > in->bwd_ms ? end - in->bwd_ms : 0;
+        break;
+    }
+    case STRAT_HOROVOD: {
+        double end = hvd_lane(in, link, bucket_bytes, &comm);
+        if (end < 0)
+            return -1;
+        after = end > in->bwd_ms ? end - in->bwd_ms : 0;
+        break;
+    }
+    case STRAT_GATHER_SCATTER: {
+        if (!in->gather || !in->broadcast)
+            return -1;
+        double bytes = 0;
+        for (int p = 0; p < in->n; p++)
+            if (in->t[p].trainable)
+                bytes += (double)in->t[p].len * sizeof(float);
+        comm = after = cost_ms(in->gather, bytes) + cost_ms(in->broadcast, bytes);
         break;
     }
     default:

@@ -17,8 +17,16 @@
  *               the order they become ready: start_i = max(ready_i,
  *               end_{i-1}), end_i = start_i + t(S_i); without overlap
  *               F + B + sum over buckets t(S_i) + R.
+ *   horovod:    the fusion buffers of --fusion-mb (bucket_bytes) on a
+ *               background lane that wakes every --cycle-ms: at a wake it
+ *               negotiates (an allreduce of one float per tensor) and
+ *               reduces, in backward order, every tensor final by then;
+ *               it wakes again a cycle later or when done, whichever is
+ *               later; F + max(B, the lane's end) + R
+ *   gather-scatter: F + B + gather(S) + broadcast(S) + R, S the trainable
+ *               bytes (rank 0's averaging left out)
  * Speedup = K x step_1 / step_K (samples/s), efficiency = speedup / K.
- * The other strategies are not modelled yet. */
+ * dp is not modelled yet. */
 #ifndef DDPTOP_PREDICT_H
 #define DDPTOP_PREDICT_H
 
@@ -26,17 +34,21 @@
 
 #include "strategy.h"
 
+/* A collective's cost: alpha + beta * bytes, in us. */
+struct predict_link {
+    double alpha_us, beta_us_per_byte;
+};
+
 /* What one 1-rank run gives the model. */
 struct predict_input {
     double fwd_ms, bwd_ms, rest_ms; /* per step */
     int n;                          /* gradient tensors, parameter order */
     const struct grad_tensor *t;    /* [n] */
     const double *ready_ms;         /* [n] into backward, when the gradient is final */
-};
-
-/* A collective's cost: alpha + beta * bytes, in us. */
-struct predict_link {
-    double alpha_us, beta_us_per_byte;
+    /* gather-scatter: the gather to rank 0 and the broadcast back (NULL:
+     * no cost known, not predicted) */
+    const struct predict_link *gather, *broadcast;
+    double cycle_ms; /* horovod: --cycle-ms */
 };
 
 /* The ring allreduce of --link BW (bytes/s), LAT (s) on K ranks as alpha +

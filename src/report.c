@@ -91,9 +91,9 @@ static void predict_scaling(struct run_result *res, struct run *r)
         predict_stages(res, r, m);
         return;
     }
-    if (c->strategy != STRAT_ALLREDUCE && c->strategy != STRAT_DDP) {
-        snprintf(res->spred_note, sizeof(res->spred_note), "--predict models allreduce and ddp only (not %s)",
-                 strategy_name(c->strategy));
+    if (c->strategy == STRAT_DP || c->strategy == STRAT_SINGLE) {
+        snprintf(res->spred_note, sizeof(res->spred_note),
+                 "--predict models allreduce, ddp, horovod and gather-scatter (not %s)", strategy_name(c->strategy));
         return;
     }
     if (r->on_gpu || res->ms_p50 <= 0 || res->steps < 2) {
@@ -128,28 +128,42 @@ static void predict_scaling(struct run_result *res, struct run *r)
     in.n = n;
     in.t = t;
     in.ready_ms = ready;
+    in.cycle_ms = c->cycle_ms;
     char path[1024];
     cost_model_path(path, sizeof(path));
     if (c->link_bw > 0)
         snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: ring allreduce",
                  c->link_bw / 1e9, c->link_lat * 1e6);
     else
-        snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's allreduce fits (shm, %s)",
+        snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's fits (shm, %s)",
                  c->algo == ALGO_RING ? "ring" : "naive");
     for (int i = 0; i < c->npredict_ranks; i++) {
         struct scaling_pred *sp = &res->spred[res->nspred++];
         int k = c->predict_ranks[i];
         sp->ranks = k;
-        struct predict_link link;
+        struct predict_link link, rooted[2];
         struct cost_fit f;
-        if (c->link_bw > 0)
+        const char *algo = c->algo == ALGO_RING ? "ring" : "naive";
+        in.gather = in.broadcast = NULL;
+        if (c->link_bw > 0) {
             link = predict_ring_link(c->link_bw, c->link_lat, k);
-        else if (cost_model_lookup(path, "shm", c->algo == ALGO_RING ? "ring" : "naive", k, COLL_ALLREDUCE, &f) == 0)
+            /* through the root: its K-1 messages one after another */
+            rooted[0] = rooted[1] = (struct predict_link){(k - 1) * c->link_lat * 1e6, (k - 1) * 1e6 / c->link_bw};
+            in.gather = &rooted[0];
+            in.broadcast = &rooted[1];
+        } else if (cost_model_lookup(path, "shm", algo, k, COLL_ALLREDUCE, &f) == 0) {
             link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
-        else
+            const int kinds[2] = {COLL_GATHER, COLL_BROADCAST};
+            for (int q = 0; q < 2; q++)
+                if (cost_model_lookup(path, "shm", algo, k, kinds[q], &f) == 0) {
+                    rooted[q] = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
+                    *(q ? &in.broadcast : &in.gather) = &rooted[q];
+                }
+        } else {
             continue; /* no cost for this rank count: n/a */
-        double step = predict_step(&in, c->strategy, &link, (size_t)(c->bucket_mb * 1024 * 1024), c->overlap,
-                                   &sp->comm_ms, &sp->exposed_ms);
+        }
+        size_t cap = (size_t)((c->strategy == STRAT_HOROVOD ? c->fusion_mb : c->bucket_mb) * 1024 * 1024);
+        double step = predict_step(&in, c->strategy, &link, cap, c->overlap, &sp->comm_ms, &sp->exposed_ms);
         if (step <= 0)
             continue;
         sp->valid = 1;

@@ -56,6 +56,33 @@ static void test_allreduce_and_ddp(void **state)
     assert_true(predict_step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed) < 0);
 }
 
+/* Horovod: a cycle of 1.5 ms wakes the lane at 1.5 (tensor 2 final: 200 B),
+ * 3.0 (tensor 1: 800 B) and 4.5 (tensor 0: 400 B), each wake negotiating
+ * first (3 floats, 0.112 ms): the lane ends at 5.112, 1.112 after
+ * backward. A 5 ms cycle wakes once with all three final, fused into 1000
+ * bytes (tensors 2 and 1) and 400 (tensor 0). Gather-scatter: every
+ * trainable byte gathered, then broadcast. */
+static void test_horovod_and_gather_scatter(void **state)
+{
+    const int all[3] = {1, 1, 1};
+    struct predict_input in = input(all);
+    struct predict_link l = {100.0, 1.0};
+    double comm, exposed;
+    in.cycle_ms = 1.5;
+    assert_float_equal(predict_step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 8.612, 1e-12);
+    assert_float_equal(comm, 2.036, 1e-12);
+    assert_float_equal(exposed, 1.112, 1e-12);
+    in.cycle_ms = 5.0;
+    assert_float_equal(predict_step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 10.212, 1e-12);
+    assert_float_equal(comm, 1.712, 1e-12);
+    assert_true(predict_step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed) < 0); /* no costs */
+    struct predict_link g = {100.0, 1.0}, b = {50.0, 0.5};
+    in.gather = &g;
+    in.broadcast = &b;
+    assert_float_equal(predict_step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed), 9.75, 1e-12);
+    assert_float_equal(comm, 2.25, 1e-12);
+}
+
 static void test_frozen(void **state)
 {
     const int some[3] = {1, 0, 1};
@@ -111,6 +138,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_and_ddp),
         cmocka_unit_test(test_frozen),
+        cmocka_unit_test(test_horovod_and_gather_scatter),
         cmocka_unit_test(test_ring_link),
         cmocka_unit_test(test_pipeline),
     };
