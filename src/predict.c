@@ -135,6 +135,18 @@ double predict_step(const struct predict_input *in, int strategy, const struct p
         comm = after = cost_ms(in->gather, bytes) + cost_ms(in->broadcast, bytes);
         break;
     }
+    case STRAT_DP: {
+        if (!in->gather || !in->broadcast || !in->scatter || !in->reduce)
+            return -1;
+        double bytes = 0;
+        for (int p = 0; p < in->n; p++)
+            if (in->t[p].trainable)
+                bytes += (double)in->t[p].len * sizeof(float);
+        comm = after = cost_ms(in->scatter, in->input_bytes) + cost_ms(in->gather, in->output_bytes) +
+                       cost_ms(in->scatter, in->output_bytes) + cost_ms(in->reduce, bytes) +
+                       cost_ms(in->broadcast, bytes);
+        break;
+    }
     default:
         return -1;
     }

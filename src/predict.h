@@ -25,8 +25,12 @@
  *               later; F + max(B, the lane's end) + R
  *   gather-scatter: F + B + gather(S) + broadcast(S) + R, S the trainable
  *               bytes (rank 0's averaging left out)
- * Speedup = K x step_1 / step_K (samples/s), efficiency = speedup / K.
- * dp is not modelled yet. */
+ *   dp:         rank 0 scatters the inputs, gathers the logits, scatters
+ *               their gradients, reduces the gradients and broadcasts the
+ *               parameters, each step, none of it overlapped: F + B +
+ *               scatter(X) + gather(Y) + scatter(Y) + reduce(S) +
+ *               broadcast(S) + R (X, Y: a rank's inputs and logits)
+ * Speedup = K x step_1 / step_K (samples/s), efficiency = speedup / K. */
 #ifndef DDPTOP_PREDICT_H
 #define DDPTOP_PREDICT_H
 
@@ -45,10 +49,11 @@ struct predict_input {
     int n;                          /* gradient tensors, parameter order */
     const struct grad_tensor *t;    /* [n] */
     const double *ready_ms;         /* [n] into backward, when the gradient is final */
-    /* gather-scatter: the gather to rank 0 and the broadcast back (NULL:
-     * no cost known, not predicted) */
-    const struct predict_link *gather, *broadcast;
-    double cycle_ms; /* horovod: --cycle-ms */
+    /* the rooted collectives for gather-scatter and dp (NULL: no cost
+     * known, not predicted); their bytes are one rank's buffer */
+    const struct predict_link *gather, *broadcast, *scatter, *reduce;
+    double input_bytes, output_bytes; /* dp: a rank's batch of inputs, and of logits */
+    double cycle_ms;                  /* horovod: --cycle-ms */
 };
 
 /* The ring allreduce of --link BW (bytes/s), LAT (s) on K ranks as alpha +

@@ -91,9 +91,8 @@ static void predict_scaling(struct run_result *res, struct run *r)
         predict_stages(res, r, m);
         return;
     }
-    if (c->strategy == STRAT_DP || c->strategy == STRAT_SINGLE) {
-        snprintf(res->spred_note, sizeof(res->spred_note),
-                 "--predict models allreduce, ddp, horovod and gather-scatter (not %s)", strategy_name(c->strategy));
+    if (c->strategy == STRAT_SINGLE) {
+        snprintf(res->spred_note, sizeof(res->spred_note), "--predict: single runs one rank whatever the ranks");
         return;
     }
     if (r->on_gpu || res->ms_p50 <= 0 || res->steps < 2) {
@@ -129,6 +128,8 @@ static void predict_scaling(struct run_result *res, struct run *r)
     in.t = t;
     in.ready_ms = ready;
     in.cycle_ms = c->cycle_ms;
+    in.input_bytes = sizeof(float) * (double)m->tensors[m->input].per_sample * r->local_batch;
+    in.output_bytes = sizeof(float) * (double)m->classes * r->local_batch;
     char path[1024];
     cost_model_path(path, sizeof(path));
     if (c->link_bw > 0)
@@ -141,26 +142,32 @@ static void predict_scaling(struct run_result *res, struct run *r)
         struct scaling_pred *sp = &res->spred[res->nspred++];
         int k = c->predict_ranks[i];
         sp->ranks = k;
-        struct predict_link link, rooted[2];
+        /* the rooted collectives: gather, broadcast, scatter, reduce */
+        struct predict_link link = {0, 0}, rooted[4];
+        const struct predict_link **slot[4] = {&in.gather, &in.broadcast, &in.scatter, &in.reduce};
+        const int kinds[4] = {COLL_GATHER, COLL_BROADCAST, COLL_SCATTER, COLL_REDUCE};
         struct cost_fit f;
         const char *algo = c->algo == ALGO_RING ? "ring" : "naive";
-        in.gather = in.broadcast = NULL;
+        for (int q = 0; q < 4; q++)
+            *slot[q] = NULL;
         if (c->link_bw > 0) {
             link = predict_ring_link(c->link_bw, c->link_lat, k);
             /* through the root: its K-1 messages one after another */
-            rooted[0] = rooted[1] = (struct predict_link){(k - 1) * c->link_lat * 1e6, (k - 1) * 1e6 / c->link_bw};
-            in.gather = &rooted[0];
-            in.broadcast = &rooted[1];
-        } else if (cost_model_lookup(path, "shm", algo, k, COLL_ALLREDUCE, &f) == 0) {
-            link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
-            const int kinds[2] = {COLL_GATHER, COLL_BROADCAST};
-            for (int q = 0; q < 2; q++)
+            for (int q = 0; q < 4; q++) {
+                rooted[q] = (struct predict_link){(k - 1) * c->link_lat * 1e6, (k - 1) * 1e6 / c->link_bw};
+                *slot[q] = &rooted[q];
+            }
+        } else {
+            int rooted_only = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
+            if (cost_model_lookup(path, "shm", algo, k, COLL_ALLREDUCE, &f) == 0)
+                link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
+            else if (!rooted_only)
+                continue; /* no cost for this rank count: n/a */
+            for (int q = 0; q < 4; q++)
                 if (cost_model_lookup(path, "shm", algo, k, kinds[q], &f) == 0) {
                     rooted[q] = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
-                    *(q ? &in.broadcast : &in.gather) = &rooted[q];
+                    *slot[q] = &rooted[q];
                 }
-        } else {
-            continue; /* no cost for this rank count: n/a */
         }
         size_t cap = (size_t)((c->strategy == STRAT_HOROVOD ? c->fusion_mb : c->bucket_mb) * 1024 * 1024);
         double step = predict_step(&in, c->strategy, &link, cap, c->overlap, &sp->comm_ms, &sp->exposed_ms);

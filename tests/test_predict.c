@@ -81,6 +81,18 @@ static void test_horovod_and_gather_scatter(void **state)
     in.broadcast = &b;
     assert_float_equal(predict_step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed), 9.75, 1e-12);
     assert_float_equal(comm, 2.25, 1e-12);
+    /* dp: inputs scattered (1000 B), logits gathered and their gradients
+     * scattered (100 B each way), gradients reduced (1400 B), parameters
+     * broadcast (1400 B) */
+    assert_true(predict_step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed) < 0); /* no scatter, no reduce */
+    struct predict_link sc = {10.0, 0.1}, rd = {20.0, 0.2};
+    in.scatter = &sc;
+    in.reduce = &rd;
+    in.input_bytes = 1000;
+    in.output_bytes = 100;
+    double want = (0.01 + 0.1) + (0.1 + 0.1) + (0.01 + 0.01) + (0.02 + 0.28) + (0.05 + 0.7);
+    assert_float_equal(predict_step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed), 3 + 4 + want + 0.5, 1e-12);
+    assert_float_equal(comm, want, 1e-12);
 }
 
 static void test_frozen(void **state)
