@@ -658,8 +658,10 @@ static int pipe_init(struct loop *L)
     struct model *m = L->m;
     char err[256];
     int S = run->world, M = cfg->parallel == PAR_PIPELINE ? cfg->micro_batches : 1;
-    if (cfg->partition[0]) {
-        if (pipe_plan_parse(&L->plan, m, cfg->partition, S, err, sizeof(err)) != 0)
+    if (cfg->partition[0] || S == 1) {
+        char whole[32]; /* one stage is the whole model: nothing to measure */
+        snprintf(whole, sizeof(whole), "0:%d", m->nlayers - 1);
+        if (pipe_plan_parse(&L->plan, m, S == 1 ? whole : cfg->partition, S, err, sizeof(err)) != 0)
             return fail(rk, err);
     } else {
         double *cost = calloc((size_t)m->nlayers, sizeof(double));
