@@ -771,6 +771,8 @@ static int pipe_step(struct loop *L, int i, int epoch)
             int64_t t1 = probe_now_ns();
             if (model_forward_range(mk, a, b, 1) != 0)
                 return fail(rk, mk->err);
+            if (L->poison) /* --inject-fault nan: the stage's output turns NaN (on the CPU: host memory) */
+                mk->tensors[p->cut[s + 1]].val[0] = NAN;
             if (s == S - 1) {
                 float l;
                 int c;
@@ -823,7 +825,7 @@ static int pipe_step(struct loop *L, int i, int epoch)
     int crc = rk->comm->ops->broadcast(rk->comm, lc, 2, S - 1);
     if (crc != 0)
         return comm_failed(rk, crc, "sending the loss");
-    if (!isfinite(lc[0]))
+    if (!isfinite(lc[0]) && s == S - 1) /* the stage that computed the loss says so; the others stop with it */
         return diverged(rk, step, lc[0]);
     return push_step(L, step, epoch, t0, lc[0], (int)lc[1]);
 }

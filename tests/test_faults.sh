@@ -15,9 +15,10 @@
 # only that kind (ctest runs one test per kind: test_faults_KIND). With
 # FAULT_DEVICE=cuda the runs train on the GPU (tests/gpu_e2e.sh), and the
 # slow rank's compute is read from its device records. FAULT_STRATEGIES
-# names the strategies (default all five; the TSan pass takes the three
-# whose threads differ: dp, ddp's comm lane, horovod's background thread;
-# allreduce and gather-scatter run dp's collectives on the main thread).
+# names the strategies (default all five and a 2-stage pipeline, named
+# `pipeline`; the TSan pass takes the three whose threads differ: dp, ddp's
+# comm lane, horovod's background thread; allreduce and gather-scatter run
+# dp's collectives on the main thread).
 set -u
 BIN=${1:?usage: test_faults.sh path/to/ddptop [KIND]}
 KINDS=${2:-nan crash hang slow oom comm-error}
@@ -27,13 +28,15 @@ LIMIT=${FAULT_LIMIT_S:-60} # seconds a case may take, start-up included
 STEP=10
 TIMEOUT_S=2
 for kind in $KINDS; do
-    for strategy in ${FAULT_STRATEGIES:-dp gather-scatter allreduce ddp horovod}; do
+    for strategy in ${FAULT_STRATEGIES:-dp gather-scatter allreduce ddp horovod pipeline}; do
+        how=(--strategy "$strategy")
+        [ "$strategy" = pipeline ] && how=(--parallel pipeline)
         c="$kind/$strategy"
         t0=$(date +%s.%N)
         # (on a GPU every step is traced: the slow rank is read from its records)
         timeout "$LIMIT" "$BIN" --batch --quiet ${FAULT_DEVICE:+--device "$FAULT_DEVICE" --cupti-sample 1} \
             --dataset synthetic --model mlp \
-            --ranks 2 --strategy "$strategy" \
+            --ranks 2 "${how[@]}" \
             --steps 40 --no-eval --comm-timeout $TIMEOUT_S --inject-fault "rank=1,step=$STEP,kind=$kind" \
             --trace "$tmp/t.json" --format json >"$tmp/out.json" 2>"$tmp/err"
         st=$?
