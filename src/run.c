@@ -104,6 +104,10 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
             snprintf(err, errlen, "--check-replicas: with --parallel %s no two ranks hold the same layers", par);
             return -1;
         }
+        if (rc->grad_fp16) {
+            snprintf(err, errlen, "--grad-compress: with --parallel %s no gradients are averaged between ranks", par);
+            return -1;
+        }
         if (rc->partition[0]) {
             /* checked on the model's layers before any rank starts (a
              * one-sample CPU copy: the layers are the same on any device) */

@@ -118,6 +118,8 @@ expect_error "--partition for more stages" "--partition: more ranges than the 2 
     --dataset synthetic --device cpu --model lenet --parallel model --ranks 2 --partition 0:3,4:7,8:11 --steps 1
 expect_error "--partition short of the last layer" "--partition: 2 ranges ending at layer 9; 2 stages" --batch \
     --dataset synthetic --device cpu --model lenet --parallel model --ranks 2 --partition 0:3,4:9 --steps 1
+expect_error "--grad-compress with stages" "--grad-compress: with --parallel model" --batch --dataset synthetic \
+    --device cpu --parallel model --ranks 2 --grad-compress fp16 --steps 1
 expect_error "--check-replicas with stages" "--check-replicas: with --parallel pipeline" --batch --dataset synthetic \
     --device cpu --parallel pipeline --ranks 2 --check-replicas --steps 1
 expect_error "fp16 with gather-scatter" "--grad-compress fp16: only the allreduce, ddp and horovod" --batch \
