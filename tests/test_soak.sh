@@ -9,8 +9,9 @@
 # (past the ring) by at most SOAK_ALLOW_KB (1024). The old unbounded
 # per-step arrays grew ~35 bytes per rank-step: ~2 MB over that stretch.
 # With `ui`, the same run in the interactive UI, in tmux (its panes keep
-# series, histories and snapshots of their own): sampled until the header
-# says "done", then `q`. Exit 77 (skipped) when tmux is missing.
+# series, histories and snapshots of their own, over the same metrics):
+# sampled until the header says "done", then `q`; where tmux is missing,
+# the batch form runs instead.
 # Usage: test_soak.sh path/to/ddptop [STEPS] [ui]
 set -u
 BIN=${1:?usage: test_soak.sh path/to/ddptop [STEPS] [ui]}
@@ -18,8 +19,8 @@ STEPS=${2:-60000}
 UI=${3:-}
 ALLOW=${SOAK_ALLOW_KB:-1024}
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
-ARGS="--dataset synthetic --no-eval --threads-per-rank 1 --model mlp --batch-size 1 --lr 0.001 --ranks 2
-      --strategy allreduce --steps $STEPS"
+ARGS="--dataset synthetic --no-eval --threads-per-rank 1 --model mlp --batch-size 1 --lr 0.001 --ranks 2"
+ARGS="$ARGS --strategy allreduce --steps $STEPS"
 samples=$(mktemp)
 sample() { # pid
     local v
@@ -27,8 +28,11 @@ sample() { # pid
     [ -n "$v" ] && echo "$(date +%s%N) $v" >>"$samples"
 }
 
+if [ "$UI" = ui ] && ! command -v tmux >/dev/null 2>&1; then
+    echo "tmux is not installed: the batch form"
+    UI=
+fi
 if [ "$UI" = ui ]; then
-    command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit 77; }
     SOCK="ddptop-soak-$$"
     T=$(mktemp -d /tmp/ddptop-soak.XXXXXX)
     S=soak
