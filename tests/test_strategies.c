@@ -435,8 +435,10 @@ static void staged_equivalence(const char *model, int ranks, const char *partiti
     assert_non_null(got);
     const struct {
         int parallel, micro, schedule;
-    } cases[] = {
-        {PAR_MODEL, 1, SCHED_GPIPE}, {PAR_PIPELINE, 4, SCHED_GPIPE}, {PAR_PIPELINE, 2, SCHED_1F1B}, {PAR_PIPELINE, 8, SCHED_1F1B}};
+    } cases[] = {{PAR_MODEL, 1, SCHED_GPIPE},
+                 {PAR_PIPELINE, 4, SCHED_GPIPE},
+                 {PAR_PIPELINE, 2, SCHED_1F1B},
+                 {PAR_PIPELINE, 8, SCHED_1F1B}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         struct run_config rc = harness_config(model, STRAT_ALLREDUCE, ranks, 32, 12);
         rc.parallel = cases[c].parallel;
@@ -478,31 +480,55 @@ static void test_staged_mlp(void **state)
     staged_equivalence("mlp", 3, "0:0,1:3,4:5");
 }
 
-/* Stages idle while the pipeline fills and drains: with one micro-batch
- * (model parallelism) each of two even stages idles about half the step;
- * with 8 in flight the bubble shrinks toward (S-1)/(M+S-1) = 11% (measured
- * here: 50% and 20%). */
+/* The bubble against its formula. With stage compute C_s per step and M
+ * micro-batches of C_s / M each, GPipe's step is sum_s C_s / M + (M - 1)
+ * max_s C_s / M, and stage s spends 1 - C_s / step of it not computing:
+ * (S-1)/(M+S-1) for equal stages. LeNet's two stages (0:2, 3:11) are not
+ * equal at batch 256 (about 43 and 28 ms of compute), so the general form,
+ * over the run's own C_s, is the reference: the stages' mean share of the
+ * step not spent computing must lie within 20% of it with 4 micro-batches,
+ * and the idle share must be well below one micro-batch's (50%). Measured
+ * here: 27-31% against 26-30%, the measurement 1-4 points above the
+ * formula, which leaves out what is not pipelined (the optimizer's one
+ * update, the data, the messages' own time). */
 static void test_pipeline_bubble(void **state)
 {
 #ifdef __SANITIZE_THREAD__
     skip(); /* minutes of ThreadSanitizer, and its timing says nothing about a bubble */
 #endif
-    double idle[2];
+    enum { M = 4, S = 2 };
+    double idle[2] = {0, 0}, bubble = 0, want = 0, compute[S], sum = 0, most = 0;
     for (int k = 0; k < 2; k++) {
-        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 256, 12);
+        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, S, 256, 12);
         rc.parallel = k ? PAR_PIPELINE : PAR_MODEL;
-        rc.micro_batches = 8;
-        snprintf(rc.partition, sizeof(rc.partition), "0:2,3:11"); /* about even at this batch */
+        rc.micro_batches = M;
+        rc.schedule = SCHED_GPIPE;
+        snprintf(rc.partition, sizeof(rc.partition), "0:2,3:11");
         struct run r;
         assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
-        idle[k] = 0;
-        for (int s = 0; s < 2; s++)
-            idle[k] += breakdown_pct(r.metrics.r[s].steady.idle_ns, r.metrics.r[s].steady.wall_ns) / 2;
+        for (int s = 0; s < S; s++) {
+            const struct breakdown *b = &r.metrics.r[s].steady;
+            idle[k] += breakdown_pct(b->idle_ns, b->wall_ns) / S;
+            if (k == 1) {
+                compute[s] = (double)b->compute_ns;
+                bubble += 100.0 - breakdown_pct(b->compute_ns, b->wall_ns);
+            }
+        }
         run_free(&r);
     }
-    printf("  idle per stage: %.1f%% with 1 micro-batch, %.1f%% with 8\n", idle[0], idle[1]);
-    assert_true(idle[0] > 35.0);
-    assert_true(idle[1] < idle[0] - 15.0);
+    bubble /= S;
+    for (int s = 0; s < S; s++) {
+        sum += compute[s] / M;
+        most = compute[s] / M > most ? compute[s] / M : most;
+    }
+    double step = sum + (M - 1) * most;
+    for (int s = 0; s < S; s++)
+        want += 100.0 * (1 - compute[s] / step) / S;
+    printf("  not computing, mean per stage, %d micro-batches: %.1f%% against the formula's %.1f%% (equal stages: "
+           "%.1f%%); idle %.1f%% (one micro-batch: %.1f%%)\n",
+           M, bubble, want, 100.0 * (S - 1) / (M + S - 1), idle[1], idle[0]);
+    assert_true(fabs(bubble - want) <= 0.2 * want);
+    assert_true(idle[1] < idle[0] - 10.0);
 }
 
 /* Partitions: by hand (checked), balanced (over costs), and never inside a
