@@ -248,8 +248,8 @@ static void test_predict(void **state)
     assert_true(num(srow, "speedup") < num(cJSON_GetArrayItem(rows, 1), "speedup"));
     cJSON_Delete(slow);
     cJSON_Delete(root);
-    /* no fit for 3 ranks and no --link: no figure; a strategy the model
-     * does not cover says so */
+    /* no fit for 3 ranks and no --link: no figure; a run that cannot be
+     * predicted says so */
     setenv("DDPTOP_COMM_MODEL", "/nonexistent/ddptop-model.json", 1);
     root = run_json("--batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1 --steps 6 --no-eval "
                     "--predict --predict-ranks 3 --format json");
@@ -261,10 +261,10 @@ static void test_predict(void **state)
     cJSON_Delete(root);
     int st;
     char *out = run("--batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1 --steps 6 --no-eval "
-                    "--strategy gather-scatter --predict",
+                    "--strategy single --predict",
                     &st);
     assert_int_equal(st, 0);
-    assert_non_null(strstr(out, "--predict models allreduce and ddp only (not gather-scatter)"));
+    assert_non_null(strstr(out, "--predict: single runs one rank whatever the ranks"));
     free(out);
     unsetenv("DDPTOP_COMM_MODEL");
 }
