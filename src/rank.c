@@ -690,10 +690,10 @@ static int pipe_init(struct loop *L)
             zoo_create(&rk->dev, cfg->model, m->batch, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err, sizeof(err));
         if (!L->mb[k])
             return fail(rk, err);
+        model_free_floats(L->mb[k], L->mb[k]->param_buf);
+        L->mb[k]->param_buf = m->param_buf; /* (loop_free gives it back before destroying the model) */
         if (model_set_trainable(L->mb[k], cfg->trainable, err, sizeof(err)) != 0)
             return fail(rk, err);
-        model_free_floats(L->mb[k], L->mb[k]->param_buf);
-        L->mb[k]->param_buf = m->param_buf;
     }
     /* the stage's parameters: its layers' (a model keeps them in layer order) */
     L->pipe_p0 = L->pipe_p1 = 0;
