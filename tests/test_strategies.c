@@ -499,7 +499,7 @@ static void test_pipeline_bubble(void **state)
     skip(); /* minutes of ThreadSanitizer, and its timing says nothing about a bubble */
 #endif
     enum { M = 4, S = 2 };
-    double idle[2] = {0, 0}, bubble = 0, want = 0, compute[S], sum = 0, most = 0;
+    double idle[2] = {0, 0}, bubble = 0, want = 0, compute[S], sum = 0, most = 0, desched = 0;
     for (int k = 0; k < 2; k++) {
         struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, S, 256, 12);
         rc.parallel = k ? PAR_PIPELINE : PAR_MODEL;
@@ -511,6 +511,8 @@ static void test_pipeline_bubble(void **state)
         for (int s = 0; s < S; s++) {
             const struct breakdown *b = &r.metrics.r[s].steady;
             idle[k] += breakdown_pct(b->idle_ns, b->wall_ns) / S;
+            double d = breakdown_pct(r.metrics.r[s].desched_ns, b->wall_ns);
+            desched = d > desched ? d : desched;
             if (k == 1) {
                 compute[s] = (double)b->compute_ns;
                 bubble += 100.0 - breakdown_pct(b->compute_ns, b->wall_ns);
@@ -529,6 +531,11 @@ static void test_pipeline_bubble(void **state)
     printf("  not computing, mean per stage, %d micro-batches: %.1f%% against the formula's %.1f%% (equal stages: "
            "%.1f%%); idle %.1f%% (one micro-batch: %.1f%%)\n",
            M, bubble, want, 100.0 * (S - 1) / (M + S - 1), idle[1], idle[0]);
+    if (desched > 5.0) {
+        /* another program had the cores: the stages waited for them, not for each other */
+        printf("  a stage waited %.1f%% of a step for a core: the bubble says nothing here\n", desched);
+        skip();
+    }
     assert_true(fabs(bubble - want) <= 0.35 * want);
     assert_true(idle[1] < idle[0] - 10.0);
 }
