@@ -19,6 +19,7 @@
 #include "devices.h"
 #include "model.h"
 #include "modes.h"
+#include "procs.h"
 #include "report.h"
 #include "run.h"
 #include "session.h"
@@ -87,13 +88,93 @@ static void tell(struct session *s, int show_progress)
         fprintf(stderr, "%sddptop: %s\n", show_progress ? "\r\033[K" : "", msg);
 }
 
+/* Under mpirun the processes are the ranks: --ranks follows -np, the
+ * backend is MPI unless told otherwise (run_check refuses the others), and
+ * there is no UI yet (process 0's report shows every rank). 0, or 2 after
+ * one line. */
+static int procs_apply(struct config *cfg, const struct procs *pr)
+{
+    if (cfg->mode != MODE_TRAIN && pr->size > 1) {
+        if (pr->rank == 0)
+            fprintf(stderr, "ddptop: under mpirun only training runs so far (not --info, --bench-comm or --replay)\n");
+        return 2;
+    }
+    if (cfg->ranks_set && (cfg->nranks != 1 || cfg->ranks[0] != pr->size)) {
+        if (pr->rank == 0)
+            fprintf(stderr, "ddptop: --ranks: under mpirun every process is one rank; leave it out (-np %d gives %d)\n",
+                    pr->size, pr->size);
+        return 2;
+    }
+    cfg->ranks[0] = pr->size;
+    cfg->nranks = 1;
+    if (!cfg->base.comm_set)
+        cfg->base.comm = COMM_MPI;
+    cfg->batch = 1;
+    if (!cfg->base.threads_per_rank) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        long t = cores / (pr->local_size > 0 ? pr->local_size : 1);
+        cfg->base.threads_per_rank = t > 0 ? (int)t : 1;
+    }
+    return 0;
+}
+
+/* A worker process under mpirun (procs.h): the same runs as process 0, in
+ * the same order, headless and quiet; its rank's records go to process 0,
+ * which reports them. A run that does not end done (a stop, a failure
+ * anywhere) ends the sweep, on every process alike. */
+static int worker_main(const struct config *cfg, const struct dataset *train, const struct dataset *test,
+                       const struct device_ops *dev)
+{
+    struct timespec tick = {0, 20 * 1000 * 1000};
+    int status = 0;
+    for (int k = 0; k < config_count(cfg) * cfg->repeat && status == 0; k++) {
+        struct run_config rc;
+        config_expand(cfg, k / cfg->repeat, &rc);
+        struct run r;
+        char err[512];
+        if (run_start(&r, &rc, train, test, dev, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ddptop: process %d: %s\n", procs_self()->rank, err);
+            status = 2;
+        }
+        while (status == 0 && run_poll(&r)) {
+            if (stop_signal)
+                run_request_stop(&r);
+            nanosleep(&tick, NULL);
+        }
+        run_join(&r);
+        if (status == 0 && r.state != RUN_DONE)
+            status = stop_signal ? 128 + (int)stop_signal : 1;
+        run_free(&r);
+    }
+    return status;
+}
+
+static int ddptop_main(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
+    char err[256];
+    if (procs_init(&argc, &argv, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        return 2;
+    }
+    return procs_exit(ddptop_main(argc, argv));
+}
+
+static int ddptop_main(int argc, char **argv)
+{
     struct config cfg;
-    int prc = config_parse(&cfg, argc, argv, stdout, stderr);
+    const struct procs *pr = procs_self();
+    /* every process parses the same line: process 0 alone speaks */
+    FILE *devnull = pr->rank > 0 ? fopen("/dev/null", "w") : NULL;
+    int prc = config_parse(&cfg, argc, argv, devnull ? devnull : stdout, devnull ? devnull : stderr);
+    if (devnull)
+        fclose(devnull);
     if (prc == 1)
         return 0;
     if (prc != 0)
+        return 2;
+    if (pr->active && procs_apply(&cfg, pr) != 0)
         return 2;
 
     /* from here on Ctrl-C stops at the next boundary (even while the data
@@ -121,14 +202,22 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* the backend must suit the device: refuse before anything runs */
-    if (cfg.base.comm == COMM_MPI || (cfg.base.comm == COMM_NCCL && !device_is_gpu(dev))) {
-        fprintf(stderr, "ddptop: --comm %s: %s\n", cfg.base.comm == COMM_MPI ? "mpi" : "nccl",
-                cfg.base.comm == COMM_MPI ? "the MPI backend is not implemented yet; use shm"
-                                          : "NCCL needs the CUDA device, and this run is on the CPU; use shm");
+    /* the backend must suit the device and the launch: refuse before anything runs */
+    if (cfg.base.comm == COMM_NCCL && !device_is_gpu(dev)) {
+        fprintf(stderr, "ddptop: --comm nccl: NCCL needs the CUDA device, and this run is on the CPU; use shm\n");
         data_free(&train);
         data_free(&test);
         return 2;
+    }
+    for (int i = 0; i < config_count(&cfg); i++) {
+        struct run_config rc;
+        config_expand(&cfg, i, &rc);
+        if (run_check(&rc, &train, dev, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ddptop: %s\n", err);
+            data_free(&train);
+            data_free(&test);
+            return 2;
+        }
     }
     /* every model must take --input's shape (the data sets' own shapes
      * fit every model): built once on the CPU at batch 1 to see */
@@ -164,7 +253,14 @@ int main(int argc, char **argv)
     /* after the input was validated, so that bad input stays one line */
     if (note[0])
         fprintf(stderr, "ddptop: %s\n", note);
-    warn_oversubscribed(&cfg);
+    if (!pr->active || pr->local_rank == 0)
+        warn_oversubscribed(&cfg);
+    if (pr->rank > 0) {
+        int st = worker_main(&cfg, &train, &test, dev);
+        data_free(&train);
+        data_free(&test);
+        return st;
+    }
     if (!cfg.batch && isatty(STDOUT_FILENO)) {
         int st = ui_main(&cfg, &train, &test, dev);
         data_free(&train);
@@ -214,6 +310,8 @@ int main(int argc, char **argv)
         tell(&s, 0);
         if (s.run->state == RUN_FAILED)
             fprintf(stderr, "ddptop: %s\n", s.run->err);
+        if (pr->active && s.run->state != RUN_DONE)
+            break; /* as the workers do (worker_main) */
     }
     if ((s.any_failed || s.trace_failed) && status == 0)
         status = 1; /* a lost trace must show in the exit status, as a lost report does */

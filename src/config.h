@@ -97,6 +97,7 @@ struct run_config {
     struct fault fault;       /* kind FAULT_NONE: none */
     double comm_timeout_s;    /* a collective that waits on a peer this long fails, naming the peer */
     char trainable[CFG_NAME]; /* all | classifier | last:K: the rest is frozen */
+    char save_params[CFG_PATH]; /* --save-params FILE: rank 0's parameters at the end ("" = none) */
 };
 
 struct config {
@@ -105,6 +106,7 @@ struct config {
     int nmodels;
     int ranks[CFG_MAX_LIST];
     int nranks;
+    int ranks_set; /* --ranks was given */
     int batches[CFG_MAX_LIST];
     int nbatches;
     int strategies[CFG_MAX_LIST];

@@ -1246,6 +1246,33 @@ static int trace_window(struct loop *L, uint32_t step)
     return 0;
 }
 
+/* --save-params: rank 0's parameters as raw float32 in the machine's byte
+ * order, once training has ended whole. */
+static int save_params(struct loop *L)
+{
+    struct rank *rk = L->rk;
+    const char *path = L->run->cfg.save_params;
+    struct model *m = rk->model;
+    if (rk->id != 0 || !path[0] || !m || atomic_load(&L->run->abort))
+        return 0;
+    float *host = malloc(m->nfloats * sizeof(float));
+    if (!host || model_memcpy(m, host, m->param_buf, m->nfloats * sizeof(float)) != 0) {
+        free(host);
+        return fail(rk, "--save-params: cannot copy the parameters to the host");
+    }
+    FILE *f = fopen(path, "wb");
+    int bad = !f || fwrite(host, sizeof(float), m->nfloats, f) != m->nfloats;
+    if (f && fclose(f) != 0)
+        bad = 1;
+    free(host);
+    if (bad) {
+        char msg[200];
+        snprintf(msg, sizeof(msg), "--save-params: cannot write %.160s", path);
+        return fail(rk, msg);
+    }
+    return 0;
+}
+
 void *rank_main(void *arg)
 {
     struct rank *rk = arg;
@@ -1279,6 +1306,8 @@ void *rank_main(void *arg)
             if ((long)step >= run->total_steps)
                 break;
         }
+        if (rk->rc == 0)
+            save_params(&L);
     }
     if (L.in_window)
         run->gpu->activity_window(0);

@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <sched.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "model.h"
 #include "nvtx.h"
 #include "pipeline.h"
+#include "procs.h"
 #include "strategy.h"
 #include "zoo.h"
 
@@ -59,6 +61,41 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
                  "%d ranks share %d GPU%s: NCCL refuses a GPU twice, so ddptop's own device ring (DtoD copies, "
                  "reduce kernels) replaces it",
                  r->world, distinct, distinct == 1 ? "" : "s");
+    return 0;
+}
+
+/* Ranks as processes: the run must be over MPI, on the CPU, with a rank
+ * per process. */
+static int procs_check(const struct run_config *rc, int on_gpu, char *err, size_t errlen)
+{
+    const struct procs *p = procs_self();
+    if (!p->active) {
+        if (rc->comm == COMM_MPI) {
+            snprintf(err, errlen, "--comm mpi: %s",
+                     procs_built() ? "start ddptop under mpirun (mpirun -np N ddptop --comm mpi ...)"
+                                   : "this ddptop was built without MPI (install libopenmpi-dev and rebuild)");
+            return -1;
+        }
+        return 0;
+    }
+    if (rc->comm != COMM_MPI) {
+        snprintf(err, errlen, "--comm %s: under mpirun the ranks are processes, which only --comm mpi joins",
+                 rc->comm == COMM_NCCL ? "nccl" : "shm");
+        return -1;
+    }
+    if (on_gpu) {
+        snprintf(err, errlen, "--comm mpi: runs on the CPU only so far (--device cpu)");
+        return -1;
+    }
+    if (rc->strategy == STRAT_SINGLE && p->size > 1) {
+        snprintf(err, errlen, "--strategy single: one rank, and mpirun started %d; run it without mpirun", p->size);
+        return -1;
+    }
+    if (run_world(rc) != p->size) {
+        snprintf(err, errlen, "--ranks %d: under mpirun every process is one rank (%d processes)", run_world(rc),
+                 p->size);
+        return -1;
+    }
     return 0;
 }
 
@@ -126,12 +163,11 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         snprintf(err, errlen, "--strategy horovod: runs on the CPU only so far (its fusion buffer is host memory)");
         return -1;
     }
-    if (rc->comm == COMM_MPI || (rc->comm == COMM_NCCL && !on_gpu)) {
-        snprintf(err, errlen, "--comm %s: not available %s", rc->comm == COMM_NCCL ? "nccl" : "mpi",
-                 rc->comm == COMM_NCCL ? "on the CPU" : "in this build");
+    if (rc->comm == COMM_NCCL && !on_gpu) {
+        snprintf(err, errlen, "--comm nccl: not available on the CPU");
         return -1;
     }
-    return 0;
+    return procs_check(rc, on_gpu, err, errlen);
 }
 
 const struct model *run_rank_model(const struct run *r, int i)
@@ -197,10 +233,18 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         if (!r->cupti && !r->note[0])
             snprintf(r->note, sizeof(r->note), "%s", cerr);
     }
+    const struct procs *pr = procs_self();
+    r->worker = pr->active && pr->rank != 0;
+    if (pr->active)
+        snprintf(r->backend, sizeof(r->backend), "mpi, %d process%s on %d node%s", pr->size, pr->size == 1 ? "" : "es",
+                 pr->nodes, pr->nodes == 1 ? "" : "s");
     for (int i = 0; i < r->world; i++) {
         struct rank *k = &r->ranks[i];
         k->id = i;
         k->run = r;
+        k->local = !pr->active || i == pr->rank;
+        if (!k->local && r->worker)
+            continue; /* another worker's rank: nothing of it passes here */
         k->dev.ops = devops;
         k->gpu = !r->on_gpu ? -1 : rc->ngpus > 0 ? rc->gpus[i % r->ngpu] : i % r->ngpu;
         if (r->cupti)
@@ -215,14 +259,18 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
             snprintf(err, errlen, "out of memory for rank %d's probe rings", i);
             return -1;
         }
-        if (r->on_gpu)
+        if (r->on_gpu || !k->local)
             continue; /* the rank thread creates its device communicator (NCCL's init is collective) */
-        k->comm = comm_shm_create(r->shm, i, rc->algo);
+        k->comm = pr->active ? procs_comm_create(err, errlen) : comm_shm_create(r->shm, i, rc->algo);
+        if (!k->comm && pr->active)
+            return -1;
         if (!k->comm) {
             snprintf(err, errlen, "cannot create rank %d's communicator", i);
             return -1;
         }
     }
+    if (pr->active && !(r->relay = relay_open(r, err, errlen)))
+        return -1;
     nvtx_init();
     r->t_start_ns = probe_now_ns();
     r->state = RUN_RUNNING;
@@ -236,6 +284,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         pthread_attr_setschedpolicy(&attr, SCHED_OTHER) != 0 || pthread_attr_setschedparam(&attr, &sp) != 0)
         pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
     for (int i = 0; i < r->world; i++) {
+        if (!r->ranks[i].local)
+            continue;
         if (pthread_create(&r->ranks[i].thread, &attr, rank_main, &r->ranks[i]) != 0) {
             pthread_attr_destroy(&attr);
             snprintf(err, errlen, "cannot start rank %d's thread", i);
@@ -272,8 +322,8 @@ static void drain_rank(struct run *r, int i)
     while ((ne = spsc_pop(&k->epochs, ep, 8)) > 0)
         for (size_t e = 0; e < ne; e++)
             metrics_add_epoch(&r->metrics, i, &ep[e]);
-    r->metrics.r[i].dropped =
-        spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm) + (r->on_gpu ? spsc_dropped(&k->spans_gpu) : 0);
+    r->metrics.r[i].dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm) +
+                              (r->on_gpu ? spsc_dropped(&k->spans_gpu) : 0) + atomic_load(&k->remote_dropped);
 }
 
 int run_poll(struct run *r)
@@ -284,8 +334,13 @@ int run_poll(struct run *r)
         r->gpu->activity_flush(0);
         r->cupti_flushed_ns = probe_now_ns();
     }
+    if (r->relay)
+        relay_poll(r->relay); /* a worker's records leave here, and process 0's stop or pause */
     for (int i = 0; i < r->world; i++) {
-        drain_rank(r, i);
+        if (r->worker && !r->ranks[i].local)
+            continue;
+        if (!r->worker)
+            drain_rank(r, i);
         if (!atomic_load(&r->ranks[i].finished))
             running = 1;
         else if (r->ranks[i].rc != 0 && r->failed_rank < 0) {
@@ -308,6 +363,14 @@ void run_request_stop(struct run *r)
     atomic_store(&r->abort, 1);
     pthread_mutex_lock(&r->pause_mu);
     pthread_cond_broadcast(&r->pause_cv);
+    pthread_mutex_unlock(&r->pause_mu);
+}
+
+void run_pause_at(struct run *r, uint32_t at)
+{
+    pthread_mutex_lock(&r->pause_mu);
+    atomic_store(&r->pause_at, at);
+    atomic_store(&r->paused, 1);
     pthread_mutex_unlock(&r->pause_mu);
 }
 
@@ -336,7 +399,18 @@ int run_join(struct run *r)
         if (r->ranks && r->ranks[i].started) {
             pthread_join(r->ranks[i].thread, NULL);
             r->ranks[i].started = 0;
+            if (r->relay && r->worker)
+                relay_rank_done(r->relay, i);
         }
+    /* process 0: the workers' ranks end after a stop within their own
+     * bounded waits, and say so through the relay */
+    for (int i = 0; r->relay && !r->worker && i < r->world; i++)
+        while (!atomic_load(&r->ranks[i].finished)) {
+            relay_poll(r->relay);
+            nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+        }
+    relay_close(r->relay);
+    r->relay = NULL;
     if (r->cupti) {
         /* every rank is done: the last records are complete */
         r->gpu->activity_flush(1);

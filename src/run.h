@@ -53,6 +53,11 @@ struct rank {
      * stage_live_bytes of activations at once under its schedule */
     int stage_first, stage_end;
     size_t stage_live_bytes;
+    /* ranks as processes (procs.h): this process runs the rank's thread;
+     * else process 0's relay fills its rings, and counts the records its
+     * own process lost */
+    int local;
+    _Atomic uint64_t remote_dropped;
 };
 
 struct run {
@@ -66,6 +71,8 @@ struct run {
     long total_steps;
     struct rank *ranks;
     struct shm_world *shm;
+    struct relay *relay; /* ranks are processes under mpirun (procs.h): their records' way to process 0; else NULL */
+    int worker;          /* this process is not process 0: it reports nothing, and forwards its rank's records */
     int on_gpu;                               /* the device only enqueues work (CUDA) */
     const struct gpu_module *gpu;             /* GPU runs: the module's communicators and timelines; else NULL */
     int ngpu;                                 /* GPU runs: the GPUs the ranks take in turn (--gpus, or all) */
@@ -112,6 +119,8 @@ int run_join(struct run *r);
 void run_free(struct run *r);
 void run_request_stop(struct run *r);
 void run_set_paused(struct run *r, int paused);
+/* Pauses the ranks before step `at` (a worker, as process 0 decided). */
+void run_pause_at(struct run *r, uint32_t at);
 
 /* The rank thread's body (rank.c). */
 void *rank_main(void *arg);

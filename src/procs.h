@@ -1,0 +1,72 @@
+/* procs.h - ranks as processes: `mpirun -np P ddptop ...`.
+ *
+ * Under an MPI launcher (mpirun, or srun with PMIx) every process is one
+ * rank of the run. MPI launches the processes, carries the collectives
+ * (--comm mpi, comm_mpi.c), and on a communicator of its own relays every
+ * rank's records to process 0:
+ *  - a worker process (rank > 0) runs its rank thread headless; its main
+ *    thread forwards the rank's spans, steps and epochs to process 0 as
+ *    they appear, and the rank's end (its error, if any);
+ *  - process 0 runs the UI or the report as for threads. A thread of its
+ *    own receives the workers' records into their ranks' rings, so the
+ *    collector, the metrics, the trace and the report see every rank.
+ *  - a stop or pause on process 0 reaches every worker.
+ * Timestamps from another node are moved onto process 0's clock by an
+ * offset measured at the start of each run (ping-pong, best of 8); on the
+ * same node CLOCK_MONOTONIC is shared and the offset is 0.
+ *
+ * Without a launcher, or in a build without MPI, nothing here is active
+ * and ddptop runs its ranks as threads of one process.
+ */
+#ifndef DDPTOP_PROCS_H
+#define DDPTOP_PROCS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct run;
+struct comm;
+
+struct procs {
+    int active;     /* started by an MPI launcher, and MPI is up */
+    int rank, size; /* this process among `size` */
+    int local_rank; /* among the processes on this node */
+    int local_size;
+    int nodes;
+    char host[64];
+};
+
+/* Starts MPI when an MPI launcher started this process (its environment
+ * says so); else does nothing. 0, or -1 with err set. */
+int procs_init(int *argc, char ***argv, char *err, size_t errlen);
+const struct procs *procs_self(void);
+/* 1 when this build has the MPI backend. */
+int procs_built(void);
+/* Leaves the process with status: MPI_Finalize when every MPI call
+ * completed, else MPI_Abort (a rank gave up a wait while MPI held its
+ * buffers), which also ends the other processes. Returns status when MPI
+ * is not active. */
+int procs_exit(int status);
+
+/* This process's rank's communicator over every process (--comm mpi). */
+struct comm *procs_comm_create(char *err, size_t errlen);
+
+/* The relay of one run (every process calls each, in the same order). */
+struct relay;
+/* After the rings exist and before any rank thread starts: measures the
+ * clock offsets, and on process 0 starts the receiving thread. */
+struct relay *relay_open(struct run *r, char *err, size_t errlen);
+/* The collector's tick (run_poll). A worker forwards its rank's new
+ * records; process 0 sends a stop or pause to the workers once. Workers
+ * apply what process 0 sent. */
+void relay_poll(struct relay *rl);
+/* A worker: its rank thread has been joined; forwards the rest and the
+ * rank's end. */
+void relay_rank_done(struct relay *rl, int rank);
+/* Joins the receiving thread (process 0) and frees. */
+void relay_close(struct relay *rl);
+/* The estimated clock offset of rank i's process against process 0's (ns,
+ * added to its timestamps) and its error bound; 0 and 0 on the same node. */
+void relay_clock(const struct relay *rl, int rank, int64_t *offset_ns, int64_t *bound_ns);
+
+#endif
