@@ -213,7 +213,8 @@ static int ddptop_main(int argc, char **argv)
         struct run_config rc;
         config_expand(&cfg, i, &rc);
         if (run_check(&rc, &train, dev, err, sizeof(err)) != 0) {
-            fprintf(stderr, "ddptop: %s\n", err);
+            if (pr->rank == 0) /* (every process finds the same) */
+                fprintf(stderr, "ddptop: %s\n", err);
             data_free(&train);
             data_free(&test);
             return 2;
@@ -251,7 +252,7 @@ static int ddptop_main(int argc, char **argv)
         }
     }
     /* after the input was validated, so that bad input stays one line */
-    if (note[0])
+    if (note[0] && pr->rank == 0)
         fprintf(stderr, "ddptop: %s\n", note);
     if (!pr->active || pr->local_rank == 0)
         warn_oversubscribed(&cfg);

@@ -83,8 +83,7 @@ static int wait_req(struct comm *c, MPI_Request *req, const char *what)
         }
         if (c->timeout_ns > 0 && waited > c->timeout_ns) {
             atomic_store(&tainted, 1);
-            snprintf(c->err, sizeof(c->err), "%s: timed out after %.3g s waiting for a peer", what,
-                     (double)waited / 1e9);
+            snprintf(c->err, sizeof(c->err), "timed out after %.3g s waiting for a peer", (double)waited / 1e9);
             return -1;
         }
         if (waited < 20 * 1000)

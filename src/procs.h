@@ -54,7 +54,8 @@ struct comm *procs_comm_create(char *err, size_t errlen);
 /* The relay of one run (every process calls each, in the same order). */
 struct relay;
 /* After the rings exist and before any rank thread starts: measures the
- * clock offsets, and on process 0 starts the receiving thread. */
+ * clock offsets (into each rank's clock_add_ns and clock_err_ns, with its
+ * host), and on process 0 starts the receiving thread. */
 struct relay *relay_open(struct run *r, char *err, size_t errlen);
 /* The collector's tick (run_poll). A worker forwards its rank's new
  * records; process 0 sends a stop or pause to the workers once. Workers
@@ -65,8 +66,4 @@ void relay_poll(struct relay *rl);
 void relay_rank_done(struct relay *rl, int rank);
 /* Joins the receiving thread (process 0) and frees. */
 void relay_close(struct relay *rl);
-/* The estimated clock offset of rank i's process against process 0's (ns,
- * added to its timestamps) and its error bound; 0 and 0 on the same node. */
-void relay_clock(const struct relay *rl, int rank, int64_t *offset_ns, int64_t *bound_ns);
-
 #endif

@@ -235,6 +235,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     }
     const struct procs *pr = procs_self();
     r->worker = pr->active && pr->rank != 0;
+    r->procs = pr->active;
     if (pr->active)
         snprintf(r->backend, sizeof(r->backend), "mpi, %d process%s on %d node%s", pr->size, pr->size == 1 ? "" : "es",
                  pr->nodes, pr->nodes == 1 ? "" : "s");
@@ -264,6 +265,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         k->comm = pr->active ? procs_comm_create(err, errlen) : comm_shm_create(r->shm, i, rc->algo);
         if (!k->comm && pr->active)
             return -1;
+        if (k->comm)
+            k->comm->abort = &r->abort; /* (the shm world's communicators have it already) */
         if (!k->comm) {
             snprintf(err, errlen, "cannot create rank %d's communicator", i);
             return -1;

@@ -58,6 +58,8 @@ struct rank {
      * own process lost */
     int local;
     _Atomic uint64_t remote_dropped;
+    char host[64];                      /* its process's host ("" when ranks are threads) */
+    int64_t clock_add_ns, clock_err_ns; /* added to its timestamps to reach process 0's clock; the error bound */
 };
 
 struct run {
@@ -73,6 +75,7 @@ struct run {
     struct shm_world *shm;
     struct relay *relay; /* ranks are processes under mpirun (procs.h): their records' way to process 0; else NULL */
     int worker;          /* this process is not process 0: it reports nothing, and forwards its rank's records */
+    int procs;           /* the ranks are processes (each rank's host and clock offset are set) */
     int on_gpu;                               /* the device only enqueues work (CUDA) */
     const struct gpu_module *gpu;             /* GPU runs: the module's communicators and timelines; else NULL */
     int ngpu;                                 /* GPU runs: the GPUs the ranks take in turn (--gpus, or all) */

@@ -96,6 +96,19 @@ static char *run_meta(const struct run *r)
         cJSON_AddNumberToObject(o, "micro_batches", r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1);
         cJSON_AddStringToObject(o, "schedule", schedule_name(r->cfg.schedule));
     }
+    if (r->procs && r->ranks) {
+        /* ranks as processes: where each ran, and how its clock was moved
+         * onto process 0's (0 on process 0's node, which shares its clock) */
+        cJSON *a = cJSON_AddArrayToObject(o, "processes");
+        for (int i = 0; a && i < r->world; i++) {
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddNumberToObject(p, "rank", i);
+            cJSON_AddStringToObject(p, "host", r->ranks[i].host);
+            cJSON_AddNumberToObject(p, "clock_offset_ns", (double)r->ranks[i].clock_add_ns);
+            cJSON_AddNumberToObject(p, "clock_error_ns", (double)r->ranks[i].clock_err_ns);
+            cJSON_AddItemToArray(a, p);
+        }
+    }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;

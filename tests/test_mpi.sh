@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# test_mpi.sh - ranks as processes, launched by OpenMPI's mpirun:
+#  - every strategy over --comm mpi, 2 processes (LeNet) and 4 (the MLP),
+#    ends 20 steps with the parameters of `single` on the global batch
+#    (within 1e-5 relative) and with identical replicas every step;
+#  - model and pipeline parallelism over MPI's send/recv train bit for bit
+#    as the same stages do as threads;
+#  - process 0's trace holds every rank, and replays to the live report's
+#    per-rank breakdown;
+#  - a rank that fails in a worker process is named by process 0, which
+#    prints the partial report, and mpirun exits non-zero;
+#  - what cannot run under mpirun is one line and exit 2.
+# Usage: test_mpi.sh DDPTOP [quick|tiny]
+#   (every MPI process starts slowly under a sanitizer)
+#   quick (ASan): ddp and horovod with 2 processes, ddp with 4, the
+#     pipeline alone of the stages, one refusal;
+#   tiny (TSan): ddp and horovod with 2 processes, and the failure: the
+#     threads (relay, comm lane, horovod's) and the stop.
+set -uo pipefail
+bin=$(realpath "$1")
+mode=${2:-full}
+quick=0
+[ "$mode" != full ] && quick=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+fails=0
+ok() { echo "ok - $*"; }
+bad() { echo "FAIL - $*"; fails=$((fails + 1)); }
+
+base=(--batch --quiet --dataset synthetic --device cpu --steps 20 --batch-size 32 --threads-per-rank 1)
+# without mpirun, --comm mpi says how to start it (or that the build lacks MPI)
+out=$("$bin" "${base[@]}" --comm mpi 2>&1 >/dev/null)
+rc=$?
+if [[ "$out" == *"built without MPI"* ]]; then
+    echo "skip: this ddptop was built without MPI"
+    exit 77
+fi
+[ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && [[ "$out" == *"mpirun"* ]] &&
+    ok "--comm mpi without mpirun: exit 2, one line" || bad "--comm mpi without mpirun: rc $rc: $out"
+
+command -v mpirun >/dev/null || { bad "no mpirun (scripts/install-deps.sh installs openmpi-bin)"; exit 1; }
+mpi=(mpirun --oversubscribe)
+[ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
+# shared memory between processes without ptrace (containers forbid it)
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_btl=self,vader # one node: no TCP
+# under ASan: whole stacks at each malloc, so that tests/lsan.supp can tell
+# MPI's own allocations (from plugins unloaded by MPI_Finalize) from ours
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}fast_unwind_on_malloc=0"
+
+# relative L2 distance between two raw float32 files (--save-params)
+reldiff() {
+    python3 - "$1" "$2" <<'EOF'
+import array, math, sys
+a, b = (array.array('f', open(p, 'rb').read()) for p in sys.argv[1:3])
+if len(a) != len(b) or not a:
+    print('sizes %d %d' % (len(a), len(b))); sys.exit(1)
+d = sum((x - y) ** 2 for x, y in zip(a, b)); n = sum(y * y for y in b)
+print('%.3g' % math.sqrt(d / n))
+EOF
+}
+
+# ---- every strategy against single on the global batch ----
+small=(--bucket-mb 0.05 --fusion-mb 0.02 --cycle-ms 1) # several buckets and fusion buffers
+for case in "2 lenet" "4 mlp"; do
+    read -r np model <<<"$case"
+    [ "$mode" = tiny ] && [ "$np" -eq 4 ] && continue
+    "$bin" "${base[@]}" --model "$model" --strategy single --ranks "$np" --save-params "single$np.bin" >/dev/null ||
+        bad "single x$np run"
+    strategies=(dp gather-scatter allreduce ddp horovod)
+    [ $quick -eq 1 ] && { [ "$np" -eq 2 ] && strategies=(ddp horovod) || strategies=(ddp); }
+    for st in "${strategies[@]}"; do
+        "${mpi[@]}" -np "$np" "$bin" "${base[@]}" --model "$model" --strategy "$st" "${small[@]}" --check-replicas \
+            --save-params "$st$np.bin" --format json >"$st$np.json" 2>"$st$np.err"
+        rc=$?
+        d=$(reldiff "$st$np.bin" "single$np.bin")
+        same=$(python3 -c "import json,sys; r=json.load(open('$st$np.json'))['runs'][0]; \
+print(r['replicas_identical'], r['ranks'], r['backend'].split(',')[0])" 2>/dev/null)
+        if [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(not float('$d') < 1e-5)" 2>/dev/null &&
+            [ "$same" = "True $np mpi" ]; then
+            ok "$model $st, $np processes: $d from single, replicas identical"
+        else
+            bad "$model $st, $np processes: rc $rc, difference $d, replicas/ranks/backend '$same'"
+            tail -3 "$st$np.err"
+        fi
+    done
+done
+
+if [ "$mode" != tiny ]; then
+# ---- stages over send/recv: as threads, bit for bit ----
+stages=("model" "pipeline --micro-batches 4 --schedule 1f1b")
+[ $quick -eq 1 ] && stages=("${stages[1]}")
+for par in "${stages[@]}"; do
+    read -r -a p <<<"$par"
+    "$bin" "${base[@]}" --model lenet --steps 8 --parallel "${p[@]}" --ranks 2 --save-params threads.bin >/dev/null
+    "${mpi[@]}" -np 2 "$bin" "${base[@]}" --model lenet --steps 8 --parallel "${p[@]}" --save-params procs.bin \
+        >/dev/null 2>procs.err
+    rc=$?
+    [ $rc -eq 0 ] && cmp -s threads.bin procs.bin && ok "--parallel $par: processes = threads, bit for bit" ||
+        { bad "--parallel $par over MPI: rc $rc, parameters differ from threads"; tail -3 procs.err; }
+done
+
+# ---- the trace holds every rank and replays to the live breakdown ----
+"${mpi[@]}" -np 2 "$bin" "${base[@]}" --model lenet --strategy ddp --trace t.json --format json >live.json 2>t.err
+rc=$?
+"$bin" --batch --replay t.json --format json >replay.json 2>>t.err
+python3 - <<'EOF' && ok "trace of 2 processes replays to the live breakdown" || { bad "trace replay (rc $rc)"; tail -3 t.err; }
+import json, sys
+live, rep = (json.load(open(f)) for f in ('live.json', 'replay.json'))
+keys = ('compute_pct', 'comm_pct', 'data_pct', 'idle_pct', 'transfer_ms_per_step', 'sync_ms_per_step')
+a, b = live['per_rank'], rep['per_rank']
+assert len(a) == 2 and len(b) == 2, (len(a), len(b))
+for x, y in zip(a, b):
+    assert x['rank'] == y['rank']
+    for k in keys:
+        assert abs(x[k] - y[k]) < 1e-6, (x['rank'], k, x[k], y[k])
+assert a[1]['compute_pct'] > 10 and a[1]['bytes_sent'] > 0, a[1]  # rank 1's records came through
+EOF
+
+# ---- clock offsets: 0 on one node; measured (ping-pong) within its bound ----
+DDPTOP_CLOCK_PINGPONG=1 "${mpi[@]}" -np 2 -x DDPTOP_CLOCK_PINGPONG "$bin" "${base[@]}" --model mlp --steps 3 \
+    --trace pp.json >/dev/null 2>pp.err
+python3 - <<'EOF' && ok "clock offsets: 0 on one node; a measured one within its bound of the truth (0)" ||
+import json
+same = json.load(open('t.json'))['ddptop']['run']['processes']
+assert [(p['rank'], p['clock_offset_ns'], p['clock_error_ns']) for p in same] == [(0, 0, 0), (1, 0, 0)], same
+pp = json.load(open('pp.json'))['ddptop']['run']['processes'][1]
+assert 0 < pp['clock_error_ns'] < 5e6 and abs(pp['clock_offset_ns']) <= pp['clock_error_ns'], pp
+print('  measured offset %d ns, bound %d ns' % (pp['clock_offset_ns'], pp['clock_error_ns']))
+EOF
+    { bad "clock offsets"; tail -3 pp.err; }
+fi
+
+# ---- a failure in a worker: named by process 0, partial report, non-zero ----
+start=$SECONDS
+timeout 60 "${mpi[@]}" -np 2 "$bin" "${base[@]}" --model lenet --strategy ddp --steps 200 \
+    --inject-fault rank=1,step=5,kind=crash --format csv >fail.csv 2>fail.err
+rc=$?
+took=$((SECONDS - start))
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "^ddptop: rank 1 failed: the rank's thread died at step 5" fail.err &&
+    grep -q "^0,1,lenet,synthetic,ddp,none,2,32,64,5," fail.csv && [ $took -lt 30 ]; then
+    ok "a worker's rank fails: named, partial report, mpirun exit $rc after ${took} s"
+else
+    bad "worker failure: rc $rc after ${took} s"
+    grep ddptop fail.err | head -3
+fi
+
+# ---- what mpirun cannot run: one line, exit 2 ----
+refuse() { # refuse WHAT ARGS...
+    local what=$1
+    shift
+    "${mpi[@]}" -np 2 "$bin" "${base[@]}" --model mlp "$@" >/dev/null 2>r.err
+    local rc=$?
+    local lines
+    lines=$(grep -c "^ddptop:" r.err)
+    [ $rc -ne 0 ] && [ "$lines" -eq 1 ] && grep -q "^ddptop: $what" r.err && ok "under mpirun, $* is refused" ||
+        { bad "under mpirun, $*: rc $rc, $lines lines"; cat r.err | head -5; }
+}
+[ "$mode" != tiny ] && refuse "--ranks" --ranks 3
+if [ $quick -eq 0 ]; then
+    refuse "--strategy single" --strategy single
+    refuse "--comm shm" --comm shm
+    refuse "under mpirun only training" --bench-comm
+fi
+
+echo "$fails failed"
+[ $fails -eq 0 ]
