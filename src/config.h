@@ -93,10 +93,10 @@ struct run_config {
     int grad_fp16;
     int slow_rank; /* -1: none */
     double slow_factor;
-    int check_replicas;       /* hash the parameters after every step and compare ranks */
-    struct fault fault;       /* kind FAULT_NONE: none */
-    double comm_timeout_s;    /* a collective that waits on a peer this long fails, naming the peer */
-    char trainable[CFG_NAME]; /* all | classifier | last:K: the rest is frozen */
+    int check_replicas;         /* hash the parameters after every step and compare ranks */
+    struct fault fault;         /* kind FAULT_NONE: none */
+    double comm_timeout_s;      /* a collective that waits on a peer this long fails, naming the peer */
+    char trainable[CFG_NAME];   /* all | classifier | last:K: the rest is frozen */
     char save_params[CFG_PATH]; /* --save-params FILE: rank 0's parameters at the end ("" = none) */
 };
 

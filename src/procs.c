@@ -335,8 +335,7 @@ static void forward(struct relay *rl, struct rank *k)
     struct step_rec steps[256];
     struct span spans[512];
     struct epoch_rec ep[8];
-    struct relay_hdr h = {.rank = k->id,
-                          .dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm)};
+    struct relay_hdr h = {.rank = k->id, .dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm)};
     size_t ns, n;
     do {
         ns = spsc_pop(&k->steps, steps, 256);

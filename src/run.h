@@ -76,7 +76,7 @@ struct run {
     struct relay *relay; /* ranks are processes under mpirun (procs.h): their records' way to process 0; else NULL */
     int worker;          /* this process is not process 0: it reports nothing, and forwards its rank's records */
     int procs;           /* the ranks are processes (each rank's host and clock offset are set) */
-    int on_gpu;                               /* the device only enqueues work (CUDA) */
+    int on_gpu;          /* the device only enqueues work (CUDA) */
     const struct gpu_module *gpu;             /* GPU runs: the module's communicators and timelines; else NULL */
     int ngpu;                                 /* GPU runs: the GPUs the ranks take in turn (--gpus, or all) */
     int use_nccl;                             /* GPU runs: NCCL, else ddptop's device ring */
