@@ -269,6 +269,16 @@ static int ddptop_main(int argc, char **argv)
         return st;
     }
 
+    /* a file written at the end must be writable from the start */
+    FILE *sp = cfg.base.save_params[0] ? fopen(cfg.base.save_params, "ab") : NULL;
+    if (cfg.base.save_params[0] && !sp) {
+        fprintf(stderr, "ddptop: --save-params: cannot write %s: %m\n", cfg.base.save_params);
+        data_free(&train);
+        data_free(&test);
+        return 2;
+    }
+    if (sp)
+        fclose(sp);
     FILE *out = stdout;
     if (cfg.output[0]) {
         out = fopen(cfg.output, "w");

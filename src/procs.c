@@ -103,7 +103,6 @@ struct comm *procs_comm_create(char *err, size_t errlen)
 
 /* ---- the relay ---------------------------------------------------------- */
 enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK };
-enum { CTRL_STOP = 1, CTRL_PAUSE, CTRL_RESUME };
 enum { RING_MAIN = 0, RING_COMM };
 
 /* What leads every record message: whose, which ring, and the records lost
@@ -124,7 +123,7 @@ struct relay_done {
 
 struct relay_ctrl {
     int32_t what;
-    uint32_t at; /* CTRL_PAUSE: the step the ranks stop before */
+    uint32_t at; /* RELAY_PAUSE: the step the ranks stop before */
 };
 
 #define CLOCK_ROUNDS 8
@@ -359,36 +358,30 @@ static void send_ctrl(struct relay *rl, int what, uint32_t at)
         MPI_Send(&c, sizeof(c), MPI_BYTE, p, TAG_CTRL, rl->mc);
 }
 
-void relay_poll(struct relay *rl)
+int relay_poll(struct relay *rl, uint32_t *at)
 {
     struct run *r = rl->r;
     if (self.rank == 0) {
         if (atomic_load(&r->abort) && !rl->sent_stop) {
-            send_ctrl(rl, CTRL_STOP, 0);
+            send_ctrl(rl, RELAY_STOP, 0);
             rl->sent_stop = 1;
         }
         int paused = atomic_load(&r->paused);
         if (!rl->sent_stop && paused != rl->sent_paused) {
-            send_ctrl(rl, paused ? CTRL_PAUSE : CTRL_RESUME, atomic_load(&r->pause_at));
+            send_ctrl(rl, paused ? RELAY_PAUSE : RELAY_RESUME, atomic_load(&r->pause_at));
             rl->sent_paused = paused;
         }
-        return;
+        return RELAY_NONE;
     }
     forward(rl, &r->ranks[self.rank]);
-    for (;;) {
-        int found = 0;
-        MPI_Iprobe(0, TAG_CTRL, rl->mc, &found, MPI_STATUS_IGNORE);
-        if (!found)
-            break;
-        struct relay_ctrl c;
-        MPI_Recv(&c, sizeof(c), MPI_BYTE, 0, TAG_CTRL, rl->mc, MPI_STATUS_IGNORE);
-        if (c.what == CTRL_STOP)
-            run_request_stop(r);
-        else if (c.what == CTRL_PAUSE)
-            run_pause_at(r, c.at);
-        else if (c.what == CTRL_RESUME)
-            run_set_paused(r, 0);
-    }
+    int found = 0;
+    MPI_Iprobe(0, TAG_CTRL, rl->mc, &found, MPI_STATUS_IGNORE);
+    if (!found)
+        return RELAY_NONE;
+    struct relay_ctrl c;
+    MPI_Recv(&c, sizeof(c), MPI_BYTE, 0, TAG_CTRL, rl->mc, MPI_STATUS_IGNORE);
+    *at = c.at;
+    return c.what;
 }
 
 void relay_rank_done(struct relay *rl, int rank)
@@ -456,8 +449,9 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
     return NULL;
 }
 
-void relay_poll(struct relay *rl)
+int relay_poll(struct relay *rl, uint32_t *at)
 {
+    return RELAY_NONE;
 }
 
 void relay_rank_done(struct relay *rl, int rank)

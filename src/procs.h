@@ -58,9 +58,11 @@ struct relay;
  * host), and on process 0 starts the receiving thread. */
 struct relay *relay_open(struct run *r, char *err, size_t errlen);
 /* The collector's tick (run_poll). A worker forwards its rank's new
- * records; process 0 sends a stop or pause to the workers once. Workers
- * apply what process 0 sent. */
-void relay_poll(struct relay *rl);
+ * records; process 0 sends a stop or pause to the workers once. Returns
+ * what process 0 asked a worker to do (one a call; RELAY_PAUSE sets *at,
+ * the step to pause before), for the worker's run to do it. */
+enum relay_ctrl_kind { RELAY_NONE = 0, RELAY_STOP, RELAY_PAUSE, RELAY_RESUME };
+int relay_poll(struct relay *rl, uint32_t *at);
 /* A worker: its rank thread has been joined; forwards the rest and the
  * rank's end. */
 void relay_rank_done(struct relay *rl, int rank);

@@ -337,8 +337,21 @@ int run_poll(struct run *r)
         r->gpu->activity_flush(0);
         r->cupti_flushed_ns = probe_now_ns();
     }
-    if (r->relay)
-        relay_poll(r->relay); /* a worker's records leave here, and process 0's stop or pause */
+    uint32_t at = 0;
+    /* a worker's records leave here, and process 0's stop or pause */
+    switch (r->relay ? relay_poll(r->relay, &at) : RELAY_NONE) {
+    case RELAY_STOP:
+        run_request_stop(r);
+        break;
+    case RELAY_PAUSE:
+        run_pause_at(r, at);
+        break;
+    case RELAY_RESUME:
+        run_set_paused(r, 0);
+        break;
+    default:
+        break;
+    }
     for (int i = 0; i < r->world; i++) {
         if (r->worker && !r->ranks[i].local)
             continue;
@@ -409,7 +422,7 @@ int run_join(struct run *r)
      * bounded waits, and say so through the relay */
     for (int i = 0; r->relay && !r->worker && i < r->world; i++)
         while (!atomic_load(&r->ranks[i].finished)) {
-            relay_poll(r->relay);
+            relay_poll(r->relay, &(uint32_t){0});
             nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
         }
     relay_close(r->relay);

@@ -144,7 +144,7 @@ all_options=(
     --no-broadcast-buffers "" --no-cupti "" --cupti-sample 10 --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
     --comm-timeout 5 --inject-fault kind=nan,rank=1,step=3
     --format json --output out.json --loss-threshold 0.5 --quiet "" --baseline ranks1 --repeat 2
-    --history h.csv --history-every 5
+    --history h.csv --history-every 5 --save-params p.bin
     --theme light --refresh-ms 50
     --trace t.json --trace-steps 1:5 --trace-ranks 0,1 --trace-split ""
     --collective gather --min-bytes 1K --max-bytes 1M --factor 4 --iters 3 --warmup 1
