@@ -189,7 +189,9 @@ static int ddptop_main(int argc, char **argv)
 
     char err[512], note[256];
     const struct device_ops *dev = device_select(cfg.base.device, note, sizeof(note), err, sizeof(err));
-    if (!dev) {
+    /* run_check says it for each run too (the UI's as well): here it comes
+     * before the data set loads and before the note on the device */
+    if (!dev || run_check_precision(cfg.base.precision, dev, err, sizeof(err)) != 0) {
         fprintf(stderr, "ddptop: %s\n", err);
         return 2;
     }

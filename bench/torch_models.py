@@ -14,7 +14,8 @@ Run with Debian's interpreter (torch 1.13 from python3-torch):
   /usr/bin/python3 bench/torch_models.py count
       one line per model and input shape: NAME C SIDE PARAMS MACS
   /usr/bin/python3 bench/torch_models.py train --model resnet18 --threads 2 \\
-      [--batch 64] [--steps S] [--warmup W]
+      [--batch 64] [--steps S] [--warmup W] [--device cuda [--precision tf32]
+      [--cudnn-benchmark]]
       trains on Fashion-MNIST batches held in memory (random data when the
       Debian package is missing) and prints one JSON line with img/s.
 """
@@ -384,8 +385,11 @@ def train(a):
     """Each step: zero_grad + forward + cross-entropy + backward + SGD
     (momentum 0.9), as ddptop's step; img/s from the median step. On a GPU
     (--device cuda) each batch is copied from pinned host memory and the
-    step ends by reading the loss, as ddptop's does; FP32 without TF32, as
-    ddptop runs cuDNN and cuBLAS."""
+    step ends by reading the loss, as ddptop's does. --precision fp32 is
+    FP32 without TF32 (ddptop's --precision fp32), tf32 lets cuDNN and
+    cuBLAS use TF32 tensor cores (ddptop's --precision tf32);
+    --cudnn-benchmark times cuDNN's algorithms once per shape (ddptop's
+    --cudnn-algo find), in the warm-up steps."""
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     nb = 16
@@ -393,8 +397,9 @@ def train(a):
     y = torch.randint(0, 10, (x.shape[0],))
     dev = torch.device(a.device)
     if dev.type == "cuda":
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+        torch.backends.cudnn.benchmark = a.cudnn_benchmark
         x, y = x.pin_memory(), y.pin_memory()
     model = build(a.model, x.shape[1], x.shape[2], 10).to(dev).train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -414,7 +419,7 @@ def train(a):
             times.append(time.perf_counter() - t0)
     step = statistics.median(times)
     print(json.dumps({"impl": "pytorch", "model": a.model, "device": a.device, "threads": a.threads, "batch": a.batch,
-                      "steps": a.steps, "ms_step": round(step * 1e3, 4), "img_s": round(a.batch / step, 1),
+                      "precision": a.precision, "cudnn_benchmark": a.cudnn_benchmark, "steps": a.steps, "ms_step": round(step * 1e3, 4), "img_s": round(a.batch / step, 1),
                       "macs_per_img": count_macs(model, x.shape[1], x.shape[2]), "torch": torch.__version__}))
 
 
@@ -429,6 +434,10 @@ def main():
     t.add_argument("--steps", type=int, default=50)
     t.add_argument("--warmup", type=int, default=5)
     t.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU")
+    t.add_argument("--precision", choices=("fp32", "tf32"), default="fp32",
+                   help="GPU: fp32 (TF32 off in cuDNN and cuBLAS) or tf32 (on)")
+    t.add_argument("--cudnn-benchmark", action="store_true",
+                   help="GPU: cudnn.benchmark, cuDNN's algorithms timed once per shape")
     a = ap.parse_args()
     if a.cmd == "count":
         for name in MODELS:

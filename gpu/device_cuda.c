@@ -32,6 +32,10 @@ struct cuda_dev {
     cudaEvent_t event[DEV_MAX_EVENTS];
     struct stretch st[STRETCH_PHASES];
     void *mark; /* GPU_MARK_STEPS bytes that phase marks write */
+    /* the convolution algorithms chosen for this device handle's models
+     * (a rank's): made with the first model, so that a shape met again,
+     * in any of them, is not timed again */
+    struct cuda_algo_cache *algos;
 };
 
 static int dev_fail(struct device *d, const char *call, const char *why, const char *file, int line)
@@ -90,6 +94,7 @@ static void cuda_close(struct device *d)
             cudaEventDestroy(c->event[k]);
     if (c->mark)
         cudaFree(c->mark);
+    cuda_algo_cache_destroy(c->algos);
     for (int k = 0; k < STRETCH_PHASES; k++) {
         if (c->st[k].begin)
             cudaEventDestroy(c->st[k].begin);
@@ -185,7 +190,13 @@ static int cuda_sync(struct device *d, int stream)
 static void *cuda_kernels_create(struct device *d)
 {
     char err[256];
-    struct cuda_ctx *x = cuda_ctx_create(device_cuda_stream(d, STREAM_COMPUTE), d->rank, d->index, err, sizeof(err));
+    if (!D(d)->algos && !(D(d)->algos = cuda_algo_cache_create())) {
+        device_fail(d, "out of memory");
+        return NULL;
+    }
+    struct cuda_ctx_opts o = {.precision = d->precision, .conv_algo = d->conv_algo, .cache = D(d)->algos};
+    struct cuda_ctx *x =
+        cuda_ctx_create(device_cuda_stream(d, STREAM_COMPUTE), d->rank, d->index, &o, err, sizeof(err));
     if (!x)
         snprintf(d->err, sizeof(d->err), "%s", err);
     return x;

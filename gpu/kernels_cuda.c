@@ -1,8 +1,11 @@
 /* kernels_cuda.c - cuDNN convolution and pooling, cuBLAS GEMM, and the
- * bookkeeping around them (see kernels_cuda.h). Algorithms are chosen once
- * per shape by cuDNN's heuristics, limited to a workspace that is sized at
- * creation and shared by the rank's convolutions; nothing is allocated in
- * the hot path.
+ * bookkeeping around them (see kernels_cuda.h). Convolution algorithms are
+ * chosen once per shape, by timing every one cuDNN offers (cudnnFind*Ex,
+ * as PyTorch's cudnn.benchmark) or by cuDNN's heuristics, limited to a
+ * workspace that is sized at creation and shared by the context's
+ * convolutions; a cache of choices per shape lets a shape met again (in
+ * another layer, or another model on the same device) skip the timing.
+ * Nothing is allocated in the hot path.
  *
  * cuDNN 9 marks the descriptor API deprecated in favour of its graph API;
  * it is still supported, and this file alone silences that warning.
@@ -19,15 +22,41 @@
 #include <string.h>
 
 #include "check.h"
+#include "device.h"
 
 #define WORKSPACE_LIMIT ((size_t)256 << 20)
+
+/* A convolution's three directions: each has its own descriptor, since
+ * the algorithm chosen for each decides its math type. */
+enum { CONV_FWD = 0, CONV_DATA, CONV_FILTER, CONV_DIRS };
+
+/* The algorithms chosen for one shape, in one math mode, by one way. */
+struct algo_choice {
+    struct conv_dims d;
+    int precision; /* enum precision */
+    int conv_algo; /* enum conv_algo_choice */
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    cudnnMathType_t math[CONV_DIRS]; /* what each chosen algorithm runs in */
+};
+
+struct cuda_algo_cache {
+    struct algo_choice *c;
+    int n, cap;
+    uint64_t measured, hits;
+};
 
 struct cuda_ctx {
     cudaStream_t stream;
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     int rank, gpu;
-    void *ws; /* shared convolution workspace */
+    int precision; /* enum precision: PREC_FP32 or PREC_TF32 */
+    int conv_algo; /* enum conv_algo_choice */
+    struct cuda_algo_cache *cache;
+    int own_cache; /* the cache is this context's, not its device's */
+    void *ws;      /* shared convolution workspace */
     size_t ws_bytes;
     float *ones; /* [ones_n] for bias gradients */
     int ones_n;
@@ -45,10 +74,8 @@ struct cuda_conv {
     int has_bias;
     cudnnTensorDescriptor_t xd, yd, bd;
     cudnnFilterDescriptor_t wd;
-    cudnnConvolutionDescriptor_t cd;
-    cudnnConvolutionFwdAlgo_t fwd;
-    cudnnConvolutionBwdDataAlgo_t bwd_data;
-    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    cudnnConvolutionDescriptor_t cd[CONV_DIRS];
+    struct algo_choice a;
 };
 
 struct cuda_pool {
@@ -81,6 +108,47 @@ const char *cuda_kernels_error(const struct cuda_ctx *x)
     return x->err;
 }
 
+struct cuda_algo_cache *cuda_algo_cache_create(void)
+{
+    return calloc(1, sizeof(struct cuda_algo_cache));
+}
+
+void cuda_algo_cache_destroy(struct cuda_algo_cache *c)
+{
+    if (c)
+        free(c->c);
+    free(c);
+}
+
+void cuda_algo_cache_counts(const struct cuda_algo_cache *c, uint64_t *measured, uint64_t *hits)
+{
+    *measured = c ? c->measured : 0;
+    *hits = c ? c->hits : 0;
+}
+
+static const struct algo_choice *cache_get(struct cuda_algo_cache *c, const struct conv_dims *d, int precision,
+                                           int conv_algo)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!memcmp(&c->c[i].d, d, sizeof(*d)) && c->c[i].precision == precision && c->c[i].conv_algo == conv_algo)
+            return &c->c[i];
+    return NULL;
+}
+
+static int cache_put(struct cuda_algo_cache *c, const struct algo_choice *a)
+{
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 16;
+        struct algo_choice *p = realloc(c->c, sizeof(*p) * (size_t)cap);
+        if (!p)
+            return -1;
+        c->c = p;
+        c->cap = cap;
+    }
+    c->c[c->n++] = *a;
+    return 0;
+}
+
 static int ctx_init(struct cuda_ctx *x)
 {
     CU(x, cudaSetDevice(x->gpu));
@@ -88,11 +156,23 @@ static int ctx_init(struct cuda_ctx *x)
     DNN(x, cudnnSetStream(x->dnn, x->stream));
     BLAS(x, cublasCreate(&x->blas));
     BLAS(x, cublasSetStream(x->blas, x->stream));
+    /* fp32: GEMMs with fp32 products, as the CPU's; tf32: on tensor cores
+     * with inputs rounded to a 10-bit mantissa (PyTorch's allow_tf32) */
+    BLAS(x, cublasSetMathMode(x->blas, x->precision == PREC_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     return 0;
 }
 
-struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, char *err, size_t errlen)
+struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, const struct cuda_ctx_opts *o, char *err,
+                                 size_t errlen)
 {
+    static const struct cuda_ctx_opts fp32 = {.precision = PREC_FP32, .conv_algo = CONV_ALGO_FIND};
+    if (!o)
+        o = &fp32;
+    if (o->precision != PREC_FP32 && o->precision != PREC_TF32) {
+        snprintf(err, errlen, "rank %d (cuda:%d): precision %d: only fp32 and tf32 are implemented", rank, gpu,
+                 o->precision);
+        return NULL;
+    }
     struct cuda_ctx *x = calloc(1, sizeof(*x));
     if (!x) {
         snprintf(err, errlen, "rank %d: out of memory", rank);
@@ -101,6 +181,17 @@ struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, char *err, siz
     x->stream = (cudaStream_t)stream;
     x->rank = rank;
     x->gpu = gpu;
+    x->precision = o->precision;
+    x->conv_algo = o->conv_algo;
+    x->cache = o->cache;
+    if (!x->cache) {
+        x->own_cache = 1;
+        if (!(x->cache = cuda_algo_cache_create())) {
+            snprintf(err, errlen, "rank %d: out of memory", rank);
+            free(x);
+            return NULL;
+        }
+    }
     if (ctx_init(x) != 0) {
         snprintf(err, errlen, "%s", x->err);
         cuda_ctx_destroy(x);
@@ -123,7 +214,14 @@ void cuda_ctx_destroy(struct cuda_ctx *x)
     cudaFree(x->row_hit);
     cudaFreeHost(x->h_loss);
     cudaFreeHost(x->h_hit);
+    if (x->own_cache)
+        cuda_algo_cache_destroy(x->cache);
     free(x);
+}
+
+struct cuda_algo_cache *cuda_ctx_algo_cache(struct cuda_ctx *x)
+{
+    return x->cache;
 }
 
 size_t cuda_ctx_workspace_bytes(const struct cuda_ctx *x)
@@ -207,6 +305,120 @@ int cuda_linear_backward(struct cuda_ctx *x, float *din, int din_acc, float *dw,
 
 /* ---- convolution --------------------------------------------------------- */
 
+/* The first usable entry of a perf list (cuDNN sorts it fastest first):
+ * it ran, and its workspace fits in `limit`. */
+#define FIRST_USABLE(perf, n, limit, k)                                                                                \
+    do {                                                                                                               \
+        for ((k) = 0; (k) < (n) && ((perf)[k].status != CUDNN_STATUS_SUCCESS || (perf)[k].memory > (limit)); (k)++) {  \
+        }                                                                                                              \
+    } while (0)
+
+/* cuDNN's heuristics: its guess of the fastest algorithm of each kind
+ * whose workspace fits the limit, nothing run. */
+static int conv_heuristic(struct cuda_conv *c, struct algo_choice *a)
+{
+    struct cuda_ctx *x = c->x;
+    int n = 0, k;
+    cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    DNN(x, cudnnGetConvolutionForwardAlgorithm_v7(x->dnn, c->xd, c->wd, c->cd[CONV_FWD], c->yd,
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fp));
+    FIRST_USABLE(fp, n, WORKSPACE_LIMIT, k);
+    if (k == n)
+        return cu_fail(x, "cudnnGetConvolutionForwardAlgorithm_v7", "no usable algorithm", __FILE__, __LINE__);
+    a->fwd = fp[k].algo;
+    a->math[CONV_FWD] = fp[k].mathType;
+
+    cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    DNN(x, cudnnGetConvolutionBackwardDataAlgorithm_v7(x->dnn, c->wd, c->yd, c->cd[CONV_DATA], c->xd,
+                                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp));
+    FIRST_USABLE(dp, n, WORKSPACE_LIMIT, k);
+    if (k == n)
+        return cu_fail(x, "cudnnGetConvolutionBackwardDataAlgorithm_v7", "no usable algorithm", __FILE__, __LINE__);
+    a->bwd_data = dp[k].algo;
+    a->math[CONV_DATA] = dp[k].mathType;
+
+    cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    DNN(x, cudnnGetConvolutionBackwardFilterAlgorithm_v7(x->dnn, c->xd, c->yd, c->cd[CONV_FILTER], c->wd,
+                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp));
+    FIRST_USABLE(wp, n, WORKSPACE_LIMIT, k);
+    if (k == n)
+        return cu_fail(x, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", "no usable algorithm", __FILE__, __LINE__);
+    a->bwd_filter = wp[k].algo;
+    a->math[CONV_FILTER] = wp[k].mathType;
+    return 0;
+}
+
+/* cudnnFind*Ex over scratch tensors of the layer's shapes: every algorithm
+ * of each kind is run and timed, and the fastest that ran within the
+ * workspace is kept. The workspace offered is the limit, or less when the
+ * GPU has less free (an algorithm that needs more is then not a choice). */
+static int conv_find_scratch(struct cuda_conv *c, struct algo_choice *a, float *xs, float *ws_, float *ys, void *ws,
+                             size_t ws_bytes)
+{
+    struct cuda_ctx *x = c->x;
+    int n = 0, k;
+    cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    DNN(x, cudnnFindConvolutionForwardAlgorithmEx(x->dnn, c->xd, xs, c->wd, ws_, c->cd[CONV_FWD], c->yd, ys,
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fp, ws, ws_bytes));
+    FIRST_USABLE(fp, n, ws_bytes, k);
+    if (k == n)
+        return cu_fail(x, "cudnnFindConvolutionForwardAlgorithmEx", "no algorithm ran", __FILE__, __LINE__);
+    a->fwd = fp[k].algo;
+    a->math[CONV_FWD] = fp[k].mathType;
+
+    cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    DNN(x, cudnnFindConvolutionBackwardDataAlgorithmEx(x->dnn, c->wd, ws_, c->yd, ys, c->cd[CONV_DATA], c->xd, xs,
+                                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp, ws, ws_bytes));
+    FIRST_USABLE(dp, n, ws_bytes, k);
+    if (k == n)
+        return cu_fail(x, "cudnnFindConvolutionBackwardDataAlgorithmEx", "no algorithm ran", __FILE__, __LINE__);
+    a->bwd_data = dp[k].algo;
+    a->math[CONV_DATA] = dp[k].mathType;
+
+    cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    DNN(x,
+        cudnnFindConvolutionBackwardFilterAlgorithmEx(x->dnn, c->xd, xs, c->yd, ys, c->cd[CONV_FILTER], c->wd, ws_,
+                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp, ws, ws_bytes));
+    FIRST_USABLE(wp, n, ws_bytes, k);
+    if (k == n)
+        return cu_fail(x, "cudnnFindConvolutionBackwardFilterAlgorithmEx", "no algorithm ran", __FILE__, __LINE__);
+    a->bwd_filter = wp[k].algo;
+    a->math[CONV_FILTER] = wp[k].mathType;
+    return 0;
+}
+
+static int conv_find(struct cuda_conv *c, struct algo_choice *a)
+{
+    struct cuda_ctx *x = c->x;
+    const struct conv_dims *d = &c->d;
+    size_t nx = (size_t)d->B * d->C * d->H * d->W, ny = (size_t)d->B * d->OC * d->OH * d->OW;
+    size_t nw = (size_t)d->OC * (d->C / d->groups) * d->KH * d->KW;
+    float *scratch = NULL;
+    CU(x, cudaMalloc((void **)&scratch, sizeof(float) * (nx + nw + ny)));
+    void *ws = NULL;
+    size_t ws_bytes = WORKSPACE_LIMIT;
+    for (; ws_bytes >= ((size_t)1 << 20); ws_bytes /= 2) {
+        if (cudaMalloc(&ws, ws_bytes) == cudaSuccess)
+            break;
+        ws = NULL;
+        (void)cudaGetLastError(); /* the failed allocation is no later launch's error */
+    }
+    if (!ws)
+        ws_bytes = 0;
+    /* zeros: timed kernels see no NaN or denormal that real data lacks */
+    int rc = -1;
+    cudaError_t e = cudaMemsetAsync(scratch, 0, sizeof(float) * (nx + nw + ny), x->stream);
+    if (e != cudaSuccess)
+        cu_fail(x, "cudaMemsetAsync(scratch)", cudaGetErrorString(e), __FILE__, __LINE__);
+    else
+        rc = conv_find_scratch(c, a, scratch, scratch + nx, scratch + nx + nw, ws, ws_bytes);
+    /* the timed runs are done before their buffers go */
+    cudaStreamSynchronize(x->stream);
+    cudaFree(ws);
+    cudaFree(scratch);
+    return rc;
+}
+
 static int conv_build(struct cuda_conv *c)
 {
     struct cuda_ctx *x = c->x;
@@ -215,52 +427,50 @@ static int conv_build(struct cuda_conv *c)
     DNN(x, cudnnCreateTensorDescriptor(&c->yd));
     DNN(x, cudnnCreateTensorDescriptor(&c->bd));
     DNN(x, cudnnCreateFilterDescriptor(&c->wd));
-    DNN(x, cudnnCreateConvolutionDescriptor(&c->cd));
     DNN(x, cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->C, d->H, d->W));
     DNN(x, cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->OC, d->OH, d->OW));
     DNN(x, cudnnSetTensor4dDescriptor(c->bd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, d->OC, 1, 1));
     DNN(x,
         cudnnSetFilter4dDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->OC, d->C / d->groups, d->KH, d->KW));
-    DNN(x, cudnnSetConvolution2dDescriptor(c->cd, d->pad, d->pad, d->stride, d->stride, 1, 1, CUDNN_CROSS_CORRELATION,
-                                           CUDNN_DATA_FLOAT));
-    DNN(x, cudnnSetConvolutionGroupCount(c->cd, d->groups));
-    DNN(x, cudnnSetConvolutionMathType(c->cd, CUDNN_FMA_MATH)); /* fp32 FMA kernels, never TF32: as the CPU */
+    /* fp32: FMA kernels only, never TF32 (as the CPU); tf32: cuDNN's
+     * default math, which lets tensor cores take fp32 data as TF32 (as
+     * PyTorch's allow_tf32; ALLOW_CONVERSION would also let cuDNN convert
+     * to fp16, with fp16's range) */
+    cudnnMathType_t math = x->precision == PREC_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    for (int k = 0; k < CONV_DIRS; k++) {
+        DNN(x, cudnnCreateConvolutionDescriptor(&c->cd[k]));
+        DNN(x, cudnnSetConvolution2dDescriptor(c->cd[k], d->pad, d->pad, d->stride, d->stride, 1, 1,
+                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        DNN(x, cudnnSetConvolutionGroupCount(c->cd[k], d->groups));
+        DNN(x, cudnnSetConvolutionMathType(c->cd[k], math));
+    }
 
-    /* the fastest algorithm of each kind whose workspace fits the limit */
-    int n = 0;
+    const struct algo_choice *known = cache_get(x->cache, d, x->precision, x->conv_algo);
+    if (known) {
+        c->a = *known;
+        x->cache->hits++;
+    } else {
+        c->a = (struct algo_choice){.d = *d, .precision = x->precision, .conv_algo = x->conv_algo};
+        if ((x->conv_algo == CONV_ALGO_FIND ? conv_find(c, &c->a) : conv_heuristic(c, &c->a)) != 0)
+            return -1;
+        if (cache_put(x->cache, &c->a) != 0)
+            return cu_fail(x, "caching the convolution's algorithms", "out of memory", __FILE__, __LINE__);
+        x->cache->measured++;
+    }
+    /* a chosen algorithm runs in the math type it was timed or picked in
+     * (with TF32 allowed, cuDNN may report FMA for one and tensor ops for
+     * another), as PyTorch sets it */
+    for (int k = 0; k < CONV_DIRS; k++)
+        DNN(x, cudnnSetConvolutionMathType(c->cd[k], c->a.math[k]));
+
     size_t need = 0, bytes = 0;
-    cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    DNN(x, cudnnGetConvolutionForwardAlgorithm_v7(x->dnn, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                  &n, fp));
-    int k = 0;
-    while (k < n && (fp[k].status != CUDNN_STATUS_SUCCESS || fp[k].memory > WORKSPACE_LIMIT))
-        k++;
-    if (k == n)
-        return cu_fail(x, "cudnnGetConvolutionForwardAlgorithm_v7", "no usable algorithm", __FILE__, __LINE__);
-    c->fwd = fp[k].algo;
-    DNN(x, cudnnGetConvolutionForwardWorkspaceSize(x->dnn, c->xd, c->wd, c->cd, c->yd, c->fwd, &bytes));
+    DNN(x, cudnnGetConvolutionForwardWorkspaceSize(x->dnn, c->xd, c->wd, c->cd[CONV_FWD], c->yd, c->a.fwd, &bytes));
     need = bytes > need ? bytes : need;
-
-    cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    DNN(x, cudnnGetConvolutionBackwardDataAlgorithm_v7(x->dnn, c->wd, c->yd, c->cd, c->xd,
-                                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp));
-    for (k = 0; k < n && (dp[k].status != CUDNN_STATUS_SUCCESS || dp[k].memory > WORKSPACE_LIMIT); k++)
-        ;
-    if (k == n)
-        return cu_fail(x, "cudnnGetConvolutionBackwardDataAlgorithm_v7", "no usable algorithm", __FILE__, __LINE__);
-    c->bwd_data = dp[k].algo;
-    DNN(x, cudnnGetConvolutionBackwardDataWorkspaceSize(x->dnn, c->wd, c->yd, c->cd, c->xd, c->bwd_data, &bytes));
+    DNN(x, cudnnGetConvolutionBackwardDataWorkspaceSize(x->dnn, c->wd, c->yd, c->cd[CONV_DATA], c->xd, c->a.bwd_data,
+                                                        &bytes));
     need = bytes > need ? bytes : need;
-
-    cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    DNN(x, cudnnGetConvolutionBackwardFilterAlgorithm_v7(x->dnn, c->xd, c->yd, c->cd, c->wd,
-                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp));
-    for (k = 0; k < n && (wp[k].status != CUDNN_STATUS_SUCCESS || wp[k].memory > WORKSPACE_LIMIT); k++)
-        ;
-    if (k == n)
-        return cu_fail(x, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", "no usable algorithm", __FILE__, __LINE__);
-    c->bwd_filter = wp[k].algo;
-    DNN(x, cudnnGetConvolutionBackwardFilterWorkspaceSize(x->dnn, c->xd, c->yd, c->cd, c->wd, c->bwd_filter, &bytes));
+    DNN(x, cudnnGetConvolutionBackwardFilterWorkspaceSize(x->dnn, c->xd, c->yd, c->cd[CONV_FILTER], c->wd,
+                                                          c->a.bwd_filter, &bytes));
     need = bytes > need ? bytes : need;
     return ws_reserve(x, need);
 }
@@ -292,7 +502,8 @@ void cuda_conv_describe(const struct cuda_conv *c, char *buf, size_t n)
     static const char *const filt[] = {"algo_0",    "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused",
                                        "fft_tiling"};
 #define NAME(t, a) ((unsigned)(a) < sizeof(t) / sizeof(t[0]) ? t[a] : "?")
-    snprintf(buf, n, "cudnn:%s|%s|%s", NAME(fwd, c->fwd), NAME(data, c->bwd_data), NAME(filt, c->bwd_filter));
+    snprintf(buf, n, "cudnn:%s|%s|%s (%s)", NAME(fwd, c->a.fwd), NAME(data, c->a.bwd_data), NAME(filt, c->a.bwd_filter),
+             c->a.conv_algo == CONV_ALGO_FIND ? "found" : "heuristic");
 #undef NAME
 }
 
@@ -308,16 +519,17 @@ void cuda_conv_destroy(struct cuda_conv *c)
         cudnnDestroyTensorDescriptor(c->bd);
     if (c->wd)
         cudnnDestroyFilterDescriptor(c->wd);
-    if (c->cd)
-        cudnnDestroyConvolutionDescriptor(c->cd);
+    for (int k = 0; k < CONV_DIRS; k++)
+        if (c->cd[k])
+            cudnnDestroyConvolutionDescriptor(c->cd[k]);
     free(c);
 }
 
 int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const float *w, const float *b)
 {
     struct cuda_ctx *x = c->x;
-    DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, in, c->wd, w, c->cd, c->fwd, x->ws, x->ws_bytes, &ZERO, c->yd,
-                                   out));
+    DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, in, c->wd, w, c->cd[CONV_FWD], c->a.fwd, x->ws, x->ws_bytes,
+                                   &ZERO, c->yd, out));
     if (c->has_bias && b)
         DNN(x, cudnnAddTensor(x->dnn, &ONE, c->bd, b, &ONE, c->yd, out));
     return 0;
@@ -328,13 +540,13 @@ int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, 
 {
     struct cuda_ctx *x = c->x;
     if (dw)
-        DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, in, c->yd, dout, c->cd, c->bwd_filter, x->ws,
-                                              x->ws_bytes, &ZERO, c->wd, dw));
+        DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, in, c->yd, dout, c->cd[CONV_FILTER], c->a.bwd_filter,
+                                              x->ws, x->ws_bytes, &ZERO, c->wd, dw));
     if (db && c->has_bias)
         DNN(x, cudnnConvolutionBackwardBias(x->dnn, &ONE, c->yd, dout, &ZERO, c->bd, db));
     if (din)
-        DNN(x, cudnnConvolutionBackwardData(x->dnn, &ONE, c->wd, w, c->yd, dout, c->cd, c->bwd_data, x->ws, x->ws_bytes,
-                                            din_acc ? &ONE : &ZERO, c->xd, din));
+        DNN(x, cudnnConvolutionBackwardData(x->dnn, &ONE, c->wd, w, c->yd, dout, c->cd[CONV_DATA], c->a.bwd_data, x->ws,
+                                            x->ws_bytes, din_acc ? &ONE : &ZERO, c->xd, din));
     return 0;
 }
 

@@ -17,10 +17,31 @@
 
 struct cuda_ctx;
 
-/* One per rank: cuDNN and cuBLAS handles on `stream` (a cudaStream_t of
- * GPU `gpu`), and a workspace shared by its convolutions. */
-struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, char *err, size_t errlen);
+/* The convolution algorithms chosen per shape (with its batch), math type
+ * and way of choosing: a shape met again takes the earlier choice without
+ * timing anything. Not thread-safe: one per device handle (a rank's), for
+ * the contexts that rank's thread makes. */
+struct cuda_algo_cache;
+struct cuda_algo_cache *cuda_algo_cache_create(void);
+void cuda_algo_cache_destroy(struct cuda_algo_cache *c);
+/* Shapes chosen for (measured or asked of the heuristics) and shapes found
+ * already chosen. */
+void cuda_algo_cache_counts(const struct cuda_algo_cache *c, uint64_t *measured, uint64_t *hits);
+
+/* How a context's kernels compute. */
+struct cuda_ctx_opts {
+    int precision;                 /* enum precision (device.h): PREC_FP32 or PREC_TF32 */
+    int conv_algo;                 /* enum conv_algo_choice (device.h) */
+    struct cuda_algo_cache *cache; /* kept by the caller and shared; NULL: the context's own */
+};
+
+/* One per model: cuDNN and cuBLAS handles on `stream` (a cudaStream_t of
+ * GPU `gpu`), and a workspace shared by its convolutions. opts NULL: fp32,
+ * algorithms found by timing, a cache of its own. */
+struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, const struct cuda_ctx_opts *opts, char *err,
+                                 size_t errlen);
 void cuda_ctx_destroy(struct cuda_ctx *x);
+struct cuda_algo_cache *cuda_ctx_algo_cache(struct cuda_ctx *x);
 size_t cuda_ctx_workspace_bytes(const struct cuda_ctx *x);
 const char *cuda_kernels_error(const struct cuda_ctx *x);
 
@@ -29,12 +50,17 @@ int cuda_linear_forward(struct cuda_ctx *x, float *out, const float *in, const f
 int cuda_linear_backward(struct cuda_ctx *x, float *din, int din_acc, float *dw, float *db, const float *dout,
                          const float *in, const float *w, int B, int IN, int OUT);
 
-/* A convolution's descriptors and algorithms, chosen once for its shape. */
+/* A convolution's descriptors and algorithms, chosen once for its shape
+ * (see cuda_algo_cache) by the context's way: cudnnFind*Ex timing every
+ * algorithm on scratch tensors (temporary: the inputs, the outputs and a
+ * workspace up to 256 MB), or cuDNN's heuristics. Either way the choice
+ * keeps to a workspace of 256 MB. */
 struct cuda_conv;
 struct cuda_conv *cuda_conv_create(struct cuda_ctx *x, const struct conv_dims *d, int has_bias, char *err,
                                    size_t errlen);
 void cuda_conv_destroy(struct cuda_conv *c);
-/* The chosen algorithms, "cudnn:FWD|BWD-DATA|BWD-FILTER", for --info. */
+/* The chosen algorithms and how they were chosen, for --info:
+ * "cudnn:FWD|BWD-DATA|BWD-FILTER (found)" or "... (heuristic)". */
 void cuda_conv_describe(const struct cuda_conv *c, char *buf, size_t n);
 int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const float *w, const float *b);
 int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, float *db, const float *dout,

@@ -33,6 +33,16 @@ enum dev_stream { STREAM_COMPUTE = 0, STREAM_COPY, STREAM_COMM, STREAM_COUNT };
 enum dev_event { EV_STAGED = 0, EV_STAGE_FREE, EV_GRADS, EV_COMM_DONE, EV_BUCKET0, DEV_MAX_EVENTS = 64 };
 #define DEV_BUCKET_EVENTS (DEV_MAX_EVENTS - EV_BUCKET0)
 
+/* --precision: the arithmetic of a model's convolutions and GEMMs. FP32 is
+ * IEEE single precision; TF32 keeps fp32 storage but multiplies on tensor
+ * cores with a 10-bit mantissa (GPUs only); BF16 and FP16 are mixed
+ * precision with fp32 master weights (not implemented yet: refused before
+ * any device sees them). */
+enum precision { PREC_FP32 = 0, PREC_TF32, PREC_BF16, PREC_FP16, PREC_COUNT };
+/* --cudnn-algo: a GPU's convolution algorithms found by timing each once
+ * per shape (cudnn.benchmark), or taken from cuDNN's heuristics. */
+enum conv_algo_choice { CONV_ALGO_FIND = 0, CONV_ALGO_HEURISTIC };
+
 struct device;
 struct model;
 struct conv_dims;
@@ -128,6 +138,10 @@ struct device {
     const struct device_ops *ops;
     int rank; /* the rank using it, for messages */
     int index;
+    /* how its kernels compute, read by kernels_create (the CPU runs fp32
+     * whatever they say): enum precision, enum conv_algo_choice */
+    int precision;
+    int conv_algo;
     char name[64]; /* "cpu" or "cuda:0" */
     void *impl;
     char err[256]; /* the last failed call */

@@ -12,7 +12,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.gpubundle
-grep -qx "/$out/" .git/info/exclude 2>/dev/null || echo "/$out/" >>.git/info/exclude
+# (a linked worktree's .git is a file: git names the exclude file it reads)
+exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)
+grep -qx "/$out/" "$exclude" 2>/dev/null || echo "/$out/" >>"$exclude" || echo "note: /$out/ is not in $exclude"
 cmake -S . -B build-gpubundle -DCMAKE_BUILD_TYPE=Release -DDDPTOP_WITH_DNNL=ON >/dev/null
 # (only what the bundle carries)
 cmake --build build-gpubundle -j"$(nproc)" --target ddptop ddptop_gpu test_gpu test_gpu_fixtures test_gpu_models >/dev/null

@@ -14,7 +14,10 @@
 # fixture (a small traced GPU run, for the replay fixtures),
 # runs (ddptop's own runs), bench (against PyTorch), cupti (what device
 # tracing costs, bench/cupti_cost.sh), sample (every rank's split with the
-# default sampled tracing against tracing every step).
+# default sampled tracing against tracing every step), precision (test_gpu,
+# whose tf32 and cudnnFind tests are the point, the algorithms cudnnFind
+# picks for ResNet-18, and ddptop against PyTorch in fp32 and tf32 on LeNet
+# and ResNet-18 at batch 128: about 3 minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -90,6 +93,26 @@ for x in d["per_rank"]:
     print("   rank %d  compute %5.1f%%  comm %5.1f%%  data %5.1f%%  idle %5.1f%%  (%s view)" % (x["rank"], x["compute_pct"], x["comm_pct"], x["data_pct"], x["idle_pct"], x["view"]))' "$m" "$p"
         done
     done
+fi
+
+if want precision; then
+    if ! want tests; then
+        echo "===== test_gpu"
+        start=$(date +%s)
+        timeout "${TEST_TIMEOUT:-240}" "$b/test_gpu"
+        rc=$?
+        echo "===== test_gpu: exit $rc ($(($(date +%s) - start)) s; 77 = skipped)"
+        [ "$rc" -ne 0 ] && status=1
+    fi
+    echo "===== the convolution algorithms cudnnFind picks, tf32"
+    timeout 120 "$b/ddptop" --info --device cuda --model resnet18 --dataset cifar10 --batch-size 128 --precision tf32 |
+        awk 'NR == 1 || /conv2d/' | head -8
+    echo "===== ddptop against PyTorch in fp32 and tf32"
+    start=$(date +%s)
+    REPS=${REPS:-2} CUPTI=0 PRECISIONS="fp32 tf32" timeout 420 bench/gpu_vs_pytorch.sh "$b/ddptop" "lenet resnet18" 128
+    rc=$?
+    echo "===== precision bench: exit $rc ($(($(date +%s) - start)) s)"
+    [ "$rc" -ne 0 ] && status=1
 fi
 
 want runs || { want bench || want cupti || exit $status; }

@@ -32,6 +32,7 @@
 
 #include "comm.h"
 #include "data.h"
+#include "device.h"
 #include "pipeline.h"
 #include "strategy.h"
 #include "zoo.h"
@@ -644,6 +645,14 @@ static const char *const schedule_names[] = {[SCHED_GPIPE] = "gpipe", [SCHED_1F1
 static const char *const format_names[] = {
     [FMT_TEXT] = "text", [FMT_CSV] = "csv", [FMT_JSON] = "json", [FMT_MD] = "md", NULL};
 static const char *const off_on_fp16[] = {"none", "fp16", NULL};
+static const char *const precision_names[] = {
+    [PREC_FP32] = "fp32", [PREC_TF32] = "tf32", [PREC_BF16] = "bf16", [PREC_FP16] = "fp16", NULL};
+static const char *const cudnn_algo_names[] = {[CONV_ALGO_FIND] = "find", [CONV_ALGO_HEURISTIC] = "heuristic", NULL};
+
+const char *precision_name(int p)
+{
+    return p >= 0 && p < PREC_COUNT ? precision_names[p] : "?";
+}
 static const char *const off_on_cosine[] = {"none", "cosine", NULL};
 
 static const char *const group_title[G_COUNT] = {
@@ -779,6 +788,13 @@ static const struct opt opts[] = {
          "latest traced step, which keeps CUPTI's cost on small models near 1%")},
     {CHOICE("grad-compress", AT(base.grad_fp16), NAMES(off_on_fp16), "compression", NULL, "none", G_EXEC,
             "fp16: send gradients as half precision")},
+    {CHOICE("precision", AT(base.precision), NAMES(precision_names), "precision", NULL, "fp32", G_EXEC,
+            "arithmetic of convolutions and GEMMs: fp32 throughout; tf32 multiplies fp32 data on a GPU's tensor "
+            "cores with a 10-bit mantissa (cuDNN's and cuBLAS's TF32 modes); bf16 and fp16 (mixed precision) are "
+            "not implemented yet")},
+    {CHOICE("cudnn-algo", AT(base.cudnn_algo), NAMES(cudnn_algo_names), "algorithm choice", NULL, "find", G_EXEC,
+            "GPU: find times every cuDNN convolution algorithm once per shape and keeps the fastest (PyTorch's "
+            "cudnn.benchmark); heuristic takes cuDNN's guess without timing")},
     {OPT("slow-rank", k_slow_rank, AT(base.slow_rank), "R:F", NULL, G_EXEC,
          "make rank R's compute F times slower: a straggler"),
      .lo = 0, .hi = MAX_RANKS - 1, .min = 1.0, .max = 1000.0, .def_text = "none"},

@@ -36,6 +36,8 @@ enum baseline_kind { BASELINE_AUTO = -1, BASELINE_SINGLE = -2, BASELINE_RANKS1 =
  * runs out of memory, or its next collective fails. */
 enum fault_kind { FAULT_NONE = 0, FAULT_NAN, FAULT_CRASH, FAULT_HANG, FAULT_SLOW, FAULT_OOM, FAULT_COMM_ERROR };
 const char *fault_name(int kind);
+/* --precision's name for enum precision (device.h): "fp32", "tf32", ... */
+const char *precision_name(int p);
 
 /* A fault injected into one rank from one step on (--inject-fault). */
 struct fault {
@@ -91,7 +93,9 @@ struct run_config {
     int cupti_sample;         /* GPU: device records for CFG_CUPTI_WINDOW steps in every cupti_sample (1: all) */
     int broadcast_buffers;    /* batch norm running statistics from rank 0 before each step (DDP's default) */
     int grad_fp16;
-    int slow_rank; /* -1: none */
+    int precision;  /* enum precision (device.h) */
+    int cudnn_algo; /* enum conv_algo_choice (device.h) */
+    int slow_rank;  /* -1: none */
     double slow_factor;
     int check_replicas;         /* hash the parameters after every step and compare ranks */
     struct fault fault;         /* kind FAULT_NONE: none */

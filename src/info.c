@@ -8,6 +8,7 @@
 #include "devices.h"
 #include "model.h"
 #include "modes.h"
+#include "run.h"
 #include "zoo.h"
 
 static void input_shape(const struct config *cfg, int *c, int *h, int *w)
@@ -44,8 +45,9 @@ static int describe(struct device *d, const struct config *cfg, const char *name
         return 2;
     }
     if (gpu >= 0)
-        printf("%s on %dx%dx%d (%s), 10 classes, on GPU %d at batch %d\n", m->name, c, h, w, cfg->base.dataset, gpu,
-               batch);
+        printf("%s on %dx%dx%d (%s), 10 classes, on GPU %d at batch %d, %s, cuDNN algorithms by %s\n", m->name, c, h, w,
+               cfg->base.dataset, gpu, batch, precision_name(cfg->base.precision),
+               cfg->base.cudnn_algo == CONV_ALGO_FIND ? "timing (find)" : "heuristics");
     else
         printf("%s on %dx%dx%d (%s), 10 classes\n", m->name, c, h, w, cfg->base.dataset);
     printf("%-4s %-28s %-10s %-14s %11s %13s  %s\n", "#", "layer", "kind", "output", "params", "FLOPs",
@@ -81,7 +83,7 @@ int info_main(const struct config *cfg)
      * batch: the table is built at the run's batch size there */
     char note[160], err[256];
     const struct device_ops *dev = device_select(cfg->base.device, note, sizeof(note), err, sizeof(err));
-    if (!dev) {
+    if (!dev || run_check_precision(cfg->base.precision, dev, err, sizeof(err)) != 0) {
         fprintf(stderr, "ddptop: %s\n", err);
         return 2;
     }
@@ -91,7 +93,7 @@ int info_main(const struct config *cfg)
         fprintf(stderr, "ddptop: --gpus: there is no GPU %d (%d found)\n", gpu, dev->count());
         return 2;
     }
-    struct device d = {.ops = dev};
+    struct device d = {.ops = dev, .precision = cfg->base.precision, .conv_algo = cfg->base.cudnn_algo};
     if (dev->open(&d, on_gpu ? gpu : 0) != 0) {
         fprintf(stderr, "ddptop: %s\n", d.err);
         dev->close(&d);

@@ -992,6 +992,8 @@ static int loop_init(struct loop *L, struct rank *rk)
     L->run = run;
     L->cfg = cfg;
     rk->dev.rank = rk->id;
+    rk->dev.precision = cfg->precision; /* read when a model's kernels are made */
+    rk->dev.conv_algo = cfg->cudnn_algo;
     L->slow = cfg->slow_rank == rk->id ? cfg->slow_factor : 1.0;
     L->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     L->run_delay = run_delay_ns(L);

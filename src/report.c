@@ -368,6 +368,7 @@ int result_from_run(struct run_result *res, struct run *r)
         return -1;
     res->cfg = r->cfg;
     res->compress_valid = 1;
+    res->precision_valid = 1;
     res->threads_per_rank = r->cfg.threads_per_rank;
     res->classes = r->train->classes;
     snprintf(res->dataset, sizeof(res->dataset), "%s", r->train->name);
@@ -567,6 +568,12 @@ static const char *strat_label(const struct run_result *r)
     return buf[k][h];
 }
 
+/* --precision's name, or NULL when unknown (a trace that does not say). */
+static const char *prec_name(const struct run_result *r)
+{
+    return r->precision_valid ? precision_name(r->cfg.precision) : NULL;
+}
+
 /* The strategy's name ("model" or "pipeline" for stages), or NULL when
  * unknown. */
 static const char *strat_name(const struct run_result *r)
@@ -750,18 +757,18 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
             replays++;
         }
     if (md)
-        fprintf(f,
-                "| model | dataset | strategy | ranks | batch/rank | global | steps | ms/step | p50 | p90 | "
-                "samples/s | speedup | eff %% | vs | compute %% | comm %% | coll %% | data %% | idle %% | "
-                "overlap %% | desched %% | sent/rank | busbw GB/s | xfer ms/step | sync ms/step | pred ms/step | lr | "
-                "train loss | train acc %% | test acc %% | loss < thr |\n"
-                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
-                "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        fprintf(
+            f, "| model | dataset | strategy | precision | ranks | batch/rank | global | steps | ms/step | p50 | p90 | "
+               "samples/s | speedup | eff %% | vs | compute %% | comm %% | coll %% | data %% | idle %% | "
+               "overlap %% | desched %% | sent/rank | busbw GB/s | xfer ms/step | sync ms/step | pred ms/step | lr | "
+               "train loss | train acc %% | test acc %% | loss < thr |\n"
+               "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+               "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     else
         fprintf(f,
-                "%-13s %-14s %-14s %5s %6s %6s %6s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s %6s %6s %8s %8s %10s "
-                "%7s %9s %9s %9s %8s %7s %7s %7s %s\n",
-                "model", "dataset", "strategy", "ranks", "b/rank", "global", "steps", "ms/step", "p50", "p90",
+                "%-13s %-14s %-14s %-4s %5s %6s %6s %6s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s %6s %6s %8s %8s "
+                "%10s %7s %9s %9s %9s %8s %7s %7s %7s %s\n",
+                "model", "dataset", "strategy", "prec", "ranks", "b/rank", "global", "steps", "ms/step", "p50", "p90",
                 "samples/s", "speedup", "eff%", "vs", "compute%", "comm%", "coll%", "data%", "idle%", "overlap%",
                 "desched%", "sent/rank", "busbw", "xfer/step", "sync/step", "pred/step", "lr", "loss", "train%",
                 "test%", "loss<thr");
@@ -793,13 +800,13 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         fig(te, sizeof(te), "%.2f", r->test_acc, r->test_valid);
         threshold_str(thr, sizeof(thr), r);
         fprintf(f,
-                md ? "| %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | "
-                     "%.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
-                   : "%-13s %-14s %-14s %5d %6s %6s %6ld %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f %6.1f %6.1f "
-                     "%6.1f %8.1f %8s %10s %7s %9s %9s %9s %8s %7s %7s %7s %s\n",
-                or_na(r->cfg.model), or_na(r->dataset), strat_label(r), r->world, lb, gb, r->steps, ms[0], ms[1], ms[2],
-                sps, sp, eff, vs, r->compute_pct, r->comm_pct, r->coll_pct, r->data_pct, r->idle_pct, r->overlap_pct,
-                ds, bytes, bw, xf, sy, pr, lr, tl, ta, te, thr);
+                md ? "| %s | %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f | "
+                     "%.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
+                   : "%-13s %-14s %-14s %-4s %5d %6s %6s %6ld %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f %6.1f "
+                     "%6.1f %6.1f %8.1f %8s %10s %7s %9s %9s %9s %8s %7s %7s %7s %s\n",
+                or_na(r->cfg.model), or_na(r->dataset), strat_label(r), or_na(prec_name(r)), r->world, lb, gb, r->steps,
+                ms[0], ms[1], ms[2], sps, sp, eff, vs, r->compute_pct, r->comm_pct, r->coll_pct, r->data_pct,
+                r->idle_pct, r->overlap_pct, ds, bytes, bw, xf, sy, pr, lr, tl, ta, te, thr);
     }
     fprintf(f,
             md ? "\nPer rank:\n\n| run | strategy | rank | device | ms/step | p50 | p90 | samples/s | compute %% | "
@@ -1015,6 +1022,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_str(o, "dataset", r->dataset);
     add_str(o, "strategy", strat_name(r));
     add_str(o, "grad_compress", r->compress_valid ? (r->cfg.grad_fp16 ? "fp16" : "none") : NULL);
+    add_str(o, "precision", prec_name(r));
     add_str(o, "device", r->device);
     add_str(o, "backend", r->backend);
     cJSON_AddNumberToObject(o, "ranks", r->world);
@@ -1165,7 +1173,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
         "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
         "busbw_gbps,transfer_ms_per_step,sync_ms_per_step,predicted_transfer_ms_per_step,train_loss,train_acc,test_"
         "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
-        "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step\n");
+        "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision\n");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -1219,6 +1227,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, r->lr, !q && r->lr_valid, "%.6g");
             csv_num(f, q ? q->desched_pct : r->desched_pct, q ? q->desched_valid : r->desched_valid, "%.3f");
             csv_num(f, q ? q->negotiate_ms : r->negotiate_ms, q ? q->negotiate_valid : r->negotiate_valid, "%.4f");
+            csv_str(f, prec_name(r));
             fputc('\n', f);
         }
     }

@@ -99,9 +99,25 @@ static int procs_check(const struct run_config *rc, int on_gpu, char *err, size_
     return 0;
 }
 
+int run_check_precision(int precision, const struct device_ops *devops, char *err, size_t errlen)
+{
+    if (precision == PREC_BF16 || precision == PREC_FP16) {
+        snprintf(err, errlen, "--precision %s: mixed precision is not implemented yet (fp32 or tf32)",
+                 precision_name(precision));
+        return -1;
+    }
+    if (precision == PREC_TF32 && !device_is_gpu(devops)) {
+        snprintf(err, errlen, "--precision tf32: needs a GPU (--device cuda); the CPU has no TF32");
+        return -1;
+    }
+    return 0;
+}
+
 int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
               size_t errlen)
 {
+    if (run_check_precision(rc->precision, devops, err, errlen) != 0)
+        return -1;
     int world = run_world(rc);
     int staged = rc->parallel != PAR_DATA; /* every rank works on the whole batch */
     long per_rank = train->n / (staged ? 1 : world);

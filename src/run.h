@@ -107,6 +107,10 @@ struct run {
  * current run for the next. */
 int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
               size_t errlen);
+/* The part of run_check that needs no data set, for every mode that builds
+ * a model (--info too): --precision must be implemented and suit the
+ * device. 0, or -1 with err set. */
+int run_check_precision(int precision, const struct device_ops *devops, char *err, size_t errlen);
 /* Rank i's model once the rank has built it, else NULL: for the collector
  * to read what stays fixed after the build (the layers' names) and what
  * the model publishes for other threads (model_layer_times). It lives

@@ -91,6 +91,9 @@ static char *run_meta(const struct run *r)
     cJSON_AddNumberToObject(o, "total_steps", (double)r->total_steps);
     if (r->cupti)
         cJSON_AddNumberToObject(o, "cupti_sample", r->cupti_sample);
+    cJSON_AddStringToObject(o, "precision", precision_name(r->cfg.precision));
+    if (r->on_gpu)
+        cJSON_AddStringToObject(o, "cudnn_algo", r->cfg.cudnn_algo == CONV_ALGO_FIND ? "find" : "heuristic");
     if (r->cfg.parallel != PAR_DATA) {
         cJSON_AddStringToObject(o, "parallel", parallel_name(r->cfg.parallel));
         cJSON_AddNumberToObject(o, "micro_batches", r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1);
@@ -413,6 +416,12 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "cupti_sample")) && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
         v->valuedouble <= INT_MAX)
         res->cfg.cupti_sample = (int)v->valuedouble;
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "precision")) && cJSON_IsString(v))
+        for (int k = 0; k < PREC_COUNT; k++)
+            if (!strcmp(v->valuestring, precision_name(k))) {
+                res->cfg.precision = k;
+                res->precision_valid = 1;
+            }
     /* stages all work on the whole batch: the run's batch is a rank's */
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "parallel")) && cJSON_IsString(v)) {
         for (int k = PAR_MODEL; k <= PAR_PIPELINE; k++)

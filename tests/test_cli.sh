@@ -97,6 +97,41 @@ expect_error "--predict-ranks 1" "--predict-ranks" --batch --predict-ranks 1
 expect_error "--cycle-ms negative" "--cycle-ms" --batch --cycle-ms -1
 expect_error "--cupti-sample 0" "--cupti-sample" --batch --cupti-sample 0
 expect_error "--schedule unknown" "--schedule" --batch --schedule zigzag
+# --precision: TF32 is a GPU's, mixed precision is not there yet: one line
+# each, in training, in --info, and before any data set loads
+expect_error "--precision tf32 on the CPU" "--precision tf32: needs a GPU (--device cuda)" --batch \
+    --dataset synthetic --device cpu --precision tf32 --steps 1
+expect_error "--precision tf32 with --info on the CPU" "--precision tf32: needs a GPU" --info --device cpu \
+    --precision tf32
+for p in bf16 fp16; do
+    expect_error "--precision $p" "--precision $p: mixed precision is not implemented yet" --batch \
+        --dataset synthetic --precision "$p" --steps 1
+    expect_error "--precision $p with --info" "--precision $p: mixed precision is not implemented yet" --info \
+        --precision "$p"
+done
+expect_error "--precision unknown" "--precision: unknown precision; expected one of fp32, tf32, bf16, fp16" \
+    --batch --precision nonsense
+expect_error "--cudnn-algo unknown" "--cudnn-algo: unknown algorithm choice" --batch --cudnn-algo guess
+# fp32 runs, and says so in the report, in the trace's run description
+# and in the report of its replay
+if timeout 60 "$BIN" --batch --quiet --dataset synthetic --device cpu --model mlp --ranks 1 --steps 2 --no-eval \
+    --precision fp32 --format json --trace "$tmp/prec.json" >"$tmp/prec_report.json" 2>"$tmp/err" &&
+    timeout 60 "$BIN" --batch --replay "$tmp/prec.json" --format json >"$tmp/prec_replay.json" 2>>"$tmp/err" &&
+    /usr/bin/python3 - "$tmp/prec_report.json" "$tmp/prec.json" "$tmp/prec_replay.json" 2>>"$tmp/err" <<'PY'
+import json, sys
+live = json.load(open(sys.argv[1]))["runs"][0]["precision"]
+meta = json.load(open(sys.argv[2]))["ddptop"]["run"].get("precision")
+replay = json.load(open(sys.argv[3]))["runs"][0]["precision"]
+if (live, meta, replay) != ("fp32", "fp32", "fp32"):
+    sys.exit("precision: report %r, trace %r, replay %r" % (live, meta, replay))
+PY
+then
+    passes=$((passes + 1))
+else
+    echo "FAIL: --precision fp32 runs and is named in the report, the trace and the replay"
+    sed 's/^/    /' "$tmp/err"
+    fails=$((fails + 1))
+fi
 # a sweep of ways to train: data parallelism with each strategy, a pipeline
 # with each micro-batch count (no strategy), model parallelism once
 "$BIN" --batch --quiet --dataset synthetic --device cpu --model mlp --ranks 2 --steps 2 --no-eval \
@@ -142,6 +177,7 @@ all_options=(
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
     --fusion-mb 8 --cycle-ms 2.5 --predict "" --predict-ranks 2,8 --link 100Gb/s,5us
     --no-broadcast-buffers "" --no-cupti "" --cupti-sample 10 --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
+    --precision tf32 --cudnn-algo heuristic
     --comm-timeout 5 --inject-fault kind=nan,rank=1,step=3
     --format json --output out.json --loss-threshold 0.5 --quiet "" --baseline ranks1 --repeat 2
     --history h.csv --history-every 5 --save-params p.bin

@@ -13,9 +13,16 @@
  *    in a build with NVTX (a test of what was not built is left out, not
  *    skipped: cmocka's skip shows as Passed in ctest);
  *  - every CUDA kernel (cuBLAS linear, cuDNN convolution incl. groups and
- *    stride, cuDNN max-pool, ReLU, softmax cross-entropy, SGD) forward and
- *    backward against the CPU reference kernels, within atol 1e-4 + rtol 1e-4
- *    (fp32 throughout: TF32 is off).
+ *    stride, with algorithms found by timing and by heuristics, cuDNN
+ *    max-pool, ReLU, softmax cross-entropy, SGD) forward and backward
+ *    against the CPU reference kernels, within atol 1e-4 + rtol 1e-4 (fp32
+ *    throughout: TF32 is off);
+ *  - --precision tf32: a convolution and a linear layer, forward and
+ *    backward, within TF32's error bound of fp32 on the same GPU, and
+ *    measurably different from it (the math mode took effect);
+ *  - cudnnFind: a convolution's algorithms say they were found, a second
+ *    convolution of the same shape is a cache hit, and the models of one
+ *    device share the cache.
  */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -456,7 +463,19 @@ static void test_kernels_linear(void **state)
     close_to(d_db, db, OUT, "linear db");
 }
 
-static void test_kernels_conv(void **state)
+/* A context of its own on the kernels' stream. */
+static struct cuda_ctx *ctx_with(int precision, int conv_algo)
+{
+    struct cuda_ctx_opts o = {.precision = precision, .conv_algo = conv_algo};
+    char err[256];
+    struct cuda_ctx *x = cuda_ctx_create(g_ks, 0, 0, &o, err, sizeof(err));
+    if (!x)
+        fail_msg("%s", err);
+    return x;
+}
+
+/* The convolutions against the CPU with the context's algorithms. */
+static void conv_against_cpu(struct cuda_ctx *kx)
 {
     const struct conv_dims shapes[] = {
         {.B = 2, .C = 3, .H = 9, .W = 7, .OC = 4, .KH = 3, .KW = 3, .stride = 1, .pad = 1, .groups = 1},
@@ -473,9 +492,12 @@ static void test_kernels_conv(void **state)
         ref_conv2d_forward(out, in, w, b, &d);
         ref_conv2d_backward(din, dw, db, dout, in, w, &d);
         char err[256];
-        struct cuda_conv *c = cuda_conv_create(g_kx, &d, 1, err, sizeof(err));
+        struct cuda_conv *c = cuda_conv_create(kx, &d, 1, err, sizeof(err));
         if (!c)
             fail_msg("%s", err);
+        char algos[100];
+        cuda_conv_describe(c, algos, sizeof(algos));
+        printf("  conv %dx%dx%dx%d -> %d, groups %d: %s\n", d.B, d.C, d.H, d.W, d.OC, d.groups, algos);
         float *d_in = up(in, ni), *d_w = up(w, nw), *d_b = up(b, (size_t)d.OC), *d_dout = up(dout, no),
               *d_out = up(out, no), *d_din = up(din, ni), *d_dw = up(dw, nw), *d_db = up(db, (size_t)d.OC);
         assert_int_equal(cuda_conv_forward(c, d_out, d_in, d_w, d_b), 0);
@@ -490,7 +512,265 @@ static void test_kernels_conv(void **state)
         close_to(d_db, db, (size_t)d.OC, "conv db");
         cuda_conv_destroy(c);
     }
-    printf("  cuDNN workspace: %zu bytes\n", cuda_ctx_workspace_bytes(g_kx));
+    printf("  cuDNN workspace: %zu bytes\n", cuda_ctx_workspace_bytes(kx));
+}
+
+static void test_kernels_conv(void **state)
+{
+    conv_against_cpu(g_kx); /* algorithms found by timing (the default) */
+    struct cuda_ctx *h = ctx_with(PREC_FP32, CONV_ALGO_HEURISTIC);
+    conv_against_cpu(h);
+    cuda_ctx_destroy(h);
+}
+
+/* ---- --precision tf32 against fp32 on the same GPU ----
+ *
+ * TF32 keeps 10 of fp32's 23 explicit mantissa bits: each input of a
+ * product is off by a relative 2^-10 at most (2^-11 when rounded to
+ * nearest, 2^-10 when truncated), so a product by 2^-9 at most, and
+ * y = sum of K products by 2^-9 * S, where S = sum of the K |products| (the
+ * same layer run on |inputs| in fp32). Both sums accumulate in fp32, each
+ * with an error of at most K * 2^-24 * S. So elementwise
+ *   |y_tf32 - y_fp32| <= (2^-9 + 2 K 2^-24) * S,
+ * about 2e-3 * S for the forward's K = 576 and 3.9e-3 * S for the weight
+ * gradient's K = 16384. With random signs the errors mostly cancel: the
+ * typical difference is near 4e-4 of |y|, far inside the bound, and far
+ * above what fp32 summed in another order (or another fp32 algorithm)
+ * gives, under 1e-5 of |y|. A norm-wise difference above 1e-4 therefore
+ * says TF32 ran. */
+static double tf32_bound(int K)
+{
+    return ldexp(1.0, -9) + 2.0 * K * ldexp(1.0, -24);
+}
+
+static float *habs(const float *h, size_t n)
+{
+    float *a = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        a[i] = fabsf(h[i]);
+    return a;
+}
+
+static float *dzeros(size_t n)
+{
+    float *d = NULL;
+    assert_int_equal(cudaMalloc((void **)&d, n * sizeof(float)), cudaSuccess);
+    assert_int_equal(cudaMemset(d, 0, n * sizeof(float)), cudaSuccess);
+    return d;
+}
+
+static float *down(const float *d, size_t n)
+{
+    float *h = malloc(n * sizeof(float));
+    assert_int_equal(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+}
+
+/* Checks d_tf against d_fp within the bound for sums of K products whose
+ * absolute sums are d_abs; returns ||tf - fp|| / ||fp||. */
+static double tf32_within(const float *d_tf, const float *d_fp, const float *d_abs, size_t n, int K, const char *what)
+{
+    float *tf = down(d_tf, n), *fp = down(d_fp, n), *S = down(d_abs, n);
+    double bound = tf32_bound(K), worst = 0, diff2 = 0, ref2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)tf[i] - fp[i]), tol = bound * S[i] + 1e-6;
+        if (!(e <= tol))
+            fail_msg("%s[%zu]: tf32 %.9g, fp32 %.9g: off by %.3g, over the bound %.3g (K %d, S %.6g)", what, i, tf[i],
+                     fp[i], e, tol, K, S[i]);
+        worst = e / tol > worst ? e / tol : worst;
+        diff2 += e * e;
+        ref2 += (double)fp[i] * fp[i];
+    }
+    double rel = ref2 > 0 ? sqrt(diff2 / ref2) : 0;
+    printf("  tf32 %-9s K %5d: worst %.3f of the bound (%.2e S), ||tf32 - fp32|| / ||fp32|| = %.2e\n", what, K, worst,
+           bound, rel);
+    free(tf);
+    free(fp);
+    free(S);
+    return rel;
+}
+
+static void tf32_took_effect(const double *rel, int n, const char *what)
+{
+    double most = 0;
+    for (int i = 0; i < n; i++)
+        most = rel[i] > most ? rel[i] : most;
+    if (!(most > 1e-4))
+        fail_msg("%s: tf32 is within %.2e of fp32 everywhere: the TF32 math mode did not take effect%s", what, most,
+                 getenv("NVIDIA_TF32_OVERRIDE") ? " (NVIDIA_TF32_OVERRIDE is set)" : "");
+}
+
+/* A 64 -> 64 3x3 convolution on 16 x 64 x 32 x 32: a shape where cuDNN
+ * runs tensor-core kernels. */
+static void test_tf32_conv(void **state)
+{
+    struct conv_dims d = {
+        .B = 16, .C = 64, .H = 32, .W = 32, .OC = 64, .KH = 3, .KW = 3, .stride = 1, .pad = 1, .groups = 1};
+    conv_dims_finish(&d);
+    size_t ni = (size_t)d.B * d.C * d.H * d.W, no = (size_t)d.B * d.OC * d.OH * d.OW;
+    size_t nw = (size_t)d.OC * d.C * d.KH * d.KW;
+    float *in = hrand(ni), *w = hrand(nw), *dout = hrand(no);
+    float *ain = habs(in, ni), *aw = habs(w, nw), *adout = habs(dout, no);
+    float *d_in = up(in, ni), *d_w = up(w, nw), *d_dout = up(dout, no);
+    float *d_ain = up(ain, ni), *d_aw = up(aw, nw), *d_adout = up(adout, no);
+    float *out[3], *din[3], *dw[3]; /* fp32, tf32, fp32 over |inputs| */
+    for (int k = 0; k < 3; k++) {
+        out[k] = dzeros(no);
+        din[k] = dzeros(ni);
+        dw[k] = dzeros(nw);
+    }
+    struct cuda_ctx *tx = ctx_with(PREC_TF32, CONV_ALGO_FIND);
+    char err[256], algos[2][100];
+    struct cuda_conv *c32 = cuda_conv_create(g_kx, &d, 0, err, sizeof(err));
+    if (!c32)
+        fail_msg("%s", err);
+    struct cuda_conv *c19 = cuda_conv_create(tx, &d, 0, err, sizeof(err));
+    if (!c19)
+        fail_msg("%s", err);
+    cuda_conv_describe(c32, algos[0], sizeof(algos[0]));
+    cuda_conv_describe(c19, algos[1], sizeof(algos[1]));
+    printf("  fp32 %s\n  tf32 %s\n", algos[0], algos[1]);
+    assert_int_equal(cuda_conv_forward(c32, out[0], d_in, d_w, NULL), 0);
+    assert_int_equal(cuda_conv_forward(c19, out[1], d_in, d_w, NULL), 0);
+    assert_int_equal(cuda_conv_forward(c32, out[2], d_ain, d_aw, NULL), 0);
+    assert_int_equal(cuda_conv_backward(c32, din[0], 0, dw[0], NULL, d_dout, d_in, d_w), 0);
+    assert_int_equal(cuda_conv_backward(c19, din[1], 0, dw[1], NULL, d_dout, d_in, d_w), 0);
+    assert_int_equal(cuda_conv_backward(c32, din[2], 0, dw[2], NULL, d_adout, d_ain, d_aw), 0);
+    assert_int_equal(cudaStreamSynchronize(g_ks), cudaSuccess);
+    double rel[3];
+    rel[0] = tf32_within(out[1], out[0], out[2], no, d.C * d.KH * d.KW, "conv out");
+    rel[1] = tf32_within(din[1], din[0], din[2], ni, d.OC * d.KH * d.KW, "conv din");
+    rel[2] = tf32_within(dw[1], dw[0], dw[2], nw, d.B * d.OH * d.OW, "conv dw");
+    tf32_took_effect(rel, 3, "conv");
+    cuda_conv_destroy(c32);
+    cuda_conv_destroy(c19);
+    cuda_ctx_destroy(tx);
+    float *bufs[] = {d_in,   d_w,    d_dout, d_ain,  d_aw,  d_adout, out[0], out[1],
+                     out[2], din[0], din[1], din[2], dw[0], dw[1],   dw[2]};
+    for (size_t k = 0; k < sizeof(bufs) / sizeof(bufs[0]); k++)
+        cudaFree(bufs[k]);
+    free(in);
+    free(w);
+    free(dout);
+    free(ain);
+    free(aw);
+    free(adout);
+}
+
+/* A 512 -> 256 linear layer at batch 128 (cuBLAS's SGEMM on tensor cores). */
+static void test_tf32_linear(void **state)
+{
+    int B = 128, IN = 512, OUT = 256;
+    size_t ni = (size_t)B * IN, nw = (size_t)OUT * IN, no = (size_t)B * OUT;
+    float *in = hrand(ni), *w = hrand(nw), *dout = hrand(no);
+    float *ain = habs(in, ni), *aw = habs(w, nw), *adout = habs(dout, no);
+    float *d_in = up(in, ni), *d_w = up(w, nw), *d_dout = up(dout, no);
+    float *d_ain = up(ain, ni), *d_aw = up(aw, nw), *d_adout = up(adout, no);
+    float *out[3], *din[3], *dw[3]; /* fp32, tf32, fp32 over |inputs| */
+    for (int k = 0; k < 3; k++) {
+        out[k] = dzeros(no);
+        din[k] = dzeros(ni);
+        dw[k] = dzeros(nw);
+    }
+    struct cuda_ctx *tx = ctx_with(PREC_TF32, CONV_ALGO_FIND);
+    struct cuda_ctx *cx[3] = {g_kx, tx, g_kx};
+    const float *xin[3] = {d_in, d_in, d_ain}, *xw[3] = {d_w, d_w, d_aw}, *xdout[3] = {d_dout, d_dout, d_adout};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(cuda_linear_forward(cx[k], out[k], xin[k], xw[k], NULL, B, IN, OUT), 0);
+        assert_int_equal(cuda_linear_backward(cx[k], din[k], 0, dw[k], NULL, xdout[k], xin[k], xw[k], B, IN, OUT), 0);
+    }
+    assert_int_equal(cudaStreamSynchronize(g_ks), cudaSuccess);
+    double rel[3];
+    rel[0] = tf32_within(out[1], out[0], out[2], no, IN, "linear out");
+    rel[1] = tf32_within(din[1], din[0], din[2], ni, OUT, "linear din");
+    rel[2] = tf32_within(dw[1], dw[0], dw[2], nw, B, "linear dw");
+    tf32_took_effect(rel, 3, "linear");
+    cuda_ctx_destroy(tx);
+    float *bufs[] = {d_in,   d_w,    d_dout, d_ain,  d_aw,  d_adout, out[0], out[1],
+                     out[2], din[0], din[1], din[2], dw[0], dw[1],   dw[2]};
+    for (size_t k = 0; k < sizeof(bufs) / sizeof(bufs[0]); k++)
+        cudaFree(bufs[k]);
+    free(in);
+    free(w);
+    free(dout);
+    free(ain);
+    free(aw);
+    free(adout);
+}
+
+/* --cudnn-algo find: the algorithms say they were found by timing; a
+ * shape is timed once (a second convolution of it, with or without a
+ * bias, is a cache hit with the same algorithms; another batch is timed
+ * anew); heuristics say so; and the models of one device share the
+ * cache. */
+static void test_conv_algorithms_found(void **state)
+{
+    struct conv_dims d = {
+        .B = 8, .C = 16, .H = 16, .W = 16, .OC = 32, .KH = 3, .KW = 3, .stride = 1, .pad = 1, .groups = 1};
+    conv_dims_finish(&d);
+    struct cuda_ctx *x = ctx_with(PREC_FP32, CONV_ALGO_FIND);
+    struct cuda_algo_cache *cache = cuda_ctx_algo_cache(x);
+    char err[256], first[100], second[100];
+    uint64_t measured, hits;
+    struct cuda_conv *a = cuda_conv_create(x, &d, 1, err, sizeof(err));
+    if (!a)
+        fail_msg("%s", err);
+    cuda_conv_describe(a, first, sizeof(first));
+    printf("  cudnnFind: %s\n", first);
+    assert_non_null(strstr(first, " (found)"));
+    cuda_algo_cache_counts(cache, &measured, &hits);
+    assert_int_equal(measured, 1);
+    assert_int_equal(hits, 0);
+    struct cuda_conv *b = cuda_conv_create(x, &d, 0, err, sizeof(err));
+    if (!b)
+        fail_msg("%s", err);
+    cuda_conv_describe(b, second, sizeof(second));
+    assert_string_equal(first, second);
+    cuda_algo_cache_counts(cache, &measured, &hits);
+    assert_int_equal(measured, 1);
+    assert_int_equal(hits, 1);
+    struct conv_dims half = d;
+    half.B = 4;
+    struct cuda_conv *c = cuda_conv_create(x, &half, 1, err, sizeof(err));
+    if (!c)
+        fail_msg("%s", err);
+    cuda_algo_cache_counts(cache, &measured, &hits);
+    assert_int_equal(measured, 2);
+    assert_int_equal(hits, 1);
+
+    struct cuda_ctx *hx = ctx_with(PREC_FP32, CONV_ALGO_HEURISTIC);
+    struct cuda_conv *h = cuda_conv_create(hx, &d, 1, err, sizeof(err));
+    if (!h)
+        fail_msg("%s", err);
+    cuda_conv_describe(h, second, sizeof(second));
+    printf("  heuristics: %s\n", second);
+    assert_non_null(strstr(second, " (heuristic)"));
+    cuda_conv_destroy(a);
+    cuda_conv_destroy(b);
+    cuda_conv_destroy(c);
+    cuda_conv_destroy(h);
+    cuda_ctx_destroy(x);
+    cuda_ctx_destroy(hx);
+
+    /* two models' kernels on one device handle (a rank's): one cache */
+    struct device dev = {.ops = &device_cuda, .precision = PREC_TF32};
+    assert_int_equal(device_cuda.open(&dev, 0), 0);
+    struct cuda_ctx *k1 = device_cuda.kernels_create(&dev), *k2 = device_cuda.kernels_create(&dev);
+    assert_non_null(k1);
+    assert_non_null(k2);
+    assert_ptr_equal(cuda_ctx_algo_cache(k1), cuda_ctx_algo_cache(k2));
+    struct cuda_conv *m1 = cuda_conv_create(k1, &d, 1, err, sizeof(err)),
+                     *m2 = cuda_conv_create(k2, &d, 1, err, sizeof(err));
+    assert_non_null(m1);
+    assert_non_null(m2);
+    cuda_algo_cache_counts(cuda_ctx_algo_cache(k1), &measured, &hits);
+    assert_int_equal(measured, 1);
+    assert_int_equal(hits, 1);
+    cuda_conv_destroy(m1);
+    cuda_conv_destroy(m2);
+    device_cuda.kernels_destroy(k1);
+    device_cuda.kernels_destroy(k2);
+    device_cuda.close(&dev);
 }
 
 static void test_kernels_pool_relu_xent_sgd(void **state)
@@ -558,7 +838,7 @@ static int kernels_setup(void **state)
     cudaSetDevice(0);
     cudaStreamCreate(&g_ks);
     char err[256];
-    g_kx = cuda_ctx_create(g_ks, 0, 0, err, sizeof(err));
+    g_kx = cuda_ctx_create(g_ks, 0, 0, NULL, err, sizeof(err));
     if (!g_kx)
         fprintf(stderr, "%s\n", err);
     return g_kx ? 0 : -1;
@@ -593,6 +873,9 @@ int main(void)
         cmocka_unit_test(test_kernels_linear),
         cmocka_unit_test(test_kernels_conv),
         cmocka_unit_test(test_kernels_pool_relu_xent_sgd),
+        cmocka_unit_test(test_tf32_conv),
+        cmocka_unit_test(test_tf32_linear),
+        cmocka_unit_test(test_conv_algorithms_found),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
 #ifdef DDPTOP_HAVE_NCCL

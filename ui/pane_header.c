@@ -1,9 +1,9 @@
 /* pane_header.c - the top two lines: what is running (model, data set,
- * strategy, backend, ranks, batch, parameters) and how far it is (state,
- * epoch, step, elapsed, ETA, throughput, loss, accuracy). No border: it is
- * always there. What does not fit a narrow terminal drops out by priority,
- * never by position, so the last field (the parameters) is not the first
- * to go. */
+ * strategy, backend, precision, ranks, batch, parameters) and how far it
+ * is (state, epoch, step, elapsed, ETA, throughput, loss, accuracy). No
+ * border: it is always there. What does not fit a narrow terminal drops
+ * out by priority, never by position, so the last field (the parameters)
+ * is not the first to go. */
 #include <stdio.h>
 #include <string.h>
 
@@ -83,35 +83,36 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
     int x = 1;
     x += draw_text(w, 0, x, wd - x, TH_TITLE, "ddptop");
     x += 2;
-    /* What runs. On a narrow terminal the backend and the data set give
-     * way first: the parameters, ranks and batch are what a comparison of
-     * runs needs. */
-    struct kv top[7] = {
-        {"model", "", TH_VALUE, 0},   {"data", "", TH_VALUE, 3},  {"strategy", "", TH_VALUE, 0},
-        {"backend", "", TH_VALUE, 4}, {"ranks", "", TH_VALUE, 0}, {"batch", "", TH_VALUE, 1},
-        {"params", "", TH_VALUE, 2},
+    /* What runs. On a narrow terminal the backend, the precision and the
+     * data set give way first: the parameters, ranks and batch are what a
+     * comparison of runs needs. */
+    struct kv top[8] = {
+        {"model", "", TH_VALUE, 0},   {"data", "", TH_VALUE, 3},      {"strategy", "", TH_VALUE, 0},
+        {"backend", "", TH_VALUE, 4}, {"precision", "", TH_VALUE, 4}, {"ranks", "", TH_VALUE, 0},
+        {"batch", "", TH_VALUE, 1},   {"params", "", TH_VALUE, 2},
     };
-    int nt = 6;
+    int nt = 7;
     snprintf(top[0].value, sizeof(top[0].value), "%s", s->model);
     snprintf(top[1].value, sizeof(top[1].value), "%s", s->dataset);
     snprintf(top[2].value, sizeof(top[2].value), "%s", s->strategy);
     snprintf(top[3].value, sizeof(top[3].value), "%s %s", s->device, s->backend);
-    snprintf(top[4].value, sizeof(top[4].value), "%d", s->world);
+    snprintf(top[4].value, sizeof(top[4].value), "%s", s->precision[0] ? s->precision : "n/a");
+    snprintf(top[5].value, sizeof(top[5].value), "%d", s->world);
     if (s->global_batch > 0 && s->global_batch == s->local_batch && s->world > 1)
-        snprintf(top[5].value, sizeof(top[5].value), "%d, every stage", s->global_batch); /* model, pipeline */
+        snprintf(top[6].value, sizeof(top[6].value), "%d, every stage", s->global_batch); /* model, pipeline */
     else if (s->global_batch > 0)
-        snprintf(top[5].value, sizeof(top[5].value), "%dx%d=%d", s->local_batch, s->world, s->global_batch);
+        snprintf(top[6].value, sizeof(top[6].value), "%dx%d=%d", s->local_batch, s->world, s->global_batch);
     else
-        snprintf(top[5].value, sizeof(top[5].value), "n/a");
+        snprintf(top[6].value, sizeof(top[6].value), "n/a");
     if (s->params_total) {
         char tot[32], tr[32];
         fmt_si(tot, sizeof(tot), (double)s->params_total);
         fmt_si(tr, sizeof(tr), (double)s->params_trainable);
         if (s->params_trainable == s->params_total)
-            snprintf(top[6].value, sizeof(top[6].value), "%s", tot);
+            snprintf(top[7].value, sizeof(top[7].value), "%s", tot);
         else
-            snprintf(top[6].value, sizeof(top[6].value), "%s (%s trainable)", tot, tr);
-        nt = 7;
+            snprintf(top[7].value, sizeof(top[7].value), "%s (%s trainable)", tot, tr);
+        nt = 8;
     }
     kv_line(w, 0, x, wd, top, nt);
 

@@ -56,6 +56,7 @@ int snap_init(struct snap *s, const struct run *r)
     /* what the run chose (on GPUs: nccl, or ddptop's device ring when ranks share a GPU) */
     snprintf(s->backend, sizeof(s->backend), "%s", r->backend);
     snprintf(s->device, sizeof(s->device), "%s", r->devops->name);
+    snprintf(s->precision, sizeof(s->precision), "%s", precision_name(r->cfg.precision));
     s->local_batch = r->local_batch;
     s->global_batch = r->global_batch;
     s->epochs = r->cfg.epochs;
@@ -401,6 +402,8 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     train_mode_label(&res->cfg, s->strategy, sizeof(s->strategy));
     snprintf(s->backend, sizeof(s->backend), "%s", res->backend[0] ? res->backend : "unknown");
     snprintf(s->device, sizeof(s->device), "%s", res->nranks > 0 ? res->ranks[0].device : "n/a");
+    snprintf(s->precision, sizeof(s->precision), "%s",
+             res->precision_valid ? precision_name(res->cfg.precision) : "n/a");
     s->global_batch = res->batch_valid ? res->global_batch : 0;
     s->local_batch = res->cfg.parallel != PAR_DATA ? s->global_batch
                      : res->world > 0              ? s->global_batch / res->world
