@@ -39,6 +39,7 @@ struct algo_choice {
     cudnnConvolutionBwdDataAlgo_t bwd_data;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter;
     cudnnMathType_t math[CONV_DIRS]; /* what each chosen algorithm runs in */
+    int fell_back;                   /* cudnnFind ran no algorithm of a kind: the heuristics chose */
 };
 
 struct cuda_algo_cache {
@@ -451,7 +452,15 @@ static int conv_build(struct cuda_conv *c)
         x->cache->hits++;
     } else {
         c->a = (struct algo_choice){.d = *d, .precision = x->precision, .conv_algo = x->conv_algo};
-        if ((x->conv_algo == CONV_ALGO_FIND ? conv_find(c, &c->a) : conv_heuristic(c, &c->a)) != 0)
+        int rc = x->conv_algo == CONV_ALGO_FIND ? conv_find(c, &c->a) : conv_heuristic(c, &c->a);
+        if (rc != 0 && x->conv_algo == CONV_ALGO_FIND && strstr(x->err, "no algorithm ran")) {
+            /* (seen on an H200 while the previous run's ranks were
+             * stopping): a layer still trains with the heuristics' choice */
+            x->err[0] = 0;
+            c->a.fell_back = 1;
+            rc = conv_heuristic(c, &c->a);
+        }
+        if (rc != 0)
             return -1;
         if (cache_put(x->cache, &c->a) != 0)
             return cu_fail(x, "caching the convolution's algorithms", "out of memory", __FILE__, __LINE__);
@@ -503,7 +512,9 @@ void cuda_conv_describe(const struct cuda_conv *c, char *buf, size_t n)
                                        "fft_tiling"};
 #define NAME(t, a) ((unsigned)(a) < sizeof(t) / sizeof(t[0]) ? t[a] : "?")
     snprintf(buf, n, "cudnn:%s|%s|%s (%s)", NAME(fwd, c->a.fwd), NAME(data, c->a.bwd_data), NAME(filt, c->a.bwd_filter),
-             c->a.conv_algo == CONV_ALGO_FIND ? "found" : "heuristic");
+             c->a.fell_back                     ? "heuristic: cudnnFind ran none"
+             : c->a.conv_algo == CONV_ALGO_FIND ? "found"
+                                                : "heuristic");
 #undef NAME
 }
 
