@@ -94,9 +94,14 @@ static void tell(struct session *s, int show_progress)
  * one line. */
 static int procs_apply(struct config *cfg, const struct procs *pr)
 {
-    if (cfg->mode != MODE_TRAIN && pr->size > 1) {
+    if (cfg->mode != MODE_TRAIN && cfg->mode != MODE_BENCH_COMM && pr->size > 1) {
         if (pr->rank == 0)
-            fprintf(stderr, "ddptop: under mpirun only training runs so far (not --info, --bench-comm or --replay)\n");
+            fprintf(stderr, "ddptop: under mpirun only training and --bench-comm run (not --info or --replay)\n");
+        return 2;
+    }
+    if (pr->size > CFG_MAX_RANKS) {
+        if (pr->rank == 0)
+            fprintf(stderr, "ddptop: mpirun -np %d: at most %d ranks\n", pr->size, CFG_MAX_RANKS);
         return 2;
     }
     if (cfg->ranks_set && (cfg->nranks != 1 || cfg->ranks[0] != pr->size)) {

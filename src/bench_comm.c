@@ -20,6 +20,7 @@
 #include "config.h"
 #include "cost_model.h"
 #include "modes.h"
+#include "procs.h"
 #include "stop.h"
 
 #define MAX_ROWS 64
@@ -188,6 +189,37 @@ static void human(char *buf, size_t n, uint64_t b)
         snprintf(buf, n, "%llu", (unsigned long long)b);
 }
 
+/* Under mpirun: every process's times, wrong counts and rows done reach
+ * process 0's tables. Returns 1 on a worker (it reports nothing), 0 on
+ * process 0; *status becomes nonzero when any process failed. */
+static int gather_rows(struct bench *b, int rank, int size, int *status)
+{
+    int n = 2 * MAX_ROWS + 2;
+    double mine[2 * MAX_ROWS + 2] = {0};
+    double *all = rank == 0 ? calloc((size_t)size * (size_t)n, sizeof(double)) : NULL;
+    for (int k = 0; k < b->nrows; k++) {
+        mine[k] = b->t_us[rank][k];
+        mine[MAX_ROWS + k] = (double)b->wrong[rank][k];
+    }
+    mine[2 * MAX_ROWS] = b->done[rank];
+    mine[2 * MAX_ROWS + 1] = *status;
+    procs_gather(mine, n, all ? all : mine);
+    if (rank != 0)
+        return 1;
+    for (int r = 0; all && r < size; r++) {
+        const double *o = all + (size_t)r * (size_t)n;
+        for (int k = 0; k < b->nrows; k++) {
+            b->t_us[r][k] = o[k];
+            b->wrong[r][k] = (long)o[MAX_ROWS + k];
+        }
+        b->done[r] = (int)o[2 * MAX_ROWS];
+        if (o[2 * MAX_ROWS + 1] != 0)
+            *status = 1;
+    }
+    free(all);
+    return 0;
+}
+
 int bench_comm_main(const struct config *cfg)
 {
     struct bench *b = calloc(1, sizeof(*b));
@@ -202,9 +234,13 @@ int bench_comm_main(const struct config *cfg)
     }
     b->world = cfg->ranks[0];
     b->coll = cfg->collective;
-    if (cfg->base.comm != COMM_SHM) {
-        fprintf(stderr, "ddptop: --comm %s: not available for --bench-comm in this build\n",
-                cfg->base.comm == COMM_NCCL ? "nccl" : "mpi");
+    /* under mpirun every process is a rank (procs.h): MPI's collectives */
+    const struct procs *pr = procs_self();
+    int over_mpi = pr->active && cfg->base.comm == COMM_MPI;
+    if (cfg->base.comm != COMM_SHM && !over_mpi) {
+        fprintf(stderr, "ddptop: --comm %s: not available for --bench-comm %s\n",
+                cfg->base.comm == COMM_NCCL ? "nccl" : "mpi",
+                cfg->base.comm == COMM_NCCL ? "in this build" : "without mpirun (mpirun -np N ddptop --bench-comm)");
         free(b);
         return 2;
     }
@@ -221,16 +257,26 @@ int bench_comm_main(const struct config *cfg)
     }
 
     _Atomic int abort_flag = 0;
-    struct shm_world *w = shm_world_create(b->world, &abort_flag);
+    struct shm_world *w = over_mpi ? NULL : shm_world_create(b->world, &abort_flag);
     struct worker ws[64];
     pthread_t th[64];
     int status = 0;
-    for (int r = 0; r < b->world; r++) {
-        ws[r] = (struct worker){b, comm_shm_create(w, r, cfg->base.algo), NULL, NULL};
+    /* the ranks this process runs: all of them, or its own under mpirun */
+    int lo = over_mpi ? pr->rank : 0, hi = over_mpi ? pr->rank + 1 : b->world;
+    for (int r = lo; r < hi; r++) {
+        char err[256] = "";
+        struct comm *c = over_mpi ? procs_comm_create(err, sizeof(err)) : comm_shm_create(w, r, cfg->base.algo);
+        if (!c) {
+            fprintf(stderr, "ddptop: --bench-comm: %s\n", err[0] ? err : "cannot create a communicator");
+            free(b);
+            return 1;
+        }
+        c->abort = &abort_flag;
+        ws[r] = (struct worker){b, c, NULL, NULL};
         pthread_create(&th[r], NULL, bench_thread, &ws[r]);
     }
     /* wait for the threads, turning a Ctrl-C into the world's abort */
-    for (int r = 0; r < b->world; r++) {
+    for (int r = lo; r < hi; r++) {
         void *ret;
         while (pthread_tryjoin_np(th[r], &ret) == EBUSY) {
             if (stop_signal)
@@ -241,12 +287,14 @@ int bench_comm_main(const struct config *cfg)
         if (ret)
             status = 1;
     }
-    for (int r = 0; r < b->world; r++) {
+    for (int r = lo; r < hi; r++) {
         ws[r].c->ops->destroy(ws[r].c);
         free(ws[r].in);
         free(ws[r].out);
     }
     shm_world_destroy(w);
+    if (over_mpi && gather_rows(b, pr->rank, pr->size, &status) != 0)
+        return 0; /* a worker: process 0 reports */
     int stopped = 0;
     for (int r = 0; r < b->world; r++)
         if (b->done[r] < b->nrows) {
@@ -274,8 +322,8 @@ int bench_comm_main(const struct config *cfg)
         ys[k] = row->time_us;
     }
     struct cost_fit fit = {.ranks = b->world, .coll = b->coll};
-    snprintf(fit.backend, sizeof(fit.backend), "shm");
-    snprintf(fit.algo, sizeof(fit.algo), "%s", cfg->base.algo == ALGO_RING ? "ring" : "naive");
+    snprintf(fit.backend, sizeof(fit.backend), "%s", over_mpi ? "mpi" : "shm");
+    snprintf(fit.algo, sizeof(fit.algo), "%s", over_mpi ? "mpi" : cfg->base.algo == ALGO_RING ? "ring" : "naive");
     fit.valid = b->world > 1 && cost_fit_points(xs, ys, b->nrows, &fit.alpha_us, &fit.beta_us_per_byte, &fit.r2) == 0;
     double factor = coll_busbw_factor(b->coll, b->world);
 
@@ -289,7 +337,7 @@ int bench_comm_main(const struct config *cfg)
     if (cfg->format == FMT_JSON) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "collective", coll_name(b->coll));
-        cJSON_AddStringToObject(root, "backend", "shm");
+        cJSON_AddStringToObject(root, "backend", fit.backend);
         cJSON_AddStringToObject(root, "algo", algo);
         cJSON_AddNumberToObject(root, "ranks", b->world);
         cJSON_AddNumberToObject(root, "iters", cfg->iters);
@@ -326,10 +374,10 @@ int bench_comm_main(const struct config *cfg)
                          "|---:|---:|---:|---:|---:|---:|\n");
         else
             fprintf(out,
-                    "# %s, shm/%s, %d ranks, %d iters (%d warm-up), float32 sum; 1 GB = 1e9 B\n"
+                    "# %s, %s%s%s, %d ranks, %d iters (%d warm-up), float32 sum; 1 GB = 1e9 B\n"
                     "%10s %12s %12s %12s %12s %8s\n",
-                    coll_name(b->coll), algo, b->world, cfg->iters, cfg->warmup, "size", "count", "time(us)",
-                    "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+                    coll_name(b->coll), fit.backend, over_mpi ? "" : "/", over_mpi ? "" : algo, b->world, cfg->iters,
+                    cfg->warmup, "size", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
         for (int k = 0; k < b->nrows; k++) {
             const struct row *row = &b->rows[k];
             double algbw = (double)row->bytes / (row->time_us * 1e3);

@@ -50,6 +50,9 @@ int procs_exit(int status);
 
 /* This process's rank's communicator over every process (--comm mpi). */
 struct comm *procs_comm_create(char *err, size_t errlen);
+/* Process 0 receives every process's n doubles, in rank order, into
+ * all[size * n] (all is unused elsewhere). Collective. */
+void procs_gather(const double *mine, int n, double *all);
 
 /* The relay of one run (every process calls each, in the same order). */
 struct relay;

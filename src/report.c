@@ -25,6 +25,18 @@ static void pcts(const struct breakdown *b, double *compute, double *comm, doubl
     *overlap = breakdown_overlap_pct(b);
 }
 
+/* Which of --bench-comm's stored fits a run's collectives take: MPI's
+ * under --comm mpi, else the shm backend's with its algorithm. */
+static const char *fit_backend(const struct run_config *c)
+{
+    return c->comm == COMM_MPI ? "mpi" : "shm";
+}
+
+static const char *fit_algo(const struct run_config *c)
+{
+    return c->comm == COMM_MPI ? "mpi" : c->algo == ALGO_RING ? "ring" : "naive";
+}
+
 /* --predict: a 1-rank run's step at more ranks (src/predict.h). */
 /* --predict of a 1-rank (one stage) model or pipeline run: the same batch
  * over more stages (predict_pipeline). */
@@ -54,9 +66,10 @@ static void predict_stages(struct run_result *res, const struct run *r, const st
         link = (struct predict_link){c->link_lat * 1e6, 1e6 / c->link_bw};
         snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: a message between stages",
                  c->link_bw / 1e9, c->link_lat * 1e6);
-    } else if (cost_model_lookup(path, "shm", c->algo == ALGO_RING ? "ring" : "naive", 2, COLL_BROADCAST, &f) == 0) {
+    } else if (cost_model_lookup(path, fit_backend(c), fit_algo(c), 2, COLL_BROADCAST, &f) == 0) {
         link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
-        snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's 2-rank broadcast fit (shm): a message");
+        snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's 2-rank broadcast fit (%s): a message",
+                 fit_backend(c));
     } else {
         have = 0;
     }
@@ -147,7 +160,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
         const struct predict_link **slot[4] = {&in.gather, &in.broadcast, &in.scatter, &in.reduce};
         const int kinds[4] = {COLL_GATHER, COLL_BROADCAST, COLL_SCATTER, COLL_REDUCE};
         struct cost_fit f;
-        const char *algo = c->algo == ALGO_RING ? "ring" : "naive";
+        const char *algo = fit_algo(c);
         for (int q = 0; q < 4; q++)
             *slot[q] = NULL;
         if (c->link_bw > 0) {
@@ -159,12 +172,12 @@ static void predict_scaling(struct run_result *res, struct run *r)
             }
         } else {
             int rooted_only = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
-            if (cost_model_lookup(path, "shm", algo, k, COLL_ALLREDUCE, &f) == 0)
+            if (cost_model_lookup(path, fit_backend(c), algo, k, COLL_ALLREDUCE, &f) == 0)
                 link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
             else if (!rooted_only)
                 continue; /* no cost for this rank count: n/a */
             for (int q = 0; q < 4; q++)
-                if (cost_model_lookup(path, "shm", algo, k, kinds[q], &f) == 0) {
+                if (cost_model_lookup(path, fit_backend(c), algo, k, kinds[q], &f) == 0) {
                     rooted[q] = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
                     *slot[q] = &rooted[q];
                 }
@@ -194,7 +207,7 @@ static void predict(struct run_result *res, struct run *r)
         return; /* --bench-comm fits the shm backend; nothing predicts NCCL here */
     char path[1024];
     cost_model_path(path, sizeof(path));
-    const char *algo = r->cfg.algo == ALGO_RING ? "ring" : "naive";
+    const char *algo = fit_algo(&r->cfg);
     double total = 0, r2 = 1.0;
     int used = 0;
     for (int k = 1; k < COLL_COUNT; k++) {
@@ -208,7 +221,7 @@ static void predict(struct run_result *res, struct run *r)
             continue;
         used = 1;
         struct cost_fit f;
-        if (cost_model_lookup(path, "shm", algo, r->world, k, &f) != 0)
+        if (cost_model_lookup(path, fit_backend(&r->cfg), algo, r->world, k, &f) != 0)
             return;
         total += (double)calls * f.alpha_us + f.beta_us_per_byte * bytes;
         r2 = f.r2 < r2 ? f.r2 : r2;

@@ -88,7 +88,7 @@ expect_error "--bench-comm with a list of ranks" "--bench-comm: one --ranks at a
 expect_error "--output over the --trace file" "--output: t.json is the --trace file too" --batch --trace t.json \
     --output t.json
 expect_error "nccl on the CPU" "--comm nccl" --batch --dataset synthetic --device cpu --comm nccl
-expect_error "mpi not implemented" "--comm mpi" --batch --dataset synthetic --comm mpi
+expect_error "--comm mpi without mpirun" "--comm mpi: start ddptop under mpirun" --batch --dataset synthetic --comm mpi
 expect_error "--fusion-mb 0" "--fusion-mb" --batch --fusion-mb 0
 for l in 25GB/s 25GB/s,5 25GX/s,5us ,5us 0GB/s,5us 25GB/s,-1us x,y; do
     expect_error "--link $l" "--link" --batch --link "$l"
