@@ -107,7 +107,13 @@ void procs_gather(const double *mine, int n, double *all)
 }
 
 /* ---- the relay ---------------------------------------------------------- */
-enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK };
+enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_BEAT };
+
+/* A worker says it is alive this often (its main thread, which never
+ * waits on training); process 0 gives it up after BEAT_LOST_NS of silence
+ * (or --comm-timeout, when shorter). */
+#define BEAT_EVERY_NS (250LL * 1000 * 1000)
+#define BEAT_LOST_NS (5LL * 1000 * 1000 * 1000)
 enum { RING_MAIN = 0, RING_COMM };
 
 /* What leads every record message: whose, which ring, and the records lost
@@ -141,7 +147,11 @@ struct relay {
     _Atomic int rx_quit;
     int64_t *add_ns, *bound_ns; /* [size]: added to a process's timestamps; the error */
     int sent_stop, sent_paused;
-    unsigned char *buf; /* a worker's message being built */
+    int64_t last_beat_ns; /* a worker: its last heartbeat */
+    int64_t *seen_ns;     /* process 0: [size], when each process was last heard from */
+    unsigned char *ended; /* process 0: [size], its rank ended (or was given up) */
+    int64_t lost_ns;      /* silence after which a process is given up */
+    unsigned char *buf;   /* a worker's message being built */
     size_t cap;
 };
 
@@ -247,8 +257,28 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
     }
 }
 
+/* A worker silent for rl->lost_ns: its rank ends, failed, naming it. */
+static int give_up_silent(struct relay *rl)
+{
+    int64_t now = probe_now_ns();
+    int n = 0;
+    for (int p = 1; p < self.size; p++) {
+        if (rl->ended[p] || now - rl->seen_ns[p] <= rl->lost_ns)
+            continue;
+        struct relay_done d = {.rank = p, .rc = -1};
+        snprintf(d.dev, sizeof(d.dev), "cpu");
+        snprintf(d.err, sizeof(d.err), "process %d on %.64s stopped answering: nothing from it for %.1f s", p,
+                 host_of[p], (double)(now - rl->seen_ns[p]) / 1e9);
+        deliver(rl, TAG_DONE, (unsigned char *)&d, sizeof(d));
+        rl->ended[p] = 1;
+        n++;
+    }
+    return n;
+}
+
 /* Process 0's receiving thread: every worker's records into its rank's
- * rings, until every worker's rank has ended (or relay_close). */
+ * rings, until every worker's rank has ended, or its process was given up
+ * (or relay_close). */
 static void *receive(void *arg)
 {
     struct relay *rl = arg;
@@ -261,6 +291,7 @@ static void *receive(void *arg)
         MPI_Status st;
         MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, rl->mc, &found, &m, &st);
         if (!found) {
+            left -= give_up_silent(rl);
             nap_ms(1);
             continue;
         }
@@ -276,8 +307,15 @@ static void *receive(void *arg)
             cap = (size_t)len;
         }
         MPI_Mrecv(buf, len, MPI_BYTE, &m, MPI_STATUS_IGNORE);
+        int p = st.MPI_SOURCE;
+        if (p <= 0 || p >= self.size || rl->ended[p])
+            continue; /* (a process given up that spoke again: too late) */
+        rl->seen_ns[p] = probe_now_ns();
         deliver(rl, st.MPI_TAG, buf, (size_t)len);
-        left -= st.MPI_TAG == TAG_DONE;
+        if (st.MPI_TAG == TAG_DONE) {
+            rl->ended[p] = 1;
+            left--;
+        }
     }
     free(buf);
     return NULL;
@@ -290,11 +328,17 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
         rl->add_ns = calloc((size_t)self.size, sizeof(int64_t));
         rl->bound_ns = calloc((size_t)self.size, sizeof(int64_t));
     }
-    if (!rl || !rl->add_ns || !rl->bound_ns) {
+    if (rl) {
+        rl->seen_ns = calloc((size_t)self.size, sizeof(int64_t));
+        rl->ended = calloc((size_t)self.size, 1);
+    }
+    if (!rl || !rl->add_ns || !rl->bound_ns || !rl->seen_ns || !rl->ended) {
         snprintf(err, errlen, "out of memory for the MPI relay");
         if (rl) {
             free(rl->add_ns);
             free(rl->bound_ns);
+            free(rl->seen_ns);
+            free(rl->ended);
         }
         free(rl);
         return NULL;
@@ -307,6 +351,11 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
         r->ranks[i].clock_err_ns = rl->bound_ns[i];
         snprintf(r->ranks[i].host, sizeof(r->ranks[i].host), "%s", host_of[i]);
     }
+    int64_t timeout = (int64_t)(r->cfg.comm_timeout_s * 1e9);
+    rl->lost_ns = timeout > 0 && timeout < BEAT_LOST_NS ? timeout : BEAT_LOST_NS;
+    rl->last_beat_ns = probe_now_ns();
+    for (int p = 0; p < self.size; p++)
+        rl->seen_ns[p] = rl->last_beat_ns;
     if (self.rank == 0 && self.size > 1) {
         if (pthread_create(&rl->rx, NULL, receive, rl) != 0) {
             snprintf(err, errlen, "cannot start the MPI relay's thread");
@@ -379,6 +428,10 @@ int relay_poll(struct relay *rl, uint32_t *at)
         return RELAY_NONE;
     }
     forward(rl, &r->ranks[self.rank]);
+    if (probe_now_ns() - rl->last_beat_ns > BEAT_EVERY_NS) {
+        MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_BEAT, rl->mc);
+        rl->last_beat_ns = probe_now_ns();
+    }
     int found = 0;
     MPI_Iprobe(0, TAG_CTRL, rl->mc, &found, MPI_STATUS_IGNORE);
     if (!found)
@@ -417,6 +470,8 @@ void relay_close(struct relay *rl)
         MPI_Comm_free(&rl->mc);
     free(rl->add_ns);
     free(rl->bound_ns);
+    free(rl->seen_ns);
+    free(rl->ended);
     free(rl->buf);
     free(rl);
 }

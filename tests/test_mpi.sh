@@ -10,7 +10,8 @@
 #  - --bench-comm over MPI gets every collective's exact answers, and its
 #    fit predicts a training run's transfers;
 #  - a rank that fails in a worker process is named by process 0, which
-#    prints the partial report, and mpirun exits non-zero;
+#    prints the partial report, and mpirun exits non-zero; so is a worker
+#    process that stops answering (its heartbeats stop: SIGSTOP);
 #  - what cannot run under mpirun is one line and exit 2.
 # Usage: test_mpi.sh DDPTOP [quick|tiny]
 #   (every MPI process starts slowly under a sanitizer)
@@ -172,6 +173,38 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "^ddptop: rank 1 failed: the rank
 else
     bad "worker failure: rc $rc after ${took} s"
     grep ddptop fail.err | head -3
+fi
+
+# ---- a worker that stops answering (SIGSTOP): given up by its silence ----
+if [ "$mode" != tiny ]; then
+    start=$SECONDS
+    timeout 90 "${mpi[@]}" -np 2 "$bin" "${base[@]}" --model lenet --strategy ddp --steps 100000 --format csv \
+        >stop.csv 2>stop.err &
+    job=$!
+    worker=""
+    for _ in $(seq 600); do # its rank thread is up: the run has started
+        for p in $(pgrep -x ddptop); do
+            { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 &&
+                grep -qx "rank 1" /proc/"$p"/task/*/comm 2>/dev/null && worker=$p
+        done
+        [ -n "$worker" ] && break
+        sleep 0.1
+    done
+    sleep 1
+    [ -n "$worker" ] && kill -STOP "$worker"
+    stopped=$SECONDS
+    wait $job
+    rc=$?
+    took=$((SECONDS - stopped))
+    [ -n "$worker" ] && { kill -CONT "$worker"; kill -KILL "$worker"; } 2>/dev/null
+    if [ -n "$worker" ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $took -lt 30 ] &&
+        grep -q "^ddptop: rank 1 failed: process 1 on .* stopped answering: nothing from it for 5.. s" stop.err &&
+        grep -q "^0,1,lenet,synthetic,ddp" stop.csv; then
+        ok "a stopped worker is named after 5 s of silence, partial report, exit $rc ${took} s after the stop"
+    else
+        bad "stopped worker (pid '$worker'): rc $rc, ${took} s after the stop"
+        grep ddptop stop.err | head -3
+    fi
 fi
 
 # ---- what mpirun cannot run: one line, exit 2 ----
