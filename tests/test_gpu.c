@@ -600,6 +600,62 @@ static void tf32_took_effect(const double *rel, int n, const char *what)
                  getenv("NVIDIA_TF32_OVERRIDE") ? " (NVIDIA_TF32_OVERRIDE is set)" : "");
 }
 
+/* A layer's operands for the TF32 tests, host and device: random input,
+ * weight and output gradient, their absolute values (for the bound), and
+ * three sets of results: fp32, tf32, and fp32 over the absolute values. */
+struct tf32_case {
+    size_t ni, nw, no;
+    float *h[6];          /* in, w, dout, then |in|, |w|, |dout| */
+    float *in, *w, *dout; /* device copies */
+    float *ain, *aw, *adout;
+    float *out[3], *din[3], *dw[3];
+};
+
+static void tf32_case_init(struct tf32_case *t, size_t ni, size_t nw, size_t no)
+{
+    *t = (struct tf32_case){.ni = ni, .nw = nw, .no = no};
+    t->h[0] = hrand(ni);
+    t->h[1] = hrand(nw);
+    t->h[2] = hrand(no);
+    t->h[3] = habs(t->h[0], ni);
+    t->h[4] = habs(t->h[1], nw);
+    t->h[5] = habs(t->h[2], no);
+    t->in = up(t->h[0], ni), t->w = up(t->h[1], nw), t->dout = up(t->h[2], no);
+    t->ain = up(t->h[3], ni), t->aw = up(t->h[4], nw), t->adout = up(t->h[5], no);
+    for (int k = 0; k < 3; k++) {
+        t->out[k] = dzeros(no);
+        t->din[k] = dzeros(ni);
+        t->dw[k] = dzeros(nw);
+    }
+}
+
+/* Every result within the TF32 bound of fp32 (K: the products summed into
+ * an output, an input gradient and a weight gradient), and TF32 seen to
+ * differ somewhere. */
+static void tf32_case_check(const struct tf32_case *t, int k_out, int k_din, int k_dw, const char *what)
+{
+    assert_int_equal(cudaStreamSynchronize(g_ks), cudaSuccess);
+    char name[3][32];
+    snprintf(name[0], sizeof(name[0]), "%s out", what);
+    snprintf(name[1], sizeof(name[1]), "%s din", what);
+    snprintf(name[2], sizeof(name[2]), "%s dw", what);
+    double rel[3];
+    rel[0] = tf32_within(t->out[1], t->out[0], t->out[2], t->no, k_out, name[0]);
+    rel[1] = tf32_within(t->din[1], t->din[0], t->din[2], t->ni, k_din, name[1]);
+    rel[2] = tf32_within(t->dw[1], t->dw[0], t->dw[2], t->nw, k_dw, name[2]);
+    tf32_took_effect(rel, 3, what);
+}
+
+static void tf32_case_free(struct tf32_case *t)
+{
+    float *bufs[] = {t->in,     t->w,      t->dout,   t->ain,    t->aw,    t->adout, t->out[0], t->out[1],
+                     t->out[2], t->din[0], t->din[1], t->din[2], t->dw[0], t->dw[1], t->dw[2]};
+    for (size_t k = 0; k < sizeof(bufs) / sizeof(bufs[0]); k++)
+        cudaFree(bufs[k]);
+    for (int k = 0; k < 6; k++)
+        free(t->h[k]);
+}
+
 /* A 64 -> 64 3x3 convolution on 16 x 64 x 32 x 32: a shape where cuDNN
  * runs tensor-core kernels. Its TF32 side takes cuDNN's heuristics: timing
  * may pick an algorithm with no tensor-core kernel (winograd_nonfused, on
@@ -609,18 +665,9 @@ static void test_tf32_conv(void **state)
     struct conv_dims d = {
         .B = 16, .C = 64, .H = 32, .W = 32, .OC = 64, .KH = 3, .KW = 3, .stride = 1, .pad = 1, .groups = 1};
     conv_dims_finish(&d);
-    size_t ni = (size_t)d.B * d.C * d.H * d.W, no = (size_t)d.B * d.OC * d.OH * d.OW;
-    size_t nw = (size_t)d.OC * d.C * d.KH * d.KW;
-    float *in = hrand(ni), *w = hrand(nw), *dout = hrand(no);
-    float *ain = habs(in, ni), *aw = habs(w, nw), *adout = habs(dout, no);
-    float *d_in = up(in, ni), *d_w = up(w, nw), *d_dout = up(dout, no);
-    float *d_ain = up(ain, ni), *d_aw = up(aw, nw), *d_adout = up(adout, no);
-    float *out[3], *din[3], *dw[3]; /* fp32, tf32, fp32 over |inputs| */
-    for (int k = 0; k < 3; k++) {
-        out[k] = dzeros(no);
-        din[k] = dzeros(ni);
-        dw[k] = dzeros(nw);
-    }
+    struct tf32_case t;
+    tf32_case_init(&t, (size_t)d.B * d.C * d.H * d.W, (size_t)d.OC * d.C * d.KH * d.KW,
+                   (size_t)d.B * d.OC * d.OH * d.OW);
     struct cuda_ctx *tx = ctx_with(PREC_TF32, CONV_ALGO_HEURISTIC);
     char err[256], algos[2][100];
     struct cuda_conv *c32 = cuda_conv_create(g_kx, &d, 0, err, sizeof(err));
@@ -632,72 +679,36 @@ static void test_tf32_conv(void **state)
     cuda_conv_describe(c32, algos[0], sizeof(algos[0]));
     cuda_conv_describe(c19, algos[1], sizeof(algos[1]));
     printf("  fp32 %s\n  tf32 %s\n", algos[0], algos[1]);
-    assert_int_equal(cuda_conv_forward(c32, out[0], d_in, d_w, NULL), 0);
-    assert_int_equal(cuda_conv_forward(c19, out[1], d_in, d_w, NULL), 0);
-    assert_int_equal(cuda_conv_forward(c32, out[2], d_ain, d_aw, NULL), 0);
-    assert_int_equal(cuda_conv_backward(c32, din[0], 0, dw[0], NULL, d_dout, d_in, d_w), 0);
-    assert_int_equal(cuda_conv_backward(c19, din[1], 0, dw[1], NULL, d_dout, d_in, d_w), 0);
-    assert_int_equal(cuda_conv_backward(c32, din[2], 0, dw[2], NULL, d_adout, d_ain, d_aw), 0);
-    assert_int_equal(cudaStreamSynchronize(g_ks), cudaSuccess);
-    double rel[3];
-    rel[0] = tf32_within(out[1], out[0], out[2], no, d.C * d.KH * d.KW, "conv out");
-    rel[1] = tf32_within(din[1], din[0], din[2], ni, d.OC * d.KH * d.KW, "conv din");
-    rel[2] = tf32_within(dw[1], dw[0], dw[2], nw, d.B * d.OH * d.OW, "conv dw");
-    tf32_took_effect(rel, 3, "conv");
+    assert_int_equal(cuda_conv_forward(c32, t.out[0], t.in, t.w, NULL), 0);
+    assert_int_equal(cuda_conv_forward(c19, t.out[1], t.in, t.w, NULL), 0);
+    assert_int_equal(cuda_conv_forward(c32, t.out[2], t.ain, t.aw, NULL), 0);
+    assert_int_equal(cuda_conv_backward(c32, t.din[0], 0, t.dw[0], NULL, t.dout, t.in, t.w), 0);
+    assert_int_equal(cuda_conv_backward(c19, t.din[1], 0, t.dw[1], NULL, t.dout, t.in, t.w), 0);
+    assert_int_equal(cuda_conv_backward(c32, t.din[2], 0, t.dw[2], NULL, t.adout, t.ain, t.aw), 0);
+    tf32_case_check(&t, d.C * d.KH * d.KW, d.OC * d.KH * d.KW, d.B * d.OH * d.OW, "conv");
     cuda_conv_destroy(c32);
     cuda_conv_destroy(c19);
     cuda_ctx_destroy(tx);
-    float *bufs[] = {d_in,   d_w,    d_dout, d_ain,  d_aw,  d_adout, out[0], out[1],
-                     out[2], din[0], din[1], din[2], dw[0], dw[1],   dw[2]};
-    for (size_t k = 0; k < sizeof(bufs) / sizeof(bufs[0]); k++)
-        cudaFree(bufs[k]);
-    free(in);
-    free(w);
-    free(dout);
-    free(ain);
-    free(aw);
-    free(adout);
+    tf32_case_free(&t);
 }
 
 /* A 512 -> 256 linear layer at batch 128 (cuBLAS's SGEMM on tensor cores). */
 static void test_tf32_linear(void **state)
 {
     int B = 128, IN = 512, OUT = 256;
-    size_t ni = (size_t)B * IN, nw = (size_t)OUT * IN, no = (size_t)B * OUT;
-    float *in = hrand(ni), *w = hrand(nw), *dout = hrand(no);
-    float *ain = habs(in, ni), *aw = habs(w, nw), *adout = habs(dout, no);
-    float *d_in = up(in, ni), *d_w = up(w, nw), *d_dout = up(dout, no);
-    float *d_ain = up(ain, ni), *d_aw = up(aw, nw), *d_adout = up(adout, no);
-    float *out[3], *din[3], *dw[3]; /* fp32, tf32, fp32 over |inputs| */
-    for (int k = 0; k < 3; k++) {
-        out[k] = dzeros(no);
-        din[k] = dzeros(ni);
-        dw[k] = dzeros(nw);
-    }
+    struct tf32_case t;
+    tf32_case_init(&t, (size_t)B * IN, (size_t)OUT * IN, (size_t)B * OUT);
     struct cuda_ctx *tx = ctx_with(PREC_TF32, CONV_ALGO_FIND);
     struct cuda_ctx *cx[3] = {g_kx, tx, g_kx};
-    const float *xin[3] = {d_in, d_in, d_ain}, *xw[3] = {d_w, d_w, d_aw}, *xdout[3] = {d_dout, d_dout, d_adout};
+    const float *xin[3] = {t.in, t.in, t.ain}, *xw[3] = {t.w, t.w, t.aw}, *xdout[3] = {t.dout, t.dout, t.adout};
     for (int k = 0; k < 3; k++) {
-        assert_int_equal(cuda_linear_forward(cx[k], out[k], xin[k], xw[k], NULL, B, IN, OUT), 0);
-        assert_int_equal(cuda_linear_backward(cx[k], din[k], 0, dw[k], NULL, xdout[k], xin[k], xw[k], B, IN, OUT), 0);
+        assert_int_equal(cuda_linear_forward(cx[k], t.out[k], xin[k], xw[k], NULL, B, IN, OUT), 0);
+        assert_int_equal(cuda_linear_backward(cx[k], t.din[k], 0, t.dw[k], NULL, xdout[k], xin[k], xw[k], B, IN, OUT),
+                         0);
     }
-    assert_int_equal(cudaStreamSynchronize(g_ks), cudaSuccess);
-    double rel[3];
-    rel[0] = tf32_within(out[1], out[0], out[2], no, IN, "linear out");
-    rel[1] = tf32_within(din[1], din[0], din[2], ni, OUT, "linear din");
-    rel[2] = tf32_within(dw[1], dw[0], dw[2], nw, B, "linear dw");
-    tf32_took_effect(rel, 3, "linear");
+    tf32_case_check(&t, IN, OUT, B, "linear");
     cuda_ctx_destroy(tx);
-    float *bufs[] = {d_in,   d_w,    d_dout, d_ain,  d_aw,  d_adout, out[0], out[1],
-                     out[2], din[0], din[1], din[2], dw[0], dw[1],   dw[2]};
-    for (size_t k = 0; k < sizeof(bufs) / sizeof(bufs[0]); k++)
-        cudaFree(bufs[k]);
-    free(in);
-    free(w);
-    free(dout);
-    free(ain);
-    free(aw);
-    free(adout);
+    tf32_case_free(&t);
 }
 
 /* --cudnn-algo find: the algorithms say they were found by timing; a
