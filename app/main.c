@@ -170,6 +170,8 @@ static int ddptop_main(int argc, char **argv)
 {
     struct config cfg;
     const struct procs *pr = procs_self();
+    if (pr->active)
+        config_default_ranks(pr->size);
     /* every process parses the same line: process 0 alone speaks */
     FILE *devnull = pr->rank > 0 ? fopen("/dev/null", "w") : NULL;
     int prc = config_parse(&cfg, argc, argv, devnull ? devnull : stdout, devnull ? devnull : stderr);

@@ -1001,6 +1001,13 @@ static int opt_set(const struct opt *o, struct config *cfg, const char *arg, FIL
 
 /* Every field to its default. Returns 0, or 2 when a row's default is not
  * a value its own parser takes (a mistake in the table, seen by every test). */
+static int process_ranks; /* config_default_ranks: under mpirun, its process count */
+
+void config_default_ranks(int n)
+{
+    process_ranks = n;
+}
+
 static int set_defaults(struct config *cfg, FILE *err)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -1012,6 +1019,10 @@ static int set_defaults(struct config *cfg, FILE *err)
             return 2;
     }
     /* defaults no command-line value spells */
+    if (process_ranks > 0) {
+        cfg->ranks[0] = process_ranks;
+        cfg->nranks = 1;
+    }
     snprintf(cfg->base.dataset, sizeof(cfg->base.dataset), "%s", data_default_name());
     cfg->base.loss_threshold = -1.0;
     cfg->base.slow_rank = -1;

@@ -147,6 +147,9 @@ struct config {
 /* Parses argv. Returns 0 to go on, 1 when --help or --version was handled
  * (printed to out), 2 on a usage error (one line already printed to err). */
 int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err);
+/* The rank count when --ranks is not given (under mpirun: its processes),
+ * so that --slow-rank and --inject-fault are checked against it. */
+void config_default_ranks(int n);
 /* Number of runs in the sweep, and the i-th of them. */
 int config_count(const struct config *cfg);
 void config_expand(const struct config *cfg, int i, struct run_config *rc);

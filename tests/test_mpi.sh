@@ -28,8 +28,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 fails=0
-ok() { echo "ok - $*"; }
-bad() { echo "FAIL - $*"; fails=$((fails + 1)); }
+ok() { echo "ok - $* [${SECONDS} s]"; }
+bad() { echo "FAIL - $* [${SECONDS} s]"; fails=$((fails + 1)); }
 
 base=(--batch --quiet --dataset synthetic --device cpu --steps 20 --batch-size 32 --threads-per-rank 1)
 # without mpirun, --comm mpi says how to start it (or that the build lacks MPI)
@@ -220,6 +220,10 @@ refuse() { # refuse WHAT ARGS...
 }
 [ "$mode" != tiny ] && refuse "--ranks" --ranks 3
 if [ $quick -eq 0 ]; then
+    # rank options are checked against the processes, not --ranks' default
+    "${mpi[@]}" -np 4 "$bin" "${base[@]}" --model mlp --steps 4 --slow-rank 3:2 --format csv >slow.csv 2>slow.err &&
+        grep -q "^0,3,mlp" slow.csv && ok "--slow-rank 3 under mpirun -np 4" ||
+        { bad "--slow-rank 3 under mpirun -np 4"; grep ddptop slow.err | head -2; }
     refuse "--strategy single" --strategy single
     refuse "--comm shm" --comm shm
     refuse "under mpirun only training" --info
