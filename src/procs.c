@@ -35,6 +35,8 @@ static int launched(void)
 
 #include "comm_mpi.h"
 
+static void nap_ms(int ms);
+
 static int *node_of; /* [size]: the world rank of the first process on each process's node */
 static char (*host_of)[64];
 
@@ -90,8 +92,16 @@ int procs_exit(int status)
     if (!self.active)
         return status;
     fflush(NULL);
-    if (comm_mpi_tainted())
+    /* a failed or stopped run (not a usage error, 2) may have left a
+     * worker's wait abandoned: process 0 ends the job once its report is
+     * out, and a worker that aborted first could cut that report short,
+     * so a worker waits for it (a while) */
+    int failed_run = status != 0 && status != 2 && self.size > 1;
+    if (comm_mpi_tainted() || (self.rank == 0 && failed_run)) {
+        for (int i = 0; self.rank != 0 && i < 100; i++)
+            nap_ms(100);
         MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
+    }
     MPI_Finalize();
     return status;
 }

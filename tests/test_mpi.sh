@@ -175,6 +175,17 @@ else
     grep ddptop fail.err | head -3
 fi
 
+# ---- process 0's own rank fails: the workers stop, and the report is whole ----
+if [ $quick -eq 0 ]; then
+    timeout 60 "${mpi[@]}" -np 2 "$bin" "${base[@]}" --model lenet --strategy ddp --steps 200 \
+        --inject-fault rank=0,step=5,kind=crash --format csv >fail0.csv 2>fail0.err
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "^ddptop: rank 0 failed: the rank's thread died at step 5" fail0.err &&
+        grep -q "^0,1,lenet,synthetic,ddp,none,2,32,64,5," fail0.csv &&
+        ok "process 0's rank fails: named, the worker's rank in the report, exit $rc" ||
+        { bad "process 0's rank fails: rc $rc"; grep ddptop fail0.err | head -3; }
+fi
+
 # ---- a worker that stops answering (SIGSTOP): given up by its silence ----
 if [ "$mode" != tiny ]; then
     start=$SECONDS
