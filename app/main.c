@@ -247,19 +247,6 @@ static int ddptop_main(int argc, char **argv)
             return 2;
         }
     }
-    /* every combination must fit the data set: refuse before anything runs */
-    for (int i = 0; i < config_count(&cfg); i++) {
-        struct run_config rc;
-        config_expand(&cfg, i, &rc);
-        long share = train.n / run_world(&rc);
-        if (run_global_batch(&rc) / run_world(&rc) > share) {
-            fprintf(stderr, "ddptop: --batch-size %d: larger than a rank's share of %s (%ld samples)\n", rc.batch_size,
-                    train.name, share);
-            data_free(&train);
-            data_free(&test);
-            return 2;
-        }
-    }
     /* after the input was validated, so that bad input stays one line */
     if (note[0] && pr->rank == 0)
         fprintf(stderr, "ddptop: %s\n", note);

@@ -14,6 +14,12 @@ void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic u
     c->step = step;
 }
 
+void comm_scale(float *x, size_t n, float f)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] *= f;
+}
+
 int comm_context(struct comm *c, int rc, const char *fmt, ...)
 {
     if (rc != -1)

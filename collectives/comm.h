@@ -104,6 +104,9 @@ void comm_break(struct comm *c, const char *why);
  * with c->err "WHAT rank PEER: ...". */
 int comm_check_peer(struct comm *c, int peer, const char *what);
 
+/* x[i] *= f on host floats: RED_AVG's division, for the host backends. */
+void comm_scale(float *x, size_t n, float f);
+
 /* Directs this communicator's spans to ring, as lane. */
 void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic uint32_t *step);
 

@@ -112,12 +112,6 @@ static uint64_t ring_share(const struct comm *c, uint64_t bytes)
     return bytes * (uint64_t)(c->world - 1) / (uint64_t)c->world;
 }
 
-static void scale(float *x, size_t n, float f)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] *= f;
-}
-
 static int m_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
 {
     struct comm_call call;
@@ -127,7 +121,7 @@ static int m_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
     int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, M(c)->mc, &req);
     rc = finish(c, &call, rc, &req, "allreduce");
     if (rc == 0 && op == RED_AVG)
-        scale(buf, n, 1.0f / (float)c->world);
+        comm_scale(buf, n, 1.0f / (float)c->world);
     return rc;
 }
 
@@ -160,7 +154,7 @@ static int m_reduce_scatter(struct comm *c, const float *in, float *out, size_t 
     int rc = MPI_Ireduce_scatter_block(in, out, (int)n, MPI_FLOAT, MPI_SUM, M(c)->mc, &req);
     rc = finish(c, &call, rc, &req, "reduce-scatter");
     if (rc == 0 && op == RED_AVG)
-        scale(out, n, 1.0f / (float)c->world);
+        comm_scale(out, n, 1.0f / (float)c->world);
     return rc;
 }
 
@@ -202,7 +196,7 @@ static int m_reduce(struct comm *c, const float *in, float *out, size_t n, enum 
     int rc = MPI_Ireduce(src, c->rank == root ? out : NULL, (int)n, MPI_FLOAT, MPI_SUM, root, M(c)->mc, &req);
     rc = finish(c, &call, rc, &req, "reduce");
     if (rc == 0 && op == RED_AVG && c->rank == root)
-        scale(out, n, 1.0f / (float)c->world);
+        comm_scale(out, n, 1.0f / (float)c->world);
     return rc;
 }
 

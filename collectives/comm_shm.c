@@ -286,12 +286,6 @@ static void add_into(float *restrict dst, const float *restrict src, size_t n)
         dst[i] += src[i];
 }
 
-static void scale(float *x, size_t n, float f)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] *= f;
-}
-
 /* ---- ring ---------------------------------------------------------------
  * Units: 1 = entered (pointers published); then 2(W-1)*S step-slices. Unit of
  * (global step g, slice j) is 1 + g*S + j; completing it stores base+unit+1.
@@ -859,7 +853,7 @@ static void host_add(void *ctx, float *dst, const float *src, size_t n)
 
 static void host_scale(void *ctx, float *x, size_t n, float f)
 {
-    scale(x, n, f);
+    comm_scale(x, n, f);
 }
 
 static void *host_alloc(void *ctx, size_t bytes)
