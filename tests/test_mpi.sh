@@ -48,6 +48,10 @@ mpi=(mpirun --oversubscribe)
 # shared memory between processes without ptrace (containers forbid it)
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_btl=self,vader # one node: no TCP
+# mpirun looks "localhost" up; on a root without /etc/hosts (a bare
+# container) that goes to DNS, which may never answer: 5 s a launch, unless
+# the resolver gives up sooner
+export RES_OPTIONS="timeout:1 attempts:1"
 # under ASan: whole stacks at each malloc, so that tests/lsan.supp can tell
 # MPI's own allocations (from plugins unloaded by MPI_Finalize) from ours
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}fast_unwind_on_malloc=0"
