@@ -88,10 +88,10 @@ static void tell(struct session *s, int show_progress)
         fprintf(stderr, "%sddptop: %s\n", show_progress ? "\r\033[K" : "", msg);
 }
 
-/* Under mpirun the processes are the ranks: --ranks follows -np, the
- * backend is MPI unless told otherwise (run_check refuses the others), and
- * there is no UI yet (process 0's report shows every rank). 0, or 2 after
- * one line. */
+/* Under mpirun the processes hold the ranks: --ranks follows -np (times
+ * --ranks-per-process), the backend is MPI unless told otherwise (run_check
+ * refuses the others), and there is no UI yet (process 0's report shows
+ * every rank). 0, or 2 after one line. */
 static int procs_apply(struct config *cfg, const struct procs *pr)
 {
     if (cfg->mode != MODE_TRAIN && cfg->mode != MODE_BENCH_COMM && pr->size > 1) {
@@ -99,25 +99,35 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
             fprintf(stderr, "ddptop: under mpirun only training and --bench-comm run (not --info or --replay)\n");
         return 2;
     }
-    if (pr->size > CFG_MAX_RANKS) {
+    int per = cfg->ranks_per_process, world = pr->size * per;
+    if (per > 1 && cfg->mode == MODE_BENCH_COMM) {
         if (pr->rank == 0)
-            fprintf(stderr, "ddptop: mpirun -np %d: at most %d ranks\n", pr->size, CFG_MAX_RANKS);
+            fprintf(stderr,
+                    "ddptop: --bench-comm under mpirun: one rank per process (leave out --ranks-per-process)\n");
         return 2;
     }
-    if (cfg->ranks_set && (cfg->nranks != 1 || cfg->ranks[0] != pr->size)) {
+    if (world > CFG_MAX_RANKS) {
         if (pr->rank == 0)
-            fprintf(stderr, "ddptop: --ranks: under mpirun every process is one rank; leave it out (-np %d gives %d)\n",
-                    pr->size, pr->size);
+            fprintf(stderr, "ddptop: mpirun -np %d%s: at most %d ranks\n", pr->size,
+                    per > 1 ? " x --ranks-per-process" : "", CFG_MAX_RANKS);
         return 2;
     }
-    cfg->ranks[0] = pr->size;
+    if (cfg->ranks_set && (cfg->nranks != 1 || cfg->ranks[0] != world)) {
+        if (pr->rank == 0)
+            fprintf(stderr,
+                    "ddptop: --ranks: under mpirun the processes hold the ranks; leave it out (-np %d gives %d)\n",
+                    pr->size, world);
+        return 2;
+    }
+    procs_set_per_process(per);
+    cfg->ranks[0] = world;
     cfg->nranks = 1;
     if (!cfg->base.comm_set)
         cfg->base.comm = COMM_MPI;
     cfg->batch = 1;
     if (!cfg->base.threads_per_rank) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        long t = cores / (pr->local_size > 0 ? pr->local_size : 1);
+        long t = cores / (pr->local_size > 0 ? pr->local_size : 1) / per;
         cfg->base.threads_per_rank = t > 0 ? (int)t : 1;
     }
     return 0;
@@ -183,6 +193,11 @@ static int ddptop_main(int argc, char **argv)
         return 2;
     if (pr->active && procs_apply(&cfg, pr) != 0)
         return 2;
+    if (!pr->active && cfg.ranks_per_process > 1) {
+        fprintf(stderr, "ddptop: --ranks-per-process: only under mpirun (mpirun -np P ddptop --ranks-per-process T); "
+                        "without it every rank is a thread of this process already\n");
+        return 2;
+    }
 
     /* from here on Ctrl-C stops at the next boundary (even while the data
      * set loads), and what was measured is reported */

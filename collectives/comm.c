@@ -178,7 +178,7 @@ void comm_call_end(struct comm *c, struct comm_call *call)
     c->stats.bytes_rx += call->rx;
     c->stats.total_ns += t1 - call->t0_ns;
     c->stats.wait_ns += call->wait_ns;
-    if (c->probe) {
+    if (c->probe && !c->inner) {
         struct span_coll sc = {.bytes = call->tx,
                                .bytes_rx = call->rx,
                                .size = call->size,

@@ -726,6 +726,9 @@ static const struct opt opts[] = {
     {INT("ranks", LIST(ranks, nranks), 1, MAX_RANKS, "N", "2", G_WORK,
          "training ranks (under mpirun: its processes, and not to be given otherwise)"),
      .also_off = OFF(ranks_set), .also = 1},
+    {INT("ranks-per-process", AT(ranks_per_process), 1, MAX_RANKS, "T", "1", G_WORK,
+         "under mpirun: rank threads in each process, joined by the shm ring inside a process and MPI between "
+         "processes (mpirun -np P gives P x T ranks)")},
     {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step")},
     {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, STRAT_COUNT - 1), "strategy", "S",
             "allreduce", G_WORK,
@@ -1104,6 +1107,9 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         fprintf(err, "ddptop: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
     }
+    /* under mpirun the ranks are its processes times --ranks-per-process */
+    if (process_ranks > 0 && !cfg->ranks_set)
+        cfg->ranks[0] = process_ranks * cfg->ranks_per_process;
     if (b->slow_rank >= 0)
         for (int i = 0; i < cfg->nranks; i++)
             if (b->slow_rank >= cfg->ranks[i]) {

@@ -10,11 +10,16 @@
 
 #include "run.h"
 
-static struct procs self;
+static struct procs self = {.per = 1};
 
 const struct procs *procs_self(void)
 {
     return &self;
+}
+
+void procs_set_per_process(int per)
+{
+    self.per = per > 0 ? per : 1;
 }
 
 /* Launchers say who started a process in its environment: OpenMPI's
@@ -159,7 +164,8 @@ struct relay {
     int sent_stop, sent_paused;
     int64_t last_beat_ns; /* a worker: its last heartbeat */
     int64_t *seen_ns;     /* process 0: [size], when each process was last heard from */
-    unsigned char *ended; /* process 0: [size], its rank ended (or was given up) */
+    unsigned char *ended; /* process 0: [size], its ranks ended (or it was given up) */
+    int *done_of;         /* process 0: [size], its ranks that ended */
     int64_t lost_ns;      /* silence after which a process is given up */
     unsigned char *buf;   /* a worker's message being built */
     size_t cap;
@@ -212,7 +218,7 @@ static void push_all(struct spsc_ring *ring, const void *recs, size_t size, size
 
 static void push_spans(struct relay *rl, struct rank *k, const struct relay_hdr *h, struct span *s, size_t n)
 {
-    int64_t add = rl->add_ns[k->id];
+    int64_t add = rl->add_ns[k->id / self.per];
     for (size_t i = 0; i < n; i++) {
         s[i].t0_ns += add;
         s[i].t1_ns += add;
@@ -226,17 +232,16 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
     if (tag == TAG_DONE && len >= sizeof(struct relay_done)) {
         struct relay_done d;
         memcpy(&d, msg, sizeof(d));
-        if (d.rank <= 0 || d.rank >= r->world)
-            return;
+        if (d.rank < self.per || d.rank >= r->world)
+            return; /* (process 0's own ranks never come this way) */
         struct rank *k = &r->ranks[d.rank];
         k->rc = d.rc;
         snprintf(k->err, sizeof(k->err), "%s", d.err);
         k->stage_first = d.stage_first;
         k->stage_end = d.stage_end;
         k->stage_live_bytes = d.stage_live_bytes;
-        int other = node_of[d.rank] != node_of[0];
-        snprintf(k->dev.name, sizeof(k->dev.name), "%.40s%s%.20s", d.dev, other ? "@" : "",
-                 other ? host_of[d.rank] : "");
+        int p = d.rank / self.per, other = node_of[p] != node_of[0];
+        snprintf(k->dev.name, sizeof(k->dev.name), "%.40s%s%.20s", d.dev, other ? "@" : "", other ? host_of[p] : "");
         atomic_store(&k->finished, 1);
         return;
     }
@@ -244,13 +249,13 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
         return;
     struct relay_hdr h;
     memcpy(&h, msg, sizeof(h));
-    if (h.rank <= 0 || h.rank >= r->world)
+    if (h.rank < self.per || h.rank >= r->world)
         return;
     struct rank *k = &r->ranks[h.rank];
     atomic_store(&k->remote_dropped, h.dropped);
     unsigned char *body = msg + sizeof(h);
     size_t n = len - sizeof(h);
-    int64_t add = rl->add_ns[h.rank];
+    int64_t add = rl->add_ns[h.rank / self.per];
     if (tag == TAG_SPANS) {
         push_spans(rl, k, &h, (struct span *)body, n / sizeof(struct span));
     } else if (tag == TAG_STEPS) {
@@ -267,7 +272,8 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
     }
 }
 
-/* A worker silent for rl->lost_ns: its rank ends, failed, naming it. */
+/* A worker silent for rl->lost_ns: its ranks that had not ended end,
+ * failed, naming it. */
 static int give_up_silent(struct relay *rl)
 {
     int64_t now = probe_now_ns();
@@ -275,20 +281,24 @@ static int give_up_silent(struct relay *rl)
     for (int p = 1; p < self.size; p++) {
         if (rl->ended[p] || now - rl->seen_ns[p] <= rl->lost_ns)
             continue;
-        struct relay_done d = {.rank = p, .rc = -1};
-        snprintf(d.dev, sizeof(d.dev), "cpu");
-        snprintf(d.err, sizeof(d.err), "process %d on %.64s stopped answering: nothing from it for %.1f s", p,
-                 host_of[p], (double)(now - rl->seen_ns[p]) / 1e9);
-        deliver(rl, TAG_DONE, (unsigned char *)&d, sizeof(d));
+        for (int i = p * self.per; i < (p + 1) * self.per; i++) {
+            if (atomic_load(&rl->r->ranks[i].finished))
+                continue;
+            struct relay_done d = {.rank = i, .rc = -1};
+            snprintf(d.dev, sizeof(d.dev), "cpu");
+            snprintf(d.err, sizeof(d.err), "process %d on %.64s stopped answering: nothing from it for %.1f s", p,
+                     host_of[p], (double)(now - rl->seen_ns[p]) / 1e9);
+            deliver(rl, TAG_DONE, (unsigned char *)&d, sizeof(d));
+        }
         rl->ended[p] = 1;
         n++;
     }
     return n;
 }
 
-/* Process 0's receiving thread: every worker's records into its rank's
- * rings, until every worker's rank has ended, or its process was given up
- * (or relay_close). */
+/* Process 0's receiving thread: every worker's records into its ranks'
+ * rings, until every worker's ranks have ended, or its process was given
+ * up (or relay_close). */
 static void *receive(void *arg)
 {
     struct relay *rl = arg;
@@ -322,7 +332,7 @@ static void *receive(void *arg)
             continue; /* (a process given up that spoke again: too late) */
         rl->seen_ns[p] = probe_now_ns();
         deliver(rl, st.MPI_TAG, buf, (size_t)len);
-        if (st.MPI_TAG == TAG_DONE) {
+        if (st.MPI_TAG == TAG_DONE && ++rl->done_of[p] == self.per) {
             rl->ended[p] = 1;
             left--;
         }
@@ -341,14 +351,16 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
     if (rl) {
         rl->seen_ns = calloc((size_t)self.size, sizeof(int64_t));
         rl->ended = calloc((size_t)self.size, 1);
+        rl->done_of = calloc((size_t)self.size, sizeof(int));
     }
-    if (!rl || !rl->add_ns || !rl->bound_ns || !rl->seen_ns || !rl->ended) {
+    if (!rl || !rl->add_ns || !rl->bound_ns || !rl->seen_ns || !rl->ended || !rl->done_of) {
         snprintf(err, errlen, "out of memory for the MPI relay");
         if (rl) {
             free(rl->add_ns);
             free(rl->bound_ns);
             free(rl->seen_ns);
             free(rl->ended);
+            free(rl->done_of);
         }
         free(rl);
         return NULL;
@@ -356,10 +368,10 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
     rl->r = r;
     MPI_Comm_dup(MPI_COMM_WORLD, &rl->mc);
     measure_clocks(rl);
-    for (int i = 0; i < r->world && i < self.size; i++) {
-        r->ranks[i].clock_add_ns = rl->add_ns[i];
-        r->ranks[i].clock_err_ns = rl->bound_ns[i];
-        snprintf(r->ranks[i].host, sizeof(r->ranks[i].host), "%s", host_of[i]);
+    for (int i = 0; i < r->world && i / self.per < self.size; i++) {
+        r->ranks[i].clock_add_ns = rl->add_ns[i / self.per];
+        r->ranks[i].clock_err_ns = rl->bound_ns[i / self.per];
+        snprintf(r->ranks[i].host, sizeof(r->ranks[i].host), "%s", host_of[i / self.per]);
     }
     int64_t timeout = (int64_t)(r->cfg.comm_timeout_s * 1e9);
     rl->lost_ns = timeout > 0 && timeout < BEAT_LOST_NS ? timeout : BEAT_LOST_NS;
@@ -437,7 +449,8 @@ int relay_poll(struct relay *rl, uint32_t *at)
         }
         return RELAY_NONE;
     }
-    forward(rl, &r->ranks[self.rank]);
+    for (int t = 0; t < self.per; t++)
+        forward(rl, &r->ranks[self.rank * self.per + t]);
     if (probe_now_ns() - rl->last_beat_ns > BEAT_EVERY_NS) {
         MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_BEAT, rl->mc);
         rl->last_beat_ns = probe_now_ns();
@@ -482,6 +495,7 @@ void relay_close(struct relay *rl)
     free(rl->bound_ns);
     free(rl->seen_ns);
     free(rl->ended);
+    free(rl->done_of);
     free(rl->buf);
     free(rl);
 }

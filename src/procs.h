@@ -1,12 +1,13 @@
 /* procs.h - ranks as processes: `mpirun -np P ddptop ...`.
  *
  * Under an MPI launcher (mpirun, or srun with PMIx) every process is one
- * rank of the run. MPI launches the processes, carries the collectives
+ * rank of the run, or holds --ranks-per-process T rank threads (ranks
+ * p*T .. p*T+T-1 in process p; comm_hier.c joins them). MPI launches the processes, carries the collectives
  * (--comm mpi, comm_mpi.c), and on a communicator of its own relays every
  * rank's records to process 0:
- *  - a worker process (rank > 0) runs its rank thread headless; its main
- *    thread forwards the rank's spans, steps and epochs to process 0 as
- *    they appear, and the rank's end (its error, if any);
+ *  - a worker process (rank > 0) runs its rank threads headless; its main
+ *    thread forwards their spans, steps and epochs to process 0 as they
+ *    appear, and each rank's end (its error, if any);
  *  - process 0 runs the UI or the report as for threads. A thread of its
  *    own receives the workers' records into their ranks' rings, so the
  *    collector, the metrics, the trace and the report see every rank.
@@ -33,6 +34,7 @@ struct procs {
     int local_rank; /* among the processes on this node */
     int local_size;
     int nodes;
+    int per; /* rank threads in each process (--ranks-per-process): rank r is process r / per's */
     char host[64];
 };
 
@@ -40,6 +42,8 @@ struct procs {
  * says so); else does nothing. 0, or -1 with err set. */
 int procs_init(int *argc, char ***argv, char *err, size_t errlen);
 const struct procs *procs_self(void);
+/* --ranks-per-process: every process holds per rank threads (1 before). */
+void procs_set_per_process(int per);
 /* 1 when this build has the MPI backend. */
 int procs_built(void);
 /* Leaves the process with status: MPI_Finalize when every MPI call

@@ -61,7 +61,7 @@ struct run_result {
     int precision_valid;   /* cfg.precision is known */
     char dataset[32];
     char device[64];
-    char backend[48]; /* the communicator the run used ("shm/ring", "nccl", "gpu-ring", ...) */
+    char backend[64]; /* the communicator the run used ("shm/ring", "nccl", "gpu-ring", ...) */
     char note[192];   /* the run's setup remark (shared GPUs, no CUPTI), or "" */
     double cupti_ms;  /* CUPTI's record processing on the host, over the run */
     uint64_t cupti_lost;

@@ -64,8 +64,9 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
     return 0;
 }
 
-/* Ranks as processes: the run must be over MPI, on the CPU, with a rank
- * per process. */
+/* Ranks as processes: the run must be over MPI, on the CPU, with
+ * --ranks-per-process ranks in each process (collectives only between
+ * processes). */
 static int procs_check(const struct run_config *rc, int on_gpu, char *err, size_t errlen)
 {
     const struct procs *p = procs_self();
@@ -91,9 +92,16 @@ static int procs_check(const struct run_config *rc, int on_gpu, char *err, size_
         snprintf(err, errlen, "--strategy single: one rank, and mpirun started %d; run it without mpirun", p->size);
         return -1;
     }
-    if (run_world(rc) != p->size) {
-        snprintf(err, errlen, "--ranks %d: under mpirun every process is one rank (%d processes)", run_world(rc),
-                 p->size);
+    if (run_world(rc) != p->size * p->per) {
+        snprintf(err, errlen, "--ranks %d: under mpirun the ranks are %d process%s x %d (--ranks-per-process)",
+                 run_world(rc), p->size, p->size == 1 ? "" : "es", p->per);
+        return -1;
+    }
+    if (p->per > 1 && p->size > 1 && rc->parallel != PAR_DATA) {
+        snprintf(err, errlen,
+                 "--parallel %s: stages in different processes need --ranks-per-process 1 (activations "
+                 "travel between processes only from rank to rank)",
+                 rc->parallel == PAR_MODEL ? "model" : "pipeline");
         return -1;
     }
     return 0;
@@ -234,8 +242,10 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         snprintf(err, errlen, "out of memory for the metrics");
         return -1;
     }
+    const struct procs *pr = procs_self();
     r->ranks = calloc((size_t)r->world, sizeof(*r->ranks));
-    r->shm = shm_world_create(r->world, &r->abort);
+    /* under mpirun the shm world is the ranks of this process */
+    r->shm = shm_world_create(pr->active ? pr->per : r->world, &r->abort);
     if (!r->ranks || !r->shm) {
         snprintf(err, errlen, "out of memory for %d ranks", r->world);
         return -1;
@@ -249,17 +259,20 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         if (!r->cupti && !r->note[0])
             snprintf(r->note, sizeof(r->note), "%s", cerr);
     }
-    const struct procs *pr = procs_self();
     r->worker = pr->active && pr->rank != 0;
     r->procs = pr->active;
-    if (pr->active)
+    if (pr->active && pr->per > 1) /* e.g. "mpi+shm/ring, 2 processes x 2 on 1 node" */
+        snprintf(r->backend, sizeof(r->backend), "mpi+shm/%s, %d process%s x %d on %d node%s",
+                 rc->algo == ALGO_NAIVE ? "naive" : "ring", pr->size, pr->size == 1 ? "" : "es", pr->per, pr->nodes,
+                 pr->nodes == 1 ? "" : "s");
+    else if (pr->active)
         snprintf(r->backend, sizeof(r->backend), "mpi, %d process%s on %d node%s", pr->size, pr->size == 1 ? "" : "es",
                  pr->nodes, pr->nodes == 1 ? "" : "s");
     for (int i = 0; i < r->world; i++) {
         struct rank *k = &r->ranks[i];
         k->id = i;
         k->run = r;
-        k->local = !pr->active || i == pr->rank;
+        k->local = !pr->active || i / pr->per == pr->rank;
         if (!k->local && r->worker)
             continue; /* another worker's rank: nothing of it passes here */
         k->dev.ops = devops;
@@ -278,9 +291,29 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         }
         if (r->on_gpu || !k->local)
             continue; /* the rank thread creates its device communicator (NCCL's init is collective) */
-        k->comm = pr->active ? procs_comm_create(err, errlen) : comm_shm_create(r->shm, i, rc->algo);
-        if (!k->comm && pr->active)
-            return -1;
+        if (pr->active && pr->per > 1) {
+            /* the shm ring inside the process, MPI between its rank 0s
+             * (every process creates its one MPI communicator in turn) */
+            int t = i % pr->per;
+            struct comm *local = comm_shm_create(r->shm, t, rc->algo);
+            struct comm *inter = t == 0 ? procs_comm_create(err, errlen) : NULL;
+            if (t == 0 && !inter) {
+                if (local)
+                    local->ops->destroy(local);
+                return -1;
+            }
+            k->comm = local ? comm_hier_create(local, inter, pr->rank, pr->size) : NULL;
+            if (!k->comm) {
+                if (local)
+                    local->ops->destroy(local);
+                if (inter)
+                    inter->ops->destroy(inter);
+            }
+        } else {
+            k->comm = pr->active ? procs_comm_create(err, errlen) : comm_shm_create(r->shm, i, rc->algo);
+            if (!k->comm && pr->active)
+                return -1;
+        }
         if (k->comm)
             k->comm->abort = &r->abort; /* (the shm world's communicators have it already) */
         if (!k->comm) {

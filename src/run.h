@@ -83,7 +83,7 @@ struct run {
     unsigned char nccl_id[GPU_NCCL_ID_BYTES]; /* NCCL's unique id, shared by the rank threads */
     int cupti;                                /* CUPTI device timelines are being collected */
     int cupti_sample;                         /* of every this many steps, CFG_CUPTI_WINDOW are traced */
-    char backend[48];                         /* the communication backend in use, for headers and reports */
+    char backend[64];                         /* the communication backend in use, for headers and reports */
     char note[192];                           /* one remark about this run's setup (shared GPUs, no CUPTI), or "" */
     int64_t cupti_flushed_ns;                 /* the collector's last CUPTI flush */
     int64_t cupti_overhead_ns;                /* CUPTI's buffer processing, over the run (set by run_join) */

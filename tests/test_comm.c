@@ -707,6 +707,188 @@ static void test_allreduce_f16(void **state)
         }
 }
 
+/* ---- the hierarchical communicator (comm_hier.c) ----------------------
+ * P processes of T rank threads, played here by threads alone: each
+ * "process" is a shm world of T, and the leaders meet over a shm world of
+ * P in place of MPI. The same jobs and exact answers as above. */
+struct hier_set {
+    _Atomic int abort_flag;
+    struct shm_world *local[4], *leaders;
+    struct comm *c[16];
+    int P, T;
+};
+
+static void hier_make(struct hier_set *h, int P, int T, int algo)
+{
+    atomic_init(&h->abort_flag, 0);
+    h->P = P;
+    h->T = T;
+    h->leaders = shm_world_create(P, &h->abort_flag);
+    for (int p = 0; p < P; p++) {
+        h->local[p] = shm_world_create(T, &h->abort_flag);
+        for (int t = 0; t < T; t++) {
+            struct comm *l = comm_shm_create(h->local[p], t, algo);
+            struct comm *x = t == 0 ? comm_shm_create(h->leaders, p, algo) : NULL;
+            h->c[p * T + t] = comm_hier_create(l, x, p, P);
+            assert_non_null(h->c[p * T + t]);
+            assert_int_equal(h->c[p * T + t]->rank, p * T + t);
+            assert_int_equal(h->c[p * T + t]->world, P * T);
+        }
+    }
+}
+
+static void hier_free(struct hier_set *h)
+{
+    for (int r = 0; r < h->P * h->T; r++)
+        h->c[r]->ops->destroy(h->c[r]);
+    for (int p = 0; p < h->P; p++)
+        shm_world_destroy(h->local[p]);
+    shm_world_destroy(h->leaders);
+}
+
+static int check_hier(int P, int T, int algo, int kind, size_t n, int op, int root)
+{
+    struct hier_set h;
+    hier_make(&h, P, T, algo);
+    int W = P * T, wrong = 0;
+    struct job jobs[16];
+    pthread_t th[16];
+    for (int r = 0; r < W; r++) {
+        jobs[r] = (struct job){h.c[r], n, kind, root, op, 0, 0};
+        pthread_create(&th[r], NULL, worker, &jobs[r]);
+    }
+    for (int r = 0; r < W; r++) {
+        pthread_join(th[r], NULL);
+        assert_int_equal(jobs[r].rc, 0);
+        wrong += jobs[r].wrong;
+        assert_int_equal(h.c[r]->stats.calls, 3);
+        /* the parts' bytes are the call's: every rank moves some */
+        if (kind != COLL_BARRIER)
+            assert_true(h.c[r]->stats.bytes_tx + h.c[r]->stats.bytes_rx > 0);
+    }
+    hier_free(&h);
+    if (wrong)
+        fprintf(stderr, "hier %s algo %d P %d T %d n %zu op %d root %d: %d wrong\n", coll_name(kind), algo, P, T, n, op,
+                root, wrong);
+    return wrong;
+}
+
+static void test_hier_collectives(void **state)
+{
+    static const int shapes[][2] = {{2, 2}, {3, 2}, {2, 3}, {1, 3}, {3, 1}};
+    static const int kinds[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_BROADCAST,
+                                COLL_REDUCE,    COLL_GATHER,         COLL_SCATTER,   COLL_BARRIER};
+    static const size_t hsizes[] = {1, 1001};
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+            for (size_t z = 0; z < sizeof(hsizes) / sizeof(hsizes[0]); z++) {
+                int P = shapes[s][0], T = shapes[s][1], W = P * T, kind = kinds[k];
+                int algo = (int)(s + k) % 2 ? ALGO_NAIVE : ALGO_RING;
+                int reduces = kind == COLL_ALLREDUCE || kind == COLL_REDUCE_SCATTER || kind == COLL_REDUCE;
+                int rooted =
+                    kind == COLL_BROADCAST || kind == COLL_REDUCE || kind == COLL_GATHER || kind == COLL_SCATTER;
+                /* roots: rank 0 (a leader), and the last rank, in the last
+                 * process and not its leader when T > 1 */
+                for (int root = 0; root <= (rooted ? W - 1 : 0); root += W - 1 > 0 ? W - 1 : 1)
+                    for (int op = RED_SUM; op <= (reduces ? RED_AVG : RED_SUM); op++)
+                        assert_int_equal(check_hier(P, T, algo, kind, hsizes[z], op, root), 0);
+            }
+}
+
+static void test_hier_f16(void **state)
+{
+    struct hier_set h;
+    hier_make(&h, 2, 3, ALGO_RING);
+    size_t n = 3001; /* odd: the packed broadcast's last half is padding */
+    uint16_t *buf[6];
+    struct f16job jobs[6];
+    pthread_t th[6];
+    for (int r = 0; r < 6; r++) {
+        buf[r] = malloc(n * sizeof(uint16_t));
+        for (size_t i = 0; i < n; i++)
+            buf[r][i] = half_from_float(val(r, i, 0));
+        jobs[r] = (struct f16job){h.c[r], buf[r], n};
+        pthread_create(&th[r], NULL, f16_worker, &jobs[r]);
+    }
+    int wrong = 0;
+    for (int r = 0; r < 6; r++) {
+        pthread_join(th[r], NULL);
+        for (size_t i = 0; i < n; i++) {
+            float s = 0;
+            for (int p = 0; p < 6; p++)
+                s += val(p, i, 0);
+            wrong += half_to_float(buf[r][i]) != s;
+        }
+        free(buf[r]);
+    }
+    hier_free(&h);
+    assert_int_equal(wrong, 0);
+}
+
+/* One outer comm span a call, with its sequence number; the parts' spans
+ * inside it are waits only. Send and recv reach the same process only. */
+struct hier_p2p {
+    struct comm *c;
+    int rc_far, rc_near;
+    float x;
+};
+
+static void *hier_p2p_worker(void *arg)
+{
+    struct hier_p2p *j = arg;
+    float v = 7.0f;
+    if (j->c->rank == 0) {
+        j->rc_far = j->c->ops->send(j->c, &v, 1, 2); /* rank 2: process 1 */
+        j->rc_near = j->c->ops->send(j->c, &v, 1, 1);
+    } else if (j->c->rank == 1) {
+        j->rc_near = j->c->ops->recv(j->c, &j->x, 1, 0);
+    }
+    j->c->ops->allreduce(j->c, &v, 1, RED_SUM);
+    j->x += v;
+    return NULL;
+}
+
+static void test_hier_spans_and_p2p(void **state)
+{
+    struct hier_set h;
+    hier_make(&h, 2, 2, ALGO_RING);
+    struct spsc_ring ring;
+    assert_int_equal(spsc_init(&ring, sizeof(struct span), 256), 0);
+    comm_bind(h.c[0], &ring, 1, NULL);
+    struct hier_p2p jobs[4];
+    pthread_t th[4];
+    for (int r = 0; r < 4; r++) {
+        jobs[r] = (struct hier_p2p){h.c[r], 0, 0, 0};
+        pthread_create(&th[r], NULL, hier_p2p_worker, &jobs[r]);
+    }
+    for (int r = 0; r < 4; r++)
+        pthread_join(th[r], NULL);
+    assert_int_equal(jobs[0].rc_far, -1);
+    assert_non_null(strstr(h.c[0]->err, "another process"));
+    assert_int_equal(jobs[0].rc_near, 0);
+    assert_int_equal(jobs[1].rc_near, 0);
+    assert_true(jobs[1].x == 7.0f + 28.0f);
+    assert_true(jobs[3].x == 28.0f);
+    struct span sp[256];
+    size_t n = spsc_pop(&ring, sp, 256);
+    int outer = 0, p2p = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(sp[i].cat == CAT_COMM || sp[i].cat == CAT_WAIT);
+        if (sp[i].cat == CAT_COMM)
+            assert_int_equal(sp[i].outer, 1); /* the parts add none */
+        if (sp[i].cat == CAT_COMM && sp[i].coll == COLL_ALLREDUCE) {
+            outer++;
+            assert_int_equal(sp[i].seq, 0); /* the first collective, whatever its parts numbered */
+            assert_true(sp[i].bytes > 0);
+        }
+        p2p += sp[i].cat == CAT_COMM && sp[i].coll == COMM_P2P;
+    }
+    assert_int_equal(outer, 1);
+    assert_int_equal(p2p, 1); /* the send that went; the refused one made no call */
+    spsc_free(&ring);
+    hier_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -729,6 +911,9 @@ int main(void)
         cmocka_unit_test(test_half_conversions),
         cmocka_unit_test(test_half_buffers),
         cmocka_unit_test(test_allreduce_f16),
+        cmocka_unit_test(test_hier_collectives),
+        cmocka_unit_test(test_hier_f16),
+        cmocka_unit_test(test_hier_spans_and_p2p),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

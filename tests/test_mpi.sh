@@ -3,6 +3,9 @@
 #  - every strategy over --comm mpi, 2 processes (LeNet) and 4 (the MLP),
 #    ends 20 steps with the parameters of `single` on the global batch
 #    (within 1e-5 relative) and with identical replicas every step;
+#  - 2 processes x 2 rank threads (--ranks-per-process: the shm ring inside
+#    a process, MPI between) give the same parameters, a rank's failure in
+#    a worker's second thread is named;
 #  - model and pipeline parallelism over MPI's send/recv train bit for bit
 #    as the same stages do as threads;
 #  - process 0's trace holds every rank, and replays to the live report's
@@ -15,10 +18,11 @@
 #  - what cannot run under mpirun is one line and exit 2.
 # Usage: test_mpi.sh DDPTOP [quick|tiny]
 #   (every MPI process starts slowly under a sanitizer)
-#   quick (ASan): ddp and horovod with 2 processes, ddp with 4, the
-#     pipeline alone of the stages, one refusal;
-#   tiny (TSan): ddp and horovod with 2 processes, and the failure: the
-#     threads (relay, comm lane, horovod's) and the stop.
+#   quick (ASan): ddp and horovod with 2 processes, ddp with 4, ddp and
+#     gather-scatter with 2 x 2, the pipeline alone of the stages, one
+#     refusal;
+#   tiny (TSan): ddp and horovod with 2 processes, ddp with 2 x 2, and the
+#     failure: the threads (relay, comm lane, horovod's) and the stop.
 set -uo pipefail
 bin=$(realpath "$1")
 mode=${2:-full}
@@ -96,6 +100,46 @@ print(r['replicas_identical'], r['ranks'], r['backend'].split(',')[0])" 2>/dev/n
         fi
     done
 done
+
+# ---- 2 processes x 2 rank threads: the shm ring inside, MPI between ----
+[ -s single4.bin ] || "$bin" "${base[@]}" --model mlp --strategy single --ranks 4 --save-params single4.bin >/dev/null ||
+    bad "single x4 run"
+strategies=(dp gather-scatter allreduce ddp horovod)
+[ $quick -eq 1 ] && strategies=(ddp gather-scatter)
+[ "$mode" = tiny ] && strategies=(ddp)
+for st in "${strategies[@]}"; do
+    "${mpi[@]}" -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --strategy "$st" "${small[@]}" \
+        --check-replicas --save-params "h$st.bin" --format json >"h$st.json" 2>"h$st.err"
+    rc=$?
+    d=$(reldiff "h$st.bin" single4.bin)
+    same=$(python3 -c "import json,sys; r=json.load(open('h$st.json'))['runs'][0]; \
+print(r['replicas_identical'], r['ranks'], r['backend'])" 2>/dev/null)
+    if [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(not float('$d') < 1e-5)" 2>/dev/null &&
+        [ "$same" = "True 4 mpi+shm/ring, 2 processes x 2 on 1 node" ]; then
+        ok "mlp $st, 2 processes x 2 rank threads: $d from single, replicas identical"
+    else
+        bad "mlp $st, 2 processes x 2 rank threads: rc $rc, difference $d, replicas/ranks/backend '$same'"
+        tail -3 "h$st.err"
+    fi
+done
+if [ $quick -eq 0 ]; then
+    # fp16 gradients: summed in half precision at each level, near single
+    "${mpi[@]}" -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --strategy ddp --grad-compress fp16 \
+        --save-params h16.bin >/dev/null 2>h16.err
+    rc=$?
+    d=$(reldiff h16.bin single4.bin)
+    [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(not float('$d') < 1e-4)" 2>/dev/null &&
+        ok "--grad-compress fp16, 2 processes x 2: $d from single" ||
+        { bad "--grad-compress fp16, 2 x 2: rc $rc, difference $d"; tail -3 h16.err; }
+    # a rank in a worker's second thread fails: named, its peers stop
+    timeout 60 "${mpi[@]}" -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --strategy ddp --steps 200 \
+        --inject-fault rank=3,step=5,kind=crash --format csv >hfail.csv 2>hfail.err
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "^ddptop: rank 3 failed: the rank's thread died at step 5" hfail.err &&
+        [ "$(grep -c "^0,[0-3],mlp" hfail.csv)" -eq 4 ] &&
+        ok "rank 3 (process 1's second thread) fails: named, every rank in the report, exit $rc" ||
+        { bad "rank 3 of 2 x 2 fails: rc $rc"; grep ddptop hfail.err | head -3; }
+fi
 
 if [ "$mode" != tiny ]; then
 # ---- stages over send/recv: as threads, bit for bit ----
@@ -242,6 +286,11 @@ if [ $quick -eq 0 ]; then
     refuse "--strategy single" --strategy single
     refuse "--comm shm" --comm shm
     refuse "under mpirun only training" --info
+    refuse "--parallel pipeline: stages in different processes" --ranks-per-process 2 --parallel pipeline
+    out=$("$bin" "${base[@]}" --ranks-per-process 2 2>&1 >/dev/null)
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && [[ "$out" == *"only under mpirun"* ]] &&
+        ok "--ranks-per-process without mpirun: exit 2, one line" || bad "--ranks-per-process without mpirun: rc $rc: $out"
 fi
 
 echo "$fails failed"

@@ -74,7 +74,7 @@ struct trace_doc {
     int mixed;     /* ddptop and PyTorch traces were loaded together */
     int complete;  /* every file ended properly (ddptop: its end record was found) */
     int truncated; /* some file was cut short; loaded up to its last complete event */
-    char backend[32];
+    char backend[64];
     char algo[32];
     int world;      /* distributedInfo.world_size, else the ranks found */
     char *run_json; /* ddptop's run description object (model, strategy...), or NULL */

@@ -69,7 +69,7 @@ struct snap_layer {
 struct snap {
     int world;
     /* header */
-    char model[32], dataset[32], strategy[32], backend[48], device[64];
+    char model[32], dataset[32], strategy[32], backend[64], device[64];
     char precision[8]; /* --precision, "n/a" when a trace does not say */
     int local_batch, global_batch, epochs;
     size_t params_total, params_trainable; /* 0 until the ranks built their models */
