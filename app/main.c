@@ -90,8 +90,8 @@ static void tell(struct session *s, int show_progress)
 
 /* Under mpirun the processes hold the ranks: --ranks follows -np (times
  * --ranks-per-process), the backend is MPI unless told otherwise (run_check
- * refuses the others), and there is no UI yet (process 0's report shows
- * every rank). 0, or 2 after one line. */
+ * refuses the others), and process 0 alone shows the UI or the report.
+ * 0, or 2 after one line. */
 static int procs_apply(struct config *cfg, const struct procs *pr)
 {
     if (cfg->mode != MODE_TRAIN && cfg->mode != MODE_BENCH_COMM && pr->size > 1) {
@@ -124,7 +124,10 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
     cfg->nranks = 1;
     if (!cfg->base.comm_set)
         cfg->base.comm = COMM_MPI;
-    cfg->batch = 1;
+    /* process 0 shows the UI where mpirun writes to its terminal; the
+     * workers are headless */
+    if (pr->rank > 0 || !procs_launcher_on_tty())
+        cfg->batch = 1;
     if (!cfg->base.threads_per_rank) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         long t = cores / (pr->local_size > 0 ? pr->local_size : 1) / per;
@@ -133,18 +136,19 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
     return 0;
 }
 
-/* A worker process under mpirun (procs.h): the same runs as process 0, in
- * the same order, headless and quiet; its rank's records go to process 0,
- * which reports them. A run that does not end done (a stop, a failure
- * anywhere) ends the sweep, on every process alike. */
+/* A worker process under mpirun (procs.h): the runs process 0 announces
+ * (its sweep, or its UI's), headless and quiet; its ranks' records go to
+ * process 0, which shows them. A run that does not end done (a stop, a
+ * failure anywhere) ends a batch sweep on every process alike; the UI may
+ * go on to another. */
 static int worker_main(const struct config *cfg, const struct dataset *train, const struct dataset *test,
                        const struct device_ops *dev)
 {
     struct timespec tick = {0, 20 * 1000 * 1000};
     int status = 0;
-    for (int k = 0; k < config_count(cfg) * cfg->repeat && status == 0; k++) {
-        struct run_config rc;
-        config_expand(cfg, k / cfg->repeat, &rc);
+    struct run_config rc;
+    int more = 1;
+    while (more && procs_next_run(&rc)) {
         struct run r;
         char err[512];
         if (run_start(&r, &rc, train, test, dev, err, sizeof(err)) != 0) {
@@ -157,8 +161,14 @@ static int worker_main(const struct config *cfg, const struct dataset *train, co
             nanosleep(&tick, NULL);
         }
         run_join(&r);
-        if (status == 0 && r.state != RUN_DONE)
-            status = stop_signal ? 128 + (int)stop_signal : 1;
+        /* a run stopped or failed ends the job (procs_spent); a stop that
+         * process 0's user asked for is not this process's failure */
+        if (status == 0 && r.state != RUN_DONE) {
+            more = 0;
+            if (stop_signal || r.state == RUN_FAILED)
+                status = stop_signal ? 128 + (int)stop_signal : 1;
+        }
+        more &= status == 0;
         run_free(&r);
     }
     return status;

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "run.h"
 
 static struct procs self = {.per = 1};
@@ -20,6 +22,18 @@ const struct procs *procs_self(void)
 void procs_set_per_process(int per)
 {
     self.per = per > 0 ? per : 1;
+}
+
+static int spent;
+
+void procs_mark_spent(void)
+{
+    spent = 1;
+}
+
+int procs_spent(void)
+{
+    return spent;
 }
 
 /* Launchers say who started a process in its environment: OpenMPI's
@@ -42,7 +56,8 @@ static int launched(void)
 
 static void nap_ms(int ms);
 
-static int *node_of; /* [size]: the world rank of the first process on each process's node */
+static int *node_of;       /* [size]: the world rank of the first process on each process's node */
+static MPI_Comm runs_comm; /* process 0's word on the next run (procs_announce) */
 static char (*host_of)[64];
 
 int procs_built(void)
@@ -89,7 +104,61 @@ int procs_init(int *argc, char ***argv, char *err, size_t errlen)
     MPI_Allgather(self.host, sizeof(self.host), MPI_CHAR, host_of, sizeof(self.host), MPI_CHAR, MPI_COMM_WORLD);
     for (int i = 0; i < self.size; i++)
         self.nodes += node_of[i] == i;
+    MPI_Comm_dup(MPI_COMM_WORLD, &runs_comm);
     return 0;
+}
+
+/* A run's configuration, or the end (no body). */
+enum { TAG_RUN = 1 };
+
+void procs_announce(const struct run_config *rc)
+{
+    if (!self.active || self.rank != 0)
+        return;
+    for (int p = 1; p < self.size; p++)
+        MPI_Send(rc, (int)sizeof(*rc), MPI_BYTE, p, TAG_RUN, runs_comm);
+}
+
+int procs_next_run(struct run_config *rc)
+{
+    for (;;) {
+        int found = 0;
+        MPI_Status st;
+        MPI_Iprobe(0, TAG_RUN, runs_comm, &found, &st);
+        if (!found) {
+            /* process 0's user may read a final screen for an hour */
+            nap_ms(20);
+            continue;
+        }
+        int len = 0;
+        MPI_Get_count(&st, MPI_BYTE, &len);
+        if (len != (int)sizeof(*rc)) {
+            MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_RUN, runs_comm, MPI_STATUS_IGNORE);
+            return 0;
+        }
+        MPI_Recv(rc, len, MPI_BYTE, 0, TAG_RUN, runs_comm, MPI_STATUS_IGNORE);
+        return 1;
+    }
+}
+
+int procs_launcher_on_tty(void)
+{
+    /* field 7 of /proc/self/stat: the controlling terminal's device */
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    int tty = 0;
+    if (fgets(line, sizeof(line), f)) {
+        const char *p = strrchr(line, ')'); /* after the command's name, which may hold spaces */
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %d", &tty) != 1)
+            tty = 0;
+    }
+    fclose(f);
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof(path), "/proc/%d/fd/1", (int)getppid());
+    return tty != 0 && stat(path, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == (dev_t)tty;
 }
 
 int procs_exit(int status)
@@ -107,6 +176,10 @@ int procs_exit(int status)
             nap_ms(100);
         MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
     }
+    /* no more runs: the workers' wait ends */
+    for (int p = 1; self.rank == 0 && p < self.size; p++)
+        MPI_Send(NULL, 0, MPI_BYTE, p, TAG_RUN, runs_comm);
+    MPI_Comm_free(&runs_comm);
     MPI_Finalize();
     return status;
 }
@@ -530,6 +603,20 @@ struct comm *procs_comm_create(char *err, size_t errlen)
 void procs_gather(const double *mine, int n, double *all)
 {
     memcpy(all, mine, sizeof(double) * (size_t)n);
+}
+
+void procs_announce(const struct run_config *rc)
+{
+}
+
+int procs_next_run(struct run_config *rc)
+{
+    return 0;
+}
+
+int procs_launcher_on_tty(void)
+{
+    return 0;
 }
 
 struct relay *relay_open(struct run *r, char *err, size_t errlen)

@@ -52,6 +52,25 @@ int procs_built(void);
  * is not active. */
 int procs_exit(int status);
 
+/* Which run comes next is process 0's to say (its sweep, or its UI's `s`):
+ * procs_announce sends a run's configuration to every worker once the run
+ * has passed its checks on process 0, and procs_exit ends the workers'
+ * wait. A worker's procs_next_run waits (napping, not spinning) for the
+ * next: 1 with *rc set, or 0 when process 0 has ended. */
+struct run_config;
+void procs_announce(const struct run_config *rc);
+int procs_next_run(struct run_config *rc);
+/* A run under mpirun that was stopped or failed may have left MPI holding
+ * a rank's buffers: no run follows it (run_start refuses), and the job
+ * ends. run_join marks it. */
+void procs_mark_spent(void);
+int procs_spent(void);
+
+/* The launcher (mpirun, this process's parent) writes to this process's
+ * controlling terminal: process 0 may run the UI there (ui.c takes the
+ * terminal's foreground for the while). 0 elsewhere, and without one. */
+int procs_launcher_on_tty(void);
+
 /* This process's rank's communicator over every process (--comm mpi). */
 struct comm *procs_comm_create(char *err, size_t errlen);
 /* Process 0 receives every process's n doubles, in rank order, into

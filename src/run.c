@@ -207,6 +207,13 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     memset(r, 0, sizeof(*r));
     if (run_check(rc, train, devops, err, errlen) != 0)
         return -1;
+    if (procs_self()->active && procs_spent()) {
+        snprintf(err, errlen,
+                 "under mpirun a run that was stopped or failed ends the job (MPI may still hold its "
+                 "buffers): quit, and start mpirun again");
+        return -1;
+    }
+    procs_announce(rc); /* under mpirun: the workers start it too (procs.h) */
     r->cfg = *rc;
     r->train = train;
     r->test = test;
@@ -484,6 +491,8 @@ int run_join(struct run *r)
     }
     if (r->ranks)
         run_poll(r);
+    if (r->procs && r->state != RUN_DONE)
+        procs_mark_spent();
     metrics_finish(&r->metrics);
     return r->failed_rank >= 0 ? -1 : 0;
 }

@@ -22,9 +22,11 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <term.h>
 #include <termios.h>
@@ -35,6 +37,7 @@
 #include "layout.h"
 #include "panes.h"
 #include "plan.h"
+#include "procs.h"
 #include "report.h"
 #include "run.h"
 #include "scaling.h"
@@ -84,6 +87,7 @@ struct ui {
     int exit_on_done;
     const char *crash_test;
     SCREEN *scr;
+    FILE *tty_out; /* under mpirun: the terminal, opened (open_terminal) */
     /* what the UI itself costs: frames drawn, this thread's CPU and wall time */
     long frames;
     int64_t cpu_ns, wall_ns;
@@ -92,6 +96,10 @@ struct ui {
 /* ---- signals and terminal restore ----------------------------------------- */
 
 static volatile sig_atomic_t g_term_live; /* curses owns the terminal */
+/* the terminal's descriptors for its modes and for output: stdin and
+ * stdout, or under mpirun /dev/tty for both (open_terminal) */
+static int g_tty_modes = STDIN_FILENO, g_tty_out = STDOUT_FILENO;
+static struct sigaction g_ttou_saved; /* under mpirun: SIGTTOU's handler before the UI */
 static struct termios g_tty_saved;
 static char g_restore_seq[256];
 static size_t g_restore_len;
@@ -109,8 +117,8 @@ static void ui_on_crash(int sig)
             sigaction(sig, &g_crash_old[i], NULL);
     if (g_term_live) {
         g_term_live = 0;
-        tcsetattr(STDIN_FILENO, TCSANOW, &g_tty_saved);
-        if (write(STDOUT_FILENO, g_restore_seq, g_restore_len) < 0) {
+        tcsetattr(g_tty_modes, TCSANOW, &g_tty_saved);
+        if (write(g_tty_out, g_restore_seq, g_restore_len) < 0) {
             /* nothing more can be done from here */
         }
         /* not async-signal-safe, hence last: if it faults, the handler
@@ -389,6 +397,49 @@ static void destroy_windows(struct ui *u)
     }
 }
 
+/* Under mpirun, process 0 is in a process group of its own, in the
+ * background of its terminal, where mpirun's group is in the foreground:
+ * its stdout is a pty of mpirun's, and mpirun reads the terminal and
+ * forwards what is typed to process 0's stdin. The UI therefore writes to
+ * the terminal itself (/dev/tty) and sets its modes there, with SIGTTOU
+ * ignored (a background group may then), and reads its keys from stdin.
+ * Raw mode makes Ctrl-C a key that mpirun forwards (the loop takes it as
+ * the signal); SIGWINCH goes to mpirun, so the loop asks for the size.
+ * Taking the foreground instead would stop mpirun (SIGTTIN) on its next
+ * read. 0, or -1 after one line. */
+static int open_terminal(struct ui *u)
+{
+    if (!procs_self()->active)
+        return 0;
+    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+    if (fd < 0 || !(u->tty_out = fdopen(fd, "w"))) {
+        fprintf(stderr, "ddptop: the UI under mpirun needs the terminal (/dev/tty): %m; use --batch\n");
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    struct sigaction ign;
+    memset(&ign, 0, sizeof(ign));
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGTTOU, &ign, &g_ttou_saved);
+    g_tty_modes = fd;
+    g_tty_out = fd;
+    return 0;
+}
+
+/* The terminal open_terminal opened, closed, and SIGTTOU as it was. */
+static void release_terminal(struct ui *u)
+{
+    if (!u->tty_out)
+        return;
+    fclose(u->tty_out);
+    u->tty_out = NULL;
+    g_tty_modes = STDIN_FILENO;
+    g_tty_out = STDOUT_FILENO;
+    sigaction(SIGTTOU, &g_ttou_saved, NULL);
+}
+
 /* Gives the terminal back: the windows, curses' screen, then the flag the
  * crash handler reads. Whatever happens next prints on a sane screen. */
 static void close_screen(struct ui *u)
@@ -398,6 +449,7 @@ static void close_screen(struct ui *u)
     g_term_live = 0;
     delscreen(u->scr);
     u->scr = NULL;
+    release_terminal(u);
 }
 
 static void fill_req(const struct ui *u, struct layout_req *q)
@@ -707,12 +759,17 @@ static int setup_theme(struct ui *u)
 /* curses on: returns -1 (nothing to undo) when the terminal can't do it. */
 static int setup_curses(struct ui *u, int utf8)
 {
-    if (tcgetattr(STDIN_FILENO, &g_tty_saved) != 0) {
+    if (open_terminal(u) != 0)
+        return -1;
+    if (tcgetattr(g_tty_modes, &g_tty_saved) != 0) {
+        release_terminal(u);
         fprintf(stderr, "ddptop: the interactive UI needs a terminal on stdin; use --batch\n");
         return -1;
     }
-    SCREEN *scr = newterm(NULL, stdout, stdin);
+    /* (curses sets the modes of its output's terminal) */
+    SCREEN *scr = newterm(NULL, u->tty_out ? u->tty_out : stdout, stdin);
     if (!scr) {
+        release_terminal(u);
         fprintf(stderr, "ddptop: cannot start the UI on terminal '%s'; use --batch\n",
                 getenv("TERM") ? getenv("TERM") : "(unset)");
         return -1;
@@ -724,6 +781,7 @@ static int setup_curses(struct ui *u, int utf8)
     if (!cup || cup == (char *)-1) {
         endwin();
         delscreen(scr);
+        release_terminal(u);
         fprintf(stderr, "ddptop: terminal '%s' cannot place the cursor, which the UI needs; use --batch\n",
                 getenv("TERM") ? getenv("TERM") : "(unset)");
         return -1;
@@ -731,7 +789,10 @@ static int setup_curses(struct ui *u, int utf8)
     u->scr = scr;
     prepare_restore();
     g_term_live = 1;
-    cbreak();
+    if (u->tty_out)
+        raw(); /* Ctrl-C as a key, through mpirun (open_terminal) */
+    else
+        cbreak();
     noecho();
     nonl();
     keypad(stdscr, TRUE);
@@ -790,6 +851,18 @@ static void loop(struct ui *u)
     u->wall_ns = probe_now_ns() - t0;
 }
 
+/* Under mpirun SIGWINCH goes to mpirun (open_terminal): the terminal's
+ * size is asked for instead. */
+static int poll_size(struct ui *u)
+{
+    struct winsize ws;
+    if (!u->tty_out || ioctl(g_tty_out, TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0 ||
+        (ws.ws_row == LINES && ws.ws_col == COLS))
+        return 0;
+    resizeterm(ws.ws_row, ws.ws_col);
+    return UI_RESIZE | UI_REDRAW;
+}
+
 static void loop_body(struct ui *u)
 {
     int refresh_ms = u->cfg->refresh_ms > 0 ? u->cfg->refresh_ms : 100;
@@ -803,6 +876,8 @@ static void loop_body(struct ui *u)
         int flags = 0;
         /* take every key already typed before drawing once */
         while (ch != ERR) {
+            if (ch == 3 && u->tty_out)
+                raise(SIGINT); /* Ctrl-C in raw mode, under mpirun: as the signal */
             flags |= handle_key(u, ch);
             if (flags & UI_QUIT)
                 return;
@@ -811,6 +886,7 @@ static void loop_body(struct ui *u)
         }
         if (stop_signal)
             return;
+        flags |= poll_size(u);
         if (flags & UI_RESIZE)
             relayout(u);
         now = probe_now_ns();

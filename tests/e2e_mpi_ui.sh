@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# e2e_mpi_ui.sh - the UI on process 0 under mpirun, in tmux: 2 processes x
+# 2 rank threads (--ranks-per-process) show as 4 ranks in the Ranks and
+# Timeline panes, with the backend in the header; `p` pauses every process's
+# ranks and resumes them; `s` starts a second run, which the workers start
+# too; `q` on the final screen exits 0 with the report and the terminal
+# back in normal mode; Ctrl-C mid-run (a key in the UI's raw mode, which
+# mpirun forwards) stops, reports, exits 130 and restores the terminal.
+#
+# Usage: e2e_mpi_ui.sh /path/to/ddptop
+# Exit status: 0 pass, 1 fail, 77 skip (tmux or mpirun missing, or a build
+# without MPI).
+set -u
+export LC_ALL=C.UTF-8
+
+BIN=${1:?usage: e2e_mpi_ui.sh /path/to/ddptop}
+case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
+for tool in tmux mpirun; do
+    command -v $tool >/dev/null 2>&1 || { echo "SKIP: $tool is not installed"; exit 77; }
+done
+if "$BIN" --batch --comm mpi 2>&1 | grep -q "built without MPI"; then
+    echo "SKIP: this ddptop was built without MPI"
+    exit 77
+fi
+
+SOCK="ddptop-mpi-ui-$$"
+T=$(mktemp -d /tmp/ddptop-mpi-ui.XXXXXX)
+S=mpiui
+. "$(dirname "$0")/tmux_harness.sh"
+
+step_now() { screen | grep -Eo 'step [0-9]+/[0-9]+' | head -1 | sed -E 's/step ([0-9]+)\/.*/\1/'; }
+check_shell() {
+    local tag=$1
+    [ "$(tm display -p -t "$S" '#{alternate_on}')" = 0 ] && pass "$tag: alternate screen is off after exit" ||
+        fail "$tag: alternate screen still on after exit"
+    tm send-keys -t "$S" -l "echo ok-$tag-\$((6*7))"
+    tm send-keys -t "$S" Enter
+    wait_for "^ok-$tag-42\$" 5 && screen | grep -q "echo ok-$tag-" &&
+        pass "$tag: the shell echoes and runs commands" || fail "$tag: the terminal was not restored"
+    tm send-keys -t "$S" -l "clear"
+    tm send-keys -t "$S" Enter
+    sleep 0.2
+}
+
+MPI="mpirun --oversubscribe"
+[ "$(id -u)" -eq 0 ] && MPI="$MPI --allow-run-as-root"
+ENV="OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none RES_OPTIONS='timeout:1 attempts:1'"
+for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do
+    [ -n "${!v:-}" ] && ENV="$ENV $v=$(printf %q "${!v}")"
+done
+ARGS="--ranks-per-process 2 --dataset synthetic --model lenet --strategy ddp --batch-size 16 --threads-per-rank 1"
+run_mpi() { # TAG EXTRA-ARGS
+    tm send-keys -t "$S" -l "cd $T && $MPI -np 2 $BIN $ARGS $2 2>$T/err.$1; echo EXIT=\$? > $T/exit.$1"
+    tm send-keys -t "$S" Enter
+}
+
+tm -f /dev/null new-session -d -x 150 -y 45 -s "$S" \
+    "env -i HOME=$T PATH=$PATH TERM=screen LANG=C.UTF-8 $ENV PS1='mpi\$ ' bash --norc --noprofile" ||
+    { echo "FAIL: cannot start tmux"; exit 1; }
+tm set-option -t "$S" -g status off >/dev/null
+wait_for 'mpi\$' 5 || { fail "the shell prompt did not appear"; exit 1; }
+
+# ---- the UI of 4 ranks in 2 processes; pause; Ctrl-C ----
+run_mpi int "--steps 100000"
+wait_for 'backend cpu mpi\+shm/ring, 2 processes x 2 on 1 node +ranks 4' 60 &&
+    pass "the header names 2 processes x 2 rank threads" || { fail "no UI with the hierarchical backend"; exit 1; }
+if wait_for '│ +3 cpu +[0-9]+\.[0-9]+ ' 30 && wait_for '│ +2 cpu +[0-9]+\.[0-9]+ ' 5 &&
+    wait_for '│ +1 cpu +[0-9]+\.[0-9]+ ' 5 && wait_for '│ +0 cpu +[0-9]+\.[0-9]+ ' 5; then
+    pass "the Ranks pane has a live row for each of the 4 ranks"
+else
+    fail "rank rows missing"
+fi
+wait_for '│r3 main ' 10 && wait_for '│r0 main ' 5 && pass "the Timeline has lanes from both processes" ||
+    fail "timeline lanes missing"
+tm send-keys -t "$S" p
+if wait_for 'PAUSED' 10; then
+    sleep 0.5 # (the step in flight lands)
+    a=$(step_now)
+    sleep 1.5
+    b=$(step_now)
+    [ -n "$a" ] && [ "$a" = "$b" ] && pass "p pauses the ranks of both processes (step $a held)" ||
+        fail "p: step moved $a -> $b"
+else
+    fail "p did not pause"
+fi
+tm send-keys -t "$S" p
+a=$(step_now)
+if wait_for 'RUNNING' 10 && sleep 1 && [ "$(step_now)" -gt "${a:-0}" ]; then
+    pass "p again resumes"
+else
+    fail "p did not resume"
+fi
+tm send-keys -t "$S" C-c
+if wait_file "$T/exit.int" 30 && grep -q "EXIT=130" "$T/exit.int"; then
+    pass "Ctrl-C stops the run: exit 130"
+else
+    fail "Ctrl-C: $(cat "$T/exit.int" 2>/dev/null)"
+fi
+tm capture-pane -p -S - -t "$S" | grep -q "was interrupted after" && pass "Ctrl-C: the report covers the steps run" ||
+    fail "Ctrl-C: no report"
+check_shell int
+
+# ---- two runs to their end (s starts the second on every process); q ----
+run_mpi main "--steps 60"
+wait_for 'DONE .*step 60/60' 120 && pass "a run ends done" || fail "the first run did not end"
+tm send-keys -t "$S" s
+if wait_for 'strategy horovod .*mpi\+shm' 30 && wait_for 'DONE .*step 60/60' 120; then
+    pass "s: a second run (horovod) over both processes, to its end"
+else
+    fail "the second run did not run through"
+fi
+tm send-keys -t "$S" q
+wait_file "$T/exit.main" 30 && grep -q "EXIT=0" "$T/exit.main" && pass "q exits 0" ||
+    fail "q: $(cat "$T/exit.main" 2>/dev/null)"
+n=$(tm capture-pane -p -S - -t "$S" | grep -cE '^  1 horovod +[0-3] cpu ')
+[ "$n" = 4 ] && pass "the report has the second run's 4 ranks" || fail "the report has $n rows of run 1's ranks"
+check_shell main
+
+echo "$FAILS failed"
+[ "$FAILS" -eq 0 ]
