@@ -9,12 +9,13 @@
 #  - model and pipeline parallelism over MPI's send/recv train bit for bit
 #    as the same stages do as threads;
 #  - process 0's trace holds every rank, and replays to the live report's
-#    per-rank breakdown;
+#    per-rank breakdown; --trace-split writes each rank's own file;
 #  - --bench-comm over MPI gets every collective's exact answers, and its
 #    fit predicts a training run's transfers;
 #  - a rank that fails in a worker process is named by process 0, which
 #    prints the partial report, and mpirun exits non-zero; so is a worker
-#    process that stops answering (its heartbeats stop: SIGSTOP);
+#    process that stops answering (its heartbeats stop: SIGSTOP), and one
+#    killed outright under mpirun --enable-recovery;
 #  - what cannot run under mpirun is one line and exit 2.
 # Usage: test_mpi.sh DDPTOP [quick|tiny]
 #   (every MPI process starts slowly under a sanitizer)
@@ -172,6 +173,22 @@ for x, y in zip(a, b):
 assert a[1]['compute_pct'] > 10 and a[1]['bytes_sent'] > 0, a[1]  # rank 1's records came through
 EOF
 
+# ---- --trace-split: a file per rank of every process, with distributedInfo ----
+if [ $quick -eq 0 ]; then
+    "${mpi[@]}" -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --steps 5 --trace split.json --trace-split \
+        >/dev/null 2>split.err
+    rc=$?
+    python3 - <<'EOF' && ok "--trace-split over 2 processes x 2: one file per rank, each its own" ||
+import json
+for r in range(4):
+    d = json.load(open('split.rank%d.json' % r))
+    assert d['distributedInfo']['rank'] == r and d['distributedInfo']['world_size'] == 4, d['distributedInfo']
+    pids = {e['pid'] for e in d['traceEvents'] if e.get('ph') == 'X'}
+    assert pids == {r}, (r, pids)
+EOF
+        { bad "--trace-split under mpirun: rc $rc"; tail -3 split.err; }
+fi
+
 # ---- clock offsets: 0 on one node; measured (ping-pong) within its bound ----
 DDPTOP_CLOCK_PINGPONG=1 "${mpi[@]}" -np 2 -x DDPTOP_CLOCK_PINGPONG "$bin" "${base[@]}" --model mlp --steps 3 \
     --trace pp.json >/dev/null 2>pp.err
@@ -264,6 +281,32 @@ if [ "$mode" != tiny ]; then
         bad "stopped worker (pid '$worker'): rc $rc, ${took} s after the stop"
         grep ddptop stop.err | head -3
     fi
+fi
+
+# ---- a worker killed outright: under --enable-recovery, named and reported ----
+if [ $quick -eq 0 ]; then
+    timeout 90 "${mpi[@]}" --enable-recovery -np 2 "$bin" "${base[@]}" --model lenet --strategy ddp --steps 100000 \
+        --format csv >kill.csv 2>kill.err &
+    job=$!
+    worker=""
+    for _ in $(seq 600); do
+        for p in $(pgrep -x ddptop); do
+            { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 &&
+                grep -qx "rank 1" /proc/"$p"/task/*/comm 2>/dev/null && worker=$p
+        done
+        [ -n "$worker" ] && break
+        sleep 0.1
+    done
+    sleep 1
+    [ -n "$worker" ] && kill -KILL "$worker"
+    killed=$SECONDS
+    wait $job
+    took=$((SECONDS - killed))
+    [ -n "$worker" ] && [ $took -lt 30 ] &&
+        grep -q "^ddptop: rank 1 failed: process 1 on .* stopped answering" kill.err &&
+        grep -q "^0,1,lenet,synthetic,ddp" kill.csv &&
+        ok "a worker killed (SIGKILL) under --enable-recovery: named, partial report, ${took} s after" ||
+        { bad "killed worker (pid '$worker'), ${took} s after"; grep ddptop kill.err | head -3; }
 fi
 
 # ---- what mpirun cannot run: one line, exit 2 ----
