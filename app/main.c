@@ -259,9 +259,11 @@ static int ddptop_main(int argc, char **argv)
     for (int i = 0; cfg.base.input[0] && i < cfg.nmodels; i++) {
         struct device cpu = {.ops = &device_cpu};
         char merr[256] = "";
-        struct model *m = cpu.ops->open(&cpu, 0) == 0 ? zoo_create(&cpu, cfg.models[i], 1, train.c, train.h, train.w,
-                                                                   train.classes, cfg.base.seed, merr, sizeof(merr))
-                                                      : NULL;
+        struct model *m =
+            cpu.ops->open(&cpu, 0) == 0
+                ? zoo_create(&cpu, cfg.models[i], 1, train.c, train.h, train.w,
+                             run_classes(&cfg.base, train.h, train.w, train.classes), cfg.base.seed, merr, sizeof(merr))
+                : NULL;
         model_destroy(m);
         if (cpu.ops->close)
             cpu.ops->close(&cpu);

@@ -334,14 +334,27 @@ MODELS = OrderedDict([
     ("vgg16", lambda c, s, k: VGG(c, s, k, "vgg16")),
     ("resnet18", lambda c, s, k: ResNet(c, s, k, (2, 2, 2, 2), BasicBlock)),
     ("resnet50", lambda c, s, k: ResNet(c, s, k, (3, 4, 6, 3), Bottleneck)),
+    ("resnet101", lambda c, s, k: ResNet(c, s, k, (3, 4, 23, 3), Bottleneck)),
     ("squeezenet1_0", SqueezeNet),
     ("densenet121", DenseNet121),
     ("mobilenetv2", MobileNetV2),
 ])
 SHAPES = [(1, 28), (3, 32)]
+# At 224x224 and more zoo.c builds torchvision's ImageNet forms (with 1000
+# classes by default); here they are torchvision's own models.
+IMAGENET_SIDE = 224
+IMAGENET_CLASSES = 1000
+TORCHVISION = {"alexnet": "alexnet", "vgg11": "vgg11_bn", "vgg16": "vgg16_bn", "resnet18": "resnet18",
+               "resnet50": "resnet50", "resnet101": "resnet101", "squeezenet1_0": "squeezenet1_0",
+               "densenet121": "densenet121", "mobilenetv2": "mobilenet_v2"}
 
 
 def build(name, c=1, side=28, classes=10):
+    if side >= IMAGENET_SIDE and name in TORCHVISION:
+        import torchvision.models  # python3-torchvision
+        if c != 3:
+            raise SystemExit(f"{name} at {side}x{side}: torchvision's ImageNet form takes 3 channels")
+        return getattr(torchvision.models, TORCHVISION[name])(num_classes=classes)
     return MODELS[name](c, side, classes)
 
 

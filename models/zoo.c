@@ -4,7 +4,9 @@
  * classifier), and params/flops give the size at both input shapes with 10
  * classes (tests/test_zoo_counts.c checks them against the built models,
  * and against the same definitions written in PyTorch in
- * bench/torch_models.py).
+ * bench/torch_models.py). Inputs of 224x224 and more get the ImageNet form
+ * itself, torchvision's definition (checked against torchvision's counts
+ * with 1000 classes).
  *
  * Parameter names and order follow bench/torch_models.py's modules, so that
  * PyTorch's named_parameters() order is ddptop's flat buffer order.
@@ -41,6 +43,14 @@ static int relu_maxpool(struct model *m, const char *relu, const char *pool, int
 {
     x = layer_maxpool(m, pool, x, k, stride, 0);
     return layer_relu(m, relu, x);
+}
+
+/* Inputs of 224x224 or more get the ImageNet form of a model (torchvision's
+ * definition, its parameter count with 1000 classes); smaller ones the
+ * small-image form. */
+static int imagenet(const struct model *m, int x)
+{
+    return x >= 0 && m->tensors[x].h >= ZOO_IMAGENET_SIDE && m->tensors[x].w >= ZOO_IMAGENET_SIDE;
 }
 
 /* MLP 784-512-512-10: flatten, two hidden ReLU layers. */
@@ -80,22 +90,27 @@ static int build_lenet(struct model *m, int x, int classes)
 static int build_alexnet(struct model *m, int x, int classes)
 {
     static const int ch[5] = {64, 192, 384, 256, 256};
+    /* ImageNet: 11x11/4 pad 2 and 5x5 pad 2, then 3x3; 3/2 max-pools;
+     * average pool to 6x6; a 4096-wide classifier */
+    static const int big_k[5] = {11, 5, 3, 3, 3}, big_s[5] = {4, 1, 1, 1, 1}, big_p[5] = {2, 2, 1, 1, 1};
+    int big = imagenet(m, x), side = big ? 6 : 2, width = big ? 4096 : 1024;
     char a[MODEL_MAX_NAME];
     for (int i = 0; i < 5; i++) {
         char b[MODEL_MAX_NAME];
-        x = layer_conv2d(m, nm(a, "conv%d", i + 1), x, ch[i], 3, 1, 1, 1, 1);
+        x = big ? layer_conv2d(m, nm(a, "conv%d", i + 1), x, ch[i], big_k[i], big_s[i], big_p[i], 1, 1)
+                : layer_conv2d(m, nm(a, "conv%d", i + 1), x, ch[i], 3, 1, 1, 1, 1);
         if (i == 0 || i == 1 || i == 4)
-            x = relu_maxpool(m, nm(a, "relu%d", i + 1), nm(b, "pool%d", i + 1), x, 2, 2);
+            x = relu_maxpool(m, nm(a, "relu%d", i + 1), nm(b, "pool%d", i + 1), x, big ? 3 : 2, 2);
         else
             x = layer_relu(m, nm(a, "relu%d", i + 1), x);
     }
-    x = layer_adaptive_avgpool(m, "avgpool", x, 2, 2);
+    x = layer_adaptive_avgpool(m, "avgpool", x, side, side);
     x = layer_flatten(m, "flatten", x);
     x = layer_dropout(m, "drop1", x, 0.5f);
-    x = layer_linear(m, "fc1", x, 1024);
+    x = layer_linear(m, "fc1", x, width);
     x = layer_relu(m, "relu6", x);
     x = layer_dropout(m, "drop2", x, 0.5f);
-    x = layer_linear(m, "fc2", x, 1024);
+    x = layer_linear(m, "fc2", x, width);
     x = layer_relu(m, "relu7", x);
     return layer_linear(m, "fc3", x, classes);
 }
@@ -120,7 +135,7 @@ static int build_vgg(struct model *m, int x, int classes, const int *cfg, int n)
 {
     char a[MODEL_MAX_NAME];
     char b[MODEL_MAX_NAME];
-    int conv = 0, pool = 0;
+    int conv = 0, pool = 0, big = imagenet(m, x);
     if (m->tensors[x].h < 32)
         x = layer_pad(m, "pad", x, (32 - m->tensors[x].h) / 2);
     for (int i = 0; i < n; i++) {
@@ -134,8 +149,19 @@ static int build_vgg(struct model *m, int x, int classes, const int *cfg, int n)
         else
             x = layer_relu(m, nm(a, "relu%d", conv), x);
     }
+    if (!big) {
+        x = layer_flatten(m, "flatten", x);
+        return layer_linear(m, "fc", x, classes);
+    }
+    /* ImageNet: average pool to 7x7, fc 25088-4096-4096-classes */
+    x = layer_adaptive_avgpool(m, "avgpool", x, 7, 7);
     x = layer_flatten(m, "flatten", x);
-    return layer_linear(m, "fc", x, classes);
+    for (int i = 1; i <= 2; i++) {
+        x = layer_linear(m, nm(a, "fc%d", i), x, 4096);
+        x = layer_relu(m, nm(a, "fc%d.relu", i), x);
+        x = layer_dropout(m, nm(a, "fc%d.drop", i), x, 0.5f);
+    }
+    return layer_linear(m, "fc3", x, classes);
 }
 
 static int build_vgg11(struct model *m, int x, int classes)
@@ -193,7 +219,12 @@ static int bottleneck(struct model *m, const char *p, int x, int planes, int str
 static int build_resnet(struct model *m, int x, int classes, const int *blocks, int bottle)
 {
     char p[MODEL_MAX_NAME];
-    x = conv_bn(m, "", "conv1", "bn1", x, 64, 3, 1, 1, 1);
+    if (imagenet(m, x)) { /* the 7x7/2 stem and its 3/2 max-pool */
+        x = conv_bn(m, "", "conv1", "bn1", x, 64, 7, 2, 3, 1);
+        x = layer_maxpool(m, "maxpool", x, 3, 2, 1);
+    } else {
+        x = conv_bn(m, "", "conv1", "bn1", x, 64, 3, 1, 1, 1);
+    }
     for (int s = 0; s < 4; s++)
         for (int b = 0; b < blocks[s]; b++) {
             int stride = s > 0 && b == 0 ? 2 : 1;
@@ -217,6 +248,12 @@ static int build_resnet50(struct model *m, int x, int classes)
     return build_resnet(m, x, classes, blocks, 1);
 }
 
+static int build_resnet101(struct model *m, int x, int classes)
+{
+    static const int blocks[4] = {3, 4, 23, 3};
+    return build_resnet(m, x, classes, blocks, 1);
+}
+
 /* SqueezeNet 1.0's fire module: squeeze 1x1, then expand 1x1 and 3x3
  * side by side, concatenated (every conv with bias and ReLU). */
 static int fire(struct model *m, int i, int x, int sq, int e1, int e3)
@@ -237,7 +274,8 @@ static int fire(struct model *m, int i, int x, int sq, int e1, int e3)
  * classifier dropout 0.5, 1x1 conv 512->classes + ReLU, global average pool. */
 static int build_squeezenet(struct model *m, int x, int classes)
 {
-    x = layer_conv2d(m, "conv1", x, 96, 3, 1, 1, 1, 1);
+    x = imagenet(m, x) ? layer_conv2d(m, "conv1", x, 96, 7, 2, 0, 1, 1)
+                       : layer_conv2d(m, "conv1", x, 96, 3, 1, 1, 1, 1);
     x = layer_relu(m, "relu1", x);
     x = layer_maxpool_ceil(m, "pool1", x, 3, 2, 0);
     x = fire(m, 2, x, 16, 64, 64);
@@ -276,9 +314,12 @@ static int build_densenet121(struct model *m, int x, int classes)
 {
     static const int layers[4] = {6, 12, 24, 16};
     char p[MODEL_MAX_NAME], a[MODEL_MAX_NAME];
-    x = layer_conv2d(m, "conv0", x, 64, 3, 1, 1, 1, 0);
+    int big = imagenet(m, x);
+    x = big ? layer_conv2d(m, "conv0", x, 64, 7, 2, 3, 1, 0) : layer_conv2d(m, "conv0", x, 64, 3, 1, 1, 1, 0);
     x = layer_batchnorm(m, "norm0", x);
     x = layer_relu(m, "norm0.relu", x);
+    if (big)
+        x = layer_maxpool(m, "pool0", x, 3, 2, 1);
     for (int b = 0; b < 4; b++) {
         for (int l = 0; l < layers[b]; l++) {
             nm(p, "block%d.layer%d.", b + 1, l + 1);
@@ -318,11 +359,12 @@ static int build_mobilenetv2(struct model *m, int x, int classes)
     static const int cfg[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 1},  {6, 32, 3, 2}, {6, 64, 4, 2},
                                   {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
     char p[MODEL_MAX_NAME], a[MODEL_MAX_NAME];
-    x = conv_bn_relu6(m, "stem", x, 32, 3, 1, 1, 1);
+    int big = imagenet(m, x); /* ImageNet: the stem and the 24-channel stage at stride 2 */
+    x = conv_bn_relu6(m, "stem", x, 32, 3, big ? 2 : 1, 1, 1);
     int block = 0;
     for (int s = 0; s < 7; s++)
         for (int i = 0; i < cfg[s][2] && x >= 0; i++) {
-            int t = cfg[s][0], oc = cfg[s][1], stride = i == 0 ? cfg[s][3] : 1;
+            int t = cfg[s][0], oc = cfg[s][1], stride = i > 0 ? 1 : big && s == 1 ? 2 : cfg[s][3];
             int inc = m->tensors[x].c, hidden = inc * t, y = x;
             block++;
             if (t != 1)
@@ -338,69 +380,75 @@ static int build_mobilenetv2(struct model *m, int x, int classes)
     return layer_linear(m, "classifier", x, classes);
 }
 
-/* Sizes at (1x28x28, 3x32x32) with 10 classes; tests/test_zoo_counts.c
- * checks them against model_create and against PyTorch. */
+/* Sizes at 1x28x28 and 3x32x32 with 10 classes, and at 3x224x224 with
+ * 1000; tests/test_zoo_counts.c checks them against model_create, and
+ * against PyTorch (torchvision at 224). */
 const struct zoo_entry zoo_models[] = {
     {"mlp",
      "MLP 784-512-512-10 with ReLU (input flattened; 3x32x32 gives 3072-512-512-10).",
      build_mlp,
-     {669706, 1841162},
-     {1338368, 3681280}},
+     {669706, 1841162, 77846504},
+     {1338368, 3681280, 155689984}},
     {"lenet",
      "LeNet-5: conv 5x5 pad 2 to 6, max-pool 2, conv 5x5 to 16, max-pool 2, fc 120-84-10, ReLU (3x32x32: fc "
      "576-120).",
      build_lenet,
-     {61706, 83126},
-     {841124, 1783644}},
+     {61706, 83126, 5696876},
+     {841124, 1783644, 113141004}},
     {"alexnet",
      "AlexNet, small-image form: five 3x3 stride-1 convs 64-192-384-256-256 (11x11/4 and 5x5 in the original), "
      "max-pool 2 after conv1, conv2 and conv5, adaptive avg-pool 2x2, classifier dropout-fc1024-dropout-fc1024-fc "
      "(4096 wide in the original).",
      build_alexnet,
-     {4359882, 4361034},
-     {258164032, 338268160}},
+     {4359882, 4361034, 61100840},
+     {258164032, 338268160, 1429399040}},
     {"vgg11",
      "VGG-11 with BN, CIFAR form: 3x3 convs + BN + ReLU, 5 max-pools, one fc 512->10 (no 4096-wide classifier); "
      "28x28 input is zero-padded to 32x32.",
      build_vgg11,
-     {9229962, 9231114},
-     {303665664, 306024960}},
+     {9229962, 9231114, 132868840},
+     {303665664, 306024960, 15242030080}},
     {"vgg16",
      "VGG-16 with BN, CIFAR form as vgg11: 13 convs, one fc 512->10.",
      build_vgg16,
-     {14727114, 14728266},
-     {624904704, 627264000}},
+     {14727114, 14728266, 138365992},
+     {624904704, 627264000, 30982743040}},
     {"resnet18",
      "ResNet-18, CIFAR form: 3x3 stride-1 stem conv 64 + BN + ReLU and no max-pool (7x7/2 + pool in the "
      "original), BasicBlocks [2,2,2,2] x 64-128-256-512 with strides 1,2,2,2, 1x1 projection shortcuts, global "
      "avg-pool, fc 512->10.",
      build_resnet18,
-     {11172810, 11173962},
-     {913196032, 1112885248}},
+     {11172810, 11173962, 11689512},
+     {913196032, 1112885248, 3638006272}},
     {"resnet50",
      "ResNet-50, CIFAR form: stem as resnet18, Bottlenecks [3,4,6,3] (stride on the 3x3 conv), global avg-pool, "
      "fc 2048->10.",
      build_resnet50,
-     {23519690, 23520842},
-     {2102696192, 2607300608}},
+     {23519690, 23520842, 25557032},
+     {2102696192, 2607300608, 8217631232}},
+    {"resnet101",
+     "ResNet-101, CIFAR form: stem as resnet18, Bottlenecks [3,4,23,3], global avg-pool, fc 2048->10.",
+     build_resnet101,
+     {42511818, 42512970, 44549160},
+     {3963498240, 5037735936, 15660839424}},
     {"squeezenet1_0",
      "SqueezeNet 1.0, small-image form: 3x3 stride-1 stem conv 96 (7x7/2 in the original), ceil-mode 3/2 "
      "max-pools, fires 2-9, dropout 0.5, 1x1 conv 512->10 + ReLU, global avg-pool.",
      build_squeezenet,
-     {727306, 729034},
-     {77042996, 105903424}},
+     {727306, 729034, 1248424},
+     {77042996, 105903424, 1647428720}},
     {"densenet121",
      "DenseNet-121, small-image form: 3x3 stride-1 stem conv 64 + BN + ReLU and no max-pool (7x7/2 + pool in "
      "the original), growth 32, blocks 6-12-24-16, transitions halve the channels + avg-pool 2, fc 1024->10.",
      build_densenet121,
-     {6955274, 6956426},
-     {1355970944, 1791705088}},
+     {6955274, 6956426, 7978856},
+     {1355970944, 1791705088, 5717884672}},
     {"mobilenetv2",
      "MobileNetV2, CIFAR form: the stem conv and the first 24-channel stage at stride 1 (2 in the original), "
      "ReLU6 inverted residuals, head conv 320->1280, global avg-pool, dropout 0.2, fc 1280->10.",
      build_mobilenetv2,
-     {2236106, 2236682},
-     {149707264, 180827392}},
+     {2236106, 2236682, 3504872},
+     {149707264, 180827392, 621290944}},
 };
 const int zoo_count = (int)(sizeof(zoo_models) / sizeof(zoo_models[0]));
 
@@ -436,7 +484,8 @@ struct model *zoo_create(struct device *d, const char *name, int batch, int c, i
 void zoo_print_help(FILE *out)
 {
     enum { INDENT = 16, WIDTH = 78 };
-    fprintf(out, "  (sizes with 10 classes: parameters, and forward FLOPs per image)\n");
+    fprintf(out, "  (sizes: parameters, and forward FLOPs per image, with 10 classes; at 224x224 and more every model\n"
+                 "  but mlp and lenet takes its ImageNet form, torchvision's, with 1000 classes unless --classes)\n");
     for (int i = 0; i < zoo_count; i++) {
         const struct zoo_entry *z = &zoo_models[i];
         fprintf(out, "  %-13s ", z->name);
@@ -459,5 +508,7 @@ void zoo_print_help(FILE *out)
         fprintf(out, "\n%*s1x28x28: %.2fM params, %.3f GFLOP; 3x32x32: %.2fM, %.3f GFLOP\n", INDENT, "",
                 (double)z->params[ZOO_28] / 1e6, (double)z->flops[ZOO_28] / 1e9, (double)z->params[ZOO_32] / 1e6,
                 (double)z->flops[ZOO_32] / 1e9);
+        fprintf(out, "%*s3x224x224, 1000 classes: %.2fM, %.2f GFLOP\n", INDENT, "", (double)z->params[ZOO_224] / 1e6,
+                (double)z->flops[ZOO_224] / 1e9);
     }
 }

@@ -9,17 +9,22 @@
 struct model;
 struct device;
 
-/* The two input shapes the zoo is sized for: index 0 is 1x28x28 (MNIST,
- * Fashion-MNIST, synthetic), 1 is 3x32x32 (CIFAR-10). */
-enum { ZOO_28 = 0, ZOO_32 = 1 };
+/* The input shapes the zoo is sized for: index 0 is 1x28x28 (MNIST,
+ * Fashion-MNIST, synthetic), 1 is 3x32x32 (CIFAR-10), both with 10 classes;
+ * 2 is 3x224x224 with 1000 classes (ImageNet), where every model takes its
+ * ImageNet form (torchvision's), as at any side of ZOO_IMAGENET_SIDE or
+ * more. */
+enum { ZOO_28 = 0, ZOO_32 = 1, ZOO_224 = 2, ZOO_SHAPES };
+#define ZOO_IMAGENET_SIDE 224
+#define ZOO_IMAGENET_CLASSES 1000
 
 struct zoo_entry {
     const char *name;
     const char *summary; /* for --help: the definition and its adaptation to small images */
     /* Adds the model's layers after input tensor `in`; returns the logits tensor. */
     int (*build)(struct model *m, int in, int classes);
-    long long params[2]; /* parameters at ZOO_28 and ZOO_32 with 10 classes */
-    long long flops[2];  /* forward FLOPs per image, likewise */
+    long long params[ZOO_SHAPES]; /* parameters at each shape, with its classes */
+    long long flops[ZOO_SHAPES];  /* forward FLOPs per image, likewise */
 };
 
 extern const struct zoo_entry zoo_models[];

@@ -723,6 +723,9 @@ static const struct opt opts[] = {
     {OPT("input", k_input, AT(base.input), "CxHxW", NULL, G_WORK,
          "synthetic data of this shape, e.g. 3x32x32 (CIFAR-10's)"),
      .lo = 1, .hi = DATA_MAX_CHANNELS, .min = DATA_MIN_SIDE, .max = DATA_MAX_SIDE, .def_text = "1x28x28"},
+    {INT("classes", AT(base.classes), 2, 100000, "N", NULL, G_WORK,
+         "the model's outputs (its classifier's width); the data's labels stay its own, and must be fewer"),
+     .def_text = "the data set's, 1000 at 224x224 and more (the ImageNet forms)"},
     {INT("ranks", LIST(ranks, nranks), 1, MAX_RANKS, "N", "2", G_WORK,
          "training ranks (under mpirun: its processes, and not to be given otherwise)"),
      .also_off = OFF(ranks_set), .also = 1},
@@ -1212,6 +1215,13 @@ void config_expand(const struct config *cfg, int i, struct run_config *rc)
 int run_world(const struct run_config *rc)
 {
     return rc->strategy == STRAT_SINGLE ? 1 : rc->ranks;
+}
+
+int run_classes(const struct run_config *rc, int h, int w, int data_classes)
+{
+    if (rc->classes > 0)
+        return rc->classes;
+    return h >= ZOO_IMAGENET_SIDE && w >= ZOO_IMAGENET_SIDE ? ZOO_IMAGENET_CLASSES : data_classes;
 }
 
 int run_global_batch(const struct run_config *rc)

@@ -54,6 +54,7 @@ struct run_config {
     char dataset[CFG_NAME];
     char data_dir[CFG_PATH];
     int input[3]; /* --input C, H, W: the synthetic set's shape; {0}: its own (1x28x28) */
+    int classes;  /* --classes: the model's outputs; 0: the data's (1000 at ImageNet sizes, zoo.h) */
     int ranks;
     int batch_size;      /* per rank */
     int strategy;        /* enum strategy_kind */
@@ -157,5 +158,8 @@ void config_expand(const struct config *cfg, int i, struct run_config *rc);
 /* The global batch of one run. `single` runs one rank on the whole batch. */
 int run_global_batch(const struct run_config *rc);
 int run_world(const struct run_config *rc);
+/* The model's outputs on h x w inputs of a set with data_classes labels:
+ * --classes, else the data's, or 1000 at the ImageNet forms' sizes. */
+int run_classes(const struct run_config *rc, int h, int w, int data_classes);
 
 #endif

@@ -34,7 +34,8 @@ static int describe(struct device *d, const struct config *cfg, const char *name
     int c, h, w;
     char err[256];
     input_shape(cfg, &c, &h, &w);
-    struct model *m = zoo_create(d, name, batch, c, h, w, 10, cfg->base.seed, err, sizeof(err));
+    int classes = run_classes(&cfg->base, h, w, 10);
+    struct model *m = zoo_create(d, name, batch, c, h, w, classes, cfg->base.seed, err, sizeof(err));
     if (!m) {
         fprintf(stderr, "ddptop: %s\n", err);
         return 2;
@@ -45,11 +46,14 @@ static int describe(struct device *d, const struct config *cfg, const char *name
         return 2;
     }
     if (gpu >= 0)
-        printf("%s on %dx%dx%d (%s), 10 classes, on GPU %d at batch %d, %s, cuDNN algorithms by %s\n", m->name, c, h, w,
-               cfg->base.dataset, gpu, batch, precision_name(cfg->base.precision),
+        printf("%s on %dx%dx%d (%s), %d classes, on GPU %d at batch %d, %s, cuDNN algorithms by %s\n", m->name, c, h, w,
+               cfg->base.dataset, classes, gpu, batch, precision_name(cfg->base.precision),
                cfg->base.cudnn_algo == CONV_ALGO_FIND ? "timing (find)" : "heuristics");
     else
-        printf("%s on %dx%dx%d (%s), 10 classes\n", m->name, c, h, w, cfg->base.dataset);
+        printf("%s on %dx%dx%d (%s), %d classes%s\n", m->name, c, h, w, cfg->base.dataset, classes,
+               h >= ZOO_IMAGENET_SIDE && w >= ZOO_IMAGENET_SIDE && strcmp(name, "mlp") && strcmp(name, "lenet")
+                   ? ", the ImageNet form"
+                   : "");
     printf("%-4s %-28s %-10s %-14s %11s %13s  %s\n", "#", "layer", "kind", "output", "params", "FLOPs",
            "kernels (fwd|bwd-data|bwd-weights)");
     size_t total = 0;

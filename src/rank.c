@@ -686,8 +686,8 @@ static int pipe_init(struct loop *L)
      * keeps its own activations and gradients) */
     L->mb[0] = m;
     for (int k = 1; k < M; k++) {
-        L->mb[k] =
-            zoo_create(&rk->dev, cfg->model, m->batch, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err, sizeof(err));
+        L->mb[k] = zoo_create(&rk->dev, cfg->model, m->batch, tr->c, tr->h, tr->w,
+                              run_classes(cfg, tr->h, tr->w, tr->classes), cfg->seed, err, sizeof(err));
         if (!L->mb[k])
             return fail(rk, err);
         model_free_floats(L->mb[k], L->mb[k]->param_buf);
@@ -1011,8 +1011,8 @@ static int loop_init(struct loop *L, struct rank *rk)
             run->gpu->activity_register(&rk->dev, rk->id, &rk->spans_gpu);
     }
     int micro = cfg->parallel == PAR_PIPELINE ? cfg->micro_batches : 1; /* a model holds one micro-batch */
-    L->m = zoo_create(&rk->dev, cfg->model, run->local_batch / micro, tr->c, tr->h, tr->w, tr->classes, cfg->seed, err,
-                      sizeof(err));
+    L->m = zoo_create(&rk->dev, cfg->model, run->local_batch / micro, tr->c, tr->h, tr->w,
+                      run_classes(cfg, tr->h, tr->w, tr->classes), cfg->seed, err, sizeof(err));
     if (!L->m)
         return fail(rk, err);
     if (model_set_trainable(L->m, cfg->trainable, err, sizeof(err)) != 0) {

@@ -383,7 +383,7 @@ int result_from_run(struct run_result *res, struct run *r)
     res->compress_valid = 1;
     res->precision_valid = 1;
     res->threads_per_rank = r->cfg.threads_per_rank;
-    res->classes = r->train->classes;
+    res->classes = run_classes(&r->cfg, r->train->h, r->train->w, r->train->classes); /* the model's outputs */
     snprintf(res->dataset, sizeof(res->dataset), "%s", r->train->name);
     snprintf(res->device, sizeof(res->device), "%s", r->devops->name);
     snprintf(res->backend, sizeof(res->backend), "%s", r->backend);

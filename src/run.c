@@ -126,6 +126,11 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
 {
     if (run_check_precision(rc->precision, devops, err, errlen) != 0)
         return -1;
+    if (rc->classes > 0 && rc->classes < train->classes) {
+        snprintf(err, errlen, "--classes %d: %s has %d classes (labels 0 to %d), which the model must cover",
+                 rc->classes, train->name, train->classes, train->classes - 1);
+        return -1;
+    }
     int world = run_world(rc);
     int staged = rc->parallel != PAR_DATA; /* every rank works on the whole batch */
     long per_rank = train->n / (staged ? 1 : world);
@@ -172,8 +177,8 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         if (rc->partition[0]) {
             /* checked on the model's layers before any rank starts (a
              * one-sample CPU copy: the layers are the same on any device) */
-            struct model *m =
-                zoo_create(NULL, rc->model, 1, train->c, train->h, train->w, train->classes, rc->seed, err, errlen);
+            struct model *m = zoo_create(NULL, rc->model, 1, train->c, train->h, train->w,
+                                         run_classes(rc, train->h, train->w, train->classes), rc->seed, err, errlen);
             if (!m)
                 return -1;
             struct pipe_plan p;

@@ -217,17 +217,22 @@ def generate(name, c, side, outdir):
 
 
 def main():
-    outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "fixtures", "zoo")
+    args = [a for a in sys.argv[1:] if a != "--counts-only"]  # --counts-only: counts.txt alone
+    outdir = args[0] if args else os.path.join(HERE, "fixtures", "zoo")
     os.makedirs(outdir, exist_ok=True)
     torch.set_num_threads(1)
     with open(os.path.join(outdir, "counts.txt"), "w") as f:
         f.write("# Parameters and conv/linear multiply-accumulates per image of bench/torch_models.py's\n"
-                "# models with 10 classes, written by tests/gen_zoo_fixtures.py. Columns:\n"
+                "# models with 10 classes, and at 3x224x224 of torchvision's ImageNet forms with 1000\n"
+                "# classes, written by tests/gen_zoo_fixtures.py. Columns:\n"
                 "# model channels side params macs\n")
         for name in tm.MODELS:
-            for c, side in tm.SHAPES:
-                m = tm.build(name, c, side, CLASSES)
+            for c, side in tm.SHAPES + [(3, tm.IMAGENET_SIDE)]:
+                k = tm.IMAGENET_CLASSES if side >= tm.IMAGENET_SIDE else CLASSES
+                m = tm.build(name, c, side, k)
                 f.write(f"{name} {c} {side} {tm.count_params(m)} {tm.count_macs(m, c, side)}\n")
+    if "--counts-only" in sys.argv:
+        return
     for name in tm.MODELS:
         for c, side in tm.SHAPES:
             generate(name, c, side, outdir)

@@ -47,6 +47,14 @@ expect_ok "a good --gpus list" "conv1" --model lenet --info --gpus 0,1,3
 # no GPU here ("no GPU is present"), or no GPU 1023 on a GPU machine: one line either way
 expect_error "--gpus 1023 with --device cuda" "GPU" --model lenet --info --device cuda --gpus 1023
 
+expect_error "--classes 1" "--classes" --batch --classes 1
+expect_error "--classes fewer than the data's" "--classes 9: synthetic has 10 classes" --batch --dataset synthetic \
+    --classes 9 --steps 1
+expect_ok "--info at 224: the ImageNet form, 1000 classes" "resnet50 on 3x224x224 (synthetic), 1000 classes, the ImageNet form" \
+    --info --model resnet50 --dataset synthetic --input 3x224x224
+expect_ok "--info --classes" "lenet on 1x28x28 (synthetic), 37 classes" --info --model lenet --dataset synthetic --classes 37
+expect_ok "training with --classes" "lenet " --batch --quiet --model lenet --dataset synthetic --classes 100 --steps 3 \
+    --ranks 2 --batch-size 8
 expect_error "--ranks 0" "--ranks" --batch --ranks 0
 expect_error "--ranks abc" "--ranks" --batch --ranks abc
 expect_error "negative batch size" "--batch-size" --batch --batch-size -5
@@ -170,7 +178,7 @@ done
 # (--help last: the values are parsed, then nothing runs).
 all_options=(
     --batch "" --info "" --replay t.json --bench-comm ""
-    --model lenet --dataset synthetic --input 3x32x32 --data-dir /tmp --ranks 2 --ranks-per-process 1 --batch-size 8 --strategy ddp --epochs 2
+    --model lenet --dataset synthetic --input 3x32x32 --data-dir /tmp --classes 10 --ranks 2 --ranks-per-process 1 --batch-size 8 --strategy ddp --epochs 2
     --steps 5 --no-eval "" --trainable classifier --parallel pipeline --micro-batches 2 --schedule gpipe
     --partition 0:5,6:11
     --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --seed 7

@@ -1,7 +1,9 @@
 /* test_zoo_counts.c - every zoo model's size against PyTorch: for each model
  * and input shape (1x28x28, 3x32x32, 10 classes) model_create's parameter
  * count must equal that of the same definition in PyTorch
- * (bench/torch_models.py), and its convolution and linear multiply-adds per
+ * (bench/torch_models.py), and at 3x224x224 with 1000 classes, where the
+ * zoo builds ImageNet forms, that of torchvision's model of the same name
+ * (torchvision 0.14); its convolution and linear multiply-adds per
  * image (half their FLOPs in the layer table) PyTorch's hooks' count, which
  * also checks every layer's output size. The PyTorch numbers are in
  * tests/fixtures/zoo/counts.txt, written by tests/gen_zoo_fixtures.py; a
@@ -31,7 +33,7 @@ static void test_counts_match_pytorch(void **state)
     FILE *f = fopen(path, "r");
     if (!f)
         fail_msg("missing %s (regenerate with /usr/bin/python3 tests/gen_zoo_fixtures.py)", path);
-    int seen[64][2] = {{0}}, rows = 0;
+    int seen[64][ZOO_SHAPES] = {{0}}, rows = 0;
     while (fgets(line, sizeof(line), f)) {
         char name[64];
         int c, side;
@@ -44,14 +46,15 @@ static void test_counts_match_pytorch(void **state)
         if (!z)
             fail_msg("counts.txt names %s, which the zoo does not have", name);
         char err[256];
-        struct model *m = zoo_create(NULL, name, 1, c, side, side, 10, 1, err, sizeof(err));
+        int s = side == 28 ? ZOO_28 : side == 32 ? ZOO_32 : ZOO_224;
+        struct model *m =
+            zoo_create(NULL, name, 1, c, side, side, s == ZOO_224 ? ZOO_IMAGENET_CLASSES : 10, 1, err, sizeof(err));
         if (!m)
             fail_msg("%s: %s", name, err);
         long long mm = 0;
         for (int l = 0; l < m->nlayers; l++)
             if (!strcmp(m->layers[l].ops->kind, "conv2d") || !strcmp(m->layers[l].ops->kind, "linear"))
                 mm += m->layers[l].flops / 2;
-        int s = side == 28 ? ZOO_28 : ZOO_32;
         print_message("  %-14s %dx%dx%d  params %10zu (PyTorch %10lld)  MACs %11lld (PyTorch %11lld)\n", name, c, side,
                       side, m->nfloats, params, mm, macs);
         assert_int_equal((long long)m->nfloats, params);
@@ -64,11 +67,12 @@ static void test_counts_match_pytorch(void **state)
         model_destroy(m);
     }
     fclose(f);
+    static const char *const shape[ZOO_SHAPES] = {"1x28x28", "3x32x32", "3x224x224"};
     for (int i = 0; i < zoo_count; i++)
-        for (int s = 0; s < 2; s++)
+        for (int s = 0; s < ZOO_SHAPES; s++)
             if (!seen[i][s])
-                fail_msg("counts.txt lacks %s at %s", zoo_models[i].name, s ? "3x32x32" : "1x28x28");
-    assert_int_equal(rows, 2 * zoo_count);
+                fail_msg("counts.txt lacks %s at %s", zoo_models[i].name, shape[s]);
+    assert_int_equal(rows, ZOO_SHAPES * zoo_count);
 }
 
 /* The two counts the issue states for CIFAR-10 input. */
