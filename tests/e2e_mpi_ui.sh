@@ -29,19 +29,6 @@ S=mpiui
 . "$(dirname "$0")/tmux_harness.sh"
 
 step_now() { screen | grep -Eo 'step [0-9]+/[0-9]+' | head -1 | sed -E 's/step ([0-9]+)\/.*/\1/'; }
-check_shell() {
-    local tag=$1
-    [ "$(tm display -p -t "$S" '#{alternate_on}')" = 0 ] && pass "$tag: alternate screen is off after exit" ||
-        fail "$tag: alternate screen still on after exit"
-    tm send-keys -t "$S" -l "echo ok-$tag-\$((6*7))"
-    tm send-keys -t "$S" Enter
-    wait_for "^ok-$tag-42\$" 5 && screen | grep -q "echo ok-$tag-" &&
-        pass "$tag: the shell echoes and runs commands" || fail "$tag: the terminal was not restored"
-    tm send-keys -t "$S" -l "clear"
-    tm send-keys -t "$S" Enter
-    sleep 0.2
-}
-
 MPI="mpirun --oversubscribe"
 [ "$(id -u)" -eq 0 ] && MPI="$MPI --allow-run-as-root"
 ENV="OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none RES_OPTIONS='timeout:1 attempts:1'"

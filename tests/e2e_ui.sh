@@ -60,28 +60,6 @@ run_ddptop() {
     tm send-keys -t "$S" -l "cd $T && env $2 $BIN $ARGS ${3:-}; echo EXIT=\$? > $T/exit.$1"
     tm send-keys -t "$S" Enter
 }
-# check_shell TAG: after ddptop exits, the terminal is in normal mode:
-# alternate screen off, and a typed command echoes and runs.
-check_shell() {
-    local tag=$1
-    if [ "$(tm display -p -t "$S" '#{alternate_on}')" = 0 ]; then
-        pass "$tag: alternate screen is off after exit"
-    else
-        fail "$tag: alternate screen still on after exit"
-    fi
-    tm send-keys -t "$S" -l "echo ok-$tag-\$((6*7))"
-    tm send-keys -t "$S" Enter
-    # the typed line echoes (echo mode back) and its output appears (icanon, onlcr)
-    if wait_for "^ok-$tag-42\$" 5 && screen | grep -q "echo ok-$tag-"; then
-        pass "$tag: the shell echoes and runs commands"
-    else
-        fail "$tag: the terminal was not restored (no echo of a typed command)"
-    fi
-    tm send-keys -t "$S" -l "clear"
-    tm send-keys -t "$S" Enter
-    sleep 0.2
-}
-
 # A clean shell, but sanitizer settings (CI's ASan/TSan passes) go through.
 PASS_ENV=""
 for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS; do

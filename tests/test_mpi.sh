@@ -64,6 +64,23 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}fast_unwind_on_malloc=0"
 # the α-β fits --bench-comm stores, and training reports read
 export DDPTOP_COMM_MODEL=$tmp/comm-model.json
 
+# The pid of process 1 once its rank thread is up (the run has started),
+# a second later; empty after 60 s without it.
+find_worker() {
+    local p
+    for _ in $(seq 600); do
+        for p in $(pgrep -x ddptop); do
+            if { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 &&
+                grep -qx "rank 1" /proc/"$p"/task/*/comm 2>/dev/null; then
+                sleep 1
+                echo "$p"
+                return
+            fi
+        done
+        sleep 0.1
+    done
+}
+
 # relative L2 distance between two raw float32 files (--save-params)
 reldiff() {
     python3 - "$1" "$2" <<'EOF'
@@ -76,6 +93,26 @@ print('%.3g' % math.sqrt(d / n))
 EOF
 }
 
+# against_single WHAT NAME SINGLE.bin "REPLICAS RANKS BACKEND" MPIRUN-ARGS...:
+# an mpirun run with --check-replicas ends within 1e-5 (relative) of the
+# parameters of single on the global batch, with identical replicas, the
+# ranks and the backend said
+against_single() {
+    local what=$1 name=$2 single=$3 want=$4
+    shift 4
+    "${mpi[@]}" "$@" --check-replicas --save-params "$name.bin" --format json >"$name.json" 2>"$name.err"
+    local rc=$? d same
+    d=$(reldiff "$name.bin" "$single")
+    same=$(python3 -c "import json; r = json.load(open('$name.json'))['runs'][0]; \
+print(r['replicas_identical'], r['ranks'], r['backend'])" 2>/dev/null)
+    if [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(not float('$d') < 1e-5)" 2>/dev/null && [ "$same" = "$want" ]; then
+        ok "$what: $d from single, replicas identical"
+    else
+        bad "$what: rc $rc, difference $d, replicas/ranks/backend '$same'"
+        tail -3 "$name.err"
+    fi
+}
+
 # ---- every strategy against single on the global batch ----
 small=(--bucket-mb 0.05 --fusion-mb 0.02 --cycle-ms 1) # several buckets and fusion buffers
 for case in "2 lenet" "4 mlp"; do
@@ -86,19 +123,8 @@ for case in "2 lenet" "4 mlp"; do
     strategies=(dp gather-scatter allreduce ddp horovod)
     [ $quick -eq 1 ] && { [ "$np" -eq 2 ] && strategies=(ddp horovod) || strategies=(ddp); }
     for st in "${strategies[@]}"; do
-        "${mpi[@]}" -np "$np" "$bin" "${base[@]}" --model "$model" --strategy "$st" "${small[@]}" --check-replicas \
-            --save-params "$st$np.bin" --format json >"$st$np.json" 2>"$st$np.err"
-        rc=$?
-        d=$(reldiff "$st$np.bin" "single$np.bin")
-        same=$(python3 -c "import json,sys; r=json.load(open('$st$np.json'))['runs'][0]; \
-print(r['replicas_identical'], r['ranks'], r['backend'].split(',')[0])" 2>/dev/null)
-        if [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(not float('$d') < 1e-5)" 2>/dev/null &&
-            [ "$same" = "True $np mpi" ]; then
-            ok "$model $st, $np processes: $d from single, replicas identical"
-        else
-            bad "$model $st, $np processes: rc $rc, difference $d, replicas/ranks/backend '$same'"
-            tail -3 "$st$np.err"
-        fi
+        against_single "$model $st, $np processes" "$st$np" "single$np.bin" "True $np mpi, $np processes on 1 node" \
+            -np "$np" "$bin" "${base[@]}" --model "$model" --strategy "$st" "${small[@]}"
     done
 done
 
@@ -109,19 +135,9 @@ strategies=(dp gather-scatter allreduce ddp horovod)
 [ $quick -eq 1 ] && strategies=(ddp gather-scatter)
 [ "$mode" = tiny ] && strategies=(ddp)
 for st in "${strategies[@]}"; do
-    "${mpi[@]}" -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --strategy "$st" "${small[@]}" \
-        --check-replicas --save-params "h$st.bin" --format json >"h$st.json" 2>"h$st.err"
-    rc=$?
-    d=$(reldiff "h$st.bin" single4.bin)
-    same=$(python3 -c "import json,sys; r=json.load(open('h$st.json'))['runs'][0]; \
-print(r['replicas_identical'], r['ranks'], r['backend'])" 2>/dev/null)
-    if [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(not float('$d') < 1e-5)" 2>/dev/null &&
-        [ "$same" = "True 4 mpi+shm/ring, 2 processes x 2 on 1 node" ]; then
-        ok "mlp $st, 2 processes x 2 rank threads: $d from single, replicas identical"
-    else
-        bad "mlp $st, 2 processes x 2 rank threads: rc $rc, difference $d, replicas/ranks/backend '$same'"
-        tail -3 "h$st.err"
-    fi
+    against_single "mlp $st, 2 processes x 2 rank threads" "h$st" single4.bin \
+        "True 4 mpi+shm/ring, 2 processes x 2 on 1 node" \
+        -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --strategy "$st" "${small[@]}"
 done
 if [ $quick -eq 0 ]; then
     # fp16 gradients: summed in half precision at each level, near single
@@ -257,16 +273,7 @@ if [ "$mode" != tiny ]; then
     timeout 90 "${mpi[@]}" -np 2 "$bin" "${base[@]}" --model lenet --strategy ddp --steps 100000 --format csv \
         >stop.csv 2>stop.err &
     job=$!
-    worker=""
-    for _ in $(seq 600); do # its rank thread is up: the run has started
-        for p in $(pgrep -x ddptop); do
-            { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 &&
-                grep -qx "rank 1" /proc/"$p"/task/*/comm 2>/dev/null && worker=$p
-        done
-        [ -n "$worker" ] && break
-        sleep 0.1
-    done
-    sleep 1
+    worker=$(find_worker)
     [ -n "$worker" ] && kill -STOP "$worker"
     stopped=$SECONDS
     wait $job
@@ -288,16 +295,7 @@ if [ $quick -eq 0 ]; then
     timeout 90 "${mpi[@]}" --enable-recovery -np 2 "$bin" "${base[@]}" --model lenet --strategy ddp --steps 100000 \
         --format csv >kill.csv 2>kill.err &
     job=$!
-    worker=""
-    for _ in $(seq 600); do
-        for p in $(pgrep -x ddptop); do
-            { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 &&
-                grep -qx "rank 1" /proc/"$p"/task/*/comm 2>/dev/null && worker=$p
-        done
-        [ -n "$worker" ] && break
-        sleep 0.1
-    done
-    sleep 1
+    worker=$(find_worker)
     [ -n "$worker" ] && kill -KILL "$worker"
     killed=$SECONDS
     wait $job

@@ -69,3 +69,24 @@ wait_file() {
     done
     return 1
 }
+# check_shell TAG: after ddptop exits, the terminal is in normal mode:
+# alternate screen off, and a typed command echoes and runs.
+check_shell() {
+    local tag=$1
+    if [ "$(tm display -p -t "$S" '#{alternate_on}')" = 0 ]; then
+        pass "$tag: alternate screen is off after exit"
+    else
+        fail "$tag: alternate screen still on after exit"
+    fi
+    tm send-keys -t "$S" -l "echo ok-$tag-\$((6*7))"
+    tm send-keys -t "$S" Enter
+    # the typed line echoes (echo mode back) and its output appears (icanon, onlcr)
+    if wait_for "^ok-$tag-42\$" 5 && screen | grep -q "echo ok-$tag-"; then
+        pass "$tag: the shell echoes and runs commands"
+    else
+        fail "$tag: the terminal was not restored (no echo of a typed command)"
+    fi
+    tm send-keys -t "$S" -l "clear"
+    tm send-keys -t "$S" Enter
+    sleep 0.2
+}
