@@ -84,6 +84,7 @@ static void begin(struct comm *c, struct hcall *hc, int kind, uint64_t size)
     comm_call_begin(c, &hc->call, kind, size);
     bind_part(c, h->local, hc->call.seq);
     hc->l0 = h->local->stats;
+    memset(&hc->i0, 0, sizeof(hc->i0));
     if (h->inter) {
         bind_part(c, h->inter, hc->call.seq);
         hc->i0 = h->inter->stats;

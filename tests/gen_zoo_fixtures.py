@@ -3,8 +3,10 @@
 small text fixtures that tests/test_zoo_fixtures.c checks ddptop against, and
 the parameter counts that tests/test_zoo_counts.c checks.
 
-Run with Debian's python3 (torch 1.13 from python3-torch), from anywhere:
-    /usr/bin/python3 tests/gen_zoo_fixtures.py [OUTDIR]   (default tests/fixtures/zoo)
+Run with Debian's python3 (torch 1.13 from python3-torch; the counts at
+3x224x224 are torchvision 0.14's models, from python3-torchvision), from
+anywhere:
+    /usr/bin/python3 tests/gen_zoo_fixtures.py [--counts-only] [OUTDIR]   (default tests/fixtures/zoo)
 Running the tests needs no Python.
 
 The models are bench/torch_models.py's, which follow models/zoo.c layer for
