@@ -32,6 +32,9 @@ step_now() { screen | grep -Eo 'step [0-9]+/[0-9]+' | head -1 | sed -E 's/step (
 MPI="mpirun --oversubscribe"
 [ "$(id -u)" -eq 0 ] && MPI="$MPI --allow-run-as-root"
 ENV="OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none RES_OPTIONS='timeout:1 attempts:1'"
+# under ASan: whole stacks at each malloc, so that tests/lsan.supp can tell
+# MPI's own allocations from ours (as test_mpi.sh)
+[ -n "${ASAN_OPTIONS:-}" ] && export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}fast_unwind_on_malloc=0"
 for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do
     [ -n "${!v:-}" ] && ENV="$ENV $v=$(printf %q "${!v}")"
 done

@@ -1,12 +1,13 @@
 # tmux_harness.sh - what the end-to-end UI tests share: a private tmux
 # server, screen capture, pass/fail reporting and polling with deadlines.
 # Sourced after the caller sets SOCK (the tmux socket name), T (its temporary
-# folder) and S (the session name).
+# folder) and S (the session name). KEEP_T=1 keeps T (the runs' stderr) for a look.
 
 tm() { tmux -L "$SOCK" "$@"; }
 cleanup() {
     tm kill-server >/dev/null 2>&1
     # a ddptop killed with the server may still be on its way out
+    [ -n "${KEEP_T:-}" ] && { echo "kept $T"; return; }
     rm -rf "$T" 2>/dev/null || { sleep 1; rm -rf "$T"; }
 }
 trap cleanup EXIT
