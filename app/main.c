@@ -119,9 +119,7 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
                     pr->size, world);
         return 2;
     }
-    procs_set_per_process(per);
-    cfg->ranks[0] = world;
-    cfg->nranks = 1;
+    procs_set_per_process(per); /* (--ranks is world already: config_parse, or refused above) */
     if (!cfg->base.comm_set)
         cfg->base.comm = COMM_MPI;
     /* process 0 shows the UI where mpirun writes to its terminal; the
@@ -147,8 +145,7 @@ static int worker_main(const struct config *cfg, const struct dataset *train, co
     struct timespec tick = {0, 20 * 1000 * 1000};
     int status = 0;
     struct run_config rc;
-    int more = 1;
-    while (more && procs_next_run(&rc)) {
+    while (status == 0 && procs_next_run(&rc)) {
         struct run r;
         char err[512];
         if (run_start(&r, &rc, train, test, dev, err, sizeof(err)) != 0) {
@@ -161,15 +158,13 @@ static int worker_main(const struct config *cfg, const struct dataset *train, co
             nanosleep(&tick, NULL);
         }
         run_join(&r);
-        /* a run stopped or failed ends the job (procs_spent); a stop that
-         * process 0's user asked for is not this process's failure */
-        if (status == 0 && r.state != RUN_DONE) {
-            more = 0;
-            if (stop_signal || r.state == RUN_FAILED)
-                status = stop_signal ? 128 + (int)stop_signal : 1;
-        }
-        more &= status == 0;
+        int done = r.state == RUN_DONE;
+        /* a stop that process 0's user asked for is not this process's failure */
+        if (status == 0 && !done && (stop_signal || r.state == RUN_FAILED))
+            status = stop_signal ? 128 + (int)stop_signal : 1;
         run_free(&r);
+        if (!done)
+            break; /* a run stopped or failed ends the job (procs_spent) */
     }
     return status;
 }

@@ -154,8 +154,9 @@ void comm_call_begin(struct comm *c, struct comm_call *call, int kind, uint64_t 
     call->tx = call->rx = 0;
     call->kind = kind;
     /* a send or recv involves two ranks: a number taken there would put
-     * this rank's later collectives out of step with the other ranks' */
-    call->seq = kind == COMM_P2P ? 0 : c->seq++;
+     * this rank's later collectives out of step with the other ranks';
+     * an inner communicator's calls carry the outer call's number */
+    call->seq = kind == COMM_P2P ? 0 : c->inner ? c->seq : c->seq++;
 }
 
 void comm_call_wait(struct comm *c, struct comm_call *call, int64_t t0_ns, int64_t t1_ns)

@@ -81,8 +81,9 @@ struct comm {
     int16_t tag;                       /* tag for the next call's spans (bucket id) */
     const volatile _Atomic int *abort; /* nonzero: every wait gives up, calls fail */
     int64_t timeout_ns;                /* > 0: a wait on a peer this long fails (-1), naming the peer */
-    /* a part of another communicator's call (comm_hier.c): its calls record
-     * their wait spans, and leave the outer comm span to that call */
+    /* a part of another communicator's call (comm_hier.c): its calls take
+     * seq as set (the outer call's number) and record their wait spans,
+     * and leave the outer comm span to that call */
     int inner;
     void *impl;
     void *backend;                  /* a wrapping backend's state (the shared-GPU ring), else NULL */
@@ -157,8 +158,8 @@ struct comm *comm_shm_create_ops(struct shm_world *w, int rank, int algo, const 
 /* Rank t of process proc among procs, each with local->world ranks:
  * global rank proc * local->world + t. local is this rank's communicator
  * inside its process; inter joins the processes' rank 0s (this rank's when
- * t is 0, else NULL). Takes both over (destroy frees them). NULL when they
- * do not fit together, or out of memory. */
+ * t is 0, else NULL). Takes both over: destroy frees them, and so does a
+ * failure (NULL: they do not fit together, or out of memory). */
 struct comm *comm_hier_create(struct comm *local, struct comm *inter, int proc, int procs);
 
 /* Fails with -1 when abort was raised while waiting. */

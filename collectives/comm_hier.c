@@ -36,7 +36,7 @@
 struct hier {
     struct comm *local; /* over the process's T ranks; this rank is local->rank */
     struct comm *inter; /* over the P leaders; NULL on a rank that is not one */
-    int proc, procs, per;
+    int proc, per;      /* this process, and its ranks (local->world) */
     float *scratch;
     size_t cap; /* floats */
 };
@@ -84,7 +84,7 @@ static void begin(struct comm *c, struct hcall *hc, int kind, uint64_t size)
     comm_call_begin(c, &hc->call, kind, size);
     bind_part(c, h->local, hc->call.seq);
     hc->l0 = h->local->stats;
-    memset(&hc->i0, 0, sizeof(hc->i0));
+    hc->i0 = (struct comm_stats){0};
     if (h->inter) {
         bind_part(c, h->inter, hc->call.seq);
         hc->i0 = h->inter->stats;
@@ -94,7 +94,7 @@ static void begin(struct comm *c, struct hcall *hc, int kind, uint64_t size)
 static int end(struct comm *c, struct hcall *hc, int rc)
 {
     struct hier *h = H(c);
-    struct comm_stats l = h->local->stats, i = h->inter ? h->inter->stats : hc->i0;
+    struct comm_stats l = h->local->stats, i = h->inter ? h->inter->stats : (struct comm_stats){0};
     hc->call.tx = (l.bytes_tx - hc->l0.bytes_tx) + (i.bytes_tx - hc->i0.bytes_tx);
     hc->call.rx = (l.bytes_rx - hc->l0.bytes_rx) + (i.bytes_rx - hc->i0.bytes_rx);
     hc->call.wait_ns = (l.wait_ns - hc->l0.wait_ns) + (i.wait_ns - hc->i0.wait_ns);
@@ -151,6 +151,15 @@ static int bcast_from(struct comm *c, float *buf, size_t n, int root)
     return part_rc(c, h->local, rc, "broadcast");
 }
 
+/* in[n] summed over every rank into the scratch buffer (NULL: *rc says
+ * why). */
+static float *sum_copy(struct comm *c, const float *in, size_t n, int *rc)
+{
+    float *s = scratch(c, n);
+    *rc = s ? sum_all(c, memcpy(s, in, n * sizeof(float)), n) : -1;
+    return *rc == 0 ? s : NULL;
+}
+
 static void average(struct comm *c, float *x, size_t n, enum red_op op)
 {
     if (op == RED_AVG)
@@ -198,13 +207,9 @@ static int h_reduce_scatter(struct comm *c, const float *in, float *out, size_t 
     struct hcall hc;
     size_t all = n * (size_t)c->world;
     begin(c, &hc, COLL_REDUCE_SCATTER, all * sizeof(float));
-    float *s = scratch(c, all);
-    int rc = s ? 0 : -1;
-    if (rc == 0) {
-        memcpy(s, in, all * sizeof(float));
-        rc = sum_all(c, s, all);
-    }
-    if (rc == 0) {
+    int rc;
+    const float *s = sum_copy(c, in, all, &rc);
+    if (s) {
         memcpy(out, s + (size_t)c->rank * n, n * sizeof(float));
         average(c, out, n, op);
     }
@@ -229,13 +234,9 @@ static int h_reduce(struct comm *c, const float *in, float *out, size_t n, enum 
 {
     struct hcall hc;
     begin(c, &hc, COLL_REDUCE, n * sizeof(float));
-    float *s = scratch(c, n);
-    int rc = s ? 0 : -1;
-    if (rc == 0) {
-        memcpy(s, in, n * sizeof(float));
-        rc = sum_all(c, s, n);
-    }
-    if (rc == 0 && c->rank == root) {
+    int rc;
+    const float *s = sum_copy(c, in, n, &rc);
+    if (s && c->rank == root) {
         memcpy(out, s, n * sizeof(float));
         average(c, out, n, op);
     }
@@ -353,19 +354,21 @@ static const struct comm_ops hier_ops = {
 
 struct comm *comm_hier_create(struct comm *local, struct comm *inter, int proc, int procs)
 {
-    if (!local || (local->rank == 0) != (inter != NULL) || (inter && (inter->rank != proc || inter->world != procs)))
-        return NULL;
-    struct comm *c = calloc(1, sizeof(*c));
-    struct hier *h = calloc(1, sizeof(*h));
-    if (!c || !h) {
+    int fits =
+        local && (local->rank == 0) == (inter != NULL) && (!inter || (inter->rank == proc && inter->world == procs));
+    struct comm *c = fits ? calloc(1, sizeof(*c)) : NULL;
+    struct hier *h = c ? calloc(1, sizeof(*h)) : NULL;
+    if (!h) {
         free(c);
-        free(h);
+        if (local)
+            local->ops->destroy(local);
+        if (inter)
+            inter->ops->destroy(inter);
         return NULL;
     }
     h->local = local;
     h->inter = inter;
     h->proc = proc;
-    h->procs = procs;
     h->per = local->world;
     c->ops = &hier_ops;
     c->rank = proc * local->world + local->rank;

@@ -47,10 +47,20 @@ static int relu_maxpool(struct model *m, const char *relu, const char *pool, int
 
 /* Inputs of 224x224 or more get the ImageNet form of a model (torchvision's
  * definition, its parameter count with 1000 classes); smaller ones the
- * small-image form. */
+ * small-image form. The MLP and LeNet have one form. */
+static int imagenet_side(int h, int w)
+{
+    return h >= ZOO_IMAGENET_SIDE && w >= ZOO_IMAGENET_SIDE;
+}
+
 static int imagenet(const struct model *m, int x)
 {
-    return x >= 0 && m->tensors[x].h >= ZOO_IMAGENET_SIDE && m->tensors[x].w >= ZOO_IMAGENET_SIDE;
+    return x >= 0 && imagenet_side(m->tensors[x].h, m->tensors[x].w);
+}
+
+int zoo_imagenet_form(const char *name, int h, int w)
+{
+    return imagenet_side(h, w) && strcmp(name, "mlp") != 0 && strcmp(name, "lenet") != 0;
 }
 
 /* MLP 784-512-512-10: flatten, two hidden ReLU layers. */
@@ -97,8 +107,8 @@ static int build_alexnet(struct model *m, int x, int classes)
     char a[MODEL_MAX_NAME];
     for (int i = 0; i < 5; i++) {
         char b[MODEL_MAX_NAME];
-        x = big ? layer_conv2d(m, nm(a, "conv%d", i + 1), x, ch[i], big_k[i], big_s[i], big_p[i], 1, 1)
-                : layer_conv2d(m, nm(a, "conv%d", i + 1), x, ch[i], 3, 1, 1, 1, 1);
+        x = layer_conv2d(m, nm(a, "conv%d", i + 1), x, ch[i], big ? big_k[i] : 3, big ? big_s[i] : 1,
+                         big ? big_p[i] : 1, 1, 1);
         if (i == 0 || i == 1 || i == 4)
             x = relu_maxpool(m, nm(a, "relu%d", i + 1), nm(b, "pool%d", i + 1), x, big ? 3 : 2, 2);
         else

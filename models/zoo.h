@@ -35,7 +35,9 @@ const struct zoo_entry *zoo_find(const char *name);
  * initialised from seed. Returns NULL with err set. */
 struct model *zoo_create(struct device *d, const char *name, int batch, int c, int h, int w, int classes, uint64_t seed,
                          char *err, size_t errlen);
-/* The model list of --help: name, wrapped summary, sizes at both shapes. */
+/* 1 when model `name` takes its ImageNet form on h x w inputs. */
+int zoo_imagenet_form(const char *name, int h, int w);
+/* The model list of --help: name, wrapped summary, sizes at each shape. */
 void zoo_print_help(FILE *out);
 
 #endif

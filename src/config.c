@@ -1005,8 +1005,6 @@ static int opt_set(const struct opt *o, struct config *cfg, const char *arg, FIL
     return 0;
 }
 
-/* Every field to its default. Returns 0, or 2 when a row's default is not
- * a value its own parser takes (a mistake in the table, seen by every test). */
 static int process_ranks; /* config_default_ranks: under mpirun, its process count */
 
 void config_default_ranks(int n)
@@ -1014,6 +1012,8 @@ void config_default_ranks(int n)
     process_ranks = n;
 }
 
+/* Every field to its default. Returns 0, or 2 when a row's default is not
+ * a value its own parser takes (a mistake in the table, seen by every test). */
 static int set_defaults(struct config *cfg, FILE *err)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -1024,11 +1024,8 @@ static int set_defaults(struct config *cfg, FILE *err)
         else if (o->def && opt_set(o, cfg, o->def, err) != 0)
             return 2;
     }
-    /* defaults no command-line value spells */
-    if (process_ranks > 0) {
-        cfg->ranks[0] = process_ranks;
-        cfg->nranks = 1;
-    }
+    /* defaults no command-line value spells (and config_parse's rank
+     * count under mpirun) */
     snprintf(cfg->base.dataset, sizeof(cfg->base.dataset), "%s", data_default_name());
     cfg->base.loss_threshold = -1.0;
     cfg->base.slow_rank = -1;
@@ -1111,8 +1108,10 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         return 2;
     }
     /* under mpirun the ranks are its processes times --ranks-per-process */
-    if (process_ranks > 0 && !cfg->ranks_set)
+    if (process_ranks > 0 && !cfg->ranks_set) {
         cfg->ranks[0] = process_ranks * cfg->ranks_per_process;
+        cfg->nranks = 1;
+    }
     if (b->slow_rank >= 0)
         for (int i = 0; i < cfg->nranks; i++)
             if (b->slow_rank >= cfg->ranks[i]) {

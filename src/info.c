@@ -51,9 +51,7 @@ static int describe(struct device *d, const struct config *cfg, const char *name
                cfg->base.cudnn_algo == CONV_ALGO_FIND ? "timing (find)" : "heuristics");
     else
         printf("%s on %dx%dx%d (%s), %d classes%s\n", m->name, c, h, w, cfg->base.dataset, classes,
-               h >= ZOO_IMAGENET_SIDE && w >= ZOO_IMAGENET_SIDE && strcmp(name, "mlp") && strcmp(name, "lenet")
-                   ? ", the ImageNet form"
-                   : "");
+               zoo_imagenet_form(name, h, w) ? ", the ImageNet form" : "");
     printf("%-4s %-28s %-10s %-14s %11s %13s  %s\n", "#", "layer", "kind", "output", "params", "FLOPs",
            "kernels (fwd|bwd-data|bwd-weights)");
     size_t total = 0;

@@ -2,9 +2,9 @@
  *
  * Under an MPI launcher (mpirun, or srun with PMIx) every process is one
  * rank of the run, or holds --ranks-per-process T rank threads (ranks
- * p*T .. p*T+T-1 in process p; comm_hier.c joins them). MPI launches the processes, carries the collectives
- * (--comm mpi, comm_mpi.c), and on a communicator of its own relays every
- * rank's records to process 0:
+ * p*T .. p*T+T-1 in process p; comm_hier.c joins them). MPI launches the
+ * processes, carries the collectives (--comm mpi, comm_mpi.c), and on a
+ * communicator of its own relays every rank's records to process 0:
  *  - a worker process (rank > 0) runs its rank threads headless; its main
  *    thread forwards their spans, steps and epochs to process 0 as they
  *    appear, and each rank's end (its error, if any);
@@ -62,13 +62,13 @@ void procs_announce(const struct run_config *rc);
 int procs_next_run(struct run_config *rc);
 /* A run under mpirun that was stopped or failed may have left MPI holding
  * a rank's buffers: no run follows it (run_start refuses), and the job
- * ends. run_join marks it. */
+ * ends. run_join marks it; without mpirun it is never marked. */
 void procs_mark_spent(void);
 int procs_spent(void);
 
 /* The launcher (mpirun, this process's parent) writes to this process's
- * controlling terminal: process 0 may run the UI there (ui.c takes the
- * terminal's foreground for the while). 0 elsewhere, and without one. */
+ * controlling terminal: process 0 may run the UI there (ui.c's
+ * open_terminal). 0 elsewhere, and without one. */
 int procs_launcher_on_tty(void);
 
 /* This process's rank's communicator over every process (--comm mpi). */

@@ -212,7 +212,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     memset(r, 0, sizeof(*r));
     if (run_check(rc, train, devops, err, errlen) != 0)
         return -1;
-    if (procs_self()->active && procs_spent()) {
+    if (procs_spent()) {
         snprintf(err, errlen,
                  "under mpirun a run that was stopped or failed ends the job (MPI may still hold its "
                  "buffers): quit, and start mpirun again");
@@ -307,20 +307,10 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
             /* the shm ring inside the process, MPI between its rank 0s
              * (every process creates its one MPI communicator in turn) */
             int t = i % pr->per;
-            struct comm *local = comm_shm_create(r->shm, t, rc->algo);
             struct comm *inter = t == 0 ? procs_comm_create(err, errlen) : NULL;
-            if (t == 0 && !inter) {
-                if (local)
-                    local->ops->destroy(local);
+            if (t == 0 && !inter)
                 return -1;
-            }
-            k->comm = local ? comm_hier_create(local, inter, pr->rank, pr->size) : NULL;
-            if (!k->comm) {
-                if (local)
-                    local->ops->destroy(local);
-                if (inter)
-                    inter->ops->destroy(inter);
-            }
+            k->comm = comm_hier_create(comm_shm_create(r->shm, t, rc->algo), inter, pr->rank, pr->size);
         } else {
             k->comm = pr->active ? procs_comm_create(err, errlen) : comm_shm_create(r->shm, i, rc->algo);
             if (!k->comm && pr->active)

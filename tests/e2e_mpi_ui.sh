@@ -28,7 +28,6 @@ T=$(mktemp -d /tmp/ddptop-mpi-ui.XXXXXX)
 S=mpiui
 . "$(dirname "$0")/tmux_harness.sh"
 
-step_now() { screen | grep -Eo 'step [0-9]+/[0-9]+' | head -1 | sed -E 's/step ([0-9]+)\/.*/\1/'; }
 MPI="mpirun --oversubscribe"
 [ "$(id -u)" -eq 0 ] && MPI="$MPI --allow-run-as-root"
 ENV="OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none RES_OPTIONS='timeout:1 attempts:1'"

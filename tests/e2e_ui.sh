@@ -42,8 +42,6 @@ ARGS="--dataset synthetic --model lenet --ranks 2 --strategy allreduce --epochs 
 
 . "$(dirname "$0")/tmux_harness.sh"
 
-# The header's step counter, e.g. 123.
-step_now() { screen | grep -Eo 'step [0-9]+/[0-9]+' | head -1 | sed -E 's/step ([0-9]+)\/.*/\1/'; }
 # wait_step_above N SECONDS: the counter passes N.
 wait_step_above() {
     local deadline=$(($(now_ms) + $2 * 1000)) s

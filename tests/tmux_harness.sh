@@ -22,6 +22,8 @@ fail() {
     echo "------------------"
 }
 screen() { tm capture-pane -p -t "$S"; }
+# The header's step counter, e.g. 123.
+step_now() { screen | grep -Eo 'step [0-9]+/[0-9]+' | head -1 | sed -E 's/step ([0-9]+)\/.*/\1/'; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # wait_for REGEX SECONDS: polls the screen until grep -E matches.
