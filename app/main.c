@@ -29,29 +29,51 @@
 #include "ui.h"
 #include "zoo.h"
 
+/* The ranks whose threads share the cores this process sees: every rank
+ * of a run of threads; under mpirun this process's ranks where it is
+ * bound, else those of every process on the node. */
+static int ranks_here(const struct procs *pr, const struct run_config *rc, int bound)
+{
+    if (!pr->active)
+        return run_world(rc);
+    return bound ? pr->per : pr->per * (pr->local_size > 0 ? pr->local_size : 1);
+}
+
 /* More compute threads than cores: the ranks would take turns on them,
  * and idle time would be the scheduler's, not the peers'. Said once, for
  * the sweep's largest combination. */
-static void warn_oversubscribed(const struct config *cfg)
+static void warn_oversubscribed(const struct config *cfg, const struct procs *pr)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = config_cores(), online = sysconf(_SC_NPROCESSORS_ONLN);
+    int bound = cores < online;
     long worst = 0;
     struct run_config w = {0};
     for (int i = 0; i < config_count(cfg); i++) {
         struct run_config rc;
         config_expand(cfg, i, &rc);
-        long t = (long)run_world(&rc) * rc.threads_per_rank;
+        long t = (long)ranks_here(pr, &rc, bound) * rc.threads_per_rank;
         if (t > worst) {
             worst = t;
             w = rc;
         }
     }
-    if (cores > 0 && worst > cores)
-        fprintf(stderr,
-                "ddptop: %d rank%s x %d thread%s = %ld compute threads on %ld cores: the ranks will wait for cores "
-                "(--threads-per-rank, --ranks)\n",
-                run_world(&w), run_world(&w) == 1 ? "" : "s", w.threads_per_rank, w.threads_per_rank == 1 ? "" : "s",
-                worst, cores);
+    if (worst <= cores)
+        return;
+    int ranks = ranks_here(pr, &w, bound);
+    char who[64] = "";
+    const char *fix = "--threads-per-rank, --ranks";
+    if (pr->active && bound) {
+        snprintf(who, sizeof(who), "process %d holds ", pr->rank);
+        fix = "mpirun bound the process to them: mpirun --bind-to none, or --map-by slot:PE=N";
+    } else if (pr->active) {
+        snprintf(who, sizeof(who), "the %d processes on this node hold ", pr->local_size);
+        fix = "--threads-per-rank, fewer processes per node";
+    }
+    fprintf(
+        stderr,
+        "ddptop: %s%d rank%s x %d thread%s = %ld compute threads on %ld core%s: the ranks will wait for cores (%s)\n",
+        who, ranks, ranks == 1 ? "" : "s", w.threads_per_rank, w.threads_per_rank == 1 ? "" : "s", worst, cores,
+        cores == 1 ? "" : "s", fix);
 }
 
 /* A second Ctrl-C: the trace closed as valid JSON, and out without waiting
@@ -127,8 +149,10 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
     if (pr->rank > 0 || !procs_launcher_on_tty())
         cfg->batch = 1;
     if (!cfg->base.threads_per_rank) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        long t = cores / (pr->local_size > 0 ? pr->local_size : 1) / per;
+        /* bound (mpirun's default for a few processes): the cores it was
+         * given; else the node's, shared by its processes */
+        long cores = config_cores(), online = sysconf(_SC_NPROCESSORS_ONLN);
+        long t = (cores < online ? cores : online / (pr->local_size > 0 ? pr->local_size : 1)) / per;
         cfg->base.threads_per_rank = t > 0 ? (int)t : 1;
     }
     return 0;
@@ -273,7 +297,7 @@ static int ddptop_main(int argc, char **argv)
     if (note[0] && pr->rank == 0)
         fprintf(stderr, "ddptop: %s\n", note);
     if (!pr->active || pr->local_rank == 0)
-        warn_oversubscribed(&cfg);
+        warn_oversubscribed(&cfg, pr);
     if (pr->rank > 0) {
         int st = worker_main(&cfg, &train, &test, dev);
         data_free(&train);

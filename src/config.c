@@ -24,6 +24,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1037,6 +1038,15 @@ static int set_defaults(struct config *cfg, FILE *err)
  * the largest rank count of the sweep, the same for every run, so that a
  * sweep compares like with like (1 rank is not given twice the threads of
  * each of 2). */
+long config_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
 static int default_threads(const struct config *cfg)
 {
     int most = 1;
@@ -1045,8 +1055,7 @@ static int default_threads(const struct config *cfg)
             int w = cfg->strategies[s] == STRAT_SINGLE ? 1 : cfg->ranks[i];
             most = w > most ? w : most;
         }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int t = cores > 0 ? (int)(cores / most) : 1;
+    int t = (int)(config_cores() / most);
     return t > 0 ? t : 1;
 }
 

@@ -152,6 +152,9 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
 /* The rank count when --ranks is not given (under mpirun: its processes),
  * so that --slow-rank and --inject-fault are checked against it. */
 void config_default_ranks(int n);
+/* The cores this process may run on: its affinity mask (taskset, a
+ * container's cpuset, mpirun's or srun's binding), else the online ones. */
+long config_cores(void);
 /* Number of runs in the sweep, and the i-th of them. */
 int config_count(const struct config *cfg);
 void config_expand(const struct config *cfg, int i, struct run_config *rc);

@@ -28,7 +28,9 @@ T=$(mktemp -d /tmp/ddptop-mpi-ui.XXXXXX)
 S=mpiui
 . "$(dirname "$0")/tmux_harness.sh"
 
-MPI="mpirun --oversubscribe"
+# unbound, as the process's two rank threads want (bound, each process
+# would have one core: test_mpi.sh checks the line that says so)
+MPI="mpirun --oversubscribe --bind-to none"
 [ "$(id -u)" -eq 0 ] && MPI="$MPI --allow-run-as-root"
 ENV="OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none RES_OPTIONS='timeout:1 attempts:1'"
 # under ASan: whole stacks at each malloc, so that tests/lsan.supp can tell
@@ -43,6 +45,17 @@ run_mpi() { # TAG EXTRA-ARGS
     tm send-keys -t "$S" Enter
 }
 
+# explain TAG FAILS-BEFORE: after a section with failures, what its run
+# left in the terminal (the report, and any rank's error in full) and in
+# its stderr
+explain() {
+    [ "$FAILS" -gt "$2" ] || return 0
+    echo "----- the terminal's last lines ($1) -----"
+    history_tail 40
+    echo "----- the run's stderr ($1) -----"
+    tail -n 20 "$T/err.$1" 2>/dev/null | sed 's/^/| /'
+}
+
 tm -f /dev/null new-session -d -x 150 -y 45 -s "$S" \
     "env -i HOME=$T PATH=$PATH TERM=screen LANG=C.UTF-8 $ENV PS1='mpi\$ ' bash --norc --noprofile" ||
     { echo "FAIL: cannot start tmux"; exit 1; }
@@ -50,6 +63,7 @@ tm set-option -t "$S" -g status off >/dev/null
 wait_for 'mpi\$' 5 || { fail "the shell prompt did not appear"; exit 1; }
 
 # ---- the UI of 4 ranks in 2 processes; pause; Ctrl-C ----
+f0=$FAILS
 run_mpi int "--steps 100000"
 wait_for 'backend cpu mpi\+shm/ring, 2 processes x 2 on 1 node +ranks 4' 60 &&
     pass "the header names 2 processes x 2 rank threads" || { fail "no UI with the hierarchical backend"; exit 1; }
@@ -87,9 +101,11 @@ else
 fi
 tm capture-pane -p -S - -t "$S" | grep -q "was interrupted after" && pass "Ctrl-C: the report covers the steps run" ||
     fail "Ctrl-C: no report"
+explain int "$f0"
 check_shell int
 
 # ---- two runs to their end (s starts the second on every process); q ----
+f0=$FAILS
 run_mpi main "--steps 60"
 wait_for 'DONE .*step 60/60' 120 && pass "a run ends done" || fail "the first run did not end"
 tm send-keys -t "$S" s
@@ -103,6 +119,7 @@ wait_file "$T/exit.main" 30 && grep -q "EXIT=0" "$T/exit.main" && pass "q exits 
     fail "q: $(cat "$T/exit.main" 2>/dev/null)"
 n=$(tm capture-pane -p -S - -t "$S" | grep -cE '^  1 horovod +[0-3] cpu ')
 [ "$n" = 4 ] && pass "the report has the second run's 4 ranks" || fail "the report has $n rows of run 1's ranks"
+explain main "$f0"
 check_shell main
 
 echo "$FAILS failed"

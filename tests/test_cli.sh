@@ -373,6 +373,21 @@ else
     sed 's/^/    /' "$tmp/err"
     fails=$((fails + 1))
 fi
+# bound to one core (taskset, a container's cpuset): the cores counted are
+# those it may use, and the default threads fit them
+if command -v taskset >/dev/null; then
+    if taskset -c 0 "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 1 --no-eval \
+        --threads-per-rank 1 --format csv >"$tmp/out" 2>"$tmp/err" &&
+        [ "$(grep -c "2 compute threads on 1 core:" "$tmp/err")" = 1 ] &&
+        taskset -c 0 "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 1 --steps 1 --no-eval \
+            --format csv >"$tmp/out" 2>"$tmp/err" && ! grep -q "compute threads" "$tmp/err"; then
+        passes=$((passes + 1))
+    else
+        echo "FAIL: bound to core 0: the warning does not count 1 core, or the default threads overflow it"
+        sed 's/^/    /' "$tmp/err"
+        fails=$((fails + 1))
+    fi
+fi
 if "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 1 --steps 1 --no-eval --threads-per-rank 1 \
     --format csv >"$tmp/out" 2>"$tmp/err" && ! grep -q "compute threads" "$tmp/err"; then
     passes=$((passes + 1))

@@ -139,6 +139,18 @@ for st in "${strategies[@]}"; do
         "True 4 mpi+shm/ring, 2 processes x 2 on 1 node" \
         -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --strategy "$st" "${small[@]}"
 done
+# mpirun binds each of a few processes to one core: 2 rank threads there
+# take turns, which is said, with the way out (and nothing is said unbound)
+"${mpi[@]}" --bind-to core -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --steps 1 \
+    >/dev/null 2>bound.err
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c "^ddptop: process 0 holds 2 ranks x 1 thread = 2 compute threads on 1 core: .*--bind-to none" bound.err)" = 1 ] &&
+    ok "bound to a core each: one line names the binding and --bind-to none" ||
+    { bad "--bind-to core: rc $rc, no line on the binding"; grep ddptop bound.err | head -3; }
+"${mpi[@]}" --bind-to none -np 2 "$bin" "${base[@]}" --model mlp --steps 1 >/dev/null 2>free.err
+rc=$?
+[ $rc -eq 0 ] && ! grep -q "compute threads" free.err && ok "unbound, 1 rank x 1 thread a process: no such line" ||
+    { bad "--bind-to none: rc $rc"; grep ddptop free.err | head -3; }
 if [ $quick -eq 0 ]; then
     # fp16 gradients: summed in half precision at each level, near single
     "${mpi[@]}" -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --strategy ddp --grad-compress fp16 \

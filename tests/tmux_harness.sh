@@ -11,6 +11,13 @@ cleanup() {
     rm -rf "$T" 2>/dev/null || { sleep 1; rm -rf "$T"; }
 }
 trap cleanup EXIT
+# A test killed outright (ctest's timeout) runs no trap: this watchdog then
+# ends the server, and with it the runs in its panes (they get SIGHUP), so
+# that a stuck run cannot go on taking the cores from the tests after it.
+# It leaves this script's process tree and group (the outer subshell exits
+# at once), since a timeout kills those whole.
+(setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; tmux -L "$2" kill-server' \
+    watchdog $$ "$SOCK" </dev/null >/dev/null 2>&1 &)
 
 FAILS=0
 pass() { echo "ok   - $*"; }
@@ -22,6 +29,9 @@ fail() {
     echo "------------------"
 }
 screen() { tm capture-pane -p -t "$S"; }
+# history_tail N: the last N lines of the pane's history (a report printed
+# after the UI ended), to show with a failure.
+history_tail() { tm capture-pane -p -S - -t "$S" 2>/dev/null | grep -v '^ *$' | tail -n "$1" | sed 's/^/| /'; }
 # The header's step counter, e.g. 123.
 step_now() { screen | grep -Eo 'step [0-9]+/[0-9]+' | head -1 | sed -E 's/step ([0-9]+)\/.*/\1/'; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
