@@ -6,6 +6,7 @@
  * the call, the rank, the GPU and file:line in d->err.
  */
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,15 @@ struct cuda_dev {
      * (a rank's): made with the first model, so that a shape met again,
      * in any of them, is not timed again */
     struct cuda_algo_cache *algos;
+    /* the size of each block cuda_alloc handed out, for the count of
+     * device memory held (struct device_mem) when it is freed: blocks are
+     * made while setting up and freed at the end, a few hundred a rank */
+    pthread_mutex_t blocks_mu;
+    struct block {
+        void *p;
+        size_t bytes;
+    } * blocks;
+    size_t nblocks, cap_blocks;
 };
 
 static int dev_fail(struct device *d, const char *call, const char *why, const char *file, int line)
@@ -71,6 +81,7 @@ static int cuda_open(struct device *d, int index)
     if (!c)
         return device_fail(d, "out of memory");
     d->impl = c;
+    pthread_mutex_init(&c->blocks_mu, NULL);
     CUDA_OK(d, cudaSetDevice(index));
     for (int s = 0; s < STREAM_COUNT; s++)
         CUDA_OK(d, cudaStreamCreateWithFlags(&c->stream[s], cudaStreamNonBlocking));
@@ -101,6 +112,8 @@ static void cuda_close(struct device *d)
         if (c->st[k].end)
             cudaEventDestroy(c->st[k].end);
     }
+    pthread_mutex_destroy(&c->blocks_mu);
+    free(c->blocks);
     free(c);
     d->impl = NULL;
 }
@@ -127,13 +140,41 @@ static void *cuda_alloc(struct device *d, size_t bytes)
         cudaFree(p);
         return NULL;
     }
+    struct cuda_dev *c = D(d);
+    pthread_mutex_lock(&c->blocks_mu);
+    if (c->nblocks == c->cap_blocks) {
+        size_t cap = c->cap_blocks ? 2 * c->cap_blocks : 256;
+        struct block *nb = realloc(c->blocks, cap * sizeof(*nb));
+        if (nb) {
+            c->blocks = nb;
+            c->cap_blocks = cap;
+        }
+    }
+    int counted = c->nblocks < c->cap_blocks; /* (out of host memory: held, not counted) */
+    if (counted)
+        c->blocks[c->nblocks++] = (struct block){p, bytes};
+    pthread_mutex_unlock(&c->blocks_mu);
+    if (counted)
+        device_mem_add(d, (int64_t)bytes);
     return p;
 }
 
 static void cuda_free(struct device *d, void *p)
 {
-    if (p)
-        cudaFree(p);
+    if (!p)
+        return;
+    struct cuda_dev *c = D(d);
+    size_t bytes = 0;
+    pthread_mutex_lock(&c->blocks_mu);
+    for (size_t i = c->nblocks; i-- > 0;)
+        if (c->blocks[i].p == p) {
+            bytes = c->blocks[i].bytes;
+            c->blocks[i] = c->blocks[--c->nblocks];
+            break;
+        }
+    pthread_mutex_unlock(&c->blocks_mu);
+    device_mem_add(d, -(int64_t)bytes);
+    cudaFree(p);
 }
 
 static void *cuda_alloc_host(struct device *d, size_t bytes)

@@ -21,6 +21,7 @@
 #ifndef DDPTOP_DEVICE_H
 #define DDPTOP_DEVICE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -134,9 +135,27 @@ struct device_ops {
     struct layer_builders layers;
 };
 
+/* Device memory held through a device's alloc, now and at its most: a
+ * rank's (struct rank), shared by the copies of its device handle that
+ * its models keep. */
+struct device_mem {
+    _Atomic int64_t now, peak;
+    /* when sizes is set (one thread, estimates: run_memory_need): each
+     * allocation's bytes as asked, in order; the log stops when full */
+    size_t *sizes;
+    size_t nsizes, cap_sizes;
+};
+
+static inline void device_mem_log(struct device_mem *m, size_t bytes)
+{
+    if (m->nsizes < m->cap_sizes)
+        m->sizes[m->nsizes++] = bytes;
+}
+
 struct device {
     const struct device_ops *ops;
-    int rank; /* the rank using it, for messages */
+    struct device_mem *mem; /* where its allocations are counted, or NULL */
+    int rank;               /* the rank using it, for messages */
     int index;
     /* how its kernels compute, read by kernels_create (the CPU runs fp32
      * whatever they say): enum precision, enum conv_algo_choice */
@@ -146,6 +165,18 @@ struct device {
     void *impl;
     char err[256]; /* the last failed call */
 };
+
+/* bytes more (or, negative, fewer) held through d: its count, and the
+ * peak (any thread) */
+static inline void device_mem_add(struct device *d, int64_t bytes)
+{
+    if (!d->mem)
+        return;
+    int64_t now = atomic_fetch_add(&d->mem->now, bytes) + bytes;
+    int64_t peak = atomic_load(&d->mem->peak);
+    while (now > peak && !atomic_compare_exchange_weak(&d->mem->peak, &peak, now))
+        ;
+}
 
 /* The CPU (device_cpu.c). */
 extern const struct device_ops device_cpu;

@@ -2,6 +2,7 @@
  * streams are in order and events are no-ops; a model's kernels are
  * oneDNN's (kernels_cpu.c) with the reference loss, and its layers are the
  * builders of layers*.c. */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +47,17 @@ static void *cpu_mem(struct device *d, size_t bytes)
     void *p = cpu_alloc(bytes); /* zeroed, aligned, huge pages when large */
     if (!p)
         device_fail(d, "out of memory for %zu bytes", bytes);
+    else
+        device_mem_add(d, (int64_t)malloc_usable_size(p));
+    if (p && d->mem && d->mem->sizes)
+        device_mem_log(d->mem, bytes);
     return p;
 }
 
 static void cpu_free(struct device *d, void *p)
 {
+    if (p)
+        device_mem_add(d, -(int64_t)malloc_usable_size(p));
     free(p);
 }
 

@@ -14,9 +14,15 @@
 #include <string.h>
 #include <sys/mman.h>
 
+enum { HUGE = 2 << 20 };
+
+size_t cpu_alloc_size(size_t bytes)
+{
+    return bytes >= HUGE ? (bytes + HUGE - 1) / HUGE * HUGE : bytes ? (bytes + 63) & ~(size_t)63 : 64;
+}
+
 void *cpu_alloc(size_t bytes)
 {
-    enum { HUGE = 2 << 20 };
     if (bytes >= HUGE) {
         /* whole 2 MB pages, so that the kernel can back them with huge pages:
          * the 4 KB pages of a ResNet's or MLP's 10-100 MB of parameters,

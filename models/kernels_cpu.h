@@ -44,6 +44,9 @@
 /* Zeroed memory aligned for the kernels; buffers of 2 MB and more are
  * whole huge pages (madvise), released with free(). */
 void *cpu_alloc(size_t bytes);
+/* The bytes cpu_alloc takes for a request of `bytes` (whole 2 MB pages
+ * from 2 MB on). */
+size_t cpu_alloc_size(size_t bytes);
 
 /* Sets how many threads this calling thread's kernels use (OpenMP). */
 void cpu_set_threads(int n);

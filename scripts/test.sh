@@ -10,7 +10,7 @@
 #   4. TSan build, every threaded test (the fault matrix on the three
 #      strategies whose threads differ, tests/test_faults.sh);
 #   5. clang build of the libFuzzer targets (tests/fuzz), each run for
-#      FUZZ_SECONDS (default 30) over its seed corpus, FUZZ_JOBS (default
+#      FUZZ_SECONDS (default 20) over its seed corpus, FUZZ_JOBS (default
 #      the number of cores) at once.
 # Usage: scripts/test.sh [--quick]   (--quick: only the Release pass)
 set -euo pipefail
@@ -49,7 +49,7 @@ fuzz_pass() {
   cmake --build build-fuzz -j "$jobs" --target fuzz 2>&1 | grep -E "error|warning|Error" || true
   cmake --build build-fuzz -j "$jobs" --target fuzz >/dev/null
   echo "== fuzz: run"
-  FUZZ_JOBS=${FUZZ_JOBS:-$jobs} tests/fuzz/run_fuzz.sh build-fuzz "${FUZZ_SECONDS:-30}"
+  FUZZ_JOBS=${FUZZ_JOBS:-$jobs} tests/fuzz/run_fuzz.sh build-fuzz "${FUZZ_SECONDS:-20}"
 }
 
 pass release --

@@ -2,6 +2,7 @@
  * parameters, forward FLOPs per image), built from the model itself so it
  * can never disagree with what trains. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -35,6 +36,8 @@ static int describe(struct device *d, const struct config *cfg, const char *name
     char err[256];
     input_shape(cfg, &c, &h, &w);
     int classes = run_classes(&cfg->base, h, w, 10);
+    struct device_mem mem = {0};
+    d->mem = &mem; /* what the model holds on the device, counted */
     struct model *m = zoo_create(d, name, batch, c, h, w, classes, cfg->base.seed, err, sizeof(err));
     if (!m) {
         fprintf(stderr, "ddptop: %s\n", err);
@@ -74,8 +77,18 @@ static int describe(struct device *d, const struct config *cfg, const char *name
     if (gpu >= 0)
         printf("cuDNN workspace, shared by the convolutions: %.1f MB\n",
                (double)d->ops->workspace_bytes(m->kernels) / 1048576.0);
-    printf("\n");
+    /* what the model holds here, and (on the CPU) what a rank would at
+     * the run's batch, its optimizer and buffers included */
+    printf("device memory: the model holds %.1f MB at batch %d", (double)atomic_load(&mem.now) / 1048576.0, batch);
+    struct mem_need need;
+    if (gpu < 0 && run_memory_need(&need, name, c, h, w, classes, cfg->base.seed) == 0) {
+        printf("; a rank at batch %d needs ~%.1f MB", cfg->batches[0],
+               run_memory_at(&need, cfg->batches[0]) / 1048576.0);
+        run_memory_free(&need);
+    }
+    printf("\n\n");
     model_destroy(m);
+    d->mem = NULL;
     return 0;
 }
 

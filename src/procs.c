@@ -195,7 +195,7 @@ void procs_gather(const double *mine, int n, double *all)
 }
 
 /* ---- the relay ---------------------------------------------------------- */
-enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_BEAT };
+enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_BEAT, TAG_PING, TAG_PONG, TAG_OFFSET };
 
 /* A worker says it is alive this often (its main thread, which never
  * waits on training); process 0 gives it up after BEAT_LOST_NS of silence
@@ -216,6 +216,7 @@ struct relay_done {
     int32_t rank, rc;
     int32_t stage_first, stage_end;
     uint64_t stage_live_bytes;
+    int64_t mem_now, mem_peak; /* its device memory (struct device_mem) */
     char dev[64];
     char err[256];
 };
@@ -226,6 +227,11 @@ struct relay_ctrl {
 };
 
 #define CLOCK_ROUNDS 8
+/* A worker on another node measures its clock again this often (clocks
+ * drift apart by some parts per million: 36 ms an hour at 10 ppm), and
+ * gives up on an answer that takes longer than CLOCK_LATE_NS. */
+#define CLOCK_EVERY_NS (10LL * 1000 * 1000 * 1000)
+#define CLOCK_LATE_NS (1000LL * 1000 * 1000)
 
 struct relay {
     struct run *r;
@@ -234,6 +240,11 @@ struct relay {
     int rx_started;
     _Atomic int rx_quit;
     int64_t *add_ns, *bound_ns; /* [size]: added to a process's timestamps; the error */
+    int *estimates;             /* process 0: [size], the offsets measured so far */
+    int64_t clock_every_ns;     /* a worker: how often it measures again (0: never) */
+    int64_t clock_at_ns;        /* a worker: its last measure */
+    int64_t spin_until_ns;      /* process 0: answer the next ping without a nap until then */
+    int done_sent;              /* a worker: its ranks' ends sent */
     int sent_stop, sent_paused;
     int64_t last_beat_ns; /* a worker: its last heartbeat */
     int64_t *seen_ns;     /* process 0: [size], when each process was last heard from */
@@ -279,7 +290,64 @@ static void measure_clocks(struct relay *rl)
         /* one node shares CLOCK_MONOTONIC: exact, whatever the ping-pong says */
         rl->add_ns[p] = same_node ? 0 : add;
         rl->bound_ns[p] = same_node ? 0 : best / 2;
+        rl->estimates[p] = !same_node;
     }
+}
+
+/* A worker whose clock was measured (another node, or
+ * DDPTOP_CLOCK_PINGPONG=1) measures it again every CLOCK_EVERY_NS (or
+ * DDPTOP_CLOCK_REFRESH_MS) while its ranks run: CLOCK_ROUNDS pings that
+ * process 0's receiving thread answers with its time, the best round trip
+ * kept as at the start, and the offset sent to process 0, which applies it
+ * to the records that follow. */
+static int64_t clock_every(void)
+{
+    const char *force = getenv("DDPTOP_CLOCK_PINGPONG");
+    if (node_of[self.rank] == node_of[0] && !(force && force[0] == '1'))
+        return 0; /* one node shares CLOCK_MONOTONIC */
+    const char *ms = getenv("DDPTOP_CLOCK_REFRESH_MS");
+    long v = ms && ms[0] ? atol(ms) : 0;
+    return v > 0 ? v * 1000LL * 1000 : CLOCK_EVERY_NS;
+}
+
+/* Waits for req until CLOCK_LATE_NS from t0; 0 when it completed. A late
+ * answer is cancelled, and the worker measures no more this run. */
+static int clock_wait(MPI_Request *req, int64_t t0)
+{
+    for (;;) {
+        int done = 0;
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return 0;
+        if (probe_now_ns() - t0 > CLOCK_LATE_NS) {
+            MPI_Cancel(req);
+            MPI_Wait(req, MPI_STATUS_IGNORE);
+            return -1;
+        }
+    }
+}
+
+static void clock_again(struct relay *rl)
+{
+    int64_t best = INT64_MAX, add = 0;
+    for (int k = 0; k < CLOCK_ROUNDS; k++) {
+        int64_t t0 = probe_now_ns(), tr = 0;
+        MPI_Request req;
+        MPI_Irecv(&tr, 1, MPI_INT64_T, 0, TAG_PONG, rl->mc, &req);
+        MPI_Send(&t0, 1, MPI_INT64_T, 0, TAG_PING, rl->mc);
+        if (clock_wait(&req, t0) != 0) {
+            rl->clock_every_ns = 0;
+            return;
+        }
+        int64_t t1 = probe_now_ns();
+        if (t1 - t0 < best) {
+            best = t1 - t0;
+            add = tr - (t0 + t1) / 2;
+        }
+    }
+    int64_t est[2] = {add, best / 2};
+    MPI_Send(est, 2, MPI_INT64_T, 0, TAG_OFFSET, rl->mc);
+    rl->clock_at_ns = probe_now_ns();
 }
 
 /* Into a ring whose only producer is the receiving thread. */
@@ -313,6 +381,8 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
         k->stage_first = d.stage_first;
         k->stage_end = d.stage_end;
         k->stage_live_bytes = d.stage_live_bytes;
+        atomic_store(&k->mem.now, d.mem_now);
+        atomic_store(&k->mem.peak, d.mem_peak);
         int p = d.rank / self.per, other = node_of[p] != node_of[0];
         snprintf(k->dev.name, sizeof(k->dev.name), "%.40s%s%.20s", d.dev, other ? "@" : "", other ? host_of[p] : "");
         atomic_store(&k->finished, 1);
@@ -385,7 +455,8 @@ static void *receive(void *arg)
         MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, rl->mc, &found, &m, &st);
         if (!found) {
             left -= give_up_silent(rl);
-            nap_ms(1);
+            if (probe_now_ns() > rl->spin_until_ns)
+                nap_ms(1);
             continue;
         }
         int len = 0;
@@ -404,6 +475,22 @@ static void *receive(void *arg)
         if (p <= 0 || p >= self.size || rl->ended[p])
             continue; /* (a process given up that spoke again: too late) */
         rl->seen_ns[p] = probe_now_ns();
+        if (st.MPI_TAG == TAG_PING) {
+            /* a worker measures its clock: the answer at once, and the
+             * next rounds' without a nap */
+            int64_t now = probe_now_ns();
+            MPI_Send(&now, 1, MPI_INT64_T, p, TAG_PONG, rl->mc);
+            rl->spin_until_ns = now + 2 * 1000 * 1000;
+            continue;
+        }
+        if (st.MPI_TAG == TAG_OFFSET && len == 2 * (int)sizeof(int64_t)) {
+            int64_t est[2];
+            memcpy(est, buf, sizeof(est));
+            rl->add_ns[p] = est[0];
+            rl->bound_ns[p] = est[1];
+            rl->estimates[p]++;
+            continue;
+        }
         deliver(rl, st.MPI_TAG, buf, (size_t)len);
         if (st.MPI_TAG == TAG_DONE && ++rl->done_of[p] == self.per) {
             rl->ended[p] = 1;
@@ -425,8 +512,9 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
         rl->seen_ns = calloc((size_t)self.size, sizeof(int64_t));
         rl->ended = calloc((size_t)self.size, 1);
         rl->done_of = calloc((size_t)self.size, sizeof(int));
+        rl->estimates = calloc((size_t)self.size, sizeof(int));
     }
-    if (!rl || !rl->add_ns || !rl->bound_ns || !rl->seen_ns || !rl->ended || !rl->done_of) {
+    if (!rl || !rl->add_ns || !rl->bound_ns || !rl->seen_ns || !rl->ended || !rl->done_of || !rl->estimates) {
         snprintf(err, errlen, "out of memory for the MPI relay");
         if (rl) {
             free(rl->add_ns);
@@ -434,6 +522,7 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
             free(rl->seen_ns);
             free(rl->ended);
             free(rl->done_of);
+            free(rl->estimates);
         }
         free(rl);
         return NULL;
@@ -444,11 +533,16 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
     for (int i = 0; i < r->world && i / self.per < self.size; i++) {
         r->ranks[i].clock_add_ns = rl->add_ns[i / self.per];
         r->ranks[i].clock_err_ns = rl->bound_ns[i / self.per];
+        r->ranks[i].clock_estimates = rl->estimates[i / self.per];
         snprintf(r->ranks[i].host, sizeof(r->ranks[i].host), "%s", host_of[i / self.per]);
     }
     int64_t timeout = (int64_t)(r->cfg.comm_timeout_s * 1e9);
     rl->lost_ns = timeout > 0 && timeout < BEAT_LOST_NS ? timeout : BEAT_LOST_NS;
     rl->last_beat_ns = probe_now_ns();
+    if (self.rank > 0) {
+        rl->clock_every_ns = clock_every();
+        rl->clock_at_ns = rl->last_beat_ns;
+    }
     for (int p = 0; p < self.size; p++)
         rl->seen_ns[p] = rl->last_beat_ns;
     if (self.rank == 0 && self.size > 1) {
@@ -528,6 +622,10 @@ int relay_poll(struct relay *rl, uint32_t *at)
         MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_BEAT, rl->mc);
         rl->last_beat_ns = probe_now_ns();
     }
+    /* (not once a rank's end was sent: process 0 may have stopped
+     * listening) */
+    if (rl->clock_every_ns > 0 && !rl->done_sent && probe_now_ns() - rl->clock_at_ns > rl->clock_every_ns)
+        clock_again(rl);
     int found = 0;
     MPI_Iprobe(0, TAG_CTRL, rl->mc, &found, MPI_STATUS_IGNORE);
     if (!found)
@@ -546,10 +644,13 @@ void relay_rank_done(struct relay *rl, int rank)
                            .rc = k->rc,
                            .stage_first = k->stage_first,
                            .stage_end = k->stage_end,
-                           .stage_live_bytes = k->stage_live_bytes};
+                           .stage_live_bytes = k->stage_live_bytes,
+                           .mem_now = atomic_load(&k->mem.now),
+                           .mem_peak = atomic_load(&k->mem.peak)};
     snprintf(d.dev, sizeof(d.dev), "%s", k->dev.name[0] ? k->dev.name : "cpu");
     snprintf(d.err, sizeof(d.err), "%s", k->err);
     MPI_Send(&d, sizeof(d), MPI_BYTE, 0, TAG_DONE, rl->mc);
+    rl->done_sent++;
 }
 
 void relay_close(struct relay *rl)
@@ -559,6 +660,14 @@ void relay_close(struct relay *rl)
     if (rl->rx_started) {
         atomic_store(&rl->rx_quit, 1);
         pthread_join(rl->rx, NULL);
+        /* the last estimates, for the trace's end (the thread that took
+         * them is gone) */
+        struct run *r = rl->r;
+        for (int i = self.per; i < r->world && i / self.per < self.size; i++) {
+            r->ranks[i].clock_add_ns = rl->add_ns[i / self.per];
+            r->ranks[i].clock_err_ns = rl->bound_ns[i / self.per];
+            r->ranks[i].clock_estimates = rl->estimates[i / self.per];
+        }
     }
     /* (a worker's stop message that crossed its end is still queued: MPI
      * drops it with the communicator) */
@@ -569,6 +678,7 @@ void relay_close(struct relay *rl)
     free(rl->seen_ns);
     free(rl->ended);
     free(rl->done_of);
+    free(rl->estimates);
     free(rl->buf);
     free(rl);
 }

@@ -5,6 +5,7 @@
 
 #include <cJSON.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -399,9 +400,13 @@ int result_from_run(struct run_result *res, struct run *r)
     res->params_trainable = r->ranks[0].nparams_trainable;
     res->flops_per_sample = r->ranks[0].flops_per_sample;
     res->params_valid = 1;
-    for (int i = 0; i < r->world; i++)
-        snprintf(res->ranks[i].device, sizeof(res->ranks[i].device), "%s",
-                 r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
+    for (int i = 0; i < r->world; i++) {
+        struct rank_result *q = &res->ranks[i];
+        snprintf(q->device, sizeof(q->device), "%s", r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
+        q->mem_now = atomic_load(&r->ranks[i].mem.now);
+        q->mem_peak = atomic_load(&r->ranks[i].mem.peak);
+        q->mem_valid = q->mem_peak > 0;
+    }
     predict(res, r);
     predict_scaling(res, r);
     if (r->cfg.parallel != PAR_DATA)
@@ -824,16 +829,18 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
     fprintf(f,
             md ? "\nPer rank:\n\n| run | strategy | rank | device | ms/step | p50 | p90 | samples/s | compute %% | "
                  "comm %% | coll %% | data %% | idle %% | overlap %% | desched %% | sent | received | busbw GB/s | "
-                 "xfer ms/step | sync ms/step |\n"
-                 "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                 "xfer ms/step | sync ms/step | mem peak |\n"
+                 "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|--"
+                 "-:|\n"
                : "\nper rank:\n%3s %-14s %4s %-8s %8s %8s %8s %10s %8s %6s %6s %6s %6s %8s %8s %10s %10s %7s %9s "
-                 "%9s\n",
+                 "%9s %10s\n",
             "run", "strategy", "rank", "device", "ms/step", "p50", "p90", "samples/s", "compute%", "comm%", "coll%",
-            "data%", "idle%", "overlap%", "desched%", "sent", "received", "busbw", "xfer/step", "sync/step");
+            "data%", "idle%", "overlap%", "desched%", "sent", "received", "busbw", "xfer/step", "sync/step",
+            "mem peak");
     for (int i = 0; i < n; i++)
         for (int k = 0; k < res[i].nranks; k++) {
             const struct rank_result *q = &res[i].ranks[k];
-            char tx[24], rx[24], bw[16], ms[3][24], sps[24], xf[24], sy[24], ds[16];
+            char tx[24], rx[24], bw[16], ms[3][24], sps[24], xf[24], sy[24], ds[16], mp[24];
             fig(ds, sizeof(ds), "%.1f", q->desched_pct, q->desched_valid);
             if (q->bytes_valid) {
                 human_bytes(tx, sizeof(tx), (double)q->bytes_tx);
@@ -849,13 +856,17 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
             fig(sps, sizeof(sps), "%.0f", q->samples_per_s, q->samples_valid);
             fig(xf, sizeof(xf), "%.3f", q->xfer_step_ms, q->coll_valid);
             fig(sy, sizeof(sy), "%.3f", q->sync_step_ms, q->coll_valid);
+            if (q->mem_valid)
+                human_bytes(mp, sizeof(mp), (double)q->mem_peak);
+            else
+                snprintf(mp, sizeof(mp), "n/a");
             fprintf(f,
                     md ? "| %d | %s | %d | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | "
-                         "%s | %s | %s | %s | %s |\n"
+                         "%s | %s | %s | %s | %s | %s |\n"
                        : "%3d %-14s %4d %-8s %8s %8s %8s %10s %8.1f %6.1f %6.1f %6.1f %6.1f %8.1f %8s %10s %10s %7s "
-                         "%9s %9s\n",
+                         "%9s %9s %10s\n",
                     i, strat_label(&res[i]), q->rank, q->device, ms[0], ms[1], ms[2], sps, q->compute_pct, q->comm_pct,
-                    q->coll_pct, q->data_pct, q->idle_pct, q->overlap_pct, ds, tx, rx, bw, xf, sy);
+                    q->coll_pct, q->data_pct, q->idle_pct, q->overlap_pct, ds, tx, rx, bw, xf, sy, mp);
         }
     if (replays)
         write_trace_table(f, res, n, md);
@@ -865,7 +876,9 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                "ranks). comm%%: exposed communication (moving bytes, not hidden by compute); coll%%: the whole time\n"
                "in collectives, waiting for peers included (that wait is idle%% in the split); desched%%: ready to\n"
                "run but waiting for a core (the machine's doing, not a peer's; beside the split). xfer, sync and\n"
-               "pred: ms per step per rank (xfer and sync over the steps ms/step covers).\n\n");
+               "pred: ms per step per rank (xfer and sync over the steps ms/step covers). mem peak: the most\n"
+               "device memory the rank held (its model's weights, gradients and activations, its optimizer's\n"
+               "state, its batch and communication buffers).\n\n");
     for (int i = 0; i < n; i++)
         if (res[i].params_valid)
             fprintf(f, "run %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", i,
@@ -1143,6 +1156,7 @@ static cJSON *json_rank(const struct rank_result *q, int run)
     add_num(o, "negotiate_ms_per_step", q->negotiate_ms, q->negotiate_valid);
     add_num(o, "sync_ms_total", q->sync_ms, q->coll_valid);
     add_num(o, "spans_lost", (double)q->dropped, q->dropped_valid);
+    add_num(o, "mem_peak_bytes", (double)q->mem_peak, q->mem_valid);
     return o;
 }
 
@@ -1186,7 +1200,8 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
         "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
         "busbw_gbps,transfer_ms_per_step,sync_ms_per_step,predicted_transfer_ms_per_step,train_loss,train_acc,test_"
         "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
-        "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision\n");
+        "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision,"
+        "mem_peak_bytes\n");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -1241,6 +1256,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, q ? q->desched_pct : r->desched_pct, q ? q->desched_valid : r->desched_valid, "%.3f");
             csv_num(f, q ? q->negotiate_ms : r->negotiate_ms, q ? q->negotiate_valid : r->negotiate_valid, "%.4f");
             csv_str(f, prec_name(r));
+            csv_num(f, q ? (double)q->mem_peak : 0, q && q->mem_valid, "%.0f");
             fputc('\n', f);
         }
     }

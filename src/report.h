@@ -43,6 +43,8 @@ struct rank_result {
     int desched_valid;
     uint64_t dropped;
     int dropped_valid;
+    int64_t mem_now, mem_peak; /* device memory it held at the end, and at its most (bytes) */
+    int mem_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */

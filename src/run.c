@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "kernels_cpu.h"
 #include "model.h"
 #include "nvtx.h"
 #include "pipeline.h"
@@ -121,6 +122,169 @@ int run_check_precision(int precision, const struct device_ops *devops, char *er
     return 0;
 }
 
+/* Memory the machine has for new work: MemAvailable in /proc/meminfo (or
+ * DDPTOP_MEM_AVAILABLE_MB, which tests set to stand for a smaller
+ * machine). 0: not known. */
+static int64_t mem_available(void)
+{
+    const char *o = getenv("DDPTOP_MEM_AVAILABLE_MB");
+    if (o && o[0])
+        return (int64_t)atoll(o) * 1024 * 1024;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[128];
+    long long kb = 0;
+    while (fgets(line, sizeof(line), f) && sscanf(line, "MemAvailable: %lld kB", &kb) != 1)
+        ;
+    fclose(f);
+    return (int64_t)kb * 1024;
+}
+
+/* "1.5 GB", "40 MB" (binary units, as /proc/meminfo's). */
+static void mem_size(char *buf, size_t n, double bytes)
+{
+    if (bytes >= 1024.0 * 1024 * 1024)
+        snprintf(buf, n, "%.1f GB", bytes / (1024.0 * 1024 * 1024));
+    else
+        snprintf(buf, n, "%.0f MB", bytes / (1024.0 * 1024));
+}
+
+/* Leaves this much of what is available to the rest of the machine. */
+#define MEM_KEEP 0.9
+
+int run_memory_need(struct mem_need *need, const char *model, int c, int h, int w, int classes, uint64_t seed)
+{
+    enum { LOG = 1 << 16 };
+    memset(need, 0, sizeof(*need));
+    struct device_mem mem[2] = {{0}, {0}};
+    size_t trainable = 0;
+    int ok = 1;
+    for (int b = 1; b <= 2 && ok; b++) {
+        struct device_mem *k = &mem[b - 1];
+        k->sizes = malloc(LOG * sizeof(size_t));
+        k->cap_sizes = k->sizes ? LOG : 0;
+        struct device cpu = {.ops = &device_cpu, .mem = k};
+        char err[256];
+        struct model *m = k->sizes && cpu.ops->open(&cpu, 0) == 0
+                              ? zoo_create(&cpu, model, b, c, h, w, classes, seed, err, sizeof(err))
+                              : NULL;
+        if (m) {
+            trainable = model_trainable_floats(m);
+            model_destroy(m);
+        }
+        cpu.ops->close(&cpu);
+        ok = m && k->nsizes < LOG;
+    }
+    /* the same buffers in the same order at both batches: each one's
+     * bytes are a + s x batch */
+    ok = ok && mem[0].nsizes == mem[1].nsizes;
+    size_t n = ok ? mem[0].nsizes : 0;
+    need->a = ok ? malloc((n ? n : 1) * sizeof(double)) : NULL;
+    need->s = ok ? malloc((n ? n : 1) * sizeof(double)) : NULL;
+    ok = ok && need->a && need->s;
+    for (size_t i = 0; ok && i < n; i++) {
+        need->s[i] = (double)mem[1].sizes[i] - (double)mem[0].sizes[i];
+        need->a[i] = (double)mem[0].sizes[i] - need->s[i];
+    }
+    free(mem[0].sizes);
+    free(mem[1].sizes);
+    if (!ok) {
+        run_memory_free(need);
+        return -1;
+    }
+    need->n = n;
+    need->extra = 2.0 * (double)trainable * sizeof(float); /* the optimizer's state, the gradient buffers */
+    need->input = (double)c * h * w * sizeof(float);
+    return 0;
+}
+
+double run_memory_at(const struct mem_need *need, long batch)
+{
+    double b = need->extra;
+    for (size_t i = 0; i < need->n; i++) {
+        double x = need->a[i] + need->s[i] * (double)batch;
+        b += (double)cpu_alloc_size(x > 0 ? (size_t)x : 0);
+    }
+    /* the batch's inputs, twice (the host's and the model's) */
+    return b + 2.0 * (double)cpu_alloc_size((size_t)(need->input * (double)batch));
+}
+
+void run_memory_free(struct mem_need *need)
+{
+    free(need->a);
+    free(need->s);
+    need->a = need->s = NULL;
+    need->n = 0;
+}
+
+/* The CPU's memory, before any rank makes its buffers: they are zeroed as
+ * they are made, so a run too large for the machine would not fail but
+ * be killed by the kernel, taking what was measured with it. Every rank
+ * of this process holds run_memory_need's. */
+static int memory_check(const struct run_config *rc, const struct dataset *train, char *err, size_t errlen)
+{
+    int64_t avail = mem_available();
+    if (avail <= 0 || rc->parallel != PAR_DATA)
+        return 0; /* (a stage holds its layers only: the whole model overstates it) */
+    const struct procs *pr = procs_self();
+    int ranks = pr->active ? pr->per : run_world(rc);
+    int batch = run_global_batch(rc) / run_world(rc);
+    /* the last few models' needs are kept: a sweep, or the UI's next
+     * run, builds each model here once (the check runs on one thread) */
+    static struct {
+        char model[32];
+        int c, h, w, classes, ok;
+        struct mem_need need;
+    } seen[4];
+    static int next;
+    int classes = run_classes(rc, train->h, train->w, train->classes), k = 0;
+    while (k < 4 && !(seen[k].ok && !strcmp(seen[k].model, rc->model) && seen[k].c == train->c &&
+                      seen[k].h == train->h && seen[k].w == train->w && seen[k].classes == classes))
+        k++;
+    if (k == 4) {
+        k = next;
+        next = (next + 1) % 4;
+        run_memory_free(&seen[k].need);
+        seen[k].ok = run_memory_need(&seen[k].need, rc->model, train->c, train->h, train->w, classes, rc->seed) == 0;
+        snprintf(seen[k].model, sizeof(seen[k].model), "%s", rc->model);
+        seen[k].c = train->c;
+        seen[k].h = train->h;
+        seen[k].w = train->w;
+        seen[k].classes = classes;
+        if (!seen[k].ok)
+            return 0; /* (the ranks will say why) */
+    }
+    const struct mem_need *need = &seen[k].need;
+    double rank = run_memory_at(need, batch), room = MEM_KEEP * (double)avail;
+    if (rank * ranks <= room)
+        return 0;
+    long lo = 0, hi = batch; /* the largest batch that fits: in [lo, hi) */
+    while (hi - lo > 1) {
+        long mid = lo + (hi - lo) / 2;
+        if (run_memory_at(need, mid) * ranks <= room)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    long fits = lo;
+    char one[32], all[32], has[32], more[64], hint[64];
+    mem_size(one, sizeof(one), rank);
+    mem_size(all, sizeof(all), rank * ranks);
+    mem_size(has, sizeof(has), (double)avail);
+    if (ranks > 1)
+        snprintf(more, sizeof(more), " (%d ranks: ~%s)", ranks, all);
+    else
+        more[0] = 0;
+    if (fits >= 1)
+        snprintf(hint, sizeof(hint), "try --batch-size %ld", rc->strategy == STRAT_SINGLE ? fits * rc->ranks : fits);
+    else
+        snprintf(hint, sizeof(hint), "even one sample a rank is too much: fewer ranks");
+    snprintf(err, errlen, "%s at batch %d needs ~%s a rank%s, and this machine has %s available; %s", rc->model, batch,
+             one, more, has, hint);
+    return -1;
+}
+
 int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
               size_t errlen)
 {
@@ -196,7 +360,9 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         snprintf(err, errlen, "--comm nccl: not available on the CPU");
         return -1;
     }
-    return procs_check(rc, on_gpu, err, errlen);
+    if (procs_check(rc, on_gpu, err, errlen) != 0)
+        return -1;
+    return on_gpu ? 0 : memory_check(rc, train, err, errlen);
 }
 
 const struct model *run_rank_model(const struct run *r, int i)
@@ -288,6 +454,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         if (!k->local && r->worker)
             continue; /* another worker's rank: nothing of it passes here */
         k->dev.ops = devops;
+        k->dev.mem = &k->mem;
         k->gpu = !r->on_gpu ? -1 : rc->ngpus > 0 ? rc->gpus[i % r->ngpu] : i % r->ngpu;
         if (r->cupti)
             metrics_expect_gpu(&r->metrics, i);

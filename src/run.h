@@ -32,6 +32,7 @@ struct rank {
     pthread_t thread;
     int started;
     struct device dev;
+    struct device_mem mem;       /* device memory it holds through dev (and its models' copies of dev) */
     struct spsc_ring spans_main; /* this rank's training thread */
     struct spsc_ring spans_comm; /* its comm lane */
     struct spsc_ring spans_gpu;  /* its device records (CUPTI; GPU runs only) */
@@ -60,6 +61,7 @@ struct rank {
     _Atomic uint64_t remote_dropped;
     char host[64];                      /* its process's host ("" when ranks are threads) */
     int64_t clock_add_ns, clock_err_ns; /* added to its timestamps to reach process 0's clock; the error bound */
+    int clock_estimates;                /* of that offset, measured (the last is the one above); 0: same node, exact */
 };
 
 struct run {
@@ -100,11 +102,26 @@ struct run {
     char err[320];   /* first failure, with the rank */
 };
 
+/* What a rank training a model holds on the CPU, by its batch: each of
+ * its model's buffers is a + s x batch bytes (measured by building the
+ * model at batches 1 and 2), in cpu_alloc's whole pages;
+ * the optimizer's state and the gradient buffers add `extra`, and the
+ * batch's inputs `input` a sample twice. */
+struct mem_need {
+    size_t n;
+    double *a, *s;
+    double extra, input;
+};
+/* 0, or -1 when the model cannot be built (need is then empty). */
+int run_memory_need(struct mem_need *need, const char *model, int c, int h, int w, int classes, uint64_t seed);
+/* Bytes a rank holds at `batch`. */
+double run_memory_at(const struct mem_need *need, long batch);
+void run_memory_free(struct mem_need *need);
 /* What run_start refuses in rc before it launches anything (a batch
  * larger than a rank's share of the data, a slow or faulty rank that does
  * not exist, compression a strategy cannot do, a backend this build or
- * device lacks): 0, or -1 with err set. The UI asks before it stops the
- * current run for the next. */
+ * device lacks, more memory than the machine has): 0, or -1 with err set.
+ * The UI asks before it stops the current run for the next. */
 int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
               size_t errlen);
 /* The part of run_check that needs no data set, for every mode that builds

@@ -16,6 +16,7 @@
 #include <cJSON.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -193,6 +194,32 @@ const char *tracer_error(const struct tracer *t)
     return t ? trace_export_error(t->x) : NULL;
 }
 
+/* Ranks as processes: each one's clock offset as last measured (they are
+ * measured again as the run goes, procs.c), for the trace's end. Best
+ * effort: out of memory, the end has the metadata's first estimates only. */
+static void clocks_at_end(struct trace_export *x, const struct run *r)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < r->world; i++) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "rank", i);
+        cJSON_AddNumberToObject(p, "offset_ns", (double)r->ranks[i].clock_add_ns);
+        cJSON_AddNumberToObject(p, "error_ns", (double)r->ranks[i].clock_err_ns);
+        cJSON_AddNumberToObject(p, "estimates", r->ranks[i].clock_estimates);
+        cJSON_AddItemToArray(a, p);
+    }
+    char *arr = a ? cJSON_PrintUnformatted(a) : NULL;
+    cJSON_Delete(a);
+    size_t n = arr ? strlen(arr) + 16 : 0;
+    char *m = arr ? malloc(n) : NULL;
+    if (m) {
+        snprintf(m, n, "\"clocks\":%s", arr);
+        trace_export_set_end(x, m);
+    }
+    free(m);
+    free(arr);
+}
+
 int tracer_close(struct tracer *t, int told, char *err, size_t errlen)
 {
     if (!t)
@@ -202,6 +229,8 @@ int tracer_close(struct tracer *t, int told, char *err, size_t errlen)
     uint64_t dropped = 0;
     for (int i = 0; i < r->world && r->metrics.r; i++)
         dropped += r->metrics.r[i].dropped;
+    if (r->procs && r->ranks)
+        clocks_at_end(t->x, r);
     int rc = trace_export_close(t->x, run_state_name(r->state), dropped, err, errlen);
     if (rc != 0 && told) {
         /* the write error was printed when it happened: say only which

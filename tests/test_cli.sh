@@ -373,6 +373,28 @@ else
     sed 's/^/    /' "$tmp/err"
     fails=$((fails + 1))
 fi
+# More than the machine's memory (DDPTOP_MEM_AVAILABLE_MB stands for a
+# small one): one line with a batch that fits, exit 2, before any rank
+# makes its buffers; that batch then runs, within the memory, and twice
+# it is refused
+DDPTOP_MEM_AVAILABLE_MB=40 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --batch-size 8192 \
+    --steps 1 --no-eval --format csv >"$tmp/out" 2>"$tmp/err"
+rc=$?
+fits=$(sed -n 's/^ddptop: lenet at batch 8192 needs ~[0-9.]* [GM]B a rank (2 ranks: ~[0-9.]* [GM]B), and this machine has 40 MB available; try --batch-size \([0-9]*\)$/\1/p' "$tmp/err")
+if [ $rc -eq 2 ] && [ "$(grep -vc 'running on CPU' "$tmp/err")" -eq 1 ] && [ -n "$fits" ] && [ "$fits" -lt 8192 ] &&
+    DDPTOP_MEM_AVAILABLE_MB=40 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 \
+        --batch-size "$fits" --steps 2 --no-eval --format json >"$tmp/out" 2>"$tmp/err" &&
+    python3 -c "import json,sys; p=[r['mem_peak_bytes'] for r in json.load(open(sys.argv[1]))['per_rank']]; \
+sys.exit(not (len(p) == 2 and 0 < sum(p) <= 40 * 2**20))" "$tmp/out" &&
+    ! DDPTOP_MEM_AVAILABLE_MB=40 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 \
+        --batch-size $((fits * 2)) --steps 1 --no-eval --format csv >/dev/null 2>&1; then
+    passes=$((passes + 1))
+else
+    echo "FAIL: too big for the memory: rc $rc, suggested batch '$fits'"
+    sed 's/^/    /' "$tmp/err"
+    fails=$((fails + 1))
+fi
+
 # bound to one core (taskset, a container's cpuset): the cores counted are
 # those it may use, and the default threads fit them
 if command -v taskset >/dev/null; then

@@ -217,16 +217,25 @@ EOF
         { bad "--trace-split under mpirun: rc $rc"; tail -3 split.err; }
 fi
 
-# ---- clock offsets: 0 on one node; measured (ping-pong) within its bound ----
-DDPTOP_CLOCK_PINGPONG=1 "${mpi[@]}" -np 2 -x DDPTOP_CLOCK_PINGPONG "$bin" "${base[@]}" --model mlp --steps 3 \
-    --trace pp.json >/dev/null 2>pp.err
-python3 - <<'EOF' && ok "clock offsets: 0 on one node; a measured one within its bound of the truth (0)" ||
+# ---- clock offsets: 0 on one node; measured (ping-pong) within its bound,
+# at the start and again as the run goes (every 50 ms here, 10 s by default)
+DDPTOP_CLOCK_PINGPONG=1 DDPTOP_CLOCK_REFRESH_MS=50 "${mpi[@]}" -np 2 -x DDPTOP_CLOCK_PINGPONG \
+    -x DDPTOP_CLOCK_REFRESH_MS "$bin" "${base[@]}" --model mlp --steps 300 --trace pp.json >/dev/null 2>pp.err
+python3 - <<'EOF' && ok "clock offsets: 0 on one node; measured ones, at the start and later, within their bound of the truth (0)" ||
 import json
-same = json.load(open('t.json'))['ddptop']['run']['processes']
+t = json.load(open('t.json'))
+same = t['ddptop']['run']['processes']
 assert [(p['rank'], p['clock_offset_ns'], p['clock_error_ns']) for p in same] == [(0, 0, 0), (1, 0, 0)], same
-pp = json.load(open('pp.json'))['ddptop']['run']['processes'][1]
+assert [(c['rank'], c['offset_ns'], c['error_ns'], c['estimates']) for c in t['ddptopTraceEnd']['clocks']] == \
+    [(0, 0, 0, 0), (1, 0, 0, 0)], t['ddptopTraceEnd']
+d = json.load(open('pp.json'))
+pp = d['ddptop']['run']['processes'][1]
 assert 0 < pp['clock_error_ns'] < 5e6 and abs(pp['clock_offset_ns']) <= pp['clock_error_ns'], pp
-print('  measured offset %d ns, bound %d ns' % (pp['clock_offset_ns'], pp['clock_error_ns']))
+end = d['ddptopTraceEnd']['clocks'][1]
+assert end['estimates'] >= 3, end
+assert 0 < end['error_ns'] < 5e6 and abs(end['offset_ns']) <= end['error_ns'], end
+print('  measured offset %d ns, bound %d ns; after %d estimates %d ns, bound %d ns' %
+      (pp['clock_offset_ns'], pp['clock_error_ns'], end['estimates'], end['offset_ns'], end['error_ns']))
 EOF
     { bad "clock offsets"; tail -3 pp.err; }
 fi

@@ -307,6 +307,46 @@ static void test_csv_columns(void **state)
     free(out);
 }
 
+/* A rank's device memory: its peak holds at least the weights and their
+ * gradients, grows with the batch, and is what --info foretells for that
+ * batch ("a rank at batch B needs ~X MB", the estimate that refuses runs
+ * too large for the machine) within a quarter. */
+static void test_memory(void **state)
+{
+    const int batch[2] = {16, 512};
+    double peak[2], params = 0;
+    for (int k = 0; k < 2; k++) {
+        char args[256];
+        snprintf(args, sizeof(args),
+                 "--batch --quiet --dataset synthetic --model lenet --ranks 1 --batch-size %d --steps 3 --no-eval "
+                 "--format json",
+                 batch[k]);
+        cJSON *root = run_json(args);
+        params = num(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "runs"), 0), "params");
+        peak[k] = num(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "per_rank"), 0), "mem_peak_bytes");
+        cJSON_Delete(root);
+
+        snprintf(args, sizeof(args), "--info --model lenet --dataset synthetic --batch-size %d", batch[k]);
+        int st;
+        char *out = run(args, &st);
+        assert_int_equal(st, 0);
+        char want[64];
+        snprintf(want, sizeof(want), "a rank at batch %d needs ~", batch[k]);
+        const char *line = strstr(out, want);
+        double told_mb = 0;
+        if (!line || sscanf(line + strlen(want), "%lf MB", &told_mb) != 1)
+            fail_msg("--info has no memory line for batch %d:\n%s", batch[k], out);
+        free(out);
+        double told = told_mb * 1048576.0;
+        if (fabs(peak[k] - told) > 0.25 * told)
+            fail_msg("batch %d: peak %.0f B, --info foretold %.0f B", batch[k], peak[k], told);
+    }
+    if (!(peak[0] >= 2 * params * sizeof(float)))
+        fail_msg("peak %.0f B at batch 16 < weights and gradients (%.0f parameters)", peak[0], params);
+    if (!(peak[1] > peak[0]))
+        fail_msg("peak %.0f B at batch 512 is not above %.0f B at batch 16", peak[1], peak[0]);
+}
+
 /* Identical seeds give identical reports (timings aside). */
 static void test_same_seed_same_report(void **state)
 {
@@ -422,6 +462,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_schema_and_sweep),
         cmocka_unit_test(test_csv_columns),
+        cmocka_unit_test(test_memory),
         cmocka_unit_test(test_predict),
         cmocka_unit_test(test_same_seed_same_report),
         cmocka_unit_test(test_straggler_sync),

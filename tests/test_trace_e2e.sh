@@ -105,7 +105,7 @@ for r, src in zip(rows, [run] + ranks):
             continue
         near("CSV %s row %s" % (k, r["rank"]), v, src[k], digits(v))
 # text and markdown: the per-rank rows up to overlap (sent and received
-# are scaled to KB or MB), and transfer and sync at the end
+# are scaled to KB or MB), and transfer, sync and memory at the end
 cols = ("ms_per_step", "ms_p50", "ms_p90", "samples_per_s", "compute_pct", "comm_pct", "coll_pct", "data_pct",
         "idle_pct", "overlap_pct")
 def rank_rows(path, split):
@@ -137,8 +137,11 @@ for path, split in ((sys.argv[2], text_split), (sys.argv[4], md_split)):
             sys.exit("FAIL: %s: row %s for rank %d" % (path, f[:4], q["rank"]))
         for i, k in enumerate(cols):
             near("%s rank %d %s" % (path, q["rank"], k), f[4 + i], q[k], digits(f[4 + i]))
-        for v, k in ((f[-2], "transfer_ms_per_step"), (f[-1], "sync_ms_per_step")):
+        for v, k in ((f[-3], "transfer_ms_per_step"), (f[-2], "sync_ms_per_step")):
             near("%s rank %d %s" % (path, q["rank"], k), v, q[k], digits(v))
+        # the last column, memory: a trace does not say
+        if f[-1] != "n/a" or q.get("mem_peak_bytes") is not None:
+            sys.exit("FAIL: %s rank %d mem peak %r, the JSON says %r" % (path, q["rank"], f[-1], q.get("mem_peak_bytes")))
 print("ok: text, CSV and markdown print the replayed figures")
 EOF
 }

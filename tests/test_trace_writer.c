@@ -328,6 +328,9 @@ static void test_collectives_matched_by_seq(void **state)
     struct trace_step_info st = {.step = 0, .t0_ns = 1000, .t1_ns = 120000, .loss = 2.5f, .n = 32};
     trace_export_step(x, 0, &st);
     trace_export_step(x, 1, &st);
+    /* what is known only at the end joins the footer (set twice: the last) */
+    assert_int_equal(trace_export_set_end(x, "\"clocks\":[]"), 0);
+    assert_int_equal(trace_export_set_end(x, "\"clocks\":[{\"rank\":1,\"estimates\":3}]"), 0);
     assert_int_equal(trace_export_close(x, "stopped", 7, err, sizeof(err)), 0);
 
     cJSON *doc = load_json(path);
@@ -378,6 +381,9 @@ static void test_collectives_matched_by_seq(void **state)
     assert_non_null(find(ev, "M", "process_name", 1));
     cJSON *end = cJSON_GetObjectItem(doc, "ddptopTraceEnd");
     assert_string_equal(cJSON_GetObjectItem(end, "state")->valuestring, "stopped");
+    cJSON *clocks = cJSON_GetObjectItem(end, "clocks");
+    assert_int_equal(cJSON_GetArraySize(clocks), 1);
+    assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(clocks, 0), "estimates")->valuedouble == 3);
     assert_int_equal((int)cJSON_GetObjectItem(end, "spans_dropped")->valuedouble, 7);
     assert_int_equal((int)cJSON_GetObjectItem(end, "collectives_unmatched")->valuedouble, 1);
     cJSON_Delete(doc);

@@ -45,6 +45,7 @@ struct trace_export {
     uint64_t unmatched;       /* collectives written without transfer/sync */
     struct step_acc *acc;     /* [world * STEP_ACC] */
     struct ready_mark *ready; /* [world * READY_SLOTS] */
+    char *end_members;        /* more of ddptopTraceEnd (trace_export_set_end), or NULL */
     int *dev_index;           /* [world]: K of a rank's "cuda:K", 0 else (the names are the caller's,
                                  read only while opening) */
     char err[2048];
@@ -565,14 +566,19 @@ int trace_export_close(struct trace_export *x, const char *state, uint64_t spans
     for (int f = 0; f < x->nfiles; f++) {
         if (!x->w[f])
             continue;
-        char footer[256];
-        snprintf(footer, sizeof(footer),
-                 ",\"ddptopTraceEnd\":{\"complete\":true,\"state\":%s,\"events\":%llu,\"spans_dropped\":%llu,"
-                 "\"collectives_unmatched\":%llu}",
-                 st, (unsigned long long)trace_writer_events(x->w[f]), (unsigned long long)spans_dropped,
-                 (unsigned long long)x->unmatched);
+        size_t cap = 256 + (x->end_members ? strlen(x->end_members) : 0);
+        char *footer = malloc(cap);
+        if (footer)
+            snprintf(footer, cap,
+                     ",\"ddptopTraceEnd\":{\"complete\":true,\"state\":%s,\"events\":%llu,\"spans_dropped\":%llu,"
+                     "\"collectives_unmatched\":%llu%s%s}",
+                     st, (unsigned long long)trace_writer_events(x->w[f]), (unsigned long long)spans_dropped,
+                     (unsigned long long)x->unmatched, x->end_members ? "," : "", x->end_members ? x->end_members : "");
         char e[1500];
-        if (trace_writer_close(x->w[f], footer, e, sizeof(e)) != 0) {
+        int wrc =
+            trace_writer_close(x->w[f], footer ? footer : ",\"ddptopTraceEnd\":{\"complete\":true}", e, sizeof(e));
+        free(footer);
+        if (wrc != 0) {
             if (used < errlen)
                 used += (size_t)snprintf(err + used, errlen - used, "%s%s", rc ? "; " : "", e);
             rc = -1;
@@ -585,6 +591,17 @@ int trace_export_close(struct trace_export *x, const char *state, uint64_t spans
     free(x->acc);
     free(x->ready);
     free(x->dev_index);
+    free(x->end_members);
     free(x);
     return rc;
+}
+
+int trace_export_set_end(struct trace_export *x, const char *members)
+{
+    char *m = members ? strdup(members) : NULL;
+    if (members && !m)
+        return -1;
+    free(x->end_members);
+    x->end_members = m;
+    return 0;
 }

@@ -84,6 +84,10 @@ void trace_export_tick(struct trace_export *x);
 /* The first write error of any file (naming it), or NULL. */
 const char *trace_export_error(const struct trace_export *x);
 uint64_t trace_export_events(const struct trace_export *x);
+/* JSON members ("name":value,...) that the footer's ddptopTraceEnd gains:
+ * what is known only at the end (the last clock estimates of ranks in
+ * other processes). Copied; 0, or -1 out of memory. */
+int trace_export_set_end(struct trace_export *x, const char *members);
 /* Writes what is still buffered, the footer (state: "done", "stopped",
  * "failed"...; spans_dropped: spans the probe rings lost) and closes every
  * file. Returns 0, or -1 with err naming each incomplete file. Frees x. */

@@ -1,6 +1,6 @@
 /* pane_ranks.c - the rank table: one row per rank with its device, step
  * time, throughput, where its time goes (a stacked bar and percentages),
- * overlap, bytes and bus bandwidth. Columns drop out by priority as the
+ * overlap, bytes, bus bandwidth and device memory (held, and its most). Columns drop out by priority as the
  * terminal narrows; the bar takes the room that is left. */
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +23,8 @@ enum col_id {
     C_SENT,
     C_RECV,
     C_BUSBW,
+    C_MEM,
+    C_PEAK,
     C_N
 };
 
@@ -35,7 +37,7 @@ static const struct {
     [C_SPS] = {"samples/s", 9, 1}, [C_BAR] = {"time split", 10, 0}, [C_COMP] = {"comp%", 6, 2},
     [C_COMM] = {"comm%", 6, 2},    [C_DATA] = {"data%", 6, 4},      [C_IDLE] = {"idle%", 6, 3},
     [C_OVL] = {"ovl%", 6, 5},      [C_SENT] = {"sent", 9, 7},       [C_RECV] = {"recv", 9, 7},
-    [C_BUSBW] = {"busbw", 10, 3},
+    [C_BUSBW] = {"busbw", 10, 3},  [C_MEM] = {"mem", 9, 8},         [C_PEAK] = {"peak", 9, 8},
 };
 
 #define BAR_MAX 60
@@ -161,6 +163,11 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
             case C_RECV:
                 fmt_bytes(b, sizeof(b), (double)(c == C_SENT ? r->bytes_tx : r->bytes_rx));
                 draw_textf(w, y, x, room, TH_NORMAL, "%*s", cw, b);
+                break;
+            case C_MEM:
+            case C_PEAK:
+                fmt_bytes(b, sizeof(b), (double)(c == C_MEM ? r->mem_now : r->mem_peak));
+                draw_textf(w, y, x, room, r->mem_valid ? TH_NORMAL : TH_DIM, "%*s", cw, r->mem_valid ? b : "n/a");
                 break;
             case C_BUSBW:
                 if (r->busbw_valid)

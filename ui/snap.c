@@ -162,6 +162,9 @@ static void rank_live(struct snap *s, int i, const struct run *r, int oldest)
     sr->samples_s = sr->ms_step > 0 ? s->local_batch / (sr->ms_step / 1e3) : 0;
     sr->bytes_tx = rm->bytes_tx;
     sr->bytes_rx = rm->bytes_rx;
+    sr->mem_now = atomic_load(&r->ranks[i].mem.now);
+    sr->mem_peak = atomic_load(&r->ranks[i].mem.peak);
+    sr->mem_valid = sr->mem_peak > 0;
     int64_t dx = now->xfer_ns - old->xfer_ns;
     if (dx > 0) {
         sr->busbw_gbps = (now->bus - old->bus) / (double)dx;
@@ -188,6 +191,9 @@ static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
     sr->bytes_rx = rr->bytes_rx;
     sr->busbw_gbps = rr->busbw_gbps;
     sr->busbw_valid = rr->busbw_valid;
+    sr->mem_now = rr->mem_now;
+    sr->mem_peak = rr->mem_peak;
+    sr->mem_valid = rr->mem_valid;
 }
 
 static void update_loss(struct snap *s, const struct metrics *m)

@@ -53,9 +53,11 @@ struct snap_rank {
     uint64_t bytes_tx, bytes_rx;
     double busbw_gbps;
     int busbw_valid;
-    unsigned lanes;    /* bit per enum lane that has had spans */
-    struct span *hist; /* [METRICS_HISTORY]: the metrics' span ring, copied */
-    uint64_t nhist;    /* spans ever copied; slot k % METRICS_HISTORY */
+    int64_t mem_now, mem_peak; /* device memory held, and its most (bytes) */
+    int mem_valid;             /* 0: not known (another process's rank while it runs, a replay) */
+    unsigned lanes;            /* bit per enum lane that has had spans */
+    struct span *hist;         /* [METRICS_HISTORY]: the metrics' span ring, copied */
+    uint64_t nhist;            /* spans ever copied; slot k % METRICS_HISTORY */
     struct snap_sample win[SNAP_WINDOW];
 };
 
