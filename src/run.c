@@ -277,7 +277,8 @@ static int memory_check(const struct run_config *rc, const struct dataset *train
     else
         more[0] = 0;
     if (fits >= 1)
-        snprintf(hint, sizeof(hint), "try --batch-size %ld", rc->strategy == STRAT_SINGLE ? fits * rc->ranks : fits);
+        snprintf(hint, sizeof(hint), "try --batch-size %ld",
+                 rc->strategy == STRAT_SINGLE ? (fits / rc->ranks > 0 ? fits / rc->ranks : 1) : fits);
     else
         snprintf(hint, sizeof(hint), "even one sample a rank is too much: fewer ranks");
     snprintf(err, errlen, "%s at batch %d needs ~%s a rank%s, and this machine has %s available; %s", rc->model, batch,
