@@ -37,15 +37,6 @@ struct cuda_dev {
      * (a rank's): made with the first model, so that a shape met again,
      * in any of them, is not timed again */
     struct cuda_algo_cache *algos;
-    /* the size of each block cuda_alloc handed out, for the count of
-     * device memory held (struct device_mem) when it is freed: blocks are
-     * made while setting up and freed at the end, a few hundred a rank */
-    pthread_mutex_t blocks_mu;
-    struct block {
-        void *p;
-        size_t bytes;
-    } * blocks;
-    size_t nblocks, cap_blocks;
 };
 
 static int dev_fail(struct device *d, const char *call, const char *why, const char *file, int line)
@@ -81,7 +72,6 @@ static int cuda_open(struct device *d, int index)
     if (!c)
         return device_fail(d, "out of memory");
     d->impl = c;
-    pthread_mutex_init(&c->blocks_mu, NULL);
     CUDA_OK(d, cudaSetDevice(index));
     for (int s = 0; s < STREAM_COUNT; s++)
         CUDA_OK(d, cudaStreamCreateWithFlags(&c->stream[s], cudaStreamNonBlocking));
@@ -112,8 +102,6 @@ static void cuda_close(struct device *d)
         if (c->st[k].end)
             cudaEventDestroy(c->st[k].end);
     }
-    pthread_mutex_destroy(&c->blocks_mu);
-    free(c->blocks);
     free(c);
     d->impl = NULL;
 }
@@ -140,22 +128,7 @@ static void *cuda_alloc(struct device *d, size_t bytes)
         cudaFree(p);
         return NULL;
     }
-    struct cuda_dev *c = D(d);
-    pthread_mutex_lock(&c->blocks_mu);
-    if (c->nblocks == c->cap_blocks) {
-        size_t cap = c->cap_blocks ? 2 * c->cap_blocks : 256;
-        struct block *nb = realloc(c->blocks, cap * sizeof(*nb));
-        if (nb) {
-            c->blocks = nb;
-            c->cap_blocks = cap;
-        }
-    }
-    int counted = c->nblocks < c->cap_blocks; /* (out of host memory: held, not counted) */
-    if (counted)
-        c->blocks[c->nblocks++] = (struct block){p, bytes};
-    pthread_mutex_unlock(&c->blocks_mu);
-    if (counted)
-        device_mem_add(d, (int64_t)bytes);
+    device_mem_hold(d, p, bytes);
     return p;
 }
 
@@ -163,17 +136,7 @@ static void cuda_free(struct device *d, void *p)
 {
     if (!p)
         return;
-    struct cuda_dev *c = D(d);
-    size_t bytes = 0;
-    pthread_mutex_lock(&c->blocks_mu);
-    for (size_t i = c->nblocks; i-- > 0;)
-        if (c->blocks[i].p == p) {
-            bytes = c->blocks[i].bytes;
-            c->blocks[i] = c->blocks[--c->nblocks];
-            break;
-        }
-    pthread_mutex_unlock(&c->blocks_mu);
-    device_mem_add(d, -(int64_t)bytes);
+    device_mem_drop(d, p);
     cudaFree(p);
 }
 

@@ -137,9 +137,18 @@ struct device_ops {
 
 /* Device memory held through a device's alloc, now and at its most: a
  * rank's (struct rank), shared by the copies of its device handle that
- * its models keep. */
+ * its models keep. Each block is counted at the bytes its device commits
+ * (the CPU's whole pages, not the allocator's untouched slack), and a
+ * free takes back what its alloc added: the blocks held are listed, a
+ * few hundred a rank, made while setting up and freed at the end. */
 struct device_mem {
     _Atomic int64_t now, peak;
+    atomic_flag lock; /* over blocks (zero: clear) */
+    struct mem_block {
+        void *p;
+        size_t bytes;
+    } * blocks; /* freed with its last block */
+    size_t nblocks, cap_blocks;
     /* when sizes is set (one thread, estimates: run_memory_need): each
      * allocation's bytes as asked, in order; the log stops when full */
     size_t *sizes;
@@ -166,17 +175,11 @@ struct device {
     char err[256]; /* the last failed call */
 };
 
-/* bytes more (or, negative, fewer) held through d: its count, and the
- * peak (any thread) */
-static inline void device_mem_add(struct device *d, int64_t bytes)
-{
-    if (!d->mem)
-        return;
-    int64_t now = atomic_fetch_add(&d->mem->now, bytes) + bytes;
-    int64_t peak = atomic_load(&d->mem->peak);
-    while (now > peak && !atomic_compare_exchange_weak(&d->mem->peak, &peak, now))
-        ;
-}
+/* Block p of `bytes` is held through d (none counted when d counts
+ * nothing, or there is no memory left to list it), and no longer: the
+ * bytes its hold counted, 0 for a block never counted (device_cpu.c). */
+void device_mem_hold(struct device *d, void *p, size_t bytes);
+size_t device_mem_drop(struct device *d, void *p);
 
 /* The CPU (device_cpu.c). */
 extern const struct device_ops device_cpu;

@@ -2,8 +2,8 @@
  * streams are in order and events are no-ops; a model's kernels are
  * oneDNN's (kernels_cpu.c) with the reference loss, and its layers are the
  * builders of layers*.c. */
-#include <malloc.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,22 +42,77 @@ static void cpu_close(struct device *d)
 {
 }
 
+static void mem_add(struct device_mem *m, int64_t bytes)
+{
+    int64_t now = atomic_fetch_add(&m->now, bytes) + bytes;
+    int64_t peak = atomic_load(&m->peak);
+    while (now > peak && !atomic_compare_exchange_weak(&m->peak, &peak, now))
+        ;
+}
+
+void device_mem_hold(struct device *d, void *p, size_t bytes)
+{
+    struct device_mem *m = d->mem;
+    if (!m || !p)
+        return;
+    while (atomic_flag_test_and_set(&m->lock))
+        ;
+    if (m->nblocks == m->cap_blocks) {
+        size_t cap = m->cap_blocks ? 2 * m->cap_blocks : 256;
+        struct mem_block *nb = realloc(m->blocks, cap * sizeof(*nb));
+        if (nb) {
+            m->blocks = nb;
+            m->cap_blocks = cap;
+        }
+    }
+    int listed = m->nblocks < m->cap_blocks;
+    if (listed)
+        m->blocks[m->nblocks++] = (struct mem_block){p, bytes};
+    atomic_flag_clear(&m->lock);
+    if (listed)
+        mem_add(m, (int64_t)bytes);
+}
+
+size_t device_mem_drop(struct device *d, void *p)
+{
+    struct device_mem *m = d->mem;
+    size_t bytes = 0;
+    if (!m || !p)
+        return 0;
+    while (atomic_flag_test_and_set(&m->lock))
+        ;
+    for (size_t i = m->nblocks; i-- > 0;)
+        if (m->blocks[i].p == p) {
+            bytes = m->blocks[i].bytes;
+            m->blocks[i] = m->blocks[--m->nblocks];
+            break;
+        }
+    if (m->nblocks == 0) {
+        free(m->blocks);
+        m->blocks = NULL;
+        m->cap_blocks = 0;
+    }
+    atomic_flag_clear(&m->lock);
+    mem_add(m, -(int64_t)bytes);
+    return bytes;
+}
+
 static void *cpu_mem(struct device *d, size_t bytes)
 {
     void *p = cpu_alloc(bytes); /* zeroed, aligned, huge pages when large */
-    if (!p)
+    if (!p) {
         device_fail(d, "out of memory for %zu bytes", bytes);
-    else
-        device_mem_add(d, (int64_t)malloc_usable_size(p));
-    if (p && d->mem && d->mem->sizes)
+        return NULL;
+    }
+    device_mem_hold(d, p, cpu_alloc_size(bytes)); /* the pages it zeroed */
+    if (d->mem && d->mem->sizes)
         device_mem_log(d->mem, bytes);
     return p;
 }
 
 static void cpu_free(struct device *d, void *p)
 {
-    if (p)
-        device_mem_add(d, -(int64_t)malloc_usable_size(p));
+    device_mem_drop(d, p);
     free(p);
 }
 

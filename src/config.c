@@ -746,7 +746,8 @@ static const struct opt opts[] = {
             "--parallel pipeline: gpipe runs every forward, then every backward; 1f1b one backward per forward once "
             "the pipeline is full (fewer activations live)")},
     {TEXT("partition", AT(base.partition), "partition", "A:B,...", G_WORK,
-          "--parallel model|pipeline: stage s runs layers A to B (0-based, --info lists them)"),
+          "--parallel model|pipeline: stage s runs layers A to B (0-based, --info lists them; the last B may be left "
+          "out: to the last layer)"),
      .def_text = "balanced over per-layer times measured on rank 0"},
     {INT("epochs", AT(base.epochs), 1, 100000, "N", "1", G_WORK,
          "epochs; without it, --steps runs as many as it takes"),

@@ -62,7 +62,9 @@ int pipe_plan_parse(struct pipe_plan *p, const struct model *m, const char *spec
             goto syntax;
         q = end + 1;
         long b = strtol(q, &end, 10);
-        if (end == q || (*end && *end != ','))
+        if (end == q && !*q) /* "A:" at the end: to the last layer, which depends on the layouts chosen here */
+            b = m->nlayers - 1;
+        else if (end == q || (*end && *end != ','))
             goto syntax;
         q = *end ? end + 1 : end;
         if (s >= stages) {
@@ -87,7 +89,9 @@ int pipe_plan_parse(struct pipe_plan *p, const struct model *m, const char *spec
     p->first[stages] = m->nlayers;
     return set_cuts(p, m, err, errlen);
 syntax:
-    snprintf(err, errlen, "--partition: expected FIRST:LAST layer ranges separated by commas (got '%s')", spec);
+    snprintf(err, errlen,
+             "--partition: expected FIRST:LAST layer ranges separated by commas, the last LAST optional (got '%s')",
+             spec);
     return -1;
 }
 
