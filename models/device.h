@@ -37,8 +37,9 @@ enum dev_event { EV_STAGED = 0, EV_STAGE_FREE, EV_GRADS, EV_COMM_DONE, EV_BUCKET
 /* --precision: the arithmetic of a model's convolutions and GEMMs. FP32 is
  * IEEE single precision; TF32 keeps fp32 storage but multiplies on tensor
  * cores with a 10-bit mantissa (GPUs only); BF16 and FP16 are mixed
- * precision with fp32 master weights (not implemented yet: refused before
- * any device sees them). */
+ * precision with fp32 master weights: BF16 on the CPU (kernels_cpu.h's
+ * cpu_ctx_bf16); FP16, and both on the GPU, are refused before any
+ * device sees them (run_check_precision). */
 enum precision { PREC_FP32 = 0, PREC_TF32, PREC_BF16, PREC_FP16, PREC_COUNT };
 /* --cudnn-algo: a GPU's convolution algorithms found by timing each once
  * per shape (cudnn.benchmark), or taken from cuDNN's heuristics. */
@@ -166,8 +167,8 @@ struct device {
     struct device_mem *mem; /* where its allocations are counted, or NULL */
     int rank;               /* the rank using it, for messages */
     int index;
-    /* how its kernels compute, read by kernels_create (the CPU runs fp32
-     * whatever they say): enum precision, enum conv_algo_choice */
+    /* how its kernels compute, read by kernels_create (the CPU reads
+     * only PREC_BF16): enum precision, enum conv_algo_choice */
     int precision;
     int conv_algo;
     char name[64]; /* "cpu" or "cuda:0" */

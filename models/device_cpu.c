@@ -142,6 +142,10 @@ static void *cpu_kernels_create(struct device *d)
 {
     char err[200];
     struct cpu_ctx *x = cpu_ctx_create(err, sizeof(err));
+    if (x && d->precision == PREC_BF16 && cpu_ctx_bf16(x, err, sizeof(err)) != 0) {
+        cpu_ctx_destroy(x);
+        x = NULL;
+    }
     if (!x)
         device_fail(d, "%s", err);
     return x;

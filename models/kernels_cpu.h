@@ -96,6 +96,16 @@ void cpu_maxpool_backward(float *din, int din_acc, const float *dout, const int3
 /* ---- one model's oneDNN context ---------------------------------------- */
 struct cpu_ctx;
 struct cpu_ctx *cpu_ctx_create(char *err, size_t errlen);
+/* --precision bf16: the convolutions and linear layers made after this
+ * call multiply in bfloat16 (their inputs and weights rounded to it, as
+ * autocast does) and accumulate and write in fp32; activations, batch
+ * norm, pooling and the weights kept stay fp32. 0, or -1 with err set
+ * without oneDNN. */
+int cpu_ctx_bf16(struct cpu_ctx *x, char *err, size_t errlen);
+/* 1 when the processor multiplies bfloat16 itself (AVX512_BF16 or AMX, as
+ * oneDNN sees it; DNNL_MAX_CPU_ISA may lower that): elsewhere oneDNN
+ * emulates it, slower than fp32, or has no bf16 kernels at all. */
+int cpu_bf16_native(void);
 /* Allocates the shared scratchpad once every primitive exists. */
 int cpu_ctx_finish(struct cpu_ctx *x, char *err, size_t errlen);
 void cpu_ctx_destroy(struct cpu_ctx *x);

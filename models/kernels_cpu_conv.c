@@ -2,8 +2,10 @@
  * backward-weights primitives made once per layer shape, between plain or
  * channel-blocked activations (kernels_cpu.h), with the weights kept OIHW
  * in the flat parameter buffer and reordered into the layouts the
- * primitives prefer. Built with oneDNN only; kernels_cpu_fallback.c has the
- * reference convolution.
+ * primitives prefer. In a bf16 context (cpu_ctx_bf16) the primitives read
+ * bfloat16 inputs, output gradients and weights, rounded from the fp32
+ * tensors at each call into the context's buffers, and write fp32. Built
+ * with oneDNN only; kernels_cpu_fallback.c has the reference convolution.
  */
 #include "kernels_cpu_dnnl.h"
 
@@ -32,6 +34,10 @@ struct cpu_conv {
      * (from dw_pad). */
     int cpad;
     float *w_pad, *dw_pad;
+    /* bf16 (the context's): src and ddst are bfloat16 memory objects, the
+     * fp32 input and output gradient rounded into them at each call */
+    int bf16;
+    struct to_bf16 src_bf, ddst_bf;
 };
 
 static int conv_build(struct cpu_conv *c, char *err, size_t errlen)
@@ -49,7 +55,7 @@ static int conv_build(struct cpu_conv *c, char *err, size_t errlen)
             return -1;
         }
     }
-    dnnl_memory_desc_t src_md, dst_md, bias_md, wu_md, wany_md;
+    dnnl_memory_desc_t src_md, dst_md, bias_md, wu_md, wany_md, srcb_md, ddstb_md, wbany_md;
     dnnl_dims_t bias_dims = {d->OC};
     dnnl_dims_t strides = {d->stride, d->stride};
     dnnl_dims_t pad = {d->pad, d->pad};
@@ -64,24 +70,39 @@ static int conv_build(struct cpu_conv *c, char *err, size_t errlen)
         dnnl_dims_t wd = {d->groups, d->OC / d->groups, d->C / d->groups, d->KH, d->KW};
         DNNL_TRY(dnnl_memory_desc_init_by_tag(&wu_md, 5, wd, dnnl_f32, dnnl_goihw));
         DNNL_TRY(dnnl_memory_desc_init_by_tag(&wany_md, 5, wd, dnnl_f32, dnnl_format_tag_any));
+        DNNL_TRY(dnnl_memory_desc_init_by_tag(&wbany_md, 5, wd, dnnl_bf16, dnnl_format_tag_any));
     } else {
         dnnl_dims_t wd = {d->OC, d->C, d->KH, d->KW};
         DNNL_TRY(dnnl_memory_desc_init_by_tag(&wu_md, 4, wd, dnnl_f32, dnnl_oihw));
         DNNL_TRY(dnnl_memory_desc_init_by_tag(&wany_md, 4, wd, dnnl_f32, dnnl_format_tag_any));
+        DNNL_TRY(dnnl_memory_desc_init_by_tag(&wbany_md, 4, wd, dnnl_bf16, dnnl_format_tag_any));
     }
     /* the plain API keeps OIHW everywhere: its caller may pass new weights
      * to backward without a forward */
     const dnnl_memory_desc_t *wmd = c->own_ctx ? &wu_md : &wany_md;
     const dnnl_memory_desc_t *bmd = c->has_bias ? &bias_md : NULL;
-    DNNL_TRY(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &src_md, wmd, bmd,
-                                                &dst_md, strides, pad, pad));
+    /* what the products read: bf16 inputs, output gradients and weights,
+     * or the fp32 tensors themselves; the weight gradient is fp32 */
+    c->bf16 = x->bf16 && !c->own_ctx;
+    srcb_md = src_md, ddstb_md = dst_md;
+    const dnnl_memory_desc_t *wpmd = wmd;
+    if (c->bf16) {
+        DNNL_TRY(act_md_dt(&srcb_md, d->B, d->C, d->H, d->W, c->src_blk, dnnl_bf16));
+        DNNL_TRY(act_md_dt(&ddstb_md, d->B, d->OC, d->OH, d->OW, c->dst_blk, dnnl_bf16));
+        wpmd = &wbany_md;
+    }
+    DNNL_TRY(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &srcb_md, wpmd,
+                                                bmd, &dst_md, strides, pad, pad));
     DNNL_TRY(dnnl_primitive_desc_create(&fpd, &fd, cpu_attr, cpu_engine, NULL));
-    DNNL_TRY(dnnl_convolution_backward_data_desc_init(&bdd, dnnl_convolution_direct, &src_md, wmd, &dst_md, strides,
+    DNNL_TRY(dnnl_convolution_backward_data_desc_init(&bdd, dnnl_convolution_direct, &src_md, wpmd, &ddstb_md, strides,
                                                       pad, pad));
     DNNL_TRY(dnnl_primitive_desc_create(&bdpd, &bdd, cpu_attr, cpu_engine, fpd));
-    DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&bwd, dnnl_convolution_direct, &src_md, wmd, bmd, &dst_md,
+    DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&bwd, dnnl_convolution_direct, &srcb_md, wmd, bmd, &ddstb_md,
                                                          strides, pad, pad));
     DNNL_TRY(dnnl_primitive_desc_create(&bwpd, &bwd, cpu_attr, cpu_engine, fpd));
+    if (c->bf16 && (to_bf16_make(x, &c->src_bf, &src_md, &srcb_md, &x->bf_src_need, err, errlen) ||
+                    to_bf16_make(x, &c->ddst_bf, &dst_md, &ddstb_md, &x->bf_ddst_need, err, errlen)))
+        goto fail;
     if (prim_make(x, &c->fwd, fpd, err, errlen) || prim_make(x, &c->bwd_data, bdpd, err, errlen) ||
         prim_make(x, &c->bwd_weights, bwpd, err, errlen))
         goto fail;
@@ -118,12 +139,12 @@ static int conv_build(struct cpu_conv *c, char *err, size_t errlen)
     }
     if (c->has_bias && !(c->db_dummy = calloc((size_t)d->OC, sizeof(float))))
         goto fail_msg;
-    DNNL_TRY(dnnl_memory_create(&c->src, &src_md, cpu_engine, DNNL_MEMORY_NONE));
+    DNNL_TRY(dnnl_memory_create(&c->src, &srcb_md, cpu_engine, DNNL_MEMORY_NONE));
     DNNL_TRY(dnnl_memory_create(&c->dsrc, &src_md, cpu_engine, DNNL_MEMORY_NONE));
     DNNL_TRY(dnnl_memory_create(&c->bias, &bias_md, cpu_engine, DNNL_MEMORY_NONE));
     DNNL_TRY(dnnl_memory_create(&c->dbias, &bias_md, cpu_engine, DNNL_MEMORY_NONE));
     DNNL_TRY(dnnl_memory_create(&c->dst, &dst_md, cpu_engine, DNNL_MEMORY_NONE));
-    DNNL_TRY(dnnl_memory_create(&c->ddst, &dst_md, cpu_engine, DNNL_MEMORY_NONE));
+    DNNL_TRY(dnnl_memory_create(&c->ddst, &ddstb_md, cpu_engine, DNNL_MEMORY_NONE));
     dnnl_primitive_desc_destroy(fpd);
     dnnl_primitive_desc_destroy(bdpd);
     dnnl_primitive_desc_destroy(bwpd);
@@ -216,6 +237,8 @@ void cpu_conv_destroy(struct cpu_conv *c)
     for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++)
         if (mems[i])
             dnnl_memory_destroy(mems[i]);
+    to_bf16_free(&c->src_bf);
+    to_bf16_free(&c->ddst_bf);
     free(c->w_fwd_buf);
     free(c->db_dummy);
     free(c->w_pad);
@@ -243,7 +266,10 @@ int cpu_conv_forward(struct cpu_conv *c, float *out, const float *in, const floa
             return -1;
         wf = c->w_fwd_buf;
     }
-    set(c->src, in);
+    const void *src = c->bf16 ? to_bf16_run(x, &c->src_bf, in, x->bf_src) : in;
+    if (!src)
+        return -1;
+    set(c->src, src);
     set(c->w_fwd, wf);
     set(c->dst, out);
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, c->src}, {DNNL_ARG_WEIGHTS, c->w_fwd}, {DNNL_ARG_DST, c->dst}};
@@ -274,10 +300,16 @@ int cpu_conv_backward(struct cpu_conv *c, float *din, int din_acc, float *dw, fl
         w = c->w_pad; /* padded by this step's forward */
         dw = dw ? c->dw_pad : NULL;
     }
+    const void *ddst = c->bf16 ? to_bf16_run(x, &c->ddst_bf, dout, x->bf_ddst) : dout;
+    if (!ddst)
+        return -1;
     if (dw) {
         void *dwp = c->dw_to_user.p ? x->wtmp : dw;
-        set(c->src, in);
-        set(c->ddst, dout);
+        const void *src = c->bf16 ? to_bf16_run(x, &c->src_bf, in, x->bf_src) : in;
+        if (!src)
+            return -1;
+        set(c->src, src);
+        set(c->ddst, ddst);
         set(c->dw_bw, dwp);
         dnnl_exec_arg_t args[4] = {
             {DNNL_ARG_SRC, c->src}, {DNNL_ARG_DIFF_DST, c->ddst}, {DNNL_ARG_DIFF_WEIGHTS, c->dw_bw}};
@@ -311,7 +343,7 @@ int cpu_conv_backward(struct cpu_conv *c, float *din, int din_acc, float *dw, fl
                 return -1;
             wb = x->wtmp;
         }
-        set(c->ddst, dout);
+        set(c->ddst, ddst);
         set(c->w_bd, wb);
         set(c->dsrc, dst_din);
         dnnl_exec_arg_t args[3] = {

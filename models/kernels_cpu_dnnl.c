@@ -47,6 +47,19 @@ int cpu_preferred_blk(void)
     return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 16 : 8;
 }
 
+int cpu_bf16_native(void)
+{
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16 ||
+           (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+}
+
+int cpu_ctx_bf16(struct cpu_ctx *x, char *err, size_t errlen)
+{
+    x->bf16 = 1;
+    return 0;
+}
+
 void cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc)
 {
@@ -87,6 +100,17 @@ int cpu_ctx_finish(struct cpu_ctx *x, char *err, size_t errlen)
     }
     if (x->scratch)
         memset(x->scratch, 0, n); /* touch the pages now, not in the first step */
+    size_t *need[] = {&x->bf_src_need, &x->bf_ddst_need};
+    void **buf[] = {&x->bf_src, &x->bf_ddst};
+    for (int k = 0; k < 2; k++) {
+        free(*buf[k]);
+        size_t b = (*need[k] + 63) & ~(size_t)63;
+        *buf[k] = b ? aligned_alloc(64, b) : NULL;
+        if (b && !*buf[k]) {
+            snprintf(err, errlen, "out of memory for %zu bytes of bfloat16 activations", b);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -98,5 +122,7 @@ void cpu_ctx_destroy(struct cpu_ctx *x)
         dnnl_stream_destroy(x->stream);
     free(x->scratch);
     free(x->wtmp);
+    free(x->bf_src);
+    free(x->bf_ddst);
     free(x);
 }

@@ -31,6 +31,12 @@ struct cpu_ctx {
      * backward-weights' output): one buffer for all layers */
     size_t wtmp_need;
     void *wtmp;
+    /* bf16 (cpu_ctx_bf16): the convolutions' and linear layers' inputs
+     * (bf_src) and output gradients (bf_ddst) rounded to bfloat16 within
+     * one call, one buffer each for all layers */
+    int bf16;
+    size_t bf_src_need, bf_ddst_need;
+    void *bf_src, *bf_ddst;
     dnnl_stream_t stream;
 };
 
@@ -105,10 +111,15 @@ static inline dnnl_format_tag_t act_tag(int blk)
     return blk == 16 ? dnnl_nChw16c : blk == 8 ? dnnl_nChw8c : dnnl_nchw;
 }
 
-static inline dnnl_status_t act_md(dnnl_memory_desc_t *md, int B, int C, int H, int W, int blk)
+static inline dnnl_status_t act_md_dt(dnnl_memory_desc_t *md, int B, int C, int H, int W, int blk, dnnl_data_type_t dt)
 {
     dnnl_dims_t dims = {B, C, H, W};
-    return dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, act_tag(blk));
+    return dnnl_memory_desc_init_by_tag(md, 4, dims, dt, act_tag(blk));
+}
+
+static inline dnnl_status_t act_md(dnnl_memory_desc_t *md, int B, int C, int H, int W, int blk)
+{
+    return act_md_dt(md, B, C, H, W, blk, dnnl_f32);
 }
 
 static inline void impl_name(const_dnnl_primitive_desc_t pd, char *out, size_t len)
@@ -139,6 +150,43 @@ static inline int reorder_run(struct cpu_ctx *x, struct prim *pr, dnnl_memory_t 
     set(to, dst);
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
     return prim_run(x, pr, 2, args);
+}
+
+/* bf16: a tensor's fp32 form (from) and its bfloat16 one (md), the
+ * reorder between them, and the memory objects it runs on. */
+struct to_bf16 {
+    struct prim r;
+    dnnl_memory_t f32, bf;
+};
+
+static inline int to_bf16_make(struct cpu_ctx *x, struct to_bf16 *t, const dnnl_memory_desc_t *f32_md,
+                               const dnnl_memory_desc_t *bf_md, size_t *need, char *err, size_t errlen)
+{
+    if (reorder_make(x, &t->r, f32_md, bf_md, err, errlen))
+        return -1;
+    DNNL_TRY(dnnl_memory_create(&t->f32, f32_md, cpu_engine, DNNL_MEMORY_NONE));
+    DNNL_TRY(dnnl_memory_create(&t->bf, bf_md, cpu_engine, DNNL_MEMORY_NONE));
+    size_t n = dnnl_memory_desc_get_size(bf_md);
+    if (n > *need)
+        *need = n;
+    return 0;
+fail:
+    return -1;
+}
+
+/* Rounds src into the context's buffer dst; returns dst, or NULL. */
+static inline void *to_bf16_run(struct cpu_ctx *x, struct to_bf16 *t, const float *src, void *dst)
+{
+    return reorder_run(x, &t->r, t->f32, src, t->bf, dst) == 0 ? dst : NULL;
+}
+
+static inline void to_bf16_free(struct to_bf16 *t)
+{
+    prim_free(&t->r);
+    if (t->f32)
+        dnnl_memory_destroy(t->f32);
+    if (t->bf)
+        dnnl_memory_destroy(t->bf);
 }
 
 /* An aligned buffer for a memory descriptor's bytes. */

@@ -60,6 +60,17 @@ int cpu_ctx_finish(struct cpu_ctx *x, char *err, size_t errlen)
     return 0;
 }
 
+int cpu_ctx_bf16(struct cpu_ctx *x, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "bf16 needs oneDNN (this ddptop was built without it)");
+    return -1;
+}
+
+int cpu_bf16_native(void)
+{
+    return 0;
+}
+
 void cpu_ctx_destroy(struct cpu_ctx *x)
 {
     free(x);

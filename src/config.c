@@ -798,8 +798,9 @@ static const struct opt opts[] = {
             "fp16: send gradients as half precision")},
     {CHOICE("precision", AT(base.precision), NAMES(precision_names), "precision", NULL, "fp32", G_EXEC,
             "arithmetic of convolutions and GEMMs: fp32 throughout; tf32 multiplies fp32 data on a GPU's tensor "
-            "cores with a 10-bit mantissa (cuDNN's and cuBLAS's TF32 modes); bf16 and fp16 (mixed precision) are "
-            "not implemented yet")},
+            "cores with a 10-bit mantissa (cuDNN's and cuBLAS's TF32 modes); bf16 multiplies bfloat16 inputs and "
+            "weights, adding in fp32, with fp32 master weights (CPUs with AVX512_BF16 or AMX); fp16 is not "
+            "implemented yet")},
     {CHOICE("cudnn-algo", AT(base.cudnn_algo), NAMES(cudnn_algo_names), "algorithm choice", NULL, "find", G_EXEC,
             "GPU: find times every cuDNN convolution algorithm once per shape and keeps the fastest (PyTorch's "
             "cudnn.benchmark); heuristic takes cuDNN's guess without timing")},

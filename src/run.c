@@ -110,13 +110,30 @@ static int procs_check(const struct run_config *rc, int on_gpu, char *err, size_
 
 int run_check_precision(int precision, const struct device_ops *devops, char *err, size_t errlen)
 {
-    if (precision == PREC_BF16 || precision == PREC_FP16) {
-        snprintf(err, errlen, "--precision %s: mixed precision is not implemented yet (fp32 or tf32)",
-                 precision_name(precision));
+    int gpu = device_is_gpu(devops);
+    if (precision == PREC_TF32 && !gpu) {
+        snprintf(err, errlen, "--precision tf32: needs a GPU (--device cuda); the CPU has no TF32");
         return -1;
     }
-    if (precision == PREC_TF32 && !device_is_gpu(devops)) {
-        snprintf(err, errlen, "--precision tf32: needs a GPU (--device cuda); the CPU has no TF32");
+    if (precision == PREC_FP16 && !gpu) {
+        snprintf(err, errlen,
+                 "--precision fp16: needs a GPU (--device cuda); the CPU has no fp16 arithmetic "
+                 "(bf16 is the CPU's mixed precision)");
+        return -1;
+    }
+    if (precision == PREC_BF16 && !gpu && !cpu_have_dnnl()) {
+        snprintf(err, errlen, "--precision bf16: needs oneDNN, and this ddptop was built without it");
+        return -1;
+    }
+    if (precision == PREC_BF16 && !gpu && !cpu_bf16_native()) {
+        snprintf(err, errlen,
+                 "--precision bf16: this processor has no bfloat16 instructions (AVX512_BF16 or AMX), and "
+                 "emulated bf16 would profile slower than fp32");
+        return -1;
+    }
+    if ((precision == PREC_BF16 || precision == PREC_FP16) && gpu) {
+        snprintf(err, errlen, "--precision %s: mixed precision on the GPU is not implemented yet (fp32 or tf32)",
+                 precision_name(precision));
         return -1;
     }
     return 0;

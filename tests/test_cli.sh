@@ -105,40 +105,60 @@ expect_error "--predict-ranks 1" "--predict-ranks" --batch --predict-ranks 1
 expect_error "--cycle-ms negative" "--cycle-ms" --batch --cycle-ms -1
 expect_error "--cupti-sample 0" "--cupti-sample" --batch --cupti-sample 0
 expect_error "--schedule unknown" "--schedule" --batch --schedule zigzag
-# --precision: TF32 is a GPU's, mixed precision is not there yet: one line
+# --precision: TF32 and fp16 are a GPU's, and bf16 needs the processor's
+# bfloat16 instructions (oneDNN's emulation is slower than fp32): one line
 # each, in training, in --info, and before any data set loads
 expect_error "--precision tf32 on the CPU" "--precision tf32: needs a GPU (--device cuda)" --batch \
     --dataset synthetic --device cpu --precision tf32 --steps 1
 expect_error "--precision tf32 with --info on the CPU" "--precision tf32: needs a GPU" --info --device cpu \
     --precision tf32
-for p in bf16 fp16; do
-    expect_error "--precision $p" "--precision $p: mixed precision is not implemented yet" --batch \
-        --dataset synthetic --precision "$p" --steps 1
-    expect_error "--precision $p with --info" "--precision $p: mixed precision is not implemented yet" --info \
-        --precision "$p"
-done
+expect_error "--precision fp16 on the CPU" "--precision fp16: needs a GPU (--device cuda)" --batch \
+    --dataset synthetic --device cpu --precision fp16 --steps 1
+expect_error "--precision fp16 with --info on the CPU" "--precision fp16: needs a GPU" --info --device cpu \
+    --precision fp16
+# (DNNL_MAX_CPU_ISA: oneDNN as on a processor without them)
+DNNL_MAX_CPU_ISA=AVX2 expect_error "--precision bf16 without AVX512_BF16" \
+    "--precision bf16: this processor has no bfloat16 instructions" --batch --dataset synthetic --device cpu \
+    --precision bf16 --steps 1
+DNNL_MAX_CPU_ISA=AVX2 expect_error "--precision bf16 with --info without AVX512_BF16" \
+    "--precision bf16: this processor has no bfloat16 instructions" --info --device cpu --precision bf16
+precisions=fp32
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+    precisions="fp32 bf16"
+else
+    echo "(no avx512_bf16 or amx_bf16 in /proc/cpuinfo: bf16 must be refused, and is not run)"
+    expect_error "--precision bf16 here" "--precision bf16: this processor has no bfloat16 instructions" --batch \
+        --dataset synthetic --device cpu --precision bf16 --steps 1
+fi
 expect_error "--precision unknown" "--precision: unknown precision; expected one of fp32, tf32, bf16, fp16" \
     --batch --precision nonsense
 expect_error "--cudnn-algo unknown" "--cudnn-algo: unknown algorithm choice" --batch --cudnn-algo guess
-# fp32 runs, and says so in the report, in the trace's run description
-# and in the report of its replay
-if timeout 60 "$BIN" --batch --quiet --dataset synthetic --device cpu --model mlp --ranks 1 --steps 2 --no-eval \
-    --precision fp32 --format json --trace "$tmp/prec.json" >"$tmp/prec_report.json" 2>"$tmp/err" &&
-    timeout 60 "$BIN" --batch --replay "$tmp/prec.json" --format json >"$tmp/prec_replay.json" 2>>"$tmp/err" &&
-    /usr/bin/python3 - "$tmp/prec_report.json" "$tmp/prec.json" "$tmp/prec_replay.json" 2>>"$tmp/err" <<'PY'
+# fp32 (and bf16 where the processor has it) runs, and says so in the
+# report, in the trace's run description and in the report of its replay;
+# --info names the kernels bf16's convolutions take
+for p in $precisions; do
+    if timeout 60 "$BIN" --batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1 --steps 2 \
+        --no-eval --precision $p --format json --trace "$tmp/prec.json" >"$tmp/prec_report.json" 2>"$tmp/err" &&
+        timeout 60 "$BIN" --batch --replay "$tmp/prec.json" --format json >"$tmp/prec_replay.json" 2>>"$tmp/err" &&
+        /usr/bin/python3 - "$tmp/prec_report.json" "$tmp/prec.json" "$tmp/prec_replay.json" $p 2>>"$tmp/err" <<'PY'
 import json, sys
 live = json.load(open(sys.argv[1]))["runs"][0]["precision"]
 meta = json.load(open(sys.argv[2]))["ddptop"]["run"].get("precision")
 replay = json.load(open(sys.argv[3]))["runs"][0]["precision"]
-if (live, meta, replay) != ("fp32", "fp32", "fp32"):
+if (live, meta, replay) != (sys.argv[4],) * 3:
     sys.exit("precision: report %r, trace %r, replay %r" % (live, meta, replay))
 PY
-then
-    passes=$((passes + 1))
-else
-    echo "FAIL: --precision fp32 runs and is named in the report, the trace and the replay"
-    sed 's/^/    /' "$tmp/err"
-    fails=$((fails + 1))
+    then
+        passes=$((passes + 1))
+    else
+        echo "FAIL: --precision $p runs and is named in the report, the trace and the replay"
+        sed 's/^/    /' "$tmp/err"
+        fails=$((fails + 1))
+    fi
+done
+if [ "$precisions" != fp32 ]; then
+    expect_ok "--info --precision bf16 names bf16 kernels" "avx512_core_bf16" --info --device cpu --model resnet18 \
+        --dataset synthetic --input 3x32x32 --precision bf16
 fi
 # a sweep of ways to train: data parallelism with each strategy, a pipeline
 # with each micro-batch count (no strategy), model parallelism once

@@ -431,19 +431,45 @@ static void test_ref_conv_groups_fd(void **state)
 static const int layouts[] = {1, 8, 16};
 #define NLAYOUTS 3
 
+/* bfloat16's nearest value (ties to even), as a float: what --precision
+ * bf16 multiplies. */
+static float bf16_round(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static float *bf16_copy(const float *a, size_t n)
+{
+    float *c = falloc(n);
+    for (size_t i = 0; i < n; i++)
+        c[i] = bf16_round(a[i]);
+    return c;
+}
+
 /* A convolution from layout sb to db against ref_conv2d, forward and all
- * three gradients. Skips (prints) a combination oneDNN has no kernel for. */
-static void conv_case(const char *name, struct conv_dims d, int sb, int dbk, int bias)
+ * three gradients. Skips (prints) a combination oneDNN has no kernel for;
+ * returns 1 when it ran. bf16: the convolution multiplies in bfloat16 and
+ * adds in fp32, so the reference runs on the inputs, weights and output
+ * gradient rounded to bfloat16 (the bias stays fp32); the same tolerance
+ * then holds (a product of two bfloat16 values is exact in fp32), and a
+ * kernel that multiplied the fp32 values would miss it by ~2^-9. */
+static int conv_case_p(const char *name, struct conv_dims d, int sb, int dbk, int bias, int bf16)
 {
     conv_dims_finish(&d);
     char err[256], what[160];
     struct cpu_ctx *x = cpu_ctx_create(err, sizeof(err));
     assert_non_null(x);
+    if (bf16)
+        assert_int_equal(cpu_ctx_bf16(x, err, sizeof(err)), 0);
     struct cpu_conv *c = cpu_conv_create_blk(x, &d, bias, sb, dbk, err, sizeof(err));
     if (!c) {
         print_message("  %s: layouts %d->%d not available: %s\n", name, sb, dbk, err);
         cpu_ctx_destroy(x);
-        return;
+        return 0;
     }
     assert_int_equal(cpu_ctx_finish(x, err, sizeof(err)), 0);
     struct rng r;
@@ -457,8 +483,12 @@ static void conv_case(const char *name, struct conv_dims d, int sb, int dbk, int
     fill_uniform(&r, b, d.OC, -1, 1);
     fill_uniform(&r, doutp, no, -1, 1);
     float *ref_out = falloc(no), *ref_dx = falloc(nx), *ref_dw = falloc(nw), *ref_db = falloc(d.OC);
-    ref_conv2d_forward(ref_out, xp, w, bias ? b : NULL, &d);
-    ref_conv2d_backward(ref_dx, ref_dw, bias ? ref_db : NULL, doutp, xp, w, &d);
+    float *xr = bf16 ? bf16_copy(xp, nx) : xp, *wr = bf16 ? bf16_copy(w, nw) : w,
+          *doutr = bf16 ? bf16_copy(doutp, no) : doutp;
+    ref_conv2d_forward(ref_out, xr, wr, bias ? b : NULL, &d);
+    ref_conv2d_backward(ref_dx, ref_dw, bias ? ref_db : NULL, doutr, xr, wr, &d);
+    if (bf16)
+        free(xr), free(wr), free(doutr);
 
     float *xb = to_blk(xp, d.B, d.C, HW, sb), *doutb = to_blk(doutp, d.B, d.OC, OHW, dbk);
     float *outb = falloc(blen(d.B, d.OC, OHW, dbk)), *dxb = falloc(blen(d.B, d.C, HW, sb)), *dw = falloc(nw),
@@ -468,22 +498,28 @@ static void conv_case(const char *name, struct conv_dims d, int sb, int dbk, int
     assert_int_equal(cpu_conv_forward(c, outb, xb, w, bias ? b : NULL), 0);
     assert_int_equal(cpu_conv_backward(c, dxb, 0, dw, bias ? db : NULL, doutb, xb, w), 0);
     float *out = from_blk(outb, d.B, d.OC, OHW, dbk), *dx = from_blk(dxb, d.B, d.C, HW, sb);
-    snprintf(what, sizeof(what), "%s %d->%d forward", name, sb, dbk);
+    snprintf(what, sizeof(what), "%s %d->%d%s forward", name, sb, dbk, bf16 ? " bf16" : "");
     check_close(what, out, ref_out, NULL, no, FAST_ATOL, FAST_RTOL);
     check_padding_zero(what, outb, d.B, d.OC, OHW, dbk);
-    snprintf(what, sizeof(what), "%s %d->%d din", name, sb, dbk);
+    snprintf(what, sizeof(what), "%s %d->%d%s din", name, sb, dbk, bf16 ? " bf16" : "");
     check_close(what, dx, ref_dx, NULL, nx, FAST_ATOL, FAST_RTOL);
     check_padding_zero(what, dxb, d.B, d.C, HW, sb);
-    snprintf(what, sizeof(what), "%s %d->%d dw", name, sb, dbk);
+    snprintf(what, sizeof(what), "%s %d->%d%s dw", name, sb, dbk, bf16 ? " bf16" : "");
     check_close(what, dw, ref_dw, NULL, nw, FAST_ATOL, FAST_RTOL);
     if (bias) {
-        snprintf(what, sizeof(what), "%s %d->%d db", name, sb, dbk);
+        snprintf(what, sizeof(what), "%s %d->%d%s db", name, sb, dbk, bf16 ? " bf16" : "");
         check_close(what, db, ref_db, NULL, d.OC, FAST_ATOL, FAST_RTOL);
     }
     free(xp), free(w), free(b), free(doutp), free(ref_out), free(ref_dx), free(ref_dw), free(ref_db);
     free(xb), free(doutb), free(outb), free(dxb), free(dw), free(db), free(out), free(dx);
     cpu_conv_destroy(c);
     cpu_ctx_destroy(x);
+    return 1;
+}
+
+static void conv_case(const char *name, struct conv_dims d, int sb, int dbk, int bias)
+{
+    conv_case_p(name, d, sb, dbk, bias, 0);
 }
 
 static void test_fast_conv_layouts(void **state)
@@ -639,10 +675,12 @@ static void test_fast_pooling(void **state)
     }
 }
 
-static void test_fast_linear(void **state)
+static void linear_case(int bf16)
 {
     char err[256];
     struct cpu_ctx *x = cpu_ctx_create(err, sizeof(err));
+    if (bf16)
+        assert_int_equal(cpu_ctx_bf16(x, err, sizeof(err)), 0);
     int B = 5, IN = 37, OUT = 23;
     struct cpu_ip *l = cpu_ip_create(x, B, IN, OUT, err, sizeof(err));
     assert_non_null(l);
@@ -655,21 +693,69 @@ static void test_fast_linear(void **state)
     fill_uniform(&r, b, OUT, -1, 1);
     fill_uniform(&r, dout, B * OUT, -1, 1);
     float *ro = falloc(B * OUT), *rdi = falloc(B * IN), *rdw = falloc(OUT * IN), *rdb = falloc(OUT);
-    ref_linear_forward(ro, in, w, b, B, IN, OUT);
-    ref_linear_backward(rdi, rdw, rdb, dout, in, w, B, IN, OUT);
+    float *inr = bf16 ? bf16_copy(in, B * IN) : in, *wr = bf16 ? bf16_copy(w, OUT * IN) : w,
+          *doutr = bf16 ? bf16_copy(dout, B * OUT) : dout; /* (see conv_case_p) */
+    ref_linear_forward(ro, inr, wr, b, B, IN, OUT);
+    ref_linear_backward(rdi, rdw, rdb, doutr, inr, wr, B, IN, OUT);
+    if (bf16)
+        free(inr), free(wr), free(doutr);
     float *o = falloc(B * OUT), *di = falloc(B * IN), *dw = falloc(OUT * IN), *db = falloc(OUT);
     assert_int_equal(cpu_ip_forward(l, o, in, w, b), 0);
     assert_int_equal(cpu_ip_backward(l, di, dw, db, dout, in, w), 0);
     char what[128];
-    snprintf(what, sizeof(what), "inner product forward (%.60s)", cpu_ip_impl(l));
+    const char *p = bf16 ? " bf16" : "";
+    snprintf(what, sizeof(what), "inner product%s forward (%.60s)", p, cpu_ip_impl(l));
     check_close(what, o, ro, NULL, B * OUT, FAST_ATOL, FAST_RTOL);
-    check_close("inner product din", di, rdi, NULL, B * IN, FAST_ATOL, FAST_RTOL);
-    check_close("inner product dw", dw, rdw, NULL, OUT * IN, FAST_ATOL, FAST_RTOL);
-    check_close("inner product db", db, rdb, NULL, OUT, FAST_ATOL, FAST_RTOL);
+    snprintf(what, sizeof(what), "inner product%s din", p);
+    check_close(what, di, rdi, NULL, B * IN, FAST_ATOL, FAST_RTOL);
+    snprintf(what, sizeof(what), "inner product%s dw", p);
+    check_close(what, dw, rdw, NULL, OUT * IN, FAST_ATOL, FAST_RTOL);
+    snprintf(what, sizeof(what), "inner product%s db", p);
+    check_close(what, db, rdb, NULL, OUT, FAST_ATOL, FAST_RTOL);
     free(in), free(w), free(b), free(dout), free(ro), free(rdi), free(rdw), free(rdb), free(o), free(di), free(dw),
         free(db);
     cpu_ip_destroy(l);
     cpu_ctx_destroy(x);
+}
+
+static void test_fast_linear(void **state)
+{
+    linear_case(0);
+}
+
+/* --precision bf16 on the CPU: the convolutions in every layout and the
+ * inner product multiply bfloat16 values (see conv_case_p). Where the
+ * processor has no bfloat16 instructions, ddptop refuses bf16 and this
+ * skips. */
+static void test_fast_bf16(void **state)
+{
+    if (!cpu_bf16_native()) {
+        print_message("  no AVX512_BF16 or AMX here (or DNNL_MAX_CPU_ISA below it): bf16 is refused\n");
+        skip();
+    }
+    struct conv_dims std3 = {.B = 3, .C = 16, .H = 7, .W = 6, .OC = 32, .KH = 3, .KW = 3, .stride = 1, .pad = 1};
+    struct conv_dims str2 = {.B = 2, .C = 32, .H = 8, .W = 8, .OC = 16, .KH = 3, .KW = 3, .stride = 2, .pad = 1};
+    struct conv_dims one = {.B = 2, .C = 24, .H = 5, .W = 5, .OC = 40, .KH = 1, .KW = 1, .stride = 1, .pad = 0};
+    struct conv_dims first = {.B = 2, .C = 3, .H = 9, .W = 9, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1};
+    struct conv_dims lenet = {.B = 2, .C = 6, .H = 14, .W = 14, .OC = 16, .KH = 5, .KW = 5, .stride = 1, .pad = 0};
+    struct conv_dims dw = {
+        .B = 2, .C = 32, .H = 6, .W = 6, .OC = 32, .KH = 3, .KW = 3, .stride = 2, .pad = 1, .groups = 32};
+    int ran = 0, tried = 0;
+    for (int i = 0; i < NLAYOUTS; i++) {
+        int l = layouts[i];
+        ran += conv_case_p("conv 16->32 3x3", std3, l, l, 1, 1);
+        ran += conv_case_p("conv 32->16 3x3/2", str2, l, l, 0, 1);
+        ran += conv_case_p("conv 24->40 1x1 (padded channels)", one, l, l, 0, 1);
+        ran += conv_case_p("conv 6->16 5x5 (padded input)", lenet, l, l, 1, 1);
+        ran += conv_case_p("depthwise 32 3x3/2", dw, l, l, 0, 1);
+        ran += conv_case_p("first layer 3->16", first, 1, l, 1, 1);
+        tried += 6;
+    }
+    print_message("  bf16 convolutions: %d of %d layout cases have kernels\n", ran, tried);
+    /* ResNet's shapes in the layout they take here: never left out */
+    assert_int_equal(conv_case_p("conv 16->32 3x3", std3, 16, 16, 1, 1), 1);
+    assert_true(ran >= tried / 2);
+    linear_case(1);
 }
 
 /* Global and adaptive average pooling, concat, dropout, reorders: our own
@@ -1032,15 +1118,15 @@ static void test_layer_times_published(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ref_batchnorm_fd),      cmocka_unit_test(test_ref_pools_fd),
-        cmocka_unit_test(test_pool_dims_ceil),        cmocka_unit_test(test_ref_relu6_dropout_fd),
-        cmocka_unit_test(test_ref_concat_add_fd),     cmocka_unit_test(test_ref_conv_groups_fd),
-        cmocka_unit_test(test_fast_conv_layouts),     cmocka_unit_test(test_fast_batchnorm),
-        cmocka_unit_test(test_fast_pooling),          cmocka_unit_test(test_fast_linear),
-        cmocka_unit_test(test_fast_eltwise_layouts),  cmocka_unit_test(test_freezing),
-        cmocka_unit_test(test_dropout_model),         cmocka_unit_test(test_bn_running_stats),
-        cmocka_unit_test(test_shapes_and_layouts),    cmocka_unit_test(test_layer_times),
-        cmocka_unit_test(test_layer_times_published),
+        cmocka_unit_test(test_ref_batchnorm_fd),  cmocka_unit_test(test_ref_pools_fd),
+        cmocka_unit_test(test_pool_dims_ceil),    cmocka_unit_test(test_ref_relu6_dropout_fd),
+        cmocka_unit_test(test_ref_concat_add_fd), cmocka_unit_test(test_ref_conv_groups_fd),
+        cmocka_unit_test(test_fast_conv_layouts), cmocka_unit_test(test_fast_batchnorm),
+        cmocka_unit_test(test_fast_pooling),      cmocka_unit_test(test_fast_linear),
+        cmocka_unit_test(test_fast_bf16),         cmocka_unit_test(test_fast_eltwise_layouts),
+        cmocka_unit_test(test_freezing),          cmocka_unit_test(test_dropout_model),
+        cmocka_unit_test(test_bn_running_stats),  cmocka_unit_test(test_shapes_and_layouts),
+        cmocka_unit_test(test_layer_times),       cmocka_unit_test(test_layer_times_published),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
