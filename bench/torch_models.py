@@ -400,7 +400,9 @@ def train(a):
     (--device cuda) each batch is copied from pinned host memory and the
     step ends by reading the loss, as ddptop's does. --precision fp32 is
     FP32 without TF32 (ddptop's --precision fp32), tf32 lets cuDNN and
-    cuBLAS use TF32 tensor cores (ddptop's --precision tf32);
+    cuBLAS use TF32 tensor cores (ddptop's --precision tf32), bf16 runs
+    the forward pass and the loss under autocast to bfloat16 (ddptop's
+    --precision bf16; on the CPU, oneDNN's bf16 kernels);
     --cudnn-benchmark times cuDNN's algorithms once per shape (ddptop's
     --cudnn-algo find), in the warm-up steps."""
     torch.set_num_threads(a.threads)
@@ -423,7 +425,8 @@ def train(a):
         xb = x[j:j + a.batch].to(dev, non_blocking=True)
         yb = y[j:j + a.batch].to(dev, non_blocking=True)
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(xb), yb)
+        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            loss = F.cross_entropy(model(xb), yb)
         loss.backward()
         opt.step()
         if dev.type == "cuda":
@@ -447,8 +450,8 @@ def main():
     t.add_argument("--steps", type=int, default=50)
     t.add_argument("--warmup", type=int, default=5)
     t.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU")
-    t.add_argument("--precision", choices=("fp32", "tf32"), default="fp32",
-                   help="GPU: fp32 (TF32 off in cuDNN and cuBLAS) or tf32 (on)")
+    t.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default="fp32",
+                   help="fp32 (on a GPU, TF32 off in cuDNN and cuBLAS), tf32 (GPU: on), or bf16 (autocast)")
     t.add_argument("--cudnn-benchmark", action="store_true",
                    help="GPU: cudnn.benchmark, cuDNN's algorithms timed once per shape")
     a = ap.parse_args()
