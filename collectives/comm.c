@@ -57,7 +57,7 @@ static int b_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
     return broken(c);
 }
 
-static int b_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
+static int b_allreduce_16(struct comm *c, uint16_t *buf, size_t n, int fmt, enum red_op op)
 {
     return broken(c);
 }
@@ -116,7 +116,7 @@ static void b_destroy(struct comm *c)
 static const struct comm_ops broken_ops = {
     .name = "broken",
     .allreduce = b_allreduce,
-    .allreduce_f16 = b_allreduce_f16,
+    .allreduce_16 = b_allreduce_16,
     .reduce_scatter = b_reduce_scatter,
     .allgather = b_allgather,
     .broadcast = b_broadcast,

@@ -40,8 +40,9 @@ struct comm_ops {
     const char *name;
     /* buf[n] on every rank; result everywhere. */
     int (*allreduce)(struct comm *c, float *buf, size_t n, enum red_op op);
-    /* buf[n] of IEEE binary16 values, reduced in float (--grad-compress fp16). */
-    int (*allreduce_f16)(struct comm *c, uint16_t *buf, size_t n, enum red_op op);
+    /* buf[n] of 16-bit values in format fmt (enum wire16, half.h: fp16 or
+     * bf16), reduced in float (--grad-compress). */
+    int (*allreduce_16)(struct comm *c, uint16_t *buf, size_t n, int fmt, enum red_op op);
     /* in[n * world] on every rank; out[n] receives this rank's reduced slice. */
     int (*reduce_scatter)(struct comm *c, const float *in, float *out, size_t n, enum red_op op);
     /* in[n] on every rank; out[n * world] receives all, in rank order. */

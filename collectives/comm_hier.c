@@ -6,8 +6,8 @@
  * leaders' step, and a local step back:
  *
  *   allreduce    local reduce to the leader, leaders' allreduce, local
- *                broadcast (fp16: a local fp16 allreduce, the leaders'
- *                fp16 allreduce, the leader's halves broadcast as floats);
+ *                broadcast (fp16, bf16: a local 16-bit allreduce, the leaders'
+ *                16-bit allreduce, the leader's halves broadcast as floats);
  *   allgather    local gather into the process's block, leaders' allgather
  *                of blocks, local broadcast of the whole;
  *   broadcast    in the root's process from the root to all (its leader
@@ -176,7 +176,7 @@ static int h_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
     return end(c, &hc, rc);
 }
 
-static int h_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
+static int h_allreduce_16(struct comm *c, uint16_t *buf, size_t n, int fmt, enum red_op op)
 {
     struct hier *h = H(c);
     struct hcall hc;
@@ -184,20 +184,21 @@ static int h_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op 
     size_t words = (n + 1) / 2; /* the halves, packed into floats' bytes for the broadcast */
     float *packed = scratch(c, words);
     int rc = packed ? 0 : -1;
+    const char *what = fmt == W16_BF16 ? "allreduce (bf16)" : "allreduce (fp16)";
     if (rc == 0)
-        rc = part_rc(c, h->local, h->local->ops->allreduce_f16(h->local, buf, n, RED_SUM), "allreduce (fp16)");
+        rc = part_rc(c, h->local, h->local->ops->allreduce_16(h->local, buf, n, fmt, RED_SUM), what);
     if (rc == 0 && h->inter)
-        rc = part_rc(c, h->inter, h->inter->ops->allreduce_f16(h->inter, buf, n, RED_SUM), "allreduce (fp16)");
+        rc = part_rc(c, h->inter, h->inter->ops->allreduce_16(h->inter, buf, n, fmt, RED_SUM), what);
     if (rc == 0) {
         if (words)
             packed[words - 1] = 0; /* (an odd count's last pad) */
         memcpy(packed, buf, n * sizeof(uint16_t));
-        rc = part_rc(c, h->local, h->local->ops->broadcast(h->local, packed, words, 0), "allreduce (fp16)");
+        rc = part_rc(c, h->local, h->local->ops->broadcast(h->local, packed, words, 0), what);
     }
     if (rc == 0) {
         memcpy(buf, packed, n * sizeof(uint16_t));
         if (op == RED_AVG)
-            half_scale(buf, n, 1.0f / (float)c->world);
+            w16_scale(fmt, buf, n, 1.0f / (float)c->world);
     }
     return end(c, &hc, rc);
 }
@@ -339,7 +340,7 @@ static void h_destroy(struct comm *c)
 static const struct comm_ops hier_ops = {
     .name = "hier",
     .allreduce = h_allreduce,
-    .allreduce_f16 = h_allreduce_f16,
+    .allreduce_16 = h_allreduce_16,
     .reduce_scatter = h_reduce_scatter,
     .allgather = h_allgather,
     .broadcast = h_broadcast,

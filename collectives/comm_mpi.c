@@ -33,7 +33,7 @@ struct mpi_peer {
 
 struct mpi_comm {
     MPI_Comm mc;
-    MPI_Op half_sum;
+    MPI_Op half_sum, bf16_sum;
     struct mpi_peer *peer; /* [world] */
 };
 
@@ -125,23 +125,29 @@ static int m_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
     return rc;
 }
 
-/* MPI's reduction over binary16 values: summed in float, as the shm ring
+/* MPI's reductions over 16-bit values: summed in float, as the shm ring
  * does (half.h). */
 static void half_sum_fn(void *in, void *inout, int *len, MPI_Datatype *type)
 {
     half_add(inout, in, (size_t)*len);
 }
 
-static int m_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
+static void bf16_sum_fn(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    bf16_add(inout, in, (size_t)*len);
+}
+
+static int m_allreduce_16(struct comm *c, uint16_t *buf, size_t n, int fmt, enum red_op op)
 {
     struct comm_call call;
     comm_call_begin(c, &call, COLL_ALLREDUCE, n * sizeof(uint16_t));
     call.tx = call.rx = 2 * ring_share(c, n * sizeof(uint16_t));
     MPI_Request req;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_UINT16_T, M(c)->half_sum, M(c)->mc, &req);
-    rc = finish(c, &call, rc, &req, "allreduce (fp16)");
+    MPI_Op sum = fmt == W16_BF16 ? M(c)->bf16_sum : M(c)->half_sum;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_UINT16_T, sum, M(c)->mc, &req);
+    rc = finish(c, &call, rc, &req, fmt == W16_BF16 ? "allreduce (bf16)" : "allreduce (fp16)");
     if (rc == 0 && op == RED_AVG)
-        half_scale(buf, n, 1.0f / (float)c->world);
+        w16_scale(fmt, buf, n, 1.0f / (float)c->world);
     return rc;
 }
 
@@ -300,6 +306,7 @@ static void m_destroy(struct comm *c)
             if (m->peer[i].req != MPI_REQUEST_NULL)
                 MPI_Wait(&m->peer[i].req, MPI_STATUS_IGNORE);
         MPI_Op_free(&m->half_sum);
+        MPI_Op_free(&m->bf16_sum);
         MPI_Comm_free(&m->mc);
         for (int i = 0; i < c->world; i++)
             free(m->peer[i].stage);
@@ -312,7 +319,7 @@ static void m_destroy(struct comm *c)
 static const struct comm_ops mpi_ops = {
     .name = "mpi",
     .allreduce = m_allreduce,
-    .allreduce_f16 = m_allreduce_f16,
+    .allreduce_16 = m_allreduce_16,
     .reduce_scatter = m_reduce_scatter,
     .allgather = m_allgather,
     .broadcast = m_broadcast,
@@ -351,6 +358,7 @@ struct comm *comm_mpi_create(MPI_Comm over, char *err, size_t errlen)
     /* failures come back as return codes, for the rank to name */
     MPI_Comm_set_errhandler(m->mc, MPI_ERRORS_RETURN);
     MPI_Op_create(half_sum_fn, 1, &m->half_sum);
+    MPI_Op_create(bf16_sum_fn, 1, &m->bf16_sum);
     c->ops = &mpi_ops;
     c->rank = rank;
     c->world = world;

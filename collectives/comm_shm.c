@@ -340,8 +340,19 @@ static void scale_f16(struct comm *c, void *x, size_t n, float f)
     half_scale(x, n, f);
 }
 
+static void add_bf16(struct comm *c, void *dst, const void *src, size_t n)
+{
+    bf16_add(dst, src, n);
+}
+
+static void scale_bf16(struct comm *c, void *x, size_t n, float f)
+{
+    bf16_scale(x, n, f);
+}
+
 static const struct dtype DT_F32 = {sizeof(float), add_f32, scale_f32, copy_dt};
-static const struct dtype DT_F16 = {sizeof(uint16_t), add_f16, scale_f16, copy_host}; /* host only */
+static const struct dtype DT_F16 = {sizeof(uint16_t), add_f16, scale_f16, copy_host};    /* host only */
+static const struct dtype DT_BF16 = {sizeof(uint16_t), add_bf16, scale_bf16, copy_host}; /* host only */
 
 static int ring_pass(struct comm *c, struct comm_call *call, const struct dtype *dt, void *buf_, size_t n,
                      enum red_op op, int shift, int do_rs, int do_ag)
@@ -694,17 +705,29 @@ static int shm_reduce_scatter(struct comm *c, const float *in, float *out, size_
     return rc;
 }
 
-/* allreduce of binary16 values (naive: through rank 0, in rank order) */
-static void arh_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
-                     enum red_op op)
+/* allreduce of 16-bit values (naive: through rank 0, in rank order) */
+static void arh_root_dt(struct comm *c, struct comm_call *call, float *out, size_t n, enum red_op op,
+                        const struct dtype *dt)
 {
     for (int p = 1; p < c->world; p++) {
-        add_f16(c, out, peer_src(c, p), n);
+        dt->add(c, out, peer_src(c, p), n);
         call->rx += n * sizeof(uint16_t);
     }
     if (op == RED_AVG)
-        scale_f16(c, out, n, 1.0f / (float)c->world);
+        dt->scale(c, out, n, 1.0f / (float)c->world);
     call->tx += (uint64_t)(c->world - 1) * n * sizeof(uint16_t);
+}
+
+static void arh_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                     enum red_op op)
+{
+    arh_root_dt(c, call, out, n, op, &DT_F16);
+}
+
+static void arhb_root(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
+                      enum red_op op)
+{
+    arh_root_dt(c, call, out, n, op, &DT_BF16);
 }
 
 static void arh_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
@@ -715,16 +738,16 @@ static void arh_peer(struct comm *c, struct comm_call *call, const float *in, fl
     call->tx += n * sizeof(uint16_t);
 }
 
-static int shm_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
+static int shm_allreduce_16(struct comm *c, uint16_t *buf, size_t n, int fmt, enum red_op op)
 {
     struct comm_call call;
     comm_call_begin(c, &call, COLL_ALLREDUCE, n * sizeof(uint16_t));
-    int rc = 0;
+    int rc = 0, bf = fmt == W16_BF16;
     if (c->world > 1) {
         if (c->algo == ALGO_RING && n >= (size_t)c->world)
-            rc = ring_pass(c, &call, &DT_F16, buf, n, op, 0, 1, 1);
+            rc = ring_pass(c, &call, bf ? &DT_BF16 : &DT_F16, buf, n, op, 0, 1, 1);
         else
-            rc = rooted(c, &call, (const float *)buf, (float *)buf, n, 0, op, arh_root, arh_peer);
+            rc = rooted(c, &call, (const float *)buf, (float *)buf, n, 0, op, bf ? arhb_root : arh_root, arh_peer);
     }
     comm_call_end(c, &call);
     return rc;
@@ -828,7 +851,7 @@ static void shm_destroy(struct comm *c)
 static const struct comm_ops shm_ops = {
     .name = "shm",
     .allreduce = shm_allreduce,
-    .allreduce_f16 = shm_allreduce_f16,
+    .allreduce_16 = shm_allreduce_16,
     .reduce_scatter = shm_reduce_scatter,
     .allgather = shm_allgather,
     .broadcast = shm_broadcast,

@@ -1,4 +1,4 @@
-/* half.c - binary16 conversions over whole buffers (half.h), on the F16C
+/* half.c - 16-bit conversions over whole buffers (half.h): binary16 on the F16C
  * instructions where the processor has them (every x86-64 with AVX2), else
  * one element at a time in C. Both round to nearest even, so the two give
  * the same bits for every finite value and infinity (a NaN stays a NaN). */
@@ -138,4 +138,54 @@ void half_scale(uint16_t *x, size_t n, float f)
     }
 #endif
     scale_c(x, n, f);
+}
+
+/* bfloat16: plain loops (the compiler vectorises the bit operations) */
+void bf16_from_floats(uint16_t *dst, const float *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = bf16_from_float(src[i]);
+}
+
+void bf16_to_floats(float *dst, const uint16_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = bf16_to_float(src[i]);
+}
+
+void bf16_add(uint16_t *dst, const uint16_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = bf16_from_float(bf16_to_float(dst[i]) + bf16_to_float(src[i]));
+}
+
+void bf16_scale(uint16_t *x, size_t n, float f)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = bf16_from_float(bf16_to_float(x[i]) * f);
+}
+
+const char *w16_name(int fmt)
+{
+    return fmt == W16_BF16 ? "bf16" : "fp16";
+}
+
+void w16_from_floats(int fmt, uint16_t *dst, const float *src, size_t n)
+{
+    (fmt == W16_BF16 ? bf16_from_floats : half_from_floats)(dst, src, n);
+}
+
+void w16_to_floats(int fmt, float *dst, const uint16_t *src, size_t n)
+{
+    (fmt == W16_BF16 ? bf16_to_floats : half_to_floats)(dst, src, n);
+}
+
+void w16_add(int fmt, uint16_t *dst, const uint16_t *src, size_t n)
+{
+    (fmt == W16_BF16 ? bf16_add : half_add)(dst, src, n);
+}
+
+void w16_scale(int fmt, uint16_t *x, size_t n, float f)
+{
+    (fmt == W16_BF16 ? bf16_scale : half_scale)(x, n, f);
 }

@@ -1,7 +1,9 @@
-/* half.h - IEEE 754 binary16 conversions (round to nearest even) for
- * --grad-compress fp16: gradients travel as half precision and are reduced
- * in float. One value at a time here (the reference), whole buffers in
- * half.c (the hardware's conversions where there are some). */
+/* half.h - 16-bit gradients on the wire (--grad-compress): IEEE 754
+ * binary16 (fp16) and bfloat16 (bf16, fp32's top 16 bits: fp32's range,
+ * 8 bits of mantissa), converted with rounding to nearest even; they travel
+ * as 16 bits and are reduced in float. One value at a time here (the
+ * reference), whole buffers in half.c (the hardware's conversions where
+ * there are some). */
 #ifndef DDPTOP_HALF_H
 #define DDPTOP_HALF_H
 
@@ -63,11 +65,42 @@ static inline float half_to_float(uint16_t h)
     return f;
 }
 
+static inline uint16_t bf16_from_float(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u); /* a NaN stays a (quiet) NaN */
+    x += 0x7fffu + ((x >> 16) & 1u);          /* may carry into the exponent: inf past the largest */
+    return (uint16_t)(x >> 16);
+}
+
+static inline float bf16_to_float(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
 /* Buffers: dst[i] = src[i] converted; dst += src and x *= f in float,
  * rounded back to half. The same bits as the one-value functions. */
 void half_from_floats(uint16_t *dst, const float *src, size_t n);
 void half_to_floats(float *dst, const uint16_t *src, size_t n);
 void half_add(uint16_t *dst, const uint16_t *src, size_t n);
 void half_scale(uint16_t *x, size_t n, float f);
+void bf16_from_floats(uint16_t *dst, const float *src, size_t n);
+void bf16_to_floats(float *dst, const uint16_t *src, size_t n);
+void bf16_add(uint16_t *dst, const uint16_t *src, size_t n);
+void bf16_scale(uint16_t *x, size_t n, float f);
+
+/* The format of 16-bit gradients (--grad-compress's values but none), and
+ * the buffer functions above by format. */
+enum wire16 { W16_FP16 = 1, W16_BF16 = 2 };
+const char *w16_name(int fmt); /* "fp16", "bf16" */
+void w16_from_floats(int fmt, uint16_t *dst, const float *src, size_t n);
+void w16_to_floats(int fmt, float *dst, const uint16_t *src, size_t n);
+void w16_add(int fmt, uint16_t *dst, const uint16_t *src, size_t n);
+void w16_scale(int fmt, uint16_t *x, size_t n, float f);
 
 #endif

@@ -40,7 +40,8 @@ struct hvd_engine {
     float *flags;            /* [g.n]: the negotiation's vector */
     float *fusion;           /* [fusion_floats] */
     int *order;              /* [g.n]: one cycle's agreed tensors, backward order (thread only) */
-    uint16_t *half;          /* fp16 staging, [max(fusion, largest tensor)], or NULL */
+    uint16_t *half;          /* 16-bit staging, [max(fusion, largest tensor)], or NULL */
+    int w16;                 /* its format (enum wire16), 0 without */
     unsigned char *done;     /* [g.n]: reduced this step (thread only) */
     _Atomic uint64_t *ready; /* [g.n]: the step generation in which it became ready */
     pthread_t thread;
@@ -83,7 +84,7 @@ static int reduce_fused(struct hvd_engine *e, const int *ps, int n, int fused_id
     const struct grad_tensor *t = e->g.t;
     if (n == 1 && t[ps[0]].len > e->fusion_floats) {
         c->tag = (int16_t)ps[0];
-        int rc = allreduce_avg(c, e->g.grads + t[ps[0]].off, t[ps[0]].len, e->half);
+        int rc = allreduce_avg(c, e->g.grads + t[ps[0]].off, t[ps[0]].len, e->half, e->w16);
         c->tag = -1;
         return comm_context(c, rc, "tensor %d: allreduce", ps[0]);
     }
@@ -94,7 +95,7 @@ static int reduce_fused(struct hvd_engine *e, const int *ps, int n, int fused_id
     }
     c->tag = (int16_t)fused_id;
     nvtx_push_id("allreduce fused", fused_id);
-    int rc = allreduce_avg(c, e->fusion, at, e->half);
+    int rc = allreduce_avg(c, e->fusion, at, e->half, e->w16);
     nvtx_pop();
     c->tag = -1;
     if (rc != 0)
@@ -207,7 +208,7 @@ static void *thread_main(void *arg)
 }
 
 struct hvd_engine *hvd_create(struct comm *c, const struct grad_layout *g, size_t fusion_bytes, double cycle_ms,
-                              int fp16, struct spsc_ring *ring, const _Atomic uint32_t *step)
+                              int w16, struct spsc_ring *ring, const _Atomic uint32_t *step)
 {
     struct hvd_engine *e = calloc(1, sizeof(*e));
     if (!e)
@@ -232,9 +233,10 @@ struct hvd_engine *hvd_create(struct comm *c, const struct grad_layout *g, size_
     e->ready = calloc(n, sizeof(*e->ready));
     e->fusion = malloc(e->fusion_floats * sizeof(float));
     e->order = malloc(n * sizeof(int));
-    if (fp16)
+    e->w16 = w16;
+    if (w16)
         e->half = malloc((largest > e->fusion_floats ? largest : e->fusion_floats) * sizeof(uint16_t));
-    if (!e->flags || !e->done || !e->ready || !e->fusion || !e->order || (fp16 && !e->half))
+    if (!e->flags || !e->done || !e->ready || !e->fusion || !e->order || (w16 && !e->half))
         goto fail;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);

@@ -7,10 +7,11 @@
 
 struct hvd_engine;
 /* fusion_bytes caps a fusion buffer (Horovod's 64 MB); cycle_ms spaces the
- * negotiations (Horovod's 5 ms). fp16: gradients travel as half precision.
+ * negotiations (Horovod's 5 ms). w16 (enum wire16, or 0): gradients travel
+ * as 16-bit values of that format.
  * The thread's spans go to ring as LANE_COMM. NULL when out of memory. */
 struct hvd_engine *hvd_create(struct comm *c, const struct grad_layout *g, size_t fusion_bytes, double cycle_ms,
-                              int fp16, struct spsc_ring *ring, const _Atomic uint32_t *step);
+                              int w16, struct spsc_ring *ring, const _Atomic uint32_t *step);
 /* Start of backward. */
 void hvd_begin(struct hvd_engine *e);
 /* Backward reports parameter p's gradient final. */

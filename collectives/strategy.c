@@ -29,24 +29,25 @@ int strategy_parse(const char *name)
     return -1;
 }
 
-int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half)
+int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half, int fmt)
 {
     if (!half)
         return c->ops->allreduce(c, buf, n, RED_AVG);
-    half_from_floats(half, buf, n);
-    int rc = c->ops->allreduce_f16(c, half, n, RED_AVG);
-    half_to_floats(buf, half, n);
+    w16_from_floats(fmt, half, buf, n);
+    int rc = c->ops->allreduce_16(c, half, n, fmt, RED_AVG);
+    w16_to_floats(fmt, buf, half, n);
     return rc;
 }
 
-int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half)
+int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half, int fmt)
 {
     int rc = 0;
     for (int p = 0; p < g->n && rc == 0; p++) {
         if (!g->t[p].trainable)
             continue;
         c->tag = (int16_t)p;
-        rc = comm_context(c, allreduce_avg(c, g->grads + g->t[p].off, g->t[p].len, half), "allreduce of tensor %d", p);
+        rc = comm_context(c, allreduce_avg(c, g->grads + g->t[p].off, g->t[p].len, half, fmt), "allreduce of tensor %d",
+                          p);
     }
     c->tag = -1;
     return rc;
@@ -159,7 +160,8 @@ struct ddp_engine {
     struct spsc_ring *lane_ring;
     struct spsc_ring *main_ring; /* bucket-ready markers */
     const _Atomic uint32_t *step;
-    uint16_t *half; /* fp16 staging, [largest bucket], or NULL */
+    uint16_t *half; /* 16-bit staging, [largest bucket], or NULL */
+    int w16;        /* its format (enum wire16), 0 without */
     struct ddp_hooks hooks;
     _Atomic int hooks_set; /* the lane reads hooks only after this */
 };
@@ -173,7 +175,7 @@ static int run_bucket(struct ddp_engine *e, int i)
         return comm_context(c, -1, "bucket %d: waiting for its gradients", i);
     c->tag = (int16_t)i;
     nvtx_push_id("allreduce bucket", i);
-    int rc = allreduce_avg(c, e->g.grads + b->off, b->len, e->half);
+    int rc = allreduce_avg(c, e->g.grads + b->off, b->len, e->half, e->w16);
     nvtx_pop();
     c->tag = -1;
     return comm_context(c, rc, "bucket %d: allreduce", i);
@@ -222,7 +224,7 @@ static void *lane_main(void *arg)
 }
 
 struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
-                              int overlap, int fp16, struct spsc_ring *lane_ring, struct spsc_ring *main_ring,
+                              int overlap, int w16, struct spsc_ring *lane_ring, struct spsc_ring *main_ring,
                               const _Atomic uint32_t *step)
 {
     struct ddp_engine *e = calloc(1, sizeof(*e));
@@ -240,7 +242,8 @@ struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_
     if (!e->b || !e->bucket_of || !e->queue)
         goto fail;
     e->nb = ddp_plan(g, bucket_bytes, first_bytes, e->b, e->bucket_of);
-    if (fp16) {
+    e->w16 = w16;
+    if (w16) {
         size_t maxlen = 1;
         for (int i = 0; i < e->nb; i++)
             maxlen = e->b[i].len > maxlen ? e->b[i].len : maxlen;

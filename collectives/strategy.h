@@ -39,13 +39,14 @@ struct grad_layout {
     size_t nfloats;
 };
 
-/* Average-allreduce of buf[n]. With half (room for n binary16 values) the
- * values travel and are reduced as half precision (--grad-compress fp16). */
-int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half);
+/* Average-allreduce of buf[n]. With half (room for n 16-bit values) the
+ * values travel and are reduced as 16-bit values of format fmt (enum
+ * wire16, half.h; --grad-compress fp16 or bf16). */
+int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half, int fmt);
 
 /* allreduce: one average-allreduce per trainable tensor, in parameter order.
- * half: NULL, or room for the largest tensor in binary16. */
-int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half);
+ * half: NULL, or room for the largest tensor in 16 bits (format fmt). */
+int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half, int fmt);
 
 /* gather-scatter: every rank's trainable gradients are gathered at rank 0,
  * averaged there in rank order, and broadcast back. scratch holds
@@ -75,12 +76,13 @@ struct ddp_engine;
  * first_bytes (PyTorch's 1 MB). With overlap, a comm-lane thread allreduces
  * each bucket as soon as its last gradient is ready; its spans go to
  * lane_ring as LANE_COMM. Without overlap, ddp_finish runs them in order on
- * the calling thread. fp16: buckets travel as half precision. When a bucket
+ * the calling thread. w16 (enum wire16, or 0): buckets travel as 16-bit
+ * values of that format. When a bucket
  * becomes ready, a zero-length "bucket ready" span (lane main, category
  * backward, tag = bucket index) goes to main_ring, so traces can draw a
  * flow from it to the bucket's allreduce. */
 struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
-                              int overlap, int fp16, struct spsc_ring *lane_ring, struct spsc_ring *main_ring,
+                              int overlap, int w16, struct spsc_ring *lane_ring, struct spsc_ring *main_ring,
                               const _Atomic uint32_t *step);
 /* Stream ordering when the gradients live on a device that only enqueues
  * work (NULL members: nothing to do, as on the CPU). lane_init runs on the

@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "comm_gpu.h"
+#include "half.h"
 
 int cuda_ring_add(float *dst, const float *src, size_t n, void *stream);
 int cuda_ring_scale(float *x, size_t n, float f, void *stream);
@@ -104,9 +105,10 @@ static int r_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
     return check(c, X(c)->inner->allreduce(c, buf, n, op));
 }
 
-static int r_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
+static int r_allreduce_16(struct comm *c, uint16_t *buf, size_t n, int fmt, enum red_op op)
 {
-    snprintf(c->err, sizeof(c->err), "--grad-compress fp16 is not available on a shared GPU");
+    snprintf(c->err, sizeof(c->err), "--grad-compress %s is not available on a shared GPU",
+             fmt == W16_BF16 ? "bf16" : "fp16");
     return -1;
 }
 
@@ -199,7 +201,7 @@ struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int algo, int 
     x->inner = c->ops;
     x->ops = (struct comm_ops){.name = "cuda-ring",
                                .allreduce = r_allreduce,
-                               .allreduce_f16 = r_allreduce_f16,
+                               .allreduce_16 = r_allreduce_16,
                                .reduce_scatter = r_reduce_scatter,
                                .allgather = r_allgather,
                                .broadcast = r_broadcast,

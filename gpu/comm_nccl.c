@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "comm_gpu.h"
+#include "half.h"
 
 _Static_assert(sizeof(ncclUniqueId) <= GPU_NCCL_ID_BYTES, "GPU_NCCL_ID_BYTES too small");
 
@@ -139,11 +140,12 @@ static int n_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
               ncclAllReduce(buf, buf, n, ncclFloat, redop(op), NS(c)->nc, NS(c)->stream));
 }
 
-static int n_allreduce_f16(struct comm *c, uint16_t *buf, size_t n, enum red_op op)
+static int n_allreduce_16(struct comm *c, uint16_t *buf, size_t n, int fmt, enum red_op op)
 {
     size_t b = n * sizeof(uint16_t);
-    NCCL_CALL(c, COLL_ALLREDUCE, b, ring_bytes(c, b), ring_bytes(c, b),
-              ncclAllReduce(buf, buf, n, ncclHalf, redop(op), NS(c)->nc, NS(c)->stream));
+    NCCL_CALL(
+        c, COLL_ALLREDUCE, b, ring_bytes(c, b), ring_bytes(c, b),
+        ncclAllReduce(buf, buf, n, fmt == W16_BF16 ? ncclBfloat16 : ncclHalf, redop(op), NS(c)->nc, NS(c)->stream));
 }
 
 static int n_reduce_scatter(struct comm *c, const float *in, float *out, size_t n, enum red_op op)
@@ -273,7 +275,7 @@ static void n_destroy(struct comm *c)
 static const struct comm_ops nccl_ops = {
     .name = "nccl",
     .allreduce = n_allreduce,
-    .allreduce_f16 = n_allreduce_f16,
+    .allreduce_16 = n_allreduce_16,
     .reduce_scatter = n_reduce_scatter,
     .allgather = n_allgather,
     .broadcast = n_broadcast,

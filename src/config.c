@@ -645,7 +645,7 @@ static const char *const parallel_names[] = {
 static const char *const schedule_names[] = {[SCHED_GPIPE] = "gpipe", [SCHED_1F1B] = "1f1b", NULL};
 static const char *const format_names[] = {
     [FMT_TEXT] = "text", [FMT_CSV] = "csv", [FMT_JSON] = "json", [FMT_MD] = "md", NULL};
-static const char *const off_on_fp16[] = {"none", "fp16", NULL};
+static const char *const grad_compress_names[] = {"none", "fp16", "bf16", NULL}; /* enum wire16 */
 static const char *const precision_names[] = {
     [PREC_FP32] = "fp32", [PREC_TF32] = "tf32", [PREC_BF16] = "bf16", [PREC_FP16] = "fp16", NULL};
 static const char *const cudnn_algo_names[] = {[CONV_ALGO_FIND] = "find", [CONV_ALGO_HEURISTIC] = "heuristic", NULL};
@@ -794,8 +794,10 @@ static const struct opt opts[] = {
     {INT("cupti-sample", AT(base.cupti_sample), 1, INT_MAX, "P", "50", G_EXEC,
          "GPU: trace the device for 3 steps in every P (1: every step); the other steps' split is scaled from the "
          "latest traced step, which keeps CUPTI's cost on small models near 1%")},
-    {CHOICE("grad-compress", AT(base.grad_fp16), NAMES(off_on_fp16), "compression", NULL, "none", G_EXEC,
-            "fp16: send gradients as half precision")},
+    {CHOICE("grad-compress", AT(base.grad_compress), NAMES(grad_compress_names), "compression", NULL, NULL, G_EXEC,
+            "send gradients as 16-bit fp16 or bf16 values (reduced in fp32), or not (none)"),
+     .def_text = "bf16 under --precision bf16 (allreduce, ddp, horovod), else none",
+     .also_off = OFF(base.grad_compress_set), .also = 1},
     {CHOICE("precision", AT(base.precision), NAMES(precision_names), "precision", NULL, "fp32", G_EXEC,
             "arithmetic of convolutions and GEMMs: fp32 throughout; tf32 multiplies fp32 data on a GPU's tensor "
             "cores with a 10-bit mantissa (cuDNN's and cuBLAS's TF32 modes); bf16 multiplies bfloat16 inputs and "

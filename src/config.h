@@ -93,7 +93,9 @@ struct run_config {
     int no_cupti;             /* GPU: collect no device timelines */
     int cupti_sample;         /* GPU: device records for CFG_CUPTI_WINDOW steps in every cupti_sample (1: all) */
     int broadcast_buffers;    /* batch norm running statistics from rank 0 before each step (DDP's default) */
-    int grad_fp16;
+    /* enum wire16 (half.h), 0: none; unless grad_compress_set, the
+     * training precision's (run_grad_compress) */
+    int grad_compress, grad_compress_set;
     int precision;  /* enum precision (device.h) */
     int cudnn_algo; /* enum conv_algo_choice (device.h) */
     int slow_rank;  /* -1: none */

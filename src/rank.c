@@ -181,7 +181,7 @@ static int sync_grads(struct loop *L)
         return 0; /* one rank: nothing to synchronise, whatever the strategy */
     switch (L->cfg->strategy) {
     case STRAT_ALLREDUCE:
-        return sync_allreduce(c, &L->gl, L->half);
+        return sync_allreduce(c, &L->gl, L->half, L->cfg->grad_compress);
     case STRAT_GATHER_SCATTER:
         return sync_gather_scatter(c, &L->gl, L->gs_scratch,
                                    L->rk->dev.ops->average_slices ? gs_average_on_device : NULL, L->rk);
@@ -1078,8 +1078,8 @@ static int loop_init(struct loop *L, struct rank *rk)
     case STRAT_DDP: {
         /* PyTorch's first bucket is 1 MB; a smaller cap applies to it too */
         size_t cap = (size_t)(cfg->bucket_mb * 1024 * 1024);
-        L->ddp = ddp_create(rk->comm, &L->gl, cap, cap < 1024 * 1024 ? cap : 1024 * 1024, cfg->overlap, cfg->grad_fp16,
-                            &rk->spans_comm, &rk->spans_main, &rk->step);
+        L->ddp = ddp_create(rk->comm, &L->gl, cap, cap < 1024 * 1024 ? cap : 1024 * 1024, cfg->overlap,
+                            cfg->grad_compress, &rk->spans_comm, &rk->spans_main, &rk->step);
         if (!L->ddp)
             return fail(rk, "cannot create the DDP buckets");
         if (L->async) {
@@ -1089,18 +1089,18 @@ static int loop_init(struct loop *L, struct rank *rk)
         break;
     }
     case STRAT_HOROVOD:
-        L->hvd = hvd_create(rk->comm, &L->gl, (size_t)(cfg->fusion_mb * 1024 * 1024), cfg->cycle_ms, cfg->grad_fp16,
+        L->hvd = hvd_create(rk->comm, &L->gl, (size_t)(cfg->fusion_mb * 1024 * 1024), cfg->cycle_ms, cfg->grad_compress,
                             &rk->spans_comm, &rk->step);
         if (!L->hvd)
             return fail(rk, "cannot start the horovod background thread");
         break;
     case STRAT_ALLREDUCE:
-        if (cfg->grad_fp16) {
+        if (cfg->grad_compress) {
             size_t mx = 1;
             for (int p = 0; p < m->nparams; p++)
                 mx = m->params[p].len > mx ? m->params[p].len : mx;
             if (!(L->half = malloc(mx * sizeof(uint16_t))))
-                return fail(rk, "out of memory for the fp16 buffer");
+                return fail(rk, "out of memory for the 16-bit gradient buffer");
         }
         break;
     case STRAT_DP: {

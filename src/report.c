@@ -11,6 +11,7 @@
 
 #include "comm.h"
 #include "cost_model.h"
+#include "half.h"
 #include "model.h"
 #include "pipeline.h"
 #include "predict.h"
@@ -576,14 +577,23 @@ static const char *threshold_str(char *buf, size_t n, const struct run_result *r
  * layers split into stages. */
 static const char *strat_label(const struct run_result *r)
 {
-    static char buf[STRAT_COUNT][2][32], staged[32];
+    static char buf[STRAT_COUNT][3][32], staged[32];
     if (r->cfg.parallel != PAR_DATA)
         return train_mode_label(&r->cfg, staged, sizeof(staged));
     if (r->cfg.strategy < 0 || r->cfg.strategy >= STRAT_COUNT)
         return "n/a";
-    int k = r->cfg.strategy, h = r->compress_valid && r->cfg.grad_fp16 != 0;
-    snprintf(buf[k][h], sizeof(buf[k][h]), "%s%s", strategy_name(r->cfg.strategy), h ? "+fp16" : "");
+    int k = r->cfg.strategy, h = r->compress_valid ? r->cfg.grad_compress : 0;
+    h = h >= 0 && h <= 2 ? h : 0;
+    snprintf(buf[k][h], sizeof(buf[k][h]), "%s%s%s", strategy_name(r->cfg.strategy), h ? "+" : "",
+             h ? w16_name(h) : "");
     return buf[k][h];
+}
+
+/* --grad-compress's value as the run trained ("none", "fp16", "bf16"), or
+ * NULL when unknown. */
+static const char *compress_name(const struct run_result *r)
+{
+    return !r->compress_valid ? NULL : r->cfg.grad_compress ? w16_name(r->cfg.grad_compress) : "none";
 }
 
 /* --precision's name, or NULL when unknown (a trace that does not say). */
@@ -1047,7 +1057,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_str(o, "model", r->cfg.model);
     add_str(o, "dataset", r->dataset);
     add_str(o, "strategy", strat_name(r));
-    add_str(o, "grad_compress", r->compress_valid ? (r->cfg.grad_fp16 ? "fp16" : "none") : NULL);
+    add_str(o, "grad_compress", compress_name(r));
     add_str(o, "precision", prec_name(r));
     add_str(o, "device", r->device);
     add_str(o, "backend", r->backend);
@@ -1213,7 +1223,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_str(f, r->cfg.model);
             csv_str(f, r->dataset);
             csv_str(f, strat_name(r));
-            csv_str(f, r->compress_valid ? (r->cfg.grad_fp16 ? "fp16" : "none") : NULL);
+            csv_str(f, compress_name(r));
             fprintf(f, ",%d", r->world);
             csv_num(f, per_rank_batch(r), r->batch_valid, "%.0f");
             csv_num(f, r->global_batch, r->batch_valid, "%.0f");

@@ -59,7 +59,7 @@ struct replay_source {
 
 struct run_result {
     struct run_config cfg; /* model "" and strategy -1 when a trace does not say */
-    int compress_valid;    /* cfg.grad_fp16 is known */
+    int compress_valid;    /* cfg.grad_compress is known */
     int precision_valid;   /* cfg.precision is known */
     char dataset[32];
     char device[64];

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "half.h"
 #include "kernels_cpu.h"
 #include "model.h"
 #include "nvtx.h"
@@ -40,8 +41,9 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
             snprintf(err, errlen, "--gpus: there is no GPU %d (%d found: 0..%d)", rc->gpus[i], count, count - 1);
             return -1;
         }
-    if (rc->grad_fp16 && r->world > 1) {
-        snprintf(err, errlen, "--grad-compress fp16: runs on the CPU only for now");
+    int gc = run_grad_compress(rc);
+    if (gc && r->world > 1) {
+        snprintf(err, errlen, "--grad-compress %s: runs on the CPU only for now", w16_name(gc));
         return -1;
     }
     /* distinct GPUs among the ranks: NCCL refuses a GPU twice in one communicator */
@@ -106,6 +108,14 @@ static int procs_check(const struct run_config *rc, int on_gpu, char *err, size_
         return -1;
     }
     return 0;
+}
+
+int run_grad_compress(const struct run_config *rc)
+{
+    if (rc->grad_compress_set)
+        return rc->grad_compress;
+    int compresses = rc->strategy == STRAT_ALLREDUCE || rc->strategy == STRAT_DDP || rc->strategy == STRAT_HOROVOD;
+    return rc->precision == PREC_BF16 && run_world(rc) > 1 && rc->parallel == PAR_DATA && compresses ? W16_BF16 : 0;
 }
 
 int run_check_precision(int precision, const struct device_ops *devops, char *err, size_t errlen)
@@ -321,10 +331,11 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                  train->name, per_rank);
         return -1;
     }
-    if (rc->grad_fp16 && world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP &&
+    int gc = run_grad_compress(rc);
+    if (gc && world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP &&
         rc->strategy != STRAT_HOROVOD) {
-        snprintf(err, errlen, "--grad-compress fp16: only the allreduce, ddp and horovod strategies compress (not %s)",
-                 strategy_name(rc->strategy));
+        snprintf(err, errlen, "--grad-compress %s: only the allreduce, ddp and horovod strategies compress (not %s)",
+                 w16_name(gc), strategy_name(rc->strategy));
         return -1;
     }
     /* as config_parse says it for the command line: a plan made later (the
@@ -352,7 +363,7 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
             snprintf(err, errlen, "--check-replicas: with --parallel %s no two ranks hold the same layers", par);
             return -1;
         }
-        if (rc->grad_fp16) {
+        if (run_grad_compress(rc)) {
             snprintf(err, errlen, "--grad-compress: with --parallel %s no gradients are averaged between ranks", par);
             return -1;
         }
@@ -404,6 +415,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     }
     procs_announce(rc); /* under mpirun: the workers start it too (procs.h) */
     r->cfg = *rc;
+    r->cfg.grad_compress = run_grad_compress(rc); /* as the run trains, for the ranks and the report */
+    r->cfg.grad_compress_set = 1;
     r->train = train;
     r->test = test;
     r->devops = devops;

@@ -128,6 +128,10 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
  * a model (--info too): --precision must be implemented and suit the
  * device. 0, or -1 with err set. */
 int run_check_precision(int precision, const struct device_ops *devops, char *err, size_t errlen);
+/* The format gradients travel in (enum wire16, half.h), 0 for fp32:
+ * --grad-compress where given, else bf16 for a bf16 run of a strategy that
+ * compresses (DDP's bf16 compression hook by default), else none. */
+int run_grad_compress(const struct run_config *rc);
 /* Rank i's model once the rank has built it, else NULL: for the collector
  * to read what stays fixed after the build (the layers' names) and what
  * the model publishes for other threads (model_layer_times). It lives

@@ -14,6 +14,7 @@
  * ring shift even ranks send first and odd ranks receive first: the chain
  * of waits ends at rank W-1 or 0 for any W >= 2.
  */
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -245,13 +246,24 @@ struct f16job {
     struct comm *c;
     uint16_t *b;
     size_t n;
+    int fmt; /* enum wire16 */
 };
 
 static void *f16_worker(void *arg)
 {
     struct f16job *j = arg;
-    j->c->ops->allreduce_f16(j->c, j->b, j->n, RED_SUM);
+    j->c->ops->allreduce_16(j->c, j->b, j->n, j->fmt, RED_SUM);
     return NULL;
+}
+
+static uint16_t to16(int fmt, float f)
+{
+    return fmt == W16_BF16 ? bf16_from_float(f) : half_from_float(f);
+}
+
+static float from16(int fmt, uint16_t h)
+{
+    return fmt == W16_BF16 ? bf16_to_float(h) : half_to_float(h);
 }
 
 /* A peer that never arrives: raising abort releases the waiting rank. */
@@ -632,6 +644,40 @@ static void test_half_conversions(void **state)
             assert_int_equal(half_from_float(half_to_float((uint16_t)h)), h);
 }
 
+/* bfloat16: a float's nearest bf16 (ties to even), found here from the two
+ * bf16 values around it by distance in double, over random floats of every
+ * exponent and the halfway points; overflow to inf, NaN stays NaN, every
+ * bf16 survives the round trip. */
+static void test_bf16_conversions(void **state)
+{
+    assert_int_equal(bf16_from_float(1.0f), 0x3f80);
+    assert_int_equal(bf16_from_float(-2.0f), 0xc000);
+    assert_int_equal(bf16_from_float(1.0f + 1.0f / 256), 0x3f80); /* tie: to even */
+    assert_int_equal(bf16_from_float(1.0f + 3.0f / 256), 0x3f82); /* tie: to even, up */
+    assert_int_equal(bf16_from_float(3.4e38f), 0x7f80);           /* past the largest bf16: inf */
+    assert_true(isnan(bf16_to_float(bf16_from_float(NAN))));
+    assert_int_equal(bf16_from_float(INFINITY), 0x7f80);
+    for (uint32_t h = 0; h < 0x10000; h++)
+        if ((h & 0x7f80u) != 0x7f80u)
+            assert_int_equal(bf16_from_float(bf16_to_float((uint16_t)h)), h);
+    uint64_t z = 0x9E3779B97F4A7C15ULL;
+    for (int k = 0; k < 200000; k++) {
+        z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+        uint32_t bits = (uint32_t)z;
+        if (k % 4 == 0)
+            bits = (bits & 0xffff0000u) | 0x8000u; /* a halfway point */
+        if ((bits & 0x7f800000u) == 0x7f800000u || (bits & 0x7fffffffu) >= 0x7f7f8000u)
+            continue; /* inf, NaN, and what rounds past the largest bf16 */
+        float f;
+        memcpy(&f, &bits, 4);
+        uint16_t lo = (uint16_t)(bits >> 16), hi = (uint16_t)(lo + 1); /* same sign: |hi| > |lo| */
+        double dl = fabs((double)f - bf16_to_float(lo)), dh = fabs((double)f - bf16_to_float(hi));
+        uint16_t want = dl < dh ? lo : dh < dl ? hi : (lo & 1u) ? hi : lo;
+        if (bf16_from_float(f) != want)
+            fail_msg("bf16_from_float(%a): 0x%04x, want 0x%04x", (double)f, bf16_from_float(f), want);
+    }
+}
+
 /* The buffer conversions (F16C where there is some) give the one-value
  * functions' bits: every half, floats around every rounding boundary,
  * overflow and subnormals, and sums and scalings of random pairs. */
@@ -675,44 +721,46 @@ static void test_half_buffers(void **state)
     free(h), free(h2), free(h3), free(f), free(g);
 }
 
-/* binary16 allreduce: small integers are exact in half precision too */
+/* 16-bit allreduces (fp16, bf16): small integers are exact in both (bf16
+ * up to 256, fp16 up to 2048), and so is every partial sum of val()'s */
 static void test_allreduce_f16(void **state)
 {
-    for (int algo = ALGO_RING; algo <= ALGO_NAIVE; algo++)
-        for (int W = 1; W <= 5; W++) {
-            _Atomic int abort_flag = 0;
-            struct shm_world *w = shm_world_create(W, &abort_flag);
-            struct comm *c[5];
-            pthread_t th[5];
-            uint16_t *buf[5];
-            size_t n = 70001;
-            for (int r = 0; r < W; r++) {
-                c[r] = comm_shm_create(w, r, algo);
-                buf[r] = malloc(n * sizeof(uint16_t));
-                for (size_t i = 0; i < n; i++)
-                    buf[r][i] = half_from_float(val(r, i, 0));
-            }
-            struct f16job jobs[5];
-            for (int r = 0; r < W; r++) {
-                jobs[r] = (struct f16job){c[r], buf[r], n};
-                pthread_create(&th[r], NULL, f16_worker, &jobs[r]);
-            }
-            for (int r = 0; r < W; r++)
-                pthread_join(th[r], NULL);
-            int wrong = 0;
-            for (int r = 0; r < W; r++) {
-                for (size_t i = 0; i < n; i++) {
-                    float s = 0;
-                    for (int p = 0; p < W; p++)
-                        s += val(p, i, 0);
-                    wrong += half_to_float(buf[r][i]) != s;
+    for (int fmt = W16_FP16; fmt <= W16_BF16; fmt++)
+        for (int algo = ALGO_RING; algo <= ALGO_NAIVE; algo++)
+            for (int W = 1; W <= 5; W++) {
+                _Atomic int abort_flag = 0;
+                struct shm_world *w = shm_world_create(W, &abort_flag);
+                struct comm *c[5];
+                pthread_t th[5];
+                uint16_t *buf[5];
+                size_t n = 70001;
+                for (int r = 0; r < W; r++) {
+                    c[r] = comm_shm_create(w, r, algo);
+                    buf[r] = malloc(n * sizeof(uint16_t));
+                    for (size_t i = 0; i < n; i++)
+                        buf[r][i] = to16(fmt, val(r, i, 0));
                 }
-                c[r]->ops->destroy(c[r]);
-                free(buf[r]);
+                struct f16job jobs[5];
+                for (int r = 0; r < W; r++) {
+                    jobs[r] = (struct f16job){c[r], buf[r], n, fmt};
+                    pthread_create(&th[r], NULL, f16_worker, &jobs[r]);
+                }
+                for (int r = 0; r < W; r++)
+                    pthread_join(th[r], NULL);
+                int wrong = 0;
+                for (int r = 0; r < W; r++) {
+                    for (size_t i = 0; i < n; i++) {
+                        float s = 0;
+                        for (int p = 0; p < W; p++)
+                            s += val(p, i, 0);
+                        wrong += from16(fmt, buf[r][i]) != s;
+                    }
+                    c[r]->ops->destroy(c[r]);
+                    free(buf[r]);
+                }
+                shm_world_destroy(w);
+                assert_int_equal(wrong, 0);
             }
-            shm_world_destroy(w);
-            assert_int_equal(wrong, 0);
-        }
 }
 
 /* ---- the hierarchical communicator (comm_hier.c) ----------------------
@@ -805,32 +853,34 @@ static void test_hier_collectives(void **state)
 
 static void test_hier_f16(void **state)
 {
-    struct hier_set h;
-    hier_make(&h, 2, 3, ALGO_RING);
-    size_t n = 3001; /* odd: the packed broadcast's last half is padding */
-    uint16_t *buf[6];
-    struct f16job jobs[6];
-    pthread_t th[6];
-    for (int r = 0; r < 6; r++) {
-        buf[r] = malloc(n * sizeof(uint16_t));
-        for (size_t i = 0; i < n; i++)
-            buf[r][i] = half_from_float(val(r, i, 0));
-        jobs[r] = (struct f16job){h.c[r], buf[r], n};
-        pthread_create(&th[r], NULL, f16_worker, &jobs[r]);
-    }
-    int wrong = 0;
-    for (int r = 0; r < 6; r++) {
-        pthread_join(th[r], NULL);
-        for (size_t i = 0; i < n; i++) {
-            float s = 0;
-            for (int p = 0; p < 6; p++)
-                s += val(p, i, 0);
-            wrong += half_to_float(buf[r][i]) != s;
+    for (int fmt = W16_FP16; fmt <= W16_BF16; fmt++) {
+        struct hier_set h;
+        hier_make(&h, 2, 3, ALGO_RING);
+        size_t n = 3001; /* odd: the packed broadcast's last half is padding */
+        uint16_t *buf[6];
+        struct f16job jobs[6];
+        pthread_t th[6];
+        for (int r = 0; r < 6; r++) {
+            buf[r] = malloc(n * sizeof(uint16_t));
+            for (size_t i = 0; i < n; i++)
+                buf[r][i] = to16(fmt, val(r, i, 0));
+            jobs[r] = (struct f16job){h.c[r], buf[r], n, fmt};
+            pthread_create(&th[r], NULL, f16_worker, &jobs[r]);
         }
-        free(buf[r]);
+        int wrong = 0;
+        for (int r = 0; r < 6; r++) {
+            pthread_join(th[r], NULL);
+            for (size_t i = 0; i < n; i++) {
+                float s = 0;
+                for (int p = 0; p < 6; p++)
+                    s += val(p, i, 0);
+                wrong += from16(fmt, buf[r][i]) != s;
+            }
+            free(buf[r]);
+        }
+        hier_free(&h);
+        assert_int_equal(wrong, 0);
     }
-    hier_free(&h);
-    assert_int_equal(wrong, 0);
 }
 
 /* One outer comm span a call, with its sequence number; the parts' spans
@@ -918,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_send_recv_timeout),
         cmocka_unit_test(test_half_conversions),
         cmocka_unit_test(test_half_buffers),
+        cmocka_unit_test(test_bf16_conversions),
         cmocka_unit_test(test_allreduce_f16),
         cmocka_unit_test(test_hier_collectives),
         cmocka_unit_test(test_hier_f16),

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include "half.h"
 #include "harness.h"
 #include "kernels_cpu.h"
 #include "model.h"
@@ -368,46 +369,54 @@ static void test_horovod_accounting(void **state)
     run_free(&r);
 }
 
-/* --grad-compress fp16: replicas stay identical, half the bytes travel, and
+/* --grad-compress fp16 and bf16: replicas stay identical, half the bytes travel, and
  * the result stays close to (but not bitwise equal to) float32's. */
 static void test_fp16(void **state)
 {
     const int strategies[] = {STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
     for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++) {
         int strat = strategies[s];
-        struct run_config rc = harness_config("mlp", strat, 2, 32, 10);
-        rc.check_replicas = 1;
-        struct run a, b;
-        assert_int_equal(harness_run(&a, &rc, &g_train, &g_test), 0);
-        rc.grad_fp16 = 1;
-        assert_int_equal(harness_run(&b, &rc, &g_train, &g_test), 0);
-        assert_true(b.metrics.replicas_checked);
-        assert_int_equal(b.metrics.replicas_diverged_at, -1);
-        if (strat == STRAT_HOROVOD) {
-            /* the negotiation's flags stay float32, and the two runs may
-             * negotiate a different number of times: compare the
-             * gradients' share of the allreduced sizes */
-            const struct rank_metrics *ra = &a.metrics.r[0], *rb = &b.metrics.r[0];
-            double flags = 4.0 * a.ranks[0].model->nparams;
-            assert_true(2 * (rb->kind_bytes[COLL_ALLREDUCE] - flags * (double)rb->nnegotiate) ==
-                        ra->kind_bytes[COLL_ALLREDUCE] - flags * (double)ra->nnegotiate);
-        } else
-            assert_int_equal(b.metrics.r[0].bytes_tx * 2, a.metrics.r[0].bytes_tx);
-        double d = rel_diff(b.ranks[0].model->param_buf, a.ranks[0].model->param_buf, a.ranks[0].model->nfloats);
-        printf("  %s fp16 vs fp32: relative difference %.3g\n", strategy_name(strat), d);
-        assert_true(d > 0 && d < 1e-2);
-        run_free(&a);
-        run_free(&b);
+        for (int fmt = W16_FP16; fmt <= W16_BF16; fmt++) {
+            struct run_config rc = harness_config("mlp", strat, 2, 32, 10);
+            rc.check_replicas = 1;
+            struct run a, b;
+            assert_int_equal(harness_run(&a, &rc, &g_train, &g_test), 0);
+            rc.grad_compress = fmt; /* --grad-compress fp16 or bf16 */
+            rc.grad_compress_set = 1;
+            assert_int_equal(harness_run(&b, &rc, &g_train, &g_test), 0);
+            assert_int_equal(b.cfg.grad_compress, fmt);
+            assert_true(b.metrics.replicas_checked);
+            assert_int_equal(b.metrics.replicas_diverged_at, -1);
+            if (strat == STRAT_HOROVOD) {
+                /* the negotiation's flags stay float32, and the two runs may
+                 * negotiate a different number of times: compare the
+                 * gradients' share of the allreduced sizes */
+                const struct rank_metrics *ra = &a.metrics.r[0], *rb = &b.metrics.r[0];
+                double flags = 4.0 * a.ranks[0].model->nparams;
+                assert_true(2 * (rb->kind_bytes[COLL_ALLREDUCE] - flags * (double)rb->nnegotiate) ==
+                            ra->kind_bytes[COLL_ALLREDUCE] - flags * (double)ra->nnegotiate);
+            } else
+                assert_int_equal(b.metrics.r[0].bytes_tx * 2, a.metrics.r[0].bytes_tx);
+            double d = rel_diff(b.ranks[0].model->param_buf, a.ranks[0].model->param_buf, a.ranks[0].model->nfloats);
+            printf("  %s %s vs fp32: relative difference %.3g\n", strategy_name(strat), w16_name(fmt), d);
+            assert_true(d > 0 && d < 1e-2);
+            run_free(&a);
+            run_free(&b);
+        }
     }
 }
 
-/* --precision bf16, where the processor multiplies bfloat16 itself: every
- * data-parallel strategy over 2 ranks ends 20 steps with the parameters of
- * `single` on the global batch within 1e-5, and with identical replicas,
- * as in fp32 (the rounding to bfloat16 is per element, so splitting the
- * batch changes only the order of fp32 sums); against fp32 training the
- * parameters differ (bf16 happened) by less than 1e-2, and the loss
- * follows. */
+/* --precision bf16, where the processor multiplies bfloat16 itself:
+ *  - with --grad-compress none, every data-parallel strategy over 2 ranks
+ *    ends 20 steps with the parameters of `single` on the global batch
+ *    within 1e-5, and with identical replicas, as in fp32 (the rounding to
+ *    bfloat16 is per element, so splitting the batch changes only the
+ *    order of fp32 sums);
+ *  - by default allreduce, ddp and horovod send their gradients as bf16
+ *    (DDP's bf16 compression hook): half the bytes, identical replicas,
+ *    parameters near single's but not equal (the rounding happened);
+ *  - against fp32 training the parameters differ (bf16 happened) by less
+ *    than 1e-2, and the loss follows. */
 static void test_bf16(void **state)
 {
     if (!cpu_bf16_native()) {
@@ -427,19 +436,35 @@ static void test_bf16(void **state)
     assert_true(fabs(loss - loss32) < 0.02 * loss32);
     const int strategies[] = {STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
     for (size_t k = 0; k < sizeof(strategies) / sizeof(strategies[0]); k++) {
-        struct run_config rc = harness_config("lenet", strategies[k], 2, 32, 20);
+        int strat = strategies[k], compresses = strat != STRAT_DP && strat != STRAT_GATHER_SCATTER;
+        struct run_config rc = harness_config("lenet", strat, 2, 32, 20);
         rc.precision = PREC_BF16;
         rc.check_replicas = 1;
         small_buffers(&rc);
-        struct run r;
+        struct run r, r16;
+        rc.grad_compress_set = 1; /* --grad-compress none */
         assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
         assert_int_equal(r.metrics.steps_done, 20);
         assert_int_equal(r.metrics.replicas_diverged_at, -1);
+        assert_int_equal(r.cfg.grad_compress, 0);
         d = rel_diff(r.ranks[0].model->param_buf, mr->param_buf, mr->nfloats);
-        printf("  lenet bf16 %s vs single bf16: relative difference %.3g\n", strategy_name(strategies[k]), d);
+        printf("  lenet bf16 %s, fp32 gradients, vs single bf16: relative difference %.3g\n", strategy_name(strat), d);
         if (!(d < 1e-5))
-            fail_msg("bf16 %s differs from single by %.3g (relative)", strategy_name(strategies[k]), d);
+            fail_msg("bf16 %s differs from single by %.3g (relative)", strategy_name(strat), d);
+        rc.grad_compress_set = 0; /* the default: bf16 where the strategy compresses */
+        assert_int_equal(harness_run(&r16, &rc, &g_train, &g_test), 0);
+        assert_int_equal(r16.cfg.grad_compress, compresses ? W16_BF16 : 0);
+        assert_int_equal(r16.metrics.replicas_diverged_at, -1);
+        if (compresses) {
+            double d16 = rel_diff(r16.ranks[0].model->param_buf, mr->param_buf, mr->nfloats);
+            printf("  lenet bf16 %s, bf16 gradients, vs single bf16: relative difference %.3g\n", strategy_name(strat),
+                   d16);
+            assert_true(d16 > 1e-6 && d16 < 1e-2);
+            if (strat != STRAT_HOROVOD) /* (horovod's negotiation flags stay fp32) */
+                assert_int_equal(r16.metrics.r[0].bytes_tx * 2, r.metrics.r[0].bytes_tx);
+        }
         run_free(&r);
+        run_free(&r16);
     }
     run_free(&ref);
     run_free(&f32);
