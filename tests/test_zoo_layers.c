@@ -517,37 +517,57 @@ static int conv_case_p(const char *name, struct conv_dims d, int sb, int dbk, in
     return 1;
 }
 
-static void conv_case(const char *name, struct conv_dims d, int sb, int dbk, int bias)
-{
-    conv_case_p(name, d, sb, dbk, bias, 0);
-}
+/* The convolutions every layout runs: a first layer reads plain input. */
+static const struct conv_shape {
+    const char *name;
+    struct conv_dims d;
+    int bias, first;
+} conv_shapes[] = {
+    {"conv 16->32 3x3", {.B = 3, .C = 16, .H = 7, .W = 6, .OC = 32, .KH = 3, .KW = 3, .stride = 1, .pad = 1}, 1, 0},
+    {"conv 32->16 3x3/2", {.B = 2, .C = 32, .H = 8, .W = 8, .OC = 16, .KH = 3, .KW = 3, .stride = 2, .pad = 1}, 0, 0},
+    {"conv 24->40 1x1 (padded channels)",
+     {.B = 2, .C = 24, .H = 5, .W = 5, .OC = 40, .KH = 1, .KW = 1, .stride = 1, .pad = 0},
+     0,
+     0},
+    {"conv 6->16 5x5 (padded input)",
+     {.B = 2, .C = 6, .H = 14, .W = 14, .OC = 16, .KH = 5, .KW = 5, .stride = 1, .pad = 0},
+     1,
+     0},
+    {"depthwise 32 3x3/2",
+     {.B = 2, .C = 32, .H = 6, .W = 6, .OC = 32, .KH = 3, .KW = 3, .stride = 2, .pad = 1, .groups = 32},
+     0,
+     0},
+    {"depthwise 24 3x3 (padded)",
+     {.B = 2, .C = 24, .H = 5, .W = 5, .OC = 24, .KH = 3, .KW = 3, .stride = 1, .pad = 1, .groups = 24},
+     0,
+     0},
+    {"grouped 2x16 3x3",
+     {.B = 2, .C = 32, .H = 5, .W = 5, .OC = 32, .KH = 3, .KW = 3, .stride = 1, .pad = 1, .groups = 2},
+     1,
+     0},
+    {"first layer 3->16", {.B = 2, .C = 3, .H = 9, .W = 9, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1}, 1, 1},
+};
+#define NSHAPES (sizeof(conv_shapes) / sizeof(conv_shapes[0]))
 
-static void test_fast_conv_layouts(void **state)
+/* Every shape in every layout; returns how many had kernels. */
+static int conv_all_layouts(int bf16)
 {
-    struct conv_dims std3 = {.B = 3, .C = 16, .H = 7, .W = 6, .OC = 32, .KH = 3, .KW = 3, .stride = 1, .pad = 1};
-    struct conv_dims str2 = {.B = 2, .C = 32, .H = 8, .W = 8, .OC = 16, .KH = 3, .KW = 3, .stride = 2, .pad = 1};
-    struct conv_dims one = {.B = 2, .C = 24, .H = 5, .W = 5, .OC = 40, .KH = 1, .KW = 1, .stride = 1, .pad = 0};
-    struct conv_dims first = {.B = 2, .C = 3, .H = 9, .W = 9, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1};
-    struct conv_dims lenet = {.B = 2, .C = 6, .H = 14, .W = 14, .OC = 16, .KH = 5, .KW = 5, .stride = 1, .pad = 0};
-    struct conv_dims dw = {
-        .B = 2, .C = 32, .H = 6, .W = 6, .OC = 32, .KH = 3, .KW = 3, .stride = 2, .pad = 1, .groups = 32};
-    struct conv_dims dw24 = {
-        .B = 2, .C = 24, .H = 5, .W = 5, .OC = 24, .KH = 3, .KW = 3, .stride = 1, .pad = 1, .groups = 24};
-    struct conv_dims grp = {
-        .B = 2, .C = 32, .H = 5, .W = 5, .OC = 32, .KH = 3, .KW = 3, .stride = 1, .pad = 1, .groups = 2};
+    int ran = 0;
     for (int i = 0; i < NLAYOUTS; i++) {
         int l = layouts[i];
         if (l > 1 && !cpu_have_dnnl())
             continue;
-        conv_case("conv 16->32 3x3", std3, l, l, 1);
-        conv_case("conv 32->16 3x3/2", str2, l, l, 0);
-        conv_case("conv 24->40 1x1 (padded channels)", one, l, l, 0);
-        conv_case("conv 6->16 5x5 (padded input)", lenet, l, l, 1);
-        conv_case("depthwise 32 3x3/2", dw, l, l, 0);
-        conv_case("depthwise 24 3x3 (padded)", dw24, l, l, 0);
-        conv_case("grouped 2x16 3x3", grp, l, l, 1);
-        conv_case("first layer 3->16", first, 1, l, 1);
+        for (size_t k = 0; k < NSHAPES; k++) {
+            const struct conv_shape *c = &conv_shapes[k];
+            ran += conv_case_p(c->name, c->d, c->first ? 1 : l, l, c->bias, bf16);
+        }
     }
+    return ran;
+}
+
+static void test_fast_conv_layouts(void **state)
+{
+    conv_all_layouts(0);
 }
 
 static void bn_case(int blk, int C, int HW)
@@ -733,27 +753,10 @@ static void test_fast_bf16(void **state)
         print_message("  no AVX512_BF16 or AMX here (or DNNL_MAX_CPU_ISA below it): bf16 is refused\n");
         skip();
     }
-    struct conv_dims std3 = {.B = 3, .C = 16, .H = 7, .W = 6, .OC = 32, .KH = 3, .KW = 3, .stride = 1, .pad = 1};
-    struct conv_dims str2 = {.B = 2, .C = 32, .H = 8, .W = 8, .OC = 16, .KH = 3, .KW = 3, .stride = 2, .pad = 1};
-    struct conv_dims one = {.B = 2, .C = 24, .H = 5, .W = 5, .OC = 40, .KH = 1, .KW = 1, .stride = 1, .pad = 0};
-    struct conv_dims first = {.B = 2, .C = 3, .H = 9, .W = 9, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1};
-    struct conv_dims lenet = {.B = 2, .C = 6, .H = 14, .W = 14, .OC = 16, .KH = 5, .KW = 5, .stride = 1, .pad = 0};
-    struct conv_dims dw = {
-        .B = 2, .C = 32, .H = 6, .W = 6, .OC = 32, .KH = 3, .KW = 3, .stride = 2, .pad = 1, .groups = 32};
-    int ran = 0, tried = 0;
-    for (int i = 0; i < NLAYOUTS; i++) {
-        int l = layouts[i];
-        ran += conv_case_p("conv 16->32 3x3", std3, l, l, 1, 1);
-        ran += conv_case_p("conv 32->16 3x3/2", str2, l, l, 0, 1);
-        ran += conv_case_p("conv 24->40 1x1 (padded channels)", one, l, l, 0, 1);
-        ran += conv_case_p("conv 6->16 5x5 (padded input)", lenet, l, l, 1, 1);
-        ran += conv_case_p("depthwise 32 3x3/2", dw, l, l, 0, 1);
-        ran += conv_case_p("first layer 3->16", first, 1, l, 1, 1);
-        tried += 6;
-    }
+    int ran = conv_all_layouts(1), tried = (int)(NLAYOUTS * NSHAPES);
     print_message("  bf16 convolutions: %d of %d layout cases have kernels\n", ran, tried);
     /* ResNet's shapes in the layout they take here: never left out */
-    assert_int_equal(conv_case_p("conv 16->32 3x3", std3, 16, 16, 1, 1), 1);
+    assert_int_equal(conv_case_p(conv_shapes[0].name, conv_shapes[0].d, 16, 16, 1, 1), 1);
     assert_true(ran >= tried / 2);
     linear_case(1);
 }
