@@ -569,8 +569,11 @@ static void test_staged_mlp(void **state)
  *    the formula's 26%. */
 static void test_pipeline_bubble(void **state)
 {
-#ifdef __SANITIZE_THREAD__
-    skip(); /* minutes of ThreadSanitizer, and its timing says nothing about a bubble */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    /* minutes of ThreadSanitizer; under AddressSanitizer the messages'
+     * copies slow more than the layers' products (the stages waited 24%
+     * longer than their compute explains here): the Release pass times it */
+    skip();
 #endif
     enum { M = 4, S = 2 };
     double idle[2] = {0, 0}, bubble = 0, want = 0, compute[S], idle_ns[S], sum = 0, most = 0, desched = 0;
