@@ -48,20 +48,28 @@ for kind in $KINDS; do
             check "$c: exit 0 (got $st)" test "$st" -eq 0
             check "$c: every step ran" json "$tmp/out.json" \
                 "r=d['runs'][0]; assert r['state']=='done' and r['steps']==40, r"
-            # rank 1's forward+backward per step, from the trace: from step
-            # $STEP on it takes the fault's 5x (at least 2.5x, noise allowed)
+            # each rank's forward+backward per step, from the trace: from
+            # step $STEP on rank 1's takes the fault's 5x (at least 2.5x,
+            # noise allowed) against its own before, beyond what rank 0's
+            # changed (2 ranks share 2 cores with their comm threads: before
+            # the fault each rank's spans also hold waits for a core, and
+            # after it rank 0 mostly waits, which frees one; under a
+            # sanitizer rank 0's compute fell to 0.45x)
             check "$c: rank 1's compute is slower from step $STEP on" json "$tmp/t.json" "
 import statistics as st
-per = {}
-ev = [e for e in d['traceEvents'] if e.get('ph') == 'X' and e.get('pid') == 1]
-gpu = any(e.get('cat') == 'kernel' for e in ev)  # a GPU rank: its device records
-for e in ev:
-    phase = e['args'].get('phase') if gpu and e.get('cat') in ('kernel', 'gpu_memcpy', 'gpu_memset') else None
-    if phase in ('forward', 'backward') or (not gpu and e.get('name') in ('forward', 'backward')):
-        k = e['args']['step']; per[k] = per.get(k, 0) + e['dur']
-before = st.median([v for k, v in per.items() if 1 <= k < $STEP])
-after = st.median([v for k, v in per.items() if k > $STEP])
-assert after > 2.5 * before, (before, after)"
+def ratio(pid):
+    per = {}
+    ev = [e for e in d['traceEvents'] if e.get('ph') == 'X' and e.get('pid') == pid]
+    gpu = any(e.get('cat') == 'kernel' for e in ev)  # a GPU rank: its device records
+    for e in ev:
+        phase = e['args'].get('phase') if gpu and e.get('cat') in ('kernel', 'gpu_memcpy', 'gpu_memset') else None
+        if phase in ('forward', 'backward') or (not gpu and e.get('name') in ('forward', 'backward')):
+            k = e['args']['step']; per[k] = per.get(k, 0) + e['dur']
+    before = st.median([v for k, v in per.items() if 1 <= k < $STEP])
+    after = st.median([v for k, v in per.items() if k > $STEP])
+    return after / before, before, after
+r1, r0 = ratio(1), ratio(0)
+assert r1[0] > 2.5 * r0[0], ('rank 1 after/before, before, after', r1, 'rank 0', r0)"
             # with every rank its own master, the peers wait for the straggler
             # (dp's rank 0 also does the master's work, so its idle share
             # depends on how long that takes: not checked there)
