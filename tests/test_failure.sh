@@ -78,22 +78,22 @@ check "a second SIGINT exits at once (took $ms ms)" test "$ms" -lt 2000
 check "a second SIGINT says so" grep -q "interrupted twice" "$tmp/force.err"
 check "a forced exit leaves a valid trace" json "$tmp/f.json" "assert 'traceEvents' in d"
 
-# --bench-comm interrupted (the sizes up to 64M at 300 iterations take far
+# --bench-comm interrupted (the sizes up to 64M at 3000 iterations take far
 # longer than the 3 s given): the rows so far reach a pipe and --output
 bench_rows() { grep -cE '^ +[0-9]+[KMG]? +[0-9]+ ' "$1"; }
 (
-    HOME="$tmp" "$BIN" --bench-comm --ranks 2 --max-bytes 64M --iters 300 2>"$tmp/bc.err" | cat >"$tmp/bc.out"
+    HOME="$tmp" "$BIN" --bench-comm --ranks 2 --max-bytes 64M --iters 3000 2>"$tmp/bc.err" | cat >"$tmp/bc.out"
     echo "${PIPESTATUS[0]}" >"$tmp/bc.rc"
 ) &
 sub=$!
 sleep 3
-pkill -INT -f -- "--bench-comm --ranks 2 --max-bytes 64M --iters 300\$"
+pkill -INT -f -- "--bench-comm --ranks 2 --max-bytes 64M --iters 3000\$"
 wait $sub
 check "--bench-comm piped, SIGINT: exit 130 (got $(cat "$tmp/bc.rc"))" test "$(cat "$tmp/bc.rc")" -eq 130
 check "--bench-comm piped, SIGINT: the sizes measured reach the pipe ($(bench_rows "$tmp/bc.out") rows)" \
     test "$(bench_rows "$tmp/bc.out")" -ge 1
 check "--bench-comm piped, SIGINT: it says so" grep -q "interrupted; reported the" "$tmp/bc.err"
-HOME="$tmp" "$BIN" --bench-comm --ranks 2 --max-bytes 64M --iters 300 --output "$tmp/bc.txt" 2>"$tmp/bco.err" &
+HOME="$tmp" "$BIN" --bench-comm --ranks 2 --max-bytes 64M --iters 3000 --output "$tmp/bc.txt" 2>"$tmp/bco.err" &
 pid=$!
 sleep 3
 kill -INT $pid
