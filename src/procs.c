@@ -261,15 +261,21 @@ static void nap_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* Process p shares process 0's CLOCK_MONOTONIC (the same node), and its
+ * clock is not measured. DDPTOP_CLOCK_PINGPONG=1 measures on one node too,
+ * where the true offset is 0: the test of the estimate and its bound. */
+static int clock_shared(int p)
+{
+    const char *force = getenv("DDPTOP_CLOCK_PINGPONG");
+    return node_of[p] == node_of[0] && !(force && force[0] == '1');
+}
+
 /* Ping-pong with every worker: the best of CLOCK_ROUNDS round trips gives
  * its clock's offset, within half that round trip. */
 static void measure_clocks(struct relay *rl)
 {
     for (int p = 1; p < self.size; p++) {
-        /* DDPTOP_CLOCK_PINGPONG=1 measures on one node too, where the true
-         * offset is 0: the test of the estimate and its bound */
-        const char *force = getenv("DDPTOP_CLOCK_PINGPONG");
-        int same_node = node_of[p] == node_of[0] && !(force && force[0] == '1');
+        int same_node = clock_shared(p);
         int64_t best = INT64_MAX, add = 0;
         for (int k = 0; k < CLOCK_ROUNDS; k++) {
             int64_t t0 = probe_now_ns(), tr = 0;
@@ -302,9 +308,8 @@ static void measure_clocks(struct relay *rl)
  * to the records that follow. */
 static int64_t clock_every(void)
 {
-    const char *force = getenv("DDPTOP_CLOCK_PINGPONG");
-    if (node_of[self.rank] == node_of[0] && !(force && force[0] == '1'))
-        return 0; /* one node shares CLOCK_MONOTONIC */
+    if (clock_shared(self.rank))
+        return 0;
     const char *ms = getenv("DDPTOP_CLOCK_REFRESH_MS");
     long v = ms && ms[0] ? atol(ms) : 0;
     return v > 0 ? v * 1000LL * 1000 : CLOCK_EVERY_NS;
