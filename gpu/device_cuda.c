@@ -64,6 +64,16 @@ static int cuda_count(void)
     return n;
 }
 
+static int cuda_mem_info(int index, size_t *free_bytes, size_t *total_bytes)
+{
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(index) != cudaSuccess)
+        return -1;
+    cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
+    cudaSetDevice(prev);
+    return e == cudaSuccess ? 0 : -1;
+}
+
 static int cuda_open(struct device *d, int index)
 {
     d->index = index;
@@ -323,6 +333,7 @@ const struct device_ops device_cuda = {
     .name = "cuda",
     .async = 1,
     .count = cuda_count,
+    .mem_info = cuda_mem_info,
     .open = cuda_open,
     .close = cuda_close,
     .make_current = cuda_current,

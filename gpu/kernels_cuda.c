@@ -7,6 +7,16 @@
  * another layer, or another model on the same device) skip the timing.
  * Nothing is allocated in the hot path.
  *
+ * --precision bf16 is mixed precision as autocast does it for these two
+ * kinds of layer: a convolution's or a linear layer's input, weights and
+ * output gradient are rounded to bfloat16 into the context's three
+ * scratch buffers (one each for input, weight and output sized things),
+ * the products run on tensor cores with fp32 sums, and the results are
+ * widened back into the model's fp32 tensors: cuBLAS writes fp32 itself
+ * (cublasGemmEx), cuDNN writes bf16 (its bf16 configuration has bf16
+ * outputs), which one more pass widens. Biases, and every other layer,
+ * stay fp32.
+ *
  * cuDNN 9 marks the descriptor API deprecated in favour of its graph API;
  * it is still supported, and this file alone silences that warning.
  */
@@ -53,8 +63,10 @@ struct cuda_ctx {
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     int rank, gpu;
-    int precision; /* enum precision: PREC_FP32 or PREC_TF32 */
-    int conv_algo; /* enum conv_algo_choice */
+    int precision;   /* enum precision: PREC_FP32, PREC_TF32 or PREC_BF16 */
+    int conv_algo;   /* enum conv_algo_choice */
+    uint16_t *bf[3]; /* PREC_BF16: scratch for input, weight and output-sized operands */
+    size_t bf_n[3];  /* their sizes, in elements */
     struct cuda_algo_cache *cache;
     int own_cache; /* the cache is this context's, not its device's */
     void *ws;      /* shared convolution workspace */
@@ -73,7 +85,8 @@ struct cuda_conv {
     struct cuda_ctx *x;
     struct conv_dims d;
     int has_bias;
-    cudnnTensorDescriptor_t xd, yd, bd;
+    cudnnTensorDescriptor_t xd, yd, bd; /* xd, yd: in the precision of the products */
+    cudnnTensorDescriptor_t yo;         /* the fp32 output, for the bias */
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd[CONV_DIRS];
     struct algo_choice a;
@@ -169,8 +182,8 @@ struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, const struct c
     static const struct cuda_ctx_opts fp32 = {.precision = PREC_FP32, .conv_algo = CONV_ALGO_FIND};
     if (!o)
         o = &fp32;
-    if (o->precision != PREC_FP32 && o->precision != PREC_TF32) {
-        snprintf(err, errlen, "rank %d (cuda:%d): precision %d: only fp32 and tf32 are implemented", rank, gpu,
+    if (o->precision != PREC_FP32 && o->precision != PREC_TF32 && o->precision != PREC_BF16) {
+        snprintf(err, errlen, "rank %d (cuda:%d): precision %d: only fp32, tf32 and bf16 are implemented", rank, gpu,
                  o->precision);
         return NULL;
     }
@@ -210,6 +223,8 @@ void cuda_ctx_destroy(struct cuda_ctx *x)
     if (x->blas)
         cublasDestroy(x->blas);
     cudaFree(x->ws);
+    for (int k = 0; k < 3; k++)
+        cudaFree(x->bf[k]);
     cudaFree(x->ones);
     cudaFree(x->row_loss);
     cudaFree(x->row_hit);
@@ -223,6 +238,11 @@ void cuda_ctx_destroy(struct cuda_ctx *x)
 struct cuda_algo_cache *cuda_ctx_algo_cache(struct cuda_ctx *x)
 {
     return x->cache;
+}
+
+int cuda_ctx_precision(const struct cuda_ctx *x)
+{
+    return x->precision;
 }
 
 size_t cuda_ctx_workspace_bytes(const struct cuda_ctx *x)
@@ -243,6 +263,26 @@ static int ws_reserve(struct cuda_ctx *x, size_t bytes)
     x->ws_bytes = bytes;
     return 0;
 }
+
+/* PREC_BF16: the scratch for an input, a weight and an output of these
+ * sizes (at layer creation; a no-op once they fit). */
+static int bf16_reserve(struct cuda_ctx *x, size_t n_in, size_t n_w, size_t n_out)
+{
+    size_t want[3] = {n_in, n_w, n_out};
+    for (int k = 0; k < 3; k++) {
+        if (want[k] <= x->bf_n[k])
+            continue;
+        CU(x, cudaStreamSynchronize(x->stream)); /* no queued kernel still reads the old one */
+        cudaFree(x->bf[k]);
+        x->bf[k] = NULL;
+        x->bf_n[k] = 0;
+        CU(x, cudaMalloc((void **)&x->bf[k], sizeof(uint16_t) * want[k]));
+        x->bf_n[k] = want[k];
+    }
+    return 0;
+}
+
+#define TO_BF16(x, k, src, n) KERNEL(x, cuk_to_bf16((x)->bf[k], (src), (int64_t)(n), (x)->stream))
 
 static int ones_reserve(struct cuda_ctx *x, int n)
 {
@@ -278,11 +318,37 @@ static int rows_reserve(struct cuda_ctx *x, int n)
 
 /* ---- linear: row-major matrices through column-major cuBLAS ------------ */
 
+/* C[m,n] (fp32) = alpha op(A) op(B) + beta C with A and B in bfloat16 and
+ * fp32 sums, column-major as cublasSgemm's arguments. */
+static int gemm_bf16(struct cuda_ctx *x, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                     const uint16_t *A, int lda, const uint16_t *B, int ldb, const float *beta, float *C, int ldc)
+{
+    BLAS(x, cublasGemmEx(x->blas, ta, tb, m, n, k, &ONE, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, beta, C, CUDA_R_32F,
+                         ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return 0;
+}
+
+int cuda_linear_prepare(struct cuda_ctx *x, int B, int IN, int OUT)
+{
+    if (x->precision != PREC_BF16)
+        return 0;
+    return bf16_reserve(x, (size_t)B * IN, (size_t)OUT * IN, (size_t)B * OUT);
+}
+
 int cuda_linear_forward(struct cuda_ctx *x, float *out, const float *in, const float *w, const float *b, int B, int IN,
                         int OUT)
 {
     /* out^T[OUT,B] = w[OUT,IN] * in^T[IN,B] in column-major terms */
-    BLAS(x, cublasSgemm(x->blas, CUBLAS_OP_T, CUBLAS_OP_N, OUT, B, IN, &ONE, w, IN, in, IN, &ZERO, out, OUT));
+    if (x->precision == PREC_BF16) {
+        if (cuda_linear_prepare(x, B, IN, OUT) != 0)
+            return -1;
+        TO_BF16(x, 0, in, (size_t)B * IN);
+        TO_BF16(x, 1, w, (size_t)OUT * IN);
+        if (gemm_bf16(x, CUBLAS_OP_T, CUBLAS_OP_N, OUT, B, IN, x->bf[1], IN, x->bf[0], IN, &ZERO, out, OUT) != 0)
+            return -1;
+    } else {
+        BLAS(x, cublasSgemm(x->blas, CUBLAS_OP_T, CUBLAS_OP_N, OUT, B, IN, &ONE, w, IN, in, IN, &ZERO, out, OUT));
+    }
     if (b)
         KERNEL(x, cuk_add_bias(out, b, B, OUT, 1, x->stream));
     return 0;
@@ -292,10 +358,26 @@ int cuda_linear_backward(struct cuda_ctx *x, float *din, int din_acc, float *dw,
                          const float *in, const float *w, int B, int IN, int OUT)
 {
     const float *beta = din_acc ? &ONE : &ZERO;
-    if (din)
-        BLAS(x, cublasSgemm(x->blas, CUBLAS_OP_N, CUBLAS_OP_N, IN, B, OUT, &ONE, w, IN, dout, OUT, beta, din, IN));
-    if (dw)
-        BLAS(x, cublasSgemm(x->blas, CUBLAS_OP_N, CUBLAS_OP_T, IN, OUT, B, &ONE, in, IN, dout, OUT, &ZERO, dw, IN));
+    if (x->precision == PREC_BF16 && (din || dw)) {
+        if (cuda_linear_prepare(x, B, IN, OUT) != 0)
+            return -1;
+        TO_BF16(x, 2, dout, (size_t)B * OUT);
+        if (din) {
+            TO_BF16(x, 1, w, (size_t)OUT * IN);
+            if (gemm_bf16(x, CUBLAS_OP_N, CUBLAS_OP_N, IN, B, OUT, x->bf[1], IN, x->bf[2], OUT, beta, din, IN) != 0)
+                return -1;
+        }
+        if (dw) {
+            TO_BF16(x, 0, in, (size_t)B * IN);
+            if (gemm_bf16(x, CUBLAS_OP_N, CUBLAS_OP_T, IN, OUT, B, x->bf[0], IN, x->bf[2], OUT, &ZERO, dw, IN) != 0)
+                return -1;
+        }
+    } else {
+        if (din)
+            BLAS(x, cublasSgemm(x->blas, CUBLAS_OP_N, CUBLAS_OP_N, IN, B, OUT, &ONE, w, IN, dout, OUT, beta, din, IN));
+        if (dw)
+            BLAS(x, cublasSgemm(x->blas, CUBLAS_OP_N, CUBLAS_OP_T, IN, OUT, B, &ONE, in, IN, dout, OUT, &ZERO, dw, IN));
+    }
     if (db) {
         if (ones_reserve(x, B) != 0)
             return -1;
@@ -305,6 +387,14 @@ int cuda_linear_backward(struct cuda_ctx *x, float *din, int din_acc, float *dw,
 }
 
 /* ---- convolution --------------------------------------------------------- */
+
+/* The sizes of a convolution's input, weight and output. */
+static void conv_sizes(const struct conv_dims *d, size_t *nx, size_t *nw, size_t *ny)
+{
+    *nx = (size_t)d->B * d->C * d->H * d->W;
+    *nw = (size_t)d->OC * (d->C / d->groups) * d->KH * d->KW;
+    *ny = (size_t)d->B * d->OC * d->OH * d->OW;
+}
 
 /* The first usable entry of a perf list (cuDNN sorts it fastest first):
  * it ran, and its workspace fits in `limit`. */
@@ -391,10 +481,9 @@ static int conv_find_scratch(struct cuda_conv *c, struct algo_choice *a, float *
 static int conv_find(struct cuda_conv *c, struct algo_choice *a)
 {
     struct cuda_ctx *x = c->x;
-    const struct conv_dims *d = &c->d;
-    size_t nx = (size_t)d->B * d->C * d->H * d->W, ny = (size_t)d->B * d->OC * d->OH * d->OW;
-    size_t nw = (size_t)d->OC * (d->C / d->groups) * d->KH * d->KW;
-    float *scratch = NULL;
+    size_t nx, nw, ny;
+    conv_sizes(&c->d, &nx, &nw, &ny);
+    float *scratch = NULL; /* (bf16 tensors take half of it) */
     CU(x, cudaMalloc((void **)&scratch, sizeof(float) * (nx + nw + ny)));
     void *ws = NULL;
     size_t ws_bytes = WORKSPACE_LIMIT;
@@ -426,18 +515,28 @@ static int conv_build(struct cuda_conv *c)
     const struct conv_dims *d = &c->d;
     DNN(x, cudnnCreateTensorDescriptor(&c->xd));
     DNN(x, cudnnCreateTensorDescriptor(&c->yd));
+    DNN(x, cudnnCreateTensorDescriptor(&c->yo));
     DNN(x, cudnnCreateTensorDescriptor(&c->bd));
     DNN(x, cudnnCreateFilterDescriptor(&c->wd));
-    DNN(x, cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->C, d->H, d->W));
-    DNN(x, cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->OC, d->OH, d->OW));
+    /* bf16: cuDNN's pseudo-bf16 configuration (bf16 data, fp32 sums) */
+    int bf16 = x->precision == PREC_BF16;
+    cudnnDataType_t data = bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    DNN(x, cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, data, d->B, d->C, d->H, d->W));
+    DNN(x, cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, data, d->B, d->OC, d->OH, d->OW));
+    DNN(x, cudnnSetTensor4dDescriptor(c->yo, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->B, d->OC, d->OH, d->OW));
     DNN(x, cudnnSetTensor4dDescriptor(c->bd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, d->OC, 1, 1));
-    DNN(x,
-        cudnnSetFilter4dDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->OC, d->C / d->groups, d->KH, d->KW));
+    DNN(x, cudnnSetFilter4dDescriptor(c->wd, data, CUDNN_TENSOR_NCHW, d->OC, d->C / d->groups, d->KH, d->KW));
+    size_t nx, nw, ny;
+    conv_sizes(d, &nx, &nw, &ny);
+    if (bf16 && bf16_reserve(x, nx, nw, ny) != 0)
+        return -1;
     /* fp32: FMA kernels only, never TF32 (as the CPU); tf32: cuDNN's
      * default math, which lets tensor cores take fp32 data as TF32 (as
      * PyTorch's allow_tf32; ALLOW_CONVERSION would also let cuDNN convert
-     * to fp16, with fp16's range) */
-    cudnnMathType_t math = x->precision == PREC_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+     * to fp16, with fp16's range); bf16: tensor cores */
+    cudnnMathType_t math = x->precision == PREC_TF32 ? CUDNN_DEFAULT_MATH
+                           : bf16                    ? CUDNN_TENSOR_OP_MATH
+                                                     : CUDNN_FMA_MATH;
     for (int k = 0; k < CONV_DIRS; k++) {
         DNN(x, cudnnCreateConvolutionDescriptor(&c->cd[k]));
         DNN(x, cudnnSetConvolution2dDescriptor(c->cd[k], d->pad, d->pad, d->stride, d->stride, 1, 1,
@@ -511,7 +610,8 @@ void cuda_conv_describe(const struct cuda_conv *c, char *buf, size_t n)
     static const char *const filt[] = {"algo_0",    "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused",
                                        "fft_tiling"};
 #define NAME(t, a) ((unsigned)(a) < sizeof(t) / sizeof(t[0]) ? t[a] : "?")
-    snprintf(buf, n, "cudnn:%s|%s|%s (%s)", NAME(fwd, c->a.fwd), NAME(data, c->a.bwd_data), NAME(filt, c->a.bwd_filter),
+    snprintf(buf, n, "cudnn:%s|%s|%s%s (%s)", NAME(fwd, c->a.fwd), NAME(data, c->a.bwd_data),
+             NAME(filt, c->a.bwd_filter), c->x->precision == PREC_BF16 ? " bf16" : "",
              c->a.fell_back                     ? "heuristic: cudnnFind ran none"
              : c->a.conv_algo == CONV_ALGO_FIND ? "found"
                                                 : "heuristic");
@@ -526,6 +626,8 @@ void cuda_conv_destroy(struct cuda_conv *c)
         cudnnDestroyTensorDescriptor(c->xd);
     if (c->yd)
         cudnnDestroyTensorDescriptor(c->yd);
+    if (c->yo)
+        cudnnDestroyTensorDescriptor(c->yo);
     if (c->bd)
         cudnnDestroyTensorDescriptor(c->bd);
     if (c->wd)
@@ -539,10 +641,45 @@ void cuda_conv_destroy(struct cuda_conv *c)
 int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const float *w, const float *b)
 {
     struct cuda_ctx *x = c->x;
-    DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, in, c->wd, w, c->cd[CONV_FWD], c->a.fwd, x->ws, x->ws_bytes,
-                                   &ZERO, c->yd, out));
+    if (x->precision == PREC_BF16) {
+        size_t nx, nw, ny;
+        conv_sizes(&c->d, &nx, &nw, &ny);
+        TO_BF16(x, 0, in, nx);
+        TO_BF16(x, 1, w, nw);
+        DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, x->bf[0], c->wd, x->bf[1], c->cd[CONV_FWD], c->a.fwd, x->ws,
+                                       x->ws_bytes, &ZERO, c->yd, x->bf[2]));
+        KERNEL(x, cuk_from_bf16(out, 0, x->bf[2], (int64_t)ny, x->stream));
+    } else {
+        DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, in, c->wd, w, c->cd[CONV_FWD], c->a.fwd, x->ws, x->ws_bytes,
+                                       &ZERO, c->yd, out));
+    }
     if (c->has_bias && b)
-        DNN(x, cudnnAddTensor(x->dnn, &ONE, c->bd, b, &ONE, c->yd, out));
+        DNN(x, cudnnAddTensor(x->dnn, &ONE, c->bd, b, &ONE, c->yo, out));
+    return 0;
+}
+
+/* bf16: each gradient computed into the scratch and widened into the
+ * model's (the weight gradient first: it needs the input and the output
+ * gradient, the input gradient the weight and the output gradient). */
+static int conv_backward_bf16(struct cuda_conv *c, float *din, int din_acc, float *dw, const float *dout,
+                              const float *in, const float *w)
+{
+    struct cuda_ctx *x = c->x;
+    size_t nx, nw, ny;
+    conv_sizes(&c->d, &nx, &nw, &ny);
+    TO_BF16(x, 2, dout, ny);
+    if (dw) {
+        TO_BF16(x, 0, in, nx);
+        DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, x->bf[0], c->yd, x->bf[2], c->cd[CONV_FILTER],
+                                              c->a.bwd_filter, x->ws, x->ws_bytes, &ZERO, c->wd, x->bf[1]));
+        KERNEL(x, cuk_from_bf16(dw, 0, x->bf[1], (int64_t)nw, x->stream));
+    }
+    if (din) {
+        TO_BF16(x, 1, w, nw);
+        DNN(x, cudnnConvolutionBackwardData(x->dnn, &ONE, c->wd, x->bf[1], c->yd, x->bf[2], c->cd[CONV_DATA],
+                                            c->a.bwd_data, x->ws, x->ws_bytes, &ZERO, c->xd, x->bf[0]));
+        KERNEL(x, cuk_from_bf16(din, din_acc, x->bf[0], (int64_t)nx, x->stream));
+    }
     return 0;
 }
 
@@ -550,11 +687,13 @@ int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, 
                        const float *in, const float *w)
 {
     struct cuda_ctx *x = c->x;
+    if (db && c->has_bias)
+        DNN(x, cudnnConvolutionBackwardBias(x->dnn, &ONE, c->yo, dout, &ZERO, c->bd, db));
+    if (x->precision == PREC_BF16)
+        return conv_backward_bf16(c, din, din_acc, dw, dout, in, w);
     if (dw)
         DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, in, c->yd, dout, c->cd[CONV_FILTER], c->a.bwd_filter,
                                               x->ws, x->ws_bytes, &ZERO, c->wd, dw));
-    if (db && c->has_bias)
-        DNN(x, cudnnConvolutionBackwardBias(x->dnn, &ONE, c->yd, dout, &ZERO, c->bd, db));
     if (din)
         DNN(x, cudnnConvolutionBackwardData(x->dnn, &ONE, c->wd, w, c->yd, dout, c->cd[CONV_DATA], c->a.bwd_data, x->ws,
                                             x->ws_bytes, din_acc ? &ONE : &ZERO, c->xd, din));

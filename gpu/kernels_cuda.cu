@@ -6,6 +6,7 @@
 // (add instead of write) and gather rather than scatter, so none needs
 // atomics and every result is deterministic. Each launcher returns 0 or -1
 // after checking the launch.
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -91,6 +92,18 @@ __global__ void sgd_k(float *p, const float *g, float *buf, int64_t n, float lr,
 __global__ void fill_k(float *x, int64_t n, float v)
 {
     GRID_LOOP(i, n) x[i] = v;
+}
+
+// --precision bf16: operands rounded to nearest even (NaN stays NaN), and
+// 16-bit results widened back, exactly
+__global__ void to_bf16_k(__nv_bfloat16 *dst, const float *src, int64_t n)
+{
+    GRID_LOOP(i, n) dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+__global__ void from_bf16_k(float *dst, int acc, const __nv_bfloat16 *src, int64_t n)
+{
+    GRID_LOOP(i, n) dst[i] = acc ? dst[i] + __bfloat162float(src[i]) : __bfloat162float(src[i]);
 }
 
 __global__ void copy_acc_k(float *dst, int acc, const float *src, int64_t n)
@@ -360,6 +373,16 @@ int cuk_delay(uint64_t ns, void *stream)
 int cuk_copy_acc(float *dst, int acc, const float *src, int64_t n, void *stream)
 {
     LAUNCH(n, copy_acc_k, dst, acc, src, n);
+}
+
+int cuk_to_bf16(uint16_t *dst, const float *src, int64_t n, void *stream)
+{
+    LAUNCH(n, to_bf16_k, (__nv_bfloat16 *)dst, src, n);
+}
+
+int cuk_from_bf16(float *dst, int acc, const uint16_t *src, int64_t n, void *stream)
+{
+    LAUNCH(n, from_bf16_k, dst, acc, (const __nv_bfloat16 *)src, n);
 }
 
 int cuk_add(float *out, const float *a, const float *b, int64_t n, void *stream)

@@ -30,7 +30,7 @@ void cuda_algo_cache_counts(const struct cuda_algo_cache *c, uint64_t *measured,
 
 /* How a context's kernels compute. */
 struct cuda_ctx_opts {
-    int precision;                 /* enum precision (device.h): PREC_FP32 or PREC_TF32 */
+    int precision;                 /* enum precision (device.h): PREC_FP32, PREC_TF32 or PREC_BF16 */
     int conv_algo;                 /* enum conv_algo_choice (device.h) */
     struct cuda_algo_cache *cache; /* kept by the caller and shared; NULL: the context's own */
 };
@@ -43,8 +43,12 @@ struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, const struct c
 void cuda_ctx_destroy(struct cuda_ctx *x);
 struct cuda_algo_cache *cuda_ctx_algo_cache(struct cuda_ctx *x);
 size_t cuda_ctx_workspace_bytes(const struct cuda_ctx *x);
+int cuda_ctx_precision(const struct cuda_ctx *x); /* enum precision */
 const char *cuda_kernels_error(const struct cuda_ctx *x);
 
+/* A linear layer's scratch, made at its creation (bf16 rounds its operands
+ * into the context's scratch; other precisions need none). */
+int cuda_linear_prepare(struct cuda_ctx *x, int B, int IN, int OUT);
 int cuda_linear_forward(struct cuda_ctx *x, float *out, const float *in, const float *w, const float *b, int B, int IN,
                         int OUT);
 int cuda_linear_backward(struct cuda_ctx *x, float *din, int din_acc, float *dw, float *db, const float *dout,
@@ -141,6 +145,10 @@ int cuk_sgd(float *p, const float *g, float *buf, size_t n, float lr, float mome
 int cuk_fill(float *x, size_t n, float v, void *stream);
 /* dst (+)= src */
 int cuk_copy_acc(float *dst, int acc, const float *src, int64_t n, void *stream);
+/* --precision bf16: dst = src rounded to bfloat16 (to nearest even);
+ * dst = (or += with acc) src widened to float */
+int cuk_to_bf16(uint16_t *dst, const float *src, int64_t n, void *stream);
+int cuk_from_bf16(float *dst, int acc, const uint16_t *src, int64_t n, void *stream);
 int cuk_add(float *out, const float *a, const float *b, int64_t n, void *stream);
 /* Masks as cpu_dropout_forward draws them (dropout_keep over the plain index). */
 int cuk_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n, float p, uint64_t key, void *stream);

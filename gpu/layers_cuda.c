@@ -106,7 +106,11 @@ int cudal_linear(struct model *m, const char *name, int in, int out_f)
     int li = layer_add_out(m, &glinear_ops, name, in, -1, s, out_f, 1, 1, 1, 2LL * s->in_f * out_f);
     if (li < 0 || linear_params(m, li, s->in_f, out_f) != 0)
         return -1;
-    kernel_name(m, li, "cublasSgemm");
+    if (cuda_linear_prepare(X(m), m->batch, s->in_f, out_f) != 0) {
+        snprintf(m->err, sizeof(m->err), "%s: %s", name, cuda_kernels_error(X(m)));
+        return -1;
+    }
+    kernel_name(m, li, cuda_ctx_precision(X(m)) == PREC_BF16 ? "cublasGemmEx bf16" : "cublasSgemm");
     return m->layers[li].out;
 }
 

@@ -77,6 +77,9 @@ struct device_ops {
     /* ---- devices ---- */
     /* How many devices of this kind are usable now (0 when none). */
     int (*count)(void);
+    /* Device `index`'s free and total memory in bytes now (NULL: the host's
+     * memory is the device's, run.c reads /proc/meminfo). 0 or -1. */
+    int (*mem_info)(int index, size_t *free_bytes, size_t *total_bytes);
     int (*open)(struct device *d, int index);
     void (*close)(struct device *d);
     /* Makes the device current for the calling thread (a comm lane, or the

@@ -50,7 +50,7 @@ parts=" ${*:-tests e2e runs bench cupti} "
 want() { [[ "$parts" == *" $1 "* ]]; }
 status=0
 tests=()
-want tests && tests+=(test_gpu test_gpu_fixtures)
+want tests && tests+=(test_gpu test_gpu_fixtures "test_gpu_models bf16")
 want models && tests+=(test_gpu_models "test_gpu_models nccl")
 # (the NCCL runs need 2 GPUs: with one they are skipped, 77, and that is no failure)
 for t in "${tests[@]}"; do
@@ -109,7 +109,7 @@ if want precision; then
         awk 'NR == 1 || /conv2d/' | head -8
     echo "===== ddptop against PyTorch in fp32 and tf32"
     start=$(date +%s)
-    REPS=${REPS:-2} CUPTI=0 PRECISIONS="fp32 tf32" timeout 420 bench/gpu_vs_pytorch.sh "$b/ddptop" "lenet resnet18" 128
+    REPS=${REPS:-2} CUPTI=0 PRECISIONS="${PRECISIONS:-fp32 tf32 bf16}" timeout 420 bench/gpu_vs_pytorch.sh "$b/ddptop" "lenet resnet18" 128
     rc=$?
     echo "===== precision bench: exit $rc ($(($(date +%s) - start)) s)"
     [ "$rc" -ne 0 ] && status=1

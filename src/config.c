@@ -792,8 +792,9 @@ static const struct opt opts[] = {
     {FLAG("no-cupti", AT(base.no_cupti), 1, G_EXEC,
           "GPU: no device timelines (host spans only; to measure what CUPTI costs)")},
     {INT("cupti-sample", AT(base.cupti_sample), 1, INT_MAX, "P", "50", G_EXEC,
-         "GPU: trace the device for 3 steps in every P (1: every step); the other steps' split is scaled from the "
-         "latest traced step, which keeps CUPTI's cost on small models near 1%")},
+         "GPU: trace the device for 3 steps in every P, and windows at least 0.2 s apart (1: every step); the "
+         "other steps' split is scaled from the latest traced step, which keeps CUPTI's cost low on small "
+         "models")},
     {CHOICE("grad-compress", AT(base.grad_compress), NAMES(grad_compress_names), "compression", NULL, NULL, G_EXEC,
             "send gradients as 16-bit fp16 or bf16 values (reduced in fp32), or not (none)"),
      .def_text = "bf16 under --precision bf16 (allreduce, ddp, horovod), else none",
@@ -801,8 +802,8 @@ static const struct opt opts[] = {
     {CHOICE("precision", AT(base.precision), NAMES(precision_names), "precision", NULL, "fp32", G_EXEC,
             "arithmetic of convolutions and GEMMs: fp32 throughout; tf32 multiplies fp32 data on a GPU's tensor "
             "cores with a 10-bit mantissa (cuDNN's and cuBLAS's TF32 modes); bf16 multiplies bfloat16 inputs and "
-            "weights, adding in fp32, with fp32 master weights (CPUs with AVX512_BF16 or AMX); fp16 is not "
-            "implemented yet")},
+            "weights, adding in fp32, with fp32 master weights (GPUs; CPUs with AVX512_BF16 or AMX); fp16 is "
+            "not implemented yet")},
     {CHOICE("cudnn-algo", AT(base.cudnn_algo), NAMES(cudnn_algo_names), "algorithm choice", NULL, "find", G_EXEC,
             "GPU: find times every cuDNN convolution algorithm once per shape and keeps the fastest (PyTorch's "
             "cudnn.benchmark); heuristic takes cuDNN's guess without timing")},

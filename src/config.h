@@ -16,9 +16,12 @@
 #define CFG_MAX_BATCH 65536 /* --batch-size: at most, per rank */
 #define CFG_MAX_GPUS 16     /* entries in --gpus */
 #define CFG_GPU_LIMIT 1024  /* a --gpus entry is below this */
-/* --cupti-sample P: steps [kP, kP + CFG_CUPTI_WINDOW) are traced on the
- * device (the timeline's default view: its three newest steps whole) */
+/* --cupti-sample P: windows of CFG_CUPTI_WINDOW steps are traced on the
+ * device (the timeline's default view: its three newest steps whole), the
+ * first at step 0, each next one P steps after the last's start or, where
+ * P steps take less, CFG_CUPTI_GAP_MS after it (run_cupti_next_window) */
 #define CFG_CUPTI_WINDOW 3
+#define CFG_CUPTI_GAP_MS 200
 #define CFG_NAME 32
 #define CFG_PATH 1024
 

@@ -77,11 +77,12 @@ static int describe(struct device *d, const struct config *cfg, const char *name
     if (gpu >= 0)
         printf("cuDNN workspace, shared by the convolutions: %.1f MB\n",
                (double)d->ops->workspace_bytes(m->kernels) / 1048576.0);
-    /* what the model holds here, and (on the CPU) what a rank would at
-     * the run's batch, its optimizer and buffers included */
+    /* what the model holds here, and what a rank would at the run's
+     * batch, its optimizer and buffers included (the estimate the run
+     * checks against the memory free: made on the CPU, for either device) */
     printf("device memory: the model holds %.1f MB at batch %d", (double)atomic_load(&mem.now) / 1048576.0, batch);
     struct mem_need need;
-    if (gpu < 0 && run_memory_need(&need, name, c, h, w, classes, cfg->base.seed) == 0) {
+    if (run_memory_need(&need, name, c, h, w, classes, cfg->base.seed) == 0) {
         printf("; a rank at batch %d needs ~%.1f MB", cfg->batches[0],
                run_memory_at(&need, cfg->batches[0]) / 1048576.0);
         run_memory_free(&need);

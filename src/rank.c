@@ -67,15 +67,18 @@ struct loop {
     struct model **mb;
     int *pipe_ops;
     int pipe_p0, pipe_p1;
-    int traced;       /* CUPTI records this step (every step, or --cupti-sample's window) */
-    int in_window;    /* a sampled run: this rank holds the device tracing on */
-    float *stage_x;   /* device: [local_batch, c, h, w] */
-    int32_t *stage_y; /* device: [local_batch] */
-    long staged;      /* the step index (within the epoch) staged, or -1 */
-    float *hash_buf;  /* --check-replicas on a GPU: a host copy of the parameters */
-    int has_bn;       /* the model keeps batch norm running statistics */
-    float *bn_flat;   /* every batch norm's statistics packed for one broadcast, in the model's memory */
-    size_t bn_floats; /* its length */
+    int traced;                     /* CUPTI records this step (every step, or --cupti-sample's window) */
+    int in_window;                  /* a sampled run: this rank holds the device tracing on */
+    uint32_t win_start;             /* ... since this step */
+    uint32_t gap_step0;             /* rank 0: the step after the last window, */
+    int64_t gap_t0_ns, gap_step_ns; /* when it started, and the untraced steps' mean time */
+    float *stage_x;                 /* device: [local_batch, c, h, w] */
+    int32_t *stage_y;               /* device: [local_batch] */
+    long staged;                    /* the step index (within the epoch) staged, or -1 */
+    float *hash_buf;                /* --check-replicas on a GPU: a host copy of the parameters */
+    int has_bn;                     /* the model keeps batch norm running statistics */
+    float *bn_flat;                 /* every batch norm's statistics packed for one broadcast, in the model's memory */
+    size_t bn_floats;               /* its length */
 };
 
 static void rec(struct rank *rk, struct spsc_ring *ring, int lane, int cat, int64_t t0, int64_t t1)
@@ -1229,6 +1232,26 @@ static int inject(struct loop *L, uint32_t step)
     }
 }
 
+/* Rank 0 at a window's edges: entering one, it measures the untraced
+ * steps' time since the last; leaving one, it says where the next starts
+ * (the other ranks read it as they leave theirs: no rank can be a whole
+ * gap of steps ahead, the strategies' collectives hold them together). */
+static void window_schedule(struct loop *L, uint32_t step)
+{
+    struct run *run = L->run;
+    int64_t now = probe_now_ns();
+    if (L->traced) {
+        if (L->gap_t0_ns > 0 && step > L->gap_step0)
+            L->gap_step_ns = (now - L->gap_t0_ns) / (int64_t)(step - L->gap_step0);
+        return;
+    }
+    L->gap_t0_ns = now;
+    L->gap_step0 = step;
+    atomic_store_explicit(&run->cupti_next,
+                          run_cupti_next_window(L->win_start, run->cupti_sample, L->gap_step_ns, run->cupti_gap_ns),
+                          memory_order_release);
+}
+
 /* --cupti-sample: whether CUPTI traces this step, entering or leaving the
  * window at its edges. A window's end is marked on the compute stream
  * (the device is idle: the last step waited for it), so that its last
@@ -1237,9 +1260,22 @@ static int trace_window(struct loop *L, uint32_t step)
 {
     struct run *run = L->run;
     int P = run->cupti_sample;
-    L->traced = run->cupti && (P <= 1 || step % (uint32_t)P < CFG_CUPTI_WINDOW);
-    if (!run->cupti || P <= 1 || L->traced == L->in_window)
+    if (!run->cupti || P <= 1) {
+        L->traced = run->cupti;
         return 0;
+    }
+    if (L->in_window) {
+        L->traced = step - L->win_start < CFG_CUPTI_WINDOW;
+    } else {
+        uint32_t next = atomic_load_explicit(&run->cupti_next, memory_order_acquire);
+        L->traced = step >= next && step - next < CFG_CUPTI_WINDOW;
+        if (L->traced)
+            L->win_start = next;
+    }
+    if (L->traced == L->in_window)
+        return 0;
+    if (L->rk->id == 0)
+        window_schedule(L, step);
     struct device *d = &L->rk->dev;
     if (!L->traced && d->ops->phase_mark && d->ops->phase_mark(d, CAT_WAIT, step) != 0)
         return dev_failed(L->rk);

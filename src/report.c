@@ -956,10 +956,11 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     (unsigned long long)r->cupti_lost);
         if (r->steps_untraced)
             fprintf(f,
-                    "\nrun %d: the device was traced for %llu of %llu steps (--cupti-sample: 3 in every %d); the "
+                    "\nrun %d: the device was traced for %llu of %llu steps (--cupti-sample: 3 in every %d or more, "
+                    "windows %d ms apart at least); the "
                     "other steps' split is the latest traced step's, scaled to their time\n",
                     i, (unsigned long long)r->steps_traced, (unsigned long long)(r->steps_traced + r->steps_untraced),
-                    r->cfg.cupti_sample);
+                    r->cfg.cupti_sample, CFG_CUPTI_GAP_MS);
         if (r->dropped_valid && r->dropped)
             fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
                     (unsigned long long)r->dropped);

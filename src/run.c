@@ -41,7 +41,7 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
             snprintf(err, errlen, "--gpus: there is no GPU %d (%d found: 0..%d)", rc->gpus[i], count, count - 1);
             return -1;
         }
-    int gc = run_grad_compress(rc);
+    int gc = run_grad_compress(rc, 1);
     if (gc && r->world > 1) {
         snprintf(err, errlen, "--grad-compress %s: runs on the CPU only for now", w16_name(gc));
         return -1;
@@ -110,12 +110,25 @@ static int procs_check(const struct run_config *rc, int on_gpu, char *err, size_
     return 0;
 }
 
-int run_grad_compress(const struct run_config *rc)
+int run_grad_compress(const struct run_config *rc, int on_gpu)
 {
     if (rc->grad_compress_set)
         return rc->grad_compress;
     int compresses = rc->strategy == STRAT_ALLREDUCE || rc->strategy == STRAT_DDP || rc->strategy == STRAT_HOROVOD;
-    return rc->precision == PREC_BF16 && run_world(rc) > 1 && rc->parallel == PAR_DATA && compresses ? W16_BF16 : 0;
+    return rc->precision == PREC_BF16 && !on_gpu && run_world(rc) > 1 && rc->parallel == PAR_DATA && compresses
+               ? W16_BF16
+               : 0;
+}
+
+uint32_t run_cupti_next_window(uint32_t start, int P, int64_t step_ns, int64_t gap_ns)
+{
+    uint64_t steps = P > 1 ? (uint64_t)P : 1;
+    if (step_ns > 0 && gap_ns > 0) {
+        uint64_t need = (uint64_t)((gap_ns + step_ns - 1) / step_ns);
+        steps = need > steps ? need : steps;
+    }
+    uint64_t next = (uint64_t)start + steps;
+    return next > UINT32_MAX ? UINT32_MAX : (uint32_t)next;
 }
 
 int run_check_precision(int precision, const struct device_ops *devops, char *err, size_t errlen)
@@ -141,9 +154,9 @@ int run_check_precision(int precision, const struct device_ops *devops, char *er
                  "emulated bf16 would profile slower than fp32");
         return -1;
     }
-    if ((precision == PREC_BF16 || precision == PREC_FP16) && gpu) {
-        snprintf(err, errlen, "--precision %s: mixed precision on the GPU is not implemented yet (fp32 or tf32)",
-                 precision_name(precision));
+    if (precision == PREC_FP16 && gpu) {
+        snprintf(err, errlen,
+                 "--precision fp16: needs dynamic loss scaling, which is not implemented yet (bf16, tf32 or fp32)");
         return -1;
     }
     return 0;
@@ -245,17 +258,58 @@ void run_memory_free(struct mem_need *need)
     need->n = 0;
 }
 
-/* The CPU's memory, before any rank makes its buffers: they are zeroed as
- * they are made, so a run too large for the machine would not fail but
- * be killed by the kernel, taking what was measured with it. Every rank
- * of this process holds run_memory_need's. */
-static int memory_check(const struct run_config *rc, const struct dataset *train, char *err, size_t errlen)
+/* The memory the run's ranks share, before any rank makes its buffers.
+ * The CPU's: they are zeroed as they are made, so a run too large for the
+ * machine would not fail but be killed by the kernel, taking what was
+ * measured with it; every rank of this process holds run_memory_need's.
+ * A GPU's: the one with the least free of those the ranks use, and the
+ * ranks on it (ranks take the GPUs in turn), so that a batch too large is
+ * one line before any rank starts. *ranks 0: nothing known. */
+static void memory_where(const struct run_config *rc, const struct device_ops *devops, int64_t *avail, int *ranks,
+                         char *where, size_t n)
 {
-    int64_t avail = mem_available();
-    if (avail <= 0 || rc->parallel != PAR_DATA)
+    *ranks = 0;
+    char has[32];
+    if (!device_is_gpu(devops)) {
+        const struct procs *pr = procs_self();
+        *avail = mem_available();
+        *ranks = *avail > 0 ? (pr->active ? pr->per : run_world(rc)) : 0;
+        mem_size(has, sizeof(has), (double)*avail);
+        snprintf(where, n, "this machine has %s available", has);
+        return;
+    }
+    int count = devops->count(), ngpu = rc->ngpus > 0 ? rc->ngpus : count, world = run_world(rc);
+    if (!devops->mem_info || ngpu <= 0)
+        return;
+    int least = -1;
+    int64_t least_free = 0;
+    for (int i = 0; i < ngpu && i < world; i++) {
+        int g = rc->ngpus > 0 ? rc->gpus[i] : i;
+        size_t free_b = 0, total = 0;
+        if (g >= count || devops->mem_info(g, &free_b, &total) != 0)
+            return;
+        if (least < 0 || (int64_t)free_b < least_free) {
+            least = g;
+            least_free = (int64_t)free_b;
+        }
+    }
+    *avail = least_free;
+    *ranks = least < 0 ? 0 : (world + ngpu - 1) / ngpu;
+    mem_size(has, sizeof(has), (double)least_free);
+    snprintf(where, n, "cuda:%d has %s free", least, has);
+}
+
+static int memory_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops,
+                        char *err, size_t errlen)
+{
+    if (rc->parallel != PAR_DATA)
         return 0; /* (a stage holds its layers only: the whole model overstates it) */
-    const struct procs *pr = procs_self();
-    int ranks = pr->active ? pr->per : run_world(rc);
+    int64_t avail = 0;
+    int ranks = 0;
+    char where[64];
+    memory_where(rc, devops, &avail, &ranks, where, sizeof(where));
+    if (ranks <= 0 || avail <= 0)
+        return 0;
     int batch = run_global_batch(rc) / run_world(rc);
     /* the last few models' needs are kept: a sweep, or the UI's next
      * run, builds each model here once (the check runs on one thread) */
@@ -295,10 +349,9 @@ static int memory_check(const struct run_config *rc, const struct dataset *train
             hi = mid;
     }
     long fits = lo;
-    char one[32], all[32], has[32], more[64], hint[64];
+    char one[32], all[32], more[64], hint[64];
     mem_size(one, sizeof(one), rank);
     mem_size(all, sizeof(all), rank * ranks);
-    mem_size(has, sizeof(has), (double)avail);
     if (ranks > 1)
         snprintf(more, sizeof(more), " (%d ranks: ~%s)", ranks, all);
     else
@@ -308,8 +361,7 @@ static int memory_check(const struct run_config *rc, const struct dataset *train
                  rc->strategy == STRAT_SINGLE ? (fits / rc->ranks > 0 ? fits / rc->ranks : 1) : fits);
     else
         snprintf(hint, sizeof(hint), "even one sample a rank is too much: fewer ranks");
-    snprintf(err, errlen, "%s at batch %d needs ~%s a rank%s, and this machine has %s available; %s", rc->model, batch,
-             one, more, has, hint);
+    snprintf(err, errlen, "%s at batch %d needs ~%s a rank%s, and %s; %s", rc->model, batch, one, more, where, hint);
     return -1;
 }
 
@@ -331,7 +383,8 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                  train->name, per_rank);
         return -1;
     }
-    int gc = run_grad_compress(rc);
+    int on_gpu = device_is_gpu(devops);
+    int gc = run_grad_compress(rc, on_gpu);
     if (gc && world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP &&
         rc->strategy != STRAT_HOROVOD) {
         snprintf(err, errlen, "--grad-compress %s: only the allreduce, ddp and horovod strategies compress (not %s)",
@@ -348,7 +401,6 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         snprintf(err, errlen, "--inject-fault: rank %d does not exist with --ranks %d", rc->fault.rank, rc->ranks);
         return -1;
     }
-    int on_gpu = device_is_gpu(devops);
     if (staged) {
         const char *par = parallel_name(rc->parallel);
         if (on_gpu) {
@@ -363,7 +415,7 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
             snprintf(err, errlen, "--check-replicas: with --parallel %s no two ranks hold the same layers", par);
             return -1;
         }
-        if (run_grad_compress(rc)) {
+        if (gc) {
             snprintf(err, errlen, "--grad-compress: with --parallel %s no gradients are averaged between ranks", par);
             return -1;
         }
@@ -391,7 +443,7 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
     }
     if (procs_check(rc, on_gpu, err, errlen) != 0)
         return -1;
-    return on_gpu ? 0 : memory_check(rc, train, err, errlen);
+    return memory_check(rc, train, devops, err, errlen);
 }
 
 const struct model *run_rank_model(const struct run *r, int i)
@@ -415,7 +467,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     }
     procs_announce(rc); /* under mpirun: the workers start it too (procs.h) */
     r->cfg = *rc;
-    r->cfg.grad_compress = run_grad_compress(rc); /* as the run trains, for the ranks and the report */
+    r->cfg.grad_compress =
+        run_grad_compress(rc, device_is_gpu(devops)); /* as the run trains, for the ranks and the report */
     r->cfg.grad_compress_set = 1;
     r->train = train;
     r->test = test;
@@ -464,6 +517,10 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     if (r->on_gpu && !rc->no_cupti && r->gpu->activity_start) {
         char cerr[160];
         r->cupti_sample = rc->cupti_sample > 1 ? rc->cupti_sample : 1;
+        /* (DDPTOP_CUPTI_GAP_MS: a measuring knob for bench/cupti_cost.sh) */
+        const char *gap = getenv("DDPTOP_CUPTI_GAP_MS");
+        r->cupti_gap_ns = (gap && gap[0] ? atoll(gap) : CFG_CUPTI_GAP_MS) * 1000000LL;
+        atomic_store(&r->cupti_next, 0);
         r->cupti = r->gpu->activity_start(r->cupti_sample > 1, cerr, sizeof(cerr)) == 0;
         if (!r->cupti && !r->note[0])
             snprintf(r->note, sizeof(r->note), "%s", cerr);

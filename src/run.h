@@ -85,6 +85,8 @@ struct run {
     unsigned char nccl_id[GPU_NCCL_ID_BYTES]; /* NCCL's unique id, shared by the rank threads */
     int cupti;                                /* CUPTI device timelines are being collected */
     int cupti_sample;                         /* of every this many steps, CFG_CUPTI_WINDOW are traced */
+    int64_t cupti_gap_ns;                     /* ... and windows start at least this far apart */
+    _Atomic uint32_t cupti_next;              /* the step the next window starts at (rank 0 sets it) */
     char backend[64];                         /* the communication backend in use, for headers and reports */
     char note[192];                           /* one remark about this run's setup (shared GPUs, no CUPTI), or "" */
     int64_t cupti_flushed_ns;                 /* the collector's last CUPTI flush */
@@ -129,9 +131,15 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
  * device. 0, or -1 with err set. */
 int run_check_precision(int precision, const struct device_ops *devops, char *err, size_t errlen);
 /* The format gradients travel in (enum wire16, half.h), 0 for fp32:
- * --grad-compress where given, else bf16 for a bf16 run of a strategy that
- * compresses (DDP's bf16 compression hook by default), else none. */
-int run_grad_compress(const struct run_config *rc);
+ * --grad-compress where given, else bf16 for a bf16 run on the CPU of a
+ * strategy that compresses (DDP's bf16 compression hook by default), else
+ * none (on a GPU gradients travel in fp32: its compression is not built). */
+int run_grad_compress(const struct run_config *rc, int on_gpu);
+/* --cupti-sample P: where the window after the one that started at
+ * `start` starts: P steps on, or, where P steps of step_ns take less than
+ * gap_ns, as many steps on as take gap_ns (step_ns <= 0: not measured yet,
+ * P steps). */
+uint32_t run_cupti_next_window(uint32_t start, int P, int64_t step_ns, int64_t gap_ns);
 /* Rank i's model once the rank has built it, else NULL: for the collector
  * to read what stays fixed after the build (the layers' names) and what
  * the model publishes for other threads (model_layer_times). It lives

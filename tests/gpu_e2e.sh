@@ -15,14 +15,18 @@
 #  5. the UI in tmux (when tmux is here): the Timeline pane's gpu lanes
 #     show kernels (fwd/bwd/opt/comm glyphs, not only idle dots) for both
 #     ranks, `s` three times adds three runs that each train, and `q`
-#     exits 0.
+#     exits 0;
+#  6. a batch too large for the GPU's free memory (ResNet-101 on 3x224x224
+#     at batch 440, ~188 GB) is refused before any rank starts, in one
+#     line naming the GPU's free memory and a batch to try, exit 2; that
+#     batch then trains, and its measured peak is set beside the estimate.
 #
-# Usage: gpu_e2e.sh /path/to/ddptop [part...]   (parts: replay slow sweep faults ui)
+# Usage: gpu_e2e.sh /path/to/ddptop [part...]   (parts: replay slow sweep faults ui oom)
 # Exit status: 0 pass, 1 fail, 77 skip (no GPU here).
 set -u
-BIN=${1:?usage: gpu_e2e.sh /path/to/ddptop [replay slow sweep faults ui]}
+BIN=${1:?usage: gpu_e2e.sh /path/to/ddptop [replay slow sweep faults ui oom]}
 shift
-PARTS=${*:-replay slow sweep faults ui}
+PARTS=${*:-replay slow sweep faults ui oom}
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 [ -x "$BIN" ] || { echo "FAIL: $BIN is not executable"; exit 1; }
 if "$BIN" --info --device cuda 2>&1 | grep -q "no GPU is present\|not built with CUDA\|GPU module"; then
@@ -183,6 +187,29 @@ if [[ " $PARTS " == *" ui "* ]]; then
         grep -q 'exit=0' "$T/ui.rc" 2>/dev/null && pass "q exits 0" || fail "q: $(cat "$T/ui.rc" 2>/dev/null) $(tail -3 "$T/ui.err")"
         [ -n "${OUT:-}" ] && cp "$T"/screen*.txt "$OUT/" 2>/dev/null
         tm kill-server >/dev/null 2>&1
+    fi
+fi
+
+if [[ " $PARTS " == *" oom "* ]]; then
+    big=(--batch --quiet "${RUN[@]}" --model resnet101 --input 3x224x224 --ranks 1 --steps 2 --cudnn-algo heuristic)
+    "$BIN" "${big[@]}" --batch-size 440 >"$T/oom.out" 2>"$T/oom.err"
+    rc=$?
+    echo "batch 440: exit $rc: $(cat "$T/oom.err")"
+    n=$(grep -oE 'try --batch-size [0-9]+' "$T/oom.err" | grep -oE '[0-9]+$')
+    if [ $rc = 2 ] && [ "$(wc -l <"$T/oom.err")" = 1 ] && grep -q 'and cuda:[0-9]* has .* free; try' "$T/oom.err" &&
+        [ -n "$n" ]; then
+        pass "a batch too large for the GPU is one line, exit 2, batch $n suggested"
+        est=$("$BIN" --info --device cuda --model resnet101 --input 3x224x224 --batch-size "$n" 2>/dev/null |
+            grep -oE "needs ~[0-9.]+ MB" | grep -oE '[0-9.]+')
+        if "$BIN" "${big[@]}" --batch-size "$n" --format json >"$T/oom-fit.json" 2>"$T/err"; then
+            python3 -c 'import json, sys; q = json.load(open(sys.argv[1]))["per_rank"][0]; print("batch %s: peak %.0f MB on the GPU, estimate %s MB" % (sys.argv[2], q["mem_peak_bytes"] / 2**20, sys.argv[3]))' \
+                "$T/oom-fit.json" "$n" "${est:-?}"
+            pass "the suggested batch ($n) trains on the GPU"
+        else
+            fail "the suggested batch ($n) failed: $(tail -2 "$T/err")"
+        fi
+    else
+        fail "batch 440 of ResNet-101 at 224: exit $rc, $(head -3 "$T/oom.err")"
     fi
 fi
 

@@ -11,7 +11,9 @@
  *  - busbw: nccl-tests' factors, and the report's busbw = the summed
  *    S x factor over the summed transfer time, per rank and per run;
  *  - speedup: a run's samples/s over its 1-rank row's, efficiency that
- *    over the rank count.
+ *    over the rank count;
+ *  - --cupti-sample's windows: P steps apart, or further where P steps
+ *    take less than the least gap in time.
  * The live run (test_strategies, test_report) checks the same invariants
  * on real timings; these pin them exactly. */
 #include <math.h>
@@ -27,6 +29,7 @@
 #include "metrics.h"
 #include "probe.h"
 #include "report.h"
+#include "run.h"
 
 /* An outer allreduce span of S bytes on rank's main lane, [t0, t1) ns. */
 static struct span coll_span(uint32_t seq, int64_t t0, int64_t t1, uint64_t size)
@@ -242,12 +245,29 @@ static void test_efficiency_above_100_explained(void **state)
     assert_true(!strncmp(why_above_100(40, 10.0, 1), "step-time noise between the runs", 32));
 }
 
+/* The next traced window: P steps on when they take the gap or longer,
+ * else the steps that take the gap (rounded up); P before any step time
+ * is measured or without a gap; never past the last step number. */
+static void test_cupti_windows(void **state)
+{
+    const int64_t ms = 1000000;
+    assert_int_equal(run_cupti_next_window(0, 50, 0, 200 * ms), 50);          /* not measured yet */
+    assert_int_equal(run_cupti_next_window(100, 50, 20 * ms, 200 * ms), 150); /* 50 steps: 1 s */
+    assert_int_equal(run_cupti_next_window(100, 50, 4 * ms, 200 * ms), 150);  /* exactly the gap */
+    assert_int_equal(run_cupti_next_window(100, 50, 3 * ms, 200 * ms), 167);  /* 66.7 steps, up */
+    /* an MLP's 0.26 ms step: a window every 770 steps rather than 13 ms */
+    assert_int_equal(run_cupti_next_window(0, 50, 260000, 200 * ms), 770);
+    assert_int_equal(run_cupti_next_window(7, 50, 260000, 0), 57); /* DDPTOP_CUPTI_GAP_MS=0 */
+    assert_int_equal(run_cupti_next_window(UINT32_MAX - 10, 50, 1, 200 * ms), UINT32_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transfer_sync_split),    cmocka_unit_test(test_straggler_never_waits),
         cmocka_unit_test(test_busbw_factors),          cmocka_unit_test(test_efficiency_above_100_explained),
         cmocka_unit_test(test_transfer_sync_per_step), cmocka_unit_test(test_speedup),
+        cmocka_unit_test(test_cupti_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

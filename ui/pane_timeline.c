@@ -226,7 +226,7 @@ static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
     int have = hi >= 0 && t1 > t0;
     char sampled[48] = "";
     if (s->cupti_sample > 1)
-        snprintf(sampled, sizeof(sampled), "  (device traced %d steps in %d)", CFG_CUPTI_WINDOW, s->cupti_sample);
+        snprintf(sampled, sizeof(sampled), "  (device traced %d steps in %d+)", CFG_CUPTI_WINDOW, s->cupti_sample);
     if (have)
         snprintf(note, sizeof(note), "steps %ld-%ld  %.2f ms%s  +/- zoom%s%s", lo, hi, (double)(t1 - t0) / 1e6, sampled,
                  v->can_browse ? "  <-/-> history" : "", vs->tl_back ? "  (scrolled back)" : "");
