@@ -8,21 +8,22 @@
 # ${OUT:-/tmp}/gpu_layers.txt.
 #
 #   scripts/gpu_check.sh [part...]
-# parts (default: all but models): tests (test_gpu, test_gpu_fixtures),
-# models (test_gpu_models: every zoo model against the CPU, minutes),
-# e2e (tests/gpu_e2e.sh: live vs replay, slow rank, the UI in tmux),
-# fixture (a small traced GPU run, for the replay fixtures),
-# runs (ddptop's own runs), bench (against PyTorch), cupti (what device
-# tracing costs, bench/cupti_cost.sh), sample (every rank's split with the
-# default sampled tracing against tracing every step), precision (test_gpu,
-# whose tf32 and cudnnFind tests are the point, the algorithms cudnnFind
-# picks for ResNet-18, and ddptop against PyTorch in fp32 and tf32 on LeNet
-# and ResNet-18 at batch 128: about 3 minutes).
+# parts (default: all but models): tests (test_gpu, test_gpu_fixtures,
+# test_gpu_models bf16), models (test_gpu_models: every zoo model against
+# the CPU, minutes), e2e (tests/gpu_e2e.sh: live vs replay, slow rank, the
+# UI in tmux, the memory check; E2E_PARTS picks parts), fixture (a small
+# traced GPU run, for the replay fixtures), runs (ddptop's own runs), bench
+# (against PyTorch), cupti (what device tracing costs, bench/cupti_cost.sh;
+# CUPTI_MODELS picks models), sample (every rank's split with the default
+# sampled tracing against tracing every step), precision (test_gpu, whose
+# tf32, bf16 and cudnnFind tests are the point, the algorithms cudnnFind
+# picks for ResNet-18, and ddptop against PyTorch in each of PRECISIONS,
+# default fp32 tf32 bf16, on LeNet and ResNet-18 at batch 128: minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 log=${OUT:-/tmp}/gpu_check.log
-exec > >(tee "$log") 2>&1
+exec > >(tee -a "$log") 2>&1 # (appended: one command may run several parts in turn)
 b=.gpubundle
 [ -x "$b/test_gpu" ] || { echo "no $b/ here: run scripts/gpu_bundle.sh where it builds and carry $b"; exit 2; }
 
@@ -66,7 +67,8 @@ done
 if want e2e; then
     echo "===== tests/gpu_e2e.sh"
     start=$(date +%s)
-    timeout "${E2E_TIMEOUT:-600}" tests/gpu_e2e.sh "$b/ddptop"
+    # shellcheck disable=SC2086 # (E2E_PARTS: a list of gpu_e2e.sh's parts)
+    timeout "${E2E_TIMEOUT:-600}" tests/gpu_e2e.sh "$b/ddptop" ${E2E_PARTS:-}
     rc=$?
     echo "===== gpu_e2e: exit $rc ($(($(date +%s) - start)) s)"
     [ "$rc" -ne 0 ] && status=1
@@ -128,6 +130,6 @@ if want bench; then
 fi
 if want cupti; then
     echo "===== what CUPTI costs"
-    REPS=${REPS:-3} bench/cupti_cost.sh "$b/ddptop" "mlp lenet resnet18" 128
+    REPS=${REPS:-3} bench/cupti_cost.sh "$b/ddptop" "${CUPTI_MODELS:-mlp lenet resnet18}" 128
 fi
 exit $status
