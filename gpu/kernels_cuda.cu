@@ -106,6 +106,28 @@ __global__ void from_bf16_k(float *dst, int acc, const __nv_bfloat16 *src, int64
     GRID_LOOP(i, n) dst[i] = acc ? dst[i] + __bfloat162float(src[i]) : __bfloat162float(src[i]);
 }
 
+// the same with a layout change, for cuDNN's channels-last tensor-core
+// kernels: NCHW fp32 to NHWC bf16 (a filter KCRS to KRSC alike: N = K,
+// HW = R S), and back; each thread writes one element in order. The
+// index arithmetic is done in I: 32-bit wherever the tensor allows, as
+// 64-bit division costs more than the copy itself
+template <typename I> __global__ void to_bf16_nhwc_k(__nv_bfloat16 *dst, const float *src, I n, I C, I HW)
+{
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        I c = i % C, p = i / C; // p = n * HW + hw
+        dst[i] = __float2bfloat16_rn(src[((p / HW) * C + c) * HW + p % HW]);
+    }
+}
+
+template <typename I> __global__ void from_bf16_nchw_k(float *dst, int acc, const __nv_bfloat16 *src, I n, I C, I HW)
+{
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        I hw = i % HW, nc = i / HW;
+        float v = __bfloat162float(src[((nc / C) * HW + hw) * C + nc % C]);
+        dst[i] = acc ? dst[i] + v : v;
+    }
+}
+
 __global__ void copy_acc_k(float *dst, int acc, const float *src, int64_t n)
 {
     GRID_LOOP(i, n) dst[i] = acc ? dst[i] + src[i] : src[i];
@@ -383,6 +405,23 @@ int cuk_to_bf16(uint16_t *dst, const float *src, int64_t n, void *stream)
 int cuk_from_bf16(float *dst, int acc, const uint16_t *src, int64_t n, void *stream)
 {
     LAUNCH(n, from_bf16_k, dst, acc, (const __nv_bfloat16 *)src, n);
+}
+
+int cuk_to_bf16_nhwc(uint16_t *dst, const float *src, int64_t N, int C, int64_t HW, void *stream)
+{
+    int64_t n = N * C * HW;
+    if (n < INT32_MAX)
+        LAUNCH(n, to_bf16_nhwc_k<uint32_t>, (__nv_bfloat16 *)dst, src, (uint32_t)n, (uint32_t)C, (uint32_t)HW);
+    LAUNCH(n, to_bf16_nhwc_k<int64_t>, (__nv_bfloat16 *)dst, src, n, (int64_t)C, HW);
+}
+
+int cuk_from_bf16_nchw(float *dst, int acc, const uint16_t *src, int64_t N, int C, int64_t HW, void *stream)
+{
+    int64_t n = N * C * HW;
+    if (n < INT32_MAX)
+        LAUNCH(n, from_bf16_nchw_k<uint32_t>, dst, acc, (const __nv_bfloat16 *)src, (uint32_t)n, (uint32_t)C,
+               (uint32_t)HW);
+    LAUNCH(n, from_bf16_nchw_k<int64_t>, dst, acc, (const __nv_bfloat16 *)src, n, (int64_t)C, HW);
 }
 
 int cuk_add(float *out, const float *a, const float *b, int64_t n, void *stream)

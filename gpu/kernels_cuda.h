@@ -149,6 +149,9 @@ int cuk_copy_acc(float *dst, int acc, const float *src, int64_t n, void *stream)
  * dst = (or += with acc) src widened to float */
 int cuk_to_bf16(uint16_t *dst, const float *src, int64_t n, void *stream);
 int cuk_from_bf16(float *dst, int acc, const uint16_t *src, int64_t n, void *stream);
+/* ... with the layout changed: NCHW float [N,C,HW] to NHWC bf16, and back */
+int cuk_to_bf16_nhwc(uint16_t *dst, const float *src, int64_t N, int C, int64_t HW, void *stream);
+int cuk_from_bf16_nchw(float *dst, int acc, const uint16_t *src, int64_t N, int C, int64_t HW, void *stream);
 int cuk_add(float *out, const float *a, const float *b, int64_t n, void *stream);
 /* Masks as cpu_dropout_forward draws them (dropout_keep over the plain index). */
 int cuk_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n, float p, uint64_t key, void *stream);
