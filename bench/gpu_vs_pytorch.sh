@@ -13,7 +13,8 @@
 #   fp32  ddptop --precision fp32; PyTorch with TF32 off in cuDNN and cuBLAS
 #   tf32  ddptop --precision tf32; PyTorch with allow_tf32 on in both
 #         (torch.backends.cuda.matmul and torch.backends.cudnn)
-#   bf16  ddptop --precision bf16; PyTorch's autocast to bfloat16
+#   bf16  ddptop --precision bf16; PyTorch's autocast to bfloat16, the model and
+#         its inputs channels_last
 # cuDNN's algorithms are chosen the same way on both sides (ALGO, default
 # find): ddptop's --cudnn-algo find against torch.backends.cudnn.benchmark
 # = True, or --cudnn-algo heuristic against benchmark off. Both sides copy

@@ -402,7 +402,8 @@ def train(a):
     FP32 without TF32 (ddptop's --precision fp32), tf32 lets cuDNN and
     cuBLAS use TF32 tensor cores (ddptop's --precision tf32), bf16 runs
     the forward pass and the loss under autocast to bfloat16 (ddptop's
-    --precision bf16; on the CPU, oneDNN's bf16 kernels);
+    --precision bf16; on the CPU, oneDNN's bf16 kernels; on a GPU with
+    the model and its inputs channels_last, as users run bf16 there);
     --cudnn-benchmark times cuDNN's algorithms once per shape (ddptop's
     --cudnn-algo find), in the warm-up steps."""
     torch.set_num_threads(a.threads)
@@ -417,12 +418,15 @@ def train(a):
         torch.backends.cudnn.benchmark = a.cudnn_benchmark
         x, y = x.pin_memory(), y.pin_memory()
     model = build(a.model, x.shape[1], x.shape[2], 10).to(dev).train()
+    # bf16 on a GPU as users run it: channels_last (tensor cores' layout)
+    fmt = torch.channels_last if dev.type == "cuda" and a.precision == "bf16" else torch.contiguous_format
+    model = model.to(memory_format=fmt)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     times = []
     for i in range(a.warmup + a.steps):
         j = (i % nb) * a.batch
         t0 = time.perf_counter()
-        xb = x[j:j + a.batch].to(dev, non_blocking=True)
+        xb = x[j:j + a.batch].to(dev, non_blocking=True).contiguous(memory_format=fmt)
         yb = y[j:j + a.batch].to(dev, non_blocking=True)
         opt.zero_grad(set_to_none=True)
         with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
