@@ -15,10 +15,14 @@
  * widened back into the model's fp32 tensors: cuBLAS writes fp32 itself
  * (cublasGemmEx), cuDNN writes bf16 (its bf16 configuration has bf16
  * outputs), which one more pass widens. Biases, and every other layer,
- * stay fp32. The bf16 operands of a convolution without groups are laid
- * out channels-last (NHWC, filters KRSC) by the same passes, as PyTorch's
- * channels_last: cuDNN's tensor-core kernels want that layout, and NCHW
- * bf16 runs slower than fp32 (measured on an H200: ResNet-18 0.68x).
+ * stay fp32. The bf16 operands of a convolution without groups whose
+ * channels come in 8s are laid out channels-last (NHWC, filters KRSC) by
+ * the same passes, as PyTorch's channels_last: cuDNN's tensor-core
+ * kernels want that layout (on an H200, ResNet-18 in bf16 ran at 0.68x
+ * of fp32 all NCHW, 0.82x channels-last). Still slower than fp32: every
+ * convolution adds eight passes over its operands (three forward, five
+ * backward), and the activations
+ * between layers stay fp32 (autocast keeps them in bf16).
  *
  * cuDNN 9 marks the descriptor API deprecated in favour of its graph API;
  * it is still supported, and this file alone silences that warning.
@@ -90,7 +94,7 @@ struct cuda_conv {
     int has_bias;
     cudnnTensorDescriptor_t xd, yd, bd; /* xd, yd: in the precision of the products */
     cudnnTensorDescriptor_t yo;         /* the fp32 output, for the bias */
-    int nhwc;                           /* bf16 without groups: xd, yd and wd are channels-last */
+    int nhwc;                           /* bf16, no groups, channels in 8s: xd, yd and wd are channels-last */
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd[CONV_DIRS];
     struct algo_choice a;
@@ -561,7 +565,8 @@ static int conv_build(struct cuda_conv *c)
     /* bf16: cuDNN's pseudo-bf16 configuration (bf16 data, fp32 sums) */
     int bf16 = x->precision == PREC_BF16;
     cudnnDataType_t data = bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    c->nhwc = bf16 && d->groups == 1;
+    /* (tensor cores take channels in 8s: LeNet's 1 and 6 gain nothing) */
+    c->nhwc = bf16 && d->groups == 1 && d->C % 8 == 0 && d->OC % 8 == 0;
     cudnnTensorFormat_t fmt = c->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     DNN(x, cudnnSetTensor4dDescriptor(c->xd, fmt, data, d->B, d->C, d->H, d->W));
     DNN(x, cudnnSetTensor4dDescriptor(c->yd, fmt, data, d->B, d->OC, d->OH, d->OW));
