@@ -6,7 +6,8 @@ the parameter counts that tests/test_zoo_counts.c checks.
 Run with Debian's python3 (torch 1.13 from python3-torch; the counts at
 3x224x224 are torchvision 0.14's models, from python3-torchvision), from
 anywhere:
-    /usr/bin/python3 tests/gen_zoo_fixtures.py [--counts-only] [OUTDIR]   (default tests/fixtures/zoo)
+    /usr/bin/python3 tests/gen_zoo_fixtures.py [--counts-only | --bf16-only] [OUTDIR]
+(default OUTDIR: tests/fixtures/zoo)
 Running the tests needs no Python.
 
 The models are bench/torch_models.py's, which follow models/zoo.c layer for
@@ -54,6 +55,18 @@ Format (whitespace separated, fscanf-friendly; '#' lines only at the top):
     tensors T, then T lines: NAME LEN PARAM_SUM GRAD_NORM GRAD_PROJ DEV32 DEVPERT
     bnstats S, then S lines: LAYER MEAN_NORM VAR_NORM
     eval_logits N VALUES
+
+--precision bf16 (BF16_MODELS, files NAME_CxS_bf16.txt): the same float64
+reference, and the same step in float32 under PyTorch's CPU autocast to
+bfloat16 (convolutions and linear layers take bf16 operands, and autocast
+keeps their outputs in bf16) stands where float32 did: DEV32 is that
+step's gradient distance from float64, and a last line
+
+    bf16 LOSS_DEV LOGIT_DEV EVAL_DEV BN_RDEV
+
+gives its loss's, its largest logit's and eval logit's distances from
+float64 and its running statistics' largest relative one: ddptop's bf16
+step (fp32 activations between layers) is held to a few times those.
 """
 import os
 import sys
@@ -71,6 +84,7 @@ BATCH, CLASSES = 2, 10
 LABELS = [3, 7]
 PARAM_SEED, INPUT_SEED, PROJ_SEED, DROPOUT_SEED = 20240601, 777, 4242, 1
 PERTURB, PERTURB_SEEDS = 2e-6, (11, 12, 13)
+BF16_MODELS = [("lenet", 1, 28), ("resnet18", 3, 32)]
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 
@@ -159,10 +173,11 @@ def fill_params(model):
     return info
 
 
-def step(name, c, side, dtype, perturb_seed=None):
+def step(name, c, side, dtype, perturb_seed=None, bf16=False):
     """One training forward + backward, then an eval forward; returns the
     model, parameter info, loss, logits, gradients and eval logits. With
-    perturb_seed, the input is scaled by 1 + PERTURB (2u - 1) first."""
+    perturb_seed, the input is scaled by 1 + PERTURB (2u - 1) first; with
+    bf16, both forwards run under CPU autocast to bfloat16."""
     torch.manual_seed(0)  # construction only: fill_params overwrites everything
     model = tm.build(name, c, side, CLASSES)
     swap_dropout(model)
@@ -174,19 +189,26 @@ def step(name, c, side, dtype, perturb_seed=None):
         u = torch.from_numpy(2.0 * tensor_uniform(perturb_seed, 0, x.numel()) - 1.0).view_as(x)
         x = x * (1.0 + PERTURB * u)
     model.train()
-    logits = model(x)
-    loss = F.cross_entropy(logits, torch.tensor(LABELS))
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        logits = model(x)
+        loss = F.cross_entropy(logits, torch.tensor(LABELS))
     loss.backward()
     grads = [p.grad.detach().double().reshape(-1).numpy() for p in model.parameters()]
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         eval_logits = model(x)
     return model, info, loss, logits.detach().double(), grads, eval_logits.double()
 
 
-def generate(name, c, side, outdir):
+def bn_norms(model):
+    return [(mname, float(mod.running_mean.norm()), float(mod.running_var.norm()))
+            for mname, mod in model.named_modules() if isinstance(mod, nn.BatchNorm2d)]
+
+
+def generate(name, c, side, outdir, bf16=False):
     model, info, loss, logits, grads, eval_logits = step(name, c, side, torch.float64)
-    grads32 = step(name, c, side, torch.float32)[4]
+    low = step(name, c, side, torch.float32, bf16=bf16)
+    grads32 = low[4]
     pert = [step(name, c, side, torch.float64, ps)[4] for ps in PERTURB_SEEDS]
     rows = []
     for k, ((pname, n, psum), g, g32) in enumerate(zip(info, grads, grads32)):
@@ -194,13 +216,14 @@ def generate(name, c, side, outdir):
         devp = max(float(np.sqrt(((gp[k] - g) ** 2).sum())) for gp in pert)
         rows.append((pname, n, psum, float(np.sqrt((g * g).sum())), float((g * r).sum()),
                      float(np.sqrt(((g32 - g) ** 2).sum())), devp))
-    bn = [(mname, float(mod.running_mean.norm()), float(mod.running_var.norm()))
-          for mname, mod in model.named_modules() if isinstance(mod, nn.BatchNorm2d)]
+    bn = bn_norms(model)
 
-    path = os.path.join(outdir, f"{name}_{c}x{side}.txt")
+    path = os.path.join(outdir, f"{name}_{c}x{side}{'_bf16' if bf16 else ''}.txt")
     with open(path, "w") as f:
         f.write(f"# {name} on {c}x{side}x{side}: one PyTorch {torch.__version__} training step, written by "
                 "tests/gen_zoo_fixtures.py.\n# Do not edit; rerun the script. Format: see its docstring.\n")
+        if bf16:
+            f.write("# bf16: DEV32 is PyTorch's autocast-bf16 gradient's distance from float64.\n")
         f.write(f"model {name}\ninput {c} {side} {side}\nbatch {BATCH}\nclasses {CLASSES}\n")
         f.write("labels %d %s\n" % (BATCH, " ".join(map(str, LABELS))))
         f.write(f"seeds {PARAM_SEED} {INPUT_SEED} {PROJ_SEED} {DROPOUT_SEED}\n")
@@ -213,16 +236,28 @@ def generate(name, c, side, outdir):
         for r in bn:
             f.write("%s %.17g %.17g\n" % r)
         f.write("eval_logits %d %s\n" % (eval_logits.numel(), " ".join("%.9g" % v for v in eval_logits.reshape(-1))))
+        if bf16:
+            bn_low = bn_norms(low[0])
+            bn_rdev = max([abs(a[k] - b[k]) / b[k] for a, b in zip(bn_low, bn) for k in (1, 2) if b[k] > 0] + [0.0])
+            f.write("bf16 %.3g %.3g %.3g %.3g\n" % (abs(low[2].item() - loss.item()),
+                                                   float((low[3] - logits).abs().max()),
+                                                   float((low[5] - eval_logits).abs().max()), bn_rdev))
     big = [r for r in rows if r[3] > 1e-6 * max(q[3] for q in rows)]
     print(f"{path}: {os.path.getsize(path)} bytes, loss {loss.item():.6f}, gradients move by "
-          f"{max(r[5] / r[3] for r in big):.1e} in float32, {max(r[6] / r[3] for r in big):.1e} perturbed")
+          f"{max(r[5] / r[3] for r in big):.1e} in {'bf16' if bf16 else 'float32'}, "
+          f"{max(r[6] / r[3] for r in big):.1e} perturbed")
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--counts-only"]  # --counts-only: counts.txt alone
+    # --counts-only: counts.txt alone; --bf16-only: the bf16 steps alone
+    args = [a for a in sys.argv[1:] if a not in ("--counts-only", "--bf16-only")]
     outdir = args[0] if args else os.path.join(HERE, "fixtures", "zoo")
     os.makedirs(outdir, exist_ok=True)
     torch.set_num_threads(1)
+    if "--bf16-only" in sys.argv:
+        for name, c, side in BF16_MODELS:
+            generate(name, c, side, outdir, bf16=True)
+        return
     with open(os.path.join(outdir, "counts.txt"), "w") as f:
         f.write("# Parameters and conv/linear multiply-accumulates per image of bench/torch_models.py's\n"
                 "# models with 10 classes, and at 3x224x224 of torchvision's ImageNet forms with 1000\n"
@@ -238,6 +273,8 @@ def main():
     for name in tm.MODELS:
         for c, side in tm.SHAPES:
             generate(name, c, side, outdir)
+    for name, c, side in BF16_MODELS:
+        generate(name, c, side, outdir, bf16=True)
 
 
 if __name__ == "__main__":

@@ -160,6 +160,28 @@ if [ "$precisions" != fp32 ]; then
     expect_ok "--info --precision bf16 names bf16 kernels" "avx512_core_bf16" --info --device cpu --model resnet18 \
         --dataset synthetic --input 3x32x32 --precision bf16
 fi
+# bf16 learns as well as fp32: LeNet, one epoch of Fashion-MNIST, test
+# accuracy within 1 point (issue 15)
+if [ "$precisions" != fp32 ] && [ -d /usr/share/datasets/fashion-mnist ]; then
+    for p in fp32 bf16; do
+        timeout 120 "$BIN" --batch --quiet --dataset fashion-mnist --device cpu --model lenet --epochs 1 \
+            --precision $p --format json >"$tmp/acc_$p.json" 2>"$tmp/err_$p"
+    done
+    if /usr/bin/python3 - "$tmp/acc_fp32.json" "$tmp/acc_bf16.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(p))["runs"][0]["test_acc"] for p in sys.argv[1:3])
+print("  lenet, 1 epoch of fashion-mnist: test accuracy %.2f%% in fp32, %.2f%% in bf16" % (a, b))
+sys.exit(0 if a > 80 and abs(a - b) <= 1.0 else 1)
+PY
+        passes=$((passes + 1))
+    else
+        echo "FAIL: bf16 LeNet on Fashion-MNIST within 1 point of fp32's test accuracy"
+        cat "$tmp/err_fp32" "$tmp/err_bf16"
+        fails=$((fails + 1))
+    fi
+elif [ "$precisions" != fp32 ]; then
+    echo "(no /usr/share/datasets/fashion-mnist: bf16's accuracy against fp32 is not checked)"
+fi
 # a sweep of ways to train: data parallelism with each strategy, a pipeline
 # with each micro-batch count (no strategy), model parallelism once
 "$BIN" --batch --quiet --dataset synthetic --device cpu --model mlp --ranks 2 --steps 2 --no-eval \
