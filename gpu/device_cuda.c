@@ -264,9 +264,18 @@ static int cuda_loss_backward(struct model *m, float scale)
     return 0;
 }
 
-static int cuda_sgd(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd)
+static int cuda_sgd(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd,
+                    float gscale)
 {
-    if (cuda_sgd_update(m->kernels, m->param_buf + lo, m->grad_buf + lo, buf + lo, hi - lo, lr, momentum, wd) != 0)
+    if (cuda_sgd_update(m->kernels, m->param_buf + lo, m->grad_buf + lo, buf + lo, hi - lo, lr, momentum, wd,
+                        gscale) != 0)
+        return kernels_failed(m);
+    return 0;
+}
+
+static int cuda_grads_finite(struct model *m, size_t lo, size_t hi, int *finite)
+{
+    if (cuda_all_finite(m->kernels, m->grad_buf + lo, hi - lo, finite) != 0)
         return kernels_failed(m);
     return 0;
 }
@@ -353,6 +362,7 @@ const struct device_ops device_cuda = {
     .loss_end = cuda_loss_end,
     .loss_backward = cuda_loss_backward,
     .sgd_update = cuda_sgd,
+    .grads_finite = cuda_grads_finite,
     .average_slices = cuda_average,
     .stretch_begin = cuda_stretch_begin,
     .stretch_end = cuda_stretch_end,

@@ -1064,8 +1064,20 @@ int cuda_xent_backward(struct cuda_ctx *x, float *dlogits, const float *probs, c
 }
 
 int cuda_sgd_update(struct cuda_ctx *x, float *p, const float *g, float *buf, size_t n, float lr, float momentum,
-                    float wd)
+                    float wd, float gscale)
 {
-    KERNEL(x, cuk_sgd(p, g, buf, n, lr, momentum, wd, x->stream));
+    KERNEL(x, cuk_sgd(p, g, buf, n, lr, momentum, wd, gscale, x->stream));
+    return 0;
+}
+
+int cuda_all_finite(struct cuda_ctx *x, const float *v, size_t n, int *finite)
+{
+    if (rows_reserve(x, 1) != 0)
+        return -1;
+    CU(x, cudaMemsetAsync(x->row_hit, 0, sizeof(int32_t), x->stream));
+    KERNEL(x, cuk_count_nonfinite(x->row_hit, v, n, x->stream));
+    CU(x, cudaMemcpyAsync(x->h_hit, x->row_hit, sizeof(int32_t), cudaMemcpyDeviceToHost, x->stream));
+    CU(x, cudaStreamSynchronize(x->stream));
+    *finite = x->h_hit[0] == 0;
     return 0;
 }

@@ -78,11 +78,11 @@ __global__ void xent_bwd_k(float *dlogits, const float *probs, const int32_t *la
     GRID_LOOP(i, n) dlogits[i] = (probs[i] - ((int)(i % K) == labels[i / K] ? 1.0f : 0.0f)) * scale;
 }
 
-__global__ void sgd_k(float *p, const float *g, float *buf, int64_t n, float lr, float momentum, float wd)
+__global__ void sgd_k(float *p, const float *g, float *buf, int64_t n, float lr, float momentum, float wd, float gs)
 {
     GRID_LOOP(i, n)
     {
-        float d = g[i] + wd * p[i];
+        float d = gs * g[i] + wd * p[i];
         float b = momentum != 0.0f ? momentum * buf[i] + d : d;
         buf[i] = b;
         p[i] -= lr * b;
@@ -92,6 +92,16 @@ __global__ void sgd_k(float *p, const float *g, float *buf, int64_t n, float lr,
 __global__ void fill_k(float *x, int64_t n, float v)
 {
     GRID_LOOP(i, n) x[i] = v;
+}
+
+// --loss-scale: one flag raised by any thread that meets a NaN or an
+// infinity (the count is only ever compared with 0)
+__global__ void count_nonfinite_k(int32_t *count, const float *v, int64_t n)
+{
+    int bad = 0;
+    GRID_LOOP(i, n) bad |= !isfinite(v[i]);
+    if (__syncthreads_or(bad) && threadIdx.x == 0)
+        atomicAdd(count, 1);
 }
 
 // --precision bf16: operands rounded to nearest even (NaN stays NaN), and
@@ -357,9 +367,10 @@ int cuk_xent_backward(float *dlogits, const float *probs, const int32_t *labels,
     return launched();
 }
 
-int cuk_sgd(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd, void *stream)
+int cuk_sgd(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd, float gscale,
+            void *stream)
 {
-    sgd_k<<<grid_for((int64_t)n), 256, 0, (cudaStream_t)stream>>>(p, g, buf, (int64_t)n, lr, momentum, wd);
+    sgd_k<<<grid_for((int64_t)n), 256, 0, (cudaStream_t)stream>>>(p, g, buf, (int64_t)n, lr, momentum, wd, gscale);
     return launched();
 }
 
@@ -395,6 +406,11 @@ int cuk_delay(uint64_t ns, void *stream)
 int cuk_copy_acc(float *dst, int acc, const float *src, int64_t n, void *stream)
 {
     LAUNCH(n, copy_acc_k, dst, acc, src, n);
+}
+
+int cuk_count_nonfinite(int32_t *count, const float *v, size_t n, void *stream)
+{
+    LAUNCH((int64_t)n, count_nonfinite_k, count, v, (int64_t)n);
 }
 
 int cuk_to_bf16(uint16_t *dst, const float *src, int64_t n, void *stream)

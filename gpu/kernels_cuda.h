@@ -130,8 +130,10 @@ int cuda_xent_result(struct cuda_ctx *x, int B, float *loss, int *correct);
 int cuda_xent_backward(struct cuda_ctx *x, float *dlogits, const float *probs, const int32_t *labels, int B, int K,
                        float scale);
 
+/* *finite = no NaN or infinity in v[n] (waits for the stream). */
+int cuda_all_finite(struct cuda_ctx *x, const float *v, size_t n, int *finite);
 int cuda_sgd_update(struct cuda_ctx *x, float *p, const float *g, float *buf, size_t n, float lr, float momentum,
-                    float wd);
+                    float wd, float gscale);
 
 /* The small kernels (kernels_cuda.cu), launched on `stream`. */
 int cuk_add_bias(float *out, const float *b, int rows, int cols, int inner, void *stream);
@@ -141,7 +143,10 @@ int cuk_xent_forward(float *probs, float *row_loss, int32_t *row_hit, const floa
                      int K, void *stream);
 int cuk_xent_backward(float *dlogits, const float *probs, const int32_t *labels, int B, int K, float scale,
                       void *stream);
-int cuk_sgd(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd, void *stream);
+int cuk_sgd(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd, float gscale,
+            void *stream);
+/* *count (device, zeroed by the caller) > 0 when v[n] holds a NaN or an infinity */
+int cuk_count_nonfinite(int32_t *count, const float *v, size_t n, void *stream);
 int cuk_fill(float *x, size_t n, float v, void *stream);
 /* dst (+)= src */
 int cuk_copy_acc(float *dst, int acc, const float *src, int64_t n, void *stream);

@@ -120,8 +120,13 @@ struct device_ops {
     int (*loss_end)(struct model *m, float *loss, int *correct);
     int (*loss_backward)(struct model *m, float scale);
     /* SGD with momentum and weight decay over floats [lo, hi) of m's
-     * parameter and gradient buffers, momentum buffer buf (same layout). */
-    int (*sgd_update)(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd);
+     * parameter and gradient buffers, momentum buffer buf (same layout),
+     * the gradients multiplied by gscale first (optim.h). */
+    int (*sgd_update)(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd,
+                      float gscale);
+    /* *finite = whether every gradient in floats [lo, hi) of m's is finite
+     * (waits for the device: --loss-scale's check before the update). */
+    int (*grads_finite)(struct model *m, size_t lo, size_t hi, int *finite);
     /* dst[n] = (slices[0] + ... + slices[world-1]) / world in rank order,
      * on `stream` (gather-scatter's average where the gradients are); NULL
      * where the host computes it. */

@@ -19,17 +19,17 @@
 #define PAR_MIN 65536 /* floats: below this one thread streams it faster than a team wakes */
 
 VEC_CLONES static void sgd_chunk(float *restrict p, const float *restrict g, float *restrict buf, size_t n, float lr,
-                                 float momentum, float wd)
+                                 float momentum, float wd, float gs)
 {
     if (momentum != 0.0f)
         for (size_t i = 0; i < n; i++) {
-            float b = momentum * buf[i] + (g[i] + wd * p[i]);
+            float b = momentum * buf[i] + (gs * g[i] + wd * p[i]);
             buf[i] = b;
             p[i] -= lr * b;
         }
     else
         for (size_t i = 0; i < n; i++) {
-            float d = g[i] + wd * p[i];
+            float d = gs * g[i] + wd * p[i];
             buf[i] = d;
             p[i] -= lr * d;
         }
@@ -38,6 +38,7 @@ VEC_CLONES static void sgd_chunk(float *restrict p, const float *restrict g, flo
 int sgd_init(struct sgd *o, size_t nfloats, float lr, float momentum, float weight_decay, int warmup_steps)
 {
     memset(o, 0, sizeof(*o));
+    o->grad_scale = 1.0f;
     o->lr = lr;
     o->momentum = momentum;
     o->weight_decay = weight_decay;
@@ -86,18 +87,24 @@ float sgd_lr_at(const struct sgd *o, long t)
     return o->lr;
 }
 
-void sgd_update(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd)
+void sgd_update_scaled(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd,
+                       float gscale)
 {
 #ifdef DDPTOP_HAVE_OPENMP
 #pragma omp parallel if (n > PAR_MIN)
     {
         size_t t = (size_t)omp_get_thread_num(), T = (size_t)omp_get_num_threads();
         size_t lo = n * t / T, hi = n * (t + 1) / T;
-        sgd_chunk(p + lo, g + lo, buf + lo, hi - lo, lr, momentum, wd);
+        sgd_chunk(p + lo, g + lo, buf + lo, hi - lo, lr, momentum, wd, gscale);
     }
 #else
-    sgd_chunk(p, g, buf, n, lr, momentum, wd);
+    sgd_chunk(p, g, buf, n, lr, momentum, wd, gscale);
 #endif
+}
+
+void sgd_update(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd)
+{
+    sgd_update_scaled(p, g, buf, n, lr, momentum, wd, 1.0f);
 }
 
 int sgd_step(struct sgd *o, struct model *m, long t)
@@ -118,7 +125,7 @@ int sgd_step_params(struct sgd *o, struct model *m, long t, int p0, int p1)
         size_t lo = m->params[i].off, hi = lo;
         for (; i < p1 && m->params[i].trainable; i++)
             hi = m->params[i].off + m->params[i].len;
-        if (m->dev.ops->sgd_update(m, o->buf, lo, hi, lr, o->momentum, o->weight_decay) != 0) {
+        if (m->dev.ops->sgd_update(m, o->buf, lo, hi, lr, o->momentum, o->weight_decay, o->grad_scale) != 0) {
             snprintf(m->err, sizeof(m->err), "optimizer: %.240s", m->dev.err);
             return -1;
         }

@@ -1,7 +1,8 @@
 /* optim.h - SGD with momentum, weight decay, linear warm-up and the linear
  * scaling rule, over the model's flat buffers, with PyTorch's semantics:
- *   g = grad + wd * p;  buf = momentum * buf + g;  p -= lr_t * buf
- * (the first step's buf is g). */
+ *   g = grad_scale * grad + wd * p;  buf = momentum * buf + g;  p -= lr_t * buf
+ * (the first step's buf is g; grad_scale is 1, or 1/S under a loss scale
+ * S, a power of 2: exact). */
 #ifndef DDPTOP_OPTIM_H
 #define DDPTOP_OPTIM_H
 
@@ -18,6 +19,7 @@ struct sgd {
     float *buf;       /* momentum buffer, [nfloats], in the model's memory */
     size_t n;
     struct model *owner; /* sgd_init_model's model (buf lives on its device), or NULL */
+    float grad_scale;    /* the gradients are multiplied by this first (1: as they are) */
 };
 
 int sgd_init(struct sgd *o, size_t nfloats, float lr, float momentum, float weight_decay, int warmup_steps);
@@ -36,5 +38,8 @@ int sgd_step(struct sgd *o, struct model *m, long t);
 int sgd_step_params(struct sgd *o, struct model *m, long t, int p0, int p1);
 /* The same update on a raw slice: used where only a slice is owned. */
 void sgd_update(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd);
+/* ... with the gradients multiplied by gscale first. */
+void sgd_update_scaled(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd,
+                       float gscale);
 
 #endif

@@ -473,11 +473,12 @@ static void trainable_describe(const struct opt *o, char *buf, size_t len)
 
 static const char *const fault_names[] = {
     [FAULT_NONE] = "none", [FAULT_NAN] = "nan", [FAULT_CRASH] = "crash",           [FAULT_HANG] = "hang",
-    [FAULT_SLOW] = "slow", [FAULT_OOM] = "oom", [FAULT_COMM_ERROR] = "comm-error", NULL};
+    [FAULT_SLOW] = "slow", [FAULT_OOM] = "oom", [FAULT_COMM_ERROR] = "comm-error", [FAULT_OVERFLOW] = "overflow",
+    NULL};
 
 const char *fault_name(int kind)
 {
-    return kind >= 0 && kind <= FAULT_COMM_ERROR ? fault_names[kind] : "?";
+    return kind >= 0 && kind < FAULT_KINDS ? fault_names[kind] : "?";
 }
 
 /* --inject-fault rank=R,step=S,kind=K, in any order, each once: R in
@@ -501,7 +502,7 @@ static int fault_parse(const struct opt *o, struct config *cfg, void *dst, const
         else if (!strcmp(key, "step") && f.step < 0 && parse_ll(v, 0, LONG_MAX, &x) == 0)
             f.step = (long)x;
         else if (!strcmp(key, "kind") && f.kind == FAULT_NONE) {
-            for (int k = FAULT_NAN; k <= FAULT_COMM_ERROR; k++)
+            for (int k = FAULT_NAN; k < FAULT_KINDS; k++)
                 if (!strcmp(v, fault_names[k]))
                     f.kind = k;
             if (f.kind == FAULT_NONE)
@@ -517,7 +518,7 @@ static void fault_describe(const struct opt *o, char *buf, size_t len)
 {
     snprintf(buf, len,
              "rank=R,step=S,kind=K with a rank R from %lld to %lld, a step S from 0, and K one of nan, crash, hang, "
-             "slow, oom, comm-error",
+             "slow, oom, comm-error, overflow",
              o->lo, o->hi);
 }
 
@@ -649,6 +650,7 @@ static const char *const grad_compress_names[] = {"none", "fp16", "bf16", NULL};
 static const char *const precision_names[] = {
     [PREC_FP32] = "fp32", [PREC_TF32] = "tf32", [PREC_BF16] = "bf16", [PREC_FP16] = "fp16", NULL};
 static const char *const cudnn_algo_names[] = {[CONV_ALGO_FIND] = "find", [CONV_ALGO_HEURISTIC] = "heuristic", NULL};
+static const char *const loss_scale_names[] = {[LOSS_SCALE_NONE] = "none", [LOSS_SCALE_DYNAMIC] = "dynamic", NULL};
 
 const char *precision_name(int p)
 {
@@ -804,6 +806,13 @@ static const struct opt opts[] = {
             "cores with a 10-bit mantissa (cuDNN's and cuBLAS's TF32 modes); bf16 multiplies bfloat16 inputs and "
             "weights, adding in fp32, with fp32 master weights (GPUs; CPUs with AVX512_BF16 or AMX); fp16 is "
             "not implemented yet")},
+    {CHOICE("loss-scale", AT(base.loss_scale), NAMES(loss_scale_names), "loss scaling", NULL, NULL, G_EXEC,
+            "dynamic scales the loss by S (2^16 at first) before backward and the gradients back by 1/S in the "
+            "optimizer; a step whose gradients overflow is skipped and S halves, and S doubles after "
+            "--loss-scale-interval good steps (PyTorch's GradScaler); none does not scale"),
+     .def_text = "dynamic under --precision fp16, else none", .also_off = OFF(base.loss_scale_set), .also = 1},
+    {INT("loss-scale-interval", AT(base.loss_scale_interval), 1, INT_MAX, "N", "2000", G_EXEC,
+         "good steps before a dynamic loss scale doubles")},
     {CHOICE("cudnn-algo", AT(base.cudnn_algo), NAMES(cudnn_algo_names), "algorithm choice", NULL, "find", G_EXEC,
             "GPU: find times every cuDNN convolution algorithm once per shape and keeps the fastest (PyTorch's "
             "cudnn.benchmark); heuristic takes cuDNN's guess without timing")},
@@ -816,7 +825,8 @@ static const struct opt opts[] = {
           "a collective waiting this long for a peer fails, naming the peer, and every rank stops")},
     {OPT("inject-fault", k_fault, AT(base.fault), "SPEC", NULL, G_EXEC,
          "make rank R fail at step S, to see how the run ends: the loss turns NaN, the thread dies silently, it "
-         "hangs, it computes 5x slower, it runs out of memory, or its collective fails"),
+         "hangs, it computes 5x slower, it runs out of memory, its collective fails, or a gradient overflows "
+         "to inf (a loss scaler skips that step)"),
      .lo = 0, .hi = MAX_RANKS - 1, .def_text = "none"},
 
     {CHOICE("format", AT(format), NAMES(format_names), "format", NULL, "text", G_REPORT, "report format")},

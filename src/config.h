@@ -36,8 +36,26 @@ enum app_mode { MODE_TRAIN = 0, MODE_BENCH_COMM, MODE_INFO, MODE_REPLAY };
 enum baseline_kind { BASELINE_AUTO = -1, BASELINE_SINGLE = -2, BASELINE_RANKS1 = -3 };
 /* --inject-fault kinds: the loss turns NaN, the rank thread dies without a
  * word to its peers, stops taking part in collectives, computes 5x slower,
- * runs out of memory, or its next collective fails. */
-enum fault_kind { FAULT_NONE = 0, FAULT_NAN, FAULT_CRASH, FAULT_HANG, FAULT_SLOW, FAULT_OOM, FAULT_COMM_ERROR };
+ * runs out of memory, its next collective fails, or one of its gradients
+ * overflows to inf for one step (what fp16 does; a loss scaler skips the
+ * step). */
+enum fault_kind {
+    FAULT_NONE = 0,
+    FAULT_NAN,
+    FAULT_CRASH,
+    FAULT_HANG,
+    FAULT_SLOW,
+    FAULT_OOM,
+    FAULT_COMM_ERROR,
+    FAULT_OVERFLOW,
+    FAULT_KINDS
+};
+/* --loss-scale: none, or dynamic (GradScaler's: the loss is scaled by S
+ * before backward, the gradients unscaled in the optimizer; a step whose
+ * gradients are not finite is skipped and S halves; S doubles after
+ * loss_scale_interval good steps). */
+enum loss_scale_mode { LOSS_SCALE_NONE = 0, LOSS_SCALE_DYNAMIC };
+#define CFG_LOSS_SCALE_INIT 65536.0f /* 2^16, as torch.cuda.amp.GradScaler */
 const char *fault_name(int kind);
 /* --precision's name for enum precision (device.h): "fp32", "tf32", ... */
 const char *precision_name(int p);
@@ -101,6 +119,10 @@ struct run_config {
     int grad_compress, grad_compress_set;
     int precision;  /* enum precision (device.h) */
     int cudnn_algo; /* enum conv_algo_choice (device.h) */
+    /* enum loss_scale_mode; unless loss_scale_set, dynamic under fp16
+     * (run_loss_scale) */
+    int loss_scale, loss_scale_set;
+    int loss_scale_interval; /* good steps before the scale doubles */
     int slow_rank;  /* -1: none */
     double slow_factor;
     int check_replicas;         /* hash the parameters after every step and compare ranks */

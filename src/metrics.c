@@ -43,7 +43,9 @@ int metrics_init(struct metrics *m, int world, double threshold)
         r->step_n = calloc(METRICS_STEPS, sizeof(int32_t));
         r->step_hash = calloc(METRICS_STEPS, sizeof(uint64_t));
         r->step_untraced = calloc(METRICS_STEPS, sizeof(uint8_t));
-        if (!r->step_wall_ns || !r->step_loss || !r->step_correct || !r->step_n || !r->step_hash || !r->step_untraced) {
+        r->step_skipped = calloc(METRICS_STEPS, sizeof(uint8_t));
+        if (!r->step_wall_ns || !r->step_loss || !r->step_correct || !r->step_n || !r->step_hash ||
+            !r->step_untraced || !r->step_skipped) {
             metrics_free(m);
             return -1;
         }
@@ -64,6 +66,7 @@ void metrics_free(struct metrics *m)
             free(r->step_n);
             free(r->step_hash);
             free(r->step_untraced);
+            free(r->step_skipped);
             free(r->pending);
             free(r->window);
             breakdown_scratch_free(&r->sweep);
@@ -368,6 +371,9 @@ static void close_step(struct metrics *m, int r, const struct step_rec *rec)
     rm->step_n[k] = rec->n;
     rm->step_hash[k] = rec->param_hash;
     rm->step_untraced[k] = rec->untraced;
+    rm->step_skipped[k] = rec->skipped;
+    rm->nskipped += rec->skipped;
+    rm->loss_scale = rec->loss_scale;
     rm->nsteps++;
     advance_global(m, rec->epoch);
 }

@@ -28,6 +28,11 @@ struct step_rec {
     /* a GPU rank's step run with device tracing off (--cupti-sample): its
      * split is the latest traced step's, scaled to its wall time */
     uint8_t untraced;
+    /* --loss-scale dynamic: the step's gradients were not finite, and the
+     * optimizer did not run; the scale its loss was multiplied by (0: no
+     * loss scaling) */
+    uint8_t skipped;
+    float loss_scale;
 };
 
 /* What a rank reports after evaluating an epoch. */
@@ -63,8 +68,10 @@ struct rank_metrics {
     float *step_loss;
     int32_t *step_correct, *step_n;
     uint64_t *step_hash;
-    uint8_t *step_untraced;
+    uint8_t *step_untraced, *step_skipped;
     size_t nsteps;
+    uint64_t nskipped; /* --loss-scale: steps skipped for gradients not finite */
+    float loss_scale;  /* ... the scale of the latest step (0: none) */
     uint64_t bytes_tx, bytes_rx;
     double bus_bytes;                          /* sum over collectives of S * busbw factor */
     int64_t coll_ns;                           /* time inside collectives (outer spans) */

@@ -36,6 +36,11 @@ struct loop {
     int32_t *yhost; /* [local_batch] */
     double slow;    /* compute time multiplier of this rank (>= 1) */
     int poison;     /* --inject-fault nan: this step's logits go NaN */
+    int overflow;   /* --inject-fault overflow: this step's gradients go infinite */
+    /* --loss-scale dynamic: the scale (a power of 2), good steps since it
+     * last changed, and whether this step's update was skipped */
+    float scale, used_scale; /* ... and the one this step's loss was scaled by */
+    int good, skipped;
     /* the strategy's view of the flat buffers */
     struct grad_tensor *gt;
     struct grad_layout gl;
@@ -259,7 +264,10 @@ static int push_step(struct loop *L, uint32_t step, int epoch, int64_t t0, float
                           .n = L->run->local_batch,
                           .desched_ns = desched,
                           .param_hash = hash,
-                          .untraced = L->run->cupti && !L->traced};
+                          .untraced = L->run->cupti && !L->traced,
+                          .skipped = (uint8_t)L->skipped,
+                          .loss_scale = L->cfg->loss_scale == LOSS_SCALE_DYNAMIC ? L->used_scale : 0.0f};
+    L->skipped = 0;
     while (!spsc_push(&rk->steps, &sr) && !atomic_load(&L->run->abort))
         sched_yield(); /* step records are never dropped: the collector drains them */
     return 0;
@@ -408,6 +416,45 @@ static int dp_step(struct loop *L, int i, int epoch)
     return push_step(L, step, epoch, t0, loss, correct);
 }
 
+/* --loss-scale dynamic, after the gradients are synchronised (alike on
+ * every rank, so every rank decides alike): gradients that are not all
+ * finite skip the update and halve the scale; finite ones are unscaled by
+ * the optimizer, and the scale doubles after loss_scale_interval of them
+ * (torch.cuda.amp.GradScaler's rule). Without a scaler: the update. */
+static int scaled_step(struct loop *L, uint32_t step)
+{
+    struct model *m = L->m;
+    if (L->cfg->loss_scale != LOSS_SCALE_DYNAMIC)
+        return sgd_step(&L->opt, m, (long)step);
+    int finite = 1;
+    for (int i = 0; i < m->nparams && finite;) {
+        if (!m->params[i].trainable) {
+            i++;
+            continue;
+        }
+        size_t lo = m->params[i].off, hi = lo;
+        for (; i < m->nparams && m->params[i].trainable; i++)
+            hi = m->params[i].off + m->params[i].len;
+        if (m->dev.ops->grads_finite(m, lo, hi, &finite) != 0) {
+            snprintf(m->err, sizeof(m->err), "loss scaling: %.240s", m->dev.err);
+            return -1;
+        }
+    }
+    if (!finite) {
+        L->skipped = 1;
+        L->scale = L->scale > 0x1p-24f ? 0.5f * L->scale : L->scale;
+        L->good = 0;
+        return 0;
+    }
+    L->opt.grad_scale = 1.0f / L->scale;
+    int rc = sgd_step(&L->opt, m, (long)step);
+    if (++L->good >= L->cfg->loss_scale_interval) {
+        L->scale = L->scale < 0x1p+24f ? 2.0f * L->scale : L->scale;
+        L->good = 0;
+    }
+    return rc;
+}
+
 /* The second half of a step on every device: backward from the loss,
  * gradient synchronisation, the optimizer; *t_end is when the update was
  * enqueued (done, on the CPU). Returns 0, or what the step returns. */
@@ -423,7 +470,12 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
     if (phase_push(L, CAT_BACKWARD) != 0)
         return dev_failed(rk);
     void (*ready)(void *, int) = L->ddp ? on_grad_ready : L->hvd ? on_grad_ready_hvd : NULL;
-    int rc = model_backward(m, 1.0f / (float)L->run->local_batch, ready, L->ddp ? (void *)L->ddp : (void *)L->hvd);
+    /* the loss scaled (by 1 without a scaler): every gradient is scaled
+     * alike, exactly, being scaled by a power of 2; an overflow fault
+     * scales it by infinity, as an fp16 overflow would leave it */
+    L->used_scale = L->scale;
+    float gs = L->overflow ? INFINITY : L->scale;
+    int rc = model_backward(m, gs / (float)L->run->local_batch, ready, L->ddp ? (void *)L->ddp : (void *)L->hvd);
     int prc = phase_pop(L, CAT_BACKWARD);
     straggle(L, t2);
     nvtx_pop();
@@ -453,7 +505,7 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
     nvtx_push("optimizer");
     if (phase_push(L, CAT_OPTIMIZER) != 0)
         return dev_failed(rk);
-    rc = sgd_step(&L->opt, m, (long)step);
+    rc = scaled_step(L, step);
     prc = phase_pop(L, CAT_OPTIMIZER);
     straggle(L, t4);
     nvtx_pop();
@@ -1036,6 +1088,7 @@ static int loop_init(struct loop *L, struct rank *rk)
     rk->nparams_trainable = model_trainable_floats(L->m);
     rk->flops_per_sample = model_flops(L->m);
     float lr = cfg->lr * (cfg->scale_lr ? (float)cfg->ranks : 1.0f);
+    L->scale = L->used_scale = cfg->loss_scale == LOSS_SCALE_DYNAMIC ? CFG_LOSS_SCALE_INIT : 1.0f;
     if (sgd_init_model(&L->opt, L->m, lr, cfg->momentum, cfg->weight_decay, cfg->warmup_steps) != 0)
         return fail(rk, "out of memory for the optimizer");
     sgd_set_decay(&L->opt, cfg->lr_cosine ? run->total_steps : 0);
@@ -1193,6 +1246,7 @@ static int inject(struct loop *L, uint32_t step)
     const struct fault *f = &L->cfg->fault;
     struct rank *rk = L->rk;
     L->poison = 0;
+    L->overflow = 0;
     if (f->kind == FAULT_NONE || f->rank != rk->id || (long)step < f->step)
         return 0;
     if (f->kind == FAULT_SLOW) {
@@ -1205,6 +1259,9 @@ static int inject(struct loop *L, uint32_t step)
     switch (f->kind) {
     case FAULT_NAN:
         L->poison = 1;
+        return 0;
+    case FAULT_OVERFLOW:
+        L->overflow = 1;
         return 0;
     case FAULT_CRASH:
         /* the thread dies without raising abort: its peers find out from

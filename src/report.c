@@ -242,6 +242,8 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
     res->world = world;
     res->steps_traced = m->r[0].ntraced;
     res->steps_untraced = m->r[0].nuntraced;
+    res->steps_skipped = m->r[0].nskipped;
+    res->loss_scale = m->r[0].loss_scale;
     res->global_batch = local_batch * world;
     res->batch_valid = local_batch > 0;
     double bus = 0;
@@ -961,6 +963,11 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     "other steps' split is the latest traced step's, scaled to their time\n",
                     i, (unsigned long long)r->steps_traced, (unsigned long long)(r->steps_traced + r->steps_untraced),
                     r->cfg.cupti_sample, CFG_CUPTI_GAP_MS);
+        if (r->loss_scale > 0)
+            fprintf(f,
+                    "\nrun %d: dynamic loss scaling skipped the update of %llu of %llu steps (gradients not "
+                    "finite); the last step's scale was %g\n",
+                    i, (unsigned long long)r->steps_skipped, (unsigned long long)r->steps, r->loss_scale);
         if (r->dropped_valid && r->dropped)
             fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
                     (unsigned long long)r->dropped);
@@ -1133,6 +1140,8 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_num(o, "device_records_lost", (double)r->cupti_lost, r->cupti_valid);
     add_num(o, "device_steps_traced", (double)r->steps_traced, r->steps_traced || r->steps_untraced);
     add_num(o, "device_steps_estimated", (double)r->steps_untraced, r->steps_traced || r->steps_untraced);
+    add_num(o, "loss_scale", r->loss_scale, r->loss_scale > 0);
+    add_num(o, "steps_skipped", (double)r->steps_skipped, r->loss_scale > 0);
     add_str(o, "note", r->note);
     add_str(o, "state", r->state >= 0 ? run_state_name(r->state) : NULL);
     add_str(o, "error", r->error);

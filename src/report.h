@@ -71,6 +71,10 @@ struct run_result {
     /* rank 0's steps broken down over device records, and those estimated
      * from the latest of them (--cupti-sample; live and replayed alike) */
     uint64_t steps_traced, steps_untraced;
+    /* --loss-scale dynamic (rank 0's; every rank decides alike): steps
+     * whose update was skipped, and the scale of the last step (0: none) */
+    uint64_t steps_skipped;
+    float loss_scale;
     int world, global_batch;
     int batch_valid;
     long steps;

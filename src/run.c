@@ -120,6 +120,13 @@ int run_grad_compress(const struct run_config *rc, int on_gpu)
                : 0;
 }
 
+int run_loss_scale(const struct run_config *rc)
+{
+    if (rc->loss_scale_set)
+        return rc->loss_scale;
+    return rc->precision == PREC_FP16 ? LOSS_SCALE_DYNAMIC : LOSS_SCALE_NONE;
+}
+
 uint32_t run_cupti_next_window(uint32_t start, int P, int64_t step_ns, int64_t gap_ns)
 {
     uint64_t steps = P > 1 ? (uint64_t)P : 1;
@@ -391,6 +398,13 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                  w16_name(gc), strategy_name(rc->strategy));
         return -1;
     }
+    /* the scaler decides on gradients every rank holds alike, after the
+     * sync: dp's live on rank 0 alone, and stages hold their own */
+    if (run_loss_scale(rc) == LOSS_SCALE_DYNAMIC && (staged || (rc->strategy == STRAT_DP && world > 1))) {
+        snprintf(err, errlen, "--loss-scale dynamic: not with %s yet (single, gather-scatter, allreduce, ddp, horovod)",
+                 staged ? (rc->parallel == PAR_MODEL ? "--parallel model" : "--parallel pipeline") : "--strategy dp");
+        return -1;
+    }
     /* as config_parse says it for the command line: a plan made later (the
      * UI's) may have fewer ranks than the one these options named */
     if (rc->slow_rank >= rc->ranks) {
@@ -470,6 +484,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     r->cfg.grad_compress =
         run_grad_compress(rc, device_is_gpu(devops)); /* as the run trains, for the ranks and the report */
     r->cfg.grad_compress_set = 1;
+    r->cfg.loss_scale = run_loss_scale(rc);
+    r->cfg.loss_scale_set = 1;
     r->train = train;
     r->test = test;
     r->devops = devops;

@@ -140,6 +140,9 @@ int run_grad_compress(const struct run_config *rc, int on_gpu);
  * gap_ns, as many steps on as take gap_ns (step_ns <= 0: not measured yet,
  * P steps). */
 uint32_t run_cupti_next_window(uint32_t start, int P, int64_t step_ns, int64_t gap_ns);
+/* enum loss_scale_mode: --loss-scale where given, else dynamic under
+ * --precision fp16, else none. */
+int run_loss_scale(const struct run_config *rc);
 /* Rank i's model once the rank has built it, else NULL: for the collector
  * to read what stays fixed after the build (the layers' names) and what
  * the model publishes for other threads (model_layer_times). It lives

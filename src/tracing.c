@@ -71,7 +71,9 @@ static void on_step(void *ctx, int rank, const struct step_rec *rec)
                                  .lr = rec->lr,
                                  .correct = rec->correct,
                                  .n = rec->n,
-                                 .untraced = rec->untraced};
+                                 .untraced = rec->untraced,
+                                 .skipped = rec->skipped,
+                                 .loss_scale = rec->loss_scale};
     trace_export_step(t->x, rank, &st);
 }
 
@@ -361,6 +363,7 @@ int run_export_trace(struct run *r, const char *path, char *err, size_t errlen)
             st.correct = rm->step_correct[metrics_slot(s)];
             st.n = rm->step_n[metrics_slot(s)];
             st.untraced = rm->step_untraced[metrics_slot(s)];
+            st.skipped = rm->step_skipped[metrics_slot(s)];
         }
         trace_export_step(x, it[i].rank, &st);
     }
@@ -517,7 +520,9 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
                                    .lr = st->lr,
                                    .correct = st->correct,
                                    .n = st->n,
-                                   .untraced = st->untraced};
+                                   .untraced = st->untraced,
+                                   .skipped = st->skipped,
+                                   .loss_scale = st->loss_scale};
             metrics_add_step(m, i, &rec);
             if (!local_batch)
                 local_batch = st->n;

@@ -133,6 +133,25 @@ fi
 expect_error "--precision unknown" "--precision: unknown precision; expected one of fp32, tf32, bf16, fp16" \
     --batch --precision nonsense
 expect_error "--cudnn-algo unknown" "--cudnn-algo: unknown algorithm choice" --batch --cudnn-algo guess
+expect_error "--loss-scale unknown" "--loss-scale: unknown loss scaling; expected one of none, dynamic" --batch \
+    --loss-scale maybe
+expect_error "--loss-scale dynamic with dp" "--loss-scale dynamic: not with --strategy dp yet" --batch \
+    --dataset synthetic --strategy dp --loss-scale dynamic --steps 1
+expect_error "--loss-scale dynamic with a pipeline" "--loss-scale dynamic: not with --parallel pipeline yet" \
+    --batch --dataset synthetic --parallel pipeline --loss-scale dynamic --steps 1
+# an overflow under the dynamic scaler: the step is skipped, the report and
+# JSON say so, the run ends well, and its trace replays to the same
+if timeout 60 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --strategy ddp --steps 12 --no-eval \
+    --loss-scale dynamic --inject-fault rank=1,step=3,kind=overflow --format json --trace "$tmp/ls_trace.json" \
+    >"$tmp/ls.json" 2>"$tmp/err" &&
+    timeout 60 "$BIN" --batch --replay "$tmp/ls_trace.json" --format json >"$tmp/ls_replay.json" 2>>"$tmp/err" &&
+    /usr/bin/python3 -c 'import json, sys; r, p = (json.load(open(f))["runs"][0] for f in sys.argv[1:3]); sys.exit(0 if (r["steps_skipped"], r["loss_scale"]) == (1, 32768) == (p["steps_skipped"], p["loss_scale"]) else 1)' "$tmp/ls.json" "$tmp/ls_replay.json"; then
+    passes=$((passes + 1))
+else
+    echo "FAIL: an overflow under --loss-scale dynamic is skipped, reported and replayed"
+    cat "$tmp/err"
+    fails=$((fails + 1))
+fi
 # fp32 (and bf16 where the processor has it) runs, and says so in the
 # report, in the trace's run description and in the report of its replay;
 # --info names the kernels bf16's convolutions take
@@ -227,7 +246,7 @@ all_options=(
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
     --fusion-mb 8 --cycle-ms 2.5 --predict "" --predict-ranks 2,8 --link 100Gb/s,5us
     --no-broadcast-buffers "" --no-cupti "" --cupti-sample 10 --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
-    --precision tf32 --cudnn-algo heuristic
+    --precision tf32 --cudnn-algo heuristic --loss-scale dynamic --loss-scale-interval 100
     --comm-timeout 5 --inject-fault kind=nan,rank=1,step=3
     --format json --output out.json --loss-threshold 0.5 --quiet "" --baseline ranks1 --repeat 2
     --history h.csv --history-every 5 --save-params p.bin

@@ -1019,7 +1019,7 @@ static void test_kernels_pool_relu_xent_sgd(void **state)
     float *d_p = up(pp, n), *d_gg = up(gg, n), *d_bb = up(bb, n);
     for (int step = 0; step < 2; step++) {
         sgd_update(pp, gg, bb, n, 0.1f, 0.9f, 1e-4f);
-        assert_int_equal(cuda_sgd_update(g_kx, d_p, d_gg, d_bb, n, 0.1f, 0.9f, 1e-4f), 0);
+        assert_int_equal(cuda_sgd_update(g_kx, d_p, d_gg, d_bb, n, 0.1f, 0.9f, 1e-4f, 1.0f), 0);
     }
     cudaStreamSynchronize(g_ks);
     close_to(d_p, pp, n, "sgd params");

@@ -751,6 +751,78 @@ static void test_staged_resnet18(void **state)
     run_free(&ref);
 }
 
+/* --loss-scale dynamic, with no overflow: the loss is scaled by a power
+ * of 2 and the gradients unscaled by its inverse, both exact in binary
+ * floating point, so every strategy that supports the scaler ends 20 steps
+ * with the very parameters it has without it (bitwise), and the scale
+ * has doubled every --loss-scale-interval steps (5: 2^16 at steps 0-4,
+ * 2^19 at step 19, the last one's). */
+static void test_loss_scale_exact(void **state)
+{
+    const int strategies[] = {STRAT_SINGLE, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
+    for (size_t k = 0; k < sizeof(strategies) / sizeof(strategies[0]); k++) {
+        struct run_config rc = harness_config("lenet", strategies[k], 2, 32, 20);
+        small_buffers(&rc);
+        struct run plain, scaled;
+        assert_int_equal(harness_run(&plain, &rc, &g_train, &g_test), 0);
+        rc.loss_scale = LOSS_SCALE_DYNAMIC;
+        rc.loss_scale_set = 1;
+        rc.loss_scale_interval = 5;
+        assert_int_equal(harness_run(&scaled, &rc, &g_train, &g_test), 0);
+        const struct model *a = plain.ranks[0].model, *b = scaled.ranks[0].model;
+        printf("  lenet %s: scaled by up to 2^19, parameters %s the unscaled run's\n", strategy_name(strategies[k]),
+               memcmp(a->param_buf, b->param_buf, sizeof(float) * a->nfloats) ? "DIFFER from" : "equal to");
+        assert_memory_equal(a->param_buf, b->param_buf, sizeof(float) * a->nfloats);
+        assert_int_equal(scaled.metrics.r[0].nskipped, 0);
+        assert_true(scaled.metrics.r[0].loss_scale == 0x1p19f);
+        assert_true(plain.metrics.r[0].loss_scale == 0.0f);
+        run_free(&plain);
+        run_free(&scaled);
+    }
+}
+
+/* An overflow (--inject-fault kind=overflow: rank 1's gradients of step 3
+ * turn infinite, as fp16's would) under --loss-scale dynamic: every rank
+ * skips that update alike (the replicas stay identical, and step 3 leaves
+ * the parameters as step 2 did), the scale halves, then grows again after
+ * 5 good steps: 2^16 for steps 0-3, 2^15 for 4-8, then 2^16, 2^17 and
+ * 2^18 at step 19. Without the scaler the same fault diverges the run. */
+static void test_loss_scale_overflow(void **state)
+{
+    const int strategies[] = {STRAT_ALLREDUCE, STRAT_DDP};
+    for (size_t k = 0; k < sizeof(strategies) / sizeof(strategies[0]); k++) {
+        struct run_config rc = harness_config("lenet", strategies[k], 2, 32, 20);
+        small_buffers(&rc);
+        rc.check_replicas = 1;
+        rc.fault = (struct fault){.kind = FAULT_OVERFLOW, .rank = 1, .step = 3};
+        rc.loss_scale = LOSS_SCALE_DYNAMIC;
+        rc.loss_scale_set = 1;
+        rc.loss_scale_interval = 5;
+        struct run r;
+        assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
+        const struct rank_metrics *rm = &r.metrics.r[0];
+        printf("  lenet %s, overflow at step 3: %llu skipped, last scale %g, replicas %s\n",
+               strategy_name(strategies[k]), (unsigned long long)rm->nskipped, rm->loss_scale,
+               r.metrics.replicas_diverged_at < 0 ? "identical" : "DIFFER");
+        assert_int_equal(r.metrics.steps_done, 20);
+        assert_int_equal(rm->nskipped, 1);
+        assert_int_equal(r.metrics.r[1].nskipped, 1);
+        assert_int_equal(rm->step_skipped[metrics_slot(3)], 1);
+        assert_true(r.metrics.replicas_checked);
+        assert_int_equal(r.metrics.replicas_diverged_at, -1);
+        assert_true(rm->step_hash[metrics_slot(3)] == rm->step_hash[metrics_slot(2)]);
+        assert_true(rm->step_hash[metrics_slot(4)] != rm->step_hash[metrics_slot(3)]);
+        assert_true(rm->loss_scale == 0x1p18f);
+        run_free(&r);
+
+        rc.loss_scale = LOSS_SCALE_NONE;
+        assert_int_not_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
+        printf("  without the scaler: %s\n", r.err);
+        assert_non_null(strstr(r.err, "diverged"));
+        run_free(&r);
+    }
+}
+
 static const struct CMUnitTest replicas_tests[] = {cmocka_unit_test(test_replicas_identical)};
 static const struct CMUnitTest equivalence_tests[] = {
     cmocka_unit_test(test_equivalence_mlp),
@@ -767,6 +839,8 @@ static const struct CMUnitTest pipeline_tests[] = {
     cmocka_unit_test(test_staged_mlp), cmocka_unit_test(test_pipeline_bubble)};
 static const struct CMUnitTest pipeline_resnet_tests[] = {cmocka_unit_test(test_staged_resnet18)};
 static const struct CMUnitTest bf16_tests[] = {cmocka_unit_test(test_bf16)};
+static const struct CMUnitTest loss_scale_tests[] = {cmocka_unit_test(test_loss_scale_exact),
+                                                     cmocka_unit_test(test_loss_scale_overflow)};
 static const struct CMUnitTest device_path_tests[] = {
     cmocka_unit_test(test_staged_path_matches),
     cmocka_unit_test(test_bn_state_synced),
@@ -785,7 +859,8 @@ static const struct {
               {"device_path", device_path_tests, COUNT(device_path_tests)},
               {"pipeline", pipeline_tests, COUNT(pipeline_tests)},
               {"pipeline_resnet", pipeline_resnet_tests, COUNT(pipeline_resnet_tests)},
-              {"bf16", bf16_tests, COUNT(bf16_tests)}};
+              {"bf16", bf16_tests, COUNT(bf16_tests)},
+              {"loss_scale", loss_scale_tests, COUNT(loss_scale_tests)}};
 
 int main(int argc, char **argv)
 {

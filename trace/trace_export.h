@@ -71,6 +71,8 @@ struct trace_step_info {
     float loss, lr;
     int32_t correct, n;
     uint8_t untraced; /* a GPU step the device did not trace (--cupti-sample): "untraced": 1 */
+    uint8_t skipped;  /* --loss-scale: its gradients overflowed, no update: "skipped": 1 */
+    float loss_scale; /* --loss-scale: the scale of its loss ("loss_scale"), 0: none */
 };
 
 struct trace_export;

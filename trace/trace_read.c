@@ -311,6 +311,10 @@ static void ddptop_event(struct file_ctx *fc, const cJSON *ev)
         s->n = (int32_t)jint(args, "samples", 0, 0, INT32_MAX);
         s->correct = (int32_t)jint(args, "correct", 0, 0, INT32_MAX);
         s->untraced = (uint8_t)jint(args, "untraced", 0, 0, 1);
+        s->skipped = (uint8_t)jint(args, "skipped", 0, 0, 1);
+        s->loss_scale = (float)jnum(args, "loss_scale", 0.0);
+        if (!(s->loss_scale >= 0 && s->loss_scale < 1e30f))
+            s->loss_scale = 0;
         return;
     }
     int c = cat ? cat_index(cat) : -1;
