@@ -264,11 +264,10 @@ static int cuda_loss_backward(struct model *m, float scale)
     return 0;
 }
 
-static int cuda_sgd(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd,
-                    float gscale)
+static int cuda_sgd(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd, float gscale)
 {
-    if (cuda_sgd_update(m->kernels, m->param_buf + lo, m->grad_buf + lo, buf + lo, hi - lo, lr, momentum, wd,
-                        gscale) != 0)
+    if (cuda_sgd_update(m->kernels, m->param_buf + lo, m->grad_buf + lo, buf + lo, hi - lo, lr, momentum, wd, gscale) !=
+        0)
         return kernels_failed(m);
     return 0;
 }

@@ -192,8 +192,7 @@ static int cpu_loss_backward(struct model *m, float scale)
     return 0;
 }
 
-static int cpu_sgd(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd,
-                   float gscale)
+static int cpu_sgd(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd, float gscale)
 {
     sgd_update_scaled(m->param_buf + lo, m->grad_buf + lo, buf + lo, hi - lo, lr, momentum, wd, gscale);
     return 0;
@@ -214,8 +213,8 @@ static int cpu_grads_finite(struct model *m, size_t lo, size_t hi, int *finite)
     .alloc = cpu_mem, .free = cpu_free, .alloc_host = cpu_mem, .free_host = cpu_free, .copy = cpu_copy,                \
     .record_event = cpu_event, .wait_event = cpu_event, .sync = cpu_sync, .kernels_create = cpu_kernels_create,        \
     .kernels_finish = cpu_kernels_finish, .kernels_destroy = cpu_kernels_destroy, .workspace_bytes = cpu_workspace,    \
-    .loss_begin = cpu_loss_begin, .loss_end = cpu_loss_end, .loss_backward = cpu_loss_backward, .sgd_update = cpu_sgd, .grads_finite = cpu_grads_finite, \
-    .average_slices = NULL,                                                                                            \
+    .loss_begin = cpu_loss_begin, .loss_end = cpu_loss_end, .loss_backward = cpu_loss_backward, .sgd_update = cpu_sgd, \
+    .grads_finite = cpu_grads_finite, .average_slices = NULL,                                                          \
     .layers = {                                                                                                        \
         .linear = cpul_linear,                                                                                         \
         .conv2d = cpul_conv2d,                                                                                         \

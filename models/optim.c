@@ -87,8 +87,7 @@ float sgd_lr_at(const struct sgd *o, long t)
     return o->lr;
 }
 
-void sgd_update_scaled(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd,
-                       float gscale)
+void sgd_update_scaled(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float wd, float gscale)
 {
 #ifdef DDPTOP_HAVE_OPENMP
 #pragma omp parallel if (n > PAR_MIN)

@@ -471,10 +471,15 @@ static void trainable_describe(const struct opt *o, char *buf, size_t len)
     snprintf(buf, len, "all, classifier or last:K with K from %lld to %lld", o->lo, o->hi);
 }
 
-static const char *const fault_names[] = {
-    [FAULT_NONE] = "none", [FAULT_NAN] = "nan", [FAULT_CRASH] = "crash",           [FAULT_HANG] = "hang",
-    [FAULT_SLOW] = "slow", [FAULT_OOM] = "oom", [FAULT_COMM_ERROR] = "comm-error", [FAULT_OVERFLOW] = "overflow",
-    NULL};
+static const char *const fault_names[] = {[FAULT_NONE] = "none",
+                                          [FAULT_NAN] = "nan",
+                                          [FAULT_CRASH] = "crash",
+                                          [FAULT_HANG] = "hang",
+                                          [FAULT_SLOW] = "slow",
+                                          [FAULT_OOM] = "oom",
+                                          [FAULT_COMM_ERROR] = "comm-error",
+                                          [FAULT_OVERFLOW] = "overflow",
+                                          NULL};
 
 const char *fault_name(int kind)
 {

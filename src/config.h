@@ -123,7 +123,7 @@ struct run_config {
      * (run_loss_scale) */
     int loss_scale, loss_scale_set;
     int loss_scale_interval; /* good steps before the scale doubles */
-    int slow_rank;  /* -1: none */
+    int slow_rank;           /* -1: none */
     double slow_factor;
     int check_replicas;         /* hash the parameters after every step and compare ranks */
     struct fault fault;         /* kind FAULT_NONE: none */

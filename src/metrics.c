@@ -44,8 +44,8 @@ int metrics_init(struct metrics *m, int world, double threshold)
         r->step_hash = calloc(METRICS_STEPS, sizeof(uint64_t));
         r->step_untraced = calloc(METRICS_STEPS, sizeof(uint8_t));
         r->step_skipped = calloc(METRICS_STEPS, sizeof(uint8_t));
-        if (!r->step_wall_ns || !r->step_loss || !r->step_correct || !r->step_n || !r->step_hash ||
-            !r->step_untraced || !r->step_skipped) {
+        if (!r->step_wall_ns || !r->step_loss || !r->step_correct || !r->step_n || !r->step_hash || !r->step_untraced ||
+            !r->step_skipped) {
             metrics_free(m);
             return -1;
         }
