@@ -7,7 +7,8 @@
  * another layer, or another model on the same device) skip the timing.
  * Nothing is allocated in the hot path.
  *
- * --precision bf16 is mixed precision as autocast does it for these two
+ * --precision bf16 (and fp16, alike in IEEE half precision, with the rank
+ * loop's loss scaling) is mixed precision as autocast does it for these two
  * kinds of layer: a convolution's or a linear layer's input, weights and
  * output gradient are rounded to bfloat16 into the context's three
  * scratch buffers (one each for input, weight and output sized things),
@@ -70,9 +71,10 @@ struct cuda_ctx {
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     int rank, gpu;
-    int precision;   /* enum precision: PREC_FP32, PREC_TF32 or PREC_BF16 */
+    int precision;   /* enum precision */
+    int h16;         /* bf16 or fp16: convolutions and GEMMs take 16-bit operands */
     int conv_algo;   /* enum conv_algo_choice */
-    uint16_t *bf[3]; /* PREC_BF16: scratch for input, weight and output-sized operands */
+    uint16_t *bf[3]; /* h16: scratch for input, weight and output-sized operands */
     size_t bf_n[3];  /* their sizes, in elements */
     struct cuda_algo_cache *cache;
     int own_cache; /* the cache is this context's, not its device's */
@@ -94,7 +96,7 @@ struct cuda_conv {
     int has_bias;
     cudnnTensorDescriptor_t xd, yd, bd; /* xd, yd: in the precision of the products */
     cudnnTensorDescriptor_t yo;         /* the fp32 output, for the bias */
-    int nhwc;                           /* bf16, no groups, channels in 8s: xd, yd and wd are channels-last */
+    int nhwc;                           /* 16-bit, no groups, channels in 8s: xd, yd and wd are channels-last */
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd[CONV_DIRS];
     struct algo_choice a;
@@ -190,9 +192,8 @@ struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, const struct c
     static const struct cuda_ctx_opts fp32 = {.precision = PREC_FP32, .conv_algo = CONV_ALGO_FIND};
     if (!o)
         o = &fp32;
-    if (o->precision != PREC_FP32 && o->precision != PREC_TF32 && o->precision != PREC_BF16) {
-        snprintf(err, errlen, "rank %d (cuda:%d): precision %d: only fp32, tf32 and bf16 are implemented", rank, gpu,
-                 o->precision);
+    if (o->precision < 0 || o->precision >= PREC_COUNT) {
+        snprintf(err, errlen, "rank %d (cuda:%d): precision %d: unknown", rank, gpu, o->precision);
         return NULL;
     }
     struct cuda_ctx *x = calloc(1, sizeof(*x));
@@ -204,6 +205,7 @@ struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, const struct c
     x->rank = rank;
     x->gpu = gpu;
     x->precision = o->precision;
+    x->h16 = o->precision == PREC_BF16 || o->precision == PREC_FP16;
     x->conv_algo = o->conv_algo;
     x->cache = o->cache;
     if (!x->cache) {
@@ -272,9 +274,9 @@ static int ws_reserve(struct cuda_ctx *x, size_t bytes)
     return 0;
 }
 
-/* PREC_BF16: the scratch for an input, a weight and an output of these
+/* h16: the scratch for an input, a weight and an output of these
  * sizes (at layer creation; a no-op once they fit). */
-static int bf16_reserve(struct cuda_ctx *x, size_t n_in, size_t n_w, size_t n_out)
+static int h16_reserve(struct cuda_ctx *x, size_t n_in, size_t n_w, size_t n_out)
 {
     size_t want[3] = {n_in, n_w, n_out};
     for (int k = 0; k < 3; k++) {
@@ -290,7 +292,8 @@ static int bf16_reserve(struct cuda_ctx *x, size_t n_in, size_t n_w, size_t n_ou
     return 0;
 }
 
-#define TO_BF16(x, k, src, n) KERNEL(x, cuk_to_bf16((x)->bf[k], (src), (int64_t)(n), (x)->stream))
+#define BF16(x) ((x)->precision == PREC_BF16)
+#define TO_16(x, k, src, n) KERNEL(x, cuk_to_16((x)->bf[k], (src), (int64_t)(n), BF16(x), (x)->stream))
 
 static int ones_reserve(struct cuda_ctx *x, int n)
 {
@@ -328,31 +331,32 @@ static int rows_reserve(struct cuda_ctx *x, int n)
 
 /* C[m,n] (fp32) = alpha op(A) op(B) + beta C with A and B in bfloat16 and
  * fp32 sums, column-major as cublasSgemm's arguments. */
-static int gemm_bf16(struct cuda_ctx *x, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                     const uint16_t *A, int lda, const uint16_t *B, int ldb, const float *beta, float *C, int ldc)
+static int gemm_16(struct cuda_ctx *x, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                   const uint16_t *A, int lda, const uint16_t *B, int ldb, const float *beta, float *C, int ldc)
 {
-    BLAS(x, cublasGemmEx(x->blas, ta, tb, m, n, k, &ONE, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, beta, C, CUDA_R_32F,
-                         ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    cudaDataType_t t = BF16(x) ? CUDA_R_16BF : CUDA_R_16F;
+    BLAS(x, cublasGemmEx(x->blas, ta, tb, m, n, k, &ONE, A, t, lda, B, t, ldb, beta, C, CUDA_R_32F, ldc,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return 0;
 }
 
 int cuda_linear_prepare(struct cuda_ctx *x, int B, int IN, int OUT)
 {
-    if (x->precision != PREC_BF16)
+    if (!x->h16)
         return 0;
-    return bf16_reserve(x, (size_t)B * IN, (size_t)OUT * IN, (size_t)B * OUT);
+    return h16_reserve(x, (size_t)B * IN, (size_t)OUT * IN, (size_t)B * OUT);
 }
 
 int cuda_linear_forward(struct cuda_ctx *x, float *out, const float *in, const float *w, const float *b, int B, int IN,
                         int OUT)
 {
     /* out^T[OUT,B] = w[OUT,IN] * in^T[IN,B] in column-major terms */
-    if (x->precision == PREC_BF16) {
+    if (x->h16) {
         if (cuda_linear_prepare(x, B, IN, OUT) != 0)
             return -1;
-        TO_BF16(x, 0, in, (size_t)B * IN);
-        TO_BF16(x, 1, w, (size_t)OUT * IN);
-        if (gemm_bf16(x, CUBLAS_OP_T, CUBLAS_OP_N, OUT, B, IN, x->bf[1], IN, x->bf[0], IN, &ZERO, out, OUT) != 0)
+        TO_16(x, 0, in, (size_t)B * IN);
+        TO_16(x, 1, w, (size_t)OUT * IN);
+        if (gemm_16(x, CUBLAS_OP_T, CUBLAS_OP_N, OUT, B, IN, x->bf[1], IN, x->bf[0], IN, &ZERO, out, OUT) != 0)
             return -1;
     } else {
         BLAS(x, cublasSgemm(x->blas, CUBLAS_OP_T, CUBLAS_OP_N, OUT, B, IN, &ONE, w, IN, in, IN, &ZERO, out, OUT));
@@ -366,18 +370,18 @@ int cuda_linear_backward(struct cuda_ctx *x, float *din, int din_acc, float *dw,
                          const float *in, const float *w, int B, int IN, int OUT)
 {
     const float *beta = din_acc ? &ONE : &ZERO;
-    if (x->precision == PREC_BF16 && (din || dw)) {
+    if (x->h16 && (din || dw)) {
         if (cuda_linear_prepare(x, B, IN, OUT) != 0)
             return -1;
-        TO_BF16(x, 2, dout, (size_t)B * OUT);
+        TO_16(x, 2, dout, (size_t)B * OUT);
         if (din) {
-            TO_BF16(x, 1, w, (size_t)OUT * IN);
-            if (gemm_bf16(x, CUBLAS_OP_N, CUBLAS_OP_N, IN, B, OUT, x->bf[1], IN, x->bf[2], OUT, beta, din, IN) != 0)
+            TO_16(x, 1, w, (size_t)OUT * IN);
+            if (gemm_16(x, CUBLAS_OP_N, CUBLAS_OP_N, IN, B, OUT, x->bf[1], IN, x->bf[2], OUT, beta, din, IN) != 0)
                 return -1;
         }
         if (dw) {
-            TO_BF16(x, 0, in, (size_t)B * IN);
-            if (gemm_bf16(x, CUBLAS_OP_N, CUBLAS_OP_T, IN, OUT, B, x->bf[0], IN, x->bf[2], OUT, &ZERO, dw, IN) != 0)
+            TO_16(x, 0, in, (size_t)B * IN);
+            if (gemm_16(x, CUBLAS_OP_N, CUBLAS_OP_T, IN, OUT, B, x->bf[0], IN, x->bf[2], OUT, &ZERO, dw, IN) != 0)
                 return -1;
         }
     } else {
@@ -412,31 +416,31 @@ static void conv_operand(const struct conv_dims *d, int k, int64_t *N, int *C, i
     *HW = k == 0 ? (int64_t)d->H * d->W : k == 1 ? (int64_t)d->KH * d->KW : (int64_t)d->OH * d->OW;
 }
 
-/* bf16: operand k rounded into scratch k, in the convolution's layout. */
-static int conv_to_bf16(struct cuda_conv *c, int k, const float *src)
+/* h16: operand k rounded into scratch k, in the convolution's layout. */
+static int conv_to_16(struct cuda_conv *c, int k, const float *src)
 {
     struct cuda_ctx *x = c->x;
     int64_t N, HW;
     int C;
     conv_operand(&c->d, k, &N, &C, &HW);
     if (c->nhwc)
-        KERNEL(x, cuk_to_bf16_nhwc(x->bf[k], src, N, C, HW, x->stream));
+        KERNEL(x, cuk_to_16_nhwc(x->bf[k], src, N, C, HW, BF16(x), x->stream));
     else
-        KERNEL(x, cuk_to_bf16(x->bf[k], src, N * C * HW, x->stream));
+        KERNEL(x, cuk_to_16(x->bf[k], src, N * C * HW, BF16(x), x->stream));
     return 0;
 }
 
-/* bf16: scratch k widened into dst (acc: added), back to NCHW. */
-static int conv_from_bf16(struct cuda_conv *c, float *dst, int acc, int k)
+/* h16: scratch k widened into dst (acc: added), back to NCHW. */
+static int conv_from_16(struct cuda_conv *c, float *dst, int acc, int k)
 {
     struct cuda_ctx *x = c->x;
     int64_t N, HW;
     int C;
     conv_operand(&c->d, k, &N, &C, &HW);
     if (c->nhwc)
-        KERNEL(x, cuk_from_bf16_nchw(dst, acc, x->bf[k], N, C, HW, x->stream));
+        KERNEL(x, cuk_from_16_nchw(dst, acc, x->bf[k], N, C, HW, BF16(x), x->stream));
     else
-        KERNEL(x, cuk_from_bf16(dst, acc, x->bf[k], N * C * HW, x->stream));
+        KERNEL(x, cuk_from_16(dst, acc, x->bf[k], N * C * HW, BF16(x), x->stream));
     return 0;
 }
 
@@ -527,7 +531,7 @@ static int conv_find(struct cuda_conv *c, struct algo_choice *a)
     struct cuda_ctx *x = c->x;
     size_t nx, nw, ny;
     conv_sizes(&c->d, &nx, &nw, &ny);
-    float *scratch = NULL; /* (bf16 tensors take half of it) */
+    float *scratch = NULL; /* (16-bit tensors take half of it) */
     CU(x, cudaMalloc((void **)&scratch, sizeof(float) * (nx + nw + ny)));
     void *ws = NULL;
     size_t ws_bytes = WORKSPACE_LIMIT;
@@ -562,11 +566,12 @@ static int conv_build(struct cuda_conv *c)
     DNN(x, cudnnCreateTensorDescriptor(&c->yo));
     DNN(x, cudnnCreateTensorDescriptor(&c->bd));
     DNN(x, cudnnCreateFilterDescriptor(&c->wd));
-    /* bf16: cuDNN's pseudo-bf16 configuration (bf16 data, fp32 sums) */
-    int bf16 = x->precision == PREC_BF16;
-    cudnnDataType_t data = bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    /* bf16 and fp16: cuDNN's pseudo-bf16 and pseudo-half configurations
+     * (16-bit data, fp32 sums) */
+    int h16 = x->h16;
+    cudnnDataType_t data = !x->h16 ? CUDNN_DATA_FLOAT : BF16(x) ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
     /* (tensor cores take channels in 8s: LeNet's 1 and 6 gain nothing) */
-    c->nhwc = bf16 && d->groups == 1 && d->C % 8 == 0 && d->OC % 8 == 0;
+    c->nhwc = h16 && d->groups == 1 && d->C % 8 == 0 && d->OC % 8 == 0;
     cudnnTensorFormat_t fmt = c->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     DNN(x, cudnnSetTensor4dDescriptor(c->xd, fmt, data, d->B, d->C, d->H, d->W));
     DNN(x, cudnnSetTensor4dDescriptor(c->yd, fmt, data, d->B, d->OC, d->OH, d->OW));
@@ -575,15 +580,13 @@ static int conv_build(struct cuda_conv *c)
     DNN(x, cudnnSetFilter4dDescriptor(c->wd, data, fmt, d->OC, d->C / d->groups, d->KH, d->KW));
     size_t nx, nw, ny;
     conv_sizes(d, &nx, &nw, &ny);
-    if (bf16 && bf16_reserve(x, nx, nw, ny) != 0)
+    if (h16 && h16_reserve(x, nx, nw, ny) != 0)
         return -1;
     /* fp32: FMA kernels only, never TF32 (as the CPU); tf32: cuDNN's
      * default math, which lets tensor cores take fp32 data as TF32 (as
      * PyTorch's allow_tf32; ALLOW_CONVERSION would also let cuDNN convert
-     * to fp16, with fp16's range); bf16: tensor cores */
-    cudnnMathType_t math = x->precision == PREC_TF32 ? CUDNN_DEFAULT_MATH
-                           : bf16                    ? CUDNN_TENSOR_OP_MATH
-                                                     : CUDNN_FMA_MATH;
+     * to fp16, with fp16's range); bf16 and fp16: tensor cores */
+    cudnnMathType_t math = x->precision == PREC_TF32 ? CUDNN_DEFAULT_MATH : h16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
     for (int k = 0; k < CONV_DIRS; k++) {
         DNN(x, cudnnCreateConvolutionDescriptor(&c->cd[k]));
         DNN(x, cudnnSetConvolution2dDescriptor(c->cd[k], d->pad, d->pad, d->stride, d->stride, 1, 1,
@@ -659,9 +662,10 @@ void cuda_conv_describe(const struct cuda_conv *c, char *buf, size_t n)
 #define NAME(t, a) ((unsigned)(a) < sizeof(t) / sizeof(t[0]) ? t[a] : "?")
     snprintf(buf, n, "cudnn:%s|%s|%s%s (%s)", NAME(fwd, c->a.fwd), NAME(data, c->a.bwd_data),
              NAME(filt, c->a.bwd_filter),
-             c->nhwc                        ? " bf16 nhwc"
-             : c->x->precision == PREC_BF16 ? " bf16"
-                                            : "",
+             c->nhwc && BF16(c->x) ? " bf16 nhwc"
+             : c->nhwc             ? " fp16 nhwc"
+             : c->x->h16           ? (BF16(c->x) ? " bf16" : " fp16")
+                                   : "",
              c->a.fell_back                     ? "heuristic: cudnnFind ran none"
              : c->a.conv_algo == CONV_ALGO_FIND ? "found"
                                                 : "heuristic");
@@ -691,12 +695,12 @@ void cuda_conv_destroy(struct cuda_conv *c)
 int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const float *w, const float *b)
 {
     struct cuda_ctx *x = c->x;
-    if (x->precision == PREC_BF16) {
-        if (conv_to_bf16(c, 0, in) != 0 || conv_to_bf16(c, 1, w) != 0)
+    if (x->h16) {
+        if (conv_to_16(c, 0, in) != 0 || conv_to_16(c, 1, w) != 0)
             return -1;
         DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, x->bf[0], c->wd, x->bf[1], c->cd[CONV_FWD], c->a.fwd, x->ws,
                                        x->ws_bytes, &ZERO, c->yd, x->bf[2]));
-        if (conv_from_bf16(c, out, 0, 2) != 0)
+        if (conv_from_16(c, out, 0, 2) != 0)
             return -1;
     } else {
         DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, in, c->wd, w, c->cd[CONV_FWD], c->a.fwd, x->ws, x->ws_bytes,
@@ -707,29 +711,29 @@ int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const fl
     return 0;
 }
 
-/* bf16: each gradient computed into the scratch and widened into the
+/* h16: each gradient computed into the scratch and widened into the
  * model's (the weight gradient first: it needs the input and the output
  * gradient, the input gradient the weight and the output gradient). */
-static int conv_backward_bf16(struct cuda_conv *c, float *din, int din_acc, float *dw, const float *dout,
-                              const float *in, const float *w)
+static int conv_backward_16(struct cuda_conv *c, float *din, int din_acc, float *dw, const float *dout, const float *in,
+                            const float *w)
 {
     struct cuda_ctx *x = c->x;
-    if (conv_to_bf16(c, 2, dout) != 0)
+    if (conv_to_16(c, 2, dout) != 0)
         return -1;
     if (dw) {
-        if (conv_to_bf16(c, 0, in) != 0)
+        if (conv_to_16(c, 0, in) != 0)
             return -1;
         DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, x->bf[0], c->yd, x->bf[2], c->cd[CONV_FILTER],
                                               c->a.bwd_filter, x->ws, x->ws_bytes, &ZERO, c->wd, x->bf[1]));
-        if (conv_from_bf16(c, dw, 0, 1) != 0)
+        if (conv_from_16(c, dw, 0, 1) != 0)
             return -1;
     }
     if (din) {
-        if (conv_to_bf16(c, 1, w) != 0)
+        if (conv_to_16(c, 1, w) != 0)
             return -1;
         DNN(x, cudnnConvolutionBackwardData(x->dnn, &ONE, c->wd, x->bf[1], c->yd, x->bf[2], c->cd[CONV_DATA],
                                             c->a.bwd_data, x->ws, x->ws_bytes, &ZERO, c->xd, x->bf[0]));
-        if (conv_from_bf16(c, din, din_acc, 0) != 0)
+        if (conv_from_16(c, din, din_acc, 0) != 0)
             return -1;
     }
     return 0;
@@ -741,8 +745,8 @@ int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, 
     struct cuda_ctx *x = c->x;
     if (db && c->has_bias)
         DNN(x, cudnnConvolutionBackwardBias(x->dnn, &ONE, c->yo, dout, &ZERO, c->bd, db));
-    if (x->precision == PREC_BF16)
-        return conv_backward_bf16(c, din, din_acc, dw, dout, in, w);
+    if (x->h16)
+        return conv_backward_16(c, din, din_acc, dw, dout, in, w);
     if (dw)
         DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, in, c->yd, dout, c->cd[CONV_FILTER], c->a.bwd_filter,
                                               x->ws, x->ws_bytes, &ZERO, c->wd, dw));

@@ -7,10 +7,12 @@
 // atomics and every result is deterministic. Each launcher returns 0 or -1
 // after checking the launch.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-namespace {
+namespace
+{
 
 unsigned grid_for(int64_t n)
 {
@@ -23,7 +25,8 @@ int launched()
     return cudaPeekAtLastError() == cudaSuccess ? 0 : -1; // the caller reports it
 }
 
-#define GRID_LOOP(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+#define GRID_LOOP(i, n)                                                                                                \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 __global__ void add_bias_k(float *out, const float *b, int rows, int cols, int inner)
 {
@@ -104,38 +107,93 @@ __global__ void count_nonfinite_k(int32_t *count, const float *v, int64_t n)
         atomicAdd(count, 1);
 }
 
-// --precision bf16: operands rounded to nearest even (NaN stays NaN), and
+// --precision bf16 and fp16: operands rounded to nearest even (NaN stays
+// NaN; fp16 overflows to infinity, which the loss scaler catches), and
 // 16-bit results widened back, exactly
-__global__ void to_bf16_k(__nv_bfloat16 *dst, const float *src, int64_t n)
+__device__ __forceinline__ void round16(__nv_bfloat16 *d, float f)
 {
-    GRID_LOOP(i, n) dst[i] = __float2bfloat16_rn(src[i]);
+    *d = __float2bfloat16_rn(f);
+}
+__device__ __forceinline__ void round16(__half *d, float f)
+{
+    *d = __float2half_rn(f);
+}
+__device__ __forceinline__ float widen16(__nv_bfloat16 h)
+{
+    return __bfloat162float(h);
+}
+__device__ __forceinline__ float widen16(__half h)
+{
+    return __half2float(h);
 }
 
-__global__ void from_bf16_k(float *dst, int acc, const __nv_bfloat16 *src, int64_t n)
+template <typename T> __global__ void to16_k(T *dst, const float *src, int64_t n)
 {
-    GRID_LOOP(i, n) dst[i] = acc ? dst[i] + __bfloat162float(src[i]) : __bfloat162float(src[i]);
+    GRID_LOOP(i, n) round16(&dst[i], src[i]);
+}
+
+template <typename T> __global__ void from16_k(float *dst, int acc, const T *src, int64_t n)
+{
+    GRID_LOOP(i, n) dst[i] = acc ? dst[i] + widen16(src[i]) : widen16(src[i]);
 }
 
 // the same with a layout change, for cuDNN's channels-last tensor-core
-// kernels: NCHW fp32 to NHWC bf16 (a filter KCRS to KRSC alike: N = K,
+// kernels: NCHW fp32 to NHWC 16-bit (a filter KCRS to KRSC alike: N = K,
 // HW = R S), and back; each thread writes one element in order. The
 // index arithmetic is done in I: 32-bit wherever the tensor allows, as
 // 64-bit division costs more than the copy itself
-template <typename I> __global__ void to_bf16_nhwc_k(__nv_bfloat16 *dst, const float *src, I n, I C, I HW)
+template <typename T, typename I> __global__ void to16_nhwc_k(T *dst, const float *src, I n, I C, I HW)
 {
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
         I c = i % C, p = i / C; // p = n * HW + hw
-        dst[i] = __float2bfloat16_rn(src[((p / HW) * C + c) * HW + p % HW]);
+        round16(&dst[i], src[((p / HW) * C + c) * HW + p % HW]);
     }
 }
 
-template <typename I> __global__ void from_bf16_nchw_k(float *dst, int acc, const __nv_bfloat16 *src, I n, I C, I HW)
+template <typename T, typename I> __global__ void from16_nchw_k(float *dst, int acc, const T *src, I n, I C, I HW)
 {
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
         I hw = i % HW, nc = i / HW;
-        float v = __bfloat162float(src[((nc / C) * HW + hw) * C + nc % C]);
+        float v = widen16(src[((nc / C) * HW + hw) * C + nc % C]);
         dst[i] = acc ? dst[i] + v : v;
     }
+}
+
+// the launches, by element type
+template <typename T> int to16(uint16_t *dst, const float *src, int64_t n, void *stream)
+{
+    to16_k<T><<<grid_for(n), 256, 0, (cudaStream_t)stream>>>((T *)dst, src, n);
+    return launched();
+}
+
+template <typename T> int from16(float *dst, int acc, const uint16_t *src, int64_t n, void *stream)
+{
+    from16_k<T><<<grid_for(n), 256, 0, (cudaStream_t)stream>>>(dst, acc, (const T *)src, n);
+    return launched();
+}
+
+template <typename T> int to16_nhwc(uint16_t *dst, const float *src, int64_t N, int C, int64_t HW, void *stream)
+{
+    int64_t n = N * C * HW;
+    if (n < INT32_MAX)
+        to16_nhwc_k<T, uint32_t>
+            <<<grid_for(n), 256, 0, (cudaStream_t)stream>>>((T *)dst, src, (uint32_t)n, (uint32_t)C, (uint32_t)HW);
+    else
+        to16_nhwc_k<T, int64_t><<<grid_for(n), 256, 0, (cudaStream_t)stream>>>((T *)dst, src, n, (int64_t)C, HW);
+    return launched();
+}
+
+template <typename T>
+int from16_nchw(float *dst, int acc, const uint16_t *src, int64_t N, int C, int64_t HW, void *stream)
+{
+    int64_t n = N * C * HW;
+    if (n < INT32_MAX)
+        from16_nchw_k<T, uint32_t><<<grid_for(n), 256, 0, (cudaStream_t)stream>>>(dst, acc, (const T *)src, (uint32_t)n,
+                                                                                  (uint32_t)C, (uint32_t)HW);
+    else
+        from16_nchw_k<T, int64_t>
+            <<<grid_for(n), 256, 0, (cudaStream_t)stream>>>(dst, acc, (const T *)src, n, (int64_t)C, HW);
+    return launched();
 }
 
 __global__ void copy_acc_k(float *dst, int acc, const float *src, int64_t n)
@@ -158,8 +216,7 @@ __device__ int keep_d(uint64_t key, int64_t i, float p)
     return (float)((double)(z >> 40) * (1.0 / 16777216.0)) >= p;
 }
 
-__global__ void dropout_fwd_k(float *out, uint8_t *mask, const float *in, int64_t n, float p, float scale,
-                              uint64_t key)
+__global__ void dropout_fwd_k(float *out, uint8_t *mask, const float *in, int64_t n, float p, float scale, uint64_t key)
 {
     GRID_LOOP(i, n)
     {
@@ -353,8 +410,8 @@ int cuk_relu_backward(float *din, int acc, const float *dout, const float *out, 
     return launched();
 }
 
-int cuk_xent_forward(float *probs, float *row_loss, int32_t *row_hit, const float *logits, const int32_t *labels,
-                     int B, int K, void *stream)
+int cuk_xent_forward(float *probs, float *row_loss, int32_t *row_hit, const float *logits, const int32_t *labels, int B,
+                     int K, void *stream)
 {
     xent_fwd_k<<<grid_for(B), 256, 0, (cudaStream_t)stream>>>(probs, row_loss, row_hit, logits, labels, B, K);
     return launched();
@@ -413,31 +470,25 @@ int cuk_count_nonfinite(int32_t *count, const float *v, size_t n, void *stream)
     LAUNCH((int64_t)n, count_nonfinite_k, count, v, (int64_t)n);
 }
 
-int cuk_to_bf16(uint16_t *dst, const float *src, int64_t n, void *stream)
+int cuk_to_16(uint16_t *dst, const float *src, int64_t n, int bf16, void *stream)
 {
-    LAUNCH(n, to_bf16_k, (__nv_bfloat16 *)dst, src, n);
+    return bf16 ? to16<__nv_bfloat16>(dst, src, n, stream) : to16<__half>(dst, src, n, stream);
 }
 
-int cuk_from_bf16(float *dst, int acc, const uint16_t *src, int64_t n, void *stream)
+int cuk_from_16(float *dst, int acc, const uint16_t *src, int64_t n, int bf16, void *stream)
 {
-    LAUNCH(n, from_bf16_k, dst, acc, (const __nv_bfloat16 *)src, n);
+    return bf16 ? from16<__nv_bfloat16>(dst, acc, src, n, stream) : from16<__half>(dst, acc, src, n, stream);
 }
 
-int cuk_to_bf16_nhwc(uint16_t *dst, const float *src, int64_t N, int C, int64_t HW, void *stream)
+int cuk_to_16_nhwc(uint16_t *dst, const float *src, int64_t N, int C, int64_t HW, int bf16, void *stream)
 {
-    int64_t n = N * C * HW;
-    if (n < INT32_MAX)
-        LAUNCH(n, to_bf16_nhwc_k<uint32_t>, (__nv_bfloat16 *)dst, src, (uint32_t)n, (uint32_t)C, (uint32_t)HW);
-    LAUNCH(n, to_bf16_nhwc_k<int64_t>, (__nv_bfloat16 *)dst, src, n, (int64_t)C, HW);
+    return bf16 ? to16_nhwc<__nv_bfloat16>(dst, src, N, C, HW, stream) : to16_nhwc<__half>(dst, src, N, C, HW, stream);
 }
 
-int cuk_from_bf16_nchw(float *dst, int acc, const uint16_t *src, int64_t N, int C, int64_t HW, void *stream)
+int cuk_from_16_nchw(float *dst, int acc, const uint16_t *src, int64_t N, int C, int64_t HW, int bf16, void *stream)
 {
-    int64_t n = N * C * HW;
-    if (n < INT32_MAX)
-        LAUNCH(n, from_bf16_nchw_k<uint32_t>, dst, acc, (const __nv_bfloat16 *)src, (uint32_t)n, (uint32_t)C,
-               (uint32_t)HW);
-    LAUNCH(n, from_bf16_nchw_k<int64_t>, dst, acc, (const __nv_bfloat16 *)src, n, (int64_t)C, HW);
+    return bf16 ? from16_nchw<__nv_bfloat16>(dst, acc, src, N, C, HW, stream)
+                : from16_nchw<__half>(dst, acc, src, N, C, HW, stream);
 }
 
 int cuk_add(float *out, const float *a, const float *b, int64_t n, void *stream)
@@ -450,8 +501,7 @@ int cuk_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n, f
     LAUNCH(n, dropout_fwd_k, out, mask, in, n, p, 1.0f / (1.0f - p), key);
 }
 
-int cuk_dropout_backward(float *din, int acc, const float *dout, const uint8_t *mask, float p, int64_t n,
-                         void *stream)
+int cuk_dropout_backward(float *din, int acc, const float *dout, const uint8_t *mask, float p, int64_t n, void *stream)
 {
     LAUNCH(n, dropout_bwd_k, din, acc, dout, mask, 1.0f / (1.0f - p), n);
 }
@@ -489,8 +539,7 @@ int cuk_adapool_forward(float *out, const float *in, int planes, int H, int W, i
     LAUNCH((int64_t)planes * OH * OW, adapool_fwd_k, out, in, planes, H, W, OH, OW);
 }
 
-int cuk_adapool_backward(float *din, int acc, const float *dout, int planes, int H, int W, int OH, int OW,
-                         void *stream)
+int cuk_adapool_backward(float *din, int acc, const float *dout, int planes, int H, int W, int OH, int OW, void *stream)
 {
     LAUNCH((int64_t)planes * H * W, adapool_bwd_k, din, acc, dout, planes, H, W, OH, OW);
 }

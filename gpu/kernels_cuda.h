@@ -30,7 +30,7 @@ void cuda_algo_cache_counts(const struct cuda_algo_cache *c, uint64_t *measured,
 
 /* How a context's kernels compute. */
 struct cuda_ctx_opts {
-    int precision;                 /* enum precision (device.h): PREC_FP32, PREC_TF32 or PREC_BF16 */
+    int precision;                 /* enum precision (device.h): any */
     int conv_algo;                 /* enum conv_algo_choice (device.h) */
     struct cuda_algo_cache *cache; /* kept by the caller and shared; NULL: the context's own */
 };
@@ -150,13 +150,14 @@ int cuk_count_nonfinite(int32_t *count, const float *v, size_t n, void *stream);
 int cuk_fill(float *x, size_t n, float v, void *stream);
 /* dst (+)= src */
 int cuk_copy_acc(float *dst, int acc, const float *src, int64_t n, void *stream);
-/* --precision bf16: dst = src rounded to bfloat16 (to nearest even);
- * dst = (or += with acc) src widened to float */
-int cuk_to_bf16(uint16_t *dst, const float *src, int64_t n, void *stream);
-int cuk_from_bf16(float *dst, int acc, const uint16_t *src, int64_t n, void *stream);
-/* ... with the layout changed: NCHW float [N,C,HW] to NHWC bf16, and back */
-int cuk_to_bf16_nhwc(uint16_t *dst, const float *src, int64_t N, int C, int64_t HW, void *stream);
-int cuk_from_bf16_nchw(float *dst, int acc, const uint16_t *src, int64_t N, int C, int64_t HW, void *stream);
+/* --precision bf16 and fp16 (bf16: 1 for bfloat16, 0 for IEEE half): dst
+ * = src rounded to 16 bits (to nearest even); dst = (or += with acc) src
+ * widened to float; the same with the layout changed, NCHW float [N,C,HW]
+ * to NHWC 16-bit, and back */
+int cuk_to_16(uint16_t *dst, const float *src, int64_t n, int bf16, void *stream);
+int cuk_from_16(float *dst, int acc, const uint16_t *src, int64_t n, int bf16, void *stream);
+int cuk_to_16_nhwc(uint16_t *dst, const float *src, int64_t N, int C, int64_t HW, int bf16, void *stream);
+int cuk_from_16_nchw(float *dst, int acc, const uint16_t *src, int64_t N, int C, int64_t HW, int bf16, void *stream);
 int cuk_add(float *out, const float *a, const float *b, int64_t n, void *stream);
 /* Masks as cpu_dropout_forward draws them (dropout_keep over the plain index). */
 int cuk_dropout_forward(float *out, uint8_t *mask, const float *in, int64_t n, float p, uint64_t key, void *stream);

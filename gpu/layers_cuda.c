@@ -110,7 +110,8 @@ int cudal_linear(struct model *m, const char *name, int in, int out_f)
         snprintf(m->err, sizeof(m->err), "%s: %s", name, cuda_kernels_error(X(m)));
         return -1;
     }
-    kernel_name(m, li, cuda_ctx_precision(X(m)) == PREC_BF16 ? "cublasGemmEx bf16" : "cublasSgemm");
+    int p = cuda_ctx_precision(X(m));
+    kernel_name(m, li, p == PREC_BF16 ? "cublasGemmEx bf16" : p == PREC_FP16 ? "cublasGemmEx fp16" : "cublasSgemm");
     return m->layers[li].out;
 }
 

@@ -37,9 +37,9 @@ enum dev_event { EV_STAGED = 0, EV_STAGE_FREE, EV_GRADS, EV_COMM_DONE, EV_BUCKET
 /* --precision: the arithmetic of a model's convolutions and GEMMs. FP32 is
  * IEEE single precision; TF32 keeps fp32 storage but multiplies on tensor
  * cores with a 10-bit mantissa (GPUs only); BF16 and FP16 are mixed
- * precision with fp32 master weights: BF16 on the CPU (kernels_cpu.h's
- * cpu_ctx_bf16); FP16, and both on the GPU, are refused before any
- * device sees them (run_check_precision). */
+ * precision with fp32 master weights: both on the GPU (kernels_cuda.c),
+ * BF16 on the CPU too (kernels_cpu.h's cpu_ctx_bf16); FP16 on the CPU is
+ * refused before any device sees it (run_check_precision). */
 enum precision { PREC_FP32 = 0, PREC_TF32, PREC_BF16, PREC_FP16, PREC_COUNT };
 /* --cudnn-algo: a GPU's convolution algorithms found by timing each once
  * per shape (cudnn.benchmark), or taken from cuDNN's heuristics. */

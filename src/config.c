@@ -809,8 +809,8 @@ static const struct opt opts[] = {
     {CHOICE("precision", AT(base.precision), NAMES(precision_names), "precision", NULL, "fp32", G_EXEC,
             "arithmetic of convolutions and GEMMs: fp32 throughout; tf32 multiplies fp32 data on a GPU's tensor "
             "cores with a 10-bit mantissa (cuDNN's and cuBLAS's TF32 modes); bf16 multiplies bfloat16 inputs and "
-            "weights, adding in fp32, with fp32 master weights (GPUs; CPUs with AVX512_BF16 or AMX); fp16 is "
-            "not implemented yet")},
+            "weights, adding in fp32, with fp32 master weights (GPUs; CPUs with AVX512_BF16 or AMX); fp16 the "
+            "same in IEEE half precision, with dynamic loss scaling (GPUs)")},
     {CHOICE("loss-scale", AT(base.loss_scale), NAMES(loss_scale_names), "loss scaling", NULL, NULL, G_EXEC,
             "dynamic scales the loss by S (2^16 at first) before backward and the gradients back by 1/S in the "
             "optimizer; a step whose gradients overflow is skipped and S halves, and S doubles after "

@@ -161,11 +161,6 @@ int run_check_precision(int precision, const struct device_ops *devops, char *er
                  "emulated bf16 would profile slower than fp32");
         return -1;
     }
-    if (precision == PREC_FP16 && gpu) {
-        snprintf(err, errlen,
-                 "--precision fp16: needs dynamic loss scaling, which is not implemented yet (bf16, tf32 or fp32)");
-        return -1;
-    }
     return 0;
 }
 

@@ -20,10 +20,11 @@
  *  - --precision tf32: a convolution and a linear layer, forward and
  *    backward, within TF32's error bound of fp32 on the same GPU, and
  *    measurably different from it (the math mode took effect);
- *  - --precision bf16: a convolution (dense and depthwise) and a linear
- *    layer, forward and backward, against fp32 on operands rounded to
- *    bf16, within one bf16 rounding and the sums' order, and measurably
- *    different from fp32 on the unrounded operands (bf16 took effect);
+ *  - --precision bf16 and fp16: a convolution (dense and depthwise) and a
+ *    linear layer, forward and backward, against fp32 on operands rounded
+ *    alike, within one 16-bit rounding and the sums' order, and measurably
+ *    different from fp32 on the unrounded operands (the rounding took
+ *    effect); the loss scaler's finiteness check;
  *  - cudnnFind: a convolution's algorithms say they were found, a second
  *    convolution of the same shape is a cache hit, and the models of one
  *    device share the cache.
@@ -44,6 +45,7 @@
 #include <cmocka.h>
 
 #include "comm_gpu.h"
+#include "config.h"
 #include "device_cuda.h"
 #include "gpu_activity.h"
 #include "half.h"
@@ -716,38 +718,43 @@ static void test_tf32_linear(void **state)
     tf32_case_free(&t);
 }
 
-/* ---- --precision bf16 against fp32 on operands rounded to bf16 ----
+/* ---- --precision bf16 and fp16 against fp32 on operands rounded alike ----
  *
- * bf16 rounds a layer's input, weights and output gradient to bfloat16 (8
- * significant bits, to nearest even). A product of two bf16 values is
- * exact in fp32, so the bf16 layer on x is the fp32 layer (FMA math, no
- * TF32) on round(x), up to the order of the fp32 sums (2 K 2^-24 S, as in
- * the TF32 bound) and, for cuDNN, whose bf16 kernels write bf16, one more
- * rounding of each result (to nearest: at most 2^-8 |y|, the unit
- * roundoff of an 8-bit significand, met near the bottom of a binade, so
- * the worst element sits close to the bound). Every result is held to
- *   |y_bf16 - y_fp32(round(x))| <= 2^-8 |y| + 4 K 2^-24 S + 1e-6,
- * and bf16 must be seen to have happened: the fp32 layer on the unrounded
- * operands differs from it by more than 1e-4 norm-wise (rounding the
- * inputs alone moves the results by about 1e-3). The input gradient is
- * taken twice, the second time accumulated onto the first. */
+ * bf16 (fp16) rounds a layer's input, weights and output gradient to
+ * bfloat16's 8 (IEEE half's 11) significant bits, to nearest even. A
+ * product of two such values is exact in fp32, so the 16-bit layer on x
+ * is the fp32 layer (FMA math, no TF32) on round(x), up to the order of
+ * the fp32 sums (2 K 2^-24 S, as in the TF32 bound) and, for cuDNN, whose
+ * 16-bit kernels write 16 bits, one more rounding of each result (to
+ * nearest: at most u |y|, u = 2^-8 (2^-11) the unit roundoff, met near the
+ * bottom of a binade, so the worst element sits close to the bound).
+ * Every result is held to
+ *   |y_16 - y_fp32(round(x))| <= u |y| + 4 K 2^-24 S + 1e-6
+ * (fp16's subnormals, below 6e-5, lose up to 3e-8: within the 1e-6),
+ * and the rounding must be seen to have happened: the fp32 layer on the
+ * unrounded operands differs from it by more than u / 20 norm-wise
+ * (rounding the inputs alone moves the results by about 8 u / 10). The
+ * input gradient is taken twice, the second time accumulated onto the
+ * first. */
 enum { BF_IN = 0, BF_W, BF_OUT, BF_N };
-enum { BF_REF = 0, BF_RUN, BF_ABS, BF_RAW, BF_RUNS }; /* fp32 on round(x), bf16 on x, fp32 on |round(x)|, fp32 on x */
+enum { BF_REF = 0, BF_RUN, BF_ABS, BF_RAW, BF_RUNS }; /* fp32 on round(x), 16-bit on x, fp32 on |round(x)|, fp32 on x */
 
-struct bf16_case {
+struct h16_case {
+    int prec; /* PREC_BF16 or PREC_FP16 */
+    double u; /* its unit roundoff */
     size_t n[BF_N];
     float *x[BF_N], *r[BF_N], *a[BF_N]; /* device: operands, rounded, |rounded| */
     float *res[BF_RUNS][BF_N];          /* device: din, dw, out of each run */
 };
 
-static void bf16_case_init(struct bf16_case *t, size_t n_in, size_t n_w, size_t n_out)
+static void h16_case_init(struct h16_case *t, int prec, size_t n_in, size_t n_w, size_t n_out)
 {
-    *t = (struct bf16_case){.n = {n_in, n_w, n_out}};
+    *t = (struct h16_case){.prec = prec, .u = ldexp(1.0, prec == PREC_BF16 ? -8 : -11), .n = {n_in, n_w, n_out}};
     for (int k = 0; k < BF_N; k++) {
         float *h = hrand(t->n[k]);
         t->x[k] = up(h, t->n[k]);
         for (size_t i = 0; i < t->n[k]; i++)
-            h[i] = bf16_to_float(bf16_from_float(h[i]));
+            h[i] = prec == PREC_BF16 ? bf16_to_float(bf16_from_float(h[i])) : half_to_float(half_from_float(h[i]));
         t->r[k] = up(h, t->n[k]);
         for (size_t i = 0; i < t->n[k]; i++)
             h[i] = fabsf(h[i]);
@@ -758,7 +765,7 @@ static void bf16_case_init(struct bf16_case *t, size_t n_in, size_t n_w, size_t 
     }
 }
 
-static void bf16_case_free(struct bf16_case *t)
+static void h16_case_free(struct h16_case *t)
 {
     for (int k = 0; k < BF_N; k++) {
         cudaFree(t->x[k]);
@@ -785,66 +792,70 @@ static double rel_diff(const float *d_a, const float *d_b, size_t n)
 
 /* Every result within the bound (K[]: products summed into an input
  * gradient, a weight gradient and an output; din_scale: what the input
- * gradient of the bf16 run is of the reference's), and bf16 seen to round. */
-static void bf16_case_check(const struct bf16_case *t, const int K[BF_N], float din_scale, const char *what)
+ * gradient of the 16-bit run is of the reference's), and the rounding
+ * seen. */
+static void h16_case_check(const struct h16_case *t, const int K[BF_N], float din_scale, const char *what)
 {
     static const char *const names[BF_N] = {"din", "dw", "out"};
+    const char *fmt = precision_name(t->prec);
     assert_int_equal(cudaStreamSynchronize(g_ks), cudaSuccess);
     for (int k = 0; k < BF_N; k++) {
         size_t n = t->n[k];
-        float *bf = down(t->res[BF_RUN][k], n), *fp = down(t->res[BF_REF][k], n), *S = down(t->res[BF_ABS][k], n);
+        float *lo = down(t->res[BF_RUN][k], n), *fp = down(t->res[BF_REF][k], n), *S = down(t->res[BF_ABS][k], n);
         double worst = 0;
         for (size_t i = 0; i < n; i++) {
             double scale = k == BF_IN ? din_scale : 1.0, y = scale * fp[i];
-            double tol = ldexp(1.0, -8) * fabs(y) + 4.0 * K[k] * ldexp(1.0, -24) * scale * S[i] + 1e-6;
-            double e = fabs((double)bf[i] - y);
+            double tol = t->u * fabs(y) + 4.0 * K[k] * ldexp(1.0, -24) * scale * S[i] + 1e-6;
+            double e = fabs((double)lo[i] - y);
             if (!(e <= tol))
-                fail_msg("%s %s[%zu]: bf16 %.9g, fp32 on rounded operands %.9g: off by %.3g, over %.3g (K %d)", what,
-                         names[k], i, bf[i], y, e, tol, K[k]);
+                fail_msg("%s %s %s[%zu]: %s %.9g, fp32 on rounded operands %.9g: off by %.3g, over %.3g (K %d)", fmt,
+                         what, names[k], i, fmt, lo[i], y, e, tol, K[k]);
             worst = e / tol > worst ? e / tol : worst;
         }
-        free(bf);
+        free(lo);
         free(fp);
         free(S);
         double moved = rel_diff(t->res[BF_RAW][k], t->res[BF_REF][k], n);
-        printf("  bf16 %-6s %-3s K %5d: worst %.3f of the bound; fp32 on unrounded operands is %.2e away\n", what,
+        printf("  %s %-6s %-3s K %5d: worst %.3f of the bound; fp32 on unrounded operands is %.2e away\n", fmt, what,
                names[k], K[k], worst, moved);
-        if (!(moved > 1e-4))
-            fail_msg("%s %s: the unrounded operands give the same result (%.2e): the test cannot see rounding", what,
-                     names[k], moved);
+        if (!(moved > t->u / 20))
+            fail_msg("%s %s %s: the unrounded operands give the same result (%.2e): the test cannot see rounding", fmt,
+                     what, names[k], moved);
     }
-    /* the bf16 run against fp32 on the raw operands: bf16 rounded them */
+    /* the 16-bit run against fp32 on the raw operands: it rounded them */
     double d = rel_diff(t->res[BF_RUN][BF_OUT], t->res[BF_RAW][BF_OUT], t->n[BF_OUT]);
-    if (!(d > 1e-4))
-        fail_msg("%s: bf16 output within %.2e of fp32 on the same operands: bf16 did not take effect", what, d);
+    if (!(d > t->u / 20))
+        fail_msg("%s %s: output within %.2e of fp32 on the same operands: %s did not take effect", fmt, what, d, fmt);
 }
 
 /* A 64 -> 64 3x3 convolution on 16 x 64 x 32 x 32 (channels-last,
  * tensor-core kernels) and a depthwise 3x3 stride-2 one (MobileNetV2's,
- * NCHW), each with the input gradient accumulated in bf16's widening pass. */
-static void test_bf16_conv(void **state)
+ * NCHW), each with the input gradient accumulated in the widening pass. */
+static void h16_conv(int prec)
 {
     const struct conv_dims shapes[] = {
         {.B = 16, .C = 64, .H = 32, .W = 32, .OC = 64, .KH = 3, .KW = 3, .stride = 1, .pad = 1, .groups = 1},
         {.B = 8, .C = 32, .H = 16, .W = 16, .OC = 32, .KH = 3, .KW = 3, .stride = 2, .pad = 1, .groups = 32},
     };
-    struct cuda_ctx *bx = ctx_with(PREC_BF16, CONV_ALGO_FIND);
+    const char *fmt = precision_name(prec);
+    struct cuda_ctx *hx = ctx_with(prec, CONV_ALGO_FIND);
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
         struct conv_dims d = shapes[s];
         conv_dims_finish(&d);
-        struct bf16_case t;
-        bf16_case_init(&t, (size_t)d.B * d.C * d.H * d.W, (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW,
-                       (size_t)d.B * d.OC * d.OH * d.OW);
-        char err[256], algos[100];
+        struct h16_case t;
+        h16_case_init(&t, prec, (size_t)d.B * d.C * d.H * d.W, (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW,
+                      (size_t)d.B * d.OC * d.OH * d.OW);
+        char err[256], algos[100], want[16];
         struct cuda_conv *c32 = cuda_conv_create(g_kx, &d, 0, err, sizeof(err));
         if (!c32)
             fail_msg("%s", err);
-        struct cuda_conv *c16 = cuda_conv_create(bx, &d, 0, err, sizeof(err));
+        struct cuda_conv *c16 = cuda_conv_create(hx, &d, 0, err, sizeof(err));
         if (!c16)
-            fail_msg("bf16: %s", err);
+            fail_msg("%s: %s", fmt, err);
         cuda_conv_describe(c16, algos, sizeof(algos));
-        printf("  bf16 conv %dx%dx%dx%d -> %d, groups %d: %s\n", d.B, d.C, d.H, d.W, d.OC, d.groups, algos);
-        assert_non_null(strstr(algos, d.groups == 1 ? " bf16 nhwc" : " bf16"));
+        printf("  %s conv %dx%dx%dx%d -> %d, groups %d: %s\n", fmt, d.B, d.C, d.H, d.W, d.OC, d.groups, algos);
+        snprintf(want, sizeof(want), " %s%s", fmt, d.groups == 1 ? " nhwc" : "");
+        assert_non_null(strstr(algos, want));
         struct cuda_conv *cc[BF_RUNS] = {c32, c16, c32, c32};
         for (int j = 0; j < BF_RUNS; j++) {
             float *const *op = j == BF_REF ? t.r : j == BF_ABS ? t.a : t.x;
@@ -858,23 +869,23 @@ static void test_bf16_conv(void **state)
         }
         int g = d.groups;
         const int K[BF_N] = {d.OC / g * d.KH * d.KW, d.B * d.OH * d.OW, d.C / g * d.KH * d.KW};
-        bf16_case_check(&t, K, 2.0f, g > 1 ? "dwconv" : "conv");
+        h16_case_check(&t, K, 2.0f, g > 1 ? "dwconv" : "conv");
         cuda_conv_destroy(c32);
         cuda_conv_destroy(c16);
-        bf16_case_free(&t);
+        h16_case_free(&t);
     }
-    cuda_ctx_destroy(bx);
+    cuda_ctx_destroy(hx);
 }
 
 /* A 512 -> 256 linear layer at batch 128 (cublasGemmEx, fp32 results). */
-static void test_bf16_linear(void **state)
+static void h16_linear(int prec)
 {
     int B = 128, IN = 512, OUT = 256;
-    struct bf16_case t;
-    bf16_case_init(&t, (size_t)B * IN, (size_t)OUT * IN, (size_t)B * OUT);
-    struct cuda_ctx *bx = ctx_with(PREC_BF16, CONV_ALGO_FIND);
-    assert_int_equal(cuda_linear_prepare(bx, B, IN, OUT), 0);
-    struct cuda_ctx *cx[BF_RUNS] = {g_kx, bx, g_kx, g_kx};
+    struct h16_case t;
+    h16_case_init(&t, prec, (size_t)B * IN, (size_t)OUT * IN, (size_t)B * OUT);
+    struct cuda_ctx *hx = ctx_with(prec, CONV_ALGO_FIND);
+    assert_int_equal(cuda_linear_prepare(hx, B, IN, OUT), 0);
+    struct cuda_ctx *cx[BF_RUNS] = {g_kx, hx, g_kx, g_kx};
     for (int j = 0; j < BF_RUNS; j++) {
         float *const *op = j == BF_REF ? t.r : j == BF_ABS ? t.a : t.x;
         float **res = t.res[j];
@@ -887,9 +898,53 @@ static void test_bf16_linear(void **state)
                 cuda_linear_backward(cx[j], res[BF_IN], 1, NULL, NULL, op[BF_OUT], op[BF_IN], op[BF_W], B, IN, OUT), 0);
     }
     const int K[BF_N] = {OUT, B, IN};
-    bf16_case_check(&t, K, 2.0f, "linear");
-    cuda_ctx_destroy(bx);
-    bf16_case_free(&t);
+    h16_case_check(&t, K, 2.0f, "linear");
+    cuda_ctx_destroy(hx);
+    h16_case_free(&t);
+}
+
+static void test_bf16_conv(void **state)
+{
+    h16_conv(PREC_BF16);
+}
+
+static void test_fp16_conv(void **state)
+{
+    h16_conv(PREC_FP16);
+}
+
+static void test_bf16_linear(void **state)
+{
+    h16_linear(PREC_BF16);
+}
+
+static void test_fp16_linear(void **state)
+{
+    h16_linear(PREC_FP16);
+}
+
+/* --loss-scale's check: a NaN or an infinity anywhere in a gradient
+ * buffer is seen (the first element, the last, one in the middle of a
+ * buffer larger than the kernel's grid), and a finite buffer passes. */
+static void test_all_finite(void **state)
+{
+    size_t n = 5000003;
+    float *h = hrand(n), *d = up(h, n);
+    int finite = -1;
+    assert_int_equal(cuda_all_finite(g_kx, d, n, &finite), 0);
+    assert_int_equal(finite, 1);
+    const size_t at[] = {0, n / 2 + 7, n - 1};
+    const float bad[] = {INFINITY, NAN, -INFINITY};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(cudaMemcpy(d + at[k], &bad[k], sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+        assert_int_equal(cuda_all_finite(g_kx, d, n, &finite), 0);
+        assert_int_equal(finite, 0);
+        assert_int_equal(cudaMemcpy(d + at[k], &h[at[k]], sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    assert_int_equal(cuda_all_finite(g_kx, d, n, &finite), 0);
+    assert_int_equal(finite, 1);
+    cudaFree(d);
+    free(h);
 }
 
 /* --cudnn-algo find: the algorithms say they were found by timing; a
@@ -1071,6 +1126,9 @@ int main(void)
         cmocka_unit_test(test_tf32_linear),
         cmocka_unit_test(test_bf16_conv),
         cmocka_unit_test(test_bf16_linear),
+        cmocka_unit_test(test_fp16_conv),
+        cmocka_unit_test(test_fp16_linear),
+        cmocka_unit_test(test_all_finite),
         cmocka_unit_test(test_conv_algorithms_found),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
