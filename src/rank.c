@@ -1289,6 +1289,17 @@ static int inject(struct loop *L, uint32_t step)
     }
 }
 
+uint32_t run_cupti_next_window(uint32_t start, int P, int64_t step_ns, int64_t gap_ns)
+{
+    uint64_t steps = P > 1 ? (uint64_t)P : 1;
+    if (step_ns > 0 && gap_ns > 0) {
+        uint64_t need = (uint64_t)((gap_ns + step_ns - 1) / step_ns);
+        steps = need > steps ? need : steps;
+    }
+    uint64_t next = (uint64_t)start + steps;
+    return next > UINT32_MAX ? UINT32_MAX : (uint32_t)next;
+}
+
 /* Rank 0 at a window's edges: entering one, it measures the untraced
  * steps' time since the last; leaving one, it says where the next starts
  * (the other ranks read it as they leave theirs: no rank can be a whole

@@ -127,17 +127,6 @@ int run_loss_scale(const struct run_config *rc)
     return rc->precision == PREC_FP16 ? LOSS_SCALE_DYNAMIC : LOSS_SCALE_NONE;
 }
 
-uint32_t run_cupti_next_window(uint32_t start, int P, int64_t step_ns, int64_t gap_ns)
-{
-    uint64_t steps = P > 1 ? (uint64_t)P : 1;
-    if (step_ns > 0 && gap_ns > 0) {
-        uint64_t need = (uint64_t)((gap_ns + step_ns - 1) / step_ns);
-        steps = need > steps ? need : steps;
-    }
-    uint64_t next = (uint64_t)start + steps;
-    return next > UINT32_MAX ? UINT32_MAX : (uint32_t)next;
-}
-
 int run_check_precision(int precision, const struct device_ops *devops, char *err, size_t errlen)
 {
     int gpu = device_is_gpu(devops);
