@@ -67,6 +67,18 @@ int model_layer_times(const struct model *m, int64_t *fwd_ns, int64_t *bwd_ns, i
     return -1;
 }
 
+void model_layer_times_reset(struct model *m)
+{
+    struct layer_times *lt = m->times;
+    if (!lt)
+        return;
+    memset(lt->fwd_ns, 0, sizeof(int64_t) * (size_t)m->nlayers);
+    memset(lt->bwd_ns, 0, sizeof(int64_t) * (size_t)m->nlayers);
+    lt->fwd_calls = lt->bwd_calls = 0;
+    times_publish(lt, m->nlayers, 0);
+    times_publish(lt, m->nlayers, 1);
+}
+
 static int64_t now_ns(void)
 {
     struct timespec ts;

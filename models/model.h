@@ -199,6 +199,9 @@ void model_print_times(const struct model *m, FILE *f);
  * what launching took, not what the kernels took. */
 int model_layer_times(const struct model *m, int64_t *fwd_ns, int64_t *bwd_ns, int n, int64_t *fwd_calls,
                       int64_t *bwd_calls);
+/* Starts the totals again (the model's thread; after the first step,
+ * whose first-touch faults and lazy set-up would weigh in every mean). */
+void model_layer_times_reset(struct model *m);
 
 /* ---- builder, used by the zoo ----------------------------------------- */
 int model_add_tensor(struct model *m, int c, int h, int w);

@@ -1401,6 +1401,10 @@ void *rank_main(void *arg)
                 if (trace_window(&L, step) != 0 || inject(&L, step) != 0 || sync_buffers(&L) != 0 ||
                     train_step(&L, (int)i, epoch) != 0)
                     break;
+                /* per-layer times (--predict, the layer table) are the
+                 * steady state's: the first step's set-up is left out */
+                if (step == 0)
+                    model_layer_times_reset(L.m);
             }
             if (atomic_load(&run->abort))
                 break;

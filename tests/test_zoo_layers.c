@@ -1089,7 +1089,8 @@ static void test_layer_times(void **state)
 
 /* Every model times its layers (cheaply) and publishes the totals for
  * other threads: what model_layer_times reads after a forward and a
- * backward is one forward and one backward, with the time on the layers. */
+ * backward is one forward and one backward, with the time on the layers;
+ * model_layer_times_reset starts them again. */
 static void test_layer_times_published(void **state)
 {
     struct model *m = make("lenet", 2, 1, 28, 1);
@@ -1115,6 +1116,18 @@ static void test_layer_times_published(void **state)
     assert_true(tf > 0 && tb > 0);
     /* fewer layers asked for: only those */
     assert_int_equal(model_layer_times(m, fwd, bwd, 3, &fc, &bc), 3);
+    /* a reset (the rank's, after its first step) starts the totals again:
+     * nothing, then only what came after */
+    model_layer_times_reset(m);
+    assert_int_equal(model_layer_times(m, fwd, bwd, 64, &fc, &bc), m->nlayers);
+    assert_int_equal(fc, 0);
+    assert_int_equal(bc, 0);
+    for (int i = 0; i < m->nlayers; i++)
+        assert_true(fwd[i] == 0 && bwd[i] == 0);
+    assert_int_equal(model_forward(m, 1), 0);
+    assert_int_equal(model_layer_times(m, fwd, bwd, 64, &fc, &bc), m->nlayers);
+    assert_int_equal(fc, 1);
+    assert_int_equal(bc, 0);
     model_destroy(m);
 }
 
