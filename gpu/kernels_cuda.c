@@ -87,6 +87,7 @@ struct cuda_ctx {
     float *h_loss; /* pinned copies */
     int32_t *h_hit;
     int rows_n;
+    int32_t *flag, *h_flag; /* cuda_all_finite's count and its pinned copy (the rows' are the loss's) */
     char err[256];
 };
 
@@ -180,6 +181,8 @@ static int ctx_init(struct cuda_ctx *x)
     DNN(x, cudnnSetStream(x->dnn, x->stream));
     BLAS(x, cublasCreate(&x->blas));
     BLAS(x, cublasSetStream(x->blas, x->stream));
+    CU(x, cudaMalloc((void **)&x->flag, sizeof(int32_t)));
+    CU(x, cudaMallocHost((void **)&x->h_flag, sizeof(int32_t)));
     /* fp32: GEMMs with fp32 products, as the CPU's; tf32: on tensor cores
      * with inputs rounded to a 10-bit mantissa (PyTorch's allow_tf32) */
     BLAS(x, cublasSetMathMode(x->blas, x->precision == PREC_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
@@ -240,6 +243,8 @@ void cuda_ctx_destroy(struct cuda_ctx *x)
     cudaFree(x->row_hit);
     cudaFreeHost(x->h_loss);
     cudaFreeHost(x->h_hit);
+    cudaFree(x->flag);
+    cudaFreeHost(x->h_flag);
     if (x->own_cache)
         cuda_algo_cache_destroy(x->cache);
     free(x);
@@ -1076,12 +1081,11 @@ int cuda_sgd_update(struct cuda_ctx *x, float *p, const float *g, float *buf, si
 
 int cuda_all_finite(struct cuda_ctx *x, const float *v, size_t n, int *finite)
 {
-    if (rows_reserve(x, 1) != 0)
-        return -1;
-    CU(x, cudaMemsetAsync(x->row_hit, 0, sizeof(int32_t), x->stream));
-    KERNEL(x, cuk_count_nonfinite(x->row_hit, v, n, x->stream));
-    CU(x, cudaMemcpyAsync(x->h_hit, x->row_hit, sizeof(int32_t), cudaMemcpyDeviceToHost, x->stream));
+    /* (not the rows' buffers: the step's loss and hits wait there to be read) */
+    CU(x, cudaMemsetAsync(x->flag, 0, sizeof(int32_t), x->stream));
+    KERNEL(x, cuk_count_nonfinite(x->flag, v, n, x->stream));
+    CU(x, cudaMemcpyAsync(x->h_flag, x->flag, sizeof(int32_t), cudaMemcpyDeviceToHost, x->stream));
     CU(x, cudaStreamSynchronize(x->stream));
-    *finite = x->h_hit[0] == 0;
+    *finite = x->h_flag[0] == 0;
     return 0;
 }

@@ -925,7 +925,8 @@ static void test_fp16_linear(void **state)
 
 /* --loss-scale's check: a NaN or an infinity anywhere in a gradient
  * buffer is seen (the first element, the last, one in the middle of a
- * buffer larger than the kernel's grid), and a finite buffer passes. */
+ * buffer larger than the kernel's grid), a finite buffer passes, and a
+ * loss waiting to be read keeps its figures. */
 static void test_all_finite(void **state)
 {
     size_t n = 5000003;
@@ -945,6 +946,24 @@ static void test_all_finite(void **state)
     assert_int_equal(finite, 1);
     cudaFree(d);
     free(h);
+    /* between a loss's enqueue and its result (the asynchronous step's
+     * order) the check leaves the loss's rows alone: 4 hits of 4 */
+    const float logits[12] = {3, 0, 0, 0, 3, 0, 0, 0, 3, 3, 0, 0};
+    const int32_t labels[4] = {0, 1, 2, 0};
+    float *dl = up(logits, 12), *dp = dzeros(12);
+    int32_t *dy = NULL;
+    assert_int_equal(cudaMalloc((void **)&dy, sizeof(labels)), cudaSuccess);
+    assert_int_equal(cudaMemcpy(dy, labels, sizeof(labels), cudaMemcpyHostToDevice), cudaSuccess);
+    float loss = 0;
+    int correct = -1;
+    assert_int_equal(cuda_xent_enqueue(g_kx, dp, dl, dy, 4, 3), 0);
+    assert_int_equal(cuda_all_finite(g_kx, dl, 12, &finite), 0);
+    assert_int_equal(cuda_xent_result(g_kx, 4, &loss, &correct), 0);
+    assert_int_equal(finite, 1);
+    assert_int_equal(correct, 4);
+    cudaFree(dl);
+    cudaFree(dp);
+    cudaFree(dy);
 }
 
 /* --cudnn-algo find: the algorithms say they were found by timing; a
