@@ -385,8 +385,16 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
     /* the scaler decides on gradients every rank holds alike, after the
      * sync: dp's live on rank 0 alone, and stages hold their own */
     if (run_loss_scale(rc) == LOSS_SCALE_DYNAMIC && (staged || (rc->strategy == STRAT_DP && world > 1))) {
-        snprintf(err, errlen, "--loss-scale dynamic: not with %s yet (single, gather-scatter, allreduce, ddp, horovod)",
-                 staged ? (rc->parallel == PAR_MODEL ? "--parallel model" : "--parallel pipeline") : "--strategy dp");
+        const char *what =
+            staged ? (rc->parallel == PAR_MODEL ? "--parallel model" : "--parallel pipeline") : "--strategy dp";
+        if (rc->loss_scale_set)
+            snprintf(err, errlen,
+                     "--loss-scale dynamic: not with %s yet (single, gather-scatter, allreduce, ddp, horovod)", what);
+        else
+            snprintf(err, errlen,
+                     "--precision fp16 scales the loss (--loss-scale dynamic), which %s does not support yet; "
+                     "--loss-scale none trains without it",
+                     what);
         return -1;
     }
     /* as config_parse says it for the command line: a plan made later (the
