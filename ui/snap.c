@@ -305,6 +305,13 @@ static void update_layers(struct snap *s, const struct run *r, int64_t now_ns)
     int64_t calls[2];
     if (model_layer_times(m, s->lt_now, s->lt_now + SNAP_MAX_LAYERS, n, &calls[0], &calls[1]) != n)
         return; /* untimed, or the rank was publishing: the next frame reads it */
+    if (calls[0] < s->lt_base_calls[0] || calls[1] < s->lt_base_calls[1]) {
+        /* the rank started its totals again (after its first step): a new base */
+        memcpy(s->lt_base, s->lt_now, sizeof(*s->lt_base) * 2 * SNAP_MAX_LAYERS);
+        memcpy(s->lt_base_calls, calls, sizeof(calls));
+        s->lt_base_ns = now_ns;
+        return;
+    }
     int window = now_ns - s->lt_base_ns >= SNAP_LAYER_WINDOW_NS;
     if (s->layers_valid && !window)
         return;
