@@ -27,18 +27,24 @@ LIMIT=${FAULT_LIMIT_S:-60} # seconds a case may take, start-up included
 
 STEP=10
 TIMEOUT_S=2
+# one run of fault KIND with the strategy options that follow: the report
+# in $tmp/out.json, the trace in $tmp/t.json, stderr in $tmp/err
+fault_run() {
+    local kind=$1
+    shift
+    # (on a GPU every step is traced: the slow rank is read from its records)
+    timeout "$LIMIT" "$BIN" --batch --quiet ${FAULT_DEVICE:+--device "$FAULT_DEVICE" --cupti-sample 1} \
+        --dataset synthetic --model mlp --ranks 2 "$@" \
+        --steps 40 --no-eval --comm-timeout $TIMEOUT_S --inject-fault "rank=1,step=$STEP,kind=$kind" \
+        --trace "$tmp/t.json" --format json >"$tmp/out.json" 2>"$tmp/err"
+}
 for kind in $KINDS; do
     for strategy in ${FAULT_STRATEGIES:-dp gather-scatter allreduce ddp horovod pipeline}; do
         how=(--strategy "$strategy")
         [ "$strategy" = pipeline ] && how=(--parallel pipeline)
         c="$kind/$strategy"
         t0=$(date +%s.%N)
-        # (on a GPU every step is traced: the slow rank is read from its records)
-        timeout "$LIMIT" "$BIN" --batch --quiet ${FAULT_DEVICE:+--device "$FAULT_DEVICE" --cupti-sample 1} \
-            --dataset synthetic --model mlp \
-            --ranks 2 "${how[@]}" \
-            --steps 40 --no-eval --comm-timeout $TIMEOUT_S --inject-fault "rank=1,step=$STEP,kind=$kind" \
-            --trace "$tmp/t.json" --format json >"$tmp/out.json" 2>"$tmp/err"
+        fault_run "$kind" "${how[@]}"
         st=$?
         secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
         printf '%-26s exit %3d  %6.2f s  %s\n' "$c" "$st" "$secs" "$(grep -v 'running on CPU' "$tmp/err" | head -1)"
@@ -54,8 +60,12 @@ for kind in $KINDS; do
             # changed (2 ranks share 2 cores with their comm threads: before
             # the fault each rank's spans also hold waits for a core, and
             # after it rank 0 mostly waits, which frees one; under a
-            # sanitizer rank 0's compute fell to 0.45x)
-            check "$c: rank 1's compute is slower from step $STEP on" json "$tmp/t.json" "
+            # sanitizer rank 0's compute fell to 0.45x). Once in many runs,
+            # with another test on the cores, this measured below 2.5x: a
+            # run that misses it runs once more, and the second must pass
+            # (a 1.5x straggler, the mutant fault_slow_too_mild, misses
+            # both)
+            slow_check="
 import statistics as st
 def ratio(pid):
     per = {}
@@ -70,6 +80,11 @@ def ratio(pid):
     return after / before, before, after
 r1, r0 = ratio(1), ratio(0)
 assert r1[0] > 2.5 * r0[0], ('rank 1 after/before, before, after', r1, 'rank 0', r0)"
+            if ! json "$tmp/t.json" "$slow_check" 2>"$tmp/why"; then
+                echo "  $c: $(tail -1 "$tmp/why"); once more"
+                fault_run "$kind" "${how[@]}"
+            fi
+            check "$c: rank 1's compute is slower from step $STEP on" json "$tmp/t.json" "$slow_check"
             # with every rank its own master, the peers wait for the straggler
             # (dp's rank 0 also does the master's work, so its idle share
             # depends on how long that takes: not checked there)
