@@ -72,9 +72,8 @@ struct cuda_ctx {
     cublasHandle_t blas;
     int rank, gpu;
     int precision;   /* enum precision */
-    int h16;         /* bf16 or fp16: convolutions and GEMMs take 16-bit operands */
     int conv_algo;   /* enum conv_algo_choice */
-    uint16_t *bf[3]; /* h16: scratch for input, weight and output-sized operands */
+    uint16_t *bf[3]; /* H16: scratch for input, weight and output-sized operands */
     size_t bf_n[3];  /* their sizes, in elements */
     struct cuda_algo_cache *cache;
     int own_cache; /* the cache is this context's, not its device's */
@@ -110,6 +109,10 @@ struct cuda_pool {
 };
 
 static const float ONE = 1.0f, ZERO = 0.0f;
+
+/* bf16 or fp16: convolutions and GEMMs take 16-bit operands; which one */
+#define H16(x) ((x)->precision == PREC_BF16 || (x)->precision == PREC_FP16)
+#define BF16(x) ((x)->precision == PREC_BF16)
 
 static int cu_fail(struct cuda_ctx *x, const char *call, const char *why, const char *file, int line)
 {
@@ -208,7 +211,6 @@ struct cuda_ctx *cuda_ctx_create(void *stream, int rank, int gpu, const struct c
     x->rank = rank;
     x->gpu = gpu;
     x->precision = o->precision;
-    x->h16 = o->precision == PREC_BF16 || o->precision == PREC_FP16;
     x->conv_algo = o->conv_algo;
     x->cache = o->cache;
     if (!x->cache) {
@@ -279,7 +281,7 @@ static int ws_reserve(struct cuda_ctx *x, size_t bytes)
     return 0;
 }
 
-/* h16: the scratch for an input, a weight and an output of these
+/* H16: the scratch for an input, a weight and an output of these
  * sizes (at layer creation; a no-op once they fit). */
 static int h16_reserve(struct cuda_ctx *x, size_t n_in, size_t n_w, size_t n_out)
 {
@@ -297,7 +299,6 @@ static int h16_reserve(struct cuda_ctx *x, size_t n_in, size_t n_w, size_t n_out
     return 0;
 }
 
-#define BF16(x) ((x)->precision == PREC_BF16)
 #define TO_16(x, k, src, n) KERNEL(x, cuk_to_16((x)->bf[k], (src), (int64_t)(n), BF16(x), (x)->stream))
 
 static int ones_reserve(struct cuda_ctx *x, int n)
@@ -347,7 +348,7 @@ static int gemm_16(struct cuda_ctx *x, cublasOperation_t ta, cublasOperation_t t
 
 int cuda_linear_prepare(struct cuda_ctx *x, int B, int IN, int OUT)
 {
-    if (!x->h16)
+    if (!H16(x))
         return 0;
     return h16_reserve(x, (size_t)B * IN, (size_t)OUT * IN, (size_t)B * OUT);
 }
@@ -356,7 +357,7 @@ int cuda_linear_forward(struct cuda_ctx *x, float *out, const float *in, const f
                         int OUT)
 {
     /* out^T[OUT,B] = w[OUT,IN] * in^T[IN,B] in column-major terms */
-    if (x->h16) {
+    if (H16(x)) {
         if (cuda_linear_prepare(x, B, IN, OUT) != 0)
             return -1;
         TO_16(x, 0, in, (size_t)B * IN);
@@ -375,7 +376,7 @@ int cuda_linear_backward(struct cuda_ctx *x, float *din, int din_acc, float *dw,
                          const float *in, const float *w, int B, int IN, int OUT)
 {
     const float *beta = din_acc ? &ONE : &ZERO;
-    if (x->h16 && (din || dw)) {
+    if (H16(x) && (din || dw)) {
         if (cuda_linear_prepare(x, B, IN, OUT) != 0)
             return -1;
         TO_16(x, 2, dout, (size_t)B * OUT);
@@ -421,7 +422,7 @@ static void conv_operand(const struct conv_dims *d, int k, int64_t *N, int *C, i
     *HW = k == 0 ? (int64_t)d->H * d->W : k == 1 ? (int64_t)d->KH * d->KW : (int64_t)d->OH * d->OW;
 }
 
-/* h16: operand k rounded into scratch k, in the convolution's layout. */
+/* H16: operand k rounded into scratch k, in the convolution's layout. */
 static int conv_to_16(struct cuda_conv *c, int k, const float *src)
 {
     struct cuda_ctx *x = c->x;
@@ -435,7 +436,7 @@ static int conv_to_16(struct cuda_conv *c, int k, const float *src)
     return 0;
 }
 
-/* h16: scratch k widened into dst (acc: added), back to NCHW. */
+/* H16: scratch k widened into dst (acc: added), back to NCHW. */
 static int conv_from_16(struct cuda_conv *c, float *dst, int acc, int k)
 {
     struct cuda_ctx *x = c->x;
@@ -573,8 +574,8 @@ static int conv_build(struct cuda_conv *c)
     DNN(x, cudnnCreateFilterDescriptor(&c->wd));
     /* bf16 and fp16: cuDNN's pseudo-bf16 and pseudo-half configurations
      * (16-bit data, fp32 sums) */
-    int h16 = x->h16;
-    cudnnDataType_t data = !x->h16 ? CUDNN_DATA_FLOAT : BF16(x) ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+    int h16 = H16(x);
+    cudnnDataType_t data = !H16(x) ? CUDNN_DATA_FLOAT : BF16(x) ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
     /* (tensor cores take channels in 8s: LeNet's 1 and 6 gain nothing) */
     c->nhwc = h16 && d->groups == 1 && d->C % 8 == 0 && d->OC % 8 == 0;
     cudnnTensorFormat_t fmt = c->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
@@ -667,10 +668,10 @@ void cuda_conv_describe(const struct cuda_conv *c, char *buf, size_t n)
 #define NAME(t, a) ((unsigned)(a) < sizeof(t) / sizeof(t[0]) ? t[a] : "?")
     snprintf(buf, n, "cudnn:%s|%s|%s%s (%s)", NAME(fwd, c->a.fwd), NAME(data, c->a.bwd_data),
              NAME(filt, c->a.bwd_filter),
-             c->nhwc && BF16(c->x) ? " bf16 nhwc"
-             : c->nhwc             ? " fp16 nhwc"
-             : c->x->h16           ? (BF16(c->x) ? " bf16" : " fp16")
-                                   : "",
+             !H16(c->x)   ? ""
+             : c->nhwc    ? (BF16(c->x) ? " bf16 nhwc" : " fp16 nhwc")
+             : BF16(c->x) ? " bf16"
+                          : " fp16",
              c->a.fell_back                     ? "heuristic: cudnnFind ran none"
              : c->a.conv_algo == CONV_ALGO_FIND ? "found"
                                                 : "heuristic");
@@ -700,7 +701,7 @@ void cuda_conv_destroy(struct cuda_conv *c)
 int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const float *w, const float *b)
 {
     struct cuda_ctx *x = c->x;
-    if (x->h16) {
+    if (H16(x)) {
         if (conv_to_16(c, 0, in) != 0 || conv_to_16(c, 1, w) != 0)
             return -1;
         DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, x->bf[0], c->wd, x->bf[1], c->cd[CONV_FWD], c->a.fwd, x->ws,
@@ -716,7 +717,7 @@ int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const fl
     return 0;
 }
 
-/* h16: each gradient computed into the scratch and widened into the
+/* H16: each gradient computed into the scratch and widened into the
  * model's (the weight gradient first: it needs the input and the output
  * gradient, the input gradient the weight and the output gradient). */
 static int conv_backward_16(struct cuda_conv *c, float *din, int din_acc, float *dw, const float *dout, const float *in,
@@ -750,7 +751,7 @@ int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, 
     struct cuda_ctx *x = c->x;
     if (db && c->has_bias)
         DNN(x, cudnnConvolutionBackwardBias(x->dnn, &ONE, c->yo, dout, &ZERO, c->bd, db));
-    if (x->h16)
+    if (H16(x))
         return conv_backward_16(c, din, din_acc, dw, dout, in, w);
     if (dw)
         DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, in, c->yd, dout, c->cd[CONV_FILTER], c->a.bwd_filter,
