@@ -533,6 +533,18 @@ size_t model_trainable_floats(const struct model *m)
     return n;
 }
 
+int model_next_trainable(const struct model *m, int *i, int end, size_t *lo, size_t *hi)
+{
+    while (*i < end && !m->params[*i].trainable)
+        (*i)++;
+    if (*i >= end)
+        return 0;
+    *lo = *hi = m->params[*i].off;
+    for (; *i < end && m->params[*i].trainable; (*i)++)
+        *hi = m->params[*i].off + m->params[*i].len;
+    return 1;
+}
+
 int model_set_trainable(struct model *m, const char *spec, char *err, size_t errlen)
 {
     int nparam_layers = 0;

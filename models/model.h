@@ -178,6 +178,9 @@ int model_backward_range(struct model *m, int a, int b, int seed, float grad_sca
 /* Sum of FLOPs of one forward pass per image. */
 int64_t model_flops(const struct model *m);
 size_t model_trainable_floats(const struct model *m);
+/* The next run of consecutive trainable parameters from *i (below `end`):
+ * floats [*lo, *hi) of the flat buffers, *i moved past it. 0: none left. */
+int model_next_trainable(const struct model *m, int *i, int end, size_t *lo, size_t *hi);
 
 /* Freezes all but part of the model: "all", "classifier" (the last
  * parameterised layer: the final linear layer, or SqueezeNet's final

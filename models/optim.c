@@ -116,14 +116,8 @@ int sgd_step_params(struct sgd *o, struct model *m, long t, int p0, int p1)
     float lr = sgd_lr_at(o, t);
     /* one update per run of consecutive trainable tensors: one run, or
      * one kernel on a GPU, when a prefix is frozen */
-    for (int i = p0; i < p1;) {
-        if (!m->params[i].trainable) {
-            i++;
-            continue;
-        }
-        size_t lo = m->params[i].off, hi = lo;
-        for (; i < p1 && m->params[i].trainable; i++)
-            hi = m->params[i].off + m->params[i].len;
+    size_t lo, hi;
+    for (int i = p0; model_next_trainable(m, &i, p1, &lo, &hi);) {
         if (m->dev.ops->sgd_update(m, o->buf, lo, hi, lr, o->momentum, o->weight_decay, o->grad_scale) != 0) {
             snprintf(m->err, sizeof(m->err), "optimizer: %.240s", m->dev.err);
             return -1;

@@ -427,14 +427,8 @@ static int scaled_step(struct loop *L, uint32_t step)
     if (L->cfg->loss_scale != LOSS_SCALE_DYNAMIC)
         return sgd_step(&L->opt, m, (long)step);
     int finite = 1;
-    for (int i = 0; i < m->nparams && finite;) {
-        if (!m->params[i].trainable) {
-            i++;
-            continue;
-        }
-        size_t lo = m->params[i].off, hi = lo;
-        for (; i < m->nparams && m->params[i].trainable; i++)
-            hi = m->params[i].off + m->params[i].len;
+    size_t lo, hi;
+    for (int i = 0; finite && model_next_trainable(m, &i, m->nparams, &lo, &hi);) {
         if (m->dev.ops->grads_finite(m, lo, hi, &finite) != 0) {
             snprintf(m->err, sizeof(m->err), "loss scaling: %.240s", m->dev.err);
             return -1;
