@@ -15,6 +15,11 @@
 #         (torch.backends.cuda.matmul and torch.backends.cudnn)
 #   bf16  ddptop --precision bf16; PyTorch's autocast to bfloat16, the model and
 #         its inputs channels_last
+#   fp16  ddptop --precision fp16 (dynamic loss scaling); PyTorch's autocast to
+#         float16 with a GradScaler, channels_last
+# INPUT=CxHxW (e.g. 3x224x224, where the zoo takes its ImageNet forms) runs
+# both sides on random images of that shape: ddptop's --dataset synthetic
+# --input.
 # cuDNN's algorithms are chosen the same way on both sides (ALGO, default
 # find): ddptop's --cudnn-algo find against torch.backends.cudnn.benchmark
 # = True, or --cudnn-algo heuristic against benchmark off. Both sides copy
@@ -36,7 +41,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ -x "$BIN" ] || { echo "no ddptop binary at $BIN (build it, or pass its path)"; exit 1; }
 case $ALGO in find) bench=(--cudnn-benchmark) ;; heuristic) bench=() ;; *) echo "ALGO: find or heuristic"; exit 2 ;; esac
 
-steps() { case $1 in mlp | lenet) echo 300 ;; *) echo 60 ;; esac; }
+INPUT=${INPUT:-}
+steps() { # (224x224 steps take 100x longer than 28x28 ones)
+    if [ -n "$INPUT" ]; then echo 30; else case $1 in mlp | lenet) echo 300 ;; *) echo 60 ;; esac; fi
+}
+data=()
+tdata=()
+[ -n "$INPUT" ] && data=(--dataset synthetic --input "$INPUT") && tdata=(--input "$INPUT")
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 # ddptop's img/s: the samples_per_s column of the `all` row (found by name).
@@ -44,7 +55,7 @@ ours() { # model precision [extra options]
     local m=$1 p=$2
     shift 2
     "$BIN" --batch --quiet --device cuda --model "$m" --strategy single --ranks 1 --batch-size "$BATCH" \
-        --steps "$(steps "$m")" --no-eval --precision "$p" --cudnn-algo "$ALGO" --format csv "$@" 2>/dev/null |
+        --steps "$(steps "$m")" --no-eval --precision "$p" --cudnn-algo "$ALGO" --format csv "${data[@]}" "$@" 2>/dev/null |
         awk -F, 'NR==1 {for (i = 1; i <= NF; i++) if ($i == "samples_per_s") c = i} $2 == "all" {print $c}'
 }
 
@@ -52,12 +63,12 @@ torch_run() { # model precision
     local s
     s=$(steps "$1")
     "$PY" "$here/torch_models.py" train --device cuda --model "$1" --batch "$BATCH" --steps "$s" --warmup 10 \
-        --precision "$2" "${bench[@]}" |
+        --precision "$2" "${bench[@]}" "${tdata[@]}" |
         "$PY" -c 'import json,sys; print(json.load(sys.stdin)["img_s"])'
 }
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo "a GPU")
-echo "ddptop $("$BIN" --version | awk '{print $2}') vs PyTorch $("$PY" -c 'import torch; print(torch.__version__)') on $gpu, batch $BATCH, $REPS repetitions, medians"
+echo "ddptop $("$BIN" --version | awk '{print $2}') vs PyTorch $("$PY" -c 'import torch; print(torch.__version__)') on $gpu, batch $BATCH${INPUT:+, input $INPUT}, $REPS repetitions, medians"
 echo "cuDNN algorithms: ddptop --cudnn-algo $ALGO, PyTorch cudnn.benchmark $([ "$ALGO" = find ] && echo on || echo off)"
 printf "%-9s %-5s %12s %12s %7s %14s %9s\n" model prec "ours img/s" "torch img/s" ratio "no-CUPTI img/s" "CUPTI cost"
 declare -A O P

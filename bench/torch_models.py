@@ -382,9 +382,12 @@ def count_macs(model, c, side):
     return sum(macs)
 
 
-def load_fashion(n):
-    """n Fashion-MNIST training images, normalised, or random ones."""
+def load_fashion(n, shape=None):
+    """n Fashion-MNIST training images, normalised, or random ones (always
+    random when shape, a (C, H, W), is given: ddptop's --input)."""
     path = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+    if shape:
+        return torch.randn(n, *shape)
     if os.path.exists(path):
         import numpy as np
         with gzip.open(path) as f:
@@ -403,13 +406,15 @@ def train(a):
     cuBLAS use TF32 tensor cores (ddptop's --precision tf32), bf16 runs
     the forward pass and the loss under autocast to bfloat16 (ddptop's
     --precision bf16; on the CPU, oneDNN's bf16 kernels; on a GPU with
-    the model and its inputs channels_last, as users run bf16 there);
-    --cudnn-benchmark times cuDNN's algorithms once per shape (ddptop's
+    the model and its inputs channels_last, as users run bf16 there),
+    fp16 the same with float16 and a GradScaler (dynamic loss scaling, as
+    ddptop's --precision fp16); --cudnn-benchmark times cuDNN's algorithms once per shape (ddptop's
     --cudnn-algo find), in the warm-up steps."""
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    nb = 16
-    x = load_fashion(nb * a.batch)
+    shape = tuple(int(v) for v in a.input.split("x")) if a.input else None
+    nb = 4 if shape and shape[1] * shape[2] > 64 * 64 else 16  # (224x224: 0.6 MB an image)
+    x = load_fashion(nb * a.batch, shape)
     y = torch.randint(0, 10, (x.shape[0],))
     dev = torch.device(a.device)
     if dev.type == "cuda":
@@ -417,11 +422,17 @@ def train(a):
         torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
         torch.backends.cudnn.benchmark = a.cudnn_benchmark
         x, y = x.pin_memory(), y.pin_memory()
-    model = build(a.model, x.shape[1], x.shape[2], 10).to(dev).train()
+    classes = IMAGENET_CLASSES if x.shape[2] >= IMAGENET_SIDE else 10  # (ddptop's default --classes)
+    model = build(a.model, x.shape[1], x.shape[2], classes).to(dev).train()
     # bf16 on a GPU as users run it: channels_last (tensor cores' layout)
-    fmt = torch.channels_last if dev.type == "cuda" and a.precision == "bf16" else torch.contiguous_format
+    half = a.precision in ("bf16", "fp16")
+    fmt = torch.channels_last if dev.type == "cuda" and half else torch.contiguous_format
     model = model.to(memory_format=fmt)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    dtype = torch.float16 if a.precision == "fp16" else torch.bfloat16
+    scaler = None
+    if a.precision == "fp16":  # (torch.amp's since PyTorch 2.3, torch.cuda.amp's before)
+        scaler = torch.amp.GradScaler(dev.type) if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler()
     times = []
     for i in range(a.warmup + a.steps):
         j = (i % nb) * a.batch
@@ -429,17 +440,22 @@ def train(a):
         xb = x[j:j + a.batch].to(dev, non_blocking=True).contiguous(memory_format=fmt)
         yb = y[j:j + a.batch].to(dev, non_blocking=True)
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+        with torch.autocast(device_type=dev.type, dtype=dtype, enabled=half):
             loss = F.cross_entropy(model(xb), yb)
-        loss.backward()
-        opt.step()
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
         if dev.type == "cuda":
             loss.item()  # the step's one wait
         if i >= a.warmup:
             times.append(time.perf_counter() - t0)
     step = statistics.median(times)
     print(json.dumps({"impl": "pytorch", "model": a.model, "device": a.device, "threads": a.threads, "batch": a.batch,
-                      "precision": a.precision, "cudnn_benchmark": a.cudnn_benchmark, "steps": a.steps, "ms_step": round(step * 1e3, 4), "img_s": round(a.batch / step, 1),
+                      "precision": a.precision, "input": list(x.shape[1:]), "cudnn_benchmark": a.cudnn_benchmark, "steps": a.steps, "ms_step": round(step * 1e3, 4), "img_s": round(a.batch / step, 1),
                       "macs_per_img": count_macs(model, x.shape[1], x.shape[2]), "torch": torch.__version__}))
 
 
@@ -454,8 +470,10 @@ def main():
     t.add_argument("--steps", type=int, default=50)
     t.add_argument("--warmup", type=int, default=5)
     t.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU")
-    t.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default="fp32",
-                   help="fp32 (on a GPU, TF32 off in cuDNN and cuBLAS), tf32 (GPU: on), or bf16 (autocast)")
+    t.add_argument("--precision", choices=("fp32", "tf32", "bf16", "fp16"), default="fp32",
+                   help="fp32 (on a GPU, TF32 off in cuDNN and cuBLAS), tf32 (GPU: on), bf16 (autocast) or fp16 "
+                   "(autocast and GradScaler)")
+    t.add_argument("--input", help="CxHxW: random images of that shape (ddptop's --input), instead of Fashion-MNIST")
     t.add_argument("--cudnn-benchmark", action="store_true",
                    help="GPU: cudnn.benchmark, cuDNN's algorithms timed once per shape")
     a = ap.parse_args()

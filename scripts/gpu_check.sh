@@ -18,7 +18,10 @@
 # sampled tracing against tracing every step), precision (test_gpu, whose
 # tf32, bf16 and cudnnFind tests are the point, the algorithms cudnnFind
 # picks for ResNet-18, and ddptop against PyTorch in each of PRECISIONS,
-# default fp32 tf32 bf16, on LeNet and ResNet-18 at batch 128: minutes).
+# default fp32 tf32 bf16, on LeNet and ResNet-18 at batch 128: minutes),
+# imagenet (ddptop against PyTorch on 3x224x224 images, the zoo's ImageNet
+# forms, IMAGENET_MODELS default resnet50, at IMAGENET_BATCH default 64, in
+# each of PRECISIONS: minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -114,6 +117,16 @@ if want precision; then
     REPS=${REPS:-2} CUPTI=0 PRECISIONS="${PRECISIONS:-fp32 tf32 bf16}" timeout 420 bench/gpu_vs_pytorch.sh "$b/ddptop" "lenet resnet18" 128
     rc=$?
     echo "===== precision bench: exit $rc ($(($(date +%s) - start)) s)"
+    [ "$rc" -ne 0 ] && status=1
+fi
+
+if want imagenet; then
+    echo "===== ddptop against PyTorch on 3x224x224"
+    start=$(date +%s)
+    INPUT=3x224x224 REPS=${REPS:-1} CUPTI=0 PRECISIONS="${PRECISIONS:-fp32 tf32 bf16}" timeout 480 \
+        bench/gpu_vs_pytorch.sh "$b/ddptop" "${IMAGENET_MODELS:-resnet50}" "${IMAGENET_BATCH:-64}"
+    rc=$?
+    echo "===== imagenet bench: exit $rc ($(($(date +%s) - start)) s)"
     [ "$rc" -ne 0 ] && status=1
 fi
 
