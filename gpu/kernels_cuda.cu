@@ -139,24 +139,53 @@ template <typename T> __global__ void from16_k(float *dst, int acc, const T *src
 
 // the same with a layout change, for cuDNN's channels-last tensor-core
 // kernels: NCHW fp32 to NHWC 16-bit (a filter KCRS to KRSC alike: N = K,
-// HW = R S), and back; each thread writes one element in order. The
-// index arithmetic is done in I: 32-bit wherever the tensor allows, as
-// 64-bit division costs more than the copy itself
-template <typename T, typename I> __global__ void to16_nhwc_k(T *dst, const float *src, I n, I C, I HW)
+// HW = R S), and back. Each block moves a 32x32 tile of one image's
+// [C, HW] plane through shared memory, so that both the reads and the
+// writes of a warp are consecutive (an element-wise version, one of its
+// sides strided by HW, ran these passes several times slower)
+#define TILE 32
+#define TILE_ROWS 8
+template <typename T> __global__ void to16_nhwc_k(T *dst, const float *src, int64_t N, int C, int HW)
 {
-    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
-        I c = i % C, p = i / C; // p = n * HW + hw
-        round16(&dst[i], src[((p / HW) * C + c) * HW + p % HW]);
+    __shared__ float tile[TILE][TILE + 1]; // [c][hw] (+1: no bank conflicts on the column reads)
+    int hw0 = blockIdx.x * TILE, c0 = blockIdx.y * TILE, tx = threadIdx.x;
+    for (int64_t n = blockIdx.z; n < N; n += gridDim.z) {
+        int64_t base = n * C * HW;
+        for (int j = threadIdx.y; j < TILE; j += TILE_ROWS)
+            if (c0 + j < C && hw0 + tx < HW)
+                tile[j][tx] = src[base + (int64_t)(c0 + j) * HW + hw0 + tx];
+        __syncthreads();
+        for (int j = threadIdx.y; j < TILE; j += TILE_ROWS)
+            if (hw0 + j < HW && c0 + tx < C)
+                round16(&dst[base + (int64_t)(hw0 + j) * C + c0 + tx], tile[tx][j]);
+        __syncthreads(); // (the tile is refilled for the next image)
     }
 }
 
-template <typename T, typename I> __global__ void from16_nchw_k(float *dst, int acc, const T *src, I n, I C, I HW)
+template <typename T> __global__ void from16_nchw_k(float *dst, int acc, const T *src, int64_t N, int C, int HW)
 {
-    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
-        I hw = i % HW, nc = i / HW;
-        float v = widen16(src[((nc / C) * HW + hw) * C + nc % C]);
-        dst[i] = acc ? dst[i] + v : v;
+    __shared__ float tile[TILE][TILE + 1]; // [hw][c]
+    int hw0 = blockIdx.x * TILE, c0 = blockIdx.y * TILE, tx = threadIdx.x;
+    for (int64_t n = blockIdx.z; n < N; n += gridDim.z) {
+        int64_t base = n * C * HW;
+        for (int j = threadIdx.y; j < TILE; j += TILE_ROWS)
+            if (hw0 + j < HW && c0 + tx < C)
+                tile[j][tx] = widen16(src[base + (int64_t)(hw0 + j) * C + c0 + tx]);
+        __syncthreads();
+        for (int j = threadIdx.y; j < TILE; j += TILE_ROWS)
+            if (c0 + j < C && hw0 + tx < HW) {
+                float *d = &dst[base + (int64_t)(c0 + j) * HW + hw0 + tx];
+                *d = acc ? *d + tile[tx][j] : tile[tx][j];
+            }
+        __syncthreads();
     }
+}
+
+// a transpose's grid: tiles of [C, HW] in x and y, images in z
+static dim3 tile_grid(int64_t N, int C, int64_t HW)
+{
+    return dim3((unsigned)((HW + TILE - 1) / TILE), (unsigned)((C + TILE - 1) / TILE),
+                (unsigned)(N < 65535 ? N : 65535));
 }
 
 // the launches, by element type
@@ -174,25 +203,20 @@ template <typename T> int from16(float *dst, int acc, const uint16_t *src, int64
 
 template <typename T> int to16_nhwc(uint16_t *dst, const float *src, int64_t N, int C, int64_t HW, void *stream)
 {
-    int64_t n = N * C * HW;
-    if (n < INT32_MAX)
-        to16_nhwc_k<T, uint32_t>
-            <<<grid_for(n), 256, 0, (cudaStream_t)stream>>>((T *)dst, src, (uint32_t)n, (uint32_t)C, (uint32_t)HW);
-    else
-        to16_nhwc_k<T, int64_t><<<grid_for(n), 256, 0, (cudaStream_t)stream>>>((T *)dst, src, n, (int64_t)C, HW);
+    if (N <= 0 || C <= 0 || HW <= 0 || HW > INT32_MAX)
+        return HW > INT32_MAX ? -1 : 0;
+    to16_nhwc_k<T>
+        <<<tile_grid(N, C, HW), dim3(TILE, TILE_ROWS), 0, (cudaStream_t)stream>>>((T *)dst, src, N, C, (int)HW);
     return launched();
 }
 
 template <typename T>
 int from16_nchw(float *dst, int acc, const uint16_t *src, int64_t N, int C, int64_t HW, void *stream)
 {
-    int64_t n = N * C * HW;
-    if (n < INT32_MAX)
-        from16_nchw_k<T, uint32_t><<<grid_for(n), 256, 0, (cudaStream_t)stream>>>(dst, acc, (const T *)src, (uint32_t)n,
-                                                                                  (uint32_t)C, (uint32_t)HW);
-    else
-        from16_nchw_k<T, int64_t>
-            <<<grid_for(n), 256, 0, (cudaStream_t)stream>>>(dst, acc, (const T *)src, n, (int64_t)C, HW);
+    if (N <= 0 || C <= 0 || HW <= 0 || HW > INT32_MAX)
+        return HW > INT32_MAX ? -1 : 0;
+    from16_nchw_k<T><<<tile_grid(N, C, HW), dim3(TILE, TILE_ROWS), 0, (cudaStream_t)stream>>>(dst, acc, (const T *)src,
+                                                                                              N, C, (int)HW);
     return launched();
 }
 

@@ -21,7 +21,9 @@
 # default fp32 tf32 bf16, on LeNet and ResNet-18 at batch 128: minutes),
 # imagenet (ddptop against PyTorch on 3x224x224 images, the zoo's ImageNet
 # forms, IMAGENET_MODELS default resnet50, at IMAGENET_BATCH default 64, in
-# each of PRECISIONS: minutes).
+# each of PRECISIONS: minutes), profile (bench/gpu_profile.sh: the kernels
+# that take a step's device time, PROFILE_MODEL default resnet50 at
+# PROFILE_BATCH 64 on PROFILE_INPUT 3x224x224, in each of PRECISIONS).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -117,6 +119,14 @@ if want precision; then
     REPS=${REPS:-2} CUPTI=0 PRECISIONS="${PRECISIONS:-fp32 tf32 bf16}" timeout 420 bench/gpu_vs_pytorch.sh "$b/ddptop" "lenet resnet18" 128
     rc=$?
     echo "===== precision bench: exit $rc ($(($(date +%s) - start)) s)"
+    [ "$rc" -ne 0 ] && status=1
+fi
+
+if want profile; then
+    PRECISIONS="${PRECISIONS:-fp32 bf16}" DIR=${OUT:-/tmp} timeout 300 bench/gpu_profile.sh "$b/ddptop" \
+        "${PROFILE_MODEL:-resnet50}" "${PROFILE_BATCH:-64}" "${PROFILE_INPUT-3x224x224}"
+    rc=$?
+    echo "===== profile: exit $rc"
     [ "$rc" -ne 0 ] && status=1
 fi
 
