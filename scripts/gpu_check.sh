@@ -9,7 +9,7 @@
 #
 #   scripts/gpu_check.sh [part...]
 # parts (default: all but models): tests (test_gpu, test_gpu_fixtures,
-# test_gpu_models mixed), models (test_gpu_models: every zoo model against
+# test_gpu_models mixed and parallel), models (test_gpu_models: every zoo model against
 # the CPU, minutes), e2e (tests/gpu_e2e.sh: live vs replay, slow rank, the
 # UI in tmux, the memory check; E2E_PARTS picks parts), fixture (a small
 # traced GPU run, for the replay fixtures), runs (ddptop's own runs), bench
@@ -56,7 +56,7 @@ parts=" ${*:-tests e2e runs bench cupti} "
 want() { [[ "$parts" == *" $1 "* ]]; }
 status=0
 tests=()
-want tests && tests+=(test_gpu test_gpu_fixtures "test_gpu_models mixed")
+want tests && tests+=(test_gpu test_gpu_fixtures "test_gpu_models mixed" "test_gpu_models parallel")
 want models && tests+=(test_gpu_models "test_gpu_models nccl")
 # (the NCCL runs need 2 GPUs: with one they are skipped, 77, and that is no failure)
 for t in "${tests[@]}"; do

@@ -19,14 +19,19 @@
 #  6. a batch too large for the GPU's free memory (ResNet-101 on 3x224x224
 #     at batch 440, ~188 GB) is refused before any rank starts, in one
 #     line naming the GPU's free memory and a batch to try, exit 2; that
-#     batch then trains, and its measured peak is set beside the estimate.
+#     batch then trains, and its measured peak is set beside the estimate;
+#  7. pipeline and horovod on one shared GPU: ResNet-18 in 2 stages, GPipe
+#     and 1F1B with 4 micro-batches, and horovod over 2 ranks, train their
+#     steps headless with both stages computing on the device and idling
+#     in their bubbles; in tmux the pipeline's Timeline pane shows kernels
+#     on both ranks' gpu lanes (the screen is kept in $OUT).
 #
-# Usage: gpu_e2e.sh /path/to/ddptop [part...]   (parts: replay slow sweep faults ui oom)
+# Usage: gpu_e2e.sh /path/to/ddptop [part...]   (parts: replay slow sweep faults ui oom pipeline)
 # Exit status: 0 pass, 1 fail, 77 skip (no GPU here).
 set -u
-BIN=${1:?usage: gpu_e2e.sh /path/to/ddptop [replay slow sweep faults ui oom]}
+BIN=${1:?usage: gpu_e2e.sh /path/to/ddptop [replay slow sweep faults ui oom pipeline]}
 shift
-PARTS=${*:-replay slow sweep faults ui oom}
+PARTS=${*:-replay slow sweep faults ui oom pipeline}
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 [ -x "$BIN" ] || { echo "FAIL: $BIN is not executable"; exit 1; }
 if "$BIN" --info --device cuda 2>&1 | grep -q "no GPU is present\|not built with CUDA\|GPU module"; then
@@ -187,6 +192,58 @@ if [[ " $PARTS " == *" ui "* ]]; then
         grep -q 'exit=0' "$T/ui.rc" 2>/dev/null && pass "q exits 0" || fail "q: $(cat "$T/ui.rc" 2>/dev/null) $(tail -3 "$T/ui.err")"
         [ -n "${OUT:-}" ] && cp "$T"/screen*.txt "$OUT/" 2>/dev/null
         tm kill-server >/dev/null 2>&1
+    fi
+fi
+
+if [[ " $PARTS " == *" pipeline "* ]]; then
+    for sched in gpipe 1f1b; do
+        if "$BIN" --batch --quiet "${RUN[@]}" --model resnet18 --ranks 2 --parallel pipeline --micro-batches 4 \
+            --schedule $sched --batch-size 128 --steps 30 --format json >"$T/pipe-$sched.json" 2>"$T/err" &&
+            python3 - "$T/pipe-$sched.json" <<'EOF'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["runs"][0]
+for s, x in zip(r["stages"], d["per_rank"]):
+    print(f"stage {s['stage']} (layers {s['first_layer']}-{s['last_layer']}, {x['device']}, {x['view']} view): compute {s['compute_pct']:.1f}% "
+          f"idle {s['idle_pct']:.1f}%, {s['sent_mb_per_step']:.2f} MB sent a step, {x['ms_per_step']:.2f} ms/step")
+ok = r["steps"] == 30 and len(r["stages"]) == 2 and all(s["compute_pct"] > 1 and s["idle_pct"] > 1 for s in r["stages"])
+sys.exit(0 if ok and all(x["view"] == "device" for x in d["per_rank"]) else 1)
+EOF
+            pass "a $sched pipeline of 2 stages trains on one GPU, both stages computing on the device"
+        else
+            fail "a $sched pipeline on the GPU: $(tail -3 "$T/err")"
+        fi
+    done
+    if "$BIN" --batch --quiet "${RUN[@]}" --model resnet18 --ranks 2 --strategy horovod,ddp --batch-size 64 --steps 30 \
+        --format json >"$T/hvd.json" 2>"$T/err" &&
+        python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["runs"]; print([(x["strategy"], x["steps"], round(x["samples_per_s"]), x["backend"]) for x in r]); sys.exit(0 if len(r) == 2 and all(x["steps"] == 30 for x in r) else 1)' "$T/hvd.json"; then
+        pass "horovod and ddp side by side on one GPU"
+    else
+        fail "horovod on the GPU: $(tail -3 "$T/err")"
+    fi
+    if command -v tmux >/dev/null 2>&1; then
+        SOCK="ddptop-gpu-pipe-$$"
+        LDP=${LD_LIBRARY_PATH:-}
+        tp() { env -u LD_LIBRARY_PATH tmux -L "$SOCK" "$@"; }
+        tp new-session -d -s p -x 150 -y 48 \
+            "env LD_LIBRARY_PATH='$LDP' LC_ALL=C TERM=xterm-256color '$BIN' --device cuda --dataset synthetic --model resnet18 --ranks 2 --parallel pipeline --micro-batches 4 --batch-size 128 --epochs 1000 --steps 100000 2>'$T/pui.err'; echo \"exit=\$?\" >'$T/pui.rc'; sleep 30"
+        ok=0
+        for _ in $(seq 150); do
+            tp capture-pane -p -t p | grep -Eq 'steps [0-9]+-[0-9]+' && { ok=1; break; }
+            sleep 0.2
+        done
+        sleep 3
+        tp capture-pane -p -t p >"$T/screen_pipeline.txt"
+        sed -n '/Timeline/,/ fwd /p' "$T/screen_pipeline.txt"
+        g0=$(grep -E 'r0 gpu ' "$T/screen_pipeline.txt" | grep -c '[><+=]')
+        g1=$(grep -E 'r1 gpu ' "$T/screen_pipeline.txt" | grep -c '[><+=]')
+        [ $ok = 1 ] && [ "$g0" -ge 1 ] && [ "$g1" -ge 1 ] && pass "the pipeline's Timeline pane shows kernels on both stages' gpu lanes" ||
+            fail "the pipeline's Timeline pane: $(grep -E 'r[01] gpu|Timeline' "$T/screen_pipeline.txt") $(tail -2 "$T/pui.err")"
+        tp send-keys -t p q
+        for _ in $(seq 100); do [ -f "$T/pui.rc" ] && break; sleep 0.2; done
+        grep -q 'exit=0' "$T/pui.rc" 2>/dev/null && pass "q exits the pipeline's UI with 0" || fail "q: $(cat "$T/pui.rc" 2>/dev/null)"
+        [ -n "${OUT:-}" ] && cp "$T/screen_pipeline.txt" "$OUT/" 2>/dev/null
+        tp kill-server >/dev/null 2>&1
     fi
 fi
 

@@ -35,6 +35,11 @@
  *    fp16 runs under its default dynamic loss scaling (fewer than 5 steps
  *    skipped); gradients travel in fp32 on the GPU (ctest:
  *    test_gpu_models_mixed).
+ *  - `test_gpu_models parallel`: LeNet split into 2 stages on one shared
+ *    GPU, as model parallelism and as pipelines (GPipe with 4
+ *    micro-batches, 1F1B with 2), and horovod over 2 ranks: each ends
+ *    within 1e-4 of `single` on the same batch after 12 steps, horovod's
+ *    replicas identical (ctest: test_gpu_models_parallel).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -50,6 +55,7 @@
 #include "harness.h"
 #include "kernels_cpu.h"
 #include "model.h"
+#include "pipeline.h"
 #include "rng.h"
 #include "strategy.h"
 #include "zoo.h"
@@ -600,6 +606,84 @@ static void mixed_runs(int prec)
     run_free(&f32);
 }
 
+/* Stages and horovod on one shared GPU against single on the same batch:
+ * LeNet has no batch norm or dropout, so splitting a step's batch into
+ * micro-batches changes only the order of the gradient sums. */
+static void parallel_runs(void)
+{
+    struct run_config ref_rc = harness_config("lenet", STRAT_SINGLE, 1, 32, 12);
+    ref_rc.ngpus = 1;
+    struct run ref;
+    assert_int_equal(run_on_gpu(&ref, &ref_rc), 0);
+    float *pref = rank_params(&ref, 0);
+    const struct model *mr = ref.ranks[0].model;
+    size_t n = mr->nfloats;
+    float *got = calloc(n, sizeof(float));
+    assert_non_null(got);
+    const struct {
+        int parallel, micro, schedule;
+    } cases[] = {{PAR_MODEL, 1, SCHED_GPIPE}, {PAR_PIPELINE, 4, SCHED_GPIPE}, {PAR_PIPELINE, 2, SCHED_1F1B}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 32, 12);
+        rc.parallel = cases[c].parallel;
+        rc.micro_batches = cases[c].micro;
+        rc.schedule = cases[c].schedule;
+        rc.ngpus = 1;
+        struct run r;
+        assert_int_equal(run_on_gpu(&r, &rc), 0);
+        assert_int_equal(r.metrics.steps_done, 12);
+        assert_int_equal(r.ranks[1].stage_end, mr->nlayers);
+        /* each parameter from the stage that holds its layer */
+        for (int p = 0; p < mr->nparams; p++) {
+            int layer = mr->params[p].layer, s = layer >= r.ranks[1].stage_first;
+            float *ps = rank_params(&r, s);
+            memcpy(got + mr->params[p].off, ps + mr->params[p].off, sizeof(float) * mr->params[p].len);
+            free(ps);
+        }
+        double d = rel_l2(got, pref, n);
+        printf("  lenet, 2 stages on one GPU, %s x%d %s: relative difference %.3g from single; backend %s\n",
+               parallel_name(rc.parallel), rc.micro_batches, schedule_name(rc.schedule), d, r.backend);
+        if (!(d < 1e-4))
+            fail_msg("%s x%d on the GPU differs from single by %.3g", parallel_name(rc.parallel), rc.micro_batches, d);
+        run_free(&r);
+    }
+    free(got);
+    free(pref);
+    run_free(&ref);
+
+    /* horovod: 2 ranks of 32 against single on 64 */
+    struct run_config sc = harness_config("lenet", STRAT_SINGLE, 2, 32, 12);
+    sc.ngpus = 1;
+    assert_int_equal(run_on_gpu(&ref, &sc), 0);
+    pref = rank_params(&ref, 0);
+    struct run_config hc = harness_config("lenet", STRAT_HOROVOD, 2, 32, 12);
+    hc.ngpus = 1;
+    hc.check_replicas = 1;
+    hc.fusion_mb = 0.02f; /* several fusion buffers, and fc1's weight larger than one */
+    hc.cycle_ms = 1.0f;
+    struct run r;
+    assert_int_equal(run_on_gpu(&r, &hc), 0);
+    assert_int_equal(r.metrics.steps_done, 12);
+    if (r.metrics.replicas_diverged_at >= 0)
+        fail_msg("horovod on the GPU: replicas differ from step %ld", r.metrics.replicas_diverged_at);
+    float *p0 = rank_params(&r, 0), *p1 = rank_params(&r, 1);
+    assert_memory_equal(p0, p1, sizeof(float) * n);
+    double d = rel_l2(p0, pref, n);
+    printf("  lenet horovod (2 ranks, one GPU) vs single: relative difference %.3g; backend %s\n", d, r.backend);
+    if (!(d < 1e-4))
+        fail_msg("horovod on the GPU differs from single by %.3g", d);
+    free(p0);
+    free(p1);
+    free(pref);
+    run_free(&r);
+    run_free(&ref);
+}
+
+static void test_parallel_runs(void **state)
+{
+    parallel_runs();
+}
+
 static void test_bf16_runs(void **state)
 {
     mixed_runs(PREC_BF16);
@@ -623,8 +707,9 @@ static void test_nccl_runs(void **state)
 int main(int argc, char **argv)
 {
     int nccl = argc > 1 && !strcmp(argv[1], "nccl"), mixed = argc > 1 && !strcmp(argv[1], "mixed");
-    if (argc > 1 && !nccl && !mixed) {
-        fprintf(stderr, "usage: %s [nccl|mixed]\n", argv[0]);
+    int parallel = argc > 1 && !strcmp(argv[1], "parallel");
+    if (argc > 1 && !nccl && !mixed && !parallel) {
+        fprintf(stderr, "usage: %s [nccl|mixed|parallel]\n", argv[0]);
         return 2;
     }
     if ((g_ngpus = harness_ngpus()) == 0 || !harness_gpu()) {
@@ -645,6 +730,9 @@ int main(int argc, char **argv)
     const struct CMUnitTest mixed_tests[] = {cmocka_unit_test(test_bf16_runs), cmocka_unit_test(test_fp16_runs)};
     if (mixed)
         return cmocka_run_group_tests(mixed_tests, harness_data_setup, harness_data_teardown);
+    const struct CMUnitTest parallel_tests[] = {cmocka_unit_test(test_parallel_runs)};
+    if (parallel)
+        return cmocka_run_group_tests(parallel_tests, harness_data_setup, harness_data_teardown);
     if (nccl)
         return cmocka_run_group_tests(nccl_tests, harness_data_setup, harness_data_teardown);
     return cmocka_run_group_tests(tests, harness_data_setup, harness_data_teardown);
