@@ -24,7 +24,9 @@
  *    linear layer, forward and backward, against fp32 on operands rounded
  *    alike, within one 16-bit rounding and the sums' order, and measurably
  *    different from fp32 on the unrounded operands (the rounding took
- *    effect); the loss scaler's finiteness check;
+ *    effect); the casts to and from channels-last, bit for bit against the
+ *    CPU's rounding on shapes that leave their tiles partly filled; the
+ *    loss scaler's finiteness check;
  *  - cudnnFind: a convolution's algorithms say they were found, a second
  *    convolution of the same shape is a cache hit, and the models of one
  *    device share the cache.
@@ -923,6 +925,59 @@ static void test_fp16_linear(void **state)
     h16_linear(PREC_FP16);
 }
 
+/* The casts to and from channels-last, on shapes that leave tiles
+ * partly filled (C not a multiple of 64, HW not of 32, an odd C whose
+ * elements go one at a time, a filter's 3x3): every element rounded to
+ * the CPU's bits (collectives/half.h) and at its NHWC place, widened back
+ * to NCHW exactly, and, accumulating, added to what was there. */
+static void test_casts_nhwc(void **state)
+{
+    const struct {
+        int N, C, HW;
+    } shapes[] = {{3, 24, 49}, {2, 72, 9}, {2, 5, 33}, {1, 130, 100}, {70, 8, 1}};
+    for (int bf = 0; bf <= 1; bf++)
+        for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+            int N = shapes[s].N, C = shapes[s].C, HW = shapes[s].HW;
+            size_t n = (size_t)N * C * HW;
+            float *h = hrand(n);
+            for (size_t i = 0; i < n; i++) /* (fp16's normal range: no subnormals to argue about) */
+                h[i] = 3.0f * h[i] + (h[i] < 0 ? -1e-3f : 1e-3f);
+            float *d = up(h, n), *y = dzeros(n), *acc = up(h, n);
+            uint16_t *d16 = NULL;
+            assert_int_equal(cudaMalloc((void **)&d16, n * sizeof(uint16_t)), cudaSuccess);
+            assert_int_equal(cuk_to_16_nhwc(d16, d, N, C, HW, bf, g_ks), 0);
+            assert_int_equal(cuk_from_16_nchw(y, 0, d16, N, C, HW, bf, g_ks), 0);
+            assert_int_equal(cuk_from_16_nchw(acc, 1, d16, N, C, HW, bf, g_ks), 0);
+            assert_int_equal(cudaStreamSynchronize(g_ks), cudaSuccess);
+            uint16_t *h16 = malloc(n * sizeof(uint16_t));
+            assert_non_null(h16);
+            assert_int_equal(cudaMemcpy(h16, d16, n * sizeof(uint16_t), cudaMemcpyDeviceToHost), cudaSuccess);
+            float *hy = down(y, n), *ha = down(acc, n);
+            for (int b = 0; b < N; b++)
+                for (int c = 0; c < C; c++)
+                    for (int p = 0; p < HW; p++) {
+                        size_t i = ((size_t)b * C + c) * HW + p, j = ((size_t)b * HW + p) * C + c;
+                        uint16_t want = bf ? bf16_from_float(h[i]) : half_from_float(h[i]);
+                        float v = bf ? bf16_to_float(want) : half_to_float(want);
+                        if (h16[j] != want || hy[i] != v || ha[i] != h[i] + v)
+                            fail_msg("%s %dx%dx%d [%d,%d,%d]: %.9g rounded to 0x%04x (want 0x%04x), widened %.9g and "
+                                     "added %.9g (want %.9g and %.9g)",
+                                     bf ? "bf16" : "fp16", N, C, HW, b, c, p, h[i], h16[j], want, hy[i], ha[i], v,
+                                     h[i] + v);
+                    }
+            printf("  %s casts %dx%dx%d to channels-last and back: every element exact\n", bf ? "bf16" : "fp16", N, C,
+                   HW);
+            free(h16);
+            free(hy);
+            free(ha);
+            free(h);
+            cudaFree(d16);
+            cudaFree(d);
+            cudaFree(y);
+            cudaFree(acc);
+        }
+}
+
 /* --loss-scale's check: a NaN or an infinity anywhere in a gradient
  * buffer is seen (the first element, the last, one in the middle of a
  * buffer larger than the kernel's grid), a finite buffer passes, and a
@@ -1147,6 +1202,7 @@ int main(void)
         cmocka_unit_test(test_bf16_linear),
         cmocka_unit_test(test_fp16_conv),
         cmocka_unit_test(test_fp16_linear),
+        cmocka_unit_test(test_casts_nhwc),
         cmocka_unit_test(test_all_finite),
         cmocka_unit_test(test_conv_algorithms_found),
     };
