@@ -287,6 +287,13 @@ static int cuda_average(struct device *d, float *dst, const float *slices, int w
     return 0;
 }
 
+static int cuda_add(struct device *d, float *dst, const float *src, size_t n, int stream)
+{
+    if (cuk_copy_acc(dst, 1, src, (int64_t)n, device_cuda_stream(d, stream)) != 0)
+        return dev_fail(d, "the add kernel", cudaGetErrorString(cudaGetLastError()), __FILE__, __LINE__);
+    return 0;
+}
+
 /* The phase's last measured device time, if the GPU has passed its pair. */
 static void stretch_read(struct stretch *s)
 {
@@ -363,6 +370,7 @@ const struct device_ops device_cuda = {
     .sgd_update = cuda_sgd,
     .grads_finite = cuda_grads_finite,
     .average_slices = cuda_average,
+    .add = cuda_add,
     .stretch_begin = cuda_stretch_begin,
     .stretch_end = cuda_stretch_end,
     .phase_mark = cuda_phase_mark,

@@ -24,10 +24,9 @@
  * convolution adds eight passes over its operands (three forward, five
  * backward), and the activations between layers stay fp32 (autocast keeps
  * them in bf16). On an H200, ResNet-50 on 3x224x224 at batch 64 spends
- * 38% of its bf16 step's device time in these passes and 26% in fp32
- * batch norm, against 7% in the tensor-core convolutions themselves
- * (bench/gpu_profile.sh): 1.4x fp32's speed where PyTorch's autocast gets
- * 3.2x.
+ * 30% of its bf16 step's device time in these passes and 26% in fp32
+ * batch norm, against 17% in the convolutions (bench/gpu_profile.sh):
+ * 1.5x fp32's speed where PyTorch's autocast gets 2.6x.
  *
  * cuDNN 9 marks the descriptor API deprecated in favour of its graph API;
  * it is still supported, and this file alone silences that warning.

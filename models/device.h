@@ -131,6 +131,9 @@ struct device_ops {
      * on `stream` (gather-scatter's average where the gradients are); NULL
      * where the host computes it. */
     int (*average_slices)(struct device *d, float *dst, const float *slices, int world, size_t n, int stream);
+    /* dst[n] += src[n], on `stream` (the micro-batches' gradients of a
+     * pipeline stage, summed where they are). */
+    int (*add)(struct device *d, float *dst, const float *src, size_t n, int stream);
     /* --slow-rank on a device that computes asynchronously: the work the
      * compute stream gets between begin and end of `phase` (enum cat) is
      * followed by a delay of (factor - 1) x that phase's latest measured

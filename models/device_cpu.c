@@ -207,6 +207,13 @@ static int cpu_grads_finite(struct model *m, size_t lo, size_t hi, int *finite)
     return 0;
 }
 
+static int cpu_add(struct device *d, float *dst, const float *src, size_t n, int stream)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
+    return 0;
+}
+
 /* The CPU's calls, shared by both tables below. */
 #define CPU_OPS                                                                                                        \
     .name = "cpu", .count = cpu_count, .open = cpu_open, .close = cpu_close, .make_current = cpu_current,              \
@@ -214,7 +221,7 @@ static int cpu_grads_finite(struct model *m, size_t lo, size_t hi, int *finite)
     .record_event = cpu_event, .wait_event = cpu_event, .sync = cpu_sync, .kernels_create = cpu_kernels_create,        \
     .kernels_finish = cpu_kernels_finish, .kernels_destroy = cpu_kernels_destroy, .workspace_bytes = cpu_workspace,    \
     .loss_begin = cpu_loss_begin, .loss_end = cpu_loss_end, .loss_backward = cpu_loss_backward, .sgd_update = cpu_sgd, \
-    .grads_finite = cpu_grads_finite, .average_slices = NULL,                                                          \
+    .grads_finite = cpu_grads_finite, .add = cpu_add, .average_slices = NULL,                                          \
     .layers = {                                                                                                        \
         .linear = cpul_linear,                                                                                         \
         .conv2d = cpul_conv2d,                                                                                         \

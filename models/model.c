@@ -357,6 +357,18 @@ void model_destroy(struct model *m)
     free(m);
 }
 
+/* The clock at a layer's edge: with times_wait, once the device has done
+ * everything enqueued so far. */
+static int layer_clock(struct model *m, int64_t *t)
+{
+    if (m->times_wait && m->dev.ops->async && m->dev.ops->sync(&m->dev, STREAM_COMPUTE) != 0) {
+        snprintf(m->err, sizeof(m->err), "%s", m->dev.err);
+        return -1;
+    }
+    *t = now_ns();
+    return 0;
+}
+
 int model_forward(struct model *m, int train)
 {
     return model_forward_range(m, 0, m->nlayers, train);
@@ -367,11 +379,16 @@ int model_forward_range(struct model *m, int a, int b, int train)
     struct layer_times *lt = m->times;
     for (int i = a; i < b; i++) {
         struct layer *l = &m->layers[i];
-        int64_t t0 = lt ? now_ns() : 0;
+        int64_t t0 = 0, t1;
+        if (lt && layer_clock(m, &t0) != 0)
+            return -1;
         if (l->ops->forward(m, l, train) != 0)
             return -1;
-        if (lt)
-            lt->fwd_ns[i] += now_ns() - t0;
+        if (lt) {
+            if (layer_clock(m, &t1) != 0)
+                return -1;
+            lt->fwd_ns[i] += t1 - t0;
+        }
     }
     if (lt) {
         lt->fwd_calls++;
@@ -426,11 +443,16 @@ static int backward_span(struct model *m, int a, int b, grad_ready_fn ready, voi
             continue; /* nothing flows back through this layer */
         if (!layer_trains(m, l) && !m->tensors[l->in].need_grad && !(l->in2 >= 0 && m->tensors[l->in2].need_grad))
             continue; /* nothing it could produce is wanted */
-        int64_t t0 = lt ? now_ns() : 0;
+        int64_t t0 = 0, t1;
+        if (lt && layer_clock(m, &t0) != 0)
+            return -1;
         if (l->ops->backward(m, l) != 0)
             return -1;
-        if (lt)
-            lt->bwd_ns[i] += now_ns() - t0;
+        if (lt) {
+            if (layer_clock(m, &t1) != 0)
+                return -1;
+            lt->bwd_ns[i] += t1 - t0;
+        }
         if (ready)
             for (int p = l->nparam - 1; p >= 0; p--)
                 if (m->params[l->param0 + p].trainable)

@@ -112,7 +112,11 @@ struct model {
     int loss_n, loss_correct;
     float *acc;                /* [largest tensor]: an input gradient to be added to one already set */
     struct layer_times *times; /* per-layer host timing (model_layer_times), or NULL */
-    char err[256];             /* the last build or kernel error */
+    /* per-layer times wait for the device around each layer (an
+     * asynchronous device's calls only enqueue: a stage partition measures
+     * with this set) */
+    int times_wait;
+    char err[256]; /* the last build or kernel error */
 };
 
 /* Called by model_backward when a parameter's gradient is final. */

@@ -72,10 +72,12 @@ struct loop {
     struct model **mb;
     int *pipe_ops;
     int pipe_p0, pipe_p1;
-    int traced;                     /* CUPTI records this step (every step, or --cupti-sample's window) */
-    int in_window;                  /* a sampled run: this rank holds the device tracing on */
-    uint32_t win_start;             /* ... since this step */
-    uint32_t gap_step0;             /* rank 0: the step after the last window, */
+    float *pipe_lc;     /* the last stage's loss and hits, in the model's memory for the broadcast */
+    float *scaler_buf;  /* --loss-scale dynamic on dp and stages: the verdict's float, in the model's memory */
+    int traced;         /* CUPTI records this step (every step, or --cupti-sample's window) */
+    int in_window;      /* a sampled run: this rank holds the device tracing on */
+    uint32_t win_start; /* ... since this step */
+    uint32_t gap_step0; /* rank 0: the step after the last window, */
     int64_t gap_t0_ns, gap_step_ns; /* when it started, and the untraced steps' mean time */
     float *stage_x;                 /* device: [local_batch, c, h, w] */
     int32_t *stage_y;               /* device: [local_batch] */
@@ -91,6 +93,18 @@ static void rec(struct rank *rk, struct spsc_ring *ring, int lane, int cat, int6
     probe_span(ring, lane, cat, atomic_load_explicit(&rk->step, memory_order_relaxed), -1, t0, t1, NULL);
 }
 
+/* --inject-fault nan and overflow: the first float at `at` (m's memory)
+ * becomes v. */
+static int put_value(struct model *m, float *at, float v)
+{
+    struct device *d = &m->dev;
+    if (d->ops->copy(d, at, &v, sizeof(float), STREAM_COMPUTE) != 0 || d->ops->sync(d, STREAM_COMPUTE) != 0) {
+        snprintf(m->err, sizeof(m->err), "%s", d->err);
+        return -1;
+    }
+    return 0;
+}
+
 /* The training forward; --inject-fault's nan turns the logits' first
  * value into NaN behind it, so that the loss goes NaN the way a real
  * divergence does. */
@@ -99,16 +113,7 @@ static int forward(struct loop *L)
     struct model *m = L->m;
     if (model_forward(m, 1) != 0)
         return -1;
-    if (!L->poison)
-        return 0;
-    static const float nan_value = NAN;
-    struct device *d = &m->dev;
-    if (d->ops->copy(d, m->tensors[m->output].val, &nan_value, sizeof(float), STREAM_COMPUTE) != 0 ||
-        d->ops->sync(d, STREAM_COMPUTE) != 0) {
-        snprintf(m->err, sizeof(m->err), "%s", d->err);
-        return -1;
-    }
-    return 0;
+    return L->poison ? put_value(m, m->tensors[m->output].val, NAN) : 0;
 }
 
 /* A straggler's compute takes `slow` times as long: spin out the rest (a
@@ -304,6 +309,56 @@ static int comm_after_compute(struct loop *L)
     return 0;
 }
 
+/* Whether m's trainable gradients among parameters [p0, p1) are all
+ * finite (waits for the device). 0, or -1 with m->err set. */
+static int grads_all_finite(struct model *m, int p0, int p1, int *finite)
+{
+    size_t lo, hi;
+    *finite = 1;
+    for (int i = p0; *finite && model_next_trainable(m, &i, p1, &lo, &hi);) {
+        if (m->dev.ops->grads_finite(m, lo, hi, finite) != 0) {
+            snprintf(m->err, sizeof(m->err), "loss scaling: %.240s", m->dev.err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The scaler's rule on one verdict: a skipped update halves the scale; a
+ * taken one is unscaled by the optimizer, and the scale doubles after
+ * loss_scale_interval of them. Returns whether to update. */
+static int scaler_decide(struct loop *L, int finite)
+{
+    if (!finite) {
+        L->skipped = 1;
+        L->scale = L->scale > 0x1p-24f ? 0.5f * L->scale : L->scale;
+        L->good = 0;
+        return 0;
+    }
+    L->opt.grad_scale = 1.0f / L->scale;
+    if (++L->good >= L->cfg->loss_scale_interval) {
+        L->scale = L->scale < 0x1p+24f ? 2.0f * L->scale : L->scale;
+        L->good = 0;
+    }
+    return 1;
+}
+
+/* A verdict every rank shares: the sum of the ranks' `bad` flags through
+ * buf (one float in the model's memory). 0, or -1 (failed, said). */
+static int agree_bad(struct loop *L, float *buf, float *bad)
+{
+    struct rank *rk = L->rk;
+    struct device *d = &rk->dev;
+    if (d->ops->copy(d, buf, bad, sizeof(float), STREAM_COMM) != 0)
+        return dev_failed(rk);
+    int rc = rk->comm->ops->allreduce(rk->comm, buf, 1, RED_SUM);
+    if (rc != 0)
+        return comm_failed(rk, rc, "agreeing on the loss scaler's verdict");
+    if (d->ops->copy(d, bad, buf, sizeof(float), STREAM_COMM) != 0 || d->ops->sync(d, STREAM_COMM) != 0)
+        return dev_failed(rk);
+    return 0;
+}
+
 /* DataParallel: rank 0 loads the whole batch and scatters it; replicas run
  * forward; rank 0 gathers the outputs, computes the loss of the whole batch
  * and scatters the output gradients; replicas run backward; gradients are
@@ -324,6 +379,7 @@ static int dp_step(struct loop *L, int i, int epoch)
     int rc;
 
     int64_t t0 = probe_now_ns();
+    L->used_scale = L->scale;
     if (rk->id == 0) {
         if (d->ops->sync(d, STREAM_COMM) != 0) /* the last copies out of dp_x and dp_yf are done */
             return dev_failed(rk);
@@ -367,7 +423,9 @@ static int dp_step(struct loop *L, int i, int epoch)
         if (model_memcpy(m, L->dp_logits_h, L->dp_logits, sizeof(float) * (size_t)G * K) != 0)
             return fail(rk, m->err);
         softmax_xent_forward(L->dp_probs, L->dp_logits_h, L->dp_y, G, K, NULL);
-        softmax_xent_backward(L->dp_dlogits, L->dp_probs, L->dp_y, G, K, 1.0f / (float)G);
+        /* scaled (by 1 without a scaler; by infinity on an overflow fault here) */
+        float gs = L->overflow ? INFINITY : L->scale;
+        softmax_xent_backward(L->dp_dlogits, L->dp_probs, L->dp_y, G, K, gs / (float)G);
         if (d->ops->copy(d, L->dp_dlogits_d, L->dp_dlogits, sizeof(float) * (size_t)G * K, STREAM_COMM) != 0)
             return dev_failed(rk);
         rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, ta, probe_now_ns());
@@ -375,6 +433,9 @@ static int dp_step(struct loop *L, int i, int epoch)
     if ((rc = c->ops->scatter(c, L->dp_dlogits_d, L->dp_dout, (size_t)B * K, 0)) != 0)
         return comm_failed(rk, rc, "dp: scattering the output gradients");
 
+    /* an overflow fault on a replica: its output gradient goes infinite */
+    if (L->overflow && rk->id != 0 && put_value(m, L->dp_dout, INFINITY) != 0)
+        return fail(rk, m->err);
     int64_t t3 = probe_now_ns();
     if (phase_push(L, CAT_BACKWARD) != 0)
         return dev_failed(rk);
@@ -396,7 +457,19 @@ static int dp_step(struct loop *L, int i, int epoch)
         return -1;
     if (hi > lo && (rc = c->ops->reduce(c, m->grad_buf + lo, m->grad_buf + lo, hi - lo, RED_SUM, 0)) != 0)
         return comm_failed(rk, rc, "dp: reducing the gradients");
-    if (rk->id == 0) {
+    /* --loss-scale dynamic: rank 0 judges the summed gradients, and every
+     * replica takes its verdict (their scales stay equal for the report) */
+    int update = 1;
+    if (L->cfg->loss_scale == LOSS_SCALE_DYNAMIC) {
+        int finite = 1;
+        if (rk->id == 0 && grads_all_finite(m, 0, m->nparams, &finite) != 0)
+            return fail(rk, m->err);
+        float bad = !finite;
+        if (agree_bad(L, L->scaler_buf, &bad) != 0)
+            return -1;
+        update = scaler_decide(L, bad == 0);
+    }
+    if (rk->id == 0 && update) {
         int64_t t4 = probe_now_ns();
         if (phase_push(L, CAT_OPTIMIZER) != 0)
             return dev_failed(rk);
@@ -426,27 +499,10 @@ static int scaled_step(struct loop *L, uint32_t step)
     struct model *m = L->m;
     if (L->cfg->loss_scale != LOSS_SCALE_DYNAMIC)
         return sgd_step(&L->opt, m, (long)step);
-    int finite = 1;
-    size_t lo, hi;
-    for (int i = 0; finite && model_next_trainable(m, &i, m->nparams, &lo, &hi);) {
-        if (m->dev.ops->grads_finite(m, lo, hi, &finite) != 0) {
-            snprintf(m->err, sizeof(m->err), "loss scaling: %.240s", m->dev.err);
-            return -1;
-        }
-    }
-    if (!finite) {
-        L->skipped = 1;
-        L->scale = L->scale > 0x1p-24f ? 0.5f * L->scale : L->scale;
-        L->good = 0;
-        return 0;
-    }
-    L->opt.grad_scale = 1.0f / L->scale;
-    int rc = sgd_step(&L->opt, m, (long)step);
-    if (++L->good >= L->cfg->loss_scale_interval) {
-        L->scale = L->scale < 0x1p+24f ? 2.0f * L->scale : L->scale;
-        L->good = 0;
-    }
-    return rc;
+    int finite;
+    if (grads_all_finite(m, 0, m->nparams, &finite) != 0)
+        return -1;
+    return scaler_decide(L, finite) ? sgd_step(&L->opt, m, (long)step) : 0;
 }
 
 /* The second half of a step on every device: backward from the loss,
@@ -653,22 +709,28 @@ static int hook_before(void *ctx, int bucket)
 /* ---- model and pipeline parallelism (pipeline.h) ---------------------- */
 
 /* Forward + backward time per layer, measured on rank 0's model at the
- * micro-batch (two passes after a warm-up one) and broadcast, so that
+ * micro-batch (two passes after a warm-up one; on an asynchronous device
+ * each layer waits for the device, times_wait) and broadcast, so that
  * every stage computes the same balanced partition. */
 static int pipe_measure(struct loop *L, double *cost)
 {
     struct rank *rk = L->rk;
     struct model *m = L->m;
+    struct device *d = &rk->dev;
     int n = m->nlayers, rc = 0;
     float *buf = calloc((size_t)n, sizeof(float));
-    int64_t *t = calloc((size_t)n * 4, sizeof(int64_t)); /* forward, backward: after the warm-up, at the end */
+    float *dbuf = d->ops->alloc(d, sizeof(float) * (size_t)n); /* the broadcast's, in the model's memory */
+    int64_t *t = calloc((size_t)n * 4, sizeof(int64_t));       /* forward, backward: after the warm-up, at the end */
     int32_t *labels = calloc((size_t)m->batch, sizeof(int32_t));
-    if (!buf || !t || !labels) {
+    if (!buf || !dbuf || !t || !labels) {
         rc = fail(rk, "out of memory for the partition");
         goto done;
     }
     if (rk->id == 0) {
-        memset(model_input(m), 0, sizeof(float) * (size_t)m->tensors[m->input].stride * (size_t)m->batch);
+        /* (a new model's input is zeroed already where it is device memory) */
+        if (!d->ops->async)
+            memset(model_input(m), 0, sizeof(float) * (size_t)m->tensors[m->input].stride * (size_t)m->batch);
+        m->times_wait = 1;
         int64_t calls[2];
         for (int pass = 0; pass < 3 && rc == 0; pass++) {
             float loss;
@@ -679,18 +741,26 @@ static int pipe_measure(struct loop *L, double *cost)
             if (pass == 0)
                 model_layer_times(m, t, t + n, n, &calls[0], &calls[1]);
         }
+        m->times_wait = 0;
         model_layer_times(m, t + 2 * n, t + 3 * n, n, &calls[0], &calls[1]);
         for (int i = 0; i < n; i++)
             buf[i] = (float)((t[2 * n + i] - t[i]) + (t[3 * n + i] - t[n + i])) / 2.0f;
+        if (rc == 0 && d->ops->copy(d, dbuf, buf, sizeof(float) * (size_t)n, STREAM_COMM) != 0)
+            rc = dev_failed(rk);
     }
     if (rc == 0) {
-        int crc = rk->comm->ops->broadcast(rk->comm, buf, (size_t)n, 0);
+        int crc = rk->comm->ops->broadcast(rk->comm, dbuf, (size_t)n, 0);
         if (crc != 0)
             rc = comm_failed(rk, crc, "sending the measured layer times");
     }
+    if (rc == 0 &&
+        (d->ops->copy(d, buf, dbuf, sizeof(float) * (size_t)n, STREAM_COMM) != 0 || d->ops->sync(d, STREAM_COMM) != 0))
+        rc = dev_failed(rk);
     for (int i = 0; i < n && rc == 0; i++)
         cost[i] = buf[i];
 done:
+    if (dbuf)
+        d->ops->free(d, dbuf);
     free(buf);
     free(t);
     free(labels);
@@ -728,7 +798,8 @@ static int pipe_init(struct loop *L)
     int a = L->plan.first[rk->id], b = L->plan.first[rk->id + 1];
     L->mb = calloc((size_t)M, sizeof(*L->mb));
     L->pipe_ops = malloc(sizeof(int) * 2 * (size_t)M);
-    if (!L->mb || !L->pipe_ops)
+    L->pipe_lc = rk->dev.ops->alloc(&rk->dev, 2 * sizeof(float));
+    if (!L->mb || !L->pipe_ops || !L->pipe_lc)
         return fail(rk, "out of memory for the micro-batches");
     pipe_schedule_ops(L->plan.schedule, S, rk->id, M, L->pipe_ops);
     /* one model per micro-batch in flight, all on mb[0]'s parameters (each
@@ -766,16 +837,58 @@ static int pipe_grad_crosses(const struct model *m, int t)
     return m->tensors[t].grad && m->tensors[t].need_grad;
 }
 
-/* A send or a recv of one micro-batch's boundary tensor, named on failure. */
+/* A send or a recv of one micro-batch's boundary tensor, named on failure.
+ * On an asynchronous device the comm stream first waits for the compute
+ * stream (what is sent has been computed; what a recv overwrites is no
+ * longer read), and the compute stream then waits for what was received. */
 static int pipe_xfer(struct loop *L, int send, float *buf, size_t n, int peer, const char *what, int k)
 {
     struct comm *c = L->rk->comm;
+    struct device *d = &L->rk->dev;
+    if (comm_after_compute(L) != 0)
+        return -1;
     int rc = send ? c->ops->send(c, buf, n, peer) : c->ops->recv(c, buf, n, peer);
+    if (rc == 0 && !send &&
+        (d->ops->record_event(d, EV_COMM_DONE, STREAM_COMM) != 0 ||
+         d->ops->wait_event(d, EV_COMM_DONE, STREAM_COMPUTE) != 0))
+        return dev_failed(L->rk);
     if (rc == 0)
         return 0;
     char msg[96];
     snprintf(msg, sizeof(msg), "%s %s rank %d (micro-batch %d)", what, send ? "to" : "from", peer, k);
     return comm_failed(L->rk, rc, msg);
+}
+
+/* The stage's update: the micro-batches' gradients of its parameters
+ * summed into mb[0]'s; under --loss-scale dynamic the stages' verdicts on
+ * their own gradients summed, so that all skip or all step and their
+ * scales stay equal; the optimizer over the stage's parameters. 0, or -1
+ * (failed, said). */
+static int stage_update(struct loop *L, uint32_t step)
+{
+    struct rank *rk = L->rk;
+    struct model *m = L->m;
+    struct device *d = &rk->dev;
+    int has = L->pipe_p1 > L->pipe_p0;
+    if (has) {
+        size_t lo = m->params[L->pipe_p0].off, hi = m->params[L->pipe_p1 - 1].off + m->params[L->pipe_p1 - 1].len;
+        for (int k = 1; k < L->plan.micro; k++)
+            if (d->ops->add(d, m->grad_buf + lo, L->mb[k]->grad_buf + lo, hi - lo, STREAM_COMPUTE) != 0)
+                return dev_failed(rk);
+    }
+    if (L->cfg->loss_scale == LOSS_SCALE_DYNAMIC) {
+        int finite = 1;
+        if (has && grads_all_finite(m, L->pipe_p0, L->pipe_p1, &finite) != 0)
+            return fail(rk, m->err);
+        float bad = !finite;
+        if (agree_bad(L, L->scaler_buf, &bad) != 0)
+            return -1;
+        if (!scaler_decide(L, bad == 0))
+            return 0;
+    }
+    if (has && sgd_step_params(&L->opt, m, (long)step, L->pipe_p0, L->pipe_p1) != 0)
+        return fail(rk, m->err);
+    return 0;
 }
 
 /* One step of a stage: the batch (every stage samples the same one), then
@@ -791,19 +904,26 @@ static int pipe_step(struct loop *L, int i, int epoch)
     int s = rk->id, S = p->stages, M = p->micro, B = run->local_batch;
     int a = p->first[s], b = p->first[s + 1];
     struct model *m = L->m;
+    struct device *d = &rk->dev;
     int Bm = m->batch;
     uint32_t step = atomic_load_explicit(&rk->step, memory_order_relaxed);
 
     int64_t t0 = probe_now_ns();
+    L->used_scale = L->scale;
+    /* an asynchronous device: the last step's copies out of the host batch
+     * are done before it is refilled */
+    if (d->ops->async && d->ops->sync(d, STREAM_COMPUTE) != 0)
+        return dev_failed(rk);
     if (s == 0 || s == S - 1) {
         for (int k = 0; k < B; k++)
             L->idx[k] = sampler_get(&L->smp, i * B + k);
         data_gather(run->train, L->idx, B, L->xhost, L->yhost);
     }
     size_t per = (size_t)m->tensors[m->input].stride;
-    if (s == 0)
-        for (int k = 0; k < M; k++)
-            memcpy(model_input(L->mb[k]), L->xhost + (size_t)k * Bm * per, sizeof(float) * per * (size_t)Bm);
+    for (int k = 0; s == 0 && k < M; k++)
+        if (d->ops->copy(d, model_input(L->mb[k]), L->xhost + (size_t)k * Bm * per, sizeof(float) * per * (size_t)Bm,
+                         STREAM_COMPUTE) != 0)
+            return dev_failed(rk);
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, probe_now_ns());
 
     /* floats of one micro-batch's boundary tensors, in and out */
@@ -818,18 +938,19 @@ static int pipe_step(struct loop *L, int i, int epoch)
             if (s > 0 && pipe_xfer(L, 0, mk->tensors[p->cut[s]].val, nin, s - 1, "activations", k) != 0)
                 return -1;
             int64_t t1 = probe_now_ns();
-            if (model_forward_range(mk, a, b, 1) != 0)
+            if (phase_push(L, CAT_FORWARD) != 0)
+                return dev_failed(rk);
+            int frc = model_forward_range(mk, a, b, 1);
+            /* --inject-fault nan: the stage's output turns NaN */
+            if (frc == 0 && L->poison)
+                frc = put_value(mk, mk->tensors[p->cut[s + 1]].val, NAN);
+            /* the last stage's loss: enqueued here, read once every micro-batch is in */
+            if (frc == 0 && s == S - 1)
+                frc = model_loss_begin(mk, L->yhost + (size_t)k * Bm, Bm);
+            if (phase_pop(L, CAT_FORWARD) != 0 && frc == 0)
+                return dev_failed(rk);
+            if (frc != 0)
                 return fail(rk, mk->err);
-            if (L->poison) /* --inject-fault nan: the stage's output turns NaN (on the CPU: host memory) */
-                mk->tensors[p->cut[s + 1]].val[0] = NAN;
-            if (s == S - 1) {
-                float l;
-                int c;
-                if (model_loss_begin(mk, L->yhost + (size_t)k * Bm, Bm) != 0 || model_loss_end(mk, &l, &c) != 0)
-                    return fail(rk, mk->err);
-                loss_sum += (double)l * Bm;
-                correct += c;
-            }
             straggle(L, t1);
             rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, t1, probe_now_ns());
             if (s < S - 1 && pipe_xfer(L, 1, mk->tensors[p->cut[s + 1]].val, nout, s + 1, "activations", k) != 0)
@@ -842,10 +963,21 @@ static int pipe_step(struct loop *L, int i, int epoch)
                     continue; /* nothing before the next stage trains: no backward here */
                 if (pipe_xfer(L, 0, mk->tensors[seed].grad, nout, s + 1, "gradients", k) != 0)
                     return -1;
+                /* an overflow fault here: the gradient coming in goes infinite */
+                if (L->overflow && put_value(mk, mk->tensors[seed].grad, INFINITY) != 0)
+                    return fail(rk, mk->err);
             }
             int64_t t1 = probe_now_ns();
-            /* each micro-batch's share of the whole batch's mean loss */
-            if (model_backward_range(mk, a, b, seed, 1.0f / (float)B) != 0)
+            if (phase_push(L, CAT_BACKWARD) != 0)
+                return dev_failed(rk);
+            /* each micro-batch's share of the whole batch's mean loss,
+             * scaled (by 1 without a scaler; by infinity on an overflow
+             * fault in the last stage) */
+            float gs = L->overflow && s == S - 1 ? INFINITY : L->scale;
+            int brc = model_backward_range(mk, a, b, seed, gs / (float)B);
+            if (phase_pop(L, CAT_BACKWARD) != 0 && brc == 0)
+                return dev_failed(rk);
+            if (brc != 0)
                 return fail(rk, mk->err);
             straggle(L, t1);
             rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t1, probe_now_ns());
@@ -855,25 +987,35 @@ static int pipe_step(struct loop *L, int i, int epoch)
         }
     }
 
-    int64_t t2 = probe_now_ns();
-    /* the micro-batches' gradients of the stage's parameters, summed into mb[0]'s */
-    if (L->pipe_p1 > L->pipe_p0) {
-        size_t lo = m->params[L->pipe_p0].off, hi = m->params[L->pipe_p1 - 1].off + m->params[L->pipe_p1 - 1].len;
-        for (int k = 1; k < M; k++) {
-            const float *g = L->mb[k]->grad_buf;
-            for (size_t j = lo; j < hi; j++)
-                m->grad_buf[j] += g[j];
-        }
-        if (sgd_step_params(&L->opt, m, (long)step, L->pipe_p0, L->pipe_p1) != 0)
-            return fail(rk, m->err);
+    for (int k = 0; s == S - 1 && k < M; k++) {
+        float l;
+        int c;
+        if (model_loss_end(L->mb[k], &l, &c) != 0) /* (waits for the device) */
+            return fail(rk, L->mb[k]->err);
+        loss_sum += (double)l * Bm;
+        correct += c;
     }
+
+    int64_t t2 = probe_now_ns();
+    if (phase_push(L, CAT_OPTIMIZER) != 0)
+        return dev_failed(rk);
+    int orc = stage_update(L, step);
+    if (phase_pop(L, CAT_OPTIMIZER) != 0 && orc == 0)
+        return dev_failed(rk);
+    if (orc != 0)
+        return -1;
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t2, probe_now_ns());
 
-    /* the loss and the hits, from the last stage to every stage */
+    /* the loss and the hits, from the last stage to every stage (through
+     * the model's memory, where a collective reads) */
     float lc[2] = {(float)(loss_sum / B), (float)correct};
-    int crc = rk->comm->ops->broadcast(rk->comm, lc, 2, S - 1);
+    if (s == S - 1 && d->ops->copy(d, L->pipe_lc, lc, sizeof(lc), STREAM_COMM) != 0)
+        return dev_failed(rk);
+    int crc = rk->comm->ops->broadcast(rk->comm, L->pipe_lc, 2, S - 1);
     if (crc != 0)
         return comm_failed(rk, crc, "sending the loss");
+    if (d->ops->copy(d, lc, L->pipe_lc, sizeof(lc), STREAM_COMM) != 0 || d->ops->sync(d, STREAM_COMM) != 0)
+        return dev_failed(rk);
     if (!isfinite(lc[0]) && s == S - 1) /* the stage that computed the loss says so; the others stop with it */
         return diverged(rk, step, lc[0]);
     return push_step(L, step, epoch, t0, lc[0], (int)lc[1]);
@@ -1083,6 +1225,8 @@ static int loop_init(struct loop *L, struct rank *rk)
     rk->flops_per_sample = model_flops(L->m);
     float lr = cfg->lr * (cfg->scale_lr ? (float)cfg->ranks : 1.0f);
     L->scale = L->used_scale = cfg->loss_scale == LOSS_SCALE_DYNAMIC ? CFG_LOSS_SCALE_INIT : 1.0f;
+    if (cfg->loss_scale == LOSS_SCALE_DYNAMIC && !(L->scaler_buf = rk->dev.ops->alloc(&rk->dev, sizeof(float))))
+        return fail(rk, "out of memory for the loss scaler");
     if (sgd_init_model(&L->opt, L->m, lr, cfg->momentum, cfg->weight_decay, cfg->warmup_steps) != 0)
         return fail(rk, "out of memory for the optimizer");
     sgd_set_decay(&L->opt, cfg->lr_cosine ? run->total_steps : 0);
@@ -1230,6 +1374,10 @@ static void loop_free(struct loop *L)
         }
     free(L->mb);
     free(L->pipe_ops);
+    if (L->pipe_lc)
+        d->ops->free(d, L->pipe_lc);
+    if (L->scaler_buf)
+        d->ops->free(d, L->scaler_buf);
     /* the model stays for the collector to inspect; run_free destroys it */
 }
 

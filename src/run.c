@@ -382,21 +382,6 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                  w16_name(gc), strategy_name(rc->strategy));
         return -1;
     }
-    /* the scaler decides on gradients every rank holds alike, after the
-     * sync: dp's live on rank 0 alone, and stages hold their own */
-    if (run_loss_scale(rc) == LOSS_SCALE_DYNAMIC && (staged || (rc->strategy == STRAT_DP && world > 1))) {
-        const char *what =
-            staged ? (rc->parallel == PAR_MODEL ? "--parallel model" : "--parallel pipeline") : "--strategy dp";
-        if (rc->loss_scale_set)
-            snprintf(err, errlen,
-                     "--loss-scale dynamic: not with %s yet (single, gather-scatter, allreduce, ddp, horovod)", what);
-        else
-            snprintf(err, errlen,
-                     "--precision fp16 scales the loss (--loss-scale dynamic), which %s does not support yet; "
-                     "--loss-scale none trains without it",
-                     what);
-        return -1;
-    }
     /* as config_parse says it for the command line: a plan made later (the
      * UI's) may have fewer ranks than the one these options named */
     if (rc->slow_rank >= rc->ranks) {
@@ -409,10 +394,6 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
     }
     if (staged) {
         const char *par = parallel_name(rc->parallel);
-        if (on_gpu) {
-            snprintf(err, errlen, "--parallel %s: runs on the CPU only so far (--device cpu)", par);
-            return -1;
-        }
         if (rc->parallel == PAR_PIPELINE && rc->batch_size % rc->micro_batches) {
             snprintf(err, errlen, "--micro-batches %d: must divide --batch-size %d", rc->micro_batches, rc->batch_size);
             return -1;

@@ -20,11 +20,11 @@
 #     at batch 440, ~188 GB) is refused before any rank starts, in one
 #     line naming the GPU's free memory and a batch to try, exit 2; that
 #     batch then trains, and its measured peak is set beside the estimate;
-#  7. pipeline and horovod on one shared GPU: ResNet-18 in 2 stages, GPipe
-#     and 1F1B with 4 micro-batches, and horovod over 2 ranks, train their
-#     steps headless with both stages computing on the device and idling
-#     in their bubbles; in tmux the pipeline's Timeline pane shows kernels
-#     on both ranks' gpu lanes (the screen is kept in $OUT).
+#  7. pipelines on one shared GPU: ResNet-18 in 2 stages, GPipe and 1F1B
+#     with 4 micro-batches, train their steps headless with both stages
+#     computing on the device and idling in their bubbles; in tmux the
+#     pipeline's Timeline pane shows kernels on both ranks' gpu lanes (the
+#     screen is kept in $OUT).
 #
 # Usage: gpu_e2e.sh /path/to/ddptop [part...]   (parts: replay slow sweep faults ui oom pipeline)
 # Exit status: 0 pass, 1 fail, 77 skip (no GPU here).
@@ -214,13 +214,6 @@ EOF
             fail "a $sched pipeline on the GPU: $(tail -3 "$T/err")"
         fi
     done
-    if "$BIN" --batch --quiet "${RUN[@]}" --model resnet18 --ranks 2 --strategy horovod,ddp --batch-size 64 --steps 30 \
-        --format json >"$T/hvd.json" 2>"$T/err" &&
-        python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["runs"]; print([(x["strategy"], x["steps"], round(x["samples_per_s"]), x["backend"]) for x in r]); sys.exit(0 if len(r) == 2 and all(x["steps"] == 30 for x in r) else 1)' "$T/hvd.json"; then
-        pass "horovod and ddp side by side on one GPU"
-    else
-        fail "horovod on the GPU: $(tail -3 "$T/err")"
-    fi
     if command -v tmux >/dev/null 2>&1; then
         SOCK="ddptop-gpu-pipe-$$"
         LDP=${LD_LIBRARY_PATH:-}

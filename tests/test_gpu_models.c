@@ -37,9 +37,8 @@
  *    test_gpu_models_mixed).
  *  - `test_gpu_models parallel`: LeNet split into 2 stages on one shared
  *    GPU, as model parallelism and as pipelines (GPipe with 4
- *    micro-batches, 1F1B with 2), and horovod over 2 ranks: each ends
- *    within 1e-4 of `single` on the same batch after 12 steps, horovod's
- *    replicas identical (ctest: test_gpu_models_parallel).
+ *    micro-batches, 1F1B with 2): each ends within 1e-4 of `single` on the
+ *    same batch after 12 steps (ctest: test_gpu_models_parallel).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -606,7 +605,7 @@ static void mixed_runs(int prec)
     run_free(&f32);
 }
 
-/* Stages and horovod on one shared GPU against single on the same batch:
+/* Stages on one shared GPU against single on the same batch:
  * LeNet has no batch norm or dropout, so splitting a step's batch into
  * micro-batches changes only the order of the gradient sums. */
 static void parallel_runs(void)
@@ -649,33 +648,6 @@ static void parallel_runs(void)
     }
     free(got);
     free(pref);
-    run_free(&ref);
-
-    /* horovod: 2 ranks of 32 against single on 64 */
-    struct run_config sc = harness_config("lenet", STRAT_SINGLE, 2, 32, 12);
-    sc.ngpus = 1;
-    assert_int_equal(run_on_gpu(&ref, &sc), 0);
-    pref = rank_params(&ref, 0);
-    struct run_config hc = harness_config("lenet", STRAT_HOROVOD, 2, 32, 12);
-    hc.ngpus = 1;
-    hc.check_replicas = 1;
-    hc.fusion_mb = 0.02f; /* several fusion buffers, and fc1's weight larger than one */
-    hc.cycle_ms = 1.0f;
-    struct run r;
-    assert_int_equal(run_on_gpu(&r, &hc), 0);
-    assert_int_equal(r.metrics.steps_done, 12);
-    if (r.metrics.replicas_diverged_at >= 0)
-        fail_msg("horovod on the GPU: replicas differ from step %ld", r.metrics.replicas_diverged_at);
-    float *p0 = rank_params(&r, 0), *p1 = rank_params(&r, 1);
-    assert_memory_equal(p0, p1, sizeof(float) * n);
-    double d = rel_l2(p0, pref, n);
-    printf("  lenet horovod (2 ranks, one GPU) vs single: relative difference %.3g; backend %s\n", d, r.backend);
-    if (!(d < 1e-4))
-        fail_msg("horovod on the GPU differs from single by %.3g", d);
-    free(p0);
-    free(p1);
-    free(pref);
-    run_free(&r);
     run_free(&ref);
 }
 

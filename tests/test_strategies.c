@@ -20,7 +20,8 @@
  *  - the rank loop's asynchronous-device path (staging buffers, the next
  *    batch prefetched during the step, events, DDP's stream hooks, the
  *    split loss), taken on the CPU through device_cpu_staged, trains bit
- *    for bit like the synchronous path, evaluation included.
+ *    for bit like the synchronous path, evaluation included; so do model
+ *    and pipeline parallelism's stages (a GPU's copies and events).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -537,6 +538,54 @@ static void staged_equivalence(const char *model, int ranks, const char *partiti
     run_free(&ref);
 }
 
+/* Stages on the asynchronous device's path (device_cpu_staged: the
+ * device copies and events a GPU's stages take, the layer-by-layer timing
+ * of the partition, the loss read once a step) train bit for bit like the
+ * synchronous path, in both schedules; --inject-fault nan in the last
+ * stage stops them with the divergence named. */
+static void test_staged_async_path(void **state)
+{
+    const struct {
+        int parallel, micro, schedule;
+    } cases[] = {{PAR_MODEL, 1, SCHED_GPIPE}, {PAR_PIPELINE, 4, SCHED_GPIPE}, {PAR_PIPELINE, 2, SCHED_1F1B}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 32, 8);
+        rc.parallel = cases[c].parallel;
+        rc.micro_batches = cases[c].micro;
+        rc.schedule = cases[c].schedule;
+        snprintf(rc.partition, sizeof(rc.partition), "0:2,3:"); /* (measured partitions may differ run to run) */
+        struct run a, b;
+        assert_int_equal(harness_run_on(&a, &rc, &g_train, &g_test, &device_cpu), 0);
+        assert_int_equal(harness_run_on(&b, &rc, &g_train, &g_test, &device_cpu_staged), 0);
+        assert_int_equal(b.metrics.steps_done, 8);
+        for (int i = 0; i < 2; i++)
+            assert_memory_equal(a.ranks[i].model->param_buf, b.ranks[i].model->param_buf,
+                                a.ranks[0].model->nfloats * sizeof(float));
+        for (size_t k = 0; k < 8; k++)
+            assert_true(a.metrics.loss_mean[metrics_slot(k)] == b.metrics.loss_mean[metrics_slot(k)]);
+        printf("  %s x%d %s: the asynchronous path trains bit for bit like the synchronous one\n",
+               parallel_name(rc.parallel), rc.micro_batches, schedule_name(rc.schedule));
+        run_free(&a);
+        run_free(&b);
+    }
+    /* a balanced partition, measured layer by layer with the device waited for */
+    struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 32, 3);
+    rc.parallel = PAR_PIPELINE;
+    rc.micro_batches = 2;
+    struct run r;
+    assert_int_equal(harness_run_on(&r, &rc, &g_train, &g_test, &device_cpu_staged), 0);
+    assert_int_equal(r.metrics.steps_done, 3);
+    assert_true(r.ranks[0].stage_end > 0 && r.ranks[0].stage_end == r.ranks[1].stage_first);
+    run_free(&r);
+    /* a NaN in the last stage's logits: its loss diverges and every stage stops */
+    rc.fault.kind = FAULT_NAN;
+    rc.fault.rank = 1;
+    rc.fault.step = 1;
+    assert_int_not_equal(harness_run_on(&r, &rc, &g_train, &g_test, &device_cpu_staged), 0);
+    assert_non_null(strstr(r.err, "diverged"));
+    run_free(&r);
+}
+
 static void test_staged_lenet(void **state)
 {
     staged_equivalence("lenet", 2, "");
@@ -759,7 +808,7 @@ static void test_staged_resnet18(void **state)
  * 2^19 at step 19, the last one's). */
 static void test_loss_scale_exact(void **state)
 {
-    const int strategies[] = {STRAT_SINGLE, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
+    const int strategies[] = {STRAT_SINGLE, STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
     for (size_t k = 0; k < sizeof(strategies) / sizeof(strategies[0]); k++) {
         struct run_config rc = harness_config("lenet", strategies[k], 2, 32, 20);
         small_buffers(&rc);
@@ -779,6 +828,33 @@ static void test_loss_scale_exact(void **state)
         run_free(&plain);
         run_free(&scaled);
     }
+    /* stages: every stage's parameters, and every stage's scale */
+    const struct {
+        int parallel, micro, schedule;
+    } staged[] = {{PAR_MODEL, 1, SCHED_GPIPE}, {PAR_PIPELINE, 4, SCHED_GPIPE}, {PAR_PIPELINE, 2, SCHED_1F1B}};
+    for (size_t k = 0; k < sizeof(staged) / sizeof(staged[0]); k++) {
+        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 32, 20);
+        rc.parallel = staged[k].parallel;
+        rc.micro_batches = staged[k].micro;
+        rc.schedule = staged[k].schedule;
+        snprintf(rc.partition, sizeof(rc.partition), "0:2,3:");
+        struct run plain, scaled;
+        assert_int_equal(harness_run(&plain, &rc, &g_train, &g_test), 0);
+        rc.loss_scale = LOSS_SCALE_DYNAMIC;
+        rc.loss_scale_set = 1;
+        rc.loss_scale_interval = 5;
+        assert_int_equal(harness_run(&scaled, &rc, &g_train, &g_test), 0);
+        for (int i = 0; i < 2; i++) {
+            const struct model *a = plain.ranks[i].model, *b = scaled.ranks[i].model;
+            assert_memory_equal(a->param_buf, b->param_buf, sizeof(float) * a->nfloats);
+            assert_int_equal(scaled.metrics.r[i].nskipped, 0);
+            assert_true(scaled.metrics.r[i].loss_scale == 0x1p19f);
+        }
+        printf("  lenet %s x%d %s: scaled by up to 2^19 on both stages, parameters equal to the unscaled run's\n",
+               parallel_name(rc.parallel), rc.micro_batches, schedule_name(rc.schedule));
+        run_free(&plain);
+        run_free(&scaled);
+    }
 }
 
 /* An overflow (--inject-fault kind=overflow: rank 1's gradients of step 3
@@ -789,7 +865,7 @@ static void test_loss_scale_exact(void **state)
  * 2^18 at step 19. Without the scaler the same fault diverges the run. */
 static void test_loss_scale_overflow(void **state)
 {
-    const int strategies[] = {STRAT_ALLREDUCE, STRAT_DDP};
+    const int strategies[] = {STRAT_DP, STRAT_ALLREDUCE, STRAT_DDP};
     for (size_t k = 0; k < sizeof(strategies) / sizeof(strategies[0]); k++) {
         struct run_config rc = harness_config("lenet", strategies[k], 2, 32, 20);
         small_buffers(&rc);
@@ -821,6 +897,46 @@ static void test_loss_scale_overflow(void **state)
         assert_non_null(strstr(r.err, "diverged"));
         run_free(&r);
     }
+    /* stages: an overflow in either stage skips step 3 on both (each
+     * counts one skip there) and their scales halve alike */
+    for (int fr = 0; fr < 2; fr++) {
+        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 32, 20);
+        rc.parallel = PAR_PIPELINE;
+        rc.micro_batches = 2;
+        snprintf(rc.partition, sizeof(rc.partition), "0:2,3:");
+        rc.fault = (struct fault){.kind = FAULT_OVERFLOW, .rank = fr, .step = 3};
+        rc.loss_scale = LOSS_SCALE_DYNAMIC;
+        rc.loss_scale_set = 1;
+        rc.loss_scale_interval = 5;
+        struct run r;
+        assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
+        printf("  lenet pipeline, overflow in stage %d at step 3: %llu and %llu skipped, last scales %g and %g\n", fr,
+               (unsigned long long)r.metrics.r[0].nskipped, (unsigned long long)r.metrics.r[1].nskipped,
+               r.metrics.r[0].loss_scale, r.metrics.r[1].loss_scale);
+        assert_int_equal(r.metrics.steps_done, 20);
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(r.metrics.r[i].nskipped, 1);
+            assert_int_equal(r.metrics.r[i].step_skipped[metrics_slot(3)], 1);
+            assert_true(r.metrics.r[i].loss_scale == 0x1p18f);
+        }
+        run_free(&r);
+        /* without the scaler the infinity reaches the stage's parameters:
+         * the loss diverges, or (stage 0, whose ReLU maps the NaN it then
+         * computes to 0) the parameters are no longer finite */
+        rc.loss_scale = LOSS_SCALE_NONE;
+        if (harness_run(&r, &rc, &g_train, &g_test) != 0) {
+            printf("  without the scaler: %s\n", r.err);
+            assert_non_null(strstr(r.err, "diverged"));
+        } else {
+            const struct model *m = r.ranks[fr].model;
+            size_t bad = 0;
+            for (size_t j = 0; j < m->nfloats; j++)
+                bad += !isfinite(m->param_buf[j]);
+            printf("  without the scaler: stage %d ends with %zu parameters not finite\n", fr, bad);
+            assert_true(bad > 0);
+        }
+        run_free(&r);
+    }
 }
 
 static const struct CMUnitTest replicas_tests[] = {cmocka_unit_test(test_replicas_identical)};
@@ -836,7 +952,8 @@ static const struct CMUnitTest slow_rank_tests[] = {cmocka_unit_test(test_slow_r
 static const struct CMUnitTest horovod_tests[] = {cmocka_unit_test(test_horovod_accounting)};
 static const struct CMUnitTest pipeline_tests[] = {
     cmocka_unit_test(test_partitions_and_schedules), cmocka_unit_test(test_staged_lenet),
-    cmocka_unit_test(test_staged_mlp), cmocka_unit_test(test_pipeline_bubble)};
+    cmocka_unit_test(test_staged_mlp), cmocka_unit_test(test_staged_async_path),
+    cmocka_unit_test(test_pipeline_bubble)};
 static const struct CMUnitTest pipeline_resnet_tests[] = {cmocka_unit_test(test_staged_resnet18)};
 static const struct CMUnitTest bf16_tests[] = {cmocka_unit_test(test_bf16)};
 static const struct CMUnitTest loss_scale_tests[] = {cmocka_unit_test(test_loss_scale_exact),
