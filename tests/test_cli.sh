@@ -135,10 +135,6 @@ expect_error "--precision unknown" "--precision: unknown precision; expected one
 expect_error "--cudnn-algo unknown" "--cudnn-algo: unknown algorithm choice" --batch --cudnn-algo guess
 expect_error "--loss-scale unknown" "--loss-scale: unknown loss scaling; expected one of none, dynamic" --batch \
     --loss-scale maybe
-expect_error "--loss-scale dynamic with dp" "--loss-scale dynamic: not with --strategy dp yet" --batch \
-    --dataset synthetic --strategy dp --loss-scale dynamic --steps 1
-expect_error "--loss-scale dynamic with a pipeline" "--loss-scale dynamic: not with --parallel pipeline yet" \
-    --batch --dataset synthetic --parallel pipeline --loss-scale dynamic --steps 1
 # an overflow under the dynamic scaler: the step is skipped, the report and
 # JSON say so, the run ends well, and its trace replays to the same
 if timeout 60 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --strategy ddp --steps 12 --no-eval \
@@ -152,6 +148,20 @@ else
     cat "$tmp/err"
     fails=$((fails + 1))
 fi
+# the same under dp (rank 0 judges) and across pipeline stages (the stages
+# agree): one step skipped, on every rank, the scale halved once
+for spec in "--strategy dp" "--parallel pipeline --micro-batches 2"; do
+    # shellcheck disable=SC2086 # (spec: options)
+    if timeout 60 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 $spec --steps 8 --no-eval \
+        --loss-scale dynamic --inject-fault rank=0,step=3,kind=overflow --format json >"$tmp/ls2.json" 2>"$tmp/err" &&
+        /usr/bin/python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["runs"][0]; sys.exit(0 if (r["steps_skipped"], r["loss_scale"]) == (1, 32768) else 1)' "$tmp/ls2.json"; then
+        passes=$((passes + 1))
+    else
+        echo "FAIL: an overflow under --loss-scale dynamic with $spec is skipped and reported"
+        cat "$tmp/err" "$tmp/ls2.json"
+        fails=$((fails + 1))
+    fi
+done
 # fp32 (and bf16 where the processor has it) runs, and says so in the
 # report, in the trace's run description and in the report of its replay;
 # --info names the kernels bf16's convolutions take
