@@ -728,6 +728,10 @@ static int measured_for(const struct run_result *res, int n, int i, int k)
     return -1;
 }
 
+/* A measured run whose ranks waited this long for a core (% of their
+ * wall) ran on shared cores. */
+#define SHARED_CORES_PCT 5.0
+
 /* --predict's table for run i: predicted against measured where a run of
  * the sweep measured it. */
 static void write_prediction(FILE *f, const struct run_result *res, int n, int i, int md)
@@ -764,10 +768,22 @@ static void write_prediction(FILE *f, const struct run_result *res, int n, int i
         fig(c[3], sizeof(c[3]), "%.2fx", sp->speedup, sp->valid);
         fig(c[4], sizeof(c[4]), "%.1f", sp->efficiency, sp->valid);
         fig(meas, sizeof(meas), "%.3f", j >= 0 ? res[j].ms_p50 : 0, j >= 0);
-        fig(err, sizeof(err), "%+.1f%%", j >= 0 ? 100.0 * (sp->step_ms - res[j].ms_p50) / res[j].ms_p50 : 0,
-            j >= 0 && sp->valid);
+        /* a measured run whose ranks waited for cores: marked (the
+         * prediction gives each rank a core of its own) */
+        int shared = j >= 0 && res[j].desched_valid && res[j].desched_pct >= SHARED_CORES_PCT;
+        fig(err, sizeof(err), shared ? "%+.1f%%*" : "%+.1f%%",
+            j >= 0 ? 100.0 * (sp->step_ms - res[j].ms_p50) / res[j].ms_p50 : 0, j >= 0 && sp->valid);
         fprintf(f, md ? "| %d | %s | %s | %s | %s | %s | %s | %s |\n" : "%6d %10s %9s %9s %8s %6s %10s %8s\n",
                 sp->ranks, c[0], c[1], c[2], c[3], c[4], meas, err);
+    }
+    for (int k = 0; k < r->nspred; k++) {
+        int j = measured_for(res, n, i, r->spred[k].ranks);
+        if (j >= 0 && res[j].desched_valid && res[j].desched_pct >= SHARED_CORES_PCT)
+            fprintf(f,
+                    "\n*: run %d's %d ranks x %d thread%s waited for a core %.0f%% of the time: they shared this "
+                    "machine's cores, which the prediction (a core per rank) does not model, so it is low there\n",
+                    j, res[j].world, res[j].threads_per_rank, res[j].threads_per_rank == 1 ? "" : "s",
+                    res[j].desched_pct);
     }
     int missing = 0;
     for (int k = 0; k < r->nspred; k++)

@@ -205,7 +205,8 @@ static void test_json_schema_and_sweep(void **state)
  * speedup = K x the 1-rank run's median step / the predicted step,
  * efficiency = speedup / K, error = predicted against measured median; the
  * exposed comm is part of the comm and of the step; a rank count nothing
- * measured has no measurement; without a link nothing is predicted. */
+ * measured has no measurement; without a link nothing is predicted; a
+ * measured run whose ranks waited for cores is marked, with a footnote. */
 static void test_predict(void **state)
 {
     cJSON *root = run_json("--batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1,2 --batch-size 16 "
@@ -267,6 +268,19 @@ static void test_predict(void **state)
     assert_non_null(strstr(out, "--predict: single runs one rank whatever the ranks"));
     free(out);
     unsetenv("DDPTOP_COMM_MODEL");
+    /* 4 ranks x 2 threads on a machine of 4 cores or fewer wait for cores:
+     * their row is marked, and the footnote says what the prediction
+     * leaves out */
+    if (sysconf(_SC_NPROCESSORS_ONLN) <= 4) {
+        out = run("--batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1,4 --threads-per-rank 2 "
+                  "--batch-size 16 --strategy ddp --steps 12 --no-eval --predict --predict-ranks 4 --link 10GB/s,5us",
+                  &st);
+        assert_int_equal(st, 0);
+        printf("%s", strstr(out, "run 0 predicts") ? strstr(out, "run 0 predicts") : out);
+        assert_non_null(strstr(out, "%*"));
+        assert_non_null(strstr(out, "4 ranks x 2 threads waited for a core"));
+        free(out);
+    }
 }
 
 static void test_csv_columns(void **state)
