@@ -853,7 +853,7 @@ static int act_build(struct cuda_act *a, int B, int C, int H, int W, double clip
     DNN(x, cudnnCreateActivationDescriptor(&a->ad));
     DNN(x, cudnnSetTensor4dDescriptor(a->td, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, C, H, W));
     DNN(x, cudnnSetActivationDescriptor(a->ad, clip > 0 ? CUDNN_ACTIVATION_CLIPPED_RELU : CUDNN_ACTIVATION_RELU,
-                                        CUDNN_NOT_PROPAGATE_NAN, clip));
+                                        CUDNN_PROPAGATE_NAN, clip)); /* (NaN stays NaN, as PyTorch's) */
     return 0;
 }
 

@@ -36,14 +36,14 @@ __global__ void add_bias_k(float *out, const float *b, int rows, int cols, int i
 
 __global__ void relu_fwd_k(float *out, const float *in, int64_t n)
 {
-    GRID_LOOP(i, n) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+    GRID_LOOP(i, n) out[i] = in[i] < 0.0f ? 0.0f : in[i]; // (NaN stays NaN, as PyTorch's)
 }
 
 __global__ void relu_bwd_k(float *din, int acc, const float *dout, const float *out, int64_t n)
 {
     GRID_LOOP(i, n)
     {
-        float g = out[i] > 0.0f ? dout[i] : 0.0f;
+        float g = out[i] <= 0.0f ? 0.0f : dout[i];
         din[i] = acc ? din[i] + g : g;
     }
 }

@@ -16,8 +16,8 @@
  * mispredicted half the time: the backward pass ran 10x its forward. */
 VEC_CLONES static void relu_fwd_chunk(float *restrict out, const float *restrict in, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++)
-        out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) /* (NaN stays NaN, as PyTorch's) */
+        out[i] = in[i] < 0.0f ? 0.0f : in[i];
 }
 
 VEC_CLONES static void relu_bwd_chunk(float *restrict din, int acc, const float *restrict dout,
@@ -26,20 +26,20 @@ VEC_CLONES static void relu_bwd_chunk(float *restrict din, int acc, const float 
     if (acc)
         for (int64_t i = 0; i < n; i++) {
             float g = dout[i];
-            din[i] += out[i] > 0.0f ? g : 0.0f;
+            din[i] += out[i] <= 0.0f ? 0.0f : g;
         }
     else
         for (int64_t i = 0; i < n; i++) {
             float g = dout[i];
-            din[i] = out[i] > 0.0f ? g : 0.0f;
+            din[i] = out[i] <= 0.0f ? 0.0f : g;
         }
 }
 
 VEC_CLONES static void relu6_fwd_chunk(float *restrict out, const float *restrict in, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
-        float v = in[i] > 0.0f ? in[i] : 0.0f;
-        out[i] = v < 6.0f ? v : 6.0f;
+        float v = in[i] < 0.0f ? 0.0f : in[i]; /* (NaN stays NaN, as the reference's) */
+        out[i] = v > 6.0f ? 6.0f : v;
     }
 }
 

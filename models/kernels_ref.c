@@ -97,14 +97,14 @@ void ref_conv2d_backward(float *din, float *dw, float *db, const float *dout, co
 
 void ref_relu_forward(float *out, const float *in, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++)
-        out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) /* (NaN stays NaN, as PyTorch's) */
+        out[i] = in[i] < 0.0f ? 0.0f : in[i];
 }
 
 void ref_relu_backward(float *din, const float *dout, const float *out, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++)
-        din[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) /* (through a NaN output too, as PyTorch's threshold_backward) */
+        din[i] += out[i] <= 0.0f ? 0.0f : dout[i];
 }
 
 /* One spatial side of pool_dims_finish: PyTorch's pooling_output_shape. */

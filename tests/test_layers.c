@@ -657,6 +657,21 @@ static void test_cpu_relu(void **state)
     cpu_relu_backward(din, 1, dout, out, n);
     ref_relu_backward(ref_din, dout, ref_out, n);
     check_ff("cpu_relu din (accumulate)", din, ref_din, n, ELTWISE_ATOL, ELTWISE_RTOL);
+
+    /* NaN goes through, forward and back, as in PyTorch (relu(nan) = nan,
+     * and its gradient passes where the output is NaN): a model that
+     * diverges says so at its loss instead of training on with dead units */
+    in[7] = NAN;
+    cpu_relu_forward(out, in, n);
+    ref_relu_forward(ref_out, in, n);
+    assert_true(isnan(out[7]) && isnan(ref_out[7]));
+    cpu_relu_backward(din, 0, dout, out, n);
+    memset(ref_din, 0, n * sizeof(float));
+    ref_relu_backward(ref_din, dout, ref_out, n);
+    assert_true(din[7] == dout[7] && ref_din[7] == dout[7]);
+    cpu_relu6_forward(out, in, n);
+    ref_relu6_forward(ref_out, in, n);
+    assert_true(isnan(out[7]) && isnan(ref_out[7]));
     free(in), free(dout), free(out), free(ref_out), free(din), free(ref_din), free(p);
 }
 
