@@ -49,12 +49,12 @@ VEC_CLONES static void relu6_bwd_chunk(float *restrict din, int acc, const float
     if (acc)
         for (int64_t i = 0; i < n; i++) {
             float g = dout[i], o = out[i];
-            din[i] += (o > 0.0f) & (o < 6.0f) ? g : 0.0f;
+            din[i] += ((o > 0.0f) & (o < 6.0f)) ? g : 0.0f;
         }
     else
         for (int64_t i = 0; i < n; i++) {
             float g = dout[i], o = out[i];
-            din[i] = (o > 0.0f) & (o < 6.0f) ? g : 0.0f;
+            din[i] = ((o > 0.0f) & (o < 6.0f)) ? g : 0.0f;
         }
 }
 
