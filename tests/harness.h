@@ -9,7 +9,9 @@
 #include "config.h"
 #include "data.h"
 #include "devices.h"
+#include "pipeline.h"
 #include "run.h"
+#include "strategy.h"
 
 /* The data set the integration tests train on: synthetic, seed 7, loaded
  * once per test group (cmocka's group setup and teardown). */
@@ -45,6 +47,24 @@ static inline struct run_config harness_config(const char *model, int strategy, 
     rc.steps = steps;
     rc.eval = 0;
     rc.threads_per_rank = 1;
+    return rc;
+}
+
+/* LeNet in 2 stages (layers 0-2 and the rest, a fixed cut: a measured
+ * partition may differ from run to run) as model parallelism, GPipe with
+ * 4 micro-batches and 1F1B with 2: case k of HARNESS_STAGED_CASES. */
+#define HARNESS_STAGED_CASES 3
+static inline struct run_config harness_staged(int k, long steps)
+{
+    static const struct {
+        int parallel, micro, schedule;
+    } cases[HARNESS_STAGED_CASES] = {
+        {PAR_MODEL, 1, SCHED_GPIPE}, {PAR_PIPELINE, 4, SCHED_GPIPE}, {PAR_PIPELINE, 2, SCHED_1F1B}};
+    struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 32, steps);
+    rc.parallel = cases[k].parallel;
+    rc.micro_batches = cases[k].micro;
+    rc.schedule = cases[k].schedule;
+    snprintf(rc.partition, sizeof(rc.partition), "0:2,3:");
     return rc;
 }
 

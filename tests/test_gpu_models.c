@@ -619,14 +619,10 @@ static void parallel_runs(void)
     size_t n = mr->nfloats;
     float *got = calloc(n, sizeof(float));
     assert_non_null(got);
-    const struct {
-        int parallel, micro, schedule;
-    } cases[] = {{PAR_MODEL, 1, SCHED_GPIPE}, {PAR_PIPELINE, 4, SCHED_GPIPE}, {PAR_PIPELINE, 2, SCHED_1F1B}};
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 32, 12);
-        rc.parallel = cases[c].parallel;
-        rc.micro_batches = cases[c].micro;
-        rc.schedule = cases[c].schedule;
+    for (int c = 0; c < HARNESS_STAGED_CASES; c++) {
+        struct run_config rc = harness_staged(c, 12);
+        if (c == 1) /* GPipe's partition measured, the GPU waited for after each layer */
+            rc.partition[0] = 0;
         rc.ngpus = 1;
         struct run r;
         assert_int_equal(run_on_gpu(&r, &rc), 0);
@@ -640,8 +636,10 @@ static void parallel_runs(void)
             free(ps);
         }
         double d = rel_l2(got, pref, n);
-        printf("  lenet, 2 stages on one GPU, %s x%d %s: relative difference %.3g from single; backend %s\n",
-               parallel_name(rc.parallel), rc.micro_batches, schedule_name(rc.schedule), d, r.backend);
+        printf("  lenet, 2 stages on one GPU (layers 0-%d and the rest, %s), %s x%d %s: relative difference %.3g from "
+               "single; backend %s\n",
+               r.ranks[0].stage_end - 1, rc.partition[0] ? "by hand" : "measured", parallel_name(rc.parallel),
+               rc.micro_batches, schedule_name(rc.schedule), d, r.backend);
         if (!(d < 1e-4))
             fail_msg("%s x%d on the GPU differs from single by %.3g", parallel_name(rc.parallel), rc.micro_batches, d);
         run_free(&r);

@@ -545,15 +545,8 @@ static void staged_equivalence(const char *model, int ranks, const char *partiti
  * stage stops them with the divergence named. */
 static void test_staged_async_path(void **state)
 {
-    const struct {
-        int parallel, micro, schedule;
-    } cases[] = {{PAR_MODEL, 1, SCHED_GPIPE}, {PAR_PIPELINE, 4, SCHED_GPIPE}, {PAR_PIPELINE, 2, SCHED_1F1B}};
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 32, 8);
-        rc.parallel = cases[c].parallel;
-        rc.micro_batches = cases[c].micro;
-        rc.schedule = cases[c].schedule;
-        snprintf(rc.partition, sizeof(rc.partition), "0:2,3:"); /* (measured partitions may differ run to run) */
+    for (int c = 0; c < HARNESS_STAGED_CASES; c++) {
+        struct run_config rc = harness_staged(c, 8);
         struct run a, b;
         assert_int_equal(harness_run_on(&a, &rc, &g_train, &g_test, &device_cpu), 0);
         assert_int_equal(harness_run_on(&b, &rc, &g_train, &g_test, &device_cpu_staged), 0);
@@ -829,15 +822,8 @@ static void test_loss_scale_exact(void **state)
         run_free(&scaled);
     }
     /* stages: every stage's parameters, and every stage's scale */
-    const struct {
-        int parallel, micro, schedule;
-    } staged[] = {{PAR_MODEL, 1, SCHED_GPIPE}, {PAR_PIPELINE, 4, SCHED_GPIPE}, {PAR_PIPELINE, 2, SCHED_1F1B}};
-    for (size_t k = 0; k < sizeof(staged) / sizeof(staged[0]); k++) {
-        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, 2, 32, 20);
-        rc.parallel = staged[k].parallel;
-        rc.micro_batches = staged[k].micro;
-        rc.schedule = staged[k].schedule;
-        snprintf(rc.partition, sizeof(rc.partition), "0:2,3:");
+    for (int k = 0; k < HARNESS_STAGED_CASES; k++) {
+        struct run_config rc = harness_staged(k, 20);
         struct run plain, scaled;
         assert_int_equal(harness_run(&plain, &rc, &g_train, &g_test), 0);
         rc.loss_scale = LOSS_SCALE_DYNAMIC;
