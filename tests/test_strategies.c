@@ -799,6 +799,17 @@ static void test_staged_resnet18(void **state)
  * with the very parameters it has without it (bitwise), and the scale
  * has doubled every --loss-scale-interval steps (5: 2^16 at steps 0-4,
  * 2^19 at step 19, the last one's). */
+/* rc run as it is, and again under --loss-scale dynamic (doubling every 5
+ * good steps). */
+static void plain_and_scaled(struct run_config rc, struct run *plain, struct run *scaled)
+{
+    assert_int_equal(harness_run(plain, &rc, &g_train, &g_test), 0);
+    rc.loss_scale = LOSS_SCALE_DYNAMIC;
+    rc.loss_scale_set = 1;
+    rc.loss_scale_interval = 5;
+    assert_int_equal(harness_run(scaled, &rc, &g_train, &g_test), 0);
+}
+
 static void test_loss_scale_exact(void **state)
 {
     const int strategies[] = {STRAT_SINGLE, STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
@@ -806,11 +817,7 @@ static void test_loss_scale_exact(void **state)
         struct run_config rc = harness_config("lenet", strategies[k], 2, 32, 20);
         small_buffers(&rc);
         struct run plain, scaled;
-        assert_int_equal(harness_run(&plain, &rc, &g_train, &g_test), 0);
-        rc.loss_scale = LOSS_SCALE_DYNAMIC;
-        rc.loss_scale_set = 1;
-        rc.loss_scale_interval = 5;
-        assert_int_equal(harness_run(&scaled, &rc, &g_train, &g_test), 0);
+        plain_and_scaled(rc, &plain, &scaled);
         const struct model *a = plain.ranks[0].model, *b = scaled.ranks[0].model;
         printf("  lenet %s: scaled by up to 2^19, parameters %s the unscaled run's\n", strategy_name(strategies[k]),
                memcmp(a->param_buf, b->param_buf, sizeof(float) * a->nfloats) ? "DIFFER from" : "equal to");
@@ -825,11 +832,7 @@ static void test_loss_scale_exact(void **state)
     for (int k = 0; k < HARNESS_STAGED_CASES; k++) {
         struct run_config rc = harness_staged(k, 20);
         struct run plain, scaled;
-        assert_int_equal(harness_run(&plain, &rc, &g_train, &g_test), 0);
-        rc.loss_scale = LOSS_SCALE_DYNAMIC;
-        rc.loss_scale_set = 1;
-        rc.loss_scale_interval = 5;
-        assert_int_equal(harness_run(&scaled, &rc, &g_train, &g_test), 0);
+        plain_and_scaled(rc, &plain, &scaled);
         for (int i = 0; i < 2; i++) {
             const struct model *a = plain.ranks[i].model, *b = scaled.ranks[i].model;
             assert_memory_equal(a->param_buf, b->param_buf, sizeof(float) * a->nfloats);
