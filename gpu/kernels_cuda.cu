@@ -246,8 +246,10 @@ template <typename T> int from16(float *dst, int acc, const uint16_t *src, int64
 
 template <typename T> int to16_nhwc(uint16_t *dst, const float *src, int64_t N, int C, int64_t HW, void *stream)
 {
-    if (N <= 0 || C <= 0 || HW <= 0 || HW > INT32_MAX)
-        return HW > INT32_MAX ? -1 : 0;
+    if (HW > INT32_MAX) /* (2^31 positions an image: past --input's bounds) */
+        return -1;
+    if (N <= 0 || C <= 0 || HW <= 0)
+        return 0;
     to16_nhwc_k<T>
         <<<tile_grid(N, C, HW), dim3(TILE_HW, TILE_ROWS), 0, (cudaStream_t)stream>>>((T *)dst, src, N, C, (int)HW);
     return launched();
@@ -256,8 +258,10 @@ template <typename T> int to16_nhwc(uint16_t *dst, const float *src, int64_t N, 
 template <typename T>
 int from16_nchw(float *dst, int acc, const uint16_t *src, int64_t N, int C, int64_t HW, void *stream)
 {
-    if (N <= 0 || C <= 0 || HW <= 0 || HW > INT32_MAX)
-        return HW > INT32_MAX ? -1 : 0;
+    if (HW > INT32_MAX) /* (2^31 positions an image: past --input's bounds) */
+        return -1;
+    if (N <= 0 || C <= 0 || HW <= 0)
+        return 0;
     from16_nchw_k<T><<<tile_grid(N, C, HW), dim3(TILE_HW, TILE_ROWS), 0, (cudaStream_t)stream>>>(
         dst, acc, (const T *)src, N, C, (int)HW);
     return launched();

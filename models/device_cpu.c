@@ -209,8 +209,7 @@ static int cpu_grads_finite(struct model *m, size_t lo, size_t hi, int *finite)
 
 static int cpu_add(struct device *d, float *dst, const float *src, size_t n, int stream)
 {
-    for (size_t i = 0; i < n; i++)
-        dst[i] += src[i];
+    cpu_copy_acc(dst, 1, src, (int64_t)n);
     return 0;
 }
 

@@ -728,9 +728,12 @@ static int measured_for(const struct run_result *res, int n, int i, int k)
     return -1;
 }
 
-/* A measured run whose ranks waited this long for a core (% of their
- * wall) ran on shared cores. */
-#define SHARED_CORES_PCT 5.0
+/* Whether measured run q's ranks waited for a core 5% of their wall or
+ * more: they shared the machine's cores. */
+static int shared_cores(const struct run_result *q)
+{
+    return q->desched_valid && q->desched_pct >= 5.0;
+}
 
 /* --predict's table for run i: predicted against measured where a run of
  * the sweep measured it. */
@@ -758,6 +761,7 @@ static void write_prediction(FILE *f, const struct run_result *res, int n, int i
         fprintf(f, "%6s %10s %9s %9s %8s %6s %10s %8s\n", head[0], head[1], head[2], head[3], head[4], head[5], head[6],
                 head[7]);
     }
+    int noted[CFG_MAX_PREDICT], nnoted = 0; /* measured runs on shared cores, for the footnotes */
     for (int k = 0; k < r->nspred; k++) {
         const struct scaling_pred *sp = &r->spred[k];
         int j = measured_for(res, n, i, sp->ranks);
@@ -770,20 +774,20 @@ static void write_prediction(FILE *f, const struct run_result *res, int n, int i
         fig(meas, sizeof(meas), "%.3f", j >= 0 ? res[j].ms_p50 : 0, j >= 0);
         /* a measured run whose ranks waited for cores: marked (the
          * prediction gives each rank a core of its own) */
-        int shared = j >= 0 && res[j].desched_valid && res[j].desched_pct >= SHARED_CORES_PCT;
+        int shared = j >= 0 && shared_cores(&res[j]);
+        if (shared)
+            noted[nnoted++] = j;
         fig(err, sizeof(err), shared ? "%+.1f%%*" : "%+.1f%%",
             j >= 0 ? 100.0 * (sp->step_ms - res[j].ms_p50) / res[j].ms_p50 : 0, j >= 0 && sp->valid);
         fprintf(f, md ? "| %d | %s | %s | %s | %s | %s | %s | %s |\n" : "%6d %10s %9s %9s %8s %6s %10s %8s\n",
                 sp->ranks, c[0], c[1], c[2], c[3], c[4], meas, err);
     }
-    for (int k = 0; k < r->nspred; k++) {
-        int j = measured_for(res, n, i, r->spred[k].ranks);
-        if (j >= 0 && res[j].desched_valid && res[j].desched_pct >= SHARED_CORES_PCT)
-            fprintf(f,
-                    "\n*: run %d's %d ranks x %d thread%s waited for a core %.0f%% of the time: they shared this "
-                    "machine's cores, which the prediction (a core per rank) does not model, so it is low there\n",
-                    j, res[j].world, res[j].threads_per_rank, res[j].threads_per_rank == 1 ? "" : "s",
-                    res[j].desched_pct);
+    for (int k = 0; k < nnoted; k++) {
+        int j = noted[k];
+        fprintf(f,
+                "\n*: run %d's %d ranks x %d thread%s waited for a core %.0f%% of the time: they shared this "
+                "machine's cores, which the prediction (a core per rank) does not model, so it is low there\n",
+                j, res[j].world, res[j].threads_per_rank, res[j].threads_per_rank == 1 ? "" : "s", res[j].desched_pct);
     }
     int missing = 0;
     for (int k = 0; k < r->nspred; k++)

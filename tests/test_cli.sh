@@ -28,6 +28,20 @@ expect_error() {
     fi
 }
 
+# tally STATUS "what" [file...]: counts a check by its exit status; a
+# failure says what, and shows the files (its stderr, its report)
+tally() {
+    local st=$1 what=$2
+    shift 2
+    if [ "$st" -eq 0 ]; then
+        passes=$((passes + 1))
+    else
+        echo "FAIL: $what"
+        [ $# -gt 0 ] && sed 's/^/    /' "$@"
+        fails=$((fails + 1))
+    fi
+}
+
 expect_ok() {
     local what=$1 phrase=$2
     shift 2
@@ -137,36 +151,26 @@ expect_error "--loss-scale unknown" "--loss-scale: unknown loss scaling; expecte
     --loss-scale maybe
 # an overflow under the dynamic scaler: the step is skipped, the report and
 # JSON say so, the run ends well, and its trace replays to the same
-if timeout 60 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --strategy ddp --steps 12 --no-eval \
+timeout 60 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --strategy ddp --steps 12 --no-eval \
     --loss-scale dynamic --inject-fault rank=1,step=3,kind=overflow --format json --trace "$tmp/ls_trace.json" \
     >"$tmp/ls.json" 2>"$tmp/err" &&
     timeout 60 "$BIN" --batch --replay "$tmp/ls_trace.json" --format json >"$tmp/ls_replay.json" 2>>"$tmp/err" &&
-    /usr/bin/python3 -c 'import json, sys; r, p = (json.load(open(f))["runs"][0] for f in sys.argv[1:3]); sys.exit(0 if (r["steps_skipped"], r["loss_scale"]) == (1, 32768) == (p["steps_skipped"], p["loss_scale"]) else 1)' "$tmp/ls.json" "$tmp/ls_replay.json"; then
-    passes=$((passes + 1))
-else
-    echo "FAIL: an overflow under --loss-scale dynamic is skipped, reported and replayed"
-    cat "$tmp/err"
-    fails=$((fails + 1))
-fi
+    /usr/bin/python3 -c 'import json, sys; r, p = (json.load(open(f))["runs"][0] for f in sys.argv[1:3]); sys.exit(0 if (r["steps_skipped"], r["loss_scale"]) == (1, 32768) == (p["steps_skipped"], p["loss_scale"]) else 1)' "$tmp/ls.json" "$tmp/ls_replay.json"
+tally $? "an overflow under --loss-scale dynamic is skipped, reported and replayed" "$tmp/err"
 # the same under dp (rank 0 judges) and across pipeline stages (the stages
 # agree): one step skipped, on every rank, the scale halved once
 for spec in "--strategy dp" "--parallel pipeline --micro-batches 2"; do
     # shellcheck disable=SC2086 # (spec: options)
-    if timeout 60 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 $spec --steps 8 --no-eval \
+    timeout 60 "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 $spec --steps 8 --no-eval \
         --loss-scale dynamic --inject-fault rank=0,step=3,kind=overflow --format json >"$tmp/ls2.json" 2>"$tmp/err" &&
-        /usr/bin/python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["runs"][0]; sys.exit(0 if (r["steps_skipped"], r["loss_scale"]) == (1, 32768) else 1)' "$tmp/ls2.json"; then
-        passes=$((passes + 1))
-    else
-        echo "FAIL: an overflow under --loss-scale dynamic with $spec is skipped and reported"
-        cat "$tmp/err" "$tmp/ls2.json"
-        fails=$((fails + 1))
-    fi
+        /usr/bin/python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["runs"][0]; sys.exit(0 if (r["steps_skipped"], r["loss_scale"]) == (1, 32768) else 1)' "$tmp/ls2.json"
+    tally $? "an overflow under --loss-scale dynamic with $spec is skipped and reported" "$tmp/err" "$tmp/ls2.json"
 done
 # fp32 (and bf16 where the processor has it) runs, and says so in the
 # report, in the trace's run description and in the report of its replay;
 # --info names the kernels bf16's convolutions take
 for p in $precisions; do
-    if timeout 60 "$BIN" --batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1 --steps 2 \
+    timeout 60 "$BIN" --batch --quiet --dataset synthetic --device cpu --model lenet --ranks 1 --steps 2 \
         --no-eval --precision $p --format json --trace "$tmp/prec.json" >"$tmp/prec_report.json" 2>"$tmp/err" &&
         timeout 60 "$BIN" --batch --replay "$tmp/prec.json" --format json >"$tmp/prec_replay.json" 2>>"$tmp/err" &&
         /usr/bin/python3 - "$tmp/prec_report.json" "$tmp/prec.json" "$tmp/prec_replay.json" $p 2>>"$tmp/err" <<'PY'
@@ -177,13 +181,7 @@ replay = json.load(open(sys.argv[3]))["runs"][0]["precision"]
 if (live, meta, replay) != (sys.argv[4],) * 3:
     sys.exit("precision: report %r, trace %r, replay %r" % (live, meta, replay))
 PY
-    then
-        passes=$((passes + 1))
-    else
-        echo "FAIL: --precision $p runs and is named in the report, the trace and the replay"
-        sed 's/^/    /' "$tmp/err"
-        fails=$((fails + 1))
-    fi
+    tally $? "--precision $p runs and is named in the report, the trace and the replay" "$tmp/err"
 done
 if [ "$precisions" != fp32 ]; then
     expect_ok "--info --precision bf16 names bf16 kernels" "avx512_core_bf16" --info --device cpu --model resnet18 \
