@@ -53,6 +53,7 @@ static int launched(void)
 #include <time.h>
 
 #include "comm_mpi.h"
+#include "stop.h"
 
 static void nap_ms(int ms);
 
@@ -202,6 +203,12 @@ enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_
  * (or --comm-timeout, when shorter). */
 #define BEAT_EVERY_NS (250LL * 1000 * 1000)
 #define BEAT_LOST_NS (5LL * 1000 * 1000 * 1000)
+/* A launcher ends a job with SIGTERM and, shortly after, SIGKILL: OpenMPI's
+ * mpirun when one of its processes died (1 s later: odls_base_sigkill_timeout),
+ * Slurm at the end of a job (KillWait). Once process 0 has its SIGTERM, a
+ * silence longer than two heartbeats gives a process up, so that the report
+ * of what was measured is printed before the SIGKILL. */
+#define ENDING_LOST_NS (400LL * 1000 * 1000)
 enum { RING_MAIN = 0, RING_COMM };
 
 /* What leads every record message: whose, which ring, and the records lost
@@ -246,12 +253,13 @@ struct relay {
     int64_t spin_until_ns;      /* process 0: answer the next ping without a nap until then */
     int done_sent;              /* a worker: its ranks' ends sent */
     int sent_stop, sent_paused;
-    int64_t last_beat_ns; /* a worker: its last heartbeat */
-    int64_t *seen_ns;     /* process 0: [size], when each process was last heard from */
-    unsigned char *ended; /* process 0: [size], its ranks ended (or it was given up) */
-    int *done_of;         /* process 0: [size], its ranks that ended */
-    int64_t lost_ns;      /* silence after which a process is given up */
-    unsigned char *buf;   /* a worker's message being built */
+    int64_t last_beat_ns;      /* a worker: its last heartbeat */
+    int64_t *seen_ns;          /* process 0: [size], when each process was last heard from */
+    unsigned char *ended;      /* process 0: [size], its ranks ended (or it was given up) */
+    int *done_of;              /* process 0: [size], its ranks that ended */
+    int64_t lost_ns;           /* silence after which a process is given up */
+    _Atomic int64_t ending_ns; /* process 0: when its SIGTERM came (0: none) */
+    unsigned char *buf;        /* a worker's message being built */
     size_t cap;
 };
 
@@ -424,18 +432,22 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
  * failed, naming it. */
 static int give_up_silent(struct relay *rl)
 {
-    int64_t now = probe_now_ns();
+    int64_t now = probe_now_ns(), lost = rl->lost_ns;
+    int ending = atomic_load(&rl->ending_ns) != 0;
+    if (ending && lost > ENDING_LOST_NS)
+        lost = ENDING_LOST_NS;
     int n = 0;
     for (int p = 1; p < self.size; p++) {
-        if (rl->ended[p] || now - rl->seen_ns[p] <= rl->lost_ns)
+        if (rl->ended[p] || now - rl->seen_ns[p] <= lost)
             continue;
         for (int i = p * self.per; i < (p + 1) * self.per; i++) {
             if (atomic_load(&rl->r->ranks[i].finished))
                 continue;
             struct relay_done d = {.rank = i, .rc = -1};
             snprintf(d.dev, sizeof(d.dev), "cpu");
-            snprintf(d.err, sizeof(d.err), "process %d on %.64s stopped answering: nothing from it for %.1f s", p,
-                     host_of[p], (double)(now - rl->seen_ns[p]) / 1e9);
+            snprintf(d.err, sizeof(d.err), "process %d on %.64s stopped answering: nothing from it for %.1f s%s", p,
+                     host_of[p], (double)(now - rl->seen_ns[p]) / 1e9,
+                     ending ? " when the job was ended (SIGTERM)" : "");
             deliver(rl, TAG_DONE, (unsigned char *)&d, sizeof(d));
         }
         rl->ended[p] = 1;
@@ -610,6 +622,8 @@ int relay_poll(struct relay *rl, uint32_t *at)
 {
     struct run *r = rl->r;
     if (self.rank == 0) {
+        if (stop_signal == SIGTERM && !atomic_load(&rl->ending_ns))
+            atomic_store(&rl->ending_ns, probe_now_ns()); /* for the receiving thread */
         if (atomic_load(&r->abort) && !rl->sent_stop) {
             send_ctrl(rl, RELAY_STOP, 0);
             rl->sent_stop = 1;
