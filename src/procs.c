@@ -211,11 +211,13 @@ enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_
 #define ENDING_LOST_NS (400LL * 1000 * 1000)
 enum { RING_MAIN = 0, RING_COMM };
 
-/* What leads every record message: whose, which ring, and the records lost
- * to full rings on the worker so far. */
+/* What leads every record message: whose, which ring, the records lost
+ * to full rings on the worker so far, and the device memory the rank holds
+ * (the Ranks pane's mem and peak, live). */
 struct relay_hdr {
     int32_t rank, ring;
     uint64_t dropped;
+    int64_t mem_now, mem_peak;
 };
 
 /* A rank's end, and what the report reads of a rank after the run. */
@@ -409,6 +411,8 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
         return;
     struct rank *k = &r->ranks[h.rank];
     atomic_store(&k->remote_dropped, h.dropped);
+    atomic_store(&k->mem.now, h.mem_now);
+    atomic_store(&k->mem.peak, h.mem_peak);
     unsigned char *body = msg + sizeof(h);
     size_t n = len - sizeof(h);
     int64_t add = rl->add_ns[h.rank / self.per];
@@ -594,7 +598,10 @@ static void forward(struct relay *rl, struct rank *k)
     struct step_rec steps[256];
     struct span spans[512];
     struct epoch_rec ep[8];
-    struct relay_hdr h = {.rank = k->id, .dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm)};
+    struct relay_hdr h = {.rank = k->id,
+                          .dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm),
+                          .mem_now = atomic_load(&k->mem.now),
+                          .mem_peak = atomic_load(&k->mem.peak)};
     size_t ns, n;
     do {
         ns = spsc_pop(&k->steps, steps, 256);

@@ -7,13 +7,21 @@
 # back in normal mode; Ctrl-C mid-run (a key in the UI's raw mode, which
 # mpirun forwards) stops, reports, exits 130 and restores the terminal.
 #
-# Usage: e2e_mpi_ui.sh /path/to/ddptop
+#
+# With `16`: 16 processes of one rank each, oversubscribed (the scale of a
+# 2-node x 8-GPU job, with a small model): the header names them, the
+# Ranks pane holds 13 rows and scrolls to rank 15, whose live memory came
+# through the relay, the Timeline says how many ranks it leaves out, and
+# the report's 16 rows stay aligned.
+#
+# Usage: e2e_mpi_ui.sh /path/to/ddptop [16]
 # Exit status: 0 pass, 1 fail, 77 skip (tmux or mpirun missing, or a build
 # without MPI).
 set -u
 export LC_ALL=C.UTF-8
 
-BIN=${1:?usage: e2e_mpi_ui.sh /path/to/ddptop}
+BIN=${1:?usage: e2e_mpi_ui.sh /path/to/ddptop [16]}
+MODE=${2:-}
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 for tool in tmux mpirun; do
     command -v $tool >/dev/null 2>&1 || { echo "SKIP: $tool is not installed"; exit 77; }
@@ -61,6 +69,47 @@ tm -f /dev/null new-session -d -x 150 -y 45 -s "$S" \
     { echo "FAIL: cannot start tmux"; exit 1; }
 tm set-option -t "$S" -g status off >/dev/null
 wait_for 'mpi\$' 5 || { fail "the shell prompt did not appear"; exit 1; }
+
+# ---- 16 processes: readable at the scale of two 8-GPU nodes ----
+if [ "$MODE" = 16 ]; then
+    tm send-keys -t "$S" -l "cd $T && $MPI -np 16 $BIN --device cpu --dataset synthetic --model mlp --strategy ddp \
+--batch-size 16 --threads-per-rank 1 --steps 60 2>$T/err.16; echo EXIT=\$? > $T/exit.16"
+    tm send-keys -t "$S" Enter
+    wait_for 'backend cpu mpi, 16 processes on 1 node +precision fp32 +ranks 16 ' 120 &&
+        pass "the header names 16 processes on 1 node, 16 ranks" || { fail "no UI for 16 processes"; exit 1; }
+    wait_for '─ 0-12 of 16 ─' 10 && wait_for '─ \+3 ranks below: ↓ scrolls ─' 5 &&
+        pass "the Ranks pane shows 13 of 16 rows and says 3 more are below" || fail "Ranks pane at 16 ranks"
+    wait_for '─ \+12 ranks below: tab, then ↓ scrolls ─' 10 &&
+        pass "the Timeline says 12 ranks are below its 4 lanes" || fail "Timeline at 16 ranks"
+    wait_for 'DONE .*step 60/60' 120 && pass "16 processes run to their end" || fail "the 16-process run did not end"
+    tm send-keys -t "$S" Down Down Down
+    # rank 15, in another process: live figures and its memory, relayed
+    if wait_for '─ final, 3-15 of 16 ─' 10 &&
+        wait_for '│  15 cpu +[0-9]+\.[0-9]+ +[0-9]+ .* [0-9.]+ MB +[0-9.]+ MB │' 5; then
+        pass "↓ scrolls to rank 15, with its memory relayed from its process"
+    else
+        fail "rank 15's row"
+        screen | sed -n 3,18p
+    fi
+    tm send-keys -t "$S" q
+    wait_file "$T/exit.16" 60 && grep -q "EXIT=0" "$T/exit.16" && pass "q exits 0" ||
+        fail "q: $(cat "$T/exit.16" 2>/dev/null)"
+    # the report: 16 per-rank rows, as wide as their heading (aligned)
+    tm capture-pane -p -S - -J -t "$S" >"$T/report.16"
+    rows=$(grep -cE '^  0 ddp +[0-9]+ cpu ' "$T/report.16")
+    head_w=$(grep -m1 '^run strategy ' "$T/report.16" | awk '{print length($0)}')
+    widths=$(grep -E '^  0 ddp +[0-9]+ cpu ' "$T/report.16" | awk '{print length($0)}' | sort -u | tr '\n' ' ')
+    [ "$rows" = 16 ] && [ "$widths" = "$head_w " ] &&
+        pass "the report has 16 rank rows, each as wide as the heading ($head_w columns)" ||
+        fail "the report: $rows rank rows, widths '$widths', heading $head_w"
+    # (process 0's lines once: a worker that spoke would repeat them)
+    [ -z "$(sort "$T/err.16" | uniq -d)" ] && grep -q '^ddptop: the 16 processes on this node' "$T/err.16" &&
+        pass "process 0 alone wrote to stderr" || { fail "stderr:"; head -5 "$T/err.16"; }
+    check_shell 16
+    echo "$FAILS failed"
+    [ "$FAILS" -eq 0 ]
+    exit
+fi
 
 # ---- the UI of 4 ranks in 2 processes; pause; Ctrl-C ----
 f0=$FAILS
