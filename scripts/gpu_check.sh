@@ -23,7 +23,9 @@
 # forms, IMAGENET_MODELS default resnet50, at IMAGENET_BATCH default 64, in
 # each of PRECISIONS: minutes), profile (bench/gpu_profile.sh: the kernels
 # that take a step's device time, PROFILE_MODEL default resnet50 at
-# PROFILE_BATCH 64 on PROFILE_INPUT 3x224x224, in each of PRECISIONS).
+# PROFILE_BATCH 64 on PROFILE_INPUT 3x224x224, in each of PRECISIONS), mpi
+# (tests/gpu_mpi.sh: GPUs under mpirun, NCCL across processes; needs the
+# machine's own mpirun).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -138,6 +140,14 @@ if want imagenet; then
     rc=$?
     echo "===== imagenet bench: exit $rc ($(($(date +%s) - start)) s)"
     [ "$rc" -ne 0 ] && status=1
+fi
+
+if want mpi; then
+    echo "===== GPUs under mpirun (tests/gpu_mpi.sh)"
+    timeout 300 tests/gpu_mpi.sh "$b/ddptop"
+    rc=$?
+    echo "===== gpu_mpi: exit $rc (77 = skipped)"
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && status=1
 fi
 
 want runs || { want bench || want cupti || exit $status; }

@@ -195,6 +195,28 @@ void procs_gather(const double *mine, int n, double *all)
     MPI_Gather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 }
 
+void procs_bcast(void *buf, int bytes)
+{
+    MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
+int procs_local_rank_of(int p)
+{
+    int n = 0;
+    for (int q = 0; q < p; q++)
+        n += node_of[q] == node_of[p];
+    return n;
+}
+
+int procs_most_on_a_node(void)
+{
+    int most = 1;
+    for (int p = 0; p < self.size; p++)
+        if (procs_local_rank_of(p) + 1 > most)
+            most = procs_local_rank_of(p) + 1;
+    return most;
+}
+
 /* ---- the relay ---------------------------------------------------------- */
 enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_BEAT, TAG_PING, TAG_PONG, TAG_OFFSET };
 
@@ -209,7 +231,7 @@ enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_
  * silence longer than two heartbeats gives a process up, so that the report
  * of what was measured is printed before the SIGKILL. */
 #define ENDING_LOST_NS (400LL * 1000 * 1000)
-enum { RING_MAIN = 0, RING_COMM };
+enum { RING_MAIN = 0, RING_COMM, RING_GPU };
 
 /* What leads every record message: whose, which ring, the records lost
  * to full rings on the worker so far, and the device memory the rank holds
@@ -379,7 +401,12 @@ static void push_spans(struct relay *rl, struct rank *k, const struct relay_hdr 
         s[i].t0_ns += add;
         s[i].t1_ns += add;
     }
-    push_all(h->ring == RING_COMM ? &k->spans_comm : &k->spans_main, s, sizeof(*s), n);
+    if (h->ring == RING_GPU && !rl->r->on_gpu)
+        return; /* (process 0 runs on the GPU when its workers do: one configuration) */
+    push_all(h->ring == RING_COMM  ? &k->spans_comm
+             : h->ring == RING_GPU ? &k->spans_gpu
+                                   : &k->spans_main,
+             s, sizeof(*s), n);
 }
 
 static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
@@ -598,8 +625,10 @@ static void forward(struct relay *rl, struct rank *k)
     struct step_rec steps[256];
     struct span spans[512];
     struct epoch_rec ep[8];
+    int gpu = rl->r->on_gpu; /* (its device records: CUPTI's, GPU runs only) */
     struct relay_hdr h = {.rank = k->id,
-                          .dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm),
+                          .dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm) +
+                                     (gpu ? spsc_dropped(&k->spans_gpu) : 0),
                           .mem_now = atomic_load(&k->mem.now),
                           .mem_peak = atomic_load(&k->mem.peak)};
     size_t ns, n;
@@ -610,6 +639,9 @@ static void forward(struct relay *rl, struct rank *k)
             send_msg(rl, TAG_SPANS, &h, spans, n * sizeof(*spans));
         h.ring = RING_COMM;
         while ((n = spsc_pop(&k->spans_comm, spans, 512)) > 0)
+            send_msg(rl, TAG_SPANS, &h, spans, n * sizeof(*spans));
+        h.ring = RING_GPU;
+        while (gpu && (n = spsc_pop(&k->spans_gpu, spans, 512)) > 0)
             send_msg(rl, TAG_SPANS, &h, spans, n * sizeof(*spans));
         if (ns)
             send_msg(rl, TAG_STEPS, &h, steps, ns * sizeof(*steps));
@@ -739,6 +771,20 @@ struct comm *procs_comm_create(char *err, size_t errlen)
 void procs_gather(const double *mine, int n, double *all)
 {
     memcpy(all, mine, sizeof(double) * (size_t)n);
+}
+
+void procs_bcast(void *buf, int bytes)
+{
+}
+
+int procs_local_rank_of(int p)
+{
+    return 0;
+}
+
+int procs_most_on_a_node(void)
+{
+    return 1;
 }
 
 void procs_announce(const struct run_config *rc)

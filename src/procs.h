@@ -76,6 +76,13 @@ struct comm *procs_comm_create(char *err, size_t errlen);
 /* Process 0 receives every process's n doubles, in rank order, into
  * all[size * n] (all is unused elsewhere). Collective. */
 void procs_gather(const double *mine, int n, double *all);
+/* Process 0's bytes to every process. Collective. */
+void procs_bcast(void *buf, int bytes);
+/* Process p's index among the processes on its node (in world-rank order,
+ * as MPI's shared-memory split numbers them), and the most processes one
+ * node holds: which GPU of its node a rank drives. */
+int procs_local_rank_of(int p);
+int procs_most_on_a_node(void);
 
 /* The relay of one run (every process calls each, in the same order). */
 struct relay;

@@ -46,14 +46,21 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
         snprintf(err, errlen, "--grad-compress %s: runs on the CPU only for now", w16_name(gc));
         return -1;
     }
-    /* distinct GPUs among the ranks: NCCL refuses a GPU twice in one communicator */
-    int distinct = n < r->world ? n : r->world;
-    int shared = r->world > distinct;
-    if (!r->gpu->nccl_create && rc->comm == COMM_NCCL) {
+    /* distinct GPUs among the ranks (of a node, under mpirun: procs_check
+     * refused more ranks there than GPUs): NCCL refuses a GPU twice in one
+     * communicator */
+    const struct procs *pr = procs_self();
+    int here = pr->active ? procs_most_on_a_node() * pr->per : r->world;
+    int distinct = n < here ? n : here;
+    int shared = here > distinct;
+    if (!r->gpu->nccl_create && (rc->comm == COMM_NCCL || pr->active)) {
         snprintf(err, errlen, "--comm nccl: this ddptop was built without NCCL");
         return -1;
     }
-    r->use_nccl = r->gpu->nccl_create && r->world > 1 && !shared && (rc->comm == COMM_NCCL || !rc->comm_set);
+    /* (one rank under mpirun --comm nccl: a communicator of one, NCCL's
+     * path across processes with nothing to join) */
+    int wanted = r->world > 1 || (pr->active && rc->comm_set && rc->comm == COMM_NCCL);
+    r->use_nccl = r->gpu->nccl_create && wanted && !shared && (rc->comm == COMM_NCCL || !rc->comm_set);
     if (r->use_nccl)
         snprintf(r->backend, sizeof(r->backend), "nccl");
     else
@@ -67,10 +74,11 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
     return 0;
 }
 
-/* Ranks as processes: the run must be over MPI, on the CPU, with
- * --ranks-per-process ranks in each process (collectives only between
- * processes). */
-static int procs_check(const struct run_config *rc, int on_gpu, char *err, size_t errlen)
+/* Ranks as processes: the run must be over MPI on the CPU, or NCCL on GPUs
+ * with a GPU for each rank of a node, with --ranks-per-process ranks in
+ * each process. */
+static int procs_check(const struct run_config *rc, const struct device_ops *devops, int on_gpu, char *err,
+                       size_t errlen)
 {
     const struct procs *p = procs_self();
     if (!p->active) {
@@ -82,13 +90,25 @@ static int procs_check(const struct run_config *rc, int on_gpu, char *err, size_
         }
         return 0;
     }
-    if (rc->comm != COMM_MPI) {
+    if (on_gpu) {
+        /* (unset, the backend is NCCL: procs_apply's MPI is the CPU's) */
+        if (rc->comm_set && rc->comm != COMM_NCCL) {
+            snprintf(err, errlen, "--comm %s: GPU ranks in different processes are joined by NCCL (--comm nccl)%s",
+                     rc->comm == COMM_MPI ? "mpi" : "shm",
+                     rc->comm == COMM_MPI ? "; ddptop's MPI backend moves host buffers only" : "");
+            return -1;
+        }
+        int here = procs_most_on_a_node() * p->per, gpus = rc->ngpus > 0 ? rc->ngpus : devops->count();
+        if (here > gpus) {
+            snprintf(err, errlen,
+                     "--device cuda under mpirun: %d rank%s on a node and %d GPU%s: NCCL needs a GPU for each rank "
+                     "(ranks that share a GPU run as threads of one process, without mpirun)",
+                     here, here == 1 ? "" : "s", gpus, gpus == 1 ? "" : "s");
+            return -1;
+        }
+    } else if (rc->comm != COMM_MPI) {
         snprintf(err, errlen, "--comm %s: under mpirun the ranks are processes, which only --comm mpi joins",
                  rc->comm == COMM_NCCL ? "nccl" : "shm");
-        return -1;
-    }
-    if (on_gpu) {
-        snprintf(err, errlen, "--comm mpi: runs on the CPU only so far (--device cpu)");
         return -1;
     }
     if (rc->strategy == STRAT_SINGLE && p->size > 1) {
@@ -107,6 +127,36 @@ static int procs_check(const struct run_config *rc, int on_gpu, char *err, size_
                  rc->parallel == PAR_MODEL ? "model" : "pipeline");
         return -1;
     }
+    return 0;
+}
+
+/* Rank i's GPU: its index among the ranks of its node (under mpirun: its
+ * process's among the node's, times --ranks-per-process, plus its thread),
+ * over --gpus or every GPU of the node. */
+static int rank_gpu(const struct run_config *rc, int ngpu, const struct procs *pr, int i)
+{
+    int li = pr->active ? procs_local_rank_of(i / pr->per) * pr->per + i % pr->per : i;
+    return rc->ngpus > 0 ? rc->gpus[li % ngpu] : li % ngpu;
+}
+
+/* NCCL's unique id, for every rank thread: process 0 makes it and, under
+ * mpirun, sends it to every process (each calls this in turn, run_start),
+ * with whether it could. */
+static int nccl_id_shared(struct run *r, const struct procs *pr, char *err, size_t errlen)
+{
+    int ok = !pr->active || pr->rank == 0 ? r->gpu->nccl_unique_id(r->nccl_id, err, errlen) == 0 : 1;
+    if (!pr->active)
+        return ok ? 0 : -1;
+    unsigned char msg[1 + GPU_NCCL_ID_BYTES];
+    msg[0] = (unsigned char)ok;
+    memcpy(msg + 1, r->nccl_id, GPU_NCCL_ID_BYTES);
+    procs_bcast(msg, (int)sizeof(msg));
+    if (!msg[0]) {
+        if (pr->rank != 0)
+            snprintf(err, errlen, "process 0 could not make NCCL's unique id");
+        return -1;
+    }
+    memcpy(r->nccl_id, msg + 1, GPU_NCCL_ID_BYTES);
     return 0;
 }
 
@@ -428,7 +478,7 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         snprintf(err, errlen, "--comm nccl: not available on the CPU");
         return -1;
     }
-    if (procs_check(rc, on_gpu, err, errlen) != 0)
+    if (procs_check(rc, devops, on_gpu, err, errlen) != 0)
         return -1;
     return memory_check(rc, train, devops, err, errlen);
 }
@@ -501,7 +551,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         snprintf(err, errlen, "out of memory for %d ranks", r->world);
         return -1;
     }
-    if (r->use_nccl && r->gpu->nccl_unique_id(r->nccl_id, err, errlen) != 0)
+    if (r->use_nccl && nccl_id_shared(r, pr, err, errlen) != 0)
         return -1;
     if (r->on_gpu && !rc->no_cupti && r->gpu->activity_start) {
         char cerr[160];
@@ -516,13 +566,18 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     }
     r->worker = pr->active && pr->rank != 0;
     r->procs = pr->active;
-    if (pr->active && pr->per > 1) /* e.g. "mpi+shm/ring, 2 processes x 2 on 1 node" */
-        snprintf(r->backend, sizeof(r->backend), "mpi+shm/%s, %d process%s x %d on %d node%s",
-                 rc->algo == ALGO_NAIVE ? "naive" : "ring", pr->size, pr->size == 1 ? "" : "es", pr->per, pr->nodes,
-                 pr->nodes == 1 ? "" : "s");
+    /* e.g. "mpi+shm/ring, 2 processes x 2 on 1 node", "nccl, 16 processes on 2 nodes" */
+    char within[80] = "mpi";
+    if (r->on_gpu)
+        snprintf(within, sizeof(within), "%s", r->backend); /* NCCL joins a process's threads too */
+    else if (pr->per > 1)
+        snprintf(within, sizeof(within), "mpi+shm/%s", rc->algo == ALGO_NAIVE ? "naive" : "ring");
+    if (pr->active && pr->per > 1)
+        snprintf(r->backend, sizeof(r->backend), "%s, %d process%s x %d on %d node%s", within, pr->size,
+                 pr->size == 1 ? "" : "es", pr->per, pr->nodes, pr->nodes == 1 ? "" : "s");
     else if (pr->active)
-        snprintf(r->backend, sizeof(r->backend), "mpi, %d process%s on %d node%s", pr->size, pr->size == 1 ? "" : "es",
-                 pr->nodes, pr->nodes == 1 ? "" : "s");
+        snprintf(r->backend, sizeof(r->backend), "%s, %d process%s on %d node%s", within, pr->size,
+                 pr->size == 1 ? "" : "es", pr->nodes, pr->nodes == 1 ? "" : "s");
     for (int i = 0; i < r->world; i++) {
         struct rank *k = &r->ranks[i];
         k->id = i;
@@ -532,7 +587,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
             continue; /* another worker's rank: nothing of it passes here */
         k->dev.ops = devops;
         k->dev.mem = &k->mem;
-        k->gpu = !r->on_gpu ? -1 : rc->ngpus > 0 ? rc->gpus[i % r->ngpu] : i % r->ngpu;
+        k->gpu = !r->on_gpu ? -1 : rank_gpu(rc, r->ngpu, pr, i);
         if (r->cupti)
             metrics_expect_gpu(&r->metrics, i);
         atomic_init(&k->step, 0);
@@ -710,9 +765,13 @@ int run_join(struct run *r)
         if (r->ranks && r->ranks[i].started) {
             pthread_join(r->ranks[i].thread, NULL);
             r->ranks[i].started = 0;
-            if (r->relay && r->worker)
-                relay_rank_done(r->relay, i);
         }
+    /* a worker's last device records leave before its ranks' ends */
+    if (r->cupti && r->relay && r->worker)
+        r->gpu->activity_flush(1);
+    for (int i = 0; r->relay && r->worker && i < r->world; i++)
+        if (r->ranks[i].local && atomic_load(&r->ranks[i].finished))
+            relay_rank_done(r->relay, i);
     /* process 0: the workers' ranks end after a stop within their own
      * bounded waits, and say so through the relay */
     for (int i = 0; r->relay && !r->worker && i < r->world; i++)
