@@ -14,6 +14,7 @@
 # Exit status: 0 pass, 1 fail, 77 skip (no mpirun, or no GPU).
 set -uo pipefail
 bin=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
 mpirun=$(command -v mpirun || command -v mpiexec) || { echo "SKIP: no mpirun on this machine"; exit 77; }
 "$mpirun" --version 2>&1 | head -1
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
@@ -28,16 +29,7 @@ cd "$tmp" || exit 1
 fails=0
 ok() { echo "ok - $*"; }
 bad() { echo "FAIL - $*"; fails=$((fails + 1)); }
-reldiff() {
-    python3 - "$1" "$2" <<'EOF'
-import array, math, sys
-a, b = (array.array('f', open(p, 'rb').read()) for p in sys.argv[1:3])
-if len(a) != len(b) or not a:
-    print('sizes %d %d' % (len(a), len(b))); sys.exit(1)
-d = sum((x - y) ** 2 for x, y in zip(a, b)); n = sum(y * y for y in b)
-print('%.3g' % math.sqrt(d / n))
-EOF
-}
+reldiff() { python3 "$here/reldiff.py" "$1" "$2"; }
 close() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 1e-5 else 1)' "$1" 2>/dev/null; }
 base=(--batch --quiet --device cuda --dataset synthetic --model lenet --steps 20 --no-eval --threads-per-rank 2
     --cupti-sample 1)

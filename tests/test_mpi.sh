@@ -27,6 +27,7 @@
 #     failure: the threads (relay, comm lane, horovod's) and the stop.
 set -uo pipefail
 bin=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
 mode=${2:-full}
 quick=0
 [ "$mode" != full ] && quick=1
@@ -83,16 +84,7 @@ find_worker() {
 }
 
 # relative L2 distance between two raw float32 files (--save-params)
-reldiff() {
-    python3 - "$1" "$2" <<'EOF'
-import array, math, sys
-a, b = (array.array('f', open(p, 'rb').read()) for p in sys.argv[1:3])
-if len(a) != len(b) or not a:
-    print('sizes %d %d' % (len(a), len(b))); sys.exit(1)
-d = sum((x - y) ** 2 for x, y in zip(a, b)); n = sum(y * y for y in b)
-print('%.3g' % math.sqrt(d / n))
-EOF
-}
+reldiff() { python3 "$here/reldiff.py" "$1" "$2"; }
 
 # against_single WHAT NAME SINGLE.bin "REPLICAS RANKS BACKEND" MPIRUN-ARGS...:
 # an mpirun run with --check-replicas ends within 1e-5 (relative) of the
