@@ -14,6 +14,11 @@ void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic u
     c->step = step;
 }
 
+void comm_set_group(struct comm *c, int group)
+{
+    c->seq = SPAN_SEQ_GROUP | ((uint32_t)group & 63u) << 24;
+}
+
 void comm_scale(float *x, size_t n, float f)
 {
     for (size_t i = 0; i < n; i++)

@@ -114,6 +114,9 @@ void comm_scale(float *x, size_t n, float f);
 
 /* Directs this communicator's spans to ring, as lane. */
 void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic uint32_t *step);
+/* A communicator of a group of the ranks (group 0..63): its collectives
+ * are numbered in the group's own space (probe.h's SPAN_SEQ_GROUP). */
+void comm_set_group(struct comm *c, int group);
 
 /* The kind of a point-to-point call's spans: "not a collective", so that
  * metrics and the UI's per-collective accounting leave it out. */

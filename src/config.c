@@ -756,6 +756,9 @@ static const struct opt opts[] = {
           "--parallel model|pipeline: stage s runs layers A to B (0-based, --info lists them; the last B may be left "
           "out: to the last layer)"),
      .def_text = "balanced over per-layer times measured on rank 0"},
+    {INT("dp", AT(base.dp), 1, MAX_RANKS, "D", "1", G_WORK,
+         "--parallel model|pipeline: D replicas of the stages, each on its own shard of the data, a stage's gradients "
+         "averaged over its D copies (--ranks D x stages; ranks 0 to S-1 are the first replica)")},
     {INT("epochs", AT(base.epochs), 1, 100000, "N", "1", G_WORK,
          "epochs; without it, --steps runs as many as it takes"),
      .also_off = OFF(base.epochs_set), .also = 1},
@@ -1252,8 +1255,18 @@ int run_classes(const struct run_config *rc, int h, int w, int data_classes)
     return h >= ZOO_IMAGENET_SIDE && w >= ZOO_IMAGENET_SIDE ? ZOO_IMAGENET_CLASSES : data_classes;
 }
 
+int run_replicas(const struct run_config *rc)
+{
+    return rc->parallel != PAR_DATA ? (rc->dp > 1 ? rc->dp : 1) : run_world(rc);
+}
+
+int run_stages(const struct run_config *rc)
+{
+    return rc->parallel != PAR_DATA ? run_world(rc) / run_replicas(rc) : 1;
+}
+
 int run_global_batch(const struct run_config *rc)
 {
-    /* model and pipeline parallelism: every stage sees the same batch */
-    return rc->parallel != PAR_DATA ? rc->batch_size : rc->ranks * rc->batch_size;
+    /* model and pipeline parallelism: every stage of a replica sees its batch */
+    return (rc->parallel != PAR_DATA ? run_replicas(rc) : rc->ranks) * rc->batch_size;
 }

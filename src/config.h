@@ -83,6 +83,7 @@ struct run_config {
     int micro_batches;   /* --parallel pipeline: pieces of a step's batch in flight */
     int schedule;        /* enum pipe_schedule */
     char partition[128]; /* --partition "A:B,C:D": layers per stage; "": balanced */
+    int dp;              /* --dp: replicas of the stages, each on its own shard (1: none) */
     int epochs;
     int epochs_set; /* --epochs was given: --steps does not extend the run past it */
     long steps;     /* total step cap, 0 = none */
@@ -187,6 +188,12 @@ int config_count(const struct config *cfg);
 void config_expand(const struct config *cfg, int i, struct run_config *rc);
 /* The global batch of one run. `single` runs one rank on the whole batch. */
 int run_global_batch(const struct run_config *rc);
+/* The replicas that each train on a shard of the data, with a batch of
+ * the global one over them: every rank in data parallelism (one for
+ * single), --dp's for stages. */
+int run_replicas(const struct run_config *rc);
+/* Stages in one replica: the ranks over --dp (1 in data parallelism). */
+int run_stages(const struct run_config *rc);
 int run_world(const struct run_config *rc);
 /* The model's outputs on h x w inputs of a set with data_classes labels:
  * --classes, else the data's, or 1000 at the ImageNet forms' sizes. */

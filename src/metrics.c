@@ -14,6 +14,7 @@ struct coll_slot {
     int count;
     int64_t dur[MAX_WORLD];
     uint32_t step[MAX_WORLD];
+    uint8_t who[MAX_WORLD]; /* the ranks in, in arrival order */
 };
 
 int metrics_init(struct metrics *m, int world, double threshold)
@@ -74,28 +75,50 @@ void metrics_free(struct metrics *m)
         }
     free(m->r);
     free(m->coll);
+    free(m->gcoll);
     free(m->loss_mean);
     free(m->loss_running);
     free(m->step_epoch);
     memset(m, 0, sizeof(*m));
 }
 
+int metrics_set_groups(struct metrics *m, int n)
+{
+    if (!m->gcoll && !(m->gcoll = calloc(COLL_SLOTS, sizeof(*m->gcoll))))
+        return -1;
+    for (int i = 0; i < COLL_SLOTS; i++)
+        m->gcoll[i].seq = UINT32_MAX;
+    m->group_ranks = n;
+    return 0;
+}
+
+/* A collective's call by rank r: once every rank of its communicator (the
+ * world, or its group) has made it, the shortest duration is each one's
+ * transfer and the rest its sync. */
 static void coll_record(struct metrics *m, int r, const struct span *s)
 {
-    struct coll_slot *c = &m->coll[s->seq % COLL_SLOTS];
+    int group = (s->seq & SPAN_SEQ_GROUP) != 0, need = group ? m->group_ranks : m->world;
+    if (group && !m->gcoll)
+        return; /* (a group's call, and no groups said: nothing to match it with) */
+    /* (the groups' calls go at the same pace: 977 slots apart, they never meet) */
+    struct coll_slot *c =
+        group ? &m->gcoll[((uint32_t)SPAN_SEQ_GROUP_OF(s->seq) * 977u + (s->seq & 0xffffffu)) % COLL_SLOTS]
+              : &m->coll[s->seq % COLL_SLOTS];
     if (c->seq != s->seq) {
         c->seq = s->seq;
         c->count = 0;
     }
     c->dur[r] = s->t1_ns - s->t0_ns;
     c->step[r] = s->step;
-    if (++c->count < m->world)
+    c->who[c->count] = (uint8_t)r;
+    if (++c->count < need)
         return;
-    int64_t mn = c->dur[0];
-    for (int i = 1; i < m->world; i++)
-        if (c->dur[i] < mn)
-            mn = c->dur[i];
-    for (int i = 0; i < m->world; i++) {
+    int64_t mn = c->dur[c->who[0]];
+    for (int k = 1; k < need; k++)
+        if (c->dur[c->who[k]] < mn)
+            mn = c->dur[c->who[k]];
+    for (int k = 0; k < need; k++) {
+        int i = c->who[k];
         m->r[i].xfer_ns += mn;
         m->r[i].sync_ns += c->dur[i] - mn;
         if (c->step[i] > 0) {

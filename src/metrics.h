@@ -148,8 +148,10 @@ struct metrics {
     int replicas_checked;
     float lr_last; /* the learning rate of rank 0's latest step */
     int lr_valid;
-    /* per-collective matching, by sequence number */
-    struct coll_slot *coll;
+    /* per-collective matching, by sequence number; a group's collectives
+     * (SPAN_SEQ_GROUP, --dp) among group_ranks ranks, in gcoll */
+    struct coll_slot *coll, *gcoll;
+    int group_ranks;
     /* who hears every record drained: the trace writer, the history file */
     struct metrics_listener listeners[METRICS_LISTENERS];
     int nlisteners;
@@ -157,6 +159,9 @@ struct metrics {
 
 int metrics_init(struct metrics *m, int world, double threshold);
 void metrics_free(struct metrics *m);
+/* Groups of n ranks call collectives of their own (--dp: a stage's
+ * copies). 0, or -1 out of memory. */
+int metrics_set_groups(struct metrics *m, int n);
 /* Feeds what was drained from rank r's rings. Step records must come in step
  * order; spans in any order, but before their step's record is fed. */
 void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n);

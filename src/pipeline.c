@@ -22,10 +22,13 @@ const char *schedule_name(int kind)
 
 const char *train_mode_label(const struct run_config *c, char *buf, size_t n)
 {
+    char dp[16] = ""; /* --dp: ",dp2" */
+    if (c->dp > 1)
+        snprintf(dp, sizeof(dp), ",dp%d", c->dp);
     if (c->parallel == PAR_PIPELINE)
-        snprintf(buf, n, "pipe-%s/%d", schedule_name(c->schedule), c->micro_batches);
+        snprintf(buf, n, "pipe-%s/%d%s", schedule_name(c->schedule), c->micro_batches, dp);
     else if (c->parallel == PAR_MODEL)
-        snprintf(buf, n, "model");
+        snprintf(buf, n, "model%s", dp);
     else
         snprintf(buf, n, "%s", c->strategy >= 0 && c->strategy < STRAT_COUNT ? strategy_name(c->strategy) : "n/a");
     return buf;

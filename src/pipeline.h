@@ -55,7 +55,8 @@ const char *parallel_name(int kind);
 const char *schedule_name(int kind);
 struct run_config;
 /* How a run trains, as tables show it: its strategy for data parallelism,
- * "model", or "pipe-1f1b/4" (schedule, micro-batches); in buf. */
+ * "model", or "pipe-1f1b/4" (schedule, micro-batches), with ",dp2" for
+ * --dp 2; in buf. */
 const char *train_mode_label(const struct run_config *c, char *buf, size_t n);
 
 #endif

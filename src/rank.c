@@ -65,14 +65,17 @@ struct loop {
     /* an asynchronous device (GPU): the batch is staged in device memory by
      * the copy stream while the previous step computes */
     int async;
-    /* --parallel model|pipeline: the stages, this rank's (its id), one
-     * model per micro-batch sharing mb[0]'s (L->m's) parameters, the
+    /* --parallel model|pipeline: the stages, this rank's stage and the
+     * rank of its replica's first (--dp: rank = replica x stages + stage),
+     * one model per micro-batch sharing mb[0]'s (L->m's) parameters, the
      * schedule's order (pipeline.h) and the stage's parameters [p0, p1) */
     struct pipe_plan plan;
+    int stage, stage0;
     struct model **mb;
     int *pipe_ops;
     int pipe_p0, pipe_p1;
-    float *pipe_lc;     /* the last stage's loss and hits, in the model's memory for the broadcast */
+    float *pipe_lc;     /* the last stages' loss and hits, in the model's memory for the broadcast (--dp:
+                           [replicas][2], for an allreduce) */
     float *scaler_buf;  /* --loss-scale dynamic on dp and stages: the verdict's float, in the model's memory */
     int traced;         /* CUPTI records this step (every step, or --cupti-sample's window) */
     int in_window;      /* a sampled run: this rank holds the device tracing on */
@@ -776,7 +779,9 @@ static int pipe_init(struct loop *L)
     const struct dataset *tr = run->train;
     struct model *m = L->m;
     char err[256];
-    int S = run->world, M = cfg->parallel == PAR_PIPELINE ? cfg->micro_batches : 1;
+    int S = run_stages(cfg), M = cfg->parallel == PAR_PIPELINE ? cfg->micro_batches : 1;
+    L->stage = rk->id % S;
+    L->stage0 = rk->id - L->stage;
     if (cfg->partition[0] || S == 1) {
         char whole[32]; /* one stage is the whole model: nothing to measure */
         snprintf(whole, sizeof(whole), "0:%d", m->nlayers - 1);
@@ -795,13 +800,13 @@ static int pipe_init(struct loop *L)
     }
     L->plan.micro = M;
     L->plan.schedule = cfg->parallel == PAR_PIPELINE ? cfg->schedule : SCHED_GPIPE;
-    int a = L->plan.first[rk->id], b = L->plan.first[rk->id + 1];
+    int a = L->plan.first[L->stage], b = L->plan.first[L->stage + 1];
     L->mb = calloc((size_t)M, sizeof(*L->mb));
     L->pipe_ops = malloc(sizeof(int) * 2 * (size_t)M);
-    L->pipe_lc = rk->dev.ops->alloc(&rk->dev, 2 * sizeof(float));
+    L->pipe_lc = rk->dev.ops->alloc(&rk->dev, 2 * sizeof(float) * (size_t)run_replicas(cfg));
     if (!L->mb || !L->pipe_ops || !L->pipe_lc)
         return fail(rk, "out of memory for the micro-batches");
-    pipe_schedule_ops(L->plan.schedule, S, rk->id, M, L->pipe_ops);
+    pipe_schedule_ops(L->plan.schedule, S, L->stage, M, L->pipe_ops);
     /* one model per micro-batch in flight, all on mb[0]'s parameters (each
      * keeps its own activations and gradients) */
     L->mb[0] = m;
@@ -826,7 +831,7 @@ static int pipe_init(struct loop *L)
     rk->stage_first = a;
     rk->stage_end = b;
     rk->stage_live_bytes =
-        pipe_stage_activation_bytes(m, a, b) * (size_t)pipe_in_flight(L->plan.schedule, S, rk->id, M);
+        pipe_stage_activation_bytes(m, a, b) * (size_t)pipe_in_flight(L->plan.schedule, S, L->stage, M);
     return 0;
 }
 
@@ -875,6 +880,15 @@ static int stage_update(struct loop *L, uint32_t step)
         for (int k = 1; k < L->plan.micro; k++)
             if (d->ops->add(d, m->grad_buf + lo, L->mb[k]->grad_buf + lo, hi - lo, STREAM_COMPUTE) != 0)
                 return dev_failed(rk);
+        /* --dp: the average over the stage's copies, each of its replica's
+         * batch (a replica's gradient is of its batch's mean loss) */
+        if (rk->dp_comm) {
+            if (comm_after_compute(L) != 0)
+                return -1;
+            int crc = rk->dp_comm->ops->allreduce(rk->dp_comm, m->grad_buf + lo, hi - lo, RED_AVG);
+            if (crc != 0)
+                return comm_failed(rk, crc, "averaging the stage's gradients over its replicas");
+        }
     }
     if (L->cfg->loss_scale == LOSS_SCALE_DYNAMIC) {
         int finite = 1;
@@ -901,7 +915,8 @@ static int pipe_step(struct loop *L, int i, int epoch)
     struct rank *rk = L->rk;
     struct run *run = L->run;
     const struct pipe_plan *p = &L->plan;
-    int s = rk->id, S = p->stages, M = p->micro, B = run->local_batch;
+    int s = L->stage, S = p->stages, M = p->micro, B = run->local_batch;
+    int prev = L->stage0 + s - 1, next = L->stage0 + s + 1; /* the neighbours' ranks */
     int a = p->first[s], b = p->first[s + 1];
     struct model *m = L->m;
     struct device *d = &rk->dev;
@@ -935,7 +950,7 @@ static int pipe_step(struct loop *L, int i, int epoch)
         int fwd = L->pipe_ops[o] > 0, k = (fwd ? L->pipe_ops[o] : -L->pipe_ops[o]) - 1;
         struct model *mk = L->mb[k];
         if (fwd) {
-            if (s > 0 && pipe_xfer(L, 0, mk->tensors[p->cut[s]].val, nin, s - 1, "activations", k) != 0)
+            if (s > 0 && pipe_xfer(L, 0, mk->tensors[p->cut[s]].val, nin, prev, "activations", k) != 0)
                 return -1;
             int64_t t1 = probe_now_ns();
             if (phase_push(L, CAT_FORWARD) != 0)
@@ -953,7 +968,7 @@ static int pipe_step(struct loop *L, int i, int epoch)
                 return fail(rk, mk->err);
             straggle(L, t1);
             rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, t1, probe_now_ns());
-            if (s < S - 1 && pipe_xfer(L, 1, mk->tensors[p->cut[s + 1]].val, nout, s + 1, "activations", k) != 0)
+            if (s < S - 1 && pipe_xfer(L, 1, mk->tensors[p->cut[s + 1]].val, nout, next, "activations", k) != 0)
                 return -1;
         } else {
             int seed = -1; /* the last stage starts from the loss */
@@ -961,7 +976,7 @@ static int pipe_step(struct loop *L, int i, int epoch)
                 seed = p->cut[s + 1];
                 if (!pipe_grad_crosses(mk, seed))
                     continue; /* nothing before the next stage trains: no backward here */
-                if (pipe_xfer(L, 0, mk->tensors[seed].grad, nout, s + 1, "gradients", k) != 0)
+                if (pipe_xfer(L, 0, mk->tensors[seed].grad, nout, next, "gradients", k) != 0)
                     return -1;
                 /* an overflow fault here: the gradient coming in goes infinite */
                 if (L->overflow && put_value(mk, mk->tensors[seed].grad, INFINITY) != 0)
@@ -982,7 +997,7 @@ static int pipe_step(struct loop *L, int i, int epoch)
             straggle(L, t1);
             rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t1, probe_now_ns());
             if (s > 0 && pipe_grad_crosses(mk, p->cut[s]) &&
-                pipe_xfer(L, 1, mk->tensors[p->cut[s]].grad, nin, s - 1, "gradients", k) != 0)
+                pipe_xfer(L, 1, mk->tensors[p->cut[s]].grad, nin, prev, "gradients", k) != 0)
                 return -1;
         }
     }
@@ -1007,15 +1022,26 @@ static int pipe_step(struct loop *L, int i, int epoch)
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_OPTIMIZER, t2, probe_now_ns());
 
     /* the loss and the hits, from the last stage to every stage (through
-     * the model's memory, where a collective reads) */
-    float lc[2] = {(float)(loss_sum / B), (float)correct};
-    if (s == S - 1 && d->ops->copy(d, L->pipe_lc, lc, sizeof(lc), STREAM_COMM) != 0)
+     * the model's memory, where a collective reads); --dp: each replica's
+     * last stage fills its pair of a zeroed [replicas][2] and an allreduce
+     * (of one value and zeros: exact) gives every stage its replica's */
+    int D = run->world / S, rep = rk->id / S, crc;
+    float lc[2 * CFG_MAX_RANKS] = {0};
+    lc[2 * rep] = (float)(loss_sum / B);
+    lc[2 * rep + 1] = (float)correct;
+    if ((s == S - 1 || D > 1) && d->ops->copy(d, L->pipe_lc, lc, sizeof(float) * 2 * (size_t)D, STREAM_COMM) != 0)
         return dev_failed(rk);
-    int crc = rk->comm->ops->broadcast(rk->comm, L->pipe_lc, 2, S - 1);
+    if (D > 1)
+        crc = rk->comm->ops->allreduce(rk->comm, L->pipe_lc, 2 * (size_t)D, RED_SUM);
+    else
+        crc = rk->comm->ops->broadcast(rk->comm, L->pipe_lc, 2, S - 1);
     if (crc != 0)
         return comm_failed(rk, crc, "sending the loss");
-    if (d->ops->copy(d, lc, L->pipe_lc, sizeof(lc), STREAM_COMM) != 0 || d->ops->sync(d, STREAM_COMM) != 0)
+    if (d->ops->copy(d, lc, L->pipe_lc, sizeof(float) * 2 * (size_t)D, STREAM_COMM) != 0 ||
+        d->ops->sync(d, STREAM_COMM) != 0)
         return dev_failed(rk);
+    lc[0] = lc[2 * rep];
+    lc[1] = lc[2 * rep + 1];
     if (!isfinite(lc[0]) && s == S - 1) /* the stage that computed the loss says so; the others stop with it */
         return diverged(rk, step, lc[0]);
     return push_step(L, step, epoch, t0, lc[0], (int)lc[1]);
@@ -1231,10 +1257,13 @@ static int loop_init(struct loop *L, struct rank *rk)
         return fail(rk, "out of memory for the optimizer");
     sgd_set_decay(&L->opt, cfg->lr_cosine ? run->total_steps : 0);
     int dp = cfg->strategy == STRAT_DP && run->world > 1;
-    /* dp: rank 0 alone samples, the whole batch at a time; stages all
-     * sample the same batch (the first uses its inputs, the last its labels) */
-    int one = dp || cfg->parallel != PAR_DATA;
-    if (sampler_init(&L->smp, tr->n, one ? 1 : run->world, one ? 0 : rk->id, cfg->seed) != 0)
+    /* dp: rank 0 alone samples, the whole batch at a time; the stages of
+     * a replica all sample its batch (the first uses its inputs, the last
+     * its labels), each replica (--dp) from its own shard */
+    int staged = cfg->parallel != PAR_DATA;
+    int shards = staged ? run_replicas(cfg) : dp ? 1 : run->world;
+    int shard = staged ? rk->id / run_stages(cfg) : dp ? 0 : rk->id;
+    if (sampler_init(&L->smp, tr->n, shards, shard, cfg->seed) != 0)
         return fail(rk, "cannot shard the training set");
     size_t per = (size_t)tr->c * tr->h * tr->w;
     L->idx = malloc(sizeof(uint32_t) * (size_t)run->local_batch);
@@ -1251,6 +1280,10 @@ static int loop_init(struct loop *L, struct rank *rk)
     if (rk->comm) {
         comm_bind(rk->comm, &rk->spans_main, LANE_MAIN, &rk->step);
         rk->comm->timeout_ns = (int64_t)(cfg->comm_timeout_s * 1e9);
+    }
+    if (rk->dp_comm) {
+        comm_bind(rk->dp_comm, &rk->spans_main, LANE_MAIN, &rk->step);
+        rk->dp_comm->timeout_ns = (int64_t)(cfg->comm_timeout_s * 1e9);
     }
 
     struct model *m = L->m;

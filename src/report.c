@@ -355,8 +355,10 @@ void result_breakdowns(struct run_result *res)
     res->coll_pct = breakdown_pct(res->b.coll_ns, res->b.wall_ns);
 }
 
-/* --parallel model|pipeline: every stage sees the whole batch, and what
- * each stage holds and sends. */
+/* --parallel model|pipeline: every stage of a replica sees its whole
+ * batch, and what each stage holds and sends; with --dp, each stage's
+ * figures are the mean over its copies (rank d x S + s is copy d of stage
+ * s). */
 static void stage_results(struct run_result *res, const struct run *r)
 {
     res->global_batch = r->global_batch;
@@ -364,17 +366,21 @@ static void stage_results(struct run_result *res, const struct run *r)
     for (int i = 0; i < r->world; i++)
         if (r->ranks[i].stage_end == 0)
             return; /* a rank failed before it knew its stage */
-    res->nstages = r->world < 64 ? r->world : 64;
-    for (int i = 0; i < res->nstages; i++) {
-        const struct rank_result *rr = &res->ranks[i];
-        struct stage_result *st = &res->stage[i];
-        st->first = r->ranks[i].stage_first;
-        st->last = r->ranks[i].stage_end - 1;
-        st->live_mb = (double)r->ranks[i].stage_live_bytes / 1e6;
-        /* (each step's loss broadcast sends a few bytes more: not activations) */
-        st->sent_mb = rr->steps > 0 ? (double)rr->bytes_tx / 1e6 / (double)rr->steps : 0;
-        st->compute_pct = breakdown_pct(rr->b.compute_ns, rr->b.wall_ns);
-        st->idle_pct = breakdown_pct(rr->b.idle_ns, rr->b.wall_ns);
+    int D = run_replicas(&r->cfg), S = r->world / D;
+    res->nstages = S < 64 ? S : 64;
+    for (int s = 0; s < res->nstages; s++) {
+        struct stage_result *st = &res->stage[s];
+        st->first = r->ranks[s].stage_first;
+        st->last = r->ranks[s].stage_end - 1;
+        st->live_mb = (double)r->ranks[s].stage_live_bytes / 1e6;
+        for (int d = 0; d < D; d++) {
+            const struct rank_result *rr = &res->ranks[d * S + s];
+            /* (each step's loss broadcast sends a few bytes more: not
+             * activations; --dp's average of the gradients all of its) */
+            st->sent_mb += (rr->steps > 0 ? (double)rr->bytes_tx / 1e6 / (double)rr->steps : 0) / D;
+            st->compute_pct += breakdown_pct(rr->b.compute_ns, rr->b.wall_ns) / D;
+            st->idle_pct += breakdown_pct(rr->b.idle_ns, rr->b.wall_ns) / D;
+        }
     }
 }
 
@@ -429,11 +435,11 @@ const char *scaling_name(int scaling)
     return scaling >= 0 && scaling <= SCALING_OTHER ? names[scaling] : "n/a";
 }
 
-/* (stages all work on the whole batch) */
+/* (the stages of a replica all work on its whole batch) */
 static int per_rank_batch(const struct run_result *r)
 {
     if (r->cfg.parallel != PAR_DATA)
-        return r->global_batch;
+        return r->global_batch / (r->cfg.dp > 1 ? r->cfg.dp : 1);
     return r->world > 0 ? r->global_batch / r->world : 0;
 }
 
@@ -816,7 +822,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     else
         fprintf(f,
-                "%-13s %-14s %-14s %-4s %5s %6s %6s %6s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s %6s %6s %8s %8s "
+                "%-13s %-14s %-17s %-4s %5s %6s %6s %6s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s %6s %6s %8s %8s "
                 "%10s %7s %9s %9s %9s %8s %7s %7s %7s %s\n",
                 "model", "dataset", "strategy", "prec", "ranks", "b/rank", "global", "steps", "ms/step", "p50", "p90",
                 "samples/s", "speedup", "eff%", "vs", "compute%", "comm%", "coll%", "data%", "idle%", "overlap%",
@@ -852,7 +858,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         fprintf(f,
                 md ? "| %s | %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f | "
                      "%.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
-                   : "%-13s %-14s %-14s %-4s %5d %6s %6s %6ld %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f %6.1f "
+                   : "%-13s %-14s %-17s %-4s %5d %6s %6s %6ld %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f %6.1f "
                      "%6.1f %6.1f %8.1f %8s %10s %7s %9s %9s %9s %8s %7s %7s %7s %s\n",
                 or_na(r->cfg.model), or_na(r->dataset), strat_label(r), or_na(prec_name(r)), r->world, lb, gb, r->steps,
                 ms[0], ms[1], ms[2], sps, sp, eff, vs, r->compute_pct, r->comm_pct, r->coll_pct, r->data_pct,
@@ -864,7 +870,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                  "xfer ms/step | sync ms/step | mem peak |\n"
                  "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|--"
                  "-:|\n"
-               : "\nper rank:\n%3s %-14s %4s %-8s %8s %8s %8s %10s %8s %6s %6s %6s %6s %8s %8s %10s %10s %7s %9s "
+               : "\nper rank:\n%3s %-17s %4s %-8s %8s %8s %8s %10s %8s %6s %6s %6s %6s %8s %8s %10s %10s %7s %9s "
                  "%9s %10s\n",
             "run", "strategy", "rank", "device", "ms/step", "p50", "p90", "samples/s", "compute%", "comm%", "coll%",
             "data%", "idle%", "overlap%", "desched%", "sent", "received", "busbw", "xfer/step", "sync/step",
@@ -895,7 +901,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
             fprintf(f,
                     md ? "| %d | %s | %d | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | "
                          "%s | %s | %s | %s | %s | %s |\n"
-                       : "%3d %-14s %4d %-8s %8s %8s %8s %10s %8.1f %6.1f %6.1f %6.1f %6.1f %8.1f %8s %10s %10s %7s "
+                       : "%3d %-17s %4d %-8s %8s %8s %8s %10s %8.1f %6.1f %6.1f %6.1f %6.1f %8.1f %8s %10s %10s %7s "
                          "%9s %9s %10s\n",
                     i, strat_label(&res[i]), q->rank, q->device, ms[0], ms[1], ms[2], sps, q->compute_pct, q->comm_pct,
                     q->coll_pct, q->data_pct, q->idle_pct, q->overlap_pct, ds, tx, rx, bw, xf, sy, mp);
@@ -952,6 +958,9 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         if (r->nstages > 0) {
             int M = r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, S = r->nstages;
             fprintf(f, "\nrun %d: %s parallelism, %d stage%s", i, parallel_name(r->cfg.parallel), S, S == 1 ? "" : "s");
+            if (r->cfg.dp > 1)
+                fprintf(f, " x %d replicas (each stage's mean over its copies; sent/step with its gradients' average)",
+                        r->cfg.dp);
             if (r->cfg.parallel == PAR_PIPELINE)
                 fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
             fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
@@ -1138,6 +1147,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_str(o, "parallel", parallel_name(r->cfg.parallel));
     if (r->cfg.parallel != PAR_DATA) {
         add_num(o, "micro_batches", r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, 1);
+        add_num(o, "dp", r->cfg.dp > 1 ? r->cfg.dp : 1, 1);
         add_str(o, "schedule", r->cfg.parallel == PAR_PIPELINE ? schedule_name(r->cfg.schedule) : NULL);
     }
     if (r->nstages > 0) {

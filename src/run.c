@@ -417,9 +417,10 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         return -1;
     }
     int world = run_world(rc);
-    int staged = rc->parallel != PAR_DATA; /* every rank works on the whole batch */
-    long per_rank = train->n / (staged ? 1 : world);
-    if (per_rank / (run_global_batch(rc) / (staged ? 1 : world)) < 1) {
+    int staged = rc->parallel != PAR_DATA; /* every stage of a replica works on its whole batch */
+    int replicas = run_replicas(rc);
+    long per_rank = train->n / replicas;
+    if (per_rank / (run_global_batch(rc) / replicas) < 1) {
         snprintf(err, errlen, "--batch-size %d: larger than a rank's share of %s (%ld samples)", rc->batch_size,
                  train->name, per_rank);
         return -1;
@@ -441,6 +442,24 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
     if (rc->fault.kind != FAULT_NONE && rc->fault.rank >= rc->ranks) {
         snprintf(err, errlen, "--inject-fault: rank %d does not exist with --ranks %d", rc->fault.rank, rc->ranks);
         return -1;
+    }
+    if (rc->dp > 1 && !staged) {
+        snprintf(err, errlen,
+                 "--dp %d: replicas of stages (--parallel model|pipeline); in data parallelism every "
+                 "rank is a replica already",
+                 rc->dp);
+        return -1;
+    }
+    if (staged && rc->dp > 1) {
+        if (world % rc->dp || world / rc->dp > PIPE_MAX_STAGES) {
+            snprintf(err, errlen, "--dp %d: --ranks %d is not %d replicas of up to %d stages", rc->dp, world, rc->dp,
+                     PIPE_MAX_STAGES);
+            return -1;
+        }
+        if (device_is_gpu(devops) || procs_self()->active) {
+            snprintf(err, errlen, "--dp %d: replicas of stages run as rank threads on the CPU only so far", rc->dp);
+            return -1;
+        }
     }
     if (staged) {
         const char *par = parallel_name(rc->parallel);
@@ -464,7 +483,7 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
             if (!m)
                 return -1;
             struct pipe_plan p;
-            int bad = pipe_plan_parse(&p, m, rc->partition, world, err, errlen);
+            int bad = pipe_plan_parse(&p, m, rc->partition, run_stages(rc), err, errlen);
             model_destroy(m);
             if (bad)
                 return -1;
@@ -515,9 +534,11 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     r->failed_rank = -1;
     r->world = run_world(rc);
     r->global_batch = run_global_batch(rc);
-    int staged = rc->parallel != PAR_DATA; /* every stage works on the whole batch */
-    r->local_batch = staged ? r->global_batch : r->global_batch / r->world;
-    r->steps_per_epoch = (train->n / (staged ? 1 : r->world)) / r->local_batch;
+    /* a replica's batch (every stage of it works on the whole of it), and
+     * its shard's steps */
+    int replicas = run_replicas(rc);
+    r->local_batch = r->global_batch / replicas;
+    r->steps_per_epoch = (train->n / replicas) / r->local_batch;
     /* --steps without --epochs runs as many epochs as it takes */
     if (rc->steps > 0 && !rc->epochs_set) {
         long need = (rc->steps + r->steps_per_epoch - 1) / r->steps_per_epoch;
@@ -549,6 +570,16 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     r->shm = shm_world_create(pr->active ? pr->per : r->world, &r->abort);
     if (!r->ranks || !r->shm) {
         snprintf(err, errlen, "out of memory for %d ranks", r->world);
+        return -1;
+    }
+    int dp = rc->parallel != PAR_DATA ? replicas : 1, stages = r->world / dp;
+    for (int s = 0; dp > 1 && s < stages; s++)
+        if (!(r->dp_shm[s] = shm_world_create(dp, &r->abort))) {
+            snprintf(err, errlen, "out of memory for %d replicas of %d stages", dp, stages);
+            return -1;
+        }
+    if (dp > 1 && metrics_set_groups(&r->metrics, dp) != 0) {
+        snprintf(err, errlen, "out of memory for the metrics");
         return -1;
     }
     if (r->use_nccl && nccl_id_shared(r, pr, err, errlen) != 0)
@@ -617,7 +648,11 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         }
         if (k->comm)
             k->comm->abort = &r->abort; /* (the shm world's communicators have it already) */
-        if (!k->comm) {
+        /* --dp: rank i is stage i % S of replica i / S; its stage's copies
+         * number their collectives apart from the world's (comm.h) */
+        if (dp > 1 && (k->dp_comm = comm_shm_create(r->dp_shm[i % stages], i / stages, rc->algo)))
+            comm_set_group(k->dp_comm, i % stages);
+        if (!k->comm || (dp > 1 && !k->dp_comm)) {
             snprintf(err, errlen, "cannot create rank %d's communicator", i);
             return -1;
         }
@@ -812,6 +847,8 @@ void run_free(struct run *r)
             model_destroy(k->model);
             if (k->comm)
                 k->comm->ops->destroy(k->comm);
+            if (k->dp_comm)
+                k->dp_comm->ops->destroy(k->dp_comm);
             if (k->dev.ops && k->dev.ops->close)
                 k->dev.ops->close(&k->dev);
             spsc_free(&k->spans_main);
@@ -823,6 +860,9 @@ void run_free(struct run *r)
         free(r->ranks);
     }
     shm_world_destroy(r->shm);
+    for (int s = 0; s < PIPE_MAX_STAGES; s++)
+        if (r->dp_shm[s])
+            shm_world_destroy(r->dp_shm[s]);
     metrics_free(&r->metrics);
     pthread_mutex_destroy(&r->pause_mu);
     pthread_cond_destroy(&r->pause_cv);

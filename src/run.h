@@ -17,6 +17,7 @@
 #include "data.h"
 #include "devices.h"
 #include "metrics.h"
+#include "pipeline.h"
 #include "probe.h"
 
 struct run;
@@ -45,6 +46,7 @@ struct rank {
     char err[256];
     struct model *model; /* owned by the rank thread */
     struct comm *comm;
+    struct comm *dp_comm; /* --dp: the copies of its stage, one a replica (their gradients' average) */
     /* floats, set by the rank at start; 0 before. Stored after `model`, so
      * they publish it to the collector too (run_rank_model). */
     _Atomic size_t nparams_total, nparams_trainable;
@@ -75,6 +77,7 @@ struct run {
     long total_steps;
     struct rank *ranks;
     struct shm_world *shm;
+    struct shm_world *dp_shm[PIPE_MAX_STAGES]; /* --dp: a world of each stage's copies */
     struct relay *relay; /* ranks are processes under mpirun (procs.h): their records' way to process 0; else NULL */
     int worker;          /* this process is not process 0: it reports nothing, and forwards its rank's records */
     int procs;           /* the ranks are processes (each rank's host and clock offset are set) */

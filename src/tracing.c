@@ -101,6 +101,8 @@ static char *run_meta(const struct run *r)
         cJSON_AddStringToObject(o, "parallel", parallel_name(r->cfg.parallel));
         cJSON_AddNumberToObject(o, "micro_batches", r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1);
         cJSON_AddStringToObject(o, "schedule", schedule_name(r->cfg.schedule));
+        if (r->cfg.dp > 1)
+            cJSON_AddNumberToObject(o, "dp", r->cfg.dp);
     }
     if (r->procs && r->ranks) {
         /* ranks as processes: where each ran, and how its clock was moved
@@ -464,8 +466,12 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
         if (cJSON_IsNumber(mb) && mb->valuedouble >= 1 && mb->valuedouble <= 4096)
             res->cfg.micro_batches = (int)mb->valuedouble;
         res->cfg.schedule = cJSON_IsString(sc) && !strcmp(sc->valuestring, "gpipe") ? SCHED_GPIPE : SCHED_1F1B;
+        const cJSON *dp = cJSON_GetObjectItemCaseSensitive(o, "dp");
+        res->cfg.dp =
+            cJSON_IsNumber(dp) && dp->valuedouble >= 2 && dp->valuedouble <= res->world ? (int)dp->valuedouble : 1;
         if (res->cfg.parallel != PAR_DATA && res->world > 0) {
-            res->global_batch /= res->world;
+            /* (a replica's batch is every stage's of it) */
+            res->global_batch = res->global_batch / res->world * res->cfg.dp;
             res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
         }
     }

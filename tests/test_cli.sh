@@ -236,6 +236,12 @@ expect_error "--check-replicas with stages" "--check-replicas: with --parallel p
     --device cpu --parallel pipeline --ranks 2 --check-replicas --steps 1
 expect_error "fp16 with gather-scatter" "--grad-compress fp16: only the allreduce, ddp and horovod" --batch \
     --dataset synthetic --device cpu --strategy gather-scatter --grad-compress fp16 --steps 1
+expect_error "--dp with data parallelism" "--dp 2: replicas of stages (--parallel model|pipeline)" --batch \
+    --dataset synthetic --device cpu --ranks 4 --dp 2 --steps 1
+expect_error "--dp not dividing the ranks" "--dp 2: --ranks 3 is not 2 replicas of up to 64 stages" --batch \
+    --dataset synthetic --device cpu --model lenet --parallel pipeline --ranks 3 --dp 2 --steps 1
+expect_error "--dp with a partition for more stages" "--partition: more ranges than the 2 stages" --batch \
+    --dataset synthetic --device cpu --model lenet --parallel model --ranks 4 --dp 2 --partition 0:2,3:5,6: --steps 1
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
 for o in "--trace-steps 1:5" "--trace-ranks 0" "--trace-split"; do
     set -- $o
@@ -249,7 +255,7 @@ all_options=(
     --batch "" --info "" --replay t.json --bench-comm ""
     --model lenet --dataset synthetic --input 3x32x32 --data-dir /tmp --classes 10 --ranks 2 --ranks-per-process 1 --batch-size 8 --strategy ddp --epochs 2
     --steps 5 --no-eval "" --trainable classifier --parallel pipeline --micro-batches 2 --schedule gpipe
-    --partition 0:5,6:11
+    --partition 0:5,6:11 --dp 1
     --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --seed 7
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
     --fusion-mb 8 --cycle-ms 2.5 --predict "" --predict-ranks 2,8 --link 100Gb/s,5us

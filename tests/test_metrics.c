@@ -87,6 +87,42 @@ static void test_transfer_sync_split(void **state)
     metrics_free(&m);
 }
 
+/* --dp: 4 ranks, 2 replicas of 2 stages; the copies of stage 0 (ranks 0
+ * and 2) and of stage 1 (ranks 1 and 3) each average in a group of their
+ * own, numbered apart (SPAN_SEQ_GROUP), while the world's collective 0
+ * goes on. Group calls are matched among their 2 ranks, each group's
+ * first call with its own, though all are numbered 0 within the group:
+ *   world seq 0: 50, 20, 30, 40 ns (rank 1 the straggler)
+ *   group 0 call 0: rank 0 90 ns, rank 2 10 ns
+ *   group 1 call 0: rank 1 35 ns, rank 3 15 ns
+ * transfer: 20 + 10 on ranks 0 and 2, 20 + 15 on ranks 1 and 3; sync the
+ * rest. A group call alone (rank 0's, before rank 2's) counts nothing. */
+static void test_group_collectives(void **state)
+{
+    struct metrics m;
+    assert_int_equal(metrics_init(&m, 4, -1.0), 0);
+    assert_int_equal(metrics_set_groups(&m, 2), 0);
+    const int64_t world[4] = {50, 20, 30, 40}, group[4] = {90, 35, 10, 15};
+    for (int r = 0; r < 4; r++) {
+        struct span s = coll_span(0, 1000 - world[r], 1000, 4096);
+        metrics_add_spans(&m, r, &s, 1);
+    }
+    for (int r = 0; r < 4; r++) {
+        uint32_t seq = SPAN_SEQ_GROUP | (uint32_t)(r % 2) << 24;
+        struct span s = coll_span(seq, 2000 - group[r], 2000, 1024);
+        metrics_add_spans(&m, r, &s, 1);
+        if (r == 0)
+            assert_int_equal(m.r[0].xfer_ns, 20); /* the world's call alone so far */
+    }
+    const int64_t want_xfer[4] = {30, 35, 30, 35}, want_sync[4] = {30 + 80, 0 + 20, 10 + 0, 20 + 0};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(m.r[i].xfer_ns, want_xfer[i]);
+        assert_int_equal(m.r[i].sync_ns, want_sync[i]);
+        assert_int_equal(m.r[i].xfer_ns + m.r[i].sync_ns, m.r[i].coll_ns);
+    }
+    metrics_free(&m);
+}
+
 /* A straggler that is late to every collective never waits: its sync is 0
  * and its peers' sync is the time they waited for it. */
 static void test_straggler_never_waits(void **state)
@@ -264,9 +300,13 @@ static void test_cupti_windows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_transfer_sync_split),    cmocka_unit_test(test_straggler_never_waits),
-        cmocka_unit_test(test_busbw_factors),          cmocka_unit_test(test_efficiency_above_100_explained),
-        cmocka_unit_test(test_transfer_sync_per_step), cmocka_unit_test(test_speedup),
+        cmocka_unit_test(test_transfer_sync_split),
+        cmocka_unit_test(test_group_collectives),
+        cmocka_unit_test(test_straggler_never_waits),
+        cmocka_unit_test(test_busbw_factors),
+        cmocka_unit_test(test_efficiency_above_100_explained),
+        cmocka_unit_test(test_transfer_sync_per_step),
+        cmocka_unit_test(test_speedup),
         cmocka_unit_test(test_cupti_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

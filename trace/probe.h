@@ -74,7 +74,7 @@ struct span {
     uint64_t bytes_rx; /* bytes received by this rank */
     uint64_t size;     /* a collective's buffer size S in bytes (for algbw/busbw) */
     uint32_t step;     /* global step index of the rank when recorded */
-    uint32_t seq;      /* collective sequence number (comm spans), else 0 */
+    uint32_t seq;      /* collective sequence number (comm spans), else 0; SPAN_SEQ_GROUP below */
     int16_t tag;       /* bucket or tensor index for comm spans, SPAN_TAG_NEGOTIATE, else -1 */
     uint8_t lane;      /* enum lane */
     uint8_t cat;       /* enum cat */
@@ -82,6 +82,13 @@ struct span {
     uint8_t outer;     /* 1 for a whole-collective span (its waits nest inside) */
     uint16_t name;     /* LANE_GPU: the kernel's or copy's name (probe_name), 0: none */
 };
+
+/* A collective of a group of the ranks (--dp: the copies of one stage),
+ * numbered apart from the world's: bit 31 set, the group in bits 24-29
+ * and the call in bits 0-23, so that the collector matches it among the
+ * group's ranks only. */
+#define SPAN_SEQ_GROUP 0x80000000u
+#define SPAN_SEQ_GROUP_OF(seq) ((int)(((seq) >> 24) & 63u))
 
 /* Names of device records (kernels, copies), interned once each: ids from
  * 1, stable for the process's life; 0 when the table is full (the record

@@ -100,8 +100,9 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
     snprintf(top[5].value, sizeof(top[5].value), "%d", s->world);
     if (s->global_batch > 0 && s->global_batch == s->local_batch && s->world > 1)
         snprintf(top[6].value, sizeof(top[6].value), "%d, every stage", s->global_batch); /* model, pipeline */
-    else if (s->global_batch > 0)
-        snprintf(top[6].value, sizeof(top[6].value), "%dx%d=%d", s->local_batch, s->world, s->global_batch);
+    else if (s->global_batch > 0 && s->local_batch > 0) /* (--dp: a replica's, times the replicas) */
+        snprintf(top[6].value, sizeof(top[6].value), "%dx%d=%d", s->local_batch, s->global_batch / s->local_batch,
+                 s->global_batch);
     else
         snprintf(top[6].value, sizeof(top[6].value), "n/a");
     if (s->params_total) {

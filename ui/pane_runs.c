@@ -29,7 +29,9 @@ static void row_of_result(struct row *r, const struct run_result *res)
 {
     r->strategy = train_mode_label(&res->cfg, r->mode, sizeof(r->mode));
     r->ranks = res->world;
-    r->batch = res->cfg.parallel != PAR_DATA ? res->global_batch : res->world > 0 ? res->global_batch / res->world : 0;
+    /* (a replica's: every stage of it works on the whole of it) */
+    int replicas = res->cfg.parallel != PAR_DATA ? (res->cfg.dp > 1 ? res->cfg.dp : 1) : res->world;
+    r->batch = replicas > 0 ? res->global_batch / replicas : 0;
     r->steps = res->steps;
     r->ms = res->ms_mean;
     r->sps = res->samples_per_s;
@@ -93,7 +95,7 @@ static const struct {
     int drop; /* higher drops first; 0 never */
     int left; /* left-aligned */
 } cols[C_N] = {
-    [C_NUM] = {"#", 3, 0, 1},         [C_STRATEGY] = {"strategy", 14, 0, 1}, [C_RANKS] = {"ranks", 5, 0, 0},
+    [C_NUM] = {"#", 3, 0, 1},         [C_STRATEGY] = {"strategy", 17, 0, 1}, [C_RANKS] = {"ranks", 5, 0, 0},
     [C_BATCH] = {"batch", 6, 3, 0},   [C_STEPS] = {"steps", 7, 8, 0},        [C_MS] = {"ms/step", 8, 0, 0},
     [C_SPS] = {"samples/s", 9, 0, 0}, [C_SPEEDUP] = {"speedup", 7, 1, 0},    [C_EFF] = {"eff%", 6, 4, 0},
     [C_COMP] = {"comp%", 6, 6, 0},    [C_COMM] = {"comm%", 6, 2, 0},         [C_IDLE] = {"idle%", 6, 5, 0},
