@@ -25,7 +25,8 @@
 # that take a step's device time, PROFILE_MODEL default resnet50 at
 # PROFILE_BATCH 64 on PROFILE_INPUT 3x224x224, in each of PRECISIONS), mpi
 # (tests/gpu_mpi.sh: GPUs under mpirun, NCCL across processes; needs the
-# machine's own mpirun).
+# machine's own mpirun), benchcomm (tests/gpu_bench_comm.sh: --bench-comm
+# over NCCL and the shared GPU's ring, exact answers and busbw).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -147,6 +148,14 @@ if want mpi; then
     timeout 300 tests/gpu_mpi.sh "$b/ddptop"
     rc=$?
     echo "===== gpu_mpi: exit $rc (77 = skipped)"
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && status=1
+fi
+
+if want benchcomm; then
+    echo "===== --bench-comm on the GPU (tests/gpu_bench_comm.sh)"
+    timeout 400 tests/gpu_bench_comm.sh "$b/ddptop"
+    rc=$?
+    echo "===== gpu_bench_comm: exit $rc (77 = skipped)"
     [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && status=1
 fi
 

@@ -7,6 +7,11 @@
  *
  * Sizes follow nccl-tests: for allgather, gather, reduce-scatter and scatter
  * the size is the whole (world-wide) buffer.
+ *
+ * On GPUs (--device cuda, or the default where one is present) each rank
+ * thread drives a GPU, with NCCL where the ranks have a GPU each and the
+ * shared GPU's ring otherwise, over device buffers: filled and checked
+ * through host copies, timed per call (each call waits for its stream).
  */
 #include <cJSON.h>
 #include <errno.h>
@@ -19,6 +24,7 @@
 #include "comm.h"
 #include "config.h"
 #include "cost_model.h"
+#include "devices.h"
 #include "modes.h"
 #include "procs.h"
 #include "stop.h"
@@ -35,6 +41,14 @@ struct row {
 struct bench {
     const struct config *cfg;
     int world, coll, nrows;
+    /* device buffers (GPU ranks, or the CPU's staged path: tests), else
+     * NULL: host buffers; on a GPU, NCCL or the shared GPU's ring */
+    const struct device_ops *dops;
+    const struct gpu_module *gpu;
+    int use_nccl;
+    unsigned char nccl_id[GPU_NCCL_ID_BYTES];
+    struct shm_world *shm;
+    _Atomic int *abort;
     int done[64]; /* rows each rank finished: fewer than nrows after a Ctrl-C */
     struct row rows[MAX_ROWS];
     double t_us[64][MAX_ROWS]; /* [rank][row] */
@@ -44,8 +58,14 @@ struct bench {
 struct worker {
     struct bench *b;
     struct comm *c;
-    float *in, *out; /* freed once every rank has left: a peer in an aborted
-                        collective may still read them */
+    float *in, *out;   /* freed once every rank has left: a peer in an aborted
+                          collective may still read them; device memory with
+                          b->dops */
+    float *hin, *hout; /* with b->dops: their host copies, to fill and check */
+    int rank, index;   /* its rank; with b->dops, its device's index */
+    struct device dev;
+    struct device_mem mem;
+    char err[300]; /* why the thread failed (set before it returns nonzero) */
 };
 
 static float val(int r, size_t i)
@@ -135,25 +155,92 @@ static void fill(float *in, int r, size_t n)
         in[i] = val(r, i);
 }
 
+/* A device rank's device, communicator and buffers (on its thread: NCCL's
+ * initialisation waits for every rank). 0, or -1 with w->err set. */
+static int device_setup(struct worker *w, size_t bytes)
+{
+    struct bench *b = w->b;
+    w->dev = (struct device){.ops = b->dops, .mem = &w->mem, .rank = w->rank};
+    if (b->dops->open(&w->dev, w->index) != 0) {
+        snprintf(w->err, sizeof(w->err), "%s", w->dev.err);
+        return -1;
+    }
+    if (b->gpu) {
+        char err[256] = "";
+        w->c = b->use_nccl ? b->gpu->nccl_create(b->nccl_id, b->world, w->rank, &w->dev, b->abort, err, sizeof(err))
+                           : b->gpu->ring_create(b->shm, w->rank, b->cfg->base.algo, &w->dev);
+        if (!w->c) {
+            snprintf(w->err, sizeof(w->err), "rank %d: %s", w->rank, err[0] ? err : "cannot create its communicator");
+            return -1;
+        }
+        w->c->abort = b->abort;
+    }
+    w->in = b->dops->alloc(&w->dev, bytes);
+    w->out = b->dops->alloc(&w->dev, bytes);
+    w->hin = malloc(bytes);
+    w->hout = malloc(bytes);
+    if (!w->in || !w->out || !w->hin || !w->hout) {
+        snprintf(w->err, sizeof(w->err), "rank %d: out of memory for two %zu-byte buffers", w->rank, bytes);
+        return -1;
+    }
+    return 0;
+}
+
+/* The rank's inputs for a row: in place, or copied to the device. */
+static int fill_in(struct worker *w, size_t nin)
+{
+    fill(w->hin ? w->hin : w->in, w->rank, nin);
+    if (!w->hin)
+        return 0;
+    struct device *d = &w->dev;
+    return d->ops->copy(d, w->in, w->hin, nin * sizeof(float), STREAM_COMM) || d->ops->sync(d, STREAM_COMM);
+}
+
+/* One checked call's results, on the host. */
+static int results(struct worker *w, size_t nin, size_t nout, const float **in, const float **out)
+{
+    *in = w->hin ? w->hin : w->in;
+    *out = w->hout ? w->hout : w->out;
+    if (!w->hin)
+        return 0;
+    struct device *d = &w->dev;
+    return d->ops->copy(d, w->hin, w->in, nin * sizeof(float), STREAM_COMM) ||
+           d->ops->copy(d, w->hout, w->out, nout * sizeof(float), STREAM_COMM) || d->ops->sync(d, STREAM_COMM);
+}
+
 static void *bench_thread(void *arg)
 {
     struct worker *w = arg;
     struct bench *b = w->b;
-    struct comm *c = w->c;
     const struct config *cfg = b->cfg;
     size_t maxn = (size_t)(cfg->max_bytes / sizeof(float)) + 1;
-    float *in = w->in = aligned_alloc(64, ((maxn * sizeof(float)) + 63) & ~(size_t)63);
-    float *out = w->out = aligned_alloc(64, ((maxn * sizeof(float)) + 63) & ~(size_t)63);
-    if (!in || !out)
-        return (void *)1;
-    memset(out, 0, maxn * sizeof(float));
+    size_t bytes = ((maxn * sizeof(float)) + 63) & ~(size_t)63;
+    if (b->dops) {
+        if (device_setup(w, bytes) != 0)
+            return (void *)1;
+    } else {
+        w->in = aligned_alloc(64, bytes);
+        w->out = aligned_alloc(64, bytes);
+        if (!w->in || !w->out) {
+            snprintf(w->err, sizeof(w->err), "out of memory for %llu-byte buffers", (unsigned long long)cfg->max_bytes);
+            return (void *)1;
+        }
+        memset(w->out, 0, maxn * sizeof(float));
+    }
+    struct comm *c = w->c;
+    float *in = w->in, *out = w->out;
     /* a Ctrl-C raises the world's abort: the row in progress is dropped at
      * its next call, and the rows before it stand */
     for (int k = 0; k < b->nrows; k++) {
         size_t n = b->rows[k].count;
         size_t nin = (b->coll == COLL_REDUCE_SCATTER || b->coll == COLL_SCATTER) ? n * (size_t)b->world : n;
+        /* (what a call writes: allgather's and gather's world-wide out) */
+        size_t nout = (b->coll == COLL_ALLGATHER || b->coll == COLL_GATHER) ? n * (size_t)b->world : n;
         int rc = 0;
-        fill(in, c->rank, nin);
+        if (fill_in(w, nin) != 0) {
+            snprintf(w->err, sizeof(w->err), "rank %d: %s", w->rank, w->dev.err);
+            return (void *)1;
+        }
         for (int i = 0; i < cfg->warmup && rc == 0; i++)
             rc = call(c, b->coll, in, out, n);
         rc = rc ? rc : c->ops->barrier(c);
@@ -165,10 +252,19 @@ static void *bench_thread(void *arg)
             break; /* aborted: the peers may still be reading `in` */
         b->t_us[c->rank][k] = (double)(t1 - t0) / 1e3 / cfg->iters;
         /* the timed calls grew the data (sums of sums): check on fresh inputs */
-        fill(in, c->rank, nin);
+        if (fill_in(w, nin) != 0) {
+            snprintf(w->err, sizeof(w->err), "rank %d: %s", w->rank, w->dev.err);
+            return (void *)1;
+        }
         rc = rc ? rc : c->ops->barrier(c);
         rc = rc ? rc : call(c, b->coll, in, out, n);
-        b->wrong[c->rank][k] = check(c, b->coll, in, out, n);
+        const float *hin, *hout;
+        if (rc == 0 && results(w, nin, nout, &hin, &hout) != 0) {
+            snprintf(w->err, sizeof(w->err), "rank %d: %s", w->rank, w->dev.err);
+            return (void *)1;
+        }
+        if (rc == 0)
+            b->wrong[c->rank][k] = check(c, b->coll, hin, hout, n);
         rc = rc ? rc : c->ops->barrier(c);
         if (rc != 0)
             break;
@@ -220,6 +316,50 @@ static int gather_rows(struct bench *b, int rank, int size, int *status)
     return 0;
 }
 
+/* Rank r's GPU: its index among the ranks of its node (a process's
+ * under mpirun), over --gpus or every GPU. */
+static int rank_gpu(const struct config *cfg, const struct device_ops *dev, const struct procs *pr, int r)
+{
+    int n = cfg->base.ngpus > 0 ? cfg->base.ngpus : dev->count(), li = pr->active ? procs_local_rank_of(pr->rank) : r;
+    return cfg->base.ngpus > 0 ? cfg->base.gpus[li % n] : li % n;
+}
+
+/* GPUs: NCCL where every rank has a GPU of its own (under mpirun it must),
+ * else the shared GPU's ring among threads (--comm shm asks for it). 0, or
+ * -1 with err set. */
+static int gpu_plan(struct bench *b, const struct procs *pr, char *err, size_t errlen)
+{
+    const struct config *cfg = b->cfg;
+    b->gpu = gpu_module();
+    b->dops = b->gpu->device;
+    int gpus = cfg->base.ngpus > 0 ? cfg->base.ngpus : b->dops->count();
+    int here = pr->active ? procs_most_on_a_node() : b->world; /* ranks on the busiest node */
+    int want_nccl = cfg->base.comm == COMM_NCCL || !cfg->base.comm_set;
+    if (!b->gpu->nccl_create && (pr->active || cfg->base.comm == COMM_NCCL)) {
+        snprintf(err, errlen, "--comm nccl: this ddptop was built without NCCL%s",
+                 pr->active ? " (GPUs across processes need it)" : "");
+        return -1;
+    }
+    if (pr->active && !want_nccl) {
+        snprintf(err, errlen, "--comm %s: GPUs across processes are joined by NCCL (--comm nccl)",
+                 cfg->base.comm == COMM_MPI ? "mpi" : "shm");
+        return -1;
+    }
+    if (want_nccl && cfg->base.comm_set && here > gpus) {
+        snprintf(err, errlen, "--comm nccl: %d ranks on a node and %d GPU%s: NCCL needs a GPU for each%s", here, gpus,
+                 gpus == 1 ? "" : "s", pr->active ? "" : " (without --comm, ranks that share a GPU take its ring)");
+        return -1;
+    }
+    if (pr->active && here > gpus) {
+        snprintf(err, errlen,
+                 "--bench-comm under mpirun: %d processes on a node and %d GPU%s: NCCL needs a GPU for each", here,
+                 gpus, gpus == 1 ? "" : "s");
+        return -1;
+    }
+    b->use_nccl = b->gpu->nccl_create && want_nccl && here <= gpus;
+    return 0;
+}
+
 int bench_comm_main(const struct config *cfg)
 {
     struct bench *b = calloc(1, sizeof(*b));
@@ -234,16 +374,41 @@ int bench_comm_main(const struct config *cfg)
     }
     b->world = cfg->ranks[0];
     b->coll = cfg->collective;
-    /* under mpirun every process is a rank (procs.h): MPI's collectives */
-    const struct procs *pr = procs_self();
-    int over_mpi = pr->active && cfg->base.comm == COMM_MPI;
-    if (cfg->base.comm != COMM_SHM && !over_mpi) {
-        fprintf(stderr, "ddptop: --comm %s: not available for --bench-comm %s\n",
-                cfg->base.comm == COMM_NCCL ? "nccl" : "mpi",
-                cfg->base.comm == COMM_NCCL ? "in this build" : "without mpirun (mpirun -np N ddptop --bench-comm)");
+    /* the device: a GPU's collectives where --device picks one */
+    char note[256], err[300] = "";
+    const struct device_ops *dev = device_select(cfg->base.device, note, sizeof(note), err, sizeof(err));
+    if (!dev) {
+        fprintf(stderr, "ddptop: %s\n", err);
         free(b);
         return 2;
     }
+    int on_gpu = device_is_gpu(dev);
+    /* under mpirun every process is a rank (procs.h): MPI's collectives,
+     * or NCCL's on GPUs */
+    const struct procs *pr = procs_self();
+    int over_procs = pr->active, over_mpi = over_procs && !on_gpu && cfg->base.comm == COMM_MPI;
+    if (on_gpu && gpu_plan(b, pr, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        free(b);
+        return 2;
+    }
+    if (!on_gpu && over_procs && !over_mpi) {
+        fprintf(stderr, "ddptop: --comm %s: under mpirun the ranks are processes, which only --comm mpi joins\n",
+                cfg->base.comm == COMM_NCCL ? "nccl" : "shm");
+        free(b);
+        return 2;
+    }
+    if (!on_gpu && cfg->base.comm != COMM_SHM && !over_mpi) {
+        fprintf(stderr, "ddptop: --comm %s: %s\n", cfg->base.comm == COMM_NCCL ? "nccl" : "mpi",
+                cfg->base.comm == COMM_NCCL ? "NCCL joins GPUs, and --bench-comm runs on the CPU here (--device cuda)"
+                                            : "only under mpirun (mpirun -np N ddptop --bench-comm)");
+        free(b);
+        return 2;
+    }
+    /* (tests: the device buffers' path over the CPU and its shm ring) */
+    const char *staged = getenv("DDPTOP_BENCH_STAGED");
+    if (!on_gpu && !over_procs && staged && staged[0] == '1')
+        b->dops = &device_cpu_staged;
     for (uint64_t s = cfg->min_bytes; s <= cfg->max_bytes && b->nrows < MAX_ROWS; s *= (uint64_t)cfg->factor) {
         size_t n = count_for(b->coll, s, b->world);
         if (n == 0)
@@ -257,40 +422,75 @@ int bench_comm_main(const struct config *cfg)
     }
 
     _Atomic int abort_flag = 0;
-    struct shm_world *w = over_mpi ? NULL : shm_world_create(b->world, &abort_flag);
+    b->abort = &abort_flag;
+    if (b->use_nccl && device_nccl_id(b->nccl_id, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: --bench-comm: %s\n", err);
+        free(b);
+        return 1;
+    }
+    struct shm_world *w = over_procs ? NULL : shm_world_create(b->world, &abort_flag);
+    b->shm = w;
     struct worker ws[64];
     pthread_t th[64];
-    int status = 0;
+    int status = 0, joined[64] = {0};
     /* the ranks this process runs: all of them, or its own under mpirun */
-    int lo = over_mpi ? pr->rank : 0, hi = over_mpi ? pr->rank + 1 : b->world;
+    int lo = over_procs ? pr->rank : 0, hi = over_procs ? pr->rank + 1 : b->world;
     for (int r = lo; r < hi; r++) {
-        char err[256] = "";
-        struct comm *c = over_mpi ? procs_comm_create(err, sizeof(err)) : comm_shm_create(w, r, cfg->base.algo);
-        if (!c) {
-            fprintf(stderr, "ddptop: --bench-comm: %s\n", err[0] ? err : "cannot create a communicator");
-            free(b);
-            return 1;
+        struct comm *c = NULL;
+        if (!on_gpu) {
+            err[0] = 0;
+            c = over_mpi ? procs_comm_create(err, sizeof(err)) : comm_shm_create(w, r, cfg->base.algo);
+            if (!c) {
+                fprintf(stderr, "ddptop: --bench-comm: %s\n", err[0] ? err : "cannot create a communicator");
+                free(b);
+                return 1;
+            }
+            c->abort = &abort_flag;
         }
-        c->abort = &abort_flag;
-        ws[r] = (struct worker){b, c, NULL, NULL};
+        /* (a GPU rank's device and communicator come on its thread) */
+        ws[r] = (struct worker){.b = b, .c = c, .rank = r, .index = on_gpu ? rank_gpu(cfg, dev, pr, r) : r};
         pthread_create(&th[r], NULL, bench_thread, &ws[r]);
     }
-    /* wait for the threads, turning a Ctrl-C into the world's abort */
-    for (int r = lo; r < hi; r++) {
-        void *ret;
-        while (pthread_tryjoin_np(th[r], &ret) == EBUSY) {
-            if (stop_signal)
+    /* wait for the threads, turning a Ctrl-C or a rank's failure into the
+     * world's abort */
+    for (int left = hi - lo; left > 0;) {
+        for (int r = lo; r < hi; r++) {
+            void *ret;
+            if (joined[r] || pthread_tryjoin_np(th[r], &ret) == EBUSY)
+                continue;
+            joined[r] = 1;
+            left--;
+            if (ret) {
+                if (!status)
+                    fprintf(stderr, "ddptop: --bench-comm: %s\n", ws[r].err);
+                status = 1;
                 atomic_store(&abort_flag, 1);
-            struct timespec nap = {0, 10 * 1000 * 1000};
-            nanosleep(&nap, NULL);
+            }
         }
-        if (ret)
-            status = 1;
+        if (stop_signal)
+            atomic_store(&abort_flag, 1);
+        struct timespec nap = {0, 10 * 1000 * 1000};
+        nanosleep(&nap, NULL);
     }
     for (int r = lo; r < hi; r++) {
-        ws[r].c->ops->destroy(ws[r].c);
-        free(ws[r].in);
-        free(ws[r].out);
+        struct worker *k = &ws[r];
+        if (k->dev.ops && k->dev.impl)
+            k->dev.ops->make_current(&k->dev);
+        if (k->c)
+            k->c->ops->destroy(k->c);
+        if (b->dops && k->dev.impl) {
+            if (k->in)
+                b->dops->free(&k->dev, k->in);
+            if (k->out)
+                b->dops->free(&k->dev, k->out);
+            if (b->dops->close)
+                b->dops->close(&k->dev);
+        } else if (!b->dops) {
+            free(k->in);
+            free(k->out);
+        }
+        free(k->hin);
+        free(k->hout);
     }
     shm_world_destroy(w);
     if (over_mpi && gather_rows(b, pr->rank, pr->size, &status) != 0)
@@ -322,8 +522,13 @@ int bench_comm_main(const struct config *cfg)
         ys[k] = row->time_us;
     }
     struct cost_fit fit = {.ranks = b->world, .coll = b->coll};
-    snprintf(fit.backend, sizeof(fit.backend), "%s", over_mpi ? "mpi" : "shm");
-    snprintf(fit.algo, sizeof(fit.algo), "%s", over_mpi ? "mpi" : cfg->base.algo == ALGO_RING ? "ring" : "naive");
+    /* (the names report.c looks fits up by) */
+    snprintf(fit.backend, sizeof(fit.backend), "%s", b->use_nccl ? "nccl" : over_mpi ? "mpi" : on_gpu ? "gpu" : "shm");
+    snprintf(fit.algo, sizeof(fit.algo), "%s",
+             b->use_nccl                   ? "nccl"
+             : over_mpi                    ? "mpi"
+             : cfg->base.algo == ALGO_RING ? "ring"
+                                           : "naive");
     fit.valid = b->world > 1 && cost_fit_points(xs, ys, b->nrows, &fit.alpha_us, &fit.beta_us_per_byte, &fit.r2) == 0;
     double factor = coll_busbw_factor(b->coll, b->world);
 
@@ -376,8 +581,9 @@ int bench_comm_main(const struct config *cfg)
             fprintf(out,
                     "# %s, %s%s%s, %d ranks, %d iters (%d warm-up), float32 sum; 1 GB = 1e9 B\n"
                     "%10s %12s %12s %12s %12s %8s\n",
-                    coll_name(b->coll), fit.backend, over_mpi ? "" : "/", over_mpi ? "" : algo, b->world, cfg->iters,
-                    cfg->warmup, "size", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+                    coll_name(b->coll), fit.backend, strcmp(algo, fit.backend) ? "/" : "",
+                    strcmp(algo, fit.backend) ? algo : "", b->world, cfg->iters, cfg->warmup, "size", "count",
+                    "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
         for (int k = 0; k < b->nrows; k++) {
             const struct row *row = &b->rows[k];
             double algbw = (double)row->bytes / (row->time_us * 1e3);
@@ -403,12 +609,12 @@ int bench_comm_main(const struct config *cfg)
         return 128 + (int)stop_signal;
     }
     if (fit.valid) {
-        char path[1024], err[1200];
+        char path[1024], serr[1200];
         if (!cost_model_path(path, sizeof(path)))
             fprintf(stderr, "ddptop: the cost model is not stored: neither XDG_CACHE_HOME nor HOME is an absolute "
                             "path (or set DDPTOP_COMM_MODEL)\n");
-        else if (cost_model_save(path, &fit, 1, err, sizeof(err)) != 0)
-            fprintf(stderr, "ddptop: cannot store the cost model: %s\n", err);
+        else if (cost_model_save(path, &fit, 1, serr, sizeof(serr)) != 0)
+            fprintf(stderr, "ddptop: cannot store the cost model: %s\n", serr);
     }
     if (total_wrong) {
         fprintf(stderr, "ddptop: --bench-comm: %ld wrong results\n", total_wrong);

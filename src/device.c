@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "procs.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static const struct gpu_module *g_module;
@@ -123,4 +124,32 @@ const struct device_ops *device_select(int choice, char *note, size_t notelen, c
 #endif
         return &device_cpu;
     }
+}
+
+int device_nccl_id(unsigned char id[GPU_NCCL_ID_BYTES], char *err, size_t errlen)
+{
+    const struct gpu_module *m = gpu_module();
+    const struct procs *pr = procs_self();
+    int ok = 1;
+    if (!pr->active || pr->rank == 0) {
+        if (!m || !m->nccl_unique_id) {
+            snprintf(err, errlen, "--comm nccl: this ddptop was built without NCCL");
+            ok = 0;
+        } else {
+            ok = m->nccl_unique_id(id, err, errlen) == 0;
+        }
+    }
+    if (!pr->active)
+        return ok ? 0 : -1;
+    unsigned char msg[1 + GPU_NCCL_ID_BYTES];
+    msg[0] = (unsigned char)ok;
+    memcpy(msg + 1, id, GPU_NCCL_ID_BYTES);
+    procs_bcast(msg, (int)sizeof(msg));
+    if (!msg[0]) {
+        if (pr->rank != 0)
+            snprintf(err, errlen, "process 0 could not make NCCL's unique id");
+        return -1;
+    }
+    memcpy(id, msg + 1, GPU_NCCL_ID_BYTES);
+    return 0;
 }

@@ -22,4 +22,10 @@ const struct device_ops *device_select(int choice, char *note, size_t notelen, c
 /* Whether ops is the GPU module's CUDA device. */
 int device_is_gpu(const struct device_ops *ops);
 
+/* NCCL's unique id for one communicator of every rank: made here, or,
+ * under mpirun, by process 0 and sent to every process (collective: each
+ * process calls it at the same point). 0, or -1 with err set (on every
+ * process when process 0 could not make it). */
+int device_nccl_id(unsigned char id[GPU_NCCL_ID_BYTES], char *err, size_t errlen);
+
 #endif

@@ -518,8 +518,23 @@ static void *receive(void *arg)
             buf = nb;
             cap = (size_t)len;
         }
-        MPI_Mrecv(buf, len, MPI_BYTE, &m, MPI_STATUS_IGNORE);
-        int p = st.MPI_SOURCE;
+        /* a message arrives in pieces: a sender stopped or killed in the
+         * middle of one leaves it unfinished, and its silence gives it up
+         * here too (the buffer is then MPI's for good: a new one follows) */
+        int p = st.MPI_SOURCE, done = 0;
+        MPI_Request req;
+        MPI_Imrecv(buf, len, MPI_BYTE, &m, &req);
+        while (MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done) {
+            left -= give_up_silent(rl);
+            if (atomic_load(&rl->rx_quit) || (p > 0 && p < self.size && rl->ended[p]))
+                break;
+            nap_ms(1);
+        }
+        if (!done) {
+            buf = NULL;
+            cap = 0;
+            continue;
+        }
         if (p <= 0 || p >= self.size || rl->ended[p])
             continue; /* (a process given up that spoke again: too late) */
         rl->seen_ns[p] = probe_now_ns();

@@ -29,14 +29,21 @@ static void pcts(const struct breakdown *b, double *compute, double *comm, doubl
 
 /* Which of --bench-comm's stored fits a run's collectives take: MPI's
  * under --comm mpi, else the shm backend's with its algorithm. */
-static const char *fit_backend(const struct run_config *c)
+/* The --bench-comm fit a run's collectives take (as bench_comm.c stores
+ * them): MPI's; on GPUs NCCL's (a 1-rank run predicts NCCL) or the shared
+ * GPU's ring's; else the shm ring's or naive. */
+static const char *fit_backend(const struct run *r)
 {
-    return c->comm == COMM_MPI ? "mpi" : "shm";
+    if (r->on_gpu)
+        return r->use_nccl || r->world == 1 ? "nccl" : "gpu";
+    return r->cfg.comm == COMM_MPI ? "mpi" : "shm";
 }
 
-static const char *fit_algo(const struct run_config *c)
+static const char *fit_algo(const struct run *r)
 {
-    return c->comm == COMM_MPI ? "mpi" : c->algo == ALGO_RING ? "ring" : "naive";
+    if (r->cfg.comm == COMM_MPI || (r->on_gpu && (r->use_nccl || r->world == 1)))
+        return r->on_gpu ? "nccl" : "mpi";
+    return r->cfg.algo == ALGO_RING ? "ring" : "naive";
 }
 
 /* --predict: a 1-rank run's step at more ranks (src/predict.h). */
@@ -68,10 +75,10 @@ static void predict_stages(struct run_result *res, const struct run *r, const st
         link = (struct predict_link){c->link_lat * 1e6, 1e6 / c->link_bw};
         snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: a message between stages",
                  c->link_bw / 1e9, c->link_lat * 1e6);
-    } else if (cost_model_lookup(path, fit_backend(c), fit_algo(c), 2, COLL_BROADCAST, &f) == 0) {
+    } else if (cost_model_lookup(path, fit_backend(r), fit_algo(r), 2, COLL_BROADCAST, &f) == 0) {
         link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
         snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's 2-rank broadcast fit (%s): a message",
-                 fit_backend(c));
+                 fit_backend(r));
     } else {
         have = 0;
     }
@@ -162,7 +169,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
         const struct predict_link **slot[4] = {&in.gather, &in.broadcast, &in.scatter, &in.reduce};
         const int kinds[4] = {COLL_GATHER, COLL_BROADCAST, COLL_SCATTER, COLL_REDUCE};
         struct cost_fit f;
-        const char *algo = fit_algo(c);
+        const char *algo = fit_algo(r);
         for (int q = 0; q < 4; q++)
             *slot[q] = NULL;
         if (c->link_bw > 0) {
@@ -174,12 +181,12 @@ static void predict_scaling(struct run_result *res, struct run *r)
             }
         } else {
             int rooted_only = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
-            if (cost_model_lookup(path, fit_backend(c), algo, k, COLL_ALLREDUCE, &f) == 0)
+            if (cost_model_lookup(path, fit_backend(r), algo, k, COLL_ALLREDUCE, &f) == 0)
                 link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
             else if (!rooted_only)
                 continue; /* no cost for this rank count: n/a */
             for (int q = 0; q < 4; q++)
-                if (cost_model_lookup(path, fit_backend(c), algo, k, kinds[q], &f) == 0) {
+                if (cost_model_lookup(path, fit_backend(r), algo, k, kinds[q], &f) == 0) {
                     rooted[q] = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
                     *slot[q] = &rooted[q];
                 }
@@ -205,11 +212,9 @@ out:
  * only when every collective kind the run used has a fit. */
 static void predict(struct run_result *res, struct run *r)
 {
-    if (r->on_gpu)
-        return; /* --bench-comm fits the shm backend; nothing predicts NCCL here */
     char path[1024];
     cost_model_path(path, sizeof(path));
-    const char *algo = fit_algo(&r->cfg);
+    const char *algo = fit_algo(r);
     double total = 0, r2 = 1.0;
     int used = 0;
     for (int k = 1; k < COLL_COUNT; k++) {
@@ -223,7 +228,7 @@ static void predict(struct run_result *res, struct run *r)
             continue;
         used = 1;
         struct cost_fit f;
-        if (cost_model_lookup(path, fit_backend(&r->cfg), algo, r->world, k, &f) != 0)
+        if (cost_model_lookup(path, fit_backend(r), algo, r->world, k, &f) != 0)
             return;
         total += (double)calls * f.alpha_us + f.beta_us_per_byte * bytes;
         r2 = f.r2 < r2 ? f.r2 : r2;

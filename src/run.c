@@ -139,27 +139,6 @@ static int rank_gpu(const struct run_config *rc, int ngpu, const struct procs *p
     return rc->ngpus > 0 ? rc->gpus[li % ngpu] : li % ngpu;
 }
 
-/* NCCL's unique id, for every rank thread: process 0 makes it and, under
- * mpirun, sends it to every process (each calls this in turn, run_start),
- * with whether it could. */
-static int nccl_id_shared(struct run *r, const struct procs *pr, char *err, size_t errlen)
-{
-    int ok = !pr->active || pr->rank == 0 ? r->gpu->nccl_unique_id(r->nccl_id, err, errlen) == 0 : 1;
-    if (!pr->active)
-        return ok ? 0 : -1;
-    unsigned char msg[1 + GPU_NCCL_ID_BYTES];
-    msg[0] = (unsigned char)ok;
-    memcpy(msg + 1, r->nccl_id, GPU_NCCL_ID_BYTES);
-    procs_bcast(msg, (int)sizeof(msg));
-    if (!msg[0]) {
-        if (pr->rank != 0)
-            snprintf(err, errlen, "process 0 could not make NCCL's unique id");
-        return -1;
-    }
-    memcpy(r->nccl_id, msg + 1, GPU_NCCL_ID_BYTES);
-    return 0;
-}
-
 int run_grad_compress(const struct run_config *rc, int on_gpu)
 {
     if (rc->grad_compress_set)
@@ -582,7 +561,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         snprintf(err, errlen, "out of memory for the metrics");
         return -1;
     }
-    if (r->use_nccl && nccl_id_shared(r, pr, err, errlen) != 0)
+    if (r->use_nccl && device_nccl_id(r->nccl_id, err, errlen) != 0)
         return -1;
     if (r->on_gpu && !rc->no_cupti && r->gpu->activity_start) {
         char cerr[160];

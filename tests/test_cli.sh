@@ -531,5 +531,26 @@ else
     passes=$((passes + 1))
 fi
 
+# --bench-comm's exact answers over the shm ring's 3 threads, every
+# collective, through host buffers and through the path of a GPU's device
+# buffers (DDPTOP_BENCH_STAGED=1: the CPU's staged device, whose copies in
+# and out stand in for the GPU's); and the GPU's backends refused here
+for staged in 0 1; do
+    for coll in allreduce reduce-scatter allgather broadcast reduce gather scatter; do
+        DDPTOP_BENCH_STAGED=$staged DDPTOP_COMM_MODEL="$tmp/model.json" timeout 60 "$BIN" --bench-comm --ranks 3 \
+            --collective $coll --min-bytes 1K --max-bytes 64K --factor 8 --iters 3 --format csv >"$tmp/bc.csv" \
+            2>"$tmp/err"
+        st=$?
+        # (collective,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong)
+        rows=$(awk -F, -v c="${coll//-/_}" 'NR > 1 && $1 == c && $7 == 0' "$tmp/bc.csv" | wc -l)
+        [ "$st" -eq 0 ] && [ "$rows" -eq 3 ] && [ "$(wc -l <"$tmp/bc.csv")" -eq 4 ]
+        tally $? "--bench-comm --collective $coll (staged $staged): status $st, $rows exact rows of 3" \
+            "$tmp/bc.csv" "$tmp/err"
+    done
+done
+expect_error "--bench-comm --comm nccl on the CPU" "--comm nccl: NCCL joins GPUs, and --bench-comm runs on the CPU" \
+    --bench-comm --comm nccl
+expect_error "--bench-comm --device cuda without a GPU" "--device cuda: " --bench-comm --device cuda
+
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
