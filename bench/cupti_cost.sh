@@ -3,8 +3,9 @@
 # this GPU: each model at one batch, with --no-cupti as the reference and
 # each way of tracing against it (the default, 3 steps in every 50 with
 # windows 200 ms apart at least; the same without the time gap; one window
-# only, at the start; every step, --cupti-sample 1; other sets of CUPTI
-# activity kinds through DDPTOP_CUPTI_KINDS), measured here in one run,
+# only, at the start; every step, --cupti-sample 1; CUPTI detached between
+# windows, DDPTOP_CUPTI_DETACH=1; other sets of CUPTI activity kinds
+# through DDPTOP_CUPTI_KINDS), measured here in one run,
 # repetitions interleaved;
 # the table shows medians and the cost in percent of the reference's
 # samples/s.
@@ -21,18 +22,20 @@ REPS=${REPS:-3}
 [ -x "$BIN" ] || { echo "no ddptop binary at $BIN (build it, or pass its path)"; exit 1; }
 # variant name | DDPTOP_CUPTI_KINDS ("-": --no-cupti; "": the default kinds) | --cupti-sample
 # | DDPTOP_CUPTI_GAP_MS (the least time between windows; "": the default)
-VARIANTS=("off|-|" "sampled||50" "no-gap||50|0" "once||1000000000" "every-step||1")
+# | DDPTOP_CUPTI_DETACH (1: CUPTI leaves the process between windows)
+VARIANTS=("off|-|" "sampled||50" "no-gap||50|0" "once||1000000000" "every-step||1" "detach||50||1"
+    "detach-once||1000000000||1")
 # (more: "serial-kernel|serial-kernel,memcpy,memset|1" "with-api|kernel,memcpy,memset,corr,runtime,driver|1")
 [ -n "${CUPTI_VARIANTS:-}" ] && read -r -a VARIANTS <<<"$CUPTI_VARIANTS"
 
 # long enough that a run is not its warm-up (a LeNet step is ~0.6 ms on an H100)
 steps() { case $1 in mlp | lenet) echo "${SMALL_STEPS:-2000}" ;; *) echo "${LARGE_STEPS:-100}" ;; esac; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-run() { # model kinds sample gap_ms
+run() { # model kinds sample gap_ms detach
     local extra=()
     [ "$2" = - ] && extra=(--no-cupti)
     [ -n "$3" ] && extra+=(--cupti-sample "$3")
-    DDPTOP_CUPTI_GAP_MS=${4:-} DDPTOP_CUPTI_KINDS=$([ "$2" = - ] || echo "$2") "$BIN" --batch --quiet --device cuda --dataset synthetic --model "$1" --strategy single \
+    DDPTOP_CUPTI_DETACH=${5:-} DDPTOP_CUPTI_GAP_MS=${4:-} DDPTOP_CUPTI_KINDS=$([ "$2" = - ] || echo "$2") "$BIN" --batch --quiet --device cuda --dataset synthetic --model "$1" --strategy single \
         --ranks 1 --batch-size "$BATCH" --steps "$(steps "$1")" --no-eval --format csv "${extra[@]}" 2>/dev/null |
         awk -F, 'NR==1 {for (i = 1; i <= NF; i++) {if ($i == "samples_per_s_p50") c = i; if ($i == "samples_per_s") a = i}}
                  $2 == "all" {print $c, $a}'
@@ -43,8 +46,8 @@ trap 'rm -rf "$T"' EXIT
 for m in $MODELS; do
     for rep in $(seq "$REPS"); do
         for v in "${VARIANTS[@]}"; do
-            IFS='|' read -r _ kinds sample gap <<<"$v"
-            read -r p50 mean < <(run "$m" "$kinds" "$sample" "$gap" || true)
+            IFS='|' read -r _ kinds sample gap detach <<<"$v"
+            read -r p50 mean < <(run "$m" "$kinds" "$sample" "$gap" "$detach" || true)
             [ -n "${VERBOSE:-}" ] && echo "$m ${v%%|*} rep $rep: median step $p50 img/s, whole run $mean img/s" >&2
             echo "${p50:-0}" >>"$T/$m.${v%%|*}.p50"
             echo "${mean:-0}" >>"$T/$m.${v%%|*}.mean"

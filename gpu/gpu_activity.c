@@ -9,6 +9,12 @@
  * record waits until a mark later than its start has arrived: then the
  * latest mark before it is final. This needs no API records (whose cost
  * doubles CUPTI's on small kernels) and no correlation ids.
+ *
+ * DDPTOP_CUPTI_DETACH=1 (a measuring knob, bench/cupti_cost.sh): between a
+ * sampled run's windows CUPTI leaves the process (cuptiFinalize) instead
+ * of only turning its kinds off, and comes back for the next window (its
+ * callbacks registered again, the streams' ids asked again): whether an
+ * attached CUPTI is what costs in the steps it does not trace.
  */
 #include "gpu_activity.h"
 
@@ -53,6 +59,7 @@ struct reg {
     uint32_t device, stream_id;
     int role;
     struct rank_state *rs;
+    void *stream; /* the CUDA stream, whose id is asked again after a detach */
 };
 
 static struct reg g_regs[MAX_STREAMS];
@@ -72,6 +79,11 @@ static int g_windows;  /* ranks of sampled runs inside a traced window */
 static int g_enabled;  /* the activity kinds are on */
 static int g_marks_on; /* memset records are collected: phase marks can arrive */
 static int g_callbacks;
+/* DDPTOP_CUPTI_DETACH: attaching and detaching one at a time (never under
+ * g_mu: a detach flushes, and delivery takes g_deliver) */
+static pthread_mutex_t g_attach = PTHREAD_MUTEX_INITIALIZER;
+static int g_detach;   /* between windows, CUPTI leaves the process */
+static int g_detached; /* it has (under g_mu) */
 
 static const char *cupti_err(CUptiResult r)
 {
@@ -307,6 +319,23 @@ static CUptiResult apply_enabled(void)
     CUptiResult r = CUPTI_SUCCESS;
     if (want == g_enabled)
         return r;
+    if (want && g_detached) {
+        /* back after a detach: the callbacks, the streams' ids (CUPTI
+         * numbers them anew) and the clocks' offset again */
+        if ((r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS)
+            return r;
+        g_callbacks = 1;
+        int n = atomic_load(&g_nregs);
+        for (int i = 0; i < n; i++) {
+            uint32_t id = 0;
+            if (cuptiGetStreamIdEx(NULL, (CUstream)g_regs[i].stream, 0, &id) == CUPTI_SUCCESS)
+                g_regs[i].stream_id = id;
+        }
+        uint64_t ts = 0;
+        if (cuptiGetTimestamp(&ts) == CUPTI_SUCCESS)
+            g_offset_ns = probe_now_ns() - (int64_t)ts;
+        g_detached = 0;
+    }
     for (size_t i = 0; i < g_nkinds; i++) {
         CUptiResult k = want ? cuptiActivityEnable(g_kinds[i]) : cuptiActivityDisable(g_kinds[i]);
         if (k != CUPTI_SUCCESS && r == CUPTI_SUCCESS)
@@ -328,6 +357,9 @@ int gpu_activity_start(int sampled, char *err, size_t errlen)
     }
     CUptiResult r = CUPTI_SUCCESS;
     pick_kinds();
+    const char *det = getenv("DDPTOP_CUPTI_DETACH");
+    g_detach = sampled && det && det[0] == '1';
+    g_detached = 0; /* (the callbacks are registered below, attaching it) */
     g_marks_on = 0;
     for (size_t i = 0; i < g_nkinds; i++)
         g_marks_on |= g_kinds[i] == CUPTI_ACTIVITY_KIND_MEMSET;
@@ -359,12 +391,28 @@ int gpu_activity_start(int sampled, char *err, size_t errlen)
 
 void gpu_activity_window(int on)
 {
+    pthread_mutex_lock(&g_attach);
     pthread_mutex_lock(&g_mu);
     if (g_users > 0) {
         g_windows += on ? 1 : g_windows > 0 ? -1 : 0;
         apply_enabled(); /* (a failed switch: the window gets no records, and the run goes on) */
     }
+    int detach = g_detach && g_users > 0 && !g_enabled && !g_detached;
     pthread_mutex_unlock(&g_mu);
+    if (detach) {
+        /* the last window closed: its records out, then CUPTI leaves */
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        CUptiResult r = cuptiFinalize();
+        pthread_mutex_lock(&g_mu);
+        if (r == CUPTI_SUCCESS) {
+            g_detached = 1;
+            g_callbacks = 0;
+        } else {
+            g_detach = 0; /* (not on this CUPTI: the kinds stay merely off) */
+        }
+        pthread_mutex_unlock(&g_mu);
+    }
+    pthread_mutex_unlock(&g_attach);
 }
 
 int gpu_activity_register(void *cuda_stream, int device, int rank, int role, struct spsc_ring *ring)
@@ -395,7 +443,7 @@ int gpu_activity_register(void *cuda_stream, int device, int rank, int role, str
         g_ranks[free_slot] = rs;
     }
     if (rs) {
-        g_regs[n] = (struct reg){(uint32_t)device, id, role, rs};
+        g_regs[n] = (struct reg){(uint32_t)device, id, role, rs, cuda_stream};
         atomic_store(&g_nregs, n + 1);
     }
     pthread_mutex_unlock(&g_mu);
@@ -407,7 +455,7 @@ void gpu_activity_flush(int final)
 {
     /* 0: every buffer whose records have all completed, full or not */
     pthread_mutex_lock(&g_mu);
-    int on = g_users > 0;
+    int on = g_users > 0 && !g_detached; /* (any CUPTI call attaches it again) */
     pthread_mutex_unlock(&g_mu);
     if (!on)
         return;
@@ -455,10 +503,12 @@ void gpu_activity_stop(int sampled)
     if (last)
         g_full = g_windows = 0;
     apply_enabled();
+    int detached = g_detached; /* (flushed when it left; a flush would attach it again) */
     pthread_mutex_unlock(&g_mu);
     if (!last)
         return;
-    cuptiActivityFlushAll(1);
+    if (!detached)
+        cuptiActivityFlushAll(1);
     atomic_store(&g_nregs, 0);
 }
 
