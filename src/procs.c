@@ -190,6 +190,18 @@ struct comm *procs_comm_create(char *err, size_t errlen)
     return comm_mpi_create(MPI_COMM_WORLD, err, errlen);
 }
 
+struct comm *procs_group_comm_create(int group, int key, char *err, size_t errlen)
+{
+    MPI_Comm g;
+    if (MPI_Comm_split(MPI_COMM_WORLD, group, key, &g) != MPI_SUCCESS) {
+        snprintf(err, errlen, "MPI_Comm_split failed");
+        return NULL;
+    }
+    struct comm *c = comm_mpi_create(g, err, errlen); /* (over a duplicate) */
+    MPI_Comm_free(&g);
+    return c;
+}
+
 void procs_gather(const double *mine, int n, double *all)
 {
     MPI_Gather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -778,6 +790,12 @@ int procs_exit(int status)
 }
 
 struct comm *procs_comm_create(char *err, size_t errlen)
+{
+    snprintf(err, errlen, "--comm mpi: this ddptop was built without MPI");
+    return NULL;
+}
+
+struct comm *procs_group_comm_create(int group, int key, char *err, size_t errlen)
 {
     snprintf(err, errlen, "--comm mpi: this ddptop was built without MPI");
     return NULL;

@@ -73,6 +73,10 @@ int procs_launcher_on_tty(void);
 
 /* This process's rank's communicator over every process (--comm mpi). */
 struct comm *procs_comm_create(char *err, size_t errlen);
+/* Its communicator over the processes of its group (--dp: the copies of
+ * its stage), ranked by key. Collective: every process calls it, in the
+ * same order. */
+struct comm *procs_group_comm_create(int group, int key, char *err, size_t errlen);
 /* Process 0 receives every process's n doubles, in rank order, into
  * all[size * n] (all is unused elsewhere). Collective. */
 void procs_gather(const double *mine, int n, double *all);

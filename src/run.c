@@ -435,8 +435,8 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                      PIPE_MAX_STAGES);
             return -1;
         }
-        if (device_is_gpu(devops) || procs_self()->active) {
-            snprintf(err, errlen, "--dp %d: replicas of stages run as rank threads on the CPU only so far", rc->dp);
+        if (device_is_gpu(devops)) {
+            snprintf(err, errlen, "--dp %d: replicas of stages run on the CPU only so far", rc->dp);
             return -1;
         }
     }
@@ -552,7 +552,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         return -1;
     }
     int dp = rc->parallel != PAR_DATA ? replicas : 1, stages = r->world / dp;
-    for (int s = 0; dp > 1 && s < stages; s++)
+    for (int s = 0; dp > 1 && !pr->active && s < stages; s++)
         if (!(r->dp_shm[s] = shm_world_create(dp, &r->abort))) {
             snprintf(err, errlen, "out of memory for %d replicas of %d stages", dp, stages);
             return -1;
@@ -628,9 +628,15 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         if (k->comm)
             k->comm->abort = &r->abort; /* (the shm world's communicators have it already) */
         /* --dp: rank i is stage i % S of replica i / S; its stage's copies
-         * number their collectives apart from the world's (comm.h) */
-        if (dp > 1 && (k->dp_comm = comm_shm_create(r->dp_shm[i % stages], i / stages, rc->algo)))
+         * (threads, or processes under mpirun) number their collectives
+         * apart from the world's (comm.h) */
+        if (dp > 1)
+            k->dp_comm = pr->active ? procs_group_comm_create(i % stages, i / stages, err, errlen)
+                                    : comm_shm_create(r->dp_shm[i % stages], i / stages, rc->algo);
+        if (k->dp_comm) {
             comm_set_group(k->dp_comm, i % stages);
+            k->dp_comm->abort = &r->abort;
+        }
         if (!k->comm || (dp > 1 && !k->dp_comm)) {
             snprintf(err, errlen, "cannot create rank %d's communicator", i);
             return -1;

@@ -7,7 +7,7 @@
 #    a process, MPI between) give the same parameters, a rank's failure in
 #    a worker's second thread is named;
 #  - model and pipeline parallelism over MPI's send/recv train bit for bit
-#    as the same stages do as threads;
+#    as the same stages do as threads, and so do 2 replicas of them (--dp);
 #  - process 0's trace holds every rank, and replays to the live report's
 #    per-rank breakdown; --trace-split writes each rank's own file;
 #  - --bench-comm over MPI gets every collective's exact answers, and its
@@ -180,6 +180,22 @@ for par in "${stages[@]}"; do
     [ $rc -eq 0 ] && cmp -s threads.bin procs.bin && ok "--parallel $par: processes = threads, bit for bit" ||
         { bad "--parallel $par over MPI: rc $rc, parameters differ from threads"; tail -3 procs.err; }
 done
+# --dp 2: 2 replicas of 2 stages in 4 processes, each stage's copies
+# averaging over a communicator of their own (MPI_Comm_split): rank 0's
+# parameters as with 4 threads, bit for bit, and the same mean loss (the
+# replicas' last stages' losses, averaged over every rank)
+if [ $quick -eq 0 ]; then
+    dpargs=(--model lenet --steps 8 --parallel pipeline --micro-batches 2 --schedule gpipe --dp 2)
+    "$bin" "${base[@]}" "${dpargs[@]}" --ranks 4 --save-params threads_dp.bin --format csv >threads_dp.csv 2>/dev/null
+    "${mpi[@]}" -np 4 "$bin" "${base[@]}" "${dpargs[@]}" --save-params procs_dp.bin --format csv >procs_dp.csv \
+        2>procs_dp.err
+    rc=$?
+    loss() { awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "train_loss") c = i} $2 == "all" {print $c}' "$1"; }
+    [ $rc -eq 0 ] && cmp -s threads_dp.bin procs_dp.bin && [ -n "$(loss threads_dp.csv)" ] &&
+        [ "$(loss threads_dp.csv)" = "$(loss procs_dp.csv)" ] &&
+        ok "--dp 2 over 2 stages: 4 processes = 4 threads, bit for bit, loss $(loss procs_dp.csv)" ||
+        { bad "--dp 2 over MPI: rc $rc, loss $(loss procs_dp.csv) against $(loss threads_dp.csv)"; tail -3 procs_dp.err; }
+fi
 
 # ---- the trace holds every rank and replays to the live breakdown ----
 "${mpi[@]}" -np 2 "$bin" "${base[@]}" --model lenet --strategy ddp --trace t.json --format json >live.json 2>t.err
