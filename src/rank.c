@@ -1198,6 +1198,20 @@ static struct comm *device_comm(struct rank *rk, char *err, size_t errlen)
     return run->gpu->ring_create(run->shm, rk->id, run->cfg.algo, &rk->dev);
 }
 
+/* --dp on a GPU: the communicator of its stage's copies (rank = replica x
+ * stages + stage), NCCL's or the shared GPU's ring as the world's. */
+static struct comm *device_dp_comm(struct rank *rk, char *err, size_t errlen)
+{
+    struct run *run = rk->run;
+    int S = run_stages(&run->cfg), s = rk->id % S, d = rk->id / S;
+    struct comm *c =
+        run->use_nccl ? run->gpu->nccl_create(run->dp_nccl_id[s], run->world / S, d, &rk->dev, &run->abort, err, errlen)
+                      : run->gpu->ring_create(run->dp_shm[s], d, run->cfg.algo, &rk->dev);
+    if (c)
+        comm_set_group(c, s);
+    return c;
+}
+
 static int loop_init(struct loop *L, struct rank *rk)
 {
     struct run *run = rk->run;
@@ -1224,6 +1238,8 @@ static int loop_init(struct loop *L, struct rank *rk)
         err[0] = 0;
         if (run->world > 1 && !(rk->comm = device_comm(rk, err, sizeof(err))))
             return fail(rk, err[0] ? err : "cannot create the device communicator");
+        if (run_replicas(cfg) > 1 && cfg->parallel != PAR_DATA && !(rk->dp_comm = device_dp_comm(rk, err, sizeof(err))))
+            return fail(rk, err[0] ? err : "cannot create the communicator of its stage's copies");
         if (run->cupti)
             run->gpu->activity_register(&rk->dev, rk->id, &rk->spans_gpu);
     }

@@ -435,8 +435,11 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                      PIPE_MAX_STAGES);
             return -1;
         }
-        if (device_is_gpu(devops)) {
-            snprintf(err, errlen, "--dp %d: replicas of stages run on the CPU only so far", rc->dp);
+        if (device_is_gpu(devops) && procs_self()->active) {
+            snprintf(err, errlen,
+                     "--dp %d: replicas of stages on GPUs run as rank threads only so far (not under "
+                     "mpirun)",
+                     rc->dp);
             return -1;
         }
     }
@@ -563,6 +566,16 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     }
     if (r->use_nccl && device_nccl_id(r->nccl_id, err, errlen) != 0)
         return -1;
+    /* --dp on GPUs: each stage's copies join a communicator of their own on
+     * their threads, NCCL's (an id each) or the shared GPU's ring (a shm
+     * world each, above) */
+    if (r->use_nccl && dp > 1 && !(r->dp_nccl_id = calloc((size_t)stages, sizeof(*r->dp_nccl_id)))) {
+        snprintf(err, errlen, "out of memory for %d stages' NCCL ids", stages);
+        return -1;
+    }
+    for (int s = 0; r->dp_nccl_id && s < stages; s++)
+        if (device_nccl_id(r->dp_nccl_id[s], err, errlen) != 0)
+            return -1;
     if (r->on_gpu && !rc->no_cupti && r->gpu->activity_start) {
         char cerr[160];
         r->cupti_sample = rc->cupti_sample > 1 ? rc->cupti_sample : 1;
@@ -845,6 +858,7 @@ void run_free(struct run *r)
         free(r->ranks);
     }
     shm_world_destroy(r->shm);
+    free(r->dp_nccl_id);
     for (int s = 0; s < PIPE_MAX_STAGES; s++)
         if (r->dp_shm[s])
             shm_world_destroy(r->dp_shm[s]);

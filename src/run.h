@@ -82,20 +82,21 @@ struct run {
     int worker;          /* this process is not process 0: it reports nothing, and forwards its rank's records */
     int procs;           /* the ranks are processes (each rank's host and clock offset are set) */
     int on_gpu;          /* the device only enqueues work (CUDA) */
-    const struct gpu_module *gpu;             /* GPU runs: the module's communicators and timelines; else NULL */
-    int ngpu;                                 /* GPU runs: the GPUs the ranks take in turn (--gpus, or all) */
-    int use_nccl;                             /* GPU runs: NCCL, else ddptop's device ring */
-    unsigned char nccl_id[GPU_NCCL_ID_BYTES]; /* NCCL's unique id, shared by the rank threads */
-    int cupti;                                /* CUPTI device timelines are being collected */
-    int cupti_sample;                         /* of every this many steps, CFG_CUPTI_WINDOW are traced */
-    int64_t cupti_gap_ns;                     /* ... and windows start at least this far apart */
-    _Atomic uint32_t cupti_next;              /* the step the next window starts at (rank 0 sets it) */
-    char backend[64];                         /* the communication backend in use, for headers and reports */
-    char note[192];                           /* one remark about this run's setup (shared GPUs, no CUPTI), or "" */
-    int64_t cupti_flushed_ns;                 /* the collector's last CUPTI flush */
-    int64_t cupti_overhead_ns;                /* CUPTI's buffer processing, over the run (set by run_join) */
-    uint64_t cupti_dropped;                   /* device records lost */
-    _Atomic int abort;                        /* stop now: Ctrl-C, a failed rank, the UI */
+    const struct gpu_module *gpu;                   /* GPU runs: the module's communicators and timelines; else NULL */
+    int ngpu;                                       /* GPU runs: the GPUs the ranks take in turn (--gpus, or all) */
+    int use_nccl;                                   /* GPU runs: NCCL, else ddptop's device ring */
+    unsigned char nccl_id[GPU_NCCL_ID_BYTES];       /* NCCL's unique id, shared by the rank threads */
+    unsigned char (*dp_nccl_id)[GPU_NCCL_ID_BYTES]; /* --dp on GPUs over NCCL: one a stage's copies */
+    int cupti;                                      /* CUPTI device timelines are being collected */
+    int cupti_sample;                               /* of every this many steps, CFG_CUPTI_WINDOW are traced */
+    int64_t cupti_gap_ns;                           /* ... and windows start at least this far apart */
+    _Atomic uint32_t cupti_next;                    /* the step the next window starts at (rank 0 sets it) */
+    char backend[64];                               /* the communication backend in use, for headers and reports */
+    char note[192];            /* one remark about this run's setup (shared GPUs, no CUPTI), or "" */
+    int64_t cupti_flushed_ns;  /* the collector's last CUPTI flush */
+    int64_t cupti_overhead_ns; /* CUPTI's buffer processing, over the run (set by run_join) */
+    uint64_t cupti_dropped;    /* device records lost */
+    _Atomic int abort;         /* stop now: Ctrl-C, a failed rank, the UI */
     _Atomic int paused;
     _Atomic uint32_t pause_at; /* ranks stop before starting this step */
     pthread_mutex_t pause_mu;

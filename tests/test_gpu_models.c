@@ -37,8 +37,9 @@
  *    test_gpu_models_mixed).
  *  - `test_gpu_models parallel`: LeNet split into 2 stages on one shared
  *    GPU, as model parallelism and as pipelines (GPipe with 4
- *    micro-batches, 1F1B with 2): each ends within 1e-4 of `single` on the
- *    same batch after 12 steps (ctest: test_gpu_models_parallel).
+ *    micro-batches, 1F1B with 2), and 2 replicas of the GPipe (--dp 2):
+ *    each ends within 1e-4 of `single` on the same samples after 12 steps
+ *    (ctest: test_gpu_models_parallel).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -644,6 +645,45 @@ static void parallel_runs(void)
             fail_msg("%s x%d on the GPU differs from single by %.3g", parallel_name(rc.parallel), rc.micro_batches, d);
         run_free(&r);
     }
+    free(got);
+    free(pref);
+    run_free(&ref);
+
+    /* --dp 2: 2 replicas of the 2 stages, 4 ranks on the GPU (the shared
+     * GPU's ring for the world and for each stage's copies), against single
+     * on the replicas' 64 samples; the copies of a stage equal */
+    struct run_config r64 = harness_config("lenet", STRAT_SINGLE, 1, 64, 12);
+    r64.ngpus = 1;
+    assert_int_equal(run_on_gpu(&ref, &r64), 0);
+    pref = rank_params(&ref, 0);
+    got = calloc(n, sizeof(float));
+    assert_non_null(got);
+    struct run_config rc = harness_staged(1, 12); /* GPipe x4, layers 0-2 and the rest */
+    rc.ranks = 4;
+    rc.dp = 2;
+    rc.ngpus = 1;
+    struct run r;
+    assert_int_equal(run_on_gpu(&r, &rc), 0);
+    assert_int_equal(r.metrics.steps_done, 12);
+    for (int s = 0; s < 2; s++) {
+        float *a = rank_params(&r, s), *b = rank_params(&r, s + 2);
+        assert_memory_equal(a, b, sizeof(float) * n);
+        free(a);
+        free(b);
+    }
+    for (int p = 0; p < mr->nparams; p++) {
+        int layer = mr->params[p].layer, s = layer >= r.ranks[1].stage_first;
+        float *ps = rank_params(&r, s);
+        memcpy(got + mr->params[p].off, ps + mr->params[p].off, sizeof(float) * mr->params[p].len);
+        free(ps);
+    }
+    double d = rel_l2(got, pref, n);
+    printf("  lenet, 2 stages x 2 replicas (--dp 2) on one GPU, pipeline x4 gpipe: relative difference %.3g from "
+           "single on 64 samples; copies equal; backend %s\n",
+           d, r.backend);
+    if (!(d < 1e-4))
+        fail_msg("--dp 2 on the GPU differs from single by %.3g", d);
+    run_free(&r);
     free(got);
     free(pref);
     run_free(&ref);
