@@ -63,6 +63,7 @@ struct worker {
                           b->dops */
     float *hin, *hout; /* with b->dops: their host copies, to fill and check */
     int rank, index;   /* its rank; with b->dops, its device's index */
+    int opened;        /* dev is open */
     struct device dev;
     struct device_mem mem;
     char err[300]; /* why the thread failed (set before it returns nonzero) */
@@ -165,6 +166,7 @@ static int device_setup(struct worker *w, size_t bytes)
         snprintf(w->err, sizeof(w->err), "%s", w->dev.err);
         return -1;
     }
+    w->opened = 1;
     if (b->gpu) {
         char err[256] = "";
         w->c = b->use_nccl ? b->gpu->nccl_create(b->nccl_id, b->world, w->rank, &w->dev, b->abort, err, sizeof(err))
@@ -474,11 +476,11 @@ int bench_comm_main(const struct config *cfg)
     }
     for (int r = lo; r < hi; r++) {
         struct worker *k = &ws[r];
-        if (k->dev.ops && k->dev.impl)
+        if (k->opened && k->dev.ops->make_current)
             k->dev.ops->make_current(&k->dev);
         if (k->c)
             k->c->ops->destroy(k->c);
-        if (b->dops && k->dev.impl) {
+        if (k->opened) {
             if (k->in)
                 b->dops->free(&k->dev, k->in);
             if (k->out)
