@@ -143,21 +143,16 @@ if want imagenet; then
     [ "$rc" -ne 0 ] && status=1
 fi
 
-if want mpi; then
-    echo "===== GPUs under mpirun (tests/gpu_mpi.sh)"
-    timeout 300 tests/gpu_mpi.sh "$b/ddptop"
-    rc=$?
-    echo "===== gpu_mpi: exit $rc (77 = skipped)"
+# script TIMEOUT SCRIPT WHAT: a test script of tests/ on ddptop (77: skipped)
+script() {
+    echo "===== $3 (tests/$2)"
+    timeout "$1" "tests/$2" "$b/ddptop"
+    local rc=$?
+    echo "===== $2: exit $rc (77 = skipped)"
     [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && status=1
-fi
-
-if want benchcomm; then
-    echo "===== --bench-comm on the GPU (tests/gpu_bench_comm.sh)"
-    timeout 400 tests/gpu_bench_comm.sh "$b/ddptop"
-    rc=$?
-    echo "===== gpu_bench_comm: exit $rc (77 = skipped)"
-    [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && status=1
-fi
+}
+want mpi && script 300 gpu_mpi.sh "GPUs under mpirun"
+want benchcomm && script 400 gpu_bench_comm.sh "--bench-comm on the GPU"
 
 want runs || { want bench || want cupti || exit $status; }
 want runs && echo "===== ddptop on the GPU"

@@ -606,6 +606,18 @@ static void mixed_runs(int prec)
     run_free(&f32);
 }
 
+/* The parameters of 2 stages (ranks 0 and 1) as one model's: each from the
+ * stage that holds its layer (mr: the model whole, for the layout). */
+static void stage_params(struct run *r, const struct model *mr, float *got)
+{
+    for (int p = 0; p < mr->nparams; p++) {
+        int layer = mr->params[p].layer, s = layer >= r->ranks[1].stage_first;
+        float *ps = rank_params(r, s);
+        memcpy(got + mr->params[p].off, ps + mr->params[p].off, sizeof(float) * mr->params[p].len);
+        free(ps);
+    }
+}
+
 /* Stages on one shared GPU against single on the same batch:
  * LeNet has no batch norm or dropout, so splitting a step's batch into
  * micro-batches changes only the order of the gradient sums. */
@@ -629,13 +641,7 @@ static void parallel_runs(void)
         assert_int_equal(run_on_gpu(&r, &rc), 0);
         assert_int_equal(r.metrics.steps_done, 12);
         assert_int_equal(r.ranks[1].stage_end, mr->nlayers);
-        /* each parameter from the stage that holds its layer */
-        for (int p = 0; p < mr->nparams; p++) {
-            int layer = mr->params[p].layer, s = layer >= r.ranks[1].stage_first;
-            float *ps = rank_params(&r, s);
-            memcpy(got + mr->params[p].off, ps + mr->params[p].off, sizeof(float) * mr->params[p].len);
-            free(ps);
-        }
+        stage_params(&r, mr, got);
         double d = rel_l2(got, pref, n);
         printf("  lenet, 2 stages on one GPU (layers 0-%d and the rest, %s), %s x%d %s: relative difference %.3g from "
                "single; backend %s\n",
@@ -671,12 +677,7 @@ static void parallel_runs(void)
         free(a);
         free(b);
     }
-    for (int p = 0; p < mr->nparams; p++) {
-        int layer = mr->params[p].layer, s = layer >= r.ranks[1].stage_first;
-        float *ps = rank_params(&r, s);
-        memcpy(got + mr->params[p].off, ps + mr->params[p].off, sizeof(float) * mr->params[p].len);
-        free(ps);
-    }
+    stage_params(&r, mr, got);
     double d = rel_l2(got, pref, n);
     printf("  lenet, 2 stages x 2 replicas (--dp 2) on one GPU, pipeline x4 gpipe: relative difference %.3g from "
            "single on 64 samples; copies equal; backend %s\n",
