@@ -220,6 +220,12 @@ int procs_local_rank_of(int p)
     return n;
 }
 
+void procs_device_name(int p, const char *dev, char *out, size_t n)
+{
+    int other = p > 0 && p < self.size && node_of[p] != node_of[0];
+    snprintf(out, n, "%.40s%s%.20s", dev, other ? "@" : "", other ? host_of[p] : "");
+}
+
 int procs_most_on_a_node(void)
 {
     int most = 1;
@@ -437,8 +443,7 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
         k->stage_live_bytes = d.stage_live_bytes;
         atomic_store(&k->mem.now, d.mem_now);
         atomic_store(&k->mem.peak, d.mem_peak);
-        int p = d.rank / self.per, other = node_of[p] != node_of[0];
-        snprintf(k->dev.name, sizeof(k->dev.name), "%.40s%s%.20s", d.dev, other ? "@" : "", other ? host_of[p] : "");
+        procs_device_name(d.rank / self.per, d.dev, k->dev.name, sizeof(k->dev.name));
         atomic_store(&k->finished, 1);
         return;
     }
@@ -813,6 +818,11 @@ void procs_bcast(void *buf, int bytes)
 int procs_local_rank_of(int p)
 {
     return 0;
+}
+
+void procs_device_name(int p, const char *dev, char *out, size_t n)
+{
+    snprintf(out, n, "%s", dev);
 }
 
 int procs_most_on_a_node(void)

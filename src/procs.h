@@ -87,6 +87,9 @@ void procs_bcast(void *buf, int bytes);
  * node holds: which GPU of its node a rank drives. */
 int procs_local_rank_of(int p);
 int procs_most_on_a_node(void);
+/* A device's name as process 0 shows it for a rank of process p: with
+ * "@host" when p runs on another node ("cuda:3@node2"). */
+void procs_device_name(int p, const char *dev, char *out, size_t n);
 
 /* The relay of one run (every process calls each, in the same order). */
 struct relay;

@@ -611,6 +611,14 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         k->dev.ops = devops;
         k->dev.mem = &k->mem;
         k->gpu = !r->on_gpu ? -1 : rank_gpu(rc, r->ngpu, pr, i);
+        if (!k->local) {
+            /* another process's rank: its device as process 0 shows it
+             * until its end says (a rank's own thread names it) */
+            char dev[32] = "cpu";
+            if (r->on_gpu)
+                snprintf(dev, sizeof(dev), "%s:%d", devops->name, k->gpu);
+            procs_device_name(i / pr->per, dev, k->dev.name, sizeof(k->dev.name));
+        }
         if (r->cupti)
             metrics_expect_gpu(&r->metrics, i);
         atomic_init(&k->step, 0);
