@@ -210,6 +210,13 @@ static int results(struct worker *w, size_t nin, size_t nout, const float **in, 
            d->ops->copy(d, w->hout, w->out, nout * sizeof(float), STREAM_COMM) || d->ops->sync(d, STREAM_COMM);
 }
 
+/* A device call failed: its message is the thread's. */
+static void *device_failed(struct worker *w)
+{
+    snprintf(w->err, sizeof(w->err), "rank %d: %s", w->rank, w->dev.err);
+    return (void *)1;
+}
+
 static void *bench_thread(void *arg)
 {
     struct worker *w = arg;
@@ -239,10 +246,8 @@ static void *bench_thread(void *arg)
         /* (what a call writes: allgather's and gather's world-wide out) */
         size_t nout = (b->coll == COLL_ALLGATHER || b->coll == COLL_GATHER) ? n * (size_t)b->world : n;
         int rc = 0;
-        if (fill_in(w, nin) != 0) {
-            snprintf(w->err, sizeof(w->err), "rank %d: %s", w->rank, w->dev.err);
-            return (void *)1;
-        }
+        if (fill_in(w, nin) != 0)
+            return device_failed(w);
         for (int i = 0; i < cfg->warmup && rc == 0; i++)
             rc = call(c, b->coll, in, out, n);
         rc = rc ? rc : c->ops->barrier(c);
@@ -254,17 +259,13 @@ static void *bench_thread(void *arg)
             break; /* aborted: the peers may still be reading `in` */
         b->t_us[c->rank][k] = (double)(t1 - t0) / 1e3 / cfg->iters;
         /* the timed calls grew the data (sums of sums): check on fresh inputs */
-        if (fill_in(w, nin) != 0) {
-            snprintf(w->err, sizeof(w->err), "rank %d: %s", w->rank, w->dev.err);
-            return (void *)1;
-        }
+        if (fill_in(w, nin) != 0)
+            return device_failed(w);
         rc = rc ? rc : c->ops->barrier(c);
         rc = rc ? rc : call(c, b->coll, in, out, n);
         const float *hin, *hout;
-        if (rc == 0 && results(w, nin, nout, &hin, &hout) != 0) {
-            snprintf(w->err, sizeof(w->err), "rank %d: %s", w->rank, w->dev.err);
-            return (void *)1;
-        }
+        if (rc == 0 && results(w, nin, nout, &hin, &hout) != 0)
+            return device_failed(w);
         if (rc == 0)
             b->wrong[c->rank][k] = check(c, b->coll, hin, hout, n);
         rc = rc ? rc : c->ops->barrier(c);
@@ -316,14 +317,6 @@ static int gather_rows(struct bench *b, int rank, int size, int *status)
     }
     free(all);
     return 0;
-}
-
-/* Rank r's GPU: its index among the ranks of its node (a process's
- * under mpirun), over --gpus or every GPU. */
-static int rank_gpu(const struct config *cfg, const struct device_ops *dev, const struct procs *pr, int r)
-{
-    int n = cfg->base.ngpus > 0 ? cfg->base.ngpus : dev->count(), li = pr->active ? procs_local_rank_of(pr->rank) : r;
-    return cfg->base.ngpus > 0 ? cfg->base.gpus[li % n] : li % n;
 }
 
 /* GPUs: NCCL where every rank has a GPU of its own (under mpirun it must),
@@ -450,7 +443,11 @@ int bench_comm_main(const struct config *cfg)
             c->abort = &abort_flag;
         }
         /* (a GPU rank's device and communicator come on its thread) */
-        ws[r] = (struct worker){.b = b, .c = c, .rank = r, .index = on_gpu ? rank_gpu(cfg, dev, pr, r) : r};
+        ws[r] =
+            (struct worker){.b = b,
+                            .c = c,
+                            .rank = r,
+                            .index = on_gpu ? device_rank_gpu(r, cfg->base.gpus, cfg->base.ngpus, dev->count()) : r};
         pthread_create(&th[r], NULL, bench_thread, &ws[r]);
     }
     /* wait for the threads, turning a Ctrl-C or a rank's failure into the

@@ -126,6 +126,13 @@ const struct device_ops *device_select(int choice, char *note, size_t notelen, c
     }
 }
 
+int device_rank_gpu(int rank, const int *gpus, int ngpus, int count)
+{
+    const struct procs *pr = procs_self();
+    int li = pr->active ? procs_local_rank_of(rank / pr->per) * pr->per + rank % pr->per : rank;
+    return ngpus > 0 ? gpus[li % ngpus] : li % count;
+}
+
 int device_nccl_id(unsigned char id[GPU_NCCL_ID_BYTES], char *err, size_t errlen)
 {
     const struct gpu_module *m = gpu_module();

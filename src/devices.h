@@ -22,6 +22,11 @@ const struct device_ops *device_select(int choice, char *note, size_t notelen, c
 /* Whether ops is the GPU module's CUDA device. */
 int device_is_gpu(const struct device_ops *ops);
 
+/* Rank `rank`'s GPU: its index among the ranks of its node (under
+ * mpirun: its process's among the node's, times --ranks-per-process, plus
+ * its thread) over the ngpus of gpus (--gpus), or over `count` GPUs. */
+int device_rank_gpu(int rank, const int *gpus, int ngpus, int count);
+
 /* NCCL's unique id for one communicator of every rank: made here, or,
  * under mpirun, by process 0 and sent to every process (collective: each
  * process calls it at the same point). 0, or -1 with err set (on every

@@ -130,15 +130,6 @@ static int procs_check(const struct run_config *rc, const struct device_ops *dev
     return 0;
 }
 
-/* Rank i's GPU: its index among the ranks of its node (under mpirun: its
- * process's among the node's, times --ranks-per-process, plus its thread),
- * over --gpus or every GPU of the node. */
-static int rank_gpu(const struct run_config *rc, int ngpu, const struct procs *pr, int i)
-{
-    int li = pr->active ? procs_local_rank_of(i / pr->per) * pr->per + i % pr->per : i;
-    return rc->ngpus > 0 ? rc->gpus[li % ngpu] : li % ngpu;
-}
-
 int run_grad_compress(const struct run_config *rc, int on_gpu)
 {
     if (rc->grad_compress_set)
@@ -610,7 +601,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
             continue; /* another worker's rank: nothing of it passes here */
         k->dev.ops = devops;
         k->dev.mem = &k->mem;
-        k->gpu = !r->on_gpu ? -1 : rank_gpu(rc, r->ngpu, pr, i);
+        k->gpu = !r->on_gpu ? -1 : device_rank_gpu(i, rc->gpus, rc->ngpus, r->ngpu);
         if (!k->local) {
             /* another process's rank: its device as process 0 shows it
              * until its end says (a rank's own thread names it) */
