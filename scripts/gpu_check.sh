@@ -151,6 +151,13 @@ script() {
     echo "===== $2: exit $rc (77 = skipped)"
     [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && status=1
 }
+if want mpi && ! command -v mpirun >/dev/null && [ -f "$b/mpi.tar.xz" ]; then
+    # no MPI on this machine: the launcher the bundle carries, relocated
+    mkdir -p "$b/mpi" && tar -C "$b/mpi" -xJf "$b/mpi.tar.xz"
+    export OPAL_PREFIX=$root/$b/mpi/usr PMIX_INSTALL_PREFIX=$root/$b/mpi/usr/lib/x86_64-linux-gnu/pmix2
+    export PATH=$OPAL_PREFIX/bin:$PATH LD_LIBRARY_PATH=$OPAL_PREFIX/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
+    ln -sf orterun "$OPAL_PREFIX/bin/mpirun"
+fi
 want mpi && script 300 gpu_mpi.sh "GPUs under mpirun"
 want benchcomm && script 400 gpu_bench_comm.sh "--bench-comm on the GPU"
 

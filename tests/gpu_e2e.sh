@@ -207,7 +207,7 @@ for s, x in zip(r["stages"], d["per_rank"]):
     print(f"stage {s['stage']} (layers {s['first_layer']}-{s['last_layer']}, {x['device']}, {x['view']} view): compute {s['compute_pct']:.1f}% "
           f"idle {s['idle_pct']:.1f}%, {s['sent_mb_per_step']:.2f} MB sent a step, {x['ms_per_step']:.2f} ms/step")
 ok = r["steps"] == 30 and len(r["stages"]) == 2 and all(s["compute_pct"] > 1 and s["idle_pct"] > 1 for s in r["stages"])
-sys.exit(0 if ok and all(x["view"] == "device" for x in d["per_rank"]) else 1)
+sys.exit(0 if ok and all(x["view"] == "gpu" for x in d["per_rank"]) else 1)
 EOF
             pass "a $sched pipeline of 2 stages trains on one GPU, both stages computing on the device"
         else

@@ -662,6 +662,7 @@ static void parallel_runs(void)
     r64.ngpus = 1;
     assert_int_equal(run_on_gpu(&ref, &r64), 0);
     pref = rank_params(&ref, 0);
+    mr = ref.ranks[0].model; /* (the first reference's model is freed) */
     got = calloc(n, sizeof(float));
     assert_non_null(got);
     struct run_config rc = harness_staged(1, 12); /* GPipe x4, layers 0-2 and the rest */
