@@ -149,6 +149,10 @@ struct shm_memops {
     void *(*alloc)(void *ctx, size_t bytes);
     void (*release)(void *ctx, void *p);
     void *ctx;
+    /* the ring's pipeline slice in floats (0: 128 KB, for host caches);
+     * device memory wants slices large enough that a launch and a sync
+     * each are paid rarely */
+    size_t slice_floats;
 };
 struct shm_world;
 struct shm_world *shm_world_create(int world, const volatile _Atomic int *abort);

@@ -273,10 +273,11 @@ static void slice(size_t coff, size_t clen, size_t S_, size_t j, size_t *off, si
     *len = b - a;
 }
 
-static size_t nslices(size_t n, int W)
+static size_t nslices(struct comm *c, size_t n, int W)
 {
+    size_t per = S(c)->ops.slice_floats ? S(c)->ops.slice_floats : SLICE_FLOATS;
     size_t maxc = (n + (size_t)W - 1) / (size_t)W;
-    size_t s = (maxc + SLICE_FLOATS - 1) / SLICE_FLOATS;
+    size_t s = (maxc + per - 1) / per;
     return s ? s : 1;
 }
 
@@ -358,7 +359,7 @@ static int ring_pass(struct comm *c, struct comm_call *call, const struct dtype 
                      enum red_op op, int shift, int do_rs, int do_ag)
 {
     int W = c->world, r = c->rank;
-    size_t S_ = nslices(n, W), es = dt->size;
+    size_t S_ = nslices(c, n, W), es = dt->size;
     uint64_t units = 1 + 2 * (uint64_t)(W - 1) * S_;
     unsigned char *buf = buf_;
     int rc;
@@ -889,7 +890,7 @@ static void host_release(void *ctx, void *p)
     free(p);
 }
 
-static const struct shm_memops host_ops = {host_copy, host_add, host_scale, host_alloc, host_release, NULL};
+static const struct shm_memops host_ops = {host_copy, host_add, host_scale, host_alloc, host_release, NULL, 0};
 
 struct comm *comm_shm_create(struct shm_world *w, int rank, int algo)
 {

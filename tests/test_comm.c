@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -212,6 +213,77 @@ static void test_barrier(void **state)
 {
     for (int W = 1; W <= 8; W++)
         assert_int_equal(check(W, ALGO_RING, COLL_BARRIER, 0, RED_SUM, 0), 0);
+}
+
+/* Memops of the caller's (the shared GPU's ring brings device ones): the
+ * ring goes through them for every add, and their slice size sets how
+ * many there are. Host memory here, each add counted. */
+static _Atomic int g_adds;
+
+static void count_copy(void *ctx, void *dst, const void *src, size_t bytes)
+{
+    memmove(dst, src, bytes);
+}
+
+static void count_add(void *ctx, float *dst, const float *src, size_t n)
+{
+    atomic_fetch_add(&g_adds, 1);
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+static void count_scale(void *ctx, float *x, size_t n, float f)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] *= f;
+}
+
+static void *count_alloc(void *ctx, size_t bytes)
+{
+    return malloc(bytes);
+}
+
+static void count_release(void *ctx, void *p)
+{
+    free(p);
+}
+
+/* Ring allreduce of n floats on W threads through counting memops with
+ * slices of `slice` floats: the number of adds, every answer checked. */
+static int memops_adds(int W, size_t n, size_t slice)
+{
+    _Atomic int abort_flag = 0;
+    struct shm_world *w = shm_world_create(W, &abort_flag);
+    assert_non_null(w);
+    struct shm_memops ops = {count_copy, count_add, count_scale, count_alloc, count_release, NULL, slice};
+    struct job jobs[4];
+    pthread_t th[4];
+    atomic_store(&g_adds, 0);
+    for (int r = 0; r < W; r++) {
+        jobs[r] = (struct job){comm_shm_create_ops(w, r, ALGO_RING, &ops), n, COLL_ALLREDUCE, 0, RED_AVG, 0, 0};
+        assert_non_null(jobs[r].c);
+        pthread_create(&th[r], NULL, worker, &jobs[r]);
+    }
+    for (int r = 0; r < W; r++) {
+        pthread_join(th[r], NULL);
+        assert_int_equal(jobs[r].rc, 0);
+        assert_int_equal(jobs[r].wrong, 0);
+        jobs[r].c->ops->destroy(jobs[r].c);
+    }
+    shm_world_destroy(w);
+    return atomic_load(&g_adds);
+}
+
+static void test_memops_slices(void **state)
+{
+    size_t n = 3 * 32 * 1024 + 7; /* over 2 or 3 ranks: 2 default slices a chunk */
+    for (int W = 2; W <= 3; W++) {
+        /* worker(): 3 calls; each rank adds W-1 chunks, in slices */
+        int per_call = W * (W - 1);
+        assert_int_equal(memops_adds(W, n, 0), 3 * per_call * 2);
+        assert_int_equal(memops_adds(W, n, 1u << 20), 3 * per_call);
+        assert_int_equal(memops_adds(W, n, 1000), 3 * per_call * (int)((n / W + 1 + 999) / 1000));
+    }
 }
 
 static void test_bytes_accounting(void **state)
@@ -959,6 +1031,7 @@ int main(void)
         cmocka_unit_test(test_scatter),
         cmocka_unit_test(test_barrier),
         cmocka_unit_test(test_bytes_accounting),
+        cmocka_unit_test(test_memops_slices),
         cmocka_unit_test(test_abort_releases_waiters),
         cmocka_unit_test(test_timeout_names_peer),
         cmocka_unit_test(test_send_recv),
