@@ -619,25 +619,75 @@ static void test_staged_mlp(void **state)
     staged_equivalence("mlp", 3, "0:0,1:3,4:5", 2);
 }
 
-/* The bubble against its formula. With stage compute C_s per step and M
- * micro-batches of C_s / M each, GPipe's step is sum_s C_s / M + (M - 1)
- * max_s C_s / M, and stage s spends step - C_s of it waiting for its
- * neighbours: a share (S-1)/(M+S-1) for equal stages. LeNet's two stages
- * (0:2, 3:) are not equal at batch 256 (about 3.4-4.1 and 5.6-6.2 ms of
- * compute a step here), so the general form, over the run's own C_s, is
+/* The bubble against its formula. GPipe with S stages of compute C_s per
+ * step, in M micro-batches of C_s / M each, takes
+ *     step = sum_s C_s / M + (M - 1) max_s C_s / M + sum_s X_s
+ * where X_s is the time stage s copies its messages in: send/recv are a
+ * rendezvous, so each copy holds its sender too, and every copy lies on
+ * the slowest stage's path. Stage s waits for its neighbours
+ * step - C_s - X_s of it: a share (S-1)/(M+S-1) for equal stages and free
+ * messages. LeNet's two stages (0:2, 3:) are not equal at batch 256
+ * (about 3.2-3.6 and 5.6-6.2 ms of compute a step here, 0.2-0.4 ms of
+ * copies each), so the general form, over the run's own C_s and X_s, is
  * the reference:
  *  - the time the stages wait (idle), mean per stage and step over 39
- *    steps, must lie within 20% of the formula's step - C_s with 4
- *    micro-batches (measured here: -2% to +7% in six runs, +12% in a
- *    seventh, in a fresh root: the waits also hold the messages' own
- *    time, so the measurement sits above the formula; over 11 steps one
- *    run in three came near 10%);
+ *    steps, must lie within 10% of the formula's. Measured here: -7% to
+ *    -2% in most runs. In about one run in six a stage's compute
+ *    stretched by half (two stage threads on 2 cores) and the stages came
+ *    near balance, where the mean compute understates each micro-batch's
+ *    slowest stage: +6% to +15%. The best of 3 runs counts, so the noise
+ *    of one run passes and a formula (or schedule) 10% off fails;
  *  - the idle share must be well below one micro-batch's (50%);
- *  - printed beside: the share not computing, 1-6 points above the
+ *  - printed beside: the share not computing, a few points above the
  *    formula's share, since the wall time also holds what is not pipelined
- *    (the optimizer's one update, the data, the messages' own time); a
- *    schedule that ran the micro-batches one by one would be 50% against
- *    the formula's 26%. */
+ *    (the optimizer's one update, the data); a schedule that ran the
+ *    micro-batches one by one would be 50% against the formula's 26%. */
+struct bubble {
+    double idle_got, idle_want; /* ms per stage and step */
+    double share, share_want;   /* % of the step not computing, mean per stage */
+    double idle_pct;            /* % idle, mean per stage */
+    double desched;             /* the most a stage waited for a core, % */
+};
+
+static void bubble_run(int parallel, int M, struct bubble *out)
+{
+    enum { S = 2 };
+    struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, S, 256, 40);
+    rc.parallel = parallel;
+    rc.micro_batches = M;
+    rc.schedule = SCHED_GPIPE;
+    snprintf(rc.partition, sizeof(rc.partition), "0:2,3:");
+    struct run r;
+    assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
+    double steps = (double)(r.metrics.steps_done - 1); /* (steady: every step but the first) */
+    double compute[S], copies[S], sum = 0, most = 0, copied = 0;
+    *out = (struct bubble){0};
+    for (int s = 0; s < S; s++) {
+        const struct breakdown *b = &r.metrics.r[s].steady;
+        compute[s] = (double)b->compute_ns / steps;
+        copies[s] = (double)b->comm_ns / steps; /* (exposed: the stage's copies) */
+        out->idle_got += (double)b->idle_ns / steps / S;
+        out->idle_pct += breakdown_pct(b->idle_ns, b->wall_ns) / S;
+        out->share += (100.0 - breakdown_pct(b->compute_ns, b->wall_ns)) / S;
+        double d = breakdown_pct(r.metrics.r[s].desched_ns, b->wall_ns);
+        out->desched = d > out->desched ? d : out->desched;
+        sum += compute[s] / M;
+        most = compute[s] / M > most ? compute[s] / M : most;
+        copied += copies[s];
+    }
+    double step = sum + (M - 1) * most + copied;
+    for (int s = 0; s < S; s++) {
+        out->idle_want += (step - compute[s] - copies[s]) / S;
+        out->share_want += 100.0 * (1 - compute[s] / step) / S;
+    }
+    if (parallel == PAR_PIPELINE)
+        printf("  per step: stage 0 computes %.2f ms and copies %.2f ms, stage 1 %.2f and %.2f ms; waiting for the "
+               "neighbour, mean per stage: %.2f ms against the formula's %.2f ms (%+.1f%%)\n",
+               compute[0] / 1e6, copies[0] / 1e6, compute[1] / 1e6, copies[1] / 1e6, out->idle_got / 1e6,
+               out->idle_want / 1e6, 100.0 * (out->idle_got - out->idle_want) / out->idle_want);
+    run_free(&r);
+}
+
 static void test_pipeline_bubble(void **state)
 {
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
@@ -647,57 +697,29 @@ static void test_pipeline_bubble(void **state)
     skip();
 #endif
     enum { M = 4, S = 2 };
-    double idle[2] = {0, 0}, bubble = 0, want = 0, compute[S], idle_ns[S], sum = 0, most = 0, desched = 0;
-    long steady_steps = 1;
-    for (int k = 0; k < 2; k++) {
-        struct run_config rc = harness_config("lenet", STRAT_ALLREDUCE, S, 256, 40);
-        rc.parallel = k ? PAR_PIPELINE : PAR_MODEL;
-        rc.micro_batches = M;
-        rc.schedule = SCHED_GPIPE;
-        snprintf(rc.partition, sizeof(rc.partition), "0:2,3:");
-        struct run r;
-        assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
-        for (int s = 0; s < S; s++) {
-            const struct breakdown *b = &r.metrics.r[s].steady;
-            idle[k] += breakdown_pct(b->idle_ns, b->wall_ns) / S;
-            double d = breakdown_pct(r.metrics.r[s].desched_ns, b->wall_ns);
-            desched = d > desched ? d : desched;
-            if (k == 1) {
-                compute[s] = (double)b->compute_ns;
-                idle_ns[s] = (double)b->idle_ns;
-                steady_steps = r.metrics.steps_done - 1; /* (steady: every step but the first) */
-                bubble += 100.0 - breakdown_pct(b->compute_ns, b->wall_ns);
-            }
+    struct bubble one, best = {0}, b;
+    bubble_run(PAR_MODEL, M, &one);
+    double off = 1e9;
+    for (int trial = 0; trial < 3 && off > 0.10; trial++) {
+        bubble_run(PAR_PIPELINE, M, &b);
+        if (b.desched > 5.0) {
+            /* another program had the cores: the stages waited for them, not for each other */
+            printf("  a stage waited %.1f%% of a step for a core: this run says nothing\n", b.desched);
+            continue;
         }
-        run_free(&r);
+        double o = fabs(b.idle_got - b.idle_want) / b.idle_want;
+        if (o < off) {
+            off = o;
+            best = b;
+        }
     }
-    bubble /= S;
-    for (int s = 0; s < S; s++) {
-        sum += compute[s] / M;
-        most = compute[s] / M > most ? compute[s] / M : most;
-    }
-    double step = sum + (M - 1) * most;
-    double idle_got = 0, idle_want = 0, steps = (double)steady_steps;
-    for (int s = 0; s < S; s++) {
-        want += 100.0 * (1 - compute[s] / step) / S;
-        idle_got += idle_ns[s] / S / steps;
-        idle_want += (step - compute[s]) / S / steps;
-    }
-    printf("  waiting for the neighbour stage, mean per stage and step, %d micro-batches: %.2f ms against the "
-           "formula's %.2f ms (%+.1f%%)\n",
-           M, idle_got / 1e6, idle_want / 1e6, 100.0 * (idle_got - idle_want) / idle_want);
-    printf("  compute per step: stage 0 %.2f ms, stage 1 %.2f ms\n", compute[0] / steady_steps / 1e6,
-           compute[1] / steady_steps / 1e6);
+    if (off == 1e9)
+        skip();
     printf("  not computing, mean per stage, %d micro-batches: %.1f%% against the formula's %.1f%% (equal stages: "
            "%.1f%%); idle %.1f%% (one micro-batch: %.1f%%)\n",
-           M, bubble, want, 100.0 * (S - 1) / (M + S - 1), idle[1], idle[0]);
-    if (desched > 5.0) {
-        /* another program had the cores: the stages waited for them, not for each other */
-        printf("  a stage waited %.1f%% of a step for a core: the bubble says nothing here\n", desched);
-        skip();
-    }
-    assert_true(fabs(idle_got - idle_want) <= 0.20 * idle_want);
-    assert_true(idle[1] < idle[0] - 10.0);
+           M, best.share, best.share_want, 100.0 * (S - 1) / (M + S - 1), best.idle_pct, one.idle_pct);
+    assert_true(off <= 0.10);
+    assert_true(best.idle_pct < one.idle_pct - 10.0);
 }
 
 /* Partitions: by hand (checked), balanced (over costs), and never inside a
