@@ -18,7 +18,14 @@
  * and no empty rounds while a rank runs forward.
  *
  * The negotiation's spans carry tag SPAN_TAG_NEGOTIATE, so metrics, reports
- * and traces account it apart from the gradients' transfer. */
+ * and traces account it apart from the gradients' transfer.
+ *
+ * On a GPU (struct hvd_device) the fusion buffer and the flags are device
+ * memory, as Horovod's are: backward marks the compute stream as it
+ * reports a gradient, and the thread's stream waits for the latest mark
+ * before it packs (a later mark only waits longer). The thread's copies
+ * and collectives share its stream; a cycle ends with the host waiting for
+ * it, so what hvd_finish releases is in place. */
 #include "horovod.h"
 
 #include "half.h"
@@ -38,7 +45,9 @@ struct hvd_engine {
     int64_t cycle_ns;
     int ntrain;              /* trainable tensors */
     float *flags;            /* [g.n]: the negotiation's vector */
-    float *fusion;           /* [fusion_floats] */
+    float *dflags;           /* [g.n]: its copy in device memory, or NULL */
+    float *fusion;           /* [fusion_floats], device memory with dev */
+    struct hvd_device dev;   /* .copy is NULL where the gradients are host memory */
     int *order;              /* [g.n]: one cycle's agreed tensors, backward order (thread only) */
     uint16_t *half;          /* 16-bit staging, [max(fusion, largest tensor)], or NULL */
     int w16;                 /* its format (enum wire16), 0 without */
@@ -74,6 +83,17 @@ static int pending(const struct hvd_engine *e, uint64_t gen)
     return 0;
 }
 
+/* A copy between gradients and the fusion buffer: on the thread's stream
+ * where they are device memory. */
+static int move(struct hvd_engine *e, float *dst, const float *src, size_t n)
+{
+    if (!e->dev.copy) {
+        memcpy(dst, src, n * sizeof(float));
+        return 0;
+    }
+    return e->dev.copy(e->dev.ctx, dst, src, n * sizeof(float));
+}
+
 /* Averages the agreed tensors ps[0..n) through the fusion buffer, or, when
  * it is one tensor larger than the buffer, that tensor in place. Traces tag
  * a fused allreduce with its index in the cycle, a lone one with its
@@ -90,7 +110,8 @@ static int reduce_fused(struct hvd_engine *e, const int *ps, int n, int fused_id
     }
     size_t at = 0;
     for (int i = 0; i < n; i++) {
-        memcpy(e->fusion + at, e->g.grads + t[ps[i]].off, t[ps[i]].len * sizeof(float));
+        if (move(e, e->fusion + at, e->g.grads + t[ps[i]].off, t[ps[i]].len) != 0)
+            return -1;
         at += t[ps[i]].len;
     }
     c->tag = (int16_t)fused_id;
@@ -102,7 +123,8 @@ static int reduce_fused(struct hvd_engine *e, const int *ps, int n, int fused_id
         return comm_context(c, rc, "fusion buffer %d: allreduce", fused_id);
     at = 0;
     for (int i = 0; i < n; i++) {
-        memcpy(e->g.grads + t[ps[i]].off, e->fusion + at, t[ps[i]].len * sizeof(float));
+        if (move(e, e->g.grads + t[ps[i]].off, e->fusion + at, t[ps[i]].len) != 0)
+            return -1;
         at += t[ps[i]].len;
     }
     return 0;
@@ -118,10 +140,25 @@ static int cycle(struct hvd_engine *e, uint64_t gen)
     for (int p = 0; p < n; p++)
         e->flags[p] = e->g.t[p].trainable && !e->done[p] && atomic_load(&e->ready[p]) == gen ? 1.0f : 0.0f;
     c->tag = SPAN_TAG_NEGOTIATE;
-    int rc = c->ops->allreduce(c, e->flags, (size_t)n, RED_SUM);
+    int rc;
+    if (e->dflags) {
+        /* (the collective waits for its stream: the flags are back once the host has waited) */
+        rc = e->dev.copy(e->dev.ctx, e->dflags, e->flags, (size_t)n * sizeof(float));
+        if (rc == 0)
+            rc = c->ops->allreduce(c, e->dflags, (size_t)n, RED_SUM);
+        if (rc == 0)
+            rc = e->dev.copy(e->dev.ctx, e->flags, e->dflags, (size_t)n * sizeof(float));
+        if (rc == 0)
+            rc = e->dev.settle(e->dev.ctx);
+    } else {
+        rc = c->ops->allreduce(c, e->flags, (size_t)n, RED_SUM);
+    }
     c->tag = -1;
     if (rc != 0)
         return comm_context(c, rc, "negotiation");
+    /* the agreed gradients are computed here: the thread's stream waits for backward's mark */
+    if (e->dev.before && (rc = e->dev.before(e->dev.ctx)) != 0)
+        return rc;
     /* agreed tensors in backward order (descending parameter index), fused
      * greedily while they fit */
     int k = 0, reduced = 0, fused = 0;
@@ -142,6 +179,8 @@ static int cycle(struct hvd_engine *e, uint64_t gen)
     }
     if (k > 0 && (rc = reduce_fused(e, order, k, fused++)) != 0)
         return rc;
+    if (reduced > 0 && e->dev.settle && (rc = e->dev.settle(e->dev.ctx)) != 0)
+        return rc; /* the last copies back are done before hvd_finish returns */
     return reduced;
 }
 
@@ -153,6 +192,8 @@ static void *thread_main(void *arg)
     nvtx_name_thread(name);
     pthread_setname_np(pthread_self(), name);
     comm_bind(e->comm, e->ring, LANE_COMM, e->step);
+    if (e->dev.lane_init && e->dev.lane_init(e->dev.ctx) != 0)
+        atomic_store(&e->rc, -1); /* (hvd_finish reports it) */
     uint64_t gen = 0;
     int ndone = 0;
     int64_t next = 0; /* when the next cycle may start */
@@ -174,6 +215,14 @@ static void *thread_main(void *arg)
         pthread_mutex_unlock(&e->mu);
         if (atomic_load(&e->quit))
             break;
+        if (atomic_load(&e->rc) != 0) {
+            /* failed (the device's set-up, or a mark): wait for the run to end */
+            pthread_mutex_lock(&e->mu);
+            while (!atomic_load(&e->quit))
+                pthread_cond_wait(&e->cv, &e->mu);
+            pthread_mutex_unlock(&e->mu);
+            break;
+        }
         /* Horovod's cycle: at most one negotiation per cycle time; what
          * becomes ready meanwhile joins this round */
         int64_t t = now_ns();
@@ -208,7 +257,8 @@ static void *thread_main(void *arg)
 }
 
 struct hvd_engine *hvd_create(struct comm *c, const struct grad_layout *g, size_t fusion_bytes, double cycle_ms,
-                              int w16, struct spsc_ring *ring, const _Atomic uint32_t *step)
+                              int w16, const struct hvd_device *dev, struct spsc_ring *ring,
+                              const _Atomic uint32_t *step)
 {
     struct hvd_engine *e = calloc(1, sizeof(*e));
     if (!e)
@@ -221,22 +271,32 @@ struct hvd_engine *hvd_create(struct comm *c, const struct grad_layout *g, size_
     e->fusion_floats = fusion_bytes / sizeof(float);
     if (e->fusion_floats == 0)
         e->fusion_floats = 1;
-    size_t largest = 1;
+    size_t largest = 1, all = 0;
     for (int p = 0; p < g->n; p++)
         if (g->t[p].trainable) {
             e->ntrain++;
             largest = g->t[p].len > largest ? g->t[p].len : largest;
+            all += g->t[p].len;
         }
+    /* no larger than all it could fuse (device memory is dear) */
+    if (all > 0 && all < e->fusion_floats)
+        e->fusion_floats = all;
     size_t n = (size_t)g->n + 1;
     e->flags = calloc(n, sizeof(float));
     e->done = calloc(n, 1);
     e->ready = calloc(n, sizeof(*e->ready));
-    e->fusion = malloc(e->fusion_floats * sizeof(float));
+    if (dev) {
+        e->dev = *dev;
+        e->fusion = dev->alloc(dev->ctx, e->fusion_floats * sizeof(float));
+        e->dflags = dev->alloc(dev->ctx, n * sizeof(float));
+    } else {
+        e->fusion = malloc(e->fusion_floats * sizeof(float));
+    }
     e->order = malloc(n * sizeof(int));
     e->w16 = w16;
-    if (w16)
+    if (w16 && !dev)
         e->half = malloc((largest > e->fusion_floats ? largest : e->fusion_floats) * sizeof(uint16_t));
-    if (!e->flags || !e->done || !e->ready || !e->fusion || !e->order || (w16 && !e->half))
+    if (!e->flags || !e->done || !e->ready || !e->fusion || (dev && !e->dflags) || !e->order || (w16 && !e->half))
         goto fail;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
@@ -263,6 +323,9 @@ void hvd_grad_ready(struct hvd_engine *e, int p)
 {
     if (p < 0 || p >= e->g.n || !e->g.t[p].trainable)
         return;
+    /* marked before it is ready: the thread's wait covers every gradient it agrees on */
+    if (e->dev.ready && e->dev.ready(e->dev.ctx) != 0 && atomic_load(&e->rc) == 0)
+        atomic_store(&e->rc, -1);
     pthread_mutex_lock(&e->mu);
     atomic_store(&e->ready[p], atomic_load(&e->gen));
     pthread_cond_signal(&e->cv);
@@ -318,7 +381,14 @@ void hvd_destroy(struct hvd_engine *e)
     free(e->flags);
     free(e->done);
     free((void *)e->ready);
-    free(e->fusion);
+    if (e->dev.release) {
+        if (e->fusion)
+            e->dev.release(e->dev.ctx, e->fusion);
+        if (e->dflags)
+            e->dev.release(e->dev.ctx, e->dflags);
+    } else {
+        free(e->fusion);
+    }
     free(e->order);
     free(e->half);
     free(e);

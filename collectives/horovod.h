@@ -6,12 +6,29 @@
 #include "strategy.h"
 
 struct hvd_engine;
+/* Where the gradients live in device memory (a GPU, whose calls only
+ * enqueue work): the fusion buffer and the negotiation's flags go there,
+ * and the engine orders its work through these. Each int hook returns 0,
+ * or nonzero with the failure said in the communicator's err. */
+struct hvd_device {
+    int (*lane_init)(void *ctx); /* the background thread, first: the device made current */
+    int (*ready)(void *ctx);     /* backward's thread, as a gradient is reported: its work so far marked */
+    int (*before)(void *ctx);    /* the background thread, before it reads gradients: its stream waits for the mark */
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*release)(void *ctx, void *p);
+    /* copies in any direction, on the background thread's stream */
+    int (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
+    int (*settle)(void *ctx); /* the host waits for that stream */
+    void *ctx;
+};
 /* fusion_bytes caps a fusion buffer (Horovod's 64 MB); cycle_ms spaces the
  * negotiations (Horovod's 5 ms). w16 (enum wire16, or 0): gradients travel
- * as 16-bit values of that format.
+ * as 16-bit values of that format (host memory only). dev: NULL where the
+ * gradients are host memory.
  * The thread's spans go to ring as LANE_COMM. NULL when out of memory. */
 struct hvd_engine *hvd_create(struct comm *c, const struct grad_layout *g, size_t fusion_bytes, double cycle_ms,
-                              int w16, struct spsc_ring *ring, const _Atomic uint32_t *step);
+                              int w16, const struct hvd_device *dev, struct spsc_ring *ring,
+                              const _Atomic uint32_t *step);
 /* Start of backward. */
 void hvd_begin(struct hvd_engine *e);
 /* Backward reports parameter p's gradient final. */

@@ -709,6 +709,47 @@ static int hook_before(void *ctx, int bucket)
     return lane_failed(L, d->ops->wait_event(d, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMM));
 }
 
+/* Horovod's background thread on the device (struct hvd_device): backward
+ * marks the compute stream with bucket 0's event (Horovod and DDP never
+ * share a run); the thread works on the comm stream through lane_dev. */
+static int hvd_ready(void *ctx)
+{
+    struct loop *L = ctx;
+    int rc = hook_ready(ctx, 0);
+    if (rc != 0)
+        snprintf(L->rk->comm->err, sizeof(L->rk->comm->err), "%s", L->rk->dev.err);
+    return rc;
+}
+
+static int hvd_before(void *ctx)
+{
+    return hook_before(ctx, 0);
+}
+
+static void *hvd_alloc(void *ctx, size_t bytes)
+{
+    struct loop *L = ctx;
+    return L->rk->dev.ops->alloc(&L->rk->dev, bytes);
+}
+
+static void hvd_release(void *ctx, void *p)
+{
+    struct loop *L = ctx;
+    L->rk->dev.ops->free(&L->rk->dev, p);
+}
+
+static int hvd_copy(void *ctx, void *dst, const void *src, size_t bytes)
+{
+    struct loop *L = ctx;
+    return lane_failed(L, L->lane_dev.ops->copy(&L->lane_dev, dst, src, bytes, STREAM_COMM));
+}
+
+static int hvd_settle(void *ctx)
+{
+    struct loop *L = ctx;
+    return lane_failed(L, L->lane_dev.ops->sync(&L->lane_dev, STREAM_COMM));
+}
+
 /* ---- model and pipeline parallelism (pipeline.h) ---------------------- */
 
 /* Forward + backward time per layer, measured on rank 0's model at the
@@ -1332,7 +1373,12 @@ static int loop_init(struct loop *L, struct rank *rk)
         break;
     }
     case STRAT_HOROVOD:
+        if (L->async)
+            L->lane_dev = rk->dev;
         L->hvd = hvd_create(rk->comm, &L->gl, (size_t)(cfg->fusion_mb * 1024 * 1024), cfg->cycle_ms, cfg->grad_compress,
+                            L->async ? &(struct hvd_device){hook_lane_init, hvd_ready, hvd_before, hvd_alloc,
+                                                            hvd_release, hvd_copy, hvd_settle, L}
+                                     : NULL,
                             &rk->spans_comm, &rk->step);
         if (!L->hvd)
             return fail(rk, "cannot start the horovod background thread");

@@ -462,10 +462,6 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                 return -1;
         }
     }
-    if (rc->strategy == STRAT_HOROVOD && world > 1 && on_gpu) {
-        snprintf(err, errlen, "--strategy horovod: runs on the CPU only so far (its fusion buffer is host memory)");
-        return -1;
-    }
     if (rc->comm == COMM_NCCL && !on_gpu) {
         snprintf(err, errlen, "--comm nccl: not available on the CPU");
         return -1;

@@ -20,7 +20,7 @@
  *    of each layer's forward and backward; the measured errors are printed.
  *  - runs through the real rank loop on GPU 0 shared by 2 ranks (ddptop's
  *    device ring), with every strategy (dp, gather-scatter, allreduce,
- *    ddp): parameters bitwise identical on both ranks after every step,
+ *    ddp, horovod): parameters bitwise identical on both ranks after every step,
  *    equal to `single` on the whole batch within 1e-4, CUPTI device spans
  *    on every rank with a breakdown that sums to wall time and shows
  *    compute and comm; the header note names the shared GPU.
@@ -500,8 +500,8 @@ static void gpu_runs(int ngpus, const char *want_backend)
     float *pref = rank_params(&ref, 0);
     size_t n = ref.ranks[0].model->nfloats;
 
-    const int strategies[] = {STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP};
-    for (int s = 0; s < 4; s++) {
+    const int strategies[] = {STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
+    for (int s = 0; s < (int)(sizeof(strategies) / sizeof(strategies[0])); s++) {
         struct run_config rc = harness_config("lenet", strategies[s], 2, 32, 20);
         rc.check_replicas = 1;
         rc.bucket_mb = 0.05f; /* several buckets for LeNet */
