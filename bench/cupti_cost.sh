@@ -4,7 +4,8 @@
 # each way of tracing against it (the default, 3 steps in every 50 with
 # windows 200 ms apart at least; the same without the time gap; one window
 # only, at the start; every step, --cupti-sample 1; CUPTI detached between
-# windows, DDPTOP_CUPTI_DETACH=1; other sets of CUPTI activity kinds
+# windows, DDPTOP_CUPTI_DETACH=1, with the default gap and with windows a
+# second apart (detach1s); other sets of CUPTI activity kinds
 # through DDPTOP_CUPTI_KINDS), measured here in one run,
 # repetitions interleaved;
 # the table shows medians and the cost in percent of the reference's
@@ -24,7 +25,7 @@ REPS=${REPS:-3}
 # | DDPTOP_CUPTI_GAP_MS (the least time between windows; "": the default)
 # | DDPTOP_CUPTI_DETACH (1: CUPTI leaves the process between windows)
 VARIANTS=("off|-|" "sampled||50" "no-gap||50|0" "once||1000000000" "every-step||1" "detach||50||1"
-    "detach-once||1000000000||1")
+    "detach1s||50|1000|1" "detach-once||1000000000||1")
 # (more: "serial-kernel|serial-kernel,memcpy,memset|1" "with-api|kernel,memcpy,memset,corr,runtime,driver|1")
 [ -n "${CUPTI_VARIANTS:-}" ] && read -r -a VARIANTS <<<"$CUPTI_VARIANTS"
 
