@@ -426,13 +426,6 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                      PIPE_MAX_STAGES);
             return -1;
         }
-        if (device_is_gpu(devops) && procs_self()->active) {
-            snprintf(err, errlen,
-                     "--dp %d: replicas of stages on GPUs run as rank threads only so far (not under "
-                     "mpirun)",
-                     rc->dp);
-            return -1;
-        }
     }
     if (staged) {
         const char *par = parallel_name(rc->parallel);
@@ -554,8 +547,9 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     if (r->use_nccl && device_nccl_id(r->nccl_id, err, errlen) != 0)
         return -1;
     /* --dp on GPUs: each stage's copies join a communicator of their own on
-     * their threads, NCCL's (an id each) or the shared GPU's ring (a shm
-     * world each, above) */
+     * their threads, NCCL's (an id each; under mpirun process 0 makes them
+     * and sends them to every process, in the same order) or the shared
+     * GPU's ring (a shm world each, above) */
     if (r->use_nccl && dp > 1 && !(r->dp_nccl_id = calloc((size_t)stages, sizeof(*r->dp_nccl_id)))) {
         snprintf(err, errlen, "out of memory for %d stages' NCCL ids", stages);
         return -1;

@@ -9,7 +9,8 @@
 #  - more ranks on a node than GPUs: one line and exit 2 (NCCL refuses a
 #    GPU twice, and ddptop's device ring joins threads of one process);
 #  - with 2 GPUs or more: 2 processes, DDP over NCCL, equal `single` on the
-#    global batch (1e-5), and process 0's trace holds both ranks' kernels.
+#    global batch (1e-5), and process 0's trace holds both ranks' kernels;
+#    and --dp 2 of a 1-stage pipeline across the 2 processes, the same.
 # Usage: gpu_mpi.sh DDPTOP
 # Exit status: 0 pass, 1 fail, 77 skip (no mpirun, or no GPU).
 set -uo pipefail
@@ -71,6 +72,15 @@ if [ "$ngpu" -ge 2 ]; then
     [ $rc -eq 0 ] && close "$d" && [ "${pids:-0}" -eq 2 ] &&
         ok "mpirun -np 2, DDP over NCCL: $d from single on the global batch, kernels of both ranks in the trace" ||
         { bad "mpirun -np 2 over NCCL: rc $rc, difference '$d', ranks with kernels '$pids'"; tail -5 np2.err; }
+    # --dp across processes: 2 replicas of a 1-stage pipeline (2 micro-batches
+    # accumulated), their gradients averaged over a NCCL communicator of the
+    # stage's copies whose id process 0 broadcasts: single on 64 samples
+    timeout 180 "${mpi[@]}" -np 2 "$bin" "${base[@]}" --parallel pipeline --micro-batches 2 --dp 2 --batch-size 32 \
+        --save-params dp2.bin >/dev/null 2>dp2.err
+    rc=$?
+    d=$(reldiff dp2.bin single2.bin)
+    [ $rc -eq 0 ] && close "$d" && ok "mpirun -np 2 --dp 2 over NCCL: $d from single on the global batch" ||
+        { bad "mpirun -np 2 --dp 2 over NCCL: rc $rc, difference '$d'"; tail -5 dp2.err; }
 else
     echo "(one GPU: 2 processes over NCCL need 2 GPUs; not run)"
 fi
