@@ -26,7 +26,11 @@
 # PROFILE_BATCH 64 on PROFILE_INPUT 3x224x224, in each of PRECISIONS), mpi
 # (tests/gpu_mpi.sh: GPUs under mpirun, NCCL across processes; needs the
 # machine's own mpirun), benchcomm (tests/gpu_bench_comm.sh: --bench-comm
-# over NCCL and the shared GPU's ring, exact answers and busbw).
+# over NCCL and the shared GPU's ring, exact answers and busbw), detach
+# (whether CUPTI detached between windows a second apart keeps the device
+# view: tests/gpu_e2e.sh's ui and replay parts under DDPTOP_CUPTI_DETACH=1
+# DDPTOP_CUPTI_GAP_MS=1000, then what it costs against --no-cupti and the
+# default, REPS (default 7) interleaved runs of MLP and LeNet).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -160,6 +164,17 @@ if want mpi && ! command -v mpirun >/dev/null && [ -f "$b/mpi.tar.xz" ]; then
 fi
 want mpi && script 300 gpu_mpi.sh "GPUs under mpirun"
 want benchcomm && script 400 gpu_bench_comm.sh "--bench-comm on the GPU"
+
+if want detach; then
+    echo "===== CUPTI detached between windows 1 s apart: the device view (tests/gpu_e2e.sh ui replay)"
+    DDPTOP_CUPTI_DETACH=1 DDPTOP_CUPTI_GAP_MS=1000 timeout "${E2E_TIMEOUT:-300}" tests/gpu_e2e.sh "$b/ddptop" ui replay
+    rc=$?
+    echo "===== gpu_e2e detached: exit $rc"
+    [ "$rc" -ne 0 ] && status=1
+    echo "===== what it costs"
+    VERBOSE=1 SMALL_STEPS=12000 REPS=${REPS:-7} CUPTI_VARIANTS="off|-| sampled||50 detach1s||50|1000|1" \
+        timeout 420 bench/cupti_cost.sh "$b/ddptop" "mlp lenet" 128
+fi
 
 want runs || { want bench || want cupti || exit $status; }
 want runs && echo "===== ddptop on the GPU"
