@@ -48,7 +48,7 @@ struct loop {
     uint16_t *half;    /* allreduce with --grad-compress fp16: [largest tensor] */
     struct ddp_engine *ddp;
     struct hvd_engine *hvd;
-    struct device lane_dev; /* ddp's comm lane's handle on the rank's device */
+    struct device lane_dev; /* the rank's device for ddp's comm lane and horovod's thread */
     int schedstat_fd;       /* /proc/thread-self/schedstat, or -1 */
     int64_t run_delay;      /* its run delay at the last step's end, or -1 */
     /* dp (DataParallel): rank 0 holds the whole batch and computes the loss;
@@ -1353,6 +1353,8 @@ static int loop_init(struct loop *L, struct rank *rk)
     int G = run->global_batch, K = m->classes, B = run->local_batch;
     if (cfg->parallel != PAR_DATA)
         return pipe_init(L);
+    if (L->async)
+        L->lane_dev = rk->dev; /* (ddp's comm lane and horovod's thread work through it) */
     switch (run->world > 1 ? cfg->strategy : STRAT_SINGLE) {
     case STRAT_GATHER_SCATTER:
         if (rk->id == 0 &&
@@ -1366,15 +1368,11 @@ static int loop_init(struct loop *L, struct rank *rk)
                             cfg->grad_compress, &rk->spans_comm, &rk->spans_main, &rk->step);
         if (!L->ddp)
             return fail(rk, "cannot create the DDP buckets");
-        if (L->async) {
-            L->lane_dev = rk->dev;
+        if (L->async)
             ddp_set_hooks(L->ddp, &(struct ddp_hooks){hook_lane_init, hook_ready, hook_before, L});
-        }
         break;
     }
     case STRAT_HOROVOD:
-        if (L->async)
-            L->lane_dev = rk->dev;
         L->hvd = hvd_create(rk->comm, &L->gl, (size_t)(cfg->fusion_mb * 1024 * 1024), cfg->cycle_ms, cfg->grad_compress,
                             L->async ? &(struct hvd_device){hook_lane_init, hvd_ready, hvd_before, hvd_alloc,
                                                             hvd_release, hvd_copy, hvd_settle, L}
