@@ -153,6 +153,10 @@ struct shm_memops {
      * device memory wants slices large enough that a launch and a sync
      * each are paid rarely */
     size_t slice_floats;
+    /* 16-bit values in format fmt (enum wire16, half.h; --grad-compress),
+     * added and scaled in float and rounded back; NULL: host memory */
+    void (*add16)(void *ctx, int fmt, uint16_t *dst, const uint16_t *src, size_t n);
+    void (*scale16)(void *ctx, int fmt, uint16_t *x, size_t n, float f);
 };
 struct shm_world;
 struct shm_world *shm_world_create(int world, const volatile _Atomic int *abort);

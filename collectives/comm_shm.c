@@ -326,34 +326,33 @@ static void copy_dt(struct comm *c, void *dst, const void *src, size_t bytes)
     CP(c, dst, src, bytes);
 }
 
-static void copy_host(struct comm *c, void *dst, const void *src, size_t bytes)
-{
-    memcpy(dst, src, bytes);
-}
-
 static void add_f16(struct comm *c, void *dst, const void *src, size_t n)
 {
-    half_add(dst, src, n);
+    if (n)
+        S(c)->ops.add16(S(c)->ops.ctx, W16_FP16, dst, src, n);
 }
 
 static void scale_f16(struct comm *c, void *x, size_t n, float f)
 {
-    half_scale(x, n, f);
+    if (n)
+        S(c)->ops.scale16(S(c)->ops.ctx, W16_FP16, x, n, f);
 }
 
 static void add_bf16(struct comm *c, void *dst, const void *src, size_t n)
 {
-    bf16_add(dst, src, n);
+    if (n)
+        S(c)->ops.add16(S(c)->ops.ctx, W16_BF16, dst, src, n);
 }
 
 static void scale_bf16(struct comm *c, void *x, size_t n, float f)
 {
-    bf16_scale(x, n, f);
+    if (n)
+        S(c)->ops.scale16(S(c)->ops.ctx, W16_BF16, x, n, f);
 }
 
 static const struct dtype DT_F32 = {sizeof(float), add_f32, scale_f32, copy_dt};
-static const struct dtype DT_F16 = {sizeof(uint16_t), add_f16, scale_f16, copy_host};    /* host only */
-static const struct dtype DT_BF16 = {sizeof(uint16_t), add_bf16, scale_bf16, copy_host}; /* host only */
+static const struct dtype DT_F16 = {sizeof(uint16_t), add_f16, scale_f16, copy_dt};
+static const struct dtype DT_BF16 = {sizeof(uint16_t), add_bf16, scale_bf16, copy_dt};
 
 static int ring_pass(struct comm *c, struct comm_call *call, const struct dtype *dt, void *buf_, size_t n,
                      enum red_op op, int shift, int do_rs, int do_ag)
@@ -734,7 +733,7 @@ static void arhb_root(struct comm *c, struct comm_call *call, const float *in, f
 static void arh_peer(struct comm *c, struct comm_call *call, const float *in, float *out, size_t n, int root,
                      enum red_op op)
 {
-    memcpy(out, peer_dst(c, root), n * sizeof(uint16_t));
+    CP(c, out, peer_dst(c, root), n * sizeof(uint16_t));
     call->rx += n * sizeof(uint16_t);
     call->tx += n * sizeof(uint16_t);
 }
@@ -890,7 +889,23 @@ static void host_release(void *ctx, void *p)
     free(p);
 }
 
-static const struct shm_memops host_ops = {host_copy, host_add, host_scale, host_alloc, host_release, NULL, 0};
+static void host_add16(void *ctx, int fmt, uint16_t *dst, const uint16_t *src, size_t n)
+{
+    w16_add(fmt, dst, src, n);
+}
+
+static void host_scale16(void *ctx, int fmt, uint16_t *x, size_t n, float f)
+{
+    w16_scale(fmt, x, n, f);
+}
+
+static const struct shm_memops host_ops = {.copy = host_copy,
+                                           .add = host_add,
+                                           .scale = host_scale,
+                                           .alloc = host_alloc,
+                                           .release = host_release,
+                                           .add16 = host_add16,
+                                           .scale16 = host_scale16};
 
 struct comm *comm_shm_create(struct shm_world *w, int rank, int algo)
 {
@@ -908,6 +923,10 @@ struct comm *comm_shm_create_ops(struct shm_world *w, int rank, int algo, const 
     }
     s->w = w;
     s->ops = ops ? *ops : host_ops;
+    if (!s->ops.add16 || !s->ops.scale16) { /* host memory's */
+        s->ops.add16 = host_add16;
+        s->ops.scale16 = host_scale16;
+    }
     s->stage = calloc((size_t)w->world, sizeof(*s->stage));
     s->stage_n = calloc((size_t)w->world, sizeof(*s->stage_n));
     if (!s->stage || !s->stage_n) {

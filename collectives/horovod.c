@@ -50,7 +50,7 @@ struct hvd_engine {
     struct hvd_device dev;   /* .copy is NULL where the gradients are host memory */
     int *order;              /* [g.n]: one cycle's agreed tensors, backward order (thread only) */
     uint16_t *half;          /* 16-bit staging, [max(fusion, largest tensor)], or NULL */
-    int w16;                 /* its format (enum wire16), 0 without */
+    struct grad_wire w16;    /* its format and memory (fmt 0: fp32) */
     unsigned char *done;     /* [g.n]: reduced this step (thread only) */
     _Atomic uint64_t *ready; /* [g.n]: the step generation in which it became ready */
     pthread_t thread;
@@ -104,7 +104,7 @@ static int reduce_fused(struct hvd_engine *e, const int *ps, int n, int fused_id
     const struct grad_tensor *t = e->g.t;
     if (n == 1 && t[ps[0]].len > e->fusion_floats) {
         c->tag = (int16_t)ps[0];
-        int rc = allreduce_avg(c, e->g.grads + t[ps[0]].off, t[ps[0]].len, e->half, e->w16);
+        int rc = allreduce_avg(c, e->g.grads + t[ps[0]].off, t[ps[0]].len, e->half, &e->w16);
         c->tag = -1;
         return comm_context(c, rc, "tensor %d: allreduce", ps[0]);
     }
@@ -116,7 +116,7 @@ static int reduce_fused(struct hvd_engine *e, const int *ps, int n, int fused_id
     }
     c->tag = (int16_t)fused_id;
     nvtx_push_id("allreduce fused", fused_id);
-    int rc = allreduce_avg(c, e->fusion, at, e->half, e->w16);
+    int rc = allreduce_avg(c, e->fusion, at, e->half, &e->w16);
     nvtx_pop();
     c->tag = -1;
     if (rc != 0)
@@ -257,7 +257,7 @@ static void *thread_main(void *arg)
 }
 
 struct hvd_engine *hvd_create(struct comm *c, const struct grad_layout *g, size_t fusion_bytes, double cycle_ms,
-                              int w16, const struct hvd_device *dev, struct spsc_ring *ring,
+                              const struct grad_wire *w16, const struct hvd_device *dev, struct spsc_ring *ring,
                               const _Atomic uint32_t *step)
 {
     struct hvd_engine *e = calloc(1, sizeof(*e));
@@ -293,10 +293,12 @@ struct hvd_engine *hvd_create(struct comm *c, const struct grad_layout *g, size_
         e->fusion = malloc(e->fusion_floats * sizeof(float));
     }
     e->order = malloc(n * sizeof(int));
-    e->w16 = w16;
-    if (w16 && !dev)
-        e->half = malloc((largest > e->fusion_floats ? largest : e->fusion_floats) * sizeof(uint16_t));
-    if (!e->flags || !e->done || !e->ready || !e->fusion || (dev && !e->dflags) || !e->order || (w16 && !e->half))
+    if (w16)
+        e->w16 = *w16;
+    if (e->w16.fmt)
+        e->half = grad_wire_alloc(&e->w16, largest > e->fusion_floats ? largest : e->fusion_floats);
+    if (!e->flags || !e->done || !e->ready || !e->fusion || (dev && !e->dflags) || !e->order ||
+        (e->w16.fmt && !e->half))
         goto fail;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
@@ -390,6 +392,6 @@ void hvd_destroy(struct hvd_engine *e)
         free(e->fusion);
     }
     free(e->order);
-    free(e->half);
+    grad_wire_release(&e->w16, e->half);
     free(e);
 }

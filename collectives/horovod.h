@@ -22,12 +22,13 @@ struct hvd_device {
     void *ctx;
 };
 /* fusion_bytes caps a fusion buffer (Horovod's 64 MB); cycle_ms spaces the
- * negotiations (Horovod's 5 ms). w16 (enum wire16, or 0): gradients travel
- * as 16-bit values of that format (host memory only). dev: NULL where the
- * gradients are host memory.
+ * negotiations (Horovod's 5 ms). w16 (NULL, or a format of 0: fp32):
+ * gradients travel as 16-bit values of w16's format, staged and converted
+ * where w16 says, on the thread's stream. dev: NULL where the gradients
+ * are host memory.
  * The thread's spans go to ring as LANE_COMM. NULL when out of memory. */
 struct hvd_engine *hvd_create(struct comm *c, const struct grad_layout *g, size_t fusion_bytes, double cycle_ms,
-                              int w16, const struct hvd_device *dev, struct spsc_ring *ring,
+                              const struct grad_wire *w16, const struct hvd_device *dev, struct spsc_ring *ring,
                               const _Atomic uint32_t *step);
 /* Start of backward. */
 void hvd_begin(struct hvd_engine *e);

@@ -29,24 +29,49 @@ int strategy_parse(const char *name)
     return -1;
 }
 
-int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half, int fmt)
+uint16_t *grad_wire_alloc(const struct grad_wire *w, size_t n)
 {
-    if (!half)
-        return c->ops->allreduce(c, buf, n, RED_AVG);
-    w16_from_floats(fmt, half, buf, n);
-    int rc = c->ops->allreduce_16(c, half, n, fmt, RED_AVG);
-    w16_to_floats(fmt, buf, half, n);
-    return rc;
+    size_t bytes = (n ? n : 1) * sizeof(uint16_t);
+    return w->alloc ? w->alloc(w->ctx, bytes) : malloc(bytes);
 }
 
-int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half, int fmt)
+void grad_wire_release(const struct grad_wire *w, uint16_t *p)
+{
+    if (!p)
+        return;
+    if (w->release)
+        w->release(w->ctx, p);
+    else
+        free(p);
+}
+
+int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half, const struct grad_wire *w)
+{
+    if (!half || !w || !w->fmt)
+        return c->ops->allreduce(c, buf, n, RED_AVG);
+    if (w->to_16) {
+        if (w->to_16(w->ctx, half, buf, n, w->fmt) != 0)
+            return -1;
+    } else {
+        w16_from_floats(w->fmt, half, buf, n);
+    }
+    int rc = c->ops->allreduce_16(c, half, n, w->fmt, RED_AVG);
+    if (rc != 0)
+        return rc;
+    if (w->from_16)
+        return w->from_16(w->ctx, buf, half, n, w->fmt);
+    w16_to_floats(w->fmt, buf, half, n);
+    return 0;
+}
+
+int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half, const struct grad_wire *w)
 {
     int rc = 0;
     for (int p = 0; p < g->n && rc == 0; p++) {
         if (!g->t[p].trainable)
             continue;
         c->tag = (int16_t)p;
-        rc = comm_context(c, allreduce_avg(c, g->grads + g->t[p].off, g->t[p].len, half, fmt), "allreduce of tensor %d",
+        rc = comm_context(c, allreduce_avg(c, g->grads + g->t[p].off, g->t[p].len, half, w), "allreduce of tensor %d",
                           p);
     }
     c->tag = -1;
@@ -160,8 +185,8 @@ struct ddp_engine {
     struct spsc_ring *lane_ring;
     struct spsc_ring *main_ring; /* bucket-ready markers */
     const _Atomic uint32_t *step;
-    uint16_t *half; /* 16-bit staging, [largest bucket], or NULL */
-    int w16;        /* its format (enum wire16), 0 without */
+    uint16_t *half;       /* 16-bit staging, [largest bucket], or NULL */
+    struct grad_wire w16; /* its format and memory (fmt 0: fp32) */
     struct ddp_hooks hooks;
     _Atomic int hooks_set; /* the lane reads hooks only after this */
 };
@@ -175,7 +200,7 @@ static int run_bucket(struct ddp_engine *e, int i)
         return comm_context(c, -1, "bucket %d: waiting for its gradients", i);
     c->tag = (int16_t)i;
     nvtx_push_id("allreduce bucket", i);
-    int rc = allreduce_avg(c, e->g.grads + b->off, b->len, e->half, e->w16);
+    int rc = allreduce_avg(c, e->g.grads + b->off, b->len, e->half, &e->w16);
     nvtx_pop();
     c->tag = -1;
     return comm_context(c, rc, "bucket %d: allreduce", i);
@@ -224,8 +249,8 @@ static void *lane_main(void *arg)
 }
 
 struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
-                              int overlap, int w16, struct spsc_ring *lane_ring, struct spsc_ring *main_ring,
-                              const _Atomic uint32_t *step)
+                              int overlap, const struct grad_wire *w16, struct spsc_ring *lane_ring,
+                              struct spsc_ring *main_ring, const _Atomic uint32_t *step)
 {
     struct ddp_engine *e = calloc(1, sizeof(*e));
     if (!e)
@@ -242,12 +267,13 @@ struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_
     if (!e->b || !e->bucket_of || !e->queue)
         goto fail;
     e->nb = ddp_plan(g, bucket_bytes, first_bytes, e->b, e->bucket_of);
-    e->w16 = w16;
-    if (w16) {
+    if (w16)
+        e->w16 = *w16;
+    if (e->w16.fmt) {
         size_t maxlen = 1;
         for (int i = 0; i < e->nb; i++)
             maxlen = e->b[i].len > maxlen ? e->b[i].len : maxlen;
-        if (!(e->half = malloc(maxlen * sizeof(uint16_t))))
+        if (!(e->half = grad_wire_alloc(&e->w16, maxlen)))
             goto fail;
     }
     pthread_mutex_init(&e->mu, NULL);
@@ -373,6 +399,6 @@ void ddp_destroy(struct ddp_engine *e)
     free(e->b);
     free(e->bucket_of);
     free(e->queue);
-    free(e->half);
+    grad_wire_release(&e->w16, e->half);
     free(e);
 }

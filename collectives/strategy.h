@@ -39,14 +39,34 @@ struct grad_layout {
     size_t nfloats;
 };
 
-/* Average-allreduce of buf[n]. With half (room for n 16-bit values) the
- * values travel and are reduced as 16-bit values of format fmt (enum
- * wire16, half.h; --grad-compress fp16 or bf16). */
-int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half, int fmt);
+/* 16-bit gradients on the wire (--grad-compress): their format, and how
+ * they are made, held and read back where the gradients live. NULL hooks:
+ * host memory (half.c converts, malloc holds). A device's hooks enqueue on
+ * the stream its communicator uses, so that a conversion comes after the
+ * gradients it reads and before the collective that reads it, and the
+ * conversion back after that collective. Each int hook returns 0, or
+ * nonzero with the failure said in the communicator's err. */
+struct grad_wire {
+    int fmt; /* enum wire16 (half.h); 0: gradients travel in fp32 */
+    int (*to_16)(void *ctx, uint16_t *dst, const float *src, size_t n, int fmt);
+    int (*from_16)(void *ctx, float *dst, const uint16_t *src, size_t n, int fmt);
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*release)(void *ctx, void *p);
+    void *ctx;
+};
+/* Room for n 16-bit values where w's gradients live (NULL when out of
+ * memory), and its release (NULL p: nothing). */
+uint16_t *grad_wire_alloc(const struct grad_wire *w, size_t n);
+void grad_wire_release(const struct grad_wire *w, uint16_t *p);
+
+/* Average-allreduce of buf[n]. With half (room for n 16-bit values) and a
+ * w whose fmt is set, the values travel and are reduced as 16-bit values
+ * of that format; otherwise in fp32. */
+int allreduce_avg(struct comm *c, float *buf, size_t n, uint16_t *half, const struct grad_wire *w);
 
 /* allreduce: one average-allreduce per trainable tensor, in parameter order.
- * half: NULL, or room for the largest tensor in 16 bits (format fmt). */
-int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half, int fmt);
+ * half: NULL, or room for the largest tensor in 16 bits (w's format). */
+int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half, const struct grad_wire *w);
 
 /* gather-scatter: every rank's trainable gradients are gathered at rank 0,
  * averaged there in rank order, and broadcast back. scratch holds
@@ -76,14 +96,14 @@ struct ddp_engine;
  * first_bytes (PyTorch's 1 MB). With overlap, a comm-lane thread allreduces
  * each bucket as soon as its last gradient is ready; its spans go to
  * lane_ring as LANE_COMM. Without overlap, ddp_finish runs them in order on
- * the calling thread. w16 (enum wire16, or 0): buckets travel as 16-bit
- * values of that format. When a bucket
+ * the calling thread. w16 (NULL, or a format of 0: fp32): buckets travel
+ * as 16-bit values of w16's format, staged where w16 says. When a bucket
  * becomes ready, a zero-length "bucket ready" span (lane main, category
  * backward, tag = bucket index) goes to main_ring, so traces can draw a
  * flow from it to the bucket's allreduce. */
 struct ddp_engine *ddp_create(struct comm *c, const struct grad_layout *g, size_t bucket_bytes, size_t first_bytes,
-                              int overlap, int w16, struct spsc_ring *lane_ring, struct spsc_ring *main_ring,
-                              const _Atomic uint32_t *step);
+                              int overlap, const struct grad_wire *w16, struct spsc_ring *lane_ring,
+                              struct spsc_ring *main_ring, const _Atomic uint32_t *step);
 /* Stream ordering when the gradients live on a device that only enqueues
  * work (NULL members: nothing to do, as on the CPU). lane_init runs on the
  * comm lane once, before any bucket (to make the device current there);

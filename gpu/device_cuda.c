@@ -294,6 +294,22 @@ static int cuda_add(struct device *d, float *dst, const float *src, size_t n, in
     return 0;
 }
 
+static int cuda_to_16(struct device *d, uint16_t *dst, const float *src, size_t n, int bf16, int stream)
+{
+    if (cuk_to_16(dst, src, (int64_t)n, bf16, device_cuda_stream(d, stream)) != 0)
+        return dev_fail(d, "the gradients' 16-bit cast kernel", cudaGetErrorString(cudaGetLastError()), __FILE__,
+                        __LINE__);
+    return 0;
+}
+
+static int cuda_from_16(struct device *d, float *dst, const uint16_t *src, size_t n, int bf16, int stream)
+{
+    if (cuk_from_16(dst, 0, src, (int64_t)n, bf16, device_cuda_stream(d, stream)) != 0)
+        return dev_fail(d, "the gradients' 32-bit cast kernel", cudaGetErrorString(cudaGetLastError()), __FILE__,
+                        __LINE__);
+    return 0;
+}
+
 /* The phase's last measured device time, if the GPU has passed its pair. */
 static void stretch_read(struct stretch *s)
 {
@@ -371,6 +387,8 @@ const struct device_ops device_cuda = {
     .grads_finite = cuda_grads_finite,
     .average_slices = cuda_average,
     .add = cuda_add,
+    .to_16 = cuda_to_16,
+    .from_16 = cuda_from_16,
     .stretch_begin = cuda_stretch_begin,
     .stretch_end = cuda_stretch_end,
     .phase_mark = cuda_phase_mark,

@@ -134,6 +134,12 @@ struct device_ops {
     /* dst[n] += src[n], on `stream` (the micro-batches' gradients of a
      * pipeline stage, summed where they are). */
     int (*add)(struct device *d, float *dst, const float *src, size_t n, int stream);
+    /* Gradients to 16 bits and back for the wire (--grad-compress): dst[n]
+     * = src rounded to nearest even, bf16 (1) or fp16 (0), on `stream`;
+     * from_16 writes the floats back. NULL where device memory is host
+     * memory (the host converts). */
+    int (*to_16)(struct device *d, uint16_t *dst, const float *src, size_t n, int bf16, int stream);
+    int (*from_16)(struct device *d, float *dst, const uint16_t *src, size_t n, int bf16, int stream);
     /* --slow-rank on a device that computes asynchronously: the work the
      * compute stream gets between begin and end of `phase` (enum cat) is
      * followed by a delay of (factor - 1) x that phase's latest measured

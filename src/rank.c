@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "half.h"
 #include "kernels_cpu.h"
 #include "model.h"
 #include "nvtx.h"
@@ -44,8 +45,9 @@ struct loop {
     /* the strategy's view of the flat buffers */
     struct grad_tensor *gt;
     struct grad_layout gl;
-    float *gs_scratch; /* gather-scatter: world x trainable floats on rank 0 */
-    uint16_t *half;    /* allreduce with --grad-compress fp16: [largest tensor] */
+    float *gs_scratch;    /* gather-scatter: world x trainable floats on rank 0 */
+    uint16_t *half;       /* allreduce with --grad-compress: [largest tensor] */
+    struct grad_wire w16; /* --grad-compress's format, and where it casts */
     struct ddp_engine *ddp;
     struct hvd_engine *hvd;
     struct device lane_dev; /* the rank's device for ddp's comm lane and horovod's thread */
@@ -197,7 +199,7 @@ static int sync_grads(struct loop *L)
         return 0; /* one rank: nothing to synchronise, whatever the strategy */
     switch (L->cfg->strategy) {
     case STRAT_ALLREDUCE:
-        return sync_allreduce(c, &L->gl, L->half, L->cfg->grad_compress);
+        return sync_allreduce(c, &L->gl, L->half, &L->w16);
     case STRAT_GATHER_SCATTER:
         return sync_gather_scatter(c, &L->gl, L->gs_scratch,
                                    L->rk->dev.ops->average_slices ? gs_average_on_device : NULL, L->rk);
@@ -726,16 +728,43 @@ static int hvd_before(void *ctx)
     return hook_before(ctx, 0);
 }
 
-static void *hvd_alloc(void *ctx, size_t bytes)
+static void *lane_alloc(void *ctx, size_t bytes)
 {
     struct loop *L = ctx;
     return L->rk->dev.ops->alloc(&L->rk->dev, bytes);
 }
 
-static void hvd_release(void *ctx, void *p)
+static void lane_release(void *ctx, void *p)
 {
     struct loop *L = ctx;
     L->rk->dev.ops->free(&L->rk->dev, p);
+}
+
+/* --grad-compress where the gradients are device memory (struct grad_wire):
+ * the casts run on the comm stream, through lane_dev whichever thread
+ * synchronises (ddp's lane, horovod's thread, or the main thread for the
+ * allreduce strategy, where no other thread uses it), in order with the
+ * collectives there. A device whose memory is the host's casts here. */
+static int wire_to_16(void *ctx, uint16_t *dst, const float *src, size_t n, int fmt)
+{
+    struct loop *L = ctx;
+    struct device *d = &L->lane_dev;
+    if (!d->ops->to_16) {
+        w16_from_floats(fmt, dst, src, n);
+        return 0;
+    }
+    return lane_failed(L, d->ops->to_16(d, dst, src, n, fmt == W16_BF16, STREAM_COMM));
+}
+
+static int wire_from_16(void *ctx, float *dst, const uint16_t *src, size_t n, int fmt)
+{
+    struct loop *L = ctx;
+    struct device *d = &L->lane_dev;
+    if (!d->ops->from_16) {
+        w16_to_floats(fmt, dst, src, n);
+        return 0;
+    }
+    return lane_failed(L, d->ops->from_16(d, dst, src, n, fmt == W16_BF16, STREAM_COMM));
 }
 
 static int hvd_copy(void *ctx, void *dst, const void *src, size_t bytes)
@@ -1355,6 +1384,9 @@ static int loop_init(struct loop *L, struct rank *rk)
         return pipe_init(L);
     if (L->async)
         L->lane_dev = rk->dev; /* (ddp's comm lane and horovod's thread work through it) */
+    L->w16 = (struct grad_wire){.fmt = cfg->grad_compress};
+    if (L->async && cfg->grad_compress)
+        L->w16 = (struct grad_wire){cfg->grad_compress, wire_to_16, wire_from_16, lane_alloc, lane_release, L};
     switch (run->world > 1 ? cfg->strategy : STRAT_SINGLE) {
     case STRAT_GATHER_SCATTER:
         if (rk->id == 0 &&
@@ -1364,8 +1396,8 @@ static int loop_init(struct loop *L, struct rank *rk)
     case STRAT_DDP: {
         /* PyTorch's first bucket is 1 MB; a smaller cap applies to it too */
         size_t cap = (size_t)(cfg->bucket_mb * 1024 * 1024);
-        L->ddp = ddp_create(rk->comm, &L->gl, cap, cap < 1024 * 1024 ? cap : 1024 * 1024, cfg->overlap,
-                            cfg->grad_compress, &rk->spans_comm, &rk->spans_main, &rk->step);
+        L->ddp = ddp_create(rk->comm, &L->gl, cap, cap < 1024 * 1024 ? cap : 1024 * 1024, cfg->overlap, &L->w16,
+                            &rk->spans_comm, &rk->spans_main, &rk->step);
         if (!L->ddp)
             return fail(rk, "cannot create the DDP buckets");
         if (L->async)
@@ -1373,9 +1405,9 @@ static int loop_init(struct loop *L, struct rank *rk)
         break;
     }
     case STRAT_HOROVOD:
-        L->hvd = hvd_create(rk->comm, &L->gl, (size_t)(cfg->fusion_mb * 1024 * 1024), cfg->cycle_ms, cfg->grad_compress,
-                            L->async ? &(struct hvd_device){hook_lane_init, hvd_ready, hvd_before, hvd_alloc,
-                                                            hvd_release, hvd_copy, hvd_settle, L}
+        L->hvd = hvd_create(rk->comm, &L->gl, (size_t)(cfg->fusion_mb * 1024 * 1024), cfg->cycle_ms, &L->w16,
+                            L->async ? &(struct hvd_device){hook_lane_init, hvd_ready, hvd_before, lane_alloc,
+                                                            lane_release, hvd_copy, hvd_settle, L}
                                      : NULL,
                             &rk->spans_comm, &rk->step);
         if (!L->hvd)
@@ -1386,7 +1418,7 @@ static int loop_init(struct loop *L, struct rank *rk)
             size_t mx = 1;
             for (int p = 0; p < m->nparams; p++)
                 mx = m->params[p].len > mx ? m->params[p].len : mx;
-            if (!(L->half = malloc(mx * sizeof(uint16_t))))
+            if (!(L->half = grad_wire_alloc(&L->w16, mx)))
                 return fail(rk, "out of memory for the 16-bit gradient buffer");
         }
         break;
@@ -1443,7 +1475,7 @@ static void loop_free(struct loop *L)
     ddp_destroy(L->ddp);
     hvd_destroy(L->hvd);
     free(L->gt);
-    free(L->half);
+    grad_wire_release(&L->w16, L->half);
     if (L->async && d->impl)
         d->ops->sync(d, STREAM_COMM); /* dp's copies into the device run on the comm stream */
     float *dev_bufs[] = {L->dp_xd,        L->dp_yfd,  L->dp_ylocal_d, L->dp_logits,

@@ -29,8 +29,7 @@ const char *run_state_name(int s)
     return s >= 0 && s <= RUN_STOPPED ? names[s] : "?";
 }
 
-/* GPU runs: which GPU each rank drives, which communicator, and what the
- * GPU path does not cover yet (fp16 compression). */
+/* GPU runs: which GPU each rank drives, and which communicator. */
 static int gpu_plan(struct run *r, const struct run_config *rc, const struct device_ops *devops, char *err,
                     size_t errlen)
 {
@@ -41,11 +40,6 @@ static int gpu_plan(struct run *r, const struct run_config *rc, const struct dev
             snprintf(err, errlen, "--gpus: there is no GPU %d (%d found: 0..%d)", rc->gpus[i], count, count - 1);
             return -1;
         }
-    int gc = run_grad_compress(rc, 1);
-    if (gc && r->world > 1) {
-        snprintf(err, errlen, "--grad-compress %s: runs on the CPU only for now", w16_name(gc));
-        return -1;
-    }
     /* distinct GPUs among the ranks (of a node, under mpirun: procs_check
      * refused more ranks there than GPUs): NCCL refuses a GPU twice in one
      * communicator */
@@ -130,14 +124,14 @@ static int procs_check(const struct run_config *rc, const struct device_ops *dev
     return 0;
 }
 
-int run_grad_compress(const struct run_config *rc, int on_gpu)
+int run_grad_compress(const struct run_config *rc)
 {
     if (rc->grad_compress_set)
         return rc->grad_compress;
     int compresses = rc->strategy == STRAT_ALLREDUCE || rc->strategy == STRAT_DDP || rc->strategy == STRAT_HOROVOD;
-    return rc->precision == PREC_BF16 && !on_gpu && run_world(rc) > 1 && rc->parallel == PAR_DATA && compresses
-               ? W16_BF16
-               : 0;
+    if (run_world(rc) < 2 || rc->parallel != PAR_DATA || !compresses)
+        return 0;
+    return rc->precision == PREC_BF16 ? W16_BF16 : rc->precision == PREC_FP16 ? W16_FP16 : 0;
 }
 
 int run_loss_scale(const struct run_config *rc)
@@ -396,7 +390,7 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         return -1;
     }
     int on_gpu = device_is_gpu(devops);
-    int gc = run_grad_compress(rc, on_gpu);
+    int gc = run_grad_compress(rc);
     if (gc && world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP &&
         rc->strategy != STRAT_HOROVOD) {
         snprintf(err, errlen, "--grad-compress %s: only the allreduce, ddp and horovod strategies compress (not %s)",
@@ -485,8 +479,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     }
     procs_announce(rc); /* under mpirun: the workers start it too (procs.h) */
     r->cfg = *rc;
-    r->cfg.grad_compress =
-        run_grad_compress(rc, device_is_gpu(devops)); /* as the run trains, for the ranks and the report */
+    r->cfg.grad_compress = run_grad_compress(rc); /* as the run trains, for the ranks and the report */
     r->cfg.grad_compress_set = 1;
     r->cfg.loss_scale = run_loss_scale(rc);
     r->cfg.loss_scale_set = 1;

@@ -135,10 +135,10 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
  * device. 0, or -1 with err set. */
 int run_check_precision(int precision, const struct device_ops *devops, char *err, size_t errlen);
 /* The format gradients travel in (enum wire16, half.h), 0 for fp32:
- * --grad-compress where given, else bf16 for a bf16 run on the CPU of a
- * strategy that compresses (DDP's bf16 compression hook by default), else
- * none (on a GPU gradients travel in fp32: its compression is not built). */
-int run_grad_compress(const struct run_config *rc, int on_gpu);
+ * --grad-compress where given, else the training precision's (bf16 or
+ * fp16) for a strategy that compresses, over more than one rank (DDP's
+ * bf16 and fp16 compression hooks by default), else none. */
+int run_grad_compress(const struct run_config *rc);
 /* --cupti-sample P: where the window after the one that started at
  * `start` starts: P steps on, or, where P steps of step_ns take less than
  * gap_ns, as many steps on as take gap_ns (step_ns <= 0: not measured yet,

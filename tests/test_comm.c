@@ -238,6 +238,19 @@ static void count_scale(void *ctx, float *x, size_t n, float f)
         x[i] *= f;
 }
 
+static _Atomic int g_adds16;
+
+static void count_add16(void *ctx, int fmt, uint16_t *dst, const uint16_t *src, size_t n)
+{
+    atomic_fetch_add(&g_adds16, 1);
+    w16_add(fmt, dst, src, n);
+}
+
+static void count_scale16(void *ctx, int fmt, uint16_t *x, size_t n, float f)
+{
+    w16_scale(fmt, x, n, f);
+}
+
 static void *count_alloc(void *ctx, size_t bytes)
 {
     return malloc(bytes);
@@ -255,7 +268,7 @@ static int memops_adds(int W, size_t n, size_t slice)
     _Atomic int abort_flag = 0;
     struct shm_world *w = shm_world_create(W, &abort_flag);
     assert_non_null(w);
-    struct shm_memops ops = {count_copy, count_add, count_scale, count_alloc, count_release, NULL, slice};
+    struct shm_memops ops = {count_copy, count_add, count_scale, count_alloc, count_release, NULL, slice, NULL, NULL};
     struct job jobs[4];
     pthread_t th[4];
     atomic_store(&g_adds, 0);
@@ -835,6 +848,57 @@ static void test_allreduce_f16(void **state)
             }
 }
 
+/* 16-bit allreduces through the caller's memops (the shared GPU's ring
+ * brings device ones): every 16-bit add goes through add16, none through
+ * the float add, and the answers are exact. Ring and naive, 2 and 3 ranks. */
+static void test_memops_16(void **state)
+{
+    for (int fmt = W16_FP16; fmt <= W16_BF16; fmt++)
+        for (int algo = ALGO_RING; algo <= ALGO_NAIVE; algo++)
+            for (int W = 2; W <= 3; W++) {
+                _Atomic int abort_flag = 0;
+                struct shm_world *w = shm_world_create(W, &abort_flag);
+                struct shm_memops ops = {count_copy, count_add, count_scale, count_alloc,  count_release,
+                                         NULL,       1000,      count_add16, count_scale16};
+                struct comm *c[3];
+                pthread_t th[3];
+                uint16_t *buf[3];
+                struct f16job jobs[3];
+                size_t n = 5003;
+                atomic_store(&g_adds, 0);
+                atomic_store(&g_adds16, 0);
+                for (int r = 0; r < W; r++) {
+                    c[r] = comm_shm_create_ops(w, r, algo, &ops);
+                    buf[r] = malloc(n * sizeof(uint16_t));
+                    for (size_t i = 0; i < n; i++)
+                        buf[r][i] = to16(fmt, val(r, i, 0));
+                    jobs[r] = (struct f16job){c[r], buf[r], n, fmt};
+                }
+                for (int r = 0; r < W; r++)
+                    pthread_create(&th[r], NULL, f16_worker, &jobs[r]);
+                int wrong = 0;
+                for (int r = 0; r < W; r++)
+                    pthread_join(th[r], NULL);
+                for (int r = 0; r < W; r++) {
+                    for (size_t i = 0; i < n; i++) {
+                        float s = 0;
+                        for (int p = 0; p < W; p++)
+                            s += val(p, i, 0);
+                        wrong += from16(fmt, buf[r][i]) != s;
+                    }
+                    c[r]->ops->destroy(c[r]);
+                    free(buf[r]);
+                }
+                shm_world_destroy(w);
+                assert_int_equal(wrong, 0);
+                assert_int_equal(atomic_load(&g_adds), 0);
+                /* ring: each rank adds W-1 chunks in 1000-value slices;
+                 * naive: rank 0 adds each peer's whole buffer */
+                int want = algo == ALGO_RING ? W * (W - 1) * (int)((n / W + 1 + 999) / 1000) : W - 1;
+                assert_int_equal(atomic_load(&g_adds16), want);
+            }
+}
+
 /* ---- the hierarchical communicator (comm_hier.c) ----------------------
  * P processes of T rank threads, played here by threads alone: each
  * "process" is a shm world of T, and the leaders meet over a shm world of
@@ -1032,6 +1096,7 @@ int main(void)
         cmocka_unit_test(test_barrier),
         cmocka_unit_test(test_bytes_accounting),
         cmocka_unit_test(test_memops_slices),
+        cmocka_unit_test(test_memops_16),
         cmocka_unit_test(test_abort_releases_waiters),
         cmocka_unit_test(test_timeout_names_peer),
         cmocka_unit_test(test_send_recv),

@@ -52,6 +52,7 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include "half.h"
 #include "harness.h"
 #include "kernels_cpu.h"
 #include "model.h"
@@ -588,7 +589,8 @@ static void mixed_runs(int prec)
     struct run r;
     assert_int_equal(run_on_gpu(&r, &dc), 0);
     assert_int_equal(r.metrics.steps_done, 20);
-    assert_int_equal(r.cfg.grad_compress, 0);
+    /* gradients travel in the training precision (DDP's compression hooks) */
+    assert_int_equal(r.cfg.grad_compress, prec == PREC_BF16 ? W16_BF16 : W16_FP16);
     if (r.metrics.replicas_diverged_at >= 0)
         fail_msg("%s ddp: replicas differ from step %ld", fmt, r.metrics.replicas_diverged_at);
     float *q0 = rank_params(&r, 0), *q1 = rank_params(&r, 1);
@@ -604,6 +606,50 @@ static void mixed_runs(int prec)
     run_free(&r);
     run_free(&ref);
     run_free(&f32);
+}
+
+/* --grad-compress on a shared GPU (the device ring's 16-bit adds, casts on
+ * the comm stream) in an fp32 run: replicas identical, half the bytes of
+ * fp32 gradients for allreduce and ddp, and parameters near the fp32 wire's
+ * but not equal to them (16 bits did travel). */
+static void compress_runs(void)
+{
+    const struct {
+        int strategy, fmt;
+    } cases[] = {{STRAT_ALLREDUCE, W16_FP16}, {STRAT_DDP, W16_BF16}, {STRAT_HOROVOD, W16_BF16}, {STRAT_DDP, W16_FP16}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const char *sname = strategy_name(cases[k].strategy), *fname = w16_name(cases[k].fmt);
+        struct run_config rc = harness_config("lenet", cases[k].strategy, 2, 32, 20);
+        rc.check_replicas = 1;
+        rc.bucket_mb = 0.05f;
+        rc.ngpus = 1;
+        rc.grad_compress_set = 1;
+        struct run r32, r16;
+        assert_int_equal(run_on_gpu(&r32, &rc), 0);
+        rc.grad_compress = cases[k].fmt;
+        assert_int_equal(run_on_gpu(&r16, &rc), 0);
+        assert_int_equal(r16.metrics.steps_done, 20);
+        if (r16.metrics.replicas_diverged_at >= 0)
+            fail_msg("%s %s: replicas differ from step %ld", sname, fname, r16.metrics.replicas_diverged_at);
+        size_t n = r16.ranks[0].model->nfloats;
+        float *p0 = rank_params(&r16, 0), *p1 = rank_params(&r16, 1), *q = rank_params(&r32, 0);
+        assert_memory_equal(p0, p1, sizeof(float) * n);
+        double d = rel_l2(p0, q, n);
+        uint64_t b16 = r16.metrics.r[0].bytes_tx, b32 = r32.metrics.r[0].bytes_tx;
+        printf("  %s --grad-compress %s on a shared GPU: %.3g from fp32 gradients; sent %llu bytes against %llu\n",
+               sname, fname, d, (unsigned long long)b16, (unsigned long long)b32);
+        if (!(d > 1e-7 && d < 1e-2))
+            fail_msg("%s %s: relative difference %.3g from fp32 gradients", sname, fname, d);
+        if (cases[k].strategy != STRAT_HOROVOD) /* (horovod's negotiations stay fp32) */
+            assert_true(b16 * 2 == b32);
+        else
+            assert_true(b16 < b32);
+        free(p0);
+        free(p1);
+        free(q);
+        run_free(&r16);
+        run_free(&r32);
+    }
 }
 
 /* The parameters of 2 stages (ranks 0 and 1) as one model's: each from the
@@ -706,6 +752,11 @@ static void test_fp16_runs(void **state)
     mixed_runs(PREC_FP16);
 }
 
+static void test_compress_runs(void **state)
+{
+    compress_runs();
+}
+
 static void test_shared_gpu_runs(void **state)
 {
     gpu_runs(1, "shared GPU");
@@ -739,7 +790,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_shared_gpu_runs),
     };
     const struct CMUnitTest nccl_tests[] = {cmocka_unit_test(test_nccl_runs)};
-    const struct CMUnitTest mixed_tests[] = {cmocka_unit_test(test_bf16_runs), cmocka_unit_test(test_fp16_runs)};
+    const struct CMUnitTest mixed_tests[] = {cmocka_unit_test(test_bf16_runs), cmocka_unit_test(test_fp16_runs),
+                                             cmocka_unit_test(test_compress_runs)};
     if (mixed)
         return cmocka_run_group_tests(mixed_tests, harness_data_setup, harness_data_teardown);
     const struct CMUnitTest parallel_tests[] = {cmocka_unit_test(test_parallel_runs)};

@@ -59,7 +59,7 @@ static void *rank_main(void *arg)
     for (int p = 0; p < NT; p++)
         total += lens[p];
     struct grad_layout g = {NT, j->t, NULL, j->grads, total};
-    struct hvd_engine *e = hvd_create(j->c, &g, 64 * sizeof(float), 1.0, 0, NULL, NULL, NULL);
+    struct hvd_engine *e = hvd_create(j->c, &g, 64 * sizeof(float), 1.0, NULL, NULL, NULL, NULL);
     if (!e) {
         j->rc = -100;
         return NULL;

@@ -26,6 +26,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -265,6 +266,73 @@ static void test_staged_path_matches(void **state)
                100.0 * b.metrics.test_correct[1] / b.metrics.test_total[1]);
         run_free(&a);
         run_free(&b);
+    }
+}
+
+/* --grad-compress on the asynchronous device's path: device_cpu_staged
+ * with casts of its own, as a GPU has (the CPU's table has none, and the
+ * host casts). Each counts its calls and the stream it was given. */
+static _Atomic int g_casts_to, g_casts_from, g_casts_off_comm;
+
+static int counted_to_16(struct device *d, uint16_t *dst, const float *src, size_t n, int bf16, int stream)
+{
+    atomic_fetch_add(&g_casts_to, 1);
+    atomic_fetch_add(&g_casts_off_comm, stream != STREAM_COMM);
+    w16_from_floats(bf16 ? W16_BF16 : W16_FP16, dst, src, n);
+    return 0;
+}
+
+static int counted_from_16(struct device *d, float *dst, const uint16_t *src, size_t n, int bf16, int stream)
+{
+    atomic_fetch_add(&g_casts_from, 1);
+    atomic_fetch_add(&g_casts_off_comm, stream != STREAM_COMM);
+    w16_to_floats(bf16 ? W16_BF16 : W16_FP16, dst, src, n);
+    return 0;
+}
+
+/* The strategies that compress, with 16-bit gradients staged and cast
+ * through the device's calls, train bit for bit like the host's casts; and
+ * every cast went through the device, on the comm stream. */
+static void test_staged_grad_compress(void **state)
+{
+    struct device_ops casting = device_cpu_staged;
+    casting.to_16 = counted_to_16;
+    casting.from_16 = counted_from_16;
+    const struct {
+        int strategy, fmt;
+    } cases[] = {{STRAT_ALLREDUCE, W16_FP16}, {STRAT_DDP, W16_BF16}, {STRAT_HOROVOD, W16_BF16}, {STRAT_DDP, W16_FP16}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct run_config rc = harness_config("lenet", cases[k].strategy, 2, 8, 10);
+        rc.bucket_mb = 0.05f;
+        rc.grad_compress = cases[k].fmt;
+        rc.grad_compress_set = 1;
+        rc.check_replicas = 1;
+        struct run a, b, c;
+        assert_int_equal(harness_run_on(&a, &rc, &g_train, &g_test, &device_cpu), 0);
+        atomic_store(&g_casts_to, 0);
+        atomic_store(&g_casts_from, 0);
+        atomic_store(&g_casts_off_comm, 0);
+        assert_int_equal(harness_run_on(&b, &rc, &g_train, &g_test, &casting), 0);
+        int casts = atomic_load(&g_casts_to);
+        rc.grad_compress = 0;
+        assert_int_equal(harness_run(&c, &rc, &g_train, &g_test), 0);
+        assert_true(b.metrics.replicas_diverged_at < 0);
+        for (int i = 0; i < a.world; i++)
+            assert_memory_equal(a.ranks[i].model->param_buf, b.ranks[i].model->param_buf,
+                                a.ranks[0].model->nfloats * sizeof(float));
+        /* each of 10 steps casts every trainable gradient there and back,
+         * once a bucket or a tensor or a fused group at least */
+        printf("  %s %s: staged casts identical to the host's (%d casts each way)\n", strategy_name(cases[k].strategy),
+               w16_name(cases[k].fmt), casts);
+        assert_true(casts >= 10 * a.world);
+        assert_int_equal(atomic_load(&g_casts_from), casts);
+        assert_int_equal(atomic_load(&g_casts_off_comm), 0);
+        /* and 16 bits did travel: fp32 gradients train other parameters */
+        assert_memory_not_equal(a.ranks[0].model->param_buf, c.ranks[0].model->param_buf,
+                                a.ranks[0].model->nfloats * sizeof(float));
+        run_free(&a);
+        run_free(&b);
+        run_free(&c);
     }
 }
 
@@ -1000,6 +1068,7 @@ static const struct CMUnitTest loss_scale_tests[] = {cmocka_unit_test(test_loss_
                                                      cmocka_unit_test(test_loss_scale_overflow)};
 static const struct CMUnitTest device_path_tests[] = {
     cmocka_unit_test(test_staged_path_matches),
+    cmocka_unit_test(test_staged_grad_compress),
     cmocka_unit_test(test_bn_state_synced),
     cmocka_unit_test(test_fp16),
 };
