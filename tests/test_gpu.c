@@ -126,6 +126,40 @@ static void test_shared_gpu_ring(void **state)
     shared_gpu_pair(ring_worker);
 }
 
+/* 16-bit allreduces over device buffers (--grad-compress on a shared GPU:
+ * the ring's 16-bit add kernels), fp16 then bf16: val()'s sums are small
+ * integers, exact in both. */
+static void *ring16_worker(void *arg)
+{
+    struct job *j = arg;
+    cudaSetDevice(j->gpu);
+    uint16_t *h = malloc(j->n * sizeof(uint16_t)), *d = NULL;
+    cudaMalloc((void **)&d, j->n * sizeof(uint16_t));
+    for (int fmt = W16_FP16; fmt <= W16_BF16 && j->rc == 0; fmt++) {
+        for (size_t i = 0; i < j->n; i++)
+            h[i] = fmt == W16_BF16 ? bf16_from_float(val(j->c->rank, i)) : half_from_float(val(j->c->rank, i));
+        cudaMemcpy(d, h, j->n * sizeof(uint16_t), cudaMemcpyHostToDevice);
+        j->rc = j->c->ops->allreduce_16(j->c, d, j->n, fmt, RED_SUM);
+        if (j->rc != 0)
+            fprintf(stderr, "rank %d: %s\n", j->c->rank, j->c->err);
+        cudaMemcpy(h, d, j->n * sizeof(uint16_t), cudaMemcpyDeviceToHost);
+        for (size_t i = 0; i < j->n; i++) {
+            float s = 0;
+            for (int p = 0; p < j->c->world; p++)
+                s += val(p, i);
+            j->wrong += (fmt == W16_BF16 ? bf16_to_float(h[i]) : half_to_float(h[i])) != s;
+        }
+    }
+    cudaFree(d);
+    free(h);
+    return NULL;
+}
+
+static void test_shared_gpu_ring16(void **state)
+{
+    shared_gpu_pair(ring16_worker);
+}
+
 /* A ring shift over device buffers (even ranks send first, odd ones
  * receive first), then a message of no floats; every element is checked,
  * and each rank's stats count its message once each way. */
@@ -194,10 +228,13 @@ static void *nccl_worker(void *arg)
         n->j.rc = -1;
         return NULL;
     }
-    if (n->p2p)
+    if (n->p2p) {
         p2p_worker(&n->j);
-    else
+    } else {
         ring_worker(&n->j);
+        if (n->j.rc == 0)
+            ring16_worker(&n->j); /* ncclHalf and ncclBfloat16 */
+    }
     n->j.c->ops->destroy(n->j.c);
     cudaStreamDestroy(n->j.stream);
     return NULL;
@@ -1183,11 +1220,12 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shared_gpu_ring), cmocka_unit_test(test_shared_gpu_send_recv),
+        cmocka_unit_test(test_shared_gpu_ring),      cmocka_unit_test(test_shared_gpu_ring16),
+        cmocka_unit_test(test_shared_gpu_send_recv),
 #ifdef DDPTOP_HAVE_NCCL
         cmocka_unit_test(test_nccl_allreduce),
 #endif
-        cmocka_unit_test(test_cupti_breakdown), cmocka_unit_test(test_cupti_window),
+        cmocka_unit_test(test_cupti_breakdown),      cmocka_unit_test(test_cupti_window),
 #ifdef DDPTOP_HAVE_NVTX
         cmocka_unit_test(test_nvtx_ranges),
 #endif
