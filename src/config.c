@@ -807,7 +807,8 @@ static const struct opt opts[] = {
          "models")},
     {CHOICE("grad-compress", AT(base.grad_compress), NAMES(grad_compress_names), "compression", NULL, NULL, G_EXEC,
             "send gradients as 16-bit fp16 or bf16 values (reduced in fp32), or not (none)"),
-     .def_text = "bf16 under --precision bf16 (allreduce, ddp, horovod), else none",
+     .def_text = "the training precision under --precision bf16 or fp16 (allreduce, ddp, horovod; more than one rank), "
+                 "else none",
      .also_off = OFF(base.grad_compress_set), .also = 1},
     {CHOICE("precision", AT(base.precision), NAMES(precision_names), "precision", NULL, "fp32", G_EXEC,
             "arithmetic of convolutions and GEMMs: fp32 throughout; tf32 multiplies fp32 data on a GPU's tensor "
