@@ -54,9 +54,9 @@ size_t pipe_stage_activation_bytes(const struct model *m, int a, int b);
 const char *parallel_name(int kind);
 const char *schedule_name(int kind);
 struct run_config;
-/* How a run trains, as tables show it: its strategy for data parallelism,
- * "model", or "pipe-1f1b/4" (schedule, micro-batches), with ",dp2" for
- * --dp 2; in buf. */
+/* How a run trains, as tables show it: its strategy for data parallelism
+ * ("ddp+bf16" where gradients travel in 16 bits), "model", or
+ * "pipe-1f1b/4" (schedule, micro-batches), with ",dp2" for --dp 2; in buf. */
 const char *train_mode_label(const struct run_config *c, char *buf, size_t n);
 
 #endif

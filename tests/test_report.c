@@ -26,6 +26,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "config.h"
+#include "half.h"
+#include "pipeline.h"
+#include "strategy.h"
+
 static const char *bin(void)
 {
     const char *b = getenv("DDPTOP_BIN");
@@ -445,6 +450,27 @@ static void test_lenet_fashion_one_epoch(void **state)
     cJSON_Delete(root);
 }
 
+/* The label tables and the UI give a run: its strategy, "+bf16" where
+ * gradients travel in 16 bits, or its stages' schedule. */
+static void test_train_mode_label(void **state)
+{
+    struct run_config c = {0};
+    char b[64];
+    c.parallel = PAR_DATA;
+    c.strategy = STRAT_DDP;
+    assert_string_equal(train_mode_label(&c, b, sizeof(b)), "ddp");
+    c.grad_compress = W16_BF16;
+    assert_string_equal(train_mode_label(&c, b, sizeof(b)), "ddp+bf16");
+    c.strategy = STRAT_ALLREDUCE;
+    c.grad_compress = W16_FP16;
+    assert_string_equal(train_mode_label(&c, b, sizeof(b)), "allreduce+fp16");
+    c.parallel = PAR_PIPELINE;
+    c.schedule = SCHED_GPIPE;
+    c.micro_batches = 4;
+    c.dp = 2;
+    assert_string_equal(train_mode_label(&c, b, sizeof(b)), "pipe-gpipe/4,dp2");
+}
+
 static void test_loss_threshold(void **state)
 {
     cJSON *root = run_json("--batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 300 --loss-threshold 1.0 "
@@ -484,6 +510,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_same_seed_same_report),
         cmocka_unit_test(test_straggler_sync),
         cmocka_unit_test(test_loss_threshold),
+        cmocka_unit_test(test_train_mode_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
