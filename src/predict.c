@@ -22,6 +22,14 @@ static double cost_ms(const struct predict_link *l, double bytes)
     return (l->alpha_us + l->beta_us_per_byte * bytes) / 1e3;
 }
 
+/* The cost of an allreduce of gradients that take fp32_bytes in memory:
+ * on the wire in in->grad_bytes a value. */
+static double grad_cost_ms(const struct predict_input *in, const struct predict_link *l, double fp32_bytes)
+{
+    double per = in->grad_bytes > 0 ? in->grad_bytes : sizeof(float);
+    return cost_ms(l, fp32_bytes * per / sizeof(float));
+}
+
 /* DDP's comm lane: buckets in the order they become ready. Returns when
  * the last ends, in ms from the start of backward; *busy the sum. */
 static double ddp_lane(const struct predict_input *in, const struct predict_link *l, size_t bucket_bytes, int overlap,
@@ -43,7 +51,7 @@ static double ddp_lane(const struct predict_input *in, const struct predict_link
      * it: a bucket is ready when its first (lowest) tensor is */
     for (int i = 0; i < nb; i++) {
         double ready = overlap ? in->ready_ms[b[i].first] : in->bwd_ms;
-        double d = cost_ms(l, (double)b[i].len * sizeof(float));
+        double d = grad_cost_ms(in, l, (double)b[i].len * sizeof(float));
         end = (ready > end ? ready : end) + d;
         *busy += d;
     }
@@ -81,8 +89,8 @@ static double hvd_lane(const struct predict_input *in, const struct predict_link
                 continue;
             double bytes = (double)in->t[p].len * sizeof(float);
             if (fill > 0 && fill + bytes > (double)fusion_bytes) {
-                t += cost_ms(l, fill);
-                *busy += cost_ms(l, fill);
+                t += grad_cost_ms(in, l, fill);
+                *busy += grad_cost_ms(in, l, fill);
                 fill = 0;
             }
             fill += bytes;
@@ -90,8 +98,8 @@ static double hvd_lane(const struct predict_input *in, const struct predict_link
             left--;
         }
         if (fill > 0) {
-            t += cost_ms(l, fill);
-            *busy += cost_ms(l, fill);
+            t += grad_cost_ms(in, l, fill);
+            *busy += grad_cost_ms(in, l, fill);
         }
         end = t;
         wake = in->cycle_ms > 0 && wake + in->cycle_ms > end ? wake + in->cycle_ms : end;
@@ -108,7 +116,7 @@ double predict_step(const struct predict_input *in, int strategy, const struct p
     case STRAT_ALLREDUCE:
         for (int p = 0; p < in->n; p++)
             if (in->t[p].trainable)
-                comm += cost_ms(link, (double)in->t[p].len * sizeof(float));
+                comm += grad_cost_ms(in, link, (double)in->t[p].len * sizeof(float));
         after = comm;
         break;
     case STRAT_DDP: {

@@ -54,6 +54,11 @@ struct predict_input {
     const struct predict_link *gather, *broadcast, *scatter, *reduce;
     double input_bytes, output_bytes; /* dp: a rank's batch of inputs, and of logits */
     double cycle_ms;                  /* horovod: --cycle-ms */
+    /* bytes a gradient value takes on the wire in allreduce, ddp and
+     * horovod: 2 where they travel in 16 bits (--grad-compress, or a bf16
+     * run's default); 0 means 4. Buckets and fusion buffers are still
+     * filled by their fp32 size, as the engines fill them. */
+    double grad_bytes;
 };
 
 /* The ring allreduce of --link BW (bytes/s), LAT (s) on K ranks as alpha +

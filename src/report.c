@@ -152,14 +152,17 @@ static void predict_scaling(struct run_result *res, struct run *r)
     in.cycle_ms = c->cycle_ms;
     in.input_bytes = sizeof(float) * (double)m->tensors[m->input].per_sample * r->local_batch;
     in.output_bytes = sizeof(float) * (double)m->classes * r->local_batch;
-    char path[1024];
+    in.grad_bytes = r->wire_scaled ? sizeof(uint16_t) : sizeof(float);
+    char path[1024], wire[32] = "";
     cost_model_path(path, sizeof(path));
+    if (r->wire_scaled)
+        snprintf(wire, sizeof(wire), "; %s gradients", w16_name(r->wire_scaled));
     if (c->link_bw > 0)
-        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: ring allreduce",
-                 c->link_bw / 1e9, c->link_lat * 1e6);
+        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: ring allreduce%s",
+                 c->link_bw / 1e9, c->link_lat * 1e6, wire);
     else
-        snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's fits (shm, %s)",
-                 c->algo == ALGO_RING ? "ring" : "naive");
+        snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's fits (shm, %s)%s",
+                 c->algo == ALGO_RING ? "ring" : "naive", wire);
     for (int i = 0; i < c->npredict_ranks; i++) {
         struct scaling_pred *sp = &res->spred[res->nspred++];
         int k = c->predict_ranks[i];

@@ -126,7 +126,7 @@ struct run_result {
         double step_ms, comm_ms, exposed_ms, speedup, efficiency;
     } spred[CFG_MAX_PREDICT];
     int nspred;
-    char spred_link[64];  /* where the link's cost came from */
+    char spred_link[96];  /* where the link's cost came from */
     char spred_note[128]; /* why nothing was predicted, or "" */
     /* --parallel model|pipeline (cfg.parallel): each rank's stage */
     int nstages;

@@ -124,14 +124,19 @@ static int procs_check(const struct run_config *rc, const struct device_ops *dev
     return 0;
 }
 
-int run_grad_compress(const struct run_config *rc)
+int run_grad_compress_at(const struct run_config *rc, int world)
 {
     if (rc->grad_compress_set)
         return rc->grad_compress;
     int compresses = rc->strategy == STRAT_ALLREDUCE || rc->strategy == STRAT_DDP || rc->strategy == STRAT_HOROVOD;
-    if (run_world(rc) < 2 || rc->parallel != PAR_DATA || !compresses)
+    if (world < 2 || rc->parallel != PAR_DATA || !compresses)
         return 0;
     return rc->precision == PREC_BF16 ? W16_BF16 : rc->precision == PREC_FP16 ? W16_FP16 : 0;
+}
+
+int run_grad_compress(const struct run_config *rc)
+{
+    return run_grad_compress_at(rc, run_world(rc));
 }
 
 int run_loss_scale(const struct run_config *rc)
@@ -480,6 +485,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     procs_announce(rc); /* under mpirun: the workers start it too (procs.h) */
     r->cfg = *rc;
     r->cfg.grad_compress = run_grad_compress(rc); /* as the run trains, for the ranks and the report */
+    r->wire_scaled = run_grad_compress_at(rc, 2);
     r->cfg.grad_compress_set = 1;
     r->cfg.loss_scale = run_loss_scale(rc);
     r->cfg.loss_scale_set = 1;

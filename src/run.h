@@ -73,6 +73,7 @@ struct run {
     int world;       /* rank threads */
     int local_batch; /* samples per rank per step */
     int global_batch;
+    int wire_scaled; /* the format gradients would travel in over more ranks (enum wire16, 0: fp32): --predict's */
     long steps_per_epoch;
     long total_steps;
     struct rank *ranks;
@@ -139,6 +140,8 @@ int run_check_precision(int precision, const struct device_ops *devops, char *er
  * fp16) for a strategy that compresses, over more than one rank (DDP's
  * bf16 and fp16 compression hooks by default), else none. */
 int run_grad_compress(const struct run_config *rc);
+/* The same as if the run had `world` ranks. */
+int run_grad_compress_at(const struct run_config *rc, int world);
 /* --cupti-sample P: where the window after the one that started at
  * `start` starts: P steps on, or, where P steps of step_ns take less than
  * gap_ns, as many steps on as take gap_ns (step_ns <= 0: not measured yet,

@@ -95,6 +95,35 @@ static void test_horovod_and_gather_scatter(void **state)
     assert_float_equal(comm, want, 1e-12);
 }
 
+/* Gradients on the wire in 16 bits (grad_bytes 2): every allreduce moves
+ * half the bytes. allreduce: 200, 400 and 100 B: 0.3 + 0.5 + 0.2 = 1.0 ms,
+ * 8.5 ms; ddp: the same buckets (filled by fp32 size), 500 B ready at 2.0
+ * ends 2.6, 200 B ready at 4.0 ends 4.3: 0.3 exposed, 7.8 ms; horovod at a
+ * 5 ms cycle: the negotiation stays fp32 (0.112), then 500 B and 200 B:
+ * ends 6.012, 2.012 exposed, 9.512 ms. Gather-scatter does not compress. */
+static void test_wire16(void **state)
+{
+    const int all[3] = {1, 1, 1};
+    struct predict_input in = input(all);
+    struct predict_link l = {100.0, 1.0};
+    double comm, exposed;
+    in.grad_bytes = 2;
+    assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 8.5, 1e-12);
+    assert_float_equal(comm, 1.0, 1e-12);
+    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 7.8, 1e-12);
+    assert_float_equal(comm, 0.9, 1e-12);
+    assert_float_equal(exposed, 0.3, 1e-12);
+    in.cycle_ms = 5.0;
+    assert_float_equal(predict_step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 9.512, 1e-12);
+    assert_float_equal(comm, 1.012, 1e-12);
+    struct predict_link g = {100.0, 1.0}, b = {50.0, 0.5};
+    in.gather = &g;
+    in.broadcast = &b;
+    assert_float_equal(predict_step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed), 9.75, 1e-12);
+    in.grad_bytes = 4; /* = 0: fp32 */
+    assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 9.2, 1e-12);
+}
+
 static void test_frozen(void **state)
 {
     const int some[3] = {1, 0, 1};
@@ -150,6 +179,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_and_ddp),
         cmocka_unit_test(test_frozen),
+        cmocka_unit_test(test_wire16),
         cmocka_unit_test(test_horovod_and_gather_scatter),
         cmocka_unit_test(test_ring_link),
         cmocka_unit_test(test_pipeline),
