@@ -343,6 +343,8 @@ void model_destroy(struct model *m)
         if (m->tensors[i].alias_of < 0) {
             model_free_floats(m, m->tensors[i].val);
             model_free_floats(m, m->tensors[i].grad);
+            model_free_floats(m, (float *)m->tensors[i].v16);
+            model_free_floats(m, (float *)m->tensors[i].g16);
         }
     free(m->layers);
     free(m->tensors);
@@ -536,6 +538,33 @@ int model_cut_tensor(const struct model *m, int k)
         cut = t;
     }
     return cut;
+}
+
+int model_plan_chain16(struct model *m, chain16_cap_fn cap)
+{
+    int n = 0;
+    for (int t = 0; t < m->ntensors; t++) {
+        struct tensor *x = &m->tensors[t];
+        x->h16 = 0;
+        if (t == m->input || t == m->output || x->alias_of >= 0 || x->blk != 1)
+            continue;
+        int made = 0, readers = 0, all_read = 1;
+        for (int j = 0; j < m->nlayers; j++) {
+            const struct layer *l = &m->layers[j];
+            if (l->out == t)
+                made = (cap(m, l) & CHAIN16_OUT) != 0;
+            if (reads(l, t)) {
+                readers++;
+                all_read = all_read && (cap(m, l) & CHAIN16_IN);
+            }
+        }
+        int ok = made && readers > 0 && all_read;
+        for (int a = 0; a < m->ntensors && ok; a++)
+            ok = m->tensors[a].alias_of != t;
+        x->h16 = ok;
+        n += ok;
+    }
+    return n;
 }
 
 int64_t model_flops(const struct model *m)

@@ -46,6 +46,11 @@ struct tensor {
     int grad_set;       /* backward: 1 once some layer wrote grad this pass */
     int need_grad;      /* backward must produce grad: some layer before it is trainable */
     int alias_of;       /* -1, or the tensor whose buffers this one shares */
+    /* 16-bit activations between layers (model_plan_chain16): held in
+     * v16 and g16 instead, channels-last bf16 or fp16, in the device's
+     * memory; val and grad are then unused */
+    int h16;
+    uint16_t *v16, *g16;
 };
 
 /* How model_init_params fills a parameter. */
@@ -170,6 +175,17 @@ int model_backward_dout(struct model *m, const float *dout, grad_ready_fn ready,
  * layer, or the input) and read after it; -1 when none or several cross
  * (inside a residual block). A stage boundary must be such a cut. */
 int model_cut_tensor(const struct model *m, int k);
+
+/* ---- 16-bit activations between layers (a GPU's bf16 or fp16) ----------
+ * What a layer can do with a tensor held in 16 bits channels-last: read it
+ * as an input (CHAIN16_IN), or write its output so (CHAIN16_OUT, from
+ * inputs in either form: it casts an fp32 one itself). */
+enum { CHAIN16_IN = 1, CHAIN16_OUT = 2 };
+typedef int (*chain16_cap_fn)(const struct model *m, const struct layer *l);
+/* Sets h16 on every tensor that a CHAIN16_OUT layer writes and only
+ * CHAIN16_IN layers read: not the model's input or output, nor a tensor
+ * another aliases. Returns how many. */
+int model_plan_chain16(struct model *m, chain16_cap_fn cap);
 /* Forward over layers [a, b) only (their inputs in place). */
 int model_forward_range(struct model *m, int a, int b, int train);
 /* Backward over layers [a, b): from the loss (seed -1; grad_scale as in

@@ -135,12 +135,109 @@ static void test_cli_help_and_info(void **state)
     free(info);
 }
 
+/* What a GPU's layers can do with 16-bit channels-last tensors, told here
+ * by kind and shape as layers_cuda.c tells it: convolutions without bias
+ * or groups whose channels come in 8s read and write them; batch norm,
+ * ReLU, add and max-pool too (casting an fp32 input); adaptive and global
+ * average pools read them; nothing else does either. */
+static int fake_cap(const struct model *m, const struct layer *l)
+{
+    const char *k = l->ops->kind;
+    if (!strcmp(k, "conv2d")) {
+        const struct tensor *in = &m->tensors[l->in], *out = &m->tensors[l->out];
+        int grouped = m->params[l->param0].shape[1] != in->c;
+        return l->nparam == 1 && !grouped && in->c % 8 == 0 && out->c % 8 == 0 ? CHAIN16_IN | CHAIN16_OUT : 0;
+    }
+    if (!strcmp(k, "batchnorm") || !strcmp(k, "relu") || !strcmp(k, "add") || !strcmp(k, "maxpool"))
+        return CHAIN16_IN | CHAIN16_OUT;
+    if (!strcmp(k, "adaptpool") || !strcmp(k, "globalpool"))
+        return CHAIN16_IN;
+    return 0;
+}
+
+static struct model *planned(const char *name, int c, int side, int *n)
+{
+    char err[256];
+    struct model *m = zoo_create(NULL, name, 2, c, side, side, 10, 1, err, sizeof(err));
+    if (!m)
+        fail_msg("%s: %s", name, err);
+    for (int t = 0; t < m->ntensors; t++)
+        m->tensors[t].blk = 1; /* as a GPU lays them out (the CPU blocks channels) */
+    *n = model_plan_chain16(m, fake_cap);
+    int count = 0;
+    for (int t = 0; t < m->ntensors; t++)
+        count += m->tensors[t].h16;
+    assert_int_equal(*n, count);
+    return m;
+}
+
+static int h16_of(const struct model *m, int t)
+{
+    return t >= 0 && m->tensors[t].h16;
+}
+
+/* model_plan_chain16: which tensors stay 16-bit between layers. ResNet-18
+ * from its first batch norm to its pool's input; never the model's input,
+ * output, a stem convolution's output (3 channels in), a tensor that a
+ * flatten, a linear layer, a concatenation or a grouped convolution reads. */
+static void test_chain16_plan(void **state)
+{
+    int n;
+    struct model *m = planned("resnet18", 3, 32, &n);
+    int pools = 0, adds = 0, bns = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const struct layer *l = &m->layers[i];
+        const char *k = l->ops->kind;
+        if (!strcmp(k, "batchnorm")) {
+            bns++;
+            assert_true(h16_of(m, l->out));
+        }
+        if (!strcmp(k, "add")) {
+            adds++;
+            assert_true(h16_of(m, l->out) && h16_of(m, l->in) && h16_of(m, l->in2));
+        }
+        if (!strcmp(k, "globalpool") || !strcmp(k, "adaptpool")) {
+            pools++;
+            assert_true(h16_of(m, l->in));
+            assert_false(h16_of(m, l->out));
+        }
+        if (!strcmp(k, "linear") || !strcmp(k, "flatten"))
+            assert_false(h16_of(m, l->in));
+    }
+    assert_int_equal(pools, 1);
+    assert_int_equal(adds, 8);
+    assert_int_equal(bns, 20);
+    assert_false(h16_of(m, m->input));
+    assert_false(h16_of(m, m->output));
+    assert_false(h16_of(m, m->layers[0].out)); /* conv1: 3 channels in */
+    printf("  resnet18: %d of %d tensors 16-bit\n", n, m->ntensors);
+    model_destroy(m);
+
+    const char *others[] = {"densenet121", "mobilenetv2", "squeezenet1_0", "vgg11", "mlp"};
+    for (size_t k = 0; k < sizeof(others) / sizeof(others[0]); k++) {
+        m = planned(others[k], 3, 32, &n);
+        for (int i = 0; i < m->nlayers; i++) {
+            const struct layer *l = &m->layers[i];
+            if (!(fake_cap(m, l) & CHAIN16_IN))
+                assert_false(h16_of(m, l->in) || h16_of(m, l->in2));
+            if (!(fake_cap(m, l) & CHAIN16_OUT))
+                assert_false(h16_of(m, l->out));
+        }
+        for (int t = 0; t < m->ntensors; t++)
+            if (m->tensors[t].alias_of >= 0)
+                assert_false(h16_of(m, t) || h16_of(m, m->tensors[t].alias_of));
+        printf("  %s: %d of %d tensors 16-bit\n", others[k], n, m->ntensors);
+        model_destroy(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_match_pytorch),
         cmocka_unit_test(test_cifar_counts),
         cmocka_unit_test(test_cli_help_and_info),
+        cmocka_unit_test(test_chain16_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
