@@ -17,6 +17,9 @@
 #         its inputs channels_last
 #   fp16  ddptop --precision fp16 (dynamic loss scaling); PyTorch's autocast to
 #         float16 with a GradScaler, channels_last
+#   bf16c, fp16c  the same with DDPTOP_H16_CHAIN=1 on ddptop's side: its
+#         activations between layers held in 16 bits channels-last
+#         (gpu/chain16.h), as autocast holds them
 # INPUT=CxHxW (e.g. 3x224x224, where the zoo takes its ImageNet forms) runs
 # both sides on random images of that shape: ddptop's --dataset synthetic
 # --input.
@@ -52,9 +55,10 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 # ddptop's img/s: the samples_per_s column of the `all` row (found by name).
 ours() { # model precision [extra options]
-    local m=$1 p=$2
+    local m=$1 p=${2%c} chain=0
+    [ "$p" != "$2" ] && chain=1
     shift 2
-    "$BIN" --batch --quiet --device cuda --model "$m" --strategy single --ranks 1 --batch-size "$BATCH" \
+    DDPTOP_H16_CHAIN=$chain "$BIN" --batch --quiet --device cuda --model "$m" --strategy single --ranks 1 --batch-size "$BATCH" \
         --steps "$(steps "$m")" --no-eval --precision "$p" --cudnn-algo "$ALGO" --format csv "${data[@]}" "$@" 2>/dev/null |
         awk -F, 'NR==1 {for (i = 1; i <= NF; i++) if ($i == "samples_per_s") c = i} $2 == "all" {print $c}'
 }
@@ -63,7 +67,7 @@ torch_run() { # model precision
     local s
     s=$(steps "$1")
     "$PY" "$here/torch_models.py" train --device cuda --model "$1" --batch "$BATCH" --steps "$s" --warmup 10 \
-        --precision "$2" "${bench[@]}" "${tdata[@]}" |
+        --precision "${2%c}" "${bench[@]}" "${tdata[@]}" |
         "$PY" -c 'import json,sys; print(json.load(sys.stdin)["img_s"])'
 }
 

@@ -378,6 +378,7 @@ const struct device_ops device_cuda = {
     .sync = cuda_sync,
     .kernels_create = cuda_kernels_create,
     .kernels_finish = cuda_kernels_finish,
+    .finish_model = cudal_chain16,
     .kernels_destroy = cuda_kernels_destroy,
     .workspace_bytes = cuda_workspace,
     .loss_begin = cuda_loss_begin,

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chain16.h"
 #include "check.h"
 #include "device.h"
 
@@ -703,12 +704,25 @@ void cuda_conv_destroy(struct cuda_conv *c)
 
 int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const float *w, const float *b)
 {
+    return cuda_conv_forward16(c, out, NULL, in, NULL, w, b);
+}
+
+int cuda_conv_nhwc(const struct cuda_conv *c)
+{
+    return c->nhwc;
+}
+
+int cuda_conv_forward16(struct cuda_conv *c, float *out, uint16_t *y16, const float *in, const uint16_t *x16,
+                        const float *w, const float *b)
+{
     struct cuda_ctx *x = c->x;
     if (H16(x)) {
-        if (conv_to_16(c, 0, in) != 0 || conv_to_16(c, 1, w) != 0)
+        if ((!x16 && conv_to_16(c, 0, in) != 0) || conv_to_16(c, 1, w) != 0)
             return -1;
-        DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, x->bf[0], c->wd, x->bf[1], c->cd[CONV_FWD], c->a.fwd, x->ws,
-                                       x->ws_bytes, &ZERO, c->yd, x->bf[2]));
+        DNN(x, cudnnConvolutionForward(x->dnn, &ONE, c->xd, x16 ? x16 : x->bf[0], c->wd, x->bf[1], c->cd[CONV_FWD],
+                                       c->a.fwd, x->ws, x->ws_bytes, &ZERO, c->yd, y16 ? y16 : x->bf[2]));
+        if (y16)
+            return 0; /* (no bias: a chain's convolutions have none) */
         if (conv_from_16(c, out, 0, 2) != 0)
             return -1;
     } else {
@@ -722,28 +736,39 @@ int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const fl
 
 /* H16: each gradient computed into the scratch and widened into the
  * model's (the weight gradient first: it needs the input and the output
- * gradient, the input gradient the weight and the output gradient). */
-static int conv_backward_16(struct cuda_conv *c, float *din, int din_acc, float *dw, const float *dout, const float *in,
-                            const float *w)
+ * gradient, the input gradient the weight and the output gradient). A
+ * chain's 16-bit tensors (dy16, x16, dx16) stand in for the casts. */
+static int conv_backward_16(struct cuda_conv *c, float *din, uint16_t *dx16, int din_acc, float *dw, const float *dout,
+                            const uint16_t *dy16, const float *in, const uint16_t *x16, const float *w)
 {
     struct cuda_ctx *x = c->x;
-    if (conv_to_16(c, 2, dout) != 0)
+    if (!dy16 && conv_to_16(c, 2, dout) != 0)
         return -1;
+    const void *dy = dy16 ? (const void *)dy16 : x->bf[2];
     if (dw) {
-        if (conv_to_16(c, 0, in) != 0)
+        if (!x16 && conv_to_16(c, 0, in) != 0)
             return -1;
-        DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, x->bf[0], c->yd, x->bf[2], c->cd[CONV_FILTER],
-                                              c->a.bwd_filter, x->ws, x->ws_bytes, &ZERO, c->wd, x->bf[1]));
+        DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, x16 ? (const void *)x16 : x->bf[0], c->yd, dy,
+                                              c->cd[CONV_FILTER], c->a.bwd_filter, x->ws, x->ws_bytes, &ZERO, c->wd,
+                                              x->bf[1]));
         if (conv_from_16(c, dw, 0, 1) != 0)
             return -1;
     }
-    if (din) {
+    if (din || dx16) {
         if (conv_to_16(c, 1, w) != 0)
             return -1;
-        DNN(x, cudnnConvolutionBackwardData(x->dnn, &ONE, c->wd, x->bf[1], c->yd, x->bf[2], c->cd[CONV_DATA],
-                                            c->a.bwd_data, x->ws, x->ws_bytes, &ZERO, c->xd, x->bf[0]));
-        if (conv_from_16(c, din, din_acc, 0) != 0)
+        /* a gradient to add to goes through the scratch: one rounding of the sum */
+        void *dst = dx16 && !din_acc ? (void *)dx16 : x->bf[0];
+        DNN(x, cudnnConvolutionBackwardData(x->dnn, &ONE, c->wd, x->bf[1], c->yd, dy, c->cd[CONV_DATA], c->a.bwd_data,
+                                            x->ws, x->ws_bytes, &ZERO, c->xd, dst));
+        if (dx16 && din_acc) {
+            int64_t N, HW;
+            int C;
+            conv_operand(&c->d, 0, &N, &C, &HW);
+            KERNEL(x, c16_copy_acc(dx16, 1, x->bf[0], N * C * HW, BF16(x), x->stream));
+        } else if (!dx16 && conv_from_16(c, din, din_acc, 0) != 0) {
             return -1;
+        }
     }
     return 0;
 }
@@ -751,11 +776,17 @@ static int conv_backward_16(struct cuda_conv *c, float *din, int din_acc, float 
 int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, float *db, const float *dout,
                        const float *in, const float *w)
 {
+    return cuda_conv_backward16(c, din, NULL, din_acc, dw, db, dout, NULL, in, NULL, w);
+}
+
+int cuda_conv_backward16(struct cuda_conv *c, float *din, uint16_t *dx16, int din_acc, float *dw, float *db,
+                         const float *dout, const uint16_t *dy16, const float *in, const uint16_t *x16, const float *w)
+{
     struct cuda_ctx *x = c->x;
-    if (db && c->has_bias)
+    if (db && c->has_bias && dout)
         DNN(x, cudnnConvolutionBackwardBias(x->dnn, &ONE, c->yo, dout, &ZERO, c->bd, db));
     if (H16(x))
-        return conv_backward_16(c, din, din_acc, dw, dout, in, w);
+        return conv_backward_16(c, din, dx16, din_acc, dw, dout, dy16, in, x16, w);
     if (dw)
         DNN(x, cudnnConvolutionBackwardFilter(x->dnn, &ONE, c->xd, in, c->yd, dout, c->cd[CONV_FILTER], c->a.bwd_filter,
                                               x->ws, x->ws_bytes, &ZERO, c->wd, dw));

@@ -69,6 +69,18 @@ void cuda_conv_describe(const struct cuda_conv *c, char *buf, size_t n);
 int cuda_conv_forward(struct cuda_conv *c, float *out, const float *in, const float *w, const float *b);
 int cuda_conv_backward(struct cuda_conv *c, float *din, int din_acc, float *dw, float *db, const float *dout,
                        const float *in, const float *w);
+/* 16-bit activations between layers (chain16.h): a convolution whose
+ * 16-bit operands are channels-last (bf16 or fp16, no groups, channels in
+ * 8s) reads and writes a chain's tensors as they are. */
+int cuda_conv_nhwc(const struct cuda_conv *c);
+/* x16 (NULL: cast from in) is the input; y16 (NULL: widened into out, the
+ * bias added) the output. */
+int cuda_conv_forward16(struct cuda_conv *c, float *out, uint16_t *y16, const float *in, const uint16_t *x16,
+                        const float *w, const float *b);
+/* dy16 (NULL: cast from dout), x16 (NULL: cast from in); the input's
+ * gradient into dx16 (written, or added with din_acc), or else din. */
+int cuda_conv_backward16(struct cuda_conv *c, float *din, uint16_t *dx16, int din_acc, float *dw, float *db,
+                         const float *dout, const uint16_t *dy16, const float *in, const uint16_t *x16, const float *w);
 
 /* cuDNN pooling: max (no ceil_mode: see cuk_maxpool_* for that) or average
  * with PyTorch's count_include_pad=True. */

@@ -15,6 +15,7 @@
 
 #include "layers_cuda.h"
 
+#include "chain16.h"
 #include "kernels_cuda.h"
 #include "layers_internal.h"
 
@@ -62,6 +63,57 @@ static void din_written(struct model *m, int id)
 static void kernel_name(struct model *m, int li, const char *what)
 {
     snprintf(m->layers[li].kernel, sizeof(m->layers[li].kernel), "%s", what);
+}
+
+/* ---- 16-bit activations between layers (chain16.h) ----------------------
+ * A tensor with h16 is held in v16 and g16, channels-last. A layer whose
+ * output is such a tensor computes in 16 bits, and an input of its that
+ * is not one is cast into the layer's scratch (and its gradient widened
+ * back from there); model_plan_chain16 sees to it that no other layer
+ * reads one. */
+static int BF(struct model *m)
+{
+    return cuda_ctx_precision(X(m)) == PREC_BF16;
+}
+
+static int64_t plane(const struct tensor *t)
+{
+    return (int64_t)t->h * t->w;
+}
+
+/* input id as 16-bit channels-last: its own, or cast into scr */
+static const uint16_t *in16(struct model *m, struct layer *l, int id, uint16_t *scr)
+{
+    struct tensor *t = T(m, id);
+    if (t->h16)
+        return t->v16;
+    if (cuk_to_16_nhwc(scr, t->val, m->batch, t->c, plane(t), BF(m), S(m)) != 0) {
+        cuda_ctx_launch_failed(X(m), "cuk_to_16_nhwc");
+        fail(m, l);
+        return NULL;
+    }
+    return scr;
+}
+
+/* Where a 16-bit layer writes input id's gradient (NULL: unwanted): its
+ * g16 (*acc: whether to add), or scr for an fp32 tensor, which din16_done
+ * then widens into (or adds to) its gradient. */
+static uint16_t *din16_of(struct model *m, int id, int *acc, uint16_t *scr)
+{
+    if (!wants_grad(m, id))
+        return NULL;
+    struct tensor *t = T(m, id);
+    *acc = t->h16 ? t->grad_set : 0;
+    return t->h16 ? t->g16 : scr;
+}
+
+static int din16_done(struct model *m, struct layer *l, int id, const uint16_t *scr)
+{
+    struct tensor *t = T(m, id);
+    if (!t->h16)
+        LAUNCH(m, l, cuk_from_16_nchw(t->grad, t->grad_set, scr, m->batch, t->c, plane(t), BF(m), S(m)));
+    t->grad_set = 1;
+    return 0;
 }
 
 /* ---- linear (cuBLAS) ------------------------------------------------------ */
@@ -125,8 +177,9 @@ struct gconv {
 static int gconv_forward(struct model *m, struct layer *l, int train)
 {
     struct gconv *s = l->impl;
-    if (cuda_conv_forward(s->k, T(m, l->out)->val, T(m, l->in)->val, model_param(m, l->param0),
-                          s->bias ? model_param(m, l->param0 + 1) : NULL) != 0)
+    struct tensor *in = T(m, l->in), *out = T(m, l->out);
+    if (cuda_conv_forward16(s->k, out->val, out->h16 ? out->v16 : NULL, in->val, in->h16 ? in->v16 : NULL,
+                            model_param(m, l->param0), s->bias ? model_param(m, l->param0 + 1) : NULL) != 0)
         return fail(m, l);
     return 0;
 }
@@ -134,15 +187,18 @@ static int gconv_forward(struct model *m, struct layer *l, int train)
 static int gconv_backward(struct model *m, struct layer *l)
 {
     struct gconv *s = l->impl;
+    struct tensor *in = T(m, l->in), *out = T(m, l->out);
     int acc = 0, trainable = layer_trainable(m, l);
-    float *din = din_of(m, l->in, &acc);
-    if (!din && !trainable)
+    float *din = in->h16 ? NULL : din_of(m, l->in, &acc);
+    uint16_t *dx16 = in->h16 ? din16_of(m, l->in, &acc, NULL) : NULL;
+    if (!din && !dx16 && !trainable)
         return 0;
-    if (cuda_conv_backward(s->k, din, acc, trainable ? model_grad(m, l->param0) : NULL,
-                           trainable && s->bias ? model_grad(m, l->param0 + 1) : NULL, T(m, l->out)->grad,
-                           T(m, l->in)->val, model_param(m, l->param0)) != 0)
+    if (cuda_conv_backward16(s->k, din, dx16, acc, trainable ? model_grad(m, l->param0) : NULL,
+                             trainable && s->bias ? model_grad(m, l->param0 + 1) : NULL, out->h16 ? NULL : out->grad,
+                             out->h16 ? out->g16 : NULL, in->val, in->h16 ? in->v16 : NULL,
+                             model_param(m, l->param0)) != 0)
         return fail(m, l);
-    if (din)
+    if (din || dx16)
         din_written(m, l->in);
     return 0;
 }
@@ -188,11 +244,57 @@ struct gelt {
     uint64_t calls;       /* dropout: training forwards so far */
     uint8_t *mask;        /* dropout: [batch, per_sample], device */
     struct cuda_act *act; /* relu, relu6: cuDNN's activation */
+    uint16_t *scr[2];     /* 16-bit output: the fp32 inputs cast (relu, add) */
 };
+
+/* relu and add with a 16-bit output */
+static int gelt_forward16(struct model *m, struct layer *l)
+{
+    struct gelt *s = l->impl;
+    struct tensor *out = T(m, l->out);
+    int64_t n = tensor_len(m, l->out);
+    const uint16_t *a = in16(m, l, l->in, s->scr[0]);
+    if (!a)
+        return -1;
+    if (s->kind == CUDAL_RELU) {
+        LAUNCH(m, l, c16_relu(out->v16, a, n, BF(m), S(m)));
+        return 0;
+    }
+    const uint16_t *b = in16(m, l, l->in2, s->scr[1]);
+    if (!b)
+        return -1;
+    LAUNCH(m, l, c16_add(out->v16, a, b, n, BF(m), S(m)));
+    return 0;
+}
+
+static int gelt_backward16(struct model *m, struct layer *l)
+{
+    struct gelt *s = l->impl;
+    struct tensor *out = T(m, l->out);
+    int64_t n = tensor_len(m, l->out);
+    const int ids[2] = {l->in, s->kind == CUDAL_RELU ? -1 : l->in2};
+    for (int k = 0; k < 2; k++) {
+        int acc = 0;
+        uint16_t *d = ids[k] >= 0 ? din16_of(m, ids[k], &acc, s->scr[k]) : NULL;
+        if (!d)
+            continue;
+        if (s->kind == CUDAL_RELU)
+            LAUNCH(m, l, c16_relu_backward(d, acc, out->g16, out->v16, n, BF(m), S(m)));
+        else if (T(m, ids[k])->h16)
+            LAUNCH(m, l, c16_copy_acc(d, acc, out->g16, n, BF(m), S(m)));
+        else /* (an fp32 input of add: the gradient widened straight into it) */
+            d = out->g16;
+        if (din16_done(m, l, ids[k], d) != 0)
+            return -1;
+    }
+    return 0;
+}
 
 static int gelt_forward(struct model *m, struct layer *l, int train)
 {
     struct gelt *s = l->impl;
+    if (T(m, l->out)->h16)
+        return gelt_forward16(m, l);
     float *out = T(m, l->out)->val;
     const float *in = T(m, l->in)->val;
     int64_t n = tensor_len(m, l->out);
@@ -222,6 +324,8 @@ static int gelt_forward(struct model *m, struct layer *l, int train)
 static int gelt_backward(struct model *m, struct layer *l)
 {
     struct gelt *s = l->impl;
+    if (T(m, l->out)->h16)
+        return gelt_backward16(m, l);
     const float *g = T(m, l->out)->grad, *out = T(m, l->out)->val;
     int64_t n = tensor_len(m, l->out);
     int acc = 0;
@@ -263,6 +367,8 @@ static void gelt_destroy(struct layer *l)
     if (s) {
         cuda_ctx_free(s->mask);
         cuda_act_destroy(s->act);
+        cuda_ctx_free(s->scr[0]);
+        cuda_ctx_free(s->scr[1]);
     }
     free(s);
 }
@@ -336,12 +442,43 @@ struct gpool {
     struct pool_dims d;
     struct cuda_pool *k; /* NULL: our ceil-mode max-pool */
     int32_t *arg;        /* [batch, C, OH, OW], device, for our max-pool */
+    uint8_t *arg16;      /* 16-bit output: [batch, OH, OW, C], each winner's place in its window */
+    uint16_t *scr;       /* ... and an fp32 input cast */
 };
+
+static int gpool_forward16(struct model *m, struct layer *l)
+{
+    struct gpool *s = l->impl;
+    const struct pool_dims *d = &s->d;
+    const uint16_t *x = in16(m, l, l->in, s->scr);
+    if (!x)
+        return -1;
+    LAUNCH(m, l,
+           c16_maxpool(T(m, l->out)->v16, s->arg16, x, d->B, d->H, d->W, d->C, d->OH, d->OW, d->k, d->stride, d->pad,
+                       BF(m), S(m)));
+    return 0;
+}
+
+static int gpool_backward16(struct model *m, struct layer *l)
+{
+    struct gpool *s = l->impl;
+    const struct pool_dims *d = &s->d;
+    int acc = 0;
+    uint16_t *dx = din16_of(m, l->in, &acc, s->scr);
+    if (!dx)
+        return 0;
+    LAUNCH(m, l,
+           c16_maxpool_backward(dx, acc, T(m, l->out)->g16, s->arg16, d->B, d->H, d->W, d->C, d->OH, d->OW, d->k,
+                                d->stride, d->pad, BF(m), S(m)));
+    return din16_done(m, l, l->in, dx);
+}
 
 static int gpool_forward(struct model *m, struct layer *l, int train)
 {
     struct gpool *s = l->impl;
     const struct pool_dims *d = &s->d;
+    if (T(m, l->out)->h16)
+        return gpool_forward16(m, l);
     if (s->k) {
         if (cuda_pool_forward(s->k, T(m, l->out)->val, T(m, l->in)->val) != 0)
             return fail(m, l);
@@ -357,6 +494,8 @@ static int gpool_backward(struct model *m, struct layer *l)
 {
     struct gpool *s = l->impl;
     const struct pool_dims *d = &s->d;
+    if (T(m, l->out)->h16)
+        return gpool_backward16(m, l);
     int acc = 0;
     float *din = din_of(m, l->in, &acc);
     if (!din)
@@ -379,6 +518,8 @@ static void gpool_destroy(struct layer *l)
     if (s) {
         cuda_pool_destroy(s->k);
         cuda_ctx_free(s->arg);
+        cuda_ctx_free(s->arg16);
+        cuda_ctx_free(s->scr);
     }
     free(s);
 }
@@ -426,6 +567,10 @@ static int gadapool_forward(struct model *m, struct layer *l, int train)
 {
     struct gadapool *s = l->impl;
     struct tensor *in = T(m, l->in);
+    if (in->h16) {
+        LAUNCH(m, l, c16_adapool(T(m, l->out)->val, in->v16, m->batch, in->h, in->w, in->c, s->oh, s->ow, BF(m), S(m)));
+        return 0;
+    }
     LAUNCH(m, l, cuk_adapool_forward(T(m, l->out)->val, in->val, m->batch * in->c, in->h, in->w, s->oh, s->ow, S(m)));
     return 0;
 }
@@ -435,6 +580,15 @@ static int gadapool_backward(struct model *m, struct layer *l)
     struct gadapool *s = l->impl;
     struct tensor *in = T(m, l->in);
     int acc = 0;
+    if (in->h16) {
+        uint16_t *dx = din16_of(m, l->in, &acc, NULL);
+        if (!dx)
+            return 0;
+        LAUNCH(m, l,
+               c16_adapool_backward(dx, acc, T(m, l->out)->grad, m->batch, in->h, in->w, in->c, s->oh, s->ow, BF(m),
+                                    S(m)));
+        return din16_done(m, l, l->in, dx);
+    }
     float *din = din_of(m, l->in, &acc);
     if (!din)
         return 0;
@@ -467,11 +621,45 @@ int cudal_adapool(struct model *m, const char *name, int in, int oh, int ow, int
 struct gbn {
     struct cuda_bn *k;
     float *run_mean, *run_var; /* [C] each, device */
+    struct c16_bn_state st;    /* 16-bit output: its statistics and partial sums */
+    uint16_t *scr;             /* ... and an fp32 input cast (kept for backward) */
 };
+
+static int gbn_forward16(struct model *m, struct layer *l, int train)
+{
+    struct gbn *s = l->impl;
+    struct tensor *in = T(m, l->in);
+    const uint16_t *x = in16(m, l, l->in, s->scr);
+    if (!x)
+        return -1;
+    LAUNCH(m, l,
+           c16_bn_forward(T(m, l->out)->v16, x, (int64_t)m->batch * plane(in), in->c, model_param(m, l->param0),
+                          model_param(m, l->param0 + 1), s->run_mean, s->run_var, BN_MOMENTUM, BN_EPS, train, &s->st,
+                          BF(m), S(m)));
+    return 0;
+}
+
+static int gbn_backward16(struct model *m, struct layer *l)
+{
+    struct gbn *s = l->impl;
+    struct tensor *in = T(m, l->in);
+    int acc = 0, trainable = layer_trainable(m, l);
+    /* an fp32 input's gradient overwrites its cast, value by value */
+    uint16_t *dx = din16_of(m, l->in, &acc, s->scr);
+    if (!dx && !trainable)
+        return 0;
+    LAUNCH(m, l,
+           c16_bn_backward(dx, acc, T(m, l->out)->g16, in->h16 ? in->v16 : s->scr, (int64_t)m->batch * plane(in), in->c,
+                           model_param(m, l->param0), trainable ? model_grad(m, l->param0) : NULL,
+                           trainable ? model_grad(m, l->param0 + 1) : NULL, &s->st, BF(m), S(m)));
+    return dx ? din16_done(m, l, l->in, dx) : 0;
+}
 
 static int gbn_forward(struct model *m, struct layer *l, int train)
 {
     struct gbn *s = l->impl;
+    if (T(m, l->out)->h16)
+        return gbn_forward16(m, l, train);
     if (cuda_bn_forward(s->k, T(m, l->out)->val, T(m, l->in)->val, model_param(m, l->param0),
                         model_param(m, l->param0 + 1), s->run_mean, s->run_var, BN_MOMENTUM, train) != 0)
         return fail(m, l);
@@ -481,6 +669,8 @@ static int gbn_forward(struct model *m, struct layer *l, int train)
 static int gbn_backward(struct model *m, struct layer *l)
 {
     struct gbn *s = l->impl;
+    if (T(m, l->out)->h16)
+        return gbn_backward16(m, l);
     int acc = 0, trainable = layer_trainable(m, l);
     float *din = din_of(m, l->in, &acc);
     if (!din && !trainable)
@@ -501,6 +691,9 @@ static void gbn_destroy(struct layer *l)
     if (s) {
         cuda_bn_destroy(s->k);
         cuda_ctx_free(s->run_mean);
+        cuda_ctx_free(s->st.partial);
+        cuda_ctx_free(s->st.mean);
+        cuda_ctx_free(s->scr);
     }
     free(s);
 }
@@ -628,4 +821,103 @@ int cudal_pad(struct model *m, const char *name, int in, int p)
         return -1;
     kernel_name(m, li, "ddptop pad");
     return m->layers[li].out;
+}
+
+/* ---- 16-bit activations between layers: the plan and its buffers ---------- */
+static int chain_cap(const struct model *m, const struct layer *l)
+{
+    if (l->ops == &gconv_ops) {
+        const struct gconv *s = l->impl;
+        if (!cuda_conv_nhwc(s->k))
+            return 0;
+        return s->bias ? CHAIN16_IN : CHAIN16_IN | CHAIN16_OUT; /* (a chain's convolutions add no bias) */
+    }
+    if (l->ops == &gbn_ops || l->ops == &grelu_ops || l->ops == &gadd_ops)
+        return CHAIN16_OUT | CHAIN16_PASS;
+    if (l->ops == &gmaxpool_ops) {
+        const struct gpool *s = l->impl;
+        return s->d.k * s->d.k < 255 ? CHAIN16_OUT | CHAIN16_PASS : 0; /* (a window's places are bytes) */
+    }
+    if (l->ops == &gadapool_ops || l->ops == &ggap_ops)
+        return CHAIN16_IN;
+    return 0;
+}
+
+/* 16-bit room for tensor id's values, on the model's GPU */
+static uint16_t *room16(struct model *m, int id)
+{
+    return cuda_ctx_alloc(X(m), sizeof(uint16_t) * (size_t)m->batch * (size_t)T(m, id)->per_sample);
+}
+
+/* The scratch a layer with a 16-bit output casts input id into, when that
+ * input is fp32 (NULL otherwise, and when out of memory: *oom). */
+static uint16_t *cast_room(struct model *m, int id, int *oom)
+{
+    if (id < 0 || T(m, id)->h16)
+        return NULL;
+    uint16_t *p = room16(m, id);
+    *oom |= !p;
+    return p;
+}
+
+int cudal_chain16(struct model *m)
+{
+    int p = cuda_ctx_precision(X(m));
+    const char *env = getenv("DDPTOP_H16_CHAIN");
+    if ((p != PREC_BF16 && p != PREC_FP16) || !env || strcmp(env, "1") != 0)
+        return 0;
+    if (model_plan_chain16(m, chain_cap) == 0)
+        return 0;
+    int oom = 0;
+    for (int t = 0; t < m->ntensors && !oom; t++) {
+        struct tensor *x = T(m, t);
+        if (!x->h16)
+            continue;
+        x->v16 = room16(m, t);
+        x->g16 = x->grad ? room16(m, t) : NULL;
+        oom = !x->v16 || (x->grad && !x->g16);
+    }
+    for (int li = 0; li < m->nlayers && !oom; li++) {
+        struct layer *l = &m->layers[li];
+        int out_h = T(m, l->out)->h16, in_h = T(m, l->in)->h16;
+        if (!out_h && !in_h)
+            continue;
+        if (out_h && l->ops == &gbn_ops) {
+            struct gbn *s = l->impl;
+            int C = T(m, l->in)->c;
+            int64_t rows = (int64_t)m->batch * plane(T(m, l->in));
+            s->st.partial = cuda_ctx_alloc(X(m), 2 * sizeof(float) * (size_t)c16_bn_groups(rows, C) * (size_t)C);
+            s->st.mean = cuda_ctx_alloc(X(m), 5 * sizeof(float) * (size_t)C);
+            oom |= !s->st.partial || !s->st.mean;
+            if (s->st.mean) {
+                s->st.invstd = s->st.mean + C;
+                s->st.scale = s->st.mean + 2 * C;
+                s->st.shift = s->st.mean + 3 * C;
+                s->st.coef = s->st.mean + 4 * C;
+            }
+            s->scr = cast_room(m, l->in, &oom);
+        } else if (out_h && (l->ops == &grelu_ops || l->ops == &gadd_ops)) {
+            struct gelt *s = l->impl;
+            s->scr[0] = cast_room(m, l->in, &oom);
+            s->scr[1] = l->ops == &gadd_ops ? cast_room(m, l->in2, &oom) : NULL;
+        } else if (out_h && l->ops == &gmaxpool_ops) {
+            struct gpool *s = l->impl;
+            s->arg16 = cuda_ctx_alloc(X(m), (size_t)m->batch * (size_t)T(m, l->out)->per_sample);
+            oom |= !s->arg16;
+            s->scr = cast_room(m, l->in, &oom);
+        }
+        /* --info: which layers pass 16-bit tensors on */
+        char *k = l->kernel;
+        size_t used = strlen(k), room = sizeof(l->kernel) - used;
+        if (room > 1)
+            snprintf(k + used, room, "%s",
+                     out_h && in_h ? " [16-bit NHWC]"
+                     : out_h       ? " [to 16-bit NHWC]"
+                                   : " [from 16-bit NHWC]");
+    }
+    if (oom) {
+        snprintf(m->err, sizeof(m->err), "16-bit activations: %s", cuda_kernels_error(X(m)));
+        return -1;
+    }
+    return 0;
 }

@@ -20,5 +20,9 @@ int cudal_pad(struct model *m, const char *name, int in, int p);
 int cudal_pool(struct model *m, const char *name, int in, const struct pool_dims *d, int max);
 int cudal_adapool(struct model *m, const char *name, int in, int oh, int ow, int global);
 int cudal_batchnorm(struct model *m, const char *name, int in);
+/* Once the model is built, under --precision bf16 or fp16 with
+ * DDPTOP_H16_CHAIN=1: the tensors held in 16 bits between layers
+ * (chain16.h) and their buffers. 0, or -1 with m->err set. */
+int cudal_chain16(struct model *m);
 
 #endif

@@ -109,6 +109,10 @@ struct device_ops {
      * d->err set. finish runs once every layer is built. */
     void *(*kernels_create)(struct device *d);
     int (*kernels_finish)(struct device *d, void *k);
+    /* Once a model is built and its buffers are made (NULL: nothing to
+     * do): a GPU's 16-bit activations between layers. 0, or -1 with the
+     * model's err set. */
+    int (*finish_model)(struct model *m);
     void (*kernels_destroy)(void *k);
     /* Bytes of the convolution workspace the kernels hold (0: none). */
     size_t (*workspace_bytes)(const void *k);

@@ -293,6 +293,8 @@ struct model *model_finish(struct model *m, int out, char *err, size_t errlen)
         snprintf(m->err, sizeof(m->err), "out of memory for %zu parameters", m->nfloats);
         goto fail;
     }
+    if (m->dev.ops->finish_model && m->dev.ops->finish_model(m) != 0)
+        goto fail;
     m->err[0] = 0;
     model_init_params(m, m->seed);
     if (m->err[0])
@@ -542,7 +544,8 @@ int model_cut_tensor(const struct model *m, int k)
 
 int model_plan_chain16(struct model *m, chain16_cap_fn cap)
 {
-    int n = 0;
+    /* optimistic first (every reader that could), then a PASS reader whose
+     * own output is not 16-bit takes its inputs out, until nothing changes */
     for (int t = 0; t < m->ntensors; t++) {
         struct tensor *x = &m->tensors[t];
         x->h16 = 0;
@@ -555,15 +558,32 @@ int model_plan_chain16(struct model *m, chain16_cap_fn cap)
                 made = (cap(m, l) & CHAIN16_OUT) != 0;
             if (reads(l, t)) {
                 readers++;
-                all_read = all_read && (cap(m, l) & CHAIN16_IN);
+                all_read = all_read && (cap(m, l) & (CHAIN16_IN | CHAIN16_PASS));
             }
         }
         int ok = made && readers > 0 && all_read;
         for (int a = 0; a < m->ntensors && ok; a++)
             ok = m->tensors[a].alias_of != t;
         x->h16 = ok;
-        n += ok;
     }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int j = 0; j < m->nlayers; j++) {
+            const struct layer *l = &m->layers[j];
+            int c = cap(m, l);
+            if ((c & CHAIN16_IN) || m->tensors[l->out].h16)
+                continue;
+            const int ins[2] = {l->in, l->in2};
+            for (int k = 0; k < 2; k++)
+                if (ins[k] >= 0 && m->tensors[ins[k]].h16) {
+                    m->tensors[ins[k]].h16 = 0;
+                    changed = 1;
+                }
+        }
+    }
+    int n = 0;
+    for (int t = 0; t < m->ntensors; t++)
+        n += m->tensors[t].h16;
     return n;
 }
 

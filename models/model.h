@@ -178,13 +178,15 @@ int model_cut_tensor(const struct model *m, int k);
 
 /* ---- 16-bit activations between layers (a GPU's bf16 or fp16) ----------
  * What a layer can do with a tensor held in 16 bits channels-last: read it
- * as an input (CHAIN16_IN), or write its output so (CHAIN16_OUT, from
- * inputs in either form: it casts an fp32 one itself). */
-enum { CHAIN16_IN = 1, CHAIN16_OUT = 2 };
+ * as an input whatever it writes (CHAIN16_IN); write its output so
+ * (CHAIN16_OUT, from inputs in either form: it casts an fp32 one itself);
+ * read it only when it writes its output so too (CHAIN16_PASS). */
+enum { CHAIN16_IN = 1, CHAIN16_OUT = 2, CHAIN16_PASS = 4 };
 typedef int (*chain16_cap_fn)(const struct model *m, const struct layer *l);
-/* Sets h16 on every tensor that a CHAIN16_OUT layer writes and only
- * CHAIN16_IN layers read: not the model's input or output, nor a tensor
- * another aliases. Returns how many. */
+/* Sets h16 on every tensor that a CHAIN16_OUT layer writes and that only
+ * layers read which can (CHAIN16_IN, or CHAIN16_PASS with their own output
+ * 16-bit): not the model's input or output, nor a tensor another aliases.
+ * Returns how many. */
 int model_plan_chain16(struct model *m, chain16_cap_fn cap);
 /* Forward over layers [a, b) only (their inputs in place). */
 int model_forward_range(struct model *m, int a, int b, int train);

@@ -30,7 +30,11 @@
 # (whether CUPTI detached between windows a second apart keeps the device
 # view: tests/gpu_e2e.sh's ui and replay parts under DDPTOP_CUPTI_DETACH=1
 # DDPTOP_CUPTI_GAP_MS=1000, then what it costs against --no-cupti and the
-# default, REPS (default 7) interleaved runs of MLP and LeNet).
+# default, REPS (default 7) interleaved runs of MLP and LeNet), chain
+# (16-bit activations between layers, DDPTOP_H16_CHAIN=1: the layer table,
+# then bf16 with and without them against PyTorch's autocast on ResNet-18
+# at batch 128 and ResNet-50 on 3x224x224 at batch 64; its tests are in
+# test_gpu and test_gpu_models mixed, the tests part).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -174,6 +178,20 @@ if want detach; then
     echo "===== what it costs"
     VERBOSE=1 SMALL_STEPS=12000 REPS=${REPS:-7} CUPTI_VARIANTS="off|-| sampled||50 detach1s||50|1000|1" \
         timeout 420 bench/cupti_cost.sh "$b/ddptop" "mlp lenet" 128
+fi
+
+if want chain; then
+    echo "===== 16-bit activations between layers: ResNet-18's layer table in bf16"
+    DDPTOP_H16_CHAIN=1 timeout 120 "$b/ddptop" --info --device cuda --model resnet18 --dataset synthetic \
+        --batch-size 128 --precision bf16 | head -14
+    echo "===== bf16 with (bf16c) and without them, against PyTorch's autocast"
+    start=$(date +%s)
+    REPS=${REPS:-2} CUPTI=0 PRECISIONS="bf16 bf16c" timeout 240 bench/gpu_vs_pytorch.sh "$b/ddptop" resnet18 128
+    rc=$?
+    INPUT=3x224x224 REPS=1 CUPTI=0 PRECISIONS="bf16 bf16c" timeout 300 bench/gpu_vs_pytorch.sh "$b/ddptop" resnet50 64
+    rc=$((rc | $?))
+    echo "===== chain bench: exit $rc ($(($(date +%s) - start)) s)"
+    [ "$rc" -ne 0 ] && status=1
 fi
 
 want runs || { want bench || want cupti || exit $status; }

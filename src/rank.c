@@ -850,6 +850,9 @@ static int pipe_init(struct loop *L)
     struct model *m = L->m;
     char err[256];
     int S = run_stages(cfg), M = cfg->parallel == PAR_PIPELINE ? cfg->micro_batches : 1;
+    for (int t = 0; t < m->ntensors; t++)
+        if (m->tensors[t].h16) /* (stages send and receive fp32 activations) */
+            return fail(rk, "DDPTOP_H16_CHAIN=1: 16-bit activations between layers train data-parallel only");
     L->stage = rk->id % S;
     L->stage0 = rk->id - L->stage;
     if (cfg->partition[0] || S == 1) {

@@ -46,6 +46,7 @@
 #include <math.h>
 #include <cmocka.h>
 
+#include "chain16.h"
 #include "comm_gpu.h"
 #include "config.h"
 #include "device_cuda.h"
@@ -1015,6 +1016,303 @@ static void test_casts_nhwc(void **state)
         }
 }
 
+/* ---- 16-bit activations between layers (chain16.h) ---------------------
+ * Each kernel against a double reference on the same 16-bit inputs: one
+ * rounding of the result (2^-8 of it in bf16, 2^-11 in fp16) plus fp32
+ * arithmetic on terms that may cancel (2^-20 of their magnitudes). */
+static uint16_t *up16(const uint16_t *h, size_t n)
+{
+    uint16_t *d = NULL;
+    assert_int_equal(cudaMalloc((void **)&d, n * sizeof(uint16_t)), cudaSuccess);
+    assert_int_equal(cudaMemcpy(d, h, n * sizeof(uint16_t), cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+}
+
+static double *down16(const uint16_t *d, size_t n, int bf)
+{
+    uint16_t *h = malloc(n * sizeof(uint16_t));
+    double *v = malloc(n * sizeof(double));
+    assert_int_equal(cudaStreamSynchronize(g_ks), cudaSuccess);
+    assert_int_equal(cudaMemcpy(h, d, n * sizeof(uint16_t), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < n; i++)
+        v[i] = bf ? bf16_to_float(h[i]) : half_to_float(h[i]);
+    free(h);
+    return v;
+}
+
+/* n random 16-bit values, scale x U(-1, 1) + shift, and their exact values */
+static uint16_t *rand16(size_t n, int bf, double scale, double shift, double **exact)
+{
+    uint16_t *h = malloc(n * sizeof(uint16_t));
+    *exact = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        float f = (float)(shift + scale * (2.0 * rng_uniform(&g_rng) - 1.0));
+        h[i] = bf ? bf16_from_float(f) : half_from_float(f);
+        (*exact)[i] = bf ? bf16_to_float(h[i]) : half_to_float(h[i]);
+    }
+    return h;
+}
+
+static int g_c16_bad;
+
+static void c16_check(const char *what, double got, double want, double terms, int bf)
+{
+    double tol = (bf ? 0x1p-8 : 0x1p-11) * fabs(want) + 0x1p-20 * terms + 1e-30;
+    if (fabs(got - want) > tol && g_c16_bad++ < 5)
+        printf("  %s %s: %.9g, want %.9g (tolerance %.3g)\n", bf ? "bf16" : "fp16", what, got, want, tol);
+}
+
+/* Batch norm over [rows, C] channels-last, with a mean far from 0 (the
+ * shifted sums' case): training forward (output, batch statistics,
+ * running ones), backward with and without acc, and inference forward. */
+static void test_chain16_batchnorm(void **state)
+{
+    const int C = 72;
+    const int64_t rows = 3 * 17 * 19; /* N H W */
+    const size_t n = (size_t)rows * C;
+    for (int bf = 0; bf <= 1; bf++) {
+        g_c16_bad = 0;
+        double *x, *dy, *dx0;
+        uint16_t *hx = rand16(n, bf, 2.0, 30.0, &x), *hdy = rand16(n, bf, 1.0, 0.25, &dy);
+        uint16_t *hdx0 = rand16(n, bf, 1.0, 0.0, &dx0);
+        float gamma[72], beta[72], rm[72], rv[72];
+        for (int c = 0; c < C; c++) {
+            gamma[c] = 0.5f + (float)c / C;
+            beta[c] = (float)c / 7.0f - 3.0f;
+            rm[c] = 0.1f * c;
+            rv[c] = 1.0f + 0.01f * c;
+        }
+        uint16_t *dx = up16(hx, n), *dy_d = up16(hdy, n), *y = up16(hx, n), *ddx = up16(hdx0, n);
+        float *dg = up(gamma, C), *db = up(beta, C), *drm = up(rm, C), *drv = up(rv, C);
+        float *dgg = up(gamma, C), *dgb = up(beta, C);
+        struct c16_bn_state st;
+        assert_int_equal(cudaMalloc(&st.partial, 8 * (size_t)c16_bn_groups(rows, C) * C), cudaSuccess);
+        assert_int_equal(cudaMalloc((void **)&st.mean, 5 * sizeof(float) * C), cudaSuccess);
+        st.invstd = st.mean + C;
+        st.scale = st.mean + 2 * C;
+        st.shift = st.mean + 3 * C;
+        st.coef = st.mean + 4 * C;
+        const float mom = 0.1f, eps = 1e-5f;
+        assert_int_equal(c16_bn_forward(y, dx, rows, C, dg, db, drm, drv, mom, eps, 1, &st, bf, g_ks), 0);
+        double *gy = down16(y, n, bf);
+        float *grm = down(drm, C), *grv = down(drv, C);
+        double mean[72], var[72];
+        for (int c = 0; c < C; c++) {
+            double s = 0, q = 0;
+            for (int64_t r = 0; r < rows; r++)
+                s += x[r * C + c];
+            mean[c] = s / rows;
+            for (int64_t r = 0; r < rows; r++)
+                q += (x[r * C + c] - mean[c]) * (x[r * C + c] - mean[c]);
+            var[c] = q / rows;
+            c16_check("running mean", grm[c], 0.9 * rm[c] + 0.1 * mean[c], fabs(mean[c]), 1);
+            c16_check("running var", grv[c], 0.9 * rv[c] + 0.1 * var[c] * rows / (rows - 1), var[c] + mean[c] * mean[c],
+                      1);
+        }
+        for (size_t i = 0; i < n; i++) {
+            int c = (int)(i % C);
+            double is = 1.0 / sqrt(var[c] + eps), xh = (x[i] - mean[c]) * is;
+            c16_check("forward", gy[i], gamma[c] * xh + beta[c], fabs(gamma[c] * x[i] * is) + fabs(beta[c]), bf);
+        }
+        /* backward, written then added */
+        for (int acc = 0; acc <= 1; acc++) {
+            assert_int_equal(c16_bn_backward(ddx, acc, dy_d, dx, rows, C, dg, dgg, dgb, &st, bf, g_ks), 0);
+            double *gdx = down16(ddx, n, bf);
+            float *ggam = down(dgg, C), *gbet = down(dgb, C);
+            for (int c = 0; c < C; c++) {
+                double is = 1.0 / sqrt(var[c] + eps), sdy = 0, sdyx = 0, mag = 0;
+                for (int64_t r = 0; r < rows; r++) {
+                    sdy += dy[r * C + c];
+                    sdyx += dy[r * C + c] * (x[r * C + c] - mean[c]) * is;
+                    mag += fabs(dy[r * C + c]) * (1.0 + fabs(x[r * C + c] - mean[c]) * is);
+                }
+                c16_check("dbeta", gbet[c], sdy, mag, 1);
+                c16_check("dgamma", ggam[c], sdyx, mag, 1);
+                for (int64_t r = 0; r < rows; r++) {
+                    size_t i = (size_t)r * C + c;
+                    double xh = (x[i] - mean[c]) * is;
+                    double want = gamma[c] * is * (dy[i] - sdy / rows - xh * sdyx / rows);
+                    double terms = gamma[c] * is * (fabs(dy[i]) + fabs(sdy) / rows + fabs(x[i] * is * sdyx) / rows);
+                    if (acc)
+                        want += dx0[i]; /* (the value written in the pass before, rounded: dx0 now holds it) */
+                    c16_check(acc ? "dx (added)" : "dx", gdx[i], want, terms + fabs(dx0[i]), bf);
+                }
+            }
+            for (size_t i = 0; i < n; i++)
+                dx0[i] = gdx[i]; /* what the next pass adds to */
+            free(gdx);
+            free(ggam);
+            free(gbet);
+        }
+        /* inference: the running statistics */
+        assert_int_equal(c16_bn_forward(y, dx, rows, C, dg, db, drm, drv, mom, eps, 0, &st, bf, g_ks), 0);
+        free(gy);
+        gy = down16(y, n, bf);
+        for (size_t i = 0; i < n; i++) {
+            int c = (int)(i % C);
+            double is = 1.0 / sqrt((double)grv[c] + eps);
+            c16_check("inference", gy[i], gamma[c] * (x[i] - grm[c]) * is + beta[c],
+                      fabs(gamma[c] * x[i] * is) + fabs(beta[c]), bf);
+        }
+        printf("  %s batch norm %lldx%d (mean 30): forward, running statistics, backward and inference within a "
+               "rounding: %d off\n",
+               bf ? "bf16" : "fp16", (long long)rows, C, g_c16_bad);
+        assert_int_equal(g_c16_bad, 0);
+        free(gy);
+        free(grm);
+        free(grv);
+        free(x);
+        free(dy);
+        free(dx0);
+        free(hx);
+        free(hdy);
+        free(hdx0);
+        cudaFree(dx);
+        cudaFree(dy_d);
+        cudaFree(y);
+        cudaFree(ddx);
+        cudaFree(dg);
+        cudaFree(db);
+        cudaFree(drm);
+        cudaFree(drv);
+        cudaFree(dgg);
+        cudaFree(dgb);
+        cudaFree(st.partial);
+        cudaFree(st.mean);
+    }
+}
+
+/* ReLU, add, max-pool (3x3/2 pad 1, ResNet's stem: windows overlap) and
+ * adaptive average pool (to 2x3: uneven windows), forward and backward
+ * with acc, against the CPU's rules (first maximum wins; NaN stays). */
+static void test_chain16_eltwise_pool(void **state)
+{
+    const int N = 2, H = 9, W = 11, C = 16, k = 3, st = 2, pad = 1, OH = 5, OW = 6, AH = 2, AW = 3;
+    const size_t n = (size_t)N * H * W * C, on = (size_t)N * OH * OW * C;
+    for (int bf = 0; bf <= 1; bf++) {
+        g_c16_bad = 0;
+        double *a, *b, *g, *go;
+        uint16_t *ha = rand16(n, bf, 1.0, 0.0, &a), *hb = rand16(n, bf, 1.0, 0.0, &b), *hg = rand16(n, bf, 1.0, 0, &g);
+        uint16_t *hgo = rand16(on, bf, 1.0, 0.0, &go);
+        uint16_t *da = up16(ha, n), *db = up16(hb, n), *dg = up16(hg, n), *dgo = up16(hgo, on), *y = up16(ha, n);
+        uint16_t *dx = up16(hg, n), *py = up16(hgo, on);
+        /* relu and its gradient, added to g */
+        assert_int_equal(c16_relu(y, da, (int64_t)n, bf, g_ks), 0);
+        assert_int_equal(c16_relu_backward(dx, 1, dg, y, (int64_t)n, bf, g_ks), 0);
+        double *gy = down16(y, n, bf), *gdx = down16(dx, n, bf);
+        for (size_t i = 0; i < n; i++) {
+            c16_check("relu", gy[i], a[i] > 0 ? a[i] : 0, 0, bf);
+            c16_check("relu backward", gdx[i], g[i] + (a[i] > 0 ? g[i] : 0), 2 * fabs(g[i]), bf);
+        }
+        free(gy);
+        free(gdx);
+        assert_int_equal(c16_add(y, da, db, (int64_t)n, bf, g_ks), 0);
+        assert_int_equal(c16_copy_acc(dx, 0, dg, (int64_t)n, bf, g_ks), 0);
+        assert_int_equal(c16_copy_acc(dx, 1, dg, (int64_t)n, bf, g_ks), 0);
+        gy = down16(y, n, bf);
+        gdx = down16(dx, n, bf);
+        for (size_t i = 0; i < n; i++) {
+            c16_check("add", gy[i], a[i] + b[i], fabs(a[i]) + fabs(b[i]), bf);
+            c16_check("copy then add", gdx[i], 2 * g[i], 2 * fabs(g[i]), bf);
+        }
+        free(gy);
+        free(gdx);
+        /* max-pool: the reference picks the first maximum of each window */
+        uint8_t *arg = NULL;
+        assert_int_equal(cudaMalloc((void **)&arg, on), cudaSuccess);
+        assert_int_equal(c16_maxpool(py, arg, da, N, H, W, C, OH, OW, k, st, pad, bf, g_ks), 0);
+        assert_int_equal(c16_copy_acc(dx, 0, dg, (int64_t)n, bf, g_ks), 0);
+        assert_int_equal(c16_maxpool_backward(dx, 1, dgo, arg, N, H, W, C, OH, OW, k, st, pad, bf, g_ks), 0);
+        double *gp = down16(py, on, bf);
+        gdx = down16(dx, n, bf);
+        double *want = calloc(n, sizeof(double));
+        for (int im = 0; im < N; im++)
+            for (int oy = 0; oy < OH; oy++)
+                for (int ox = 0; ox < OW; ox++)
+                    for (int c = 0; c < C; c++) {
+                        double best = 0;
+                        int at = -1;
+                        for (int ky = 0; ky < k; ky++)
+                            for (int kx = 0; kx < k; kx++) {
+                                int yy = oy * st - pad + ky, xx = ox * st - pad + kx;
+                                if (yy < 0 || yy >= H || xx < 0 || xx >= W)
+                                    continue;
+                                size_t i = (((size_t)im * H + yy) * W + xx) * C + c;
+                                if (at < 0 || a[i] > best) {
+                                    best = a[i];
+                                    at = (int)i;
+                                }
+                            }
+                        size_t o = (((size_t)im * OH + oy) * OW + ox) * C + c;
+                        c16_check("max-pool", gp[o], best, 0, bf);
+                        want[at] += go[o];
+                    }
+        for (size_t i = 0; i < n; i++)
+            c16_check("max-pool backward", gdx[i], g[i] + want[i], fabs(g[i]) + 4 * 2.0, bf);
+        free(gp);
+        free(gdx);
+        /* adaptive average pool to AH x AW, NCHW float out */
+        float *fy = NULL, *fgo = NULL;
+        size_t an = (size_t)N * C * AH * AW;
+        float *hfgo = malloc(an * sizeof(float));
+        for (size_t i = 0; i < an; i++)
+            hfgo[i] = (float)(2.0 * rng_uniform(&g_rng) - 1.0);
+        assert_int_equal(cudaMalloc((void **)&fy, an * sizeof(float)), cudaSuccess);
+        fgo = up(hfgo, an);
+        assert_int_equal(c16_adapool(fy, da, N, H, W, C, AH, AW, bf, g_ks), 0);
+        assert_int_equal(c16_copy_acc(dx, 0, dg, (int64_t)n, bf, g_ks), 0);
+        assert_int_equal(c16_adapool_backward(dx, 1, fgo, N, H, W, C, AH, AW, bf, g_ks), 0);
+        assert_int_equal(cudaStreamSynchronize(g_ks), cudaSuccess);
+        float *gfy = down(fy, an);
+        gdx = down16(dx, n, bf);
+        memset(want, 0, n * sizeof(double));
+        for (int im = 0; im < N; im++)
+            for (int c = 0; c < C; c++)
+                for (int oy = 0; oy < AH; oy++)
+                    for (int ox = 0; ox < AW; ox++) {
+                        int y0 = oy * H / AH, y1 = ((oy + 1) * H + AH - 1) / AH;
+                        int x0 = ox * W / AW, x1 = ((ox + 1) * W + AW - 1) / AW;
+                        double sum = 0, area = (double)(y1 - y0) * (x1 - x0), mag = 0;
+                        size_t o = (((size_t)im * C + c) * AH + oy) * AW + ox;
+                        for (int yy = y0; yy < y1; yy++)
+                            for (int xx = x0; xx < x1; xx++) {
+                                size_t i = (((size_t)im * H + yy) * W + xx) * C + c;
+                                sum += a[i];
+                                mag += fabs(a[i]);
+                                want[i] += hfgo[o] / area;
+                            }
+                        c16_check("adaptive pool (fp32 out)", gfy[o], sum / area, mag / area * 64, 0);
+                    }
+        for (size_t i = 0; i < n; i++)
+            c16_check("adaptive pool backward", gdx[i], g[i] + want[i], fabs(g[i]) + 4.0, bf);
+        printf("  %s ReLU, add, max-pool 3x3/2 and adaptive pool %dx%d->%dx%d, forward and backward: %d off\n",
+               bf ? "bf16" : "fp16", H, W, AH, AW, g_c16_bad);
+        assert_int_equal(g_c16_bad, 0);
+        free(gfy);
+        free(gdx);
+        free(want);
+        free(hfgo);
+        cudaFree(fy);
+        cudaFree(fgo);
+        cudaFree(arg);
+        free(a);
+        free(b);
+        free(g);
+        free(go);
+        free(ha);
+        free(hb);
+        free(hg);
+        free(hgo);
+        cudaFree(da);
+        cudaFree(db);
+        cudaFree(dg);
+        cudaFree(dgo);
+        cudaFree(y);
+        cudaFree(dx);
+        cudaFree(py);
+    }
+}
+
 /* --loss-scale's check: a NaN or an infinity anywhere in a gradient
  * buffer is seen (the first element, the last, one in the middle of a
  * buffer larger than the kernel's grid), a finite buffer passes, and a
@@ -1241,6 +1539,8 @@ int main(void)
         cmocka_unit_test(test_fp16_conv),
         cmocka_unit_test(test_fp16_linear),
         cmocka_unit_test(test_casts_nhwc),
+        cmocka_unit_test(test_chain16_batchnorm),
+        cmocka_unit_test(test_chain16_eltwise_pool),
         cmocka_unit_test(test_all_finite),
         cmocka_unit_test(test_conv_algorithms_found),
     };

@@ -652,6 +652,78 @@ static void compress_runs(void)
     }
 }
 
+/* 16-bit activations between layers (DDPTOP_H16_CHAIN=1, chain16.h):
+ * ResNet-18 in `prec`, its tensors from the first batch norm to the pool
+ * held channels-last in 16 bits, against the same precision with fp32
+ * tensors between layers: 16-bit tensors did take part (the layer table
+ * says so), the parameters stay near (both round the same products; the
+ * chain rounds activations too), the loss falls alike, and ddp on a
+ * shared GPU keeps its replicas identical and near single. */
+static void chain_runs(int prec)
+{
+    const char *fmt = precision_name(prec);
+    struct run_config rc = harness_config("resnet18", STRAT_SINGLE, 1, 32, 12);
+    rc.ngpus = 1;
+    rc.precision = prec;
+    struct run plain, chain;
+    unsetenv("DDPTOP_H16_CHAIN");
+    assert_int_equal(run_on_gpu(&plain, &rc), 0);
+    setenv("DDPTOP_H16_CHAIN", "1", 1);
+    assert_int_equal(run_on_gpu(&chain, &rc), 0);
+    const struct model *m = chain.ranks[0].model;
+    int held = 0, named = 0;
+    for (int t = 0; t < m->ntensors; t++)
+        held += m->tensors[t].h16;
+    for (int i = 0; i < m->nlayers; i++)
+        named += strstr(m->layers[i].kernel, "16-bit NHWC") != NULL;
+    size_t n = m->nfloats;
+    float *p0 = rank_params(&plain, 0), *p1 = rank_params(&chain, 0);
+    double d = rel_l2(p1, p0, n);
+    double l0 = plain.metrics.loss_mean[metrics_slot(11)], l1 = chain.metrics.loss_mean[metrics_slot(11)];
+    double first = chain.metrics.loss_mean[metrics_slot(0)];
+    printf("  resnet18 %s, 16-bit tensors between layers: %d of %d tensors, %d layers named; %.3g from fp32 tensors; "
+           "loss %.4f -> %.4f (fp32 tensors %.4f)\n",
+           fmt, held, m->ntensors, named, d, first, l1, l0);
+    assert_true(held > m->ntensors / 2);
+    assert_true(named > m->nlayers / 2);
+    assert_true(d < 2e-2);
+    assert_true(fabs(l1 - l0) < 0.05 * l0 + 0.02);
+    assert_true(l1 < first);
+    free(p0);
+
+    /* ddp: batch norm's statistics are each rank's, so against ddp with
+     * fp32 tensors between layers */
+    struct run_config dc = harness_config("resnet18", STRAT_DDP, 2, 16, 12);
+    dc.ngpus = 1;
+    dc.precision = prec;
+    dc.check_replicas = 1;
+    struct run r, r0;
+    assert_int_equal(run_on_gpu(&r, &dc), 0);
+    unsetenv("DDPTOP_H16_CHAIN");
+    assert_int_equal(run_on_gpu(&r0, &dc), 0);
+    if (r.metrics.replicas_diverged_at >= 0)
+        fail_msg("%s chain ddp: replicas differ from step %ld", fmt, r.metrics.replicas_diverged_at);
+    float *q0 = rank_params(&r, 0), *q1 = rank_params(&r, 1), *q = rank_params(&r0, 0);
+    assert_memory_equal(q0, q1, sizeof(float) * n);
+    double dd = rel_l2(q0, q, n);
+    printf("  resnet18 %s ddp (2 ranks x 16, one GPU), 16-bit tensors against fp32 ones: %.3g\n", fmt, dd);
+    assert_true(dd < 2e-2);
+    free(q0);
+    free(q1);
+    free(q);
+    free(p1);
+    run_free(&r);
+    run_free(&r0);
+    run_free(&chain);
+    run_free(&plain);
+}
+
+static void test_chain_runs(void **state)
+{
+    chain_runs(PREC_BF16);
+    chain_runs(PREC_FP16);
+}
+
 /* The parameters of 2 stages (ranks 0 and 1) as one model's: each from the
  * stage that holds its layer (mr: the model whole, for the layout). */
 static void stage_params(struct run *r, const struct model *mr, float *got)
@@ -791,7 +863,7 @@ int main(int argc, char **argv)
     };
     const struct CMUnitTest nccl_tests[] = {cmocka_unit_test(test_nccl_runs)};
     const struct CMUnitTest mixed_tests[] = {cmocka_unit_test(test_bf16_runs), cmocka_unit_test(test_fp16_runs),
-                                             cmocka_unit_test(test_compress_runs)};
+                                             cmocka_unit_test(test_compress_runs), cmocka_unit_test(test_chain_runs)};
     if (mixed)
         return cmocka_run_group_tests(mixed_tests, harness_data_setup, harness_data_teardown);
     const struct CMUnitTest parallel_tests[] = {cmocka_unit_test(test_parallel_runs)};
