@@ -1082,7 +1082,7 @@ static void test_chain16_batchnorm(void **state)
             rm[c] = 0.1f * c;
             rv[c] = 1.0f + 0.01f * c;
         }
-        uint16_t *dx = up16(hx, n), *dy_d = up16(hdy, n), *y = up16(hx, n), *ddx = up16(hdx0, n);
+        uint16_t *xd = up16(hx, n), *dy_d = up16(hdy, n), *y = up16(hx, n), *ddx = up16(hdx0, n);
         float *dg = up(gamma, C), *db = up(beta, C), *drm = up(rm, C), *drv = up(rv, C);
         float *dgg = up(gamma, C), *dgb = up(beta, C);
         struct c16_bn_state st;
@@ -1093,7 +1093,7 @@ static void test_chain16_batchnorm(void **state)
         st.shift = st.mean + 3 * C;
         st.coef = st.mean + 4 * C;
         const float mom = 0.1f, eps = 1e-5f;
-        assert_int_equal(c16_bn_forward(y, dx, rows, C, dg, db, drm, drv, mom, eps, 1, &st, bf, g_ks), 0);
+        assert_int_equal(c16_bn_forward(y, xd, rows, C, dg, db, drm, drv, mom, eps, 1, &st, bf, g_ks), 0);
         double *gy = down16(y, n, bf);
         float *grm = down(drm, C), *grv = down(drv, C);
         double mean[72], var[72];
@@ -1116,7 +1116,7 @@ static void test_chain16_batchnorm(void **state)
         }
         /* backward, written then added */
         for (int acc = 0; acc <= 1; acc++) {
-            assert_int_equal(c16_bn_backward(ddx, acc, dy_d, dx, rows, C, dg, dgg, dgb, &st, bf, g_ks), 0);
+            assert_int_equal(c16_bn_backward(ddx, acc, dy_d, xd, rows, C, dg, dgg, dgb, &st, bf, g_ks), 0);
             double *gdx = down16(ddx, n, bf);
             float *ggam = down(dgg, C), *gbet = down(dgb, C);
             for (int c = 0; c < C; c++) {
@@ -1145,7 +1145,7 @@ static void test_chain16_batchnorm(void **state)
             free(gbet);
         }
         /* inference: the running statistics */
-        assert_int_equal(c16_bn_forward(y, dx, rows, C, dg, db, drm, drv, mom, eps, 0, &st, bf, g_ks), 0);
+        assert_int_equal(c16_bn_forward(y, xd, rows, C, dg, db, drm, drv, mom, eps, 0, &st, bf, g_ks), 0);
         free(gy);
         gy = down16(y, n, bf);
         for (size_t i = 0; i < n; i++) {
@@ -1167,7 +1167,7 @@ static void test_chain16_batchnorm(void **state)
         free(hx);
         free(hdy);
         free(hdx0);
-        cudaFree(dx);
+        cudaFree(xd);
         cudaFree(dy_d);
         cudaFree(y);
         cudaFree(ddx);
