@@ -133,13 +133,18 @@ __global__ void bn_eval_coef_k(int C, const float *gamma, const float *beta, con
     shift[c] = (float)(beta[c] - run_mean[c] * gamma[c] * is);
 }
 
-template <typename T> __global__ void bn_apply_k(T *y, const T *x, int64_t n, int C, const float *scale, const float *shift)
+// The element-wise passes run on the statistics' layout too: a thread
+// keeps its channel's coefficients in registers and walks rows, a warp
+// 32 neighbouring channels of a row (no index divisions).
+template <typename T>
+__global__ void bn_apply_k(T *y, const T *x, int64_t rows, int C, const float *scale, const float *shift)
 {
-    GRID_LOOP(i, n)
-    {
-        int c = (int)(i % C);
-        y[i] = narrow<T>(wide(x[i]) * scale[c] + shift[c]);
-    }
+    int c = blockIdx.x * 32 + threadIdx.x;
+    if (c >= C)
+        return;
+    float a = scale[c], b = shift[c];
+    for (int64_t r = blockIdx.y * (int64_t)BN_ROWS + threadIdx.y; r < rows; r += (int64_t)gridDim.y * BN_ROWS)
+        y[r * C + c] = narrow<T>(wide(x[r * C + c]) * a + b);
 }
 
 // backward: sum dy and sum dy (x - mean)
@@ -196,13 +201,16 @@ __global__ void bn_bwd_finish_k(const float2 *partial, int groups, int C, int64_
 }
 
 template <typename T>
-__global__ void bn_bwd_apply_k(T *dx, int acc, const T *dy, const T *x, int64_t n, int C, const float *ca,
+__global__ void bn_bwd_apply_k(T *dx, int acc, const T *dy, const T *x, int64_t rows, int C, const float *ca,
                                const float *cb, const float *cd)
 {
-    GRID_LOOP(i, n)
-    {
-        int c = (int)(i % C);
-        put(&dx[i], acc, ca[c] * wide(dy[i]) + cb[c] * wide(x[i]) + cd[c]);
+    int c = blockIdx.x * 32 + threadIdx.x;
+    if (c >= C)
+        return;
+    float a = ca[c], b = cb[c], d = cd[c];
+    for (int64_t r = blockIdx.y * (int64_t)BN_ROWS + threadIdx.y; r < rows; r += (int64_t)gridDim.y * BN_ROWS) {
+        int64_t i = r * C + c;
+        put(&dx[i], acc, a * wide(dy[i]) + b * wide(x[i]) + d);
     }
 }
 
@@ -365,6 +373,13 @@ dim3 bn_grid(int64_t rows, int C)
     return dim3((unsigned)((C + 31) / 32), bn_groups(rows, C));
 }
 
+// the element-wise passes: about 16 rows a thread
+dim3 bn_apply_grid(int64_t rows, int C)
+{
+    int64_t g = (rows + BN_ROWS * 16 - 1) / (BN_ROWS * 16);
+    return dim3((unsigned)((C + 31) / 32), (unsigned)(g < 1 ? 1 : g < 65535 ? g : 65535));
+}
+
 unsigned per_channel(int C)
 {
     return (unsigned)((C + 127) / 128);
@@ -405,12 +420,14 @@ int c16_bn_forward(uint16_t *y, const uint16_t *x, int64_t rows, int C, const fl
             bn_finish_k<T><<<per_channel(C), 128, 0, s>>>((const float2 *)st->partial, (int)g.y, C, rows, (const T *)x,
                                                           gamma, beta, run_mean, run_var, momentum, eps, st->mean,
                                                           st->invstd, st->scale, st->shift);
-            bn_apply_k<T><<<grid_for(rows * C), 256, 0, s>>>((T *)y, (const T *)x, rows * C, C, st->scale, st->shift);
+            bn_apply_k<T><<<bn_apply_grid(rows, C), dim3(32, BN_ROWS), 0, s>>>((T *)y, (const T *)x, rows, C, st->scale,
+                                                                            st->shift);
         });
     }
     BOTH(bf16, {
         bn_eval_coef_k<<<per_channel(C), 128, 0, s>>>(C, gamma, beta, run_mean, run_var, eps, st->scale, st->shift);
-        bn_apply_k<T><<<grid_for(rows * C), 256, 0, s>>>((T *)y, (const T *)x, rows * C, C, st->scale, st->shift);
+        bn_apply_k<T><<<bn_apply_grid(rows, C), dim3(32, BN_ROWS), 0, s>>>((T *)y, (const T *)x, rows, C, st->scale,
+                                                                        st->shift);
     });
 }
 
@@ -428,8 +445,8 @@ int c16_bn_backward(uint16_t *dx, int acc, const uint16_t *dy, const uint16_t *x
                                                        st->mean, st->invstd, dgamma, dbeta, st->scale, st->shift,
                                                        st->coef);
         if (dx)
-            bn_bwd_apply_k<T><<<grid_for(rows * C), 256, 0, s>>>((T *)dx, acc, (const T *)dy, (const T *)x, rows * C,
-                                                                 C, st->scale, st->shift, st->coef);
+            bn_bwd_apply_k<T><<<bn_apply_grid(rows, C), dim3(32, BN_ROWS), 0, s>>>(
+                (T *)dx, acc, (const T *)dy, (const T *)x, rows, C, st->scale, st->shift, st->coef);
     });
 }
 
