@@ -418,21 +418,27 @@ static void test_same_seed_same_report(void **state)
 /* A straggler: rank 1 computes 4x slower. Rank 0 waits for it inside the
  * collectives (sync), rank 1 hardly ever waits; both see the same transfer
  * times, and no sync is negative. The bound on the straggler's share is
- * loose (a loaded machine also delays it now and then); measured: 5-10% of
- * the fast rank's sync. */
+ * loose, and the best of 3 runs counts: a machine loaded by other tests
+ * delays the straggler's thread too (measured alone: 5-10% of the fast
+ * rank's sync; once, beside another test on 2 cores, 32%). */
 static void test_straggler_sync(void **state)
 {
-    cJSON *root =
-        run_json("--batch --quiet --dataset synthetic --model lenet --ranks 2 --batch-size 16 --steps 20 --no-eval "
-                 "--strategy allreduce --slow-rank 1:4 --format json");
-    cJSON *per = cJSON_GetObjectItem(root, "per_rank");
-    assert_int_equal(cJSON_GetArraySize(per), 2);
-    check_transfer_sync(per, 0, 2);
-    double fast = total_ms(cJSON_GetArrayItem(per, 0), "sync"), slow = total_ms(cJSON_GetArrayItem(per, 1), "sync");
-    printf("  sync: rank 0 %.2f ms, rank 1 (straggler) %.2f ms\n", fast, slow);
-    if (!(slow < 0.25 * fast))
-        fail_msg("the straggler's sync (%g ms) is not far below the waiting rank's (%g ms)", slow, fast);
-    cJSON_Delete(root);
+    double best = INFINITY;
+    for (int k = 0; k < 3 && !(best < 0.25); k++) {
+        cJSON *root =
+            run_json("--batch --quiet --dataset synthetic --model lenet --ranks 2 --batch-size 16 --steps 20 --no-eval "
+                     "--strategy allreduce --slow-rank 1:4 --format json");
+        cJSON *per = cJSON_GetObjectItem(root, "per_rank");
+        assert_int_equal(cJSON_GetArraySize(per), 2);
+        check_transfer_sync(per, 0, 2);
+        double fast = total_ms(cJSON_GetArrayItem(per, 0), "sync"), slow = total_ms(cJSON_GetArrayItem(per, 1), "sync");
+        printf("  sync: rank 0 %.2f ms, rank 1 (straggler) %.2f ms\n", fast, slow);
+        if (fast > 0 && slow / fast < best)
+            best = slow / fast;
+        cJSON_Delete(root);
+    }
+    if (!(best < 0.25))
+        fail_msg("the straggler's sync is not far below the waiting rank's in 3 runs (best: %.2f of it)", best);
 }
 
 /* the README's install command brings dataset-fashion-mnist */
