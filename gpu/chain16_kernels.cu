@@ -66,10 +66,26 @@ template <typename T> __device__ __forceinline__ void put(T *dst, int acc, float
 // rows. partial[by * C + c] gets the block's sums for channel c.
 #define BN_ROWS 8
 
+// A block's two sums of channel c over its row groups, to partial (every
+// thread of the block calls it: it synchronises them)
+__device__ void block_sums(float s, float q, int c, int C, float2 *partial)
+{
+    __shared__ float2 sh[BN_ROWS][32];
+    sh[threadIdx.y][threadIdx.x] = make_float2(s, q);
+    __syncthreads();
+    if (threadIdx.y == 0 && c < C) {
+        float2 t = sh[0][threadIdx.x];
+        for (int j = 1; j < BN_ROWS; j++) {
+            t.x += sh[j][threadIdx.x].x;
+            t.y += sh[j][threadIdx.x].y;
+        }
+        partial[(int64_t)blockIdx.y * C + c] = t;
+    }
+}
+
 // forward: sum (x - K) and sum (x - K)^2, K = x[row 0, c]
 template <typename T> __global__ void bn_stats_k(const T *x, int64_t rows, int C, float2 *partial)
 {
-    __shared__ float2 sh[BN_ROWS][32];
     int c = blockIdx.x * 32 + threadIdx.x;
     float s = 0.0f, q = 0.0f;
     if (c < C) {
@@ -80,15 +96,17 @@ template <typename T> __global__ void bn_stats_k(const T *x, int64_t rows, int C
             q += v * v;
         }
     }
-    sh[threadIdx.y][threadIdx.x] = make_float2(s, q);
-    __syncthreads();
-    if (threadIdx.y == 0 && c < C) {
-        float2 t = sh[0][threadIdx.x];
-        for (int j = 1; j < BN_ROWS; j++) {
-            t.x += sh[j][threadIdx.x].x;
-            t.y += sh[j][threadIdx.x].y;
-        }
-        partial[(int64_t)blockIdx.y * C + c] = t;
+    block_sums(s, q, c, C, partial);
+}
+
+// channel c's two sums over the row groups' partial ones, in double
+__device__ void groups_sum(const float2 *partial, int groups, int C, int c, double *s, double *q)
+{
+    *s = 0.0;
+    *q = 0.0;
+    for (int g = 0; g < groups; g++) {
+        *s += partial[(int64_t)g * C + c].x;
+        *q += partial[(int64_t)g * C + c].y;
     }
 }
 
@@ -103,11 +121,8 @@ __global__ void bn_finish_k(const float2 *partial, int groups, int C, int64_t ro
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
         return;
-    double s = 0.0, q = 0.0, n = (double)rows;
-    for (int g = 0; g < groups; g++) {
-        s += partial[(int64_t)g * C + c].x;
-        q += partial[(int64_t)g * C + c].y;
-    }
+    double s, q, n = (double)rows;
+    groups_sum(partial, groups, C, c, &s, &q);
     double ms = s / n, var = q / n - ms * ms;
     if (var < 0.0)
         var = 0.0;
@@ -151,7 +166,6 @@ __global__ void bn_apply_k(T *y, const T *x, int64_t rows, int C, const float *s
 template <typename T>
 __global__ void bn_bwd_stats_k(const T *x, const T *dy, int64_t rows, int C, const float *mean, float2 *partial)
 {
-    __shared__ float2 sh[BN_ROWS][32];
     int c = blockIdx.x * 32 + threadIdx.x;
     float s = 0.0f, q = 0.0f;
     if (c < C) {
@@ -162,16 +176,7 @@ __global__ void bn_bwd_stats_k(const T *x, const T *dy, int64_t rows, int C, con
             q += g * (wide(x[r * C + c]) - mu);
         }
     }
-    sh[threadIdx.y][threadIdx.x] = make_float2(s, q);
-    __syncthreads();
-    if (threadIdx.y == 0 && c < C) {
-        float2 t = sh[0][threadIdx.x];
-        for (int j = 1; j < BN_ROWS; j++) {
-            t.x += sh[j][threadIdx.x].x;
-            t.y += sh[j][threadIdx.x].y;
-        }
-        partial[(int64_t)blockIdx.y * C + c] = t;
-    }
+    block_sums(s, q, c, C, partial);
 }
 
 // dbeta = sum dy, dgamma = sum dy xhat (written where wanted), and
@@ -184,11 +189,8 @@ __global__ void bn_bwd_finish_k(const float2 *partial, int groups, int C, int64_
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
         return;
-    double s = 0.0, q = 0.0, n = (double)rows;
-    for (int g = 0; g < groups; g++) {
-        s += partial[(int64_t)g * C + c].x;
-        q += partial[(int64_t)g * C + c].y;
-    }
+    double s, q, n = (double)rows;
+    groups_sum(partial, groups, C, c, &s, &q);
     double is = invstd[c], dg = q * is, a = (double)gamma[c] * is;
     if (dgamma)
         dgamma[c] = (float)dg;
@@ -247,6 +249,17 @@ template <typename T> __global__ void copy_acc_k(T *dst, int acc, const T *src, 
 }
 
 // ---- pooling (NHWC) ---------------------------------------------------------
+// where value i of an NHWC [N, H, W, C] tensor is
+struct nhwc {
+    int c, x, y;
+    int64_t img;
+};
+__device__ __forceinline__ nhwc nhwc_at(int64_t i, int H, int W, int C)
+{
+    int64_t p = i / C;
+    return {(int)(i % C), (int)(p % W), (int)(p / W % H), p / ((int64_t)W * H)};
+}
+
 // max-pool: one thread per output value; arg keeps the winner's place in
 // its k x k window (ky * k + kx; the first maximum wins, as the CPU's)
 template <typename T>
@@ -256,10 +269,9 @@ __global__ void maxpool_k(T *y, uint8_t *arg, const T *x, int N, int H, int W, i
     int64_t n = (int64_t)N * OH * OW * C;
     GRID_LOOP(i, n)
     {
-        int c = (int)(i % C);
-        int64_t p = i / C;
-        int ox = (int)(p % OW), oy = (int)(p / OW % OH);
-        int64_t img = p / ((int64_t)OW * OH);
+        nhwc o = nhwc_at(i, OH, OW, C);
+        int c = o.c, ox = o.x, oy = o.y;
+        int64_t img = o.img;
         float best = 0.0f;
         int at = -1;
         for (int ky = 0; ky < k; ky++)
@@ -286,10 +298,9 @@ __global__ void maxpool_bwd_k(T *dx, int acc, const T *dy, const uint8_t *arg, i
     int64_t n = (int64_t)N * H * W * C;
     GRID_LOOP(i, n)
     {
-        int c = (int)(i % C);
-        int64_t p = i / C;
-        int xx = (int)(p % W), yy = (int)(p / W % H);
-        int64_t img = p / ((int64_t)W * H);
+        nhwc at = nhwc_at(i, H, W, C);
+        int c = at.c, xx = at.x, yy = at.y;
+        int64_t img = at.img;
         int oy0 = yy + pad - k + 1 > 0 ? (yy + pad - k + 1 + s - 1) / s : 0, oy1 = (yy + pad) / s;
         int ox0 = xx + pad - k + 1 > 0 ? (xx + pad - k + 1 + s - 1) / s : 0, ox1 = (xx + pad) / s;
         float g = 0.0f;
@@ -318,10 +329,9 @@ __global__ void adapool_k(float *y, const T *x, int N, int H, int W, int C, int 
     int64_t n = (int64_t)N * OH * OW * C;
     GRID_LOOP(i, n)
     {
-        int c = (int)(i % C);
-        int64_t p = i / C;
-        int ox = (int)(p % OW), oy = (int)(p / OW % OH);
-        int64_t img = p / ((int64_t)OW * OH);
+        nhwc o = nhwc_at(i, OH, OW, C);
+        int c = o.c, ox = o.x, oy = o.y;
+        int64_t img = o.img;
         int y0, y1, x0, x1;
         ada_window(oy, H, OH, &y0, &y1);
         ada_window(ox, W, OW, &x0, &x1);
@@ -339,10 +349,9 @@ __global__ void adapool_bwd_k(T *dx, int acc, const float *dy, int N, int H, int
     int64_t n = (int64_t)N * H * W * C;
     GRID_LOOP(i, n)
     {
-        int c = (int)(i % C);
-        int64_t p = i / C;
-        int xx = (int)(p % W), yy = (int)(p / W % H);
-        int64_t img = p / ((int64_t)W * H);
+        nhwc at = nhwc_at(i, H, W, C);
+        int c = at.c, xx = at.x, yy = at.y;
+        int64_t img = at.img;
         float g = 0.0f;
         for (int oy = 0; oy < OH; oy++) {
             int y0, y1;

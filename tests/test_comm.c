@@ -806,46 +806,51 @@ static void test_half_buffers(void **state)
     free(h), free(h2), free(h3), free(f), free(g);
 }
 
+/* A 16-bit allreduce of n values in format fmt over W threads of a shm
+ * world (ops: the caller's memops, or NULL), each rank's values val()'s:
+ * how many results differ from the exact sum. */
+static int allreduce16_wrong(int W, int algo, int fmt, size_t n, const struct shm_memops *ops)
+{
+    _Atomic int abort_flag = 0;
+    struct shm_world *w = shm_world_create(W, &abort_flag);
+    struct comm *c[5];
+    pthread_t th[5];
+    uint16_t *buf[5];
+    struct f16job jobs[5];
+    for (int r = 0; r < W; r++) {
+        c[r] = comm_shm_create_ops(w, r, algo, ops);
+        buf[r] = malloc(n * sizeof(uint16_t));
+        for (size_t i = 0; i < n; i++)
+            buf[r][i] = to16(fmt, val(r, i, 0));
+        jobs[r] = (struct f16job){c[r], buf[r], n, fmt};
+    }
+    for (int r = 0; r < W; r++)
+        pthread_create(&th[r], NULL, f16_worker, &jobs[r]);
+    for (int r = 0; r < W; r++)
+        pthread_join(th[r], NULL);
+    int wrong = 0;
+    for (int r = 0; r < W; r++) {
+        for (size_t i = 0; i < n; i++) {
+            float s = 0;
+            for (int p = 0; p < W; p++)
+                s += val(p, i, 0);
+            wrong += from16(fmt, buf[r][i]) != s;
+        }
+        c[r]->ops->destroy(c[r]);
+        free(buf[r]);
+    }
+    shm_world_destroy(w);
+    return wrong;
+}
+
 /* 16-bit allreduces (fp16, bf16): small integers are exact in both (bf16
  * up to 256, fp16 up to 2048), and so is every partial sum of val()'s */
 static void test_allreduce_f16(void **state)
 {
     for (int fmt = W16_FP16; fmt <= W16_BF16; fmt++)
         for (int algo = ALGO_RING; algo <= ALGO_NAIVE; algo++)
-            for (int W = 1; W <= 5; W++) {
-                _Atomic int abort_flag = 0;
-                struct shm_world *w = shm_world_create(W, &abort_flag);
-                struct comm *c[5];
-                pthread_t th[5];
-                uint16_t *buf[5];
-                size_t n = 70001;
-                for (int r = 0; r < W; r++) {
-                    c[r] = comm_shm_create(w, r, algo);
-                    buf[r] = malloc(n * sizeof(uint16_t));
-                    for (size_t i = 0; i < n; i++)
-                        buf[r][i] = to16(fmt, val(r, i, 0));
-                }
-                struct f16job jobs[5];
-                for (int r = 0; r < W; r++) {
-                    jobs[r] = (struct f16job){c[r], buf[r], n, fmt};
-                    pthread_create(&th[r], NULL, f16_worker, &jobs[r]);
-                }
-                for (int r = 0; r < W; r++)
-                    pthread_join(th[r], NULL);
-                int wrong = 0;
-                for (int r = 0; r < W; r++) {
-                    for (size_t i = 0; i < n; i++) {
-                        float s = 0;
-                        for (int p = 0; p < W; p++)
-                            s += val(p, i, 0);
-                        wrong += from16(fmt, buf[r][i]) != s;
-                    }
-                    c[r]->ops->destroy(c[r]);
-                    free(buf[r]);
-                }
-                shm_world_destroy(w);
-                assert_int_equal(wrong, 0);
-            }
+            for (int W = 1; W <= 5; W++)
+                assert_int_equal(allreduce16_wrong(W, algo, fmt, 70001, NULL), 0);
 }
 
 /* 16-bit allreduces through the caller's memops (the shared GPU's ring
@@ -853,44 +858,15 @@ static void test_allreduce_f16(void **state)
  * the float add, and the answers are exact. Ring and naive, 2 and 3 ranks. */
 static void test_memops_16(void **state)
 {
+    struct shm_memops ops = {count_copy, count_add, count_scale, count_alloc,  count_release,
+                             NULL,       1000,      count_add16, count_scale16};
     for (int fmt = W16_FP16; fmt <= W16_BF16; fmt++)
         for (int algo = ALGO_RING; algo <= ALGO_NAIVE; algo++)
             for (int W = 2; W <= 3; W++) {
-                _Atomic int abort_flag = 0;
-                struct shm_world *w = shm_world_create(W, &abort_flag);
-                struct shm_memops ops = {count_copy, count_add, count_scale, count_alloc,  count_release,
-                                         NULL,       1000,      count_add16, count_scale16};
-                struct comm *c[3];
-                pthread_t th[3];
-                uint16_t *buf[3];
-                struct f16job jobs[3];
                 size_t n = 5003;
                 atomic_store(&g_adds, 0);
                 atomic_store(&g_adds16, 0);
-                for (int r = 0; r < W; r++) {
-                    c[r] = comm_shm_create_ops(w, r, algo, &ops);
-                    buf[r] = malloc(n * sizeof(uint16_t));
-                    for (size_t i = 0; i < n; i++)
-                        buf[r][i] = to16(fmt, val(r, i, 0));
-                    jobs[r] = (struct f16job){c[r], buf[r], n, fmt};
-                }
-                for (int r = 0; r < W; r++)
-                    pthread_create(&th[r], NULL, f16_worker, &jobs[r]);
-                int wrong = 0;
-                for (int r = 0; r < W; r++)
-                    pthread_join(th[r], NULL);
-                for (int r = 0; r < W; r++) {
-                    for (size_t i = 0; i < n; i++) {
-                        float s = 0;
-                        for (int p = 0; p < W; p++)
-                            s += val(p, i, 0);
-                        wrong += from16(fmt, buf[r][i]) != s;
-                    }
-                    c[r]->ops->destroy(c[r]);
-                    free(buf[r]);
-                }
-                shm_world_destroy(w);
-                assert_int_equal(wrong, 0);
+                assert_int_equal(allreduce16_wrong(W, algo, fmt, n, &ops), 0);
                 assert_int_equal(atomic_load(&g_adds), 0);
                 /* ring: each rank adds W-1 chunks in 1000-value slices;
                  * naive: rank 0 adds each peer's whole buffer */
