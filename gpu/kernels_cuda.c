@@ -26,7 +26,10 @@
  * them in bf16). On an H200, ResNet-50 on 3x224x224 at batch 64 spends
  * 30% of its bf16 step's device time in these passes and 26% in fp32
  * batch norm, against 17% in the convolutions (bench/gpu_profile.sh):
- * 1.5x fp32's speed where PyTorch's autocast gets 2.6x.
+ * 1.5x fp32's speed where PyTorch's autocast gets 2.6x. With 16-bit
+ * activations between layers (chain16.h, DDPTOP_H16_CHAIN=1) a
+ * convolution reads and writes its neighbours' 16-bit channels-last
+ * tensors as they are, and only its weights are cast.
  *
  * cuDNN 9 marks the descriptor API deprecated in favour of its graph API;
  * it is still supported, and this file alone silences that warning.
