@@ -544,24 +544,22 @@ int model_cut_tensor(const struct model *m, int k)
 
 int model_plan_chain16(struct model *m, chain16_cap_fn cap)
 {
-    /* optimistic first (every reader that could), then a PASS reader whose
-     * own output is not 16-bit takes its inputs out, until nothing changes */
+    /* optimistic first (every tensor a CHAIN16_OUT layer makes and some
+     * layer reads), then a reader that cannot read it as its output stands
+     * takes its inputs out, until nothing changes */
     for (int t = 0; t < m->ntensors; t++) {
         struct tensor *x = &m->tensors[t];
         x->h16 = 0;
         if (t == m->input || t == m->output || x->alias_of >= 0 || x->blk != 1)
             continue;
-        int made = 0, readers = 0, all_read = 1;
+        int made = 0, read = 0;
         for (int j = 0; j < m->nlayers; j++) {
             const struct layer *l = &m->layers[j];
             if (l->out == t)
                 made = (cap(m, l) & CHAIN16_OUT) != 0;
-            if (reads(l, t)) {
-                readers++;
-                all_read = all_read && (cap(m, l) & (CHAIN16_IN | CHAIN16_PASS));
-            }
+            read = read || reads(l, t);
         }
-        int ok = made && readers > 0 && all_read;
+        int ok = made && read;
         for (int a = 0; a < m->ntensors && ok; a++)
             ok = m->tensors[a].alias_of != t;
         x->h16 = ok;
@@ -571,7 +569,7 @@ int model_plan_chain16(struct model *m, chain16_cap_fn cap)
         for (int j = 0; j < m->nlayers; j++) {
             const struct layer *l = &m->layers[j];
             int c = cap(m, l);
-            if ((c & CHAIN16_IN) || m->tensors[l->out].h16)
+            if ((c & CHAIN16_IN) || ((c & CHAIN16_PASS) && m->tensors[l->out].h16))
                 continue;
             const int ins[2] = {l->in, l->in2};
             for (int k = 0; k < 2; k++)
