@@ -370,10 +370,12 @@ __global__ void adapool_bwd_k(T *dx, int acc, const float *dy, int N, int H, int
 }
 
 // the row groups of a batch norm's reduction: enough blocks to fill the GPU
+// (about 1024 blocks in all, each thread 64 rows or more)
 unsigned bn_groups(int64_t rows, int C)
 {
-    int64_t by_rows = (rows + BN_ROWS * 64 - 1) / (BN_ROWS * 64); // at least 64 rows a thread
-    int64_t cap = C >= 1024 ? 32 : C >= 256 ? 64 : 128;
+    int64_t by_rows = (rows + BN_ROWS * 64 - 1) / (BN_ROWS * 64);
+    int64_t cap = 1024 / ((C + 31) / 32);
+    cap = cap < 8 ? 8 : cap;
     return (unsigned)(by_rows < 1 ? 1 : by_rows < cap ? by_rows : cap);
 }
 
