@@ -272,19 +272,24 @@ static int gelt_backward16(struct model *m, struct layer *l)
     struct gelt *s = l->impl;
     struct tensor *out = T(m, l->out);
     int64_t n = tensor_len(m, l->out);
-    const int ids[2] = {l->in, s->kind == CUDAL_RELU ? -1 : l->in2};
-    for (int k = 0; k < 2; k++) {
+    if (s->kind == CUDAL_RELU) {
         int acc = 0;
-        uint16_t *d = ids[k] >= 0 ? din16_of(m, ids[k], &acc, s->scr[k]) : NULL;
+        uint16_t *d = din16_of(m, l->in, &acc, s->scr[0]);
         if (!d)
+            return 0;
+        LAUNCH(m, l, c16_relu_backward(d, acc, out->g16, out->v16, n, BF(m), S(m)));
+        return din16_done(m, l, l->in, d);
+    }
+    /* add: the output's gradient goes to each input as it is (an fp32
+     * input's widened straight from it) */
+    const int ids[2] = {l->in, l->in2};
+    for (int k = 0; k < 2; k++) {
+        struct tensor *t = T(m, ids[k]);
+        if (!wants_grad(m, ids[k]))
             continue;
-        if (s->kind == CUDAL_RELU)
-            LAUNCH(m, l, c16_relu_backward(d, acc, out->g16, out->v16, n, BF(m), S(m)));
-        else if (T(m, ids[k])->h16)
-            LAUNCH(m, l, c16_copy_acc(d, acc, out->g16, n, BF(m), S(m)));
-        else /* (an fp32 input of add: the gradient widened straight into it) */
-            d = out->g16;
-        if (din16_done(m, l, ids[k], d) != 0)
+        if (t->h16)
+            LAUNCH(m, l, c16_copy_acc(t->g16, t->grad_set, out->g16, n, BF(m), S(m)));
+        if (din16_done(m, l, ids[k], out->g16) != 0)
             return -1;
     }
     return 0;

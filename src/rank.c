@@ -740,19 +740,16 @@ static void lane_release(void *ctx, void *p)
     L->rk->dev.ops->free(&L->rk->dev, p);
 }
 
-/* --grad-compress where the gradients are device memory (struct grad_wire):
+/* --grad-compress on a device that casts (struct grad_wire; one whose
+ * memory is the host's has no casts, and the strategy casts on the host):
  * the casts run on the comm stream, through lane_dev whichever thread
  * synchronises (ddp's lane, horovod's thread, or the main thread for the
  * allreduce strategy, where no other thread uses it), in order with the
- * collectives there. A device whose memory is the host's casts here. */
+ * collectives there. */
 static int wire_to_16(void *ctx, uint16_t *dst, const float *src, size_t n, int fmt)
 {
     struct loop *L = ctx;
     struct device *d = &L->lane_dev;
-    if (!d->ops->to_16) {
-        w16_from_floats(fmt, dst, src, n);
-        return 0;
-    }
     return lane_failed(L, d->ops->to_16(d, dst, src, n, fmt == W16_BF16, STREAM_COMM));
 }
 
@@ -760,10 +757,6 @@ static int wire_from_16(void *ctx, float *dst, const uint16_t *src, size_t n, in
 {
     struct loop *L = ctx;
     struct device *d = &L->lane_dev;
-    if (!d->ops->from_16) {
-        w16_to_floats(fmt, dst, src, n);
-        return 0;
-    }
     return lane_failed(L, d->ops->from_16(d, dst, src, n, fmt == W16_BF16, STREAM_COMM));
 }
 
@@ -1388,7 +1381,7 @@ static int loop_init(struct loop *L, struct rank *rk)
     if (L->async)
         L->lane_dev = rk->dev; /* (ddp's comm lane and horovod's thread work through it) */
     L->w16 = (struct grad_wire){.fmt = cfg->grad_compress};
-    if (L->async && cfg->grad_compress)
+    if (L->async && cfg->grad_compress && rk->dev.ops->to_16)
         L->w16 = (struct grad_wire){cfg->grad_compress, wire_to_16, wire_from_16, lane_alloc, lane_release, L};
     switch (run->world > 1 ? cfg->strategy : STRAT_SINGLE) {
     case STRAT_GATHER_SCATTER:
