@@ -873,15 +873,13 @@ int cudal_chain16(struct model *m)
         return 0;
     if (model_plan_chain16(m, chain_cap) == 0)
         return 0;
-    int oom = 0;
-    for (int t = 0; t < m->ntensors && !oom; t++) {
-        struct tensor *x = T(m, t);
-        if (!x->h16)
-            continue;
-        x->v16 = room16(m, t);
-        x->g16 = x->grad ? room16(m, t) : NULL;
-        oom = !x->v16 || (x->grad && !x->g16);
+    if (model_hold16(m) != 0) {
+        char e[sizeof(m->err)];
+        snprintf(e, sizeof(e), "%s", m->err);
+        snprintf(m->err, sizeof(m->err), "16-bit activations: %.200s", e);
+        return -1;
     }
+    int oom = 0;
     for (int li = 0; li < m->nlayers && !oom; li++) {
         struct layer *l = &m->layers[li];
         int out_h = T(m, l->out)->h16, in_h = T(m, l->in)->h16;

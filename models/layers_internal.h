@@ -20,7 +20,7 @@ static inline struct tensor *T(struct model *m, int id)
 /* Whether backward should produce the gradient of tensor id at all. */
 static inline int wants_grad(struct model *m, int id)
 {
-    return id >= 0 && T(m, id)->need_grad && T(m, id)->grad != NULL;
+    return id >= 0 && T(m, id)->need_grad && tensor_has_grad(T(m, id));
 }
 
 /* Whether the layer's parameters train (a layer freezes as a whole). */

@@ -585,6 +585,26 @@ int model_plan_chain16(struct model *m, chain16_cap_fn cap)
     return n;
 }
 
+int model_hold16(struct model *m)
+{
+    for (int t = 0; t < m->ntensors; t++) {
+        struct tensor *x = &m->tensors[t];
+        if (!x->h16 || x->v16)
+            continue;
+        /* (a chain's tensors are plain: stride is per_sample) */
+        size_t floats = ((size_t)x->per_sample * (size_t)m->batch + 1) / 2; /* two 16-bit values a float */
+        x->v16 = (uint16_t *)model_alloc_floats(m, floats);
+        if (x->v16 && x->grad)
+            x->g16 = (uint16_t *)model_alloc_floats(m, floats);
+        if (!x->v16 || (x->grad && !x->g16))
+            return -1;
+        model_free_floats(m, x->val);
+        model_free_floats(m, x->grad);
+        x->val = x->grad = NULL;
+    }
+    return 0;
+}
+
 int64_t model_flops(const struct model *m)
 {
     int64_t f = 0;
@@ -653,7 +673,7 @@ int model_set_trainable(struct model *m, const char *spec, char *err, size_t err
         const struct layer *l = &m->layers[i];
         struct tensor *o = &m->tensors[l->out];
         int need = layer_trains(m, l) || m->tensors[l->in].need_grad || (l->in2 >= 0 && m->tensors[l->in2].need_grad);
-        o->need_grad = need && o->grad != NULL;
+        o->need_grad = need && tensor_has_grad(o);
     }
     return 0;
 }
@@ -664,7 +684,7 @@ size_t model_activation_bytes(const struct model *m)
     for (int i = 0; i < m->ntensors; i++) {
         const struct tensor *t = &m->tensors[i];
         if (t->alias_of < 0)
-            b += (size_t)t->stride * sizeof(float) * (t->grad ? 2 : 1);
+            b += (size_t)t->stride * (t->h16 ? sizeof(uint16_t) : sizeof(float)) * (tensor_has_grad(t) ? 2 : 1);
     }
     return b;
 }

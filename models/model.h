@@ -48,10 +48,16 @@ struct tensor {
     int alias_of;       /* -1, or the tensor whose buffers this one shares */
     /* 16-bit activations between layers (model_plan_chain16): held in
      * v16 and g16 instead, channels-last bf16 or fp16, in the device's
-     * memory; val and grad are then unused */
+     * memory (model_hold16); val and grad are then NULL */
     int h16;
     uint16_t *v16, *g16;
 };
+
+/* Whether the tensor has a gradient buffer, fp32 or 16-bit. */
+static inline int tensor_has_grad(const struct tensor *t)
+{
+    return t->grad != NULL || t->g16 != NULL;
+}
 
 /* How model_init_params fills a parameter. */
 enum { PARAM_INIT_FANIN = 0, PARAM_INIT_ONE, PARAM_INIT_ZERO };
@@ -188,6 +194,11 @@ typedef int (*chain16_cap_fn)(const struct model *m, const struct layer *l);
  * 16-bit): not the model's input or output, nor a tensor another aliases.
  * Returns how many. */
 int model_plan_chain16(struct model *m, chain16_cap_fn cap);
+/* Gives every h16 tensor its 16-bit buffers through the model's device
+ * (v16, and g16 where it has a gradient) and frees its fp32 ones, val and
+ * grad then NULL: a chain holds half the activation memory of fp32. 0, or
+ * -1 with m->err set (out of memory: what was made is freed with m). */
+int model_hold16(struct model *m);
 /* Forward over layers [a, b) only (their inputs in place). */
 int model_forward_range(struct model *m, int a, int b, int train);
 /* Backward over layers [a, b): from the loss (seed -1; grad_scale as in

@@ -213,7 +213,7 @@ size_t pipe_stage_activation_bytes(const struct model *m, int a, int b)
         const struct tensor *t = &m->tensors[m->layers[i].out];
         if (t->alias_of >= 0)
             continue; /* its buffers are another tensor's */
-        bytes += sizeof(float) * (size_t)t->stride * (size_t)m->batch * (t->grad ? 2 : 1);
+        bytes += sizeof(float) * (size_t)t->stride * (size_t)m->batch * (tensor_has_grad(t) ? 2 : 1);
     }
     return bytes;
 }

@@ -905,7 +905,7 @@ static int pipe_init(struct loop *L)
  * layer before it trains (the input, behind a frozen prefix). */
 static int pipe_grad_crosses(const struct model *m, int t)
 {
-    return m->tensors[t].grad && m->tensors[t].need_grad;
+    return tensor_has_grad(&m->tensors[t]) && m->tensors[t].need_grad;
 }
 
 /* A send or a recv of one micro-batch's boundary tensor, named on failure.

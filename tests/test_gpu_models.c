@@ -658,7 +658,9 @@ static void compress_runs(void)
  * tensors between layers: 16-bit tensors did take part (the layer table
  * says so), the parameters stay near (both round the same products; the
  * chain rounds activations too), the loss falls alike, and ddp on a
- * shared GPU keeps its replicas identical and near single. */
+ * shared GPU keeps its replicas identical and near single; and the chain
+ * holds less memory by exactly its tensors' fp32 buffers less their
+ * 16-bit ones. */
 static void chain_runs(int prec)
 {
     const char *fmt = precision_name(prec);
@@ -677,6 +679,18 @@ static void chain_runs(int prec)
     for (int i = 0; i < m->nlayers; i++)
         named += strstr(m->layers[i].kernel, "16-bit NHWC") != NULL;
     size_t n = m->nfloats;
+    /* model_hold16: each 16-bit tensor's fp32 buffers went, its 16-bit ones
+     * came (a GPU counts the bytes asked) */
+    int64_t saved = 0;
+    for (int t = 0; t < m->ntensors; t++) {
+        const struct tensor *x = &m->tensors[t];
+        int64_t v = (int64_t)x->per_sample * m->batch;
+        if (x->h16)
+            saved += (1 + (x->g16 != NULL)) * (4 * v - 4 * ((v + 1) / 2));
+    }
+    int64_t mem_plain = atomic_load(&plain.ranks[0].mem.now), mem_chain = atomic_load(&chain.ranks[0].mem.now);
+    printf("  device memory held: %.1f MB with 16-bit tensors, %.1f MB without (%.1f MB fewer expected)\n",
+           (double)mem_chain / 1048576.0, (double)mem_plain / 1048576.0, (double)saved / 1048576.0);
     float *p0 = rank_params(&plain, 0), *p1 = rank_params(&chain, 0);
     double d = rel_l2(p1, p0, n);
     double l0 = plain.metrics.loss_mean[metrics_slot(11)], l1 = chain.metrics.loss_mean[metrics_slot(11)];
@@ -721,6 +735,8 @@ static void chain_runs(int prec)
     run_free(&r0);
     run_free(&chain);
     run_free(&plain);
+    assert_true(saved > 0);
+    assert_int_equal(mem_plain - mem_chain, saved);
 }
 
 static void test_chain_runs(void **state)

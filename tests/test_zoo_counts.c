@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels_cpu.h"
 #include "model.h"
 #include "zoo.h"
 
@@ -236,6 +237,85 @@ static void test_chain16_plan(void **state)
     }
 }
 
+/* model_hold16: each 16-bit tensor of ResNet-18's plan gets v16 (and g16
+ * where it had a gradient) and loses val and grad, the device's count
+ * falling by exactly their difference; the activation bytes say so (from
+ * the plan on);
+ * gradients still flow through it when the model is frozen and thawed
+ * again (need_grad survives the fp32 gradient's going); and destroying
+ * the model gives every byte back. */
+static void test_chain16_hold(void **state)
+{
+    struct device_mem mem = {0};
+    struct device cpu = {.ops = &device_cpu, .mem = &mem};
+    assert_int_equal(cpu.ops->open(&cpu, 0), 0);
+    char err[256];
+    const int B = 3;
+    struct model *m = zoo_create(&cpu, "resnet18", B, 3, 32, 32, 10, 1, err, sizeof(err));
+    if (!m)
+        fail_msg("resnet18: %s", err);
+    for (int t = 0; t < m->ntensors; t++)
+        m->tensors[t].blk = 1;
+    size_t act = model_activation_bytes(m), act_drop = 0; /* (the plan's h16 alone changes it) */
+    int n = model_plan_chain16(m, fake_cap);
+    assert_true(n > m->ntensors / 2);
+    int64_t before = atomic_load(&mem.now), drop = 0;
+    int had_grad[256], needed[256];
+    assert_true(m->ntensors <= 256);
+    for (int t = 0; t < m->ntensors; t++) {
+        const struct tensor *x = &m->tensors[t];
+        had_grad[t] = x->grad != NULL;
+        needed[t] = x->need_grad;
+        if (!x->h16)
+            continue;
+        int64_t k = 1 + had_grad[t];
+        drop += k * ((int64_t)cpu_alloc_size(sizeof(float) * (size_t)x->stride * B) -
+                     (int64_t)cpu_alloc_size(sizeof(uint16_t) * (size_t)(x->per_sample * B + (x->per_sample * B) % 2)));
+        act_drop += (size_t)k * ((size_t)x->stride * sizeof(float) - (size_t)x->per_sample * sizeof(uint16_t));
+    }
+    assert_int_equal(model_hold16(m), 0);
+    assert_int_equal(model_hold16(m), 0); /* (a second call has nothing left to do) */
+    int held = 0;
+    for (int t = 0; t < m->ntensors; t++) {
+        const struct tensor *x = &m->tensors[t];
+        if (!x->h16) {
+            assert_non_null(x->val);
+            assert_null(x->v16);
+            assert_null(x->g16);
+            continue;
+        }
+        held++;
+        assert_null(x->val);
+        assert_null(x->grad);
+        assert_non_null(x->v16);
+        assert_int_equal(x->g16 != NULL, had_grad[t]);
+        assert_int_equal(tensor_has_grad(x), had_grad[t]);
+    }
+    assert_int_equal(held, n);
+    assert_true(drop > 0);
+    assert_int_equal(before - atomic_load(&mem.now), drop);
+    assert_int_equal(act - model_activation_bytes(m), act_drop);
+    /* freeze all but the classifier, then thaw: every tensor needs its
+     * gradient again as before, 16-bit ones included */
+    assert_int_equal(model_set_trainable(m, "classifier", err, sizeof(err)), 0);
+    int needing = 0;
+    for (int t = 0; t < m->ntensors; t++)
+        needing += m->tensors[t].h16 && m->tensors[t].need_grad;
+    assert_int_equal(needing, 0);
+    assert_int_equal(model_set_trainable(m, "all", err, sizeof(err)), 0);
+    for (int t = 0; t < m->ntensors; t++) {
+        assert_int_equal(m->tensors[t].need_grad, needed[t]);
+        needing += m->tensors[t].h16 && m->tensors[t].need_grad;
+    }
+    assert_true(needing > n / 2);
+    printf("  resnet18 at batch %d: %d tensors 16-bit, %lld bytes fewer (%.0f%% of %lld)\n", B, held,
+           (long long)drop, 100.0 * (double)drop / (double)before, (long long)before);
+    model_destroy(m);
+    assert_int_equal(atomic_load(&mem.now), 0);
+    cpu.ops->close(&cpu);
+    free(mem.blocks);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_cifar_counts),
         cmocka_unit_test(test_cli_help_and_info),
         cmocka_unit_test(test_chain16_plan),
+        cmocka_unit_test(test_chain16_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
