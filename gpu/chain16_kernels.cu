@@ -226,10 +226,11 @@ template <typename T> __global__ void relu_k(T *y, const T *x, int64_t n)
     }
 }
 
-// the gradient passes where the output is positive
+// the gradient passes where the output is not <= 0 (a NaN output passes it
+// on, as the CPU's and the fp32 kernel's do)
 template <typename T> __global__ void relu_bwd_k(T *dx, int acc, const T *dy, const T *y, int64_t n)
 {
-    GRID_LOOP(i, n) put(&dx[i], acc, wide(y[i]) > 0.0f ? wide(dy[i]) : 0.0f);
+    GRID_LOOP(i, n) put(&dx[i], acc, wide(y[i]) <= 0.0f ? 0.0f : wide(dy[i]));
 }
 
 template <typename T> __global__ void add_k(T *y, const T *a, const T *b, int64_t n)

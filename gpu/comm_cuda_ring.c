@@ -14,11 +14,6 @@
 #include "comm_gpu.h"
 #include "half.h"
 
-int cuda_ring_add(float *dst, const float *src, size_t n, void *stream);
-int cuda_ring_scale(float *x, size_t n, float f, void *stream);
-int cuda_ring_add16(uint16_t *dst, const uint16_t *src, size_t n, int bf16, void *stream);
-int cuda_ring_scale16(uint16_t *x, size_t n, float f, int bf16, void *stream);
-
 struct ring_ctx {
     cudaStream_t stream;
     int rank, gpu;
@@ -210,6 +205,18 @@ struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int algo, int 
     x->stream = (cudaStream_t)stream;
     x->rank = rank;
     x->gpu = gpu;
+    /* more ranks than GPUs, over several GPUs: a rank's neighbour may sit on
+     * another GPU, whose slices the reduce kernels read where they lie, so
+     * this GPU (the rank thread's current one) maps every peer it can */
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess)
+        count = 0;
+    for (int p = 0; p < count; p++) {
+        int can = 0;
+        if (p != gpu && cudaDeviceCanAccessPeer(&can, gpu, p) == cudaSuccess && can &&
+            cudaDeviceEnablePeerAccess(p, 0) != cudaSuccess)
+            (void)cudaGetLastError(); /* (mapped already, by another rank on this GPU) */
+    }
     /* 16 MB slices: every copy and add is a launch and a sync (~15 us);
      * 128 KB ones held a 64 MB allreduce of 2 ranks to 10 GB/s on an H200 */
     struct shm_memops ops = {.copy = dev_copy,

@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "comm.h"
 #include "gpu.h"
@@ -14,6 +15,15 @@
  * algorithms over device buffers (algo: ALGO_RING or ALGO_NAIVE), with DtoD
  * copies and a reduce kernel on `stream` (a cudaStream_t of GPU `gpu`). */
 struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int algo, int gpu, void *stream);
+
+/* The reduce kernels (reduce_kernels.cu), enqueued on `stream`: dst += src,
+ * x *= f, and the same over 16-bit values (bf16: 1 for bfloat16, 0 for
+ * fp16), each computed in fp32 and rounded once. 0, or -1 when the launch
+ * failed (its error left for cudaGetLastError). */
+int cuda_ring_add(float *dst, const float *src, size_t n, void *stream);
+int cuda_ring_scale(float *x, size_t n, float f, void *stream);
+int cuda_ring_add16(uint16_t *dst, const uint16_t *src, size_t n, int bf16, void *stream);
+int cuda_ring_scale16(uint16_t *x, size_t n, float f, int bf16, void *stream);
 
 #ifdef DDPTOP_HAVE_NCCL
 /* NCCL (comm_nccl.c): one communicator rank per GPU thread. The ranks of

@@ -140,12 +140,28 @@ static int n_allreduce(struct comm *c, float *buf, size_t n, enum red_op op)
               ncclAllReduce(buf, buf, n, ncclFloat, redop(op), NS(c)->nc, NS(c)->stream));
 }
 
-static int n_allreduce_16(struct comm *c, uint16_t *buf, size_t n, int fmt, enum red_op op)
+static int allreduce_16_as(struct comm *c, uint16_t *buf, size_t n, int fmt, ncclRedOp_t op)
 {
     size_t b = n * sizeof(uint16_t);
-    NCCL_CALL(
-        c, COLL_ALLREDUCE, b, ring_bytes(c, b), ring_bytes(c, b),
-        ncclAllReduce(buf, buf, n, fmt == W16_BF16 ? ncclBfloat16 : ncclHalf, redop(op), NS(c)->nc, NS(c)->stream));
+    NCCL_CALL(c, COLL_ALLREDUCE, b, ring_bytes(c, b), ring_bytes(c, b),
+              ncclAllReduce(buf, buf, n, fmt == W16_BF16 ? ncclBfloat16 : ncclHalf, op, NS(c)->nc, NS(c)->stream));
+}
+
+/* ncclAvg over 16-bit values multiplies each by 1/world rounded to 16 bits:
+ * over a world that is not a power of 2 that biases every average (bf16's
+ * 1/3 is 0.2% high). There the sum is scaled by the exact 1/world, in fp32,
+ * rounded once, as the shm, hierarchical and MPI backends average. */
+static int n_allreduce_16(struct comm *c, uint16_t *buf, size_t n, int fmt, enum red_op op)
+{
+    if (op != RED_AVG || (c->world & (c->world - 1)) == 0)
+        return allreduce_16_as(c, buf, n, fmt, redop(op));
+    int rc = allreduce_16_as(c, buf, n, fmt, ncclSum);
+    if (rc != 0)
+        return rc;
+    if (cuda_ring_scale16(buf, n, 1.0f / (float)c->world, fmt == W16_BF16, NS(c)->stream) != 0)
+        return fail_at(c, "the 16-bit average's scale kernel", cudaGetErrorString(cudaGetLastError()), __FILE__,
+                       __LINE__);
+    return nccl_wait(c, "the 16-bit average's scale kernel");
 }
 
 static int n_reduce_scatter(struct comm *c, const float *in, float *out, size_t n, enum red_op op)

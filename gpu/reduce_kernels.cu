@@ -65,13 +65,13 @@ unsigned blocks_for(size_t n)
 extern "C" int cuda_ring_add(float *dst, const float *src, size_t n, void *stream)
 {
     add_kernel<<<blocks_for(n), 256, 0, (cudaStream_t)stream>>>(dst, src, n);
-    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+    return cudaPeekAtLastError() == cudaSuccess ? 0 : -1; // (the caller reads and clears it)
 }
 
 extern "C" int cuda_ring_scale(float *x, size_t n, float f, void *stream)
 {
     scale_kernel<<<blocks_for(n), 256, 0, (cudaStream_t)stream>>>(x, n, f);
-    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+    return cudaPeekAtLastError() == cudaSuccess ? 0 : -1; // (the caller reads and clears it)
 }
 
 // bf16: 1 for bfloat16, 0 for fp16
@@ -82,7 +82,7 @@ extern "C" int cuda_ring_add16(uint16_t *dst, const uint16_t *src, size_t n, int
                                                                        (const __nv_bfloat16 *)src, n);
     else
         add16_kernel<<<blocks_for(n), 256, 0, (cudaStream_t)stream>>>((__half *)dst, (const __half *)src, n);
-    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+    return cudaPeekAtLastError() == cudaSuccess ? 0 : -1; // (the caller reads and clears it)
 }
 
 extern "C" int cuda_ring_scale16(uint16_t *x, size_t n, float f, int bf16, void *stream)
@@ -91,5 +91,5 @@ extern "C" int cuda_ring_scale16(uint16_t *x, size_t n, float f, int bf16, void 
         scale16_kernel<<<blocks_for(n), 256, 0, (cudaStream_t)stream>>>((__nv_bfloat16 *)x, n, f);
     else
         scale16_kernel<<<blocks_for(n), 256, 0, (cudaStream_t)stream>>>((__half *)x, n, f);
-    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+    return cudaPeekAtLastError() == cudaSuccess ? 0 : -1; // (the caller reads and clears it)
 }

@@ -555,6 +555,13 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
         snprintf(what, sizeof(what), "gradient synchronisation (%s)", strategy_name(L->cfg->strategy));
         return comm_failed(rk, rc, what);
     }
+    /* the optimizer's kernels wait for what the sync left queued on the comm
+     * stream: 16-bit gradients' casts back, a device average (a collective
+     * itself returns once done) */
+    if (L->run->world > 1 && L->async &&
+        (rk->dev.ops->record_event(&rk->dev, EV_COMM_DONE, STREAM_COMM) != 0 ||
+         rk->dev.ops->wait_event(&rk->dev, EV_COMM_DONE, STREAM_COMPUTE) != 0))
+        return dev_failed(rk);
 
     int64_t t4 = probe_now_ns();
     nvtx_push("optimizer");

@@ -128,19 +128,21 @@ static void test_shared_gpu_ring(void **state)
 }
 
 /* 16-bit allreduces over device buffers (--grad-compress on a shared GPU:
- * the ring's 16-bit add kernels), fp16 then bf16: val()'s sums are small
- * integers, exact in both. */
+ * the ring's 16-bit add and scale kernels), sums and averages, fp16 then
+ * bf16: val()'s sums are small integers, exact in both, and an average is
+ * that sum times 1/world in fp32, rounded once. */
 static void *ring16_worker(void *arg)
 {
     struct job *j = arg;
     cudaSetDevice(j->gpu);
     uint16_t *h = malloc(j->n * sizeof(uint16_t)), *d = NULL;
     cudaMalloc((void **)&d, j->n * sizeof(uint16_t));
-    for (int fmt = W16_FP16; fmt <= W16_BF16 && j->rc == 0; fmt++) {
+    for (int k = 0; k < 4 && j->rc == 0; k++) {
+        int fmt = k < 2 ? W16_FP16 : W16_BF16, op = k % 2 ? RED_AVG : RED_SUM;
         for (size_t i = 0; i < j->n; i++)
             h[i] = fmt == W16_BF16 ? bf16_from_float(val(j->c->rank, i)) : half_from_float(val(j->c->rank, i));
         cudaMemcpy(d, h, j->n * sizeof(uint16_t), cudaMemcpyHostToDevice);
-        j->rc = j->c->ops->allreduce_16(j->c, d, j->n, fmt, RED_SUM);
+        j->rc = j->c->ops->allreduce_16(j->c, d, j->n, fmt, op);
         if (j->rc != 0)
             fprintf(stderr, "rank %d: %s\n", j->c->rank, j->c->err);
         cudaMemcpy(h, d, j->n * sizeof(uint16_t), cudaMemcpyDeviceToHost);
@@ -148,6 +150,10 @@ static void *ring16_worker(void *arg)
             float s = 0;
             for (int p = 0; p < j->c->world; p++)
                 s += val(p, i);
+            if (op == RED_AVG) {
+                float a = s * (1.0f / (float)j->c->world);
+                s = fmt == W16_BF16 ? bf16_to_float(bf16_from_float(a)) : half_to_float(half_from_float(a));
+            }
             j->wrong += (fmt == W16_BF16 ? bf16_to_float(h[i]) : half_to_float(h[i])) != s;
         }
     }

@@ -33,8 +33,10 @@
  *    (cuDNN's 16-bit kernels round each rank's weight gradient before the
  *    sum, so not 1e-4 as in fp32); the layers name their kernels' format;
  *    fp16 runs under its default dynamic loss scaling (fewer than 5 steps
- *    skipped); gradients travel in fp32 on the GPU (ctest:
- *    test_gpu_models_mixed).
+ *    skipped); gradients travel in the training precision (ddp's wire
+ *    format is checked), and 16-bit gradients (compress_runs) and 16-bit
+ *    activations between layers (chain_runs) have tests of their own
+ *    (ctest: test_gpu_models_mixed).
  *  - `test_gpu_models parallel`: LeNet split into 2 stages on one shared
  *    GPU, as model parallelism and as pipelines (GPipe with 4
  *    micro-batches, 1F1B with 2), and 2 replicas of the GPipe (--dp 2):

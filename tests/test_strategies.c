@@ -282,22 +282,67 @@ static int counted_to_16(struct device *d, uint16_t *dst, const float *src, size
     return 0;
 }
 
+/* The order a GPU's streams would keep, per rank: a cast back queued on
+ * the comm stream is pending (generation gen) until the compute stream
+ * waits for an event the comm stream recorded after it, or the comm
+ * stream is synced; an optimizer update while one is pending would read
+ * gradients not yet cast back, and counts as an order violation. */
+static struct {
+    _Atomic int pending, gen, ev_gen[DEV_MAX_EVENTS];
+} g_order[8];
+static _Atomic int g_order_violations;
+
 static int counted_from_16(struct device *d, float *dst, const uint16_t *src, size_t n, int bf16, int stream)
 {
     atomic_fetch_add(&g_casts_from, 1);
     atomic_fetch_add(&g_casts_off_comm, stream != STREAM_COMM);
     w16_to_floats(bf16 ? W16_BF16 : W16_FP16, dst, src, n);
+    atomic_fetch_add(&g_order[d->rank].gen, 1);
+    atomic_store(&g_order[d->rank].pending, 1);
     return 0;
 }
 
+static int ordered_record(struct device *d, int ev, int stream)
+{
+    if (stream == STREAM_COMM)
+        atomic_store(&g_order[d->rank].ev_gen[ev], atomic_load(&g_order[d->rank].gen));
+    return device_cpu_staged.record_event(d, ev, stream);
+}
+
+static int ordered_wait(struct device *d, int ev, int stream)
+{
+    if (stream == STREAM_COMPUTE && atomic_load(&g_order[d->rank].ev_gen[ev]) == atomic_load(&g_order[d->rank].gen))
+        atomic_store(&g_order[d->rank].pending, 0);
+    return device_cpu_staged.wait_event(d, ev, stream);
+}
+
+static int ordered_sync(struct device *d, int stream)
+{
+    if (stream != STREAM_COMPUTE)
+        atomic_store(&g_order[d->rank].pending, 0);
+    return device_cpu_staged.sync(d, stream);
+}
+
+static int ordered_sgd(struct model *m, float *buf, size_t lo, size_t hi, float lr, float momentum, float wd,
+                       float gscale)
+{
+    atomic_fetch_add(&g_order_violations, atomic_load(&g_order[m->dev.rank].pending));
+    return device_cpu_staged.sgd_update(m, buf, lo, hi, lr, momentum, wd, gscale);
+}
+
 /* The strategies that compress, with 16-bit gradients staged and cast
- * through the device's calls, train bit for bit like the host's casts; and
- * every cast went through the device, on the comm stream. */
+ * through the device's calls, train bit for bit like the host's casts;
+ * every cast went through the device, on the comm stream; and no update
+ * ran before the compute stream had waited for the casts back. */
 static void test_staged_grad_compress(void **state)
 {
     struct device_ops casting = device_cpu_staged;
     casting.to_16 = counted_to_16;
     casting.from_16 = counted_from_16;
+    casting.record_event = ordered_record;
+    casting.wait_event = ordered_wait;
+    casting.sync = ordered_sync;
+    casting.sgd_update = ordered_sgd;
     const struct {
         int strategy, fmt;
     } cases[] = {{STRAT_ALLREDUCE, W16_FP16}, {STRAT_DDP, W16_BF16}, {STRAT_HOROVOD, W16_BF16}, {STRAT_DDP, W16_FP16}};
@@ -312,6 +357,8 @@ static void test_staged_grad_compress(void **state)
         atomic_store(&g_casts_to, 0);
         atomic_store(&g_casts_from, 0);
         atomic_store(&g_casts_off_comm, 0);
+        atomic_store(&g_order_violations, 0);
+        memset(g_order, 0, sizeof(g_order));
         assert_int_equal(harness_run_on(&b, &rc, &g_train, &g_test, &casting), 0);
         int casts = atomic_load(&g_casts_to);
         rc.grad_compress = 0;
@@ -327,6 +374,7 @@ static void test_staged_grad_compress(void **state)
         assert_true(casts >= 10 * a.world);
         assert_int_equal(atomic_load(&g_casts_from), casts);
         assert_int_equal(atomic_load(&g_casts_off_comm), 0);
+        assert_int_equal(atomic_load(&g_order_violations), 0);
         /* and 16 bits did travel: fp32 gradients train other parameters */
         assert_memory_not_equal(a.ranks[0].model->param_buf, c.ranks[0].model->param_buf,
                                 a.ranks[0].model->nfloats * sizeof(float));
