@@ -308,8 +308,8 @@ static void test_chain16_hold(void **state)
         needing += m->tensors[t].h16 && m->tensors[t].need_grad;
     }
     assert_true(needing > n / 2);
-    printf("  resnet18 at batch %d: %d tensors 16-bit, %lld bytes fewer (%.0f%% of %lld)\n", B, held,
-           (long long)drop, 100.0 * (double)drop / (double)before, (long long)before);
+    printf("  resnet18 at batch %d: %d tensors 16-bit, %lld bytes fewer (%.0f%% of %lld)\n", B, held, (long long)drop,
+           100.0 * (double)drop / (double)before, (long long)before);
     model_destroy(m);
     assert_int_equal(atomic_load(&mem.now), 0);
     cpu.ops->close(&cpu);
@@ -319,10 +319,8 @@ static void test_chain16_hold(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counts_match_pytorch),
-        cmocka_unit_test(test_cifar_counts),
-        cmocka_unit_test(test_cli_help_and_info),
-        cmocka_unit_test(test_chain16_plan),
+        cmocka_unit_test(test_counts_match_pytorch), cmocka_unit_test(test_cifar_counts),
+        cmocka_unit_test(test_cli_help_and_info),    cmocka_unit_test(test_chain16_plan),
         cmocka_unit_test(test_chain16_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
