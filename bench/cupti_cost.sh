@@ -37,18 +37,25 @@ run() { # model kinds sample gap_ms detach
     [ "$2" = - ] && extra=(--no-cupti)
     [ -n "$3" ] && extra+=(--cupti-sample "$3")
     DDPTOP_CUPTI_DETACH=${5:-} DDPTOP_CUPTI_GAP_MS=${4:-} DDPTOP_CUPTI_KINDS=$([ "$2" = - ] || echo "$2") "$BIN" --batch --quiet --device cuda --dataset synthetic --model "$1" --strategy single \
-        --ranks 1 --batch-size "$BATCH" --steps "$(steps "$1")" --no-eval --format csv "${extra[@]}" 2>/dev/null |
+        --ranks 1 --batch-size "$BATCH" --steps "$(steps "$1")" --no-eval --format csv "${extra[@]}" 2>"$T/err" |
         awk -F, 'NR==1 {for (i = 1; i <= NF; i++) {if ($i == "samples_per_s_p50") c = i; if ($i == "samples_per_s") a = i}}
                  $2 == "all" {print $c, $a}'
 }
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+failed=0
 for m in $MODELS; do
     for rep in $(seq "$REPS"); do
         for v in "${VARIANTS[@]}"; do
             IFS='|' read -r _ kinds sample gap detach <<<"$v"
-            read -r p50 mean < <(run "$m" "$kinds" "$sample" "$gap" "$detach" || true)
+            p50='' mean=''
+            read -r p50 mean < <(run "$m" "$kinds" "$sample" "$gap" "$detach" || true) || true
+            if [ -z "$p50" ]; then # (a failed run: what it said, and a 0 in the table)
+                echo "$m ${v%%|*} rep $rep: no result; ddptop said:" >&2
+                tail -5 "$T/err" >&2
+                failed=1
+            fi
             [ -n "${VERBOSE:-}" ] && echo "$m ${v%%|*} rep $rep: median step $p50 img/s, whole run $mean img/s" >&2
             echo "${p50:-0}" >>"$T/$m.${v%%|*}.p50"
             echo "${mean:-0}" >>"$T/$m.${v%%|*}.mean"
@@ -76,3 +83,4 @@ for m in $MODELS; do
     done
 done
 echo "(median of $REPS at batch $BATCH; p50: the median step's rate, mean: the whole run's; in brackets: the cost against off, --no-cupti)"
+exit $failed

@@ -59,8 +59,25 @@ ours() { # model precision [extra options]
     [ "$p" != "$2" ] && chain=1
     shift 2
     DDPTOP_H16_CHAIN=$chain "$BIN" --batch --quiet --device cuda --model "$m" --strategy single --ranks 1 --batch-size "$BATCH" \
-        --steps "$(steps "$m")" --no-eval --precision "$p" --cudnn-algo "$ALGO" --format csv "${data[@]}" "$@" 2>/dev/null |
+        --steps "$(steps "$m")" --no-eval --precision "$p" --cudnn-algo "$ALGO" --format csv "${data[@]}" "$@" |
         awk -F, 'NR==1 {for (i = 1; i <= NF; i++) if ($i == "samples_per_s") c = i} $2 == "all" {print $c}'
+}
+
+# one figure from a side's run (its stderr kept aside), or 0 from a run that
+# failed, with what it said: a failure costs its cell, not the table
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+figure() {
+    local out
+    out=$("$@" 2>"$T/err") || true
+    if [ -z "$out" ]; then
+        echo "($* failed:" >&2
+        tail -5 "$T/err" | sed 's/^/  /' >&2
+        echo ")" >&2
+        touch "$T/failed"
+        out=0
+    fi
+    echo "$out"
 }
 
 torch_run() { # model precision
@@ -80,9 +97,9 @@ for m in $MODELS; do
     for p in $PRECISIONS; do
         o_all=() p_all=() n_all=()
         for _ in $(seq "$REPS"); do
-            o_all+=("$(ours "$m" "$p")")
-            p_all+=("$(torch_run "$m" "$p")")
-            [ "$CUPTI" = 0 ] || n_all+=("$(ours "$m" "$p" --no-cupti)")
+            o_all+=("$(figure ours "$m" "$p")")
+            p_all+=("$(figure torch_run "$m" "$p")")
+            [ "$CUPTI" = 0 ] || n_all+=("$(figure ours "$m" "$p" --no-cupti)")
         done
         o=$(printf '%s\n' "${o_all[@]}" | median)
         t=$(printf '%s\n' "${p_all[@]}" | median)
@@ -102,3 +119,4 @@ for m in $MODELS; do
             printf "%-9s %s over fp32: ours %.2fx, torch %.2fx\n", m, p, (o0 > 0 ? o / o0 : 0), (t0 > 0 ? t / t0 : 0) }'
     done
 done
+[ ! -e "$T/failed" ]

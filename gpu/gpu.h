@@ -47,8 +47,9 @@ struct gpu_module {
      * unavailable (training goes on without device timelines). sampled:
      * records only while a rank is inside activity_window(1). */
     int (*activity_start)(int sampled, char *err, size_t errlen);
-    /* A rank of a sampled run enters (1) or leaves (0) its traced steps. */
-    void (*activity_window)(int on);
+    /* The rank of `ring` (a sampled run's) enters (1) its traced steps at
+     * `step`, or leaves them (0). */
+    void (*activity_window)(struct spsc_ring *ring, int on, uint32_t step);
     /* d's streams' records become spans of `rank` on `ring`. */
     int (*activity_register)(struct device *d, int rank, struct spsc_ring *ring);
     /* No record reaches `ring` once this returns (before it is freed). */

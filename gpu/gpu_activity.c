@@ -10,16 +10,25 @@
  * latest mark before it is final. This needs no API records (whose cost
  * doubles CUPTI's on small kernels) and no correlation ids.
  *
+ * A mark carries its step modulo GPU_MARK_STEPS: it is taken as the step
+ * nearest the rank's latest mark, or, for a mark after a sampled run's
+ * window opened, nearest the step the window opened at (windows may be
+ * more than GPU_MARK_STEPS steps apart).
+ *
  * DDPTOP_CUPTI_DETACH=1 (a measuring knob, bench/cupti_cost.sh): between a
  * sampled run's windows CUPTI leaves the process (cuptiFinalize) instead
  * of only turning its kinds off, and comes back for the next window (its
  * callbacks registered again, the streams' ids asked again): whether an
- * attached CUPTI is what costs in the steps it does not trace.
+ * attached CUPTI is what costs in the steps it does not trace. It leaves
+ * at the exit of a CUDA runtime call, as cuptiFinalize asks when other
+ * threads may be inside CUDA: a callback subscribed for that alone.
  */
 #include "gpu_activity.h"
 
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +57,10 @@ struct waiting {
  * the delivering thread alone, under g_deliver). */
 struct rank_state {
     struct spsc_ring *ring;
+    /* the rank's last two windows (sampled runs): where each opened, CUPTI
+     * clock (0: none), and at which step; [0] the newer */
+    int64_t win_t[2];
+    uint32_t win_step[2];
     struct mark marks[MARKS]; /* ring by arrival; marks[(n - 1) % MARKS] the newest in time */
     uint64_t nmarks;
     int64_t newest_mark; /* start of the latest mark in time */
@@ -84,6 +97,9 @@ static int g_callbacks;
 static pthread_mutex_t g_attach = PTHREAD_MUTEX_INITIALIZER;
 static int g_detach;   /* between windows, CUPTI leaves the process */
 static int g_detached; /* it has (under g_mu) */
+/* a detach under way: asked of the next runtime call's exit, done once
+ * cuptiFinalize has returned there (its result in g_finalized) */
+static _Atomic int g_detach_asked, g_detach_done, g_finalized;
 
 static const char *cupti_err(CUptiResult r)
 {
@@ -164,6 +180,11 @@ static void add_mark(struct rank_state *rs, int64_t t, uint64_t bytes, uint32_t 
 {
     uint32_t v = (uint32_t)(bytes - 1) % GPU_MARK_STEPS;
     uint32_t last = rs->nmarks ? rs->marks[(rs->nmarks - 1) % MARKS].step : 0;
+    for (int k = 0; k < 2; k++)
+        if (rs->win_t[k] && t >= rs->win_t[k]) {
+            last = rs->win_step[k]; /* (a window's marks lie a few steps after its first) */
+            break;
+        }
     int64_t step = (int64_t)last - (int64_t)(last % GPU_MARK_STEPS) + v;
     if (step < (int64_t)last - GPU_MARK_STEPS / 2)
         step += GPU_MARK_STEPS;
@@ -389,7 +410,57 @@ int gpu_activity_start(int sampled, char *err, size_t errlen)
     return 0;
 }
 
-void gpu_activity_window(int on)
+/* At the exit of a runtime call, on whichever thread made it, once a
+ * detach is asked: CUPTI leaves the process there. */
+static void CUPTIAPI detach_at_exit(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                    const void *data)
+{
+    (void)userdata;
+    (void)cbid;
+    const CUpti_CallbackData *cb = data;
+    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || cb->callbackSite != CUPTI_API_EXIT ||
+        !atomic_exchange(&g_detach_asked, 0))
+        return;
+    atomic_store(&g_finalized, cuptiFinalize() == CUPTI_SUCCESS);
+    atomic_store(&g_detach_done, 1);
+}
+
+/* CUPTI leaves the process (g_attach held, g_mu not): 0, or -1 where this
+ * CUPTI cannot (another subscriber holds its callbacks: nsys, ncu). */
+static int detach_cupti(void)
+{
+    CUpti_SubscriberHandle sub;
+    if (cuptiSubscribe(&sub, detach_at_exit, NULL) != CUPTI_SUCCESS)
+        return -1;
+    atomic_store(&g_detach_done, 0);
+    atomic_store(&g_finalized, 0);
+    atomic_store(&g_detach_asked, 1);
+    if (cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS) {
+        atomic_store(&g_detach_asked, 0);
+        cuptiUnsubscribe(sub);
+        return -1;
+    }
+    /* a call of our own, so that an exit comes now (another thread's may
+     * come first: then wait for it to finish) */
+    int dev = 0;
+    (void)cudaGetDevice(&dev);
+    int64_t t0 = probe_now_ns();
+    while (!atomic_load(&g_detach_done)) {
+        /* no exit came in a second (no callback for that call here): taken
+         * back, unless a callback has taken it meanwhile */
+        if (probe_now_ns() - t0 > 1000000000LL && atomic_exchange(&g_detach_asked, 0)) {
+            cuptiUnsubscribe(sub);
+            return -1;
+        }
+        sched_yield();
+    }
+    if (atomic_load(&g_finalized))
+        return 0; /* (the subscriber went with the rest of CUPTI) */
+    cuptiUnsubscribe(sub);
+    return -1;
+}
+
+void gpu_activity_window(struct spsc_ring *ring, int on, uint32_t step)
 {
     pthread_mutex_lock(&g_attach);
     pthread_mutex_lock(&g_mu);
@@ -398,13 +469,27 @@ void gpu_activity_window(int on)
         apply_enabled(); /* (a failed switch: the window gets no records, and the run goes on) */
     }
     int detach = g_detach && g_users > 0 && !g_enabled && !g_detached;
+    int64_t now = probe_now_ns() - g_offset_ns; /* (attached again above, when it had left) */
     pthread_mutex_unlock(&g_mu);
+    if (on) {
+        /* the window's marks are read against its first step */
+        pthread_mutex_lock(&g_deliver);
+        for (int r = 0; r < MAX_RANKS; r++)
+            if (g_ranks[r] && g_ranks[r]->ring == ring) {
+                struct rank_state *rs = g_ranks[r];
+                rs->win_t[1] = rs->win_t[0];
+                rs->win_step[1] = rs->win_step[0];
+                rs->win_t[0] = now;
+                rs->win_step[0] = step;
+            }
+        pthread_mutex_unlock(&g_deliver);
+    }
     if (detach) {
         /* the last window closed: its records out, then CUPTI leaves */
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        CUptiResult r = cuptiFinalize();
+        int left = detach_cupti() == 0;
         pthread_mutex_lock(&g_mu);
-        if (r == CUPTI_SUCCESS) {
+        if (left) {
             g_detached = 1;
             g_callbacks = 0;
         } else {
@@ -453,22 +538,30 @@ int gpu_activity_register(void *cuda_stream, int device, int rank, int role, str
 
 void gpu_activity_flush(int final)
 {
-    /* 0: every buffer whose records have all completed, full or not */
-    pthread_mutex_lock(&g_mu);
-    int on = g_users > 0 && !g_detached; /* (any CUPTI call attaches it again) */
-    pthread_mutex_unlock(&g_mu);
-    if (!on)
+    /* never while CUPTI leaves or comes back (a flush then could run into
+     * cuptiFinalize, or attach it again behind g_detached): a poll skips,
+     * the last flush waits */
+    if (final)
+        pthread_mutex_lock(&g_attach);
+    else if (pthread_mutex_trylock(&g_attach) != 0)
         return;
-    cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-    if (final) {
+    pthread_mutex_lock(&g_mu);
+    int users = g_users > 0, on = users && !g_detached; /* (any CUPTI call attaches it again) */
+    pthread_mutex_unlock(&g_mu);
+    /* 0: every buffer whose records have all completed, full or not */
+    if (on)
+        cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    if (final && users) {
         /* the device is idle: a record still waiting has no mark after it
-         * (the last phase's work) and never will */
+         * (the last phase's work) and never will; nor will one delivered
+         * when CUPTI left */
         pthread_mutex_lock(&g_deliver);
         for (int r = 0; r < MAX_RANKS; r++)
             if (g_ranks[r])
                 settle_waiting(g_ranks[r], 1);
         pthread_mutex_unlock(&g_deliver);
     }
+    pthread_mutex_unlock(&g_attach);
 }
 
 void gpu_activity_release(struct spsc_ring *ring)

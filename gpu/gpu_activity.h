@@ -28,10 +28,11 @@ enum gpu_stream_role { GPU_STREAM_COMPUTE = 0, GPU_STREAM_COPY, GPU_STREAM_COMM 
  * else all the time. Returns -1 with err set when CUPTI is unavailable;
  * training goes on without device timelines. */
 int gpu_activity_start(int sampled, char *err, size_t errlen);
-/* A rank of a sampled run enters (1) or leaves (0) a traced window of
- * steps: the activity kinds are on while any rank is inside one (CUPTI's
- * switches are process-wide), so a rank's own window is traced whole. */
-void gpu_activity_window(int on);
+/* The rank of `ring` (a sampled run's) enters (1) a traced window of steps
+ * at `step`, or leaves it (0): the activity kinds are on while any rank is
+ * inside one (CUPTI's switches are process-wide), so a rank's own window
+ * is traced whole. */
+void gpu_activity_window(struct spsc_ring *ring, int on, uint32_t step);
 /* Records on `cuda_stream` of GPU `device` become spans of `rank` pushed to
  * `ring` (whose single producer is CUPTI's buffer thread). */
 int gpu_activity_register(void *cuda_stream, int device, int rank, int role, struct spsc_ring *ring);

@@ -1617,7 +1617,7 @@ static int trace_window(struct loop *L, uint32_t step)
     struct device *d = &L->rk->dev;
     if (!L->traced && d->ops->phase_mark && d->ops->phase_mark(d, CAT_WAIT, step) != 0)
         return dev_failed(L->rk);
-    run->gpu->activity_window(L->traced);
+    run->gpu->activity_window(&L->rk->spans_gpu, L->traced, step);
     L->in_window = L->traced;
     return 0;
 }
@@ -1690,7 +1690,7 @@ void *rank_main(void *arg)
             save_params(&L);
     }
     if (L.in_window)
-        run->gpu->activity_window(0);
+        run->gpu->activity_window(&rk->spans_gpu, 0, 0);
     loop_free(&L);
     atomic_store(&rk->finished, 1);
     return NULL;

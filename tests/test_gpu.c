@@ -408,13 +408,13 @@ static void test_cupti_window(void **state)
     int inside[3] = {0, 2, 0}, want = 0;
     for (int round = 0; round < 3; round++) {
         for (int k = 0; k < inside[round]; k++)
-            gpu_activity_window(1);
+            gpu_activity_window(&ring, 1, (uint32_t)round);
         for (int c = 0; c < 3; c++)
             cudaMemcpyAsync(d, h, (size_t)(c + 1) * 1024 * sizeof(float), cudaMemcpyHostToDevice, copy_s);
         cudaStreamSynchronize(copy_s);
         want += inside[round] ? 3 : 0;
         for (int k = 0; k < inside[round]; k++)
-            gpu_activity_window(0);
+            gpu_activity_window(&ring, 0, 0);
     }
     gpu_activity_flush(1);
     struct span spans[64];
@@ -430,6 +430,77 @@ static void test_cupti_window(void **state)
     cudaFree(d);
     cudaFreeHost(h);
     cudaStreamDestroy(copy_s);
+    spsc_free(&ring);
+}
+
+/* DDPTOP_CUPTI_DETACH=1: CUPTI leaves the process when a window closes and
+ * comes back for the next. Two windows 9000 steps apart (more than a
+ * mark's GPU_MARK_STEPS) each get their records, whole, and none between
+ * them (a poll's flush meanwhile attaches nothing); the work after each
+ * window's phase mark carries that window's step and phase. */
+static void test_cupti_detach(void **state)
+{
+    (void)state;
+    char err[256];
+    setenv("DDPTOP_CUPTI_DETACH", "1", 1);
+    assert_int_equal(gpu_activity_start(1, err, sizeof(err)), 0);
+    unsetenv("DDPTOP_CUPTI_DETACH");
+    struct spsc_ring ring;
+    assert_int_equal(spsc_init(&ring, sizeof(struct span), 1 << 14), 0);
+    cudaSetDevice(0);
+    cudaStream_t compute_s;
+    cudaStreamCreate(&compute_s);
+    assert_int_equal(gpu_activity_register(compute_s, 0, 0, GPU_STREAM_COMPUTE, &ring), 0);
+    size_t n = 1 << 16;
+    float *d;
+    void *mark;
+    cudaMalloc((void **)&d, n * sizeof(float));
+    cudaMalloc(&mark, GPU_MARK_STEPS);
+    /* rounds: outside, a window at step 10, outside (detached), a window
+     * at step 9010, outside; each round a phase mark for its step, then
+     * 2 memsets of work */
+    const uint32_t steps[5] = {3, 10, 500, 9010, 9500};
+    const int inside[5] = {0, 1, 0, 1, 0};
+    const int cats[5] = {CAT_FORWARD, CAT_BACKWARD, CAT_FORWARD, CAT_OPTIMIZER, CAT_FORWARD};
+    for (int round = 0; round < 5; round++) {
+        if (inside[round])
+            gpu_activity_window(&ring, 1, steps[round]);
+        cudaMemsetAsync(mark, GPU_MARK_VALUE(cats[round]), 1 + steps[round] % GPU_MARK_STEPS, compute_s);
+        for (int k = 0; k < 2; k++)
+            cudaMemsetAsync(d, k, (size_t)(round + 1) * 1024 * sizeof(float), compute_s);
+        cudaStreamSynchronize(compute_s);
+        gpu_activity_flush(0); /* (a poll: while detached it must not attach CUPTI) */
+        if (inside[round]) {
+            /* the window's end is marked, as the rank loop does */
+            cudaMemsetAsync(mark, GPU_MARK_VALUE(CAT_WAIT), 1 + (steps[round] + 1) % GPU_MARK_STEPS, compute_s);
+            cudaStreamSynchronize(compute_s);
+            gpu_activity_window(&ring, 0, 0);
+        }
+    }
+    gpu_activity_flush(1);
+    struct span spans[64];
+    size_t got = spsc_pop(&ring, spans, 64);
+    int first = 0, second = 0, other = 0;
+    for (size_t i = 0; i < got; i++) {
+        printf("    record: step %u, %s, %llu bytes\n", spans[i].step, cat_name(spans[i].cat),
+               (unsigned long long)spans[i].bytes);
+        if (spans[i].step == 10 && spans[i].cat == CAT_BACKWARD && spans[i].bytes == 2 * 1024 * sizeof(float))
+            first++;
+        else if (spans[i].step == 9010 && spans[i].cat == CAT_OPTIMIZER && spans[i].bytes == 4 * 1024 * sizeof(float))
+            second++;
+        else
+            other++;
+    }
+    printf("  CUPTI detached between windows: %zu records, %d in the first window, %d in the second\n", got, first,
+           second);
+    assert_int_equal(first, 2);
+    assert_int_equal(second, 2);
+    assert_int_equal(other, 0);
+    gpu_activity_release(&ring);
+    gpu_activity_stop(1);
+    cudaFree(mark);
+    cudaFree(d);
+    cudaStreamDestroy(compute_s);
     spsc_free(&ring);
 }
 
@@ -1530,6 +1601,7 @@ int main(void)
         cmocka_unit_test(test_nccl_allreduce),
 #endif
         cmocka_unit_test(test_cupti_breakdown),      cmocka_unit_test(test_cupti_window),
+        cmocka_unit_test(test_cupti_detach),
 #ifdef DDPTOP_HAVE_NVTX
         cmocka_unit_test(test_nvtx_ranges),
 #endif
