@@ -23,6 +23,7 @@ struct ring_ctx {
     int line;
     const struct comm_ops *inner;
     struct comm_ops ops;
+    unsigned char peer_seen[64]; /* GPUs whose memory the reduce kernels were given (reach_peer) */
 };
 
 static void note_at(struct ring_ctx *x, cudaError_t e, const char *what, const char *file, int line)
@@ -37,6 +38,37 @@ static void note_at(struct ring_ctx *x, cudaError_t e, const char *what, const c
 
 #define note(x, e, what) note_at((x), (e), (what), __FILE__, __LINE__)
 
+/* More ranks than GPUs, over several GPUs: a neighbour's slice may lie on
+ * another GPU, which the reduce kernels read where it lies. The first time
+ * a GPU's memory comes, this GPU (the calling thread's current one) maps
+ * it, or the ring fails in one line where the two cannot reach each other
+ * (copies need no mapping: the runtime stages them). All ranks on one GPU:
+ * nothing is mapped. */
+static void reach_peer(struct ring_ctx *x, const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return; /* (not the runtime's memory: the kernel will say) */
+    }
+    int g = a.device;
+    if (g == x->gpu || g < 0 || g >= (int)sizeof(x->peer_seen) || x->peer_seen[g])
+        return;
+    x->peer_seen[g] = 1;
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, x->gpu, g) != cudaSuccess || !can) {
+        (void)cudaGetLastError();
+        note(x, cudaErrorPeerAccessUnsupported, "ring neighbours on GPUs without peer access");
+        return;
+    }
+    cudaError_t e = cudaDeviceEnablePeerAccess(g, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+        (void)cudaGetLastError(); /* (by another rank on this GPU) */
+        return;
+    }
+    note(x, e, "cudaDeviceEnablePeerAccess");
+}
+
 static void dev_copy(void *ctx, void *dst, const void *src, size_t bytes)
 {
     struct ring_ctx *x = ctx;
@@ -47,7 +79,8 @@ static void dev_copy(void *ctx, void *dst, const void *src, size_t bytes)
 static void dev_add(void *ctx, float *dst, const float *src, size_t n)
 {
     struct ring_ctx *x = ctx;
-    if (cuda_ring_add(dst, src, n, x->stream) != 0)
+    reach_peer(x, src);
+    if (x->err == cudaSuccess && cuda_ring_add(dst, src, n, x->stream) != 0)
         note(x, cudaGetLastError(), "add kernel launch");
     note(x, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
 }
@@ -63,7 +96,8 @@ static void dev_scale(void *ctx, float *v, size_t n, float f)
 static void dev_add16(void *ctx, int fmt, uint16_t *dst, const uint16_t *src, size_t n)
 {
     struct ring_ctx *x = ctx;
-    if (cuda_ring_add16(dst, src, n, fmt == W16_BF16, x->stream) != 0)
+    reach_peer(x, src);
+    if (x->err == cudaSuccess && cuda_ring_add16(dst, src, n, fmt == W16_BF16, x->stream) != 0)
         note(x, cudaGetLastError(), "16-bit add kernel launch");
     note(x, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
 }
@@ -205,18 +239,6 @@ struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int algo, int 
     x->stream = (cudaStream_t)stream;
     x->rank = rank;
     x->gpu = gpu;
-    /* more ranks than GPUs, over several GPUs: a rank's neighbour may sit on
-     * another GPU, whose slices the reduce kernels read where they lie, so
-     * this GPU (the rank thread's current one) maps every peer it can */
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess)
-        count = 0;
-    for (int p = 0; p < count; p++) {
-        int can = 0;
-        if (p != gpu && cudaDeviceCanAccessPeer(&can, gpu, p) == cudaSuccess && can &&
-            cudaDeviceEnablePeerAccess(p, 0) != cudaSuccess)
-            (void)cudaGetLastError(); /* (mapped already, by another rank on this GPU) */
-    }
     /* 16 MB slices: every copy and add is a launch and a sync (~15 us);
      * 128 KB ones held a 64 MB allreduce of 2 ranks to 10 GB/s on an H200 */
     struct shm_memops ops = {.copy = dev_copy,

@@ -368,12 +368,14 @@ static CUptiResult apply_enabled(void)
 
 int gpu_activity_start(int sampled, char *err, size_t errlen)
 {
+    pthread_mutex_lock(&g_attach); /* (no CUPTI call while it leaves) */
     pthread_mutex_lock(&g_mu);
     if (g_users > 0) {
         g_users++;
         g_full += !sampled;
         apply_enabled();
         pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&g_attach);
         return 0;
     }
     CUptiResult r = CUPTI_SUCCESS;
@@ -402,11 +404,13 @@ int gpu_activity_start(int sampled, char *err, size_t errlen)
         g_full = 0;
         apply_enabled();
         pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(&g_attach);
         return -1;
     }
     g_offset_ns = probe_now_ns() - (int64_t)ts;
     g_users = 1;
     pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&g_attach);
     return 0;
 }
 
@@ -464,18 +468,23 @@ void gpu_activity_window(struct spsc_ring *ring, int on, uint32_t step)
 {
     pthread_mutex_lock(&g_attach);
     pthread_mutex_lock(&g_mu);
+    int was = g_enabled;
     if (g_users > 0) {
         g_windows += on ? 1 : g_windows > 0 ? -1 : 0;
         apply_enabled(); /* (a failed switch: the window gets no records, and the run goes on) */
     }
-    int detach = g_detach && g_users > 0 && !g_enabled && !g_detached;
-    int64_t now = probe_now_ns() - g_offset_ns; /* (attached again above, when it had left) */
+    int detach = g_detach && g_users > 0 && !g_enabled && !g_detached, turned_on = !was && g_enabled;
+    /* (attached again above, when it had left; 1 ms early: the clocks'
+     * offset is not exact, and no mark of an earlier window is that near) */
+    int64_t now = probe_now_ns() - g_offset_ns - 1000000;
     pthread_mutex_unlock(&g_mu);
     if (on) {
-        /* the window's marks are read against its first step */
+        /* the window's marks are read against its first step; when this
+         * window turns the kinds on, every rank's records come from now,
+         * before the others open theirs at about the same step */
         pthread_mutex_lock(&g_deliver);
         for (int r = 0; r < MAX_RANKS; r++)
-            if (g_ranks[r] && g_ranks[r]->ring == ring) {
+            if (g_ranks[r] && (g_ranks[r]->ring == ring || turned_on)) {
                 struct rank_state *rs = g_ranks[r];
                 rs->win_t[1] = rs->win_t[0];
                 rs->win_step[1] = rs->win_step[0];
@@ -504,7 +513,10 @@ int gpu_activity_register(void *cuda_stream, int device, int rank, int role, str
 {
     (void)rank; /* the ring is the rank */
     uint32_t id = 0;
-    if (cuptiGetStreamIdEx(NULL, (CUstream)cuda_stream, 0, &id) != CUPTI_SUCCESS)
+    pthread_mutex_lock(&g_attach); /* (no CUPTI call while it leaves) */
+    CUptiResult q = cuptiGetStreamIdEx(NULL, (CUstream)cuda_stream, 0, &id);
+    pthread_mutex_unlock(&g_attach);
+    if (q != CUPTI_SUCCESS)
         return -1;
     pthread_mutex_lock(&g_deliver); /* g_ranks is walked by final flushes */
     pthread_mutex_lock(&g_mu);
@@ -587,6 +599,7 @@ void gpu_activity_release(struct spsc_ring *ring)
 
 void gpu_activity_stop(int sampled)
 {
+    pthread_mutex_lock(&g_attach); /* (no CUPTI call while it leaves) */
     pthread_mutex_lock(&g_mu);
     int last = g_users == 1;
     if (g_users > 0) {
@@ -598,11 +611,12 @@ void gpu_activity_stop(int sampled)
     apply_enabled();
     int detached = g_detached; /* (flushed when it left; a flush would attach it again) */
     pthread_mutex_unlock(&g_mu);
-    if (!last)
-        return;
-    if (!detached)
-        cuptiActivityFlushAll(1);
-    atomic_store(&g_nregs, 0);
+    if (last) {
+        if (!detached)
+            cuptiActivityFlushAll(1);
+        atomic_store(&g_nregs, 0);
+    }
+    pthread_mutex_unlock(&g_attach);
 }
 
 int64_t gpu_activity_overhead_ns(void)

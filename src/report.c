@@ -410,6 +410,7 @@ int result_from_run(struct run_result *res, struct run *r)
     res->cupti_ms = (double)r->cupti_overhead_ns / 1e6;
     res->cupti_lost = r->cupti_dropped;
     res->cupti_gap_ms = (int)(r->cupti_gap_ns / 1000000);
+    res->cupti_gap_valid = 1;
     res->state = r->state;
     snprintf(res->error, sizeof(res->error), "%s", r->err);
     res->wall_s = (double)((r->t_end_ns ? r->t_end_ns : probe_now_ns()) - r->t_start_ns) / 1e9;
@@ -1000,7 +1001,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     "windows %d ms apart at least); the "
                     "other steps' split is the latest traced step's, scaled to their time\n",
                     i, (unsigned long long)r->steps_traced, (unsigned long long)(r->steps_traced + r->steps_untraced),
-                    r->cfg.cupti_sample, r->cupti_gap_ms > 0 ? r->cupti_gap_ms : CFG_CUPTI_GAP_MS);
+                    r->cfg.cupti_sample, r->cupti_gap_valid ? r->cupti_gap_ms : CFG_CUPTI_GAP_MS);
         if (r->loss_scale > 0)
             fprintf(f,
                     "\nrun %d: dynamic loss scaling skipped the update of %llu of %llu steps (gradients not "

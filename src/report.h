@@ -71,7 +71,7 @@ struct run_result {
     /* rank 0's steps broken down over device records, and those estimated
      * from the latest of them (--cupti-sample; live and replayed alike) */
     uint64_t steps_traced, steps_untraced;
-    int cupti_gap_ms; /* --cupti-sample's least time between windows (0: not known, a replay) */
+    int cupti_gap_ms, cupti_gap_valid; /* --cupti-sample's least time between windows (not known in a replay) */
     /* --loss-scale dynamic (rank 0's; every rank decides alike): steps
      * whose update was skipped, and the scale of the last step (0: none) */
     uint64_t steps_skipped;

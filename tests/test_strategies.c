@@ -318,7 +318,7 @@ static int ordered_wait(struct device *d, int ev, int stream)
 
 static int ordered_sync(struct device *d, int stream)
 {
-    if (stream != STREAM_COMPUTE)
+    if (stream == STREAM_COMM)
         atomic_store(&g_order[d->rank].pending, 0);
     return device_cpu_staged.sync(d, stream);
 }
