@@ -34,9 +34,10 @@
  *    sum, so not 1e-4 as in fp32); the layers name their kernels' format;
  *    fp16 runs under its default dynamic loss scaling (fewer than 5 steps
  *    skipped); gradients travel in the training precision (ddp's wire
- *    format is checked), and 16-bit gradients (compress_runs) and 16-bit
- *    activations between layers (chain_runs) have tests of their own
- *    (ctest: test_gpu_models_mixed).
+ *    format is checked), and 16-bit gradients (compress_runs), 16-bit
+ *    activations between layers (chain_runs) and dynamic loss scaling
+ *    with an overflow under every strategy and in stages (overflow_runs)
+ *    have tests of their own (ctest: test_gpu_models_mixed).
  *  - `test_gpu_models parallel`: LeNet split into 2 stages on one shared
  *    GPU, as model parallelism and as pipelines (GPipe with 4
  *    micro-batches, 1F1B with 2), and 2 replicas of the GPipe (--dp 2):
@@ -741,6 +742,58 @@ static void chain_runs(int prec)
     assert_int_equal(mem_plain - mem_chain, saved);
 }
 
+/* Dynamic loss scaling on the GPU, an overflow on rank 1 at step 3
+ * (--inject-fault overflow), 2 ranks sharing the GPU under every strategy:
+ * DDP in small buckets, Horovod in small fusion buffers (several, and
+ * tensors larger than one) cycling without pause (negotiating while
+ * backward still runs), and LeNet in 2 pipeline stages. Step 3 is skipped
+ * on every rank and no other, the scale halves once and grows back to
+ * 2^18 by step 20 (as on the CPU), and the replicas stay identical. */
+static void test_overflow_runs(void **state)
+{
+    const int strategies[] = {STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD, -1};
+    for (size_t k = 0; k < sizeof(strategies) / sizeof(strategies[0]); k++) {
+        int pipe = strategies[k] < 0;
+        struct run_config rc = harness_config("lenet", pipe ? STRAT_ALLREDUCE : strategies[k], 2, 32, 20);
+        rc.ngpus = 1;
+        rc.bucket_mb = 0.05f;
+        rc.fusion_mb = 0.02f;
+        rc.cycle_ms = 0.0f;
+        rc.check_replicas = !pipe;
+        rc.fault = (struct fault){.kind = FAULT_OVERFLOW, .rank = 1, .step = 3};
+        rc.loss_scale = LOSS_SCALE_DYNAMIC;
+        rc.loss_scale_set = 1;
+        rc.loss_scale_interval = 5;
+        if (pipe) {
+            rc.parallel = PAR_PIPELINE;
+            rc.micro_batches = 2;
+            snprintf(rc.partition, sizeof(rc.partition), "0:2,3:");
+        }
+        const char *name = pipe ? "pipeline" : strategy_name(strategies[k]);
+        struct run r;
+        assert_int_equal(run_on_gpu(&r, &rc), 0);
+        printf("  lenet %s on one GPU, overflow on rank 1 at step 3: %llu and %llu skipped, scales %g and %g\n", name,
+               (unsigned long long)r.metrics.r[0].nskipped, (unsigned long long)r.metrics.r[1].nskipped,
+               r.metrics.r[0].loss_scale, r.metrics.r[1].loss_scale);
+        assert_int_equal(r.metrics.steps_done, 20);
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(r.metrics.r[i].nskipped, 1);
+            assert_int_equal(r.metrics.r[i].step_skipped[metrics_slot(3)], 1);
+            assert_true(r.metrics.r[i].loss_scale == 0x1p18f);
+        }
+        if (!pipe) {
+            assert_true(r.metrics.replicas_checked);
+            if (r.metrics.replicas_diverged_at >= 0)
+                fail_msg("%s: replicas differ from step %ld", name, r.metrics.replicas_diverged_at);
+            float *p0 = rank_params(&r, 0), *p1 = rank_params(&r, 1);
+            assert_memory_equal(p0, p1, sizeof(float) * r.ranks[0].model->nfloats);
+            free(p0);
+            free(p1);
+        }
+        run_free(&r);
+    }
+}
+
 static void test_chain_runs(void **state)
 {
     chain_runs(PREC_BF16);
@@ -886,7 +939,8 @@ int main(int argc, char **argv)
     };
     const struct CMUnitTest nccl_tests[] = {cmocka_unit_test(test_nccl_runs)};
     const struct CMUnitTest mixed_tests[] = {cmocka_unit_test(test_bf16_runs), cmocka_unit_test(test_fp16_runs),
-                                             cmocka_unit_test(test_compress_runs), cmocka_unit_test(test_chain_runs)};
+                                             cmocka_unit_test(test_compress_runs), cmocka_unit_test(test_chain_runs),
+                                             cmocka_unit_test(test_overflow_runs)};
     if (mixed)
         return cmocka_run_group_tests(mixed_tests, harness_data_setup, harness_data_teardown);
     const struct CMUnitTest parallel_tests[] = {cmocka_unit_test(test_parallel_runs)};
