@@ -156,8 +156,13 @@ static int cycle(struct hvd_engine *e, uint64_t gen)
     c->tag = -1;
     if (rc != 0)
         return comm_context(c, rc, "negotiation");
-    /* the agreed gradients are computed here: the thread's stream waits for backward's mark */
-    if (e->dev.before && (rc = e->dev.before(e->dev.ctx)) != 0)
+    /* the agreed gradients are computed here: the thread's stream waits for
+     * backward's mark (none agreed: no wait, which would hold the next
+     * negotiation behind backward's kernels) */
+    int agreed = 0;
+    for (int p = 0; p < n && !agreed; p++)
+        agreed = e->flags[p] == (float)c->world;
+    if (agreed && e->dev.before && (rc = e->dev.before(e->dev.ctx)) != 0)
         return rc;
     /* agreed tensors in backward order (descending parameter index), fused
      * greedily while they fit */
