@@ -117,4 +117,18 @@ static inline int harness_run(struct run *r, const struct run_config *rc, const 
     return harness_run_on(r, rc, tr, te, &device_cpu);
 }
 
+/* After an overflow at `step` under --loss-scale dynamic (interval 5, 20
+ * steps, from 2^16) on 2 ranks: every step ran, each rank skipped that one
+ * update alone, and its scale halved there and grew back to 2^18 (the
+ * includer has cmocka). */
+static inline void harness_expect_one_skip(const struct run *r, size_t step)
+{
+    assert_int_equal(r->metrics.steps_done, 20);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(r->metrics.r[i].nskipped, 1);
+        assert_int_equal(r->metrics.r[i].step_skipped[metrics_slot(step)], 1);
+        assert_true(r->metrics.r[i].loss_scale == 0x1p18f);
+    }
+}
+
 #endif

@@ -775,12 +775,7 @@ static void test_overflow_runs(void **state)
         printf("  lenet %s on one GPU, overflow on rank 1 at step 3: %llu and %llu skipped, scales %g and %g\n", name,
                (unsigned long long)r.metrics.r[0].nskipped, (unsigned long long)r.metrics.r[1].nskipped,
                r.metrics.r[0].loss_scale, r.metrics.r[1].loss_scale);
-        assert_int_equal(r.metrics.steps_done, 20);
-        for (int i = 0; i < 2; i++) {
-            assert_int_equal(r.metrics.r[i].nskipped, 1);
-            assert_int_equal(r.metrics.r[i].step_skipped[metrics_slot(3)], 1);
-            assert_true(r.metrics.r[i].loss_scale == 0x1p18f);
-        }
+        harness_expect_one_skip(&r, 3);
         if (!pipe) {
             assert_true(r.metrics.replicas_checked);
             if (r.metrics.replicas_diverged_at >= 0)

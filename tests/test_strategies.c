@@ -1069,12 +1069,7 @@ static void test_loss_scale_overflow(void **state)
         printf("  lenet pipeline, overflow in stage %d at step 3: %llu and %llu skipped, last scales %g and %g\n", fr,
                (unsigned long long)r.metrics.r[0].nskipped, (unsigned long long)r.metrics.r[1].nskipped,
                r.metrics.r[0].loss_scale, r.metrics.r[1].loss_scale);
-        assert_int_equal(r.metrics.steps_done, 20);
-        for (int i = 0; i < 2; i++) {
-            assert_int_equal(r.metrics.r[i].nskipped, 1);
-            assert_int_equal(r.metrics.r[i].step_skipped[metrics_slot(3)], 1);
-            assert_true(r.metrics.r[i].loss_scale == 0x1p18f);
-        }
+        harness_expect_one_skip(&r, 3);
         run_free(&r);
         /* without the scaler the infinity reaches the stage's parameters:
          * the loss diverges, or (stage 0, whose ReLU maps the NaN it then
