@@ -50,6 +50,7 @@ struct mark {
 /* A record waiting for a mark after it. */
 struct waiting {
     struct span s;   /* on the probe clock; cat is the record's own guess */
+    int64_t start;   /* its start on CUPTI's clock, which the marks are on */
     uint8_t compute; /* from the compute stream: takes the mark's phase */
 };
 
@@ -82,7 +83,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 /* CUPTI delivers buffers on its own thread and on whichever thread flushes:
  * one at a time, so that each rank's ring keeps a single producer */
 static pthread_mutex_t g_deliver = PTHREAD_MUTEX_INITIALIZER;
-static int64_t g_offset_ns; /* probe clock - CUPTI clock */
+static _Atomic int64_t g_offset_ns; /* probe clock - CUPTI clock (measured again when CUPTI comes back) */
 static _Atomic int64_t g_overhead_ns;
 static _Atomic uint64_t g_dropped;
 static _Atomic uint64_t g_nmarks, g_nmatched, g_nunmatched;
@@ -146,7 +147,7 @@ static const struct mark *mark_before(const struct rank_state *rs, int64_t t)
 /* w's step and phase from the marks, and out to the ring. */
 static void settle(struct rank_state *rs, struct waiting *w)
 {
-    const struct mark *m = mark_before(rs, w->s.t0_ns - g_offset_ns);
+    const struct mark *m = mark_before(rs, w->start);
     if (m) {
         w->s.step = m->step;
         if (w->compute) {
@@ -166,7 +167,7 @@ static void settle_waiting(struct rank_state *rs, int all)
     size_t keep = 0;
     for (size_t i = 0; i < rs->nwait; i++) {
         struct waiting *w = &rs->wait[i];
-        if (all || w->s.t0_ns - g_offset_ns < rs->newest_mark)
+        if (all || w->start < rs->newest_mark)
             settle(rs, w);
         else
             rs->wait[keep++] = *w;
@@ -203,13 +204,15 @@ static void record(const struct reg *r, uint64_t start, uint64_t end, int cat, u
     if (start == 0 || end < start)
         return; /* an incomplete record (a forced flush): no interval to count */
     struct rank_state *rs = r->rs;
-    struct waiting w = {.s = {.t0_ns = (int64_t)start + g_offset_ns,
-                              .t1_ns = (int64_t)end + g_offset_ns,
+    int64_t off = atomic_load(&g_offset_ns);
+    struct waiting w = {.s = {.t0_ns = (int64_t)start + off,
+                              .t1_ns = (int64_t)end + off,
                               .bytes = bytes,
                               .tag = -1,
                               .lane = LANE_GPU,
                               .cat = (uint8_t)(r->role == GPU_STREAM_COMM ? CAT_COMM : cat),
                               .name = probe_name_id(name)},
+                        .start = (int64_t)start,
                         .compute = r->role == GPU_STREAM_COMPUTE};
     if ((int64_t)start < rs->newest_mark || !g_marks_on) {
         settle(rs, &w); /* (no marks will come: DDPTOP_CUPTI_KINDS without memset) */
