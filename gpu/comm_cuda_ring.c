@@ -23,6 +23,7 @@ struct ring_ctx {
     int line;
     const struct comm_ops *inner;
     struct comm_ops ops;
+    int ngpus;                   /* the machine's: with one, no slice can lie elsewhere */
     unsigned char peer_seen[64]; /* GPUs whose memory the reduce kernels were given (reach_peer) */
 };
 
@@ -46,6 +47,8 @@ static void note_at(struct ring_ctx *x, cudaError_t e, const char *what, const c
  * nothing is mapped. */
 static void reach_peer(struct ring_ctx *x, const void *p)
 {
+    if (x->ngpus < 2)
+        return; /* (the common case, ranks sharing the one GPU: no query an add) */
     struct cudaPointerAttributes a;
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -239,6 +242,10 @@ struct comm *comm_cuda_ring_create(struct shm_world *w, int rank, int algo, int 
     x->stream = (cudaStream_t)stream;
     x->rank = rank;
     x->gpu = gpu;
+    if (cudaGetDeviceCount(&x->ngpus) != cudaSuccess) {
+        (void)cudaGetLastError();
+        x->ngpus = 1;
+    }
     /* 16 MB slices: every copy and add is a launch and a sync (~15 us);
      * 128 KB ones held a 64 MB allreduce of 2 ranks to 10 GB/s on an H200 */
     struct shm_memops ops = {.copy = dev_copy,

@@ -387,19 +387,27 @@ static void test_cupti_breakdown(void **state)
     spsc_free(&ring);
 }
 
+/* Sampled collection started, `ring` made for rank 0's records, and a new
+ * stream of GPU 0 registered there in `role`. */
+static cudaStream_t sampled_stream(int role, struct spsc_ring *ring)
+{
+    char err[256];
+    assert_int_equal(gpu_activity_start(1, err, sizeof(err)), 0);
+    assert_int_equal(spsc_init(ring, sizeof(struct span), 1 << 14), 0);
+    cudaSetDevice(0);
+    cudaStream_t s;
+    cudaStreamCreate(&s);
+    assert_int_equal(gpu_activity_register(s, 0, 0, role, ring), 0);
+    return s;
+}
+
 /* --cupti-sample: a sampled run's records come only from inside its
  * windows, whole, and every copy made there is recorded (none outside). */
 static void test_cupti_window(void **state)
 {
     (void)state;
-    char err[256];
-    assert_int_equal(gpu_activity_start(1, err, sizeof(err)), 0);
     struct spsc_ring ring;
-    assert_int_equal(spsc_init(&ring, sizeof(struct span), 1 << 14), 0);
-    cudaSetDevice(0);
-    cudaStream_t copy_s;
-    cudaStreamCreate(&copy_s);
-    assert_int_equal(gpu_activity_register(copy_s, 0, 0, GPU_STREAM_COPY, &ring), 0);
+    cudaStream_t copy_s = sampled_stream(GPU_STREAM_COPY, &ring);
     size_t n = 1 << 16;
     float *h, *d;
     cudaMallocHost((void **)&h, n * sizeof(float));
@@ -436,21 +444,15 @@ static void test_cupti_window(void **state)
 /* DDPTOP_CUPTI_DETACH=1: CUPTI leaves the process when a window closes and
  * comes back for the next. Two windows 9000 steps apart (more than a
  * mark's GPU_MARK_STEPS) each get their records, whole, and none between
- * them (a poll's flush meanwhile attaches nothing); the work after each
- * window's phase mark carries that window's step and phase. */
+ * them (polls' flushes run throughout, as the UI's do); the work after
+ * each window's phase mark carries that window's step and phase. */
 static void test_cupti_detach(void **state)
 {
     (void)state;
-    char err[256];
     setenv("DDPTOP_CUPTI_DETACH", "1", 1);
-    assert_int_equal(gpu_activity_start(1, err, sizeof(err)), 0);
-    unsetenv("DDPTOP_CUPTI_DETACH");
     struct spsc_ring ring;
-    assert_int_equal(spsc_init(&ring, sizeof(struct span), 1 << 14), 0);
-    cudaSetDevice(0);
-    cudaStream_t compute_s;
-    cudaStreamCreate(&compute_s);
-    assert_int_equal(gpu_activity_register(compute_s, 0, 0, GPU_STREAM_COMPUTE, &ring), 0);
+    cudaStream_t compute_s = sampled_stream(GPU_STREAM_COMPUTE, &ring);
+    unsetenv("DDPTOP_CUPTI_DETACH");
     size_t n = 1 << 16;
     float *d;
     void *mark;
@@ -469,7 +471,7 @@ static void test_cupti_detach(void **state)
         for (int k = 0; k < 2; k++)
             cudaMemsetAsync(d, k, (size_t)(round + 1) * 1024 * sizeof(float), compute_s);
         cudaStreamSynchronize(compute_s);
-        gpu_activity_flush(0); /* (a poll: while detached it must not attach CUPTI) */
+        gpu_activity_flush(0); /* (a poll, as the UI's every 200 ms) */
         if (inside[round]) {
             /* the window's end is marked, as the rank loop does */
             cudaMemsetAsync(mark, GPU_MARK_VALUE(CAT_WAIT), 1 + (steps[round] + 1) % GPU_MARK_STEPS, compute_s);
