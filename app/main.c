@@ -231,6 +231,17 @@ static int ddptop_main(int argc, char **argv)
     /* from here on Ctrl-C stops at the next boundary (even while the data
      * set loads), and what was measured is reported */
     stop_install();
+    /* a file written at the end must be writable from the start */
+    const char *late[2][2] = {{"--save-params", cfg.base.save_params}, {"--output", cfg.output}};
+    for (int i = 0; i < 2 && pr->rank == 0; i++) {
+        FILE *f = late[i][1][0] ? fopen(late[i][1], "ab") : NULL;
+        if (late[i][1][0] && !f) {
+            fprintf(stderr, "ddptop: %s: cannot write %s: %m\n", late[i][0], late[i][1]);
+            return 2;
+        }
+        if (f)
+            fclose(f);
+    }
     if (cfg.mode == MODE_INFO)
         return info_main(&cfg);
     if (cfg.mode == MODE_BENCH_COMM)
@@ -294,7 +305,7 @@ static int ddptop_main(int argc, char **argv)
         }
     }
     /* after the input was validated, so that bad input stays one line */
-    if (note[0] && pr->rank == 0)
+    if (note[0] && pr->rank == 0 && !cfg.quiet)
         fprintf(stderr, "ddptop: %s\n", note);
     if (!pr->active || pr->local_rank == 0)
         warn_oversubscribed(&cfg, pr);
@@ -311,26 +322,6 @@ static int ddptop_main(int argc, char **argv)
         return st;
     }
 
-    /* a file written at the end must be writable from the start */
-    FILE *sp = cfg.base.save_params[0] ? fopen(cfg.base.save_params, "ab") : NULL;
-    if (cfg.base.save_params[0] && !sp) {
-        fprintf(stderr, "ddptop: --save-params: cannot write %s: %m\n", cfg.base.save_params);
-        data_free(&train);
-        data_free(&test);
-        return 2;
-    }
-    if (sp)
-        fclose(sp);
-    FILE *out = stdout;
-    if (cfg.output[0]) {
-        out = fopen(cfg.output, "w");
-        if (!out) {
-            fprintf(stderr, "ddptop: --output: cannot write %s: %m\n", cfg.output);
-            data_free(&train);
-            data_free(&test);
-            return 2;
-        }
-    }
     int nruns = config_count(&cfg), status = 0;
     int show = !cfg.quiet && isatty(STDERR_FILENO);
     struct session s;
@@ -369,19 +360,14 @@ static int ddptop_main(int argc, char **argv)
     if ((s.any_failed || s.trace_failed) && status == 0)
         status = 1; /* a lost trace must show in the exit status, as a lost report does */
     if (stop_signal) {
-        fprintf(stderr, "ddptop: interrupted; reporting what was measured\n");
+        fprintf(stderr, s.nresults > 0 ? "ddptop: interrupted; reporting what was measured\n"
+                                       : "ddptop: interrupted before the first run started: nothing was measured\n");
         status = 128 + (int)stop_signal;
     }
     s.nresults = results_collapse_repeats(s.results, s.nresults, cfg.repeat);
     results_compare(s.results, s.nresults, cfg.baseline);
-    if (s.nresults > 0 && report_write(out, cfg.format, s.results, s.nresults) != 0) {
-        fprintf(stderr, "ddptop: cannot write the report\n");
+    if (s.nresults > 0 && report_save(cfg.output, cfg.format, s.results, s.nresults) != 0 && status == 0)
         status = 1;
-    }
-    if (out != stdout && fclose(out) != 0) {
-        fprintf(stderr, "ddptop: --output: error writing %s\n", cfg.output);
-        status = 1;
-    }
     session_free(&s);
     data_free(&train);
     data_free(&test);

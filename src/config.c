@@ -845,7 +845,7 @@ static const struct opt opts[] = {
     {REAL("loss-threshold", AT(base.loss_threshold), 1e-12, 1e6, "X", NULL, G_REPORT,
           "report the first epoch/step where the running loss < X"),
      .def_text = "none"},
-    {FLAG("quiet", AT(quiet), 1, G_REPORT, "no progress line on stderr")},
+    {FLAG("quiet", AT(quiet), 1, G_REPORT, "no progress line or notes on stderr (errors and warnings stay)")},
     {OPT("baseline", k_baseline, AT(baseline), "B", "auto", G_REPORT,
          "what a speedup is against: auto takes a 1-rank run on the same global batch (strong scaling), else on the "
          "same per-rank batch (weak scaling); single the single strategy on the same global batch; ranks1 one rank "

@@ -4,8 +4,10 @@
 #include "report.h"
 
 #include <cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1338,4 +1340,41 @@ int report_write(FILE *f, int format, const struct run_result *res, int n)
         break;
     }
     return ferror(f) ? -1 : 0;
+}
+
+int report_save(const char *path, int format, const struct run_result *res, int n)
+{
+    if (!path || !path[0]) {
+        if (report_write(stdout, format, res, n) != 0 || fflush(stdout) != 0) {
+            fprintf(stderr, "ddptop: cannot write the report to standard output: %s\n", strerror(errno));
+            return 1;
+        }
+        return 0;
+    }
+    /* made in memory first: a file that fails half-way still leaves the
+     * whole report to give to standard output */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem || report_write(mem, format, res, n) != 0 || fclose(mem) != 0) {
+        fprintf(stderr, "ddptop: out of memory making the report\n");
+        free(text);
+        return 1;
+    }
+    errno = 0;
+    FILE *f = fopen(path, "w");
+    int ok = f && fwrite(text, 1, len, f) == len;
+    int e = errno;
+    if (f && fclose(f) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok) {
+        fprintf(stderr, "ddptop: --output: cannot write %s: %s; the report follows on standard output\n", path,
+                e ? strerror(e) : "short write");
+        fwrite(text, 1, len, stdout);
+        fflush(stdout);
+    }
+    free(text);
+    return ok ? 0 : 1;
 }

@@ -183,5 +183,10 @@ void results_speedup(struct run_result *res, int n);
 int results_collapse_repeats(struct run_result *res, int n, int repeat);
 
 int report_write(FILE *f, int format, const struct run_result *res, int n);
+/* The report where --output says (path; "" or NULL: standard output). A
+ * file that cannot take it gets one line with the reason and the report goes
+ * to standard output instead: nothing measured is lost. 0, or 1 when the
+ * report is not where it was asked. */
+int report_save(const char *path, int format, const struct run_result *res, int n);
 
 #endif

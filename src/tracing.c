@@ -700,22 +700,8 @@ int replay_main(const struct config *cfg, replay_show_fn show)
         replay_free(&rp);
         return shown;
     }
-    FILE *out = stdout;
-    if (cfg->output[0] && !(out = fopen(cfg->output, "w"))) {
-        fprintf(stderr, "ddptop: --output: cannot write %s: %m\n", cfg->output);
-        replay_free(&rp);
-        return 2;
-    }
-    int status = 0;
     results_speedup(&rp.res, 1);
-    if (report_write(out, cfg->format, &rp.res, 1) != 0) {
-        fprintf(stderr, "ddptop: cannot write the replay report\n");
-        status = 1;
-    }
-    if (out != stdout && fclose(out) != 0) {
-        fprintf(stderr, "ddptop: --output: error writing %s\n", cfg->output);
-        status = 1;
-    }
+    int status = report_save(cfg->output, cfg->format, &rp.res, 1);
     replay_free(&rp);
     return shown ? shown : status;
 }

@@ -7,7 +7,10 @@
 #    "stopped", exit status 130; SIGHUP likewise (129), with a valid trace;
 #  - a second Ctrl-C within 2 s exits at once, the trace still valid JSON;
 #  - Ctrl-C during --bench-comm, its stdout piped or with --output, prints
-#    the sizes measured so far (to the pipe, to the file) and exits 130.
+#    the sizes measured so far (to the pipe, to the file) and exits 130;
+#  - an --output file that opens but cannot take the report (a full disk:
+#    /dev/full) gets one line with the reason, and the whole report goes to
+#    stdout instead, exit 1; for a training run and for a replay.
 set -u
 BIN=${1:?usage: test_failure.sh path/to/ddptop}
 . "$(dirname "$0")/checks.sh"
@@ -101,5 +104,21 @@ wait $pid
 st=$?
 check "--bench-comm --output, SIGINT: exit 130 (got $st)" test "$st" -eq 130
 check "--bench-comm --output, SIGINT: the file holds the sizes measured" test "$(bench_rows "$tmp/bc.txt")" -ge 1
+
+# a full disk at the end: the report is not lost
+for mode in train replay; do
+    if [ $mode = train ]; then
+        args=(--dataset synthetic --model mlp --ranks 2 --steps 20 --trace "$tmp/full.json")
+    else
+        args=(--replay "$tmp/full.json")
+    fi
+    "$BIN" --batch --quiet "${args[@]}" --format json --output /dev/full >"$tmp/full.out" 2>"$tmp/full.err"
+    st=$?
+    check "--output /dev/full ($mode): exit 1 (got $st)" test "$st" -eq 1
+    check "--output /dev/full ($mode): one line with the reason" \
+        sh -c "[ \$(wc -l <'$tmp/full.err') -eq 1 ] && grep -q 'cannot write /dev/full: No space left on device; the report follows on standard output' '$tmp/full.err'"
+    check "--output /dev/full ($mode): the whole report on stdout" \
+        json "$tmp/full.out" "r=d['runs'][0]; assert r['state']=='done' and r['steps']==20, r"
+done
 
 checks_done

@@ -825,9 +825,7 @@ static void print_report(struct ui *u)
     if (u->s.nresults == 0)
         return;
     results_compare(u->s.results, u->s.nresults, u->cfg->baseline);
-    if (report_write(stdout, u->cfg->format, u->s.results, u->s.nresults) != 0)
-        fprintf(stderr, "ddptop: cannot write the report\n");
-    fflush(stdout);
+    report_save(u->cfg->output, u->cfg->format, u->s.results, u->s.nresults);
 }
 
 static int64_t thread_cpu_ns(void)
