@@ -73,7 +73,9 @@ static void on_step(void *ctx, int rank, const struct step_rec *rec)
                                  .n = rec->n,
                                  .untraced = rec->untraced,
                                  .skipped = rec->skipped,
-                                 .loss_scale = rec->loss_scale};
+                                 .loss_scale = rec->loss_scale,
+                                 .desched_known = rec->desched_ns >= 0,
+                                 .desched_ns = rec->desched_ns};
     trace_export_step(t->x, rank, &st);
 }
 
@@ -528,7 +530,8 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
                                    .n = st->n,
                                    .untraced = st->untraced,
                                    .skipped = st->skipped,
-                                   .loss_scale = st->loss_scale};
+                                   .loss_scale = st->loss_scale,
+                                   .desched_ns = st->desched_known ? st->desched_ns : -1};
             metrics_add_step(m, i, &rec);
             if (!local_batch)
                 local_batch = st->n;

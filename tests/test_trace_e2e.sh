@@ -12,7 +12,8 @@
 #              replayed JSON's figures, in their rows and columns
 #              a file given twice is replayed with a warning that ranks repeat;
 #              horovod's negotiation the same live and replayed; a
-#              pipeline's stages (send/recv spans) the same live and replayed
+#              pipeline's stages (send/recv spans) the same live and replayed;
+#              desched (runnable, not on a core) the same, or null in both
 #   schema     one report: the live JSON report and the --replay JSON of
 #              its trace (and of a PyTorch trace) have the same keys at the
 #              top, in every runs[] and every per_rank[] entry; CSV the
@@ -63,10 +64,12 @@ for part, extra in (("runs", ("ranks", "global_batch")), ("per_rank", ("rank", "
                 sys.exit("FAIL: %s %s live %r, replay %r: not numbers" % (who, k, u, v))
             if abs(u - v) > 1e-6 * abs(u) + 1e-9:
                 sys.exit("FAIL: %s %s live %r, replay %r" % (who, k, u, v))
-        # horovod's negotiation: null in both, or the same number
-        u, v = x.get("negotiate_ms_per_step"), y.get("negotiate_ms_per_step")
-        if (u is None) != (v is None) or (u is not None and abs(u - v) > 1e-6 * abs(u) + 1e-9):
-            sys.exit("FAIL: %s negotiate_ms_per_step live %r, replay %r" % (who, u, v))
+        # horovod's negotiation, and the time runnable but off a core (the
+        # step records carry it): null in both, or the same number
+        for k, tol in (("negotiate_ms_per_step", 1e-6), ("desched_pct", 1e-4)):
+            u, v = x.get(k), y.get(k)
+            if (u is None) != (v is None) or (u is not None and abs(u - v) > tol * abs(u) + 1e-9):
+                sys.exit("FAIL: %s %s live %r, replay %r" % (who, k, u, v))
 # what holds in any report of a multi-rank run
 xfer = set(q["transfer_ms_per_step"] for q in a["per_rank"])
 if len(xfer) != 1:

@@ -496,6 +496,8 @@ void trace_export_step(struct trace_export *x, int rank, const struct trace_step
             trace_writer_arg_i64(w, "skipped", 1);
         if (st->loss_scale > 0)
             trace_writer_arg_f64(w, "loss_scale", st->loss_scale);
+        if (st->desched_known)
+            trace_writer_arg_i64(w, "desched_ns", st->desched_ns);
         trace_writer_args_end(w);
         trace_writer_end(w);
 

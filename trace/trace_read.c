@@ -315,6 +315,8 @@ static void ddptop_event(struct file_ctx *fc, const cJSON *ev)
         s->loss_scale = (float)jnum(args, "loss_scale", 0.0);
         if (!(s->loss_scale >= 0 && s->loss_scale < 1e30f))
             s->loss_scale = 0;
+        s->desched_ns = jint(args, "desched_ns", -1, -1, (int64_t)1 << 53);
+        s->desched_known = s->desched_ns >= 0;
         return;
     }
     int c = cat ? cat_index(cat) : -1;
