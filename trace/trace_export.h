@@ -70,9 +70,9 @@ struct trace_step_info {
     int64_t t0_ns, t1_ns;
     float loss, lr;
     int32_t correct, n;
-    uint8_t untraced; /* a GPU step the device did not trace (--cupti-sample): "untraced": 1 */
-    uint8_t skipped;  /* --loss-scale: its gradients overflowed, no update: "skipped": 1 */
-    float loss_scale; /* --loss-scale: the scale of its loss ("loss_scale"), 0: none */
+    uint8_t untraced;      /* a GPU step the device did not trace (--cupti-sample): "untraced": 1 */
+    uint8_t skipped;       /* --loss-scale: its gradients overflowed, no update: "skipped": 1 */
+    float loss_scale;      /* --loss-scale: the scale of its loss ("loss_scale"), 0: none */
     uint8_t desched_known; /* desched_ns was measured ("desched_ns" is written only then) */
     int64_t desched_ns;    /* the rank thread runnable but not on a core during the step */
 };
