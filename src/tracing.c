@@ -636,6 +636,24 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
     return 0;
 }
 
+/* Whether any rank holds something with a duration to replay. */
+static int doc_timed(const struct trace_doc *d)
+{
+    for (int i = 0; i < d->nranks; i++) {
+        const struct trace_rank *r = &d->ranks[i];
+        for (size_t k = 0; k < r->nsteps; k++)
+            if (r->steps[k].t1_ns > r->steps[k].t0_ns)
+                return 1;
+        for (size_t k = 0; k < r->nspans; k++)
+            if (r->spans[k].t1_ns > r->spans[k].t0_ns)
+                return 1;
+        for (size_t k = 0; k < r->nops; k++)
+            if (r->ops[k].t1_ns > r->ops[k].t0_ns)
+                return 1;
+    }
+    return 0;
+}
+
 int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen)
 {
     memset(rp, 0, sizeof(*rp));
@@ -656,6 +674,10 @@ int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, ch
     }
     if (rp->doc.nranks == 0) {
         snprintf(err, errlen, "%s: no events of any rank", paths);
+        goto fail;
+    }
+    if (!doc_timed(&rp->doc)) {
+        snprintf(err, errlen, "%s: nothing to replay: no step, span or operator with a duration", paths);
         goto fail;
     }
     int rc = rp->doc.flavor == TRACE_DDPTOP ? replay_ddptop(rp, err, errlen)

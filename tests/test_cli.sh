@@ -511,6 +511,13 @@ expect_error "a trace of 65 ranks" "r65.json: more than 64 ranks" --batch --repl
 ranks_trace 64 >"$tmp/r64.json"
 expect_ok "a trace of 64 ranks" $'"ranks":\t64,' --batch --replay "$tmp/r64.json" --format json
 expect_error "--replay /dev/zero" "/dev/zero: not a regular file" --batch --replay /dev/zero
+# well-formed, but nothing timed: no report of zeros
+printf '{"traceEvents":[]}' >"$tmp/empty.json"
+expect_error "a trace without events" "empty.json: nothing to replay" --batch --replay "$tmp/empty.json"
+printf '[]' >"$tmp/empty2.json"
+expect_error "an empty event array" "empty2.json: nothing to replay" --batch --replay "$tmp/empty2.json"
+printf '{"ddptop":{},"traceEvents":[{"ph":"i","name":"x","cat":"forward","ts":1,"pid":0,"tid":0}]}' >"$tmp/instant.json"
+expect_error "a ddptop trace of one instant" "instant.json: nothing to replay" --batch --replay "$tmp/instant.json"
 mkfifo "$tmp/fifo.json"
 expect_error "--replay a FIFO" "fifo.json: not a regular file (a FIFO)" --batch --replay "$tmp/fifo.json"
 expect_error "--replay a folder" "not a regular file (a directory)" --batch --replay "$tmp"
