@@ -664,7 +664,7 @@ const char *precision_name(int p)
 static const char *const off_on_cosine[] = {"none", "cosine", NULL};
 
 static const char *const group_title[G_COUNT] = {
-    [G_MODE] = "Modes (without one: train, in the live curses UI when stdout is a terminal):",
+    [G_MODE] = "Modes (one at a time; without one: train, in the live curses UI when stdout is a terminal):",
     [G_WORK] = "Workload (a comma list makes a sweep: one run per combination):",
     [G_OPTIM] = "Optimiser (SGD):",
     [G_EXEC] = "Execution:",
@@ -1083,6 +1083,79 @@ static int default_threads(const struct config *cfg)
     return t > 0 ? t : 1;
 }
 
+/* What each mode reads besides its own option: another option given with
+ * it would be ignored without a word, so it is refused. --bench-comm reads
+ * its own group (G_BENCH) too, which nothing else reads. */
+static const char *const replay_reads[] = {"batch", "format", "output", "quiet", "theme", "refresh-ms", NULL};
+static const char *const info_reads[] = {"batch",   "model",      "dataset",    "data-dir",  "input",
+                                         "classes", "batch-size", "seed",       "trainable", "device",
+                                         "gpus",    "precision",  "cudnn-algo", "quiet",     NULL};
+static const char *const bench_reads[] = {"batch", "ranks", "ranks-per-process", "device", "gpus",
+                                          "comm",  "algo",  "comm-timeout",      "format", "output",
+                                          "quiet", NULL};
+/* options that only shape another one's work */
+static const char *const needs[][2] = {{"predict-ranks", "predict"}, {"link", "predict"}, {"history-every", "history"}};
+
+static int opt_index(const char *name)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (opts[i].name && !strcmp(opts[i].name, name))
+            return (int)i;
+    return -1;
+}
+
+static int listed(const char *const *names, const char *name)
+{
+    for (; *names; names++)
+        if (!strcmp(*names, name))
+            return 1;
+    return 0;
+}
+
+/* One line and -1 for two modes, or an option the mode given does not
+ * read. */
+static int mode_misfit(const unsigned char *given, FILE *err)
+{
+    const struct opt *mode = NULL;
+    for (size_t i = 0; i < NOPTS; i++) {
+        if (!given[i] || opts[i].group != G_MODE || !strcmp(opts[i].name, "batch"))
+            continue;
+        if (mode) {
+            fprintf(err, "ddptop: --%s and --%s: one mode at a time\n", mode->name, opts[i].name);
+            return -1;
+        }
+        mode = &opts[i];
+    }
+    for (size_t i = 0; i < NOPTS; i++) {
+        const struct opt *o = &opts[i];
+        if (!given[i] || o == mode)
+            continue;
+        if (!mode) {
+            if (o->group == G_BENCH) {
+                fprintf(err, "ddptop: --%s: only with --bench-comm\n", o->name);
+                return -1;
+            }
+            continue;
+        }
+        const char *const *reads = !strcmp(mode->name, "replay") ? replay_reads
+                                   : !strcmp(mode->name, "info") ? info_reads
+                                                                 : bench_reads;
+        if (listed(reads, o->name) || (reads == bench_reads && o->group == G_BENCH))
+            continue;
+        fprintf(err, "ddptop: --%s: does not apply to --%s%s\n", o->name, mode->name,
+                reads == replay_reads ? " (the trace holds how the run went)" : "");
+        return -1;
+    }
+    for (size_t k = 0; k < sizeof(needs) / sizeof(needs[0]); k++) {
+        int a = opt_index(needs[k][0]), b = opt_index(needs[k][1]);
+        if (a >= 0 && b >= 0 && given[a] && !given[b]) {
+            fprintf(err, "ddptop: --%s: only with --%s\n", needs[k][0], needs[k][1]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err)
 {
     if (set_defaults(cfg, err) != 0)
@@ -1108,6 +1181,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     opterr = 0;
     int c;
     const struct opt *trace_only = NULL; /* an option that shapes --trace's file, given */
+    unsigned char given[NOPTS] = {0};
     while ((c = getopt_long(argc, argv, shorts, long_opts, NULL)) != -1) {
         if (c == ':') {
             fprintf(err, "ddptop: %s: missing value\n", argv[optind - 1]);
@@ -1131,6 +1205,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         }
         if (opt_set(o, cfg, optarg, err) != 0)
             return 2;
+        given[o - opts] = 1;
         if (o->also)
             *(int *)((char *)cfg + o->also_off) = o->also;
         if (o->group == G_TRACE && o->off != OFF(trace))
@@ -1174,6 +1249,8 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         fprintf(err, "ddptop: --gpus: not allowed with --device cpu\n");
         return 2;
     }
+    if (mode_misfit(given, err) != 0)
+        return 2;
     if (trace_only && !cfg->trace[0]) {
         fprintf(err, "ddptop: --%s: only with --trace FILE\n", trace_only->name);
         return 2;

@@ -355,19 +355,42 @@ for ((i = 0; i < ${#past[@]}; i += 3)); do
 done
 
 # Bounds set by another option, checked once every option is read (so not
-# with --help, which stops the parse: --info parses, then prints the layer
-# table): the last rank is taken, the next refused, in every run of a sweep
-expect_ok "--slow-rank on the last rank" "conv1" --model lenet --info --ranks 2 --slow-rank 1:2
+# with --help, which stops the parse: a one-step run parses, then trains):
+# the last rank is taken, the next refused, in every run of a sweep
+one=(--batch --quiet --dataset synthetic --model mlp --steps 1 --batch-size 2 --no-eval)
+expect_ok "--slow-rank on the last rank" "mlp " "${one[@]}" --ranks 2 --slow-rank 1:2
 expect_error "--slow-rank one past the last rank" "--slow-rank: rank 2 does not exist with --ranks 2" \
-    --model lenet --info --ranks 2 --slow-rank 2:2
+    "${one[@]}" --ranks 2 --slow-rank 2:2
 expect_error "--slow-rank past the last rank of a sweep's smallest run" "rank 1 does not exist with --ranks 1" \
-    --model lenet --info --ranks 2,1 --slow-rank 1:2
-expect_ok "--inject-fault on the last rank" "conv1" --model lenet --info --ranks 2 --inject-fault rank=1,step=0,kind=nan
+    "${one[@]}" --ranks 2,1 --slow-rank 1:2
+expect_ok "--inject-fault on the last rank" "mlp " "${one[@]}" --ranks 2 --inject-fault rank=1,step=5,kind=nan
 expect_error "--inject-fault one past the last rank of a sweep" "rank 2 does not exist with --ranks 2" \
-    --model lenet --info --ranks 3,2 --inject-fault rank=2,step=0,kind=nan
-expect_ok "--min-bytes equal to --max-bytes" "conv1" --model lenet --info --min-bytes 4K --max-bytes 4K
-expect_error "--min-bytes one past --max-bytes" "--min-bytes: larger than --max-bytes" --model lenet --info \
+    "${one[@]}" --ranks 3,2 --inject-fault rank=2,step=0,kind=nan
+HOME=$tmp expect_ok "--min-bytes equal to --max-bytes" "4K " --bench-comm --ranks 2 --min-bytes 4K --max-bytes 4K \
+    --iters 1 --warmup 0
+expect_error "--min-bytes one past --max-bytes" "--min-bytes: larger than --max-bytes" --bench-comm \
     --min-bytes 4097 --max-bytes 4K
+
+# One mode at a time, and no option that the mode would ignore without a
+# word: a replay reads the trace, not a workload; --info a model, not a run;
+# --bench-comm collectives, not a model; training no benchmark's sizes
+expect_error "--info with --bench-comm" "--info and --bench-comm: one mode at a time" --info --bench-comm
+expect_error "--replay with --info" "--info and --replay: one mode at a time" --replay t.json --info
+expect_error "--replay with a workload" "--model: does not apply to --replay" --batch --replay t.json --model mlp
+expect_error "--replay with --trace" "--trace: does not apply to --replay" --batch --replay t.json --trace o.json
+expect_error "--replay with --history" "--history: does not apply to --replay" --replay t.json --history h.csv
+expect_error "--info with --ranks" "--ranks: does not apply to --info" --info --ranks 2
+expect_error "--info with --format" "--format: does not apply to --info" --info --format json
+expect_error "--bench-comm with a model" "--model: does not apply to --bench-comm" --bench-comm --model lenet
+expect_error "training with --iters" "--iters: only with --bench-comm" --batch --iters 3
+expect_error "--link without --predict" "--link: only with --predict" --batch --link 10GB/s,5us
+expect_error "--predict-ranks without --predict" "--predict-ranks: only with --predict" --batch --predict-ranks 4
+expect_error "--history-every without --history" "--history-every: only with --history" --batch --history-every 5
+expect_ok "--replay reads --format and the UI's options" "run,rank," --batch --replay "$tmp/ls_trace.json" --format csv \
+    --quiet --theme light --refresh-ms 500
+expect_ok "--info reads the model's options" "conv1" --info --batch --quiet --model lenet --dataset synthetic \
+    --input 1x32x32 --classes 12 --batch-size 4 --seed 3 --trainable classifier --device cpu --precision fp32 \
+    --cudnn-algo find
 
 # lists hold 16 entries; text fields their length
 sixteen() { local v=$1; printf %s "$v"; for _ in $(seq 15); do printf ",%s" "$v"; done; }

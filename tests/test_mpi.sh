@@ -362,7 +362,10 @@ if [ $quick -eq 0 ]; then
         { bad "--slow-rank 3 under mpirun -np 4"; grep ddptop slow.err | head -2; }
     refuse "--strategy single" --strategy single
     refuse "--comm shm" --comm shm
+    saved=("${base[@]}")
+    base=(--batch --quiet) # (--info reads no run's options)
     refuse "under mpirun only training" --info
+    base=("${saved[@]}")
     refuse "--parallel pipeline: stages in different processes" --ranks-per-process 2 --parallel pipeline
     out=$("$bin" "${base[@]}" --ranks-per-process 2 2>&1 >/dev/null)
     rc=$?
