@@ -55,6 +55,7 @@ struct replay_source {
     int complete;     /* every file ended properly */
     int truncated;    /* some file was cut short */
     uint64_t events;
+    long total_steps; /* the steps the run was to make, as its trace says; 0: unknown */
 };
 
 struct run_result {

@@ -5,7 +5,9 @@
 # row and percentages per rank, the timeline, loss and traffic panes; the
 # keys ?, t, tab, +/-, arrows answer and p says it is not available; q exits
 # 0 (Ctrl-C 130) with the terminal back in normal mode and the report printed. A
-# PyTorch (Kineto) trace gives the rank table and a timeline marked n/a.
+# PyTorch (Kineto) trace gives the rank table and a timeline marked n/a. One
+# rank's file of a split trace of a run stopped half way keeps the run's rank
+# count, its planned steps and its state.
 #
 # Usage: e2e_replay.sh /path/to/ddptop
 # Exit status: 0 pass, 1 fail, 77 skip (only when tmux is missing).
@@ -124,7 +126,26 @@ if wait_for "│ +0 cuda:0 +[0-9]+\.[0-9]+ .*$PCT" 5; then pass "kineto: the ran
 if wait_for 'Timeline .*n/a for this trace kind' 5; then pass "kineto: the timeline says n/a"; else fail "kineto: no timeline note"; fi
 quit_and_check kineto
 
-# ---- 3. Ctrl-C restores the terminal too ----------------------------------------
+# ---- 3. one rank's file of a run stopped half way ----------------------------------
+# the header keeps the run's ranks and planned steps, the runs pane its state
+(cd "$T" && exec "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 100000 \
+    --trace "$T/s.json" --trace-split >/dev/null 2>"$T/split.err") &
+pid=$!
+for _ in $(seq 1 300); do
+    grep -qx 'rank 1' /proc/$pid/task/*/comm 2>/dev/null && break
+    sleep 0.1
+done
+sleep 1
+kill -INT $pid
+wait $pid
+replay split "$T/s.rank0.json"
+if wait_for 'REPLAY' 15; then pass "split: the UI opens"; else fail "split: the UI did not open"; fi
+if wait_for 'ranks +2 \(1 traced\)' 5; then pass "split: the header gives the run's 2 ranks, 1 traced"; else fail "split: the header's ranks"; fi
+if wait_for 'step [0-9]+/100000' 5; then pass "split: the step out of the planned 100000"; else fail "split: no planned step count"; fi
+if wait_for '> +1 .* stopped' 5; then pass "split: the runs pane says stopped"; else fail "split: the runs pane's state"; fi
+quit_and_check split
+
+# ---- 4. Ctrl-C restores the terminal too ----------------------------------------
 replay intr "$T/t.json"
 if wait_for 'REPLAY' 15; then pass "intr: the UI opens"; else fail "intr: the UI did not open"; fi
 quit_and_check intr C-c 130

@@ -97,8 +97,11 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
     snprintf(top[2].value, sizeof(top[2].value), "%s", s->strategy);
     snprintf(top[3].value, sizeof(top[3].value), "%s %s", s->device, s->backend);
     snprintf(top[4].value, sizeof(top[4].value), "%s", s->precision[0] ? s->precision : "n/a");
-    snprintf(top[5].value, sizeof(top[5].value), "%d", s->world);
-    if (s->global_batch > 0 && s->global_batch == s->local_batch && s->world > 1)
+    if (s->run_world > s->world) /* a replay of some ranks' files */
+        snprintf(top[5].value, sizeof(top[5].value), "%d (%d traced)", s->run_world, s->world);
+    else
+        snprintf(top[5].value, sizeof(top[5].value), "%d", s->world);
+    if (s->global_batch > 0 && s->global_batch == s->local_batch && s->run_world > 1)
         snprintf(top[6].value, sizeof(top[6].value), "%d, every stage", s->global_batch); /* model, pipeline */
     else if (s->global_batch > 0 && s->local_batch > 0) /* (--dp: a replica's, times the replicas) */
         snprintf(top[6].value, sizeof(top[6].value), "%dx%d=%d", s->local_batch, s->global_batch / s->local_batch,

@@ -48,7 +48,7 @@ static void row_of_result(struct row *r, const struct run_result *res)
 static void row_of_snap(struct row *r, const struct snap *s)
 {
     r->strategy = s->strategy;
-    r->ranks = s->world;
+    r->ranks = s->run_world;
     r->batch = s->local_batch;
     r->steps = s->steps_done;
     r->ms = s->ms_step;
@@ -206,8 +206,8 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
                 else
                     snprintf(b, sizeof(b), "n/a");
                 break;
-            default:
-                snprintf(b, sizeof(b), "%s", run_state_name(r.state));
+            default: /* (unknown: a replay of a snapshot taken while the run went on) */
+                snprintf(b, sizeof(b), "%s", r.state >= 0 ? run_state_name(r.state) : "n/a");
                 break;
             }
             draw_textf(w, y, x, room, el, cols[c].left ? "%-*.*s" : "%*.*s", cw, cw, b);

@@ -19,7 +19,7 @@
 static int snap_alloc(struct snap *s, int world)
 {
     memset(s, 0, sizeof(*s));
-    s->world = world;
+    s->world = s->run_world = world;
     s->ranks = calloc((size_t)world, sizeof(*s->ranks));
     s->loss_rank = calloc((size_t)world, sizeof(*s->loss_rank));
     s->layers = calloc(SNAP_MAX_LAYERS, sizeof(*s->layers));
@@ -406,7 +406,9 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
         return -1;
     s->replay = 1;
     s->final = 1;
-    s->state = RUN_DONE;
+    if (res->world > world)
+        s->run_world = res->world;
+    s->state = res->state; /* -1: a snapshot of a run still going */
     s->failed_rank = -1;
     s->threshold = -1;
     s->threshold_step = -1;
@@ -442,7 +444,7 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
         if (rp->has_metrics && i < rp->metrics.world)
             copy_history(sr, &rp->metrics.r[i]);
     }
-    s->total_steps = s->steps_done;
+    s->total_steps = res->replay.total_steps > s->steps_done ? res->replay.total_steps : s->steps_done;
     s->elapsed_s = wall_s;
     s->ms_step = slowest;
     s->rate_valid = any && slowest > 0;
