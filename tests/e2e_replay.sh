@@ -99,6 +99,7 @@ else
     fail "the timeline shows no recorded spans"
 fi
 if wait_for 'busbw [0-9]+\.[0-9]+ GB/s' 5; then pass "traffic shows the run's busbw"; else fail "no busbw in traffic"; fi
+if wait_for 'n/a in a replay: the whole run' 5; then pass "traffic's plots say why they are empty"; else fail "traffic's plots: no note"; fi
 # keys
 tm send-keys -t "$S" -l '+'
 if wait_for 'Timeline .*steps (2[89]-29|29-29)' 5; then pass "+ zooms the timeline in"; else fail "+ did not zoom"; fi

@@ -21,7 +21,7 @@ static struct canvas g_canvas;
  * at the bottom, so that two plots stacked never read as one axis. scale
  * turns a series' values into bytes per second. */
 static void one_plot(WINDOW *w, int y, int ph, int wd, const struct series *const *ss, const int *els, int n,
-                     const char *caption, double scale)
+                     const char *caption, double scale, const char *empty)
 {
     int x0 = 1 + YLAB_W + 1, pw = wd - 1 - x0;
     if (pw < 4 || ph < 1)
@@ -32,7 +32,7 @@ static void one_plot(WINDOW *w, int y, int ph, int wd, const struct series *cons
     if (!plot_range(&ax, ss, n, 0, 0)) {
         if (ph < 2)
             draw_textf(w, y, 1, YLAB_W, TH_AXIS, "%*s", YLAB_W, caption);
-        draw_text(w, y + (ph - 1) / 2, x0, pw, TH_DIM, "no data yet");
+        draw_text(w, y + (ph - 1) / 2, x0, pw, TH_DIM, empty);
         return;
     }
     if (ax.lo > 0)
@@ -88,12 +88,14 @@ static void traffic_draw(WINDOW *w, struct pane_view *v, int focused)
     static const int bytes_el[1] = {TH_BYTES}, bw_el[2] = {TH_PREDICTION, TH_BUSBW};
     int nbw = s->have_model ? 2 : 1, bw0 = 2 - nbw;
     int rows = h - 3; /* border and the figures line */
+    /* (a trace keeps no samples over time: a replay has the figures above) */
+    const char *empty = s->replay ? "n/a in a replay: the whole run's figures are above" : "no data yet";
     if (rows >= 4) {
         int top = rows / 2;
-        one_plot(w, 2, top, wd, bytes, bytes_el, 1, "sent+recv", 1.0);
-        one_plot(w, 2 + top, rows - top, wd, bw + bw0, bw_el + bw0, nbw, "busbw", 1e9);
+        one_plot(w, 2, top, wd, bytes, bytes_el, 1, "sent+recv", 1.0, empty);
+        one_plot(w, 2 + top, rows - top, wd, bw + bw0, bw_el + bw0, nbw, "busbw", 1e9, empty);
     } else {
-        one_plot(w, 2, rows, wd, bytes, bytes_el, 1, "sent+recv", 1.0);
+        one_plot(w, 2, rows, wd, bytes, bytes_el, 1, "sent+recv", 1.0, empty);
     }
 }
 
