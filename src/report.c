@@ -373,16 +373,34 @@ static void stage_results(struct run_result *res, const struct run *r)
 {
     res->global_batch = r->global_batch;
     res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
-    for (int i = 0; i < r->world; i++)
-        if (r->ranks[i].stage_end == 0)
+    int first[64], last[64];
+    double live[64];
+    for (int i = 0; i < r->world && i < 64; i++) {
+        first[i] = r->ranks[i].stage_first;
+        last[i] = r->ranks[i].stage_end - 1;
+        live[i] = (double)r->ranks[i].stage_live_bytes;
+    }
+    result_stages(res, r->world, first, last, live);
+}
+
+void result_stages(struct run_result *res, int world, const int *first, const int *last, const double *live_bytes)
+{
+    res->nstages = 0;
+    if (world > 64 || res->nranks < world)
+        return;
+    for (int i = 0; i < world; i++)
+        if (last[i] < first[i])
             return; /* a rank failed before it knew its stage */
-    int D = run_replicas(&r->cfg), S = r->world / D;
-    res->nstages = S < 64 ? S : 64;
+    int D = run_replicas(&res->cfg), S = world / D;
+    if (S < 1)
+        return;
+    res->nstages = S;
     for (int s = 0; s < res->nstages; s++) {
         struct stage_result *st = &res->stage[s];
-        st->first = r->ranks[s].stage_first;
-        st->last = r->ranks[s].stage_end - 1;
-        st->live_mb = (double)r->ranks[s].stage_live_bytes / 1e6;
+        memset(st, 0, sizeof(*st));
+        st->first = first[s];
+        st->last = last[s];
+        st->live_mb = live_bytes[s] / 1e6;
         for (int d = 0; d < D; d++) {
             const struct rank_result *rr = &res->ranks[d * S + s];
             /* (each step's loss broadcast sends a few bytes more: not

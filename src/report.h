@@ -183,6 +183,13 @@ void results_speedup(struct run_result *res, int n);
  * frees the others. Returns the number of results left. */
 int results_collapse_repeats(struct run_result *res, int n, int repeat);
 
+/* --parallel model|pipeline: each stage's figures (res->stage) from its
+ * ranks' results (rank d x S + s is copy d of stage s, D = run_replicas of
+ * res->cfg): rank i runs layers first[i] to last[i] and holds live_bytes[i]
+ * of activations at once. A rank with last < first (it failed before it
+ * knew its stage) leaves no stages. */
+void result_stages(struct run_result *res, int world, const int *first, const int *last, const double *live_bytes);
+
 int report_write(FILE *f, int format, const struct run_result *res, int n);
 /* The report where --output says (path; "" or NULL: standard output). A
  * file that cannot take it gets one line with the reason and the report goes

@@ -200,12 +200,16 @@ const char *tracer_error(const struct tracer *t)
     return t ? trace_export_error(t->x) : NULL;
 }
 
-/* Ranks as processes: each one's clock offset as last measured (they are
- * measured again as the run goes, procs.c), for the trace's end. Best
- * effort: out of memory, the end has the metadata's first estimates only. */
-static void clocks_at_end(struct trace_export *x, const struct run *r)
+/* What only the run's end knows, for the trace's end: ranks as processes,
+ * each one's clock offset as last measured (they are measured again as the
+ * run goes, procs.c); stages, the layers each rank ran and the activations
+ * it held (a rank learns them once its model is split). Best effort: out
+ * of memory, the end has the metadata's first clock estimates only, and a
+ * replay no stage table. */
+static void end_members(struct trace_export *x, const struct run *r)
 {
-    cJSON *a = cJSON_CreateArray();
+    cJSON *o = cJSON_CreateObject();
+    cJSON *a = o && r->procs ? cJSON_AddArrayToObject(o, "clocks") : NULL;
     for (int i = 0; a && i < r->world; i++) {
         cJSON *p = cJSON_CreateObject();
         cJSON_AddNumberToObject(p, "rank", i);
@@ -214,16 +218,22 @@ static void clocks_at_end(struct trace_export *x, const struct run *r)
         cJSON_AddNumberToObject(p, "estimates", r->ranks[i].clock_estimates);
         cJSON_AddItemToArray(a, p);
     }
-    char *arr = a ? cJSON_PrintUnformatted(a) : NULL;
-    cJSON_Delete(a);
-    size_t n = arr ? strlen(arr) + 16 : 0;
-    char *m = arr ? malloc(n) : NULL;
-    if (m) {
-        snprintf(m, n, "\"clocks\":%s", arr);
-        trace_export_set_end(x, m);
+    a = o && r->cfg.parallel != PAR_DATA ? cJSON_AddArrayToObject(o, "stages") : NULL;
+    for (int i = 0; a && i < r->world; i++) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "rank", i);
+        cJSON_AddNumberToObject(p, "first_layer", r->ranks[i].stage_first);
+        cJSON_AddNumberToObject(p, "last_layer", r->ranks[i].stage_end - 1);
+        cJSON_AddNumberToObject(p, "live_bytes", (double)r->ranks[i].stage_live_bytes);
+        cJSON_AddItemToArray(a, p);
     }
-    free(m);
-    free(arr);
+    char *s = o && o->child ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (s) { /* {"clocks":...}: its members, without the braces */
+        s[strlen(s) - 1] = 0;
+        trace_export_set_end(x, s + 1);
+    }
+    free(s);
 }
 
 int tracer_close(struct tracer *t, int told, char *err, size_t errlen)
@@ -235,8 +245,8 @@ int tracer_close(struct tracer *t, int told, char *err, size_t errlen)
     uint64_t dropped = 0;
     for (int i = 0; i < r->world && r->metrics.r; i++)
         dropped += r->metrics.r[i].dropped;
-    if (r->procs && r->ranks)
-        clocks_at_end(t->x, r);
+    if (r->ranks)
+        end_members(t->x, r);
     int rc = trace_export_close(t->x, run_state_name(r->state), dropped, err, errlen);
     if (rc != 0 && told) {
         /* the write error was printed when it happened: say only which
@@ -479,6 +489,9 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
             res->global_batch = res->global_batch / res->world * res->cfg.dp;
             res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
         }
+        /* the stage table, where the trace holds every rank */
+        if (res->cfg.parallel != PAR_DATA && d->nstage_ranks == res->world && res->nranks == res->world)
+            result_stages(res, res->world, d->stage_first, d->stage_last, d->stage_live);
     }
     cJSON_Delete(o);
 }

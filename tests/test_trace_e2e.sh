@@ -12,7 +12,8 @@
 #              replayed JSON's figures, in their rows and columns
 #              a file given twice is replayed with a warning that ranks repeat;
 #              horovod's negotiation the same live and replayed; a
-#              pipeline's stages (send/recv spans) the same live and replayed;
+#              pipeline's stages (send/recv spans, the stage table) the same live
+#              and replayed;
 #              desched (runnable, not on a core) the same, or null in both
 #   schema     one report: the live JSON report and the --replay JSON of
 #              its trace (and of a PyTorch trace) have the same keys at the
@@ -201,6 +202,17 @@ roundtrip)
     same_report live4.json replay4.json
     grep -q '"name":"send"' p.json || die "no send spans in the pipeline trace"
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; sys.exit(0 if (r["strategy"], r["parallel"], r["micro_batches"], r["global_batch"]) == ("pipeline", "pipeline", 4, 16) else "FAIL: the replay lost the stages: %r" % r)' replay4.json || exit 1
+    # the stage table (layers, compute, idle, bytes, activations): the live one
+    /usr/bin/python3 - live4.json replay4.json <<'EOF' || exit 1
+import json, sys
+a, b = (json.load(open(f))["runs"][0].get("stages") for f in sys.argv[1:3])
+if not a or len(a) != 2 or b is None or len(a) != len(b):
+    sys.exit("FAIL: stages live %r, replayed %r" % (a, b))
+for x, y in zip(a, b):
+    for k in x:
+        if abs(x[k] - y[k]) > 1e-6 * abs(x[k]) + 1e-9:
+            sys.exit("FAIL: stage %d %s live %r, replayed %r" % (x["stage"], k, x[k], y[k]))
+EOF
     "$bin" --batch --replay t.json,t.json --format json >twice.json 2>twice.err || die "replay of t.json twice failed"
     grep -q "2 ranks (rank 0 first) are in more than one of the files; their events are merged" twice.err ||
         die "no warning that the ranks of t.json,t.json repeat: $(cat twice.err)"

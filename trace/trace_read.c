@@ -211,6 +211,27 @@ static int64_t jint(const cJSON *o, const char *k, int64_t dflt, int64_t lo, int
     return clampd(jnum(o, k, (double)dflt), lo, hi);
 }
 
+/* ddptopTraceEnd's "stages" (the first file's, when several have them). */
+static void read_stages(struct trace_doc *d, const cJSON *a)
+{
+    if (!cJSON_IsArray(a) || d->nstage_ranks > 0)
+        return;
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a)
+    {
+        int r = (int)jint(e, "rank", -1, -1, 64);
+        if (r < 0 || r >= 64 || r != n)
+            return; /* (every rank in order, or none) */
+        d->stage_first[r] = (int)jint(e, "first_layer", 0, 0, 1 << 20);
+        d->stage_last[r] = (int)jint(e, "last_layer", -1, -1, 1 << 20);
+        double live = jnum(e, "live_bytes", 0);
+        d->stage_live[r] = live >= 0 && live < 1e18 ? live : 0;
+        n++;
+    }
+    d->nstage_ranks = n;
+}
+
 static const char *jstr(const cJSON *o, const char *k)
 {
     const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
@@ -666,6 +687,7 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
             const char *st = jstr(end, "state");
             if (st)
                 snprintf(d->state, sizeof(d->state), "%s", st);
+            read_stages(d, cJSON_GetObjectItemCaseSensitive(end, "stages"));
             d->spans_dropped += (uint64_t)jint(end, "spans_dropped", 0, 0, INT64_MAX);
         }
         cJSON_Delete(dist);

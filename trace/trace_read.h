@@ -79,6 +79,11 @@ struct trace_doc {
     int world;      /* distributedInfo.world_size, else the ranks found */
     char *run_json; /* ddptop's run description object (model, strategy...), or NULL */
     char state[16]; /* ddptop: the run's end state, "" if unknown */
+    /* ddptop, --parallel model|pipeline: the end's "stages", by rank: the
+     * layers each ran, first to last, and the activations it held */
+    int nstage_ranks; /* ranks 0 to nstage_ranks - 1 given; 0: none */
+    int stage_first[64], stage_last[64];
+    double stage_live[64];
     uint64_t spans_dropped;
     uint64_t events;  /* events read */
     uint64_t ignored; /* events not understood or not needed */
