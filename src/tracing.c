@@ -683,6 +683,11 @@ int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, ch
             snprintf(err, errlen, "%s: cannot replay ddptop and PyTorch traces together", p);
             goto fail;
         }
+        if (rp->doc.other_run) {
+            snprintf(err, errlen, "%s: a trace of another run than the files before it (its run description differs)",
+                     p);
+            goto fail;
+        }
     }
     if (rp->doc.nfiles == 0) {
         snprintf(err, errlen, "no trace file given");

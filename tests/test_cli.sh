@@ -386,6 +386,8 @@ expect_error "training with --iters" "--iters: only with --bench-comm" --batch -
 expect_error "--link without --predict" "--link: only with --predict" --batch --link 10GB/s,5us
 expect_error "--predict-ranks without --predict" "--predict-ranks: only with --predict" --batch --predict-ranks 4
 expect_error "--history-every without --history" "--history-every: only with --history" --batch --history-every 5
+expect_error "--replay of two runs' traces together" "prec.json: a trace of another run than the files before it" \
+    --batch --replay "$tmp/ls_trace.json,$tmp/prec.json"
 expect_ok "--replay reads --format and the UI's options" "run,rank," --batch --replay "$tmp/ls_trace.json" --format csv \
     --quiet --theme light --refresh-ms 500
 expect_ok "--info reads the model's options" "conv1" --info --batch --quiet --model lenet --dataset synthetic \

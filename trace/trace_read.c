@@ -679,8 +679,14 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
             if (a && !d->algo[0])
                 snprintf(d->algo, sizeof(d->algo), "%s", a);
             const cJSON *run = cJSON_GetObjectItemCaseSensitive(dd, "run");
-            if (cJSON_IsObject(run) && !d->run_json)
+            if (cJSON_IsObject(run) && !d->run_json) {
                 d->run_json = cJSON_PrintUnformatted(run);
+            } else if (cJSON_IsObject(run)) {
+                char *s = cJSON_PrintUnformatted(run);
+                if (s && strcmp(s, d->run_json) != 0)
+                    d->other_run = 1;
+                free(s);
+            }
         }
         if (end) {
             have_end = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(end, "complete"));
