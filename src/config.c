@@ -1220,6 +1220,18 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         cfg->ranks[0] = process_ranks * cfg->ranks_per_process;
         cfg->nranks = 1;
     }
+    if (b->predict) {
+        int one = 0;
+        for (int i = 0; i < cfg->nranks; i++)
+            one |= cfg->ranks[i] == 1;
+        if (!one) {
+            fprintf(err,
+                    "ddptop: --predict: a 1-rank run predicts more ranks, and --ranks has none (e.g. --ranks "
+                    "1,%d)\n",
+                    cfg->ranks[0]);
+            return 2;
+        }
+    }
     if (b->slow_rank >= 0)
         for (int i = 0; i < cfg->nranks; i++)
             if (b->slow_rank >= cfg->ranks[i]) {

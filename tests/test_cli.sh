@@ -383,6 +383,8 @@ expect_error "--info with --ranks" "--ranks: does not apply to --info" --info --
 expect_error "--info with --format" "--format: does not apply to --info" --info --format json
 expect_error "--bench-comm with a model" "--model: does not apply to --bench-comm" --bench-comm --model lenet
 expect_error "training with --iters" "--iters: only with --bench-comm" --batch --iters 3
+expect_error "--predict without a 1-rank run" "--predict: a 1-rank run predicts more ranks, and --ranks has none" \
+    --batch --predict --ranks 2,4
 expect_error "--link without --predict" "--link: only with --predict" --batch --link 10GB/s,5us
 expect_error "--predict-ranks without --predict" "--predict-ranks: only with --predict" --batch --predict-ranks 4
 expect_error "--history-every without --history" "--history-every: only with --history" --batch --history-every 5
