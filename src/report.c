@@ -1008,11 +1008,15 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                 fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
             fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
                     100.0 * (S - 1) / (M + S - 1));
-            fprintf(f, "  stage  layers    compute%%  idle%%  sent/step  live activations\n");
+            fprintf(f, md ? "\n| stage | layers | compute %% | idle %% | sent/step | live activations |\n"
+                            "|---:|---|---:|---:|---:|---:|\n"
+                          : "  stage  layers    compute%%  idle%%  sent/step  live activations\n");
             for (int k = 0; k < S; k++)
-                fprintf(f, "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB  %9.2f MB\n", k, r->stage[k].first,
-                        r->stage[k].last, r->stage[k].compute_pct, r->stage[k].idle_pct, r->stage[k].sent_mb,
-                        r->stage[k].live_mb);
+                fprintf(f,
+                        md ? "| %d | %d-%d | %.1f | %.1f | %.2f MB | %.2f MB |\n"
+                           : "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB  %9.2f MB\n",
+                        k, r->stage[k].first, r->stage[k].last, r->stage[k].compute_pct, r->stage[k].idle_pct,
+                        r->stage[k].sent_mb, r->stage[k].live_mb);
         }
         if (r->negotiate_valid)
             fprintf(f,

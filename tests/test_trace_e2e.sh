@@ -201,6 +201,11 @@ roundtrip)
     "$bin" "${run[@]}" --steps 20 --parallel pipeline --micro-batches 4 --trace p.json --format json >live4.json ||
         die "run failed"
     "$bin" --batch --replay p.json --format json >replay4.json || die "replay failed"
+    # the stage table in markdown: a table, a row a stage, as the JSON's
+    "$bin" --batch --replay p.json --format md >replay4.md || die "replay (md) failed"
+    grep -q '^| stage | layers | compute % | idle % | sent/step | live activations |$' replay4.md &&
+        grep -Eq '^\| 0 \| 0-[0-9]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ MB \| [0-9.]+ MB \|$' replay4.md &&
+        grep -Eq '^\| 1 \| [0-9]+-[0-9]+ \|' replay4.md || die "no markdown stage table: $(grep -A3 stage replay4.md)"
     same_report live4.json replay4.json
     grep -q '"name":"send"' p.json || die "no send spans in the pipeline trace"
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; sys.exit(0 if (r["strategy"], r["parallel"], r["micro_batches"], r["global_batch"]) == ("pipeline", "pipeline", 4, 16) else "FAIL: the replay lost the stages: %r" % r)' replay4.json || exit 1
