@@ -326,6 +326,7 @@ static int ddptop_main(int argc, char **argv)
     int show = !cfg.quiet && isatty(STDERR_FILENO);
     struct session s;
     session_init(&s, &cfg, &train, &test, dev);
+    s.repeat = cfg.repeat;
     struct timespec tick = {0, 20 * 1000 * 1000};
     /* --repeat: each configuration's runs come one after another */
     for (int k = 0; k < nruns * cfg.repeat && !stop_signal; k++) {

@@ -12,7 +12,7 @@ struct history {
     FILE *f;
     char path[1024];
     long every;
-    int run;
+    int run, repeat;
     char err[1100];
 };
 
@@ -36,7 +36,7 @@ struct history *history_open(const char *path, long every, char *err, size_t err
         free(h);
         return NULL;
     }
-    if (fprintf(h->f, "run,kind,step,epoch,rank,loss,lr,step_ms,correct,samples,test_acc,test_loss\n") < 0)
+    if (fprintf(h->f, "run,kind,step,epoch,rank,loss,lr,step_ms,correct,samples,test_acc,test_loss,repeat\n") < 0)
         write_failed(h);
     return h;
 }
@@ -46,8 +46,9 @@ static void on_step(void *ctx, int rank, const struct step_rec *rec)
     struct history *h = ctx;
     if (h->err[0] || rec->step % (uint32_t)h->every != 0)
         return;
-    if (fprintf(h->f, "%d,step,%u,%u,%d,%.9g,%.9g,%.4f,%d,%d,,\n", h->run, rec->step, rec->epoch + 1, rank,
-                (double)rec->loss, (double)rec->lr, (double)(rec->t1_ns - rec->t0_ns) / 1e6, rec->correct, rec->n) < 0)
+    if (fprintf(h->f, "%d,step,%u,%u,%d,%.9g,%.9g,%.4f,%d,%d,,,%d\n", h->run, rec->step, rec->epoch + 1, rank,
+                (double)rec->loss, (double)rec->lr, (double)(rec->t1_ns - rec->t0_ns) / 1e6, rec->correct, rec->n,
+                h->repeat) < 0)
         write_failed(h);
 }
 
@@ -56,14 +57,15 @@ static void on_epoch(void *ctx, int rank, const struct epoch_rec *rec)
     struct history *h = ctx;
     if (h->err[0] || rec->total <= 0)
         return;
-    if (fprintf(h->f, "%d,epoch,,%d,%d,,,,%d,%d,%.4f,%.6g\n", h->run, rec->epoch + 1, rank, rec->correct, rec->total,
-                100.0 * rec->correct / rec->total, rec->loss_sum / rec->total) < 0)
+    if (fprintf(h->f, "%d,epoch,,%d,%d,,,,%d,%d,%.4f,%.6g,%d\n", h->run, rec->epoch + 1, rank, rec->correct,
+                rec->total, 100.0 * rec->correct / rec->total, rec->loss_sum / rec->total, h->repeat) < 0)
         write_failed(h);
 }
 
-int history_attach(struct history *h, struct metrics *m, int run)
+int history_attach(struct history *h, struct metrics *m, int run, int repeat)
 {
     h->run = run;
+    h->repeat = repeat;
     return metrics_listen(m, &(struct metrics_listener){.step = on_step, .epoch = on_epoch, .ctx = h});
 }
 

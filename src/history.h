@@ -20,7 +20,7 @@ struct metrics;
  * index is a multiple of it. NULL with err set. */
 struct history *history_open(const char *path, long every, char *err, size_t errlen);
 /* Rows of run number `run` come from m from now on, until history_detach. */
-int history_attach(struct history *h, struct metrics *m, int run);
+int history_attach(struct history *h, struct metrics *m, int run, int repeat);
 void history_detach(struct history *h, struct metrics *m);
 /* The first write error, naming the file, or NULL. */
 const char *history_error(const struct history *h);

@@ -37,6 +37,7 @@ void session_init(struct session *s, const struct config *cfg, const struct data
     s->run = &s->slots[0];
     s->spare = &s->slots[1];
     s->joined = 1; /* no run yet: nothing to join */
+    s->repeat = 1;
 }
 
 int session_start(struct session *s, const struct run_config *rc, char *err, size_t errlen)
@@ -72,7 +73,7 @@ int session_start(struct session *s, const struct run_config *rc, char *err, siz
         return -1;
     }
     if (s->history)
-        history_attach(s->history, &s->spare->metrics, s->nresults);
+        history_attach(s->history, &s->spare->metrics, s->nresults / s->repeat, s->nresults % s->repeat);
     if (s->run->ranks)
         run_free(s->run);
     struct run *t = s->run;

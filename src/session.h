@@ -41,6 +41,7 @@ struct session {
     int trace_failed;        /* some run's trace or the history is incomplete: the exit status says so */
     struct history *history; /* --history, opened with the first run */
     int history_told;
+    int repeat; /* runs of one configuration in a row (--repeat, headless; 1): the history's run numbers */
     struct run_result *results;
     int nresults, cap_results;
     int any_failed;

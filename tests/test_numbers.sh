@@ -9,7 +9,8 @@
 #    at the end) keeps its median and draws the noise note;
 #  - coll% (time in collectives, waits included) on a straggler run: the
 #    fast rank's collectives are mostly waiting, the straggler's are not;
-#  - --history: one row per rank and step, and per rank and epoch, that
+#  - --history: one row per rank and step, and per rank and epoch (under
+#    --repeat, the report's run numbers with a repeat column), that
 #    agree with the run's report;
 #  - desched%: with 4 ranks on fewer cores the ranks wait for cores, more
 #    than one rank alone;
@@ -109,6 +110,16 @@ last = [x for x in ep if x["epoch"] == "2"]
 acc = 100.0 * sum(int(x["correct"]) for x in last) / sum(int(x["samples"]) for x in last)
 assert abs(acc - r["test_acc"]) < 1e-6, (acc, r["test_acc"])
 ' "$tmp/e.csv" "$tmp/e.json"
+"$BIN" "${run[@]}" --model mlp --ranks 1,2 --steps 5 --repeat 3 --history "$tmp/r.csv" --format json \
+    >"$tmp/r.json" 2>/dev/null
+check "--history under --repeat: the report's run numbers, each with its repeats" py '
+rows = list(csv.DictReader(open(sys.argv[1])))
+runs = json.load(open(sys.argv[2]))["runs"]
+got = sorted({(int(x["run"]), int(x["repeat"])) for x in rows})
+assert got == [(r, k) for r in range(len(runs)) for k in range(3)], got
+assert [q["ranks"] for q in runs] == [1, 2], runs
+assert sum(1 for x in rows if x["kind"] == "step" and x["run"] == "1" and x["repeat"] == "2") == 2 * 5, rows
+' "$tmp/r.csv" "$tmp/r.json"
 
 # ---- descheduled: 4 ranks x 1 thread contend for the cores, 1 rank far less ----
 "$BIN" "${run[@]}" --model mlp --ranks 4 --steps 40 --format json >"$tmp/d4.json" 2>/dev/null
