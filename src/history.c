@@ -57,8 +57,8 @@ static void on_epoch(void *ctx, int rank, const struct epoch_rec *rec)
     struct history *h = ctx;
     if (h->err[0] || rec->total <= 0)
         return;
-    if (fprintf(h->f, "%d,epoch,,%d,%d,,,,%d,%d,%.4f,%.6g,%d\n", h->run, rec->epoch + 1, rank, rec->correct,
-                rec->total, 100.0 * rec->correct / rec->total, rec->loss_sum / rec->total, h->repeat) < 0)
+    if (fprintf(h->f, "%d,epoch,,%d,%d,,,,%d,%d,%.4f,%.6g,%d\n", h->run, rec->epoch + 1, rank, rec->correct, rec->total,
+                100.0 * rec->correct / rec->total, rec->loss_sum / rec->total, h->repeat) < 0)
         write_failed(h);
 }
 
