@@ -126,6 +126,8 @@ static int procs_check(const struct run_config *rc, const struct device_ops *dev
 
 int run_grad_compress_at(const struct run_config *rc, int world)
 {
+    if (rc->strategy == STRAT_SINGLE && rc->parallel == PAR_DATA)
+        return 0; /* (it sends no gradients: a sweep's --grad-compress is not its) */
     if (rc->grad_compress_set)
         return rc->grad_compress;
     int compresses = rc->strategy == STRAT_ALLREDUCE || rc->strategy == STRAT_DDP || rc->strategy == STRAT_HOROVOD;

@@ -236,6 +236,9 @@ expect_error "--check-replicas with stages" "--check-replicas: with --parallel p
     --device cpu --parallel pipeline --ranks 2 --check-replicas --steps 1
 expect_error "fp16 with gather-scatter" "--grad-compress fp16: only the allreduce, ddp and horovod" --batch \
     --dataset synthetic --device cpu --strategy gather-scatter --grad-compress fp16 --steps 1
+# a sweep's --grad-compress is not single's: it sends no gradients
+expect_ok "single compresses nothing" ",single,none," --batch --quiet --dataset synthetic --device cpu \
+    --strategy single --grad-compress fp16 --steps 2 --format csv
 expect_error "--dp with data parallelism" "--dp 2: replicas of stages (--parallel model|pipeline)" --batch \
     --dataset synthetic --device cpu --ranks 4 --dp 2 --steps 1
 expect_error "--dp not dividing the ranks" "--dp 2: --ranks 3 is not 2 replicas of up to 64 stages" --batch \
