@@ -677,6 +677,11 @@ int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, ch
     trace_doc_init(&rp->doc);
     char buf[sizeof(rp->res.replay.files)];
     snprintf(buf, sizeof(buf), "%s", paths);
+    size_t n = strlen(paths);
+    if (n > 0 && (paths[0] == ',' || paths[n - 1] == ',' || strstr(paths, ",,"))) {
+        snprintf(err, errlen, "%s: an empty file name in the list", paths);
+        goto fail;
+    }
     for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
         if (trace_read_file(&rp->doc, p, err, errlen) != 0)
             goto fail;

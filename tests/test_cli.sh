@@ -391,6 +391,8 @@ expect_error "--predict without a 1-rank run" "--predict: a 1-rank run predicts 
 expect_error "--link without --predict" "--link: only with --predict" --batch --link 10GB/s,5us
 expect_error "--predict-ranks without --predict" "--predict-ranks: only with --predict" --batch --predict-ranks 4
 expect_error "--history-every without --history" "--history-every: only with --history" --batch --history-every 5
+expect_error "--replay with an empty name in its list" "ls_trace.json,: an empty file name in the list" --batch \
+    --replay "$tmp/ls_trace.json,"
 expect_error "--replay of two runs' traces together" "prec.json: a trace of another run than the files before it" \
     --batch --replay "$tmp/ls_trace.json,$tmp/prec.json"
 expect_ok "--replay reads --format and the UI's options" "run,rank," --batch --replay "$tmp/ls_trace.json" --format csv \
