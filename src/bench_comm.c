@@ -75,12 +75,15 @@ static float val(int r, size_t i)
 }
 
 /* Elements of each rank's buffer for a row of `bytes` (see the file comment). */
+static int split(int coll)
+{
+    return coll == COLL_ALLGATHER || coll == COLL_GATHER || coll == COLL_REDUCE_SCATTER || coll == COLL_SCATTER;
+}
+
 static size_t count_for(int coll, uint64_t bytes, int world)
 {
     size_t n = (size_t)(bytes / sizeof(float));
-    if (coll == COLL_ALLGATHER || coll == COLL_GATHER || coll == COLL_REDUCE_SCATTER || coll == COLL_SCATTER)
-        n /= (size_t)world;
-    return n;
+    return split(coll) ? n / (size_t)world : n;
 }
 
 static int call(struct comm *c, int coll, float *in, float *out, size_t n)
@@ -406,9 +409,11 @@ int bench_comm_main(const struct config *cfg)
         b->dops = &device_cpu_staged;
     for (uint64_t s = cfg->min_bytes; s <= cfg->max_bytes && b->nrows < MAX_ROWS; s *= (uint64_t)cfg->factor) {
         size_t n = count_for(b->coll, s, b->world);
-        if (n == 0)
+        if (n == 0 || (b->nrows > 0 && b->rows[b->nrows - 1].count == n))
             continue;
-        b->rows[b->nrows++] = (struct row){.bytes = s, .count = n};
+        /* the bytes that move: whole floats, world shares of them where split */
+        uint64_t moved = (uint64_t)n * sizeof(float) * (split(b->coll) ? (uint64_t)b->world : 1);
+        b->rows[b->nrows++] = (struct row){.bytes = moved, .count = n};
     }
     if (b->nrows == 0) {
         fprintf(stderr, "ddptop: --min-bytes: no message size in range fits %d ranks\n", b->world);
@@ -573,16 +578,19 @@ int bench_comm_main(const struct config *cfg)
         int csv = cfg->format == FMT_CSV, md = cfg->format == FMT_MD;
         if (csv)
             fprintf(out, "collective,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong\n");
-        else if (md)
-            fprintf(out, "| size | count | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong |\n"
-                         "|---:|---:|---:|---:|---:|---:|\n");
-        else
-            fprintf(out,
-                    "# %s, %s%s%s, %d ranks, %d iters (%d warm-up), float32 sum; 1 GB = 1e9 B\n"
-                    "%10s %12s %12s %12s %12s %8s\n",
+        else {
+            int sums = b->coll == COLL_ALLREDUCE || b->coll == COLL_REDUCE || b->coll == COLL_REDUCE_SCATTER;
+            fprintf(out, "%s%s, %s%s%s, %d rank%s, %d iters (%d warm-up), float32%s; 1 GB = 1e9 B\n", md ? "" : "# ",
                     coll_name(b->coll), fit.backend, strcmp(algo, fit.backend) ? "/" : "",
-                    strcmp(algo, fit.backend) ? algo : "", b->world, cfg->iters, cfg->warmup, "size", "count",
-                    "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+                    strcmp(algo, fit.backend) ? algo : "", b->world, b->world == 1 ? "" : "s", cfg->iters, cfg->warmup,
+                    sums ? " sum" : "");
+            if (md)
+                fprintf(out, "\n| size | count | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong |\n"
+                             "|---:|---:|---:|---:|---:|---:|\n");
+            else
+                fprintf(out, "%10s %12s %12s %12s %12s %8s\n", "size", "count", "time(us)", "algbw(GB/s)",
+                        "busbw(GB/s)", "#wrong");
+        }
         for (int k = 0; k < b->nrows; k++) {
             const struct row *row = &b->rows[k];
             double algbw = (double)row->bytes / (row->time_us * 1e3);
