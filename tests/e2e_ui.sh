@@ -15,7 +15,9 @@
 # locale give a colourless, ASCII screen; a rank that fails (a diverging
 # learning rate) leaves FAILED and its error on screen until q, which then
 # exits 1; a collective that fails on one rank (--inject-fault comm-error)
-# leaves every pane drawn and the rank and its error in the header. At 80x24
+# leaves every pane drawn and the rank and its error in the header; a rank
+# that hangs (--inject-fault hang) shows as no step for a while, with the
+# rank table's recent figures n/a. While paused the rank table holds still. At 80x24
 # without colour, a 4-rank run shows fwd, bwd and opt in three glyphs, says
 # which ranks the timeline and rank table leave out, and the header keeps
 # the parameter count on the first run.
@@ -118,6 +120,15 @@ for try in 1 2 3; do
     if [ -n "$a" ] && [ "$a" = "$b" ]; then held=1; break; fi
 done
 if [ $held = 1 ]; then pass "paused: step counter holds at $a"; else fail "paused, yet step went $a -> $b"; fi
+# the rank table holds the figures of the last steps before the pause, also
+# once its 1.5 s window has no step left in it
+wait_for 'last [0-9.]+ s before the pause' 5 && pass "the rank table's title says its figures are from before the pause" ||
+    fail "the rank table's title does not mention the pause"
+r0=$(screen | grep -Eo '│ +0 cpu +[0-9]+\.[0-9]+ +[0-9.]+k? ')
+sleep 2.5
+r1=$(screen | grep -Eo '│ +0 cpu +[0-9]+\.[0-9]+ +[0-9.]+k? ')
+[ -n "$r0" ] && [ "$r0" = "$r1" ] && pass "paused: rank 0's figures hold still ($r0)" ||
+    fail "paused, yet rank 0's figures went '$r0' -> '$r1'"
 # history browsing while paused: left arrow on the focused timeline
 tm send-keys -t "$S" Tab
 tm send-keys -t "$S" Left
@@ -398,6 +409,26 @@ tm send-keys -t "$S" q
 wait_file "$T/exit.commfail" 15 && [ "$(cat "$T/exit.commfail")" = "EXIT=1" ] && pass "q after the failure exits 1" ||
     fail "q after the failed collective: $(cat "$T/exit.commfail" 2>/dev/null)"
 check_shell commfail
+
+# ---- 6b. a rank that hangs: the header and the rank table say there is no step --
+# (rank 1 hangs in step 150; the others wait in the allreduce; none reaches
+# the 20 s timeout before q)
+run_ddptop hang "LANG=C.UTF-8" "--model mlp --steps 300 --strategy ddp --comm-timeout 20 --inject-fault rank=1,step=150,kind=hang"
+if wait_for 'RUNNING .*step 150/300 .*ETA n/a +no step for [0-9.]+s' 20; then
+    pass "a hung rank: the header says no step for a while, ETA n/a"
+else
+    fail "a hung rank: the header does not show the stall"
+fi
+screen | grep -q 'samples/s [0-9]' && fail "a hung rank: the header still shows a rate" || pass "a hung rank: no rate in the header"
+if screen | grep -Eq '─ no step for [0-9.]+ s ─┐' && screen | grep -Eq '^│ +0 cpu +n/a +n/a ' &&
+    screen | grep -Eq '^│ +1 cpu +n/a +n/a '; then
+    pass "a hung rank: the rank table says no step, its recent figures n/a"
+else
+    fail "a hung rank: the rank table shows figures of a window without steps"
+fi
+tm send-keys -t "$S" q
+wait_file "$T/exit.hang" 30 || fail "a hung rank: q did not exit"
+check_shell hang
 
 # ---- 7. 80x24 without colour, 4 ranks: glyphs, what is cut, the header ----------
 # MLP's optimizer step is long enough to show at one step per screen
