@@ -17,7 +17,8 @@
 # exits 1; a collective that fails on one rank (--inject-fault comm-error)
 # leaves every pane drawn and the rank and its error in the header; a rank
 # that hangs (--inject-fault hang) shows as no step for a while, with the
-# rank table's recent figures n/a. While paused the rank table holds still. At 80x24
+# rank table's recent figures n/a. While paused the rank table holds still
+# and the status line says paused. At 80x24
 # without colour, a 4-rank run shows fwd, bwd and opt in three glyphs, says
 # which ranks the timeline and rank table leave out, and the header keeps
 # the parameter count on the first run.
@@ -120,6 +121,9 @@ for try in 1 2 3; do
     if [ -n "$a" ] && [ "$a" = "$b" ]; then held=1; break; fi
 done
 if [ $held = 1 ]; then pass "paused: step counter holds at $a"; else fail "paused, yet step went $a -> $b"; fi
+# once the ranks wait at the boundary, the status line says paused, not pausing
+wait_for 'paused at step [0-9]+ ' 5 && ! screen | grep -q 'pausing:' && pass "the status line says paused" ||
+    fail "the status line does not say the run is paused"
 # the rank table holds the figures of the last steps before the pause, also
 # once its 1.5 s window has no step left in it
 wait_for 'last [0-9.]+ s before the pause' 5 && pass "the rank table's title says its figures are from before the pause" ||

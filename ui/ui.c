@@ -64,6 +64,7 @@ struct ui {
     struct snap snap;            /* what the panes draw of the current run */
     const struct replay *replay; /* --replay: a recorded run, nothing live (no session run) */
     int switching;               /* `s`: waiting for the run to stop, then start the next */
+    int pausing;                 /* `p`: waiting for the ranks to reach the step boundary */
     struct plan plan;            /* what `s` starts next (r/R, b/B, n change it) */
     char next_run[96];           /* the plan, described */
     struct scaling scaling;      /* the runs' speedups, for the Runs and Scaling panes */
@@ -203,6 +204,7 @@ static int start_run(struct ui *u, const struct run_config *rc, char *err, size_
     snap_free(&u->snap);
     u->snap = fresh;
     u->switching = 0;
+    u->pausing = 0;
     u->vs.tl_back = 0;
     u->vs.tl_lane0 = 0;
     u->vs.rank0 = 0;
@@ -369,10 +371,17 @@ static void tick(struct ui *u)
         const char *msg = session_message(&u->s, &error);
         if (msg)
             say(u, error, "%s", msg);
-        if (!running)
+        if (!running) {
+            u->pausing = 0;
             run_done(u);
-        else if (!u->frozen)
+        } else if (!u->frozen)
             snap_update(&u->snap, u->s.run, NULL, probe_now_ns());
+        if (u->pausing && running && snap_run_at_rest(u->s.run)) {
+            u->pausing = 0;
+            say(u, 0, "paused at step %ld (p resumes; arrows scroll the timeline's history)",
+                (long)u->s.run->metrics.steps_done);
+            u->status_ns = 0; /* stays until replaced */
+        }
     }
     if (u->s.joined && u->switching)
         start_next(u);
@@ -656,6 +665,7 @@ static int handle_key(struct ui *u, int ch)
         } else {
             int paused = !atomic_load(&u->s.run->paused);
             run_set_paused(u->s.run, paused);
+            u->pausing = paused;
             say(u, 0, paused ? "pausing: the ranks stop at the next step boundary (p resumes)" : "resumed");
         }
         return UI_HANDLED | UI_REDRAW;
