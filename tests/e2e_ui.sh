@@ -17,8 +17,9 @@
 # exits 1; a collective that fails on one rank (--inject-fault comm-error)
 # leaves every pane drawn and the rank and its error in the header; a rank
 # that hangs (--inject-fault hang) shows as no step for a while, with the
-# rank table's recent figures n/a. While paused the rank table holds still
-# and the status line says paused. At 80x24
+# rank table's recent figures n/a. While paused the rank table holds still,
+# the status line says paused, and the arrows scroll the timeline from any
+# pane. At 80x24
 # without colour, a 4-rank run shows fwd, bwd and opt in three glyphs, says
 # which ranks the timeline and rank table leave out, and the header keeps
 # the parameter count on the first run.
@@ -133,11 +134,12 @@ sleep 2.5
 r1=$(screen | grep -Eo '│ +0 cpu +[0-9]+\.[0-9]+ +[0-9.]+k? ')
 [ -n "$r0" ] && [ "$r0" = "$r1" ] && pass "paused: rank 0's figures hold still ($r0)" ||
     fail "paused, yet rank 0's figures went '$r0' -> '$r1'"
-# history browsing while paused: left arrow on the focused timeline
-tm send-keys -t "$S" Tab
+# history browsing while paused: the arrows scroll the timeline with the
+# rank table focused (it has no use for left and right)
 tm send-keys -t "$S" Left
 tm send-keys -t "$S" Left
-wait_for 'scrolled back' 5 && pass "timeline scrolls back through history while paused" || fail "timeline did not scroll"
+wait_for 'scrolled back' 5 && pass "timeline scrolls back through history while paused, from the rank table" ||
+    fail "timeline did not scroll"
 tm send-keys -t "$S" End
 tm send-keys -t "$S" p
 if wait_for 'RUNNING' 5 && wait_step_above "$b" 10; then pass "p again resumes ($b -> $(step_now))"; else fail "did not resume"; fi

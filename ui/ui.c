@@ -738,15 +738,17 @@ static int handle_key(struct ui *u, int ch)
         break;
     }
     const struct pane_ops *p = registry[u->focus];
-    if (p->key) {
-        struct pane_view v;
-        make_view(u, &v);
-        int f = p->key(ch, &v);
-        if (v.hint)
-            say(u, 0, "%s", v.hint);
-        return f;
-    }
-    return 0;
+    struct pane_view v;
+    make_view(u, &v);
+    int f = p->key ? p->key(ch, &v) : 0;
+    /* ←/→ (Home/End) that the focused pane leaves: the timeline's history,
+     * while it is on screen */
+    if (!f && (ch == KEY_LEFT || ch == KEY_RIGHT || ch == KEY_HOME || ch == KEY_END) &&
+        (u->lay.shown & PANE_BIT(PANE_TIMELINE)))
+        f = registry[PANE_TIMELINE]->key(ch, &v);
+    if (v.hint)
+        say(u, 0, "%s", v.hint);
+    return f;
 }
 
 /* ---- setup and the loop ------------------------------------------------------ */
