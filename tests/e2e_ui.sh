@@ -19,7 +19,7 @@
 # that hangs (--inject-fault hang) shows as no step for a while, with the
 # rank table's recent figures n/a. While paused the rank table holds still,
 # the status line says paused, and the arrows scroll the timeline from any
-# pane. At 80x24
+# pane; q with help open only closes it. At 80x24
 # without colour, a 4-rank run shows fwd, bwd and opt in three glyphs, says
 # which ranks the timeline and rank table leave out, and the header keeps
 # the parameter count on the first run.
@@ -169,6 +169,16 @@ tm send-keys -t "$S" '?'
 wait_for ' Help ' 5 && pass "? opens help" || fail "? did not open help"
 tm send-keys -t "$S" x
 if wait_for ' Traffic ' 5 && ! screen | grep -q ' Help '; then pass "a key closes help"; else fail "help did not close"; fi
+# q too only closes it: the session goes on
+tm send-keys -t "$S" '?'
+wait_for ' Help ' 5 || fail "? did not open help again"
+tm send-keys -t "$S" q
+s1=$(step_now)
+if wait_gone ' Help ' 5 && wait_step_above "${s1:-0}" 10 && [ ! -e "$T/exit.main" ]; then
+    pass "q closes help and does not quit"
+else
+    fail "q with help open did not just close it"
+fi
 tm send-keys -t "$S" t
 wait_for 'theme light' 5 && pass "t cycles the theme" || fail "t did not change the theme"
 # (ddptop runs in $T, which it can write: an error here is a failure)

@@ -639,8 +639,8 @@ static int handle_key(struct ui *u, int ch)
     if (ch == KEY_RESIZE)
         return UI_RESIZE | UI_REDRAW;
     if (u->help) {
-        u->help = 0;
-        return ch == 'q' || ch == 'Q' ? UI_QUIT : UI_HANDLED | UI_REDRAW;
+        u->help = 0; /* any key closes it, q too: it does not quit */
+        return UI_HANDLED | UI_REDRAW;
     }
     if (u->replay && ch > 0 && ch < 128 && strchr("pPeEsSrRbBn ", ch)) {
         /* pause, export, the next run and freeze act on a live run */
