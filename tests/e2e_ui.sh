@@ -19,7 +19,8 @@
 # that hangs (--inject-fault hang) shows as no step for a while, with the
 # rank table's recent figures n/a. While paused the rank table holds still,
 # the status line says paused, and the arrows scroll the timeline from any
-# pane; q with help open only closes it. At 80x24
+# pane; q with help open only closes it; a short terminal keeps the
+# current run in the Runs table. At 80x24
 # without colour, a 4-rank run shows fwd, bwd and opt in three glyphs, says
 # which ranks the timeline and rank table leave out, and the header keeps
 # the parameter count on the first run.
@@ -258,6 +259,16 @@ if wait_for 'ranks 2 +batch 16x2=32' 20 && wait_for '│> 4 +ddp +2 +16 .* [0-9]
 else
     fail "no 2-rank run with a speedup"
 fi
+# a terminal too short for the four runs: the current one stays in sight,
+# and the bottom border says how many are above
+tm resize-window -t "$S" -x 160 -y 26
+if wait_for '│> 4 +ddp ' 5 && wait_for '└─ \+[0-9]+ runs? above: tab, then ↑ scrolls ─' 5; then
+    pass "160x26: the runs table keeps the current run in sight and says what is above"
+else
+    fail "160x26: the current run is hidden, or nothing says what is cut"
+fi
+tm resize-window -t "$S" -x 160 -y 50
+wait_for ' Traffic ' 5 || fail "160x50 again: panes missing"
 # g: the scaling plot in the runs table's place, with the ideal and both ddp runs
 tm send-keys -t "$S" g
 if wait_for '─ Scaling ' 5 && wait_for 'ideal .*d ddp' 5 && wait_for '^│ ranks 1─.*2 *│$' 5; then

@@ -208,7 +208,7 @@ static int start_run(struct ui *u, const struct run_config *rc, char *err, size_
     u->vs.tl_back = 0;
     u->vs.tl_lane0 = 0;
     u->vs.rank0 = 0;
-    u->vs.run0 = 1 << 20; /* follow the newest run; the pane clamps */
+    u->vs.run0 = RUNS_FOLLOW;
     u->vs.layer0 = 0;
     snap_update(&u->snap, u->s.run, NULL, probe_now_ns());
     plan_reset(&u->plan, rc);
