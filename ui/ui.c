@@ -596,7 +596,7 @@ static void export_trace(struct ui *u)
     if (run_export_trace(u->s.run, path, err, sizeof(err)) == 0)
         say(u, 0, "trace written to %s", path);
     else
-        say(u, 1, "trace: %s", err[0] ? err : "failed");
+        say(u, 1, "%s", err[0] ? err : "trace: failed"); /* err names the trace and its file */
 }
 
 static void next_theme(struct ui *u)
@@ -673,7 +673,13 @@ static int handle_key(struct ui *u, int ch)
         u->frozen = !u->frozen;
         if (!u->frozen)
             snap_update(&u->snap, u->s.run, session_result(&u->s), probe_now_ns());
-        say(u, 0, u->frozen ? "view frozen; training goes on (space thaws, arrows scroll history)" : "view live");
+        if (!u->frozen)
+            say(u, 0, "view live");
+        else if (u->s.joined)
+            say(u, 0, "view frozen; the run is %s (space thaws, arrows scroll history)",
+                run_state_name(u->s.run->state));
+        else
+            say(u, 0, "view frozen; training goes on (space thaws, arrows scroll history)");
         return UI_HANDLED | UI_REDRAW;
     case 'e':
     case 'E':
