@@ -123,18 +123,19 @@ for try in 1 2 3; do
     if [ -n "$a" ] && [ "$a" = "$b" ]; then held=1; break; fi
 done
 if [ $held = 1 ]; then pass "paused: step counter holds at $a"; else fail "paused, yet step went $a -> $b"; fi
-# once the ranks wait at the boundary, the status line says paused, not pausing
-wait_for 'paused at step [0-9]+ ' 5 && ! screen | grep -q 'pausing:' && pass "the status line says paused" ||
-    fail "the status line does not say the run is paused"
 # the rank table holds the figures of the last steps before the pause, also
-# once its 1.5 s window has no step left in it
-wait_for 'last [0-9.]+ s before the pause' 5 && pass "the rank table's title says its figures are from before the pause" ||
-    fail "the rank table's title does not mention the pause"
+# once its 1.5 s window has no step left in it (taken first: the window is
+# still draining)
 r0=$(screen | grep -Eo '│ +0 cpu +[0-9]+\.[0-9]+ +[0-9.]+k? ')
 sleep 2.5
 r1=$(screen | grep -Eo '│ +0 cpu +[0-9]+\.[0-9]+ +[0-9.]+k? ')
 [ -n "$r0" ] && [ "$r0" = "$r1" ] && pass "paused: rank 0's figures hold still ($r0)" ||
     fail "paused, yet rank 0's figures went '$r0' -> '$r1'"
+wait_for 'last [0-9.]+ s before the pause' 5 && pass "the rank table's title says its figures are from before the pause" ||
+    fail "the rank table's title does not mention the pause"
+# once the ranks wait at the boundary, the status line says paused, not pausing
+wait_for 'paused at step [0-9]+ ' 5 && ! screen | grep -q 'pausing:' && pass "the status line says paused" ||
+    fail "the status line does not say the run is paused"
 # history browsing while paused: the arrows scroll the timeline with the
 # rank table focused (it has no use for left and right)
 tm send-keys -t "$S" Left
