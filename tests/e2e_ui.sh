@@ -409,6 +409,9 @@ if wait_for 'FAILED' 40 && wait_for 'run failed: rank [0-9]+ failed: .*diverged'
     sleep 1
     screen | grep -q 'FAILED' && [ ! -s "$T/exit.failed" ] && pass "the failure stays on screen" ||
         fail "the failed run did not stay on screen"
+    tm send-keys -t "$S" Space
+    wait_for 'view frozen; the run is failed' 5 && pass "space on the failed run says it has ended" ||
+        fail "space on the failed run does not say it has ended"
 else
     fail "no FAILED state for a diverging run"
 fi
