@@ -15,7 +15,12 @@
 # locale give a colourless, ASCII screen; a rank that fails (a diverging
 # learning rate) leaves FAILED and its error on screen until q, which then
 # exits 1; a collective that fails on one rank (--inject-fault comm-error)
-# leaves every pane drawn and the rank and its error in the header. At 80x24
+# leaves every pane drawn and the rank and its error in the header; a rank
+# that hangs (--inject-fault hang) shows as no step for a while, with the
+# rank table's recent figures n/a. While paused the rank table holds still,
+# the status line says paused, and the arrows scroll the timeline from any
+# pane; q with help open only closes it; a short terminal keeps the
+# current run in the Runs table. At 80x24
 # without colour, a 4-rank run shows fwd, bwd and opt in three glyphs, says
 # which ranks the timeline and rank table leave out, and the header keeps
 # the parameter count on the first run.
@@ -118,11 +123,25 @@ for try in 1 2 3; do
     if [ -n "$a" ] && [ "$a" = "$b" ]; then held=1; break; fi
 done
 if [ $held = 1 ]; then pass "paused: step counter holds at $a"; else fail "paused, yet step went $a -> $b"; fi
-# history browsing while paused: left arrow on the focused timeline
-tm send-keys -t "$S" Tab
+# the rank table holds the figures of the last steps before the pause, also
+# once its 1.5 s window has no step left in it (taken first: the window is
+# still draining)
+r0=$(screen | grep -Eo '│ +0 cpu +[0-9]+\.[0-9]+ +[0-9.]+k? ')
+sleep 2.5
+r1=$(screen | grep -Eo '│ +0 cpu +[0-9]+\.[0-9]+ +[0-9.]+k? ')
+[ -n "$r0" ] && [ "$r0" = "$r1" ] && pass "paused: rank 0's figures hold still ($r0)" ||
+    fail "paused, yet rank 0's figures went '$r0' -> '$r1'"
+wait_for 'last [0-9.]+ s before the pause' 5 && pass "the rank table's title says its figures are from before the pause" ||
+    fail "the rank table's title does not mention the pause"
+# once the ranks wait at the boundary, the status line says paused, not pausing
+wait_for 'paused at step [0-9]+ ' 5 && ! screen | grep -q 'pausing:' && pass "the status line says paused" ||
+    fail "the status line does not say the run is paused"
+# history browsing while paused: the arrows scroll the timeline with the
+# rank table focused (it has no use for left and right)
 tm send-keys -t "$S" Left
 tm send-keys -t "$S" Left
-wait_for 'scrolled back' 5 && pass "timeline scrolls back through history while paused" || fail "timeline did not scroll"
+wait_for 'scrolled back' 5 && pass "timeline scrolls back through history while paused, from the rank table" ||
+    fail "timeline did not scroll"
 tm send-keys -t "$S" End
 tm send-keys -t "$S" p
 if wait_for 'RUNNING' 5 && wait_step_above "$b" 10; then pass "p again resumes ($b -> $(step_now))"; else fail "did not resume"; fi
@@ -152,6 +171,16 @@ tm send-keys -t "$S" '?'
 wait_for ' Help ' 5 && pass "? opens help" || fail "? did not open help"
 tm send-keys -t "$S" x
 if wait_for ' Traffic ' 5 && ! screen | grep -q ' Help '; then pass "a key closes help"; else fail "help did not close"; fi
+# q too only closes it: the session goes on
+tm send-keys -t "$S" '?'
+wait_for ' Help ' 5 || fail "? did not open help again"
+tm send-keys -t "$S" q
+s1=$(step_now)
+if wait_gone ' Help ' 5 && wait_step_above "${s1:-0}" 10 && [ ! -e "$T/exit.main" ]; then
+    pass "q closes help and does not quit"
+else
+    fail "q with help open did not just close it"
+fi
 tm send-keys -t "$S" t
 wait_for 'theme light' 5 && pass "t cycles the theme" || fail "t did not change the theme"
 # (ddptop runs in $T, which it can write: an error here is a failure)
@@ -231,6 +260,16 @@ if wait_for 'ranks 2 +batch 16x2=32' 20 && wait_for '│> 4 +ddp +2 +16 .* [0-9]
 else
     fail "no 2-rank run with a speedup"
 fi
+# a terminal too short for the four runs: the current one stays in sight,
+# and the bottom border says how many are above
+tm resize-window -t "$S" -x 160 -y 26
+if wait_for '│> 4 +ddp ' 5 && wait_for '└─ \+[0-9]+ runs? above: tab, then ↑ scrolls ─' 5; then
+    pass "160x26: the runs table keeps the current run in sight and says what is above"
+else
+    fail "160x26: the current run is hidden, or nothing says what is cut"
+fi
+tm resize-window -t "$S" -x 160 -y 50
+wait_for ' Traffic ' 5 || fail "160x50 again: panes missing"
 # g: the scaling plot in the runs table's place, with the ideal and both ddp runs
 tm send-keys -t "$S" g
 if wait_for '─ Scaling ' 5 && wait_for 'ideal .*d ddp' 5 && wait_for '^│ ranks 1─.*2 *│$' 5; then
@@ -370,6 +409,9 @@ if wait_for 'FAILED' 40 && wait_for 'run failed: rank [0-9]+ failed: .*diverged'
     sleep 1
     screen | grep -q 'FAILED' && [ ! -s "$T/exit.failed" ] && pass "the failure stays on screen" ||
         fail "the failed run did not stay on screen"
+    tm send-keys -t "$S" Space
+    wait_for 'view frozen; the run is failed' 5 && pass "space on the failed run says it has ended" ||
+        fail "space on the failed run does not say it has ended"
 else
     fail "no FAILED state for a diverging run"
 fi
@@ -398,6 +440,26 @@ tm send-keys -t "$S" q
 wait_file "$T/exit.commfail" 15 && [ "$(cat "$T/exit.commfail")" = "EXIT=1" ] && pass "q after the failure exits 1" ||
     fail "q after the failed collective: $(cat "$T/exit.commfail" 2>/dev/null)"
 check_shell commfail
+
+# ---- 6b. a rank that hangs: the header and the rank table say there is no step --
+# (rank 1 hangs in step 150; the others wait in the allreduce; none reaches
+# the 20 s timeout before q)
+run_ddptop hang "LANG=C.UTF-8" "--model mlp --steps 300 --strategy ddp --comm-timeout 20 --inject-fault rank=1,step=150,kind=hang"
+if wait_for 'RUNNING .*step 150/300 .*ETA n/a +no step for [0-9.]+s' 20; then
+    pass "a hung rank: the header says no step for a while, ETA n/a"
+else
+    fail "a hung rank: the header does not show the stall"
+fi
+screen | grep -q 'samples/s [0-9]' && fail "a hung rank: the header still shows a rate" || pass "a hung rank: no rate in the header"
+if screen | grep -Eq '─ no step for [0-9.]+ s ─┐' && screen | grep -Eq '^│ +0 cpu +n/a +n/a ' &&
+    screen | grep -Eq '^│ +1 cpu +n/a +n/a '; then
+    pass "a hung rank: the rank table says no step, its recent figures n/a"
+else
+    fail "a hung rank: the rank table shows figures of a window without steps"
+fi
+tm send-keys -t "$S" q
+wait_file "$T/exit.hang" 30 || fail "a hung rank: q did not exit"
+check_shell hang
 
 # ---- 7. 80x24 without colour, 4 ranks: glyphs, what is cut, the header ----------
 # MLP's optimizer step is long enough to show at one step per screen

@@ -21,3 +21,27 @@ int fit_by_priority(const int *width, const int *drop, int n, int sep, int room,
         on[worst] = 0;
     }
 }
+
+void fit_marks(const int *mark, const int *wide, const int *narrow, int n, int room, int *x, int *len)
+{
+    int limit = room; /* the columns from here on are taken */
+    for (int i = n - 1; i >= 0; i--) {
+        x[i] = -1;
+        len[i] = 0;
+        for (int k = 0; k < 2 && x[i] < 0; k++) {
+            int w = k ? narrow[i] : wide[i];
+            if (w <= 0)
+                continue;
+            if (mark[i] + 1 + w <= limit)
+                x[i] = mark[i] + 1;
+            else if (mark[i] + 1 + w > room && mark[i] - w >= 0 && mark[i] <= limit)
+                x[i] = mark[i] - w;
+            if (x[i] >= 0)
+                len[i] = w;
+        }
+        /* a gap before the label, and its mark stays clear too */
+        int end = x[i] >= 0 && x[i] - 1 < mark[i] ? x[i] - 1 : mark[i];
+        if (end < limit)
+            limit = end;
+    }
+}

@@ -10,4 +10,12 @@
  * room when only never-dropping items are left). */
 int fit_by_priority(const int *width, const int *drop, int n, int sep, int room, int *on);
 
+/* Labels beside marks on a line of room columns: label i belongs to column
+ * mark[i] (ascending) and goes right of it, or left of it where the right
+ * would pass the end of the line. It is written wide[i] columns wide where
+ * that clears the next label kept and the next mark, else narrow[i] wide,
+ * else not at all: labels never overlap, and the last is always kept.
+ * x[i] is label i's first column (-1: dropped) and len[i] its width. */
+void fit_marks(const int *mark, const int *wide, const int *narrow, int n, int room, int *x, int *len);
+
 #endif

@@ -149,7 +149,19 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
                  s->state == RUN_PAUSED    ? "paused"
                  : s->state == RUN_RUNNING ? "n/a"
                                            : "-");
-    if (s->rate_valid) {
+    if (s->stall_s > 0) {
+        /* no step for a while: said plainly, in place of a rate that is gone */
+        bot[nb] = (struct kv){"", "", TH_ERROR, 0};
+        char b[32];
+        fmt_duration(b, sizeof(b), s->stall_s);
+        if (s->nbehind == 1)
+            snprintf(bot[nb++].value, sizeof(bot[0].value), "no step for %s, rank %d behind", b, s->behind_first);
+        else if (s->nbehind > 1)
+            snprintf(bot[nb++].value, sizeof(bot[0].value), "no step for %s, %d ranks behind (first %d)", b, s->nbehind,
+                     s->behind_first);
+        else
+            snprintf(bot[nb++].value, sizeof(bot[0].value), "no step for %s", b);
+    } else if (s->rate_valid) {
         bot[nb] = (struct kv){"samples/s", "", TH_VALUE, 0};
         fmt_si(bot[nb++].value, sizeof(bot[0].value), s->samples_s);
         bot[nb] = (struct kv){"ms/step", "", TH_VALUE, 2};

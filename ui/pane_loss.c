@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fit.h"
 #include "panes.h"
 #include "plot.h"
 
@@ -42,20 +43,28 @@ static void loss_draw(WINDOW *w, struct pane_view *v, int focused)
     canvas_begin(&g_canvas, pw, ph);
     int cell_h = g_canvas.dh / (ph > 0 ? ph : 1), cell_w = g_canvas.dw / (pw > 0 ? pw : 1);
 
-    /* markers first: the curves are drawn over them */
+    /* markers first: the curves are drawn over them; their labels are
+     * shortened or left out rather than written over one another */
+    static int mark[SNAP_MAX_EPOCHS], wide[SNAP_MAX_EPOCHS], narrow[SNAP_MAX_EPOCHS], lab_x[SNAP_MAX_EPOCHS],
+        lab_len[SNAP_MAX_EPOCHS];
+    static char lab_wide[SNAP_MAX_EPOCHS][16];
+    int nm = 0;
     for (int e = 0; e < s->nepochs; e++) {
         if (s->acc_step[e] < 0 || isnan(s->acc[e]))
             continue;
         int cx = plot_x(&g_canvas, &ax, (double)s->acc_step[e]) / cell_w;
         for (int y = 0; y < ph; y++)
             draw_cell(w, 1 + y, x0 + cx, draw_utf8() ? L'┊' : L':', TH_ACCURACY);
-        char lab[24];
-        snprintf(lab, sizeof(lab), "acc %.1f%%", s->acc[e]);
-        int len = (int)strlen(lab);
-        int lx = cx + 1 + len <= pw ? cx + 1 : cx - len;
-        if (lx >= 0)
-            draw_text(w, 1, x0 + lx, len, TH_ACCURACY, lab);
+        snprintf(lab_wide[nm], sizeof(lab_wide[nm]), "acc %.1f%%", s->acc[e]);
+        mark[nm] = cx;
+        wide[nm] = (int)strlen(lab_wide[nm]);
+        narrow[nm] = wide[nm] - 4; /* without "acc " */
+        nm++;
     }
+    fit_marks(mark, wide, narrow, nm, pw, lab_x, lab_len);
+    for (int k = 0; k < nm; k++)
+        if (lab_x[k] >= 0)
+            draw_text(w, 1, x0 + lab_x[k], lab_len[k], TH_ACCURACY, lab_wide[k] + (wide[k] - lab_len[k]));
     int thr_y = -1;
     if (s->threshold > 0) {
         thr_y = plot_y(&g_canvas, &ax, s->threshold) / cell_h;

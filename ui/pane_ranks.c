@@ -80,8 +80,12 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
     if (s->world > rows)
         snprintf(note, sizeof(note), "%s%d-%d of %d", s->final ? "final, " : "", vs->rank0,
                  vs->rank0 + rows - 1 < s->world - 1 ? vs->rank0 + rows - 1 : s->world - 1, s->world);
+    else if (s->final)
+        snprintf(note, sizeof(note), "final report");
+    else if (s->stall_s > 0)
+        snprintf(note, sizeof(note), "no step for %.1f s", s->stall_s);
     else
-        snprintf(note, sizeof(note), s->final ? "final report" : "last %.1f s", s->window_s);
+        snprintf(note, sizeof(note), s->at_rest ? "last %.1f s before the pause" : "last %.1f s", s->window_s);
     draw_box(w, "Ranks", note, focused);
     char cut[128];
     int below = s->world - vs->rank0 - rows;
@@ -104,6 +108,7 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
     for (int k = 0; k < rows && vs->rank0 + k < s->world; k++) {
         int i = vs->rank0 + k;
         const struct snap_rank *r = &s->ranks[i];
+        int recent = r->valid && !r->stalled; /* the windowed figures: n/a while stalled */
         int y = 2 + k;
         x = 1;
         for (int c = 0; c < C_N; c++) {
@@ -124,18 +129,18 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
                 draw_textf(w, y, x, room, TH_NORMAL, "%-*.*s", cw, cw, r->valid ? r->device : s->device);
                 break;
             case C_MS:
-                if (r->valid)
+                if (recent)
                     draw_textf(w, y, x, room, TH_VALUE, "%*.2f", cw, r->ms_step);
                 else
                     draw_textf(w, y, x, room, TH_DIM, "%*s", cw, "n/a");
                 break;
             case C_SPS:
                 fmt_si(b, sizeof(b), r->samples_s);
-                int ok = r->valid && !r->samples_na;
+                int ok = recent && !r->samples_na;
                 draw_textf(w, y, x, room, ok ? TH_NORMAL : TH_DIM, "%*s", cw, ok ? b : "n/a");
                 break;
             case C_BAR:
-                if (r->valid && x + cw <= wd - 1)
+                if (recent && x + cw <= wd - 1)
                     draw_bar(w, y, x, cw, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct);
                 break;
             case C_COMP:
@@ -153,7 +158,7 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
                                          [C_DATA] = TH_CAT_DATA,
                                          [C_IDLE] = TH_NORMAL,
                                          [C_OVL] = TH_NORMAL};
-                if (r->valid)
+                if (recent)
                     draw_textf(w, y, x, room, el[c], "%*.1f", cw, p);
                 else
                     draw_textf(w, y, x, room, TH_DIM, "%*s", cw, "n/a");
@@ -170,7 +175,7 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
                 draw_textf(w, y, x, room, r->mem_valid ? TH_NORMAL : TH_DIM, "%*s", cw, r->mem_valid ? b : "n/a");
                 break;
             case C_BUSBW:
-                if (r->busbw_valid)
+                if (!r->stalled && r->busbw_valid)
                     draw_textf(w, y, x, room, TH_BUSBW, "%*.2f GB/s", cw - 5, r->busbw_gbps);
                 else
                     draw_textf(w, y, x, room, TH_DIM, "%*s", cw, "n/a");

@@ -123,10 +123,9 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
     if (rows < 1)
         rows = 1;
     vs->run_rows = rows;
-    if (vs->run0 > total - rows)
-        vs->run0 = total - rows;
-    if (vs->run0 < 0)
-        vs->run0 = 0;
+    /* following, or scrolled past the end (a resize): the last rows, so
+     * that the current run stays in sight */
+    int max0 = total - rows > 0 ? total - rows : 0, run0 = vs->run0 < max0 ? vs->run0 : max0;
     char note[160];
     if (v->next_run && v->next_run[0])
         snprintf(note, sizeof(note), "%d run%s  next: %s  s: start  g: plot", total, total == 1 ? "" : "s",
@@ -134,6 +133,10 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
     else
         snprintf(note, sizeof(note), "%d run%s", total, total == 1 ? "" : "s");
     draw_box(w, "Runs", note, focused);
+    char cut[128];
+    int below = total - run0 - rows;
+    fmt_hidden(cut, sizeof(cut), run0, below > 0 ? below : 0, "run", focused, draw_utf8());
+    draw_box_foot(w, cut, TH_TITLE);
     int on[C_N];
     fit_columns(wd - 2, on);
     int x = 3;
@@ -142,8 +145,8 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
             draw_textf(w, 1, x, wd - 1 - x, TH_LABEL, cols[c].left ? "%-*s" : "%*s", cols[c].width, cols[c].name);
             x += cols[c].width + 1;
         }
-    for (int k = 0; k < rows && vs->run0 + k < total; k++) {
-        int idx = vs->run0 + k;
+    for (int k = 0; k < rows && run0 + k < total; k++) {
+        int idx = run0 + k;
         struct row r;
         if (v->live && idx == v->nresults)
             row_of_snap(&r, v->snap);
@@ -220,13 +223,14 @@ static int runs_key(int ch, struct pane_view *v)
 {
     struct view_state *vs = v->vs;
     int total = v->nresults + (v->live ? 1 : 0);
-    int max0 = total - vs->run_rows > 0 ? total - vs->run_rows : 0;
+    int max0 = total - vs->run_rows > 0 ? total - vs->run_rows : 0, run0 = vs->run0 < max0 ? vs->run0 : max0;
     if (ch == KEY_UP) {
-        vs->run0 = vs->run0 > 0 ? vs->run0 - 1 : 0;
+        vs->run0 = run0 > 0 ? run0 - 1 : 0;
         return UI_HANDLED | UI_REDRAW;
     }
     if (ch == KEY_DOWN) {
-        vs->run0 = vs->run0 < max0 ? vs->run0 + 1 : max0;
+        /* down to the last rows: follow them again */
+        vs->run0 = run0 + 1 < max0 ? run0 + 1 : RUNS_FOLLOW;
         return UI_HANDLED | UI_REDRAW;
     }
     return 0;

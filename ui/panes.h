@@ -19,6 +19,10 @@ struct scaling;
 /* What a key handler asks of the screen manager. */
 enum ui_flags { UI_HANDLED = 1, UI_REDRAW = 2, UI_RESIZE = 4, UI_QUIT = 8 };
 
+/* view_state.run0: the Runs table shows its last rows, whatever their
+ * number (the current run is the last). */
+#define RUNS_FOLLOW (1 << 20)
+
 /* State of the view that outlives a frame: zoom, scrolls, toggles. */
 struct view_state {
     int tl_steps;    /* timeline: steps shown (zoom) */
@@ -30,7 +34,7 @@ struct view_state {
     int loss_log;    /* loss: log-scale y axis */
     int rank0;       /* ranks: first rank shown */
     int rank_rows;   /* ranks: rows that fit (set by draw) */
-    int run0;        /* runs: first run shown */
+    int run0;        /* runs: first run shown, or RUNS_FOLLOW */
     int run_rows;    /* runs: rows that fit (set by draw) */
     int layer0;      /* layers: first layer shown */
     int layer_rows;  /* layers: rows that fit (set by draw) */

@@ -138,8 +138,10 @@ static void breakdown_sub(struct breakdown *d, const struct breakdown *a, const 
 }
 
 /* Rank i's live row: deltas over the frame window, or the last step when no
- * step finished inside it (paused, or steps longer than the window). */
-static void rank_live(struct snap *s, int i, const struct run *r, int oldest)
+ * step finished inside it (steps longer than the window). The recent
+ * figures are taken only at a frame where a step arrived: without one
+ * (paused, stalled) they hold, and do not drift as the window empties. */
+static void rank_live(struct snap *s, int i, const struct run *r, int oldest, int64_t now_ns)
 {
     struct snap_rank *sr = &s->ranks[i];
     const struct rank_metrics *rm = &r->metrics.r[i];
@@ -149,22 +151,29 @@ static void rank_live(struct snap *s, int i, const struct run *r, int oldest)
     if (sr->valid && !sr->device[0])
         /* the rank thread named its device before it pushed its first step */
         snprintf(sr->device, sizeof(sr->device), "%s", r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
+    sr->bytes_tx = rm->bytes_tx;
+    sr->bytes_rx = rm->bytes_rx;
+    sr->mem_now = atomic_load(&r->ranks[i].mem.now);
+    sr->mem_peak = atomic_load(&r->ranks[i].mem.peak);
+    sr->mem_valid = sr->mem_peak > 0;
+    int fresh = rm->nsteps != sr->seen_steps;
+    sr->seen_steps = rm->nsteps;
+    if (fresh || !sr->last_step_ns)
+        sr->last_step_ns = now_ns;
+    if (!sr->valid || (!fresh && sr->recent_valid))
+        return;
+    sr->recent_valid = 1;
     size_t dsteps = now->nsteps - old->nsteps;
     if (dsteps > 0) {
         struct breakdown d;
         breakdown_sub(&d, &now->total, &old->total);
         sr->ms_step = (double)d.wall_ns / (double)dsteps / 1e6;
         pcts_of(sr, &d);
-    } else if (sr->valid) {
+    } else {
         sr->ms_step = (double)rm->step_wall_ns[metrics_slot(rm->nsteps - 1)] / 1e6;
         pcts_of(sr, &rm->last);
     }
     sr->samples_s = sr->ms_step > 0 ? s->local_batch / (sr->ms_step / 1e3) : 0;
-    sr->bytes_tx = rm->bytes_tx;
-    sr->bytes_rx = rm->bytes_rx;
-    sr->mem_now = atomic_load(&r->ranks[i].mem.now);
-    sr->mem_peak = atomic_load(&r->ranks[i].mem.peak);
-    sr->mem_valid = sr->mem_peak > 0;
     int64_t dx = now->xfer_ns - old->xfer_ns;
     if (dx > 0) {
         sr->busbw_gbps = (now->bus - old->bus) / (double)dx;
@@ -172,6 +181,73 @@ static void rank_live(struct snap *s, int i, const struct run *r, int oldest)
     } else {
         sr->busbw_valid = rm->xfer_ns > 0 && rm->bus_bytes > 0;
         sr->busbw_gbps = sr->busbw_valid ? rm->bus_bytes / (double)rm->xfer_ns : 0;
+    }
+}
+
+/* The median of rank i's last few step times, in ns (0 before its first). */
+static int64_t recent_median_ns(const struct rank_metrics *rm)
+{
+    int64_t v[9];
+    int n = rm->nsteps < 9 ? (int)rm->nsteps : 9;
+    for (int k = 0; k < n; k++) {
+        int64_t x = rm->step_wall_ns[metrics_slot(rm->nsteps - 1 - (size_t)k)];
+        int j = k;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+    return n ? v[n / 2] : 0;
+}
+
+int snap_run_at_rest(const struct run *r)
+{
+    if (r->state != RUN_PAUSED)
+        return 0;
+    uint32_t at = atomic_load(&r->pause_at);
+    for (int i = 0; i < r->world; i++)
+        if (r->metrics.r[i].nsteps < at && !atomic_load(&r->ranks[i].finished))
+            return 0;
+    return 1;
+}
+
+/* A run that should be stepping, yet has not finished a step for longer
+ * than the threshold: stall_s, the ranks behind, and each rank's stalled
+ * flag. Time at rest (paused at the boundary) does not count. */
+static void update_stall(struct snap *s, const struct run *r, int64_t now_ns)
+{
+    const struct metrics *m = &r->metrics;
+    int resting = s->at_rest || (s->state != RUN_RUNNING && s->state != RUN_PAUSED);
+    if (resting || !s->progress_ns || s->steps_done != s->progress_steps) {
+        s->progress_ns = now_ns;
+        s->progress_steps = s->steps_done;
+    }
+    if (resting)
+        for (int i = 0; i < s->world; i++)
+            s->ranks[i].last_step_ns = now_ns;
+    s->stall_s = 0;
+    s->nbehind = 0;
+    for (int i = 0; i < s->world; i++)
+        s->ranks[i].stalled = 0;
+    int64_t quiet = now_ns - s->progress_ns;
+    if (resting || s->steps_done <= 0 || quiet < SNAP_STALL_MIN_NS)
+        return;
+    int64_t limit = SNAP_STALL_MIN_NS;
+    size_t most = 0;
+    for (int i = 0; i < s->world; i++) {
+        int64_t med = SNAP_STALL_STEPS * recent_median_ns(&m->r[i]);
+        if (med > limit)
+            limit = med;
+        if (m->r[i].nsteps > most)
+            most = m->r[i].nsteps;
+    }
+    if (quiet < limit)
+        return;
+    s->stall_s = (double)quiet / 1e9;
+    for (int i = 0; i < s->world; i++) {
+        struct snap_rank *sr = &s->ranks[i];
+        sr->stalled = sr->valid && now_ns - sr->last_step_ns >= limit;
+        if (m->r[i].nsteps < most && !s->nbehind++)
+            s->behind_first = i;
     }
 }
 
@@ -356,13 +432,14 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
         s->nwin++;
     int oldest = (s->win_head - s->nwin + 1 + SNAP_WINDOW) % SNAP_WINDOW;
     s->win_t_ns[s->win_head] = now_ns;
-    s->window_s = (double)(now_ns - s->win_t_ns[oldest]) / 1e9;
+    s->at_rest = snap_run_at_rest(r);
     double slowest = 0;
-    int any = 0;
+    int any = 0, fresh = 0;
     for (int i = 0; i < s->world; i++) {
         struct snap_rank *sr = &s->ranks[i];
         const struct rank_metrics *rm = &m->r[i];
         copy_history(sr, rm);
+        fresh |= rm->nsteps != sr->seen_steps;
         struct snap_sample *w = &sr->win[s->win_head];
         w->nsteps = rm->nsteps;
         w->total = rm->total;
@@ -372,13 +449,16 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
         if (final && i < final->nranks)
             rank_final(sr, &final->ranks[i]);
         else
-            rank_live(s, i, r, oldest);
+            rank_live(s, i, r, oldest, now_ns);
         if (sr->valid) {
             any = 1;
             if (sr->ms_step > slowest)
                 slowest = sr->ms_step;
         }
     }
+    if (fresh || !s->window_s)
+        s->window_s = (double)(now_ns - s->win_t_ns[oldest]) / 1e9;
+    update_stall(s, r, now_ns);
     s->final = final != NULL;
     if (final && final->steps > 0) {
         s->ms_step = final->ms_mean;
@@ -387,7 +467,7 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
     } else {
         s->ms_step = slowest;
         s->samples_s = slowest > 0 ? s->global_batch / (slowest / 1e3) : 0;
-        s->rate_valid = any && slowest > 0;
+        s->rate_valid = any && slowest > 0 && s->stall_s == 0;
     }
     long left = s->total_steps - s->steps_done;
     s->eta_valid = s->state == RUN_RUNNING && s->rate_valid && left > 0;

@@ -12,6 +12,10 @@
  * deltas of the metrics' cumulative totals over the last SNAP_WINDOW frames,
  * so they follow the run live without rescanning steps; once the run is
  * finished the rank table shows the final report (result_from_run) instead.
+ * They are taken only at frames where a step arrived, so a pause holds the
+ * figures of its last steps. A run that is not paused, yet has had no step
+ * for the stall threshold (SNAP_STALL_MIN_NS, or SNAP_STALL_STEPS median
+ * step times), is stalled: its recent figures are n/a, not the old ones.
  */
 #ifndef DDPTOP_SNAP_H
 #define DDPTOP_SNAP_H
@@ -32,6 +36,8 @@ struct run_result;
 #define SNAP_MAX_EPOCHS 1024
 #define SNAP_MAX_LAYERS 512               /* layers shown of rank 0's model (DenseNet-121 has 439) */
 #define SNAP_LAYER_WINDOW_NS 1000000000LL /* per-layer times: the mean over about this long */
+#define SNAP_STALL_MIN_NS 2000000000LL    /* no step for at least this long is a stall ... */
+#define SNAP_STALL_STEPS 5                /* ... and for this many median step times */
 
 /* The cumulative totals of one rank at one frame. */
 struct snap_sample {
@@ -45,8 +51,12 @@ struct snap_sample {
 struct snap_rank {
     char device[64];
     long steps;
-    int valid;      /* has reported a step */
-    double ms_step; /* recent mean step time */
+    int valid;            /* has reported a step */
+    int stalled;          /* the run is stalled and so is this rank: the recent figures are n/a */
+    size_t seen_steps;    /* steps at the last frame */
+    int64_t last_step_ns; /* the frame its step count last moved at (or the run last rested) */
+    int recent_valid;     /* the recent figures below have been taken */
+    double ms_step;       /* recent mean step time */
     double samples_s;
     int samples_na; /* a replay without batch sizes: samples/s unknown */
     double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
@@ -98,6 +108,12 @@ struct snap {
     int win_head;                  /* slot of the newest */
     int64_t win_t_ns[SNAP_WINDOW]; /* when each frame of the window was taken */
     double window_s;               /* time the "recent" figures cover */
+    int at_rest;                   /* paused, every rank waiting at the pause's step boundary */
+    double stall_s;                /* > 0: running, yet no step for this long (past the threshold) */
+    int nbehind;                   /* while stalled: ranks with fewer steps than the most */
+    int behind_first;              /* ... the first of them */
+    int64_t progress_ns;           /* the frame steps_done last moved at (or the run last rested) */
+    long progress_steps;           /* steps_done then */
     /* loss pane */
     struct series loss_mean;
     struct series *loss_rank; /* [world] */
@@ -146,6 +162,9 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
  * (ETA, recent rates) stay invalid. Returns -1 when out of memory. */
 int snap_from_replay(struct snap *s, const struct replay *rp);
 void snap_free(struct snap *s);
+/* The run is paused and every rank waits at the pause's step boundary (or
+ * has ended). */
+int snap_run_at_rest(const struct run *r);
 /* Timeline lanes the snapshot would show (one per rank and lane used). */
 int snap_lanes(const struct snap *s);
 

@@ -64,6 +64,7 @@ struct ui {
     struct snap snap;            /* what the panes draw of the current run */
     const struct replay *replay; /* --replay: a recorded run, nothing live (no session run) */
     int switching;               /* `s`: waiting for the run to stop, then start the next */
+    int pausing;                 /* `p`: waiting for the ranks to reach the step boundary */
     struct plan plan;            /* what `s` starts next (r/R, b/B, n change it) */
     char next_run[96];           /* the plan, described */
     struct scaling scaling;      /* the runs' speedups, for the Runs and Scaling panes */
@@ -203,10 +204,11 @@ static int start_run(struct ui *u, const struct run_config *rc, char *err, size_
     snap_free(&u->snap);
     u->snap = fresh;
     u->switching = 0;
+    u->pausing = 0;
     u->vs.tl_back = 0;
     u->vs.tl_lane0 = 0;
     u->vs.rank0 = 0;
-    u->vs.run0 = 1 << 20; /* follow the newest run; the pane clamps */
+    u->vs.run0 = RUNS_FOLLOW;
     u->vs.layer0 = 0;
     snap_update(&u->snap, u->s.run, NULL, probe_now_ns());
     plan_reset(&u->plan, rc);
@@ -369,10 +371,17 @@ static void tick(struct ui *u)
         const char *msg = session_message(&u->s, &error);
         if (msg)
             say(u, error, "%s", msg);
-        if (!running)
+        if (!running) {
+            u->pausing = 0;
             run_done(u);
-        else if (!u->frozen)
+        } else if (!u->frozen)
             snap_update(&u->snap, u->s.run, NULL, probe_now_ns());
+        if (u->pausing && running && snap_run_at_rest(u->s.run)) {
+            u->pausing = 0;
+            say(u, 0, "paused at step %ld (p resumes; arrows scroll the timeline's history)",
+                (long)u->s.run->metrics.steps_done);
+            u->status_ns = 0; /* stays until replaced */
+        }
     }
     if (u->s.joined && u->switching)
         start_next(u);
@@ -587,7 +596,7 @@ static void export_trace(struct ui *u)
     if (run_export_trace(u->s.run, path, err, sizeof(err)) == 0)
         say(u, 0, "trace written to %s", path);
     else
-        say(u, 1, "trace: %s", err[0] ? err : "failed");
+        say(u, 1, "%s", err[0] ? err : "trace: failed"); /* err names the trace and its file */
 }
 
 static void next_theme(struct ui *u)
@@ -630,8 +639,8 @@ static int handle_key(struct ui *u, int ch)
     if (ch == KEY_RESIZE)
         return UI_RESIZE | UI_REDRAW;
     if (u->help) {
-        u->help = 0;
-        return ch == 'q' || ch == 'Q' ? UI_QUIT : UI_HANDLED | UI_REDRAW;
+        u->help = 0; /* any key closes it, q too: it does not quit */
+        return UI_HANDLED | UI_REDRAW;
     }
     if (u->replay && ch > 0 && ch < 128 && strchr("pPeEsSrRbBn ", ch)) {
         /* pause, export, the next run and freeze act on a live run */
@@ -656,6 +665,7 @@ static int handle_key(struct ui *u, int ch)
         } else {
             int paused = !atomic_load(&u->s.run->paused);
             run_set_paused(u->s.run, paused);
+            u->pausing = paused;
             say(u, 0, paused ? "pausing: the ranks stop at the next step boundary (p resumes)" : "resumed");
         }
         return UI_HANDLED | UI_REDRAW;
@@ -663,7 +673,13 @@ static int handle_key(struct ui *u, int ch)
         u->frozen = !u->frozen;
         if (!u->frozen)
             snap_update(&u->snap, u->s.run, session_result(&u->s), probe_now_ns());
-        say(u, 0, u->frozen ? "view frozen; training goes on (space thaws, arrows scroll history)" : "view live");
+        if (!u->frozen)
+            say(u, 0, "view live");
+        else if (u->s.joined)
+            say(u, 0, "view frozen; the run is %s (space thaws, arrows scroll history)",
+                run_state_name(u->s.run->state));
+        else
+            say(u, 0, "view frozen; training goes on (space thaws, arrows scroll history)");
         return UI_HANDLED | UI_REDRAW;
     case 'e':
     case 'E':
@@ -728,15 +744,17 @@ static int handle_key(struct ui *u, int ch)
         break;
     }
     const struct pane_ops *p = registry[u->focus];
-    if (p->key) {
-        struct pane_view v;
-        make_view(u, &v);
-        int f = p->key(ch, &v);
-        if (v.hint)
-            say(u, 0, "%s", v.hint);
-        return f;
-    }
-    return 0;
+    struct pane_view v;
+    make_view(u, &v);
+    int f = p->key ? p->key(ch, &v) : 0;
+    /* ←/→ (Home/End) that the focused pane leaves: the timeline's history,
+     * while it is on screen */
+    if (!f && (ch == KEY_LEFT || ch == KEY_RIGHT || ch == KEY_HOME || ch == KEY_END) &&
+        (u->lay.shown & PANE_BIT(PANE_TIMELINE)))
+        f = registry[PANE_TIMELINE]->key(ch, &v);
+    if (v.hint)
+        say(u, 0, "%s", v.hint);
+    return f;
 }
 
 /* ---- setup and the loop ------------------------------------------------------ */
