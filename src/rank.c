@@ -1680,9 +1680,13 @@ void *rank_main(void *arg)
                 break;
             /* (stages hold only their own layers trained: no one rank can evaluate) */
             if (run->cfg.eval && run->cfg.parallel == PAR_DATA &&
-                (i == run->steps_per_epoch || (long)step >= run->total_steps))
-                if (evaluate(&L, epoch) != 0)
+                (i == run->steps_per_epoch || (long)step >= run->total_steps)) {
+                atomic_store(&rk->evaluating, 1);
+                int bad = evaluate(&L, epoch);
+                atomic_store(&rk->evaluating, 0);
+                if (bad)
                     break;
+            }
             if ((long)step >= run->total_steps)
                 break;
         }

@@ -42,6 +42,7 @@ struct rank {
     struct spsc_ring epochs;     /* struct epoch_rec */
     _Atomic uint32_t step;       /* current global step */
     _Atomic int finished;        /* 1 when the thread has returned */
+    _Atomic int evaluating;      /* 1 while it evaluates the test split (no steps then) */
     int rc;
     char err[256];
     struct model *model; /* owned by the rank thread */

@@ -20,7 +20,8 @@
 # rank table's recent figures n/a. While paused the rank table holds still,
 # the status line says paused, and the arrows scroll the timeline from any
 # pane; q with help open only closes it; a short terminal keeps the
-# current run in the Runs table. At 80x24
+# current run in the Runs table; in a sweep, s starts its combinations in
+# turn. At 80x24
 # without colour, a 4-rank run shows fwd, bwd and opt in three glyphs, says
 # which ranks the timeline and rank table leave out, and the header keeps
 # the parameter count on the first run.
@@ -460,6 +461,23 @@ fi
 tm send-keys -t "$S" q
 wait_file "$T/exit.hang" 30 || fail "a hung rank: q did not exit"
 check_shell hang
+
+# ---- 6c. a sweep: s walks its combinations in --batch's order ----------------------
+run_ddptop sweep "LANG=C.UTF-8" "--model mlp --strategy allreduce,ddp --ranks 1,2"
+if wait_for "1 run +next: the sweep's 2/4: mlp, allreduce, 2 ranks x 32" 20; then
+    pass "a sweep: the runs pane names its second combination next"
+else
+    fail "a sweep: its next combination is not named"
+fi
+tm send-keys -t "$S" s
+if wait_for "2 runs +next: the sweep's 3/4: mlp, ddp, 1 rank x 32" 20; then
+    pass "a sweep: s starts the second combination, the third is next"
+else
+    fail "a sweep: s did not start its next combination"
+fi
+tm send-keys -t "$S" q
+wait_file "$T/exit.sweep" 30 || fail "a sweep: q did not exit"
+check_shell sweep
 
 # ---- 7. 80x24 without colour, 4 ranks: glyphs, what is cut, the header ----------
 # MLP's optimizer step is long enough to show at one step per screen

@@ -212,11 +212,14 @@ int snap_run_at_rest(const struct run *r)
 
 /* A run that should be stepping, yet has not finished a step for longer
  * than the threshold: stall_s, the ranks behind, and each rank's stalled
- * flag. Time at rest (paused at the boundary) does not count. */
+ * flag. Time at rest (paused at the boundary) or in an evaluation of the
+ * test split does not count. */
 static void update_stall(struct snap *s, const struct run *r, int64_t now_ns)
 {
     const struct metrics *m = &r->metrics;
     int resting = s->at_rest || (s->state != RUN_RUNNING && s->state != RUN_PAUSED);
+    for (int i = 0; i < r->world && r->ranks && !resting; i++)
+        resting = atomic_load(&r->ranks[i].evaluating); /* (an evaluation makes no steps) */
     if (resting || !s->progress_ns || s->steps_done != s->progress_steps) {
         s->progress_ns = now_ns;
         s->progress_steps = s->steps_done;

@@ -66,6 +66,7 @@ struct ui {
     int switching;               /* `s`: waiting for the run to stop, then start the next */
     int pausing;                 /* `p`: waiting for the ranks to reach the step boundary */
     struct plan plan;            /* what `s` starts next (r/R, b/B, n change it) */
+    int sweep_next;              /* the command line's sweep: its combination `s` starts next */
     char next_run[96];           /* the plan, described */
     struct scaling scaling;      /* the runs' speedups, for the Runs and Scaling panes */
     int show_layers;             /* L: the Layers pane in the timeline's place */
@@ -191,6 +192,8 @@ static void say(struct ui *u, int error, const char *fmt, ...)
 
 /* Starts rc as the session's next run with a fresh snapshot of it; on a
  * refusal the current run (and its final report) stays on screen. */
+static void describe_next(struct ui *u);
+
 static int start_run(struct ui *u, const struct run_config *rc, char *err, size_t errlen)
 {
     if (session_start(&u->s, rc, err, errlen) != 0)
@@ -212,8 +215,28 @@ static int start_run(struct ui *u, const struct run_config *rc, char *err, size_
     u->vs.layer0 = 0;
     snap_update(&u->snap, u->s.run, NULL, probe_now_ns());
     plan_reset(&u->plan, rc);
-    plan_describe(&u->plan, u->next_run, sizeof(u->next_run));
+    describe_next(u);
     return 0;
+}
+
+/* A sweep's combination k, described: "the sweep's 2/4: lenet, ddp, 2 ranks x 32". */
+static void describe_sweep(const struct ui *u, int k, char *buf, size_t n)
+{
+    struct run_config rc;
+    char mode[48];
+    config_expand(u->cfg, k, &rc);
+    snprintf(buf, n, "the sweep's %d/%d: %s, %s, %d rank%s x %d", k + 1, config_count(u->cfg), rc.model,
+             train_mode_label(&rc, mode, sizeof(mode)), rc.ranks, rc.ranks == 1 ? "" : "s", rc.batch_size);
+}
+
+/* What `s` starts next: the plan once edited, else the sweep's next
+ * combination while any is left, else the plan (the next strategy). */
+static void describe_next(struct ui *u)
+{
+    if (!u->plan.edited && u->sweep_next < config_count(u->cfg))
+        describe_sweep(u, u->sweep_next, u->next_run, sizeof(u->next_run));
+    else
+        plan_describe(&u->plan, u->next_run, sizeof(u->next_run));
 }
 
 /* The run a plan describes: the session's configuration (as the command
@@ -353,11 +376,33 @@ static void change_plan(struct ui *u, int key)
     say(u, 0, "next run: %s  (s starts it; r/R ranks, b/B batch, n strategy)", desc);
 }
 
+/* `s` with the plan untouched and the sweep not done: its next
+ * combination, exactly as --batch would run it; one that cannot start is
+ * named and passed over. */
+static void start_sweep(struct ui *u)
+{
+    char desc[96], err[320];
+    int k = u->sweep_next++;
+    describe_sweep(u, k, desc, sizeof(desc));
+    struct run_config rc;
+    config_expand(u->cfg, k, &rc);
+    if (start_run(u, &rc, err, sizeof(err)) != 0) {
+        u->switching = 0;
+        describe_next(u);
+        say(u, 1, "%s cannot start: %s", desc, err);
+        return;
+    }
+    u->frozen = 0;
+    say(u, 0, "started %s", desc);
+}
+
 /* `s`: the planned run once the current one has stopped. */
 static void start_next(struct ui *u)
 {
     if (u->plan.edited)
         start_plan(u);
+    else if (u->sweep_next < config_count(u->cfg))
+        start_sweep(u);
     else
         next_strategy(u);
 }
@@ -952,6 +997,7 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
 
     struct run_config rc;
     config_expand(cfg, 0, &rc);
+    u->sweep_next = 1;
     char err[320];
     install_signals();
     /* The UI must not take a core from a rank when it wakes to redraw: as
@@ -966,8 +1012,8 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
     if (setup_curses(u, utf8) != 0)
         goto out;
     if (config_count(cfg) > 1)
-        say(u, 0,
-            "the UI runs the sweep's first combination; s starts the next run (r/R ranks, b/B batch, n strategy)");
+        say(u, 0, "a sweep of %d runs: this is the first; s starts the next (r/R ranks, b/B batch, n strategy)",
+            config_count(cfg));
 
     loop(u);
 
