@@ -4,6 +4,7 @@
  * through struct device_ops and to peers through the strategy, so the same
  * loop drives every device and backend.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,7 +287,10 @@ static int push_step(struct loop *L, uint32_t step, int epoch, int64_t t0, float
 static int diverged(struct rank *rk, uint32_t step, float loss)
 {
     char msg[96];
-    snprintf(msg, sizeof(msg), "training diverged at step %u (loss is %f); try a lower --lr", step, loss);
+    snprintf(msg, sizeof(msg), "training diverged at step %u (loss is %s); try a lower --lr", step,
+             isnan(loss) ? "nan"
+             : loss > 0  ? "inf"
+                         : "-inf");
     return fail(rk, msg);
 }
 
@@ -1636,14 +1640,18 @@ static int save_params(struct loop *L)
         free(host);
         return fail(rk, "--save-params: cannot copy the parameters to the host");
     }
+    errno = 0;
     FILE *f = fopen(path, "wb");
     int bad = !f || fwrite(host, sizeof(float), m->nfloats, f) != m->nfloats;
-    if (f && fclose(f) != 0)
+    int e = errno;
+    if (f && fclose(f) != 0 && !bad) {
         bad = 1;
+        e = errno;
+    }
     free(host);
     if (bad) {
-        char msg[200];
-        snprintf(msg, sizeof(msg), "--save-params: cannot write %.160s", path);
+        char msg[240];
+        snprintf(msg, sizeof(msg), "--save-params: cannot write %.160s: %s", path, e ? strerror(e) : "short write");
         return fail(rk, msg);
     }
     return 0;

@@ -100,6 +100,11 @@ else
 fi
 if wait_for 'busbw [0-9]+\.[0-9]+ GB/s' 5; then pass "traffic shows the run's busbw"; else fail "no busbw in traffic"; fi
 if wait_for 'n/a in a replay: the whole run' 5; then pass "traffic's plots say why they are empty"; else fail "traffic's plots: no note"; fi
+if wait_for '^\? help .*q quit' 5 && ! screen | grep -Eq '^\? help .*(p pause|s next run|r/R ranks)'; then
+    pass "the keys line leaves out the keys a replay has no use for"
+else
+    fail "the keys line offers pause or a next run in a replay"
+fi
 # keys
 tm send-keys -t "$S" -l '+'
 if wait_for 'Timeline .*steps (2[89]-29|29-29)' 5; then pass "+ zooms the timeline in"; else fail "+ did not zoom"; fi
@@ -143,7 +148,7 @@ replay split "$T/s.rank0.json"
 if wait_for 'REPLAY' 15; then pass "split: the UI opens"; else fail "split: the UI did not open"; fi
 if wait_for 'ranks +2 \(1 traced\)' 5; then pass "split: the header gives the run's 2 ranks, 1 traced"; else fail "split: the header's ranks"; fi
 if wait_for 'step [0-9]+/100000' 5; then pass "split: the step out of the planned 100000"; else fail "split: no planned step count"; fi
-if wait_for '> +1 .* stopped' 5; then pass "split: the runs pane says stopped"; else fail "split: the runs pane's state"; fi
+if wait_for '> +0 .* stopped' 5; then pass "split: the runs pane says stopped"; else fail "split: the runs pane's state"; fi
 quit_and_check split
 
 # ---- 4. Ctrl-C restores the terminal too ----------------------------------------

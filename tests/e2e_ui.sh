@@ -199,7 +199,7 @@ fi
 
 # s: the run stops cleanly, its result stays, the next strategy starts
 tm send-keys -t "$S" s
-if wait_for '│> 2 ' 15 && screen | grep -Eq '│  1 +allreduce .* (stopped|done)'; then
+if wait_for '│> 1 ' 15 && screen | grep -Eq '│  0 +allreduce .* (stopped|done)'; then
     pass "s adds a second row to the runs pane"
 else
     fail "s did not add a run"
@@ -243,20 +243,22 @@ wait_for 'next run: ddp, 1 rank x 16 ' 5 && pass "b halves the planned batch (st
 tm send-keys -t "$S" r
 wait_for 'r: ranks: 1 is the fewest' 5 && pass "r at one rank is refused in the status line" || fail "no refusal for 0 ranks"
 tm send-keys -t "$S" s
-if wait_for 'ranks 1 +batch 16x1=16' 20 && wait_for '│> 3 +ddp +1 +16 ' 10; then
+if wait_for 'ranks 1 +batch 16x1=16' 20 && wait_for '│> 2 +ddp +1 +16 ' 10; then
     pass "s starts the planned run: 1 rank, batch 16"
 else
     fail "s did not start the planned 1-rank run"
 fi
 wait_for 'speedup +eff%' 5 && pass "the runs pane has speedup and efficiency columns" || fail "no speedup column"
-wait_for '│> 3 +ddp +1 +16 .* 1\.00x +100\.0 ' 15 && pass "a 1-rank run is its own base: 1.00x" ||
+wait_for '│> 2 +ddp +1 +16 .* 1\.00x +100\.0 ' 15 && pass "a 1-rank run is its own base: 1.00x" ||
     fail "no speedup for the 1-rank run"
+wait_for 'n/a: one rank sends nothing' 5 && pass "a 1-rank run: the traffic plots say n/a, no flat zero" ||
+    fail "a 1-rank run: the traffic plots draw a flat zero"
 # R doubles the ranks and keeps the per-rank batch: weak scaling against
 # the 1-rank run of the same per-rank batch, which is its speedup base
 tm send-keys -t "$S" R
 wait_for 'next: ddp, 2 ranks x 16 ' 5 || fail "R did not plan 2 ranks x 16"
 tm send-keys -t "$S" s
-if wait_for 'ranks 2 +batch 16x2=32' 20 && wait_for '│> 4 +ddp +2 +16 .* [0-9]+\.[0-9]{2}x +[0-9]+\.[0-9] ' 15; then
+if wait_for 'ranks 2 +batch 16x2=32' 20 && wait_for '│> 3 +ddp +2 +16 .* [0-9]+\.[0-9]{2}x +[0-9]+\.[0-9] ' 15; then
     pass "R, s: a 2-rank run whose speedup is against the 1-rank run"
 else
     fail "no 2-rank run with a speedup"
@@ -264,7 +266,7 @@ fi
 # a terminal too short for the four runs: the current one stays in sight,
 # and the bottom border says how many are above
 tm resize-window -t "$S" -x 160 -y 26
-if wait_for '│> 4 +ddp ' 5 && wait_for '└─ \+[0-9]+ runs? above: tab, then ↑ scrolls ─' 5; then
+if wait_for '│> 3 +ddp ' 5 && wait_for '└─ \+[0-9]+ runs? above: tab, then ↑ scrolls ─' 5; then
     pass "160x26: the runs table keeps the current run in sight and says what is above"
 else
     fail "160x26: the current run is hidden, or nothing says what is cut"

@@ -528,6 +528,8 @@ fi
 # traces for --replay
 printf '[{"ph":"X"}}]' >"$tmp/stray.json"
 expect_error "a stray } between events" "stray.json: malformed JSON near byte 11" --batch --replay "$tmp/stray.json"
+/usr/bin/python3 -c "print('{\"traceEvents\":[' + '[' * 3000 + ']' * 3000 + ']}')" >"$tmp/deep.json"
+expect_error "brackets 3000 deep" "deep.json: JSON nested deeper than 1024 levels at byte" --batch --replay "$tmp/deep.json"
 printf '{"traceEvents":[{"a":[}]},"z":1}' >"$tmp/mismatch.json"
 expect_error "a } closing a [" "mismatch.json: malformed JSON near byte 22" --batch --replay "$tmp/mismatch.json"
 ranks_trace() { # ranks_trace N: a ddptop trace with one span on each of pids 0..N-1

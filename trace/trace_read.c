@@ -111,6 +111,17 @@ static const char *scan_value(const char *p, const char *e, const char **bad)
     return p < e ? p : NULL;
 }
 
+/* The error for scan_value's byte at fault: an opening bracket there is
+ * one level too deep; anything else does not belong where it stands. */
+static void bad_json(char *err, size_t errlen, const char *name, const char *buf, const char *bad)
+{
+    if (*bad == '{' || *bad == '[')
+        snprintf(err, errlen, "%s: JSON nested deeper than %d levels at byte %zu", name, SCAN_DEPTH,
+                 (size_t)(bad - buf));
+    else
+        snprintf(err, errlen, "%s: malformed JSON near byte %zu", name, (size_t)(bad - buf));
+}
+
 /* ---- per-file state ---------------------------------------------------- */
 
 struct corr_ts {
@@ -656,7 +667,7 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
             p = vend;
         }
         if (fc.bad_byte) {
-            snprintf(err, errlen, "%s: malformed JSON near byte %zu", name, (size_t)(fc.bad_byte - buf));
+            bad_json(err, errlen, name, buf, fc.bad_byte);
             cJSON_Delete(dist);
             cJSON_Delete(dd);
             cJSON_Delete(end);
@@ -729,7 +740,7 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
         return -1;
     }
     if (fc.bad_byte) {
-        snprintf(err, errlen, "%s: malformed JSON near byte %zu", name, (size_t)(fc.bad_byte - buf));
+        bad_json(err, errlen, name, buf, fc.bad_byte);
         return -1;
     }
     d->nfiles++;

@@ -7,14 +7,16 @@
 #include "panes.h"
 
 /* The keys line: what a narrow terminal drops first has the highest drop
- * (fit.h); help, the next run and quit always stay. */
+ * (fit.h); help, the next run and quit always stay. A replay has no run to
+ * pause, trace or follow: its line leaves out the keys marked live. */
 static const struct {
     const char *key, *what;
-    int drop;
+    int drop, live;
 } keys[] = {
-    {"?", "help", 0},    {"p", "pause", 5},   {"space", "freeze", 8}, {"e", "trace", 9},  {"s", "next run", 0},
-    {"r/R", "ranks", 2}, {"b/B", "batch", 3}, {"n", "strategy", 4},   {"L", "layers", 1}, {"g", "scaling", 1},
-    {"t", "theme", 10},  {"tab", "focus", 6}, {"+/-", "zoom", 7},     {"l", "log", 10},   {"q", "quit", 0},
+    {"?", "help", 0, 0},     {"p", "pause", 5, 1},   {"space", "freeze", 8, 1}, {"e", "trace", 9, 1},
+    {"s", "next run", 0, 1}, {"r/R", "ranks", 2, 1}, {"b/B", "batch", 3, 1},    {"n", "strategy", 4, 1},
+    {"L", "layers", 1, 0},   {"g", "scaling", 1, 0}, {"t", "theme", 10, 0},     {"tab", "focus", 6, 0},
+    {"+/-", "zoom", 7, 0},   {"l", "log", 10, 0},    {"q", "quit", 0, 0},
 };
 #define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
 
@@ -29,10 +31,14 @@ static void footer_draw(WINDOW *w, struct pane_view *v, int focused)
         wid[i] = (int)strlen(keys[i].key) + 1 + (int)strlen(keys[i].what);
         drop[i] = keys[i].drop;
     }
+    int replay = v->snap && v->snap->replay;
+    for (int i = 0; i < NKEYS; i++)
+        if (replay && keys[i].live)
+            wid[i] = 0;
     fit_by_priority(wid, drop, NKEYS, 1, wd, on);
     int x = 0;
     for (int i = 0; i < NKEYS; i++) {
-        if (!on[i] || x >= wd)
+        if (!on[i] || x >= wd || (replay && keys[i].live))
             continue;
         x += draw_text(w, 1, x, wd - x, TH_KEY, keys[i].key);
         x += draw_text(w, 1, x, wd - x, TH_NORMAL, " ");

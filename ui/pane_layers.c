@@ -108,7 +108,7 @@ static void draw_buckets(WINDOW *w, const struct snap *s, int y0, int rows, int 
     if (line_w >= 16) {
         int x = x_line;
         if (bt->steps)
-            x += 1 + draw_textf(w, y0, x, wd - 1 - x, TH_LABEL, "0-%.1f ms:", bt->step_ms);
+            x += 1 + draw_textf(w, y0, x + 1, wd - 2 - x, TH_LABEL, "step 0-%.1f ms:", bt->step_ms) + 1;
         legend_item(w, y0, &x, wd - 1, draw_utf8() ? L'┃' : L'|', TH_VALUE, "ready");
         legend_item(w, y0, &x, wd - 1, draw_cat_glyph(CAT_COMM), draw_cat_el(CAT_COMM), "allreduce");
         legend_item(w, y0, &x, wd - 1, draw_cat_glyph(CAT_BACKWARD), TH_DIM, "backward");
@@ -170,7 +170,11 @@ static void layers_draw(WINDOW *w, struct pane_view *v, int focused)
     else
         memset(&g_bt, 0, sizeof(g_bt));
     char note[96];
-    if (s->on_gpu)
+    if (s->replay && g_bt.steps)
+        snprintf(note, sizeof(note), "rank 0  buckets: last %d steps of the trace", g_bt.steps);
+    else if (s->replay)
+        snprintf(note, sizeof(note), "replay");
+    else if (s->on_gpu)
         snprintf(note, sizeof(note), "rank 0  n/a on the GPU: asynchronous");
     else if (g_bt.steps)
         snprintf(note, sizeof(note), "rank 0  ms per call, last %.0f s; buckets: last %d steps",

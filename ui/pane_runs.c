@@ -162,7 +162,7 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
             char b[32];
             switch (c) {
             case C_NUM:
-                snprintf(b, sizeof(b), "%d", idx + 1);
+                snprintf(b, sizeof(b), "%d", idx); /* (from 0, as the report and --baseline count) */
                 break;
             case C_STRATEGY:
                 snprintf(b, sizeof(b), "%s", r.strategy);

@@ -97,8 +97,9 @@ static void scaling_draw(WINDOW *w, struct pane_view *v, int focused)
     }
     /* y labels: the top, the middle and zero */
     draw_textf(w, 1, 1, YLAB_W, TH_AXIS, "%*.1fx", YLAB_W - 1, ax.max_y);
-    if (ph >= 5)
-        draw_textf(w, 1 + (ph - 1) / 2, 1, YLAB_W, TH_AXIS, "%*.1fx", YLAB_W - 1, ax.max_y / 2);
+    if (ph >= 5) /* (on the row its points fall in) */
+        draw_textf(w, 1 + dot_y(&g_canvas, &ax, ax.max_y / 2) / chh, 1, YLAB_W, TH_AXIS, "%*.1fx", YLAB_W - 1,
+                   ax.max_y / 2);
     draw_textf(w, ph, 1, YLAB_W, TH_AXIS, "%*s", YLAB_W, "0");
     /* x axis: every rank count, where there is room for its number */
     int ay = h - 3;

@@ -58,7 +58,7 @@ static void traffic_draw(WINDOW *w, struct pane_view *v, int focused)
     if (s->replay)
         snprintf(note, sizeof(note), "whole run (replay)");
     else
-        snprintf(note, sizeof(note), "last %.0f s", s->traffic_span_s);
+        snprintf(note, sizeof(note), s->traffic_span_s < 10 ? "last %.1f s" : "last %.0f s", s->traffic_span_s);
     draw_box(w, "Traffic", note, focused);
 
     /* the figures now */
@@ -90,12 +90,17 @@ static void traffic_draw(WINDOW *w, struct pane_view *v, int focused)
     int rows = h - 3; /* border and the figures line */
     /* (a trace keeps no samples over time: a replay has the figures above) */
     const char *empty = s->replay ? "n/a in a replay: the whole run's figures are above" : "no data yet";
+    int nbytes = 1;
+    if (s->run_world <= 1) { /* (nothing to plot: a flat zero would read as a stall) */
+        empty = "n/a: one rank sends nothing";
+        nbytes = nbw = 0;
+    }
     if (rows >= 4) {
         int top = rows / 2;
-        one_plot(w, 2, top, wd, bytes, bytes_el, 1, "sent+recv", 1.0, empty);
+        one_plot(w, 2, top, wd, bytes, bytes_el, nbytes, "sent+recv", 1.0, empty);
         one_plot(w, 2 + top, rows - top, wd, bw + bw0, bw_el + bw0, nbw, "busbw", 1e9, empty);
     } else {
-        one_plot(w, 2, rows, wd, bytes, bytes_el, 1, "sent+recv", 1.0, empty);
+        one_plot(w, 2, rows, wd, bytes, bytes_el, nbytes, "sent+recv", 1.0, empty);
     }
 }
 
