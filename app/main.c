@@ -242,6 +242,18 @@ static int ddptop_main(int argc, char **argv)
         if (f)
             fclose(f);
     }
+    /* --trace's files get their names per run and rank: their folder, at least */
+    if (cfg.trace[0] && pr->rank == 0) {
+        char dir[sizeof(cfg.trace)];
+        snprintf(dir, sizeof(dir), "%s", cfg.trace);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            slash[slash == dir] = 0; /* ("/x.json": the root) */
+        if (access(slash ? dir : ".", W_OK) != 0) {
+            fprintf(stderr, "ddptop: --trace: cannot write in %s: %m\n", slash ? dir : ".");
+            return 2;
+        }
+    }
     if (cfg.mode == MODE_INFO)
         return info_main(&cfg);
     if (cfg.mode == MODE_BENCH_COMM)

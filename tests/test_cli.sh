@@ -246,6 +246,8 @@ expect_error "--dp not dividing the ranks" "--dp 2: --ranks 3 is not 2 replicas 
 expect_error "--dp with a partition for more stages" "--partition: more ranges than the 2 stages" --batch \
     --dataset synthetic --device cpu --model lenet --parallel model --ranks 4 --dp 2 --partition 0:2,3:5,6: --steps 1
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
+expect_error "--trace in a folder that is not there" "--trace: cannot write in $tmp/none: No such file or directory" \
+    --batch --dataset synthetic --steps 1 --trace "$tmp/none/t.json"
 for o in "--trace-steps 1:5" "--trace-ranks 0" "--trace-split"; do
     set -- $o
     expect_error "$1 without --trace" "$1: only with --trace FILE" --batch --steps 1 "$@"
