@@ -326,8 +326,7 @@ static void update_traffic(struct snap *s, const struct run *r, int64_t now_ns, 
         double dt = (double)(now_ns - s->prev_t_ns) / 1e9;
         s->rate_bytes_now = (double)(bytes - s->prev_bytes) / dt;
         int64_t dx = xfer - s->prev_xfer;
-        s->busbw_now_valid = dx > 0;
-        s->busbw_now = dx > 0 ? (bus - s->prev_bus) / (double)dx : NAN;
+        double busbw = dx > 0 ? (bus - s->prev_bus) / (double)dx : NAN;
         /* The same calls, timed by the model: busbw over predicted time.
          * Valid only when every kind used in this sample has a fit. */
         double pred_us = 0;
@@ -344,11 +343,18 @@ static void update_traffic(struct snap *s, const struct run *r, int64_t now_ns, 
             pred_us +=
                 (double)dc * s->fit[k].alpha_us + s->fit[k].beta_us_per_byte * (kind_bytes[k] - s->prev_kind_bytes[k]);
         }
-        s->pred_now_valid = used && ok && pred_us > 0 && s->busbw_now_valid;
-        s->busbw_pred_now = s->pred_now_valid ? (bus - s->prev_bus) / (pred_us * 1e3) : NAN;
+        double pred = used && ok && pred_us > 0 && dx > 0 ? (bus - s->prev_bus) / (pred_us * 1e3) : NAN;
         series_push(&s->rate_bytes, s->rate_bytes_now);
-        series_push(&s->busbw, s->busbw_now);
-        series_push(&s->busbw_pred, s->busbw_pred_now);
+        series_push(&s->busbw, busbw);
+        series_push(&s->busbw_pred, pred);
+        /* the figures hold their last value over frames that finished no
+         * collective (steps longer than a frame, a pause) */
+        if (dx > 0) {
+            s->busbw_now_valid = 1;
+            s->busbw_now = busbw;
+            s->pred_now_valid = !isnan(pred);
+            s->busbw_pred_now = pred;
+        }
         s->traffic_span_s = (double)(now_ns - s->traffic_t0_ns) / 1e9;
     }
     memcpy(s->prev_calls, calls, sizeof(calls));
