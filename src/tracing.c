@@ -460,7 +460,7 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "device")) && cJSON_IsString(v))
         snprintf(res->device, sizeof(res->device), "%s", v->valuestring);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "total_steps")) && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
-        v->valuedouble <= LONG_MAX / 2)
+        v->valuedouble <= 1e15)
         res->replay.total_steps = (long)v->valuedouble;
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "cupti_sample")) && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
         v->valuedouble <= INT_MAX)
