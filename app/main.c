@@ -6,10 +6,12 @@
  * loop turns the first into an orderly stop, so a Ctrl-C still prints what
  * was measured, and a second within 2 s into a prompt exit.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -195,6 +197,24 @@ static int worker_main(const struct config *cfg, const struct dataset *train, co
 
 static int ddptop_main(int argc, char **argv);
 
+/* Whether path can be written later, without making it now: an existing
+ * file that is writable, or a new one in a writable folder. 0, or the
+ * errno that says why not. */
+static int can_write(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return S_ISDIR(st.st_mode) ? EISDIR : access(path, W_OK) == 0 ? 0 : errno;
+    if (errno != ENOENT)
+        return errno;
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = 0; /* ("/x.json": the root) */
+    return access(slash ? dir : ".", W_OK) == 0 ? 0 : errno;
+}
+
 int main(int argc, char **argv)
 {
     char err[256];
@@ -231,26 +251,15 @@ static int ddptop_main(int argc, char **argv)
     /* from here on Ctrl-C stops at the next boundary (even while the data
      * set loads), and what was measured is reported */
     stop_install();
-    /* a file written at the end must be writable from the start */
-    const char *late[2][2] = {{"--save-params", cfg.base.save_params}, {"--output", cfg.output}};
-    for (int i = 0; i < 2 && pr->rank == 0; i++) {
-        FILE *f = late[i][1][0] ? fopen(late[i][1], "ab") : NULL;
-        if (late[i][1][0] && !f) {
-            fprintf(stderr, "ddptop: %s: cannot write %s: %m\n", late[i][0], late[i][1]);
-            return 2;
-        }
-        if (f)
-            fclose(f);
-    }
-    /* --trace's files get their names per run and rank: their folder, at least */
-    if (cfg.trace[0] && pr->rank == 0) {
-        char dir[sizeof(cfg.trace)];
-        snprintf(dir, sizeof(dir), "%s", cfg.trace);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            slash[slash == dir] = 0; /* ("/x.json": the root) */
-        if (access(slash ? dir : ".", W_OK) != 0) {
-            fprintf(stderr, "ddptop: --trace: cannot write in %s: %m\n", slash ? dir : ".");
+    /* Files written at the end must be writable from the start (not made
+     * yet: a refused run leaves none). Under mpirun every process must
+     * take the same way out: only training's workers follow process 0's. */
+    const char *late[3][2] = {
+        {"--save-params", cfg.base.save_params}, {"--output", cfg.output}, {"--trace", cfg.trace}};
+    for (int i = 0; i < 3 && pr->rank == 0 && (!pr->active || cfg.mode == MODE_TRAIN); i++) {
+        int e = late[i][1][0] ? can_write(late[i][1]) : 0;
+        if (e) {
+            fprintf(stderr, "ddptop: %s: cannot write %s: %s\n", late[i][0], late[i][1], strerror(e));
             return 2;
         }
     }
@@ -317,7 +326,7 @@ static int ddptop_main(int argc, char **argv)
         }
     }
     /* after the input was validated, so that bad input stays one line */
-    if (note[0] && pr->rank == 0 && !cfg.quiet)
+    if (note[0] && pr->rank == 0)
         fprintf(stderr, "ddptop: %s\n", note);
     if (!pr->active || pr->local_rank == 0)
         warn_oversubscribed(&cfg, pr);

@@ -845,7 +845,7 @@ static const struct opt opts[] = {
     {REAL("loss-threshold", AT(base.loss_threshold), 1e-12, 1e6, "X", NULL, G_REPORT,
           "report the first epoch/step where the running loss < X"),
      .def_text = "none"},
-    {FLAG("quiet", AT(quiet), 1, G_REPORT, "no progress line or notes on stderr (errors and warnings stay)")},
+    {FLAG("quiet", AT(quiet), 1, G_REPORT, "no progress line on stderr")},
     {OPT("baseline", k_baseline, AT(baseline), "B", "auto", G_REPORT,
          "what a speedup is against: auto takes a 1-rank run on the same global batch (strong scaling), else on the "
          "same per-rank batch (weak scaling); single the single strategy on the same global batch; ranks1 one rank "
@@ -1090,9 +1090,8 @@ static const char *const replay_reads[] = {"batch", "format", "output", "quiet",
 static const char *const info_reads[] = {"batch",   "model",      "dataset",    "data-dir",  "input",
                                          "classes", "batch-size", "seed",       "trainable", "device",
                                          "gpus",    "precision",  "cudnn-algo", "quiet",     NULL};
-static const char *const bench_reads[] = {"batch", "ranks", "ranks-per-process", "device", "gpus",
-                                          "comm",  "algo",  "comm-timeout",      "format", "output",
-                                          "quiet", NULL};
+static const char *const bench_reads[] = {
+    "batch", "ranks", "ranks-per-process", "device", "gpus", "comm", "algo", "format", "output", "quiet", NULL};
 /* options that only shape another one's work */
 static const char *const needs[][2] = {{"predict-ranks", "predict"}, {"link", "predict"}, {"history-every", "history"}};
 
@@ -1220,18 +1219,6 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         cfg->ranks[0] = process_ranks * cfg->ranks_per_process;
         cfg->nranks = 1;
     }
-    if (b->predict) {
-        int one = 0;
-        for (int i = 0; i < cfg->nranks; i++)
-            one |= cfg->ranks[i] == 1;
-        if (!one) {
-            fprintf(err,
-                    "ddptop: --predict: a 1-rank run predicts more ranks, and --ranks has none (e.g. --ranks "
-                    "1,%d)\n",
-                    cfg->ranks[0]);
-            return 2;
-        }
-    }
     if (b->slow_rank >= 0)
         for (int i = 0; i < cfg->nranks; i++)
             if (b->slow_rank >= cfg->ranks[i]) {
@@ -1263,6 +1250,22 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     }
     if (mode_misfit(given, err) != 0)
         return 2;
+    if (b->predict && cfg->mode == MODE_TRAIN) {
+        int one = 0;
+        for (int i = 0; i < cfg->nranks; i++)
+            one |= cfg->ranks[i] == 1;
+        if (!one && process_ranks > 0) {
+            fprintf(err, "ddptop: --predict: a 1-rank run predicts more ranks: run it under mpirun -np 1\n");
+            return 2;
+        }
+        if (!one) {
+            fprintf(err,
+                    "ddptop: --predict: a 1-rank run predicts more ranks, and --ranks has none (e.g. --ranks "
+                    "1,%d)\n",
+                    cfg->ranks[0]);
+            return 2;
+        }
+    }
     if (trace_only && !cfg->trace[0]) {
         fprintf(err, "ddptop: --%s: only with --trace FILE\n", trace_only->name);
         return 2;

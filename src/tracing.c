@@ -381,6 +381,8 @@ int run_export_trace(struct run *r, const char *path, char *err, size_t errlen)
         }
         trace_export_step(x, it[i].rank, &st);
     }
+    if (r->ranks)
+        end_members(x, r); /* (a stage table, where the ranks are stages) */
     rc = trace_export_close(x, "snapshot", 0, err, errlen);
 done:
     free(it);
@@ -690,8 +692,8 @@ int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, ch
             goto fail;
         }
         if (rp->doc.other_run) {
-            snprintf(err, errlen, "%s: a trace of another run than the files before it (its run description differs)",
-                     p);
+            snprintf(err, errlen,
+                     "%s: a trace of another run than the files before it (its start or its settings differ)", p);
             goto fail;
         }
     }

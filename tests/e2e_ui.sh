@@ -464,6 +464,19 @@ tm send-keys -t "$S" q
 wait_file "$T/exit.hang" 30 || fail "a hung rank: q did not exit"
 check_shell hang
 
+# ---- 6d. --output that cannot take the report: it comes to the terminal, exit 1 ----
+run_ddptop full "LANG=C.UTF-8" "--model mlp --steps 30 --format csv --output /dev/full"
+wait_for 'step [0-9]+/30' 20 || fail "--output /dev/full: ddptop did not start"
+tm send-keys -t "$S" q
+if wait_file "$T/exit.full" 15 && [ "$(cat "$T/exit.full")" = "EXIT=1" ] &&
+    wait_for 'cannot write /dev/full: No space left on device; the report follows on standard output' 5 &&
+    wait_for '^run,rank,model,' 5; then
+    pass "--output /dev/full: one line, the report on the terminal, exit 1"
+else
+    fail "--output /dev/full: $(cat "$T/exit.full" 2>/dev/null)"
+fi
+check_shell full
+
 # ---- 6c. a sweep: s walks its combinations in --batch's order ----------------------
 run_ddptop sweep "LANG=C.UTF-8" "--model mlp --strategy allreduce,ddp --ranks 1,2"
 if wait_for "1 run +next: the sweep's 2/4: mlp, allreduce, 2 ranks x 32" 20; then

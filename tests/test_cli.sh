@@ -246,7 +246,7 @@ expect_error "--dp not dividing the ranks" "--dp 2: --ranks 3 is not 2 replicas 
 expect_error "--dp with a partition for more stages" "--partition: more ranges than the 2 stages" --batch \
     --dataset synthetic --device cpu --model lenet --parallel model --ranks 4 --dp 2 --partition 0:2,3:5,6: --steps 1
 expect_error "batch larger than data" "--batch-size" --batch --dataset synthetic --batch-size 65536 --ranks 2
-expect_error "--trace in a folder that is not there" "--trace: cannot write in $tmp/none: No such file or directory" \
+expect_error "--trace in a folder that is not there" "--trace: cannot write $tmp/none/t.json: No such file or directory" \
     --batch --dataset synthetic --steps 1 --trace "$tmp/none/t.json"
 for o in "--trace-steps 1:5" "--trace-ranks 0" "--trace-split"; do
     set -- $o
@@ -390,6 +390,9 @@ expect_error "--bench-comm with a model" "--model: does not apply to --bench-com
 expect_error "training with --iters" "--iters: only with --bench-comm" --batch --iters 3
 expect_error "--predict without a 1-rank run" "--predict: a 1-rank run predicts more ranks, and --ranks has none" \
     --batch --predict --ranks 2,4
+expect_error "--predict with --info" "--predict: does not apply to --info" --info --predict
+expect_error "--comm-timeout with --bench-comm" "--comm-timeout: does not apply to --bench-comm" --bench-comm \
+    --comm-timeout 1
 expect_error "--link without --predict" "--link: only with --predict" --batch --link 10GB/s,5us
 expect_error "--predict-ranks without --predict" "--predict-ranks: only with --predict" --batch --predict-ranks 4
 expect_error "--history-every without --history" "--history-every: only with --history" --batch --history-every 5
@@ -397,6 +400,11 @@ expect_error "--replay with an empty name in its list" "ls_trace.json,: an empty
     --replay "$tmp/ls_trace.json,"
 expect_error "--replay of two runs' traces together" "prec.json: a trace of another run than the files before it" \
     --batch --replay "$tmp/ls_trace.json,$tmp/prec.json"
+# two runs of the same settings (--repeat's): told apart by their start
+timeout 60 "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 2 --repeat 2 --trace "$tmp/rep.json" \
+    >/dev/null 2>&1
+expect_error "--replay of two repeats together" "rep.run1.json: a trace of another run than the files before it" \
+    --batch --replay "$tmp/rep.json,$tmp/rep.run1.json"
 expect_ok "--replay reads --format and the UI's options" "run,rank," --batch --replay "$tmp/ls_trace.json" --format csv \
     --quiet --theme light --refresh-ms 500
 expect_ok "--info reads the model's options" "conv1" --info --batch --quiet --model lenet --dataset synthetic \

@@ -108,7 +108,7 @@ check "--bench-comm --output, SIGINT: the file holds the sizes measured" test "$
 # a full disk at the end: the report is not lost
 for mode in train replay; do
     if [ $mode = train ]; then
-        args=(--dataset synthetic --model mlp --ranks 2 --steps 20 --trace "$tmp/full.json")
+        args=(--device cpu --dataset synthetic --model mlp --ranks 2 --steps 20 --trace "$tmp/full.json")
     else
         args=(--replay "$tmp/full.json")
     fi

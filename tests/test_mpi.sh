@@ -362,7 +362,7 @@ if [ $quick -eq 0 ]; then
         { bad "--slow-rank 3 under mpirun -np 4"; grep ddptop slow.err | head -2; }
     refuse "--strategy single" --strategy single
     refuse "--comm shm" --comm shm
-    refuse "--trace: cannot write in /nonexistent" --trace /nonexistent/t.json
+    refuse "--trace: cannot write /nonexistent/t.json" --trace /nonexistent/t.json
     saved=("${base[@]}")
     base=(--batch --quiet) # (--info reads no run's options)
     refuse "under mpirun only training" --info

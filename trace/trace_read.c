@@ -689,6 +689,14 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
             const char *a = jstr(dd, "algorithm");
             if (a && !d->algo[0])
                 snprintf(d->algo, sizeof(d->algo), "%s", a);
+            /* the run's start: the same in a run's files, another in any other run's */
+            const cJSON *base = cJSON_GetObjectItemCaseSensitive(dd, "base_ns");
+            if (cJSON_IsNumber(base) && !d->have_base) {
+                d->have_base = 1;
+                d->base_ns = base->valuedouble;
+            } else if (cJSON_IsNumber(base) && base->valuedouble != d->base_ns) {
+                d->other_run = 1;
+            }
             const cJSON *run = cJSON_GetObjectItemCaseSensitive(dd, "run");
             if (cJSON_IsObject(run) && !d->run_json) {
                 d->run_json = cJSON_PrintUnformatted(run);

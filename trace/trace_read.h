@@ -72,7 +72,9 @@ struct trace_doc {
     int flavor; /* of the first file */
     int nfiles;
     int mixed;     /* ddptop and PyTorch traces were loaded together */
-    int other_run; /* a later file describes another run than the first (ddptop's "run") */
+    int other_run; /* a later file is of another run than the first: its "run" or its start ("base_ns") differs */
+    int have_base; /* base_ns: the first ddptop file's start, on the probe clock */
+    double base_ns;
     int complete;  /* every file ended properly (ddptop: its end record was found) */
     int truncated; /* some file was cut short; loaded up to its last complete event */
     char backend[64];

@@ -34,10 +34,15 @@ void fit_marks(const int *mark, const int *wide, const int *narrow, int n, int r
                 continue;
             if (mark[i] + 1 + w <= limit)
                 x[i] = mark[i] + 1;
-            else if (mark[i] + 1 + w > room && mark[i] - w >= 0 && mark[i] <= limit)
+            else if (mark[i] + 1 + w > room && mark[i] - w >= 0 && mark[i] <= limit &&
+                     (i == 0 || mark[i] - w > mark[i - 1])) /* (the mark before it stays clear) */
                 x[i] = mark[i] - w;
             if (x[i] >= 0)
                 len[i] = w;
+        }
+        if (x[i] < 0 && i == n - 1 && narrow[i] > 0 && mark[i] - narrow[i] >= 0) {
+            x[i] = mark[i] - narrow[i]; /* the last is kept, over the marks before it if it must */
+            len[i] = narrow[i];
         }
         /* a gap before the label, and its mark stays clear too */
         int end = x[i] >= 0 && x[i] - 1 < mark[i] ? x[i] - 1 : mark[i];

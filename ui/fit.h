@@ -13,8 +13,9 @@ int fit_by_priority(const int *width, const int *drop, int n, int sep, int room,
 /* Labels beside marks on a line of room columns: label i belongs to column
  * mark[i] (ascending) and goes right of it, or left of it where the right
  * would pass the end of the line. It is written wide[i] columns wide where
- * that clears the next label kept and the next mark, else narrow[i] wide,
- * else not at all: labels never overlap, and the last is always kept.
+ * that clears the next label kept and the marks on either side, else
+ * narrow[i] wide, else not at all: labels never overlap, and the last is
+ * always kept (narrow, over the marks before it, where nothing else fits).
  * x[i] is label i's first column (-1: dropped) and len[i] its width. */
 void fit_marks(const int *mark, const int *wide, const int *narrow, int n, int room, int *x, int *len);
 

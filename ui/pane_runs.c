@@ -225,6 +225,8 @@ static int runs_key(int ch, struct pane_view *v)
     int total = v->nresults + (v->live ? 1 : 0);
     int max0 = total - vs->run_rows > 0 ? total - vs->run_rows : 0, run0 = vs->run0 < max0 ? vs->run0 : max0;
     if (ch == KEY_UP) {
+        if (max0 == 0)
+            return UI_HANDLED; /* (every run in sight: nothing above, keep following) */
         vs->run0 = run0 > 0 ? run0 - 1 : 0;
         return UI_HANDLED | UI_REDRAW;
     }

@@ -65,6 +65,7 @@ int snap_init(struct snap *s, const struct run *r)
     s->threshold = r->cfg.loss_threshold;
     s->threshold_step = -1;
     s->on_gpu = r->on_gpu;
+    s->sends_only = r->cfg.parallel != PAR_DATA && r->cfg.dp <= 1;
     s->cupti_sample = r->cupti ? r->cupti_sample : 0;
     /* the alpha-beta fits, read once: the file may be missing (n/a) */
     char path[1024];
@@ -182,6 +183,8 @@ static void rank_live(struct snap *s, int i, const struct run *r, int oldest, in
         sr->busbw_valid = rm->xfer_ns > 0 && rm->bus_bytes > 0;
         sr->busbw_gbps = sr->busbw_valid ? rm->bus_bytes / (double)rm->xfer_ns : 0;
     }
+    if (s->sends_only)
+        sr->busbw_valid = 0;
 }
 
 /* The median of rank i's last few step times, in ns (0 before its first). */
@@ -349,7 +352,7 @@ static void update_traffic(struct snap *s, const struct run *r, int64_t now_ns, 
         series_push(&s->busbw_pred, pred);
         /* the figures hold their last value over frames that finished no
          * collective (steps longer than a frame, a pause) */
-        if (dx > 0) {
+        if (dx > 0 && !s->sends_only) {
             s->busbw_now_valid = 1;
             s->busbw_now = busbw;
             s->pred_now_valid = !isnan(pred);

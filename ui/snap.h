@@ -79,8 +79,9 @@ struct snap_layer {
 };
 
 struct snap {
-    int world;     /* the ranks held below */
-    int run_world; /* the run's ranks: more than world in a replay of some of its ranks' files */
+    int world;      /* the ranks held below */
+    int sends_only; /* stages without --dp: sends between them, no bus bandwidth (result_staged_busbw) */
+    int run_world;  /* the run's ranks: more than world in a replay of some of its ranks' files */
     /* header */
     char model[32], dataset[32], strategy[32], backend[64], device[64];
     char precision[8]; /* --precision, "n/a" when a trace does not say */

@@ -883,12 +883,13 @@ static int setup_curses(struct ui *u, int utf8)
     return 0;
 }
 
-static void print_report(struct ui *u)
+/* 0, or 1 when the report is not where --output asked (report_save). */
+static int print_report(struct ui *u)
 {
     if (u->s.nresults == 0)
-        return;
+        return 0;
     results_compare(u->s.results, u->s.nresults, u->cfg->baseline);
-    report_save(u->cfg->output, u->cfg->format, u->s.results, u->s.nresults);
+    return report_save(u->cfg->output, u->cfg->format, u->s.results, u->s.nresults);
 }
 
 static int64_t thread_cpu_ns(void)
@@ -1029,7 +1030,7 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
     }
     while ((msg = session_message(&u->s, NULL)) != NULL)
         fprintf(stderr, "ddptop: %s\n", msg);
-    print_report(u);
+    int lost = print_report(u);
     if (u->exit_on_done && u->wall_ns > 0)
         fprintf(
             stderr,
@@ -1039,7 +1040,7 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
             u->frames ? (double)u->cpu_ns / 1e3 / (double)u->frames : 0.0);
     if (u->s.run->state == RUN_FAILED)
         fprintf(stderr, "ddptop: %s\n", u->s.run->err);
-    status = stop_signal ? 128 + (int)stop_signal : u->s.any_failed || u->s.trace_failed ? 1 : 0;
+    status = stop_signal ? 128 + (int)stop_signal : u->s.any_failed || u->s.trace_failed || lost ? 1 : 0;
     if (stop_signal)
         fprintf(stderr, "ddptop: interrupted; reported what was measured\n");
 
