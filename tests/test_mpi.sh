@@ -269,6 +269,12 @@ assert len(d['rows']) == 3 and all(r['wrong'] == 0 and r['time_us'] > 0 for r in
 EOF
             { bad "--bench-comm $coll over MPI: rc $rc"; tail -3 bc.err; }
     done
+    # an --output it cannot write: one line, and every process leaves (none waits in a collective)
+    timeout 60 "${mpi[@]}" -np 2 "$bin" --bench-comm --max-bytes 64K --output /nonexistent/bc.txt >/dev/null 2>bcw.err
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(grep -c '^ddptop:' bcw.err)" -eq 1 ] && grep -q "^ddptop: --output: cannot write" bcw.err &&
+        ok "--bench-comm --output unwritable over MPI: one line, exit 2" ||
+        { bad "--bench-comm --output unwritable over MPI: rc $rc (124: a hang)"; head -3 bcw.err; }
     "${mpi[@]}" -np 2 "$bin" "${base[@]}" --model mlp --strategy allreduce --format json >pred.json 2>pred.err
     python3 -c "import json; r = json.load(open('pred.json'))['runs'][0]; \
 assert r['predicted_transfer_ms_per_step'] and r['predicted_transfer_ms_per_step'] > 0, r" &&
