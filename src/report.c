@@ -510,7 +510,11 @@ static int find_one_rank(const struct run_result *res, int n, const struct run_r
             continue;
         if (strategy >= 0 && c->cfg.strategy != strategy)
             continue;
+        /* the same way of training first (a pipeline's 1-rank run is one
+         * stage of the same micro-batches), then the same strategy, then single */
         int rank = c->cfg.strategy == r->cfg.strategy ? 3 : c->cfg.strategy == STRAT_SINGLE ? 2 : 1;
+        if (c->cfg.parallel == r->cfg.parallel)
+            rank += c->cfg.parallel != PAR_PIPELINE || c->cfg.micro_batches == r->cfg.micro_batches ? 20 : 10;
         if (rank > best_rank) {
             best = j;
             best_rank = rank;

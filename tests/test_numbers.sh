@@ -42,6 +42,14 @@ for i, (base, sc) in want.items():
 check "the markdown report labels speedups (r1 weak)" grep -q '| r1 weak |' "$tmp/mix.md"
 check "the report says what strong and weak mean" grep -q 'strong = the same global batch, weak = the same per-rank batch' "$tmp/mix.md"
 
+# model and pipeline parallelism in one sweep: each against its own 1-rank run
+"$BIN" "${run[@]}" --model lenet --ranks 1,2 --parallel model,pipeline --micro-batches 2 --batch-size 8 --steps 6 \
+    --format json >"$tmp/staged.json" 2>/dev/null
+check "a pipeline's speedup is against the 1-rank pipeline, a model run's against the 1-rank model run" py '
+d = json.load(open(sys.argv[1]))["runs"]
+assert [(r["parallel"], r["ranks"]) for r in d] == [("model", 1), ("model", 2), ("pipeline", 1), ("pipeline", 2)], d
+assert [r["speedup_baseline_run"] for r in d] == [0, 0, 2, 2], [r["speedup_baseline_run"] for r in d]
+' "$tmp/staged.json"
 "$BIN" "${run[@]}" --model mlp --ranks 2 --batch-size 16 --strategy single,allreduce --steps 30 --baseline single \
     --format json >"$tmp/single.json" 2>/dev/null
 check "--baseline single: against the single strategy on the global batch" py '
