@@ -450,18 +450,18 @@ int result_from_run(struct run_result *res, struct run *r)
     predict_scaling(res, r);
     if (r->cfg.parallel != PAR_DATA)
         stage_results(res, r);
-    result_staged_busbw(res);
+    result_staged_sends(res);
     return 0;
 }
 
-void result_staged_busbw(struct run_result *res)
+void result_staged_sends(struct run_result *res)
 {
     if (res->cfg.parallel == PAR_DATA || res->cfg.dp > 1)
         return;
-    res->busbw_valid = 0;
+    res->busbw_valid = res->coll_valid = res->pred_valid = 0;
     res->busbw_gbps = 0;
     for (int i = 0; i < res->nranks; i++) {
-        res->ranks[i].busbw_valid = 0;
+        res->ranks[i].busbw_valid = res->ranks[i].coll_valid = 0;
         res->ranks[i].busbw_gbps = 0;
     }
 }

@@ -190,9 +190,11 @@ int results_collapse_repeats(struct run_result *res, int n, int repeat);
  * knew its stage) leaves no stages. */
 void result_stages(struct run_result *res, int world, const int *first, const int *last, const double *live_bytes);
 /* Stages without --dp move their bytes in sends between stages, which have
- * no bus bandwidth (nccl-tests gives none): busbw would be that of the
- * loss's few broadcast bytes alone, so it is n/a. */
-void result_staged_busbw(struct run_result *res);
+ * no bus bandwidth (nccl-tests gives none) and no peers' collective to
+ * match for a transfer time: busbw, xfer, sync and pred would be those of
+ * the loss's few broadcast bytes alone, so they are n/a (the stage table
+ * has the bytes, --predict the sends' time). */
+void result_staged_sends(struct run_result *res);
 
 int report_write(FILE *f, int format, const struct run_result *res, int n);
 /* The report where --output says (path; "" or NULL: standard output). A

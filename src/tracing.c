@@ -491,7 +491,7 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
             res->global_batch = res->global_batch / res->world * res->cfg.dp;
             res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
         }
-        result_staged_busbw(res);
+        result_staged_sends(res);
         /* the stage table, where the trace holds every rank */
         if (res->cfg.parallel != PAR_DATA && d->nstage_ranks == res->world && res->nranks == res->world)
             result_stages(res, res->world, d->stage_first, d->stage_last, d->stage_live);

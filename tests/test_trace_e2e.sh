@@ -61,7 +61,7 @@ for part, extra in (("runs", ("ranks", "global_batch")), ("per_rank", ("rank", "
                 sys.exit("FAIL: %s %s live %.4f, replay %.4f" % (who, k, x[k], y[k]))
         for k in same + extra:
             u, v = x[k], y[k]
-            if k == "busbw_gbps" and u is None and v is None:
+            if k in ("busbw_gbps", "transfer_ms_per_step", "sync_ms_per_step") and u is None and v is None:
                 continue  # (n/a in both: a pipeline's sends)
             if not isinstance(u, (int, float)) or not isinstance(v, (int, float)):
                 sys.exit("FAIL: %s %s live %r, replay %r: not numbers" % (who, k, u, v))
@@ -78,7 +78,7 @@ xfer = set(q["transfer_ms_per_step"] for q in a["per_rank"])
 if len(xfer) != 1:
     sys.exit("FAIL: the ranks disagree on transfer time: %s" % sorted(xfer))
 for q in a["per_rank"]:
-    if q["sync_ms_per_step"] < 0:
+    if q["sync_ms_per_step"] is not None and q["sync_ms_per_step"] < 0:
         sys.exit("FAIL: rank %d: negative sync %r ms" % (q["rank"], q["sync_ms_per_step"]))
 print("ok: %d ranks, breakdown within 0.1 pp, times and bytes equal" % len(a["per_rank"]))
 EOF
@@ -213,9 +213,11 @@ roundtrip)
     /usr/bin/python3 - live4.json replay4.json <<'EOF' || exit 1
 import json, sys
 ra, rb = (json.load(open(f))["runs"][0] for f in sys.argv[1:3])
-# sends between stages have no bus bandwidth: n/a, live and replayed
-if ra["busbw_gbps"] is not None or rb["busbw_gbps"] is not None:
-    sys.exit("FAIL: a pipeline's busbw live %r, replayed %r, not null" % (ra["busbw_gbps"], rb["busbw_gbps"]))
+# sends between stages have no bus bandwidth, nor a collective's transfer
+# time: n/a, live and replayed
+for k in ("busbw_gbps", "transfer_ms_per_step", "sync_ms_per_step", "predicted_transfer_ms_per_step"):
+    if ra[k] is not None or rb[k] is not None:
+        sys.exit("FAIL: a pipeline's %s live %r, replayed %r, not null" % (k, ra[k], rb[k]))
 a, b = ra.get("stages"), rb.get("stages")
 if not a or len(a) != 2 or b is None or len(a) != len(b):
     sys.exit("FAIL: stages live %r, replayed %r" % (a, b))

@@ -80,7 +80,7 @@ struct snap_layer {
 
 struct snap {
     int world;      /* the ranks held below */
-    int sends_only; /* stages without --dp: sends between them, no bus bandwidth (result_staged_busbw) */
+    int sends_only; /* stages without --dp: sends between them, no bus bandwidth (result_staged_sends) */
     int run_world;  /* the run's ranks: more than world in a replay of some of its ranks' files */
     /* header */
     char model[32], dataset[32], strategy[32], backend[64], device[64];
