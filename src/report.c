@@ -220,8 +220,8 @@ static void predict(struct run_result *res, struct run *r)
     char path[1024];
     cost_model_path(path, sizeof(path));
     const char *algo = fit_algo(r);
-    double total = 0, r2 = 1.0;
-    int used = 0;
+    double total = 0, r2 = 1.0, most = 0;
+    int used = 0, kind = 0;
     for (int k = 1; k < COLL_COUNT; k++) {
         uint64_t calls = 0;
         double bytes = 0;
@@ -235,11 +235,17 @@ static void predict(struct run_result *res, struct run *r)
         struct cost_fit f;
         if (cost_model_lookup(path, fit_backend(r), algo, r->world, k, &f) != 0)
             return;
-        total += (double)calls * f.alpha_us + f.beta_us_per_byte * bytes;
-        r2 = f.r2 < r2 ? f.r2 : r2;
+        double t = (double)calls * f.alpha_us + f.beta_us_per_byte * bytes;
+        total += t;
+        if (t >= most) { /* (the fit that carries the prediction: its r2 is the one that matters) */
+            most = t;
+            r2 = f.r2;
+            kind = k;
+        }
     }
     res->pred_valid = used;
     res->pred_r2 = r2;
+    res->pred_kind = kind;
     res->pred_ms = total / 1e3 / r->world;
 }
 
@@ -989,14 +995,16 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
             explain_efficiency(f, res, i);
         if (r->pred_valid && r->pred_r2 < 0.9)
             fprintf(f,
-                    "\nrun %d: pred/step comes from an alpha-beta fit with r2 %.2f: a rough guide only (run "
-                    "--bench-comm again on a quiet machine)\n",
-                    i, r->pred_r2);
+                    "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f: a rough guide only (run "
+                    "--bench-comm --collective %s --ranks %d again on a quiet machine)\n",
+                    i, coll_name(r->pred_kind), r->pred_r2, coll_name(r->pred_kind), r->world);
         if (r->train_valid && r->classes > 1 && r->train_loss > 2.0 * log((double)r->classes))
             fprintf(f,
                     "\nrun %d: the training loss %.3g is far above chance (%.2f for %d classes): the learning rate "
-                    "%g may be too high for %s (--lr)\n",
-                    i, r->train_loss, log((double)r->classes), r->classes, (double)r->cfg.lr, r->cfg.model);
+                    "%g%s may be too high for %s (--lr)\n",
+                    i, r->train_loss, log((double)r->classes), r->classes,
+                    (double)r->cfg.lr * (r->cfg.scale_lr ? r->world : 1), r->cfg.scale_lr ? " (--scale-lr's)" : "",
+                    r->cfg.model);
         if (r->pred_valid == 0 && r->coll_valid && r->xfer_ms > 0 && !r->replay.valid)
             fprintf(f,
                     "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "

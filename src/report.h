@@ -120,7 +120,8 @@ struct run_result {
     int threads_per_rank;
     double pred_ms; /* alpha-beta prediction of xfer_ms (summed over the run), from --bench-comm's fit */
     int pred_valid;
-    double pred_r2; /* the worst fit used */
+    double pred_r2; /* the fit of the collective that takes most of the predicted time */
+    int pred_kind;  /* ... that collective (enum coll_kind) */
     /* --predict (a 1-rank run): the step at more ranks (src/predict.h) */
     struct scaling_pred {
         int ranks;

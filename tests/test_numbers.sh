@@ -42,6 +42,20 @@ for i, (base, sc) in want.items():
 check "the markdown report labels speedups (r1 weak)" grep -q '| r1 weak |' "$tmp/mix.md"
 check "the report says what strong and weak mean" grep -q 'strong = the same global batch, weak = the same per-rank batch' "$tmp/mix.md"
 
+# a rough prediction names the fit that carries it: ddp's allreduce (r2 0.5),
+# not the buffers' broadcast (r2 0.3, a sliver of the time)
+cat >"$tmp/cm.json" <<'EOF'
+{"fits": [{"backend": "shm", "algo": "ring", "ranks": 2, "collective": "allreduce", "alpha_us": 10,
+           "beta_us_per_byte": 0.0001, "r2": 0.5},
+          {"backend": "shm", "algo": "ring", "ranks": 2, "collective": "broadcast", "alpha_us": 5,
+           "beta_us_per_byte": 0.0001, "r2": 0.3}]}
+EOF
+DDPTOP_COMM_MODEL="$tmp/cm.json" "$BIN" "${run[@]}" --device cpu --input 3x32x32 --model resnet18 --ranks 2 \
+    --batch-size 2 --strategy ddp --steps 3 >"$tmp/rough.txt" 2>/dev/null
+check "a rough prediction names the fit that carries it, and how to measure it again" grep -q \
+    "pred/step comes mostly from the allreduce fit, whose r2 is 0.50: .*--bench-comm --collective allreduce --ranks 2" \
+    "$tmp/rough.txt"
+
 # model and pipeline parallelism in one sweep: each against its own 1-rank run
 "$BIN" "${run[@]}" --model lenet --ranks 1,2 --parallel model,pipeline --micro-batches 2 --batch-size 8 --steps 6 \
     --format json >"$tmp/staged.json" 2>/dev/null
