@@ -972,9 +972,9 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                "state, its batch and communication buffers).\n\n");
     for (int i = 0; i < n; i++)
         if (res[i].params_valid)
-            fprintf(f, "run %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", i,
-                    res[i].cfg.model, res[i].params_total, res[i].params_trainable,
-                    (double)res[i].flops_per_sample / 1e9);
+            fprintf(f, "%srun %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", md ? "- " : "",
+                    i, res[i].cfg.model, res[i].params_total, res[i].params_trainable,
+                    (double)res[i].flops_per_sample / 1e9); /* (markdown: a list, not one paragraph) */
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         if (r->error[0])
@@ -1009,6 +1009,16 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
             fprintf(f,
                     "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "
                     "the same --ranks and --algo)\n",
+                    i);
+        if (r->cfg.warmup_steps > 0 && r->steps > 0 && r->steps < r->cfg.warmup_steps && !r->replay.valid)
+            fprintf(f,
+                    "\nrun %d ended inside its learning-rate warm-up (%ld of --warmup-steps %d): its rate never "
+                    "reached the full --lr%s\n",
+                    i, r->steps, r->cfg.warmup_steps, r->cfg.scale_lr ? " x ranks" : "");
+        if (r->cfg.parallel != PAR_DATA && r->cfg.eval && !r->test_valid && !r->replay.valid)
+            fprintf(f,
+                    "\nrun %d: test acc is n/a: each stage holds only its own layers, so no rank can evaluate "
+                    "the whole model\n",
                     i);
         if (r->nstages > 0) {
             int M = r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, S = r->nstages;

@@ -56,6 +56,17 @@ check "a rough prediction names the fit that carries it, and how to measure it a
     "pred/step comes mostly from the allreduce fit, whose r2 is 0.50: .*--bench-comm --collective allreduce --ranks 2" \
     "$tmp/rough.txt"
 
+# notes for what would puzzle a reader: a run cut inside its warm-up, a
+# staged run's test accuracy n/a; in markdown the models' lines a list
+"$BIN" "${run[@]}" --model lenet --ranks 2 --steps 4 --warmup-steps 50 --format md >"$tmp/warm.md" 2>/dev/null
+check "a run cut inside its warm-up says so" grep -q \
+    "run 0 ended inside its learning-rate warm-up (4 of --warmup-steps 50)" "$tmp/warm.md"
+check "markdown: the models' lines are a list" grep -q "^- run 0: lenet, 61706 parameters" "$tmp/warm.md"
+"$BIN" --batch --quiet --dataset synthetic --threads-per-rank 1 --model lenet --ranks 2 --steps 3 --parallel model \
+    >"$tmp/model.txt" 2>/dev/null
+check "a model-parallel run says why its test accuracy is n/a" grep -q \
+    "run 0: test acc is n/a: each stage holds only its own layers" "$tmp/model.txt"
+
 # model and pipeline parallelism in one sweep: each against its own 1-rank run
 "$BIN" "${run[@]}" --model lenet --ranks 1,2 --parallel model,pipeline --micro-batches 2 --batch-size 8 --steps 6 \
     --format json >"$tmp/staged.json" 2>/dev/null
