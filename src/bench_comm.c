@@ -497,8 +497,10 @@ int bench_comm_main(const struct config *cfg)
         free(k->hout);
     }
     shm_world_destroy(w);
-    if (over_procs && gather_rows(b, pr->rank, pr->size, &status) != 0)
+    if (over_procs && gather_rows(b, pr->rank, pr->size, &status) != 0) {
+        free(b);
         return 0; /* a worker: process 0 reports */
+    }
     int stopped = 0;
     for (int r = 0; r < b->world; r++)
         if (b->done[r] < b->nrows) {

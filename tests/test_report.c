@@ -251,7 +251,8 @@ static void test_predict(void **state)
                             "rows"),
         0);
     assert_true(num(srow, "comm_ms") > 100 * num(cJSON_GetArrayItem(rows, 1), "comm_ms"));
-    assert_true(num(srow, "speedup") < num(cJSON_GetArrayItem(rows, 1), "speedup"));
+    /* (<=: where backward hides both links' sends whole, on a loaded machine, the two are equal) */
+    assert_true(num(srow, "speedup") <= num(cJSON_GetArrayItem(rows, 1), "speedup") * (1 + 1e-9));
     cJSON_Delete(slow);
     cJSON_Delete(root);
     /* no fit for 3 ranks and no --link: no figure; a run that cannot be
