@@ -464,7 +464,7 @@ tm send-keys -t "$S" q
 wait_file "$T/exit.hang" 30 || fail "a hung rank: q did not exit"
 check_shell hang
 
-# ---- 6d. --output that cannot take the report: it comes to the terminal, exit 1 ----
+# ---- 6c. --output that cannot take the report: it comes to the terminal, exit 1 ----
 run_ddptop full "LANG=C.UTF-8" "--model mlp --steps 30 --format csv --output /dev/full"
 wait_for 'step [0-9]+/30' 20 || fail "--output /dev/full: ddptop did not start"
 tm send-keys -t "$S" q
@@ -477,7 +477,7 @@ else
 fi
 check_shell full
 
-# ---- 6c. a sweep: s walks its combinations in --batch's order ----------------------
+# ---- 6d. a sweep: s walks its combinations in --batch's order ----------------------
 run_ddptop sweep "LANG=C.UTF-8" "--model mlp --strategy allreduce,ddp --ranks 1,2"
 if wait_for "1 run +next: the sweep's 2/4: mlp, allreduce, 2 ranks x 32" 20; then
     pass "a sweep: the runs pane names its second combination next"
