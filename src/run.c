@@ -404,8 +404,8 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                  w16_name(gc), strategy_name(rc->strategy));
         return -1;
     }
-    /* as config_parse says it for the command line: a plan made later (the
-     * UI's) may have fewer ranks than the one these options named */
+    /* every run of the command line's sweep, and a plan made later (the
+     * UI's), which may have fewer ranks than the one these options named */
     if (rc->slow_rank >= rc->ranks) {
         snprintf(err, errlen, "--slow-rank: rank %d does not exist with --ranks %d", rc->slow_rank, rc->ranks);
         return -1;
