@@ -1341,6 +1341,11 @@ int run_replicas(const struct run_config *rc)
     return rc->parallel != PAR_DATA ? (rc->dp > 1 ? rc->dp : 1) : run_world(rc);
 }
 
+int run_sends_only(const struct run_config *rc)
+{
+    return rc->parallel != PAR_DATA && rc->dp <= 1;
+}
+
 int run_stages(const struct run_config *rc)
 {
     return rc->parallel != PAR_DATA ? run_world(rc) / run_replicas(rc) : 1;

@@ -194,6 +194,9 @@ int run_global_batch(const struct run_config *rc);
 int run_replicas(const struct run_config *rc);
 /* Stages in one replica: the ranks over --dp (1 in data parallelism). */
 int run_stages(const struct run_config *rc);
+/* Stages without --dp: every byte goes in sends between stages, which have
+ * no bus bandwidth and no collective to time across ranks. */
+int run_sends_only(const struct run_config *rc);
 int run_world(const struct run_config *rc);
 /* The model's outputs on h x w inputs of a set with data_classes labels:
  * --classes, else the data's, or 1000 at the ImageNet forms' sizes. */

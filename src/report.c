@@ -462,7 +462,7 @@ int result_from_run(struct run_result *res, struct run *r)
 
 void result_staged_sends(struct run_result *res)
 {
-    if (res->cfg.parallel == PAR_DATA || res->cfg.dp > 1)
+    if (!run_sends_only(&res->cfg))
         return;
     res->busbw_valid = res->coll_valid = res->pred_valid = 0;
     res->busbw_gbps = 0;

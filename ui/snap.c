@@ -65,7 +65,7 @@ int snap_init(struct snap *s, const struct run *r)
     s->threshold = r->cfg.loss_threshold;
     s->threshold_step = -1;
     s->on_gpu = r->on_gpu;
-    s->sends_only = r->cfg.parallel != PAR_DATA && r->cfg.dp <= 1;
+    s->sends_only = run_sends_only(&r->cfg);
     s->cupti_sample = r->cupti ? r->cupti_sample : 0;
     /* the alpha-beta fits, read once: the file may be missing (n/a) */
     char path[1024];
