@@ -157,3 +157,23 @@ void cpu_concat_backward(float *da, int acc_a, float *db, int acc_b, const float
         }
     }
 }
+
+/* The plain API: a convolution with a context of its own, plain layouts. */
+struct cpu_conv *cpu_conv_create(const struct conv_dims *d, int has_bias, char *err, size_t errlen)
+{
+    struct cpu_ctx *x = cpu_ctx_create(err, errlen);
+    if (!x)
+        return NULL;
+    struct cpu_conv *c = cpu_conv_new(x, 1, d, has_bias, 1, 1, err, errlen);
+    if (c && cpu_ctx_finish(x, err, errlen) != 0) {
+        cpu_conv_destroy(c);
+        return NULL;
+    }
+    return c;
+}
+
+struct cpu_conv *cpu_conv_create_blk(struct cpu_ctx *x, const struct conv_dims *d, int has_bias, int src_blk,
+                                     int dst_blk, char *err, size_t errlen)
+{
+    return cpu_conv_new(x, 0, d, has_bias, src_blk, dst_blk, err, errlen);
+}

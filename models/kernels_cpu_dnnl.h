@@ -199,4 +199,47 @@ static inline void *md_alloc(const dnnl_memory_desc_t *md)
     return p;
 }
 
+/* A layer with weights around its three primitives (kernels_cpu_wprims.c):
+ * the primitives, the weights' reorders (.p NULL where the layouts agree)
+ * and the memory objects they run on. */
+struct wprims {
+    char impl[96]; /* the three implementations' names, "fwd|bwd-data|bwd-weights" */
+    struct prim fwd, bwd_data, bwd_weights;
+    struct prim w_to_fwd, w_to_bd, dw_to_user;
+    int bd_uses_fwd; /* backward-data takes the forward's weight copy */
+    dnnl_memory_t src, dst, bias, dsrc, ddst, dbias;
+    dnnl_memory_t w_user, w_fwd, w_bd, dw_user, dw_bw;
+    void *w_fwd_buf; /* the forward's weights, kept for backward-data */
+    float *db_dummy; /* [nbias]: the bias gradient oneDNN computes when the caller wants none */
+    /* bf16 (set before wprims_make): src and ddst are bfloat16 memory
+     * objects, the fp32 input and output gradient rounded into them */
+    int bf16;
+    struct to_bf16 src_bf, ddst_bf;
+};
+
+/* The descriptors the primitives were made from: the fp32 input and
+ * output, what the products read (srcb, ddstb: bf16 forms, or the same),
+ * the bias, and the weights as the caller keeps them. */
+struct wprims_mds {
+    const dnnl_memory_desc_t *src, *srcb, *dst, *ddstb, *bias, *wu;
+    size_t nbias;
+};
+
+/* What one backward call reads and writes: dw and din may be NULL (not
+ * wanted); db NULL with has_bias still runs (into db_dummy). */
+struct wprims_bwd {
+    float *din, *dw, *db;
+    const float *dout, *in, *w;
+    int has_bias;
+    int redo_fwd_reorder; /* the weights may have changed since forward */
+};
+
+/* Returns 0, or -1 with err set where oneDNN said why (empty: out of memory). */
+int wprims_make(struct cpu_ctx *x, struct wprims *p, const struct wprims_mds *md, const_dnnl_primitive_desc_t fpd,
+                const_dnnl_primitive_desc_t bdpd, const_dnnl_primitive_desc_t bwpd, char *err, size_t errlen);
+void wprims_free(struct wprims *p);
+/* b NULL: no bias. Waits for the stream. */
+int wprims_forward(struct cpu_ctx *x, struct wprims *p, float *out, const float *in, const float *w, const float *b);
+int wprims_backward(struct cpu_ctx *x, struct wprims *p, const struct wprims_bwd *a);
+
 #endif

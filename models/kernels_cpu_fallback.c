@@ -86,8 +86,8 @@ struct cpu_conv {
     float *scratch; /* input gradient to accumulate, made on first need */
 };
 
-static struct cpu_conv *conv_new(struct cpu_ctx *x, int own_ctx, const struct conv_dims *d, int has_bias, int src_blk,
-                                 int dst_blk, char *err, size_t errlen)
+struct cpu_conv *cpu_conv_new(struct cpu_ctx *x, int own_ctx, const struct conv_dims *d, int has_bias, int src_blk,
+                              int dst_blk, char *err, size_t errlen)
 {
     struct cpu_conv *c = calloc(1, sizeof(*c));
     if (!c) {
@@ -107,25 +107,6 @@ static struct cpu_conv *conv_new(struct cpu_ctx *x, int own_ctx, const struct co
         return NULL;
     }
     return c;
-}
-
-struct cpu_conv *cpu_conv_create(const struct conv_dims *d, int has_bias, char *err, size_t errlen)
-{
-    struct cpu_ctx *x = cpu_ctx_create(err, errlen);
-    if (!x)
-        return NULL;
-    struct cpu_conv *c = conv_new(x, 1, d, has_bias, 1, 1, err, errlen);
-    if (c && cpu_ctx_finish(x, err, errlen) != 0) {
-        cpu_conv_destroy(c);
-        return NULL;
-    }
-    return c;
-}
-
-struct cpu_conv *cpu_conv_create_blk(struct cpu_ctx *x, const struct conv_dims *d, int has_bias, int src_blk,
-                                     int dst_blk, char *err, size_t errlen)
-{
-    return conv_new(x, 0, d, has_bias, src_blk, dst_blk, err, errlen);
 }
 
 const char *cpu_conv_impl(const struct cpu_conv *c)

@@ -37,6 +37,12 @@ static inline int par_nthreads(void)
 {
     return 1;
 }
+/* A convolution on context x (oneDNN's, or the reference loops without
+ * it); own_ctx: it owns x and destroys it (with itself, or on failure).
+ * cpu_conv_create and cpu_conv_create_blk (kernels_cpu.c) wrap it. */
+struct cpu_conv *cpu_conv_new(struct cpu_ctx *x, int own_ctx, const struct conv_dims *d, int has_bias, int src_blk,
+                              int dst_blk, char *err, size_t errlen);
+
 #endif
 #define PAR_MIN 32768 /* floats */
 
@@ -64,5 +70,11 @@ static inline int cpu_maxpool_blk_fits(const struct pool_dims *d, int alg, int b
 void cpu_maxpool_blk_forward(float *out, uint8_t *am, const float *in, const struct pool_dims *d, int blk);
 /* Writes din. */
 void cpu_maxpool_blk_backward(float *din, const float *dout, const uint8_t *am, const struct pool_dims *d, int blk);
+
+/* A convolution on context x (oneDNN's, or the reference loops without
+ * it); own_ctx: it owns x and destroys it (with itself, or on failure).
+ * cpu_conv_create and cpu_conv_create_blk (kernels_cpu.c) wrap it. */
+struct cpu_conv *cpu_conv_new(struct cpu_ctx *x, int own_ctx, const struct conv_dims *d, int has_bias, int src_blk,
+                              int dst_blk, char *err, size_t errlen);
 
 #endif
