@@ -490,35 +490,3 @@ struct model *zoo_create(struct device *d, const char *name, int batch, int c, i
     int out = layer_to_layout(m, "logits", z->build(m, m->input, classes), 1);
     return model_finish(m, out, err, errlen);
 }
-
-void zoo_print_help(FILE *out)
-{
-    enum { INDENT = 16, WIDTH = 78 };
-    fprintf(out, "  (sizes: parameters, and forward FLOPs per image, with 10 classes; at 224x224 and more every model\n"
-                 "  but mlp and lenet takes its ImageNet form, torchvision's, with 1000 classes unless --classes)\n");
-    for (int i = 0; i < zoo_count; i++) {
-        const struct zoo_entry *z = &zoo_models[i];
-        fprintf(out, "  %-13s ", z->name);
-        /* the summary, word-wrapped under itself */
-        int col = INDENT;
-        for (const char *w = z->summary; *w;) {
-            size_t len = strcspn(w, " ");
-            if (col > INDENT && col + 1 + (int)len > WIDTH) {
-                fprintf(out, "\n%*s", INDENT, "");
-                col = INDENT;
-            } else if (col > INDENT) {
-                fputc(' ', out);
-                col++;
-            }
-            fprintf(out, "%.*s", (int)len, w);
-            col += (int)len;
-            w += len;
-            w += strspn(w, " ");
-        }
-        fprintf(out, "\n%*s1x28x28: %.2fM params, %.3f GFLOP; 3x32x32: %.2fM, %.3f GFLOP\n", INDENT, "",
-                (double)z->params[ZOO_28] / 1e6, (double)z->flops[ZOO_28] / 1e9, (double)z->params[ZOO_32] / 1e6,
-                (double)z->flops[ZOO_32] / 1e9);
-        fprintf(out, "%*s3x224x224, 1000 classes: %.2fM, %.2f GFLOP\n", INDENT, "", (double)z->params[ZOO_224] / 1e6,
-                (double)z->flops[ZOO_224] / 1e9);
-    }
-}

@@ -37,7 +37,5 @@ struct model *zoo_create(struct device *d, const char *name, int batch, int c, i
                          char *err, size_t errlen);
 /* 1 when model `name` takes its ImageNet form on h x w inputs. */
 int zoo_imagenet_form(const char *name, int h, int w);
-/* The model list of --help: name, wrapped summary, sizes at each shape. */
-void zoo_print_help(FILE *out);
 
 #endif
