@@ -581,6 +581,21 @@ static void *receive(void *arg)
     return NULL;
 }
 
+/* The relay's memory (what relay_open made, or some of it). */
+static void relay_free(struct relay *rl)
+{
+    if (!rl)
+        return;
+    free(rl->add_ns);
+    free(rl->bound_ns);
+    free(rl->seen_ns);
+    free(rl->ended);
+    free(rl->done_of);
+    free(rl->estimates);
+    free(rl->buf);
+    free(rl);
+}
+
 struct relay *relay_open(struct run *r, char *err, size_t errlen)
 {
     struct relay *rl = calloc(1, sizeof(*rl));
@@ -596,15 +611,7 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
     }
     if (!rl || !rl->add_ns || !rl->bound_ns || !rl->seen_ns || !rl->ended || !rl->done_of || !rl->estimates) {
         snprintf(err, errlen, "out of memory for the MPI relay");
-        if (rl) {
-            free(rl->add_ns);
-            free(rl->bound_ns);
-            free(rl->seen_ns);
-            free(rl->ended);
-            free(rl->done_of);
-            free(rl->estimates);
-        }
-        free(rl);
+        relay_free(rl);
         return NULL;
     }
     rl->r = r;
@@ -763,14 +770,7 @@ void relay_close(struct relay *rl)
      * drops it with the communicator) */
     if (!comm_mpi_tainted())
         MPI_Comm_free(&rl->mc);
-    free(rl->add_ns);
-    free(rl->bound_ns);
-    free(rl->seen_ns);
-    free(rl->ended);
-    free(rl->done_of);
-    free(rl->estimates);
-    free(rl->buf);
-    free(rl);
+    relay_free(rl);
 }
 
 #else /* no MPI in this build */
