@@ -9,6 +9,7 @@ pkgs=(
   clang libclang-rt-14-dev
   openmpi-bin libopenmpi-dev
   dataset-fashion-mnist
+  python3-torch # tests: a real DDP job profiled by torch.profiler (test_pytorch_job.sh)
 )
 SUDO=
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi

@@ -717,8 +717,9 @@ static const char *const group_title[G_COUNT] = {
 static const struct opt opts[] = {
     {FLAG("batch", AT(batch), 1, G_MODE, "headless: run, then print a report")},
     {FLAG("info", AT(mode), MODE_INFO, G_MODE, "print the model's layer table: shapes, parameters, FLOPs")},
-    {TEXT("replay", AT(replay), "trace file", "FILE", G_MODE,
-          "show a trace (ddptop's or PyTorch profiler's) instead of training"),
+    {TEXT("replay", AT(replay), "trace file", "FILE|DIR..", G_MODE,
+          "show traces (ddptop's or PyTorch profiler's) instead of training: one or more files (FILE FILE.., "
+          "FILE,FILE..), or a folder, every .json and .json.gz in it (PyTorch's *.pt.trace.json)"),
      .also_off = OFF(mode), .also = MODE_REPLAY},
     {FLAG("bench-comm", AT(mode), MODE_BENCH_COMM, G_MODE, "benchmark collectives, nccl-tests style; options below")},
 
@@ -1233,7 +1234,16 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         if (o->group == G_TRACE && o->off != OFF(trace))
             trace_only = o;
     }
-    if (optind < argc) {
+    /* more traces for --replay (a shell glob: --replay DIR/FILE.json ...) */
+    if (optind < argc && cfg->mode == MODE_REPLAY) {
+        cfg->replay_more = argv + optind;
+        cfg->nreplay_more = argc - optind;
+        for (int i = optind; i < argc; i++)
+            if (!argv[i][0]) {
+                fprintf(err, "ddptop: --replay: an empty file name\n");
+                return 2;
+            }
+    } else if (optind < argc) {
         fprintf(err, "ddptop: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
     }

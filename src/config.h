@@ -166,7 +166,9 @@ struct config {
     long trace_step_from, trace_step_to; /* --trace-steps A:B, inclusive; to < 0 = open */
     uint64_t trace_ranks;                /* bit mask; 0 = all */
     int trace_split;                     /* one file per rank */
-    char replay[CFG_PATH];               /* --replay FILE */
+    char replay[CFG_PATH];               /* --replay FILE|DIR[,...] */
+    char **replay_more;                  /* the arguments after the options (more traces: a glob), in argv */
+    int nreplay_more;
     /* --bench-comm */
     int collective; /* enum coll_kind */
     uint64_t min_bytes, max_bytes;

@@ -9,7 +9,9 @@
  * spans and step records the live metrics saw, so replay feeds them through
  * the same metrics code into the same result (result_from_metrics) as a
  * live run. A PyTorch profiler trace goes through trace/trace_analyze
- * (HTA's definitions). Either way the report is report.c's.
+ * (HTA's definitions), each rank's cycles (one file each) as its windows.
+ * Either way the report is report.c's. Traces come as the user names
+ * them: files, comma lists of files, and folders of them.
  */
 #include "tracing.h"
 
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -628,17 +631,24 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
         rr->host_wait_ns = f.host_wait_ns;
         rr->kernel_wait_ns = f.kernel_wait_ns;
         rr->other_idle_ns = f.other_idle_ns;
-        if (tr->nsteps)
-            qsort(tr->steps, tr->nsteps, sizeof(*tr->steps), step_cmp);
         rr->steps = (long)tr->nsteps;
+        /* the step times in step order, every window's: a copy, for the
+         * windows keep their steps where they are */
+        struct trace_step_info *sorted = malloc(sizeof(*sorted) * (tr->nsteps ? tr->nsteps : 1));
         int64_t *v = malloc(sizeof(*v) * (tr->nsteps ? tr->nsteps : 1));
-        if (!v) {
+        if (!v || !sorted) {
+            free(sorted);
+            free(v);
             snprintf(err, errlen, "out of memory");
             return -1;
         }
+        if (tr->nsteps)
+            memcpy(sorted, tr->steps, sizeof(*sorted) * tr->nsteps);
+        qsort(sorted, tr->nsteps, sizeof(*sorted), step_cmp);
         for (size_t s = 0; s < tr->nsteps; s++)
-            v[s] = tr->steps[s].t1_ns - tr->steps[s].t0_ns;
+            v[s] = sorted[s].t1_ns - sorted[s].t0_ns;
         step_stats_ms(v, tr->nsteps, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
+        free(sorted);
         free(v);
         rr->ms_valid = rr->steps > 0;
         /* the run's step time: the slowest rank's */
@@ -673,51 +683,116 @@ static int doc_timed(const struct trace_doc *d)
     return 0;
 }
 
-int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen)
+/* Reads one file, or every trace in a folder, into d. Returns 0, or -1
+ * with err. */
+static int read_path(struct trace_doc *d, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return trace_read_file(d, path, err, errlen);
+    char **files;
+    int n;
+    if (trace_list_dir(path, &files, &n, err, errlen) != 0)
+        return -1;
+    if (n == 0) {
+        snprintf(err, errlen, "%s: a folder without a trace in it (*.json, *.json.gz)", path);
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = trace_read_file(d, files[i], err, errlen);
+    trace_paths_free(files, n);
+    return rc;
+}
+
+/* The files as the report names them: the arguments, or the first and a
+ * count when they would not fit. */
+static void name_files(char *out, size_t len, const char *const *args, int nargs)
+{
+    size_t total = 0;
+    for (int i = 0; i < nargs; i++)
+        total += strlen(args[i]) + 1;
+    if (nargs > 1 && total > 200) {
+        snprintf(out, len, "%s and %d more", args[0], nargs - 1);
+        return;
+    }
+    out[0] = 0;
+    for (int i = 0; i < nargs; i++) {
+        size_t at = strlen(out);
+        snprintf(out + at, len - at, "%s%s", i ? " " : "", args[i]);
+    }
+}
+
+int replay_load_list(struct replay *rp, const char *const *args, int nargs, int64_t kernel_wait_ns, char *err,
+                     size_t errlen)
 {
     memset(rp, 0, sizeof(*rp));
     trace_doc_init(&rp->doc);
-    char buf[sizeof(rp->res.replay.files)];
-    snprintf(buf, sizeof(buf), "%s", paths);
-    size_t n = strlen(paths);
-    if (n > 0 && (paths[0] == ',' || paths[n - 1] == ',' || strstr(paths, ",,"))) {
-        snprintf(err, errlen, "%s: an empty file name in the list", paths);
-        goto fail;
-    }
-    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        if (trace_read_file(&rp->doc, p, err, errlen) != 0)
-            goto fail;
-        if (rp->doc.mixed) {
-            snprintf(err, errlen, "%s: cannot replay ddptop and PyTorch traces together", p);
-            goto fail;
-        }
-        if (rp->doc.other_run) {
-            snprintf(err, errlen,
-                     "%s: a trace of another run than the files before it (its start or its settings differ)", p);
+    char names[sizeof(rp->res.replay.files)];
+    name_files(names, sizeof(names), args, nargs);
+    for (int a = 0; a < nargs; a++) {
+        const char *paths = args[a];
+        struct stat st;
+        size_t n = strlen(paths);
+        /* a path that exists is one, commas and all; anything else is a list */
+        int whole = stat(paths, &st) == 0;
+        char *buf = whole ? NULL : strdup(paths);
+        if (!whole && !buf) {
+            snprintf(err, errlen, "out of memory");
             goto fail;
         }
+        if (buf && (n == 0 || paths[0] == ',' || paths[n - 1] == ',' || strstr(paths, ",,"))) {
+            snprintf(err, errlen, "%s: an empty file name in the list", paths);
+            free(buf);
+            goto fail;
+        }
+        char *save = NULL;
+        for (char *p = buf ? strtok_r(buf, ",", &save) : (char *)paths; p;
+             p = buf ? strtok_r(NULL, ",", &save) : NULL) {
+            if (read_path(&rp->doc, p, err, errlen) != 0) {
+                free(buf);
+                goto fail;
+            }
+            if (rp->doc.mixed) {
+                snprintf(err, errlen, "%s: cannot replay ddptop and PyTorch traces together", p);
+                free(buf);
+                goto fail;
+            }
+            if (rp->doc.other_run) {
+                snprintf(err, errlen,
+                         "%s: a trace of another run than the files before it (its start or its settings differ)", p);
+                free(buf);
+                goto fail;
+            }
+        }
+        free(buf);
     }
     if (rp->doc.nfiles == 0) {
         snprintf(err, errlen, "no trace file given");
         goto fail;
     }
     if (rp->doc.nranks == 0) {
-        snprintf(err, errlen, "%s: no events of any rank", paths);
+        snprintf(err, errlen, "%s: no events of any rank", names);
         goto fail;
     }
     if (!doc_timed(&rp->doc)) {
-        snprintf(err, errlen, "%s: nothing to replay: no step, span or operator with a duration", paths);
+        snprintf(err, errlen, "%s: nothing to replay: no step, span or operator with a duration", names);
         goto fail;
     }
     int rc = rp->doc.flavor == TRACE_DDPTOP ? replay_ddptop(rp, err, errlen)
                                             : replay_foreign(rp, kernel_wait_ns, err, errlen);
     if (rc != 0)
         goto fail;
-    describe_run(&rp->res, rp, paths);
+    describe_run(&rp->res, rp, names);
     return 0;
 fail:
     replay_free(rp);
     return -1;
+}
+
+int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen)
+{
+    return replay_load_list(rp, &paths, 1, kernel_wait_ns, err, errlen);
 }
 
 void replay_free(struct replay *rp)
@@ -729,22 +804,66 @@ void replay_free(struct replay *rp)
     memset(rp, 0, sizeof(*rp));
 }
 
+/* What the user should know of how foreign files became ranks and
+ * windows: ranks that no trace nor name gave, the same steps twice, and
+ * how many cycles each rank has when there are several. */
+static void replay_notes(const struct trace_doc *d)
+{
+    if (d->flavor == TRACE_DDPTOP)
+        return;
+    static const char *const how = "(no distributedInfo in the trace, no rank<N> in the name): ranks follow the "
+                                   "order of the files; name them with tensorboard_trace_handler's "
+                                   "worker_name=f\"rank{rank}\"";
+    if (d->unnamed_files == 1)
+        fprintf(stderr, "ddptop: --replay: %s names no rank %s\n", d->unnamed_first, how);
+    else if (d->unnamed_files > 1)
+        fprintf(stderr, "ddptop: --replay: %s and %d more files name no rank %s\n", d->unnamed_first,
+                d->unnamed_files - 1, how);
+    if (d->repeated_ranks > 0)
+        fprintf(stderr,
+                "ddptop: --replay: rank %d%s has the same profiler steps in two files (one file twice, or two runs "
+                "in one folder); each counts as a cycle of its own\n",
+                d->repeat_rank, d->repeated_ranks > 1 ? " (and others)" : "");
+    size_t lo = SIZE_MAX, hi = 0;
+    for (int i = 0; i < d->nranks; i++) {
+        lo = d->ranks[i].nwindows < lo ? d->ranks[i].nwindows : lo;
+        hi = d->ranks[i].nwindows > hi ? d->ranks[i].nwindows : hi;
+    }
+    if (hi > 1 && lo == hi)
+        fprintf(stderr, "ddptop: --replay: %d rank(s), %zu profiler cycles each\n", d->nranks, hi);
+    else if (hi > 1)
+        fprintf(stderr, "ddptop: --replay: %d rank(s), %zu to %zu profiler cycles each\n", d->nranks, lo, hi);
+}
+
 int replay_main(const struct config *cfg, replay_show_fn show)
 {
     struct replay rp;
     char err[1200];
-    if (replay_load(&rp, cfg->replay, TRACE_KERNEL_WAIT_NS, err, sizeof(err)) != 0) {
+    /* --replay's value, then the arguments after the options (a glob) */
+    const char **args = malloc(sizeof(*args) * (size_t)(1 + cfg->nreplay_more));
+    if (!args) {
+        fprintf(stderr, "ddptop: --replay: out of memory\n");
+        return 2;
+    }
+    args[0] = cfg->replay;
+    for (int i = 0; i < cfg->nreplay_more; i++)
+        args[1 + i] = cfg->replay_more[i];
+    int rc = replay_load_list(&rp, args, 1 + cfg->nreplay_more, TRACE_KERNEL_WAIT_NS, err, sizeof(err));
+    free(args);
+    if (rc != 0) {
         fprintf(stderr, "ddptop: --replay: %s\n", err);
         return 2;
     }
+    const char *files = rp.res.replay.files;
     if (!rp.doc.complete)
-        fprintf(stderr, "ddptop: --replay: %s is incomplete (%s); replaying the %llu events up to the cut\n",
-                cfg->replay, rp.doc.truncated ? "cut short" : "the writer did not finish it",
-                (unsigned long long)rp.doc.events);
-    if (rp.doc.repeated_ranks == 1)
+        fprintf(stderr, "ddptop: --replay: %s is incomplete (%s); replaying the %llu events up to the cut\n", files,
+                rp.doc.truncated ? "cut short" : "the writer did not finish it", (unsigned long long)rp.doc.events);
+    replay_notes(&rp.doc);
+    /* (a foreign rank's files are its windows: replay_notes says what repeats) */
+    if (rp.doc.flavor == TRACE_DDPTOP && rp.doc.repeated_ranks == 1)
         fprintf(stderr, "ddptop: --replay: rank %d is in more than one of the files; its events are merged\n",
                 rp.doc.repeat_rank);
-    else if (rp.doc.repeated_ranks > 1)
+    else if (rp.doc.flavor == TRACE_DDPTOP && rp.doc.repeated_ranks > 1)
         fprintf(stderr,
                 "ddptop: --replay: %d ranks (rank %d first) are in more than one of the files; their events "
                 "are merged\n",

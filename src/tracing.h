@@ -45,18 +45,26 @@ struct replay {
     struct run_result res; /* what the trace lacks is marked invalid */
 };
 
-/* Loads one trace, or several (comma-separated paths: e.g. the per-rank
- * files of --trace-split, or one Kineto file per rank) and computes every
- * rank's figures. kernel_wait_ns: HTA's kernel-wait gap limit
- * (TRACE_KERNEL_WAIT_NS). Returns 0, or -1 with err set. */
+/* Loads the traces args[0, nargs) name and computes every rank's figures.
+ * An argument is a file, a folder (every trace in it: trace_list_dir), or
+ * a comma-separated list of them (e.g. the per-rank files of
+ * --trace-split); one that exists as it is is one path, commas and all.
+ * PyTorch's files are ranks and cycles as trace_read.h says. kernel_wait_ns:
+ * HTA's kernel-wait gap limit (TRACE_KERNEL_WAIT_NS). Returns 0, or -1 with
+ * err set. */
+int replay_load_list(struct replay *rp, const char *const *args, int nargs, int64_t kernel_wait_ns, char *err,
+                     size_t errlen);
+/* The same for one argument. */
 int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen);
 void replay_free(struct replay *rp);
 /* Shows a loaded replay interactively (the UI's ui_replay); returns the
  * exit status. */
 typedef int (*replay_show_fn)(const struct config *cfg, struct replay *rp);
-/* --replay: loads a trace, shows it with `show` when that is not NULL (the
- * UI, when stdout is a terminal and --batch was not given), then writes the
- * report (report_write, --format) to stdout or --output. Returns the exit
+/* --replay: loads the traces (--replay's value and the arguments after
+ * the options), says how foreign files became ranks and cycles, shows
+ * them with `show` when that is not NULL (the UI, when stdout is a
+ * terminal and --batch was not given), then writes the report
+ * (report_write, --format) to stdout or --output. Returns the exit
  * status. */
 int replay_main(const struct config *cfg, replay_show_fn show);
 

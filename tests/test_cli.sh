@@ -564,7 +564,10 @@ printf '{"ddptop":{},"traceEvents":[{"ph":"i","name":"x","cat":"forward","ts":1,
 expect_error "a ddptop trace of one instant" "instant.json: nothing to replay" --batch --replay "$tmp/instant.json"
 mkfifo "$tmp/fifo.json"
 expect_error "--replay a FIFO" "fifo.json: not a regular file (a FIFO)" --batch --replay "$tmp/fifo.json"
-expect_error "--replay a folder" "not a regular file (a directory)" --batch --replay "$tmp"
+# a folder is every trace in it (a FIFO named .json among them is left out); none: one line
+mkdir "$tmp/no_traces" && mkfifo "$tmp/no_traces/fifo.json" && printf x >"$tmp/no_traces/notes.txt"
+expect_error "--replay a folder without traces" "no_traces: a folder without a trace in it" --batch --replay \
+    "$tmp/no_traces"
 
 # the comm-model cache: with neither XDG_CACHE_HOME nor HOME, nowhere (one
 # line says so), never a shared folder such as /tmp

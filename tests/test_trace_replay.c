@@ -9,7 +9,11 @@
  * refused at the byte at fault (never a loop), a rank past the 64th
  * refused at once, ranks repeated across files counted, gzip from memory
  * (whole, cut, damaged, in several members), a step without spans, and
- * anything but a regular file refused. */
+ * anything but a regular file refused. Last, the user's own PyTorch job:
+ * Kineto's gloo collectives recorded as user_annotation (a hand-made
+ * file, worked out on paper), ranks from distributedInfo, names and
+ * order, a rank's cycles as its windows, a follower's whole-file reads,
+ * and folders. */
 #include <cJSON.h>
 #include <math.h>
 #include <setjmp.h>
@@ -1053,6 +1057,396 @@ static void test_reader_not_regular(void **state)
     rmdir(dir);
 }
 
+/* ---- the user's own job: Kineto's collectives, ranks, cycles, folders ---- */
+
+/* kineto_gloo_cpu.json, a CPU-only gloo job's Kineto file (rank 1 of 2 by
+ * its distributedInfo); us after its base, main thread and gloo's:
+ *   ProfilerStep#5 [1000,1100):
+ *     aten::addmm [1005,1025) compute 20 (under DDP's forward range)
+ *     AddmmBackward0 [1030,1050) compute 20
+ *     c10d::allreduce_ [1050,1052) comm (cpu_op)
+ *     gloo:all_reduce [1052,1090) comm (user_annotation, gloo's thread)
+ *     sync_gloo_grads [1049,1091): the user's own range: nothing
+ *     aten::add_ [1093,1097) compute 4 (under Optimizer.step's range)
+ *     -> compute 44, comm 40, idle 16
+ *   ProfilerStep#6 [1100,1200):
+ *     aten::addmm [1100,1130) compute 30; AddmmBackward0 [1140,1160) 20
+ *     gloo:all_reduce [1150,1190): 10 under backward, 30 exposed
+ *     c10d::allreduce_ [1160,1161) inside it
+ *     aten::add_ [1191,1198) compute 7
+ *     -> compute 57, comm 30 (union 40, overlap 10), idle 13
+ *   aten::zeros [990,1000) lies outside both steps.
+ * wall 200 us: compute 101, comm 70 (35%), union 80, overlap 10, idle 29. */
+static void test_kineto_gloo_user_annotation(void **state)
+{
+    struct trace_doc d;
+    char err[512];
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_file(&d, FIX "kineto_gloo_cpu.json", err, sizeof(err)), 0);
+    assert_int_equal(d.flavor, TRACE_KINETO);
+    assert_string_equal(d.backend, "gloo");
+    assert_int_equal(d.world, 2);
+    assert_int_equal(d.nranks, 1);
+    const struct trace_rank *r = &d.ranks[0];
+    assert_int_equal(r->rank, 1);
+    assert_int_equal(r->nsteps, 2);
+    assert_int_equal(r->nwindows, 1);
+    assert_int_equal(r->windows[0].rank_from, TRACE_RANK_TRACE);
+    int comm_ops = 0;
+    for (size_t i = 0; i < r->nops; i++)
+        comm_ops += r->ops[i].cat == CAT_COMM;
+    assert_int_equal(comm_ops, 4); /* two c10d::allreduce_, two gloo:all_reduce; not the user's range */
+    struct trace_figures f;
+    assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
+    assert_false(f.gpu_view);
+    assert_int_equal(f.b.wall_ns, 200000);
+    assert_int_equal(f.b.compute_ns, 101000);
+    assert_int_equal(f.b.comm_ns, 70000);
+    assert_int_equal(f.b.comm_union_ns, 80000);
+    assert_int_equal(f.b.overlap_ns, 10000);
+    assert_int_equal(f.b.data_ns, 0);
+    assert_int_equal(f.b.idle_ns, 29000);
+    trace_doc_free(&d);
+
+    cJSON *j = run_cli(FIX "kineto_gloo_cpu.json");
+    cJSON *q = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "per_rank"), 0);
+    assert_int_equal((int)num(q, "rank"), 1);
+    assert_true(fabs(num(q, "comm_pct") - 35.0) < 1e-9);
+    assert_true(fabs(num(q, "compute_pct") - 50.5) < 1e-9);
+    assert_true(fabs(num(q, "idle_pct") - 14.5) < 1e-9);
+    assert_true(fabs(num(q, "overlap_pct") - 12.5) < 1e-9);
+    cJSON_Delete(j);
+}
+
+/* One cycle of an autograd-format file (a bare array, times from the
+ * cycle's own start): ProfilerStep#step over [100,200) us, an op of
+ * compute [100,100+comp) on the main thread, gloo:all_reduce [c0,c1) on
+ * gloo's. */
+static char *cycle_trace(unsigned step, int comp, int c0, int c1, size_t *len)
+{
+    char *t = malloc(512);
+    assert_non_null(t);
+    int n = snprintf(t, 512,
+                     "[{\"name\": \"ProfilerStep#%u\", \"ph\": \"X\", \"ts\": 100, \"dur\": 100, \"tid\": 1, "
+                     "\"pid\": \"CPU functions\", \"args\": {}}, "
+                     "{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 100, \"dur\": %d, \"tid\": 1, "
+                     "\"pid\": \"CPU functions\", \"args\": {}}, "
+                     "{\"name\": \"gloo:all_reduce\", \"ph\": \"X\", \"ts\": %d, \"dur\": %d, \"tid\": 2, "
+                     "\"pid\": \"CPU functions\", \"args\": {}}]",
+                     step, comp, c0, c1 - c0);
+    *len = (size_t)n;
+    return t;
+}
+
+struct cycle_file {
+    const char *name;
+    unsigned step;
+    int comp, c0, c1;
+};
+
+/* Two ranks, two cycles each (steps 1 and 4), by hand:
+ *   rank 0: compute 50, comm [150,190) 40, idle 10 | compute 80, comm 10, idle 10
+ *   rank 1: compute 30, comm [130,190) 60, idle 10 | compute 60, comm 10, idle 30
+ * each rank: wall 200 us over its two windows. */
+static const struct cycle_file job_files[] = {
+    {"tb/rank0.1000.pt.trace.json", 1, 50, 150, 190},
+    {"tb/rank0.2000.pt.trace.json", 4, 80, 180, 190},
+    {"tb/rank1.1001.pt.trace.json", 1, 30, 130, 190},
+    {"tb/rank1.2001.pt.trace.json", 4, 60, 160, 170},
+};
+static const int64_t job_compute[2] = {130000, 90000}, job_comm[2] = {50000, 70000}, job_idle[2] = {20000, 40000};
+
+/* Reads job_files in the order `order` gives. */
+static void read_job(struct trace_doc *d, const int *order, const char *const *names)
+{
+    char err[256];
+    trace_doc_init(d);
+    for (int k = 0; k < 4; k++) {
+        const struct cycle_file *c = &job_files[order[k]];
+        size_t len;
+        char *t = cycle_trace(c->step, c->comp, c->c0, c->c1, &len);
+        assert_int_equal(trace_read_buffer(d, t, len, names ? names[order[k]] : c->name, err, sizeof(err)), 0);
+        free(t);
+    }
+}
+
+static void assert_job_figures(const struct trace_doc *d, int nranks)
+{
+    assert_int_equal(d->nranks, nranks);
+    for (int i = 0; i < nranks; i++) {
+        const struct trace_rank *r = &d->ranks[i];
+        assert_int_equal(r->rank, i);
+        struct trace_figures f;
+        assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
+        assert_int_equal(f.b.wall_ns, 200000);
+        assert_int_equal(f.b.compute_ns, job_compute[i]);
+        assert_int_equal(f.b.comm_ns, job_comm[i]);
+        assert_int_equal(f.b.idle_ns, job_idle[i]);
+    }
+}
+
+/* Several cycles of one rank are its windows, in step order whatever the
+ * order of the files, each analysed on its own (the cycles' times
+ * overlap: one timeline would merge them); never new ranks. */
+static void test_cycles_are_windows(void **state)
+{
+    static const int in_order[] = {0, 1, 2, 3}, reversed[] = {3, 2, 1, 0}, mixed[] = {1, 2, 0, 3};
+    const int *orders[] = {in_order, reversed, mixed};
+    for (int o = 0; o < 3; o++) {
+        struct trace_doc d;
+        read_job(&d, orders[o], NULL);
+        assert_job_figures(&d, 2);
+        for (int i = 0; i < 2; i++) {
+            const struct trace_rank *r = &d.ranks[i];
+            assert_int_equal(r->nwindows, 2);
+            assert_int_equal(r->nsteps, 2);
+            assert_int_equal(r->windows[0].step_lo, 1);
+            assert_int_equal(r->windows[1].step_lo, 4);
+            assert_int_equal(r->windows[0].rank_from, TRACE_RANK_NAME);
+            /* each window alone, as a follower sees the latest cycle */
+            struct trace_figures w;
+            assert_int_equal(trace_analyze_window(&w, r, 1, TRACE_KERNEL_WAIT_NS), 0);
+            assert_int_equal(w.b.wall_ns, 100000);
+            assert_int_equal(w.b.comm_ns, 10000);
+            assert_int_equal(w.b.compute_ns, i == 0 ? 80000 : 60000);
+            assert_int_equal(trace_analyze_window(&w, r, 2, TRACE_KERNEL_WAIT_NS), -1);
+        }
+        assert_int_equal(d.repeated_ranks, 0);
+        assert_int_equal(d.unnamed_files, 0);
+        trace_doc_free(&d);
+    }
+}
+
+/* The rank a name gives: rank<N> (rank_N, rank-N) not inside a word, in
+ * the file's name, else in its folder's. */
+static void test_rank_of_name(void **state)
+{
+    static const struct {
+        const char *path;
+        int rank;
+    } cases[] = {
+        {"rank3.1712345678123.pt.trace.json", 3},
+        {"/tmp/tb/rank12.1.pt.trace.json.gz", 12},
+        {"job_rank-2.json", 2},
+        {"worker_rank_5.json", 5},
+        {"RANK7.json", 7},
+        {"/data/rank4/host_123.17.pt.trace.json", 4},
+        {"/data/rank4/rank1.json", 1},
+        {"frank3.json", -1},
+        {"ranks.json", -1},
+        {"rank.json", -1},
+        {"host_1234.1712345678123.pt.trace.json", -1},
+        {"/cranky9/x.json", -1},
+        {"rank", -1},
+        {"", -1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (trace_rank_of_name(cases[i].path) != cases[i].rank)
+            fail_msg("%s: rank %d, wanted %d", cases[i].path, trace_rank_of_name(cases[i].path), cases[i].rank);
+}
+
+/* Ranks from the files' names, not their order: rank1's files first, or
+ * given with names that sort the other way, read the same. */
+static void test_rank_from_name_not_order(void **state)
+{
+    static const char *const names[] = {"tb/b_rank0.1.json", "tb/b_rank0.2.json", "tb/a_rank1.1.json",
+                                        "tb/a_rank1.2.json"};
+    static const int rank1_first[] = {2, 3, 0, 1}, by_name[] = {2, 0, 3, 1};
+    struct trace_doc d;
+    read_job(&d, rank1_first, NULL);
+    assert_job_figures(&d, 2);
+    trace_doc_free(&d);
+    read_job(&d, by_name, names);
+    assert_job_figures(&d, 2);
+    trace_doc_free(&d);
+}
+
+/* Names without a rank: tensorboard's default worker (host_pid) keeps a
+ * process's cycles together, ranks following the workers' order; any
+ * other name takes the lowest rank no file holds. Each is counted for the
+ * note replay prints. */
+static void test_rank_by_worker_and_order(void **state)
+{
+    static const char *const names[] = {"tb/node_11.1000.pt.trace.json", "tb/node_11.2000.pt.trace.json",
+                                        "tb/node_22.1001.pt.trace.json.gz", "tb/node_22.2001.pt.trace.json.gz"};
+    static const int order[] = {0, 1, 2, 3};
+    struct trace_doc d;
+    read_job(&d, order, names);
+    assert_job_figures(&d, 2);
+    assert_int_equal(d.ranks[0].windows[0].rank_from, TRACE_RANK_WORKER);
+    assert_int_equal(d.unnamed_files, 4);
+    assert_string_equal(d.unnamed_first, names[0]);
+    trace_doc_free(&d);
+
+    /* plain names: each file a rank of its own, in order, after the named ones */
+    char err[256];
+    size_t len;
+    char *t = cycle_trace(1, 50, 150, 190, &len);
+    struct trace_cycle c;
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_cycle(&d, t, len, "x/rank1.json", -1, 0, &c, err, sizeof(err)), 0);
+    assert_int_equal(c.rank, 1);
+    assert_int_equal(c.rank_from, TRACE_RANK_NAME);
+    assert_int_equal(trace_read_cycle(&d, t, len, "x/a.json", -1, 0, &c, err, sizeof(err)), 0);
+    assert_int_equal(c.rank, 0);
+    assert_int_equal(c.rank_from, TRACE_RANK_ORDER);
+    assert_int_equal(trace_read_cycle(&d, t, len, "x/b.json", -1, 0, &c, err, sizeof(err)), 0);
+    assert_int_equal(c.rank, 2);
+    assert_int_equal(d.nranks, 3);
+    assert_int_equal(d.unnamed_files, 2);
+    /* the caller's rank wins: a follower that knows it */
+    assert_int_equal(trace_read_cycle(&d, t, len, "x/rank1.json", 5, 0, &c, err, sizeof(err)), 0);
+    assert_int_equal(c.rank, 5);
+    assert_int_equal(c.rank_from, TRACE_RANK_GIVEN);
+    assert_int_equal(c.window, 0);
+    trace_doc_free(&d);
+    free(t);
+}
+
+/* The same file twice is one rank with the same steps in two windows:
+ * counted, for replay's note. */
+static void test_cycle_repeated(void **state)
+{
+    char err[256];
+    size_t len;
+    char *t = cycle_trace(1, 50, 150, 190, &len);
+    struct trace_doc d;
+    trace_doc_init(&d);
+    assert_int_equal(trace_read_buffer(&d, t, len, "rank0.1.pt.trace.json", err, sizeof(err)), 0);
+    assert_int_equal(d.repeated_ranks, 0);
+    assert_int_equal(trace_read_buffer(&d, t, len, "rank0.1.pt.trace.json", err, sizeof(err)), 0);
+    assert_int_equal(d.nranks, 1);
+    assert_int_equal(d.ranks[0].nwindows, 2);
+    assert_int_equal(d.repeated_ranks, 1);
+    assert_int_equal(d.repeat_rank, 0);
+    trace_doc_free(&d);
+    free(t);
+}
+
+/* A follower's read: a file still being written (cut anywhere, plain or
+ * gzip) is not read and leaves the document as it was; the whole file
+ * then lands as the next window. */
+static void test_read_cycle_whole(void **state)
+{
+    char err[256];
+    size_t len;
+    char *t = cycle_trace(4, 80, 180, 190, &len), *first = NULL;
+    size_t flen;
+    first = cycle_trace(1, 50, 150, 190, &flen);
+    struct trace_doc d;
+    struct trace_cycle c;
+    trace_doc_init(&d);
+    assert_int_equal(
+        trace_read_cycle(&d, first, flen, "tb/rank0.1.pt.trace.json", -1, TRACE_READ_WHOLE, &c, err, sizeof(err)), 0);
+    assert_int_equal(c.window, 0);
+    uint64_t events = d.events;
+    for (size_t cut = 0; cut < len; cut++) {
+        assert_int_equal(
+            trace_read_cycle(&d, t, cut, "tb/rank0.2.pt.trace.json", -1, TRACE_READ_WHOLE, &c, err, sizeof(err)), 1);
+        assert_int_equal(d.nfiles, 1);
+        assert_int_equal(d.events, events);
+        assert_int_equal(d.ranks[0].nwindows, 1);
+    }
+    static char gz[4096];
+    size_t ngz = gzip_member(t, len, gz, sizeof(gz), 6);
+    assert_int_equal(
+        trace_read_cycle(&d, gz, ngz - 9, "tb/rank0.2.pt.trace.json.gz", -1, TRACE_READ_WHOLE, &c, err, sizeof(err)),
+        1);
+    assert_int_equal(d.nfiles, 1);
+    assert_int_equal(
+        trace_read_cycle(&d, gz, ngz, "tb/rank0.2.pt.trace.json.gz", -1, TRACE_READ_WHOLE, &c, err, sizeof(err)), 0);
+    assert_int_equal(c.rank, 0);
+    assert_int_equal(c.window, 1);
+    assert_int_equal(c.rank_from, TRACE_RANK_NAME);
+    assert_true(d.complete);
+    struct trace_figures f;
+    assert_int_equal(trace_analyze_window(&f, &d.ranks[0], (size_t)c.window, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(f.b.compute_ns, 80000);
+    assert_int_equal(f.b.comm_ns, 10000);
+    /* malformed is still an error, whole or not */
+    assert_int_equal(trace_read_cycle(&d, "[{}}]", 5, "m.json", -1, TRACE_READ_WHOLE, &c, err, sizeof(err)), -1);
+    trace_doc_free(&d);
+    free(t);
+    free(first);
+}
+
+static void write_file(const char *path, const char *text, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A folder: its traces (.json, .json.gz; not hidden files, not other
+ * names, not a folder called x.json), in name order; replayed whole. */
+static void test_trace_dir(void **state)
+{
+    char dir[] = "/tmp/ddptop_test_tracedir_XXXXXX", path[256], err[512];
+    assert_non_null(mkdtemp(dir));
+    for (int k = 0; k < 4; k++) {
+        const struct cycle_file *c = &job_files[k];
+        size_t len;
+        char *t = cycle_trace(c->step, c->comp, c->c0, c->c1, &len);
+        snprintf(path, sizeof(path), "%s/%s%s", dir, strchr(c->name, '/') + 1, k == 3 ? ".gz" : "");
+        if (k == 3) {
+            static char gz[4096];
+            size_t ngz = gzip_member(t, len, gz, sizeof(gz), 6);
+            write_file(path, gz, ngz);
+        } else {
+            write_file(path, t, len);
+        }
+        free(t);
+    }
+    snprintf(path, sizeof(path), "%s/.rank0.3.pt.trace.json", dir);
+    write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/notes.txt", dir);
+    write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/old.json", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+
+    char **files;
+    int n;
+    assert_int_equal(trace_list_dir(dir, &files, &n, err, sizeof(err)), 0);
+    assert_int_equal(n, 4);
+    static const char *const want[] = {"rank0.1000.pt.trace.json", "rank0.2000.pt.trace.json",
+                                       "rank1.1001.pt.trace.json", "rank1.2001.pt.trace.json.gz"};
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, want[i]);
+        assert_string_equal(files[i], path);
+    }
+    trace_paths_free(files, n);
+
+    struct replay rp;
+    assert_int_equal(replay_load(&rp, dir, TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
+    assert_job_figures(&rp.doc, 2);
+    assert_int_equal(rp.res.nranks, 2);
+    assert_int_equal(rp.res.ranks[1].rank, 1);
+    assert_int_equal(rp.res.ranks[1].b.comm_ns, job_comm[1]);
+    assert_int_equal(rp.res.ranks[1].steps, 2);
+    replay_free(&rp);
+
+    /* several arguments, as a shell glob gives them, in any order */
+    const char *args[4];
+    char a[4][256];
+    for (int i = 0; i < 4; i++) {
+        snprintf(a[i], sizeof(a[i]), "%s/%s", dir, want[3 - i]);
+        args[i] = a[i];
+    }
+    assert_int_equal(replay_load_list(&rp, args, 4, TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
+    assert_job_figures(&rp.doc, 2);
+    replay_free(&rp);
+
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, want[i]);
+        unlink(path);
+    }
+    assert_int_equal(replay_load(&rp, dir, TRACE_KERNEL_WAIT_NS, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "a folder without a trace in it"));
+    snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+    assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1078,6 +1472,14 @@ int main(void)
         cmocka_unit_test(test_reader_gzip_buffer),
         cmocka_unit_test(test_replay_step_without_spans),
         cmocka_unit_test(test_reader_not_regular),
+        cmocka_unit_test(test_kineto_gloo_user_annotation),
+        cmocka_unit_test(test_cycles_are_windows),
+        cmocka_unit_test(test_rank_of_name),
+        cmocka_unit_test(test_rank_from_name_not_order),
+        cmocka_unit_test(test_rank_by_worker_and_order),
+        cmocka_unit_test(test_cycle_repeated),
+        cmocka_unit_test(test_read_cycle_whole),
+        cmocka_unit_test(test_trace_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* trace_analyze.c - a foreign trace's rank through the breakdown sweep,
- * and HTA's idle split of its GPU view (see trace_analyze.h). */
+ * window by window, and HTA's idle split of its GPU view (see
+ * trace_analyze.h). */
 #include "trace_analyze.h"
 
 #include <stdlib.h>
@@ -40,17 +41,19 @@ static void idle_split(struct trace_figures *out, const int64_t (*gaps)[2], size
     }
 }
 
-static int gpu_view(struct trace_figures *out, const struct trace_rank *r, int64_t kernel_wait_ns)
+static int gpu_view(struct trace_figures *out, const struct trace_rank *r, const struct trace_window *w,
+                    int64_t kernel_wait_ns)
 {
-    struct breakdown_iv *iv = malloc(sizeof(*iv) * (r->ngpu ? r->ngpu : 1));
-    const struct trace_op **by_start = malloc(sizeof(*by_start) * (r->ngpu ? r->ngpu : 1));
+    size_t nops = w->ops_to - w->ops_from;
+    struct breakdown_iv *iv = malloc(sizeof(*iv) * (nops ? nops : 1));
+    const struct trace_op **by_start = malloc(sizeof(*by_start) * (nops ? nops : 1));
     struct breakdown_scratch sc = {0};
     const int64_t(*gaps)[2] = NULL;
     size_t ng = 0, n = 0;
     int rc = -1;
     if (!iv || !by_start)
         goto done;
-    for (size_t i = 0; i < r->nops; i++)
+    for (size_t i = w->ops_from; i < w->ops_to; i++)
         if (r->ops[i].gpu) {
             iv[n] = (struct breakdown_iv){r->ops[i].t0_ns, r->ops[i].t1_ns, BREAKDOWN_FLAT, r->ops[i].cat};
             by_start[n++] = &r->ops[i];
@@ -67,34 +70,68 @@ done:
 }
 
 /* Each thread's ops nest; over the ProfilerStep windows when there are any. */
-static int host_view(struct trace_figures *out, const struct trace_rank *r)
+static int host_view(struct trace_figures *out, const struct trace_rank *r, const struct trace_window *w)
 {
-    struct breakdown_iv *iv = malloc(sizeof(*iv) * (r->nops ? r->nops : 1));
-    int64_t(*win)[2] = r->nsteps ? malloc(sizeof(*win) * r->nsteps) : NULL;
+    size_t nops = w->ops_to - w->ops_from, nsteps = w->steps_to - w->steps_from;
+    struct breakdown_iv *iv = malloc(sizeof(*iv) * (nops ? nops : 1));
+    int64_t(*win)[2] = nsteps ? malloc(sizeof(*win) * nsteps) : NULL;
     int rc = -1;
-    if (!iv || (r->nsteps && !win))
+    if (!iv || (nsteps && !win))
         goto done;
     size_t n = 0;
-    for (size_t i = 0; i < r->nops; i++)
+    for (size_t i = w->ops_from; i < w->ops_to; i++)
         if (!r->ops[i].gpu)
             iv[n++] = (struct breakdown_iv){r->ops[i].t0_ns, r->ops[i].t1_ns, r->ops[i].track, r->ops[i].cat};
-    for (size_t i = 0; i < r->nsteps; i++) {
-        win[i][0] = r->steps[i].t0_ns;
-        win[i][1] = r->steps[i].t1_ns;
+    for (size_t i = 0; i < nsteps; i++) {
+        win[i][0] = r->steps[w->steps_from + i].t0_ns;
+        win[i][1] = r->steps[w->steps_from + i].t1_ns;
     }
-    rc = breakdown_sweep(&out->b, iv, n, (const int64_t(*)[2])win, r->nsteps, NULL, NULL, NULL);
+    rc = breakdown_sweep(&out->b, iv, n, (const int64_t(*)[2])win, nsteps, NULL, NULL, NULL);
 done:
     free(iv);
     free(win);
     return rc;
 }
 
-int trace_analyze_rank(struct trace_figures *out, const struct trace_rank *r, int64_t kernel_wait_ns)
+/* One window's figures; a rank with device ops has the GPU view in each. */
+static int analyze(struct trace_figures *out, const struct trace_rank *r, const struct trace_window *w,
+                   int64_t kernel_wait_ns)
 {
     memset(out, 0, sizeof(*out));
     if (r->ngpu > 0) {
         out->gpu_view = 1;
-        return gpu_view(out, r, kernel_wait_ns);
+        return gpu_view(out, r, w, kernel_wait_ns);
     }
-    return host_view(out, r);
+    return host_view(out, r, w);
+}
+
+int trace_analyze_window(struct trace_figures *out, const struct trace_rank *r, size_t w, int64_t kernel_wait_ns)
+{
+    if (w >= r->nwindows) {
+        memset(out, 0, sizeof(*out));
+        return -1;
+    }
+    return analyze(out, r, &r->windows[w], kernel_wait_ns);
+}
+
+int trace_analyze_rank(struct trace_figures *out, const struct trace_rank *r, int64_t kernel_wait_ns)
+{
+    memset(out, 0, sizeof(*out));
+    /* a rank made by hand, without windows: all it holds is one */
+    const struct trace_window all = {.ops_to = r->nops, .steps_to = r->nsteps};
+    size_t nw = r->nwindows ? r->nwindows : 1;
+    for (size_t i = 0; i < nw; i++) {
+        struct trace_figures f;
+        if (analyze(&f, r, r->nwindows ? &r->windows[i] : &all, kernel_wait_ns) != 0) {
+            memset(out, 0, sizeof(*out));
+            return -1;
+        }
+        breakdown_add(&out->b, &f.b);
+        out->gpu_view = f.gpu_view;
+        out->idle_split_valid = f.idle_split_valid;
+        out->host_wait_ns += f.host_wait_ns;
+        out->kernel_wait_ns += f.kernel_wait_ns;
+        out->other_idle_ns += f.other_idle_ns;
+    }
+    return 0;
 }

@@ -13,6 +13,10 @@
  * thread is a group of nested ops whose innermost op decides (annotations
  * are neutral), over the ProfilerStep windows when there are any, else
  * from the first op to the last. Idle is not split.
+ *
+ * Either view is taken in each of the rank's windows (a profiler cycle,
+ * one file: trace_read.h) on its own, so the time between two cycles is
+ * nobody's, and a rank's figures are the sum over its windows.
  */
 #ifndef DDPTOP_TRACE_ANALYZE_H
 #define DDPTOP_TRACE_ANALYZE_H
@@ -32,7 +36,11 @@ struct trace_figures {
     int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
 };
 
-/* Computes r's figures. Returns 0, or -1 when out of memory. */
+/* Computes r's figures: the sum over its windows. Returns 0, or -1 when
+ * out of memory. */
 int trace_analyze_rank(struct trace_figures *out, const struct trace_rank *r, int64_t kernel_wait_ns);
+/* The figures of r's window w alone (a follower's latest cycle). Returns
+ * 0, or -1 when out of memory or there is no window w. */
+int trace_analyze_window(struct trace_figures *out, const struct trace_rank *r, size_t w, int64_t kernel_wait_ns);
 
 #endif

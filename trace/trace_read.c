@@ -7,11 +7,15 @@
 #include "trace_read.h"
 
 #include <cJSON.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "infile.h"
 
@@ -37,8 +41,11 @@ void trace_doc_free(struct trace_doc *d)
         free(d->ranks[i].steps);
         free(d->ranks[i].ops);
         free(d->ranks[i].track_key);
+        free(d->ranks[i].windows);
     }
     free(d->ranks);
+    free(d->workers);
+    free(d->worker_rank);
     free(d->run_json);
     memset(d, 0, sizeof(*d));
 }
@@ -143,8 +150,9 @@ struct file_ctx {
 };
 
 /* The rank's record, made on first sight; NULL (with fc->oom or
- * fc->too_many set) when it cannot be. A rank that an earlier file held is
- * counted once in d->repeated_ranks. */
+ * fc->too_many set) when it cannot be. A ddptop rank that an earlier file
+ * held is counted once in d->repeated_ranks (a foreign rank's files are
+ * its windows: add_window counts those that repeat). */
 static struct trace_rank *rank_get(struct file_ctx *fc, int rank)
 {
     struct trace_doc *d = fc->d;
@@ -158,7 +166,7 @@ static struct trace_rank *rank_get(struct file_ctx *fc, int rank)
     }
     if (lo < d->nranks && d->ranks[lo].rank == rank) {
         struct trace_rank *r = &d->ranks[lo];
-        if (r->file != fc->file && !r->repeated) {
+        if (fc->flavor == TRACE_DDPTOP && r->file != fc->file && !r->repeated) {
             r->repeated = 1;
             if (d->repeated_ranks++ == 0)
                 d->repeat_rank = rank;
@@ -411,11 +419,25 @@ static void ddptop_event(struct file_ctx *fc, const cJSON *ev)
 
 /* ---- PyTorch profiler events (Kineto and the autograd profiler) ---------- */
 
+/* The names c10d gives its ops (c10d::allreduce_) and its backends their
+ * collectives (gloo:all_reduce, nccl:all_to_all, mpi:broadcast...): these
+ * are communication whatever the category they come in. Kineto records a
+ * backend's collective on the CPU as a user_annotation. */
+static const char *const comm_prefixes[] = {"c10d::", "gloo:", "nccl:", "mpi:", "ucc:"};
+
+static int comm_op_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof(comm_prefixes) / sizeof(comm_prefixes[0]); i++)
+        if (!strncmp(name, comm_prefixes[i], strlen(comm_prefixes[i])))
+            return 1;
+    return !strcmp(name, "record_param_comms");
+}
+
 static int foreign_host_cat(const char *name)
 {
     if (!strncmp(name, "ProfilerStep#", 13))
         return TRACE_CAT_NEUTRAL;
-    if (ci_contains(name, "nccl") || ci_contains(name, "gloo") || strstr(name, "c10d") ||
+    if (comm_op_name(name) || ci_contains(name, "nccl") || ci_contains(name, "gloo") || strstr(name, "c10d") ||
         strstr(name, "record_param_comms"))
         return CAT_COMM;
     if (strstr(name, "DataLoader"))
@@ -496,7 +518,7 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
             s->lr = NAN;
             return;
         }
-        if (cat && !strcmp(cat, "user_annotation"))
+        if (cat && !strcmp(cat, "user_annotation") && !comm_op_name(name))
             return; /* a user's range: covers ops, is none itself */
         c = foreign_host_cat(name);
     } else {
@@ -591,8 +613,186 @@ static void read_events(struct file_ctx *fc, const char *p, const char *e, int *
     }
 }
 
-/* One file's plain JSON text into d (trace_read_buffer's contract). */
-static int read_json(struct trace_doc *d, const char *buf, size_t n, const char *name, char *err, size_t errlen)
+/* ---- which rank a foreign file is, and its window ------------------------ */
+
+/* rank<N> (rank_N, rank-N) in s[0, len), not inside a word; -1: none. */
+static int rank_in(const char *s, size_t len)
+{
+    for (size_t i = 0; i + 4 < len; i++) {
+        if (strncasecmp(s + i, "rank", 4) != 0 || (i > 0 && isalpha((unsigned char)s[i - 1])))
+            continue;
+        size_t j = i + 4;
+        if (s[j] == '_' || s[j] == '-')
+            j++;
+        long v = 0;
+        size_t k = j;
+        for (; k < len && isdigit((unsigned char)s[k]) && v <= 1 << 20; k++)
+            v = v * 10 + (s[k] - '0');
+        if (k > j && v <= 1 << 20)
+            return (int)v;
+    }
+    return -1;
+}
+
+int trace_rank_of_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    int r = rank_in(base, strlen(base));
+    if (r >= 0 || base == path)
+        return r;
+    const char *dir = base - 1; /* the '/' before the name; the folder's name ends there */
+    const char *d0 = dir;
+    while (d0 > path && d0[-1] != '/')
+        d0--;
+    return rank_in(d0, (size_t)(dir - d0));
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && !strcmp(s + n - t, tail);
+}
+
+int trace_name_is_trace(const char *name)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    return base[0] != '.' && (ends_with(base, ".json") || ends_with(base, ".json.gz"));
+}
+
+/* The worker of a tensorboard_trace_handler file, WORKER.MS.pt.trace.json
+ * (.gz), into w; 0 when the name is not one. */
+static int worker_of(const char *path, char *w, size_t wlen)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    static const char *const tails[] = {".pt.trace.json", ".pt.trace.json.gz"};
+    size_t stem = 0;
+    for (size_t i = 0; i < 2 && !stem; i++)
+        if (ends_with(base, tails[i]) && n > strlen(tails[i]))
+            stem = n - strlen(tails[i]);
+    if (!stem)
+        return 0;
+    size_t k = stem;
+    while (k > 0 && isdigit((unsigned char)base[k - 1]))
+        k--;
+    if (k < stem && k > 1 && base[k - 1] == '.')
+        stem = k - 1; /* the time stamp goes */
+    snprintf(w, wlen, "%.*s", (int)stem, base);
+    return 1;
+}
+
+/* The lowest rank no file holds yet. */
+static int free_rank(const struct trace_doc *d)
+{
+    int r = 0;
+    for (int i = 0; i < d->nranks && d->ranks[i].rank <= r; i++)
+        if (d->ranks[i].rank == r)
+            r++;
+    return r;
+}
+
+/* The rank of a foreign file that names none in its content: its name's,
+ * its tensorboard worker's, or the next free one. Returns the rank and
+ * sets *from; -1 when out of memory. */
+static int rank_by_name(struct trace_doc *d, const char *name, int *from)
+{
+    int r = trace_rank_of_name(name);
+    if (r >= 0) {
+        *from = TRACE_RANK_NAME;
+        return r;
+    }
+    char w[128];
+    *from = TRACE_RANK_ORDER;
+    if (!worker_of(name, w, sizeof(w)))
+        return free_rank(d);
+    *from = TRACE_RANK_WORKER;
+    for (int i = 0; i < d->nworkers; i++)
+        if (!strcmp(d->workers[i], w))
+            return d->worker_rank[i];
+    char(*nw)[128] = realloc(d->workers, sizeof(*nw) * (size_t)(d->nworkers + 1));
+    if (nw)
+        d->workers = nw;
+    int *nr = nw ? realloc(d->worker_rank, sizeof(*nr) * (size_t)(d->nworkers + 1)) : NULL;
+    if (!nr)
+        return -1;
+    d->worker_rank = nr;
+    snprintf(d->workers[d->nworkers], sizeof(d->workers[0]), "%s", w);
+    d->worker_rank[d->nworkers] = free_rank(d);
+    return d->worker_rank[d->nworkers++];
+}
+
+static int window_cmp(const struct trace_window *a, const struct trace_window *b)
+{
+    if (a->step_lo != b->step_lo)
+        return a->step_lo < b->step_lo ? -1 : 1;
+    if (a->t0_ns != b->t0_ns)
+        return a->t0_ns < b->t0_ns ? -1 : 1;
+    return a->file - b->file;
+}
+
+/* The window of r that this file added (its ops and steps from ops_from
+ * and steps_from on), put in order among the others; a window with the
+ * steps of another (the same file twice, two runs in one folder), or with
+ * the same extent and ops when they have no steps, marks r repeated.
+ * Returns its index, -1 when the file added nothing, -2 out of memory. */
+static int add_window(struct trace_doc *d, struct trace_rank *r, int file, int from, size_t ops_from, size_t steps_from)
+{
+    if (r->nops == ops_from && r->nsteps == steps_from)
+        return -1;
+    struct trace_window w = {.ops_from = ops_from,
+                             .ops_to = r->nops,
+                             .steps_from = steps_from,
+                             .steps_to = r->nsteps,
+                             .t0_ns = INT64_MAX,
+                             .t1_ns = INT64_MIN,
+                             .step_lo = UINT32_MAX,
+                             .step_hi = 0,
+                             .file = file,
+                             .rank_from = (uint8_t)from};
+    for (size_t i = ops_from; i < r->nops; i++) {
+        w.t0_ns = r->ops[i].t0_ns < w.t0_ns ? r->ops[i].t0_ns : w.t0_ns;
+        w.t1_ns = r->ops[i].t1_ns > w.t1_ns ? r->ops[i].t1_ns : w.t1_ns;
+    }
+    for (size_t i = steps_from; i < r->nsteps; i++) {
+        const struct trace_step_info *st = &r->steps[i];
+        w.t0_ns = st->t0_ns < w.t0_ns ? st->t0_ns : w.t0_ns;
+        w.t1_ns = st->t1_ns > w.t1_ns ? st->t1_ns : w.t1_ns;
+        w.step_lo = st->step < w.step_lo ? st->step : w.step_lo;
+        w.step_hi = st->step > w.step_hi ? st->step : w.step_hi;
+    }
+    int again = 0;
+    for (size_t i = 0; i < r->nwindows; i++) {
+        const struct trace_window *o = &r->windows[i];
+        if (w.step_lo <= w.step_hi && o->step_lo <= o->step_hi)
+            again |= w.step_lo <= o->step_hi && o->step_lo <= w.step_hi;
+        else if (w.step_lo > w.step_hi && o->step_lo > o->step_hi)
+            again |= w.t0_ns == o->t0_ns && w.t1_ns == o->t1_ns && w.ops_to - w.ops_from == o->ops_to - o->ops_from;
+    }
+    if (again && !r->repeated) {
+        r->repeated = 1;
+        if (d->repeated_ranks++ == 0)
+            d->repeat_rank = r->rank;
+    }
+    int oom = 0;
+    GROW(r->windows, r->nwindows, r->cap_windows, oom);
+    if (oom)
+        return -2;
+    size_t at = r->nwindows;
+    while (at > 0 && window_cmp(&w, &r->windows[at - 1]) < 0)
+        at--;
+    memmove(&r->windows[at + 1], &r->windows[at], sizeof(w) * (r->nwindows - at));
+    r->windows[at] = w;
+    r->nwindows++;
+    return (int)at;
+}
+
+/* One file's plain JSON text into d (trace_read_cycle's contract, less
+ * TRACE_READ_WHOLE). */
+static int read_json(struct trace_doc *d, const char *buf, size_t n, const char *name, int rank_given,
+                     struct trace_cycle *out, char *err, size_t errlen)
 {
     const char *p = buf, *e = buf + n;
     p = skip_ws(p, e);
@@ -600,9 +800,9 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
         snprintf(err, errlen, "%s: not a Chrome trace (expected a JSON object or array)", name);
         return -1;
     }
-    struct file_ctx fc = {.d = d, .name = name, .file = d->nfiles, .file_rank = d->nfiles};
+    struct file_ctx fc = {.d = d, .name = name, .file = d->nfiles, .file_rank = -1};
     const char *events = NULL;
-    int cut = 0, have_end = 0, have_ddptop = 0;
+    int cut = 0, have_end = 0, have_ddptop = 0, rank_from = TRACE_RANK_TRACE;
     if (*p == '[') {
         events = p;
         fc.flavor = TRACE_AUTOGRAD;
@@ -680,7 +880,7 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
             if (b && !d->backend[0])
                 snprintf(d->backend, sizeof(d->backend), "%s", b);
             int64_t rk = jint(dist, "rank", -1, -1, 1 << 20), ws = jint(dist, "world_size", 0, 0, 1 << 20);
-            if (rk >= 0 && !have_ddptop)
+            if (rk >= 0 && !have_ddptop && rank_given < 0)
                 fc.file_rank = (int)rk;
             if (ws > d->world)
                 d->world = (int)ws;
@@ -719,6 +919,18 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
         cJSON_Delete(dd);
         cJSON_Delete(end);
     }
+    if (fc.flavor != TRACE_DDPTOP && rank_given >= 0) {
+        fc.file_rank = rank_given;
+        rank_from = TRACE_RANK_GIVEN;
+    } else if (fc.flavor != TRACE_DDPTOP && fc.file_rank < 0) {
+        fc.file_rank = rank_by_name(d, name, &rank_from);
+        if (fc.file_rank < 0) {
+            snprintf(err, errlen, "%s: out of memory", name);
+            return -1;
+        }
+        if (rank_from != TRACE_RANK_NAME && d->unnamed_files++ == 0)
+            snprintf(d->unnamed_first, sizeof(d->unnamed_first), "%s", name);
+    }
     if (d->nfiles == 0)
         d->flavor = fc.flavor;
     else if ((d->flavor == TRACE_DDPTOP) != (fc.flavor == TRACE_DDPTOP))
@@ -731,12 +943,19 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
         /* cut before the events began: an empty trace */
     } else {
         struct trace_rank *r = fc.flavor != TRACE_DDPTOP ? rank_get(&fc, fc.file_rank) : NULL;
+        size_t steps_start = r ? r->nsteps : 0;
         if (r)
             fc.ops_start = r->nops;
         if (!fc.oom && !fc.too_many)
             read_events(&fc, events, e, &cut);
-        if (!fc.oom && !fc.too_many && !fc.bad_byte && fc.flavor != TRACE_DDPTOP)
+        if (!fc.oom && !fc.too_many && !fc.bad_byte && fc.flavor != TRACE_DDPTOP) {
             resolve_launches(&fc);
+            r = rank_get(&fc, fc.file_rank);
+            int w = r ? add_window(d, r, fc.file, rank_from, fc.ops_start, steps_start) : -2;
+            fc.oom |= w == -2;
+            if (out)
+                *out = (struct trace_cycle){fc.file_rank, w < 0 ? -1 : w, rank_from};
+        }
     }
     free(fc.corrs);
     if (fc.oom) {
@@ -762,11 +981,27 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
     return 0;
 }
 
-int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char *name, char *err, size_t errlen)
+/* Whether the text holds a whole JSON value (text after it aside); a
+ * malformed one counts as whole, for the reader to refuse. */
+static int json_whole(const char *buf, size_t n)
+{
+    const char *bad, *p = skip_ws(buf, buf + n);
+    return scan_value(p, buf + n, &bad) != NULL || bad != NULL;
+}
+
+int trace_read_cycle(struct trace_doc *d, const char *buf, size_t n, const char *name, int rank, unsigned flags,
+                     struct trace_cycle *out, char *err, size_t errlen)
 {
     char *plain = NULL, why[128];
     size_t nplain = 0;
+    if (out)
+        *out = (struct trace_cycle){-1, -1, TRACE_RANK_TRACE};
     enum infile_gz gz = infile_gunzip(buf, n, &plain, &nplain, why, sizeof(why));
+    if ((flags & TRACE_READ_WHOLE) &&
+        (gz == INFILE_GZ_CUT || !json_whole(gz == INFILE_PLAIN ? buf : plain, gz == INFILE_PLAIN ? n : nplain))) {
+        free(plain);
+        return 1; /* (a writer still at it) */
+    }
     if ((gz == INFILE_GZ_BAD || gz == INFILE_GZ_CUT) && nplain == 0) {
         snprintf(err, errlen, "%s: corrupt gzip stream (zlib: %s)", name, why);
         free(plain);
@@ -774,14 +1009,19 @@ int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char
     }
     /* a compressed stream cut short, or damaged part way: use what decoded,
      * as a plain file cut short is used */
-    int rc =
-        gz == INFILE_PLAIN ? read_json(d, buf, n, name, err, errlen) : read_json(d, plain, nplain, name, err, errlen);
+    int rc = gz == INFILE_PLAIN ? read_json(d, buf, n, name, rank, out, err, errlen)
+                                : read_json(d, plain, nplain, name, rank, out, err, errlen);
     free(plain);
     if (rc == 0 && (gz == INFILE_GZ_CUT || gz == INFILE_GZ_BAD)) {
         d->truncated = 1;
         d->complete = 0;
     }
     return rc;
+}
+
+int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char *name, char *err, size_t errlen)
+{
+    return trace_read_cycle(d, buf, n, name, -1, 0, NULL, err, errlen);
 }
 
 int trace_read_file(struct trace_doc *d, const char *path, char *err, size_t errlen)
@@ -793,4 +1033,69 @@ int trace_read_file(struct trace_doc *d, const char *path, char *err, size_t err
     int rc = trace_read_buffer(d, buf, n, path, err, errlen);
     free(buf);
     return rc;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void trace_paths_free(char **paths, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+int trace_list_dir(const char *dir, char ***paths, int *n, char *err, size_t errlen)
+{
+    *paths = NULL;
+    *n = 0;
+    DIR *dp = opendir(dir);
+    if (!dp) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    char **v = NULL;
+    int nv = 0, cap = 0, rc = 0;
+    size_t dl = strlen(dir);
+    int slash = dl > 0 && dir[dl - 1] == '/';
+    for (struct dirent *de; (de = readdir(dp)) != NULL;) {
+        if (!trace_name_is_trace(de->d_name))
+            continue;
+        size_t len = dl + 1 + strlen(de->d_name) + 1;
+        char *path = malloc(len);
+        struct stat st;
+        if (path)
+            snprintf(path, len, "%s%s%s", dir, slash ? "" : "/", de->d_name);
+        if (path && (stat(path, &st) != 0 || !S_ISREG(st.st_mode))) {
+            free(path); /* a folder named x.json, a FIFO...: not a trace */
+            continue;
+        }
+        if (path && nv == cap) {
+            int nc = cap ? cap * 2 : 16;
+            char **nvv = realloc(v, sizeof(*v) * (size_t)nc);
+            if (nvv) {
+                v = nvv;
+                cap = nc;
+            }
+        }
+        if (!path || nv == cap) {
+            free(path);
+            snprintf(err, errlen, "%s: out of memory listing the folder", dir);
+            rc = -1;
+            break;
+        }
+        v[nv++] = path;
+    }
+    closedir(dp);
+    if (rc != 0) {
+        trace_paths_free(v, nv);
+        return -1;
+    }
+    if (nv > 1)
+        qsort(v, (size_t)nv, sizeof(*v), name_cmp);
+    *paths = v;
+    *n = nv;
+    return 0;
 }

@@ -21,6 +21,21 @@
  *    PyTorch's profilers use (nccl kernels; gloo / c10d:: ops; Memcpy;
  *    DataLoader), with each GPU op's launch time (Kineto correlation ids),
  *    and ProfilerStep#N windows.
+ *
+ * PyTorch's profiler with a schedule writes one file per rank per cycle
+ * (tensorboard_trace_handler: WORKER.MS.pt.trace.json[.gz]). A foreign
+ * file is one window of one rank: its rank is Kineto's distributedInfo
+ * rank, else the `rank<N>` in its name (or its folder's), else that of the
+ * other files of its tensorboard worker, else the lowest rank no file holds
+ * yet (the order of the files; rank_from says which). Several files of one
+ * rank are its successive windows, each analysed on its own
+ * (trace_analyze.h), never new ranks: the older autograd format times each
+ * cycle from its own start, so two cycles' ops cannot share one timeline.
+ *
+ * Communication is told by name whatever the category: c10d's ops and its
+ * backends' collectives (gloo:all_reduce, nccl:all_to_all...), which
+ * Kineto records on the CPU as user_annotation. Every other annotation, a
+ * user's record_function range among them, covers ops and is none itself.
  */
 #ifndef DDPTOP_TRACE_READ_H
 #define DDPTOP_TRACE_READ_H
@@ -47,6 +62,26 @@ struct trace_op {
     uint8_t gpu;       /* 1: runs on the device */
 };
 
+/* Where a foreign file's rank came from. */
+enum trace_rank_from {
+    TRACE_RANK_GIVEN = 0, /* the caller's (trace_read_cycle) */
+    TRACE_RANK_TRACE,     /* distributedInfo (Kineto); ddptop's own traces */
+    TRACE_RANK_NAME,      /* rank<N> in the file's name or its folder's */
+    TRACE_RANK_WORKER,    /* the rank of an earlier file of its tensorboard worker, else the next free one */
+    TRACE_RANK_ORDER      /* the lowest rank no file held yet */
+};
+
+/* One window of a foreign trace's rank: what one file (a profiler cycle)
+ * held of it, in the rank's arrays. */
+struct trace_window {
+    size_t ops_from, ops_to;     /* ops[ops_from, ops_to) */
+    size_t steps_from, steps_to; /* steps[steps_from, steps_to): its ProfilerStep windows */
+    int64_t t0_ns, t1_ns;        /* the first op's start, the last end */
+    uint32_t step_lo, step_hi;   /* its ProfilerStep numbers; lo > hi: none */
+    int file;                    /* which file, from 0 in reading order */
+    uint8_t rank_from;           /* enum trace_rank_from */
+};
+
 struct trace_rank {
     int rank;           /* as the trace names it */
     char device[64];    /* "cpu", "cuda:0" */
@@ -64,8 +99,12 @@ struct trace_rank {
     /* track keys of foreign traces: (pid, tid) -> track */
     uint64_t *track_key;
     size_t ntracks, cap_tracks;
+    /* foreign traces: the windows, ordered by step number (then start, then
+     * file), each a range of ops and steps above */
+    struct trace_window *windows;
+    size_t nwindows, cap_windows;
     int file;         /* the first file (from 0, in reading order) that held this rank */
-    uint8_t repeated; /* a later file held it too */
+    uint8_t repeated; /* a later file held it too (foreign: the same steps again) */
 };
 
 struct trace_doc {
@@ -90,10 +129,19 @@ struct trace_doc {
     uint64_t spans_dropped;
     uint64_t events;  /* events read */
     uint64_t ignored; /* events not understood or not needed */
-    /* ranks held by more than one file: their events are merged (the same
-     * file given twice, or traces of two runs) */
+    /* ddptop traces: ranks held by more than one file, whose events are
+     * merged (the same file given twice, or traces of two runs); foreign
+     * traces: ranks with the same profiler steps in two windows */
     int repeated_ranks;
     int repeat_rank; /* the first of them */
+    /* foreign files whose rank was not in the trace nor in the name */
+    int unnamed_files;
+    char unnamed_first[256]; /* the first of them */
+    /* tensorboard workers (WORKER.MS.pt.trace.json) without a rank of
+     * their own, and the rank each was given */
+    char (*workers)[128];
+    int *worker_rank;
+    int nworkers;
     int nranks;
     struct trace_rank *ranks; /* sorted by rank */
 };
@@ -103,8 +151,43 @@ void trace_doc_free(struct trace_doc *d);
 /* Adds one file's ranks to d. Returns 0, or -1 with err naming the file.
  * Only a regular file is read (trace/infile.h). */
 int trace_read_file(struct trace_doc *d, const char *path, char *err, size_t errlen);
-/* The same from the file's bytes in memory, plain or gzip (name is used in
- * messages). */
+/* The same from the file's bytes in memory, plain or gzip (name: its path,
+ * for messages and for the rank a name gives). */
 int trace_read_buffer(struct trace_doc *d, const char *buf, size_t n, const char *name, char *err, size_t errlen);
+
+/* ---- one cycle at a time (a follower of a folder the profiler writes) ---- */
+
+/* What trace_read_cycle added. */
+struct trace_cycle {
+    int rank;      /* the rank it was read as (-1: a ddptop trace, of its own ranks) */
+    int window;    /* its index in that rank's windows now; -1: it held no op nor step */
+    int rank_from; /* enum trace_rank_from */
+};
+
+#define TRACE_READ_WHOLE 1u /* a file cut short is not read: 1 is returned and d is left as it was */
+
+/* Reads one file's bytes (plain or gzip) into d as a window of rank `rank`
+ * (>= 0; a foreign trace), or (rank < 0) of the rank the file says, its
+ * name says, or the order gives (see above). Returns 0 (*out, when not
+ * NULL, says what was added), 1 when TRACE_READ_WHOLE was asked and the
+ * file is not whole yet (a writer still at it; nothing was added), or -1
+ * with err naming the file. A follower calls this for each file that
+ * lands, then trace_analyze_window for the figures of the new window. */
+int trace_read_cycle(struct trace_doc *d, const char *buf, size_t n, const char *name, int rank, unsigned flags,
+                     struct trace_cycle *out, char *err, size_t errlen);
+
+/* The rank the file name at path gives: `rank<N>` (also rank_N, rank-N),
+ * not inside a word, in its last component, else in its folder's; -1 when
+ * neither has one. */
+int trace_rank_of_name(const char *path);
+/* Whether a file name is one replay reads from a folder: *.json and
+ * *.json.gz (tensorboard's *.pt.trace.json[.gz] among them). */
+int trace_name_is_trace(const char *name);
+/* The trace files in folder dir (trace_name_is_trace; regular files only,
+ * hidden ones left out), as "dir/name", sorted by name, into *paths
+ * (malloc'd, each path malloc'd; free with trace_paths_free). Returns 0
+ * (possibly none), or -1 with err naming dir. */
+int trace_list_dir(const char *dir, char ***paths, int *n, char *err, size_t errlen);
+void trace_paths_free(char **paths, int n);
 
 #endif

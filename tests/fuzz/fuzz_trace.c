@@ -1,6 +1,11 @@
 /* fuzz_trace.c - libFuzzer target: a trace file's bytes (ddptop, Kineto or
- * autograd JSON) through trace_read_buffer, then every rank it loads
- * through the breakdown that replay computes for foreign traces. */
+ * autograd JSON) through the reader as a follower reads a profiler cycle
+ * (trace_read_cycle, whole files only, under a tensorboard name that gives
+ * rank 1), then again as replay reads a file (trace_read_buffer, under
+ * tensorboard's default host_pid name: the worker and order paths), so a
+ * rank may hold the input twice, as two windows. Every rank it loads goes
+ * through the breakdown replay computes for foreign traces, whole and
+ * window by window. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,15 +19,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct trace_doc d;
     char err[512];
+    struct trace_cycle c;
     trace_doc_init(&d);
-    if (trace_read_buffer(&d, (const char *)data, size, "fuzz", err, sizeof(err)) == 0) {
+    int first = trace_read_cycle(&d, (const char *)data, size, "tb/rank1.1.pt.trace.json", -1, TRACE_READ_WHOLE, &c,
+                                 err, sizeof(err));
+    if (first == 0 && c.rank_from == TRACE_RANK_NAME && c.rank != 1)
+        abort(); /* the name's rank (a trace may name its own) */
+    if (first >= 0 &&
+        trace_read_buffer(&d, (const char *)data, size, "tb/host_7.2.pt.trace.json", err, sizeof(err)) == 0) {
         if (d.nranks > TRACE_MAX_RANKS)
             abort();
         for (int r = 0; r < d.nranks; r++) {
-            struct trace_figures f;
-            if (trace_analyze_rank(&f, &d.ranks[r], TRACE_KERNEL_WAIT_NS) == 0 &&
-                f.b.compute_ns + f.b.comm_ns + f.b.data_ns + f.b.idle_ns != f.b.wall_ns)
+            struct trace_figures f, w;
+            if (trace_analyze_rank(&f, &d.ranks[r], TRACE_KERNEL_WAIT_NS) != 0)
+                continue;
+            if (f.b.compute_ns + f.b.comm_ns + f.b.data_ns + f.b.idle_ns != f.b.wall_ns)
                 abort(); /* the four parts always add up to the wall time */
+            int64_t wall = 0;
+            for (size_t k = 0; k < d.ranks[r].nwindows; k++)
+                if (trace_analyze_window(&w, &d.ranks[r], k, TRACE_KERNEL_WAIT_NS) == 0)
+                    wall += w.b.wall_ns;
+            if (d.ranks[r].nwindows > 0 && wall != f.b.wall_ns)
+                abort(); /* a rank is the sum of its windows */
         }
     }
     trace_doc_free(&d);

@@ -1,0 +1,200 @@
+"""An independent reading of PyTorch profiler traces (the older autograd
+format's bare arrays and Kineto's objects, plain or gzip) into each rank's
+time split, to check ddptop's --replay against. It follows DESIGN.md's
+time accounting, not ddptop's code:
+
+- a file is one cycle (window) of one rank: the rank is distributedInfo's,
+  else the rank<N> in the file's name;
+- an op is communication when c10d or a backend of it names it
+  (c10d::allreduce_, gloo:all_reduce, nccl:..., record_param_comms; Kineto
+  records a backend's collective as a user_annotation), data when it is the
+  DataLoader's, and compute otherwise; ProfilerStep#N gives the step
+  windows; other annotations (a user's record_function) count for nothing;
+- on each thread the innermost op decides an instant: here, the op that
+  covers it and started last (ties: the shorter);
+- over the union of the cycle's step windows:
+  compute = |U compute|, comm = |U comm - compute|,
+  data = |U data - compute - comm|, idle = wall - the rest;
+- a rank's figures are the sums over its cycles.
+
+Only CPU (host) traces are covered: a trace with device ops is refused.
+
+Usage: pytorch_trace_oracle.py FILE|DIR... [--check DDPTOP_JSON] [--tol POINTS]
+Prints a JSON object {rank: {...}}; with --check, compares every rank's
+compute%, comm% and idle% and its steps with the per_rank rows of ddptop's
+--format json report (and the ranks with its ranks), and exits 1 when one
+differs by more than --tol points (default 1).
+"""
+import bisect
+import gzip
+import json
+import math
+import os
+import re
+import sys
+
+COMM_PREFIXES = ("c10d::", "gloo:", "nccl:", "mpi:", "ucc:")
+GPU_CATS = {"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"}
+COMPUTE, COMM, DATA = "compute", "comm", "data"
+
+
+def ns(us):
+    return int(math.floor(us * 1000.0 + 0.5))
+
+
+def load(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    doc = json.loads(raw)
+    if isinstance(doc, list):
+        return doc, None
+    return doc.get("traceEvents", []), doc.get("distributedInfo")
+
+
+def rank_of(path, dist_info):
+    if isinstance(dist_info, dict) and isinstance(dist_info.get("rank"), int):
+        return dist_info["rank"]
+    m = re.search(r"(?<![A-Za-z])rank[_-]?(\d+)", os.path.basename(path), re.I)
+    if not m:
+        sys.exit("%s: no rank in the trace nor in its name" % path)
+    return int(m.group(1))
+
+
+def kind_of(name, cat):
+    """compute, comm, data; 'step' for a step window; None: counts for nothing."""
+    if name.startswith("ProfilerStep#"):
+        return "step"
+    if cat == "user_annotation":
+        return COMM if name.startswith(COMM_PREFIXES) else None
+    if cat not in (None, "cpu_op", "Operator"):
+        if cat in GPU_CATS:
+            sys.exit("a device op (%s): only host traces are covered" % name)
+        return None
+    low = name.lower()
+    if name.startswith(COMM_PREFIXES) or "gloo" in low or "nccl" in low or "c10d" in name \
+            or "record_param_comms" in name:
+        return COMM
+    if "DataLoader" in name:
+        return DATA
+    return COMPUTE
+
+
+def union(ivs):
+    out = []
+    for a, b in sorted(ivs):
+        if b <= a:
+            continue
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def cycle(events):
+    """The split of one file: (wall, compute, comm, data, idle, steps)."""
+    threads, steps = {}, []
+    for i, e in enumerate(events):
+        if not isinstance(e, dict) or e.get("ph") != "X" or not isinstance(e.get("name"), str):
+            continue
+        if e.get("pid") == "CUDA functions":
+            sys.exit("a device op (%s): only host traces are covered" % e["name"])
+        k = kind_of(e["name"], e.get("cat"))
+        if k is None:
+            continue
+        t0 = ns(e.get("ts", 0))
+        t1 = t0 + ns(e.get("dur", 0))
+        if k == "step":
+            steps.append((t0, t1))
+        elif t1 > t0:
+            threads.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append((t0, -(t1 - t0), i, t1, k))
+    ops = [o for t in threads.values() for o in t]
+    windows = union(steps) if steps else union([(min(o[0] for o in ops), max(o[3] for o in ops))])
+    for t in threads.values():
+        t.sort()
+    starts = {key: [o[0] for o in t] for key, t in threads.items()}
+    cuts = sorted({o[0] for o in ops} | {o[3] for o in ops} | {w for ab in windows for w in ab})
+    total = {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0}
+    for a, b in zip(cuts, cuts[1:]):
+        if not any(w0 <= a and b <= w1 for w0, w1 in windows):
+            continue
+        kinds = set()
+        for key, t in threads.items():
+            # the covering op that started last: scan back from the last start <= a
+            j = bisect.bisect_right(starts[key], a) - 1
+            while j >= 0 and t[j][3] < b:
+                j -= 1
+            if j >= 0:
+                kinds.add(t[j][4])
+        d = b - a
+        total["wall"] += d
+        for k in (COMPUTE, COMM, DATA):
+            if k in kinds:
+                total[k] += d
+                break
+    total["idle"] = total["wall"] - total[COMPUTE] - total[COMM] - total[DATA]
+    total["steps"] = len(steps)
+    return total
+
+
+def files_of(args):
+    out = []
+    for a in args:
+        if os.path.isdir(a):
+            out += sorted(os.path.join(a, n) for n in os.listdir(a)
+                          if not n.startswith(".") and (n.endswith(".json") or n.endswith(".json.gz")))
+        else:
+            out.append(a)
+    return out
+
+
+def main():
+    args, check, tol = [], None, 1.0
+    it = iter(sys.argv[1:])
+    for a in it:
+        if a == "--check":
+            check = next(it)
+        elif a == "--tol":
+            tol = float(next(it))
+        else:
+            args.append(a)
+    ranks = {}
+    for path in files_of(args):
+        events, dist_info = load(path)
+        r = ranks.setdefault(rank_of(path, dist_info),
+                             {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": 0, "cycles": 0})
+        c = cycle(events)
+        for k in c:
+            r[k] += c[k]
+        r["cycles"] += 1
+    for r in ranks.values():
+        for k in (COMPUTE, COMM, DATA, "idle"):
+            r[k + "_pct"] = 100.0 * r[k] / r["wall"] if r["wall"] else 0.0
+    print(json.dumps({str(k): v for k, v in sorted(ranks.items())}, indent=1))
+    if not check:
+        return 0
+    with open(check) as f:
+        rows = {row["rank"]: row for row in json.load(f)["per_rank"]}
+    bad = 0
+    if sorted(rows) != sorted(ranks):
+        print("ranks: ddptop %s, oracle %s" % (sorted(rows), sorted(ranks)))
+        bad = 1
+    for rk, want in sorted(ranks.items()):
+        got = rows.get(rk)
+        if got is None:
+            continue
+        for k in ("compute_pct", "comm_pct", "idle_pct"):
+            diff = abs(got[k] - want[k])
+            print("rank %d %-11s ddptop %6.2f  oracle %6.2f  diff %.2f" % (rk, k, got[k], want[k], diff))
+            if diff > tol:
+                bad = 1
+        if got["steps"] != want["steps"]:
+            print("rank %d steps: ddptop %s, oracle %d" % (rk, got["steps"], want["steps"]))
+            bad = 1
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main())
