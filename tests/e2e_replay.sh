@@ -125,6 +125,20 @@ tm send-keys -t "$S" x
 if wait_gone ' Help ' 5 && wait_for ' Ranks ' 5; then pass "a key closes the help"; else fail "the help did not close"; fi
 quit_and_check own
 
+# ---- 1b. files as separate arguments: the status line names every one ----------
+if (cd "$T" && "$BIN" --batch --quiet --dataset synthetic --model lenet --ranks 2 --steps 5 \
+    --trace "$T/u.json" --trace-split >/dev/null 2>"$T/u.err"); then
+    replay args "$T/u.rank0.json $T/u.rank1.json"
+    if wait_for 'replay of .*u\.rank0\.json.*u\.rank1\.json' 15; then
+        pass "args: the status line names both files"
+    else
+        fail "args: the status line does not name both files"
+    fi
+    quit_and_check args
+else
+    fail "args: cannot write the split trace: $(cat "$T/u.err")"
+fi
+
 # ---- 2. a PyTorch profiler (Kineto) trace ---------------------------------------
 replay kineto "$FIXTURES/kineto_gpu.json"
 if wait_for 'REPLAY' 15; then pass "kineto: the UI opens"; else fail "kineto: the UI did not open"; fi

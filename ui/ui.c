@@ -1081,9 +1081,10 @@ int ui_replay(const struct config *cfg, struct replay *rp)
     if (setup_curses(u, utf8) != 0)
         goto out;
     if (!rp->doc.complete)
-        say(u, 1, "replay of %s: the trace is incomplete; showing the events up to the cut  (q: quit)", cfg->replay);
+        say(u, 1, "replay of %s: the trace is incomplete; showing the events up to the cut  (q: quit)",
+            rp->res.replay.files);
     else
-        say(u, 0, "replay of %s  (q: quit, ?: help)", cfg->replay);
+        say(u, 0, "replay of %s  (q: quit, ?: help)", rp->res.replay.files);
     u->status_ns = 0; /* stays until replaced */
 
     loop(u);
