@@ -239,23 +239,6 @@ static void describe_next(struct ui *u)
         plan_describe(&u->plan, u->next_run, sizeof(u->next_run));
 }
 
-/* The run a plan describes: the session's configuration (as the command
- * line expanded it) with the plan's strategy, ranks and batch, and the
- * defaults that follow from them (threads per rank) worked out again. */
-static void plan_config(const struct ui *u, const struct plan *p, struct run_config *rc)
-{
-    struct config c = *u->cfg;
-    snprintf(c.models[0], sizeof(c.models[0]), "%s", u->s.rc.model);
-    c.nmodels = 1;
-    c.ranks[0] = p->ranks;
-    c.nranks = 1;
-    c.batches[0] = p->batch;
-    c.nbatches = 1;
-    c.strategies[0] = p->strategy;
-    c.nstrategies = 1;
-    config_expand(&c, 0, rc);
-}
-
 /* The speedup of every run, the live one's from its recent throughput. */
 static void refresh_scaling(struct ui *u)
 {
@@ -306,7 +289,7 @@ static void next_strategy(struct ui *u)
     for (int k = 1; k <= STRAT_COUNT; k++) {
         struct run_config rc;
         p.strategy = (cur + k) % STRAT_COUNT;
-        plan_config(u, &p, &rc);
+        plan_config(&p, u->cfg, &u->s.rc, &rc);
         char err[320];
         if (start_run(u, &rc, err, sizeof(err)) == 0) {
             u->frozen = 0;
@@ -332,7 +315,7 @@ static void start_plan(struct ui *u)
     struct plan p = u->plan;
     char desc[96], err[320];
     plan_describe(&p, desc, sizeof(desc));
-    plan_config(u, &p, &rc);
+    plan_config(&p, u->cfg, &u->s.rc, &rc);
     if (start_run(u, &rc, err, sizeof(err)) != 0) {
         u->switching = 0;
         say(u, 1, "the next run (%s) cannot start: %s", desc, err);
@@ -366,7 +349,7 @@ static void change_plan(struct ui *u, int key)
     char desc[96];
     plan_describe(&p, desc, sizeof(desc));
     struct run_config rc;
-    plan_config(u, &p, &rc);
+    plan_config(&p, u->cfg, &u->s.rc, &rc);
     if (run_check(&rc, u->s.train, u->s.dev, err, sizeof(err)) != 0) {
         say(u, 1, "%c: refused: %s", key, err);
         return;
@@ -738,7 +721,7 @@ static int handle_key(struct ui *u, int ch)
             /* refused before the current run is stopped for it */
             struct run_config rc;
             char err[320];
-            plan_config(u, &u->plan, &rc);
+            plan_config(&u->plan, u->cfg, &u->s.rc, &rc);
             if (run_check(&rc, u->s.train, u->s.dev, err, sizeof(err)) != 0) {
                 say(u, 1, "s: the next run (%s) cannot start: %s", u->next_run, err);
                 return UI_HANDLED | UI_REDRAW;
