@@ -743,10 +743,12 @@ static const char *vs_label(char *buf, size_t n, const struct run_result *r)
     return buf;
 }
 
-/* Why an efficiency above 100% is not a free lunch: the likeliest cause. */
-static void explain_efficiency(FILE *f, const struct run_result *res, int i)
+int result_efficiency_note(const struct run_result *res, int i, char *buf, size_t n)
 {
-    const struct run_result *r = &res[i], *base = &res[r->base_run];
+    const struct run_result *r = &res[i];
+    if (!r->speedup_valid || !(r->efficiency > 100.5) || r->base_run == i || r->base_run < 0)
+        return 0;
+    const struct run_result *base = &res[r->base_run];
     char why[256];
     int threads = r->world * r->threads_per_rank, base_threads = base->world * base->threads_per_rank;
     long few = r->steps < base->steps ? r->steps : base->steps;
@@ -762,8 +764,9 @@ static void explain_efficiency(FILE *f, const struct run_result *res, int i)
         snprintf(why, sizeof(why), "each rank's smaller share of the batch fits the caches better");
     else
         snprintf(why, sizeof(why), "step-time noise between the runs (--repeat gives the spread)");
-    fprintf(f, "\nrun %d: efficiency %.0f%% against run %d is above 100%%; likely cause: %s\n", i, r->efficiency,
-            r->base_run, why);
+    snprintf(buf, n, "efficiency %.0f%% against run %d is above 100%%; likely cause: %s", r->efficiency, r->base_run,
+             why);
+    return 1;
 }
 
 /* The run of res[0..n) that measured what run i's prediction for k ranks
@@ -991,8 +994,9 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     "\nrun %d: noisy steps (p90/p50 = %.1f): its mean is not a steady figure; speedups use medians, "
                     "and --repeat N shows the spread\n",
                     i, r->ms_p90 / r->ms_p50);
-        if (r->speedup_valid && r->efficiency > 100.5 && r->base_run != i)
-            explain_efficiency(f, res, i);
+        char why[400];
+        if (result_efficiency_note(res, i, why, sizeof(why)))
+            fprintf(f, "\nrun %d: %s\n", i, why);
         if (r->pred_valid && r->pred_r2 < 0.9)
             fprintf(f,
                     "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f: a rough guide only (run "

@@ -177,6 +177,10 @@ const char *scaling_name(int scaling);
  * the run `baseline` picks (enum baseline_kind, or a run's index; see
  * config.h), from median step times. */
 void results_compare(struct run_result *res, int n, int baseline);
+/* Why run i's efficiency (results_compare) above 100% is no free lunch,
+ * into buf: "efficiency 312% against run 1 is above 100%; likely cause:
+ * ..." (the report's note, and the UI's). 1 when it is above, else 0. */
+int result_efficiency_note(const struct run_result *res, int i, char *buf, size_t n);
 /* results_compare with BASELINE_AUTO. */
 void results_speedup(struct run_result *res, int n);
 /* --repeat: keeps, of every `repeat` consecutive results (the runs of one

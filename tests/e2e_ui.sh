@@ -543,5 +543,34 @@ wait_file "$T/exit.many" 15 || fail "80x24, 12 ranks: q did not exit"
 check_shell many
 tm resize-window -t "$S" -x 160 -y 50
 
+# ---- 8. the runs the UI plans keep the threads per rank ------------------------
+# s, then r and s: a 1-rank run after the 2-rank ones; its ranks must have
+# the threads per rank the 2-rank runs had, or its speedup compares thread
+# counts (every run's threads_per_rank in the report JSON written at q)
+run_ddptop threads "LANG=C.UTF-8" "--format json --output $T/threads.json"
+wait_for 'step [0-9]+/' 20 || fail "threads: ddptop did not start"
+tm send-keys -t "$S" s
+wait_for '│> 1 +ddp +2 ' 20 || fail "threads: s did not start the second run"
+tm send-keys -t "$S" r
+wait_for 'next: ddp, 1 rank x 32 ' 5 || fail "threads: r did not plan one rank"
+tm send-keys -t "$S" s
+wait_for '│> 2 +ddp +1 ' 20 || fail "threads: s did not start the planned 1-rank run"
+tm send-keys -t "$S" q
+wait_file "$T/exit.threads" 20 || fail "threads: q did not exit"
+if out=$(python3 - "$T/threads.json" 2>&1 <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+got = [(r["ranks"], r["threads_per_rank"]) for r in runs]
+assert [w for w, _ in got] == [2, 2, 1], got
+assert len(set(t for _, t in got)) == 1, "threads per rank differ: %s" % got
+print(got)
+PY
+); then
+    pass "threads: the planned 1-rank run has the 2-rank runs' threads per rank $out"
+else
+    fail "threads: $out"
+fi
+check_shell threads
+
 echo "e2e_ui: $FAILS failure(s) in $(($(date +%s) - START)) s"
 [ "$FAILS" = 0 ]

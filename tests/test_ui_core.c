@@ -477,6 +477,46 @@ static void test_plan(void **state)
     assert_false(p.edited);
 }
 
+/* Every run the UI plans for comparison keeps the threads per rank of the
+ * runs it is compared with: a 1-rank run planned after 2-rank runs of one
+ * thread each must not get the cores the 2 ranks shared (36.1: 102.52x). */
+static void test_plan_threads(void **state)
+{
+    (void)state;
+    struct config cfg;
+    char *argv[] = {"ddptop", "--batch", "--model", "lenet", "--ranks", "2", "--strategy", "allreduce"};
+    assert_int_equal(config_parse(&cfg, 8, argv, stdout, stderr), 0);
+    struct run_config cur;
+    config_expand(&cfg, 0, &cur); /* the session's first run, as the command line made it */
+    assert_true(cur.threads_per_rank >= 1);
+    int made = cur.threads_per_rank;
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 1: the runs so far ran 7 threads per rank (whatever this
+         * machine's cores would make the default) */
+        int want = pass == 0 ? made : 7;
+        cur.threads_per_rank = want;
+        struct plan p;
+        char err[128];
+        struct run_config rc;
+        plan_reset(&p, &cur);
+        plan_config(&p, &cfg, &cur, &rc); /* s untouched: the next strategy */
+        assert_int_equal(rc.threads_per_rank, want);
+        assert_int_equal(plan_ranks(&p, &cur, -1, err, sizeof(err)), 0); /* r: 1 rank */
+        plan_config(&p, &cfg, &cur, &rc);
+        assert_int_equal(rc.ranks, 1);
+        assert_int_equal(rc.threads_per_rank, want);
+        while (p.strategy != STRAT_SINGLE) /* n: single, the global batch on one rank */
+            plan_next_strategy(&p);
+        plan_config(&p, &cfg, &cur, &rc);
+        assert_int_equal(rc.threads_per_rank, want);
+        assert_int_equal(plan_ranks(&p, &cur, 1, err, sizeof(err)), 0);
+        assert_int_equal(plan_ranks(&p, &cur, 1, err, sizeof(err)), 0); /* R R: 3 ranks */
+        plan_config(&p, &cfg, &cur, &rc);
+        assert_int_equal(rc.ranks, 3);
+        assert_int_equal(rc.threads_per_rank, want);
+    }
+}
+
 /* ---- speedups ------------------------------------------------------------------------ */
 
 static void result(struct run_result *r, const char *model, int strategy, int world, int global, double sps)
@@ -533,6 +573,40 @@ static void test_scaling(void **state)
     assert_int_equal(scaling_update(&sc, many, 40, &live), 0);
     assert_int_equal(sc.n, 41);
     assert_float_equal(sc.row[7].speedup, 8 * 900.0 / 900.0, 1e-9);
+    scaling_free(&sc);
+}
+
+/* An efficiency above 100% carries the batch report's note in the Runs
+ * pane too: 2 ranks at 1600 samples/s against 1 rank at 320 is 5x on 2
+ * ranks, 250% (worked by hand: 1600 / 320 = 5, 5 / 2 = 250%). */
+static void test_scaling_over_ideal(void **state)
+{
+    (void)state;
+    struct run_result res[2], live;
+    result(&res[0], "lenet", STRAT_DDP, 1, 32, 320);
+    result(&res[1], "lenet", STRAT_DDP, 2, 64, 1600);
+    for (int i = 0; i < 2; i++) {
+        res[i].ms_mean = res[i].ms_p90 = res[i].ms_p50; /* every statistic alike */
+        res[i].steps = 100;
+        res[i].threads_per_rank = 1;
+    }
+    struct scaling sc;
+    memset(&sc, 0, sizeof(sc));
+    assert_int_equal(scaling_update(&sc, res, 2, NULL), 0);
+    assert_float_equal(sc.row[1].efficiency_pct, 250.0, 1e-9);
+    assert_string_equal(sc.row[0].over_note, "");
+    assert_non_null(strstr(sc.row[1].over_note, "efficiency 250% against run 0 is above 100%; likely cause: "));
+    /* the live run the same, from its figures; one at 90% has no note */
+    result(&live, "lenet", STRAT_DDP, 2, 64, 576);
+    live.steps = 100;
+    live.threads_per_rank = 1;
+    assert_int_equal(scaling_update(&sc, res, 1, &live), 0);
+    assert_float_equal(sc.row[1].efficiency_pct, 90.0, 1e-9);
+    assert_string_equal(sc.row[1].over_note, "");
+    live.samples_per_s = 960; /* 3x on 2 ranks: 150% */
+    live.ms_p50 = 1e3 * 64 / 960;
+    assert_int_equal(scaling_update(&sc, res, 1, &live), 0);
+    assert_non_null(strstr(sc.row[1].over_note, "efficiency 150% against run 0 is above 100%"));
     scaling_free(&sc);
 }
 
@@ -615,7 +689,9 @@ int main(void)
         cmocka_unit_test(test_fit_by_priority),
         cmocka_unit_test(test_fit_marks),
         cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_plan_threads),
         cmocka_unit_test(test_scaling),
+        cmocka_unit_test(test_scaling_over_ideal),
         cmocka_unit_test(test_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -63,6 +63,12 @@ void plan_config(const struct plan *p, const struct config *cfg, const struct ru
     c.nbatches = 1;
     c.strategies[0] = p->strategy;
     c.nstrategies = 1;
+    /* the threads per rank of the runs it is compared with: worked out
+     * again for its own rank count, a 1-rank run after 2-rank runs would
+     * get the cores both ranks shared, and its speedup would compare
+     * thread counts, not ranks */
+    if (cur->threads_per_rank > 0)
+        c.base.threads_per_rank = cur->threads_per_rank;
     config_expand(&c, 0, rc);
 }
 

@@ -252,6 +252,9 @@ static void refresh_scaling(struct ui *u)
         live.world = u->snap.world;
         live.global_batch = u->snap.global_batch;
         live.samples_per_s = u->snap.rate_valid ? u->snap.samples_s : 0;
+        /* (what the note on an efficiency above 100% weighs) */
+        live.steps = (long)u->snap.steps_done;
+        live.threads_per_rank = u->s.rc.threads_per_rank;
         /* results_compare goes by median step times: the recent rate's */
         if (live.samples_per_s > 0 && live.global_batch > 0) {
             live.ms_p50 = 1e3 * live.global_batch / live.samples_per_s;
