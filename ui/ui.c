@@ -670,7 +670,8 @@ static int handle_key(struct ui *u, int ch)
     if (ch == KEY_RESIZE)
         return UI_RESIZE | UI_REDRAW;
     if (u->help) {
-        u->help = 0; /* any key closes it, q too: it does not quit */
+        if (!help_key(ch, &u->vs))
+            u->help = 0; /* any other key closes it, q too: it does not quit */
         return UI_HANDLED | UI_REDRAW;
     }
     if (u->replay && ch > 0 && ch < 128 && strchr("pPeEsSrRbBn ", ch)) {
@@ -688,6 +689,7 @@ static int handle_key(struct ui *u, int ch)
     case '?':
     case KEY_F(1):
         u->help = 1;
+        u->vs.help0 = 0;
         return UI_HANDLED | UI_REDRAW;
     case 'p':
     case 'P':
