@@ -550,7 +550,7 @@ tm resize-window -t "$S" -x 160 -y 50
 # s, then r and s: a 1-rank run after the 2-rank ones; its ranks must have
 # the threads per rank the 2-rank runs had, or its speedup compares thread
 # counts (every run's threads_per_rank in the report JSON written at q)
-run_ddptop threads "LANG=C.UTF-8" "--format json --output $T/threads.json"
+run_ddptop threads "LANG=C.UTF-8" "--format json --output $T/threads.json --plot $T/figs"
 wait_for 'step [0-9]+/' 20 || fail "threads: ddptop did not start"
 tm send-keys -t "$S" s
 wait_for '│> 1 +ddp +2 ' 20 || fail "threads: s did not start the second run"
@@ -572,6 +572,12 @@ PY
     pass "threads: the planned 1-rank run has the 2-rank runs' threads per rank $out"
 else
     fail "threads: $out"
+fi
+# --plot: the UI's runs drawn at q, from the report it printed
+if out=$(python3 "$(dirname "$0")/check_figures.py" "$T/figs" "$T/threads.json" --runs 3 2>&1); then
+    pass "threads: --plot draws the UI's runs: $out"
+else
+    fail "threads: --plot: $out"
 fi
 check_shell threads
 

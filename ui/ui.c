@@ -37,6 +37,7 @@
 #include "layout.h"
 #include "panes.h"
 #include "plan.h"
+#include "figures.h"
 #include "procs.h"
 #include "report.h"
 #include "run.h"
@@ -877,7 +878,10 @@ static int print_report(struct ui *u)
     if (u->s.nresults == 0)
         return 0;
     results_compare(u->s.results, u->s.nresults, u->cfg->baseline);
-    return report_save(u->cfg->output, u->cfg->format, u->s.results, u->s.nresults);
+    int st = report_save(u->cfg->output, u->cfg->format, u->s.results, u->s.nresults);
+    if (u->cfg->plot[0] && figures_save(u->cfg->plot, u->s.results, u->s.nresults, u->cfg->quiet) != 0)
+        st = 1;
+    return st;
 }
 
 static int64_t thread_cpu_ns(void)
