@@ -232,7 +232,7 @@ static int fig_speedup(FILE *f, const struct run_result *res, int n)
     if (!any)
         return 0; /* (only runs that are their own baseline: nothing scales) */
     svg_begin(f, "Speedup against ranks",
-              "samples/s against the report's baseline run (median steps); dashed: the ideal, speedup = ranks");
+              "the report's speedup column, against its baseline run; dashed: the ideal, speedup = ranks");
     struct frame fr = frame_at(0, maxw, 0, nice_top(maxs > maxw ? maxs : maxw));
     draw_frame(f, &fr, maxw <= 16 ? 1 : tick_step(maxw), tick_step(fr.y1), "ranks", "ranks", "speedup (x)");
     fprintf(f,
