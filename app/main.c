@@ -21,6 +21,7 @@
 #include "devices.h"
 #include "model.h"
 #include "modes.h"
+#include "figures.h"
 #include "procs.h"
 #include "report.h"
 #include "run.h"
@@ -263,6 +264,13 @@ static int ddptop_main(int argc, char **argv)
             return 2;
         }
     }
+    if (cfg.plot[0] && pr->rank == 0 && (!pr->active || cfg.mode == MODE_TRAIN)) {
+        int e = figures_can_write(cfg.plot);
+        if (e) {
+            fprintf(stderr, "ddptop: --plot: cannot write into %s: %s\n", cfg.plot, strerror(e));
+            return 2;
+        }
+    }
     if (cfg.mode == MODE_INFO)
         return info_main(&cfg);
     if (cfg.mode == MODE_BENCH_COMM)
@@ -389,6 +397,8 @@ static int ddptop_main(int argc, char **argv)
     s.nresults = results_collapse_repeats(s.results, s.nresults, cfg.repeat);
     results_compare(s.results, s.nresults, cfg.baseline);
     if (s.nresults > 0 && report_save(cfg.output, cfg.format, s.results, s.nresults) != 0 && status == 0)
+        status = 1;
+    if (s.nresults > 0 && cfg.plot[0] && figures_save(cfg.plot, s.results, s.nresults, cfg.quiet) != 0 && status == 0)
         status = 1;
     session_free(&s);
     data_free(&train);

@@ -841,6 +841,10 @@ static const struct opt opts[] = {
 
     {CHOICE("format", AT(format), NAMES(format_names), "format", NULL, "text", G_REPORT, "report format")},
     {TEXT("output", AT(output), "file name", "FILE", G_REPORT, "write the report to FILE"), .def_text = "stdout"},
+    {TEXT("plot", AT(plot), "folder name", "DIR", G_REPORT,
+          "write the report's figures into DIR as SVG: speedup against ranks, loss, the time split, a pipeline's "
+          "stages (docs/plots.md)"),
+     .def_text = "none"},
     {TEXT("save-params", AT(base.save_params), "file name", "FILE", G_REPORT,
           "at the end of a run, write rank 0's parameters to FILE as raw float32 (to compare runs)")},
     {REAL("loss-threshold", AT(base.loss_threshold), 1e-12, 1e6, "X", NULL, G_REPORT,
@@ -1110,7 +1114,7 @@ static int default_threads(const struct config *cfg)
 /* What each mode reads besides its own option: another option given with
  * it would be ignored without a word, so it is refused. --bench-comm reads
  * its own group (G_BENCH) too, which nothing else reads. */
-static const char *const replay_reads[] = {"batch", "format", "output", "quiet", "theme", "refresh-ms", NULL};
+static const char *const replay_reads[] = {"batch", "format", "output", "plot", "quiet", "theme", "refresh-ms", NULL};
 static const char *const info_reads[] = {"batch",   "model",      "dataset",    "data-dir",  "input",
                                          "classes", "batch-size", "seed",       "trainable", "device",
                                          "gpus",    "precision",  "cudnn-algo", "quiet",     NULL};

@@ -153,6 +153,7 @@ struct config {
     int batch;  /* --batch: no UI */
     int format; /* enum out_format */
     char output[CFG_PATH];
+    char plot[CFG_PATH];    /* --plot DIR ("" = none): the report's figures as SVG files */
     int quiet;              /* no progress line */
     int baseline;           /* what speedups are against: BASELINE_* (< 0), or a run's index (>= 0) */
     int repeat;             /* runs of each configuration; the report shows the median one and the spread */

@@ -249,6 +249,46 @@ static void predict(struct run_result *res, struct run *r)
     res->pred_ms = total / 1e3 / r->world;
 }
 
+/* The running training loss (train_loss's) at up to RESULT_LOSS_POINTS
+ * steps spread evenly over the steps the rings keep, the last included. */
+static void loss_curve(struct run_result *res, const struct metrics *m)
+{
+    size_t n = m->steps_done, first = metrics_first_kept(n), kept = n - first;
+    int k = kept < RESULT_LOSS_POINTS ? (int)kept : RESULT_LOSS_POINTS;
+    for (int i = 0; i < k; i++) {
+        size_t s = first + (k > 1 ? (size_t)((double)i * (double)(kept - 1) / (k - 1) + 0.5) : kept - 1);
+        res->loss_curve[i] = (struct loss_point){(long)s + 1, m->loss_running[metrics_slot(s)]};
+    }
+    res->nloss = k;
+}
+
+void result_timeline(struct run_result *res, const struct metrics *m)
+{
+    res->ntimeline = 0;
+    if (res->cfg.parallel == PAR_DATA || m->steps_done == 0)
+        return;
+    int S = res->world / (res->cfg.dp > 1 ? res->cfg.dp : 1); /* (a replay's cfg has no rank count: its world) */
+    uint32_t step = (uint32_t)(m->steps_done - 1);
+    int64_t t0 = INT64_MAX;
+    for (int pass = 0; pass < 2; pass++)
+        for (int s = 0; s < S && s < m->world; s++) {
+            const struct rank_metrics *rm = &m->r[s];
+            uint64_t have = rm->nhistory < METRICS_HISTORY ? rm->nhistory : METRICS_HISTORY;
+            for (uint64_t j = rm->nhistory - have; j < rm->nhistory; j++) {
+                const struct span *sp = &rm->history[j % METRICS_HISTORY];
+                if (sp->step != step || sp->lane != LANE_MAIN || sp->t1_ns < sp->t0_ns)
+                    continue;
+                if (pass == 0) {
+                    t0 = sp->t0_ns < t0 ? sp->t0_ns : t0;
+                } else if (res->ntimeline < RESULT_TIMELINE_SPANS) {
+                    res->timeline[res->ntimeline++] = (struct timeline_span){s, sp->cat, (double)(sp->t0_ns - t0) / 1e6,
+                                                                             (double)(sp->t1_ns - t0) / 1e6};
+                }
+            }
+        }
+    res->timeline_step = step;
+}
+
 int result_from_metrics(struct run_result *res, const struct metrics *m, int local_batch, int world)
 {
     res->ranks = calloc((size_t)m->world, sizeof(*res->ranks));
@@ -330,6 +370,7 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         res->train_valid = 1;
         res->train_loss = m->loss_running[metrics_slot(n - 1)];
         res->train_acc = metrics_train_acc_last_epoch(m);
+        loss_curve(res, m);
     }
     if (m->nepochs > 0 && m->test_total[m->nepochs - 1] > 0) {
         res->test_valid = 1;
@@ -457,6 +498,8 @@ int result_from_run(struct run_result *res, struct run *r)
     if (r->cfg.parallel != PAR_DATA)
         stage_results(res, r);
     result_staged_sends(res);
+    res->steps_per_epoch = r->steps_per_epoch;
+    result_timeline(res, &r->metrics);
     return 0;
 }
 
@@ -743,10 +786,12 @@ static const char *vs_label(char *buf, size_t n, const struct run_result *r)
     return buf;
 }
 
-/* Why an efficiency above 100% is not a free lunch: the likeliest cause. */
-static void explain_efficiency(FILE *f, const struct run_result *res, int i)
+int result_efficiency_note(const struct run_result *res, int i, char *buf, size_t n)
 {
-    const struct run_result *r = &res[i], *base = &res[r->base_run];
+    const struct run_result *r = &res[i];
+    if (!r->speedup_valid || !(r->efficiency > 100.5) || r->base_run == i || r->base_run < 0)
+        return 0;
+    const struct run_result *base = &res[r->base_run];
     char why[256];
     int threads = r->world * r->threads_per_rank, base_threads = base->world * base->threads_per_rank;
     long few = r->steps < base->steps ? r->steps : base->steps;
@@ -762,8 +807,9 @@ static void explain_efficiency(FILE *f, const struct run_result *res, int i)
         snprintf(why, sizeof(why), "each rank's smaller share of the batch fits the caches better");
     else
         snprintf(why, sizeof(why), "step-time noise between the runs (--repeat gives the spread)");
-    fprintf(f, "\nrun %d: efficiency %.0f%% against run %d is above 100%%; likely cause: %s\n", i, r->efficiency,
-            r->base_run, why);
+    snprintf(buf, n, "efficiency %.0f%% against run %d is above 100%%; likely cause: %s", r->efficiency, r->base_run,
+             why);
+    return 1;
 }
 
 /* The run of res[0..n) that measured what run i's prediction for k ranks
@@ -991,8 +1037,9 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     "\nrun %d: noisy steps (p90/p50 = %.1f): its mean is not a steady figure; speedups use medians, "
                     "and --repeat N shows the spread\n",
                     i, r->ms_p90 / r->ms_p50);
-        if (r->speedup_valid && r->efficiency > 100.5 && r->base_run != i)
-            explain_efficiency(f, res, i);
+        char why[400];
+        if (result_efficiency_note(res, i, why, sizeof(why)))
+            fprintf(f, "\nrun %d: %s\n", i, why);
         if (r->pred_valid && r->pred_r2 < 0.9)
             fprintf(f,
                     "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f: a rough guide only (run "
@@ -1155,6 +1202,35 @@ static cJSON *json_prediction(const struct run_result *res, int n, int i)
     return o;
 }
 
+/* The figures' series (--plot), as columns: "loss_curve" {"step": [..],
+ * "loss": [..]} and, for stages, "stage_timeline" {"step", "stage": [..],
+ * "cat": [..], "t0_ms": [..], "t1_ms": [..]}. */
+static void json_series(cJSON *o, const struct run_result *r)
+{
+    add_num(o, "steps_per_epoch", (double)r->steps_per_epoch, r->steps_per_epoch > 0);
+    cJSON *lc = cJSON_AddObjectToObject(o, "loss_curve");
+    cJSON *st = lc ? cJSON_AddArrayToObject(lc, "step") : NULL, *lo = lc ? cJSON_AddArrayToObject(lc, "loss") : NULL;
+    for (int k = 0; st && lo && k < r->nloss; k++) {
+        cJSON_AddItemToArray(st, cJSON_CreateNumber((double)r->loss_curve[k].step));
+        cJSON_AddItemToArray(lo, cJSON_CreateNumber(r->loss_curve[k].loss));
+    }
+    if (r->ntimeline == 0)
+        return;
+    cJSON *tl = cJSON_AddObjectToObject(o, "stage_timeline");
+    if (!tl)
+        return;
+    cJSON_AddNumberToObject(tl, "step", (double)r->timeline_step);
+    cJSON *cols[4] = {cJSON_AddArrayToObject(tl, "stage"), cJSON_AddArrayToObject(tl, "cat"),
+                      cJSON_AddArrayToObject(tl, "t0_ms"), cJSON_AddArrayToObject(tl, "t1_ms")};
+    for (int k = 0; cols[0] && cols[1] && cols[2] && cols[3] && k < r->ntimeline; k++) {
+        const struct timeline_span *t = &r->timeline[k];
+        cJSON_AddItemToArray(cols[0], cJSON_CreateNumber(t->stage));
+        cJSON_AddItemToArray(cols[1], cJSON_CreateString(cat_name(t->cat)));
+        cJSON_AddItemToArray(cols[2], cJSON_CreateNumber(t->t0_ms));
+        cJSON_AddItemToArray(cols[3], cJSON_CreateNumber(t->t1_ms));
+    }
+}
+
 static cJSON *json_run(const struct run_result *res, int n, int index)
 {
     const struct run_result *r = &res[index];
@@ -1235,6 +1311,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
             cJSON_AddItemToArray(st, e);
         }
     }
+    json_series(o, r);
     add_num(o, "cupti_overhead_ms", r->cupti_ms, r->cupti_valid);
     add_num(o, "device_records_lost", (double)r->cupti_lost, r->cupti_valid);
     add_num(o, "device_steps_traced", (double)r->steps_traced, r->steps_traced || r->steps_untraced);

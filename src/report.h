@@ -16,6 +16,9 @@
 
 struct run;
 
+#define RESULT_LOSS_POINTS 200
+#define RESULT_TIMELINE_SPANS 1024
+
 struct rank_result {
     int rank;
     char device[64];
@@ -142,6 +145,25 @@ struct run_result {
     int classes; /* of the data set: chance is a loss of ln(classes) */
     double train_loss, train_acc, test_acc;
     int train_valid, test_valid;
+    /* The figures' series (--plot draws them, the JSON report gives them):
+     * the running training loss (train_loss's) at up to RESULT_LOSS_POINTS
+     * steps spread evenly over the steps kept, the last one included
+     * (step: steps done when it was taken, from 1) ... */
+    long steps_per_epoch; /* 0: unknown (a replay) */
+    int nloss;
+    struct loss_point {
+        long step;
+        float loss;
+    } loss_curve[RESULT_LOSS_POINTS];
+    /* ... and, for model and pipeline parallelism, the main lane of each
+     * stage of replica 0 over the last step: its spans, in ms from the
+     * step's first span on any stage (result_timeline) */
+    long timeline_step; /* the step (from 0) */
+    int ntimeline;
+    struct timeline_span {
+        int stage, cat; /* cat: enum cat */
+        double t0_ms, t1_ms;
+    } timeline[RESULT_TIMELINE_SPANS];
     long threshold_step; /* -1: not reached */
     int threshold_epoch;
     size_t params_total, params_trainable;
@@ -166,6 +188,9 @@ int result_from_run(struct run_result *res, struct run *r);
  * ranks, m->world or more (a trace may hold some of them). Returns -1 when
  * out of memory. */
 int result_from_metrics(struct run_result *res, const struct metrics *m, int local_batch, int world);
+/* --parallel model|pipeline: res's stage timeline (res->timeline) from the
+ * spans m holds of its last step; res->cfg says the stages. */
+void result_timeline(struct run_result *res, const struct metrics *m);
 /* Derives the percentages of every rank and of the run from their
  * breakdowns (b), and the run's from the ranks'. */
 void result_breakdowns(struct run_result *res);
@@ -177,6 +202,10 @@ const char *scaling_name(int scaling);
  * the run `baseline` picks (enum baseline_kind, or a run's index; see
  * config.h), from median step times. */
 void results_compare(struct run_result *res, int n, int baseline);
+/* Why run i's efficiency (results_compare) above 100% is no free lunch,
+ * into buf: "efficiency 312% against run 1 is above 100%; likely cause:
+ * ..." (the report's note, and the UI's). 1 when it is above, else 0. */
+int result_efficiency_note(const struct run_result *res, int i, char *buf, size_t n);
 /* results_compare with BASELINE_AUTO. */
 void results_speedup(struct run_result *res, int n);
 /* --repeat: keeps, of every `repeat` consecutive results (the runs of one

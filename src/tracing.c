@@ -28,6 +28,7 @@
 #include "comm.h"
 #include "config.h"
 #include "pipeline.h"
+#include "figures.h"
 #include "report.h"
 #include "run.h"
 #include "strategy.h"
@@ -784,6 +785,8 @@ int replay_load_list(struct replay *rp, const char *const *args, int nargs, int6
     if (rc != 0)
         goto fail;
     describe_run(&rp->res, rp, names);
+    if (rp->has_metrics)
+        result_timeline(&rp->res, &rp->metrics); /* (the stages are known now) */
     return 0;
 fail:
     replay_free(rp);
@@ -875,6 +878,8 @@ int replay_main(const struct config *cfg, replay_show_fn show)
     }
     results_speedup(&rp.res, 1);
     int status = report_save(cfg->output, cfg->format, &rp.res, 1);
+    if (cfg->plot[0] && figures_save(cfg->plot, &rp.res, 1, cfg->quiet) != 0 && status == 0)
+        status = 1;
     replay_free(&rp);
     return shown ? shown : status;
 }

@@ -24,7 +24,10 @@
 # turn. At 80x24
 # without colour, a 4-rank run shows fwd, bwd and opt in three glyphs, says
 # which ranks the timeline and rank table leave out, and the header keeps
-# the parameter count on the first run.
+# the parameter count on the first run. A run planned with r after 2-rank
+# runs keeps their threads per rank. At 80x24 and 60x16 no label is cut in
+# half (the Runs title, the status line, the timeline's keys), and at 60x15
+# help says how many rows it cannot show and scrolls with the arrows.
 #
 # Usage: e2e_ui.sh /path/to/ddptop
 # Exit status: 0 pass, 1 fail, 77 skip (only when tmux is missing).
@@ -541,6 +544,116 @@ fi
 tm send-keys -t "$S" q
 wait_file "$T/exit.many" 15 || fail "80x24, 12 ranks: q did not exit"
 check_shell many
+tm resize-window -t "$S" -x 160 -y 50
+
+# ---- 8. the runs the UI plans keep the threads per rank ------------------------
+# s, then r and s: a 1-rank run after the 2-rank ones; its ranks must have
+# the threads per rank the 2-rank runs had, or its speedup compares thread
+# counts (every run's threads_per_rank in the report JSON written at q)
+run_ddptop threads "LANG=C.UTF-8" "--format json --output $T/threads.json --plot $T/figs"
+wait_for 'step [0-9]+/' 20 || fail "threads: ddptop did not start"
+tm send-keys -t "$S" s
+wait_for '│> 1 +ddp +2 ' 20 || fail "threads: s did not start the second run"
+tm send-keys -t "$S" r
+wait_for 'next: ddp, 1 rank x 32 ' 5 || fail "threads: r did not plan one rank"
+tm send-keys -t "$S" s
+wait_for '│> 2 +ddp +1 ' 20 || fail "threads: s did not start the planned 1-rank run"
+tm send-keys -t "$S" q
+wait_file "$T/exit.threads" 20 || fail "threads: q did not exit"
+if out=$(python3 - "$T/threads.json" 2>&1 <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+got = [(r["ranks"], r["threads_per_rank"]) for r in runs]
+assert [w for w, _ in got] == [2, 2, 1], got
+assert len(set(t for _, t in got)) == 1, "threads per rank differ: %s" % got
+print(got)
+PY
+); then
+    pass "threads: the planned 1-rank run has the 2-rank runs' threads per rank $out"
+else
+    fail "threads: $out"
+fi
+# --plot: the UI's runs drawn at q, from the report it printed
+if out=$(python3 "$(dirname "$0")/check_figures.py" "$T/figs" "$T/threads.json" --runs 3 2>&1); then
+    pass "threads: --plot draws the UI's runs: $out"
+else
+    fail "threads: --plot: $out"
+fi
+check_shell threads
+
+# ---- 9. small terminals: no label cut in half; help scrolls ------------------
+# no_cut TAG: no item on screen (between borders, two spaces, "; " or " (")
+# is the start of one of these labels without being all of it, as
+# "s: start  g: ─┐" and "final report on screen (s:" were at 80x24.
+no_cut() {
+    local out
+    if out=$(screen | python3 -c '
+import re, sys
+labels = ["s: start", "g: plot", "g: runs table", "+/- zoom", "<-/-> history", "l: log", "(scrolled back)",
+          "(s: next run, q: quit)", "(q: quit, s: next run)", "(s starts it; r/R ranks, b/B batch, n strategy)",
+          "prediction n/a", "busbw", "\u00b7 idle", "\u254c wait", "\u2591 data",
+          "\u2593 comm", "last 1.5 s"]
+bad = []
+for line in sys.stdin.read().split("\n"):
+    for part in re.split(r"[\u2500-\u257f]+", line):
+        for item in re.split(r"  +|; | (?=\()", part):
+            item = item.strip()
+            if len(item) >= 2 and any(l != item and l.startswith(item) for l in labels):
+                bad.append(item)
+print(" | ".join(bad))
+sys.exit(1 if bad else 0)'); then
+        pass "$1: no label cut in half"
+    else
+        fail "$1: labels cut in half: $out"
+    fi
+}
+tm resize-window -t "$S" -x 80 -y 24
+run_ddptop cut "LANG=C.UTF-8" "--steps 300"
+wait_for 'step [0-9]+/' 20 || fail "80x24: ddptop did not start"
+wait_for 'run done: ' 60 && no_cut "80x24, a run done" || fail "80x24: the first run did not finish"
+tm send-keys -t "$S" s
+wait_for 'started ddp' 20 || fail "80x24: s did not start the next run"
+tm send-keys -t "$S" r
+wait_for 'next run: ddp, 1 rank x 32' 5 || fail "80x24: r did not plan one rank"
+tm send-keys -t "$S" s
+# (one rank: one lane less, and the Runs pane fits)
+if wait_for '─ Runs ' 30 && wait_for 'run done: ' 60; then
+    no_cut "80x24, the Runs pane's title and the status line"
+else
+    fail "80x24: no Runs pane, or the 1-rank run did not finish"
+fi
+q_and_wait() {
+    tm send-keys -t "$S" q
+    wait_file "$T/exit.$1" 20 || fail "$1: q did not exit"
+}
+q_and_wait cut
+tm resize-window -t "$S" -x 60 -y 16
+run_ddptop cut60 "LANG=C.UTF-8"
+wait_step_above 5 30 || fail "60x16: ddptop did not train"
+tm send-keys -t "$S" p
+wait_for 'paused at step' 15 && no_cut "60x16, paused (the timeline's history key)" || fail "60x16: p did not pause"
+# 60x15: help does not fit; it says so and scrolls
+tm resize-window -t "$S" -x 60 -y 15
+tm send-keys -t "$S" '?'
+if wait_for ' Help ' 5 && wait_for '└─ \+[0-9]+ rows below: ↓ scrolls ─' 5 && ! screen | grep -q 'compute (fwd'; then
+    pass "60x15: help says how many rows are below"
+else
+    fail "60x15: help does not say what it cannot show"
+fi
+sleep 0.3
+tm send-keys -t "$S" End
+if wait_for 'compute \(fwd \+ bwd \+ opt\)' 5 && wait_for '└─ \+[0-9]+ rows above: ↑ scrolls ─' 5; then
+    pass "60x15: End scrolls help to its last row"
+else
+    fail "60x15: help does not scroll"
+fi
+sleep 0.3
+tm send-keys -t "$S" Up
+wait_for '└─ \+[0-9]+ rows above, \+1 below: ↑/↓ scroll ─' 5 && pass "60x15: Up scrolls help back a row" ||
+    fail "60x15: Up did not scroll help"
+tm send-keys -t "$S" x
+wait_gone ' Help ' 5 && pass "60x15: another key closes help" || fail "60x15: x did not close help"
+q_and_wait cut60
 tm resize-window -t "$S" -x 160 -y 50
 
 echo "e2e_ui: $FAILS failure(s) in $(($(date +%s) - START)) s"

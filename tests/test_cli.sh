@@ -267,7 +267,7 @@ all_options=(
     --no-broadcast-buffers "" --no-cupti "" --cupti-sample 10 --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
     --precision tf32 --cudnn-algo heuristic --loss-scale dynamic --loss-scale-interval 100
     --comm-timeout 5 --inject-fault kind=nan,rank=1,step=3
-    --format json --output out.json --loss-threshold 0.5 --quiet "" --baseline ranks1 --repeat 2
+    --format json --output out.json --plot figs --loss-threshold 0.5 --quiet "" --baseline ranks1 --repeat 2
     --history h.csv --history-every 5 --save-params p.bin
     --theme light --refresh-ms 50
     --trace t.json --trace-steps 1:5 --trace-ranks 0,1 --trace-split ""

@@ -5,7 +5,9 @@ parser, against the schema ddptop promises (trace/trace_export.h):
   - a JSON object with traceEvents, displayTimeUnit and distributedInfo
     (backend, rank, world_size);
   - every X event has ph, ts, dur, pid, tid, name and cat; dur >= 0;
-  - process_name / thread_name metadata name every pid and (pid, tid) used;
+  - process_name / thread_name metadata name every pid and (pid, tid) used,
+    and every thread named has events (no empty lane declared: a CPU
+    run's ranks have no gpu stream);
   - X events nest properly on every (pid, tid);
   - collectives carry collective, bytes, ranks, seq, algorithm and either
     transfer_us/sync_us or ranks_seen; counters are C events with args;
@@ -187,6 +189,9 @@ def main():
     for t in used_t:
         if t not in tnames:
             fail("pid/tid %s has no thread_name" % (t,))
+    for t in sorted(tnames):
+        if t not in used_t:
+            fail("pid/tid %s is declared (thread_name) but has no events" % (t,))
     if a.pids is not None:
         want = set(int(x) for x in a.pids.split(",")) if a.pids else set()
         if used_p != want:

@@ -421,6 +421,140 @@ static void test_fit_marks(void **state)
     }
 }
 
+/* Notes and status lines never cut a label in half (36.10: "s: start  g:"
+ * and "final report on screen (s:" at 80x24): at every width, what is
+ * shown is the longest of the whole-item prefixes listed here by hand that
+ * fits, or, when not even the first fits, the text cut with a mark. */
+static int utf8_cols(const char *s)
+{
+    int c = 0;
+    for (; *s; s++)
+        c += ((unsigned char)*s & 0xC0) != 0x80;
+    return c;
+}
+
+static void test_fit_note(void **state)
+{
+    (void)state;
+    static const char *const cases[][5] = {
+        {"3 runs", "3 runs  next: horovod, 1 rank x 32", "3 runs  next: horovod, 1 rank x 32  s: start",
+         "3 runs  next: horovod, 1 rank x 32  s: start  g: plot", NULL},
+        {"run done: 300 steps, 12.61 ms/step, 2.5k samples/s",
+         "run done: 300 steps, 12.61 ms/step, 2.5k samples/s; final report on screen",
+         "run done: 300 steps, 12.61 ms/step, 2.5k samples/s; final report on screen (s: next run, q: quit)", NULL},
+        {"+1 run above: tab, then \u2191 scrolls",
+         "+1 run above: tab, then \u2191 scrolls  !: run 2: efficiency 313% against run 1 is above 100%",
+         "+1 run above: tab, then \u2191 scrolls  !: run 2: efficiency 313% against run 1 is above 100%; likely "
+         "cause: step-time noise",
+         NULL},
+        {"next run: ddp, 1 rank x 16", "next run: ddp, 1 rank x 16  (s starts it; r/R ranks, b/B batch, n strategy)",
+         NULL},
+        {"steps 805-807", "steps 805-807  18.73 ms", "steps 805-807  18.73 ms  +/- zoom",
+         "steps 805-807  18.73 ms  +/- zoom  <-/-> history", NULL},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        int nk = 0;
+        while (nk < 5 && cases[c][nk])
+            nk++;
+        const char *full = cases[c][nk - 1];
+        int fullw = utf8_cols(full);
+        for (int utf8 = 0; utf8 < 2; utf8++)
+            for (int room = -1; room <= fullw + 3; room++) {
+                char out[256], want[256] = "";
+                int got = fit_note(full, room, utf8, out, sizeof(out));
+                for (int k = 0; k < nk; k++)
+                    if (utf8_cols(cases[c][k]) <= room)
+                        snprintf(want, sizeof(want), "%s", cases[c][k]);
+                if (!want[0] && room >= 1) {
+                    /* not even the first item: room - 1 characters and the mark */
+                    size_t at = 0;
+                    for (int k = 0; k < room - 1; k++)
+                        do
+                            at++;
+                        while (((unsigned char)full[at] & 0xC0) == 0x80);
+                    snprintf(want, sizeof(want), "%.*s%s", (int)at, full, utf8 ? "\u2026" : "~");
+                }
+                if (strcmp(out, want) != 0)
+                    fail_msg("case %zu, room %d: \"%s\", expected \"%s\"", c, room, out, want);
+                assert_int_equal(got, utf8_cols(want));
+                assert_true(got <= (room > 0 ? room : 0));
+            }
+    }
+    /* a buffer too short cuts, never past its end nor inside a character */
+    char tiny[6];
+    fit_note("ab\u2191cd  ef", 40, 1, tiny, sizeof(tiny));
+    assert_string_equal(tiny, "ab\u2191");
+}
+
+/* The help overlay's wrap, at every width: lines within the width, no
+ * space at either end, the words in order and whole (unless a word alone
+ * is wider than a line), and no line that could have taken the next word. */
+static void test_fit_wrap(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "stop this run, start the next (the Runs title says which)",
+        "layers: per-layer times and ddp buckets (for the timeline)",
+        "  two  spaces and a verylongwordthatdoesnotfit  ",
+        "",
+    };
+    for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++)
+        for (int width = 0; width <= 70; width++) {
+            int st[64], ln[64];
+            int n = fit_wrap(texts[t], width, st, ln, 64);
+            char joined[256] = "", words[256] = "";
+            size_t jl = 0;
+            for (int k = 0; k < n; k++) {
+                const char *line = texts[t] + st[k];
+                assert_true(ln[k] >= 1 && ln[k] <= width);
+                assert_true(line[0] != ' ' && line[ln[k] - 1] != ' ');
+                jl += (size_t)snprintf(joined + jl, sizeof(joined) - jl, "%s%.*s", k ? "\n" : "", ln[k], line);
+                if (k + 1 < n && texts[t][st[k] + ln[k]] == ' ') {
+                    /* the next line starts a word: it did not fit here */
+                    int next = 0;
+                    while (texts[t][st[k + 1] + next] && texts[t][st[k + 1] + next] != ' ')
+                        next++;
+                    assert_true(st[k + 1] - st[k] + next > width); /* (this line, the spaces, that word) */
+                }
+            }
+            /* the words in order: the text's, spaces squeezed; the lines' */
+            size_t wl = 0;
+            for (const char *c = texts[t]; *c; c++)
+                if (*c != ' ' && wl + 1 < sizeof(words))
+                    words[wl++] = *c;
+                else if (*c == ' ' && wl > 0 && words[wl - 1] != '\n' && wl + 1 < sizeof(words))
+                    words[wl++] = '\n';
+            while (wl > 0 && words[wl - 1] == '\n')
+                wl--;
+            words[wl] = 0;
+            char squeezed[256];
+            size_t q = 0;
+            for (const char *c = joined; *c; c++)
+                if (*c != ' ' && *c != '\n')
+                    squeezed[q++] = *c;
+                else if (q > 0 && squeezed[q - 1] != '\n')
+                    squeezed[q++] = '\n';
+            squeezed[q] = 0;
+            if (width < 1) {
+                assert_int_equal(n, 0);
+            } else if (width >= 26) { /* (every word fits, the longest too: none is cut) */
+                assert_string_equal(squeezed, words);
+            } else {
+                /* cut words: the characters still all there, in order */
+                char a[256], b[256];
+                size_t na = 0, nb = 0;
+                for (const char *c = squeezed; *c; c++)
+                    if (*c != '\n')
+                        a[na++] = *c;
+                for (const char *c = words; *c; c++)
+                    if (*c != '\n')
+                        b[nb++] = *c;
+                a[na] = b[nb] = 0;
+                assert_string_equal(a, b);
+            }
+        }
+}
+
 /* ---- the next run's plan ---------------------------------------------------------- */
 
 static void test_plan(void **state)
@@ -475,6 +609,46 @@ static void test_plan(void **state)
     plan_reset(&p, &cur);
     assert_int_equal(p.strategy, STRAT_SINGLE);
     assert_false(p.edited);
+}
+
+/* Every run the UI plans for comparison keeps the threads per rank of the
+ * runs it is compared with: a 1-rank run planned after 2-rank runs of one
+ * thread each must not get the cores the 2 ranks shared (36.1: 102.52x). */
+static void test_plan_threads(void **state)
+{
+    (void)state;
+    struct config cfg;
+    char *argv[] = {"ddptop", "--batch", "--model", "lenet", "--ranks", "2", "--strategy", "allreduce"};
+    assert_int_equal(config_parse(&cfg, 8, argv, stdout, stderr), 0);
+    struct run_config cur;
+    config_expand(&cfg, 0, &cur); /* the session's first run, as the command line made it */
+    assert_true(cur.threads_per_rank >= 1);
+    int made = cur.threads_per_rank;
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 1: the runs so far ran 7 threads per rank (whatever this
+         * machine's cores would make the default) */
+        int want = pass == 0 ? made : 7;
+        cur.threads_per_rank = want;
+        struct plan p;
+        char err[128];
+        struct run_config rc;
+        plan_reset(&p, &cur);
+        plan_config(&p, &cfg, &cur, &rc); /* s untouched: the next strategy */
+        assert_int_equal(rc.threads_per_rank, want);
+        assert_int_equal(plan_ranks(&p, &cur, -1, err, sizeof(err)), 0); /* r: 1 rank */
+        plan_config(&p, &cfg, &cur, &rc);
+        assert_int_equal(rc.ranks, 1);
+        assert_int_equal(rc.threads_per_rank, want);
+        while (p.strategy != STRAT_SINGLE) /* n: single, the global batch on one rank */
+            plan_next_strategy(&p);
+        plan_config(&p, &cfg, &cur, &rc);
+        assert_int_equal(rc.threads_per_rank, want);
+        assert_int_equal(plan_ranks(&p, &cur, 1, err, sizeof(err)), 0);
+        assert_int_equal(plan_ranks(&p, &cur, 1, err, sizeof(err)), 0); /* R R: 3 ranks */
+        plan_config(&p, &cfg, &cur, &rc);
+        assert_int_equal(rc.ranks, 3);
+        assert_int_equal(rc.threads_per_rank, want);
+    }
 }
 
 /* ---- speedups ------------------------------------------------------------------------ */
@@ -533,6 +707,40 @@ static void test_scaling(void **state)
     assert_int_equal(scaling_update(&sc, many, 40, &live), 0);
     assert_int_equal(sc.n, 41);
     assert_float_equal(sc.row[7].speedup, 8 * 900.0 / 900.0, 1e-9);
+    scaling_free(&sc);
+}
+
+/* An efficiency above 100% carries the batch report's note in the Runs
+ * pane too: 2 ranks at 1600 samples/s against 1 rank at 320 is 5x on 2
+ * ranks, 250% (worked by hand: 1600 / 320 = 5, 5 / 2 = 250%). */
+static void test_scaling_over_ideal(void **state)
+{
+    (void)state;
+    struct run_result res[2], live;
+    result(&res[0], "lenet", STRAT_DDP, 1, 32, 320);
+    result(&res[1], "lenet", STRAT_DDP, 2, 64, 1600);
+    for (int i = 0; i < 2; i++) {
+        res[i].ms_mean = res[i].ms_p90 = res[i].ms_p50; /* every statistic alike */
+        res[i].steps = 100;
+        res[i].threads_per_rank = 1;
+    }
+    struct scaling sc;
+    memset(&sc, 0, sizeof(sc));
+    assert_int_equal(scaling_update(&sc, res, 2, NULL), 0);
+    assert_float_equal(sc.row[1].efficiency_pct, 250.0, 1e-9);
+    assert_string_equal(sc.row[0].over_note, "");
+    assert_non_null(strstr(sc.row[1].over_note, "efficiency 250% against run 0 is above 100%; likely cause: "));
+    /* the live run the same, from its figures; one at 90% has no note */
+    result(&live, "lenet", STRAT_DDP, 2, 64, 576);
+    live.steps = 100;
+    live.threads_per_rank = 1;
+    assert_int_equal(scaling_update(&sc, res, 1, &live), 0);
+    assert_float_equal(sc.row[1].efficiency_pct, 90.0, 1e-9);
+    assert_string_equal(sc.row[1].over_note, "");
+    live.samples_per_s = 960; /* 3x on 2 ranks: 150% */
+    live.ms_p50 = 1e3 * 64 / 960;
+    assert_int_equal(scaling_update(&sc, res, 1, &live), 0);
+    assert_non_null(strstr(sc.row[1].over_note, "efficiency 150% against run 0 is above 100%"));
     scaling_free(&sc);
 }
 
@@ -614,8 +822,12 @@ int main(void)
         cmocka_unit_test(test_fmt_hidden),
         cmocka_unit_test(test_fit_by_priority),
         cmocka_unit_test(test_fit_marks),
+        cmocka_unit_test(test_fit_note),
+        cmocka_unit_test(test_fit_wrap),
         cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_plan_threads),
         cmocka_unit_test(test_scaling),
+        cmocka_unit_test(test_scaling_over_ideal),
         cmocka_unit_test(test_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

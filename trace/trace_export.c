@@ -48,6 +48,7 @@ struct trace_export {
     char *end_members;        /* more of ddptopTraceEnd (trace_export_set_end), or NULL */
     int *dev_index;           /* [world]: K of a rank's "cuda:K", 0 else (the names are the caller's,
                                  read only while opening) */
+    uint8_t *declared;        /* [world]: bit t set once the rank's thread t is named */
     char err[2048];
 };
 
@@ -116,7 +117,6 @@ static int tid_of(const struct span *s)
 
 static void write_names(struct trace_export *x, struct trace_writer *w, int rank)
 {
-    static const char *lanes[TID_COUNT] = {"main", "comm", "data", "gpu stream", "gpu copy stream", "gpu comm stream"};
     char name[96];
     snprintf(name, sizeof(name), "rank %d (%s)", rank, device_of(x, rank));
     trace_writer_begin_meta(w, "process_name", rank, 0);
@@ -129,19 +129,30 @@ static void write_names(struct trace_export *x, struct trace_writer *w, int rank
     trace_writer_arg_i64(w, "sort_index", rank);
     trace_writer_args_end(w);
     trace_writer_end(w);
-    int ntids = strcmp(device_of(x, rank), "cpu") ? TID_COUNT : LANE_COUNT;
-    for (int l = 0; l < ntids; l++) {
-        trace_writer_begin_meta(w, "thread_name", rank, l);
-        trace_writer_args_begin(w);
-        trace_writer_arg_str(w, "name", lanes[l]);
-        trace_writer_args_end(w);
-        trace_writer_end(w);
-        trace_writer_begin_meta(w, "thread_sort_index", rank, l);
-        trace_writer_args_begin(w);
-        trace_writer_arg_i64(w, "sort_index", l);
-        trace_writer_args_end(w);
-        trace_writer_end(w);
-    }
+}
+
+/* The writer of rank's events on thread tid, which is named before its
+ * first event: a thread with no events is not declared (a CPU run has no
+ * gpu streams, a run without DDP's comm lane no comm thread), so that no
+ * viewer shows an empty lane as if it had been idle. */
+static struct trace_writer *lane_writer(struct trace_export *x, int rank, int tid)
+{
+    static const char *lanes[TID_COUNT] = {"main", "comm", "data", "gpu stream", "gpu copy stream", "gpu comm stream"};
+    struct trace_writer *w = writer_of(x, rank);
+    if (tid < 0 || tid >= TID_COUNT || (x->declared[rank] >> tid) & 1u)
+        return w;
+    x->declared[rank] |= (uint8_t)(1u << tid);
+    trace_writer_begin_meta(w, "thread_name", rank, tid);
+    trace_writer_args_begin(w);
+    trace_writer_arg_str(w, "name", lanes[tid]);
+    trace_writer_args_end(w);
+    trace_writer_end(w);
+    trace_writer_begin_meta(w, "thread_sort_index", rank, tid);
+    trace_writer_args_begin(w);
+    trace_writer_arg_i64(w, "sort_index", tid);
+    trace_writer_args_end(w);
+    trace_writer_end(w);
+    return w;
 }
 
 /* The header fields of one file: everything before "traceEvents". */
@@ -198,7 +209,8 @@ int trace_export_open(struct trace_export **out, const struct trace_export_opts 
     x->acc = calloc((size_t)W * STEP_ACC, sizeof(*x->acc));
     x->ready = calloc((size_t)W * READY_SLOTS, sizeof(*x->ready));
     x->dev_index = calloc((size_t)W, sizeof(*x->dev_index));
-    if (!x->w || !x->pend || !x->pend_dur || !x->pend_span || !x->acc || !x->ready || !x->dev_index) {
+    x->declared = calloc((size_t)W, sizeof(*x->declared));
+    if (!x->w || !x->pend || !x->pend_dur || !x->pend_span || !x->acc || !x->ready || !x->dev_index || !x->declared) {
         snprintf(err, errlen, "trace %s: out of memory", o->path);
         goto fail;
     }
@@ -249,6 +261,7 @@ fail:
     free(x->acc);
     free(x->ready);
     free(x->dev_index);
+    free(x->declared);
     free(x);
     return -1;
 }
@@ -266,7 +279,7 @@ static struct step_acc *acc_of(struct trace_export *x, int rank, uint32_t step)
 
 static void write_span(struct trace_export *x, int rank, const struct span *s)
 {
-    struct trace_writer *w = writer_of(x, rank);
+    struct trace_writer *w = lane_writer(x, rank, tid_of(s));
     const char *cat = cat_name(s->cat);
     trace_writer_begin(w, 'X', cat, cat, rank, tid_of(s), s->t0_ns - x->o.base_ns);
     trace_writer_dur(w, s->t1_ns - s->t0_ns);
@@ -298,7 +311,7 @@ const char *trace_export_gpu_cat(const char *name)
  * in args.phase, which replay reads back as the span's category. */
 static void write_gpu(struct trace_export *x, int rank, const struct span *s)
 {
-    struct trace_writer *w = writer_of(x, rank);
+    struct trace_writer *w = lane_writer(x, rank, tid_of(s));
     const char *name = probe_name(s->name);
     if (!name)
         name = cat_name(s->cat);
@@ -318,7 +331,7 @@ static void write_gpu(struct trace_export *x, int rank, const struct span *s)
 
 static void write_ready(struct trace_export *x, int rank, const struct span *s)
 {
-    struct trace_writer *w = writer_of(x, rank);
+    struct trace_writer *w = lane_writer(x, rank, s->lane);
     trace_writer_begin(w, 'i', "bucket ready", cat_name(s->cat), rank, s->lane, s->t0_ns - x->o.base_ns);
     trace_writer_field_str(w, "s", "t");
     trace_writer_args_begin(w);
@@ -335,7 +348,7 @@ static void write_ready(struct trace_export *x, int rank, const struct span *s)
 /* An outer collective span; nseen < world: transfer/sync unknown. */
 static void write_coll(struct trace_export *x, int rank, const struct span *s, int64_t xfer_ns, int nseen)
 {
-    struct trace_writer *w = writer_of(x, rank);
+    struct trace_writer *w = lane_writer(x, rank, tid_of(s));
     const char *name = s->coll != COLL_NONE ? coll_name(s->coll) : s->bytes ? "send" : s->bytes_rx ? "recv" : "p2p";
     int64_t dur = s->t1_ns - s->t0_ns;
     trace_writer_begin(w, 'X', s->tag == SPAN_TAG_NEGOTIATE ? "negotiate" : name, cat_name(CAT_COMM), rank, tid_of(s),
@@ -373,6 +386,7 @@ static void write_coll(struct trace_export *x, int rank, const struct span *s, i
         int64_t id = ((int64_t)rank << 32) | s->seq;
         char fname[32];
         snprintf(fname, sizeof(fname), "bucket %d", s->tag);
+        lane_writer(x, rank, LANE_MAIN);
         trace_writer_begin(w, 's', fname, FLOW_CAT, rank, LANE_MAIN, from - x->o.base_ns);
         trace_writer_field_i64(w, "id", id);
         trace_writer_end(w);
@@ -476,7 +490,7 @@ void trace_export_step(struct trace_export *x, int rank, const struct trace_step
     if (rank < 0 || rank >= x->o.world)
         return;
     if (traced_rank(x, rank) && traced_step(x, st->step)) {
-        struct trace_writer *w = writer_of(x, rank);
+        struct trace_writer *w = lane_writer(x, rank, LANE_MAIN);
         char name[40];
         snprintf(name, sizeof(name), "ProfilerStep#%u", st->step);
         int64_t wall = st->t1_ns - st->t0_ns;
@@ -597,6 +611,7 @@ int trace_export_close(struct trace_export *x, const char *state, uint64_t spans
     free(x->acc);
     free(x->ready);
     free(x->dev_index);
+    free(x->declared);
     free(x->end_members);
     free(x);
     return rc;

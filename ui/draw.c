@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fit.h"
+
 static int g_utf8;
 static int g_default_colours = 1; /* the terminal has default fg/bg colours */
 static attr_t g_attr[TH_COUNT];
@@ -177,14 +179,13 @@ void draw_box(WINDOW *w, const char *title, const char *note, int focused)
     snprintf(t, sizeof(t), " %s ", title);
     int used = 2 + draw_text(w, 0, 2, wd - 4, focused ? TH_TITLE_FOCUS : TH_TITLE, t);
     if (note && note[0]) {
-        char nb[160];
-        snprintf(nb, sizeof(nb), " %s ", note);
-        int len = draw_cols(nb);
+        /* whole items of the note, with a space either side */
+        char fitted[512], nb[520];
         int room = wd - 2 - used - 1;
-        if (room > 4) {
-            if (len > room)
-                len = room;
-            draw_text(w, 0, wd - 2 - len, len, TH_DIM, nb);
+        int len = room > 4 ? fit_note(note, room - 2, draw_utf8(), fitted, sizeof(fitted)) : 0;
+        if (len > 0) {
+            snprintf(nb, sizeof(nb), " %s ", fitted);
+            draw_text(w, 0, wd - 2 - (len + 2), len + 2, TH_DIM, nb);
         }
     }
 }
@@ -195,10 +196,11 @@ void draw_box_foot(WINDOW *w, const char *note, int el)
     getmaxyx(w, h, wd);
     if (!note || !note[0] || h < 2)
         return;
-    char nb[160];
-    snprintf(nb, sizeof(nb), " %s ", note);
-    if (wd - 4 > 2)
+    char fitted[512], nb[520];
+    if (fit_note(note, wd - 6, draw_utf8(), fitted, sizeof(fitted)) > 0) {
+        snprintf(nb, sizeof(nb), " %s ", fitted);
         draw_text(w, h - 1, 2, wd - 4, el, nb);
+    }
 }
 
 void draw_bar(WINDOW *w, int y, int x, int width, double compute, double comm, double data, double idle)

@@ -133,10 +133,20 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
     else
         snprintf(note, sizeof(note), "%d run%s", total, total == 1 ? "" : "s");
     draw_box(w, "Runs", note, focused);
-    char cut[128];
+    char cut[128], foot[560];
     int below = total - run0 - rows;
     fmt_hidden(cut, sizeof(cut), run0, below > 0 ? below : 0, "run", focused, draw_utf8());
-    draw_box_foot(w, cut, TH_TITLE);
+    /* the latest efficiency above 100%, with the report's note on why */
+    int over = -1;
+    for (int i = 0; v->scaling && i < v->scaling->n; i++)
+        if (v->scaling->row[i].valid && v->scaling->row[i].over_note[0])
+            over = i;
+    if (over >= 0)
+        snprintf(foot, sizeof(foot), "%s%s!: run %d: %s", cut, cut[0] ? "  " : "", over,
+                 v->scaling->row[over].over_note);
+    else
+        snprintf(foot, sizeof(foot), "%s", cut);
+    draw_box_foot(w, foot, TH_TITLE);
     int on[C_N];
     fit_columns(wd - 2, on);
     int x = 3;
@@ -176,7 +186,9 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
             case C_SPEEDUP:
             case C_EFF: {
                 const struct scaling_row *q = v->scaling && idx < v->scaling->n ? &v->scaling->row[idx] : NULL;
-                if (q && q->valid)
+                if (q && q->valid && c == C_EFF && q->over_note[0])
+                    snprintf(b, sizeof(b), "%.0f!", q->efficiency_pct); /* (the foot says why) */
+                else if (q && q->valid)
                     snprintf(b, sizeof(b), c == C_SPEEDUP ? "%.2fx" : "%.1f",
                              c == C_SPEEDUP ? q->speedup : q->efficiency_pct);
                 else

@@ -72,15 +72,25 @@ static void traffic_draw(WINDOW *w, struct pane_view *v, int focused)
         snprintf(pred, sizeof(pred), "%.2f GB/s", s->busbw_pred_now);
     else
         snprintf(pred, sizeof(pred), "%s", !s->have_model ? "n/a (run --bench-comm)" : "n/a");
+    /* whole figures only: the prediction's hint goes first, then the
+     * prediction, then busbw (a label cut in half reads as another) */
     int x = 1, room = wd - 2;
-    x += draw_text(w, 1, x, room, TH_BYTES, rate);
-    x += draw_text(w, 1, x, wd - 1 - x, TH_BYTES, "/s  ");
-    x += draw_text(w, 1, x, wd - 1 - x, TH_LABEL, "busbw ");
-    x += draw_text(w, 1, x, wd - 1 - x, s->busbw_now_valid ? TH_BUSBW : TH_DIM, bus);
-    x += draw_text(w, 1, x, wd - 1 - x, TH_LABEL, "  prediction ");
-    if (!s->pred_now_valid && wd - 1 - x < (int)strlen(pred))
+    int w_rate = (int)strlen(rate) + 2, w_bus = 2 + 6 + (int)strlen(bus), w_pred = 2 + 11 + (int)strlen(pred);
+    if (w_rate + w_bus + w_pred > room && !s->pred_now_valid) {
         snprintf(pred, sizeof(pred), "n/a");
-    draw_text(w, 1, x, wd - 1 - x, TH_PREDICTION, pred);
+        w_pred = 2 + 11 + 3;
+    }
+    int show_pred = w_rate + w_bus + w_pred <= room, show_bus = w_rate + w_bus <= room;
+    x += draw_text(w, 1, x, room, TH_BYTES, rate);
+    x += draw_text(w, 1, x, wd - 1 - x, TH_BYTES, "/s");
+    if (show_bus) {
+        x += draw_text(w, 1, x, wd - 1 - x, TH_LABEL, "  busbw ");
+        x += draw_text(w, 1, x, wd - 1 - x, s->busbw_now_valid ? TH_BUSBW : TH_DIM, bus);
+    }
+    if (show_pred) {
+        x += draw_text(w, 1, x, wd - 1 - x, TH_LABEL, "  prediction ");
+        draw_text(w, 1, x, wd - 1 - x, TH_PREDICTION, pred);
+    }
 
     /* the prediction first, dim, so that the measured curve is drawn over it */
     const struct series *bytes[1] = {&s->rate_bytes};

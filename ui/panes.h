@@ -38,6 +38,9 @@ struct view_state {
     int run_rows;    /* runs: rows that fit (set by draw) */
     int layer0;      /* layers: first layer shown */
     int layer_rows;  /* layers: rows that fit (set by draw) */
+    int help0;       /* help: first row shown */
+    int help_rows;   /* help: rows that fit (set by draw) */
+    int help_total;  /* help: rows there are (set by draw) */
 };
 
 struct pane_view {
@@ -81,5 +84,8 @@ int timeline_zoom(struct view_state *vs, int in);
 
 /* The help overlay (not a layout pane). */
 void help_draw(WINDOW *w, const struct pane_view *v);
+/* A key while help is open: 1 when it scrolls help (arrows, PgUp/PgDn,
+ * Home/End), 0 for a key that closes it. */
+int help_key(int ch, struct view_state *vs);
 
 #endif

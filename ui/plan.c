@@ -52,6 +52,26 @@ void plan_next_strategy(struct plan *p)
     p->edited = 1;
 }
 
+void plan_config(const struct plan *p, const struct config *cfg, const struct run_config *cur, struct run_config *rc)
+{
+    struct config c = *cfg;
+    snprintf(c.models[0], sizeof(c.models[0]), "%s", cur->model);
+    c.nmodels = 1;
+    c.ranks[0] = p->ranks;
+    c.nranks = 1;
+    c.batches[0] = p->batch;
+    c.nbatches = 1;
+    c.strategies[0] = p->strategy;
+    c.nstrategies = 1;
+    /* the threads per rank of the runs it is compared with: worked out
+     * again for its own rank count, a 1-rank run after 2-rank runs would
+     * get the cores both ranks shared, and its speedup would compare
+     * thread counts, not ranks */
+    if (cur->threads_per_rank > 0)
+        c.base.threads_per_rank = cur->threads_per_rank;
+    config_expand(&c, 0, rc);
+}
+
 void plan_describe(const struct plan *p, char *buf, size_t n)
 {
     if (p->strategy == STRAT_SINGLE)

@@ -32,6 +32,10 @@ int plan_ranks(struct plan *p, const struct run_config *cur, int dir, char *err,
 int plan_batch(struct plan *p, const struct run_config *cur, int dir, char *err, size_t errlen);
 /* n: the strategy after the plan's. */
 void plan_next_strategy(struct plan *p);
+/* The run p describes, as rc: the command line's configuration cfg with
+ * the plan's strategy, ranks and batch and the current run cur's model
+ * and threads per rank (a comparison changes one thing at a time). */
+void plan_config(const struct plan *p, const struct config *cfg, const struct run_config *cur, struct run_config *rc);
 /* "ddp, 4 ranks x 32" ("single, 1 rank x 128": single runs the global batch on one). */
 void plan_describe(const struct plan *p, char *buf, size_t n);
 

@@ -36,6 +36,8 @@ int scaling_update(struct scaling *sc, const struct run_result *res, int n, cons
                                           .speedup = q->speedup,
                                           .efficiency_pct = q->efficiency,
                                           .valid = q->speedup_valid};
+        if (!result_efficiency_note(sc->tmp, i, sc->row[i].over_note, sizeof(sc->row[i].over_note)))
+            sc->row[i].over_note[0] = 0;
     }
     sc->n = total;
     return 0;

@@ -15,6 +15,9 @@ struct scaling_row {
     int strategy; /* enum strategy_kind, or -1 */
     double speedup, efficiency_pct;
     int valid; /* a 1-rank run of the same model has a throughput */
+    /* efficiency above 100%: the batch report's note on it
+     * (result_efficiency_note), else "" */
+    char over_note[400];
 };
 
 struct scaling {

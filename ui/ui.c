@@ -37,6 +37,7 @@
 #include "layout.h"
 #include "panes.h"
 #include "plan.h"
+#include "figures.h"
 #include "procs.h"
 #include "report.h"
 #include "run.h"
@@ -239,23 +240,6 @@ static void describe_next(struct ui *u)
         plan_describe(&u->plan, u->next_run, sizeof(u->next_run));
 }
 
-/* The run a plan describes: the session's configuration (as the command
- * line expanded it) with the plan's strategy, ranks and batch, and the
- * defaults that follow from them (threads per rank) worked out again. */
-static void plan_config(const struct ui *u, const struct plan *p, struct run_config *rc)
-{
-    struct config c = *u->cfg;
-    snprintf(c.models[0], sizeof(c.models[0]), "%s", u->s.rc.model);
-    c.nmodels = 1;
-    c.ranks[0] = p->ranks;
-    c.nranks = 1;
-    c.batches[0] = p->batch;
-    c.nbatches = 1;
-    c.strategies[0] = p->strategy;
-    c.nstrategies = 1;
-    config_expand(&c, 0, rc);
-}
-
 /* The speedup of every run, the live one's from its recent throughput. */
 static void refresh_scaling(struct ui *u)
 {
@@ -269,6 +253,9 @@ static void refresh_scaling(struct ui *u)
         live.world = u->snap.world;
         live.global_batch = u->snap.global_batch;
         live.samples_per_s = u->snap.rate_valid ? u->snap.samples_s : 0;
+        /* (what the note on an efficiency above 100% weighs) */
+        live.steps = (long)u->snap.steps_done;
+        live.threads_per_rank = u->s.rc.threads_per_rank;
         /* results_compare goes by median step times: the recent rate's */
         if (live.samples_per_s > 0 && live.global_batch > 0) {
             live.ms_p50 = 1e3 * live.global_batch / live.samples_per_s;
@@ -306,7 +293,7 @@ static void next_strategy(struct ui *u)
     for (int k = 1; k <= STRAT_COUNT; k++) {
         struct run_config rc;
         p.strategy = (cur + k) % STRAT_COUNT;
-        plan_config(u, &p, &rc);
+        plan_config(&p, u->cfg, &u->s.rc, &rc);
         char err[320];
         if (start_run(u, &rc, err, sizeof(err)) == 0) {
             u->frozen = 0;
@@ -332,7 +319,7 @@ static void start_plan(struct ui *u)
     struct plan p = u->plan;
     char desc[96], err[320];
     plan_describe(&p, desc, sizeof(desc));
-    plan_config(u, &p, &rc);
+    plan_config(&p, u->cfg, &u->s.rc, &rc);
     if (start_run(u, &rc, err, sizeof(err)) != 0) {
         u->switching = 0;
         say(u, 1, "the next run (%s) cannot start: %s", desc, err);
@@ -366,7 +353,7 @@ static void change_plan(struct ui *u, int key)
     char desc[96];
     plan_describe(&p, desc, sizeof(desc));
     struct run_config rc;
-    plan_config(u, &p, &rc);
+    plan_config(&p, u->cfg, &u->s.rc, &rc);
     if (run_check(&rc, u->s.train, u->s.dev, err, sizeof(err)) != 0) {
         say(u, 1, "%c: refused: %s", key, err);
         return;
@@ -684,7 +671,8 @@ static int handle_key(struct ui *u, int ch)
     if (ch == KEY_RESIZE)
         return UI_RESIZE | UI_REDRAW;
     if (u->help) {
-        u->help = 0; /* any key closes it, q too: it does not quit */
+        if (!help_key(ch, &u->vs))
+            u->help = 0; /* any other key closes it, q too: it does not quit */
         return UI_HANDLED | UI_REDRAW;
     }
     if (u->replay && ch > 0 && ch < 128 && strchr("pPeEsSrRbBn ", ch)) {
@@ -702,6 +690,7 @@ static int handle_key(struct ui *u, int ch)
     case '?':
     case KEY_F(1):
         u->help = 1;
+        u->vs.help0 = 0;
         return UI_HANDLED | UI_REDRAW;
     case 'p':
     case 'P':
@@ -738,7 +727,7 @@ static int handle_key(struct ui *u, int ch)
             /* refused before the current run is stopped for it */
             struct run_config rc;
             char err[320];
-            plan_config(u, &u->plan, &rc);
+            plan_config(&u->plan, u->cfg, &u->s.rc, &rc);
             if (run_check(&rc, u->s.train, u->s.dev, err, sizeof(err)) != 0) {
                 say(u, 1, "s: the next run (%s) cannot start: %s", u->next_run, err);
                 return UI_HANDLED | UI_REDRAW;
@@ -889,7 +878,10 @@ static int print_report(struct ui *u)
     if (u->s.nresults == 0)
         return 0;
     results_compare(u->s.results, u->s.nresults, u->cfg->baseline);
-    return report_save(u->cfg->output, u->cfg->format, u->s.results, u->s.nresults);
+    int st = report_save(u->cfg->output, u->cfg->format, u->s.results, u->s.nresults);
+    if (u->cfg->plot[0] && figures_save(u->cfg->plot, u->s.results, u->s.nresults, u->cfg->quiet) != 0)
+        st = 1;
+    return st;
 }
 
 static int64_t thread_cpu_ns(void)
