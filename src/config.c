@@ -831,7 +831,8 @@ static const struct opt opts[] = {
     {FLAG("check-replicas", AT(base.check_replicas), 1, G_EXEC,
           "hash every rank's parameters after each step and report the first step where replicas differ")},
     {REAL("comm-timeout", AT(base.comm_timeout_s), 0.001, 86400.0, "SECONDS", "300", G_EXEC,
-          "a collective waiting this long for a peer fails, naming the peer, and every rank stops")},
+          "a collective waiting this long for a peer fails, naming the peer, and every rank stops; a run of one "
+          "rank (no peer to wait) fails when it makes no step this long")},
     {OPT("inject-fault", k_fault, AT(base.fault), "SPEC", NULL, G_EXEC,
          "make rank R fail at step S, to see how the run ends: the loss turns NaN, the thread dies silently, it "
          "hangs, it computes 5x slower, it runs out of memory, its collective fails, or a gradient overflows "
