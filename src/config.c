@@ -980,7 +980,10 @@ static void usage(FILE *out)
     zoo_print_help(out);
     fprintf(out, "\nExamples:\n"
                  "  ddptop --batch --model lenet --ranks 1,2 --strategy allreduce --epochs 1\n"
-                 "  ddptop --batch --model mlp --ranks 2 --steps 200 --format json --output run.json\n");
+                 "  ddptop --batch --model mlp --ranks 2 --steps 200 --format json --output run.json\n"
+                 "\nEnvironment (every DDPTOP_* variable, and the test hooks, in docs/environment.md):\n"
+                 "  DDPTOP_GPU_MODULE  the GPU module to load    DDPTOP_THEME_DIR  a folder of themes\n"
+                 "  DDPTOP_COMM_MODEL  the cost model's file     NO_COLOR          no colour\n");
 }
 
 /* ---- parsing ---------------------------------------------------------------- */
