@@ -76,6 +76,12 @@ void history_detach(struct history *h, struct metrics *m)
         write_failed(h);
 }
 
+void history_flush(struct history *h)
+{
+    if (h && !h->err[0] && fflush(h->f) != 0)
+        write_failed(h);
+}
+
 const char *history_error(const struct history *h)
 {
     return h && h->err[0] ? h->err : NULL;

@@ -195,6 +195,12 @@ fail:
     return NULL;
 }
 
+void tracer_flush(struct tracer *t)
+{
+    if (t)
+        trace_export_flush(t->x);
+}
+
 const char *tracer_error(const struct tracer *t)
 {
     return t ? trace_export_error(t->x) : NULL;
