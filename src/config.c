@@ -190,15 +190,6 @@ static const char *split_pair(const char *s, char *head, size_t len)
  * double: the field's size tells which. */
 _Static_assert(sizeof(long) > sizeof(int), "int and long fields are told apart by their size");
 
-/* Whether two paths name one file: the same string, or the same inode. */
-static int same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    if (!strcmp(a, b))
-        return 1;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 /* ---- the kinds ------------------------------------------------------------ */
 
 static int flag_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
@@ -1262,17 +1253,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         fprintf(err, "ddptop: --%s: only with --trace FILE\n", trace_only->name);
         return 2;
     }
-    if (cfg->history[0] && ((cfg->output[0] && same_file(cfg->history, cfg->output)) ||
-                            (cfg->trace[0] && same_file(cfg->history, cfg->trace)))) {
-        fprintf(err, "ddptop: --history: %s is the %s file too\n", cfg->history,
-                cfg->output[0] && same_file(cfg->history, cfg->output) ? "--output" : "--trace");
-        return 2;
-    }
-    if (cfg->trace[0] && cfg->output[0] && same_file(cfg->trace, cfg->output)) {
-        fprintf(err, "ddptop: --output: %s is the --trace file too; the report would overwrite the trace\n",
-                cfg->output);
-        return 2;
-    }
+    /* (an output that is an input or another output: files.h, by main) */
     if (cfg->baseline >= config_count(cfg)) {
         fprintf(err, "ddptop: --baseline: there is no run %d (this sweep makes runs 0 to %d)\n", cfg->baseline,
                 config_count(cfg) - 1);
