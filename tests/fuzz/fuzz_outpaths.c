@@ -38,6 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char g_base[64]; /* the private folder */
 static char g_root[PATH_MAX];
+static char g_cwd[PATH_MAX]; /* libFuzzer's (its corpus paths may be relative) */
 
 static const char *const names[] = {"a", "b", "c.json", "c.json.gz", "c.rank0.json", "d1", "d2", "l1", "l2"};
 #define NNAMES (sizeof(names) / sizeof(names[0]))
@@ -64,6 +65,13 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
     return 0;
 }
 
+/* (at exit: the private folder goes; a crash leaves it, with the input) */
+static void remove_base(void)
+{
+    if (chdir("/") == 0)
+        nftw(g_base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void setup(void)
 {
     if (g_base[0])
@@ -72,6 +80,9 @@ static void setup(void)
     if (!mkdtemp(g_base))
         abort();
     snprintf(g_root, sizeof(g_root), "%s/w1/w2/root", g_base);
+    if (!getcwd(g_cwd, sizeof(g_cwd)))
+        abort();
+    atexit(remove_base);
 }
 
 /* A fresh, empty tree. */
@@ -217,9 +228,9 @@ static ssize_t slurp(const char *path, char *buf, size_t n)
     return k;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One input, run in the tree's folder. */
+static void one(const uint8_t *data, size_t size)
 {
-    setup();
     reset();
     struct in in = {data, size};
     build(&in);
@@ -250,7 +261,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (got && (!r[a].output || a == b || a >= n || b >= n || !oracle_same(&w[a], &w[b])))
         abort();
     if (got)
-        return 0;
+        return;
 
     /* passed: write every output as ddptop does; nothing else may change */
     static char before[MAXP][256], after[256];
@@ -281,5 +292,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         }
     }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    setup();
+    one(data, size);
+    if (chdir(g_cwd) != 0)
+        abort();
     return 0;
 }
