@@ -541,6 +541,12 @@ int bench_comm_main(const struct config *cfg)
 
     /* --output: made in memory, then written beside its name and renamed
      * over it (outfile.h) */
+    int e = cfg->output[0] ? outfile_writable(cfg->output) : 0;
+    if (e) {
+        fprintf(stderr, "ddptop: --output: cannot write %s: %s\n", cfg->output, strerror(e));
+        free(b);
+        return 2;
+    }
     char *text = NULL;
     size_t text_len = 0;
     FILE *out = cfg->output[0] ? open_memstream(&text, &text_len) : stdout;
