@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cost_model.h"
 #include "data.h"
 #include "device.h"
 #include "devices.h"
+#include "files.h"
 #include "model.h"
 #include "modes.h"
 #include "figures.h"
@@ -28,6 +30,7 @@
 #include "session.h"
 #include "stop.h"
 #include "strategy.h"
+#include "theme.h"
 #include "tracing.h"
 #include "ui.h"
 #include "zoo.h"
@@ -198,22 +201,35 @@ static int worker_main(const struct config *cfg, const struct dataset *train, co
 
 static int ddptop_main(int argc, char **argv);
 
-/* Whether path can be written later, without making it now: an existing
- * file that is writable, or a new one in a writable folder. 0, or the
- * errno that says why not. */
-static int can_write(const char *path)
+/* No output may be an input or another output (files.h): the sweep's
+ * files, and the theme a front end on a terminal reads. 0, or 2 with one
+ * line said. */
+static int check_files(const struct config *cfg, int ui)
 {
-    struct stat st;
-    if (stat(path, &st) == 0)
-        return S_ISDIR(st.st_mode) ? EISDIR : access(path, W_OK) == 0 ? 0 : errno;
-    if (errno != ENOENT)
-        return errno;
-    char dir[4096];
-    snprintf(dir, sizeof(dir), "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[slash == dir] = 0; /* ("/x.json": the root) */
-    return access(slash ? dir : ".", W_OK) == 0 ? 0 : errno;
+    struct files f;
+    files_init(&f);
+    int runs = cfg->mode == MODE_TRAIN ? config_count(cfg) * cfg->repeat : 1;
+    files_of_config(&f, cfg, 0, runs, 0);
+    char path[4200], err[2200];
+    const char *name = cfg->theme[0] ? cfg->theme : theme_no_color_env() ? "monochrome" : "default";
+    if (ui)
+        files_add(&f, theme_file(name, path, sizeof(path)), "--theme", 0);
+    int rc = files_check(&f, err, sizeof(err));
+    files_free(&f);
+    if (rc == 0)
+        return 0;
+    fprintf(stderr, "ddptop: %s\n", err);
+    return 2;
+}
+
+/* A cost model that is there but refused (a link, another user's, a
+ * folder another user can write, not JSON) leaves every prediction n/a:
+ * said once, in one line. */
+static void note_cost_model(void)
+{
+    char path[1024], why[1200];
+    if (cost_model_path(path, sizeof(path)) && cost_model_check(path, why, sizeof(why)) != 0)
+        fprintf(stderr, "ddptop: the cost model is not used (%s): predictions are n/a\n", why);
 }
 
 int main(int argc, char **argv)
@@ -258,7 +274,7 @@ static int ddptop_main(int argc, char **argv)
     const char *late[3][2] = {
         {"--save-params", cfg.base.save_params}, {"--output", cfg.output}, {"--trace", cfg.trace}};
     for (int i = 0; i < 3 && pr->rank == 0 && (!pr->active || cfg.mode == MODE_TRAIN); i++) {
-        int e = late[i][1][0] ? can_write(late[i][1]) : 0;
+        int e = late[i][1][0] ? outfile_writable(late[i][1]) : 0;
         if (e) {
             fprintf(stderr, "ddptop: %s: cannot write %s: %s\n", late[i][0], late[i][1], strerror(e));
             return 2;
@@ -271,6 +287,11 @@ static int ddptop_main(int argc, char **argv)
             return 2;
         }
     }
+    int ui = !cfg.batch && isatty(STDOUT_FILENO) && (cfg.mode == MODE_TRAIN || cfg.mode == MODE_REPLAY);
+    if (pr->rank == 0 && (!pr->active || cfg.mode == MODE_TRAIN) && check_files(&cfg, ui) != 0)
+        return 2;
+    if (cfg.mode == MODE_TRAIN && pr->rank == 0)
+        note_cost_model();
     if (cfg.mode == MODE_INFO)
         return info_main(&cfg);
     if (cfg.mode == MODE_BENCH_COMM)

@@ -85,11 +85,49 @@ const char *cost_model_path(char *buf, size_t n)
     return buf;
 }
 
+/* 0 when the folder that holds path is one only this user (or root) can
+ * change, and no link; else -1 with err saying why, as a link at the
+ * file's own name is refused (a folder that another user can swap or
+ * write into could hand over any file at the cache's name). */
+static int folder_ok(const char *path, char *err, size_t errlen)
+{
+    char dir[1024];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
+    struct stat st;
+    if (lstat(dir, &st) != 0) {
+        if (errno == ENOENT)
+            return 0; /* (made, private, when the first fit is stored) */
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(err, errlen, "%s: a symbolic link, not followed", dir);
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a folder", dir);
+        return -1;
+    }
+    if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(err, errlen, "%s: a folder that another user can write (owner uid %u, mode %04o)", dir,
+                 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    return 0;
+}
+
 /* The file's fits, or NULL: *missing says whether that is because there is
  * no file (else err says why it was not read). */
 static cJSON *load(const char *path, int *missing, char *err, size_t errlen)
 {
     struct stat st;
+    *missing = 0;
+    if (folder_ok(path, err, errlen) != 0)
+        return NULL;
     *missing = lstat(path, &st) != 0 && errno == ENOENT;
     if (*missing)
         return NULL;
@@ -224,7 +262,9 @@ int cost_model_save(const char *path, const struct cost_fit *fits, int n, char *
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int rc = mkdirs(path, err, errlen) == 0 ? replace_file(path, text, err, errlen) : -1;
+    /* (the folder once more, now that it is there) */
+    int rc = mkdirs(path, err, errlen) == 0 && folder_ok(path, err, errlen) == 0 ? replace_file(path, text, err, errlen)
+                                                                                 : -1;
     free(text);
     return rc;
 }
@@ -261,6 +301,17 @@ int cost_model_find(const char *text, size_t n, const char *backend, const char 
 {
     cJSON *root = cJSON_ParseWithLength(text, n);
     int rc = find(root, backend, algo, ranks, coll, out);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int cost_model_check(const char *path, char *err, size_t errlen)
+{
+    if (!path || !*path)
+        return 0;
+    int missing;
+    cJSON *root = load(path, &missing, err, errlen);
+    int rc = root || missing ? 0 : -1;
     cJSON_Delete(root);
     return rc;
 }

@@ -9,7 +9,8 @@
  * $HOME/.cache/ddptop/comm-model.json (absolute paths only), else nowhere:
  * never a shared folder such as /tmp. It is written to a new private file
  * that is renamed into place, and read back only when it is a regular file
- * that this user owns.
+ * that this user owns, in a folder that is no link and that only this user
+ * (or root) can write.
  */
 #ifndef DDPTOP_COST_MODEL_H
 #define DDPTOP_COST_MODEL_H
@@ -41,6 +42,11 @@ const char *cost_model_path(char *buf, size_t n);
  * folder that cannot be made, a file there that is not this user's regular
  * file or not JSON (left untouched), or a failed write. */
 int cost_model_save(const char *path, const struct cost_fit *fits, int n, char *err, size_t errlen);
+/* Whether the file at path, when there is one, can be used: 0 (there is
+ * none, or it is read), or -1 with err saying why it is refused (a link,
+ * another user's, a folder another user can write, not JSON), which a
+ * lookup finds no fit in. */
+int cost_model_check(const char *path, char *err, size_t errlen);
 /* Finds the fit for (backend, algo, ranks, coll); returns 0 and fills *out,
  * or -1 (no path, no file, a file refused as above, no such fit). */
 int cost_model_lookup(const char *path, const char *backend, const char *algo, int ranks, int coll,

@@ -26,6 +26,7 @@
 #include "cost_model.h"
 #include "devices.h"
 #include "modes.h"
+#include "outfile.h"
 #include "procs.h"
 #include "stop.h"
 
@@ -538,9 +539,19 @@ int bench_comm_main(const struct config *cfg)
     fit.valid = b->world > 1 && cost_fit_points(xs, ys, b->nrows, &fit.alpha_us, &fit.beta_us_per_byte, &fit.r2) == 0;
     double factor = coll_busbw_factor(b->coll, b->world);
 
-    FILE *out = stdout;
-    if (cfg->output[0] && !(out = fopen(cfg->output, "w"))) {
-        fprintf(stderr, "ddptop: --output: cannot write %s: %m\n", cfg->output);
+    /* --output: made in memory, then written beside its name and renamed
+     * over it (outfile.h) */
+    int e = cfg->output[0] ? outfile_writable(cfg->output) : 0;
+    if (e) {
+        fprintf(stderr, "ddptop: --output: cannot write %s: %s\n", cfg->output, strerror(e));
+        free(b);
+        return 2;
+    }
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *out = cfg->output[0] ? open_memstream(&text, &text_len) : stdout;
+    if (!out) {
+        fprintf(stderr, "ddptop: --output: out of memory\n");
         free(b);
         return 2;
     }
@@ -610,8 +621,17 @@ int bench_comm_main(const struct config *cfg)
             fprintf(out, "%sfit: t = %.2f us + bytes / %.2f GB/s (r2 %.4f)\n", md ? "\n" : "# ", fit.alpha_us,
                     fit.beta_us_per_byte > 0 ? 1e-3 / fit.beta_us_per_byte : 0.0, fit.r2);
     }
-    if (out != stdout)
-        fclose(out);
+    if (out != stdout) {
+        char why[1200] = "";
+        if (fclose(out) != 0 || outfile_write(cfg->output, text, text_len, why, sizeof(why)) != 0) {
+            fprintf(stderr, "ddptop: --output: cannot write %s; the table follows on standard output\n",
+                    why[0] ? why : cfg->output);
+            if (text)
+                fwrite(text, 1, text_len, stdout);
+            status = 1;
+        }
+        free(text);
+    }
     if (stopped) {
         fprintf(stderr, "ddptop: interrupted; reported the %d sizes measured (the fit is not stored)\n", b->nrows);
         free(b);

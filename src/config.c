@@ -190,15 +190,6 @@ static const char *split_pair(const char *s, char *head, size_t len)
  * double: the field's size tells which. */
 _Static_assert(sizeof(long) > sizeof(int), "int and long fields are told apart by their size");
 
-/* Whether two paths name one file: the same string, or the same inode. */
-static int same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    if (!strcmp(a, b))
-        return 1;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 /* ---- the kinds ------------------------------------------------------------ */
 
 static int flag_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
@@ -832,7 +823,8 @@ static const struct opt opts[] = {
     {FLAG("check-replicas", AT(base.check_replicas), 1, G_EXEC,
           "hash every rank's parameters after each step and report the first step where replicas differ")},
     {REAL("comm-timeout", AT(base.comm_timeout_s), 0.001, 86400.0, "SECONDS", "300", G_EXEC,
-          "a collective waiting this long for a peer fails, naming the peer, and every rank stops")},
+          "a collective waiting this long for a peer fails, naming the peer, and every rank stops; a run of one "
+          "rank (no peer to wait) fails when it makes no step this long")},
     {OPT("inject-fault", k_fault, AT(base.fault), "SPEC", NULL, G_EXEC,
          "make rank R fail at step S, to see how the run ends: the loss turns NaN, the thread dies silently, it "
          "hangs, it computes 5x slower, it runs out of memory, its collective fails, or a gradient overflows "
@@ -1007,7 +999,10 @@ static void usage(FILE *out)
     help_models(out);
     fprintf(out, "\nExamples:\n"
                  "  ddptop --batch --model lenet --ranks 1,2 --strategy allreduce --epochs 1\n"
-                 "  ddptop --batch --model mlp --ranks 2 --steps 200 --format json --output run.json\n");
+                 "  ddptop --batch --model mlp --ranks 2 --steps 200 --format json --output run.json\n"
+                 "\nEnvironment (every DDPTOP_* variable, and the test hooks, in docs/environment.md):\n"
+                 "  DDPTOP_GPU_MODULE  the GPU module to load    DDPTOP_THEME_DIR  a folder of themes\n"
+                 "  DDPTOP_COMM_MODEL  the cost model's file     NO_COLOR          no colour\n");
 }
 
 /* ---- parsing ---------------------------------------------------------------- */
@@ -1295,17 +1290,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         fprintf(err, "ddptop: --%s: only with --trace FILE\n", trace_only->name);
         return 2;
     }
-    if (cfg->history[0] && ((cfg->output[0] && same_file(cfg->history, cfg->output)) ||
-                            (cfg->trace[0] && same_file(cfg->history, cfg->trace)))) {
-        fprintf(err, "ddptop: --history: %s is the %s file too\n", cfg->history,
-                cfg->output[0] && same_file(cfg->history, cfg->output) ? "--output" : "--trace");
-        return 2;
-    }
-    if (cfg->trace[0] && cfg->output[0] && same_file(cfg->trace, cfg->output)) {
-        fprintf(err, "ddptop: --output: %s is the --trace file too; the report would overwrite the trace\n",
-                cfg->output);
-        return 2;
-    }
+    /* (an output that is an input or another output: files.h, by main) */
     if (cfg->baseline >= config_count(cfg)) {
         fprintf(err, "ddptop: --baseline: there is no run %d (this sweep makes runs 0 to %d)\n", cfg->baseline,
                 config_count(cfg) - 1);

@@ -128,7 +128,7 @@ struct run_config {
     double slow_factor;
     int check_replicas;         /* hash the parameters after every step and compare ranks */
     struct fault fault;         /* kind FAULT_NONE: none */
-    double comm_timeout_s;      /* a collective that waits on a peer this long fails, naming the peer */
+    double comm_timeout_s;      /* a wait on a peer this long fails, naming it (one rank: no step this long) */
     char trainable[CFG_NAME];   /* all | classifier | last:K: the rest is frozen */
     char save_params[CFG_PATH]; /* --save-params FILE: rank 0's parameters at the end ("" = none) */
 };

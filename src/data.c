@@ -738,6 +738,30 @@ int data_load(const char *name, const char *dir, uint64_t seed, struct dataset *
     return 0;
 }
 
+int data_files(const char *name, const char *dir, char (*out)[DATA_PATH], int max)
+{
+    static const char *const idx[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                                      "t10k-labels-idx1-ubyte"};
+    static const char *const cifar[] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                                        "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"};
+    if (!name || !data_known(name) || !strcmp(name, "synthetic"))
+        return 0;
+    if ((!dir || !*dir) && !strcmp(name, "fashion-mnist"))
+        dir = DATA_DEBIAN_FASHION_DIR;
+    if (!dir || !*dir)
+        return 0;
+    int n = 0;
+    /* every form a file may be read in: raw or .gz; CIFAR's in the folder
+     * or in the tarball's folder inside it */
+    for (int form = 0; form < 2; form++)
+        for (int i = 0; !strcmp(name, "cifar10") && i < 6 && n < max; i++)
+            snprintf(out[n++], DATA_PATH, "%s%s%s", dir, form ? "/" CIFAR_SUBDIR "/" : "/", cifar[i]);
+    for (int form = 0; form < 2; form++)
+        for (int i = 0; strcmp(name, "cifar10") && i < 4 && n < max; i++)
+            snprintf(out[n++], DATA_PATH, "%s/%s%s", dir, idx[i], form ? ".gz" : "");
+    return n;
+}
+
 void data_gather(const struct dataset *d, const uint32_t *idx, int count, float *x, int32_t *y)
 {
     /* A 256-entry table per channel turns normalisation into one load per

@@ -52,6 +52,12 @@ const char *data_default_name(void);
 int data_load(const char *name, const char *dir, uint64_t seed, struct dataset *train, struct dataset *test, char *err,
               size_t errlen);
 void data_free(struct dataset *d);
+/* The files data_load(name, dir) may read, in every form it takes them
+ * (raw or .gz; CIFAR's in dir or in dir/cifar-10-batches-bin), whether
+ * they exist or not: up to max paths into out. Returns how many (0 for
+ * synthetic data). */
+#define DATA_PATH 4200
+int data_files(const char *name, const char *dir, char (*out)[DATA_PATH], int max);
 /* The synthetic set in another shape (--input CxHxW): c channels (1 to
  * DATA_MAX_CHANNELS), sides DATA_MIN_SIDE to DATA_MAX_SIDE; 1x28x28 is
  * data_load's "synthetic". A large shape keeps fewer samples (256 MB of

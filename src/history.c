@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "outfile.h"
 
 struct history {
     FILE *f;
@@ -31,8 +32,16 @@ struct history *history_open(const char *path, long every, char *err, size_t err
     }
     snprintf(h->path, sizeof(h->path), "%s", path);
     h->every = every > 0 ? every : 1;
-    if (!(h->f = fopen(path, "w"))) {
-        snprintf(err, errlen, "--history: cannot write %s: %s", path, strerror(errno));
+    /* a new file renamed over the name at once (never written through a
+     * link); it grows as the runs go, so a killed run's steps are there */
+    struct outfile o;
+    char why[1200] = "";
+    if (outfile_open(&o, path, why, sizeof(why)) != 0 || outfile_publish(&o, why, sizeof(why)) != 0 ||
+        !(h->f = fdopen(o.fd, "w"))) {
+        if (o.fd >= 0 && !why[0])
+            snprintf(why, sizeof(why), "%s: %s", path, strerror(errno));
+        outfile_discard(&o);
+        snprintf(err, errlen, "--history: cannot write %s", why);
         free(h);
         return NULL;
     }
@@ -73,6 +82,12 @@ void history_detach(struct history *h, struct metrics *m)
 {
     metrics_unlisten(m, h);
     if (!h->err[0] && fflush(h->f) != 0)
+        write_failed(h);
+}
+
+void history_flush(struct history *h)
+{
+    if (h && !h->err[0] && fflush(h->f) != 0)
         write_failed(h);
 }
 

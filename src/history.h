@@ -22,6 +22,8 @@ struct history *history_open(const char *path, long every, char *err, size_t err
 /* Rows of run number `run` come from m from now on, until history_detach. */
 int history_attach(struct history *h, struct metrics *m, int run, int repeat);
 void history_detach(struct history *h, struct metrics *m);
+/* Hands the rows so far to the file (a process that dies leaves them). */
+void history_flush(struct history *h);
 /* The first write error, naming the file, or NULL. */
 const char *history_error(const struct history *h);
 /* Flushes and closes: -1 with err set when the file is incomplete. */

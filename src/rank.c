@@ -18,6 +18,7 @@
 #include "kernels_cpu.h"
 #include "model.h"
 #include "nvtx.h"
+#include "outfile.h"
 #include "optim.h"
 #include "pipeline.h"
 #include "run.h"
@@ -1640,18 +1641,13 @@ static int save_params(struct loop *L)
         free(host);
         return fail(rk, "--save-params: cannot copy the parameters to the host");
     }
-    errno = 0;
-    FILE *f = fopen(path, "wb");
-    int bad = !f || fwrite(host, sizeof(float), m->nfloats, f) != m->nfloats;
-    int e = errno;
-    if (f && fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
+    /* written beside its name and renamed over it once whole */
+    char why[1200];
+    int bad = outfile_write(path, host, m->nfloats * sizeof(float), why, sizeof(why)) != 0;
     free(host);
     if (bad) {
         char msg[240];
-        snprintf(msg, sizeof(msg), "--save-params: cannot write %.160s: %s", path, e ? strerror(e) : "short write");
+        snprintf(msg, sizeof(msg), "--save-params: cannot write %.200s", why);
         return fail(rk, msg);
     }
     return 0;

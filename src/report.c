@@ -15,6 +15,7 @@
 #include "cost_model.h"
 #include "half.h"
 #include "model.h"
+#include "outfile.h"
 #include "pipeline.h"
 #include "predict.h"
 #include "run.h"
@@ -1495,17 +1496,12 @@ int report_save(const char *path, int format, const struct run_result *res, int 
         free(text);
         return 1;
     }
-    errno = 0;
-    FILE *f = fopen(path, "w");
-    int ok = f && fwrite(text, 1, len, f) == len;
-    int e = errno;
-    if (f && fclose(f) != 0 && ok) {
-        ok = 0;
-        e = errno;
-    }
+    /* written beside its name and renamed over it: a failed write leaves
+     * the old file as it was, and a link there is replaced, not followed */
+    char why[1200];
+    int ok = outfile_write(path, text, len, why, sizeof(why)) == 0;
     if (!ok) {
-        fprintf(stderr, "ddptop: --output: cannot write %s: %s; the report follows on standard output\n", path,
-                e ? strerror(e) : "short write");
+        fprintf(stderr, "ddptop: --output: cannot write %s; the report follows on standard output\n", why);
         fwrite(text, 1, len, stdout);
         fflush(stdout);
     }

@@ -414,6 +414,13 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         snprintf(err, errlen, "--inject-fault: rank %d does not exist with --ranks %d", rc->fault.rank, rc->ranks);
         return -1;
     }
+    if (rc->fault.kind == FAULT_COMM_ERROR && run_world(rc) == 1) {
+        snprintf(err, errlen,
+                 "--inject-fault kind=comm-error: a run of one rank (%s) has no link to a peer to break; the fault "
+                 "would do nothing",
+                 rc->strategy == STRAT_SINGLE ? "--strategy single" : "--ranks 1");
+        return -1;
+    }
     if (rc->dp > 1 && !staged) {
         snprintf(err, errlen,
                  "--dp %d: replicas of stages (--parallel model|pipeline); in data parallelism every "
@@ -702,6 +709,34 @@ static void drain_rank(struct run *r, int i)
                               (r->on_gpu ? spsc_dropped(&k->spans_gpu) : 0) + atomic_load(&k->remote_dropped);
 }
 
+/* A rank with a peer cannot hang unseen: the peer's next collective waits
+ * for it, and that wait fails after --comm-timeout naming it. A run of one
+ * rank has no such peer, so the collector watches it instead: no new step
+ * for --comm-timeout (while it runs, not paused, not evaluating) fails the
+ * run the same way, naming the rank. */
+static void watch_alone(struct run *r)
+{
+    if (r->world != 1 || r->worker || !r->ranks)
+        return;
+    const struct rank *k = &r->ranks[0];
+    int64_t now = probe_now_ns();
+    uint32_t s = atomic_load(&k->step);
+    int idle_ok = r->state != RUN_RUNNING || atomic_load(&r->paused) || atomic_load(&r->abort) ||
+                  atomic_load(&k->evaluating) || atomic_load(&k->finished) || r->failed_rank >= 0;
+    if (idle_ok || s != r->alone_step || r->alone_seen_ns == 0) {
+        r->alone_step = s;
+        r->alone_seen_ns = now;
+        return;
+    }
+    double stalled_s = (double)(now - r->alone_seen_ns) / 1e9;
+    if (stalled_s <= r->cfg.comm_timeout_s)
+        return;
+    r->failed_rank = 0;
+    snprintf(r->err, sizeof(r->err), "rank 0 failed: no step for %.3g s (--comm-timeout): it hangs in step %u",
+             stalled_s, s);
+    run_request_stop(r);
+}
+
 int run_poll(struct run *r)
 {
     int running = 0;
@@ -738,6 +773,7 @@ int run_poll(struct run *r)
             run_request_stop(r); /* a rank that died without a word leaves its peers waiting */
         }
     }
+    watch_alone(r);
     if (r->state == RUN_RUNNING || r->state == RUN_PAUSED)
         r->state = atomic_load(&r->paused) ? RUN_PAUSED : RUN_RUNNING;
     if (!running && r->state < RUN_DONE) {

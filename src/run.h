@@ -108,6 +108,10 @@ struct run {
     struct metrics metrics;
     int failed_rank; /* -1 */
     char err[320];   /* first failure, with the rank */
+    /* a run of one rank (no peer whose wait would time out): its step,
+     * and when the collector last saw it change (run_poll) */
+    uint32_t alone_step;
+    int64_t alone_seen_ns;
 };
 
 /* What a rank training a model holds on the CPU, by its batch: each of

@@ -148,6 +148,10 @@ int session_tick(struct session *s, int stop)
     if (stop)
         run_request_stop(s->run);
     int running = run_poll(s->run);
+    /* what this tick drained reaches the disk before the front end draws
+     * it: a front end that dies leaves files that replay up to here */
+    tracer_flush(s->tracer);
+    history_flush(s->history);
     check_trace(s);
     if (!running)
         wrap_up(s);

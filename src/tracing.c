@@ -27,6 +27,7 @@
 
 #include "comm.h"
 #include "config.h"
+#include "files.h"
 #include "pipeline.h"
 #include "figures.h"
 #include "report.h"
@@ -162,6 +163,15 @@ struct tracer *tracer_open(const struct config *cfg, struct run *r, int run_inde
         snprintf(err, errlen, "--trace-ranks: no such rank in a run of %d ranks", r->world);
         return NULL;
     }
+    /* this run's files against every other the command line reads and
+     * writes (main checked the sweep's; a run the UI plans may differ) */
+    struct files fl;
+    files_init(&fl);
+    files_of_config(&fl, cfg, run_index, run_index + 1, r->world);
+    int clash = files_check(&fl, err, errlen);
+    files_free(&fl);
+    if (clash)
+        return NULL;
     char path[CFG_PATH + 64];
     if (trace_export_path(cfg->trace, run_index, -1, path, sizeof(path)) != 0) {
         snprintf(err, errlen, "--trace %s: file name too long", cfg->trace);
@@ -197,6 +207,12 @@ fail:
     free(devp);
     free(meta);
     return NULL;
+}
+
+void tracer_flush(struct tracer *t)
+{
+    if (t)
+        trace_export_flush(t->x);
 }
 
 const char *tracer_error(const struct tracer *t)

@@ -25,6 +25,10 @@ struct tracer *tracer_open(const struct config *cfg, struct run *r, int run_inde
  * that is incomplete (e.g. the disk filled); told: tracer_error's message
  * was already shown, so err only names the file(s). */
 int tracer_close(struct tracer *t, int told, char *err, size_t errlen);
+/* Hands what was traced so far to the disk, in whole events: the front
+ * end calls it on every tick, so a process that dies leaves a trace that
+ * replays up to its last tick. */
+void tracer_flush(struct tracer *t);
 /* The first write error (naming the file), or NULL: tracing stops at it,
  * training goes on. The front end shows it (session.h). */
 const char *tracer_error(const struct tracer *t);

@@ -6,7 +6,7 @@
  * Themes: every file shipped in themes/ parses and sets every element (a
  * typo in an element name would otherwise leave a built-in default in
  * place silently), the shipped four list first in order, errors name
- * file:line, $DDPTOP_THEME_DIR wins over the source tree, NO_COLOR follows
+ * file:line, $DDPTOP_THEME_DIR wins over the other folders, NO_COLOR follows
  * no-color.org (set and not empty), and a theme that is not a regular file
  * (a FIFO, a device) or is too big is refused before it is read.
  * Series: bins merge pairwise when full, so the mean of everything pushed
@@ -44,8 +44,11 @@
 
 /* ---- themes ------------------------------------------------------------------ */
 
+/* (a test program is not beside the build tree's themes/: it names the
+ * source's) */
 static void test_shipped_themes_complete(void **state)
 {
+    setenv("DDPTOP_THEME_DIR", DDPTOP_SOURCE_THEME_DIR, 1);
     DIR *d = opendir(DDPTOP_SOURCE_THEME_DIR);
     assert_non_null(d);
     struct dirent *e;
@@ -83,11 +86,12 @@ static void test_shipped_themes_complete(void **state)
     }
     closedir(d);
     assert_true(files >= 4);
+    unsetenv("DDPTOP_THEME_DIR");
 }
 
 static void test_theme_list_order(void **state)
 {
-    unsetenv("DDPTOP_THEME_DIR");
+    setenv("DDPTOP_THEME_DIR", DDPTOP_SOURCE_THEME_DIR, 1);
     char names[THEME_MAX_LIST][THEME_NAME];
     int n = theme_list(names, THEME_MAX_LIST);
     assert_true(n >= 4);
@@ -98,6 +102,7 @@ static void test_theme_list_order(void **state)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++)
             assert_string_not_equal(names[i], names[j]);
+    unsetenv("DDPTOP_THEME_DIR");
 }
 
 static void expect_error(const char *text, const char *needle)
@@ -158,7 +163,7 @@ static void test_theme_dirs_and_env(void **state)
     char err[512];
     assert_int_equal(theme_load(&t, "zz-custom", err, sizeof(err)), 0);
     assert_int_equal(t.el[TH_CAT_COMM].fg, 5);
-    /* the env folder wins over the source tree */
+    /* the env folder wins over the others */
     assert_int_equal(theme_load(&t, "default", err, sizeof(err)), 0);
     assert_int_equal(t.el[TH_TITLE].fg, 3);
     char names[THEME_MAX_LIST][THEME_NAME];

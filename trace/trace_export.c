@@ -537,10 +537,13 @@ void trace_export_step(struct trace_export *x, int rank, const struct trace_step
 
 void trace_export_tick(struct trace_export *x)
 {
-    int64_t now = probe_now_ns();
-    if (now - x->last_flush_ns < TRACE_EXPORT_FLUSH_NS)
-        return;
-    x->last_flush_ns = now;
+    if (probe_now_ns() - x->last_flush_ns >= TRACE_EXPORT_FLUSH_NS)
+        trace_export_flush(x);
+}
+
+void trace_export_flush(struct trace_export *x)
+{
+    x->last_flush_ns = probe_now_ns();
     for (int f = 0; f < x->nfiles; f++)
         if (x->w[f])
             trace_writer_flush(x->w[f]);

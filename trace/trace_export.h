@@ -85,6 +85,9 @@ void trace_export_span(struct trace_export *x, int rank, const struct span *s);
 void trace_export_step(struct trace_export *x, int rank, const struct trace_step_info *st);
 /* Flushes every file if TRACE_EXPORT_FLUSH_NS passed since the last flush. */
 void trace_export_tick(struct trace_export *x);
+/* Flushes every file now: what was exported so far reaches the disk in
+ * whole events. */
+void trace_export_flush(struct trace_export *x);
 /* The first write error of any file (naming it), or NULL. */
 const char *trace_export_error(const struct trace_export *x);
 uint64_t trace_export_events(const struct trace_export *x);

@@ -15,10 +15,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "outfile.h"
+
 struct trace_writer {
     char path[1024];
-    int fd;    /* plain output, or -1 */
-    gzFile gz; /* gzip output, or NULL */
+    struct outfile out; /* the file, renamed into place once its header is written */
+    int fd;             /* plain output, or -1 */
+    gzFile gz;          /* gzip output, or NULL */
     char *buf;
     size_t len, cap;
     size_t event_start; /* where the event being built began */
@@ -272,23 +275,29 @@ int trace_writer_open(struct trace_writer **out, const char *path, const char *h
         snprintf(err, errlen, "trace %s: out of memory", path);
         return -1;
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "trace %s: cannot create: %s", path, strerror(errno));
+    /* a new file, renamed over the name below once it holds the header:
+     * never written through a link, and a killed run's trace is found at
+     * its name */
+    if (outfile_open(&w->out, path, err, errlen) != 0) {
+        char why[1100];
+        snprintf(why, sizeof(why), "%s", err);
+        snprintf(err, errlen, "trace %s: cannot create: %s", path, why);
         free(w->buf);
         free(w);
         return -1;
     }
+    int fd = w->out.fd;
     if (ends_with(path, ".gz")) {
         /* fast compression: the writer must keep up with the collector */
         w->gz = gzdopen(fd, "wb1");
         if (!w->gz) {
             snprintf(err, errlen, "trace %s: cannot start gzip", path);
-            close(fd);
+            outfile_discard(&w->out);
             free(w->buf);
             free(w);
             return -1;
         }
+        w->out.fd = -1; /* gzclose closes it */
         gzbuffer(w->gz, 128 * 1024);
     } else {
         w->fd = fd;
@@ -299,6 +308,17 @@ int trace_writer_open(struct trace_writer **out, const char *path, const char *h
     w->event_start = w->len;
     /* the header goes to disk at once: even an early kill leaves a start */
     trace_writer_flush(w);
+    if (outfile_publish(&w->out, err, errlen) != 0) {
+        char why[1100];
+        snprintf(why, sizeof(why), "%s", err);
+        snprintf(err, errlen, "trace %s: cannot create: %s", path, why);
+        if (w->gz)
+            gzclose(w->gz);
+        outfile_discard(&w->out);
+        free(w->buf);
+        free(w);
+        return -1;
+    }
     *out = w;
     return 0;
 }
@@ -317,8 +337,10 @@ int trace_writer_close(struct trace_writer *w, const char *footer, char *err, si
         int zrc = gzclose(w->gz);
         if (zrc != Z_OK)
             fail(w, "closing failed", zrc == Z_ERRNO ? errno : 0);
-    } else if (w->fd >= 0 && close(w->fd) != 0) {
-        fail(w, "closing failed", errno);
+    } else if (w->fd >= 0) {
+        char why[1100];
+        if (outfile_close(&w->out, why, sizeof(why)) != 0)
+            fail(w, "closing failed", errno);
     }
     int rc = 0;
     if (w->failed) {

@@ -9,14 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "infile.h"
 
 #ifndef DDPTOP_THEME_DIR
 #define DDPTOP_THEME_DIR ""
-#endif
-#ifndef DDPTOP_SOURCE_THEME_DIR
-#define DDPTOP_SOURCE_THEME_DIR ""
 #endif
 
 #define THEME_FILE_MAX (64 * 1024)
@@ -239,17 +237,28 @@ int theme_parse(struct theme *t, const char *text, const char *src, char *err, s
     return 0;
 }
 
-/* The folders to search, most specific first; empty ones are skipped. */
+/* The folders to search, most specific first: $DDPTOP_THEME_DIR, the
+ * themes/ folder beside the program (a build tree's copy), the install's
+ * folder. Never the source tree: a built program does not know where it
+ * was built from. */
 static int theme_dirs(const char *dirs[3])
 {
+    static char beside[4096];
     int n = 0;
     const char *env = getenv("DDPTOP_THEME_DIR");
     if (env && env[0])
         dirs[n++] = env;
+    if (!beside[0]) {
+        char exe[4000];
+        ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        char *slash = k > 0 ? memrchr(exe, '/', (size_t)k) : NULL;
+        if (slash)
+            snprintf(beside, sizeof(beside), "%.*s/themes", (int)(slash - exe), exe);
+    }
+    if (beside[0])
+        dirs[n++] = beside;
     if (DDPTOP_THEME_DIR[0])
         dirs[n++] = DDPTOP_THEME_DIR;
-    if (DDPTOP_SOURCE_THEME_DIR[0])
-        dirs[n++] = DDPTOP_SOURCE_THEME_DIR;
     return n;
 }
 
@@ -268,6 +277,30 @@ static int load_file(struct theme *t, const char *path, char *err, size_t errlen
     return rc;
 }
 
+/* The file theme `name` is read from, into path: 1, or 0 when no folder
+ * has one. */
+static int find_file(const char *name, char *path, size_t n)
+{
+    const char *dirs[3];
+    int nd = theme_dirs(dirs);
+    for (int i = 0; i < nd; i++) {
+        snprintf(path, n, "%s/%s.theme", dirs[i], name);
+        /* a name that exists is this theme, whatever it is: load_file
+         * says why it cannot be read */
+        struct stat st;
+        if (stat(path, &st) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+const char *theme_file(const char *name, char *path, size_t n)
+{
+    if (!name[0] || strchr(name, '/') || strlen(name) >= THEME_NAME || !find_file(name, path, n))
+        return NULL;
+    return path;
+}
+
 int theme_load(struct theme *t, const char *name, char *err, size_t errlen)
 {
     int mono = !strcmp(name, "monochrome");
@@ -276,16 +309,8 @@ int theme_load(struct theme *t, const char *name, char *err, size_t errlen)
         snprintf(err, errlen, "'%s' is not a theme name", name);
         return -1;
     }
-    const char *dirs[3];
-    int nd = theme_dirs(dirs);
-    for (int i = 0; i < nd; i++) {
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/%s.theme", dirs[i], name);
-        /* a name that exists is this theme, whatever it is: load_file
-         * says why it cannot be read */
-        struct stat st;
-        if (stat(path, &st) != 0)
-            continue;
+    char path[4200];
+    if (find_file(name, path, sizeof(path))) {
         if (load_file(t, path, err, errlen) != 0)
             return -1;
         snprintf(t->name, sizeof(t->name), "%s", name);
@@ -294,11 +319,13 @@ int theme_load(struct theme *t, const char *name, char *err, size_t errlen)
     /* the two built-ins need no file */
     if (mono || !strcmp(name, "default"))
         return 0;
-    int n = snprintf(err, errlen, "no theme '%s' (looked for %s.theme in", name, name);
-    for (int i = 0; i < nd && n > 0 && (size_t)n < errlen; i++)
-        n += snprintf(err + n, errlen - (size_t)n, "%s %s", i ? "," : "", dirs[i]);
-    if (n > 0 && (size_t)n < errlen)
-        snprintf(err + n, errlen - (size_t)n, ")");
+    const char *dirs[3];
+    int nd = theme_dirs(dirs);
+    int k = snprintf(err, errlen, "no theme '%s' (looked for %s.theme in", name, name);
+    for (int i = 0; i < nd && k > 0 && (size_t)k < errlen; i++)
+        k += snprintf(err + k, errlen - (size_t)k, "%s %s", i ? "," : "", dirs[i]);
+    if (k > 0 && (size_t)k < errlen)
+        snprintf(err + k, errlen - (size_t)k, ")");
     return -1;
 }
 

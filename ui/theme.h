@@ -87,8 +87,12 @@ void theme_builtin(struct theme *t, int mono);
  * src names the text in errors ("themes/light.theme"). */
 int theme_parse(struct theme *t, const char *text, const char *src, char *err, size_t errlen);
 /* Loads theme `name` from the first folder that has NAME.theme:
- * $DDPTOP_THEME_DIR, the install folder, the source tree. */
+ * $DDPTOP_THEME_DIR, themes/ beside the program (a build tree's copy of
+ * the source's), the install folder. */
 int theme_load(struct theme *t, const char *name, char *err, size_t errlen);
+/* The file theme_load(name) reads, in path (n bytes): path, or NULL when
+ * it reads none (a built-in, or no such theme). */
+const char *theme_file(const char *name, char *path, size_t n);
 /* Names of the themes found in those folders, the four shipped ones first
  * (default, light, high-contrast, monochrome), then others by name.
  * Returns how many (at most max). */

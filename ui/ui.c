@@ -88,7 +88,8 @@ struct ui {
     int64_t status_ns;
     int trace_n;
     int exit_on_done;
-    const char *crash_test;
+    const char *crash_test; /* DDPTOP_UI_TEST_CRASH=abort|segv[:STEPS] (a test hook) */
+    size_t crash_steps;     /* ... crash at the first frame from the second on with STEPS steps done */
     SCREEN *scr;
     FILE *tty_out; /* under mpirun: the terminal, opened (open_terminal) */
     /* what the UI itself costs: frames drawn, this thread's CPU and wall time */
@@ -953,9 +954,10 @@ static void loop_body(struct ui *u)
         }
         if (flags & UI_REDRAW) {
             draw_screen(u);
-            if (++u->frames == 2 && u->crash_test) {
-                /* tests/e2e_ui.sh checks the terminal survives a crash */
-                if (!strcmp(u->crash_test, "segv"))
+            if (++u->frames >= 2 && u->crash_test && u->s.run->metrics.steps_done >= u->crash_steps) {
+                /* tests/e2e_ui.sh checks the terminal survives a crash,
+                 * tests/test_safety.sh that the trace replays after it */
+                if (!strncmp(u->crash_test, "segv", 4))
                     raise(SIGSEGV);
                 abort();
             }
@@ -984,6 +986,8 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
     u->crash_test = getenv("DDPTOP_UI_TEST_CRASH");
     if (u->crash_test && !u->crash_test[0])
         u->crash_test = NULL;
+    const char *at = u->crash_test ? strchr(u->crash_test, ':') : NULL;
+    u->crash_steps = at ? strtoul(at + 1, NULL, 10) : 0;
     int status = 2;
     if (setup_theme(u) != 0)
         goto out;
