@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "pipeline.h"
 #include "probe.h"
 
@@ -522,19 +523,11 @@ static int one_figure(const char *dir, const char *name, int (*draw)(FILE *, con
         free(text);
         return 0;
     }
-    errno = 0;
-    FILE *f = fopen(path, "w");
-    int ok = f && fwrite(text, 1, len, f) == len;
-    int e = errno;
-    if (f && fclose(f) != 0 && ok) {
-        ok = 0;
-        e = errno;
-    }
+    /* a new file renamed into place: never through a link, never half a figure */
+    int rc = outfile_write(path, text, len, err, errlen);
     free(text);
-    if (!ok) {
-        snprintf(err, errlen, "cannot write %s: %s", path, e ? strerror(e) : "short write");
+    if (rc != 0)
         return -1;
-    }
     return 1;
 }
 
@@ -544,6 +537,20 @@ static const struct {
     int (*draw)(FILE *, const struct run_result *, int);
 } figs[] = {{"speedup.svg", fig_speedup}, {"loss.svg", fig_loss}, {"breakdown.svg", fig_breakdown}};
 #define NFIGS ((int)(sizeof(figs) / sizeof(figs[0])))
+
+int figures_fixed(void)
+{
+    return NFIGS;
+}
+
+const char *figures_file_name(int k, char *buf, size_t n)
+{
+    if (k < NFIGS)
+        snprintf(buf, n, "%s", figs[k].name);
+    else
+        snprintf(buf, n, "timeline-run%d.svg", k - NFIGS);
+    return buf;
+}
 
 int figures_write(const char *dir, const struct run_result *res, int n, char *done, size_t donelen, char *err,
                   size_t errlen)
@@ -558,10 +565,7 @@ int figures_write(const char *dir, const struct run_result *res, int n, char *do
     for (int k = 0; k < NFIGS + n; k++) {
         char name[48];
         int whole = k < NFIGS; /* a figure of every run, or run k - NFIGS's timeline */
-        if (whole)
-            snprintf(name, sizeof(name), "%s", figs[k].name);
-        else
-            snprintf(name, sizeof(name), "timeline-run%d.svg", k - NFIGS);
+        figures_file_name(k, name, sizeof(name));
         int rc = one_figure(dir, name, whole ? figs[k].draw : NULL, res, n, k - NFIGS, err, errlen);
         if (rc < 0)
             return -1;

@@ -33,6 +33,11 @@ int figures_can_write(const char *dir);
 int figures_write(const char *dir, const struct run_result *res, int n, char *done, size_t donelen, char *err,
                   size_t errlen);
 
+/* The files figures_write may write: figures_fixed() drawn over every run
+ * (k below it), then run k - figures_fixed()'s timeline. Returns buf. */
+int figures_fixed(void);
+const char *figures_file_name(int k, char *buf, size_t n);
+
 /* figures_write for the command line: a line on stderr saying what was
  * written (unless quiet), or why not. 0, or 1 when the figures are not
  * all there (the report is printed all the same: nothing is lost). */

@@ -5,11 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "cost_model.h"
 #include "data.h"
+#include "figures.h"
 #include "trace_export.h"
+#include "trace_read.h"
 
 /* trace names looked at before the runs start; later ones as they open */
 #define FILES_MAX_TRACE_NAMES 4096
@@ -53,24 +57,68 @@ static void trace_names(struct files *f, const struct config *cfg, int from, int
         }
 }
 
+/* What one --replay argument reads: a file, every trace of a folder, or a
+ * comma list of them (as replay_load_list takes it: a path that exists is
+ * one path, commas and all). */
+static void replay_inputs(struct files *f, const char *arg)
+{
+    struct stat st;
+    char path[1024];
+    if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+        char **paths = NULL, err[256];
+        int n = 0;
+        if (trace_list_dir(arg, &paths, &n, err, sizeof(err)) == 0) {
+            for (int i = 0; i < n; i++)
+                files_add(f, paths[i], "--replay", 0);
+            trace_paths_free(paths, n);
+        }
+        return;
+    }
+    if (access(arg, F_OK) == 0) {
+        files_add(f, arg, "--replay", 0);
+        return;
+    }
+    for (const char *p = arg; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len < sizeof(path)) {
+            snprintf(path, sizeof(path), "%.*s", (int)len, p);
+            if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+                replay_inputs(f, path);
+            else
+                files_add(f, path, "--replay", 0);
+        }
+        p += len + (p[len] == ',');
+    }
+}
+
+/* --plot's files for runs [from, to): the figures of every run, and each
+ * run's timeline. */
+static void plot_names(struct files *f, const struct config *cfg, int from, int to)
+{
+    if (!cfg->plot[0])
+        return;
+    char name[64], path[CFG_PATH + 80];
+    for (int k = 0; k < figures_fixed() + to && k < figures_fixed() + FILES_MAX_TRACE_NAMES; k++) {
+        if (k >= figures_fixed() && k - figures_fixed() < from)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", cfg->plot, figures_file_name(k, name, sizeof(name)));
+        files_add(f, path, "--plot", 1);
+    }
+}
+
 void files_of_config(struct files *f, const struct config *cfg, int run_from, int run_to, int world)
 {
     char path[1024];
     if (cfg->mode == MODE_REPLAY) {
-        /* a comma list */
-        const char *p = cfg->replay;
-        while (*p) {
-            size_t len = strcspn(p, ",");
-            if (len < sizeof(path)) {
-                snprintf(path, sizeof(path), "%.*s", (int)len, p);
-                files_add(f, path, "--replay", 0);
-            }
-            p += len + (p[len] == ',');
-        }
+        replay_inputs(f, cfg->replay);
+        for (int i = 0; i < cfg->nreplay_more; i++)
+            replay_inputs(f, cfg->replay_more[i]);
         files_add(f, cfg->output, "--output", 1);
+        plot_names(f, cfg, 0, 1);
         return;
     }
     files_add(f, cfg->output, "--output", 1);
+    plot_names(f, cfg, run_from, run_to);
     /* bench-comm writes the cost model; training reads it */
     files_add(f, cost_model_path(path, sizeof(path)), "the cost model", cfg->mode == MODE_BENCH_COMM);
     if (cfg->mode != MODE_TRAIN)

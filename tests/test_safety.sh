@@ -222,6 +222,12 @@ EOF
     refused "--save-params p.bin --trace p.bin" "$BIN" "${TRAIN[@]}" --steps 2 --save-params p.bin --trace p.bin
     refused "--history h.csv --output ./h.csv" "$BIN" "${TRAIN[@]}" --steps 2 --history h.csv --output ./h.csv
     refused "--trace x.json --output x.json" "$BIN" "${TRAIN[@]}" --steps 2 --trace x.json --output x.json
+    mkdir -p R && cp t.json R/a.json
+    refused "--replay DIR --output over a trace in it" "$BIN" --batch --replay R --output R/a.json
+    refused "--replay a b (separate arguments) --output b" "$BIN" --batch --replay hard.json t.json --output t.json
+    refused "--plot . --trace over its speedup.svg" "$BIN" "${TRAIN[@]}" --steps 2 --plot . --trace speedup.svg
+    refused "--plot R --history over its loss.svg" "$BIN" "${TRAIN[@]}" --steps 2 --plot R --history R/loss.svg
+    refused "--replay --plot R: its breakdown.svg is an input" "$BIN" --batch --replay R/a.json,breakdown.svg --plot .
     refused "--output over the cost model a training run reads" env DDPTOP_COMM_MODEL="$tmp/in/cm.json" \
         "$BIN" "${TRAIN[@]}" --steps 2 --output cm.json
     refused "--bench-comm --output over the cost model it writes" env DDPTOP_COMM_MODEL="$tmp/in/cm2.json" \
