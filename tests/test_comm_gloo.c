@@ -17,7 +17,9 @@
  * `test_comm_gloo proc RANK WORLD DIR [die]` is one process of the
  * 2-process test (tests/test_gloo_procs.sh): the same checks over the file
  * store in DIR, without mpirun; with `die`, rank 1 leaves abruptly after
- * the rendezvous and rank 0 must fail in bounded time naming it. */
+ * the rendezvous and rank 0 must fail in bounded time naming it.
+ * `test_comm_gloo mpi`, under mpirun, takes its rank, world and rendezvous
+ * from MPI instead (comm_gloo_mpi.h). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -480,6 +482,51 @@ static void test_stats_and_spans(void **state)
     world_close(&w);
 }
 
+/* On 3 ranks, every rooted collective and the ring ones, each rank's bytes
+ * counted by hand (n floats of 4 bytes; a ring moves 2(W-1)/W of the
+ * buffer each way; a root sends or receives one copy per peer):
+ *   broadcast of 1000 from rank 1: rank 1 sends 2 x 4000, the others get 4000
+ *   reduce of 1000 to rank 2: the others send 4000, rank 2 gets 2 x 4000
+ *   gather of 100 to rank 0: the others send 400, rank 0 gets 2 x 400
+ *   scatter of 100 from rank 0: rank 0 sends 2 x 400, the others get 400
+ *   allreduce of 999 (3996 bytes): 2 x 2664 each way
+ *   reduce-scatter of 3 x 100 (1200 bytes, an allreduce): 2 x 800 each way
+ *   allgather of 100 each: 2 x 400 each way */
+static void *stats3_rank(struct comm *c, void *arg)
+{
+    float *b = calloc(3000, sizeof(float)), *o = calloc(3000, sizeof(float));
+    intptr_t rc = c->ops->broadcast(c, b, 1000, 1);
+    rc |= c->ops->reduce(c, b, o, 1000, RED_SUM, 2);
+    rc |= c->ops->gather(c, b, o, 100, 0);
+    rc |= c->ops->scatter(c, b, o, 100, 0);
+    rc |= c->ops->allreduce(c, b, 999, RED_SUM);
+    rc |= c->ops->reduce_scatter(c, b, o, 100, RED_SUM);
+    rc |= c->ops->allgather(c, b, o, 100);
+    free(b);
+    free(o);
+    return (void *)rc;
+}
+
+static void test_stats_3(void **state)
+{
+    struct world w;
+    world_open(&w, 3, 3, GLOO_ALGO_RING, 60.0);
+    for (int r = 0; r < 3; r++)
+        assert_non_null(w.c[r]);
+    struct call_job jobs[3];
+    on_every_rank(&w, 3, stats3_rank, NULL, jobs);
+    uint64_t ring = 2 * 2664 + 2 * 800 + 2 * 400; /* each way, every rank */
+    uint64_t tx[3] = {4000 + 2 * 400 + ring, 2 * 4000 + 4000 + 400 + ring, 400 + ring};
+    uint64_t rx[3] = {4000 + 2 * 400 + ring, 400 + ring, 4000 + 2 * 4000 + 400 + ring};
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal((intptr_t)jobs[r].ret, 0);
+        assert_int_equal(w.c[r]->stats.calls, 7);
+        assert_int_equal(w.c[r]->stats.bytes_tx, tx[r]);
+        assert_int_equal(w.c[r]->stats.bytes_rx, rx[r]);
+    }
+    world_close(&w);
+}
+
 /* ---- send / recv --------------------------------------------------------- */
 
 static const size_t msg_n[] = {1000, 1, 0, 300 * 1024 + 1, 5};
@@ -776,6 +823,26 @@ static void test_names(void **state)
 
 /* ---- one process of tests/test_gloo_procs.sh ------------------------------ */
 
+/* Every case and size, then an exchange with the mirror rank: #wrong. */
+static int proc_checks(struct comm *c)
+{
+    int wrong = 0, world = c->world, rank = c->rank;
+    for (size_t k = 0; k < NCASES; k++)
+        for (size_t s = 0; s < NSIZES; s++) {
+            struct coll_case kc = cases[k];
+            if (kc.root < 0)
+                kc.root = world - 1;
+            int w = run_case(c, &kc, sizes[s], (int)(k + s));
+            wrong += w;
+            if (w)
+                fprintf(stderr, "rank %d %s n %zu: #wrong %d\n", rank, coll_name(kc.kind), sizes[s], w);
+        }
+    int peer = world - 1 - rank;
+    if (rank != peer)
+        wrong += exchange(c, peer, peer, 1);
+    return wrong;
+}
+
 static int proc_main(int rank, int world, const char *dir, int die)
 {
     char spec[300], err[256];
@@ -809,21 +876,7 @@ static int proc_main(int rank, int world, const char *dir, int die)
             gloo_store_close(st);
             return rc == -1 ? 0 : 1;
         }
-        int wrong = 0;
-        for (size_t k = 0; k < NCASES; k++)
-            for (size_t s = 0; s < NSIZES; s++) {
-                struct coll_case kc = cases[k];
-                if (kc.root < 0)
-                    kc.root = world - 1;
-                int w = run_case(c, &kc, sizes[s], (int)(k + s));
-                wrong += w;
-                if (w)
-                    fprintf(stderr, "rank %d algo %s %s n %zu: #wrong %d\n", rank, comm_gloo_algo_name(algo),
-                            coll_name(kc.kind), sizes[s], w);
-            }
-        int peer = world - 1 - rank;
-        if (rank != peer)
-            wrong += exchange(c, peer, peer, algo);
+        int wrong = proc_checks(c);
         printf("rank %d of %d, algo %s: #wrong %d\n", rank, world, comm_gloo_algo_name(algo), wrong);
         bad |= wrong != 0;
         c->ops->destroy(c);
@@ -832,22 +885,53 @@ static int proc_main(int rank, int world, const char *dir, int die)
     return bad;
 }
 
+#ifdef DDPTOP_HAVE_MPI
+#include "comm_gloo_mpi.h"
+
+/* Under mpirun: ranks, world and rendezvous from MPI, no store. */
+static int mpi_main(int argc, char **argv)
+{
+    int provided = 0, rank = 0, bad = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int algo = 0; algo < GLOO_ALGO_COUNT; algo++) {
+        char err[256];
+        struct comm_gloo_params p = {.algo = algo, .timeout_s = 60.0};
+        struct comm *c = comm_gloo_create_mpi(MPI_COMM_WORLD, &p, err, sizeof(err));
+        if (!c) {
+            fprintf(stderr, "process %d: %s\n", rank, err);
+            bad = 1;
+            break;
+        }
+        int wrong = proc_checks(c);
+        printf("rank %d of %d (MPI's), algo %s: #wrong %d\n", c->rank, c->world, comm_gloo_algo_name(algo), wrong);
+        bad |= wrong != 0;
+        c->ops->destroy(c);
+    }
+    MPI_Finalize();
+    return bad;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     if (argc >= 5 && !strcmp(argv[1], "proc"))
         return proc_main(atoi(argv[2]), atoi(argv[3]), argv[4], argc >= 6 && !strcmp(argv[5], "die"));
+    if (argc >= 2 && !strcmp(argv[1], "mpi")) {
+#ifdef DDPTOP_HAVE_MPI
+        return mpi_main(argc, argv);
+#else
+        fprintf(stderr, "this build has no MPI\n");
+        return 77;
+#endif
+    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_world_of_one),
-        cmocka_unit_test(test_collectives_2),
-        cmocka_unit_test(test_collectives_3),
-        cmocka_unit_test(test_allreduce_16),
-        cmocka_unit_test(test_stats_and_spans),
-        cmocka_unit_test(test_send_recv),
-        cmocka_unit_test(test_recv_length),
-        cmocka_unit_test(test_rendezvous_timeout),
-        cmocka_unit_test(test_silent_peer),
-        cmocka_unit_test(test_peer_gone),
+        cmocka_unit_test(test_names),         cmocka_unit_test(test_world_of_one),
+        cmocka_unit_test(test_collectives_2), cmocka_unit_test(test_collectives_3),
+        cmocka_unit_test(test_allreduce_16),  cmocka_unit_test(test_stats_and_spans),
+        cmocka_unit_test(test_stats_3),       cmocka_unit_test(test_send_recv),
+        cmocka_unit_test(test_recv_length),   cmocka_unit_test(test_rendezvous_timeout),
+        cmocka_unit_test(test_silent_peer),   cmocka_unit_test(test_peer_gone),
         cmocka_unit_test(test_abort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

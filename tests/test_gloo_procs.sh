@@ -6,9 +6,25 @@
 # pair where process 1 leaves abruptly after the rendezvous (as a killed
 # one: the kernel closes its sockets), and process 0's next allreduce must
 # fail in bounded time, naming rank 1, rather than hang.
-# Usage: test_gloo_procs.sh TEST_COMM_GLOO
+# With `mpi`: two processes under mpirun instead, taking their ranks and
+# rendezvous from MPI (no store); exit 77 (skipped) without MPI.
+# Usage: test_gloo_procs.sh TEST_COMM_GLOO [mpi]
 set -u
-bin=${1:?usage: test_gloo_procs.sh TEST_COMM_GLOO}
+bin=${1:?usage: test_gloo_procs.sh TEST_COMM_GLOO [mpi]}
+if [ "${2:-}" = mpi ]; then
+  command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
+  mpi=(mpirun --oversubscribe -np 2)
+  [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader RES_OPTIONS="timeout:1 attempts:1"
+  out=$("${mpi[@]}" "$bin" mpi 2>&1)
+  rc=$?
+  echo "$out"
+  if [ $rc -eq 77 ] || [[ "$out" == *"this build has no MPI"* ]]; then echo "SKIP: built without MPI"; exit 77; fi
+  n=$(echo "$out" | grep -c "^rank [01] of 2 (MPI's), algo .*: #wrong 0\$")
+  if [ $rc -eq 0 ] && [ "$n" -eq 8 ]; then echo "ok: 2 MPI processes, 4 algorithms each, #wrong 0"; exit 0; fi
+  echo "FAIL: mpirun rc $rc, $n of 8 lines with #wrong 0"
+  exit 1
+fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail=0
