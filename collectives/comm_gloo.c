@@ -33,6 +33,7 @@ struct gloo_comm {
     size_t scratch_n;
     float **stage;   /* [world]: send's copy of the message in flight to each peer */
     size_t *stage_n; /* [world]: their capacities in floats */
+    char *in_flight; /* [world]: a send to that peer not yet waited for */
 };
 
 #define G(c) ((struct gloo_comm *)(c)->impl)
@@ -77,7 +78,7 @@ static uint32_t tag_of(const struct comm_call *call)
 
 /* rc of the shim's call about `what`, made in `call`: a failure goes into
  * c->err, naming the peer where the shim could tell it (unless `what`
- * names it already: named), and breaks the communicator. */
+ * names it already: named), and one of gloo's breaks the communicator. */
 static int outcome_of(struct comm *c, const struct comm_call *call, int rc, const struct gloo_shim_error *e,
                       const char *what, int named)
 {
@@ -313,10 +314,11 @@ static int gl_send(struct comm *c, const float *buf, size_t n, int peer)
     snprintf(what, sizeof(what), "send to rank %d", peer);
     struct gloo_shim_error e;
     int rc = enter(c);
-    if (rc == 0) {
+    if (rc == 0 && gc->in_flight[peer]) { /* blocked until the peer takes it */
         int64_t t0 = probe_now_ns();
         rc = outcome_of(c, &call, gloo_shim_send_wait(gc->g, peer, timeout_ms(c), &e), &e, what, peer);
         comm_call_wait(c, &call, t0, probe_now_ns());
+        gc->in_flight[peer] = 0;
     }
     if (rc == 0 && n > gc->stage_n[peer]) {
         free(gc->stage[peer]);
@@ -332,6 +334,7 @@ static int gl_send(struct comm *c, const float *buf, size_t n, int peer)
             memcpy(gc->stage[peer], buf, n * sizeof(float));
         rc = outcome_of(c, &call, gloo_shim_send_post(gc->g, peer, gc->stage[peer], n * sizeof(float), &e), &e, what,
                         peer);
+        gc->in_flight[peer] = 1; /* (a failed post leaves it to the shim's wait) */
         if (rc == 0)
             call.tx = n * sizeof(float);
     }
@@ -358,6 +361,18 @@ static int gl_recv(struct comm *c, float *buf, size_t n, int peer)
     return rc;
 }
 
+/* The C side of a communicator, its stages freed already (or never made). */
+static void free_impl(struct gloo_comm *gc)
+{
+    if (!gc)
+        return;
+    free(gc->stage);
+    free(gc->stage_n);
+    free(gc->in_flight);
+    free(gc->scratch);
+    free(gc);
+}
+
 static void gl_destroy(struct comm *c)
 {
     if (!c)
@@ -367,16 +382,13 @@ static void gl_destroy(struct comm *c)
      * broken communicator's peers may be gone, and are not waited for) */
     for (int p = 0; p < c->world && !c->healthy; p++) {
         struct gloo_shim_error e;
-        if (p != c->rank)
+        if (gc->in_flight[p])
             gloo_shim_send_wait(gc->g, p, timeout_ms(c), &e);
     }
     gloo_shim_destroy(gc->g);
     for (int p = 0; p < c->world; p++)
         free(gc->stage[p]);
-    free(gc->stage);
-    free(gc->stage_n);
-    free(gc->scratch);
-    free(gc);
+    free_impl(gc);
     free(c);
 }
 
@@ -413,14 +425,11 @@ struct comm *comm_gloo_create(const struct comm_gloo_params *p, char *err, size_
     if (c && gc && p->world > 0) {
         gc->stage = calloc((size_t)p->world, sizeof(*gc->stage));
         gc->stage_n = calloc((size_t)p->world, sizeof(*gc->stage_n));
+        gc->in_flight = calloc((size_t)p->world, 1);
     }
-    if (!c || !gc || !gc->stage || !gc->stage_n) {
+    if (!c || !gc || !gc->stage || !gc->stage_n || !gc->in_flight) {
         snprintf(err, errlen, "cannot create a gloo communicator: out of memory");
-        if (gc) {
-            free(gc->stage);
-            free(gc->stage_n);
-        }
-        free(gc);
+        free_impl(gc);
         free(c);
         return NULL;
     }
@@ -440,9 +449,7 @@ struct comm *comm_gloo_create(const struct comm_gloo_params *p, char *err, size_
     gc->g = gloo_shim_create(&spec, &e);
     if (!gc->g) {
         snprintf(err, errlen, "gloo: %s", e.msg);
-        free(gc->stage);
-        free(gc->stage_n);
-        free(gc);
+        free_impl(gc);
         free(c);
         return NULL;
     }

@@ -23,6 +23,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
@@ -544,6 +545,11 @@ int gloo_shim_allreduce(struct gloo_shim *g, int algo, void *buf, size_t n, gloo
     size_t es = add16 ? sizeof(uint16_t) : sizeof(float);
     try {
         if (algo == GLOO_SHIM_RING_CHUNKED || algo == GLOO_SHIM_HALVING_DOUBLING) {
+            if (n > (size_t)INT32_MAX) { /* the classes count elements in an int */
+                set_msg(e, "%zu elements: more than gloo's %s takes", n,
+                        algo == GLOO_SHIM_RING_CHUNKED ? "AllreduceRingChunked" : "AllreduceHalvingDoubling");
+                return -1;
+            }
             Kept &k = kept_for(g, algo, n, add16);
             memcpy(k.buf.data(), buf, n * es);
             k.alg->run();
