@@ -16,6 +16,9 @@ if [ "${2:-}" = mpi ]; then
   mpi=(mpirun --oversubscribe -np 2)
   [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
   export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader RES_OPTIONS="timeout:1 attempts:1"
+  # under ASan: whole stacks at each malloc, so that tests/lsan.supp can tell
+  # MPI's own allocations (plugins unloaded by MPI_Finalize) from ours
+  export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}fast_unwind_on_malloc=0"
   out=$("${mpi[@]}" "$bin" mpi 2>&1)
   rc=$?
   echo "$out"
