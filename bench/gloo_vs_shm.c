@@ -6,6 +6,9 @@
  * result is checked against the exact sum (#wrong). Not a test: it prints
  * figures and exits non-zero only when something failed.
  *
+ * `procs` runs gloo's ring on W processes instead (forked here, meeting in
+ * a file store), as PyTorch runs its ranks: the row is named ring-procs.
+ *
  * Build and run: bench/gloo_vs_shm.sh [BUILD_DIR] (compiles this against
  * the build's libraries). Output: one line per (backend, size):
  *   backend bytes time_us busbw_GBps #wrong
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "comm.h"
@@ -136,6 +140,79 @@ static int open_world(const char *backend, struct bench *b, struct shm_world **s
     return bad ? -1 : 0;
 }
 
+static size_t iters_for(size_t bytes)
+{
+    size_t it = ((size_t)256 << 20) / bytes;
+    return it < 5 ? 5 : it > 200 ? 200 : it;
+}
+
+/* Rank `rank` of W processes: gloo's ring over a file store in dir; rank 0
+ * prints the slowest rank's best mean per size. */
+static int proc_rank(int rank, const char *dir)
+{
+    char spec[300], err[256];
+    snprintf(spec, sizeof(spec), "file:%s", dir);
+    struct gloo_shim_error e;
+    struct gloo_store *st = gloo_store_open(spec, &e);
+    struct comm_gloo_params p = {
+        .rank = rank, .world = W, .store = st, .prefix = "bench", .algo = GLOO_ALGO_RING, .timeout_s = 300};
+    struct comm *c = st ? comm_gloo_create(&p, err, sizeof(err)) : NULL;
+    if (!c) {
+        fprintf(stderr, "gloo_vs_shm: process %d: %s\n", rank, st ? err : e.msg);
+        return 1;
+    }
+    long wrong = 0;
+    for (size_t bytes = MIN_BYTES; bytes <= MAX_BYTES; bytes *= 4) {
+        size_t n = bytes / sizeof(float);
+        float *x = malloc(bytes), t[8];
+        for (size_t i = 0; i < n; i++)
+            x[i] = 1.0f;
+        double best = 1e30;
+        for (int rep = 0; rep < REPS; rep++) {
+            for (int i = 0; i < 3; i++)
+                c->ops->allreduce(c, x, n, RED_SUM);
+            c->ops->barrier(c);
+            double t0 = now();
+            for (size_t i = 0; i < iters_for(bytes); i++)
+                c->ops->allreduce(c, x, n, RED_SUM);
+            float mine = (float)((now() - t0) / (double)iters_for(bytes));
+            c->ops->allgather(c, &mine, t, 1);
+            float slowest = 0;
+            for (int r = 0; r < W; r++)
+                slowest = t[r] > slowest ? t[r] : slowest;
+            best = slowest < best ? slowest : best;
+        }
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)(rank + (int)(i % 7));
+        wrong += c->ops->allreduce(c, x, n, RED_SUM) != 0;
+        for (size_t i = 0; i < n; i++)
+            wrong += x[i] != (float)(W * (int)(i % 7) + W * (W - 1) / 2);
+        if (rank == 0)
+            printf("%-17s %10zu %12.1f %11.3f %7ld\n", "ring-procs", bytes, best * 1e6,
+                   (double)bytes / best * 2.0 * (W - 1) / W / 1e9, wrong);
+        fflush(stdout);
+        free(x);
+    }
+    c->ops->destroy(c);
+    gloo_store_close(st);
+    return wrong != 0;
+}
+
+static int procs_main(void)
+{
+    char dir[] = "/tmp/gloo_vs_shm.XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    for (int r = 0; r < W; r++)
+        if (fork() == 0)
+            _exit(proc_rank(r, dir));
+    int failed = 0, status;
+    while (wait(&status) > 0)
+        failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    rmdir(dir);
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     const char *backends[] = {"shm", "ring", "ring-chunked", "halving-doubling", "bcube"};
@@ -144,9 +221,11 @@ int main(int argc, char **argv)
     if (argc > 2)
         REPS = atoi(argv[2]);
     if (W < 2 || W > 8 || REPS < 1) {
-        fprintf(stderr, "usage: gloo_vs_shm [RANKS 2..8] [REPS]\n");
+        fprintf(stderr, "usage: gloo_vs_shm [RANKS 2..8] [REPS] [procs]\n");
         return 2;
     }
+    if (argc > 3 && !strcmp(argv[3], "procs"))
+        return procs_main();
     int failed = 0;
     printf("%-17s %10s %12s %11s %7s\n", "backend", "bytes", "time_us", "busbw_GB/s", "#wrong");
     for (size_t k = 0; k < sizeof(backends) / sizeof(backends[0]); k++) {
@@ -159,8 +238,7 @@ int main(int argc, char **argv)
         }
         for (size_t bytes = MIN_BYTES; bytes <= MAX_BYTES; bytes *= 4) {
             b.n = bytes / sizeof(float);
-            size_t it = ((size_t)256 << 20) / bytes;
-            b.iters = it < 5 ? 5 : it > 200 ? 200 : (int)it;
+            b.iters = (int)iters_for(bytes);
             double best = 1e30;
             long wrong = 0;
             for (int rep = 0; rep < REPS; rep++) {
