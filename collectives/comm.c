@@ -1,6 +1,7 @@
 /* comm.c - what every backend shares: binding to a probe ring, call
- * begin/end with sequence numbers and spans, the error context, and the
- * broken communicator of --inject-fault comm-error. */
+ * begin/end with sequence numbers and spans, the error context, the
+ * broken communicator of --inject-fault comm-error, and whether this build
+ * has the gloo backend. */
 #include "comm.h"
 #include "comm_gloo.h"
 
