@@ -344,14 +344,21 @@ int connect_world(gloo_shim *g, const gloo_shim_spec *s, gloo_shim_error *e)
         memcpy(mine.data() + sizeof(h) + (size_t)p * sizeof(a), &a, sizeof(a));
     }
 
+    /* a failed rendezvous takes its key away too, so that the next job in
+     * the folder does not find this one's addresses */
     std::unique_ptr<DirStore> file;
+    auto give_up = [&]() {
+        if (file)
+            unlink(file->path_of(key_of(s, s->rank)).c_str());
+        return -1;
+    };
     if (s->world > 1) {
         if (s->store) {
             gloo::rendezvous::Store *st = s->store->hash.get();
             if (!st)
                 st = (file = std::make_unique<DirStore>(s->store->dir)).get();
             if (store_exchange(*st, file.get(), s, s->store->spec, mine, all, e) != 0)
-                return -1;
+                return give_up();
         } else {
             char err[sizeof(e->msg)] = "";
             if (s->allgather(s->allgather_arg, mine.data(), all.data(), rb, g->timeout_ms, err, sizeof(err)) != 0) {
@@ -360,7 +367,7 @@ int connect_world(gloo_shim *g, const gloo_shim_spec *s, gloo_shim_error *e)
             }
         }
         if (check_records(s, all, e) != 0)
-            return -1;
+            return give_up();
     }
 
     g->addr.assign((size_t)s->world, {});
@@ -381,7 +388,7 @@ int connect_world(gloo_shim *g, const gloo_shim_spec *s, gloo_shim_error *e)
             e->peer = p;
             std::string m = e->msg;
             set_msg(e, "connecting to rank %d: %s", p, m.c_str());
-            return -1;
+            return give_up();
         }
     }
     g->ctx->attach(dev, tc);

@@ -650,7 +650,7 @@ static void test_recv_length(void **state)
 /* ---- a peer that does not come, stops, or is gone ------------------------ */
 
 /* Rank 0 alone of 2, and of 3: the rendezvous gives up after its timeout,
- * not before, naming every rank that did not come. */
+ * not before, naming every rank that did not come, and leaves no key. */
 static void test_rendezvous_timeout(void **state)
 {
     for (int W = 2; W <= 3; W++) {
@@ -664,6 +664,10 @@ static void test_rendezvous_timeout(void **state)
         assert_true(s < 30.0); /* bounded, with room for a loaded machine */
         assert_non_null(strstr(w.err[0], W == 2 ? "rank 1 of 2 did not come" : "ranks 1, 2 of 3 did not come"));
         assert_non_null(strstr(w.err[0], "within 0.3 s"));
+        /* and took its key away: the next job finds the folder empty */
+        char cmd[400];
+        snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s')\"", w.dir);
+        assert_int_equal(system(cmd), 0);
         world_close(&w);
     }
 }
