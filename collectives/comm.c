@@ -1,7 +1,9 @@
 /* comm.c - what every backend shares: binding to a probe ring, call
- * begin/end with sequence numbers and spans, the error context, and the
- * broken communicator of --inject-fault comm-error. */
+ * begin/end with sequence numbers and spans, the error context, the
+ * broken communicator of --inject-fault comm-error, and whether this build
+ * has the gloo backend. */
 #include "comm.h"
+#include "comm_gloo.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +19,15 @@ void comm_bind(struct comm *c, struct spsc_ring *ring, int lane, const _Atomic u
 void comm_set_group(struct comm *c, int group)
 {
     c->seq = SPAN_SEQ_GROUP | ((uint32_t)group & 63u) << 24;
+}
+
+const char *comm_gloo_unavailable(void)
+{
+#ifdef DDPTOP_HAVE_GLOO
+    return NULL;
+#else
+    return "this ddptop was built without gloo (install Debian's libgloo-dev and rebuild)";
+#endif
 }
 
 void comm_scale(float *x, size_t n, float f)

@@ -8,6 +8,7 @@ pkgs=(
   libcmocka-dev tmux python3 time clang-format
   clang libclang-rt-14-dev
   openmpi-bin libopenmpi-dev
+  libgloo-dev g++
   dataset-fashion-mnist
   python3-torch # tests: a real DDP job profiled by torch.profiler (test_pytorch_job.sh)
 )

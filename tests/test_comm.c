@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "comm.h"
+#include "comm_gloo.h"
 #include "half.h"
 
 static float val(int r, size_t i, int salt)
@@ -1059,6 +1060,20 @@ static void test_hier_spans_and_p2p(void **state)
     hier_free(&h);
 }
 
+/* Whether this build has gloo: NULL, or one line that names the package
+ * to install (--comm gloo's refusal in a build without it). */
+static void test_gloo_unavailable(void **state)
+{
+    const char *why = comm_gloo_unavailable();
+#ifdef DDPTOP_HAVE_GLOO
+    assert_null(why);
+#else
+    assert_non_null(why);
+    assert_non_null(strstr(why, "libgloo-dev"));
+    assert_null(strchr(why, '\n'));
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1087,6 +1102,7 @@ int main(void)
         cmocka_unit_test(test_hier_collectives),
         cmocka_unit_test(test_hier_f16),
         cmocka_unit_test(test_hier_spans_and_p2p),
+        cmocka_unit_test(test_gloo_unavailable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
