@@ -907,8 +907,7 @@ static int pipe_init(struct loop *L)
         }
     rk->stage_first = a;
     rk->stage_end = b;
-    rk->stage_live_bytes =
-        pipe_stage_activation_bytes(m, a, b) * (size_t)pipe_in_flight(L->plan.schedule, S, L->stage, M);
+    pipe_stage_memory(m, a, b, pipe_in_flight(L->plan.schedule, S, L->stage, M), cfg->momentum, rk->stage_mem);
     return 0;
 }
 

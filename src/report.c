@@ -380,16 +380,17 @@ static void stage_results(struct run_result *res, const struct run *r)
     res->global_batch = r->global_batch;
     res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
     int first[64], last[64];
-    double live[64];
+    double mem[64][SMEM_KINDS];
     for (int i = 0; i < r->world && i < 64; i++) {
         first[i] = r->ranks[i].stage_first;
         last[i] = r->ranks[i].stage_end - 1;
-        live[i] = (double)r->ranks[i].stage_live_bytes;
+        memcpy(mem[i], r->ranks[i].stage_mem, sizeof(mem[i]));
     }
-    result_stages(res, r->world, first, last, live);
+    result_stages(res, r->world, first, last, (const double(*)[SMEM_KINDS])mem);
 }
 
-void result_stages(struct run_result *res, int world, const int *first, const int *last, const double *live_bytes)
+void result_stages(struct run_result *res, int world, const int *first, const int *last,
+                   const double (*mem)[SMEM_KINDS])
 {
     res->nstages = 0;
     if (world > 64 || res->nranks < world)
@@ -406,7 +407,11 @@ void result_stages(struct run_result *res, int world, const int *first, const in
         memset(st, 0, sizeof(*st));
         st->first = first[s];
         st->last = last[s];
-        st->live_mb = live_bytes[s] / 1e6;
+        for (int k = 0; k < SMEM_KINDS; k++) {
+            st->mem_bytes[k] = mem[s][k];
+            st->mem_total_bytes += mem[s][k];
+        }
+        st->live_mb = mem[s][SMEM_ACTS] / 1e6;
         for (int d = 0; d < D; d++) {
             const struct rank_result *rr = &res->ranks[d * S + s];
             /* (each step's loss broadcast sends a few bytes more: not
@@ -1030,15 +1035,22 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                 fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
             fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
                     100.0 * (S - 1) / (M + S - 1));
-            fprintf(f, md ? "\n| stage | layers | compute %% | idle %% | sent/step | live activations |\n"
-                            "|---:|---|---:|---:|---:|---:|\n"
-                          : "  stage  layers    compute%%  idle%%  sent/step  live activations\n");
-            for (int k = 0; k < S; k++)
-                fprintf(f,
-                        md ? "| %d | %d-%d | %.1f | %.1f | %.2f MB | %.2f MB |\n"
-                           : "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB  %9.2f MB\n",
-                        k, r->stage[k].first, r->stage[k].last, r->stage[k].compute_pct, r->stage[k].idle_pct,
-                        r->stage[k].sent_mb, r->stage[k].live_mb);
+            fprintf(f, md ? "\n| stage | layers | compute %% | idle %% | sent/step | params | grads | optimizer | "
+                            "activations | memory |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                          : "  stage  layers    compute%%  idle%%  sent/step     params      grads  optimizer  "
+                            "activations     memory\n");
+            for (int k = 0; k < S; k++) {
+                const struct stage_result *st = &r->stage[k];
+                fprintf(f, md ? "| %d | %d-%d | %.1f | %.1f | %.2f MB" : "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB", k,
+                        st->first, st->last, st->compute_pct, st->idle_pct, st->sent_mb);
+                for (int q = 0; q < SMEM_KINDS; q++) /* (text: under each heading's end) */
+                    fprintf(f, " %s%*.2f MB", md ? "| " : "", md ? 0 : q == SMEM_ACTS ? 9 : 7, st->mem_bytes[q] / 1e6);
+                fprintf(f, md ? " | %.2f MB |\n" : " %7.2f MB\n", st->mem_total_bytes / 1e6);
+            }
+            fprintf(f, "(memory: what a stage holds to train its layers: their parameters, the gradients and SGD "
+                       "momentum of those that train, and its input's and layers' activations and their gradients for "
+                       "each micro-batch in flight; mem peak: what each rank allocated; every rank here builds the "
+                       "whole model, so it does not shrink with its stage)\n");
         }
         if (r->negotiate_valid)
             fprintf(f,
@@ -1232,6 +1244,9 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
             cJSON_AddNumberToObject(e, "idle_pct", r->stage[k].idle_pct);
             cJSON_AddNumberToObject(e, "sent_mb_per_step", r->stage[k].sent_mb);
             cJSON_AddNumberToObject(e, "live_activation_mb", r->stage[k].live_mb);
+            for (int q = 0; q < SMEM_KINDS; q++)
+                cJSON_AddNumberToObject(e, pipe_stage_mem_key(q), r->stage[k].mem_bytes[q]);
+            cJSON_AddNumberToObject(e, "mem_bytes", r->stage[k].mem_total_bytes);
             cJSON_AddItemToArray(st, e);
         }
     }
