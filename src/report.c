@@ -1020,7 +1020,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     "\nrun %d ended inside its learning-rate warm-up (%ld of --warmup-steps %d): its rate never "
                     "reached the full --lr%s\n",
                     i, r->steps, r->cfg.warmup_steps, r->cfg.scale_lr ? " x ranks" : "");
-        if (r->cfg.parallel != PAR_DATA && r->cfg.eval && !r->test_valid && !r->replay.valid)
+        if (run_stages(&r->cfg) > 1 && r->cfg.eval && !r->test_valid && !r->replay.valid)
             fprintf(f,
                     "\nrun %d: test acc is n/a: each stage holds only its own layers, so no rank can evaluate "
                     "the whole model\n",

@@ -8,7 +8,10 @@
 #    --dp, a frozen prefix, --momentum 0), worked out below by hand;
 #  - VGG-11 (CIFAR form, 3x32x32) in 2 stages and in 1: each stage's
 #    parameters counted from the convolutions', batch norms' and linear
-#    layer's shapes, its activations from the output shapes --info lists.
+#    layer's shapes, its activations from the output shapes --info lists;
+#  - a 1-stage run holds every layer: it evaluates the test split, as a
+#    1-rank data-parallel run of the same seed does, and no note says
+#    otherwise.
 set -u
 BIN=${1:?usage: test_stages.sh path/to/ddptop}
 . "$(dirname "$0")/checks.sh"
@@ -125,5 +128,26 @@ assert max(two) < one and one < sum(two), (one, two)  # (the cut tensor is held 
     >"$tmp/v.txt" 2>/dev/null
 check "the text report: a memory column per stage, and what mem peak measures" grep -q \
     "mem peak: what each rank allocated; every rank here builds the whole model" "$tmp/v.txt"
+
+# ---- a 1-stage run holds the whole model: it evaluates ----
+one=(--model mlp --ranks 1 --batch-size 32 --steps 60)
+"$BIN" "${run[@]}" "${one[@]}" --strategy single >"$tmp/s.json" 2>/dev/null
+"$BIN" "${run[@]}" "${one[@]}" --parallel model >"$tmp/o.json" 2>/dev/null
+"$BIN" "${run[@]}" "${one[@]}" --parallel pipeline --micro-batches 2 >"$tmp/p.json" 2>/dev/null
+check "a 1-stage model run's test accuracy is the 1-rank run's; a 1-stage pipeline's close to it" py '
+want = json.load(open(sys.argv[1]))["runs"][0]["test_acc"]
+model = json.load(open(sys.argv[2]))["runs"][0]["test_acc"]
+pipe = json.load(open(sys.argv[3]))["runs"][0]["test_acc"]
+assert want is not None and 20 < want <= 100, want
+assert model == want, (model, want)
+assert pipe is not None and abs(pipe - want) < 1.0, (pipe, want)  # (two micro-batches: sums in another order)
+' "$tmp/s.json" "$tmp/o.json" "$tmp/p.json"
+"$BIN" --batch --quiet --dataset synthetic --threads-per-rank 1 "${one[@]}" --parallel model >"$tmp/o.txt" 2>/dev/null
+check "a 1-stage run has no note that no stage holds the whole model" \
+    test "$(grep -c 'test acc is n/a' "$tmp/o.txt")" = 0
+"$BIN" --batch --quiet --dataset synthetic --threads-per-rank 1 --model lenet --ranks 2 --steps 3 --parallel model \
+    >"$tmp/two.txt" 2>/dev/null
+check "a 2-stage run still says why its test accuracy is n/a" grep -q \
+    "run 0: test acc is n/a: each stage holds only its own layers" "$tmp/two.txt"
 
 checks_done
