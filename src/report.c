@@ -68,17 +68,17 @@ static void predict_stages(struct run_result *res, const struct run *r, const st
         compute += layer[l];
     }
     double rest = res->ms_p50 - M * compute;
-    struct predict_link link = {0, 0};
+    struct predict_link link = {0};
     struct cost_fit f;
     char path[1024];
     cost_model_path(path, sizeof(path));
     int have = 1;
     if (c->link_bw > 0) {
-        link = (struct predict_link){c->link_lat * 1e6, 1e6 / c->link_bw};
+        link = (struct predict_link){.alpha_us = c->link_lat * 1e6, .beta_us_per_byte = 1e6 / c->link_bw};
         snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: a message between stages",
                  c->link_bw / 1e9, c->link_lat * 1e6);
     } else if (cost_model_lookup(path, fit_backend(r), fit_algo(r), 2, COLL_BROADCAST, &f) == 0) {
-        link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
+        link = predict_link_of(&f);
         snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's 2-rank broadcast fit (%s): a message",
                  fit_backend(r));
     } else {
@@ -170,7 +170,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
         int k = c->predict_ranks[i];
         sp->ranks = k;
         /* the rooted collectives: gather, broadcast, scatter, reduce */
-        struct predict_link link = {0, 0}, rooted[4];
+        struct predict_link link = {0}, rooted[4];
         const struct predict_link **slot[4] = {&in.gather, &in.broadcast, &in.scatter, &in.reduce};
         const int kinds[4] = {COLL_GATHER, COLL_BROADCAST, COLL_SCATTER, COLL_REDUCE};
         struct cost_fit f;
@@ -181,18 +181,19 @@ static void predict_scaling(struct run_result *res, struct run *r)
             link = predict_ring_link(c->link_bw, c->link_lat, k);
             /* through the root: its K-1 messages one after another */
             for (int q = 0; q < 4; q++) {
-                rooted[q] = (struct predict_link){(k - 1) * c->link_lat * 1e6, (k - 1) * 1e6 / c->link_bw};
+                rooted[q] = (struct predict_link){.alpha_us = (k - 1) * c->link_lat * 1e6,
+                                                  .beta_us_per_byte = (k - 1) * 1e6 / c->link_bw};
                 *slot[q] = &rooted[q];
             }
         } else {
             int rooted_only = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
             if (cost_model_lookup(path, fit_backend(r), algo, k, COLL_ALLREDUCE, &f) == 0)
-                link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
+                link = predict_link_of(&f);
             else if (!rooted_only)
                 continue; /* no cost for this rank count: n/a */
             for (int q = 0; q < 4; q++)
                 if (cost_model_lookup(path, fit_backend(r), algo, k, kinds[q], &f) == 0) {
-                    rooted[q] = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
+                    rooted[q] = predict_link_of(&f);
                     *slot[q] = &rooted[q];
                 }
         }
@@ -220,31 +221,34 @@ static void predict(struct run_result *res, struct run *r)
     char path[1024];
     cost_model_path(path, sizeof(path));
     const char *algo = fit_algo(r);
-    double total = 0, r2 = 1.0, most = 0;
+    double total = 0, r2 = 1.0, most = 0, err = -1;
     int used = 0, kind = 0;
     for (int k = 1; k < COLL_COUNT; k++) {
         uint64_t calls = 0;
-        double bytes = 0;
-        for (int i = 0; i < r->world; i++) {
-            calls += r->metrics.r[i].kind_calls[k];
-            bytes += r->metrics.r[i].kind_bytes[k];
-        }
+        for (int i = 0; i < r->world; i++)
+            calls += metrics_kind_calls(&r->metrics.r[i], k);
         if (!calls || k == COLL_BARRIER)
             continue;
         used = 1;
         struct cost_fit f;
         if (cost_model_lookup(path, fit_backend(r), algo, r->world, k, &f) != 0)
             return;
-        double t = (double)calls * f.alpha_us + f.beta_us_per_byte * bytes;
+        double t = 0; /* (each size class in its regime) */
+        for (int i = 0; i < r->world; i++)
+            for (int c = 0; c < COST_SIZE_CLASSES; c++)
+                t += cost_predict_calls_us(&f, (double)r->metrics.r[i].kind_calls[k][c],
+                                           r->metrics.r[i].kind_bytes[k][c]);
         total += t;
         if (t >= most) { /* (the fit that carries the prediction: its r2 is the one that matters) */
             most = t;
             r2 = f.r2;
+            err = f.max_err;
             kind = k;
         }
     }
     res->pred_valid = used;
     res->pred_r2 = r2;
+    res->pred_err = err;
     res->pred_kind = kind;
     res->pred_ms = total / 1e3 / r->world;
 }
@@ -998,11 +1002,15 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     i, r->ms_p90 / r->ms_p50);
         if (r->speedup_valid && r->efficiency > 100.5 && r->base_run != i)
             explain_efficiency(f, res, i);
-        if (r->pred_valid && r->pred_r2 < 0.9)
+        if (r->pred_valid && (r->pred_r2 < 0.9 || r->pred_err > COST_FIT_TOLERANCE)) {
+            char off[64] = ""; /* (a fit stored before regimes does not know) */
+            if (r->pred_err > COST_FIT_TOLERANCE)
+                snprintf(off, sizeof(off), ", and %.0f%% off at a size it measured", 100.0 * r->pred_err);
             fprintf(f,
-                    "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f: a rough guide only (run "
+                    "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f%s: a rough guide only (run "
                     "--bench-comm --collective %s --ranks %d again on a quiet machine)\n",
-                    i, coll_name(r->pred_kind), r->pred_r2, coll_name(r->pred_kind), r->world);
+                    i, coll_name(r->pred_kind), r->pred_r2, off, coll_name(r->pred_kind), r->world);
+        }
         if (r->train_valid && r->classes > 1 && r->train_loss > 2.0 * log((double)r->classes))
             fprintf(f,
                     "\nrun %d: the training loss %.3g is far above chance (%.2f for %d classes): the learning rate "

@@ -123,6 +123,8 @@ struct run_result {
     int pred_valid;
     double pred_r2; /* the fit of the collective that takes most of the predicted time */
     int pred_kind;  /* ... that collective (enum coll_kind) */
+    /* ... its largest relative error at a size it measured (< 0: not known) */
+    double pred_err;
     /* --predict (a 1-rank run): the step at more ranks (src/predict.h) */
     struct scaling_pred {
         int ranks;
