@@ -90,9 +90,10 @@ static void test_two_regimes_noisy(void **state)
 }
 
 /* Times that jump by 2.33x every other size (60 and 140 us): three
- * consecutive sizes already hold a 60 between two 140s, which no line
- * fits within 15% (it would have to lie within 15% of 140 at x and 4x
- * and of 60 at 2x). A poor fit, said so: max_err past the tolerance. */
+ * consecutive sizes hold a 60 between two 140s (or the reverse), which no
+ * line fits within 15%: within 15% of 140 at x and 4x it is at least 119
+ * at 2x (a weighted mean of the two), not within 15% of 60 (at most 69).
+ * A poor fit, said so: max_err past the tolerance. */
 static void test_poor_fit(void **state)
 {
     double x[NPTS], y[NPTS];
@@ -108,6 +109,10 @@ static void test_poor_fit(void **state)
         worst = e > worst ? e : worst;
     }
     assert_float_equal(f.max_err, worst, 1e-12); /* the figure is the worst point's */
+    /* six sizes: every regime of three holds a 60 between 140s or the
+     * reverse, so still poor (regimes of two sizes would fit them exactly) */
+    assert_int_equal(cost_fit_regimes(x, y, 6, &f), 0);
+    assert_true(f.max_err > COST_FIT_TOLERANCE);
 }
 
 static void test_bad_points(void **state)
