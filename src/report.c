@@ -1055,10 +1055,13 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     fprintf(f, " %s%*.2f MB", md ? "| " : "", md ? 0 : q == SMEM_ACTS ? 9 : 7, st->mem_bytes[q] / 1e6);
                 fprintf(f, md ? " | %.2f MB |\n" : " %7.2f MB\n", st->mem_total_bytes / 1e6);
             }
-            fprintf(f, "(memory: what a stage holds to train its layers: their parameters, the gradients and SGD "
-                       "momentum of those that train, and its input's and layers' activations and their gradients for "
-                       "each micro-batch in flight; mem peak: what each rank allocated; every rank here builds the "
-                       "whole model, so it does not shrink with its stage)\n");
+            fprintf(f,
+                    "%smemory: what a stage holds to train its layers: their parameters, the gradients and SGD\n"
+                    "momentum of those that train, and the activations of each micro-batch in flight (its input\n"
+                    "and its layers' outputs, with their gradients).\n"
+                    "mem peak: what each rank allocated; every rank here builds the whole model, so it does not\n"
+                    "shrink with its stage.\n",
+                    md ? "\n" : "");
         }
         if (r->negotiate_valid)
             fprintf(f,
