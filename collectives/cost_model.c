@@ -12,6 +12,7 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,10 +60,144 @@ int cost_fit_points(const double *x, const double *y, int n, double *alpha, doub
     return 0;
 }
 
+/* Points a fit takes at most (--bench-comm's rows). */
+#define FIT_MAX_POINTS 64
+/* Sizes a regime needs at least, where there are enough for two: a line
+ * through two points fits them whatever they are. */
+#define FIT_MIN_RUN 3
+
+/* The line cost_fit_points fits to points [i, j] and its largest relative
+ * error there; 0, or -1 when none fits. */
+static int run_fit(const double *x, const double *y, int i, int j, double *alpha, double *beta, double *err)
+{
+    double r2;
+    if (cost_fit_points(x + i, y + i, j - i + 1, alpha, beta, &r2) != 0)
+        return -1;
+    *err = 0;
+    for (int k = i; k <= j; k++) {
+        double e = fabs(*alpha + *beta * x[k] - y[k]) / y[k];
+        *err = e > *err ? e : *err;
+    }
+    return 0;
+}
+
+/* Where a regime that starts at size x (the size before it: prev) begins:
+ * the power of two in (prev, x] (so a size class, cost_size_class, lies in
+ * one regime), or x where there is none. */
+static double regime_start(double prev, double x)
+{
+    int e;
+    frexp(x, &e); /* x = m 2^e, m in [0.5, 1) */
+    double p = ldexp(1.0, e - 1);
+    return p > prev && p <= x ? p : x;
+}
+
+int cost_fit_regimes(const double *x, const double *y, int n, struct cost_fit *f)
+{
+    if (n < 2 || n > FIT_MAX_POINTS)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (!(y[i] > 0) || !isfinite(x[i]) || (i > 0 && !(x[i] > x[i - 1])))
+            return -1;
+    /* best[k][j]: the least worst error of points [0, j] in k + 1 regimes,
+     * the last starting at from[k][j] */
+    static const double none = INFINITY;
+    double best[COST_MAX_REGIMES][FIT_MAX_POINTS];
+    int from[COST_MAX_REGIMES][FIT_MAX_POINTS];
+    int min_run = n >= 2 * FIT_MIN_RUN ? FIT_MIN_RUN : n;
+    for (int k = 0; k < COST_MAX_REGIMES; k++)
+        for (int j = 0; j < n; j++) {
+            best[k][j] = none;
+            from[k][j] = -1;
+            /* the last regime: points [i, j], after k regimes over [0, i) */
+            for (int i = k == 0 ? 0 : k * min_run; i + min_run - 1 <= j; i++) {
+                if (k == 0 && i > 0)
+                    break;
+                double a, b, e, before = k == 0 ? 0 : best[k - 1][i - 1];
+                if (before == none || run_fit(x, y, i, j, &a, &b, &e) != 0)
+                    continue;
+                e = e > before ? e : before;
+                if (e < best[k][j]) {
+                    best[k][j] = e;
+                    from[k][j] = i;
+                }
+            }
+        }
+    /* the fewest regimes within the tolerance, else the least error */
+    int K = -1;
+    for (int k = 0; k < COST_MAX_REGIMES && K < 0; k++)
+        if (best[k][n - 1] <= COST_FIT_TOLERANCE)
+            K = k;
+    for (int k = 0, within = K >= 0; k < COST_MAX_REGIMES && !within; k++)
+        if (best[k][n - 1] != none && (K < 0 || best[k][n - 1] < best[K][n - 1]))
+            K = k;
+    if (K < 0 || best[K][n - 1] == none)
+        return -1;
+    int start[COST_MAX_REGIMES];
+    for (int k = K, j = n - 1; k >= 0; k--) {
+        start[k] = from[k][j];
+        j = start[k] - 1;
+    }
+    double sw = 0, sy = 0, ss_res = 0, ss_tot = 0;
+    f->nmore = K;
+    for (int k = 0; k <= K; k++) {
+        int i = start[k], j = k < K ? start[k + 1] - 1 : n - 1;
+        double a, b, e;
+        run_fit(x, y, i, j, &a, &b, &e);
+        if (k == 0) {
+            f->alpha_us = a;
+            f->beta_us_per_byte = b;
+        } else {
+            f->more[k - 1] = (struct cost_regime){regime_start(x[i - 1], x[i]), a, b};
+        }
+        for (int q = i; q <= j; q++) {
+            double w = 1.0 / (y[q] * y[q]), p = a + b * x[q];
+            sw += w;
+            sy += w * y[q];
+            ss_res += w * (y[q] - p) * (y[q] - p);
+        }
+    }
+    for (int q = 0; q < n; q++)
+        ss_tot += (y[q] - sy / sw) * (y[q] - sy / sw) / (y[q] * y[q]);
+    f->r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
+    f->max_err = best[K][n - 1];
+    return 0;
+}
+
+double cost_regimes_us(double alpha_us, double beta_us_per_byte, int nmore, const struct cost_regime *more,
+                       double bytes)
+{
+    for (int k = nmore - 1; k >= 0; k--)
+        if (bytes >= more[k].from_bytes) {
+            alpha_us = more[k].alpha_us;
+            beta_us_per_byte = more[k].beta_us_per_byte;
+            break;
+        }
+    double t = alpha_us + beta_us_per_byte * bytes;
+    return t > 0 ? t : 0;
+}
+
 double cost_predict_us(const struct cost_fit *f, double bytes)
 {
-    double t = f->alpha_us + f->beta_us_per_byte * bytes;
-    return t > 0 ? t : 0;
+    return cost_regimes_us(f->alpha_us, f->beta_us_per_byte, f->nmore, f->more, bytes);
+}
+
+int cost_size_class(double bytes)
+{
+    if (!(bytes >= 2))
+        return 0;
+    int e;
+    frexp(bytes, &e); /* bytes in [2^(e-1), 2^e) */
+    return e - 1 < COST_SIZE_CLASSES ? e - 1 : COST_SIZE_CLASSES - 1;
+}
+
+double cost_predict_calls_us(const struct cost_fit *f, double calls, double bytes)
+{
+    if (!(calls > 0))
+        return 0;
+    /* the regime of the class's mean size is every call's: linear there */
+    double one = cost_predict_us(f, bytes / calls);
+    return one * calls;
 }
 
 const char *cost_model_path(char *buf, size_t n)
@@ -254,6 +389,20 @@ int cost_model_save(const char *path, const struct cost_fit *fits, int n, char *
         cJSON_AddNumberToObject(e, "alpha_us", f->alpha_us);
         cJSON_AddNumberToObject(e, "beta_us_per_byte", f->beta_us_per_byte);
         cJSON_AddNumberToObject(e, "r2", f->r2);
+        /* (added to the one-regime form: an older ddptop reads the first
+         * regime and leaves the rest) */
+        if (f->nmore > 0) {
+            cJSON *more = cJSON_AddArrayToObject(e, "regimes");
+            for (int k = 0; more && k < f->nmore && k < COST_MAX_REGIMES - 1; k++) {
+                cJSON *g = cJSON_CreateObject();
+                cJSON_AddNumberToObject(g, "from_bytes", f->more[k].from_bytes);
+                cJSON_AddNumberToObject(g, "alpha_us", f->more[k].alpha_us);
+                cJSON_AddNumberToObject(g, "beta_us_per_byte", f->more[k].beta_us_per_byte);
+                cJSON_AddItemToArray(more, g);
+            }
+        }
+        if (f->max_err >= 0)
+            cJSON_AddNumberToObject(e, "max_err_pct", 100.0 * f->max_err);
         cJSON_AddItemToArray(arr, e);
     }
     char *text = cJSON_Print(root);
@@ -269,6 +418,32 @@ int cost_model_save(const char *path, const struct cost_fit *fits, int n, char *
     return rc;
 }
 
+/* An entry's "regimes" into out (none: one regime). 0, or -1 when they are
+ * there and not a list of at most COST_MAX_REGIMES - 1 regimes of finite
+ * numbers starting at sizes that rise. */
+static int read_regimes(const cJSON *e, struct cost_fit *out)
+{
+    const cJSON *more = cJSON_GetObjectItem(e, "regimes"), *g;
+    out->nmore = 0;
+    if (!more)
+        return 0;
+    if (!cJSON_IsArray(more) || cJSON_GetArraySize(more) > COST_MAX_REGIMES - 1)
+        return -1;
+    cJSON_ArrayForEach(g, more)
+    {
+        const cJSON *v[3] = {cJSON_GetObjectItem(g, "from_bytes"), cJSON_GetObjectItem(g, "alpha_us"),
+                             cJSON_GetObjectItem(g, "beta_us_per_byte")};
+        for (int k = 0; k < 3; k++)
+            if (!cJSON_IsNumber(v[k]) || !isfinite(v[k]->valuedouble))
+                return -1;
+        struct cost_regime r = {v[0]->valuedouble, v[1]->valuedouble, v[2]->valuedouble};
+        if (!(r.from_bytes > (out->nmore ? out->more[out->nmore - 1].from_bytes : 0)))
+            return -1;
+        out->more[out->nmore++] = r;
+    }
+    return 0;
+}
+
 /* The fit for (backend, algo, ranks, coll) in root's "fits": 0, or -1. */
 static int find(const cJSON *root, const char *backend, const char *algo, int ranks, int coll, struct cost_fit *out)
 {
@@ -279,7 +454,8 @@ static int find(const cJSON *root, const char *backend, const char *algo, int ra
         if (!same(e, backend, algo, ranks, coll))
             continue;
         const cJSON *a = cJSON_GetObjectItem(e, "alpha_us"), *b = cJSON_GetObjectItem(e, "beta_us_per_byte");
-        if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b))
+        struct cost_fit more;
+        if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b) || read_regimes(e, &more) != 0)
             continue;
         memset(out, 0, sizeof(*out));
         snprintf(out->backend, sizeof(out->backend), "%s", backend);
@@ -288,8 +464,11 @@ static int find(const cJSON *root, const char *backend, const char *algo, int ra
         out->coll = coll;
         out->alpha_us = a->valuedouble;
         out->beta_us_per_byte = b->valuedouble;
-        const cJSON *r2 = cJSON_GetObjectItem(e, "r2");
+        const cJSON *r2 = cJSON_GetObjectItem(e, "r2"), *err = cJSON_GetObjectItem(e, "max_err_pct");
         out->r2 = cJSON_IsNumber(r2) ? r2->valuedouble : 0;
+        out->max_err = cJSON_IsNumber(err) && err->valuedouble >= 0 ? err->valuedouble / 100.0 : -1;
+        out->nmore = more.nmore;
+        memcpy(out->more, more.more, sizeof(out->more));
         out->valid = 1;
         rc = 0;
     }

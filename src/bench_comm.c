@@ -15,6 +15,7 @@
  */
 #include <cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,6 +293,61 @@ static void human(char *buf, size_t n, uint64_t b)
         snprintf(buf, n, "%llu", (unsigned long long)b);
 }
 
+/* The fit under the table: its worst error at a measured size, and each
+ * regime's line (on a line of its own, named by its sizes, where there
+ * are several). */
+static void write_fit(FILE *out, const struct cost_fit *f, int md)
+{
+    const char *lead = md ? "" : "# ";
+    int n = f->nmore + 1;
+    fprintf(out, "%s%sfit", md ? "\n" : "", lead);
+    if (n > 1)
+        fprintf(out, " in %d regimes", n);
+    fprintf(out, " (every size within %.1f%% of it, r2 %.4f):", 100.0 * f->max_err, f->r2);
+    for (int k = 0; k < n; k++) {
+        const struct cost_regime r = k ? f->more[k - 1] : (struct cost_regime){0, f->alpha_us, f->beta_us_per_byte};
+        char from[32], upto[32], label[80] = "";
+        human(from, sizeof(from), (uint64_t)r.from_bytes);
+        if (k + 1 < n)
+            human(upto, sizeof(upto), (uint64_t)f->more[k].from_bytes);
+        if (n > 1 && k == 0)
+            snprintf(label, sizeof(label), "below %s: ", upto);
+        else if (n > 1 && k + 1 < n)
+            snprintf(label, sizeof(label), "%s to %s: ", from, upto);
+        else if (n > 1)
+            snprintf(label, sizeof(label), "from %s: ", from);
+        fprintf(out, "%s%st = %.2f us", n > 1 ? (md ? "\n- " : "\n#   ") : " ", label, r.alpha_us);
+        if (r.beta_us_per_byte > 0)
+            fprintf(out, " + bytes / %.3g GB/s", 1e-3 / r.beta_us_per_byte);
+        else if (r.beta_us_per_byte < 0) /* (a regime whose times fell as sizes grew: noise) */
+            fprintf(out, " - bytes x %.3g ns", -1e3 * r.beta_us_per_byte);
+    }
+    fprintf(out, "\n");
+}
+
+/* A fit that misses a measured size by more than COST_FIT_TOLERANCE: one
+ * line naming the worst size. */
+static void warn_poor(const struct cost_fit *f, const struct row *rows, int n)
+{
+    int worst = 0;
+    double err = -1;
+    for (int k = 0; k < n; k++) {
+        double e = fabs(cost_predict_us(f, (double)rows[k].bytes) - rows[k].time_us) / rows[k].time_us;
+        if (e > err) {
+            err = e;
+            worst = k;
+        }
+    }
+    char sz[32];
+    human(sz, sizeof(sz), rows[worst].bytes);
+    fprintf(stderr,
+            "ddptop: --bench-comm: a poor fit: %s took %.1f us, %.0f%% off the %.1f us it predicts (the worst of %d "
+            "sizes, %d regime%s; over %.0f%% is poor): a loaded machine? measure again on a quiet one, or with more "
+            "--iters\n",
+            sz, rows[worst].time_us, 100.0 * err, cost_predict_us(f, (double)rows[worst].bytes), n, f->nmore + 1,
+            f->nmore ? "s" : "", 100.0 * COST_FIT_TOLERANCE);
+}
+
 /* Under mpirun: every process's times, wrong counts and rows done reach
  * process 0's tables. Returns 1 on a worker (it reports nothing), 0 on
  * process 0; *status becomes nonzero when any process failed. */
@@ -536,8 +592,9 @@ int bench_comm_main(const struct config *cfg)
              : over_mpi                    ? "mpi"
              : cfg->base.algo == ALGO_RING ? "ring"
                                            : "naive");
-    fit.valid = b->world > 1 && cost_fit_points(xs, ys, b->nrows, &fit.alpha_us, &fit.beta_us_per_byte, &fit.r2) == 0;
+    fit.valid = b->world > 1 && cost_fit_regimes(xs, ys, b->nrows, &fit) == 0;
     double factor = coll_busbw_factor(b->coll, b->world);
+    int poor = fit.valid && fit.max_err > COST_FIT_TOLERANCE;
 
     /* --output: made in memory, then written beside its name and renamed
      * over it (outfile.h) */
@@ -555,6 +612,11 @@ int bench_comm_main(const struct config *cfg)
         free(b);
         return 2;
     }
+    /* the fit is stored before the report, which names the file (an
+     * interrupted benchmark's is not: its sizes stop short) */
+    char path[1024] = "", serr[1200] = "";
+    int placed = cost_model_path(path, sizeof(path)) != NULL;
+    int stored = fit.valid && !stopped && placed && cost_model_save(path, &fit, 1, serr, sizeof(serr)) == 0;
     const char *algo = fit.algo;
     if (cfg->format == FMT_JSON) {
         cJSON *root = cJSON_CreateObject();
@@ -579,9 +641,25 @@ int bench_comm_main(const struct config *cfg)
         }
         cJSON *f = cJSON_AddObjectToObject(root, "fit");
         if (fit.valid) {
+            /* (alpha and beta: the first regime's, as before regimes) */
             cJSON_AddNumberToObject(f, "alpha_us", fit.alpha_us);
             cJSON_AddNumberToObject(f, "beta_us_per_byte", fit.beta_us_per_byte);
             cJSON_AddNumberToObject(f, "r2", fit.r2);
+            cJSON *regs = cJSON_AddArrayToObject(f, "regimes");
+            for (int k = 0; regs && k <= fit.nmore; k++) {
+                cJSON *g = cJSON_CreateObject();
+                cJSON_AddNumberToObject(g, "from_bytes", k ? fit.more[k - 1].from_bytes : 0);
+                cJSON_AddNumberToObject(g, "alpha_us", k ? fit.more[k - 1].alpha_us : fit.alpha_us);
+                cJSON_AddNumberToObject(g, "beta_us_per_byte",
+                                        k ? fit.more[k - 1].beta_us_per_byte : fit.beta_us_per_byte);
+                cJSON_AddItemToArray(regs, g);
+            }
+            cJSON_AddNumberToObject(f, "max_err_pct", 100.0 * fit.max_err);
+            cJSON_AddBoolToObject(f, "poor", poor);
+            if (stored)
+                cJSON_AddStringToObject(f, "stored", path);
+            else
+                cJSON_AddNullToObject(f, "stored");
         }
         char *s = cJSON_Print(root);
         fprintf(out, "%s\n", s);
@@ -618,8 +696,7 @@ int bench_comm_main(const struct config *cfg)
                         row->count, row->time_us, algbw, algbw * factor, row->wrong);
         }
         if (!csv && fit.valid)
-            fprintf(out, "%sfit: t = %.2f us + bytes / %.2f GB/s (r2 %.4f)\n", md ? "\n" : "# ", fit.alpha_us,
-                    fit.beta_us_per_byte > 0 ? 1e-3 / fit.beta_us_per_byte : 0.0, fit.r2);
+            write_fit(out, &fit, md);
     }
     if (out != stdout) {
         char why[1200] = "";
@@ -637,13 +714,17 @@ int bench_comm_main(const struct config *cfg)
         free(b);
         return 128 + (int)stop_signal;
     }
+    if (poor)
+        warn_poor(&fit, b->rows, b->nrows);
     if (fit.valid) {
-        char path[1024], serr[1200];
-        if (!cost_model_path(path, sizeof(path)))
+        if (!placed)
             fprintf(stderr, "ddptop: the cost model is not stored: neither XDG_CACHE_HOME nor HOME is an absolute "
                             "path (or set DDPTOP_COMM_MODEL)\n");
-        else if (cost_model_save(path, &fit, 1, serr, sizeof(serr)) != 0)
+        else if (!stored)
             fprintf(stderr, "ddptop: cannot store the cost model: %s\n", serr);
+        else
+            fprintf(stderr, "ddptop: --bench-comm: the fit is stored in %s (where --predict and pred/step read it)\n",
+                    path);
     }
     if (total_wrong) {
         fprintf(stderr, "ddptop: --bench-comm: %ld wrong results\n", total_wrong);

@@ -199,8 +199,9 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
                     rm->negotiate_steady_ns += sp->t1_ns - sp->t0_ns;
             }
             if (sp->coll < COLL_COUNT) {
-                rm->kind_calls[sp->coll]++;
-                rm->kind_bytes[sp->coll] += (double)sp->size;
+                int c = cost_size_class((double)sp->size);
+                rm->kind_calls[sp->coll][c]++;
+                rm->kind_bytes[sp->coll][c] += (double)sp->size;
             }
             /* a send or recv (kind COLL_NONE, comm.h's COMM_P2P) is one of
              * two ranks and has no sequence number: nothing to match */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "breakdown.h"
+#include "cost_model.h"
 #include "probe.h"
 
 /* What a rank reports at the end of every step. */
@@ -82,14 +83,16 @@ struct rank_metrics {
     int64_t desched_ns;                        /* runnable but not on a core, every step but the first */
     int desched_valid;
     uint64_t ncoll;
-    uint64_t kind_calls[COLL_COUNT]; /* per collective kind: calls and summed sizes, */
-    double kind_bytes[COLL_COUNT];   /* for the alpha-beta prediction */
-    uint64_t dropped;                /* spans lost to full rings */
-    uint64_t late;                   /* spans of steps already closed */
-    int gpu_view;                    /* a LANE_GPU span has arrived: steps from then on are
-                                        broken down over LANE_GPU spans only (the device view) */
-    int gpu_held;                    /* metrics_expect_gpu: steps wait for their device records */
-    int64_t gpu_seen_ns;             /* latest start of a LANE_GPU span so far */
+    /* per collective kind and size class (cost_size_class): calls and
+     * summed sizes, for the alpha-beta prediction */
+    uint64_t kind_calls[COLL_COUNT][COST_SIZE_CLASSES];
+    double kind_bytes[COLL_COUNT][COST_SIZE_CLASSES];
+    uint64_t dropped;    /* spans lost to full rings */
+    uint64_t late;       /* spans of steps already closed */
+    int gpu_view;        /* a LANE_GPU span has arrived: steps from then on are
+                            broken down over LANE_GPU spans only (the device view) */
+    int gpu_held;        /* metrics_expect_gpu: steps wait for their device records */
+    int64_t gpu_seen_ns; /* latest start of a LANE_GPU span so far */
     /* --cupti-sample: steps broken down over their device records, and
      * steps estimated from the latest of them */
     uint64_t ntraced, nuntraced;
@@ -109,6 +112,24 @@ struct rank_metrics {
     struct span gpu_open[CAT_COUNT];
     uint8_t gpu_open_on[CAT_COUNT];
 };
+
+/* A rank's calls of collective kind k, and the bytes they moved, over
+ * every size class. */
+static inline uint64_t metrics_kind_calls(const struct rank_metrics *rm, int k)
+{
+    uint64_t n = 0;
+    for (int c = 0; c < COST_SIZE_CLASSES; c++)
+        n += rm->kind_calls[k][c];
+    return n;
+}
+
+static inline double metrics_kind_bytes(const struct rank_metrics *rm, int k)
+{
+    double b = 0;
+    for (int c = 0; c < COST_SIZE_CLASSES; c++)
+        b += rm->kind_bytes[k][c];
+    return b;
+}
 
 struct coll_slot;
 

@@ -206,14 +206,41 @@ int pipe_in_flight(int schedule, int S, int s, int M)
     return S - s < M ? S - s : M;
 }
 
-size_t pipe_stage_activation_bytes(const struct model *m, int a, int b)
+const char *pipe_stage_mem_key(int kind)
 {
-    size_t bytes = 0;
-    for (int i = a; i < b; i++) {
-        const struct tensor *t = &m->tensors[m->layers[i].out];
-        if (t->alias_of >= 0)
-            continue; /* its buffers are another tensor's */
-        bytes += sizeof(float) * (size_t)t->stride * (size_t)m->batch * (tensor_has_grad(t) ? 2 : 1);
+    static const char *const keys[SMEM_KINDS] = {[SMEM_PARAMS] = "param_bytes",
+                                                 [SMEM_GRADS] = "grad_bytes",
+                                                 [SMEM_OPTIM] = "optimizer_bytes",
+                                                 [SMEM_ACTS] = "activation_bytes"};
+    return kind >= 0 && kind < SMEM_KINDS ? keys[kind] : "?";
+}
+
+/* Bytes of tensor t's value for one micro-batch, and of its gradient
+ * beside it when one flows through it. */
+static double tensor_bytes(const struct model *m, int t)
+{
+    const struct tensor *x = &m->tensors[t];
+    return sizeof(float) * (double)x->stride * (double)m->batch * (x->need_grad && tensor_has_grad(x) ? 2 : 1);
+}
+
+void pipe_stage_memory(const struct model *m, int a, int b, int in_flight, double momentum, double *bytes)
+{
+    for (int k = 0; k < SMEM_KINDS; k++)
+        bytes[k] = 0;
+    for (int p = 0; p < m->nparams; p++) {
+        const struct param *q = &m->params[p];
+        if (q->layer < a || q->layer >= b)
+            continue;
+        double n = sizeof(float) * (double)q->len;
+        bytes[SMEM_PARAMS] += n;
+        bytes[SMEM_GRADS] += q->trainable ? n : 0;
+        bytes[SMEM_OPTIM] += q->trainable && momentum != 0 ? n : 0;
     }
-    return bytes;
+    /* the stage's input: the model's, or what crosses the cut before it */
+    int in = a == 0 ? m->input : model_cut_tensor(m, a);
+    double acts = in >= 0 ? tensor_bytes(m, in) : 0;
+    for (int i = a; i < b; i++)
+        if (m->tensors[m->layers[i].out].alias_of < 0) /* (a view: its buffers are another tensor's) */
+            acts += tensor_bytes(m, m->layers[i].out);
+    bytes[SMEM_ACTS] = acts * in_flight;
 }

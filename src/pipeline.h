@@ -47,9 +47,26 @@ void pipe_schedule_ops(int schedule, int S, int s, int M, int *ops);
 /* Micro-batches whose activations stage s holds at once under the
  * schedule: M for GPipe, min(M, S - s) for 1F1B. */
 int pipe_in_flight(int schedule, int S, int s, int M);
-/* Bytes of activations and their gradients that layers [a, b) of m hold
- * for one forward (m's batch: one micro-batch). */
-size_t pipe_stage_activation_bytes(const struct model *m, int a, int b);
+/* What a stage holds to train its layers, in bytes (DDLBench's memory
+ * axis), one figure a kind:
+ *  - its layers' parameters;
+ *  - the gradients of those that train (a frozen one has none);
+ *  - SGD's momentum, one value a trainable parameter (none at momentum 0,
+ *    as PyTorch's SGD keeps none);
+ *  - the activations of every micro-batch in flight (pipe_in_flight): its
+ *    input (the model's, or the tensor the stage before sends) and each of
+ *    its layers' outputs (not a view of another's buffer), values, with a
+ *    gradient beside each one that a gradient flows through (need_grad).
+ * Counted from the layers' shapes as the run holds them (a blocked
+ * layout's padded channels included); every rank still builds the whole
+ * model, so a rank's measured peak does not shrink with its stage. */
+enum stage_mem_kind { SMEM_PARAMS = 0, SMEM_GRADS, SMEM_OPTIM, SMEM_ACTS, SMEM_KINDS };
+/* The kind's key in the report's JSON ("param_bytes"...). */
+const char *pipe_stage_mem_key(int kind);
+/* The figures of layers [a, b) of m (m's batch: one micro-batch) with
+ * in_flight micro-batches live and SGD momentum `momentum`, into
+ * bytes[SMEM_KINDS]. */
+void pipe_stage_memory(const struct model *m, int a, int b, int in_flight, double momentum, double *bytes);
 
 const char *parallel_name(int kind);
 const char *schedule_name(int kind);

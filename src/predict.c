@@ -9,7 +9,7 @@
 
 struct predict_link predict_ring_link(double bw_bytes_per_s, double lat_s, int ranks)
 {
-    struct predict_link l = {0, 0};
+    struct predict_link l = {0};
     if (ranks > 1 && bw_bytes_per_s > 0) {
         l.alpha_us = 2.0 * (ranks - 1) * lat_s * 1e6;
         l.beta_us_per_byte = 2.0 * (ranks - 1) / ((double)ranks * bw_bytes_per_s) * 1e6;
@@ -17,9 +17,17 @@ struct predict_link predict_ring_link(double bw_bytes_per_s, double lat_s, int r
     return l;
 }
 
+struct predict_link predict_link_of(const struct cost_fit *f)
+{
+    struct predict_link l = {.alpha_us = f->alpha_us, .beta_us_per_byte = f->beta_us_per_byte, .nmore = f->nmore};
+    for (int k = 0; k < f->nmore && k < COST_MAX_REGIMES - 1; k++)
+        l.more[k] = f->more[k];
+    return l;
+}
+
 static double cost_ms(const struct predict_link *l, double bytes)
 {
-    return (l->alpha_us + l->beta_us_per_byte * bytes) / 1e3;
+    return cost_regimes_us(l->alpha_us, l->beta_us_per_byte, l->nmore, l->more, bytes) / 1e3;
 }
 
 /* The cost of an allreduce of gradients that take fp32_bytes in memory:

@@ -8,7 +8,8 @@
  * layers running in reverse). On K ranks, each with the same per-rank
  * batch (weak scaling) and a core of its own, the compute stays; the
  * gradients are averaged with ring allreduces of
- *   t(S) = alpha + beta S        (a --bench-comm fit for K ranks), or
+ *   t(S) = alpha + beta S        (a --bench-comm fit for K ranks, alpha
+ *                                and beta those of S's regime), or
  *   t(S) = 2 (K-1) (lat + S / (K bw))   (--link BW,LAT)
  * and the step becomes
  *   allreduce:  F + B + sum over tensors t(S_p) + R
@@ -36,12 +37,20 @@
 
 #include <stddef.h>
 
+#include "cost_model.h"
 #include "strategy.h"
 
-/* A collective's cost: alpha + beta * bytes, in us. */
+/* A collective's cost: alpha + beta * bytes, in us, for messages below
+ * more[0].from_bytes (all of them when nmore is 0), and each further
+ * regime's from its from_bytes (a --bench-comm fit's, cost_model.h). */
 struct predict_link {
     double alpha_us, beta_us_per_byte;
+    int nmore;
+    struct cost_regime more[COST_MAX_REGIMES - 1];
 };
+
+/* A --bench-comm fit as a link. */
+struct predict_link predict_link_of(const struct cost_fit *f);
 
 /* What one 1-rank run gives the model. */
 struct predict_input {

@@ -264,7 +264,7 @@ struct relay_hdr {
 struct relay_done {
     int32_t rank, rc;
     int32_t stage_first, stage_end;
-    uint64_t stage_live_bytes;
+    double stage_mem[SMEM_KINDS];
     int64_t mem_now, mem_peak; /* its device memory (struct device_mem) */
     char dev[64];
     char err[256];
@@ -440,7 +440,7 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
         snprintf(k->err, sizeof(k->err), "%s", d.err);
         k->stage_first = d.stage_first;
         k->stage_end = d.stage_end;
-        k->stage_live_bytes = d.stage_live_bytes;
+        memcpy(k->stage_mem, d.stage_mem, sizeof(k->stage_mem));
         atomic_store(&k->mem.now, d.mem_now);
         atomic_store(&k->mem.peak, d.mem_peak);
         procs_device_name(d.rank / self.per, d.dev, k->dev.name, sizeof(k->dev.name));
@@ -741,9 +741,9 @@ void relay_rank_done(struct relay *rl, int rank)
                            .rc = k->rc,
                            .stage_first = k->stage_first,
                            .stage_end = k->stage_end,
-                           .stage_live_bytes = k->stage_live_bytes,
                            .mem_now = atomic_load(&k->mem.now),
                            .mem_peak = atomic_load(&k->mem.peak)};
+    memcpy(d.stage_mem, k->stage_mem, sizeof(d.stage_mem));
     snprintf(d.dev, sizeof(d.dev), "%s", k->dev.name[0] ? k->dev.name : "cpu");
     snprintf(d.err, sizeof(d.err), "%s", k->err);
     MPI_Send(&d, sizeof(d), MPI_BYTE, 0, TAG_DONE, rl->mc);

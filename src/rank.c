@@ -908,8 +908,7 @@ static int pipe_init(struct loop *L)
         }
     rk->stage_first = a;
     rk->stage_end = b;
-    rk->stage_live_bytes =
-        pipe_stage_activation_bytes(m, a, b) * (size_t)pipe_in_flight(L->plan.schedule, S, L->stage, M);
+    pipe_stage_memory(m, a, b, pipe_in_flight(L->plan.schedule, S, L->stage, M), cfg->momentum, rk->stage_mem);
     return 0;
 }
 
@@ -1225,14 +1224,16 @@ static int sync_buffers(struct loop *L)
     return 0;
 }
 
-/* Evaluates this rank's share (indices rank, rank+W, ...) of the test split. */
+/* Evaluates this rank's share (indices rank, rank+W, ...) of the test
+ * split, a batch of the model's at a time (a pipeline's holds one
+ * micro-batch). */
 static int evaluate(struct loop *L, int epoch)
 {
     struct rank *rk = L->rk;
     struct run *run = L->run;
     const struct dataset *test = run->test;
     struct model *m = L->m;
-    int B = run->local_batch;
+    int B = m->batch;
     struct epoch_rec er = {.epoch = epoch};
     if (sync_buffers(L) != 0)
         return -1;
@@ -1682,8 +1683,9 @@ void *rank_main(void *arg)
             }
             if (atomic_load(&run->abort))
                 break;
-            /* (stages hold only their own layers trained: no one rank can evaluate) */
-            if (run->cfg.eval && run->cfg.parallel == PAR_DATA &&
+            /* (where stages split the model, each trains only its own
+             * layers and no one rank can evaluate; one stage holds it all) */
+            if (run->cfg.eval && run_stages(&run->cfg) == 1 &&
                 (i == run->steps_per_epoch || (long)step >= run->total_steps)) {
                 atomic_store(&rk->evaluating, 1);
                 int bad = evaluate(&L, epoch);

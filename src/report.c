@@ -69,17 +69,17 @@ static void predict_stages(struct run_result *res, const struct run *r, const st
         compute += layer[l];
     }
     double rest = res->ms_p50 - M * compute;
-    struct predict_link link = {0, 0};
+    struct predict_link link = {0};
     struct cost_fit f;
     char path[1024];
     cost_model_path(path, sizeof(path));
     int have = 1;
     if (c->link_bw > 0) {
-        link = (struct predict_link){c->link_lat * 1e6, 1e6 / c->link_bw};
+        link = (struct predict_link){.alpha_us = c->link_lat * 1e6, .beta_us_per_byte = 1e6 / c->link_bw};
         snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: a message between stages",
                  c->link_bw / 1e9, c->link_lat * 1e6);
     } else if (cost_model_lookup(path, fit_backend(r), fit_algo(r), 2, COLL_BROADCAST, &f) == 0) {
-        link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
+        link = predict_link_of(&f);
         snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's 2-rank broadcast fit (%s): a message",
                  fit_backend(r));
     } else {
@@ -171,7 +171,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
         int k = c->predict_ranks[i];
         sp->ranks = k;
         /* the rooted collectives: gather, broadcast, scatter, reduce */
-        struct predict_link link = {0, 0}, rooted[4];
+        struct predict_link link = {0}, rooted[4];
         const struct predict_link **slot[4] = {&in.gather, &in.broadcast, &in.scatter, &in.reduce};
         const int kinds[4] = {COLL_GATHER, COLL_BROADCAST, COLL_SCATTER, COLL_REDUCE};
         struct cost_fit f;
@@ -182,18 +182,19 @@ static void predict_scaling(struct run_result *res, struct run *r)
             link = predict_ring_link(c->link_bw, c->link_lat, k);
             /* through the root: its K-1 messages one after another */
             for (int q = 0; q < 4; q++) {
-                rooted[q] = (struct predict_link){(k - 1) * c->link_lat * 1e6, (k - 1) * 1e6 / c->link_bw};
+                rooted[q] = (struct predict_link){.alpha_us = (k - 1) * c->link_lat * 1e6,
+                                                  .beta_us_per_byte = (k - 1) * 1e6 / c->link_bw};
                 *slot[q] = &rooted[q];
             }
         } else {
             int rooted_only = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
             if (cost_model_lookup(path, fit_backend(r), algo, k, COLL_ALLREDUCE, &f) == 0)
-                link = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
+                link = predict_link_of(&f);
             else if (!rooted_only)
                 continue; /* no cost for this rank count: n/a */
             for (int q = 0; q < 4; q++)
                 if (cost_model_lookup(path, fit_backend(r), algo, k, kinds[q], &f) == 0) {
-                    rooted[q] = (struct predict_link){f.alpha_us, f.beta_us_per_byte};
+                    rooted[q] = predict_link_of(&f);
                     *slot[q] = &rooted[q];
                 }
         }
@@ -221,31 +222,34 @@ static void predict(struct run_result *res, struct run *r)
     char path[1024];
     cost_model_path(path, sizeof(path));
     const char *algo = fit_algo(r);
-    double total = 0, r2 = 1.0, most = 0;
+    double total = 0, r2 = 1.0, most = 0, err = -1;
     int used = 0, kind = 0;
     for (int k = 1; k < COLL_COUNT; k++) {
         uint64_t calls = 0;
-        double bytes = 0;
-        for (int i = 0; i < r->world; i++) {
-            calls += r->metrics.r[i].kind_calls[k];
-            bytes += r->metrics.r[i].kind_bytes[k];
-        }
+        for (int i = 0; i < r->world; i++)
+            calls += metrics_kind_calls(&r->metrics.r[i], k);
         if (!calls || k == COLL_BARRIER)
             continue;
         used = 1;
         struct cost_fit f;
         if (cost_model_lookup(path, fit_backend(r), algo, r->world, k, &f) != 0)
             return;
-        double t = (double)calls * f.alpha_us + f.beta_us_per_byte * bytes;
+        double t = 0; /* (each size class in its regime) */
+        for (int i = 0; i < r->world; i++)
+            for (int c = 0; c < COST_SIZE_CLASSES; c++)
+                t += cost_predict_calls_us(&f, (double)r->metrics.r[i].kind_calls[k][c],
+                                           r->metrics.r[i].kind_bytes[k][c]);
         total += t;
         if (t >= most) { /* (the fit that carries the prediction: its r2 is the one that matters) */
             most = t;
             r2 = f.r2;
+            err = f.max_err;
             kind = k;
         }
     }
     res->pred_valid = used;
     res->pred_r2 = r2;
+    res->pred_err = err;
     res->pred_kind = kind;
     res->pred_ms = total / 1e3 / r->world;
 }
@@ -422,16 +426,17 @@ static void stage_results(struct run_result *res, const struct run *r)
     res->global_batch = r->global_batch;
     res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
     int first[64], last[64];
-    double live[64];
+    double mem[64][SMEM_KINDS];
     for (int i = 0; i < r->world && i < 64; i++) {
         first[i] = r->ranks[i].stage_first;
         last[i] = r->ranks[i].stage_end - 1;
-        live[i] = (double)r->ranks[i].stage_live_bytes;
+        memcpy(mem[i], r->ranks[i].stage_mem, sizeof(mem[i]));
     }
-    result_stages(res, r->world, first, last, live);
+    result_stages(res, r->world, first, last, (const double(*)[SMEM_KINDS])mem);
 }
 
-void result_stages(struct run_result *res, int world, const int *first, const int *last, const double *live_bytes)
+void result_stages(struct run_result *res, int world, const int *first, const int *last,
+                   const double (*mem)[SMEM_KINDS])
 {
     res->nstages = 0;
     if (world > 64 || res->nranks < world)
@@ -448,7 +453,11 @@ void result_stages(struct run_result *res, int world, const int *first, const in
         memset(st, 0, sizeof(*st));
         st->first = first[s];
         st->last = last[s];
-        st->live_mb = live_bytes[s] / 1e6;
+        for (int k = 0; k < SMEM_KINDS; k++) {
+            st->mem_bytes[k] = mem[s][k];
+            st->mem_total_bytes += mem[s][k];
+        }
+        st->live_mb = mem[s][SMEM_ACTS] / 1e6;
         for (int d = 0; d < D; d++) {
             const struct rank_result *rr = &res->ranks[d * S + s];
             /* (each step's loss broadcast sends a few bytes more: not
@@ -1041,11 +1050,15 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         char why[400];
         if (result_efficiency_note(res, i, why, sizeof(why)))
             fprintf(f, "\nrun %d: %s\n", i, why);
-        if (r->pred_valid && r->pred_r2 < 0.9)
+        if (r->pred_valid && (r->pred_r2 < 0.9 || r->pred_err > COST_FIT_TOLERANCE)) {
+            char off[64] = ""; /* (a fit stored before regimes does not know) */
+            if (r->pred_err > COST_FIT_TOLERANCE)
+                snprintf(off, sizeof(off), ", and %.0f%% off at a size it measured", 100.0 * r->pred_err);
             fprintf(f,
-                    "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f: a rough guide only (run "
+                    "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f%s: a rough guide only (run "
                     "--bench-comm --collective %s --ranks %d again on a quiet machine)\n",
-                    i, coll_name(r->pred_kind), r->pred_r2, coll_name(r->pred_kind), r->world);
+                    i, coll_name(r->pred_kind), r->pred_r2, off, coll_name(r->pred_kind), r->world);
+        }
         if (r->train_valid && r->classes > 1 && r->train_loss > 2.0 * log((double)r->classes))
             fprintf(f,
                     "\nrun %d: the training loss %.3g is far above chance (%.2f for %d classes): the learning rate "
@@ -1063,7 +1076,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     "\nrun %d ended inside its learning-rate warm-up (%ld of --warmup-steps %d): its rate never "
                     "reached the full --lr%s\n",
                     i, r->steps, r->cfg.warmup_steps, r->cfg.scale_lr ? " x ranks" : "");
-        if (r->cfg.parallel != PAR_DATA && r->cfg.eval && !r->test_valid && !r->replay.valid)
+        if (run_stages(&r->cfg) > 1 && r->cfg.eval && !r->test_valid && !r->replay.valid)
             fprintf(f,
                     "\nrun %d: test acc is n/a: each stage holds only its own layers, so no rank can evaluate "
                     "the whole model\n",
@@ -1078,15 +1091,25 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                 fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
             fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
                     100.0 * (S - 1) / (M + S - 1));
-            fprintf(f, md ? "\n| stage | layers | compute %% | idle %% | sent/step | live activations |\n"
-                            "|---:|---|---:|---:|---:|---:|\n"
-                          : "  stage  layers    compute%%  idle%%  sent/step  live activations\n");
-            for (int k = 0; k < S; k++)
-                fprintf(f,
-                        md ? "| %d | %d-%d | %.1f | %.1f | %.2f MB | %.2f MB |\n"
-                           : "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB  %9.2f MB\n",
-                        k, r->stage[k].first, r->stage[k].last, r->stage[k].compute_pct, r->stage[k].idle_pct,
-                        r->stage[k].sent_mb, r->stage[k].live_mb);
+            fprintf(f, md ? "\n| stage | layers | compute %% | idle %% | sent/step | params | grads | optimizer | "
+                            "activations | memory |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                          : "  stage  layers    compute%%  idle%%  sent/step     params      grads  optimizer  "
+                            "activations     memory\n");
+            for (int k = 0; k < S; k++) {
+                const struct stage_result *st = &r->stage[k];
+                fprintf(f, md ? "| %d | %d-%d | %.1f | %.1f | %.2f MB" : "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB", k,
+                        st->first, st->last, st->compute_pct, st->idle_pct, st->sent_mb);
+                for (int q = 0; q < SMEM_KINDS; q++) /* (text: under each heading's end) */
+                    fprintf(f, " %s%*.2f MB", md ? "| " : "", md ? 0 : q == SMEM_ACTS ? 9 : 7, st->mem_bytes[q] / 1e6);
+                fprintf(f, md ? " | %.2f MB |\n" : " %7.2f MB\n", st->mem_total_bytes / 1e6);
+            }
+            fprintf(f,
+                    "%smemory: what a stage holds to train its layers: their parameters, the gradients and SGD\n"
+                    "momentum of those that train, and the activations of each micro-batch in flight (its input\n"
+                    "and its layers' outputs, with their gradients).\n"
+                    "mem peak: what each rank allocated; every rank here builds the whole model, so it does not\n"
+                    "shrink with its stage.\n",
+                    md ? "\n" : "");
         }
         if (r->negotiate_valid)
             fprintf(f,
@@ -1309,6 +1332,9 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
             cJSON_AddNumberToObject(e, "idle_pct", r->stage[k].idle_pct);
             cJSON_AddNumberToObject(e, "sent_mb_per_step", r->stage[k].sent_mb);
             cJSON_AddNumberToObject(e, "live_activation_mb", r->stage[k].live_mb);
+            for (int q = 0; q < SMEM_KINDS; q++)
+                cJSON_AddNumberToObject(e, pipe_stage_mem_key(q), r->stage[k].mem_bytes[q]);
+            cJSON_AddNumberToObject(e, "mem_bytes", r->stage[k].mem_total_bytes);
             cJSON_AddItemToArray(st, e);
         }
     }

@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "metrics.h"
+#include "pipeline.h"
 
 struct run;
 
@@ -125,6 +126,8 @@ struct run_result {
     int pred_valid;
     double pred_r2; /* the fit of the collective that takes most of the predicted time */
     int pred_kind;  /* ... that collective (enum coll_kind) */
+    /* ... its largest relative error at a size it measured (< 0: not known) */
+    double pred_err;
     /* --predict (a 1-rank run): the step at more ranks (src/predict.h) */
     struct scaling_pred {
         int ranks;
@@ -141,6 +144,8 @@ struct run_result {
         double live_mb;  /* activations (and gradients) its schedule keeps at once */
         double sent_mb;  /* activations and gradients sent per step (the loss's broadcast aside) */
         double compute_pct, idle_pct;
+        /* what it holds, by kind (pipe_stage_memory), and their sum (bytes) */
+        double mem_bytes[SMEM_KINDS], mem_total_bytes;
     } stage[64];
     int classes; /* of the data set: chance is a loss of ln(classes) */
     double train_loss, train_acc, test_acc;
@@ -215,10 +220,11 @@ int results_collapse_repeats(struct run_result *res, int n, int repeat);
 
 /* --parallel model|pipeline: each stage's figures (res->stage) from its
  * ranks' results (rank d x S + s is copy d of stage s, D = run_replicas of
- * res->cfg): rank i runs layers first[i] to last[i] and holds live_bytes[i]
- * of activations at once. A rank with last < first (it failed before it
- * knew its stage) leaves no stages. */
-void result_stages(struct run_result *res, int world, const int *first, const int *last, const double *live_bytes);
+ * res->cfg): rank i runs layers first[i] to last[i] and holds mem[i] (bytes
+ * by kind, pipe_stage_memory). A rank with last < first (it failed before
+ * it knew its stage) leaves no stages. */
+void result_stages(struct run_result *res, int world, const int *first, const int *last,
+                   const double (*mem)[SMEM_KINDS]);
 /* Stages without --dp move their bytes in sends between stages, which have
  * no bus bandwidth (nccl-tests gives none) and no peers' collective to
  * match for a transfer time: busbw, xfer, sync and pred would be those of

@@ -54,9 +54,9 @@ struct rank {
     int64_t flops_per_sample;
     /* --parallel model|pipeline, for the report (read after the run):
      * this rank's stage runs layers [stage_first, stage_end) and holds
-     * stage_live_bytes of activations at once under its schedule */
+     * stage_mem (pipe_stage_memory: bytes of each kind) */
     int stage_first, stage_end;
-    size_t stage_live_bytes;
+    double stage_mem[SMEM_KINDS];
     /* ranks as processes (procs.h): this process runs the rank's thread;
      * else process 0's relay fills its rings, and counts the records its
      * own process lost */

@@ -36,6 +36,8 @@
 #include "trace_analyze.h"
 #include "trace_export.h"
 
+_Static_assert(SMEM_KINDS == TRACE_STAGE_MEM_KINDS, "a trace carries every kind of a stage's memory");
+
 struct tracer {
     struct run *r;
     struct trace_export *x;
@@ -244,7 +246,8 @@ static void end_members(struct trace_export *x, const struct run *r)
         cJSON_AddNumberToObject(p, "rank", i);
         cJSON_AddNumberToObject(p, "first_layer", r->ranks[i].stage_first);
         cJSON_AddNumberToObject(p, "last_layer", r->ranks[i].stage_end - 1);
-        cJSON_AddNumberToObject(p, "live_bytes", (double)r->ranks[i].stage_live_bytes);
+        for (int k = 0; k < SMEM_KINDS; k++)
+            cJSON_AddNumberToObject(p, trace_stage_mem_keys[k], r->ranks[i].stage_mem[k]);
         cJSON_AddItemToArray(a, p);
     }
     char *s = o && o->child ? cJSON_PrintUnformatted(o) : NULL;
@@ -514,7 +517,7 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
         result_staged_sends(res);
         /* the stage table, where the trace holds every rank */
         if (res->cfg.parallel != PAR_DATA && d->nstage_ranks == res->world && res->nranks == res->world)
-            result_stages(res, res->world, d->stage_first, d->stage_last, d->stage_live);
+            result_stages(res, res->world, d->stage_first, d->stage_last, d->stage_mem);
     }
     cJSON_Delete(o);
 }

@@ -576,7 +576,8 @@ before=$(stat -c %Y.%s "$shared" 2>/dev/null || echo none)
 env -u HOME -u XDG_CACHE_HOME -u DDPTOP_COMM_MODEL timeout 60 "$BIN" --bench-comm --ranks 2 --min-bytes 4K \
     --max-bytes 16K --iters 2 --warmup 0 >"$tmp/out" 2>"$tmp/err"
 st=$?
-if [ "$st" -ne 0 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q "cost model is not stored" "$tmp/err" ||
+# (besides the line that a fit of 3 sizes timed twice may be poor)
+if [ "$st" -ne 0 ] || [ "$(grep -vc 'a poor fit' "$tmp/err")" -ne 1 ] || ! grep -q "cost model is not stored" "$tmp/err" ||
     [ "$(stat -c %Y.%s "$shared" 2>/dev/null || echo none)" != "$before" ]; then
     echo "FAIL: --bench-comm without HOME: status $st, the note, and nothing written to $shared:"
     sed 's/^/    /' "$tmp/err"

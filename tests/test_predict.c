@@ -41,7 +41,7 @@ static void test_allreduce_and_ddp(void **state)
 {
     const int all[3] = {1, 1, 1};
     struct predict_input in = input(all);
-    struct predict_link l = {100.0, 1.0};
+    struct predict_link l = {.alpha_us = 100.0, .beta_us_per_byte = 1.0};
     double comm, exposed;
     assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 9.2, 1e-12);
     assert_float_equal(comm, 1.7, 1e-12);
@@ -56,6 +56,29 @@ static void test_allreduce_and_ddp(void **state)
     assert_true(predict_step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed) < 0);
 }
 
+/* A --bench-comm fit of two regimes: 100 us + 1 us/B below 512 B, 50 us +
+ * 2 us/B from 512 B on. Each message takes its size's regime:
+ *   allreduce: tensor 0 (400 B) 0.5 ms, tensor 1 (800 B) 50 + 1600 us =
+ *              1.65 ms, tensor 2 (200 B) 0.3 ms: 2.45 ms after backward,
+ *              3 + 4 + 2.45 + 0.5 = 9.95 ms;
+ *   ddp, 1000-byte buckets: {tensors 2,1} (1000 B: 50 + 2000 us, ready at
+ *              2.0, ends 4.05), {tensor 0} (400 B: 0.5 ms, from 4.05 to
+ *              4.55): 2.55 ms of allreduces, 0.55 exposed, 8.05 ms.
+ * (The first regime alone would give 9.2 and 8.0, as above.) */
+static void test_regimes(void **state)
+{
+    const int all[3] = {1, 1, 1};
+    struct predict_input in = input(all);
+    struct cost_fit f = {.alpha_us = 100.0, .beta_us_per_byte = 1.0, .nmore = 1, .more = {{512, 50.0, 2.0}}};
+    struct predict_link l = predict_link_of(&f);
+    double comm, exposed;
+    assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 9.95, 1e-12);
+    assert_float_equal(comm, 2.45, 1e-12);
+    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 8.05, 1e-12);
+    assert_float_equal(comm, 2.55, 1e-12);
+    assert_float_equal(exposed, 0.55, 1e-12);
+}
+
 /* Horovod: a cycle of 1.5 ms wakes the lane at 1.5 (tensor 2 final: 200 B),
  * 3.0 (tensor 1: 800 B) and 4.5 (tensor 0: 400 B), each wake negotiating
  * first (3 floats, 0.112 ms): the lane ends at 5.112, 1.112 after
@@ -66,7 +89,7 @@ static void test_horovod_and_gather_scatter(void **state)
 {
     const int all[3] = {1, 1, 1};
     struct predict_input in = input(all);
-    struct predict_link l = {100.0, 1.0};
+    struct predict_link l = {.alpha_us = 100.0, .beta_us_per_byte = 1.0};
     double comm, exposed;
     in.cycle_ms = 1.5;
     assert_float_equal(predict_step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 8.612, 1e-12);
@@ -76,7 +99,8 @@ static void test_horovod_and_gather_scatter(void **state)
     assert_float_equal(predict_step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 10.212, 1e-12);
     assert_float_equal(comm, 1.712, 1e-12);
     assert_true(predict_step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed) < 0); /* no costs */
-    struct predict_link g = {100.0, 1.0}, b = {50.0, 0.5};
+    struct predict_link g = {.alpha_us = 100.0, .beta_us_per_byte = 1.0},
+                        b = {.alpha_us = 50.0, .beta_us_per_byte = 0.5};
     in.gather = &g;
     in.broadcast = &b;
     assert_float_equal(predict_step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed), 9.75, 1e-12);
@@ -85,7 +109,8 @@ static void test_horovod_and_gather_scatter(void **state)
      * scattered (100 B each way), gradients reduced (1400 B), parameters
      * broadcast (1400 B) */
     assert_true(predict_step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed) < 0); /* no scatter, no reduce */
-    struct predict_link sc = {10.0, 0.1}, rd = {20.0, 0.2};
+    struct predict_link sc = {.alpha_us = 10.0, .beta_us_per_byte = 0.1},
+                        rd = {.alpha_us = 20.0, .beta_us_per_byte = 0.2};
     in.scatter = &sc;
     in.reduce = &rd;
     in.input_bytes = 1000;
@@ -105,7 +130,7 @@ static void test_wire16(void **state)
 {
     const int all[3] = {1, 1, 1};
     struct predict_input in = input(all);
-    struct predict_link l = {100.0, 1.0};
+    struct predict_link l = {.alpha_us = 100.0, .beta_us_per_byte = 1.0};
     double comm, exposed;
     in.grad_bytes = 2;
     assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 8.5, 1e-12);
@@ -116,7 +141,8 @@ static void test_wire16(void **state)
     in.cycle_ms = 5.0;
     assert_float_equal(predict_step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 9.512, 1e-12);
     assert_float_equal(comm, 1.012, 1e-12);
-    struct predict_link g = {100.0, 1.0}, b = {50.0, 0.5};
+    struct predict_link g = {.alpha_us = 100.0, .beta_us_per_byte = 1.0},
+                        b = {.alpha_us = 50.0, .beta_us_per_byte = 0.5};
     in.gather = &g;
     in.broadcast = &b;
     assert_float_equal(predict_step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed), 9.75, 1e-12);
@@ -128,7 +154,7 @@ static void test_frozen(void **state)
 {
     const int some[3] = {1, 0, 1};
     struct predict_input in = input(some);
-    struct predict_link l = {100.0, 1.0};
+    struct predict_link l = {.alpha_us = 100.0, .beta_us_per_byte = 1.0};
     double comm, exposed;
     assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 3 + 4 + 0.8 + 0.5, 1e-12);
     /* ddp: {2} then {0} (200 B then 400 B; 1000-byte cap, 200 + 400 fits):
@@ -149,14 +175,14 @@ static void test_pipeline(void **state)
     assert_non_null(m);
     const double layer[] = {0, 4, 0, 2, 0, 1};
     assert_int_equal(m->nlayers, 6);
-    struct predict_link l = {10.0, 0.0};
+    struct predict_link l = {.alpha_us = 10.0, .beta_us_per_byte = 0.0};
     double comm;
     assert_true(fabs(predict_pipeline(m, layer, 1, 0, 2, &l, &comm) - 7.02) < 1e-9);
     assert_true(fabs(comm - 0.02) < 1e-12);
     assert_true(fabs(predict_pipeline(m, layer, 4, 0, 2, &l, &comm) - (7.02 + 3 * 4.02)) < 1e-9);
     assert_true(fabs(predict_pipeline(m, layer, 4, 1.0, 2, &l, &comm) - (7.02 + 3 * 4.02 + 401920.0 / 669706)) < 1e-9);
     /* bytes cost too: 4 B x 512 x 8 samples at 1 us a kB each way */
-    struct predict_link b = {0.0, 1e-3};
+    struct predict_link b = {.alpha_us = 0.0, .beta_us_per_byte = 1e-3};
     predict_pipeline(m, layer, 1, 0, 2, &b, &comm);
     assert_true(fabs(comm - 2 * 4.0 * 512 * 8 * 1e-3 / 1e3) < 1e-12);
     /* one stage: the model as it was; more stages than cuts: none */
@@ -178,6 +204,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_and_ddp),
+        cmocka_unit_test(test_regimes),
         cmocka_unit_test(test_frozen),
         cmocka_unit_test(test_wire16),
         cmocka_unit_test(test_horovod_and_gather_scatter),

@@ -457,12 +457,12 @@ static void test_horovod_accounting(void **state)
                 fail_msg("rank %d: %llu negotiations in %ld steps of %d tensors", k, (unsigned long long)rounds, steps,
                          m->nparams);
             double want = 4.0 * ((double)grads * steps + (double)m->nparams * rounds);
-            if (rm->kind_bytes[COLL_ALLREDUCE] != want)
+            if (metrics_kind_bytes(rm, COLL_ALLREDUCE) != want)
                 fail_msg("rank %d (fusion %s): %.0f bytes allreduced, %.0f expected (%llu grads, %llu rounds)", k,
-                         fusion_small ? "small" : "64 MB", rm->kind_bytes[COLL_ALLREDUCE], want,
+                         fusion_small ? "small" : "64 MB", metrics_kind_bytes(rm, COLL_ALLREDUCE), want,
                          (unsigned long long)grads, (unsigned long long)rounds);
             /* the fused path issues fewer gradient collectives than tensors */
-            uint64_t grad_calls = rm->kind_calls[COLL_ALLREDUCE] - rounds;
+            uint64_t grad_calls = metrics_kind_calls(rm, COLL_ALLREDUCE) - rounds;
             if (!fusion_small && grad_calls >= (uint64_t)steps * (uint64_t)m->nparams)
                 fail_msg("rank %d: %llu gradient allreduces in %ld steps: nothing fused", k,
                          (unsigned long long)grad_calls, steps);
@@ -512,8 +512,8 @@ static void test_fp16(void **state)
                  * gradients' share of the allreduced sizes */
                 const struct rank_metrics *ra = &a.metrics.r[0], *rb = &b.metrics.r[0];
                 double flags = 4.0 * a.ranks[0].model->nparams;
-                assert_true(2 * (rb->kind_bytes[COLL_ALLREDUCE] - flags * (double)rb->nnegotiate) ==
-                            ra->kind_bytes[COLL_ALLREDUCE] - flags * (double)ra->nnegotiate);
+                assert_true(2 * (metrics_kind_bytes(rb, COLL_ALLREDUCE) - flags * (double)rb->nnegotiate) ==
+                            metrics_kind_bytes(ra, COLL_ALLREDUCE) - flags * (double)ra->nnegotiate);
             } else
                 assert_int_equal(b.metrics.r[0].bytes_tx * 2, a.metrics.r[0].bytes_tx);
             double d = rel_diff(b.ranks[0].model->param_buf, a.ranks[0].model->param_buf, a.ranks[0].model->nfloats);

@@ -203,8 +203,9 @@ roundtrip)
     "$bin" --batch --replay p.json --format json >replay4.json || die "replay failed"
     # the stage table in markdown: a table, a row a stage, as the JSON's
     "$bin" --batch --replay p.json --format md >replay4.md || die "replay (md) failed"
-    grep -q '^| stage | layers | compute % | idle % | sent/step | live activations |$' replay4.md &&
-        grep -Eq '^\| 0 \| 0-[0-9]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ MB \| [0-9.]+ MB \|$' replay4.md &&
+    grep -q '^| stage | layers | compute % | idle % | sent/step | params | grads | optimizer | activations | memory |$' \
+        replay4.md &&
+        grep -Eq '^\| 0 \| 0-[0-9]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ MB( \| [0-9.]+ MB){5} \|$' replay4.md &&
         grep -Eq '^\| 1 \| [0-9]+-[0-9]+ \|' replay4.md || die "no markdown stage table: $(grep -A3 stage replay4.md)"
     same_report live4.json replay4.json
     grep -q '"name":"send"' p.json || die "no send spans in the pipeline trace"

@@ -230,6 +230,10 @@ static int64_t jint(const cJSON *o, const char *k, int64_t dflt, int64_t lo, int
     return clampd(jnum(o, k, (double)dflt), lo, hi);
 }
 
+/* (activations keep the key of the traces that carried nothing else) */
+const char *const trace_stage_mem_keys[TRACE_STAGE_MEM_KINDS] = {"param_bytes", "grad_bytes", "optimizer_bytes",
+                                                                 "live_bytes"};
+
 /* ddptopTraceEnd's "stages" (the first file's, when several have them). */
 static void read_stages(struct trace_doc *d, const cJSON *a)
 {
@@ -244,8 +248,10 @@ static void read_stages(struct trace_doc *d, const cJSON *a)
             return; /* (every rank in order, or none) */
         d->stage_first[r] = (int)jint(e, "first_layer", 0, 0, 1 << 20);
         d->stage_last[r] = (int)jint(e, "last_layer", -1, -1, 1 << 20);
-        double live = jnum(e, "live_bytes", 0);
-        d->stage_live[r] = live >= 0 && live < 1e18 ? live : 0;
+        for (int k = 0; k < TRACE_STAGE_MEM_KINDS; k++) {
+            double b = jnum(e, trace_stage_mem_keys[k], 0);
+            d->stage_mem[r][k] = b >= 0 && b < 1e18 ? b : 0;
+        }
         n++;
     }
     d->nstage_ranks = n;

@@ -107,6 +107,10 @@ struct trace_rank {
     uint8_t repeated; /* a later file held it too (foreign: the same steps again) */
 };
 
+/* the kinds of a stage's memory a trace carries, and their keys there */
+#define TRACE_STAGE_MEM_KINDS 4
+extern const char *const trace_stage_mem_keys[TRACE_STAGE_MEM_KINDS];
+
 struct trace_doc {
     int flavor; /* of the first file */
     int nfiles;
@@ -122,10 +126,12 @@ struct trace_doc {
     char *run_json; /* ddptop's run description object (model, strategy...), or NULL */
     char state[16]; /* ddptop: the run's end state, "" if unknown */
     /* ddptop, --parallel model|pipeline: the end's "stages", by rank: the
-     * layers each ran, first to last, and the activations it held */
+     * layers each ran, first to last, and the bytes it held of parameters,
+     * gradients, optimizer state and activations, in that order (src/
+     * pipeline.h's; 0 where a trace leaves one out) */
     int nstage_ranks; /* ranks 0 to nstage_ranks - 1 given; 0: none */
     int stage_first[64], stage_last[64];
-    double stage_live[64];
+    double stage_mem[64][TRACE_STAGE_MEM_KINDS];
     uint64_t spans_dropped;
     uint64_t events;  /* events read */
     uint64_t ignored; /* events not understood or not needed */

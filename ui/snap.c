@@ -313,17 +313,20 @@ static void update_loss(struct snap *s, const struct metrics *m)
 static void update_traffic(struct snap *s, const struct run *r, int64_t now_ns, int live)
 {
     uint64_t bytes = 0, calls[COLL_COUNT] = {0};
-    double bus = 0, kind_bytes[COLL_COUNT] = {0};
+    double bus = 0, kind_pred_us[COLL_COUNT] = {0}; /* (the fit's time for every call so far: its deltas are exact) */
     int64_t xfer = 0;
     for (int i = 0; i < s->world; i++) {
         const struct rank_metrics *rm = &r->metrics.r[i];
         bytes += rm->bytes_tx + rm->bytes_rx;
         bus += rm->bus_bytes;
         xfer += rm->xfer_ns;
-        for (int k = 0; k < COLL_COUNT; k++) {
-            calls[k] += rm->kind_calls[k];
-            kind_bytes[k] += rm->kind_bytes[k];
-        }
+        for (int k = 0; k < COLL_COUNT; k++)
+            for (int c = 0; c < COST_SIZE_CLASSES; c++) {
+                calls[k] += rm->kind_calls[k][c];
+                if (s->fit[k].valid)
+                    kind_pred_us[k] +=
+                        cost_predict_calls_us(&s->fit[k], (double)rm->kind_calls[k][c], rm->kind_bytes[k][c]);
+            }
     }
     if (s->have_prev && live && now_ns > s->prev_t_ns) {
         double dt = (double)(now_ns - s->prev_t_ns) / 1e9;
@@ -343,8 +346,7 @@ static void update_traffic(struct snap *s, const struct run *r, int64_t now_ns, 
                 ok = 0;
                 break;
             }
-            pred_us +=
-                (double)dc * s->fit[k].alpha_us + s->fit[k].beta_us_per_byte * (kind_bytes[k] - s->prev_kind_bytes[k]);
+            pred_us += kind_pred_us[k] - s->prev_kind_pred_us[k];
         }
         double pred = used && ok && pred_us > 0 && dx > 0 ? (bus - s->prev_bus) / (pred_us * 1e3) : NAN;
         series_push(&s->rate_bytes, s->rate_bytes_now);
@@ -361,7 +363,7 @@ static void update_traffic(struct snap *s, const struct run *r, int64_t now_ns, 
         s->traffic_span_s = (double)(now_ns - s->traffic_t0_ns) / 1e9;
     }
     memcpy(s->prev_calls, calls, sizeof(calls));
-    memcpy(s->prev_kind_bytes, kind_bytes, sizeof(kind_bytes));
+    memcpy(s->prev_kind_pred_us, kind_pred_us, sizeof(kind_pred_us));
     if (!s->have_prev)
         s->traffic_t0_ns = now_ns;
     s->have_prev = 1;

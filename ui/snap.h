@@ -137,7 +137,7 @@ struct snap {
     double prev_bus;
     int64_t prev_xfer;
     uint64_t prev_calls[COLL_COUNT];
-    double prev_kind_bytes[COLL_COUNT];
+    double prev_kind_pred_us[COLL_COUNT]; /* the fits' time for every call of each kind so far */
     int have_prev;
     struct cost_fit fit[COLL_COUNT]; /* --bench-comm's fits, .valid when found */
     /* layers pane: rank 0's per-layer host times (model_layer_times) */

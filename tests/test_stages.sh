@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# test_stages.sh - what each stage of a model or pipeline run reports it
+# holds, through the real binary (JSON reports), against counts made here
+# from the layers' shapes:
+#  - an MLP (784-512-512-10 on the synthetic set's 1x28x28) in 3 stages
+#    cut by hand: each stage's parameters, gradients, SGD momentum and
+#    activations in flight (model parallelism, GPipe and 1F1B pipelines,
+#    --dp, a frozen prefix, --momentum 0), worked out below by hand;
+#  - VGG-11 (CIFAR form, 3x32x32) in 2 stages and in 1: each stage's
+#    parameters counted from the convolutions', batch norms' and linear
+#    layer's shapes, its activations from the output shapes --info lists;
+#  - a 1-stage run holds every layer: it evaluates the test split, as a
+#    1-rank data-parallel run of the same seed does, and no note says
+#    otherwise.
+set -u
+BIN=${1:?usage: test_stages.sh path/to/ddptop}
+. "$(dirname "$0")/checks.sh"
+py() { /usr/bin/env python3 -c "import json,sys; $1" "${@:2}"; }
+run=(--batch --quiet --dataset synthetic --threads-per-rank 1 --format json)
+
+# ---- the MLP in 3 stages: flatten | fc1 relu1 fc2 | relu2 fc3 ----
+# floats per sample a stage holds for one micro-batch in flight, with a
+# gradient beside every value a gradient flows through:
+#   stage 0: the input (784, no gradient); flatten's output is the input's
+#            own buffer                                      = 784
+#   stage 1: its input (784: flatten's, no gradient goes back to it);
+#            fc1, relu1, fc2: 512 values + 512 gradients each = 784 + 3072
+#   stage 2: its input fc2's output (512 + its gradient, sent back);
+#            relu2: 512 + 512; fc3: 10 + 10                  = 1024 + 1024 + 20
+# parameters: fc1 784x512 + 512, fc2 512x512 + 512 in stage 1; fc3 512x10 +
+# 10 in stage 2; each trainable one has a gradient and a momentum.
+mlp_check() { # FILE MICRO_BATCH IN_FLIGHT(per stage) TRAINS(0|1 per stage) MOMENTUM(0|1) [frozen]
+    py '
+f, micro, momentum = sys.argv[1], int(sys.argv[2]), int(sys.argv[5])
+flight, trains = [int(x) for x in sys.argv[3].split(",")], [int(x) for x in sys.argv[4].split(",")]
+params = [0, 784 * 512 + 512 + 512 * 512 + 512, 512 * 10 + 10]
+if len(sys.argv) > 6:  # --trainable classifier: fc3 alone trains, and only its output needs a gradient
+    acts = [784, 784 + 3 * 512, 512 + 512 + (10 + 10)]
+else:
+    acts = [784, 784 + 3 * (512 + 512), (512 + 512) + (512 + 512) + (10 + 10)]
+st = json.load(open(f))["runs"][0]["stages"]
+assert len(st) == 3, st
+for s, e in enumerate(st):
+    p = 4 * params[s]
+    want = {"param_bytes": p, "grad_bytes": p * trains[s], "optimizer_bytes": p * trains[s] * momentum,
+            "activation_bytes": 4 * acts[s] * micro * flight[s]}
+    want["mem_bytes"] = sum(want.values())
+    got = {k: e.get(k) for k in want}
+    assert got == want, (s, got, want)
+    assert abs(e["live_activation_mb"] - want["activation_bytes"] / 1e6) < 1e-9, e
+' "$@"
+}
+mlp=(--model mlp --ranks 3 --partition 0:0,1:3,4:5 --batch-size 16 --steps 2 --no-eval)
+"$BIN" "${run[@]}" "${mlp[@]}" --parallel model --trace "$tmp/m.trace.json" >"$tmp/m.json" 2>/dev/null
+check "model parallelism: each stage's memory, counted by hand" mlp_check "$tmp/m.json" 16 1,1,1 1,1,1 1
+"$BIN" --replay "$tmp/m.trace.json" --format json >"$tmp/mr.json" 2>/dev/null
+check "--replay of its trace: the same figures" mlp_check "$tmp/mr.json" 16 1,1,1 1,1,1 1
+"$BIN" "${run[@]}" "${mlp[@]}" --parallel pipeline --micro-batches 4 --schedule gpipe >"$tmp/g.json" 2>/dev/null
+check "GPipe, 4 micro-batches: all 4 in flight on every stage" mlp_check "$tmp/g.json" 4 4,4,4 1,1,1 1
+"$BIN" "${run[@]}" "${mlp[@]}" --parallel pipeline --micro-batches 4 --schedule 1f1b >"$tmp/f.json" 2>/dev/null
+check "1F1B, 4 micro-batches over 3 stages: 3, 2 and 1 in flight" mlp_check "$tmp/f.json" 4 3,2,1 1,1,1 1
+"$BIN" "${run[@]}" --model mlp --ranks 6 --dp 2 --partition 0:0,1:3,4:5 --batch-size 16 --steps 2 --no-eval \
+    --parallel model >"$tmp/d.json" 2>/dev/null
+check "--dp 2: each copy of a stage holds the stage's" mlp_check "$tmp/d.json" 16 1,1,1 1,1,1 1
+"$BIN" "${run[@]}" "${mlp[@]}" --parallel model --trainable classifier >"$tmp/c.json" 2>/dev/null
+check "a frozen prefix: no gradients or momentum for it, no activation gradients before fc3" \
+    mlp_check "$tmp/c.json" 16 1,1,1 0,0,1 1 frozen
+"$BIN" "${run[@]}" "${mlp[@]}" --parallel model --momentum 0 >"$tmp/z.json" 2>/dev/null
+check "--momentum 0: SGD keeps no state" mlp_check "$tmp/z.json" 16 1,1,1 1,1,1 0
+
+# ranks as processes under mpirun: each process's stage reaches the report
+if command -v mpirun >/dev/null; then
+    mpi=(mpirun --oversubscribe -np 3)
+    [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
+    OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader RES_OPTIONS="timeout:1 attempts:1" \
+        "${mpi[@]}" "$BIN" "${run[@]}" "${mlp[@]}" --parallel model --comm mpi >"$tmp/mpi.json" \
+        2>"$tmp/mpi.err"
+    check "under mpirun: each process's stage, counted by hand" mlp_check "$tmp/mpi.json" 16 1,1,1 1,1,1 1
+else
+    check "mpirun for the processes' case (scripts/install-deps.sh installs openmpi-bin)" false
+fi
+
+# ---- VGG-11 in 2 stages (conv1-relu5 | conv6-fc), and in 1 ----
+vgg=(--model vgg11 --input 3x32x32 --batch-size 8 --steps 2 --no-eval --parallel model)
+"$BIN" "${run[@]}" "${vgg[@]}" --ranks 1 >"$tmp/v1.json" 2>/dev/null
+"$BIN" "${run[@]}" "${vgg[@]}" --ranks 2 --partition 0:17,18: >"$tmp/v2.json" 2>/dev/null
+"$BIN" --info --model vgg11 --input 3x32x32 --dataset synthetic >"$tmp/v.info" 2>/dev/null
+check "VGG-11: each stage's parameters and activations, counted from the layers' shapes" py '
+import re
+runs = [json.load(open(f))["runs"][0] for f in sys.argv[1:3]]
+# the layer table: index, name, kind, output CxHxW (* = channel-blocked)
+layers = []
+for line in open(sys.argv[3]):
+    m = re.match(r"(\d+)\s+(\S+)\s+(\S+)\s+(\d+)x(\d+)x(\d+)(\*?)\s", line)
+    if m:
+        i, name, kind, c, h, w, blk = m.groups()
+        assert int(i) == len(layers)
+        assert not blk or int(c) % 16 == 0, line  # (no channel padding to count)
+        layers.append((name, kind, int(c) * int(h) * int(w)))
+assert len(layers) == 31 and layers[17][0] == "relu5" and layers[18][0] == "conv6", layers
+# the CIFAR VGG-11 with batch norm, one fc 512->10: a 3x3 convolution from
+# i to o channels holds 9 i o weights and o biases; a batch norm of c, a
+# weight and a bias per channel; the fc 512 x 10 + 10
+chans = [3, 64, 128, 256, 256, 512, 512, 512, 512]
+sizes = {"fc": 512 * 10 + 10}
+for k in range(1, 9):
+    sizes["conv%d" % k] = 9 * chans[k - 1] * chans[k] + chans[k]
+    sizes["bn%d" % k] = 2 * chans[k]
+def stage(first, last, batch):
+    p = sum(sizes.get(n, 0) for n, _, _ in layers[first:last + 1])
+    # its input (the image, or the previous stage output and its gradient),
+    # then every output but flatten (a view) with its gradient
+    a = 3 * 32 * 32 if first == 0 else 2 * layers[first - 1][2]
+    a += sum(2 * per for _, kind, per in layers[first:last + 1] if kind != "flatten")
+    return {"param_bytes": 4 * p, "grad_bytes": 4 * p, "optimizer_bytes": 4 * p, "activation_bytes": 4 * a * batch}
+total = sum(sizes.values())
+assert total == 9231114, total
+for r, cuts in ((runs[0], [(0, 30)]), (runs[1], [(0, 17), (18, 30)])):
+    for e, (a, b) in zip(r["stages"], cuts):
+        want = stage(a, b, 8)
+        got = {k: e[k] for k in want}
+        assert got == want, (r["ranks"], a, b, got, want)
+        assert e["mem_bytes"] == sum(want.values()), e
+one, two = runs[0]["stages"][0]["mem_bytes"], [e["mem_bytes"] for e in runs[1]["stages"]]
+assert max(two) < one and one < sum(two), (one, two)  # (the cut tensor is held on both sides)
+' "$tmp/v1.json" "$tmp/v2.json" "$tmp/v.info"
+"$BIN" --batch --quiet --dataset synthetic --threads-per-rank 1 "${vgg[@]}" --ranks 2 --partition 0:17,18: \
+    >"$tmp/v.txt" 2>/dev/null
+check "the text report: a memory column per stage, and what mem peak measures" grep -q \
+    "mem peak: what each rank allocated; every rank here builds the whole model" "$tmp/v.txt"
+
+# ---- a 1-stage run holds the whole model: it evaluates ----
+one=(--model mlp --ranks 1 --batch-size 32 --steps 60)
+"$BIN" "${run[@]}" "${one[@]}" --strategy single >"$tmp/s.json" 2>/dev/null
+"$BIN" "${run[@]}" "${one[@]}" --parallel model >"$tmp/o.json" 2>/dev/null
+"$BIN" "${run[@]}" "${one[@]}" --parallel pipeline --micro-batches 2 >"$tmp/p.json" 2>/dev/null
+check "a 1-stage model run's test accuracy is the 1-rank run's; a 1-stage pipeline's close to it" py '
+want = json.load(open(sys.argv[1]))["runs"][0]["test_acc"]
+model = json.load(open(sys.argv[2]))["runs"][0]["test_acc"]
+pipe = json.load(open(sys.argv[3]))["runs"][0]["test_acc"]
+assert want is not None and 20 < want <= 100, want
+assert model == want, (model, want)
+assert pipe is not None and abs(pipe - want) < 1.0, (pipe, want)  # (two micro-batches: sums in another order)
+' "$tmp/s.json" "$tmp/o.json" "$tmp/p.json"
+"$BIN" --batch --quiet --dataset synthetic --threads-per-rank 1 "${one[@]}" --parallel model >"$tmp/o.txt" 2>/dev/null
+check "a 1-stage run has no note that no stage holds the whole model" \
+    test "$(grep -c 'test acc is n/a' "$tmp/o.txt")" = 0
+"$BIN" --batch --quiet --dataset synthetic --threads-per-rank 1 --model lenet --ranks 2 --steps 3 --parallel model \
+    >"$tmp/two.txt" 2>/dev/null
+check "a 2-stage run still says why its test accuracy is n/a" grep -q \
+    "run 0: test acc is n/a: each stage holds only its own layers" "$tmp/two.txt"
+
+checks_done
