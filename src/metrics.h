@@ -184,7 +184,10 @@ void metrics_unlisten(struct metrics *m, const void *ctx);
 double metrics_train_acc_last_epoch(const struct metrics *m);
 
 /* Mean, median and 90th percentile (ms) of step times v[n] (ns), excluding
- * the first step (it builds kernels and warms caches); zeros when empty. */
+ * the first step (it builds kernels and warms caches); zeros when empty.
+ * Percentiles are numpy's default (linear interpolation between the two
+ * closest ranks): the median of an even count is the mean of the middle
+ * two, p90 of 4 steps lies 70% of the way from the 3rd to the 4th. */
 void step_stats_ms(const int64_t *v, size_t n, double *mean, double *p50, double *p90);
 /* The same for rank r's steps kept (the last METRICS_STEPS; the first step
  * left out when it is among them). */

@@ -542,6 +542,17 @@ expect_error "a stray } between events" "stray.json: malformed JSON near byte 11
 expect_error "brackets 3000 deep" "deep.json: JSON nested deeper than 1024 levels at byte" --batch --replay "$tmp/deep.json"
 printf '{"traceEvents":[{"a":[}]},"z":1}' >"$tmp/mismatch.json"
 expect_error "a } closing a [" "mismatch.json: malformed JSON near byte 22" --batch --replay "$tmp/mismatch.json"
+# text after the document's closing bracket: refused (a second document, a
+# stray character), whitespace is not
+good='{"ph":"X","name":"aten::mm","ts":1,"dur":5,"tid":1,"pid":"CPU functions"}'
+printf '{"traceEvents":[%s]}x' "$good" >"$tmp/after_obj.json"
+expect_error "text after a trace object" "after_obj.json: text after the trace's closing '}' at byte 91" \
+    --batch --replay "$tmp/after_obj.json"
+printf '[%s]\n[%s]' "$good" "$good" >"$tmp/after_arr.json"
+expect_error "a second array after a trace array" "after_arr.json: text after the trace's closing ']' at byte 76" \
+    --batch --replay "$tmp/after_arr.json"
+printf '[%s]\n \n' "$good" >"$tmp/after_ws.json"
+expect_ok "white space after a trace" "run,rank," --batch --replay "$tmp/after_ws.json" --format csv
 ranks_trace() { # ranks_trace N: a ddptop trace with one span on each of pids 0..N-1
     printf '{"ddptop":{},"traceEvents":['
     for ((p = 0; p < $1; p++)); do

@@ -210,6 +210,31 @@ static void test_speedup(void **state)
     assert_false(res[3].speedup_valid); /* no 1-rank LeNet row to compare with */
 }
 
+/* Step-time percentiles are numpy's default, worked out by hand here
+ * (numpy.percentile(v, q), linear interpolation at position (k-1) q of
+ * the sorted k values), the first step left out:
+ *   40, 10, 30, 20 ms: median (20 + 30) / 2 = 25; p90 at 2.7: 30 + 0.7 x 10 = 37
+ *   1..5 ms: median 3; p90 at 3.6: 4 + 0.6 x 1 = 4.6
+ * (the lower-middle rank would give 20 and 30 for the first). */
+static void test_step_percentiles(void **state)
+{
+    const int64_t ms = 1000000;
+    const int64_t four[] = {999 * ms, 40 * ms, 10 * ms, 30 * ms, 20 * ms};
+    double mean, p50, p90;
+    step_stats_ms(four, 5, &mean, &p50, &p90);
+    assert_float_equal(mean, 25.0, 1e-12);
+    assert_float_equal(p50, 25.0, 1e-12);
+    assert_float_equal(p90, 37.0, 1e-12);
+    const int64_t five[] = {999 * ms, 5 * ms, 1 * ms, 4 * ms, 2 * ms, 3 * ms};
+    step_stats_ms(five, 6, &mean, &p50, &p90);
+    assert_float_equal(p50, 3.0, 1e-12);
+    assert_float_equal(p90, 4.6, 1e-12);
+    const int64_t one[] = {999 * ms, 7 * ms};
+    step_stats_ms(one, 2, &mean, &p50, &p90);
+    assert_float_equal(p50, 7.0, 1e-12);
+    assert_float_equal(p90, 7.0, 1e-12);
+}
+
 /* Transfer and sync per step cover the steps ms/step covers: the first
  * step's collective, where rank 0 waits 1 ms for rank 1's set-up, is left
  * out of both, as the first step is of ms/step (it would outweigh a short
@@ -307,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_efficiency_above_100_explained),
         cmocka_unit_test(test_transfer_sync_per_step),
         cmocka_unit_test(test_speedup),
+        cmocka_unit_test(test_step_percentiles),
         cmocka_unit_test(test_cupti_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -186,6 +186,49 @@ static void test_autograd_gloo(void **state)
     trace_doc_free(&d);
 }
 
+/* A PyTorch trace's split covers the steps its ms/step covers: the first
+ * ProfilerStep is left out of both. Three steps of 100 us (autograd
+ * format, gloo on tid 2):
+ *   step 0 [0, 100): all compute (its set-up)
+ *   steps 1 and 2: 50 us compute, then a 50 us gloo:all_reduce
+ * Steps 1 and 2, by hand: wall 200 us, compute 100, comm 100 (50%), ms/step
+ * 0.1; the whole run would give comm 100 of 300 us (33%). */
+static void test_foreign_step_set(void **state)
+{
+    static const char text[] =
+        "[{\"name\": \"ProfilerStep#0\", \"ph\": \"X\", \"ts\": 0, \"dur\": 100, \"tid\": 1, \"pid\": \"CPU "
+        "functions\"},"
+        " {\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 0, \"dur\": 100, \"tid\": 1, \"pid\": \"CPU functions\"},"
+        " {\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 100, \"dur\": 100, \"tid\": 1, \"pid\": \"CPU "
+        "functions\"},"
+        " {\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 100, \"dur\": 50, \"tid\": 1, \"pid\": \"CPU functions\"},"
+        " {\"name\": \"gloo:all_reduce\", \"ph\": \"X\", \"ts\": 150, \"dur\": 50, \"tid\": 2, \"pid\": \"CPU "
+        "functions\"},"
+        " {\"name\": \"ProfilerStep#2\", \"ph\": \"X\", \"ts\": 200, \"dur\": 100, \"tid\": 1, \"pid\": \"CPU "
+        "functions\"},"
+        " {\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 200, \"dur\": 50, \"tid\": 1, \"pid\": \"CPU functions\"},"
+        " {\"name\": \"gloo:all_reduce\", \"ph\": \"X\", \"ts\": 250, \"dur\": 50, \"tid\": 2, \"pid\": \"CPU "
+        "functions\"}]";
+    char path[] = "/tmp/ddptop-stepset-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+    close(fd);
+    struct replay rp;
+    char err[512];
+    assert_int_equal(replay_load(&rp, path, 30, err, sizeof(err)), 0);
+    unlink(path);
+    const struct rank_result *q = &rp.res.ranks[0];
+    assert_int_equal(q->steps, 3);
+    assert_float_equal(q->ms_mean, 0.1, 1e-12);
+    assert_int_equal(q->b.wall_ns, 200000);
+    assert_int_equal(q->b.compute_ns, 100000);
+    assert_int_equal(q->b.comm_ns, 100000);
+    assert_float_equal(q->comm_pct, 50.0, 1e-9);
+    assert_float_equal(rp.res.comm_pct, 50.0, 1e-9);
+    replay_free(&rp);
+}
+
 /* The one sweep over flat intervals (they overlap rather than nest), over
  * the covered time and over given windows. */
 static void test_merged_intervals(void **state)
@@ -1059,6 +1102,7 @@ int main(void)
         cmocka_unit_test(test_kineto_gpu_breakdown),
         cmocka_unit_test(test_kineto_array_form),
         cmocka_unit_test(test_autograd_gloo),
+        cmocka_unit_test(test_foreign_step_set),
         cmocka_unit_test(test_merged_intervals),
         cmocka_unit_test(test_metrics_device_view),
         cmocka_unit_test(test_metrics_host_view_unchanged),

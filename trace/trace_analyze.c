@@ -2,6 +2,7 @@
  * and HTA's idle split of its GPU view (see trace_analyze.h). */
 #include "trace_analyze.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,26 @@ static void idle_split(struct trace_figures *out, const int64_t (*gaps)[2], size
     }
 }
 
+/* Where the steps the figures cover begin: the second ProfilerStep's
+ * start, as ms/step leaves the first step out (step_stats_ms); with fewer
+ * than two steps, everything (INT64_MIN). */
+static int64_t steady_from_ns(const struct trace_rank *r)
+{
+    if (r->nsteps < 2)
+        return INT64_MIN;
+    int64_t first = INT64_MAX, second = INT64_MAX;
+    for (size_t i = 0; i < r->nsteps; i++) {
+        int64_t t = r->steps[i].t0_ns;
+        if (t < first) {
+            second = first;
+            first = t;
+        } else if (t < second) {
+            second = t;
+        }
+    }
+    return second;
+}
+
 static int gpu_view(struct trace_figures *out, const struct trace_rank *r, int64_t kernel_wait_ns)
 {
     struct breakdown_iv *iv = malloc(sizeof(*iv) * (r->ngpu ? r->ngpu : 1));
@@ -50,8 +71,9 @@ static int gpu_view(struct trace_figures *out, const struct trace_rank *r, int64
     int rc = -1;
     if (!iv || !by_start)
         goto done;
+    int64_t from = steady_from_ns(r);
     for (size_t i = 0; i < r->nops; i++)
-        if (r->ops[i].gpu) {
+        if (r->ops[i].gpu && (r->ops[i].launch_ns >= 0 ? r->ops[i].launch_ns : r->ops[i].t0_ns) >= from) {
             iv[n] = (struct breakdown_iv){r->ops[i].t0_ns, r->ops[i].t1_ns, BREAKDOWN_FLAT, r->ops[i].cat};
             by_start[n++] = &r->ops[i];
         }
@@ -66,7 +88,8 @@ done:
     return rc;
 }
 
-/* Each thread's ops nest; over the ProfilerStep windows when there are any. */
+/* Each thread's ops nest; over the ProfilerStep windows when there are any
+ * (the first left out when there are more). */
 static int host_view(struct trace_figures *out, const struct trace_rank *r)
 {
     struct breakdown_iv *iv = malloc(sizeof(*iv) * (r->nops ? r->nops : 1));
@@ -78,11 +101,15 @@ static int host_view(struct trace_figures *out, const struct trace_rank *r)
     for (size_t i = 0; i < r->nops; i++)
         if (!r->ops[i].gpu)
             iv[n++] = (struct breakdown_iv){r->ops[i].t0_ns, r->ops[i].t1_ns, r->ops[i].track, r->ops[i].cat};
-    for (size_t i = 0; i < r->nsteps; i++) {
-        win[i][0] = r->steps[i].t0_ns;
-        win[i][1] = r->steps[i].t1_ns;
-    }
-    rc = breakdown_sweep(&out->b, iv, n, (const int64_t(*)[2])win, r->nsteps, NULL, NULL, NULL);
+    int64_t from = steady_from_ns(r);
+    size_t nwin = 0;
+    for (size_t i = 0; i < r->nsteps; i++)
+        if (r->steps[i].t0_ns >= from) {
+            win[nwin][0] = r->steps[i].t0_ns;
+            win[nwin][1] = r->steps[i].t1_ns;
+            nwin++;
+        }
+    rc = breakdown_sweep(&out->b, iv, n, (const int64_t(*)[2])win, nwin, NULL, NULL, NULL);
 done:
     free(iv);
     free(win);

@@ -13,6 +13,11 @@
  * thread is a group of nested ops whose innermost op decides (annotations
  * are neutral), over the ProfilerStep windows when there are any, else
  * from the first op to the last. Idle is not split.
+ *
+ * The steps covered are those ms/step covers: with two ProfilerSteps or
+ * more, the first is left out (its windows in the host view; in the GPU
+ * view, the ops launched before the second step began, or that started
+ * before it when their launch is unknown).
  */
 #ifndef DDPTOP_TRACE_ANALYZE_H
 #define DDPTOP_TRACE_ANALYZE_H
