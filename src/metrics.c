@@ -189,7 +189,9 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
         if (sp->cat == CAT_COMM && sp->outer) {
             rm->bytes_tx += sp->bytes;
             rm->bytes_rx += sp->bytes_rx;
-            rm->bus_bytes += (double)sp->size * coll_busbw_factor(sp->coll, m->world);
+            double factor = coll_busbw_factor(sp->coll, m->world);
+            rm->bus_bytes += (double)sp->size * factor;
+            rm->alg_bytes += factor > 0 ? (double)sp->size : 0;
             rm->coll_ns += sp->t1_ns - sp->t0_ns;
             rm->ncoll++;
             if (sp->tag == SPAN_TAG_NEGOTIATE) {
