@@ -784,7 +784,7 @@ static const struct opt opts[] = {
           "the linear scaling rule: train at --lr x the global batch / --base-batch (the peak rate, which "
           "--warmup-steps ramps up to)")},
     {INT("base-batch", AT(base.base_batch), 1, INT_MAX, "B", "256", G_OPTIM,
-         "--scale-lr: the global batch --lr is meant for (256 in the linear scaling rule's paper)")},
+         "--scale-lr: the global batch --lr is meant for, the linear scaling rule's reference batch")},
     {OPT("seed", k_u64, AT(base.seed), "N", "1", G_OPTIM, "seed for init, shuffling and synthetic data")},
 
     {CHOICE("device", AT(base.device), NAMES(device_names), "device", NULL, "auto", G_EXEC, "compute device")},

@@ -97,7 +97,7 @@ struct run_result {
     int speedup_valid;
     int base_run;
     int scaling;              /* enum scaling_kind */
-    double samples_per_s_p50; /* samples_per_s again, for results made by hand (0: no step time) */
+    double samples_per_s_p50; /* samples_per_s as results_compare works it out from ms_p50 (0: unknown) */
     /* --repeat: the runs of this configuration; this result is the median one */
     int repeats;
     double repeat_sps_min, repeat_sps_max; /* samples/s (median steps) of the fastest and slowest */

@@ -648,6 +648,9 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
         step_stats_ms(v, tr->nsteps, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
         free(v);
         rr->ms_valid = rr->steps > 0;
+        /* (over the steps the split covers: the first left out, as ms/step leaves it) */
+        long bsteps = rr->steps > 1 ? rr->steps - 1 : rr->steps;
+        rr->compute_ms = bsteps > 0 ? (double)rr->b.compute_ns / 1e6 / (double)bsteps : 0;
         /* the run's step time: the slowest rank's */
         if (rr->ms_mean > res->ms_mean) {
             res->ms_mean = rr->ms_mean;

@@ -192,7 +192,8 @@ static void test_autograd_gloo(void **state)
  *   step 0 [0, 100): all compute (its set-up)
  *   steps 1 and 2: 50 us compute, then a 50 us gloo:all_reduce
  * Steps 1 and 2, by hand: wall 200 us, compute 100, comm 100 (50%), ms/step
- * 0.1; the whole run would give comm 100 of 300 us (33%). */
+ * 0.1, compute 0.05 ms a step; the whole run would give comm 100 of 300 us
+ * (33%). */
 static void test_foreign_step_set(void **state)
 {
     static const char text[] =
@@ -225,6 +226,7 @@ static void test_foreign_step_set(void **state)
     assert_int_equal(q->b.compute_ns, 100000);
     assert_int_equal(q->b.comm_ns, 100000);
     assert_float_equal(q->comm_pct, 50.0, 1e-9);
+    assert_float_equal(q->compute_ms, 0.05, 1e-12); /* 100 us over the 2 steps */
     assert_float_equal(rp.res.comm_pct, 50.0, 1e-9);
     replay_free(&rp);
 }
