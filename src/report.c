@@ -916,7 +916,7 @@ static void write_run_row(FILE *f, const struct run_result *res, int i, int md, 
     fig(ds, sizeof(ds), "%.1f", r->desched_pct, r->desched_valid);
     fig(lb, sizeof(lb), "%.0f", (double)per_rank_batch(r), r->batch_valid);
     fig(gb, sizeof(gb), "%.0f", r->global_batch, r->batch_valid);
-    fig(ws, sizeof(ws), "%.1f", r->wall_s, r->wall_valid);
+    fig(ws, sizeof(ws), "%.2f", r->wall_s, r->wall_valid);
     fig(ms[0], sizeof(ms[0]), "%.3f", r->ms_mean, r->ms_valid);
     fig(ms[1], sizeof(ms[1]), "%.3f", r->ms_p50, r->ms_valid);
     fig(ms[2], sizeof(ms[2]), "%.3f", r->ms_p90, r->ms_valid);

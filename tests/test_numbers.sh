@@ -329,9 +329,10 @@ lines = open(sys.argv[1]).read().split("\n")
 head = [c.strip() for c in [l for l in lines if l.startswith("| model |")][0].strip("|").split("|")]
 row = dict(zip(head, [c.strip() for c in [l for l in lines if l.startswith("| mlp |")][0].strip("|").split("|")]))
 for k in ("wall s", "algbw GB/s", "compute s/epoch", "comm s/epoch"):
-    assert float(row[k]) > 0, (k, row[k])
-# the 29 timed steps, each at its slowest rank, fit inside the run
-assert float(row["wall s"]) * 1e3 >= 29 * float(row["ms/step"]) * 0.999, (row["wall s"], row["ms/step"])
+    assert row[k] != "n/a" and float(row[k]) >= 0, (k, row[k])
+# the 29 timed steps, each at its slowest rank, fit inside the run (wall to
+# 2 decimals, ms/step to 3)
+assert (float(row["wall s"]) + 0.005) * 1e3 >= 29 * (float(row["ms/step"]) - 0.0005), (row["wall s"], row["ms/step"])
 ' "$tmp/units.md"
 
 # ---- --steps is not cut to one epoch; epochs count from 1 ----
