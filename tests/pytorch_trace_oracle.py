@@ -15,7 +15,9 @@ time accounting, not ddptop's code:
 - over the union of the cycle's step windows:
   compute = |U compute|, comm = |U comm - compute|,
   data = |U data - compute - comm|, idle = wall - the rest;
-- a rank's figures are the sums over its cycles.
+- a rank's figures are the sums over its cycles, with its first step (the
+  lowest ProfilerStep number, over all its cycles) left out when it has two
+  or more, as ms/step leaves it out (docs/numbers.md, "One step set").
 
 Only CPU (host) traces are covered: a trace with device ops is refused.
 
@@ -93,9 +95,17 @@ def union(ivs):
     return out
 
 
-def cycle(events):
-    """The split of one file: (wall, compute, comm, data, idle, steps)."""
-    threads, steps = {}, []
+def step_numbers(events):
+    """The ProfilerStep numbers of one file."""
+    return [int(e["name"][len("ProfilerStep#"):]) for e in events
+            if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("name"), str)
+            and re.fullmatch(r"ProfilerStep#\d+", e["name"])]
+
+
+def cycle(events, skip=None):
+    """The split of one file: (wall, compute, comm, data, idle, steps);
+    the window of ProfilerStep#skip left out (its step still counted)."""
+    threads, steps, nsteps = {}, [], 0
     for i, e in enumerate(events):
         if not isinstance(e, dict) or e.get("ph") != "X" or not isinstance(e.get("name"), str):
             continue
@@ -107,7 +117,9 @@ def cycle(events):
         t0 = ns(e.get("ts", 0))
         t1 = t0 + ns(e.get("dur", 0))
         if k == "step":
-            steps.append((t0, t1))
+            if e["name"] != "ProfilerStep#%s" % skip:
+                steps.append((t0, t1))
+            nsteps += 1
         elif t1 > t0:
             threads.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append((t0, -(t1 - t0), i, t1, k))
     ops = [o for t in threads.values() for o in t]
@@ -135,7 +147,7 @@ def cycle(events):
                 total[k] += d
                 break
     total["idle"] = total["wall"] - total[COMPUTE] - total[COMM] - total[DATA]
-    total["steps"] = len(steps)
+    total["steps"] = nsteps
     return total
 
 
@@ -160,12 +172,16 @@ def main():
             tol = float(next(it))
         else:
             args.append(a)
-    ranks = {}
+    ranks, files, numbers = {}, [], {}
     for path in files_of(args):
         events, dist_info = load(path)
-        r = ranks.setdefault(rank_of(path, dist_info),
-                             {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": 0, "cycles": 0})
-        c = cycle(events)
+        rk = rank_of(path, dist_info)
+        files.append((rk, events))
+        numbers.setdefault(rk, []).extend(step_numbers(events))
+    for rk, events in files:
+        r = ranks.setdefault(rk, {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": 0, "cycles": 0})
+        first = min(numbers[rk]) if len(numbers[rk]) >= 2 else None
+        c = cycle(events, first if first in step_numbers(events) else None)
         for k in c:
             r[k] += c[k]
         r["cycles"] += 1

@@ -261,7 +261,8 @@ all_options=(
     --model lenet --dataset synthetic --input 3x32x32 --data-dir /tmp --classes 10 --ranks 2 --ranks-per-process 1 --batch-size 8 --strategy ddp --epochs 2
     --steps 5 --no-eval "" --trainable classifier --parallel pipeline --micro-batches 2 --schedule gpipe
     --partition 0:5,6:11 --dp 1
-    --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --seed 7
+    --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --base-batch 64
+    --seed 7
     --device cpu --gpus 0 --comm shm --algo naive --threads-per-rank 2 --bucket-mb 4 --no-overlap ""
     --fusion-mb 8 --cycle-ms 2.5 --predict "" --predict-ranks 2,8 --link 100Gb/s,5us
     --no-broadcast-buffers "" --no-cupti "" --cupti-sample 10 --grad-compress fp16 --slow-rank 1:2 --check-replicas ""
@@ -304,14 +305,14 @@ lows=(--ranks 1 --batch-size 1 --epochs 1 --steps 1 --lr 1e-12 --momentum 0 --we
     --seed 0 --gpus 0 --threads-per-rank 1 --bucket-mb 0.001 --slow-rank 0:1 --loss-threshold 1e-12 --refresh-ms 10
     --trace-steps 0:0 --trace-ranks 0 --min-bytes 4 --max-bytes 4 --factor 2 --iters 1 --warmup 0 --trainable last:1
     --comm-timeout 0.001 --inject-fault rank=0,step=0,kind=crash --repeat 1 --history-every 1 --baseline 0
-    --input 1x8x8)
+    --input 1x8x8 --base-batch 1)
 highs=(--ranks 64 --batch-size 65536 --epochs 100000 --steps 9223372036854775807 --lr 100 --momentum 0.9999
     --weight-decay 1 --warmup-steps 2147483647 --seed 18446744073709551615 --gpus 1023 --threads-per-rank 1024
     --bucket-mb 4096 --slow-rank 63:1000 --loss-threshold 1000000 --refresh-ms 10000 --trace-ranks 63 --min-bytes 8G
     --trace-steps 9223372036854775807:9223372036854775807
     --max-bytes 8G --factor 1024 --iters 1000000 --warmup 1000000 --trainable last:100000 --comm-timeout 86400
     --ranks 64 --inject-fault rank=63,step=9223372036854775807,kind=comm-error --repeat 1000
-    --history-every 9223372036854775807 --input 3x1024x1024)
+    --history-every 9223372036854775807 --input 3x1024x1024 --base-batch 2147483647)
 expect_ok "every lower bound is taken" "Usage: ddptop" "${lows[@]}" --help
 expect_ok "every upper bound is taken" "Usage: ddptop" "${highs[@]}" --help
 past=(
@@ -323,6 +324,7 @@ past=(
     --momentum -0.001 "from 0 to 0.9999" --momentum 0.99991 "from 0 to 0.9999"
     --weight-decay -0.001 "from 0 to 1" --weight-decay 1.001 "from 0 to 1"
     --warmup-steps -1 "non-negative integer" --warmup-steps 2147483648 "non-negative integer"
+    --base-batch 0 "positive integer" --base-batch 2147483648 "positive integer"
     --seed -1 "non-negative integer" --seed 18446744073709551616 "non-negative integer"
     --gpus -1 "from 0 to 1023" --gpus 1024 "from 0 to 1023"
     --threads-per-rank 0 "from 1 to 1024" --threads-per-rank 1025 "from 1 to 1024"
@@ -396,25 +398,54 @@ expect_error "--comm-timeout with --bench-comm" "--comm-timeout: does not apply 
 expect_error "--link without --predict" "--link: only with --predict" --batch --link 10GB/s,5us
 expect_error "--predict-ranks without --predict" "--predict-ranks: only with --predict" --batch --predict-ranks 4
 expect_error "--history-every without --history" "--history-every: only with --history" --batch --history-every 5
-expect_error "--replay with an empty name in its list" "ls_trace.json,: an empty file name in the list" --batch \
-    --replay "$tmp/ls_trace.json,"
-expect_error "--replay of two runs' traces together" "prec.json: a trace of another run than the files before it" \
-    --batch --replay "$tmp/ls_trace.json,$tmp/prec.json"
-# two runs of the same settings (--repeat's): told apart by their start
-timeout 60 "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 2 --repeat 2 --trace "$tmp/rep.json" \
-    >/dev/null 2>&1
-expect_error "--replay of two repeats together" "rep.run1.json: a trace of another run than the files before it" \
-    --batch --replay "$tmp/rep.json,$tmp/rep.run1.json"
-expect_ok "--replay reads --format and the UI's options" "run,rank," --batch --replay "$tmp/ls_trace.json" --format csv \
-    --quiet --theme light --refresh-ms 500
-expect_ok "--info reads the model's options" "conv1" --info --batch --quiet --model lenet --dataset synthetic \
-    --input 1x32x32 --classes 12 --batch-size 4 --seed 3 --trainable classifier --device cpu --precision fp32 \
-    --cudnn-algo find
+expect_error "--base-batch without --scale-lr" "--base-batch: only with --scale-lr" --batch --base-batch 64
+# options that no run of the sweep reads: a strategy's own, a pipeline's, the UI's
+one=(--steps 1 --dataset synthetic --no-eval) # (a short run where a refusal is missing)
+expect_error "--strategy with only stages" "--strategy: only with --parallel data" --batch --strategy ddp \
+    --parallel pipeline "${one[@]}"
+expect_error "--micro-batches without a pipeline" "--micro-batches: only with --parallel pipeline" --batch \
+    --micro-batches 4 "${one[@]}"
+expect_error "--micro-batches with model parallelism" "--micro-batches: only with --parallel pipeline" --batch \
+    --parallel model --micro-batches 4 "${one[@]}"
+expect_error "--schedule without a pipeline" "--schedule: only with --parallel pipeline" --batch \
+    --schedule gpipe "${one[@]}"
+expect_error "--bucket-mb without ddp" "--bucket-mb: only with --strategy ddp, which no run of this sweep uses" \
+    --batch --bucket-mb 5 --strategy allreduce "${one[@]}"
+expect_error "--bucket-mb with stages only" "--bucket-mb: only with --parallel data" --batch --bucket-mb 5 \
+    --parallel model "${one[@]}"
+expect_error "--no-overlap without ddp" "--no-overlap: only with --strategy ddp" --batch --no-overlap \
+    --strategy horovod "${one[@]}"
+expect_error "--fusion-mb without horovod" "--fusion-mb: only with --strategy horovod" --batch --fusion-mb 8 \
+    --strategy ddp "${one[@]}"
+expect_error "--cycle-ms without horovod" "--cycle-ms: only with --strategy horovod" --batch --cycle-ms 2 "${one[@]}"
+expect_error "--theme with --batch" "--theme: only in the interactive UI, not with --batch" --batch \
+    --theme light "${one[@]}"
+expect_error "--refresh-ms with --batch" "--refresh-ms: only in the interactive UI, not with --batch" --batch \
+    --refresh-ms 50 "${one[@]}"
+# ... each accepted where some run reads it (the UI plans any strategy later)
+expect_ok "--bucket-mb in a sweep with ddp" "ddp" --batch --quiet --dataset synthetic --model mlp --ranks 2 \
+    --strategy allreduce,ddp --bucket-mb 5 --steps 2 --no-eval
+expect_ok "--micro-batches in a sweep with a pipeline" "pipe-1f1b/2" --batch --quiet --dataset synthetic \
+    --model lenet --ranks 2 --parallel data,pipeline --micro-batches 2 --batch-size 8 --steps 2 --no-eval
+expect_ok "--bucket-mb without --batch (the UI's n picks ddp later)" "Usage: ddptop" --bucket-mb 5 \
+    --strategy allreduce --help
+# a sweep list names each value once: a value twice would run twice
+expect_error "--ranks 2,2" "--ranks: 2 is in the list twice" --batch --ranks 2,2 "${one[@]}"
+expect_error "--model lenet,lenet" "--model: lenet is in the list twice" --batch --model lenet,lenet "${one[@]}"
+expect_error "--model mlp,mlp (shorter than the default's name)" "--model: mlp is in the list twice" --batch \
+    --model mlp,mlp "${one[@]}"
+expect_error "--batch-size 8,16,8" "--batch-size: 8 is in the list twice" --batch --batch-size 8,16,8 "${one[@]}"
+expect_error "--strategy ddp,ddp" "--strategy: ddp is in the list twice" --batch --strategy ddp,ddp "${one[@]}"
+expect_error "--parallel model,model" "--parallel: model is in the list twice" --batch --parallel model,model \
+    "${one[@]}"
+expect_error "--micro-batches 2,2" "--micro-batches: 2 is in the list twice" --batch --parallel pipeline \
+    --micro-batches 2,2 "${one[@]}"
 
 # lists hold 16 entries; text fields their length
 sixteen() { local v=$1; printf %s "$v"; for _ in $(seq 15); do printf ",%s" "$v"; done; }
-expect_ok "lists of 16 entries" "Usage: ddptop" --ranks "$(sixteen 2)" --batch-size "$(sixteen 8)" \
-    --model "$(sixteen lenet)" --strategy "$(sixteen ddp)" --gpus 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 --help
+# (distinct values: a sweep runs each once; there are fewer models and strategies)
+expect_ok "lists of 16 entries" "Usage: ddptop" --ranks "$(seq -s, 1 16)" --batch-size "$(seq -s, 8 23)" \
+    --gpus 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 --help
 for o in "--ranks 2" "--batch-size 8" "--model lenet" "--strategy ddp"; do
     set -- $o
     expect_error "$1 with 17 entries" "$1: " "$1" "$(sixteen "$2"),$2"
@@ -542,6 +573,17 @@ expect_error "a stray } between events" "stray.json: malformed JSON near byte 11
 expect_error "brackets 3000 deep" "deep.json: JSON nested deeper than 1024 levels at byte" --batch --replay "$tmp/deep.json"
 printf '{"traceEvents":[{"a":[}]},"z":1}' >"$tmp/mismatch.json"
 expect_error "a } closing a [" "mismatch.json: malformed JSON near byte 22" --batch --replay "$tmp/mismatch.json"
+# text after the document's closing bracket: refused (a second document, a
+# stray character), whitespace is not
+good='{"ph":"X","name":"aten::mm","ts":1,"dur":5,"tid":1,"pid":"CPU functions"}'
+printf '{"traceEvents":[%s]}x' "$good" >"$tmp/after_obj.json"
+expect_error "text after a trace object" "after_obj.json: text after the trace's closing '}' at byte 91" \
+    --batch --replay "$tmp/after_obj.json"
+printf '[%s]\n[%s]' "$good" "$good" >"$tmp/after_arr.json"
+expect_error "a second array after a trace array" "after_arr.json: text after the trace's closing ']' at byte 76" \
+    --batch --replay "$tmp/after_arr.json"
+printf '[%s]\n \n' "$good" >"$tmp/after_ws.json"
+expect_ok "white space after a trace" "run,rank," --batch --replay "$tmp/after_ws.json" --format csv
 ranks_trace() { # ranks_trace N: a ddptop trace with one span on each of pids 0..N-1
     printf '{"ddptop":{},"traceEvents":['
     for ((p = 0; p < $1; p++)); do

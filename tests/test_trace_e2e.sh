@@ -52,8 +52,8 @@ if len(a["per_rank"]) != len(b["per_rank"]) or len(a["runs"]) != len(b["runs"]):
              (len(a["runs"]), len(a["per_rank"]), len(b["runs"]), len(b["per_rank"])))
 pct = ("compute_pct", "comm_pct", "data_pct", "idle_pct")
 same = ("steps", "ms_per_step", "ms_p50", "ms_p90", "samples_per_s", "bytes_sent", "busbw_gbps",
-        "transfer_ms_per_step", "sync_ms_per_step")
-for part, extra in (("runs", ("ranks", "global_batch")), ("per_rank", ("rank", "bytes_received"))):
+        "transfer_ms_per_step", "sync_ms_per_step", "algbw_gbps", "compute_s_per_epoch", "comm_s_per_epoch")
+for part, extra in (("runs", ("ranks", "global_batch", "steps_per_epoch")), ("per_rank", ("rank", "bytes_received"))):
     for x, y in zip(a[part], b[part]):
         who = "%s[%s]" % (part, x.get("rank", x.get("run")))
         for k in pct:
@@ -61,7 +61,8 @@ for part, extra in (("runs", ("ranks", "global_batch")), ("per_rank", ("rank", "
                 sys.exit("FAIL: %s %s live %.4f, replay %.4f" % (who, k, x[k], y[k]))
         for k in same + extra:
             u, v = x[k], y[k]
-            if k in ("busbw_gbps", "transfer_ms_per_step", "sync_ms_per_step") and u is None and v is None:
+            if k in ("busbw_gbps", "algbw_gbps", "transfer_ms_per_step", "sync_ms_per_step", "comm_s_per_epoch") and \
+                    u is None and v is None:
                 continue  # (n/a in both: a pipeline's sends)
             if not isinstance(u, (int, float)) or not isinstance(v, (int, float)):
                 sys.exit("FAIL: %s %s live %r, replay %r: not numbers" % (who, k, u, v))
@@ -143,7 +144,8 @@ for path, split in ((sys.argv[2], text_split), (sys.argv[4], md_split)):
             sys.exit("FAIL: %s: row %s for rank %d" % (path, f[:4], q["rank"]))
         for i, k in enumerate(cols):
             near("%s rank %d %s" % (path, q["rank"], k), f[4 + i], q[k], digits(f[4 + i]))
-        for v, k in ((f[-3], "transfer_ms_per_step"), (f[-2], "sync_ms_per_step")):
+        for v, k in ((f[-7], "busbw_gbps"), (f[-6], "algbw_gbps"), (f[-5], "compute_s_per_epoch"),
+                     (f[-4], "comm_s_per_epoch"), (f[-3], "transfer_ms_per_step"), (f[-2], "sync_ms_per_step")):
             near("%s rank %d %s" % (path, q["rank"], k), v, q[k], digits(v))
         # the last column, memory: a trace does not say
         if f[-1] != "n/a" or q.get("mem_peak_bytes") is not None:
