@@ -44,10 +44,9 @@ is 100 correct / samples; the run's test_acc is the ranks' last epoch's
 correct over samples.
 
 Usage: check_report.py REPORT.json [--trace T.json[.gz]] [--history H.csv]
-       [--run I] [--batch B] [--skip FIG,..]
+       [--run I] [--batch B]
 --batch: the per-rank batch the command line gave (the samples per step a
-rank's trace must say). --skip: figures a run cannot be held to (named in
-the test that passes it). Prints one line per figure group checked; exits 1
+rank's trace must say). Prints one line per figure group checked; exits 1
 at the first figure that disagrees, naming it, the report's value and the
 expected one.
 """

@@ -2,7 +2,8 @@
 # test_mpi.sh - ranks as processes, launched by OpenMPI's mpirun:
 #  - every strategy over --comm mpi, 2 processes (LeNet) and 4 (the MLP),
 #    ends 20 steps with the parameters of `single` on the global batch
-#    (within 1e-5 relative) and with identical replicas every step;
+#    (within 1e-5 relative) and with identical replicas every step, each
+#    rank's bytes sent and received as counted by hand;
 #  - 2 processes x 2 rank threads (--ranks-per-process: the shm ring inside
 #    a process, MPI between) give the same parameters, a rank's failure in
 #    a worker's second thread is named;
@@ -18,8 +19,13 @@
 #    killed outright (SIGKILL), in the second mpirun leaves before its own
 #    SIGKILL;
 #  - what cannot run under mpirun is one line and exit 2.
-# Usage: test_mpi.sh DDPTOP [quick|tiny]
+# Usage: test_mpi.sh DDPTOP [quick|tiny|full [PART]]
 #   (every MPI process starts slowly under a sanitizer)
+#   PART: strategies (every strategy, and 2 x 2 threads), stages (stages,
+#     traces and clocks) or failures (--bench-comm, failures, refusals):
+#     only that third, so that each stays well inside its time limit on a
+#     loaded machine (ctest runs them as test_mpi, test_mpi_stages and
+#     test_mpi_failures); default all three
 #   quick (ASan): ddp and horovod with 2 processes, ddp with 4, ddp and
 #     gather-scatter with 2 x 2, the pipeline alone of the stages, one
 #     refusal;
@@ -29,6 +35,8 @@ set -uo pipefail
 bin=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${2:-full}
+part=${3:-all}
+in_part() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 quick=0
 [ "$mode" != full ] && quick=1
 tmp=$(mktemp -d)
@@ -106,6 +114,38 @@ print(r['replicas_identical'], r['ranks'], r['backend'])" 2>/dev/null)
     fi
 }
 
+# mpi_bytes WHAT NAME.json MODEL PROCESSES STRATEGY: each rank's bytes sent
+# and received under --comm mpi (counted as ddptop's ring and rooted
+# algorithms move them), by hand: S the model's gradient bytes (LeNet
+# 61706 parameters, the MLP 669706, 4 bytes each), a ring allreduce 2 S
+# (n-1)/n each way on every rank; gather-scatter's root gathers and
+# broadcasts (n-1) S; dp's root sends the parameters, the replicas' shares
+# of the batch (784 pixels and a label a sample) and their logits'
+# gradients, and receives their logits and gradients
+mpi_bytes() {
+    local what=$1
+    shift
+    python3 - "$@" <<'PY' && ok "$what: bytes sent and received by hand" || bad "$what: bytes sent and received"
+import json, sys
+f, model, n, strategy = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+d = json.load(open(f))
+k, b = d["runs"][0]["steps"], 32
+S = 4 * {"lenet": 61706, "mlp": 669706}[model]
+X, Y = b * (784 + 1) * 4, b * 10 * 4
+want = {
+    "allreduce": lambda r: (2 * S * (n - 1) // n,) * 2,
+    "ddp": lambda r: (2 * S * (n - 1) // n,) * 2,
+    "gather-scatter": lambda r: ((n - 1) * S,) * 2 if r == 0 else (S, S),
+    "dp": lambda r: ((n - 1) * (S + X + Y), (n - 1) * (Y + S)) if r == 0 else (Y + S, S + X + Y),
+}[strategy]
+got = [(q["bytes_sent"], q["bytes_received"]) for q in d["per_rank"]]
+exp = [tuple(v * k for v in want(r)) for r in range(n)]
+if got != exp:
+    sys.exit("per rank (sent, received) %s, by hand %s" % (got, exp))
+PY
+}
+
+if in_part strategies; then
 # ---- every strategy against single on the global batch ----
 small=(--bucket-mb 0.05 --fusion-mb 0.02 --cycle-ms 1) # several buckets and fusion buffers
 for case in "2 lenet" "4 mlp"; do
@@ -118,6 +158,7 @@ for case in "2 lenet" "4 mlp"; do
     for st in "${strategies[@]}"; do
         against_single "$model $st, $np processes" "$st$np" "single$np.bin" "True $np mpi, $np processes on 1 node" \
             -np "$np" "$bin" "${base[@]}" --model "$model" --strategy "$st" "${small[@]}"
+        [ "$st" != horovod ] && mpi_bytes "$model $st, $np processes" "$st$np.json" "$model" "$np" "$st"
     done
 done
 
@@ -167,9 +208,15 @@ if [ $quick -eq 0 ]; then
         { bad "rank 3 of 2 x 2 fails: rc $rc"; grep ddptop hfail.err | head -3; }
 fi
 
+fi
+
+if in_part stages; then
 if [ "$mode" != tiny ]; then
 # ---- stages over send/recv: as threads, bit for bit ----
-stages=("model" "pipeline --micro-batches 4 --schedule 1f1b")
+# (the same stages: --partition, since a balanced partition follows the
+# layers' times measured at the start, and under load two runs may cut
+# LeNet in different places, which changes the float sums)
+stages=("model --partition 0:3,4:" "pipeline --micro-batches 4 --schedule 1f1b --partition 0:3,4:")
 [ $quick -eq 1 ] && stages=("${stages[1]}")
 for par in "${stages[@]}"; do
     read -r -a p <<<"$par"
@@ -185,7 +232,7 @@ done
 # parameters as with 4 threads, bit for bit, and the same mean loss (the
 # replicas' last stages' losses, averaged over every rank)
 if [ $quick -eq 0 ]; then
-    dpargs=(--model lenet --steps 8 --parallel pipeline --micro-batches 2 --schedule gpipe --dp 2)
+    dpargs=(--model lenet --steps 8 --parallel pipeline --micro-batches 2 --schedule gpipe --dp 2 --partition 0:3,4:)
     "$bin" "${base[@]}" "${dpargs[@]}" --ranks 4 --save-params threads_dp.bin --format csv >threads_dp.csv 2>/dev/null
     "${mpi[@]}" -np 4 "$bin" "${base[@]}" "${dpargs[@]}" --save-params procs_dp.bin --format csv >procs_dp.csv \
         2>procs_dp.err
@@ -253,6 +300,9 @@ EOF
     { bad "clock offsets"; tail -3 pp.err; }
 fi
 
+fi
+
+if in_part failures; then
 # ---- --bench-comm over MPI: exact answers, and a fit that training uses ----
 if [ "$mode" != tiny ]; then
     colls=(allreduce broadcast reduce gather scatter allgather reduce-scatter)
@@ -378,6 +428,8 @@ if [ $quick -eq 0 ]; then
     rc=$?
     [ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && [[ "$out" == *"only under mpirun"* ]] &&
         ok "--ranks-per-process without mpirun: exit 2, one line" || bad "--ranks-per-process without mpirun: rc $rc: $out"
+fi
+
 fi
 
 echo "$fails failed"
