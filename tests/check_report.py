@@ -426,6 +426,9 @@ def main():
         return
     t = load_trace(a.trace)
     n = r["ranks"]
+    # (a span the report lost is still in the trace: the two would differ)
+    if r["spans_lost"] != 0:
+        fail("run %d lost %r spans: its figures cannot be held to the trace's" % (a.run, r["spans_lost"]))
     ranks = [Rank(p, [e for e in t["traceEvents"] if e.get("pid") == p], n) for p in range(n)]
     staged = r.get("parallel", "data") != "data"
     for q, rk in zip(rows, ranks):

@@ -292,6 +292,9 @@ want = {
 }
 for name, f in want.items():
     r = json.load(open(sys.argv[1] + "/pred_%s.json" % name))["runs"][0]
+    # the link line says how the bytes go: through the root, or round a ring
+    how = "the root" if name in ("gs", "dp") else "ring allreduce"
+    assert how in r["prediction"]["link"], (name, r["prediction"]["link"])
     for row in r["prediction"]["rows"]:
         K = row["ranks"]
         assert abs(row["comm_ms"] - 1e3 * f(K)) <= 1e-9 * row["comm_ms"], (name, K, row["comm_ms"], 1e3 * f(K))
