@@ -147,7 +147,14 @@ PY
 
 if in_part strategies; then
 # ---- every strategy against single on the global batch ----
-small=(--bucket-mb 0.05 --fusion-mb 0.02 --cycle-ms 1) # several buckets and fusion buffers
+# several buckets (ddp) and fusion buffers (horovod); each option only
+# with the strategy it is for
+small() {
+    case $1 in
+    ddp) echo --bucket-mb 0.05 ;;
+    horovod) echo --fusion-mb 0.02 --cycle-ms 1 ;;
+    esac
+}
 for case in "2 lenet" "4 mlp"; do
     read -r np model <<<"$case"
     [ "$mode" = tiny ] && [ "$np" -eq 4 ] && continue
@@ -157,7 +164,7 @@ for case in "2 lenet" "4 mlp"; do
     [ $quick -eq 1 ] && { [ "$np" -eq 2 ] && strategies=(ddp horovod) || strategies=(ddp); }
     for st in "${strategies[@]}"; do
         against_single "$model $st, $np processes" "$st$np" "single$np.bin" "True $np mpi, $np processes on 1 node" \
-            -np "$np" "$bin" "${base[@]}" --model "$model" --strategy "$st" "${small[@]}"
+            -np "$np" "$bin" "${base[@]}" --model "$model" --strategy "$st" $(small "$st")
         [ "$st" != horovod ] && mpi_bytes "$model $st, $np processes" "$st$np.json" "$model" "$np" "$st"
     done
 done
@@ -171,7 +178,7 @@ strategies=(dp gather-scatter allreduce ddp horovod)
 for st in "${strategies[@]}"; do
     against_single "mlp $st, 2 processes x 2 rank threads" "h$st" single4.bin \
         "True 4 mpi+shm/ring, 2 processes x 2 on 1 node" \
-        -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --strategy "$st" "${small[@]}"
+        -np 2 "$bin" "${base[@]}" --ranks-per-process 2 --model mlp --strategy "$st" $(small "$st")
 done
 # mpirun binds each of a few processes to one core: 2 rank threads there
 # take turns, which is said, with the way out (and nothing is said unbound)
