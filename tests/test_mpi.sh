@@ -74,13 +74,19 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}fast_unwind_on_malloc=0"
 # the α-β fits --bench-comm stores, and training reports read
 export DDPTOP_COMM_MODEL=$tmp/comm-model.json
 
-# The pid of process 1 once its rank thread is up (the run has started),
-# a second later; empty after 60 s without it.
+# every process this script's mpirun starts carries this mark: other
+# programs' mpirun jobs (another test beside this one) are not ours to stop
+export DDPTOP_TEST_MPI_JOB=$tmp
+mpi+=(-x DDPTOP_TEST_MPI_JOB)
+
+# The pid of process 1 of this script's job once its rank thread is up (the
+# run has started), a second later; empty after 60 s without it.
 find_worker() {
-    local p
+    local p env
     for _ in $(seq 600); do
         for p in $(pgrep -x ddptop); do
-            if { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 &&
+            env=$({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null)
+            if grep -qx OMPI_COMM_WORLD_RANK=1 <<<"$env" && grep -qxF "DDPTOP_TEST_MPI_JOB=$tmp" <<<"$env" &&
                 grep -qx "rank 1" /proc/"$p"/task/*/comm 2>/dev/null; then
                 sleep 1
                 echo "$p"
