@@ -161,9 +161,10 @@ static void predict_scaling(struct run_result *res, struct run *r)
     cost_model_path(path, sizeof(path));
     if (r->wire_scaled)
         snprintf(wire, sizeof(wire), "; %s gradients", w16_name(r->wire_scaled));
+    int through_root = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
     if (c->link_bw > 0)
-        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: ring allreduce%s",
-                 c->link_bw / 1e9, c->link_lat * 1e6, wire);
+        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: %s%s", c->link_bw / 1e9,
+                 c->link_lat * 1e6, through_root ? "the root's messages one after another" : "ring allreduce", wire);
     else
         snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's fits (shm, %s)%s",
                  c->algo == ALGO_RING ? "ring" : "naive", wire);
@@ -188,10 +189,9 @@ static void predict_scaling(struct run_result *res, struct run *r)
                 *slot[q] = &rooted[q];
             }
         } else {
-            int rooted_only = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
             if (cost_model_lookup(path, fit_backend(r), algo, k, COLL_ALLREDUCE, &f) == 0)
                 link = predict_link_of(&f);
-            else if (!rooted_only)
+            else if (!through_root)
                 continue; /* no cost for this rank count: n/a */
             for (int q = 0; q < 4; q++)
                 if (cost_model_lookup(path, fit_backend(r), algo, k, kinds[q], &f) == 0) {
