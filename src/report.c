@@ -1349,6 +1349,30 @@ static void json_breakdown(cJSON *o, const struct breakdown *b, double compute, 
     add_num(o, "other_idle_pct", split_pct(split_ns[2], b), split);
 }
 
+/* The keys a runs[] and a per_rank[] entry share, from x: a run_result
+ * or a rank_result, which name these figures alike. Two parts, as each
+ * entry writes its own bytes between them: the time split with the time in
+ * collectives, then the collectives' bandwidths and transfer and sync. */
+#define JSON_SPLIT_KEYS(o, x)                                                                                          \
+    do {                                                                                                               \
+        const int64_t split_ns_[3] = {(x)->host_wait_ns, (x)->kernel_wait_ns, (x)->other_idle_ns};                     \
+        json_breakdown(o, &(x)->b, (x)->compute_pct, (x)->comm_pct, (x)->data_pct, (x)->idle_pct, (x)->overlap_pct,    \
+                       (x)->gpu_view, (x)->idle_split_valid, split_ns_);                                               \
+        add_num(o, "coll_pct", (x)->coll_pct, 1);                                                                      \
+        add_num(o, "coll_ms_per_step", (x)->coll_ms, 1);                                                               \
+        add_num(o, "desched_pct", (x)->desched_pct, (x)->desched_valid);                                               \
+    } while (0)
+#define JSON_COLL_KEYS(o, x)                                                                                           \
+    do {                                                                                                               \
+        add_num(o, "busbw_gbps", (x)->busbw_gbps, (x)->busbw_valid);                                                   \
+        add_num(o, "algbw_gbps", (x)->algbw_gbps, (x)->busbw_valid);                                                   \
+        add_num(o, "transfer_ms_per_step", (x)->xfer_step_ms, (x)->coll_valid);                                        \
+        add_num(o, "sync_ms_per_step", (x)->sync_step_ms, (x)->coll_valid);                                            \
+        add_num(o, "transfer_ms_total", (x)->xfer_ms, (x)->coll_valid);                                                \
+        add_num(o, "negotiate_ms_per_step", (x)->negotiate_ms, (x)->negotiate_valid);                                  \
+        add_num(o, "sync_ms_total", (x)->sync_ms, (x)->coll_valid);                                                    \
+    } while (0)
+
 static cJSON *json_replay(const struct replay_source *src)
 {
     if (!src->valid)
@@ -1445,20 +1469,9 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_num(o, "repeats", r->repeats > 1 ? r->repeats : 1, 1);
     add_num(o, "repeat_samples_per_s_min", r->repeat_sps_min, r->repeats > 1);
     add_num(o, "repeat_samples_per_s_max", r->repeat_sps_max, r->repeats > 1);
-    const int64_t split[3] = {r->host_wait_ns, r->kernel_wait_ns, r->other_idle_ns};
-    json_breakdown(o, &r->b, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, r->gpu_view,
-                   r->idle_split_valid, split);
-    add_num(o, "coll_pct", r->coll_pct, 1);
-    add_num(o, "coll_ms_per_step", r->coll_ms, 1);
-    add_num(o, "desched_pct", r->desched_pct, r->desched_valid);
+    JSON_SPLIT_KEYS(o, r);
     add_num(o, "bytes_sent", (double)r->bytes_sent, r->bytes_valid);
-    add_num(o, "busbw_gbps", r->busbw_gbps, r->busbw_valid);
-    add_num(o, "algbw_gbps", r->algbw_gbps, r->busbw_valid);
-    add_num(o, "transfer_ms_per_step", r->xfer_step_ms, r->coll_valid);
-    add_num(o, "sync_ms_per_step", r->sync_step_ms, r->coll_valid);
-    add_num(o, "transfer_ms_total", r->xfer_ms, r->coll_valid);
-    add_num(o, "negotiate_ms_per_step", r->negotiate_ms, r->negotiate_valid);
-    add_num(o, "sync_ms_total", r->sync_ms, r->coll_valid);
+    JSON_COLL_KEYS(o, r);
     add_num(o, "predicted_transfer_ms_per_step", per_step(r->pred_ms, r->steps), r->pred_valid);
     add_num(o, "compute_ms_per_step", r->compute_ms, r->ms_valid && r->nranks > 0);
     add_num(o, "steps_per_epoch", (double)r->steps_per_epoch, r->epoch_valid);
@@ -1534,21 +1547,10 @@ static cJSON *json_rank(const struct run_result *r, const struct rank_result *q,
     add_num(o, "ms_p50", q->ms_p50, q->ms_valid);
     add_num(o, "ms_p90", q->ms_p90, q->ms_valid);
     add_num(o, "samples_per_s", q->samples_per_s, q->samples_valid);
-    const int64_t split[3] = {q->host_wait_ns, q->kernel_wait_ns, q->other_idle_ns};
-    json_breakdown(o, &q->b, q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct, q->gpu_view,
-                   q->idle_split_valid, split);
-    add_num(o, "coll_pct", q->coll_pct, 1);
-    add_num(o, "coll_ms_per_step", q->coll_ms, 1);
-    add_num(o, "desched_pct", q->desched_pct, q->desched_valid);
+    JSON_SPLIT_KEYS(o, q);
     add_num(o, "bytes_sent", (double)q->bytes_tx, q->bytes_valid);
     add_num(o, "bytes_received", (double)q->bytes_rx, q->bytes_valid);
-    add_num(o, "busbw_gbps", q->busbw_gbps, q->busbw_valid);
-    add_num(o, "algbw_gbps", q->algbw_gbps, q->busbw_valid);
-    add_num(o, "transfer_ms_per_step", q->xfer_step_ms, q->coll_valid);
-    add_num(o, "sync_ms_per_step", q->sync_step_ms, q->coll_valid);
-    add_num(o, "transfer_ms_total", q->xfer_ms, q->coll_valid);
-    add_num(o, "negotiate_ms_per_step", q->negotiate_ms, q->negotiate_valid);
-    add_num(o, "sync_ms_total", q->sync_ms, q->coll_valid);
+    JSON_COLL_KEYS(o, q);
     add_num(o, "compute_ms_per_step", q->compute_ms, q->ms_valid);
     add_num(o, "compute_s_per_epoch", q->compute_s_epoch, r->epoch_valid);
     add_num(o, "comm_s_per_epoch", q->comm_s_epoch, r->epoch_valid && q->coll_valid);
