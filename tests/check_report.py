@@ -5,9 +5,10 @@ Chrome trace, its --history CSV) and from the README's definitions, never
 from ddptop's code; then held against the JSON report, figure by figure.
 
 From the trace (every span and step record of every rank, to the ns):
-  - per rank: steps; ms/step mean, p50 (the lower middle), p90 (the sorted
-    step at floor(0.9 (k-1))), over every step but the first; samples/s =
-    the rank's batch over the mean step;
+  - per rank: steps; ms/step mean, p50 and p90 as numpy.percentile gives
+    them (linear between the two sorted steps around (k-1) q), over every
+    step but the first; samples/s = the rank's batch over the median step
+    (p50), the statistic the speedup uses;
   - the split of each step's window [t0, t1) over that step's spans (each
     cut to the window): on one thread the innermost span decides an
     instant; across threads compute beats comm beats data beats idle (a
@@ -25,8 +26,8 @@ From the trace (every span and step record of every rank, to the ns):
     (n-1)/n; broadcast, reduce 1; send/recv none) over the sum of their
     transfer times;
   - the run's row: per step the slowest rank's time (mean, p50, p90), the
-    global batch over it, the ranks' splits summed, the means of their coll
-    ms, desched%, bytes, transfer and sync, busbw over all ranks' bytes and
+    global batch over its p50, the ranks' splits summed, the means of their coll
+    ms, desched% (all ranks' descheduled time over all their walls), bytes, transfer and sync, busbw over all ranks' bytes and
     transfer times, steps the fewest any rank closed; the learning rate of
     rank 0's last step; the running loss (the mean over the last 50 steps
     of the ranks' mean loss) and training accuracy over the last epoch's
@@ -107,9 +108,20 @@ def percentiles(v):
     v = v[1:] if len(v) > 1 else v
     if not v:
         return 0.0, 0.0, 0.0
-    s = sorted(v)
-    k = len(s)
-    return sum(s) / k / 1e6, s[(k - 1) // 2] / 1e6, s[int((k - 1) * 0.9)] / 1e6
+    try:
+        import numpy
+        p50, p90 = numpy.percentile(v, [50, 90])
+    except ImportError:  # numpy's default (linear) by hand
+        s = sorted(v)
+
+        def q(f):
+            pos = (len(s) - 1) * f
+            lo = int(pos)
+            hi = min(lo + 1, len(s) - 1)
+            return s[lo] + (pos - lo) * (s[hi] - s[lo])
+
+        p50, p90 = q(0.5), q(0.9)
+    return sum(v) / len(v) / 1e6, float(p50) / 1e6, float(p90) / 1e6
 
 
 def split_window(spans, t0, t1):
@@ -223,7 +235,7 @@ def check_rank(q, rk, batch, staged):
         for s in rk.order:
             if rk.steps[s]["samples"] != batch:
                 fail("%s step %d: %r samples in the trace, --batch-size %d" % (who, s, rk.steps[s]["samples"], batch))
-        near(who + " samples_per_s", q["samples_per_s"], batch / (mean / 1e3))
+        near(who + " samples_per_s", q["samples_per_s"], batch / (p50 / 1e3))
     sp = rk.split
     for k in ("compute", "comm", "data", "idle"):
         near(who + " %s_pct" % k, q[k + "_pct"], pct(sp[k], sp["wall"]), abs_=1e-6)
@@ -268,7 +280,7 @@ def check_run(r, ranks, rows, batch):
     near(who + " ms_p50", r["ms_p50"], p50)
     near(who + " ms_p90", r["ms_p90"], p90)
     g = r["global_batch"]
-    near(who + " samples_per_s", r["samples_per_s"], g / (mean / 1e3))
+    near(who + " samples_per_s", r["samples_per_s"], g / (p50 / 1e3))
     near(who + " samples_per_s_p50", r["samples_per_s_p50"], g / (p50 / 1e3))
     tot = {k: sum(rk.split[k] for rk in ranks) for k in ranks[0].split}
     for k in ("compute", "comm", "data", "idle"):
@@ -278,8 +290,10 @@ def check_run(r, ranks, rows, batch):
     near(who + " coll_ms_per_step", r["coll_ms_per_step"],
          sum(rk.split["coll"] / 1e6 / rk.nsteady for rk in ranks) / n)
     if all(rk.desched_known for rk in ranks):
-        near(who + " desched_pct", r["desched_pct"], sum(pct(rk.desched_ns, rk.split["wall"]) for rk in ranks) / n,
-             abs_=1e-6)
+        # (every rank's descheduled time over every rank's wall: a rank that
+        # ran longer weighs more)
+        near(who + " desched_pct", r["desched_pct"],
+             pct(sum(rk.desched_ns for rk in ranks), sum(rk.split["wall"] for rk in ranks)), abs_=1e-6)
     if r["bytes_sent"] != sum(rk.tx for rk in ranks) // n:
         fail("%s bytes_sent: report %r, the ranks' mean %r" % (who, r["bytes_sent"], sum(rk.tx for rk in ranks) / n))
     staged = r.get("parallel", "data") != "data"
