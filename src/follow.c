@@ -756,7 +756,7 @@ int follow_poll(struct follow *f, int wait_ms)
         if (poll(&pfd, 1, wait_ms) > 0)
             read_events(f, probe_now_ns());
     } else if (wait_ms > 0) {
-        int64_t left = f->next_scan_ns - probe_now_ns(), ms = left > 0 ? left / 1000000 : 0;
+        int64_t left = f->next_scan_ns - probe_now_ns(), ms = left > 0 ? (left + 999999) / 1000000 : 0;
         ms = ms < wait_ms ? ms : wait_ms;
         struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
@@ -922,15 +922,17 @@ out:
 
 static void print_cycle(const struct follow_cycle *c)
 {
-    char steps[48];
+    char steps[48], ms[32] = "n/a";
     if (c->step_lo <= c->step_hi)
         snprintf(steps, sizeof(steps), "steps %u-%u", c->step_lo, c->step_hi);
     else
         snprintf(steps, sizeof(steps), "no ProfilerStep");
+    if (c->nsteps > 0)
+        snprintf(ms, sizeof(ms), "%.2f", c->ms_mean);
     fprintf(stderr,
-            "ddptop: --follow: rank %d cycle %d (%s, %s): %.2f ms/step, compute %.1f%%, comm %.1f%%, data %.1f%%, "
+            "ddptop: --follow: rank %d cycle %d (%s, %s): %s ms/step, compute %.1f%%, comm %.1f%%, data %.1f%%, "
             "idle %.1f%%; own work %.2f ms/step\n",
-            c->rank, c->cycle + 1, steps, c->file, c->ms_mean, c->compute_pct, c->comm_pct, c->data_pct, c->idle_pct,
+            c->rank, c->cycle + 1, steps, c->file, ms, c->compute_pct, c->comm_pct, c->data_pct, c->idle_pct,
             c->own_ms);
 }
 

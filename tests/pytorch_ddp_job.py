@@ -73,6 +73,7 @@ def main():
     x = torch.randn(32, 1, 28, 28)
     y = torch.randint(0, 10, (32,))
     worker = a.worker_name.format(rank=a.rank) or None
+    print("started", flush=True)  # (a test starts its follower now)
 
     # ---- the lines a user adds to profile a job ----
     with profile(activities=[ProfilerActivity.CPU],

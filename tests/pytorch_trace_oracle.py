@@ -15,12 +15,17 @@ time accounting, not ddptop's code:
 - over the union of the cycle's step windows:
   compute = |U compute|, comm = |U comm - compute|,
   data = |U data - compute - comm|, idle = wall - the rest;
-- a rank's figures are the sums over its cycles.
+- a rank's figures are the sums over its cycles;
+- beside the split, coll = |U comm ops| over the step windows (the time in
+  collectives, waits for peers included), and a cycle's own work per step
+  = (wall - coll) / steps: what --follow compares to mark a straggler.
 
 Only CPU (host) traces are covered: a trace with device ops is refused.
 
-Usage: pytorch_trace_oracle.py FILE|DIR... [--check DDPTOP_JSON] [--tol POINTS]
-Prints a JSON object {rank: {...}}; with --check, compares every rank's
+Usage: pytorch_trace_oracle.py FILE|DIR... [--check DDPTOP_JSON] [--tol POINTS] [--cycles]
+Prints a JSON object {rank: {...}} (with --cycles, {file name: {...}}: each
+file's own figures, its rank and its steps' numbers); with --check,
+compares every rank's
 compute%, comm% and idle% and its steps with the per_rank rows of ddptop's
 --format json report (and the ranks with its ranks), and exits 1 when one
 differs by more than --tol points (default 1).
@@ -136,6 +141,18 @@ def cycle(events):
                 break
     total["idle"] = total["wall"] - total[COMPUTE] - total[COMM] - total[DATA]
     total["steps"] = len(steps)
+    # the time in collectives, waits for peers inside them included: the
+    # union of the communication ops over the windows; a rank's own work
+    # per step is the rest
+    coll = 0
+    for a, b in union([(o[0], o[3]) for o in ops if o[4] == COMM]):
+        for w0, w1 in windows:
+            coll += max(0, min(b, w1) - max(a, w0))
+    total["coll"] = coll
+    total["own_ms"] = (total["wall"] - coll) / max(len(steps), 1) / 1e6
+    total["step_numbers"] = sorted(int(e["name"][len("ProfilerStep#"):]) for e in events
+                                   if isinstance(e, dict) and e.get("ph") == "X"
+                                   and str(e.get("name", "")).startswith("ProfilerStep#"))
     return total
 
 
@@ -151,24 +168,35 @@ def files_of(args):
 
 
 def main():
-    args, check, tol = [], None, 1.0
+    args, check, tol, per_file = [], None, 1.0, False
     it = iter(sys.argv[1:])
     for a in it:
         if a == "--check":
             check = next(it)
         elif a == "--tol":
             tol = float(next(it))
+        elif a == "--cycles":
+            per_file = True
         else:
             args.append(a)
-    ranks = {}
+    ranks, files = {}, {}
     for path in files_of(args):
         events, dist_info = load(path)
-        r = ranks.setdefault(rank_of(path, dist_info),
-                             {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": 0, "cycles": 0})
+        rank = rank_of(path, dist_info)
+        r = ranks.setdefault(rank, {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": 0, "cycles": 0,
+                                    "coll": 0})
         c = cycle(events)
+        files[os.path.basename(path)] = dict(c, rank=rank)
         for k in c:
-            r[k] += c[k]
+            if k not in ("step_numbers", "own_ms"):
+                r[k] += c[k]
         r["cycles"] += 1
+    if per_file:
+        for c in files.values():
+            for k in (COMPUTE, COMM, DATA, "idle"):
+                c[k + "_pct"] = 100.0 * c[k] / c["wall"] if c["wall"] else 0.0
+        print(json.dumps(files, indent=1, sort_keys=True))
+        return 0
     for r in ranks.values():
         for k in (COMPUTE, COMM, DATA, "idle"):
             r[k + "_pct"] = 100.0 * r[k] / r["wall"] if r["wall"] else 0.0
