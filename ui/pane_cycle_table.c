@@ -8,8 +8,8 @@
 
 #include "panes.h"
 
-#define LEAD_W 16  /* "cycle  steps" */
-#define GROUP_W 21 /* " *12345.67 100.0 100.0" per rank */
+#define LEAD_W 16  /* "cycle steps     " */
+#define GROUP_W 23 /* "  12345.67 100.0 100.0*" per rank */
 
 /* Rank's cycle k, or NULL. */
 static const struct snap_cycle *find(const struct snap *s, int rank, int k)
@@ -48,7 +48,7 @@ static void table_draw(WINDOW *w, struct pane_view *v, int focused)
         return;
     }
     int x = 1;
-    draw_textf(w, 1, x, wd - 1 - x, TH_LABEL, "%-6s%-10s", "cycle", "steps");
+    draw_textf(w, 1, x, wd - 1 - x, TH_LABEL, "%5s %-10s", "cycle", "steps");
     for (int g = 0; g < groups; g++) {
         char lab[24];
         snprintf(lab, sizeof(lab), "rank %d", g);
@@ -78,8 +78,8 @@ static void table_draw(WINDOW *w, struct pane_view *v, int focused)
                 draw_textf(w, y, gx, GROUP_W, TH_DIM, "%*s", GROUP_W - 1, "-");
                 continue;
             }
-            draw_textf(w, y, gx, GROUP_W, c->straggler ? TH_ERROR : TH_VALUE, "%c%8.2f %5.1f %5.1f",
-                       c->straggler ? '*' : ' ', c->ms_step, c->comm_pct, c->idle_pct);
+            draw_textf(w, y, gx, GROUP_W, c->straggler ? TH_ERROR : TH_VALUE, "  %8.2f %5.1f %5.1f%c", c->ms_step,
+                       c->comm_pct, c->idle_pct, c->straggler ? '*' : ' ');
         }
     }
     char cut[96] = "";

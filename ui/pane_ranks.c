@@ -172,7 +172,7 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
             case C_SENT:
             case C_RECV:
                 fmt_bytes(b, sizeof(b), (double)(c == C_SENT ? r->bytes_tx : r->bytes_rx));
-                draw_textf(w, y, x, room, TH_NORMAL, "%*s", cw, b);
+                draw_textf(w, y, x, room, r->bytes_na ? TH_DIM : TH_NORMAL, "%*s", cw, r->bytes_na ? "n/a" : b);
                 break;
             case C_MEM:
             case C_PEAK:

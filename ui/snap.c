@@ -273,6 +273,7 @@ static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
     sr->overlap_pct = rr->overlap_pct;
     sr->bytes_tx = rr->bytes_tx;
     sr->bytes_rx = rr->bytes_rx;
+    sr->bytes_na = !rr->bytes_valid;
     sr->busbw_gbps = rr->busbw_gbps;
     sr->busbw_valid = rr->busbw_valid;
     sr->mem_now = rr->mem_now;
@@ -596,7 +597,7 @@ static void follow_rank(struct snap_rank *sr, const struct follow_rank *fr, cons
     sr->steps = c->nsteps;
     sr->valid = sr->recent_valid = c->f.b.wall_ns > 0;
     sr->ms_step = c->ms_mean;
-    sr->samples_na = 1;
+    sr->samples_na = sr->bytes_na = 1;
     pcts_of(sr, &c->f.b);
     size_t n = fr->nspans < METRICS_HISTORY ? fr->nspans : METRICS_HISTORY;
     memcpy(sr->hist, fr->spans, sizeof(*sr->hist) * n);

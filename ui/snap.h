@@ -62,6 +62,7 @@ struct snap_rank {
     int samples_na; /* a replay without batch sizes: samples/s unknown */
     double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
     uint64_t bytes_tx, bytes_rx;
+    int bytes_na; /* a PyTorch trace: bytes unknown */
     double busbw_gbps;
     int busbw_valid;
     int64_t mem_now, mem_peak; /* device memory held, and its most (bytes) */
