@@ -8,7 +8,9 @@
 # figures per rank, the timeline's lanes of both ranks, the per-cycle
 # table's rows); that rank 1 is marked the straggler (the rank table's *1,
 # the header) and rank 0 is not; that m changes the figure the cycles
-# plot; and that q exits 0 with the terminal in normal mode and the report
+# plot; that each rank's row holds the figures of its latest cycle (the
+# oracle's reading of its last file, to the 0.1 shown); and that q exits
+# 0 with the terminal in normal mode and the report
 # printed. DDPTOP_SCREENSHOT=FILE keeps the screen once every cycle landed
 # (docs/follow-screenshot.txt is one).
 #
@@ -89,6 +91,38 @@ fi
 if wait_for 'cycle 4 \(8 landed\)' 90; then pass "all 4 cycles of both ranks land"; else fail "not every cycle landed"; fi
 wait_for '│ +4 [0-9]+-[0-9]+ ' 5 || fail "no row for cycle 4"
 [ -n "${DDPTOP_SCREENSHOT:-}" ] && screen >"$DDPTOP_SCREENSHOT"
+# the rank table's figures are each rank's latest cycle's: the oracle's
+# reading of its last file (tensorboard's names order a worker's files)
+screen >"$T/screen.txt"
+python3 "$HERE/pytorch_trace_oracle.py" "$T/tb" --cycles >"$T/oracle.json" 2>"$T/oracle.err"
+if python3 - "$T/screen.txt" "$T/oracle.json" <<'PY' >"$T/latest.out" 2>&1; then
+import json, re, sys
+screen, oracle = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+last = {}
+for name in sorted(oracle):
+    last[oracle[name]["rank"]] = oracle[name]
+bad = 0
+for rank, want in sorted(last.items()):
+    m = re.search(r"│ +\*?%d cpu +([0-9.]+) +n/a .*? ([0-9.]+) +([0-9.]+) +([0-9.]+) +([0-9.]+) +([0-9.]+) +n/a" % rank,
+                  screen)
+    if not m:
+        print("no row for rank %d" % rank)
+        bad = 1
+        continue
+    got = {"ms": float(m.group(1)), "compute_pct": float(m.group(2)), "comm_pct": float(m.group(3)),
+           "idle_pct": float(m.group(5))}
+    ms = want["wall"] / want["steps"] / 1e6  # (the steps tile the cycle)
+    for k in ("compute_pct", "comm_pct", "idle_pct"):
+        print("rank %d %-11s screen %5.1f  oracle (its last file) %6.2f" % (rank, k, got[k], want[k]))
+        bad |= abs(got[k] - want[k]) > 0.051
+    print("rank %d ms/step     screen %7.2f  oracle %8.3f" % (rank, got["ms"], ms))
+    bad |= abs(got["ms"] - ms) > 0.0051
+sys.exit(bad)
+PY
+    pass "each rank's row is its latest cycle's, as the oracle reads its last file"
+else
+    fail "the rank rows against the oracle's last cycles: $(cat "$T/latest.out" "$T/oracle.err")"
+fi
 tm send-keys -t "$S" -l 'm'
 if wait_for 'Cycles .*comm % per cycle' 5; then pass "m: the cycles plot comm%"; else fail "m did not change the figure"; fi
 tm send-keys -t "$S" -l 'p'
