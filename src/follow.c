@@ -321,6 +321,15 @@ static int op_nest_cmp(const void *a, const void *b)
     return x->t1_ns > y->t1_ns ? -1 : x->t1_ns < y->t1_ns; /* the outer first */
 }
 
+/* By thread, then nested (op_nest_cmp). */
+static int op_track_cmp(const void *a, const void *b)
+{
+    const struct trace_op *x = *(const struct trace_op *const *)a, *y = *(const struct trace_op *const *)b;
+    if (x->track != y->track)
+        return x->track < y->track ? -1 : 1;
+    return op_nest_cmp(a, b);
+}
+
 static int step_start_cmp(const void *a, const void *b)
 {
     const struct trace_step_info *x = a, *y = b;
@@ -367,20 +376,46 @@ static void flatten_track(struct seg_out *o, const struct trace_op **ops, size_t
     }
 }
 
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* Keeps the newest whole steps that fit METRICS_HISTORY spans. */
 static void keep_newest(struct seg_out *o)
 {
-    if (o->n <= METRICS_HISTORY)
+    if (o->n <= METRICS_HISTORY || o->nsteps == 0) {
+        o->n = o->n < METRICS_HISTORY ? o->n : METRICS_HISTORY;
         return;
-    uint32_t cut = 0;
-    for (size_t s = o->nsteps; s-- > 0;) {
-        size_t count = 0;
-        for (size_t i = 0; i < o->n; i++)
-            count += o->v[i].step >= o->steps[s].step;
-        if (count > METRICS_HISTORY)
-            break;
-        cut = o->steps[s].step;
     }
+    /* the spans of each step, by step number */
+    uint32_t *num = malloc(sizeof(*num) * o->nsteps);
+    size_t *count = calloc(o->nsteps, sizeof(*count));
+    if (!num || !count) {
+        free(num);
+        free(count);
+        o->n = METRICS_HISTORY;
+        return;
+    }
+    for (size_t k = 0; k < o->nsteps; k++)
+        num[k] = o->steps[k].step;
+    qsort(num, o->nsteps, sizeof(*num), u32_cmp);
+    for (size_t i = 0; i < o->n; i++) {
+        const uint32_t *at = bsearch(&o->v[i].step, num, o->nsteps, sizeof(*num), u32_cmp);
+        if (at)
+            count[at - num]++;
+    }
+    uint32_t cut = num[o->nsteps - 1];
+    size_t kept = 0;
+    for (size_t k = o->nsteps; k-- > 0;) {
+        if (kept + count[k] > METRICS_HISTORY)
+            break;
+        kept += count[k];
+        cut = num[k];
+    }
+    free(num);
+    free(count);
     size_t m = 0;
     for (size_t i = 0; i < o->n && m < METRICS_HISTORY; i++)
         if (o->v[i].step >= cut)
@@ -417,15 +452,17 @@ static int cycle_spans(const struct trace_rank *r, const struct trace_window *w,
         if (!r->ops[i].gpu && r->ops[i].track >= 0 && ++count[r->ops[i].track] > count[main_track])
             main_track = r->ops[i].track;
     /* the host: thread by thread; annotations cover nothing */
-    for (int32_t t = 0; t < ntracks && !o.oom; t++) {
-        size_t n = 0;
-        for (size_t i = w->ops_from; i < w->ops_to; i++) {
-            const struct trace_op *op = &r->ops[i];
-            if (!op->gpu && op->track == t && op->cat < CAT_COUNT && op->t1_ns > op->t0_ns)
-                by[n++] = op;
-        }
-        qsort(by, n, sizeof(*by), op_nest_cmp);
-        flatten_track(&o, by, n, main_track);
+    size_t nh = 0;
+    for (size_t i = w->ops_from; i < w->ops_to; i++) {
+        const struct trace_op *op = &r->ops[i];
+        if (!op->gpu && op->cat < CAT_COUNT && op->t1_ns > op->t0_ns)
+            by[nh++] = op;
+    }
+    qsort(by, nh, sizeof(*by), op_track_cmp);
+    for (size_t a = 0, b; a < nh && !o.oom; a = b) {
+        for (b = a; b < nh && by[b]->track == by[a]->track;)
+            b++;
+        flatten_track(&o, by + a, b - a, main_track);
     }
     /* the device: every op counts (streams overlap), by start */
     size_t n = 0;
