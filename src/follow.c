@@ -87,7 +87,7 @@ static int file_cmp(const void *key, const void *elem)
 
 static struct follow_file *file_find(struct follow *f, const char *name)
 {
-    return bsearch(name, f->files, f->nfiles, sizeof(*f->files), file_cmp);
+    return f->nfiles ? bsearch(name, f->files, f->nfiles, sizeof(*f->files), file_cmp) : NULL;
 }
 
 /* The entry of name, made (pending, changed now) when new; NULL when out
@@ -556,7 +556,8 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
                 "the files land in; name them with tensorboard_trace_handler's worker_name=f\"rank{rank}\"",
                 e->name);
     }
-    memcpy(st, r->steps + w->steps_from, sizeof(*st) * nsteps);
+    if (nsteps)
+        memcpy(st, r->steps + w->steps_from, sizeof(*st) * nsteps);
     qsort(st, nsteps, sizeof(*st), step_num_cmp);
     double sum = 0;
     for (size_t s = 0; s < nsteps; s++) {
