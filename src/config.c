@@ -719,7 +719,8 @@ static const struct opt opts[] = {
     {FLAG("bench-comm", AT(mode), MODE_BENCH_COMM, G_MODE, "benchmark collectives, nccl-tests style; options below")},
 
     {NAME("model", LIST(models, nmodels), NAMED_BY(zoo_name, 0, INT_MAX), "model", "NAME", "lenet", G_WORK,
-          "model to train, described under Models below")},
+          "model to train, described under Models below"),
+     .flags = F_DISTINCT},
     {NAME("dataset", AT(base.dataset), NAMES(data_names), "data set", "NAME", NULL, G_WORK, "data set"),
      .def_text = "fashion-mnist when " DATA_DEBIAN_FASHION_DIR " exists, else synthetic"},
     {TEXT("data-dir", AT(base.data_dir), "directory", "DIR", G_WORK, "where the data set's files are"),
@@ -732,19 +733,23 @@ static const struct opt opts[] = {
      .def_text = "the data set's, 1000 at 224x224 and more (the ImageNet forms)"},
     {INT("ranks", LIST(ranks, nranks), 1, MAX_RANKS, "N", "2", G_WORK,
          "training ranks (under mpirun: its processes, and not to be given otherwise)"),
-     .also_off = OFF(ranks_set), .also = 1},
+     .also_off = OFF(ranks_set), .also = 1, .flags = F_DISTINCT},
     {INT("ranks-per-process", AT(ranks_per_process), 1, MAX_RANKS, "T", "1", G_WORK,
          "under mpirun: rank threads in each process, joined by the shm ring inside a process and MPI between "
          "processes (mpirun -np P gives P x T ranks)")},
-    {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step")},
+    {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step"),
+     .flags = F_DISTINCT},
     {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, STRAT_COUNT - 1), "strategy", "S",
             "allreduce", G_WORK,
-            "how gradients are synchronised; single runs one rank on the whole global batch, ranks x batch")},
+            "how gradients are synchronised; single runs one rank on the whole global batch, ranks x batch"),
+     .flags = F_DISTINCT},
     {CHOICE("parallel", LIST(parallels, nparallels), NAMES(parallel_names), "parallelism", "P", "data", G_WORK,
             "data: every rank a replica, gradients synchronised by --strategy; model: the layers split into one stage "
-            "per rank, the batch through them in turn; pipeline: the same stages with --micro-batches in flight")},
+            "per rank, the batch through them in turn; pipeline: the same stages with --micro-batches in flight"),
+     .flags = F_DISTINCT},
     {INT("micro-batches", LIST(micros, nmicros), 1, 4096, "M", "4", G_WORK,
-         "--parallel pipeline: pieces of the batch in flight, gradients summed over them")},
+         "--parallel pipeline: pieces of the batch in flight, gradients summed over them"),
+     .flags = F_DISTINCT},
     {CHOICE("schedule", AT(base.schedule), NAMES(schedule_names), "schedule", NULL, "1f1b", G_WORK,
             "--parallel pipeline: gpipe runs every forward, then every backward; 1f1b one backward per forward once "
             "the pipeline is full (fewer activations live)")},
@@ -771,7 +776,11 @@ static const struct opt opts[] = {
     {INT("warmup-steps", AT(base.warmup_steps), 0, INT_MAX, "N", "0", G_OPTIM, "linear warm-up over N steps")},
     {CHOICE("lr-decay", AT(base.lr_cosine), NAMES(off_on_cosine), "schedule", NULL, "cosine", G_OPTIM,
             "cosine: decay the rate to 0 over the run")},
-    {FLAG("scale-lr", AT(base.scale_lr), 1, G_OPTIM, "linear scaling rule: lr x ranks")},
+    {FLAG("scale-lr", AT(base.scale_lr), 1, G_OPTIM,
+          "the linear scaling rule: train at --lr x the global batch / --base-batch (the peak rate, which "
+          "--warmup-steps ramps up to)")},
+    {INT("base-batch", AT(base.base_batch), 1, INT_MAX, "B", "256", G_OPTIM,
+         "--scale-lr: the global batch --lr is meant for, the linear scaling rule's reference batch")},
     {OPT("seed", k_u64, AT(base.seed), "N", "1", G_OPTIM, "seed for init, shuffling and synthetic data")},
 
     {CHOICE("device", AT(base.device), NAMES(device_names), "device", NULL, "auto", G_EXEC, "compute device")},
@@ -855,9 +864,10 @@ static const struct opt opts[] = {
          "same per-rank batch (weak scaling); single the single strategy on the same global batch; ranks1 one rank "
          "of the same strategy and per-rank batch; or a run by its number in the report"),
      .hi = 100000},
-    {FLAG(
-        "predict", AT(base.predict), 1, G_REPORT,
-        "a 1-rank run of allreduce or ddp predicts the step time and speedup at --predict-ranks (README: the model)")},
+    {FLAG("predict", AT(base.predict), 1, G_REPORT,
+          "a 1-rank run predicts the step time and speedup at --predict-ranks: data parallelism by any strategy but "
+          "single, each rank with its batch; model and pipeline parallelism over that many stages, the same batch "
+          "(README: Predicting more ranks)")},
     {INT("predict-ranks", LIST(base.predict_ranks, base.npredict_ranks), 2, 1 << 20, "N", "2,4,8,16,64", G_REPORT,
          "rank counts to predict")},
     {OPT("link", k_link, AT(base.link_bw), "BW,LAT", NULL, G_REPORT,
@@ -1050,11 +1060,15 @@ static int opt_set(const struct opt *o, struct config *cfg, const char *arg, FIL
         return bad_value(err, o, arg, 1);
     for (int i = 0; i < n; i++) {
         char *entry = field + (size_t)i * o->size;
+        memset(entry, 0, o->size); /* (a name shorter than the default's leaves no tail to compare) */
         if (o->kind->parse(o, cfg, entry, items[i]) != 0)
             return bad_value(err, o, items[i], 0);
         for (int j = 0; (o->flags & F_DISTINCT) && j < i; j++)
-            if (!memcmp(field + (size_t)j * o->size, entry, o->size))
-                return bad_value(err, o, arg, 1);
+            if (!memcmp(field + (size_t)j * o->size, entry, o->size)) {
+                char line[128];
+                snprintf(line, sizeof(line), "%s is in the list twice; each value is one run of the sweep", items[i]);
+                return bad(err, o, line, arg);
+            }
     }
     *(int *)((char *)cfg + o->n_off) = n;
     return 0;
@@ -1137,7 +1151,25 @@ static const struct {
 };
 /* options that only shape another one's work */
 static const char *const needs[][2] = {
-    {"predict-ranks", "predict"}, {"link", "predict"}, {"history-every", "history"}, {"idle-exit", "follow"}};
+    {"predict-ranks", "predict"}, {"link", "predict"}, {"history-every", "history"},
+    {"base-batch", "scale-lr"}, {"idle-exit", "follow"}};
+
+/* Options that only some runs read: a strategy's (or --parallel's) own.
+ * Given where no run of the sweep reads them, each is refused. */
+static const struct {
+    const char *option;
+    int parallel;    /* the runs that read it: this parallelism ... */
+    int strategy;    /* ... and, in data parallelism, this strategy (-1: any) */
+    const char *why; /* "" or a reason after the line */
+} only_for[] = {
+    {"strategy", PAR_DATA, -1, ": stages synchronise no gradients by a strategy"},
+    {"micro-batches", PAR_PIPELINE, -1, ""},
+    {"schedule", PAR_PIPELINE, -1, ""},
+    {"bucket-mb", PAR_DATA, STRAT_DDP, ""},
+    {"no-overlap", PAR_DATA, STRAT_DDP, ""},
+    {"fusion-mb", PAR_DATA, STRAT_HOROVOD, ""},
+    {"cycle-ms", PAR_DATA, STRAT_HOROVOD, ""},
+};
 
 static int opt_index(const char *name)
 {
@@ -1196,6 +1228,37 @@ static int mode_misfit(const unsigned char *given, FILE *err)
             return -1;
         }
     }
+    return 0;
+}
+
+/* One line and -1 for an option that no run reads: in a training sweep,
+ * only_for's; in any mode, the UI's options with --batch. The UI's `n`
+ * plans any strategy later, so without --batch a strategy's options stay. */
+static int unread(const struct config *cfg, const unsigned char *given, FILE *err)
+{
+    for (size_t k = 0; cfg->mode == MODE_TRAIN && k < sizeof(only_for) / sizeof(only_for[0]); k++) {
+        int i = opt_index(only_for[k].option), par = 0, strat = 0;
+        if (i < 0 || !given[i])
+            continue;
+        for (int p = 0; p < cfg->nparallels; p++)
+            par |= cfg->parallels[p] == only_for[k].parallel;
+        for (int q = 0; q < cfg->nstrategies; q++)
+            strat |= only_for[k].strategy < 0 || cfg->strategies[q] == only_for[k].strategy;
+        if (par && (strat || !cfg->batch))
+            continue;
+        if (!par)
+            fprintf(err, "ddptop: --%s: only with --parallel %s%s\n", only_for[k].option,
+                    parallel_name(only_for[k].parallel), only_for[k].why);
+        else
+            fprintf(err, "ddptop: --%s: only with --strategy %s, which no run of this sweep uses\n", only_for[k].option,
+                    strategy_name(only_for[k].strategy));
+        return -1;
+    }
+    for (size_t i = 0; cfg->batch && i < NOPTS; i++)
+        if (given[i] && opts[i].group == G_UI) {
+            fprintf(err, "ddptop: --%s: only in the interactive UI, not with --batch\n", opts[i].name);
+            return -1;
+        }
     return 0;
 }
 
@@ -1289,7 +1352,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         fprintf(err, "ddptop: --gpus: not allowed with --device cpu\n");
         return 2;
     }
-    if (mode_misfit(given, err) != 0)
+    if (mode_misfit(given, err) != 0 || unread(cfg, given, err) != 0)
         return 2;
     if (b->predict && cfg->mode == MODE_TRAIN) {
         int one = 0;
@@ -1392,6 +1455,11 @@ int run_sends_only(const struct run_config *rc)
 int run_stages(const struct run_config *rc)
 {
     return rc->parallel != PAR_DATA ? run_world(rc) / run_replicas(rc) : 1;
+}
+
+double run_lr_peak(const struct run_config *rc)
+{
+    return rc->scale_lr && rc->base_batch > 0 ? (double)rc->lr * run_global_batch(rc) / rc->base_batch : rc->lr;
 }
 
 int run_global_batch(const struct run_config *rc)

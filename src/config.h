@@ -89,8 +89,9 @@ struct run_config {
     long steps;     /* total step cap, 0 = none */
     float lr, momentum, weight_decay;
     int warmup_steps;
-    int scale_lr;
-    int lr_cosine; /* cosine decay to 0 over the run */
+    int scale_lr;   /* the linear scaling rule: train at run_lr_peak */
+    int base_batch; /* --base-batch: the global batch --lr is meant for */
+    int lr_cosine;  /* cosine decay to 0 over the run */
     uint64_t seed;
     int comm;     /* enum comm_backend */
     int comm_set; /* --comm was given (on a GPU the default is NCCL where it can run) */
@@ -203,6 +204,10 @@ int run_stages(const struct run_config *rc);
  * no bus bandwidth and no collective to time across ranks. */
 int run_sends_only(const struct run_config *rc);
 int run_world(const struct run_config *rc);
+/* The rate training steps with once any warm-up is over (before any
+ * decay): --lr, or under --scale-lr the linear scaling rule's --lr x the
+ * global batch / --base-batch. */
+double run_lr_peak(const struct run_config *rc);
 /* The model's outputs on h x w inputs of a set with data_classes labels:
  * --classes, else the data's, or 1000 at the ImageNet forms' sizes. */
 int run_classes(const struct run_config *rc, int h, int w, int data_classes);

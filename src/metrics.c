@@ -189,7 +189,9 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
         if (sp->cat == CAT_COMM && sp->outer) {
             rm->bytes_tx += sp->bytes;
             rm->bytes_rx += sp->bytes_rx;
-            rm->bus_bytes += (double)sp->size * coll_busbw_factor(sp->coll, m->world);
+            double factor = coll_busbw_factor(sp->coll, m->world);
+            rm->bus_bytes += (double)sp->size * factor;
+            rm->alg_bytes += factor > 0 ? (double)sp->size : 0;
             rm->coll_ns += sp->t1_ns - sp->t0_ns;
             rm->ncoll++;
             if (sp->tag == SPAN_TAG_NEGOTIATE) {
@@ -449,6 +451,17 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The q-quantile of sorted c[0..k) as numpy's default (linear) gives it:
+ * position (k - 1) q, between the two values around it in proportion. */
+static double percentile_sorted(const int64_t *c, size_t k, double q)
+{
+    double pos = (double)(k - 1) * q;
+    size_t lo = (size_t)pos;
+    if (lo + 1 >= k)
+        return (double)c[k - 1];
+    return (double)c[lo] + (pos - (double)lo) * (double)(c[lo + 1] - c[lo]);
+}
+
 void step_stats_ms(const int64_t *v, size_t n, double *mean, double *p50, double *p90)
 {
     *mean = *p50 = *p90 = 0;
@@ -464,8 +477,8 @@ void step_stats_ms(const int64_t *v, size_t n, double *mean, double *p50, double
     for (size_t i = 0; i < k; i++)
         sum += (double)c[i];
     *mean = sum / (double)k / 1e6;
-    *p50 = (double)c[(k - 1) / 2] / 1e6;
-    *p90 = (double)c[(size_t)((double)(k - 1) * 0.9)] / 1e6;
+    *p50 = percentile_sorted(c, k, 0.5) / 1e6;
+    *p90 = percentile_sorted(c, k, 0.9) / 1e6;
     free(c);
 }
 

@@ -75,6 +75,7 @@ struct rank_metrics {
     float loss_scale;  /* ... the scale of the latest step (0: none) */
     uint64_t bytes_tx, bytes_rx;
     double bus_bytes;                          /* sum over collectives of S * busbw factor */
+    double alg_bytes;                          /* ... of S, over those with a busbw factor (algbw's data) */
     int64_t coll_ns;                           /* time inside collectives (outer spans) */
     int64_t xfer_ns, sync_ns;                  /* per-collective: transfer (min over ranks) and sync */
     int64_t xfer_steady_ns, sync_steady_ns;    /* the same after step 0 (per step as ms/step is: the first left out) */
@@ -205,7 +206,10 @@ void metrics_unlisten(struct metrics *m, const void *ctx);
 double metrics_train_acc_last_epoch(const struct metrics *m);
 
 /* Mean, median and 90th percentile (ms) of step times v[n] (ns), excluding
- * the first step (it builds kernels and warms caches); zeros when empty. */
+ * the first step (it builds kernels and warms caches); zeros when empty.
+ * Percentiles are numpy's default (linear interpolation between the two
+ * closest ranks): the median of an even count is the mean of the middle
+ * two, p90 of 4 steps lies 70% of the way from the 3rd to the 4th. */
 void step_stats_ms(const int64_t *v, size_t n, double *mean, double *p50, double *p90);
 /* The same for rank r's steps kept (the last METRICS_STEPS; the first step
  * left out when it is among them). */

@@ -1344,7 +1344,7 @@ static int loop_init(struct loop *L, struct rank *rk)
     rk->nparams_total = L->m->nfloats;
     rk->nparams_trainable = model_trainable_floats(L->m);
     rk->flops_per_sample = model_flops(L->m);
-    float lr = cfg->lr * (cfg->scale_lr ? (float)cfg->ranks : 1.0f);
+    float lr = (float)run_lr_peak(cfg);
     L->scale = L->used_scale = cfg->loss_scale == LOSS_SCALE_DYNAMIC ? CFG_LOSS_SCALE_INIT : 1.0f;
     if (cfg->loss_scale == LOSS_SCALE_DYNAMIC && !(L->scaler_buf = rk->dev.ops->alloc(&rk->dev, sizeof(float))))
         return fail(rk, "out of memory for the loss scaler");

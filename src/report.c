@@ -4,6 +4,7 @@
 #include "report.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -160,9 +161,10 @@ static void predict_scaling(struct run_result *res, struct run *r)
     cost_model_path(path, sizeof(path));
     if (r->wire_scaled)
         snprintf(wire, sizeof(wire), "; %s gradients", w16_name(r->wire_scaled));
+    int through_root = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
     if (c->link_bw > 0)
-        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: ring allreduce%s",
-                 c->link_bw / 1e9, c->link_lat * 1e6, wire);
+        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: %s%s", c->link_bw / 1e9,
+                 c->link_lat * 1e6, through_root ? "the root's messages one after another" : "ring allreduce", wire);
     else
         snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's fits (shm, %s)%s",
                  c->algo == ALGO_RING ? "ring" : "naive", wire);
@@ -187,10 +189,9 @@ static void predict_scaling(struct run_result *res, struct run *r)
                 *slot[q] = &rooted[q];
             }
         } else {
-            int rooted_only = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
             if (cost_model_lookup(path, fit_backend(r), algo, k, COLL_ALLREDUCE, &f) == 0)
                 link = predict_link_of(&f);
-            else if (!rooted_only)
+            else if (!through_root)
                 continue; /* no cost for this rank count: n/a */
             for (int q = 0; q < 4; q++)
                 if (cost_model_lookup(path, fit_backend(r), algo, k, kinds[q], &f) == 0) {
@@ -294,6 +295,11 @@ void result_timeline(struct run_result *res, const struct metrics *m)
     res->timeline_step = step;
 }
 
+double samples_per_s_at(int batch, double ms)
+{
+    return ms > 0 ? batch / (ms / 1e3) : 0;
+}
+
 int result_from_metrics(struct run_result *res, const struct metrics *m, int local_batch, int world)
 {
     res->ranks = calloc((size_t)m->world, sizeof(*res->ranks));
@@ -307,7 +313,7 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
     res->loss_scale = m->r[0].loss_scale;
     res->global_batch = local_batch * world;
     res->batch_valid = local_batch > 0;
-    double bus = 0;
+    double bus = 0, alg = 0;
     int64_t xfer = 0;
     for (int i = 0; i < m->world; i++) {
         const struct rank_metrics *rm = &m->r[i];
@@ -316,11 +322,12 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         rr->steps = (long)rm->nsteps;
         metrics_step_stats(m, i, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
         rr->ms_valid = 1;
-        rr->samples_per_s = rr->ms_mean > 0 ? local_batch / (rr->ms_mean / 1e3) : 0;
+        rr->samples_per_s = samples_per_s_at(local_batch, rr->ms_p50);
         rr->samples_valid = local_batch > 0;
         rr->b = rm->nsteps > 1 ? rm->steady : rm->total;
         long bsteps = rm->nsteps > 1 ? (long)rm->nsteps - 1 : (long)rm->nsteps; /* the steps rr->b covers */
         rr->coll_ms = bsteps > 0 ? (double)rr->b.coll_ns / 1e6 / (double)bsteps : 0;
+        rr->compute_ms = bsteps > 0 ? (double)rr->b.compute_ns / 1e6 / (double)bsteps : 0;
         rr->desched_valid = rm->desched_valid;
         rr->desched_pct = breakdown_pct(rm->desched_ns, rm->steady.wall_ns);
         rr->gpu_view = rm->gpu_view;
@@ -336,6 +343,7 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         rr->coll_valid = 1;
         rr->busbw_valid = rm->xfer_ns > 0 && rm->bus_bytes > 0;
         rr->busbw_gbps = rr->busbw_valid ? rm->bus_bytes / (double)rm->xfer_ns : 0;
+        rr->algbw_gbps = rr->busbw_valid ? rm->alg_bytes / (double)rm->xfer_ns : 0;
         rr->dropped = rm->dropped + rm->late;
         rr->dropped_valid = 1;
         res->bytes_sent += rm->bytes_tx;
@@ -350,6 +358,7 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         res->sync_step_ms += rr->sync_step_ms;
         res->dropped += rr->dropped;
         bus += rm->bus_bytes;
+        alg += rm->alg_bytes;
         xfer += rm->xfer_ns;
     }
     res->bytes_sent /= (uint64_t)m->world;
@@ -362,6 +371,7 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
     res->dropped_valid = 1;
     res->busbw_valid = xfer > 0 && bus > 0;
     res->busbw_gbps = res->busbw_valid ? bus / (double)xfer : 0;
+    res->algbw_gbps = res->busbw_valid ? alg / (double)xfer : 0;
     result_breakdowns(res);
 
     /* the run's step time: per step, the slowest rank */
@@ -371,7 +381,7 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
     res->samples_valid = res->batch_valid;
     if (n > 0) {
         metrics_run_step_stats(m, &res->ms_mean, &res->ms_p50, &res->ms_p90);
-        res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
+        res->samples_per_s = samples_per_s_at(res->global_batch, res->ms_p50);
         res->train_valid = 1;
         res->train_loss = m->loss_running[metrics_slot(n - 1)];
         res->train_acc = metrics_train_acc_last_epoch(m);
@@ -396,15 +406,17 @@ void result_breakdowns(struct run_result *res)
     memset(&res->b, 0, sizeof(res->b));
     res->gpu_view = res->idle_split_valid = 0;
     res->host_wait_ns = res->kernel_wait_ns = res->other_idle_ns = 0;
-    res->coll_ms = 0;
+    res->coll_ms = res->compute_ms = 0;
     res->desched_pct = 0;
     res->desched_valid = res->nranks > 0;
+    double desched_ns = 0; /* (each rank's share of its wall, weighed by that wall) */
     for (int i = 0; i < res->nranks; i++) {
         struct rank_result *rr = &res->ranks[i];
         pcts(&rr->b, &rr->compute_pct, &rr->comm_pct, &rr->data_pct, &rr->idle_pct, &rr->overlap_pct);
         rr->coll_pct = breakdown_pct(rr->b.coll_ns, rr->b.wall_ns);
         res->coll_ms += rr->coll_ms / res->nranks;
-        res->desched_pct += rr->desched_pct / res->nranks;
+        res->compute_ms += rr->compute_ms / res->nranks;
+        desched_ns += rr->desched_pct / 100.0 * (double)rr->b.wall_ns;
         res->desched_valid &= rr->desched_valid;
         breakdown_add(&res->b, &rr->b);
         res->gpu_view |= rr->gpu_view;
@@ -415,6 +427,20 @@ void result_breakdowns(struct run_result *res)
     }
     pcts(&res->b, &res->compute_pct, &res->comm_pct, &res->data_pct, &res->idle_pct, &res->overlap_pct);
     res->coll_pct = breakdown_pct(res->b.coll_ns, res->b.wall_ns);
+    res->desched_pct = res->b.wall_ns > 0 ? 100.0 * desched_ns / (double)res->b.wall_ns : 0;
+}
+
+void result_per_epoch(struct run_result *res, long steps_per_epoch)
+{
+    res->steps_per_epoch = steps_per_epoch;
+    res->epoch_valid = steps_per_epoch > 0;
+    double k = res->epoch_valid ? (double)steps_per_epoch / 1e3 : 0; /* ms per step to s per epoch */
+    res->compute_s_epoch = res->compute_ms * k;
+    res->comm_s_epoch = res->coll_ms * k;
+    for (int i = 0; i < res->nranks; i++) {
+        res->ranks[i].compute_s_epoch = res->ranks[i].compute_ms * k;
+        res->ranks[i].comm_s_epoch = res->ranks[i].coll_ms * k;
+    }
 }
 
 /* --parallel model|pipeline: every stage of a replica sees its whole
@@ -424,7 +450,7 @@ void result_breakdowns(struct run_result *res)
 static void stage_results(struct run_result *res, const struct run *r)
 {
     res->global_batch = r->global_batch;
-    res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
+    res->samples_per_s = samples_per_s_at(res->global_batch, res->ms_p50);
     int first[64], last[64];
     double mem[64][SMEM_KINDS];
     for (int i = 0; i < r->world && i < 64; i++) {
@@ -492,6 +518,10 @@ int result_from_run(struct run_result *res, struct run *r)
     snprintf(res->error, sizeof(res->error), "%s", r->err);
     res->wall_s = (double)((r->t_end_ns ? r->t_end_ns : probe_now_ns()) - r->t_start_ns) / 1e9;
     res->wall_valid = 1;
+    result_per_epoch(res, r->steps_per_epoch);
+    res->lr_base = r->cfg.lr;
+    res->lr_peak = run_lr_peak(&r->cfg);
+    res->lr_peak_valid = 1;
     res->params_total = r->ranks[0].nparams_total;
     res->params_trainable = r->ranks[0].nparams_trainable;
     res->flops_per_sample = r->ranks[0].flops_per_sample;
@@ -508,7 +538,6 @@ int result_from_run(struct run_result *res, struct run *r)
     if (r->cfg.parallel != PAR_DATA)
         stage_results(res, r);
     result_staged_sends(res);
-    res->steps_per_epoch = r->steps_per_epoch;
     result_timeline(res, &r->metrics);
     return 0;
 }
@@ -608,9 +637,8 @@ static int pick_base(const struct run_result *res, int n, int i, int baseline)
 void results_compare(struct run_result *res, int n, int baseline)
 {
     for (int i = 0; i < n; i++)
-        res[i].samples_per_s_p50 = res[i].ms_valid && res[i].batch_valid && res[i].ms_p50 > 0
-                                       ? res[i].global_batch / (res[i].ms_p50 / 1e3)
-                                       : 0;
+        res[i].samples_per_s_p50 =
+            res[i].ms_valid && res[i].batch_valid ? samples_per_s_at(res[i].global_batch, res[i].ms_p50) : 0;
     for (int i = 0; i < n; i++) {
         struct run_result *r = &res[i];
         int b = pick_base(res, n, i, baseline);
@@ -911,7 +939,131 @@ static void write_prediction(FILE *f, const struct run_result *res, int n, int i
         fprintf(f, "\n(n/a: no --bench-comm fit for that rank count; --link BW,LAT predicts any)\n");
 }
 
-static void write_text(FILE *f, const struct run_result *res, int n, int md)
+/* The top table's heading row. */
+static void write_run_head(FILE *f, int md)
+{
+    if (md)
+        fprintf(f,
+                "| model | dataset | strategy | precision | ranks | batch/rank | global | steps | wall s | ms/step | "
+                "p50 | p90 | samples/s | speedup | eff %% | vs | compute %% | comm %% | coll %% | data %% | idle %% | "
+                "overlap %% | desched %% | sent/rank | busbw GB/s | algbw GB/s | xfer ms/step | sync ms/step | "
+                "pred ms/step | compute s/epoch | comm s/epoch | lr | train loss | train acc %% | test acc %% | "
+                "loss < thr |\n"
+                "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+                "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    else
+        fprintf(f,
+                "%-13s %-14s %-17s %-4s %5s %6s %6s %6s %8s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s %6s %6s %8s "
+                "%8s %10s %7s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %s\n",
+                "model", "dataset", "strategy", "prec", "ranks", "b/rank", "global", "steps", "wall s", "ms/step",
+                "p50", "p90", "samples/s", "speedup", "eff%", "vs", "compute%", "comm%", "coll%", "data%", "idle%",
+                "overlap%", "desched%", "sent/rank", "busbw", "algbw", "xfer/step", "sync/step", "pred/step",
+                "comp s/ep", "comm s/ep", "lr", "loss", "train%", "test%", "loss<thr");
+}
+
+/* Run i's row of the top table; kind: the table's kind of scaling, which
+ * a run that is its own baseline takes (it is the same batch either way). */
+static void write_run_row(FILE *f, const struct run_result *res, int i, int md, int kind)
+{
+    const struct run_result *r = &res[i];
+    char lb[16], gb[16], ws[24], ms[3][24], sps[24], sp[16], eff[16], vs[24], bw[16], ab[16], bytes[24], xf[24], sy[24],
+        tl[16], ta[16], te[16], thr[32], pr[16], lr[16], ds[16], ce[24], me[24];
+    fig(ds, sizeof(ds), "%.1f", r->desched_pct, r->desched_valid);
+    fig(lb, sizeof(lb), "%.0f", (double)per_rank_batch(r), r->batch_valid);
+    fig(gb, sizeof(gb), "%.0f", r->global_batch, r->batch_valid);
+    fig(ws, sizeof(ws), "%.2f", r->wall_s, r->wall_valid);
+    fig(ms[0], sizeof(ms[0]), "%.3f", r->ms_mean, r->ms_valid);
+    fig(ms[1], sizeof(ms[1]), "%.3f", r->ms_p50, r->ms_valid);
+    fig(ms[2], sizeof(ms[2]), "%.3f", r->ms_p90, r->ms_valid);
+    fig(sps, sizeof(sps), "%.0f", r->samples_per_s, r->samples_valid);
+    fig(pr, sizeof(pr), "%.3f", per_step(r->pred_ms, r->steps), r->pred_valid);
+    fig(sp, sizeof(sp), "%.2fx", r->speedup, r->speedup_valid);
+    fig(eff, sizeof(eff), "%.0f", r->efficiency, r->speedup_valid);
+    if (r->speedup_valid && r->base_run == i && kind != SCALING_NONE)
+        snprintf(vs, sizeof(vs), "r%d %s", i, scaling_name(kind));
+    else
+        vs_label(vs, sizeof(vs), r);
+    fig(bw, sizeof(bw), "%.2f", r->busbw_gbps, r->busbw_valid);
+    fig(ab, sizeof(ab), "%.2f", r->algbw_gbps, r->busbw_valid);
+    if (r->bytes_valid)
+        human_bytes(bytes, sizeof(bytes), (double)r->bytes_sent);
+    else
+        snprintf(bytes, sizeof(bytes), "n/a");
+    fig(xf, sizeof(xf), "%.3f", r->xfer_step_ms, r->coll_valid);
+    fig(sy, sizeof(sy), "%.3f", r->sync_step_ms, r->coll_valid);
+    fig(ce, sizeof(ce), "%.3f", r->compute_s_epoch, r->epoch_valid);
+    fig(me, sizeof(me), "%.3f", r->comm_s_epoch, r->epoch_valid && r->coll_valid);
+    fig(lr, sizeof(lr), "%.4g", r->lr, r->lr_valid);
+    fig(tl, sizeof(tl), "%.4f", r->train_loss, r->train_valid);
+    fig(ta, sizeof(ta), "%.2f", r->train_acc, r->train_valid);
+    fig(te, sizeof(te), "%.2f", r->test_acc, r->test_valid);
+    threshold_str(thr, sizeof(thr), r);
+    fprintf(f,
+            md ? "| %s | %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f | "
+                 "%.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
+               : "%-13s %-14s %-17s %-4s %5d %6s %6s %6ld %8s %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f %6.1f "
+                 "%6.1f %6.1f %8.1f %8s %10s %7s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %s\n",
+            or_na(r->cfg.model), or_na(r->dataset), strat_label(r), or_na(prec_name(r)), r->world, lb, gb, r->steps, ws,
+            ms[0], ms[1], ms[2], sps, sp, eff, vs, r->compute_pct, r->comm_pct, r->coll_pct, r->data_pct, r->idle_pct,
+            r->overlap_pct, ds, bytes, bw, ab, xf, sy, pr, ce, me, lr, tl, ta, te, thr);
+}
+
+/* The runs, one table per kind of scaling: a speedup against the same
+ * global batch (strong) and one against the same per-rank batch (weak)
+ * answer different questions, so they never share a table; each table
+ * names its kind. A run that is its own baseline (a 1-rank run) goes in
+ * every table whose runs it is the baseline of; a run with no speedup, in
+ * the first. With no speedup against another run, one table, no heading. */
+static void write_run_tables(FILE *f, const struct run_result *res, int n, int md)
+{
+    static const int kinds[] = {SCALING_STRONG, SCALING_WEAK, SCALING_OTHER};
+    static const char *const heading[] = {
+        [SCALING_STRONG] = "strong scaling: each speedup against the run vs names, on the same global batch",
+        [SCALING_WEAK] = "weak scaling: each speedup against the run vs names, on the same batch per rank",
+        [SCALING_OTHER] = "each speedup against the run vs names, on neither the same global batch nor the same "
+                          "batch per rank",
+    };
+    int present[SCALING_OTHER + 1] = {0}, ntables = 0;
+    for (int i = 0; i < n; i++)
+        if (res[i].speedup_valid && res[i].base_run != i && !present[res[i].scaling]++)
+            ntables++;
+    if (ntables == 0) {
+        write_run_head(f, md);
+        for (int i = 0; i < n; i++)
+            write_run_row(f, res, i, md, SCALING_NONE);
+        return;
+    }
+    int first = 1;
+    for (size_t t = 0; t < sizeof(kinds) / sizeof(kinds[0]); t++) {
+        int kind = kinds[t];
+        if (!present[kind])
+            continue;
+        if (md)
+            fprintf(f, "%s**%c%s**\n\n", first ? "" : "\n", toupper((unsigned char)heading[kind][0]),
+                    heading[kind] + 1);
+        else
+            fprintf(f, "%s%s:\n", first ? "" : "\n", heading[kind]);
+        write_run_head(f, md);
+        for (int i = 0; i < n; i++) {
+            const struct run_result *r = &res[i];
+            int in = r->speedup_valid && r->base_run != i && r->scaling == kind;
+            int base_of = 0, placed = 0; /* (a run that is its own baseline: whose baseline, and is it in a table) */
+            for (int j = 0; j < n; j++)
+                if (res[j].speedup_valid && res[j].base_run == i && j != i) {
+                    base_of |= res[j].scaling == kind;
+                    placed = 1;
+                }
+            int self = r->speedup_valid && r->base_run == i;
+            if (in || (self && base_of) || (first && !in && !(r->speedup_valid && r->base_run != i) && !placed))
+                write_run_row(f, res, i, md, kind);
+        }
+        first = 0;
+    }
+}
+
+/* The trace each replayed run came from, above the tables. Returns the
+ * number of replayed runs. */
+static int write_replay_sources(FILE *f, const struct run_result *res, int n, int md)
 {
     int replays = 0;
     for (int i = 0; i < n; i++)
@@ -921,73 +1073,27 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     src->format, trace_state(src));
             replays++;
         }
-    if (md)
-        fprintf(
-            f, "| model | dataset | strategy | precision | ranks | batch/rank | global | steps | ms/step | p50 | p90 | "
-               "samples/s | speedup | eff %% | vs | compute %% | comm %% | coll %% | data %% | idle %% | "
-               "overlap %% | desched %% | sent/rank | busbw GB/s | xfer ms/step | sync ms/step | pred ms/step | lr | "
-               "train loss | train acc %% | test acc %% | loss < thr |\n"
-               "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
-               "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    else
-        fprintf(f,
-                "%-13s %-14s %-17s %-4s %5s %6s %6s %6s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s %6s %6s %8s %8s "
-                "%10s %7s %9s %9s %9s %8s %7s %7s %7s %s\n",
-                "model", "dataset", "strategy", "prec", "ranks", "b/rank", "global", "steps", "ms/step", "p50", "p90",
-                "samples/s", "speedup", "eff%", "vs", "compute%", "comm%", "coll%", "data%", "idle%", "overlap%",
-                "desched%", "sent/rank", "busbw", "xfer/step", "sync/step", "pred/step", "lr", "loss", "train%",
-                "test%", "loss<thr");
-    for (int i = 0; i < n; i++) {
-        const struct run_result *r = &res[i];
-        char lb[16], gb[16], ms[3][24], sps[24], sp[16], eff[16], vs[24], bw[16], bytes[24], xf[24], sy[24], tl[16],
-            ta[16], te[16], thr[32], pr[16], lr[16], ds[16];
-        fig(ds, sizeof(ds), "%.1f", r->desched_pct, r->desched_valid);
-        fig(lb, sizeof(lb), "%.0f", (double)per_rank_batch(r), r->batch_valid);
-        fig(gb, sizeof(gb), "%.0f", r->global_batch, r->batch_valid);
-        fig(ms[0], sizeof(ms[0]), "%.3f", r->ms_mean, r->ms_valid);
-        fig(ms[1], sizeof(ms[1]), "%.3f", r->ms_p50, r->ms_valid);
-        fig(ms[2], sizeof(ms[2]), "%.3f", r->ms_p90, r->ms_valid);
-        fig(sps, sizeof(sps), "%.0f", r->samples_per_s, r->samples_valid);
-        fig(pr, sizeof(pr), "%.3f", per_step(r->pred_ms, r->steps), r->pred_valid);
-        fig(sp, sizeof(sp), "%.2fx", r->speedup, r->speedup_valid);
-        fig(eff, sizeof(eff), "%.0f", r->efficiency, r->speedup_valid);
-        vs_label(vs, sizeof(vs), r);
-        fig(bw, sizeof(bw), "%.2f", r->busbw_gbps, r->busbw_valid);
-        if (r->bytes_valid)
-            human_bytes(bytes, sizeof(bytes), (double)r->bytes_sent);
-        else
-            snprintf(bytes, sizeof(bytes), "n/a");
-        fig(xf, sizeof(xf), "%.3f", r->xfer_step_ms, r->coll_valid);
-        fig(sy, sizeof(sy), "%.3f", r->sync_step_ms, r->coll_valid);
-        fig(lr, sizeof(lr), "%.4g", r->lr, r->lr_valid);
-        fig(tl, sizeof(tl), "%.4f", r->train_loss, r->train_valid);
-        fig(ta, sizeof(ta), "%.2f", r->train_acc, r->train_valid);
-        fig(te, sizeof(te), "%.2f", r->test_acc, r->test_valid);
-        threshold_str(thr, sizeof(thr), r);
-        fprintf(f,
-                md ? "| %s | %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f | "
-                     "%.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
-                   : "%-13s %-14s %-17s %-4s %5d %6s %6s %6ld %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f %6.1f "
-                     "%6.1f %6.1f %8.1f %8s %10s %7s %9s %9s %9s %8s %7s %7s %7s %s\n",
-                or_na(r->cfg.model), or_na(r->dataset), strat_label(r), or_na(prec_name(r)), r->world, lb, gb, r->steps,
-                ms[0], ms[1], ms[2], sps, sp, eff, vs, r->compute_pct, r->comm_pct, r->coll_pct, r->data_pct,
-                r->idle_pct, r->overlap_pct, ds, bytes, bw, xf, sy, pr, lr, tl, ta, te, thr);
-    }
+    return replays;
+}
+
+/* The per-rank table: a row for each rank of each run. */
+static void write_rank_table(FILE *f, const struct run_result *res, int n, int md)
+{
     fprintf(f,
             md ? "\nPer rank:\n\n| run | strategy | rank | device | ms/step | p50 | p90 | samples/s | compute %% | "
                  "comm %% | coll %% | data %% | idle %% | overlap %% | desched %% | sent | received | busbw GB/s | "
-                 "xfer ms/step | sync ms/step | mem peak |\n"
+                 "algbw GB/s | compute s/epoch | comm s/epoch | xfer ms/step | sync ms/step | mem peak |\n"
                  "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|--"
-                 "-:|\n"
-               : "\nper rank:\n%3s %-17s %4s %-8s %8s %8s %8s %10s %8s %6s %6s %6s %6s %8s %8s %10s %10s %7s %9s "
-                 "%9s %10s\n",
+                 "-:|---:|---:|---:|\n"
+               : "\nper rank:\n%3s %-17s %4s %-8s %8s %8s %8s %10s %8s %6s %6s %6s %6s %8s %8s %10s %10s %7s %7s "
+                 "%9s %9s %9s %9s %10s\n",
             "run", "strategy", "rank", "device", "ms/step", "p50", "p90", "samples/s", "compute%", "comm%", "coll%",
-            "data%", "idle%", "overlap%", "desched%", "sent", "received", "busbw", "xfer/step", "sync/step",
-            "mem peak");
+            "data%", "idle%", "overlap%", "desched%", "sent", "received", "busbw", "algbw", "comp s/ep", "comm s/ep",
+            "xfer/step", "sync/step", "mem peak");
     for (int i = 0; i < n; i++)
         for (int k = 0; k < res[i].nranks; k++) {
             const struct rank_result *q = &res[i].ranks[k];
-            char tx[24], rx[24], bw[16], ms[3][24], sps[24], xf[24], sy[24], ds[16], mp[24];
+            char tx[24], rx[24], bw[16], ab[16], ms[3][24], sps[24], xf[24], sy[24], ds[16], mp[24], ce[24], me[24];
             fig(ds, sizeof(ds), "%.1f", q->desched_pct, q->desched_valid);
             if (q->bytes_valid) {
                 human_bytes(tx, sizeof(tx), (double)q->bytes_tx);
@@ -997,6 +1103,9 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                 snprintf(rx, sizeof(rx), "n/a");
             }
             fig(bw, sizeof(bw), "%.2f", q->busbw_gbps, q->busbw_valid);
+            fig(ab, sizeof(ab), "%.2f", q->algbw_gbps, q->busbw_valid);
+            fig(ce, sizeof(ce), "%.3f", q->compute_s_epoch, res[i].epoch_valid);
+            fig(me, sizeof(me), "%.3f", q->comm_s_epoch, res[i].epoch_valid && q->coll_valid);
             fig(ms[0], sizeof(ms[0]), "%.3f", q->ms_mean, q->ms_valid);
             fig(ms[1], sizeof(ms[1]), "%.3f", q->ms_p50, q->ms_valid);
             fig(ms[2], sizeof(ms[2]), "%.3f", q->ms_p90, q->ms_valid);
@@ -1009,146 +1118,200 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                 snprintf(mp, sizeof(mp), "n/a");
             fprintf(f,
                     md ? "| %d | %s | %d | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | "
-                         "%s | %s | %s | %s | %s | %s |\n"
+                         "%s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
                        : "%3d %-17s %4d %-8s %8s %8s %8s %10s %8.1f %6.1f %6.1f %6.1f %6.1f %8.1f %8s %10s %10s %7s "
-                         "%9s %9s %10s\n",
+                         "%7s %9s %9s %9s %9s %10s\n",
                     i, strat_label(&res[i]), q->rank, q->device, ms[0], ms[1], ms[2], sps, q->compute_pct, q->comm_pct,
-                    q->coll_pct, q->data_pct, q->idle_pct, q->overlap_pct, ds, tx, rx, bw, xf, sy, mp);
+                    q->coll_pct, q->data_pct, q->idle_pct, q->overlap_pct, ds, tx, rx, bw, ab, ce, me, xf, sy, mp);
         }
-    if (replays)
-        write_trace_table(f, res, n, md);
-    fprintf(f, "\nms/step: per step of the run, each step at its slowest rank (the first step left out); samples/s:\n"
-               "the global batch over it. speedup: samples/s at the median step (p50) against the run named by\n"
-               "vs: strong = the same global batch, weak = the same per-rank batch; eff = speedup / (ranks / its\n"
-               "ranks). comm%%: exposed communication (moving bytes, not hidden by compute); coll%%: the whole time\n"
-               "in collectives, waiting for peers included (that wait is idle%% in the split); desched%%: ready to\n"
-               "run but waiting for a core (the machine's doing, not a peer's; beside the split). xfer, sync and\n"
-               "pred: ms per step per rank (xfer and sync over the steps ms/step covers). mem peak: the most\n"
-               "device memory the rank held (its model's weights, gradients and activations, its optimizer's\n"
-               "state, its batch and communication buffers).\n\n");
+}
+
+/* What the columns mean. */
+static void write_legend(FILE *f)
+{
+    fprintf(f, "\nEvery figure covers the same steps: all but the first (it builds kernels and warms caches).\n"
+               "ms/step: the mean step, each step at its slowest rank; p50, p90: its median and 90th percentile\n"
+               "(numpy's linear definition). samples/s: the global batch over the median step (p50), the figure\n"
+               "speedup compares: speedup = samples/s over that of the run named by vs:\n"
+               "strong = the same global batch, weak = the same per-rank batch; eff = speedup / (ranks / its ranks).\n"
+               "wall s: the run from start to end (set-up, training, evaluation). comm%%: exposed communication\n"
+               "(moving bytes, not hidden by compute); coll%%: the whole time in collectives, waiting for peers\n"
+               "included (that wait is idle%% in the split); desched%%: ready to run but waiting for a core (the\n"
+               "machine's doing, not a peer's; beside the split). A run's shares are its ranks' summed times over\n"
+               "their summed wall. busbw: GB/s as nccl-tests gives it (each collective's data x its factor, over the\n"
+               "transfer time); algbw: the data over the same time. xfer, sync and pred: ms per step per rank.\n"
+               "comp s/ep, comm s/ep: compute and the time in collectives (coll) per step, times the steps of an\n"
+               "epoch, in seconds (a run's: the mean of its ranks'). mem peak: the most device memory the rank held\n"
+               "(its model's weights, gradients and activations, its optimizer's state, its batch and communication\n"
+               "buffers).\n\n");
+}
+
+/* Each run's model: its parameters and forward FLOPs. */
+static void write_params(FILE *f, const struct run_result *res, int n, int md)
+{
     for (int i = 0; i < n; i++)
         if (res[i].params_valid)
             fprintf(f, "%srun %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", md ? "- " : "",
                     i, res[i].cfg.model, res[i].params_total, res[i].params_trainable,
                     (double)res[i].flops_per_sample / 1e9); /* (markdown: a list, not one paragraph) */
+}
+
+/* Run i's remarks on how it went and on its figures: its error, its
+ * setup note, the spread of --repeat, noisy steps, an efficiency above
+ * 100%, a rough fit, a loss above chance, the learning rate, evaluation. */
+static void write_run_remarks(FILE *f, const struct run_result *res, int i)
+{
+    const struct run_result *r = &res[i];
+    char lrbuf[32];
+    if (r->error[0])
+        fprintf(f, "\nrun %d (%s %s): %s\n", i, r->cfg.model, strat_label(r), r->error);
+    if (r->note[0])
+        fprintf(f, "\nrun %d (%s): %s\n", i, r->backend, r->note);
+    if (r->repeats > 1)
+        fprintf(f, "\nrun %d: the median of %d runs; samples/s (median steps) from %.0f to %.0f (spread %.1f%%)\n", i,
+                r->repeats, r->repeat_sps_min, r->repeat_sps_max,
+                r->samples_per_s_p50 > 0 ? 100.0 * (r->repeat_sps_max - r->repeat_sps_min) / r->samples_per_s_p50
+                                         : 0.0);
+    if (r->ms_valid && r->ms_p50 > 0 && r->ms_p90 / r->ms_p50 > 1.5)
+        fprintf(f,
+                "\nrun %d: noisy steps (p90/p50 = %.1f): ms/step, the mean, is not a steady figure; samples/s "
+                "and speedup use the median, and --repeat N shows the spread\n",
+                i, r->ms_p90 / r->ms_p50);
+    char why[400];
+    if (result_efficiency_note(res, i, why, sizeof(why)))
+        fprintf(f, "\nrun %d: %s\n", i, why);
+    if (r->pred_valid && (r->pred_r2 < 0.9 || r->pred_err > COST_FIT_TOLERANCE)) {
+        char off[64] = ""; /* (a fit stored before regimes does not know) */
+        if (r->pred_err > COST_FIT_TOLERANCE)
+            snprintf(off, sizeof(off), ", and %.0f%% off at a size it measured", 100.0 * r->pred_err);
+        fprintf(f,
+                "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f%s: a rough guide only (run "
+                "--bench-comm --collective %s --ranks %d again on a quiet machine)\n",
+                i, coll_name(r->pred_kind), r->pred_r2, off, coll_name(r->pred_kind), r->world);
+    }
+    if (r->train_valid && r->classes > 1 && r->train_loss > 2.0 * log((double)r->classes))
+        fprintf(f,
+                "\nrun %d: the training loss %.3g is far above chance (%.2f for %d classes): the learning rate "
+                "%g%s may be too high for %s (--lr)\n",
+                i, r->train_loss, log((double)r->classes), r->classes, r->lr_peak_valid ? r->lr_peak : r->cfg.lr,
+                r->cfg.scale_lr ? " (--scale-lr's)" : "", r->cfg.model);
+    if (r->pred_valid == 0 && r->coll_valid && r->xfer_ms > 0 && !r->replay.valid)
+        fprintf(f,
+                "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "
+                "the same --ranks and --algo)\n",
+                i);
+    if (r->cfg.warmup_steps > 0 && r->steps > 0 && r->steps < r->cfg.warmup_steps && !r->replay.valid)
+        fprintf(f,
+                "\nrun %d ended inside its learning-rate warm-up (%ld of --warmup-steps %d): its rate never "
+                "reached the full %s%g\n",
+                i, r->steps, r->cfg.warmup_steps, r->cfg.scale_lr ? "--scale-lr rate " : "--lr ", r->lr_peak);
+    if (r->cfg.scale_lr && r->lr_peak_valid)
+        fprintf(f,
+                "\nrun %d: --scale-lr: the rate is --lr %g x the global batch %d / --base-batch %d = %g at its "
+                "peak%s; the last step's was %s\n",
+                i, r->lr_base, r->global_batch, r->cfg.base_batch, r->lr_peak,
+                r->cfg.warmup_steps > 0 ? ", reached after the warm-up" : "",
+                fig(lrbuf, sizeof(lrbuf), "%g", r->lr, r->lr_valid));
+    if (run_stages(&r->cfg) > 1 && r->cfg.eval && !r->test_valid && !r->replay.valid)
+        fprintf(f,
+                "\nrun %d: test acc is n/a: each stage holds only its own layers, so no rank can evaluate "
+                "the whole model\n",
+                i);
+}
+
+/* --parallel model|pipeline: run i's stages, with what each holds. */
+static void write_stage_table(FILE *f, const struct run_result *r, int i, int md)
+{
+    int M = r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, S = r->nstages;
+    fprintf(f, "\nrun %d: %s parallelism, %d stage%s", i, parallel_name(r->cfg.parallel), S, S == 1 ? "" : "s");
+    if (r->cfg.dp > 1)
+        fprintf(f, " x %d replicas (each stage's mean over its copies; sent/step with its gradients' average)",
+                r->cfg.dp);
+    if (r->cfg.parallel == PAR_PIPELINE)
+        fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
+    fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
+            100.0 * (S - 1) / (M + S - 1));
+    fprintf(f, md ? "\n| stage | layers | compute %% | idle %% | sent/step | params | grads | optimizer | "
+                    "activations | memory |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                  : "  stage  layers    compute%%  idle%%  sent/step     params      grads  optimizer  "
+                    "activations     memory\n");
+    for (int k = 0; k < S; k++) {
+        const struct stage_result *st = &r->stage[k];
+        fprintf(f, md ? "| %d | %d-%d | %.1f | %.1f | %.2f MB" : "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB", k,
+                st->first, st->last, st->compute_pct, st->idle_pct, st->sent_mb);
+        for (int q = 0; q < SMEM_KINDS; q++) /* (text: under each heading's end) */
+            fprintf(f, " %s%*.2f MB", md ? "| " : "", md ? 0 : q == SMEM_ACTS ? 9 : 7, st->mem_bytes[q] / 1e6);
+        fprintf(f, md ? " | %.2f MB |\n" : " %7.2f MB\n", st->mem_total_bytes / 1e6);
+    }
+    fprintf(f,
+            "%smemory: what a stage holds to train its layers: their parameters, the gradients and SGD\n"
+            "momentum of those that train, and the activations of each micro-batch in flight (its input\n"
+            "and its layers' outputs, with their gradients).\n"
+            "mem peak: what each rank allocated; every rank here builds the whole model, so it does not\n"
+            "shrink with its stage.\n",
+            md ? "\n" : "");
+}
+
+/* Run i's remarks on what it recorded and how it ended: horovod's
+ * negotiation, a cut trace, CUPTI, lost spans, the replica check, an
+ * interruption, and why --predict predicted nothing. */
+static void write_run_records(FILE *f, const struct run_result *r, int i)
+{
+    if (r->negotiate_valid)
+        fprintf(f,
+                "\nrun %d: horovod's negotiation (which gradients every rank has ready) took %.3f ms per step per "
+                "rank, %.1f%% of a step, inside xfer and sync\n",
+                i, r->negotiate_ms, r->ms_mean > 0 ? 100.0 * r->negotiate_ms / r->ms_mean : 0.0);
+    if (r->replay.valid && !r->replay.complete)
+        fprintf(f, "\nrun %d: the trace is incomplete (%s); the figures cover the events up to the cut\n", i,
+                r->replay.truncated ? "cut short" : "the writer did not finish it");
+    if (r->cupti_valid)
+        fprintf(f,
+                "\nrun %d: device timelines from CUPTI; processing its records took %.1f ms of host time (%.2f%% "
+                "of the run), %llu records lost\n",
+                i, r->cupti_ms, r->wall_s > 0 ? r->cupti_ms / 10.0 / r->wall_s : 0.0,
+                (unsigned long long)r->cupti_lost);
+    if (r->steps_untraced)
+        fprintf(f,
+                "\nrun %d: the device was traced for %llu of %llu steps (--cupti-sample: 3 in every %d or more, "
+                "windows %d ms apart at least); the "
+                "other steps' split is the latest traced step's, scaled to their time\n",
+                i, (unsigned long long)r->steps_traced, (unsigned long long)(r->steps_traced + r->steps_untraced),
+                r->cfg.cupti_sample, r->cupti_gap_valid ? r->cupti_gap_ms : CFG_CUPTI_GAP_MS);
+    if (r->loss_scale > 0)
+        fprintf(f,
+                "\nrun %d: dynamic loss scaling skipped the update of %llu of %llu steps (gradients not "
+                "finite); the last step's scale was %g\n",
+                i, (unsigned long long)r->steps_skipped, (unsigned long long)r->steps, r->loss_scale);
+    if (r->dropped_valid && r->dropped)
+        fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
+                (unsigned long long)r->dropped);
+    if (r->replicas_checked)
+        fprintf(f,
+                r->replicas_diverged_at < 0 ? "\nrun %d: replicas bitwise identical after every step\n"
+                                            : "\nrun %d: replicas DIFFER from step %ld on\n",
+                i, r->replicas_diverged_at);
+    if (r->state == RUN_STOPPED)
+        fprintf(f, "\nrun %d was interrupted after %ld steps; the figures above cover those steps\n", i, r->steps);
+    if (r->spred_note[0])
+        fprintf(f, "\nrun %d: %s\n", i, r->spred_note);
+}
+
+static void write_text(FILE *f, const struct run_result *res, int n, int md)
+{
+    int replays = write_replay_sources(f, res, n, md);
+    write_run_tables(f, res, n, md);
+    write_rank_table(f, res, n, md);
+    if (replays)
+        write_trace_table(f, res, n, md);
+    write_legend(f);
+    write_params(f, res, n, md);
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
-        if (r->error[0])
-            fprintf(f, "\nrun %d (%s %s): %s\n", i, r->cfg.model, strat_label(r), r->error);
-        if (r->note[0])
-            fprintf(f, "\nrun %d (%s): %s\n", i, r->backend, r->note);
-        if (r->repeats > 1)
-            fprintf(f, "\nrun %d: the median of %d runs; samples/s (median steps) from %.0f to %.0f (spread %.1f%%)\n",
-                    i, r->repeats, r->repeat_sps_min, r->repeat_sps_max,
-                    r->samples_per_s_p50 > 0 ? 100.0 * (r->repeat_sps_max - r->repeat_sps_min) / r->samples_per_s_p50
-                                             : 0.0);
-        if (r->ms_valid && r->ms_p50 > 0 && r->ms_p90 / r->ms_p50 > 1.5)
-            fprintf(f,
-                    "\nrun %d: noisy steps (p90/p50 = %.1f): its mean is not a steady figure; speedups use medians, "
-                    "and --repeat N shows the spread\n",
-                    i, r->ms_p90 / r->ms_p50);
-        char why[400];
-        if (result_efficiency_note(res, i, why, sizeof(why)))
-            fprintf(f, "\nrun %d: %s\n", i, why);
-        if (r->pred_valid && (r->pred_r2 < 0.9 || r->pred_err > COST_FIT_TOLERANCE)) {
-            char off[64] = ""; /* (a fit stored before regimes does not know) */
-            if (r->pred_err > COST_FIT_TOLERANCE)
-                snprintf(off, sizeof(off), ", and %.0f%% off at a size it measured", 100.0 * r->pred_err);
-            fprintf(f,
-                    "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f%s: a rough guide only (run "
-                    "--bench-comm --collective %s --ranks %d again on a quiet machine)\n",
-                    i, coll_name(r->pred_kind), r->pred_r2, off, coll_name(r->pred_kind), r->world);
-        }
-        if (r->train_valid && r->classes > 1 && r->train_loss > 2.0 * log((double)r->classes))
-            fprintf(f,
-                    "\nrun %d: the training loss %.3g is far above chance (%.2f for %d classes): the learning rate "
-                    "%g%s may be too high for %s (--lr)\n",
-                    i, r->train_loss, log((double)r->classes), r->classes,
-                    (double)r->cfg.lr * (r->cfg.scale_lr ? r->world : 1), r->cfg.scale_lr ? " (--scale-lr's)" : "",
-                    r->cfg.model);
-        if (r->pred_valid == 0 && r->coll_valid && r->xfer_ms > 0 && !r->replay.valid)
-            fprintf(f,
-                    "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "
-                    "the same --ranks and --algo)\n",
-                    i);
-        if (r->cfg.warmup_steps > 0 && r->steps > 0 && r->steps < r->cfg.warmup_steps && !r->replay.valid)
-            fprintf(f,
-                    "\nrun %d ended inside its learning-rate warm-up (%ld of --warmup-steps %d): its rate never "
-                    "reached the full --lr%s\n",
-                    i, r->steps, r->cfg.warmup_steps, r->cfg.scale_lr ? " x ranks" : "");
-        if (run_stages(&r->cfg) > 1 && r->cfg.eval && !r->test_valid && !r->replay.valid)
-            fprintf(f,
-                    "\nrun %d: test acc is n/a: each stage holds only its own layers, so no rank can evaluate "
-                    "the whole model\n",
-                    i);
-        if (r->nstages > 0) {
-            int M = r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, S = r->nstages;
-            fprintf(f, "\nrun %d: %s parallelism, %d stage%s", i, parallel_name(r->cfg.parallel), S, S == 1 ? "" : "s");
-            if (r->cfg.dp > 1)
-                fprintf(f, " x %d replicas (each stage's mean over its copies; sent/step with its gradients' average)",
-                        r->cfg.dp);
-            if (r->cfg.parallel == PAR_PIPELINE)
-                fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
-            fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
-                    100.0 * (S - 1) / (M + S - 1));
-            fprintf(f, md ? "\n| stage | layers | compute %% | idle %% | sent/step | params | grads | optimizer | "
-                            "activations | memory |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-                          : "  stage  layers    compute%%  idle%%  sent/step     params      grads  optimizer  "
-                            "activations     memory\n");
-            for (int k = 0; k < S; k++) {
-                const struct stage_result *st = &r->stage[k];
-                fprintf(f, md ? "| %d | %d-%d | %.1f | %.1f | %.2f MB" : "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB", k,
-                        st->first, st->last, st->compute_pct, st->idle_pct, st->sent_mb);
-                for (int q = 0; q < SMEM_KINDS; q++) /* (text: under each heading's end) */
-                    fprintf(f, " %s%*.2f MB", md ? "| " : "", md ? 0 : q == SMEM_ACTS ? 9 : 7, st->mem_bytes[q] / 1e6);
-                fprintf(f, md ? " | %.2f MB |\n" : " %7.2f MB\n", st->mem_total_bytes / 1e6);
-            }
-            fprintf(f,
-                    "%smemory: what a stage holds to train its layers: their parameters, the gradients and SGD\n"
-                    "momentum of those that train, and the activations of each micro-batch in flight (its input\n"
-                    "and its layers' outputs, with their gradients).\n"
-                    "mem peak: what each rank allocated; every rank here builds the whole model, so it does not\n"
-                    "shrink with its stage.\n",
-                    md ? "\n" : "");
-        }
-        if (r->negotiate_valid)
-            fprintf(f,
-                    "\nrun %d: horovod's negotiation (which gradients every rank has ready) took %.3f ms per step per "
-                    "rank, %.1f%% of a step, inside xfer and sync\n",
-                    i, r->negotiate_ms, r->ms_mean > 0 ? 100.0 * r->negotiate_ms / r->ms_mean : 0.0);
-        if (r->replay.valid && !r->replay.complete)
-            fprintf(f, "\nrun %d: the trace is incomplete (%s); the figures cover the events up to the cut\n", i,
-                    r->replay.truncated ? "cut short" : "the writer did not finish it");
-        if (r->cupti_valid)
-            fprintf(f,
-                    "\nrun %d: device timelines from CUPTI; processing its records took %.1f ms of host time (%.2f%% "
-                    "of the run), %llu records lost\n",
-                    i, r->cupti_ms, r->wall_s > 0 ? r->cupti_ms / 10.0 / r->wall_s : 0.0,
-                    (unsigned long long)r->cupti_lost);
-        if (r->steps_untraced)
-            fprintf(f,
-                    "\nrun %d: the device was traced for %llu of %llu steps (--cupti-sample: 3 in every %d or more, "
-                    "windows %d ms apart at least); the "
-                    "other steps' split is the latest traced step's, scaled to their time\n",
-                    i, (unsigned long long)r->steps_traced, (unsigned long long)(r->steps_traced + r->steps_untraced),
-                    r->cfg.cupti_sample, r->cupti_gap_valid ? r->cupti_gap_ms : CFG_CUPTI_GAP_MS);
-        if (r->loss_scale > 0)
-            fprintf(f,
-                    "\nrun %d: dynamic loss scaling skipped the update of %llu of %llu steps (gradients not "
-                    "finite); the last step's scale was %g\n",
-                    i, (unsigned long long)r->steps_skipped, (unsigned long long)r->steps, r->loss_scale);
-        if (r->dropped_valid && r->dropped)
-            fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
-                    (unsigned long long)r->dropped);
-        if (r->replicas_checked)
-            fprintf(f,
-                    r->replicas_diverged_at < 0 ? "\nrun %d: replicas bitwise identical after every step\n"
-                                                : "\nrun %d: replicas DIFFER from step %ld on\n",
-                    i, r->replicas_diverged_at);
-        if (r->state == RUN_STOPPED)
-            fprintf(f, "\nrun %d was interrupted after %ld steps; the figures above cover those steps\n", i, r->steps);
-        if (r->spred_note[0])
-            fprintf(f, "\nrun %d: %s\n", i, r->spred_note);
+        write_run_remarks(f, res, i);
+        if (r->nstages > 0)
+            write_stage_table(f, r, i, md);
+        write_run_records(f, r, i);
         if (r->nspred > 0)
             write_prediction(f, res, n, i, md);
     }
@@ -1185,6 +1348,30 @@ static void json_breakdown(cJSON *o, const struct breakdown *b, double compute, 
     add_num(o, "kernel_wait_pct", split_pct(split_ns[1], b), split);
     add_num(o, "other_idle_pct", split_pct(split_ns[2], b), split);
 }
+
+/* The keys a runs[] and a per_rank[] entry share, from x: a run_result
+ * or a rank_result, which name these figures alike. Two parts, as each
+ * entry writes its own bytes between them: the time split with the time in
+ * collectives, then the collectives' bandwidths and transfer and sync. */
+#define JSON_SPLIT_KEYS(o, x)                                                                                          \
+    do {                                                                                                               \
+        const int64_t split_ns_[3] = {(x)->host_wait_ns, (x)->kernel_wait_ns, (x)->other_idle_ns};                     \
+        json_breakdown(o, &(x)->b, (x)->compute_pct, (x)->comm_pct, (x)->data_pct, (x)->idle_pct, (x)->overlap_pct,    \
+                       (x)->gpu_view, (x)->idle_split_valid, split_ns_);                                               \
+        add_num(o, "coll_pct", (x)->coll_pct, 1);                                                                      \
+        add_num(o, "coll_ms_per_step", (x)->coll_ms, 1);                                                               \
+        add_num(o, "desched_pct", (x)->desched_pct, (x)->desched_valid);                                               \
+    } while (0)
+#define JSON_COLL_KEYS(o, x)                                                                                           \
+    do {                                                                                                               \
+        add_num(o, "busbw_gbps", (x)->busbw_gbps, (x)->busbw_valid);                                                   \
+        add_num(o, "algbw_gbps", (x)->algbw_gbps, (x)->busbw_valid);                                                   \
+        add_num(o, "transfer_ms_per_step", (x)->xfer_step_ms, (x)->coll_valid);                                        \
+        add_num(o, "sync_ms_per_step", (x)->sync_step_ms, (x)->coll_valid);                                            \
+        add_num(o, "transfer_ms_total", (x)->xfer_ms, (x)->coll_valid);                                                \
+        add_num(o, "negotiate_ms_per_step", (x)->negotiate_ms, (x)->negotiate_valid);                                  \
+        add_num(o, "sync_ms_total", (x)->sync_ms, (x)->coll_valid);                                                    \
+    } while (0)
 
 static cJSON *json_replay(const struct replay_source *src)
 {
@@ -1231,7 +1418,6 @@ static cJSON *json_prediction(const struct run_result *res, int n, int i)
  * "cat": [..], "t0_ms": [..], "t1_ms": [..]}. */
 static void json_series(cJSON *o, const struct run_result *r)
 {
-    add_num(o, "steps_per_epoch", (double)r->steps_per_epoch, r->steps_per_epoch > 0);
     cJSON *lc = cJSON_AddObjectToObject(o, "loss_curve");
     cJSON *st = lc ? cJSON_AddArrayToObject(lc, "step") : NULL, *lo = lc ? cJSON_AddArrayToObject(lc, "loss") : NULL;
     for (int k = 0; st && lo && k < r->nloss; k++) {
@@ -1283,21 +1469,18 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_num(o, "repeats", r->repeats > 1 ? r->repeats : 1, 1);
     add_num(o, "repeat_samples_per_s_min", r->repeat_sps_min, r->repeats > 1);
     add_num(o, "repeat_samples_per_s_max", r->repeat_sps_max, r->repeats > 1);
-    const int64_t split[3] = {r->host_wait_ns, r->kernel_wait_ns, r->other_idle_ns};
-    json_breakdown(o, &r->b, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, r->gpu_view,
-                   r->idle_split_valid, split);
-    add_num(o, "coll_pct", r->coll_pct, 1);
-    add_num(o, "coll_ms_per_step", r->coll_ms, 1);
-    add_num(o, "desched_pct", r->desched_pct, r->desched_valid);
+    JSON_SPLIT_KEYS(o, r);
     add_num(o, "bytes_sent", (double)r->bytes_sent, r->bytes_valid);
-    add_num(o, "busbw_gbps", r->busbw_gbps, r->busbw_valid);
-    add_num(o, "transfer_ms_per_step", r->xfer_step_ms, r->coll_valid);
-    add_num(o, "sync_ms_per_step", r->sync_step_ms, r->coll_valid);
-    add_num(o, "transfer_ms_total", r->xfer_ms, r->coll_valid);
-    add_num(o, "negotiate_ms_per_step", r->negotiate_ms, r->negotiate_valid);
-    add_num(o, "sync_ms_total", r->sync_ms, r->coll_valid);
+    JSON_COLL_KEYS(o, r);
     add_num(o, "predicted_transfer_ms_per_step", per_step(r->pred_ms, r->steps), r->pred_valid);
+    add_num(o, "compute_ms_per_step", r->compute_ms, r->ms_valid && r->nranks > 0);
+    add_num(o, "steps_per_epoch", (double)r->steps_per_epoch, r->epoch_valid);
+    add_num(o, "compute_s_per_epoch", r->compute_s_epoch, r->epoch_valid);
+    add_num(o, "comm_s_per_epoch", r->comm_s_epoch, r->epoch_valid && r->coll_valid);
     add_num(o, "lr", r->lr, r->lr_valid);
+    add_num(o, "lr_base", r->lr_base, r->lr_peak_valid);
+    add_num(o, "lr_peak", r->lr_peak, r->lr_peak_valid);
+    add_num(o, "base_batch", r->cfg.base_batch, r->lr_peak_valid && r->cfg.scale_lr);
     add_num(o, "threads_per_rank", r->threads_per_rank, r->threads_per_rank > 0);
     add_num(o, "train_loss", r->train_loss, r->train_valid);
     add_num(o, "train_acc", r->train_acc, r->train_valid);
@@ -1353,7 +1536,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     return o;
 }
 
-static cJSON *json_rank(const struct rank_result *q, int run)
+static cJSON *json_rank(const struct run_result *r, const struct rank_result *q, int run)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "run", run);
@@ -1364,20 +1547,13 @@ static cJSON *json_rank(const struct rank_result *q, int run)
     add_num(o, "ms_p50", q->ms_p50, q->ms_valid);
     add_num(o, "ms_p90", q->ms_p90, q->ms_valid);
     add_num(o, "samples_per_s", q->samples_per_s, q->samples_valid);
-    const int64_t split[3] = {q->host_wait_ns, q->kernel_wait_ns, q->other_idle_ns};
-    json_breakdown(o, &q->b, q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct, q->gpu_view,
-                   q->idle_split_valid, split);
-    add_num(o, "coll_pct", q->coll_pct, 1);
-    add_num(o, "coll_ms_per_step", q->coll_ms, 1);
-    add_num(o, "desched_pct", q->desched_pct, q->desched_valid);
+    JSON_SPLIT_KEYS(o, q);
     add_num(o, "bytes_sent", (double)q->bytes_tx, q->bytes_valid);
     add_num(o, "bytes_received", (double)q->bytes_rx, q->bytes_valid);
-    add_num(o, "busbw_gbps", q->busbw_gbps, q->busbw_valid);
-    add_num(o, "transfer_ms_per_step", q->xfer_step_ms, q->coll_valid);
-    add_num(o, "sync_ms_per_step", q->sync_step_ms, q->coll_valid);
-    add_num(o, "transfer_ms_total", q->xfer_ms, q->coll_valid);
-    add_num(o, "negotiate_ms_per_step", q->negotiate_ms, q->negotiate_valid);
-    add_num(o, "sync_ms_total", q->sync_ms, q->coll_valid);
+    JSON_COLL_KEYS(o, q);
+    add_num(o, "compute_ms_per_step", q->compute_ms, q->ms_valid);
+    add_num(o, "compute_s_per_epoch", q->compute_s_epoch, r->epoch_valid);
+    add_num(o, "comm_s_per_epoch", q->comm_s_epoch, r->epoch_valid && q->coll_valid);
     add_num(o, "spans_lost", (double)q->dropped, q->dropped_valid);
     add_num(o, "mem_peak_bytes", (double)q->mem_peak, q->mem_valid);
     return o;
@@ -1392,7 +1568,7 @@ static int write_json(FILE *f, const struct run_result *res, int n)
     for (int i = 0; i < n; i++) {
         cJSON_AddItemToArray(runs, json_run(res, n, i));
         for (int k = 0; k < res[i].nranks; k++)
-            cJSON_AddItemToArray(per, json_rank(&res[i].ranks[k], i));
+            cJSON_AddItemToArray(per, json_rank(&res[i], &res[i].ranks[k], i));
     }
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
@@ -1424,7 +1600,8 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
         "busbw_gbps,transfer_ms_per_step,sync_ms_per_step,predicted_transfer_ms_per_step,train_loss,train_acc,test_"
         "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
         "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision,"
-        "mem_peak_bytes\n");
+        "mem_peak_bytes,algbw_gbps,compute_ms_per_step,steps_per_epoch,compute_s_per_epoch,comm_s_per_epoch,wall_s,"
+        "lr_base,lr_peak\n");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -1480,6 +1657,15 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, q ? q->negotiate_ms : r->negotiate_ms, q ? q->negotiate_valid : r->negotiate_valid, "%.4f");
             csv_str(f, prec_name(r));
             csv_num(f, q ? (double)q->mem_peak : 0, q && q->mem_valid, "%.0f");
+            csv_num(f, q ? q->algbw_gbps : r->algbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
+            csv_num(f, q ? q->compute_ms : r->compute_ms, q ? q->ms_valid : r->ms_valid && r->nranks > 0, "%.4f");
+            csv_num(f, (double)r->steps_per_epoch, !q && r->epoch_valid, "%.0f");
+            csv_num(f, q ? q->compute_s_epoch : r->compute_s_epoch, r->epoch_valid, "%.4f");
+            csv_num(f, q ? q->comm_s_epoch : r->comm_s_epoch, r->epoch_valid && (q ? q->coll_valid : r->coll_valid),
+                    "%.4f");
+            csv_num(f, r->wall_s, !q && r->wall_valid, "%.3f");
+            csv_num(f, r->lr_base, !q && r->lr_peak_valid, "%.6g");
+            csv_num(f, r->lr_peak, !q && r->lr_peak_valid, "%.6g");
             fputc('\n', f);
         }
     }

@@ -26,7 +26,7 @@ struct rank_result {
     long steps;
     double ms_mean, ms_p50, ms_p90;
     int ms_valid;
-    double samples_per_s;
+    double samples_per_s; /* its batch over its median step (samples_per_s_at) */
     int samples_valid;
     struct breakdown b; /* what the percentages are of */
     double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
@@ -36,10 +36,13 @@ struct rank_result {
     uint64_t bytes_tx, bytes_rx;
     int bytes_valid;
     double busbw_gbps;
-    int busbw_valid;
-    double xfer_ms, sync_ms;           /* per-collective transfer and sync, summed over the run */
-    double xfer_step_ms, sync_step_ms; /* per step, over the steps ms/step covers (the first left out) */
-    double negotiate_ms;               /* horovod's negotiation, ms per step (as xfer_step_ms) */
+    double algbw_gbps; /* the collectives' data (each call's S) over their transfer time: busbw / factor */
+    int busbw_valid;   /* busbw and algbw */
+    double compute_ms; /* compute per step, over the steps ms/step covers */
+    double compute_s_epoch, comm_s_epoch; /* compute_ms and coll_ms x steps per epoch, in s (run's epoch_valid) */
+    double xfer_ms, sync_ms;              /* per-collective transfer and sync, summed over the run */
+    double xfer_step_ms, sync_step_ms;    /* per step, over the steps ms/step covers (the first left out) */
+    double negotiate_ms;                  /* horovod's negotiation, ms per step (as xfer_step_ms) */
     int negotiate_valid;
     int coll_valid;
     double coll_pct, coll_ms; /* time in collectives, waits included: % of wall, ms per step */
@@ -89,7 +92,7 @@ struct run_result {
     int wall_valid;
     double ms_mean, ms_p50, ms_p90;
     int ms_valid;
-    double samples_per_s;
+    double samples_per_s; /* the global batch over the median step, the figure speedups compare */
     int samples_valid;
     /* against run base_run (an index into the report's results), by
      * median step times: strong scaling (same global batch) or weak (same
@@ -98,7 +101,7 @@ struct run_result {
     int speedup_valid;
     int base_run;
     int scaling;              /* enum scaling_kind */
-    double samples_per_s_p50; /* global batch / the median step time */
+    double samples_per_s_p50; /* samples_per_s as results_compare works it out from ms_p50 (0: unknown) */
     /* --repeat: the runs of this configuration; this result is the median one */
     int repeats;
     double repeat_sps_min, repeat_sps_max; /* samples/s (median steps) of the fastest and slowest */
@@ -110,7 +113,14 @@ struct run_result {
     uint64_t bytes_sent; /* per rank, mean over ranks */
     int bytes_valid;
     double busbw_gbps;
-    int busbw_valid;
+    double algbw_gbps; /* the collectives' data over their transfer time, all ranks together */
+    int busbw_valid;   /* busbw and algbw */
+    /* the studies' units: compute and time in collectives (coll, waits
+     * included) per step, and per epoch of steps_per_epoch steps, in s;
+     * per rank, and the run's the mean over its ranks */
+    double compute_ms, compute_s_epoch, comm_s_epoch;
+    long steps_per_epoch;
+    int epoch_valid;
     double xfer_ms, sync_ms;           /* per rank (mean), summed over the run */
     double xfer_step_ms, sync_step_ms; /* per rank (mean), per step as ms/step (the first left out) */
     double negotiate_ms;               /* horovod's negotiation, ms per step per rank (mean) */
@@ -121,6 +131,11 @@ struct run_result {
     int desched_valid;
     double lr; /* the learning rate at the last step (warm-up, decay and --scale-lr applied) */
     int lr_valid;
+    /* --lr as given, and the peak rate training used (--scale-lr's: lr x
+     * global batch / --base-batch; else --lr), after any warm-up; valid in
+     * a live run (a trace does not say) */
+    double lr_base, lr_peak;
+    int lr_peak_valid;
     int threads_per_rank;
     double pred_ms; /* alpha-beta prediction of xfer_ms (summed over the run), from --bench-comm's fit */
     int pred_valid;
@@ -153,8 +168,8 @@ struct run_result {
     /* The figures' series (--plot draws them, the JSON report gives them):
      * the running training loss (train_loss's) at up to RESULT_LOSS_POINTS
      * steps spread evenly over the steps kept, the last one included
-     * (step: steps done when it was taken, from 1) ... */
-    long steps_per_epoch; /* 0: unknown (a replay) */
+     * (step: steps done when it was taken, from 1; over steps_per_epoch
+     * above, epochs) ... */
     int nloss;
     struct loss_point {
         long step;
@@ -185,6 +200,11 @@ struct run_result {
     struct rank_result *ranks;
 };
 
+/* Samples per second of a batch at a step of ms milliseconds, 0 when ms is
+ * not positive. Every samples/s the reports and the UI show is a batch
+ * over a median step (ms_p50): the figure a speedup compares, so the two
+ * never point apart (a mean step, which one slow step pulls, would). */
+double samples_per_s_at(int batch, double ms);
 /* Copies a finished (joined) run into res. */
 int result_from_run(struct run_result *res, struct run *r);
 /* Fills, on a zeroed res, what metrics m hold (steps, step times,
@@ -197,8 +217,14 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
  * spans m holds of its last step; res->cfg says the stages. */
 void result_timeline(struct run_result *res, const struct metrics *m);
 /* Derives the percentages of every rank and of the run from their
- * breakdowns (b), and the run's from the ranks'. */
+ * breakdowns (b), and the run's from the ranks'. One rule averages ranks,
+ * here and in the UI: a share of time is the ranks' summed part over
+ * their summed wall (a rank weighs by its wall time), and a time per step
+ * is the mean of the ranks' (the two agree: ranks step together). */
 void result_breakdowns(struct run_result *res);
+/* Compute and collective seconds per epoch of steps_per_epoch steps, per
+ * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
+void result_per_epoch(struct run_result *res, long steps_per_epoch);
 void result_free(struct run_result *res);
 enum scaling_kind { SCALING_NONE = 0, SCALING_STRONG, SCALING_WEAK, SCALING_OTHER };
 const char *scaling_name(int scaling);

@@ -101,6 +101,7 @@ static char *run_meta(const struct run *r)
     cJSON_AddNumberToObject(o, "batch_size", r->local_batch);
     cJSON_AddNumberToObject(o, "global_batch", r->global_batch);
     cJSON_AddNumberToObject(o, "total_steps", (double)r->total_steps);
+    cJSON_AddNumberToObject(o, "steps_per_epoch", (double)r->steps_per_epoch);
     if (r->cupti)
         cJSON_AddNumberToObject(o, "cupti_sample", r->cupti_sample);
     cJSON_AddStringToObject(o, "precision", precision_name(r->cfg.precision));
@@ -487,6 +488,9 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "total_steps")) && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
         v->valuedouble <= 1e15)
         res->replay.total_steps = (long)v->valuedouble;
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "steps_per_epoch")) && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
+        v->valuedouble <= 1e15)
+        result_per_epoch(res, (long)v->valuedouble);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "cupti_sample")) && cJSON_IsNumber(v) && v->valuedouble >= 1 &&
         v->valuedouble <= INT_MAX)
         res->cfg.cupti_sample = (int)v->valuedouble;
@@ -512,7 +516,7 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
         if (res->cfg.parallel != PAR_DATA && res->world > 0) {
             /* (a replica's batch is every stage's of it) */
             res->global_batch = res->global_batch / res->world * res->cfg.dp;
-            res->samples_per_s = res->ms_mean > 0 ? res->global_batch / (res->ms_mean / 1e3) : 0;
+            res->samples_per_s = samples_per_s_at(res->global_batch, res->ms_p50);
         }
         result_staged_sends(res);
         /* the stage table, where the trace holds every rank */
@@ -594,10 +598,13 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
         rm->sync_ns = tr->sync_ns;
         rm->xfer_steady_ns = tr->xfer_steady_ns;
         rm->sync_steady_ns = tr->sync_steady_ns;
-        rm->bus_bytes = 0;
+        rm->bus_bytes = rm->alg_bytes = 0;
         for (size_t k = 0; k < tr->nspans; k++)
-            if (tr->spans[k].cat == CAT_COMM && tr->spans[k].outer)
-                rm->bus_bytes += (double)tr->spans[k].size * coll_busbw_factor(tr->spans[k].coll, d->world);
+            if (tr->spans[k].cat == CAT_COMM && tr->spans[k].outer) {
+                double factor = coll_busbw_factor(tr->spans[k].coll, d->world);
+                rm->bus_bytes += (double)tr->spans[k].size * factor;
+                rm->alg_bytes += factor > 0 ? (double)tr->spans[k].size : 0;
+            }
     }
     struct run_result *res = &rp->res;
     if (result_from_metrics(res, m, local_batch, trace_world(d)) != 0) {
@@ -611,13 +618,13 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
     for (int i = 0; i < res->nranks; i++) {
         struct rank_result *rr = &res->ranks[i];
         rr->ms_valid = rr->steps > 0;
-        rr->samples_valid = rr->ms_valid && rr->ms_mean > 0 && local_batch > 0;
+        rr->samples_valid = rr->ms_valid && rr->ms_p50 > 0 && local_batch > 0;
         rr->coll_valid = d->world > 1 ? d->ranks[i].coll_matched > 0 : m->r[i].ncoll > 0;
         rr->dropped_valid = 0;
         res->coll_valid |= rr->coll_valid;
     }
     res->ms_valid = res->steps > 0;
-    res->samples_valid = res->ms_valid && res->ms_mean > 0 && res->batch_valid;
+    res->samples_valid = res->ms_valid && res->ms_p50 > 0 && res->batch_valid;
     res->dropped = d->spans_dropped;
     res->dropped_valid = d->complete;
     return 0;
@@ -634,6 +641,9 @@ void replay_foreign_row(struct rank_result *rr, const struct trace_figures *f, c
     rr->steps = (long)nsteps;
     step_stats_ms(step_ns, nsteps, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
     rr->ms_valid = rr->steps > 0;
+    /* (over the steps the split covers: the first left out, as ms/step leaves it) */
+    long bsteps = rr->steps > 1 ? rr->steps - 1 : rr->steps;
+    rr->compute_ms = bsteps > 0 ? (double)rr->b.compute_ns / 1e6 / (double)bsteps : 0;
 }
 
 void replay_foreign_run(struct run_result *res)

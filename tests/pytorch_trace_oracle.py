@@ -15,10 +15,13 @@ time accounting, not ddptop's code:
 - over the union of the cycle's step windows:
   compute = |U compute|, comm = |U comm - compute|,
   data = |U data - compute - comm|, idle = wall - the rest;
-- a rank's figures are the sums over its cycles;
+- a rank's figures are the sums over its cycles, with its first step (the
+  lowest ProfilerStep number, over all its cycles) left out when it has two
+  or more, as ms/step leaves it out (docs/numbers.md, "One step set");
 - beside the split, coll = |U comm ops| over the step windows (the time in
   collectives, waits for peers included), and a cycle's own work per step
-  = (wall - coll) / steps: what --follow compares to mark a straggler.
+  = (wall - coll) / steps: what --follow compares to mark a straggler. A
+  cycle on its own (--cycles) covers all its steps, as --follow shows it.
 
 Only CPU (host) traces are covered: a trace with device ops is refused.
 
@@ -98,9 +101,17 @@ def union(ivs):
     return out
 
 
-def cycle(events):
-    """The split of one file: (wall, compute, comm, data, idle, steps)."""
-    threads, steps = {}, []
+def step_numbers(events):
+    """The ProfilerStep numbers of one file."""
+    return [int(e["name"][len("ProfilerStep#"):]) for e in events
+            if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("name"), str)
+            and re.fullmatch(r"ProfilerStep#\d+", e["name"])]
+
+
+def cycle(events, skip=None):
+    """The split of one file: (wall, compute, comm, data, idle, steps);
+    the window of ProfilerStep#skip left out (its step still counted)."""
+    threads, steps, nsteps = {}, [], 0
     for i, e in enumerate(events):
         if not isinstance(e, dict) or e.get("ph") != "X" or not isinstance(e.get("name"), str):
             continue
@@ -112,7 +123,9 @@ def cycle(events):
         t0 = ns(e.get("ts", 0))
         t1 = t0 + ns(e.get("dur", 0))
         if k == "step":
-            steps.append((t0, t1))
+            if e["name"] != "ProfilerStep#%s" % skip:
+                steps.append((t0, t1))
+            nsteps += 1
         elif t1 > t0:
             threads.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append((t0, -(t1 - t0), i, t1, k))
     ops = [o for t in threads.values() for o in t]
@@ -140,7 +153,7 @@ def cycle(events):
                 total[k] += d
                 break
     total["idle"] = total["wall"] - total[COMPUTE] - total[COMM] - total[DATA]
-    total["steps"] = len(steps)
+    total["steps"] = nsteps
     # the time in collectives, waits for peers inside them included: the
     # union of the communication ops over the windows; a rank's own work
     # per step is the rest
@@ -149,10 +162,8 @@ def cycle(events):
         for w0, w1 in windows:
             coll += max(0, min(b, w1) - max(a, w0))
     total["coll"] = coll
-    total["own_ms"] = (total["wall"] - coll) / max(len(steps), 1) / 1e6
-    total["step_numbers"] = sorted(int(e["name"][len("ProfilerStep#"):]) for e in events
-                                   if isinstance(e, dict) and e.get("ph") == "X"
-                                   and str(e.get("name", "")).startswith("ProfilerStep#"))
+    total["own_ms"] = (total["wall"] - coll) / max(nsteps, 1) / 1e6
+    total["step_numbers"] = sorted(step_numbers(events))
     return total
 
 
@@ -179,23 +190,28 @@ def main():
             per_file = True
         else:
             args.append(a)
-    ranks, files = {}, {}
+    ranks, files, numbers, per_cycle = {}, [], {}, {}
     for path in files_of(args):
         events, dist_info = load(path)
-        rank = rank_of(path, dist_info)
-        r = ranks.setdefault(rank, {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": 0, "cycles": 0,
-                                    "coll": 0})
-        c = cycle(events)
-        files[os.path.basename(path)] = dict(c, rank=rank)
+        rk = rank_of(path, dist_info)
+        files.append((rk, events))
+        numbers.setdefault(rk, []).extend(step_numbers(events))
+        if per_file:
+            per_cycle[os.path.basename(path)] = dict(cycle(events), rank=rk)
+    for rk, events in files:
+        r = ranks.setdefault(rk, {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": 0, "cycles": 0,
+                                  "coll": 0})
+        first = min(numbers[rk]) if len(numbers[rk]) >= 2 else None
+        c = cycle(events, first if first in step_numbers(events) else None)
         for k in c:
             if k not in ("step_numbers", "own_ms"):
                 r[k] += c[k]
         r["cycles"] += 1
     if per_file:
-        for c in files.values():
+        for c in per_cycle.values():
             for k in (COMPUTE, COMM, DATA, "idle"):
                 c[k + "_pct"] = 100.0 * c[k] / c["wall"] if c["wall"] else 0.0
-        print(json.dumps(files, indent=1, sort_keys=True))
+        print(json.dumps(per_cycle, indent=1, sort_keys=True))
         return 0
     for r in ranks.values():
         for k in (COMPUTE, COMM, DATA, "idle"):

@@ -210,6 +210,64 @@ static void test_speedup(void **state)
     assert_false(res[3].speedup_valid); /* no 1-rank LeNet row to compare with */
 }
 
+/* One rule averages ranks: a run's share of time is its ranks' summed
+ * times over their summed wall. By hand, rank 0 computes 0.5 s of 1 s and
+ * waits for a core 50% of it, rank 1 computes 0.3 s of 3 s and waits 10%:
+ * compute 0.8 s of 4 s (20%), desched 0.5 + 0.3 s of 4 s (20%); a plain
+ * mean of the ranks' shares would say 30% for both. Compute per step is
+ * the mean of the ranks' (ranks step together), and per epoch that times
+ * the steps of an epoch: (5 + 3) / 2 ms x 1000 steps = 4 s. */
+static void test_ranks_weighted(void **state)
+{
+    struct run_result res;
+    memset(&res, 0, sizeof(res));
+    struct rank_result q[2];
+    memset(q, 0, sizeof(q));
+    const int64_t s = 1000000000;
+    q[0].b = (struct breakdown){.wall_ns = s, .compute_ns = s / 2, .idle_ns = s / 2};
+    q[1].b = (struct breakdown){.wall_ns = 3 * s, .compute_ns = 3 * s / 10, .idle_ns = 27 * s / 10};
+    q[0].desched_pct = 50.0;
+    q[1].desched_pct = 10.0;
+    q[0].desched_valid = q[1].desched_valid = 1;
+    q[0].compute_ms = 5.0;
+    q[1].compute_ms = 3.0;
+    res.ranks = q;
+    res.nranks = 2;
+    result_breakdowns(&res);
+    assert_float_equal(res.compute_pct, 20.0, 1e-9);
+    assert_float_equal(res.idle_pct, 80.0, 1e-9);
+    assert_true(res.desched_valid);
+    assert_float_equal(res.desched_pct, 20.0, 1e-9);
+    result_per_epoch(&res, 1000);
+    assert_float_equal(res.compute_s_epoch, 4.0, 1e-12);
+    assert_float_equal(q[1].compute_s_epoch, 3.0, 1e-12);
+}
+
+/* Step-time percentiles are numpy's default, worked out by hand here
+ * (numpy.percentile(v, q), linear interpolation at position (k-1) q of
+ * the sorted k values), the first step left out:
+ *   40, 10, 30, 20 ms: median (20 + 30) / 2 = 25; p90 at 2.7: 30 + 0.7 x 10 = 37
+ *   1..5 ms: median 3; p90 at 3.6: 4 + 0.6 x 1 = 4.6
+ * (the lower-middle rank would give 20 and 30 for the first). */
+static void test_step_percentiles(void **state)
+{
+    const int64_t ms = 1000000;
+    const int64_t four[] = {999 * ms, 40 * ms, 10 * ms, 30 * ms, 20 * ms};
+    double mean, p50, p90;
+    step_stats_ms(four, 5, &mean, &p50, &p90);
+    assert_float_equal(mean, 25.0, 1e-12);
+    assert_float_equal(p50, 25.0, 1e-12);
+    assert_float_equal(p90, 37.0, 1e-12);
+    const int64_t five[] = {999 * ms, 5 * ms, 1 * ms, 4 * ms, 2 * ms, 3 * ms};
+    step_stats_ms(five, 6, &mean, &p50, &p90);
+    assert_float_equal(p50, 3.0, 1e-12);
+    assert_float_equal(p90, 4.6, 1e-12);
+    const int64_t one[] = {999 * ms, 7 * ms};
+    step_stats_ms(one, 2, &mean, &p50, &p90);
+    assert_float_equal(p50, 7.0, 1e-12);
+    assert_float_equal(p90, 7.0, 1e-12);
+}
+
 /* Transfer and sync per step cover the steps ms/step covers: the first
  * step's collective, where rank 0 waits 1 ms for rank 1's set-up, is left
  * out of both, as the first step is of ms/step (it would outweigh a short
@@ -307,6 +365,8 @@ int main(void)
         cmocka_unit_test(test_efficiency_above_100_explained),
         cmocka_unit_test(test_transfer_sync_per_step),
         cmocka_unit_test(test_speedup),
+        cmocka_unit_test(test_step_percentiles),
+        cmocka_unit_test(test_ranks_weighted),
         cmocka_unit_test(test_cupti_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -190,6 +190,51 @@ static void test_autograd_gloo(void **state)
     trace_doc_free(&d);
 }
 
+/* A PyTorch trace's split covers the steps its ms/step covers: the first
+ * ProfilerStep is left out of both. Three steps of 100 us (autograd
+ * format, gloo on tid 2):
+ *   step 0 [0, 100): all compute (its set-up)
+ *   steps 1 and 2: 50 us compute, then a 50 us gloo:all_reduce
+ * Steps 1 and 2, by hand: wall 200 us, compute 100, comm 100 (50%), ms/step
+ * 0.1, compute 0.05 ms a step; the whole run would give comm 100 of 300 us
+ * (33%). */
+static void test_foreign_step_set(void **state)
+{
+    static const char text[] =
+        "[{\"name\": \"ProfilerStep#0\", \"ph\": \"X\", \"ts\": 0, \"dur\": 100, \"tid\": 1, \"pid\": \"CPU "
+        "functions\"},"
+        " {\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 0, \"dur\": 100, \"tid\": 1, \"pid\": \"CPU functions\"},"
+        " {\"name\": \"ProfilerStep#1\", \"ph\": \"X\", \"ts\": 100, \"dur\": 100, \"tid\": 1, \"pid\": \"CPU "
+        "functions\"},"
+        " {\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 100, \"dur\": 50, \"tid\": 1, \"pid\": \"CPU functions\"},"
+        " {\"name\": \"gloo:all_reduce\", \"ph\": \"X\", \"ts\": 150, \"dur\": 50, \"tid\": 2, \"pid\": \"CPU "
+        "functions\"},"
+        " {\"name\": \"ProfilerStep#2\", \"ph\": \"X\", \"ts\": 200, \"dur\": 100, \"tid\": 1, \"pid\": \"CPU "
+        "functions\"},"
+        " {\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 200, \"dur\": 50, \"tid\": 1, \"pid\": \"CPU functions\"},"
+        " {\"name\": \"gloo:all_reduce\", \"ph\": \"X\", \"ts\": 250, \"dur\": 50, \"tid\": 2, \"pid\": \"CPU "
+        "functions\"}]";
+    char path[] = "/tmp/ddptop-stepset-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+    close(fd);
+    struct replay rp;
+    char err[512];
+    assert_int_equal(replay_load(&rp, path, 30, err, sizeof(err)), 0);
+    unlink(path);
+    const struct rank_result *q = &rp.res.ranks[0];
+    assert_int_equal(q->steps, 3);
+    assert_float_equal(q->ms_mean, 0.1, 1e-12);
+    assert_int_equal(q->b.wall_ns, 200000);
+    assert_int_equal(q->b.compute_ns, 100000);
+    assert_int_equal(q->b.comm_ns, 100000);
+    assert_float_equal(q->comm_pct, 50.0, 1e-9);
+    assert_float_equal(q->compute_ms, 0.05, 1e-12); /* 100 us over the 2 steps */
+    assert_float_equal(rp.res.comm_pct, 50.0, 1e-9);
+    replay_free(&rp);
+}
+
 /* The one sweep over flat intervals (they overlap rather than nest), over
  * the covered time and over given windows. */
 static void test_merged_intervals(void **state)
@@ -1076,7 +1121,10 @@ static void test_reader_not_regular(void **state)
  *     aten::add_ [1191,1198) compute 7
  *     -> compute 57, comm 30 (union 40, overlap 10), idle 13
  *   aten::zeros [990,1000) lies outside both steps.
- * wall 200 us: compute 101, comm 70 (35%), union 80, overlap 10, idle 29. */
+ * wall 200 us: compute 101, comm 70 (35%), union 80, overlap 10, idle 29:
+ * the cycle's figures (trace_analyze_window). The rank's leave its first
+ * step out, as its ms/step does: ProfilerStep#6 alone, 57% compute and
+ * 30% comm. */
 static void test_kineto_gloo_user_annotation(void **state)
 {
     struct trace_doc d;
@@ -1097,7 +1145,7 @@ static void test_kineto_gloo_user_annotation(void **state)
         comm_ops += r->ops[i].cat == CAT_COMM;
     assert_int_equal(comm_ops, 4); /* two c10d::allreduce_, two gloo:all_reduce; not the user's range */
     struct trace_figures f;
-    assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_window(&f, r, 0, TRACE_KERNEL_WAIT_NS), 0);
     assert_false(f.gpu_view);
     assert_int_equal(f.b.wall_ns, 200000);
     assert_int_equal(f.b.compute_ns, 101000);
@@ -1106,15 +1154,22 @@ static void test_kineto_gloo_user_annotation(void **state)
     assert_int_equal(f.b.overlap_ns, 10000);
     assert_int_equal(f.b.data_ns, 0);
     assert_int_equal(f.b.idle_ns, 29000);
+    assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(f.b.wall_ns, 100000);
+    assert_int_equal(f.b.compute_ns, 57000);
+    assert_int_equal(f.b.comm_ns, 30000);
+    assert_int_equal(f.b.comm_union_ns, 40000);
+    assert_int_equal(f.b.overlap_ns, 10000);
+    assert_int_equal(f.b.idle_ns, 13000);
     trace_doc_free(&d);
 
     cJSON *j = run_cli(FIX "kineto_gloo_cpu.json");
     cJSON *q = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "per_rank"), 0);
     assert_int_equal((int)num(q, "rank"), 1);
-    assert_true(fabs(num(q, "comm_pct") - 35.0) < 1e-9);
-    assert_true(fabs(num(q, "compute_pct") - 50.5) < 1e-9);
-    assert_true(fabs(num(q, "idle_pct") - 14.5) < 1e-9);
-    assert_true(fabs(num(q, "overlap_pct") - 12.5) < 1e-9);
+    assert_true(fabs(num(q, "comm_pct") - 30.0) < 1e-9);
+    assert_true(fabs(num(q, "compute_pct") - 57.0) < 1e-9);
+    assert_true(fabs(num(q, "idle_pct") - 13.0) < 1e-9);
+    assert_true(fabs(num(q, "overlap_pct") - 25.0) < 1e-9);
     cJSON_Delete(j);
 }
 
@@ -1147,14 +1202,18 @@ struct cycle_file {
 /* Two ranks, two cycles each (steps 1 and 4), by hand:
  *   rank 0: compute 50, comm [150,190) 40, idle 10 | compute 80, comm 10, idle 10
  *   rank 1: compute 30, comm [130,190) 60, idle 10 | compute 60, comm 10, idle 30
- * each rank: wall 200 us over its two windows. */
+ * each cycle 100 us. A rank's figures leave its first step out, as its
+ * ms/step does: the cycle of step 4 alone (job_*); each cycle alone has
+ * its own (cycle_*). */
 static const struct cycle_file job_files[] = {
     {"tb/rank0.1000.pt.trace.json", 1, 50, 150, 190},
     {"tb/rank0.2000.pt.trace.json", 4, 80, 180, 190},
     {"tb/rank1.1001.pt.trace.json", 1, 30, 130, 190},
     {"tb/rank1.2001.pt.trace.json", 4, 60, 160, 170},
 };
-static const int64_t job_compute[2] = {130000, 90000}, job_comm[2] = {50000, 70000}, job_idle[2] = {20000, 40000};
+static const int64_t job_compute[2] = {80000, 60000}, job_comm[2] = {10000, 10000}, job_idle[2] = {10000, 30000};
+static const int64_t cycle_compute[2][2] = {{50000, 80000}, {30000, 60000}};
+static const int64_t cycle_comm[2][2] = {{40000, 10000}, {60000, 10000}};
 
 /* Reads job_files in the order `order` gives. */
 static void read_job(struct trace_doc *d, const int *order, const char *const *names)
@@ -1178,10 +1237,16 @@ static void assert_job_figures(const struct trace_doc *d, int nranks)
         assert_int_equal(r->rank, i);
         struct trace_figures f;
         assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
-        assert_int_equal(f.b.wall_ns, 200000);
+        assert_int_equal(f.b.wall_ns, 100000);
         assert_int_equal(f.b.compute_ns, job_compute[i]);
         assert_int_equal(f.b.comm_ns, job_comm[i]);
         assert_int_equal(f.b.idle_ns, job_idle[i]);
+        for (size_t k = 0; k < 2; k++) {
+            assert_int_equal(trace_analyze_window(&f, r, k, TRACE_KERNEL_WAIT_NS), 0);
+            assert_int_equal(f.b.wall_ns, 100000);
+            assert_int_equal(f.b.compute_ns, cycle_compute[i][k]);
+            assert_int_equal(f.b.comm_ns, cycle_comm[i][k]);
+        }
     }
 }
 
@@ -1453,6 +1518,7 @@ int main(void)
         cmocka_unit_test(test_kineto_gpu_breakdown),
         cmocka_unit_test(test_kineto_array_form),
         cmocka_unit_test(test_autograd_gloo),
+        cmocka_unit_test(test_foreign_step_set),
         cmocka_unit_test(test_merged_intervals),
         cmocka_unit_test(test_metrics_device_view),
         cmocka_unit_test(test_metrics_host_view_unchanged),

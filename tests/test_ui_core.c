@@ -712,6 +712,21 @@ static void test_scaling(void **state)
     assert_int_equal(scaling_update(&sc, many, 40, &live), 0);
     assert_int_equal(sc.n, 41);
     assert_float_equal(sc.row[7].speedup, 8 * 900.0 / 900.0, 1e-9);
+    /* the samples/s the Runs table shows beside a speedup is the one it
+     * compares: the global batch over the median step, even where a mean
+     * step (samples_per_s as an older result had it) points the other way:
+     * 1 rank at 10 ms median, 2 ranks x 32 at 40 ms median, so 3200 and
+     * 1600 samples/s and 0.5x, though their means would give 2000 and 3000 */
+    struct run_result two[2];
+    result(&two[0], "vgg11", STRAT_DDP, 1, 32, 3200);
+    result(&two[1], "vgg11", STRAT_DDP, 2, 64, 1600);
+    two[0].samples_per_s = 2000;
+    two[1].samples_per_s = 3000;
+    assert_int_equal(scaling_update(&sc, two, 2, NULL), 0);
+    assert_float_equal(sc.row[0].samples_per_s, 3200, 1e-9);
+    assert_float_equal(sc.row[1].samples_per_s, 1600, 1e-9);
+    assert_float_equal(sc.row[1].speedup, 0.5, 1e-12);
+    assert_float_equal(sc.row[1].speedup, sc.row[1].samples_per_s / sc.row[0].samples_per_s, 1e-12);
     scaling_free(&sc);
 }
 
@@ -747,6 +762,17 @@ static void test_scaling_over_ideal(void **state)
     assert_int_equal(scaling_update(&sc, res, 1, &live), 0);
     assert_non_null(strstr(sc.row[1].over_note, "efficiency 150% against run 0 is above 100%"));
     scaling_free(&sc);
+}
+
+/* The live run's split from its ranks' (the Runs table): their summed
+ * times over their summed wall, as the report's. By hand: 50% of 1 s and
+ * 10% of 3 s are 0.8 s of 4 s, 20% (a plain mean of the two would say 30%). */
+static void test_ranks_pct(void **state)
+{
+    const double pct[2] = {50.0, 10.0};
+    const int64_t wall[2] = {1000000000, 3000000000};
+    assert_float_equal(scaling_ranks_pct(pct, wall, 2), 20.0, 1e-9);
+    assert_float_equal(scaling_ranks_pct(pct, wall, 0), 0.0, 0);
 }
 
 /* ---- buckets ---------------------------------------------------------------------------- */
@@ -833,6 +859,7 @@ int main(void)
         cmocka_unit_test(test_plan_threads),
         cmocka_unit_test(test_scaling),
         cmocka_unit_test(test_scaling_over_ideal),
+        cmocka_unit_test(test_ranks_pct),
         cmocka_unit_test(test_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

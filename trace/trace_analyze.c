@@ -3,6 +3,7 @@
  * trace_analyze.h). */
 #include "trace_analyze.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +42,31 @@ static void idle_split(struct trace_figures *out, const int64_t (*gaps)[2], size
     }
 }
 
-static int gpu_view(struct trace_figures *out, const struct trace_rank *r, const struct trace_window *w,
+/* Where the steps the figures cover begin in window w. ms/step leaves the
+ * rank's first step out (the lowest ProfilerStep number: step_stats_ms
+ * over the steps in step order), so the window that holds it starts at its
+ * next step: INT64_MIN when nothing is left out here (fewer than two
+ * steps, or the first is in another window), INT64_MAX when the first step
+ * is all this window holds. (Windows are compared by step number, not
+ * time: each profiler cycle may have a clock of its own.) */
+static int64_t steady_from_ns(const struct trace_rank *r, const struct trace_window *w)
+{
+    if (r->nsteps < 2)
+        return INT64_MIN;
+    size_t first = 0;
+    for (size_t i = 1; i < r->nsteps; i++)
+        if (r->steps[i].step < r->steps[first].step)
+            first = i;
+    if (first < w->steps_from || first >= w->steps_to)
+        return INT64_MIN;
+    int64_t next = INT64_MAX;
+    for (size_t i = w->steps_from; i < w->steps_to; i++)
+        if (i != first && r->steps[i].t0_ns >= r->steps[first].t0_ns && r->steps[i].t0_ns < next)
+            next = r->steps[i].t0_ns;
+    return next;
+}
+
+static int gpu_view(struct trace_figures *out, const struct trace_rank *r, const struct trace_window *w, int64_t from,
                     int64_t kernel_wait_ns)
 {
     size_t nops = w->ops_to - w->ops_from;
@@ -54,7 +79,7 @@ static int gpu_view(struct trace_figures *out, const struct trace_rank *r, const
     if (!iv || !by_start)
         goto done;
     for (size_t i = w->ops_from; i < w->ops_to; i++)
-        if (r->ops[i].gpu) {
+        if (r->ops[i].gpu && (r->ops[i].launch_ns >= 0 ? r->ops[i].launch_ns : r->ops[i].t0_ns) >= from) {
             iv[n] = (struct breakdown_iv){r->ops[i].t0_ns, r->ops[i].t1_ns, BREAKDOWN_FLAT, r->ops[i].cat};
             by_start[n++] = &r->ops[i];
         }
@@ -69,8 +94,9 @@ done:
     return rc;
 }
 
-/* Each thread's ops nest; over the ProfilerStep windows when there are any. */
-static int host_view(struct trace_figures *out, const struct trace_rank *r, const struct trace_window *w)
+/* Each thread's ops nest; over the ProfilerStep windows when there are any
+ * (the rank's first left out when there are more). */
+static int host_view(struct trace_figures *out, const struct trace_rank *r, const struct trace_window *w, int64_t from)
 {
     size_t nops = w->ops_to - w->ops_from, nsteps = w->steps_to - w->steps_from;
     struct breakdown_iv *iv = malloc(sizeof(*iv) * (nops ? nops : 1));
@@ -82,27 +108,31 @@ static int host_view(struct trace_figures *out, const struct trace_rank *r, cons
     for (size_t i = w->ops_from; i < w->ops_to; i++)
         if (!r->ops[i].gpu)
             iv[n++] = (struct breakdown_iv){r->ops[i].t0_ns, r->ops[i].t1_ns, r->ops[i].track, r->ops[i].cat};
-    for (size_t i = 0; i < nsteps; i++) {
-        win[i][0] = r->steps[w->steps_from + i].t0_ns;
-        win[i][1] = r->steps[w->steps_from + i].t1_ns;
-    }
-    rc = breakdown_sweep(&out->b, iv, n, (const int64_t(*)[2])win, nsteps, NULL, NULL, NULL);
+    size_t nwin = 0;
+    for (size_t i = w->steps_from; i < w->steps_to; i++)
+        if (r->steps[i].t0_ns >= from) {
+            win[nwin][0] = r->steps[i].t0_ns;
+            win[nwin][1] = r->steps[i].t1_ns;
+            nwin++;
+        }
+    rc = breakdown_sweep(&out->b, iv, n, (const int64_t(*)[2])win, nwin, NULL, NULL, NULL);
 done:
     free(iv);
     free(win);
     return rc;
 }
 
-/* One window's figures; a rank with device ops has the GPU view in each. */
-static int analyze(struct trace_figures *out, const struct trace_rank *r, const struct trace_window *w,
+/* One window's figures from time `from` on; a rank with device ops has
+ * the GPU view in each. */
+static int analyze(struct trace_figures *out, const struct trace_rank *r, const struct trace_window *w, int64_t from,
                    int64_t kernel_wait_ns)
 {
     memset(out, 0, sizeof(*out));
     if (r->ngpu > 0) {
         out->gpu_view = 1;
-        return gpu_view(out, r, w, kernel_wait_ns);
+        return gpu_view(out, r, w, from, kernel_wait_ns);
     }
-    return host_view(out, r, w);
+    return host_view(out, r, w, from);
 }
 
 int trace_analyze_window(struct trace_figures *out, const struct trace_rank *r, size_t w, int64_t kernel_wait_ns)
@@ -111,7 +141,7 @@ int trace_analyze_window(struct trace_figures *out, const struct trace_rank *r, 
         memset(out, 0, sizeof(*out));
         return -1;
     }
-    return analyze(out, r, &r->windows[w], kernel_wait_ns);
+    return analyze(out, r, &r->windows[w], INT64_MIN, kernel_wait_ns); /* the cycle whole */
 }
 
 int trace_analyze_rank(struct trace_figures *out, const struct trace_rank *r, int64_t kernel_wait_ns)
@@ -122,7 +152,8 @@ int trace_analyze_rank(struct trace_figures *out, const struct trace_rank *r, in
     size_t nw = r->nwindows ? r->nwindows : 1;
     for (size_t i = 0; i < nw; i++) {
         struct trace_figures f;
-        if (analyze(&f, r, r->nwindows ? &r->windows[i] : &all, kernel_wait_ns) != 0) {
+        const struct trace_window *w = r->nwindows ? &r->windows[i] : &all;
+        if (analyze(&f, r, w, steady_from_ns(r, w), kernel_wait_ns) != 0) {
             memset(out, 0, sizeof(*out));
             return -1;
         }

@@ -17,6 +17,13 @@
  * Either view is taken in each of the rank's windows (a profiler cycle,
  * one file: trace_read.h) on its own, so the time between two cycles is
  * nobody's, and a rank's figures are the sum over its windows.
+ *
+ * A rank's figures (trace_analyze_rank) cover the steps its ms/step
+ * covers: with two ProfilerSteps or more, the rank's first (by number) is
+ * left out (its window in the host view; in the GPU view, the ops of its
+ * cycle launched before its next step began, or that started before it
+ * when their launch is unknown). One cycle's (trace_analyze_window) cover
+ * that cycle whole, as a follower shows the latest one.
  */
 #ifndef DDPTOP_TRACE_ANALYZE_H
 #define DDPTOP_TRACE_ANALYZE_H

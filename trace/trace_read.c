@@ -582,18 +582,19 @@ static void resolve_launches(struct file_ctx *fc)
 /* ---- the document ------------------------------------------------------- */
 
 /* Reads the events of the array at p ('['). Stops early when the text is
- * cut (*cut), malformed (fc->bad_byte), or a rank cannot be added. */
-static void read_events(struct file_ctx *fc, const char *p, const char *e, int *cut)
+ * cut (*cut), malformed (fc->bad_byte), or a rank cannot be added.
+ * Returns the array's closing ']', or NULL when it stopped before it. */
+static const char *read_events(struct file_ctx *fc, const char *p, const char *e, int *cut)
 {
     p++;
     for (;;) {
         p = skip_ws(p, e);
         if (p >= e) {
             *cut = 1;
-            return;
+            return NULL;
         }
         if (*p == ']')
-            return;
+            return p;
         if (*p == ',') {
             p++;
             continue;
@@ -602,7 +603,7 @@ static void read_events(struct file_ctx *fc, const char *p, const char *e, int *
         if (!end) {
             if (!fc->bad_byte)
                 *cut = 1; /* a last event cut in the middle: dropped */
-            return;
+            return NULL;
         }
         cJSON *ev = cJSON_ParseWithLength(p, (size_t)(end - p));
         fc->d->events++;
@@ -614,9 +615,22 @@ static void read_events(struct file_ctx *fc, const char *p, const char *e, int *
             foreign_event(fc, ev);
         cJSON_Delete(ev);
         if (fc->oom || fc->too_many)
-            return;
+            return NULL;
         p = end;
     }
+}
+
+/* Text after the document's closing bracket (close: that bracket, or
+ * NULL when the document is cut before it): one line and -1, as for
+ * malformed JSON. A second document, or a stray character, would be read
+ * as nothing without a word. */
+static int trailing_text(const char *buf, const char *close, const char *e, const char *name, char *err, size_t errlen)
+{
+    const char *q = close ? skip_ws(close + 1, e) : e;
+    if (q >= e)
+        return 0;
+    snprintf(err, errlen, "%s: text after the trace's closing '%c' at byte %zu", name, *close, (size_t)(q - buf));
+    return -1;
 }
 
 /* ---- which rank a foreign file is, and its window ------------------------ */
@@ -870,8 +884,9 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
             }
             p = vend;
         }
-        if (fc.bad_byte) {
-            bad_json(err, errlen, name, buf, fc.bad_byte);
+        if (fc.bad_byte || (!cut && trailing_text(buf, p, e, name, err, errlen) != 0)) {
+            if (fc.bad_byte)
+                bad_json(err, errlen, name, buf, fc.bad_byte);
             cJSON_Delete(dist);
             cJSON_Delete(dd);
             cJSON_Delete(end);
@@ -950,8 +965,14 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
         size_t steps_start = r ? r->nsteps : 0;
         if (r)
             fc.ops_start = r->nops;
+        const char *close = NULL;
         if (!fc.oom && !fc.too_many)
-            read_events(&fc, events, e, &cut);
+            close = read_events(&fc, events, e, &cut);
+        /* a bare array is the whole document: nothing may follow it */
+        if (close && events == skip_ws(buf, e) && trailing_text(buf, close, e, name, err, errlen) != 0) {
+            free(fc.corrs);
+            return -1;
+        }
         if (!fc.oom && !fc.too_many && !fc.bad_byte && fc.flavor != TRACE_DDPTOP) {
             resolve_launches(&fc);
             r = rank_get(&fc, fc.file_rank);

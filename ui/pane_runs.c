@@ -44,7 +44,9 @@ static void row_of_result(struct row *r, const struct run_result *res)
     r->state = res->state;
 }
 
-/* The live run's row, from the snapshot: its mean split is the ranks'. */
+/* The live run's row, from the snapshot: its split is the ranks' as the
+ * report's is (result_breakdowns): their summed times over their summed
+ * wall, each rank weighing by its wall. */
 static void row_of_snap(struct row *r, const struct snap *s)
 {
     r->strategy = s->strategy;
@@ -54,18 +56,19 @@ static void row_of_snap(struct row *r, const struct snap *s)
     r->ms = s->ms_step;
     r->sps = s->samples_s;
     r->rate_valid = s->rate_valid;
-    double c = 0, m = 0, i = 0;
+    double pct[3][SCALING_MAX_RANKS];
+    int64_t wall[SCALING_MAX_RANKS];
     int n = 0;
-    for (int k = 0; k < s->world; k++)
+    for (int k = 0; k < s->world && n < SCALING_MAX_RANKS; k++)
         if (s->ranks[k].valid) {
-            c += s->ranks[k].compute_pct;
-            m += s->ranks[k].comm_pct;
-            i += s->ranks[k].idle_pct;
-            n++;
+            pct[0][n] = s->ranks[k].compute_pct;
+            pct[1][n] = s->ranks[k].comm_pct;
+            pct[2][n] = s->ranks[k].idle_pct;
+            wall[n++] = s->ranks[k].split_wall_ns;
         }
-    r->comp = n ? c / n : 0;
-    r->comm = n ? m / n : 0;
-    r->idle = n ? i / n : 0;
+    r->comp = scaling_ranks_pct(pct[0], wall, n);
+    r->comm = scaling_ranks_pct(pct[1], wall, n);
+    r->idle = scaling_ranks_pct(pct[2], wall, n);
     r->acc = s->test_acc;
     r->acc_valid = s->test_valid;
     r->state = s->state;
@@ -162,6 +165,10 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
             row_of_snap(&r, v->snap);
         else
             row_of_result(&r, &v->results[idx]);
+        /* samples/s as the speedup beside it compared it, whatever the row's source */
+        const struct scaling_row *sr = v->scaling && idx < v->scaling->n ? &v->scaling->row[idx] : NULL;
+        if (sr && sr->samples_per_s > 0)
+            r.sps = sr->samples_per_s;
         int cur = idx == v->current, el = cur ? TH_SELECTED : TH_NORMAL, y = 2 + k;
         draw_text(w, y, 1, 2, el, cur ? ">" : " ");
         x = 3;

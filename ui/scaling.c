@@ -35,12 +35,23 @@ int scaling_update(struct scaling *sc, const struct run_result *res, int n, cons
                                           .strategy = q->cfg.strategy,
                                           .speedup = q->speedup,
                                           .efficiency_pct = q->efficiency,
-                                          .valid = q->speedup_valid};
+                                          .valid = q->speedup_valid,
+                                          .samples_per_s = q->samples_per_s_p50};
         if (!result_efficiency_note(sc->tmp, i, sc->row[i].over_note, sizeof(sc->row[i].over_note)))
             sc->row[i].over_note[0] = 0;
     }
     sc->n = total;
     return 0;
+}
+
+double scaling_ranks_pct(const double *pct, const int64_t *wall_ns, int n)
+{
+    double part = 0, wall = 0;
+    for (int i = 0; i < n; i++) {
+        part += pct[i] / 100.0 * (double)wall_ns[i];
+        wall += (double)wall_ns[i];
+    }
+    return wall > 0 ? 100.0 * part / wall : 0;
 }
 
 void scaling_free(struct scaling *sc)

@@ -8,6 +8,8 @@
 #ifndef DDPTOP_SCALING_H
 #define DDPTOP_SCALING_H
 
+#include <stdint.h>
+
 #include "report.h"
 
 struct scaling_row {
@@ -18,6 +20,10 @@ struct scaling_row {
     /* efficiency above 100%: the batch report's note on it
      * (result_efficiency_note), else "" */
     char over_note[400];
+    /* the throughput the speedup compares (the global batch over the
+     * median step; the live run's recent rate), for the Runs table to show
+     * beside it: speedup = this / the base row's; 0 when unknown */
+    double samples_per_s;
 };
 
 struct scaling {
@@ -27,10 +33,17 @@ struct scaling {
 };
 
 /* Fills sc for res[0..n) and, when live is not NULL, the live run last
- * (model, world, global batch and samples/s are what count). Returns 0,
- * or -1 out of memory (sc then holds no rows). */
+ * (model, world, global batch and median step time are what count).
+ * Returns 0, or -1 out of memory (sc then holds no rows). */
 int scaling_update(struct scaling *sc, const struct run_result *res, int n, const struct run_result *live);
 void scaling_free(struct scaling *sc);
+
+/* A run's share of its time from its ranks' shares pct[i] (%) of
+ * wall_ns[i] each: their summed times over their summed wall, the rule
+ * the report uses (result_breakdowns), so a rank weighs by its wall.
+ * 0 when there is no wall. */
+#define SCALING_MAX_RANKS 64
+double scaling_ranks_pct(const double *pct, const int64_t *wall_ns, int n);
 
 /* Where the Scaling plot's points and ideal line go. */
 struct scaling_axes {

@@ -122,6 +122,7 @@ static void copy_history(struct snap_rank *sr, const struct rank_metrics *rm)
 
 static void pcts_of(struct snap_rank *sr, const struct breakdown *b)
 {
+    sr->split_wall_ns = b->wall_ns;
     sr->compute_pct = breakdown_pct(b->compute_ns, b->wall_ns);
     sr->comm_pct = breakdown_pct(b->comm_ns, b->wall_ns);
     sr->data_pct = breakdown_pct(b->data_ns, b->wall_ns);
@@ -271,6 +272,7 @@ static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
     sr->data_pct = rr->data_pct;
     sr->idle_pct = rr->idle_pct;
     sr->overlap_pct = rr->overlap_pct;
+    sr->split_wall_ns = rr->b.wall_ns;
     sr->bytes_tx = rr->bytes_tx;
     sr->bytes_rx = rr->bytes_rx;
     sr->bytes_na = !rr->bytes_valid;

@@ -61,6 +61,7 @@ struct snap_rank {
     double samples_s;
     int samples_na; /* a replay without batch sizes: samples/s unknown */
     double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
+    int64_t split_wall_ns; /* the wall the percentages are of: a rank weighs by it in the run's (report.h) */
     uint64_t bytes_tx, bytes_rx;
     int bytes_na; /* a PyTorch trace: bytes unknown */
     double busbw_gbps;
