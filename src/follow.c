@@ -537,8 +537,10 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     size_t nsteps = w ? w->steps_to - w->steps_from : 0;
     c.step_ns = malloc(sizeof(*c.step_ns) * (nsteps ? nsteps : 1));
     struct trace_step_info *st = malloc(sizeof(*st) * (nsteps ? nsteps : 1));
+    /* (d holds this file alone: the rank's figures are this cycle's less
+     * its first step) */
     if (!w || !c.step_ns || !st || trace_analyze_window(&c.f, r, (size_t)tc->window, TRACE_KERNEL_WAIT_NS) != 0 ||
-        cycle_spans(r, w, &spans, &nspans, &lanes) != 0) {
+        trace_analyze_rank(&c.f_rest, r, TRACE_KERNEL_WAIT_NS) != 0 || cycle_spans(r, w, &spans, &nspans, &lanes) != 0) {
         free(c.step_ns);
         free(st);
         e->state = FILE_REFUSED;
@@ -918,9 +920,13 @@ int follow_result(struct follow *f, struct run_result *res, char *err, size_t er
         steps = malloc(sizeof(*steps) * (nsteps ? nsteps : 1));
         if (!steps)
             goto out;
+        /* the rank's first step (the lowest number) is left out of its
+         * split, as ms/step leaves it out: the first cycle's figures
+         * without it */
+        size_t rank_steps = nsteps;
         nsteps = 0;
         for (size_t k = 0; k < n; k++) {
-            const struct trace_figures *c = &mine[k]->f;
+            const struct trace_figures *c = k == 0 && rank_steps >= 2 ? &mine[k]->f_rest : &mine[k]->f;
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
             sum.idle_split_valid = c->idle_split_valid;

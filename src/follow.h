@@ -62,7 +62,11 @@ struct follow_cycle {
     double ms_mean;         /* mean step length; 0 without steps */
     double own_ms;          /* per step: wall less the time in collectives (see above) */
     double others_ms;       /* the median of the other ranks' own_ms in its cycle index; 0: none yet */
-    struct trace_figures f; /* its split */
+    struct trace_figures f; /* its split, every step of it */
+    /* its split without its first step (every step when it has one): what
+     * the rank's figures take from the cycle that holds the rank's first
+     * step, as ms/step leaves that step out */
+    struct trace_figures f_rest;
     double compute_pct, comm_pct, data_pct, idle_pct;
     int straggler; /* the straggler of its cycle index, among the ranks that have it */
     int64_t landed_ns;
@@ -135,8 +139,8 @@ void follow_unlock(struct follow *f);
 /* Takes the oldest message into buf; 0 when there is none. */
 int follow_message(struct follow *f, char *buf, size_t n);
 /* The whole job so far as one run's result (every rank's figures summed
- * over its cycles, its step times over them all), as --replay of the
- * same files gives it. Call with the lock not held. Returns 0, or -1 with
+ * over its cycles, its first step left out as ms/step leaves it out, its
+ * step times over them all), as --replay of the same files gives it. Call with the lock not held. Returns 0, or -1 with
  * err. */
 int follow_result(struct follow *f, struct run_result *res, char *err, size_t errlen);
 
