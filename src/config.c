@@ -1150,9 +1150,11 @@ static const struct {
     {"bench-comm", bench_reads, ""},
 };
 /* options that only shape another one's work */
-static const char *const needs[][2] = {
-    {"predict-ranks", "predict"}, {"link", "predict"}, {"history-every", "history"},
-    {"base-batch", "scale-lr"}, {"idle-exit", "follow"}};
+static const char *const needs[][2] = {{"predict-ranks", "predict"},
+                                       {"link", "predict"},
+                                       {"history-every", "history"},
+                                       {"base-batch", "scale-lr"},
+                                       {"idle-exit", "follow"}};
 
 /* Options that only some runs read: a strategy's (or --parallel's) own.
  * Given where no run of the sweep reads them, each is refused. */

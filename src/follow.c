@@ -540,7 +540,8 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     /* (d holds this file alone: the rank's figures are this cycle's less
      * its first step) */
     if (!w || !c.step_ns || !st || trace_analyze_window(&c.f, r, (size_t)tc->window, TRACE_KERNEL_WAIT_NS) != 0 ||
-        trace_analyze_rank(&c.f_rest, r, TRACE_KERNEL_WAIT_NS) != 0 || cycle_spans(r, w, &spans, &nspans, &lanes) != 0) {
+        trace_analyze_rank(&c.f_rest, r, TRACE_KERNEL_WAIT_NS) != 0 ||
+        cycle_spans(r, w, &spans, &nspans, &lanes) != 0) {
         free(c.step_ns);
         free(st);
         e->state = FILE_REFUSED;
