@@ -548,6 +548,11 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         say(f, "%s: out of memory reading its cycle; left out", e->name);
         return;
     }
+    if (nsteps == 1) { /* its one step left out: nothing is left */
+        int gpu = c.f_rest.gpu_view;
+        memset(&c.f_rest, 0, sizeof(c.f_rest));
+        c.f_rest.gpu_view = gpu;
+    }
     /* the rank: the trace's or the name's, else ours (the reader's own
      * choice saw this file alone) */
     int rank = tc->rank;

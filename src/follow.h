@@ -63,7 +63,7 @@ struct follow_cycle {
     double own_ms;          /* per step: wall less the time in collectives (see above) */
     double others_ms;       /* the median of the other ranks' own_ms in its cycle index; 0: none yet */
     struct trace_figures f; /* its split, every step of it */
-    /* its split without its first step (every step when it has one): what
+    /* its split without its first step (nothing when it has one): what
      * the rank's figures take from the cycle that holds the rank's first
      * step, as ms/step leaves that step out */
     struct trace_figures f_rest;

@@ -129,6 +129,9 @@ def cycle(events, skip=None):
         elif t1 > t0:
             threads.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append((t0, -(t1 - t0), i, t1, k))
     ops = [o for t in threads.values() for o in t]
+    if nsteps and not steps:  # its one step left out: nothing of it counts
+        return {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": nsteps, "coll": 0, "own_ms": 0.0,
+                "step_numbers": sorted(step_numbers(events))}
     windows = union(steps) if steps else union([(min(o[0] for o in ops), max(o[3] for o in ops))])
     for t in threads.values():
         t.sort()
