@@ -211,23 +211,27 @@ pieces() {
     mkdir -p "$d"
     local env=()
     [ "$mode" = poll ] && env=(env DDPTOP_FOLLOW_POLL=1)
-    # --idle-exit 2: the first file takes 2.3 s to write, its pieces 0.6 s
-    # apart; each piece keeps the follower from leaving (a file growing is
-    # the job at work)
-    ("${env[@]}" "$BIN" --batch --follow "$d" --idle-exit 2 --format json >"$T/$mode.json" 2> >(stamp "$T/$mode.err")
-        echo $? >"$T/$mode.rc") &
-    DPID=$!
     # the writer: a's pieces each closed, then b's in one open file, then a
-    # malformed file; each file's completion time (ns) in $T/$mode.done
-    python3 - "$d" "$FIX" "$T/$mode.done" <<'PY'
+    # malformed file; each file's completion time (ns) in $T/$mode.done. It
+    # is started first and writes once ddptop runs (the go file), so that
+    # its start-up on a loaded machine does not count in --idle-exit's 2 s
+    rm -f "$T/$mode.ready" "$T/$mode.go"
+    python3 - "$d" "$FIX" "$T/$mode.done" "$T/$mode.ready" "$T/$mode.go" <<'PY' &
 import gzip, os, sys, time
-d, fix, done = sys.argv[1:4]
+d, fix, done, ready, go = sys.argv[1:6]
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.01)
 marks = []
 def pieces(name, data, reopen):
     path = os.path.join(d, name)
     step = len(data) // 4 + 1
     f = None
     for at in range(0, len(data), step):
+        if at + step >= len(data):
+            # the file is whole once this piece is written: no read may
+            # come before (taken before the write, so never after a read)
+            last = time.time_ns()
         if reopen:
             with open(path, "ab" if at else "wb") as g:   # closed after each piece
                 g.write(data[at:at + step])
@@ -239,8 +243,8 @@ def pieces(name, data, reopen):
             time.sleep(0.6)                              # past the follower's quiet time
     if f:
         f.close()
-    marks.append("%s %d" % (name, time.time_ns()))
-time.sleep(0.5)
+    marks.append("%s %d" % (name, last))
+time.sleep(0.2)
 pieces("rank0.1712345678100.pt.trace.json", open(os.path.join(fix, "autograd_gloo.json"), "rb").read(), True)
 pieces("b.1712345678200.pt.trace.json.gz", gzip.compress(open(os.path.join(fix, "kineto_gloo_cpu.json"), "rb").read()),
        False)
@@ -248,6 +252,16 @@ with open(os.path.join(d, "bad.json"), "w") as g:
     g.write("[{}}]")
 open(done, "w").write("\n".join(marks) + "\n")
 PY
+    local wpid=$! deadline=$(($(date +%s) + 60))
+    until [ -e "$T/$mode.ready" ] || [ "$(date +%s)" -gt "$deadline" ]; do sleep 0.05; done
+    # --idle-exit 2: the first file takes 2.3 s to write, its pieces 0.6 s
+    # apart; each piece keeps the follower from leaving (a file growing is
+    # the job at work)
+    ("${env[@]}" "$BIN" --batch --follow "$d" --idle-exit 2 --format json >"$T/$mode.json" 2> >(stamp "$T/$mode.err")
+        echo $? >"$T/$mode.rc") &
+    DPID=$!
+    touch "$T/$mode.go"
+    wait "$wpid"
     wait "$DPID"
     DPID=""
     sleep 0.2
