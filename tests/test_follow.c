@@ -73,7 +73,10 @@ static void poll_cycles(struct follow *f, size_t n)
     ",\"pid\":\"CPU functions\",\"args\":{}}"
 
 /* Two steps, [0,100) and [100,200) us, of one rank:
- *   thread 1: conv [10,40) with c10d::allreduce_ [20,30) inside it, add
+ *   thread 1: conv [10,40) with c10d::allreduce_ [20,30) inside it (and
+ *             record_param_comms [22,26) inside that: an op that starts
+ *             two deep, where the innermost open op, not the outermost,
+ *             decides [20,22)), add
  *             [60,70), mm [95,130) across the step boundary, mm [150,160),
  *             and zeros [205,210) after the last step;
  *   thread 2: gloo:all_reduce [50,90).
@@ -86,11 +89,13 @@ static void poll_cycles(struct follow *f, size_t n)
  * so its own work is (200 - 50) / 2 = 75 us per step. */
 static const char *const two_steps =
     "[" OP("ProfilerStep#1", 1, 0, 100) "," OP("aten::conv2d", 1, 10, 30) "," OP("c10d::allreduce_", 1, 20, 10) "," OP(
-        "gloo:all_reduce", 2, 50,
-        40) "," OP("aten::add", 1, 60, 10) "," OP("aten::mm", 1, 95, 35) "," OP("ProfilerStep#2", 1, 100,
-                                                                                100) "," OP("aten::mm", 1, 150,
-                                                                                            10) "," OP("aten::zeros", 1,
-                                                                                                       205, 5) "]";
+        "record_param_comms", 1, 22,
+        4) "," OP("gloo:all_reduce", 2, 50,
+                  40) "," OP("aten::add", 1, 60, 10) "," OP("aten::mm", 1, 95,
+                                                            35) "," OP("ProfilerStep#2", 1, 100,
+                                                                       100) "," OP("aten::mm", 1, 150,
+                                                                                   10) "," OP("aten::zeros", 1, 205,
+                                                                                              5) "]";
 
 static int span_cmp(const void *a, const void *b)
 {
