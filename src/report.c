@@ -31,23 +31,16 @@ static void pcts(const struct breakdown *b, double *compute, double *comm, doubl
     *overlap = breakdown_overlap_pct(b);
 }
 
-/* Which of --bench-comm's stored fits a run's collectives take: MPI's
- * under --comm mpi, else the shm backend's with its algorithm. */
 /* The --bench-comm fit a run's collectives take (as bench_comm.c stores
- * them): MPI's; on GPUs NCCL's (a 1-rank run predicts NCCL) or the shared
- * GPU's ring's; else the shm ring's or naive. */
+ * them): the world planner names it (world.h). */
 static const char *fit_backend(const struct run *r)
 {
-    if (r->on_gpu)
-        return r->use_nccl || r->world == 1 ? "nccl" : "gpu";
-    return r->cfg.comm == COMM_MPI ? "mpi" : "shm";
+    return r->plan.fit_backend;
 }
 
 static const char *fit_algo(const struct run *r)
 {
-    if (r->cfg.comm == COMM_MPI || (r->on_gpu && (r->use_nccl || r->world == 1)))
-        return r->on_gpu ? "nccl" : "mpi";
-    return r->cfg.algo == ALGO_RING ? "ring" : "naive";
+    return r->plan.fit_algo;
 }
 
 /* --predict: a 1-rank run's step at more ranks (src/predict.h). */
