@@ -233,9 +233,12 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_equivalence_mlp), cmocka_unit_test(test_equivalence_lenet),
-        cmocka_unit_test(test_replicas_identical), cmocka_unit_test(test_grad_compress),
-        cmocka_unit_test(test_stages), cmocka_unit_test(test_slow_rank_split),
+        cmocka_unit_test(test_equivalence_mlp),
+        cmocka_unit_test(test_equivalence_lenet),
+        cmocka_unit_test(test_replicas_identical),
+        cmocka_unit_test(test_grad_compress),
+        cmocka_unit_test(test_stages),
+        cmocka_unit_test(test_slow_rank_split),
     };
     return cmocka_run_group_tests(tests, harness_data_setup, harness_data_teardown);
 }
