@@ -51,7 +51,7 @@ static int gloo_plan(struct world *w, char *err, size_t errlen)
         return -1;
     }
     w->algo = algos[k].gloo;
-    const char *name = comm_gloo_algo_name(w->algo);
+    const char *name = config_algo_name(rc->algo); /* (gloo's own names, comm_gloo.h) */
     snprintf(w->algo_name, sizeof(w->algo_name), "%s", name);
     snprintf(w->backend, sizeof(w->backend), "gloo/%s", name);
     if (w->hier)
