@@ -9,6 +9,9 @@
 #    wait, gloo's timeout) or loses its link is named, the report of what
 #    was measured is printed, and the run exits 1 in bounded time; a worker
 #    process killed outright (SIGKILL) under mpirun likewise;
+#  - --bench-comm --comm shm,gloo (and shm,gloo,mpi under mpirun): one
+#    table per backend, named, sizes as counted by hand, #wrong 0, and a fit
+#    of each stored under its backend's name;
 #  - what cannot run is one line and exit 2: gloo's algorithms on ddptop's
 #    own ring, ddptop's naive on gloo.
 # A ddptop built without libgloo must refuse --comm gloo in one line
@@ -95,6 +98,54 @@ refuse() { # refuse WHAT ARGS...
 refuse "--algo halving-doubling: gloo's" --ranks 2 --algo halving-doubling
 refuse "--algo naive: ddptop's own" --ranks 2 --comm gloo --algo naive
 
+# ---- --bench-comm: a table per backend, each with #wrong and its own fit ----
+# bench_tables FILE "BACKEND/ALGO/WORLD ..." CM.json: the tables name those
+# backends in that order; every row's size is one of 4K 16K 64K 256K 1M
+# (counted by hand: 4K x 4^k up to 1M), algbw is bytes over time, #wrong
+# is 0; each has a fit, and the cost model holds a fit under each name
+bench_tables() {
+    python3 - "$@" <<'PYEOF'
+import json, sys
+tables, want, cm = json.load(open(sys.argv[1])), sys.argv[2].split(), json.load(open(sys.argv[3]))
+got = ["%s/%s/%s" % (t["backend"], t["algo"], t["world"].replace(" ", "-")) for t in tables]
+assert got == want, (got, want)
+for t in tables:
+    assert [r["bytes"] for r in t["rows"]] == [4096, 16384, 65536, 262144, 1048576], t["rows"]
+    for r in t["rows"]:
+        assert r["wrong"] == 0, r
+        assert abs(r["algbw_gbps"] - r["bytes"] / (r["time_us"] * 1e3)) <= 1e-9 * r["algbw_gbps"] + 1e-12, r
+    assert t["fit"]["alpha_us"] is not None and t["fit"]["stored"], t["fit"]
+fits = cm["fits"] if isinstance(cm, dict) and "fits" in cm else cm
+names = {(f["backend"], f["algo"]) for f in fits}
+for t in tables:
+    assert (t["backend"], t["algo"]) in names, (t["backend"], t["algo"], names)
+PYEOF
+}
+export DDPTOP_COMM_MODEL=$tmp/cm.json
+bench=(--bench-comm --ranks 2 --min-bytes 4K --max-bytes 1M --factor 4 --iters 5 --warmup 2 --format json)
+"$bin" "${bench[@]}" --comm shm,gloo >b2.json 2>b2.err && bench_tables b2.json "shm/ring/threads gloo/ring/threads" \
+    "$tmp/cm.json" && ok "--bench-comm --comm shm,gloo: two tables, #wrong 0, a fit each, stored under each name" ||
+    { bad "--bench-comm --comm shm,gloo"; tail -3 b2.err; }
+# a run on gloo predicts its transfers from gloo's fit, not the shm ring's
+pred() { # pred COST-MODEL: the run's predicted transfer per step, or None
+    DDPTOP_COMM_MODEL=$1 "$bin" "${base[@]}" --steps 4 --comm gloo --ranks 2 --model lenet --strategy allreduce \
+        --format json 2>/dev/null | python3 -c "import json, sys; print(json.load(sys.stdin)['runs'][0]['predicted_transfer_ms_per_step'])"
+}
+DDPTOP_COMM_MODEL=$tmp/cm_shm.json "$bin" "${bench[@]}" --comm shm >/dev/null 2>&1
+with_gloo=$(pred "$tmp/cm.json")
+shm_only=$(pred "$tmp/cm_shm.json")
+[ "$shm_only" = None ] && [ -n "$with_gloo" ] && [ "$with_gloo" != None ] &&
+    ok "a gloo run's pred/step: $with_gloo ms from gloo's fit, none from the shm ring's alone" ||
+    bad "a gloo run's pred/step: '$with_gloo' with gloo's fit, '$shm_only' with shm's alone"
+"$bin" "${bench[@]}" --comm gloo --algo halving-doubling >bh.json 2>bh.err &&
+    python3 -c "import json; t = json.load(open('bh.json')); assert (t['backend'], t['algo']) == ('gloo', 'halving-doubling')" &&
+    ok "--bench-comm --comm gloo --algo halving-doubling: named" || { bad "--bench-comm --algo halving-doubling"; tail -3 bh.err; }
+"$bin" "${bench[@]}" --comm shm,gloo,mpi >/dev/null 2>bm.err
+rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c . bm.err)" -eq 1 ] && grep -q "^ddptop: --comm mpi: start ddptop under mpirun" bm.err &&
+    ok "--bench-comm --comm shm,gloo,mpi without mpirun: refused before measuring, one line" ||
+    { bad "--bench-comm --comm shm,gloo,mpi without mpirun: rc $rc"; head -3 bm.err; }
+
 # ---- faults on rank threads: named, reported, bounded ----
 fault() { # fault KIND PATTERN
     local kind=$1 pat=$2
@@ -132,6 +183,12 @@ against_single "lenet ddp, 2 processes, --algo halving-doubling" phd single2.bin
 against_single "mlp ddp, 2 processes x 2 rank threads" h4 single4.bin \
     "True 4 gloo/ring+shm/ring, 2 processes x 2 on 1 node" \
     "${mpi[@]}" -np 2 "$bin" "${base[@]}" --comm gloo --ranks-per-process 2 --model mlp --strategy ddp $(small ddp)
+
+rm -f "$tmp/cm.json"
+timeout 120 "${mpi[@]}" -np 2 "$bin" "${bench[@]}" --comm shm,gloo,mpi >bp.json 2>bp.err &&
+    bench_tables bp.json "shm/ring/threads gloo/ring/2-processes mpi/mpi/2-processes" "$tmp/cm.json" &&
+    ok "--bench-comm --comm shm,gloo,mpi under mpirun: three tables, #wrong 0, a fit each" ||
+    { bad "--bench-comm --comm shm,gloo,mpi under mpirun"; tail -3 bp.err; }
 
 # a worker killed outright: process 0's allreduce fails at once (the
 # kernel closes the dead one's sockets), naming rank 1, with the report
