@@ -528,14 +528,17 @@ static void write_json(FILE *out, const struct bench *b, const struct cost_fit *
     cJSON_Delete(root);
 }
 
-static void write_rows(FILE *out, const struct bench *b, const struct cost_fit *fit, const char *where)
+/* index: the table's place; a CSV's tables are one (a header, then rows
+ * that name their backend) */
+static void write_rows(FILE *out, const struct bench *b, const struct cost_fit *fit, const char *where, int index)
 {
     int csv = b->cfg->format == FMT_CSV, md = b->cfg->format == FMT_MD;
     double factor = coll_busbw_factor(b->coll, b->world);
     const char *algo = fit->algo;
-    if (csv)
-        fprintf(out, "collective,backend,algo,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong\n");
-    else {
+    if (csv) {
+        if (index == 0)
+            fprintf(out, "collective,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong,backend,algo\n");
+    } else {
         fprintf(out, "%s%s, %s%s%s%s, %d rank%s, %d iters (%d warm-up), float32%s; 1 GB = 1e9 B\n", md ? "" : "# ",
                 coll_name(b->coll), fit->backend, strcmp(algo, fit->backend) ? "/" : "",
                 strcmp(algo, fit->backend) ? algo : "", where, b->world, b->world == 1 ? "" : "s", b->cfg->iters,
@@ -553,8 +556,8 @@ static void write_rows(FILE *out, const struct bench *b, const struct cost_fit *
         char sz[32];
         human(sz, sizeof(sz), row->bytes);
         if (csv)
-            fprintf(out, "%s,%s,%s,%llu,%zu,%.3f,%.4f,%.4f,%ld\n", coll_name(b->coll), fit->backend, fit->algo,
-                    (unsigned long long)row->bytes, row->count, row->time_us, algbw, algbw * factor, row->wrong);
+            fprintf(out, "%s,%llu,%zu,%.3f,%.4f,%.4f,%ld,%s,%s\n", coll_name(b->coll), (unsigned long long)row->bytes,
+                    row->count, row->time_us, algbw, algbw * factor, row->wrong, fit->backend, fit->algo);
         else
             fprintf(out, md ? "| %s | %zu | %.2f | %.3f | %.3f | %ld |\n" : "%10s %12zu %12.2f %12.3f %12.3f %8ld\n",
                     sz, row->count, row->time_us, algbw, algbw * factor, row->wrong);
@@ -608,12 +611,12 @@ static int bench_report(struct bench *b, int index, FILE *out, int nprocs, int s
     int stored = fit.valid && !stopped && placed && cost_model_save(path, &fit, 1, serr, sizeof(serr)) == 0;
     if (nprocs)
         snprintf(where, sizeof(where), ", %d process%s", nprocs, nprocs == 1 ? "" : "es");
-    if (index > 0)
+    if (index > 0 && cfg->format != FMT_CSV)
         fprintf(out, cfg->format == FMT_JSON ? ",\n" : "\n");
     if (cfg->format == FMT_JSON)
         write_json(out, b, &fit, where[0] ? where + 2 : "threads", poor, stored, path);
     else
-        write_rows(out, b, &fit, where);
+        write_rows(out, b, &fit, where, index);
     *stop = 0;
     if (stopped) {
         fprintf(stderr, "ddptop: interrupted; reported the %d sizes measured (the fit is not stored)\n", b->nrows);

@@ -82,6 +82,9 @@ static void equivalence(const char *model)
             assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
             assert_int_equal(r.metrics.steps_done, 20);
             assert_string_equal(r.plan.name, "gloo");
+            /* the algorithm gloo's communicator runs, as it says itself */
+            const char *want_algo[] = {"ring", "ring-chunked", "halving-doubling", "bcube"};
+            assert_string_equal(comm_gloo_algo_of(r.ranks[0].comm), want_algo[a]);
             double d = rel_diff(r.ranks[0].model->param_buf, mr->param_buf, mr->nfloats);
             printf("  %s %s on %s vs single: relative difference %.3g\n", model, strategy_name(strategies[s]),
                    r.backend, d);
