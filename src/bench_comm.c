@@ -633,8 +633,8 @@ static int bench_report(struct bench *b, int index, FILE *out, int nprocs, int s
             fprintf(stderr, "ddptop: cannot store the cost model: %s\n", serr);
         else
             fprintf(stderr,
-                    "ddptop: --bench-comm: the %s/%s fit is stored in %s (where --predict and pred/step read it)\n",
-                    fit.backend, fit.algo, path);
+                    "ddptop: --bench-comm: the fit is stored in %s (%s/%s; where --predict and pred/step read it)\n",
+                    path, fit.backend, fit.algo);
     }
     if (total_wrong) {
         fprintf(stderr, "ddptop: --bench-comm: %s/%s: %ld wrong results\n", fit.backend, fit.algo, total_wrong);
