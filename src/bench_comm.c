@@ -46,16 +46,12 @@ struct bench {
     const struct config *cfg;
     int world, coll, nrows;
     const struct bench_coll *bc;
-    /* host backends: the world planner's (world.h), which makes every
-     * rank's communicator; NULL on GPUs */
+    /* the world planner's (world.h): the backend, which process runs
+     * which rank on which device, and every rank's communicator */
     struct world *plan;
     /* device buffers (GPU ranks, or the CPU's staged path: tests), else
-     * NULL: host buffers; on a GPU, NCCL or the shared GPU's ring */
+     * NULL: host buffers */
     const struct device_ops *dops;
-    const struct gpu_module *gpu;
-    int use_nccl;
-    unsigned char nccl_id[GPU_NCCL_ID_BYTES];
-    struct shm_world *shm;
     _Atomic int *abort;
     int done[64]; /* rows each rank finished: fewer than nrows after a Ctrl-C */
     struct row rows[MAX_ROWS];
@@ -95,16 +91,6 @@ static int device_setup(struct worker *w, size_t bytes)
         return -1;
     }
     w->opened = 1;
-    if (b->gpu) {
-        char err[256] = "";
-        w->c = b->use_nccl ? b->gpu->nccl_create(b->nccl_id, b->world, w->rank, &w->dev, b->abort, err, sizeof(err))
-                           : b->gpu->ring_create(b->shm, w->rank, b->cfg->base.algo, &w->dev);
-        if (!w->c) {
-            snprintf(w->err, sizeof(w->err), "rank %d: %s", w->rank, err[0] ? err : "cannot create its communicator");
-            return -1;
-        }
-        w->c->abort = b->abort;
-    }
     w->in = b->dops->alloc(&w->dev, bytes);
     w->out = b->dops->alloc(&w->dev, bytes);
     w->hin = malloc(bytes);
@@ -165,10 +151,11 @@ static void *bench_thread(void *arg)
         memset(w->out, 0, maxn * sizeof(float));
     }
     if (!w->c && b->plan) {
-        /* (a backend whose making is collective among threads: gloo) */
+        /* (a backend whose making is collective among threads, after the
+         * rank's device is open: NCCL's, the shared GPU's ring, gloo's) */
         struct comm *dp = NULL;
         char err[256];
-        if (world_comms(b->plan, w->rank, NULL, &w->c, &dp, err, sizeof(err)) != 0) {
+        if (world_comms(b->plan, w->rank, w->opened ? &w->dev : NULL, &w->c, &dp, err, sizeof(err)) != 0) {
             snprintf(w->err, sizeof(w->err), "%s", err);
             return (void *)1;
         }
@@ -310,68 +297,38 @@ static int gather_rows(struct bench *b, int rank, int size, int *status)
     return 0;
 }
 
-/* GPUs: NCCL where every rank has a GPU of its own (under mpirun it must),
- * else the shared GPU's ring among threads (--comm shm asks for it). 0, or
- * -1 with err set. */
-static int gpu_plan(struct bench *b, const struct procs *pr, char *err, size_t errlen)
+/* The backend of a table, the world planner's entry for `comm` (world.h;
+ * on GPUs NCCL, or the shared GPU's ring), with what the ranks share
+ * opened. Under mpirun the shm ring's table is process 0's rank threads
+ * alone. 0, or -1 with err set (world_close frees what was made). */
+static struct world_req table_req(const struct config *cfg, const struct device_ops *dev, int comm,
+                                  struct run_config *rc)
 {
-    const struct config *cfg = b->cfg;
-    b->gpu = gpu_module();
-    b->dops = b->gpu->device;
-    int gpus = cfg->base.ngpus > 0 ? cfg->base.ngpus : b->dops->count();
-    int here = pr->active ? procs_most_on_a_node() : b->world; /* ranks on the busiest node */
-    int want_nccl = cfg->base.comm == COMM_NCCL || !cfg->base.comm_set;
-    if (!b->gpu->nccl_create && (pr->active || cfg->base.comm == COMM_NCCL)) {
-        snprintf(err, errlen, "--comm nccl: this ddptop was built without NCCL%s",
-                 pr->active ? " (GPUs across processes need it)" : "");
-        return -1;
-    }
-    if (pr->active && !want_nccl) {
-        snprintf(err, errlen, "--comm %s: GPUs across processes are joined by NCCL (--comm nccl)",
-                 cfg->base.comm == COMM_MPI ? "mpi" : "shm");
-        return -1;
-    }
-    if (want_nccl && cfg->base.comm_set && here > gpus) {
-        snprintf(err, errlen, "--comm nccl: %d ranks on a node and %d GPU%s: NCCL needs a GPU for each%s", here, gpus,
-                 gpus == 1 ? "" : "s", pr->active ? "" : " (without --comm, ranks that share a GPU take its ring)");
-        return -1;
-    }
-    if (pr->active && here > gpus) {
-        snprintf(err, errlen,
-                 "--bench-comm under mpirun: %d processes on a node and %d GPU%s: NCCL needs a GPU for each", here,
-                 gpus, gpus == 1 ? "" : "s");
-        return -1;
-    }
-    b->use_nccl = b->gpu->nccl_create && want_nccl && here <= gpus;
-    return 0;
+    *rc = cfg->base;
+    rc->comm = comm;
+    rc->comm_set = cfg->base.comm_set; /* (on GPUs, unset: NCCL, or the shared GPU's ring) */
+    return (struct world_req){.rc = rc,
+                              .ranks = cfg->ranks[0],
+                              .devops = dev,
+                              .bench = 1,
+                              .what = "--bench-comm",
+                              .here = procs_self()->active && comm == COMM_SHM && !device_is_gpu(dev)};
 }
 
-/* The backend of a table: on GPUs the device's (gpu_plan), else the world
- * planner's entry for `comm` (world.h), with what the ranks share opened.
- * Under mpirun the shm ring's table is process 0's rank threads alone.
- * 0, or -1 with err set (world_close frees what was made). */
-static int plan_table(struct bench *b, struct world *wp, int comm, int on_gpu, const struct device_ops *dev, char *err,
+static int plan_table(struct bench *b, struct world *wp, int comm, const struct device_ops *dev, char *err,
                       size_t errlen)
 {
     const struct procs *pr = procs_self();
-    if (on_gpu)
-        return gpu_plan(b, pr, err, errlen);
     static struct run_config rc; /* (the plan keeps a pointer to it) */
-    rc = b->cfg->base;
-    rc.comm = comm;
-    rc.comm_set = 1;
-    struct world_req q = {.rc = &rc,
-                          .ranks = b->world,
-                          .devops = dev,
-                          .bench = 1,
-                          .what = "--bench-comm",
-                          .here = pr->active && comm == COMM_SHM};
+    struct world_req q = table_req(b->cfg, dev, comm, &rc);
     if (world_plan(wp, &q, err, errlen) != 0 || world_open(wp, b->abort, err, errlen) != 0)
         return -1;
     b->plan = wp;
+    if (wp->on_gpu)
+        b->dops = wp->gpu->device;
     /* (tests: the device buffers' path over the CPU and its shm ring) */
     const char *staged = getenv("DDPTOP_BENCH_STAGED");
-    if (!wp->procs && !pr->active && staged && staged[0] == '1')
+    if (!wp->on_gpu && !wp->procs && !pr->active && staged && staged[0] == '1')
         b->dops = &device_cpu_staged;
     return 0;
 }
@@ -394,9 +351,8 @@ static int plan_rows(struct bench *b)
 /* Runs ranks [lo, hi) of this process on threads until every one is done,
  * turning a Ctrl-C or a rank's failure into the world's abort, and frees
  * their buffers and communicators. Returns 0, or 1 after one line. */
-static int run_ranks(struct bench *b, int lo, int hi, int on_gpu, const struct device_ops *dev)
+static int run_ranks(struct bench *b, int lo, int hi)
 {
-    const struct config *cfg = b->cfg;
     struct worker ws[64];
     pthread_t th[64];
     int status = 0, joined[64] = {0}, started = lo;
@@ -410,11 +366,7 @@ static int run_ranks(struct bench *b, int lo, int hi, int on_gpu, const struct d
             status = 1;
             break;
         }
-        ws[r] =
-            (struct worker){.b = b,
-                            .c = c,
-                            .rank = r,
-                            .index = on_gpu ? device_rank_gpu(r, cfg->base.gpus, cfg->base.ngpus, dev->count()) : r};
+        ws[r] = (struct worker){.b = b, .c = c, .rank = r, .index = world_device(b->plan, r)};
         pthread_create(&th[r], NULL, bench_thread, &ws[r]);
     }
     for (int left = started - lo; left > 0;) {
@@ -460,19 +412,11 @@ static int run_ranks(struct bench *b, int lo, int hi, int on_gpu, const struct d
 }
 
 /* The table's fit, under the names report.c looks fits up by: the world
- * planner's for host backends. */
+ * planner's. */
 static void name_fit(const struct bench *b, struct cost_fit *fit)
 {
-    if (b->plan) {
-        snprintf(fit->backend, sizeof(fit->backend), "%s", b->plan->fit_backend);
-        snprintf(fit->algo, sizeof(fit->algo), "%s", b->plan->fit_algo);
-        return;
-    }
-    snprintf(fit->backend, sizeof(fit->backend), "%s", b->use_nccl ? "nccl" : "gpu");
-    snprintf(fit->algo, sizeof(fit->algo), "%s",
-             b->use_nccl                       ? "nccl"
-             : b->cfg->base.algo == ALGO_NAIVE ? "naive"
-                                               : "ring");
+    snprintf(fit->backend, sizeof(fit->backend), "%s", b->plan->fit_backend);
+    snprintf(fit->algo, sizeof(fit->algo), "%s", b->plan->fit_algo);
 }
 
 static void write_json(FILE *out, const struct bench *b, const struct cost_fit *fit, const char *where, int poor,
@@ -661,12 +605,12 @@ static int bench_table(const struct config *cfg, const struct device_ops *dev, i
     _Atomic int abort_flag = 0;
     b->abort = &abort_flag;
     const struct procs *pr = procs_self();
-    int on_gpu = device_is_gpu(dev), status = 0;
+    int status = 0;
     char err[300] = "";
     struct world wp = {0};
     *stop = 1;
-    if (plan_table(b, &wp, comm, on_gpu, dev, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ddptop: %s\n", err);
+    if (plan_table(b, &wp, comm, dev, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: %s%s\n", wp.e ? "--bench-comm: " : "", err);
         status = 2;
         goto done;
     }
@@ -675,25 +619,13 @@ static int bench_table(const struct config *cfg, const struct device_ops *dev, i
         status = 2;
         goto done;
     }
-    if (b->use_nccl && device_nccl_id(b->nccl_id, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ddptop: --bench-comm: %s\n", err);
-        status = 1;
-        goto done;
-    }
-    int over_procs = on_gpu ? pr->active : wp.procs;
+    int over_procs = wp.procs;
     if (!over_procs && pr->active && pr->rank != 0) {
         *stop = 0; /* (process 0's threads' table: nothing of it here) */
         goto done;
     }
-    if (on_gpu && !(b->shm = over_procs ? NULL : shm_world_create(b->world, b->abort))) {
-        fprintf(stderr, "ddptop: --bench-comm: out of memory for %d ranks\n", b->world);
-        status = 1;
-        goto done;
-    }
     /* the ranks this process runs: all of them, or its own under mpirun */
-    int lo = over_procs ? (on_gpu ? pr->rank : wp.lo) : 0, hi = over_procs ? (on_gpu ? pr->rank + 1 : wp.hi) : b->world;
-    status = run_ranks(b, lo, hi, on_gpu, dev);
-    shm_world_destroy(b->shm);
+    status = run_ranks(b, wp.lo, wp.hi);
     if (over_procs && gather_rows(b, pr->rank, pr->size, &status) != 0) {
         *stop = status != 0;
         goto done; /* a worker: process 0 reports */
@@ -735,17 +667,10 @@ int bench_comm_main(const struct config *cfg)
     }
     const struct procs *pr = procs_self();
     /* every backend must suit the launch before any is measured */
-    for (int t = 0; !device_is_gpu(dev) && t < cfg->ncomms; t++) {
-        struct run_config rc = cfg->base;
-        rc.comm = cfg->comms[t];
-        rc.comm_set = 1;
+    for (int t = 0; t < cfg->ncomms; t++) {
+        struct run_config rc;
         struct world w;
-        struct world_req q = {.rc = &rc,
-                              .ranks = cfg->ranks[0],
-                              .devops = dev,
-                              .bench = 1,
-                              .what = "--bench-comm",
-                              .here = pr->active && rc.comm == COMM_SHM};
+        struct world_req q = table_req(cfg, dev, cfg->comms[t], &rc);
         if (world_plan(&w, &q, err, sizeof(err)) != 0) {
             if (pr->rank == 0)
                 fprintf(stderr, "ddptop: %s\n", err);
