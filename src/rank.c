@@ -1675,6 +1675,11 @@ void *rank_main(void *arg)
     if (L.in_window)
         run->gpu->activity_window(&rk->spans_gpu, 0, 0);
     loop_free(&L);
+    int none = -1;
+    if (rk->rc != 0)
+        atomic_compare_exchange_strong(&run->first_failed, &none, rk->id);
+    if (rk->rc != 0 || atomic_load(&run->abort)) /* (its peers' gloo waits end now: world.h) */
+        world_rank_failed(&run->plan, &rk->comm, &rk->dp_comm);
     atomic_store(&rk->finished, 1);
     return NULL;
 }

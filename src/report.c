@@ -1144,9 +1144,10 @@ static void write_params(FILE *f, const struct run_result *res, int n, int md)
 {
     for (int i = 0; i < n; i++)
         if (res[i].params_valid)
-            fprintf(f, "%srun %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", md ? "- " : "",
-                    i, res[i].cfg.model, res[i].params_total, res[i].params_trainable,
-                    (double)res[i].flops_per_sample / 1e9); /* (markdown: a list, not one paragraph) */
+            fprintf(f, "%srun %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample%s%s\n",
+                    md ? "- " : "", i, res[i].cfg.model, res[i].params_total, res[i].params_trainable,
+                    (double)res[i].flops_per_sample / 1e9, res[i].world > 1 && res[i].backend[0] ? "; over " : "",
+                    res[i].world > 1 ? res[i].backend : ""); /* (markdown: a list, not one paragraph) */
 }
 
 /* Run i's remarks on how it went and on its figures: its error, its

@@ -406,6 +406,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     r->test = test;
     r->devops = devops;
     r->failed_rank = -1;
+    atomic_init(&r->first_failed, -1);
     r->world = run_world(rc);
     r->global_batch = run_global_batch(rc);
     /* a replica's batch (every stage of it works on the whole of it), and
@@ -616,8 +617,10 @@ int run_poll(struct run *r)
         if (!atomic_load(&r->ranks[i].finished))
             running = 1;
         else if (r->ranks[i].rc != 0 && r->failed_rank < 0) {
-            r->failed_rank = i;
-            snprintf(r->err, sizeof(r->err), "rank %d failed: %s", i, r->ranks[i].err);
+            /* (named: the first to fail, whose peers' failures it caused) */
+            int f = atomic_load(&r->first_failed), j = f >= 0 && atomic_load(&r->ranks[f].finished) ? f : i;
+            r->failed_rank = j;
+            snprintf(r->err, sizeof(r->err), "rank %d failed: %s", j, r->ranks[j].err);
             run_request_stop(r); /* a rank that died without a word leaves its peers waiting */
         }
     }

@@ -102,8 +102,9 @@ struct run {
     int state; /* enum run_state, the collector's view */
     int64_t t_start_ns, t_end_ns;
     struct metrics metrics;
-    int failed_rank; /* -1 */
-    char err[320];   /* first failure, with the rank */
+    int failed_rank;          /* -1 */
+    _Atomic int first_failed; /* the rank of this process whose thread failed first (-1): its peers' failures follow */
+    char err[320];            /* first failure, with the rank */
     /* a run of one rank (no peer whose wait would time out): its step,
      * and when the collector last saw it change (run_poll) */
     uint32_t alone_step;

@@ -58,6 +58,9 @@ int session_start(struct session *s, const struct run_config *rc, char *err, siz
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGHUP);
     sigaddset(&block, SIGWINCH);
+    /* (and the threads gloo starts for them: a write to a peer that closed
+     * its socket fails with EPIPE rather than ending the process) */
+    sigaddset(&block, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &block, &old);
     err[0] = 0;
     int rcode = run_start(s->spare, rc, s->train, s->test, s->dev, err, errlen);

@@ -387,6 +387,14 @@ int world_comms(struct world *w, int i, struct device *dev, struct comm **comm, 
     return 0;
 }
 
+void world_rank_failed(struct world *w, struct comm **comm, struct comm **dp_comm)
+{
+    if (w->e && w->e->rank_failed) {
+        w->e->rank_failed(comm);
+        w->e->rank_failed(dp_comm);
+    }
+}
+
 void world_close(struct world *w)
 {
     if (w->e && w->e->close)

@@ -52,6 +52,9 @@ struct world_entry {
     struct comm *(*create)(struct world *w, int group, int size, int rank, struct device *dev, char *err,
                            size_t errlen);
     void (*close)(struct world *w);
+    /* a rank whose thread failed: its communicators *c (NULL: none) may be
+     * destroyed now, so that its peers' waits end (NULL: they stay) */
+    void (*rank_failed)(struct comm **c);
     int on_thread; /* its creation is collective among threads: on the rank's own */
 };
 
@@ -122,6 +125,13 @@ int world_on_thread(const struct world *w);
  * with err set. */
 int world_comms(struct world *w, int i, struct device *dev, struct comm **comm, struct comm **dp_comm, char *err,
                 size_t errlen);
+/* A rank's thread has failed, or left its loop after the run's abort (its
+ * helper threads are joined): where the backend says so, its
+ * communicators are destroyed and set NULL, so that a peer blocked in a
+ * wait the abort cannot interrupt (gloo's) fails at once, as when a
+ * process dies, rather than at --comm-timeout. Called on the rank's own
+ * thread. */
+void world_rank_failed(struct world *w, struct comm **comm, struct comm **dp_comm);
 void world_close(struct world *w);
 
 /* The backend named n ("shm", "gloo", ...), NULL if none is. */

@@ -105,6 +105,18 @@ static void gloo_close(struct world *w)
     w->store = NULL;
 }
 
+/* A failed rank's gloo contexts go at once: their sockets close, and a
+ * peer's call fails naming it (a wait inside gloo ignores the abort).
+ * Under --ranks-per-process the communicator is comm_hier's, whose shm
+ * ring the process's other threads share: it stays. */
+static void gloo_rank_failed(struct comm **c)
+{
+    if (*c && comm_gloo_algo_of(*c)) {
+        (*c)->ops->destroy(*c);
+        *c = NULL;
+    }
+}
+
 #else /* no libgloo: the plan refuses, nothing is made */
 
 static int gloo_open(struct world *w, char *err, size_t errlen)
@@ -124,6 +136,10 @@ static void gloo_close(struct world *w)
 {
 }
 
+static void gloo_rank_failed(struct comm **c)
+{
+}
+
 #endif
 
 const struct world_entry world_gloo = {.name = "gloo",
@@ -132,4 +148,5 @@ const struct world_entry world_gloo = {.name = "gloo",
                                        .open = gloo_open,
                                        .create = gloo_create,
                                        .close = gloo_close,
+                                       .rank_failed = gloo_rank_failed,
                                        .on_thread = 1};
