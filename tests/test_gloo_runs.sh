@@ -84,6 +84,10 @@ for gc in fp16 bf16; do
     against_single "lenet ddp --grad-compress $gc on gloo, against shm's" "g$gc" "shm$gc.bin" "True 2 gloo/ring" \
         "$bin" "${base[@]}" --comm gloo --ranks 2 --model lenet --strategy ddp --grad-compress "$gc"
 done
+# the text report names the backend and algorithm too
+"$bin" --batch --dataset synthetic --device cpu --steps 3 --batch-size 32 --comm gloo --algo bcube --ranks 2 \
+    --model mlp 2>/dev/null | grep -q "^run 0: mlp, 669706 parameters, .*; over gloo/bcube\$" &&
+    ok "the text report says: over gloo/bcube" || bad "the text report does not name gloo/bcube"
 against_single "mlp horovod, 4 rank threads" t4 single4.bin "True 4 gloo/ring" \
     "$bin" "${base[@]}" --comm gloo --ranks 4 --model mlp --strategy horovod $(small horovod)
 
