@@ -150,7 +150,7 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
     }
     procs_set_per_process(per); /* (--ranks is world already: config_parse, or refused above) */
     if (!cfg->base.comm_set)
-        cfg->base.comm = COMM_MPI;
+        cfg->base.comm = cfg->comms[0] = COMM_MPI;
     /* process 0 shows the UI where mpirun writes to its terminal; the
      * workers are headless */
     if (pr->rank > 0 || !procs_launcher_on_tty())
@@ -166,41 +166,76 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
 }
 
 /* A worker process under mpirun (procs.h): the runs process 0 announces
- * (its sweep, or its UI's), headless and quiet; its ranks' records go to
- * process 0, which shows them. A run that does not end done (a stop, a
- * failure anywhere) ends a batch sweep on every process alike; the UI may
- * go on to another. */
+ * (its sweep, or its UI's), headless and quiet, through a session as
+ * every front end's; its ranks' records go to process 0, which shows them
+ * (and keeps the trace, the history and the results). A run that does not
+ * end done (a stop, a failure anywhere) ends a batch sweep on every
+ * process alike; the UI may go on to another. */
 static int worker_main(const struct config *cfg, const struct dataset *train, const struct dataset *test,
                        const struct device_ops *dev)
 {
     struct timespec tick = {0, 20 * 1000 * 1000};
     int status = 0;
     struct run_config rc;
+    struct session s;
+    session_init(&s, cfg, train, test, dev);
     while (status == 0 && procs_next_run(&rc)) {
-        struct run r;
         char err[512];
-        if (run_start(&r, &rc, train, test, dev, err, sizeof(err)) != 0) {
+        if (session_start(&s, &rc, err, sizeof(err)) != 0) {
             fprintf(stderr, "ddptop: process %d: %s\n", procs_self()->rank, err);
             status = 2;
+            break;
         }
-        while (status == 0 && run_poll(&r)) {
-            if (stop_signal)
-                run_request_stop(&r);
+        while (session_tick(&s, stop_signal != 0))
             nanosleep(&tick, NULL);
-        }
-        run_join(&r);
-        int done = r.state == RUN_DONE;
+        int done = s.run->state == RUN_DONE;
         /* a stop that process 0's user asked for is not this process's failure */
-        if (status == 0 && !done && (stop_signal || r.state == RUN_FAILED))
+        if (!done && (stop_signal || s.run->state == RUN_FAILED))
             status = stop_signal ? 128 + (int)stop_signal : 1;
-        run_free(&r);
         if (!done)
             break; /* a run stopped or failed ends the job (procs_spent) */
     }
+    session_free(&s);
     return status;
 }
 
 static int ddptop_main(int argc, char **argv);
+/* Every run of the sweep must pass run_check (the backend suits the
+ * device and the launch, the batch the data, ...), and every model take
+ * --input's shape: refused before anything runs. 0, or 2 after one line. */
+static int check_runs(const struct config *cfg, const struct procs *pr, const struct dataset *train,
+                      const struct device_ops *dev)
+{
+    char err[512];
+    for (int i = 0; i < config_count(cfg); i++) {
+        struct run_config rc;
+        config_expand(cfg, i, &rc);
+        if (run_check(&rc, train, dev, err, sizeof(err)) != 0) {
+            if (pr->rank == 0) /* (every process finds the same) */
+                fprintf(stderr, "ddptop: %s\n", err);
+            return 2;
+        }
+    }
+    /* every model must take --input's shape (the data sets' own shapes
+     * fit every model): built once on the CPU at batch 1 to see */
+    for (int i = 0; cfg->base.input[0] && i < cfg->nmodels; i++) {
+        struct device cpu = {.ops = &device_cpu};
+        char merr[256] = "";
+        struct model *m = cpu.ops->open(&cpu, 0) == 0
+                              ? zoo_create(&cpu, cfg->models[i], 1, train->c, train->h, train->w,
+                                           run_classes(&cfg->base, train->h, train->w, train->classes), cfg->base.seed,
+                                           merr, sizeof(merr))
+                              : NULL;
+        model_destroy(m);
+        if (cpu.ops->close)
+            cpu.ops->close(&cpu);
+        if (!m) {
+            fprintf(stderr, "ddptop: --input %dx%dx%d: %s\n", train->c, train->h, train->w, merr[0] ? merr : cpu.err);
+            return 2;
+        }
+    }
+    return 0;
+}
 
 /* No output may be an input or another output (files.h): the sweep's
  * files, and the theme a front end on a terminal reads. 0, or 2 with one
@@ -221,6 +256,33 @@ static int check_files(const struct config *cfg, int ui)
         return 0;
     fprintf(stderr, "ddptop: %s\n", err);
     return 2;
+}
+
+/* Files written at the end must be writable from the start (not made
+ * yet: a refused run leaves none), and none may be another's. Under
+ * mpirun every process must take the same way out: only training's
+ * workers follow process 0's. 0, or 2 after one line. */
+static int check_outputs(const struct config *cfg, const struct procs *pr, int ui)
+{
+    if (pr->rank != 0 || (pr->active && cfg->mode != MODE_TRAIN))
+        return 0;
+    const char *late[3][2] = {
+        {"--save-params", cfg->base.save_params}, {"--output", cfg->output}, {"--trace", cfg->trace}};
+    for (int i = 0; i < 3; i++) {
+        int e = late[i][1][0] ? outfile_writable(late[i][1]) : 0;
+        if (e) {
+            fprintf(stderr, "ddptop: %s: cannot write %s: %s\n", late[i][0], late[i][1], strerror(e));
+            return 2;
+        }
+    }
+    if (cfg->plot[0]) {
+        int e = figures_can_write(cfg->plot);
+        if (e) {
+            fprintf(stderr, "ddptop: --plot: cannot write into %s: %s\n", cfg->plot, strerror(e));
+            return 2;
+        }
+    }
+    return check_files(cfg, ui);
 }
 
 /* A cost model that is there but refused (a link, another user's, a
@@ -269,28 +331,9 @@ static int ddptop_main(int argc, char **argv)
     /* from here on Ctrl-C stops at the next boundary (even while the data
      * set loads), and what was measured is reported */
     stop_install();
-    /* Files written at the end must be writable from the start (not made
-     * yet: a refused run leaves none). Under mpirun every process must
-     * take the same way out: only training's workers follow process 0's. */
-    const char *late[3][2] = {
-        {"--save-params", cfg.base.save_params}, {"--output", cfg.output}, {"--trace", cfg.trace}};
-    for (int i = 0; i < 3 && pr->rank == 0 && (!pr->active || cfg.mode == MODE_TRAIN); i++) {
-        int e = late[i][1][0] ? outfile_writable(late[i][1]) : 0;
-        if (e) {
-            fprintf(stderr, "ddptop: %s: cannot write %s: %s\n", late[i][0], late[i][1], strerror(e));
-            return 2;
-        }
-    }
-    if (cfg.plot[0] && pr->rank == 0 && (!pr->active || cfg.mode == MODE_TRAIN)) {
-        int e = figures_can_write(cfg.plot);
-        if (e) {
-            fprintf(stderr, "ddptop: --plot: cannot write into %s: %s\n", cfg.plot, strerror(e));
-            return 2;
-        }
-    }
     int ui = !cfg.batch && isatty(STDOUT_FILENO) &&
              (cfg.mode == MODE_TRAIN || cfg.mode == MODE_REPLAY || cfg.mode == MODE_FOLLOW);
-    if (pr->rank == 0 && (!pr->active || cfg.mode == MODE_TRAIN) && check_files(&cfg, ui) != 0)
+    if (check_outputs(&cfg, pr, ui) != 0)
         return 2;
     if (cfg.mode == MODE_TRAIN && pr->rank == 0)
         note_cost_model();
@@ -320,43 +363,10 @@ static int ddptop_main(int argc, char **argv)
         return 2;
     }
 
-    /* the backend must suit the device and the launch: refuse before anything runs */
-    if (cfg.base.comm == COMM_NCCL && !device_is_gpu(dev)) {
-        fprintf(stderr, "ddptop: --comm nccl: NCCL needs the CUDA device, and this run is on the CPU; use shm\n");
+    if (check_runs(&cfg, pr, &train, dev) != 0) {
         data_free(&train);
         data_free(&test);
         return 2;
-    }
-    for (int i = 0; i < config_count(&cfg); i++) {
-        struct run_config rc;
-        config_expand(&cfg, i, &rc);
-        if (run_check(&rc, &train, dev, err, sizeof(err)) != 0) {
-            if (pr->rank == 0) /* (every process finds the same) */
-                fprintf(stderr, "ddptop: %s\n", err);
-            data_free(&train);
-            data_free(&test);
-            return 2;
-        }
-    }
-    /* every model must take --input's shape (the data sets' own shapes
-     * fit every model): built once on the CPU at batch 1 to see */
-    for (int i = 0; cfg.base.input[0] && i < cfg.nmodels; i++) {
-        struct device cpu = {.ops = &device_cpu};
-        char merr[256] = "";
-        struct model *m =
-            cpu.ops->open(&cpu, 0) == 0
-                ? zoo_create(&cpu, cfg.models[i], 1, train.c, train.h, train.w,
-                             run_classes(&cfg.base, train.h, train.w, train.classes), cfg.base.seed, merr, sizeof(merr))
-                : NULL;
-        model_destroy(m);
-        if (cpu.ops->close)
-            cpu.ops->close(&cpu);
-        if (!m) {
-            fprintf(stderr, "ddptop: --input %dx%dx%d: %s\n", train.c, train.h, train.w, merr[0] ? merr : cpu.err);
-            data_free(&train);
-            data_free(&test);
-            return 2;
-        }
     }
     /* after the input was validated, so that bad input stays one line */
     if (note[0] && pr->rank == 0)

@@ -23,7 +23,10 @@
 #include "probe.h"
 
 enum red_op { RED_SUM = 0, RED_AVG };
-enum comm_algo { ALGO_RING = 0, ALGO_NAIVE };
+/* --algo: ring and naive are ddptop's own (shm, and the device ring);
+ * gloo's are ring, ring-chunked, halving-doubling and bcube
+ * (comm_gloo.h). */
+enum comm_algo { ALGO_RING = 0, ALGO_NAIVE, ALGO_RING_CHUNKED, ALGO_HALVING_DOUBLING, ALGO_BCUBE, ALGO_COUNT };
 
 /* Cumulative counters of one rank's communicator. */
 struct comm_stats {

@@ -33,7 +33,7 @@ struct cost_regime {
 
 struct cost_fit {
     char backend[16];
-    char algo[16];
+    char algo[24];
     int ranks;
     int coll;        /* enum coll_kind */
     double alpha_us; /* the first regime's (the smallest messages'): fixed cost per call */

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_colls.h"
 #include "comm.h"
 #include "config.h"
 #include "cost_model.h"
@@ -30,6 +31,7 @@
 #include "outfile.h"
 #include "procs.h"
 #include "stop.h"
+#include "world.h"
 
 #define MAX_ROWS 64
 
@@ -43,13 +45,13 @@ struct row {
 struct bench {
     const struct config *cfg;
     int world, coll, nrows;
+    const struct bench_coll *bc;
+    /* the world planner's (world.h): the backend, which process runs
+     * which rank on which device, and every rank's communicator */
+    struct world *plan;
     /* device buffers (GPU ranks, or the CPU's staged path: tests), else
-     * NULL: host buffers; on a GPU, NCCL or the shared GPU's ring */
+     * NULL: host buffers */
     const struct device_ops *dops;
-    const struct gpu_module *gpu;
-    int use_nccl;
-    unsigned char nccl_id[GPU_NCCL_ID_BYTES];
-    struct shm_world *shm;
     _Atomic int *abort;
     int done[64]; /* rows each rank finished: fewer than nrows after a Ctrl-C */
     struct row rows[MAX_ROWS];
@@ -71,94 +73,11 @@ struct worker {
     char err[300]; /* why the thread failed (set before it returns nonzero) */
 };
 
-static float val(int r, size_t i)
-{
-    return (float)((int)((7 * (size_t)r + 3 * i) % 17) - 8);
-}
-
 /* Elements of each rank's buffer for a row of `bytes` (see the file comment). */
-static int split(int coll)
-{
-    return coll == COLL_ALLGATHER || coll == COLL_GATHER || coll == COLL_REDUCE_SCATTER || coll == COLL_SCATTER;
-}
-
-static size_t count_for(int coll, uint64_t bytes, int world)
+static size_t count_for(const struct bench_coll *bc, uint64_t bytes, int world)
 {
     size_t n = (size_t)(bytes / sizeof(float));
-    return split(coll) ? n / (size_t)world : n;
-}
-
-static int call(struct comm *c, int coll, float *in, float *out, size_t n)
-{
-    switch (coll) {
-    case COLL_ALLREDUCE:
-        return c->ops->allreduce(c, in, n, RED_SUM);
-    case COLL_REDUCE_SCATTER:
-        return c->ops->reduce_scatter(c, in, out, n, RED_SUM);
-    case COLL_ALLGATHER:
-        return c->ops->allgather(c, in, out, n);
-    case COLL_BROADCAST:
-        return c->ops->broadcast(c, in, n, 0);
-    case COLL_REDUCE:
-        return c->ops->reduce(c, in, out, n, RED_SUM, 0);
-    case COLL_GATHER:
-        return c->ops->gather(c, in, out, n, 0);
-    case COLL_SCATTER:
-        return c->ops->scatter(c, in, out, n, 0);
-    default:
-        return -1;
-    }
-}
-
-/* Elements of `in`/`out` that differ from the exact answer after one call. */
-static long check(struct comm *c, int coll, const float *in, const float *out, size_t n)
-{
-    int W = c->world, r = c->rank;
-    long wrong = 0;
-    for (size_t i = 0; i < n; i++) {
-        float s = 0;
-        switch (coll) {
-        case COLL_ALLREDUCE:
-            for (int p = 0; p < W; p++)
-                s += val(p, i);
-            wrong += in[i] != s;
-            break;
-        case COLL_REDUCE_SCATTER:
-            for (int p = 0; p < W; p++)
-                s += val(p, (size_t)r * n + i);
-            wrong += out[i] != s;
-            break;
-        case COLL_ALLGATHER:
-            for (int p = 0; p < W; p++)
-                wrong += out[(size_t)p * n + i] != val(p, i);
-            break;
-        case COLL_BROADCAST:
-            wrong += in[i] != val(0, i);
-            break;
-        case COLL_REDUCE:
-            if (r == 0) {
-                for (int p = 0; p < W; p++)
-                    s += val(p, i);
-                wrong += out[i] != s;
-            }
-            break;
-        case COLL_GATHER:
-            if (r == 0)
-                for (int p = 0; p < W; p++)
-                    wrong += out[(size_t)p * n + i] != val(p, i);
-            break;
-        case COLL_SCATTER:
-            wrong += out[i] != val(0, (size_t)r * n + i);
-            break;
-        }
-    }
-    return wrong;
-}
-
-static void fill(float *in, int r, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        in[i] = val(r, i);
+    return bc->split ? n / (size_t)world : n;
 }
 
 /* A device rank's device, communicator and buffers (on its thread: NCCL's
@@ -172,16 +91,6 @@ static int device_setup(struct worker *w, size_t bytes)
         return -1;
     }
     w->opened = 1;
-    if (b->gpu) {
-        char err[256] = "";
-        w->c = b->use_nccl ? b->gpu->nccl_create(b->nccl_id, b->world, w->rank, &w->dev, b->abort, err, sizeof(err))
-                           : b->gpu->ring_create(b->shm, w->rank, b->cfg->base.algo, &w->dev);
-        if (!w->c) {
-            snprintf(w->err, sizeof(w->err), "rank %d: %s", w->rank, err[0] ? err : "cannot create its communicator");
-            return -1;
-        }
-        w->c->abort = b->abort;
-    }
     w->in = b->dops->alloc(&w->dev, bytes);
     w->out = b->dops->alloc(&w->dev, bytes);
     w->hin = malloc(bytes);
@@ -196,7 +105,7 @@ static int device_setup(struct worker *w, size_t bytes)
 /* The rank's inputs for a row: in place, or copied to the device. */
 static int fill_in(struct worker *w, size_t nin)
 {
-    fill(w->hin ? w->hin : w->in, w->rank, nin);
+    bench_fill(w->hin ? w->hin : w->in, w->rank, nin);
     if (!w->hin)
         return 0;
     struct device *d = &w->dev;
@@ -241,24 +150,33 @@ static void *bench_thread(void *arg)
         }
         memset(w->out, 0, maxn * sizeof(float));
     }
+    if (!w->c && b->plan) {
+        /* (a backend whose making is collective among threads, after the
+         * rank's device is open: NCCL's, the shared GPU's ring, gloo's) */
+        struct comm *dp = NULL;
+        char err[256];
+        if (world_comms(b->plan, w->rank, w->opened ? &w->dev : NULL, &w->c, &dp, err, sizeof(err)) != 0) {
+            snprintf(w->err, sizeof(w->err), "%s", err);
+            return (void *)1;
+        }
+    }
     struct comm *c = w->c;
     float *in = w->in, *out = w->out;
     /* a Ctrl-C raises the world's abort: the row in progress is dropped at
      * its next call, and the rows before it stand */
     for (int k = 0; k < b->nrows; k++) {
         size_t n = b->rows[k].count;
-        size_t nin = (b->coll == COLL_REDUCE_SCATTER || b->coll == COLL_SCATTER) ? n * (size_t)b->world : n;
-        /* (what a call writes: allgather's and gather's world-wide out) */
-        size_t nout = (b->coll == COLL_ALLGATHER || b->coll == COLL_GATHER) ? n * (size_t)b->world : n;
+        /* (what a call reads and writes: scatter's world-wide in, gather's out) */
+        size_t nin = b->bc->in_n(n, b->world), nout = b->bc->out_n(n, b->world);
         int rc = 0;
         if (fill_in(w, nin) != 0)
             return device_failed(w);
         for (int i = 0; i < cfg->warmup && rc == 0; i++)
-            rc = call(c, b->coll, in, out, n);
+            rc = b->bc->run(c, in, out, n);
         rc = rc ? rc : c->ops->barrier(c);
         int64_t t0 = probe_now_ns();
         for (int i = 0; i < cfg->iters && rc == 0; i++)
-            rc = call(c, b->coll, in, out, n);
+            rc = b->bc->run(c, in, out, n);
         int64_t t1 = probe_now_ns();
         if (rc != 0)
             break; /* aborted: the peers may still be reading `in` */
@@ -267,12 +185,12 @@ static void *bench_thread(void *arg)
         if (fill_in(w, nin) != 0)
             return device_failed(w);
         rc = rc ? rc : c->ops->barrier(c);
-        rc = rc ? rc : call(c, b->coll, in, out, n);
+        rc = rc ? rc : b->bc->run(c, in, out, n);
         const float *hin, *hout;
         if (rc == 0 && results(w, nin, nout, &hin, &hout) != 0)
             return device_failed(w);
         if (rc == 0)
-            b->wrong[c->rank][k] = check(c, b->coll, hin, hout, n);
+            b->wrong[c->rank][k] = b->bc->check(c->world, c->rank, hin, hout, n);
         rc = rc ? rc : c->ops->barrier(c);
         if (rc != 0)
             break;
@@ -379,143 +297,80 @@ static int gather_rows(struct bench *b, int rank, int size, int *status)
     return 0;
 }
 
-/* GPUs: NCCL where every rank has a GPU of its own (under mpirun it must),
- * else the shared GPU's ring among threads (--comm shm asks for it). 0, or
- * -1 with err set. */
-static int gpu_plan(struct bench *b, const struct procs *pr, char *err, size_t errlen)
+/* The backend of a table, the world planner's entry for `comm` (world.h;
+ * on GPUs NCCL, or the shared GPU's ring), with what the ranks share
+ * opened. Under mpirun the shm ring's table is process 0's rank threads
+ * alone. 0, or -1 with err set (world_close frees what was made). */
+static struct world_req table_req(const struct config *cfg, const struct device_ops *dev, int comm,
+                                  struct run_config *rc)
 {
-    const struct config *cfg = b->cfg;
-    b->gpu = gpu_module();
-    b->dops = b->gpu->device;
-    int gpus = cfg->base.ngpus > 0 ? cfg->base.ngpus : b->dops->count();
-    int here = pr->active ? procs_most_on_a_node() : b->world; /* ranks on the busiest node */
-    int want_nccl = cfg->base.comm == COMM_NCCL || !cfg->base.comm_set;
-    if (!b->gpu->nccl_create && (pr->active || cfg->base.comm == COMM_NCCL)) {
-        snprintf(err, errlen, "--comm nccl: this ddptop was built without NCCL%s",
-                 pr->active ? " (GPUs across processes need it)" : "");
+    *rc = cfg->base;
+    rc->comm = comm;
+    rc->comm_set = cfg->base.comm_set; /* (on GPUs, unset: NCCL, or the shared GPU's ring) */
+    return (struct world_req){.rc = rc,
+                              .ranks = cfg->ranks[0],
+                              .devops = dev,
+                              .bench = 1,
+                              .what = "--bench-comm",
+                              .here = procs_self()->active && comm == COMM_SHM && !device_is_gpu(dev)};
+}
+
+static int plan_table(struct bench *b, struct world *wp, int comm, const struct device_ops *dev, char *err,
+                      size_t errlen)
+{
+    const struct procs *pr = procs_self();
+    static struct run_config rc; /* (the plan keeps a pointer to it) */
+    struct world_req q = table_req(b->cfg, dev, comm, &rc);
+    if (world_plan(wp, &q, err, errlen) != 0 || world_open(wp, b->abort, err, errlen) != 0)
         return -1;
-    }
-    if (pr->active && !want_nccl) {
-        snprintf(err, errlen, "--comm %s: GPUs across processes are joined by NCCL (--comm nccl)",
-                 cfg->base.comm == COMM_MPI ? "mpi" : "shm");
-        return -1;
-    }
-    if (want_nccl && cfg->base.comm_set && here > gpus) {
-        snprintf(err, errlen, "--comm nccl: %d ranks on a node and %d GPU%s: NCCL needs a GPU for each%s", here, gpus,
-                 gpus == 1 ? "" : "s", pr->active ? "" : " (without --comm, ranks that share a GPU take its ring)");
-        return -1;
-    }
-    if (pr->active && here > gpus) {
-        snprintf(err, errlen,
-                 "--bench-comm under mpirun: %d processes on a node and %d GPU%s: NCCL needs a GPU for each", here,
-                 gpus, gpus == 1 ? "" : "s");
-        return -1;
-    }
-    b->use_nccl = b->gpu->nccl_create && want_nccl && here <= gpus;
+    b->plan = wp;
+    if (wp->on_gpu)
+        b->dops = wp->gpu->device;
+    /* (tests: the device buffers' path over the CPU and its shm ring) */
+    const char *staged = getenv("DDPTOP_BENCH_STAGED");
+    if (!wp->on_gpu && !wp->procs && !pr->active && staged && staged[0] == '1')
+        b->dops = &device_cpu_staged;
     return 0;
 }
 
-int bench_comm_main(const struct config *cfg)
+/* The rows: --min-bytes to --max-bytes by --factor, each a distinct count. */
+static int plan_rows(struct bench *b)
 {
-    struct bench *b = calloc(1, sizeof(*b));
-    if (!b)
-        return 1;
-    b->cfg = cfg;
-    if (cfg->nranks > 1) {
-        fprintf(stderr, "ddptop: --bench-comm: one --ranks at a time (got %d counts); run it once for each\n",
-                cfg->nranks);
-        free(b);
-        return 2;
-    }
-    b->world = cfg->ranks[0];
-    b->coll = cfg->collective;
-    /* the device: a GPU's collectives where --device picks one */
-    char note[256], err[300] = "";
-    const struct device_ops *dev = device_select(cfg->base.device, note, sizeof(note), err, sizeof(err));
-    if (!dev) {
-        fprintf(stderr, "ddptop: %s\n", err);
-        free(b);
-        return 2;
-    }
-    int on_gpu = device_is_gpu(dev);
-    /* under mpirun every process is a rank (procs.h): MPI's collectives,
-     * or NCCL's on GPUs */
-    const struct procs *pr = procs_self();
-    int over_procs = pr->active, over_mpi = over_procs && !on_gpu && cfg->base.comm == COMM_MPI;
-    if (on_gpu && gpu_plan(b, pr, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ddptop: %s\n", err);
-        free(b);
-        return 2;
-    }
-    if (!on_gpu && over_procs && !over_mpi) {
-        fprintf(stderr, "ddptop: --comm %s: under mpirun the ranks are processes, which only --comm mpi joins\n",
-                cfg->base.comm == COMM_NCCL ? "nccl" : "shm");
-        free(b);
-        return 2;
-    }
-    if (!on_gpu && cfg->base.comm != COMM_SHM && !over_mpi) {
-        fprintf(stderr, "ddptop: --comm %s: %s\n", cfg->base.comm == COMM_NCCL ? "nccl" : "mpi",
-                cfg->base.comm == COMM_NCCL ? "NCCL joins GPUs, and --bench-comm runs on the CPU here (--device cuda)"
-                                            : "only under mpirun (mpirun -np N ddptop --bench-comm)");
-        free(b);
-        return 2;
-    }
-    /* (tests: the device buffers' path over the CPU and its shm ring) */
-    const char *staged = getenv("DDPTOP_BENCH_STAGED");
-    if (!on_gpu && !over_procs && staged && staged[0] == '1')
-        b->dops = &device_cpu_staged;
+    const struct config *cfg = b->cfg;
     for (uint64_t s = cfg->min_bytes; s <= cfg->max_bytes && b->nrows < MAX_ROWS; s *= (uint64_t)cfg->factor) {
-        size_t n = count_for(b->coll, s, b->world);
+        size_t n = count_for(b->bc, s, b->world);
         if (n == 0 || (b->nrows > 0 && b->rows[b->nrows - 1].count == n))
             continue;
         /* the bytes that move: whole floats, world shares of them where split */
-        uint64_t moved = (uint64_t)n * sizeof(float) * (split(b->coll) ? (uint64_t)b->world : 1);
+        uint64_t moved = (uint64_t)n * sizeof(float) * (b->bc->split ? (uint64_t)b->world : 1);
         b->rows[b->nrows++] = (struct row){.bytes = moved, .count = n};
     }
-    if (b->nrows == 0) {
-        fprintf(stderr, "ddptop: --min-bytes: no message size in range fits %d ranks\n", b->world);
-        free(b);
-        return 2;
-    }
+    return b->nrows;
+}
 
-    _Atomic int abort_flag = 0;
-    b->abort = &abort_flag;
-    if (b->use_nccl && device_nccl_id(b->nccl_id, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ddptop: --bench-comm: %s\n", err);
-        free(b);
-        return 1;
-    }
-    struct shm_world *w = over_procs ? NULL : shm_world_create(b->world, &abort_flag);
-    b->shm = w;
+/* Runs ranks [lo, hi) of this process on threads until every one is done,
+ * turning a Ctrl-C or a rank's failure into the world's abort, and frees
+ * their buffers and communicators. Returns 0, or 1 after one line. */
+static int run_ranks(struct bench *b, int lo, int hi)
+{
     struct worker ws[64];
     pthread_t th[64];
-    int status = 0, joined[64] = {0};
-    /* the ranks this process runs: all of them, or its own under mpirun */
-    int lo = over_procs ? pr->rank : 0, hi = over_procs ? pr->rank + 1 : b->world;
-    for (int r = lo; r < hi; r++) {
-        struct comm *c = NULL;
-        if (!on_gpu) {
-            err[0] = 0;
-            c = over_mpi ? procs_comm_create(err, sizeof(err)) : comm_shm_create(w, r, cfg->base.algo);
-            if (!c) {
-                fprintf(stderr, "ddptop: --bench-comm: %s\n", err[0] ? err : "cannot create a communicator");
-                free(b);
-                return 1;
-            }
-            c->abort = &abort_flag;
+    int status = 0, joined[64] = {0}, started = lo;
+    for (int r = lo; r < hi; r++, started++) {
+        struct comm *c = NULL, *dp = NULL;
+        char err[300] = "";
+        /* (a GPU rank's device and communicator, and gloo's, come on its thread) */
+        if (b->plan && !world_on_thread(b->plan) && world_comms(b->plan, r, NULL, &c, &dp, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ddptop: --bench-comm: %s\n", err);
+            atomic_store(b->abort, 1);
+            status = 1;
+            break;
         }
-        /* (a GPU rank's device and communicator come on its thread) */
-        ws[r] =
-            (struct worker){.b = b,
-                            .c = c,
-                            .rank = r,
-                            .index = on_gpu ? device_rank_gpu(r, cfg->base.gpus, cfg->base.ngpus, dev->count()) : r};
+        ws[r] = (struct worker){.b = b, .c = c, .rank = r, .index = world_device(b->plan, r)};
         pthread_create(&th[r], NULL, bench_thread, &ws[r]);
     }
-    /* wait for the threads, turning a Ctrl-C or a rank's failure into the
-     * world's abort */
-    for (int left = hi - lo; left > 0;) {
-        for (int r = lo; r < hi; r++) {
+    for (int left = started - lo; left > 0;) {
+        for (int r = lo; r < started; r++) {
             void *ret;
             if (joined[r] || pthread_tryjoin_np(th[r], &ret) == EBUSY)
                 continue;
@@ -525,15 +380,15 @@ int bench_comm_main(const struct config *cfg)
                 if (!status)
                     fprintf(stderr, "ddptop: --bench-comm: %s\n", ws[r].err);
                 status = 1;
-                atomic_store(&abort_flag, 1);
+                atomic_store(b->abort, 1);
             }
         }
         if (stop_signal)
-            atomic_store(&abort_flag, 1);
+            atomic_store(b->abort, 1);
         struct timespec nap = {0, 10 * 1000 * 1000};
         nanosleep(&nap, NULL);
     }
-    for (int r = lo; r < hi; r++) {
+    for (int r = lo; r < started; r++) {
         struct worker *k = &ws[r];
         if (k->opened && k->dev.ops->make_current)
             k->dev.ops->make_current(&k->dev);
@@ -553,24 +408,124 @@ int bench_comm_main(const struct config *cfg)
         free(k->hin);
         free(k->hout);
     }
-    shm_world_destroy(w);
-    if (over_procs && gather_rows(b, pr->rank, pr->size, &status) != 0) {
-        free(b);
-        return 0; /* a worker: process 0 reports */
+    return status;
+}
+
+/* The table's fit, under the names report.c looks fits up by: the world
+ * planner's. */
+static void name_fit(const struct bench *b, struct cost_fit *fit)
+{
+    snprintf(fit->backend, sizeof(fit->backend), "%s", b->plan->fit_backend);
+    snprintf(fit->algo, sizeof(fit->algo), "%s", b->plan->fit_algo);
+}
+
+static void write_json(FILE *out, const struct bench *b, const struct cost_fit *fit, const char *where, int poor,
+                       int stored, const char *path)
+{
+    double factor = coll_busbw_factor(b->coll, b->world);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "collective", coll_name(b->coll));
+    cJSON_AddStringToObject(root, "backend", fit->backend);
+    cJSON_AddStringToObject(root, "algo", fit->algo);
+    cJSON_AddStringToObject(root, "world", where);
+    cJSON_AddNumberToObject(root, "ranks", b->world);
+    cJSON_AddNumberToObject(root, "iters", b->cfg->iters);
+    cJSON *rows = cJSON_AddArrayToObject(root, "rows");
+    for (int k = 0; k < b->nrows; k++) {
+        const struct row *row = &b->rows[k];
+        double algbw = (double)row->bytes / (row->time_us * 1e3);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "collective", coll_name(b->coll));
+        cJSON_AddNumberToObject(o, "bytes", (double)row->bytes);
+        cJSON_AddNumberToObject(o, "count", (double)row->count);
+        cJSON_AddNumberToObject(o, "time_us", row->time_us);
+        cJSON_AddNumberToObject(o, "algbw_gbps", algbw);
+        cJSON_AddNumberToObject(o, "busbw_gbps", algbw * factor);
+        cJSON_AddNumberToObject(o, "wrong", (double)row->wrong);
+        cJSON_AddItemToArray(rows, o);
     }
+    cJSON *f = cJSON_AddObjectToObject(root, "fit");
+    if (fit->valid) {
+        /* (alpha and beta: the first regime's, as before regimes) */
+        cJSON_AddNumberToObject(f, "alpha_us", fit->alpha_us);
+        cJSON_AddNumberToObject(f, "beta_us_per_byte", fit->beta_us_per_byte);
+        cJSON_AddNumberToObject(f, "r2", fit->r2);
+        cJSON *regs = cJSON_AddArrayToObject(f, "regimes");
+        for (int k = 0; regs && k <= fit->nmore; k++) {
+            cJSON *g = cJSON_CreateObject();
+            cJSON_AddNumberToObject(g, "from_bytes", k ? fit->more[k - 1].from_bytes : 0);
+            cJSON_AddNumberToObject(g, "alpha_us", k ? fit->more[k - 1].alpha_us : fit->alpha_us);
+            cJSON_AddNumberToObject(g, "beta_us_per_byte",
+                                    k ? fit->more[k - 1].beta_us_per_byte : fit->beta_us_per_byte);
+            cJSON_AddItemToArray(regs, g);
+        }
+        cJSON_AddNumberToObject(f, "max_err_pct", 100.0 * fit->max_err);
+        cJSON_AddBoolToObject(f, "poor", poor);
+        if (stored)
+            cJSON_AddStringToObject(f, "stored", path);
+        else
+            cJSON_AddNullToObject(f, "stored");
+    }
+    char *s = cJSON_Print(root);
+    fprintf(out, "%s", s);
+    free(s);
+    cJSON_Delete(root);
+}
+
+/* index: the table's place; a CSV's tables are one (a header, then rows
+ * that name their backend) */
+static void write_rows(FILE *out, const struct bench *b, const struct cost_fit *fit, const char *where, int index)
+{
+    int csv = b->cfg->format == FMT_CSV, md = b->cfg->format == FMT_MD;
+    double factor = coll_busbw_factor(b->coll, b->world);
+    const char *algo = fit->algo;
+    if (csv) {
+        if (index == 0)
+            fprintf(out, "collective,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong,backend,algo\n");
+    } else {
+        fprintf(out, "%s%s, %s%s%s%s, %d rank%s, %d iters (%d warm-up), float32%s; 1 GB = 1e9 B\n", md ? "" : "# ",
+                coll_name(b->coll), fit->backend, strcmp(algo, fit->backend) ? "/" : "",
+                strcmp(algo, fit->backend) ? algo : "", where, b->world, b->world == 1 ? "" : "s", b->cfg->iters,
+                b->cfg->warmup, b->bc->sums ? " sum" : "");
+        if (md)
+            fprintf(out, "\n| size | count | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong |\n"
+                         "|---:|---:|---:|---:|---:|---:|\n");
+        else
+            fprintf(out, "%10s %12s %12s %12s %12s %8s\n", "size", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
+                    "#wrong");
+    }
+    for (int k = 0; k < b->nrows; k++) {
+        const struct row *row = &b->rows[k];
+        double algbw = (double)row->bytes / (row->time_us * 1e3);
+        char sz[32];
+        human(sz, sizeof(sz), row->bytes);
+        if (csv)
+            fprintf(out, "%s,%llu,%zu,%.3f,%.4f,%.4f,%ld,%s,%s\n", coll_name(b->coll), (unsigned long long)row->bytes,
+                    row->count, row->time_us, algbw, algbw * factor, row->wrong, fit->backend, fit->algo);
+        else
+            fprintf(out, md ? "| %s | %zu | %.2f | %.3f | %.3f | %ld |\n" : "%10s %12zu %12.2f %12.3f %12.3f %8ld\n",
+                    sz, row->count, row->time_us, algbw, algbw * factor, row->wrong);
+    }
+    if (!csv && fit->valid)
+        write_fit(out, fit, md);
+}
+
+/* Process 0's part of a table once every rank's rows are in: the rows
+ * every rank finished, the fit (stored where training reports find it),
+ * the table on out, and what went wrong on stderr. nprocs: the processes
+ * the ranks were (0: threads). Returns the exit status, *stop set where no
+ * later table may run. */
+static int bench_report(struct bench *b, int index, FILE *out, int nprocs, int status, int *stop)
+{
+    const struct config *cfg = b->cfg;
+    if (status)
+        return 1; /* (the failure is said) */
     int stopped = 0;
     for (int r = 0; r < b->world; r++)
         if (b->done[r] < b->nrows) {
             stopped = 1;
             b->nrows = b->done[r]; /* the rows every rank finished */
         }
-    if (status) {
-        fprintf(stderr, "ddptop: --bench-comm: out of memory for %llu-byte buffers\n",
-                (unsigned long long)cfg->max_bytes);
-        free(b);
-        return 1;
-    }
-
     double xs[MAX_ROWS], ys[MAX_ROWS];
     long total_wrong = 0;
     for (int k = 0; k < b->nrows; k++) {
@@ -585,133 +540,31 @@ int bench_comm_main(const struct config *cfg)
         ys[k] = row->time_us;
     }
     struct cost_fit fit = {.ranks = b->world, .coll = b->coll};
-    /* (the names report.c looks fits up by) */
-    snprintf(fit.backend, sizeof(fit.backend), "%s", b->use_nccl ? "nccl" : over_mpi ? "mpi" : on_gpu ? "gpu" : "shm");
-    snprintf(fit.algo, sizeof(fit.algo), "%s",
-             b->use_nccl                   ? "nccl"
-             : over_mpi                    ? "mpi"
-             : cfg->base.algo == ALGO_RING ? "ring"
-                                           : "naive");
+    name_fit(b, &fit);
     fit.valid = b->world > 1 && cost_fit_regimes(xs, ys, b->nrows, &fit) == 0;
-    double factor = coll_busbw_factor(b->coll, b->world);
     int poor = fit.valid && fit.max_err > COST_FIT_TOLERANCE;
-
-    /* --output: made in memory, then written beside its name and renamed
-     * over it (outfile.h) */
-    int e = cfg->output[0] ? outfile_writable(cfg->output) : 0;
+    int e = index == 0 && cfg->output[0] ? outfile_writable(cfg->output) : 0;
     if (e) {
         fprintf(stderr, "ddptop: --output: cannot write %s: %s\n", cfg->output, strerror(e));
-        free(b);
-        return 2;
-    }
-    char *text = NULL;
-    size_t text_len = 0;
-    FILE *out = cfg->output[0] ? open_memstream(&text, &text_len) : stdout;
-    if (!out) {
-        fprintf(stderr, "ddptop: --output: out of memory\n");
-        free(b);
         return 2;
     }
     /* the fit is stored before the report, which names the file (an
      * interrupted benchmark's is not: its sizes stop short) */
-    char path[1024] = "", serr[1200] = "";
+    char path[1024] = "", serr[1200] = "", where[48] = "";
     int placed = cost_model_path(path, sizeof(path)) != NULL;
     int stored = fit.valid && !stopped && placed && cost_model_save(path, &fit, 1, serr, sizeof(serr)) == 0;
-    const char *algo = fit.algo;
-    if (cfg->format == FMT_JSON) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "collective", coll_name(b->coll));
-        cJSON_AddStringToObject(root, "backend", fit.backend);
-        cJSON_AddStringToObject(root, "algo", algo);
-        cJSON_AddNumberToObject(root, "ranks", b->world);
-        cJSON_AddNumberToObject(root, "iters", cfg->iters);
-        cJSON *rows = cJSON_AddArrayToObject(root, "rows");
-        for (int k = 0; k < b->nrows; k++) {
-            const struct row *row = &b->rows[k];
-            double algbw = (double)row->bytes / (row->time_us * 1e3);
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "collective", coll_name(b->coll));
-            cJSON_AddNumberToObject(o, "bytes", (double)row->bytes);
-            cJSON_AddNumberToObject(o, "count", (double)row->count);
-            cJSON_AddNumberToObject(o, "time_us", row->time_us);
-            cJSON_AddNumberToObject(o, "algbw_gbps", algbw);
-            cJSON_AddNumberToObject(o, "busbw_gbps", algbw * factor);
-            cJSON_AddNumberToObject(o, "wrong", (double)row->wrong);
-            cJSON_AddItemToArray(rows, o);
-        }
-        cJSON *f = cJSON_AddObjectToObject(root, "fit");
-        if (fit.valid) {
-            /* (alpha and beta: the first regime's, as before regimes) */
-            cJSON_AddNumberToObject(f, "alpha_us", fit.alpha_us);
-            cJSON_AddNumberToObject(f, "beta_us_per_byte", fit.beta_us_per_byte);
-            cJSON_AddNumberToObject(f, "r2", fit.r2);
-            cJSON *regs = cJSON_AddArrayToObject(f, "regimes");
-            for (int k = 0; regs && k <= fit.nmore; k++) {
-                cJSON *g = cJSON_CreateObject();
-                cJSON_AddNumberToObject(g, "from_bytes", k ? fit.more[k - 1].from_bytes : 0);
-                cJSON_AddNumberToObject(g, "alpha_us", k ? fit.more[k - 1].alpha_us : fit.alpha_us);
-                cJSON_AddNumberToObject(g, "beta_us_per_byte",
-                                        k ? fit.more[k - 1].beta_us_per_byte : fit.beta_us_per_byte);
-                cJSON_AddItemToArray(regs, g);
-            }
-            cJSON_AddNumberToObject(f, "max_err_pct", 100.0 * fit.max_err);
-            cJSON_AddBoolToObject(f, "poor", poor);
-            if (stored)
-                cJSON_AddStringToObject(f, "stored", path);
-            else
-                cJSON_AddNullToObject(f, "stored");
-        }
-        char *s = cJSON_Print(root);
-        fprintf(out, "%s\n", s);
-        free(s);
-        cJSON_Delete(root);
-    } else {
-        int csv = cfg->format == FMT_CSV, md = cfg->format == FMT_MD;
-        if (csv)
-            fprintf(out, "collective,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong\n");
-        else {
-            int sums = b->coll == COLL_ALLREDUCE || b->coll == COLL_REDUCE || b->coll == COLL_REDUCE_SCATTER;
-            fprintf(out, "%s%s, %s%s%s, %d rank%s, %d iters (%d warm-up), float32%s; 1 GB = 1e9 B\n", md ? "" : "# ",
-                    coll_name(b->coll), fit.backend, strcmp(algo, fit.backend) ? "/" : "",
-                    strcmp(algo, fit.backend) ? algo : "", b->world, b->world == 1 ? "" : "s", cfg->iters, cfg->warmup,
-                    sums ? " sum" : "");
-            if (md)
-                fprintf(out, "\n| size | count | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong |\n"
-                             "|---:|---:|---:|---:|---:|---:|\n");
-            else
-                fprintf(out, "%10s %12s %12s %12s %12s %8s\n", "size", "count", "time(us)", "algbw(GB/s)",
-                        "busbw(GB/s)", "#wrong");
-        }
-        for (int k = 0; k < b->nrows; k++) {
-            const struct row *row = &b->rows[k];
-            double algbw = (double)row->bytes / (row->time_us * 1e3);
-            char sz[32];
-            human(sz, sizeof(sz), row->bytes);
-            if (csv)
-                fprintf(out, "%s,%llu,%zu,%.3f,%.4f,%.4f,%ld\n", coll_name(b->coll), (unsigned long long)row->bytes,
-                        row->count, row->time_us, algbw, algbw * factor, row->wrong);
-            else
-                fprintf(out,
-                        md ? "| %s | %zu | %.2f | %.3f | %.3f | %ld |\n" : "%10s %12zu %12.2f %12.3f %12.3f %8ld\n", sz,
-                        row->count, row->time_us, algbw, algbw * factor, row->wrong);
-        }
-        if (!csv && fit.valid)
-            write_fit(out, &fit, md);
-    }
-    if (out != stdout) {
-        char why[1200] = "";
-        if (fclose(out) != 0 || outfile_write(cfg->output, text, text_len, why, sizeof(why)) != 0) {
-            fprintf(stderr, "ddptop: --output: cannot write %s; the table follows on standard output\n",
-                    why[0] ? why : cfg->output);
-            if (text)
-                fwrite(text, 1, text_len, stdout);
-            status = 1;
-        }
-        free(text);
-    }
+    if (nprocs)
+        snprintf(where, sizeof(where), ", %d process%s", nprocs, nprocs == 1 ? "" : "es");
+    if (index > 0 && cfg->format != FMT_CSV)
+        fprintf(out, cfg->format == FMT_JSON ? ",\n" : "\n");
+    if (cfg->format == FMT_JSON)
+        write_json(out, b, &fit, where[0] ? where + 2 : "threads", poor, stored, path);
+    else
+        write_rows(out, b, &fit, where, index);
+    *stop = 0;
     if (stopped) {
         fprintf(stderr, "ddptop: interrupted; reported the %d sizes measured (the fit is not stored)\n", b->nrows);
-        free(b);
+        *stop = 1;
         return 128 + (int)stop_signal;
     }
     if (poor)
@@ -723,13 +576,136 @@ int bench_comm_main(const struct config *cfg)
         else if (!stored)
             fprintf(stderr, "ddptop: cannot store the cost model: %s\n", serr);
         else
-            fprintf(stderr, "ddptop: --bench-comm: the fit is stored in %s (where --predict and pred/step read it)\n",
-                    path);
+            fprintf(stderr,
+                    "ddptop: --bench-comm: the fit is stored in %s (%s/%s; where --predict and pred/step read it)\n",
+                    path, fit.backend, fit.algo);
     }
     if (total_wrong) {
-        fprintf(stderr, "ddptop: --bench-comm: %ld wrong results\n", total_wrong);
-        status = 1;
+        fprintf(stderr, "ddptop: --bench-comm: %s/%s: %ld wrong results\n", fit.backend, fit.algo, total_wrong);
+        return 1;
     }
+    return 0;
+}
+
+/* One backend's table: planned, measured, gathered to process 0, fitted,
+ * stored and written to out (index: its place among the tables). Returns
+ * the exit status so far (0; 1 after a failure or a wrong result, 2 after
+ * a refusal, 128 + signal after a Ctrl-C), with *stop set where no later
+ * table may run. A worker process under mpirun writes nothing. */
+static int bench_table(const struct config *cfg, const struct device_ops *dev, int comm, int index, FILE *out,
+                       int *stop)
+{
+    struct bench *b = calloc(1, sizeof(*b));
+    if (!b)
+        return 1;
+    b->cfg = cfg;
+    b->world = cfg->ranks[0];
+    b->coll = cfg->collective;
+    b->bc = bench_coll_of(b->coll);
+    _Atomic int abort_flag = 0;
+    b->abort = &abort_flag;
+    const struct procs *pr = procs_self();
+    int status = 0;
+    char err[300] = "";
+    struct world wp = {0};
+    *stop = 1;
+    if (plan_table(b, &wp, comm, dev, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: %s%s\n", wp.e ? "--bench-comm: " : "", err);
+        status = 2;
+        goto done;
+    }
+    if (plan_rows(b) == 0) {
+        fprintf(stderr, "ddptop: --min-bytes: no message size in range fits %d ranks\n", b->world);
+        status = 2;
+        goto done;
+    }
+    int over_procs = wp.procs;
+    if (!over_procs && pr->active && pr->rank != 0) {
+        *stop = 0; /* (process 0's threads' table: nothing of it here) */
+        goto done;
+    }
+    /* the ranks this process runs: all of them, or its own under mpirun */
+    status = run_ranks(b, wp.lo, wp.hi);
+    if (over_procs && gather_rows(b, pr->rank, pr->size, &status) != 0) {
+        *stop = status != 0;
+        goto done; /* a worker: process 0 reports */
+    }
+    status = bench_report(b, index, out, over_procs ? pr->size : 0, status, stop);
+done:
+    if (b->plan)
+        world_close(b->plan);
     free(b);
+    return status;
+}
+
+int bench_comm_main(const struct config *cfg)
+{
+    if (cfg->nranks > 1) {
+        fprintf(stderr, "ddptop: --bench-comm: one --ranks at a time (got %d counts); run it once for each\n",
+                cfg->nranks);
+        return 2;
+    }
+    /* the device: a GPU's collectives where --device picks one */
+    char note[256], err[300] = "";
+    const struct device_ops *dev = device_select(cfg->base.device, note, sizeof(note), err, sizeof(err));
+    if (!dev) {
+        fprintf(stderr, "ddptop: %s\n", err);
+        return 2;
+    }
+    if (device_is_gpu(dev) && cfg->ncomms > 1) {
+        fprintf(stderr, "ddptop: --comm: GPU ranks take one backend (nccl, or their ring), not %d\n", cfg->ncomms);
+        return 2;
+    }
+    /* --output: made in memory, then written beside its name and renamed
+     * over it (outfile.h) */
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *out = cfg->output[0] ? open_memstream(&text, &text_len) : stdout;
+    if (!out) {
+        fprintf(stderr, "ddptop: --output: out of memory\n");
+        return 2;
+    }
+    const struct procs *pr = procs_self();
+    /* every backend must suit the launch before any is measured */
+    for (int t = 0; t < cfg->ncomms; t++) {
+        struct run_config rc;
+        struct world w;
+        struct world_req q = table_req(cfg, dev, cfg->comms[t], &rc);
+        if (world_plan(&w, &q, err, sizeof(err)) != 0) {
+            if (pr->rank == 0)
+                fprintf(stderr, "ddptop: %s\n", err);
+            if (out != stdout)
+                fclose(out);
+            free(text);
+            return 2;
+        }
+    }
+    /* (process 0 writes every table: a worker's stdout is mpirun's too) */
+    int json = cfg->format == FMT_JSON && pr->rank == 0, several = cfg->ncomms > 1, status = 0, stop = 0, written = 0;
+    if (json && several)
+        fprintf(out, "[\n");
+    for (int t = 0; t < cfg->ncomms && !stop; t++) {
+        int st = bench_table(cfg, dev, cfg->comms[t], written, out, &stop);
+        written += st == 0 || st == 1;
+        if (st > status)
+            status = st;
+        if (pr->active) /* (process 0's word: its output or a Ctrl-C may end the job) */
+            procs_bcast(&stop, sizeof(stop));
+    }
+    if (json && (written || several))
+        fprintf(out, "%s", several ? "\n]\n" : "\n");
+    if (out != stdout) {
+        char why[1200] = "";
+        int e = fclose(out);
+        if (pr->rank == 0 && written && status != 2 &&
+            (e != 0 || outfile_write(cfg->output, text, text_len, why, sizeof(why)) != 0)) {
+            fprintf(stderr, "ddptop: --output: cannot write %s; the table follows on standard output\n",
+                    why[0] ? why : cfg->output);
+            if (text)
+                fwrite(text, 1, text_len, stdout);
+            status = status ? status : 1;
+        }
+        free(text);
+    }
     return status;
 }

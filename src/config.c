@@ -635,8 +635,24 @@ static const char *zoo_name(int i)
 }
 
 static const char *const device_names[] = {[DEV_AUTO] = "auto", [DEV_CPU] = "cpu", [DEV_CUDA] = "cuda", NULL};
-static const char *const comm_names[] = {[COMM_SHM] = "shm", [COMM_NCCL] = "nccl", [COMM_MPI] = "mpi", NULL};
-static const char *const algo_names[] = {[ALGO_RING] = "ring", [ALGO_NAIVE] = "naive", NULL};
+static const char *const comm_names[] = {
+    [COMM_SHM] = "shm", [COMM_NCCL] = "nccl", [COMM_MPI] = "mpi", [COMM_GLOO] = "gloo", NULL};
+static const char *const algo_names[] = {[ALGO_RING] = "ring",
+                                         [ALGO_NAIVE] = "naive",
+                                         [ALGO_RING_CHUNKED] = "ring-chunked",
+                                         [ALGO_HALVING_DOUBLING] = "halving-doubling",
+                                         [ALGO_BCUBE] = "bcube",
+                                         NULL};
+
+const char *config_comm_name(int comm)
+{
+    return comm >= 0 && comm <= COMM_GLOO ? comm_names[comm] : "?";
+}
+
+const char *config_algo_name(int algo)
+{
+    return algo >= 0 && algo < ALGO_COUNT ? algo_names[algo] : "?";
+}
 static const char *const parallel_names[] = {
     [PAR_DATA] = "data", [PAR_MODEL] = "model", [PAR_PIPELINE] = "pipeline", NULL};
 static const char *const schedule_names[] = {[SCHED_GPIPE] = "gpipe", [SCHED_1F1B] = "1f1b", NULL};
@@ -787,11 +803,13 @@ static const struct opt opts[] = {
     {INT("gpus", LIST(base.gpus, base.ngpus), 0, CFG_GPU_LIMIT - 1, "N", NULL, G_EXEC,
          "CUDA devices for the ranks, distinct; rank r runs on GPU list[r % n]"),
      .flags = F_DISTINCT | F_DIGITS, .def_text = "all"},
-    {CHOICE("comm", AT(base.comm), NAMES(comm_names), "backend", NULL, "shm", G_EXEC,
-            "communication backend; unless given, GPUs use nccl, or ddptop's device ring when ranks share a GPU"),
-     .also_off = OFF(base.comm_set), .also = 1},
+    {CHOICE("comm", LIST(comms, ncomms), NAMES(comm_names), "backend", "B", "shm", G_EXEC,
+            "communication backend: shm (ddptop's ring among threads), gloo (PyTorch's CPU engine), mpi (under "
+            "mpirun), nccl (GPUs); unless given, GPUs use nccl, or ddptop's device ring when ranks share a GPU"),
+     .also_off = OFF(base.comm_set), .also = 1, .flags = F_DISTINCT},
     {CHOICE("algo", AT(base.algo), NAMES(algo_names), "algorithm", NULL, "ring", G_EXEC,
-            "algorithm of ddptop's own backends")},
+            "allreduce algorithm: ring or naive on ddptop's own backends; ring, ring-chunked, halving-doubling or "
+            "bcube on gloo")},
     {INT("threads-per-rank", AT(base.threads_per_rank), 1, 1024, "N", NULL, G_EXEC, "compute threads per rank"),
      .def_text = "cores / the sweep's largest rank count, at least 1"},
     {REAL("bucket-mb", AT(base.bucket_mb), 0.001, 4096.0, "X", "25", G_EXEC,
@@ -1377,6 +1395,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         return 2;
     }
     /* (an output that is an input or another output: files.h, by main) */
+    cfg->base.comm = cfg->comms[0]; /* (the first of a sweep's: one run's) */
     if (cfg->baseline >= config_count(cfg)) {
         fprintf(err, "ddptop: --baseline: there is no run %d (this sweep makes runs 0 to %d)\n", cfg->baseline,
                 config_count(cfg) - 1);
@@ -1412,7 +1431,7 @@ static int sweep_modes(const struct config *cfg, int k, struct run_config *rc)
 
 int config_count(const struct config *cfg)
 {
-    return cfg->nmodels * sweep_modes(cfg, -1, NULL) * cfg->nranks * cfg->nbatches;
+    return cfg->ncomms * cfg->nmodels * sweep_modes(cfg, -1, NULL) * cfg->nranks * cfg->nbatches;
 }
 
 void config_expand(const struct config *cfg, int i, struct run_config *rc)
@@ -1426,6 +1445,8 @@ void config_expand(const struct config *cfg, int i, struct run_config *rc)
     sweep_modes(cfg, i % modes, rc);
     i /= modes;
     snprintf(rc->model, sizeof(rc->model), "%s", cfg->models[i % cfg->nmodels]);
+    i /= cfg->nmodels;
+    rc->comm = cfg->comms[i % cfg->ncomms];
     rc->ranks = cfg->ranks[r];
     rc->batch_size = cfg->batches[b];
     if (!rc->threads_per_rank)

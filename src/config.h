@@ -27,7 +27,7 @@
 
 enum out_format { FMT_TEXT = 0, FMT_CSV, FMT_JSON, FMT_MD };
 enum device_choice { DEV_AUTO = 0, DEV_CPU, DEV_CUDA };
-enum comm_backend { COMM_SHM = 0, COMM_NCCL, COMM_MPI };
+enum comm_backend { COMM_SHM = 0, COMM_NCCL, COMM_MPI, COMM_GLOO };
 enum app_mode { MODE_TRAIN = 0, MODE_BENCH_COMM, MODE_INFO, MODE_REPLAY, MODE_FOLLOW };
 /* --baseline: the run a speedup is against. AUTO: a 1-rank run with the same
  * global batch (strong scaling), else with the same per-rank batch (weak
@@ -57,6 +57,9 @@ enum fault_kind {
 enum loss_scale_mode { LOSS_SCALE_NONE = 0, LOSS_SCALE_DYNAMIC };
 #define CFG_LOSS_SCALE_INIT 65536.0f /* 2^16, as torch.cuda.amp.GradScaler */
 const char *fault_name(int kind);
+/* --comm's name for enum comm_backend, --algo's for enum comm_algo. */
+const char *config_comm_name(int comm);
+const char *config_algo_name(int algo);
 /* --precision's name for enum precision (device.h): "fp32", "tf32", ... */
 const char *precision_name(int p);
 
@@ -150,6 +153,8 @@ struct config {
     int nparallels;
     int micros[CFG_MAX_LIST];
     int nmicros;
+    int comms[CFG_MAX_LIST]; /* --comm (enum comm_backend): a sweep's, or --bench-comm's tables */
+    int ncomms;
     int mode;   /* enum app_mode */
     int batch;  /* --batch: no UI */
     int format; /* enum out_format */

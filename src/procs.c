@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "comm_gloo.h"
 #include "config.h"
 #include "run.h"
 
@@ -54,6 +55,9 @@ static int launched(void)
 
 #include "comm_mpi.h"
 #include "stop.h"
+#ifdef DDPTOP_HAVE_GLOO
+#include "comm_gloo_mpi.h"
+#endif
 
 static void nap_ms(int ms);
 
@@ -202,6 +206,28 @@ struct comm *procs_group_comm_create(int group, int key, char *err, size_t errle
     return c;
 }
 
+#ifdef DDPTOP_HAVE_GLOO
+struct comm *procs_gloo_create(int group, int key, const struct comm_gloo_params *p, char *err, size_t errlen)
+{
+    if (group < 0)
+        return comm_gloo_create_mpi(MPI_COMM_WORLD, p, err, errlen);
+    MPI_Comm g;
+    if (MPI_Comm_split(MPI_COMM_WORLD, group, key, &g) != MPI_SUCCESS) {
+        snprintf(err, errlen, "MPI_Comm_split failed");
+        return NULL;
+    }
+    struct comm *c = comm_gloo_create_mpi(g, p, err, errlen); /* (MPI carries its rendezvous only) */
+    MPI_Comm_free(&g);
+    return c;
+}
+#else
+struct comm *procs_gloo_create(int group, int key, const struct comm_gloo_params *p, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "--comm gloo: %s", comm_gloo_unavailable());
+    return NULL;
+}
+#endif
+
 void procs_gather(const double *mine, int n, double *all)
 {
     MPI_Gather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -249,7 +275,6 @@ enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_
  * silence longer than two heartbeats gives a process up, so that the report
  * of what was measured is printed before the SIGKILL. */
 #define ENDING_LOST_NS (400LL * 1000 * 1000)
-enum { RING_MAIN = 0, RING_COMM, RING_GPU };
 
 /* What leads every record message: whose, which ring, the records lost
  * to full rings on the worker so far, and the device memory the rank holds
@@ -419,11 +444,11 @@ static void push_spans(struct relay *rl, struct rank *k, const struct relay_hdr 
         s[i].t0_ns += add;
         s[i].t1_ns += add;
     }
-    if (h->ring == RING_GPU && !rl->r->on_gpu)
+    if (h->ring == RANK_RING_GPU && !rl->r->on_gpu)
         return; /* (process 0 runs on the GPU when its workers do: one configuration) */
-    push_all(h->ring == RING_COMM  ? &k->spans_comm
-             : h->ring == RING_GPU ? &k->spans_gpu
-                                   : &k->spans_main,
+    push_all(h->ring == RANK_RING_COMM  ? &k->spans_comm
+             : h->ring == RANK_RING_GPU ? &k->spans_gpu
+                                        : &k->spans_main,
              s, sizeof(*s), n);
 }
 
@@ -657,36 +682,45 @@ static void send_msg(struct relay *rl, int tag, const struct relay_hdr *h, const
     MPI_Send(rl->buf, (int)len, MPI_BYTE, 0, tag, rl->mc);
 }
 
-/* A worker: its rank's new records to process 0, step records after the
- * spans they close (the collector's order, run.c's drain_rank). */
+/* A worker's sink (run_drain): every batch of records one message to
+ * process 0, with its header. */
+struct fwd {
+    struct relay *rl;
+    struct relay_hdr h;
+};
+
+static void fwd_spans(void *ctx, struct rank *k, int ring, struct span *s, size_t n)
+{
+    struct fwd *f = ctx;
+    f->h.ring = ring;
+    send_msg(f->rl, TAG_SPANS, &f->h, s, n * sizeof(*s));
+}
+
+static void fwd_steps(void *ctx, struct rank *k, struct step_rec *s, size_t n)
+{
+    struct fwd *f = ctx;
+    send_msg(f->rl, TAG_STEPS, &f->h, s, n * sizeof(*s));
+}
+
+static void fwd_epochs(void *ctx, struct rank *k, struct epoch_rec *e, size_t n)
+{
+    struct fwd *f = ctx;
+    send_msg(f->rl, TAG_EPOCHS, &f->h, e, n * sizeof(*e));
+}
+
+/* A worker: its rank's new records to process 0, in the collector's
+ * order (run_drain). */
 static void forward(struct relay *rl, struct rank *k)
 {
-    struct step_rec steps[256];
-    struct span spans[512];
-    struct epoch_rec ep[8];
     int gpu = rl->r->on_gpu; /* (its device records: CUPTI's, GPU runs only) */
-    struct relay_hdr h = {.rank = k->id,
+    struct fwd f = {.rl = rl,
+                    .h = {.rank = k->id,
                           .dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm) +
                                      (gpu ? spsc_dropped(&k->spans_gpu) : 0),
                           .mem_now = atomic_load(&k->mem.now),
-                          .mem_peak = atomic_load(&k->mem.peak)};
-    size_t ns, n;
-    do {
-        ns = spsc_pop(&k->steps, steps, 256);
-        h.ring = RING_MAIN;
-        while ((n = spsc_pop(&k->spans_main, spans, 512)) > 0)
-            send_msg(rl, TAG_SPANS, &h, spans, n * sizeof(*spans));
-        h.ring = RING_COMM;
-        while ((n = spsc_pop(&k->spans_comm, spans, 512)) > 0)
-            send_msg(rl, TAG_SPANS, &h, spans, n * sizeof(*spans));
-        h.ring = RING_GPU;
-        while (gpu && (n = spsc_pop(&k->spans_gpu, spans, 512)) > 0)
-            send_msg(rl, TAG_SPANS, &h, spans, n * sizeof(*spans));
-        if (ns)
-            send_msg(rl, TAG_STEPS, &h, steps, ns * sizeof(*steps));
-    } while (ns == 256);
-    while ((n = spsc_pop(&k->epochs, ep, 8)) > 0)
-        send_msg(rl, TAG_EPOCHS, &h, ep, n * sizeof(*ep));
+                          .mem_peak = atomic_load(&k->mem.peak)}};
+    const struct drain_sink sink = {fwd_spans, fwd_steps, fwd_epochs, &f};
+    run_drain(k, gpu, &sink);
 }
 
 static void send_ctrl(struct relay *rl, int what, uint32_t at)
@@ -803,6 +837,12 @@ struct comm *procs_comm_create(char *err, size_t errlen)
 struct comm *procs_group_comm_create(int group, int key, char *err, size_t errlen)
 {
     snprintf(err, errlen, "--comm mpi: this ddptop was built without MPI");
+    return NULL;
+}
+
+struct comm *procs_gloo_create(int group, int key, const struct comm_gloo_params *p, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "--comm gloo: this ddptop was built without MPI");
     return NULL;
 }
 

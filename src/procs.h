@@ -82,6 +82,11 @@ struct comm *procs_group_comm_create(int group, int key, char *err, size_t errle
 void procs_gather(const double *mine, int n, double *all);
 /* Process 0's bytes to every process. Collective. */
 void procs_bcast(void *buf, int bytes);
+/* A gloo communicator over every process (group < 0), or over the
+ * processes of a group ranked by key, ranks and rendezvous from MPI
+ * (comm_gloo_mpi.h): p's host, algorithm, timeout and abort. Collective. */
+struct comm_gloo_params;
+struct comm *procs_gloo_create(int group, int key, const struct comm_gloo_params *p, char *err, size_t errlen);
 /* Process p's index among the processes on its node (in world-rank order,
  * as MPI's shared-memory split numbers them), and the most processes one
  * node holds: which GPU of its node a rank drives. */

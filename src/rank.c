@@ -1267,30 +1267,6 @@ static int evaluate(struct loop *L, int epoch)
     return 0;
 }
 
-/* A GPU rank's communicator: NCCL, or ddptop's device ring where ranks
- * share a GPU (run.c decides). */
-static struct comm *device_comm(struct rank *rk, char *err, size_t errlen)
-{
-    struct run *run = rk->run;
-    if (run->use_nccl) /* its initialisation and waits give up when a peer fails */
-        return run->gpu->nccl_create(run->nccl_id, run->world, rk->id, &rk->dev, &run->abort, err, errlen);
-    return run->gpu->ring_create(run->shm, rk->id, run->cfg.algo, &rk->dev);
-}
-
-/* --dp on a GPU: the communicator of its stage's copies (rank = replica x
- * stages + stage), NCCL's or the shared GPU's ring as the world's. */
-static struct comm *device_dp_comm(struct rank *rk, char *err, size_t errlen)
-{
-    struct run *run = rk->run;
-    int S = run_stages(&run->cfg), s = rk->id % S, d = rk->id / S;
-    struct comm *c =
-        run->use_nccl ? run->gpu->nccl_create(run->dp_nccl_id[s], run->world / S, d, &rk->dev, &run->abort, err, errlen)
-                      : run->gpu->ring_create(run->dp_shm[s], d, run->cfg.algo, &rk->dev);
-    if (c)
-        comm_set_group(c, s);
-    return c;
-}
-
 static int loop_init(struct loop *L, struct rank *rk)
 {
     struct run *run = rk->run;
@@ -1312,16 +1288,13 @@ static int loop_init(struct loop *L, struct rank *rk)
     L->staged = -1;
     if (run->devops->open(&rk->dev, run->on_gpu ? rk->gpu : rk->id) != 0)
         return dev_failed(rk);
-    if (run->on_gpu) {
-        /* the device communicator first: NCCL's initialisation waits for every rank */
-        err[0] = 0;
-        if (run->world > 1 && !(rk->comm = device_comm(rk, err, sizeof(err))))
-            return fail(rk, err[0] ? err : "cannot create the device communicator");
-        if (run_replicas(cfg) > 1 && cfg->parallel != PAR_DATA && !(rk->dp_comm = device_dp_comm(rk, err, sizeof(err))))
-            return fail(rk, err[0] ? err : "cannot create the communicator of its stage's copies");
-        if (run->cupti)
-            run->gpu->activity_register(&rk->dev, rk->id, &rk->spans_gpu);
-    }
+    /* the communicators the planner makes on the rank's own thread first:
+     * NCCL's and gloo's making waits for every rank */
+    if (world_on_thread(&run->plan) &&
+        world_comms(&run->plan, rk->id, &rk->dev, &rk->comm, &rk->dp_comm, err, sizeof(err)) != 0)
+        return fail(rk, err);
+    if (run->on_gpu && run->cupti)
+        run->gpu->activity_register(&rk->dev, rk->id, &rk->spans_gpu);
     int micro = cfg->parallel == PAR_PIPELINE ? cfg->micro_batches : 1; /* a model holds one micro-batch */
     L->m = zoo_create(&rk->dev, cfg->model, run->local_batch / micro, tr->c, tr->h, tr->w,
                       run_classes(cfg, tr->h, tr->w, tr->classes), cfg->seed, err, sizeof(err));
@@ -1702,6 +1675,11 @@ void *rank_main(void *arg)
     if (L.in_window)
         run->gpu->activity_window(&rk->spans_gpu, 0, 0);
     loop_free(&L);
+    int none = -1;
+    if (rk->rc != 0)
+        atomic_compare_exchange_strong(&run->first_failed, &none, rk->id);
+    if (rk->rc != 0 || atomic_load(&run->abort)) /* (its peers' gloo waits end now: world.h) */
+        world_rank_failed(&run->plan, &rk->comm, &rk->dp_comm);
     atomic_store(&rk->finished, 1);
     return NULL;
 }

@@ -31,23 +31,16 @@ static void pcts(const struct breakdown *b, double *compute, double *comm, doubl
     *overlap = breakdown_overlap_pct(b);
 }
 
-/* Which of --bench-comm's stored fits a run's collectives take: MPI's
- * under --comm mpi, else the shm backend's with its algorithm. */
 /* The --bench-comm fit a run's collectives take (as bench_comm.c stores
- * them): MPI's; on GPUs NCCL's (a 1-rank run predicts NCCL) or the shared
- * GPU's ring's; else the shm ring's or naive. */
+ * them): the world planner names it (world.h). */
 static const char *fit_backend(const struct run *r)
 {
-    if (r->on_gpu)
-        return r->use_nccl || r->world == 1 ? "nccl" : "gpu";
-    return r->cfg.comm == COMM_MPI ? "mpi" : "shm";
+    return r->plan.fit_backend;
 }
 
 static const char *fit_algo(const struct run *r)
 {
-    if (r->cfg.comm == COMM_MPI || (r->on_gpu && (r->use_nccl || r->world == 1)))
-        return r->on_gpu ? "nccl" : "mpi";
-    return r->cfg.algo == ALGO_RING ? "ring" : "naive";
+    return r->plan.fit_algo;
 }
 
 /* --predict: a 1-rank run's step at more ranks (src/predict.h). */
@@ -1151,9 +1144,10 @@ static void write_params(FILE *f, const struct run_result *res, int n, int md)
 {
     for (int i = 0; i < n; i++)
         if (res[i].params_valid)
-            fprintf(f, "%srun %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", md ? "- " : "",
-                    i, res[i].cfg.model, res[i].params_total, res[i].params_trainable,
-                    (double)res[i].flops_per_sample / 1e9); /* (markdown: a list, not one paragraph) */
+            fprintf(f, "%srun %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample%s%s\n",
+                    md ? "- " : "", i, res[i].cfg.model, res[i].params_total, res[i].params_trainable,
+                    (double)res[i].flops_per_sample / 1e9, res[i].world > 1 && res[i].backend[0] ? "; over " : "",
+                    res[i].world > 1 ? res[i].backend : ""); /* (markdown: a list, not one paragraph) */
 }
 
 /* Run i's remarks on how it went and on its figures: its error, its

@@ -17,6 +17,7 @@
 #include "pipeline.h"
 #include "procs.h"
 #include "strategy.h"
+#include "world.h"
 #include "zoo.h"
 
 #define SPAN_RING (1u << 16)
@@ -27,101 +28,6 @@ const char *run_state_name(int s)
 {
     static const char *names[] = {"starting", "running", "paused", "done", "failed", "stopped"};
     return s >= 0 && s <= RUN_STOPPED ? names[s] : "?";
-}
-
-/* GPU runs: which GPU each rank drives, and which communicator. */
-static int gpu_plan(struct run *r, const struct run_config *rc, const struct device_ops *devops, char *err,
-                    size_t errlen)
-{
-    int count = devops->count();
-    int n = r->ngpu = rc->ngpus > 0 ? rc->ngpus : count;
-    for (int i = 0; i < rc->ngpus; i++)
-        if (rc->gpus[i] >= count) {
-            snprintf(err, errlen, "--gpus: there is no GPU %d (%d found: 0..%d)", rc->gpus[i], count, count - 1);
-            return -1;
-        }
-    /* distinct GPUs among the ranks (of a node, under mpirun: procs_check
-     * refused more ranks there than GPUs): NCCL refuses a GPU twice in one
-     * communicator */
-    const struct procs *pr = procs_self();
-    int here = pr->active ? procs_most_on_a_node() * pr->per : r->world;
-    int distinct = n < here ? n : here;
-    int shared = here > distinct;
-    if (!r->gpu->nccl_create && (rc->comm == COMM_NCCL || pr->active)) {
-        snprintf(err, errlen, "--comm nccl: this ddptop was built without NCCL");
-        return -1;
-    }
-    /* (one rank under mpirun --comm nccl: a communicator of one, NCCL's
-     * path across processes with nothing to join) */
-    int wanted = r->world > 1 || (pr->active && rc->comm_set && rc->comm == COMM_NCCL);
-    r->use_nccl = r->gpu->nccl_create && wanted && !shared && (rc->comm == COMM_NCCL || !rc->comm_set);
-    if (r->use_nccl)
-        snprintf(r->backend, sizeof(r->backend), "nccl");
-    else
-        snprintf(r->backend, sizeof(r->backend), "gpu-%s%s", rc->algo == ALGO_NAIVE ? "naive" : "ring",
-                 shared && r->world > 1 ? ", shared GPU" : "");
-    if (shared && r->world > 1)
-        snprintf(r->note, sizeof(r->note),
-                 "%d ranks share %d GPU%s: NCCL refuses a GPU twice, so ddptop's own device ring (DtoD copies, "
-                 "reduce kernels) replaces it",
-                 r->world, distinct, distinct == 1 ? "" : "s");
-    return 0;
-}
-
-/* Ranks as processes: the run must be over MPI on the CPU, or NCCL on GPUs
- * with a GPU for each rank of a node, with --ranks-per-process ranks in
- * each process. */
-static int procs_check(const struct run_config *rc, const struct device_ops *devops, int on_gpu, char *err,
-                       size_t errlen)
-{
-    const struct procs *p = procs_self();
-    if (!p->active) {
-        if (rc->comm == COMM_MPI) {
-            snprintf(err, errlen, "--comm mpi: %s",
-                     procs_built() ? "start ddptop under mpirun (mpirun -np N ddptop --comm mpi ...)"
-                                   : "this ddptop was built without MPI (install libopenmpi-dev and rebuild)");
-            return -1;
-        }
-        return 0;
-    }
-    if (on_gpu) {
-        /* (unset, the backend is NCCL: procs_apply's MPI is the CPU's) */
-        if (rc->comm_set && rc->comm != COMM_NCCL) {
-            snprintf(err, errlen, "--comm %s: GPU ranks in different processes are joined by NCCL (--comm nccl)%s",
-                     rc->comm == COMM_MPI ? "mpi" : "shm",
-                     rc->comm == COMM_MPI ? "; ddptop's MPI backend moves host buffers only" : "");
-            return -1;
-        }
-        int here = procs_most_on_a_node() * p->per, gpus = rc->ngpus > 0 ? rc->ngpus : devops->count();
-        if (here > gpus) {
-            snprintf(err, errlen,
-                     "--device cuda under mpirun: %d rank%s on a node and %d GPU%s: NCCL needs a GPU for each rank "
-                     "(ranks that share a GPU run as threads of one process, without mpirun)",
-                     here, here == 1 ? "" : "s", gpus, gpus == 1 ? "" : "s");
-            return -1;
-        }
-    } else if (rc->comm != COMM_MPI) {
-        snprintf(err, errlen, "--comm %s: under mpirun the ranks are processes, which only --comm mpi joins",
-                 rc->comm == COMM_NCCL ? "nccl" : "shm");
-        return -1;
-    }
-    if (rc->strategy == STRAT_SINGLE && p->size > 1) {
-        snprintf(err, errlen, "--strategy single: one rank, and mpirun started %d; run it without mpirun", p->size);
-        return -1;
-    }
-    if (run_world(rc) != p->size * p->per) {
-        snprintf(err, errlen, "--ranks %d: under mpirun the ranks are %d process%s x %d (--ranks-per-process)",
-                 run_world(rc), p->size, p->size == 1 ? "" : "es", p->per);
-        return -1;
-    }
-    if (p->per > 1 && p->size > 1 && rc->parallel != PAR_DATA) {
-        snprintf(err, errlen,
-                 "--parallel %s: stages in different processes need --ranks-per-process 1 (activations "
-                 "travel between processes only from rank to rank)",
-                 rc->parallel == PAR_MODEL ? "model" : "pipeline");
-        return -1;
-    }
-    return 0;
 }
 
 int run_grad_compress_at(const struct run_config *rc, int world)
@@ -396,7 +302,6 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                  train->name, per_rank);
         return -1;
     }
-    int on_gpu = device_is_gpu(devops);
     int gc = run_grad_compress(rc);
     if (gc && world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP &&
         rc->strategy != STRAT_HOROVOD) {
@@ -463,11 +368,10 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
                 return -1;
         }
     }
-    if (rc->comm == COMM_NCCL && !on_gpu) {
-        snprintf(err, errlen, "--comm nccl: not available on the CPU");
-        return -1;
-    }
-    if (procs_check(rc, devops, on_gpu, err, errlen) != 0)
+    /* the backend must suit the device and the launch (world.h) */
+    struct world w;
+    struct world_req q = {.rc = rc, .ranks = world, .devops = devops, .what = "--device cuda"};
+    if (world_plan(&w, &q, err, errlen) != 0)
         return -1;
     return memory_check(rc, train, devops, err, errlen);
 }
@@ -502,6 +406,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     r->test = test;
     r->devops = devops;
     r->failed_rank = -1;
+    atomic_init(&r->first_failed, -1);
     r->world = run_world(rc);
     r->global_batch = run_global_batch(rc);
     /* a replica's batch (every stage of it works on the whole of it), and
@@ -522,9 +427,12 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
                  r->total_steps, r->cfg.epochs, r->steps_per_epoch);
     r->on_gpu = device_is_gpu(devops);
     r->gpu = r->on_gpu ? gpu_module() : NULL;
-    snprintf(r->backend, sizeof(r->backend), "shm/%s", rc->algo == ALGO_NAIVE ? "naive" : "ring");
-    if (r->on_gpu && gpu_plan(r, rc, devops, err, errlen) != 0)
+    /* (the run's own copy of rc: the plan reads it while the run lives) */
+    struct world_req q = {.rc = &r->cfg, .ranks = r->world, .devops = devops, .what = "--device cuda"};
+    if (world_plan(&r->plan, &q, err, errlen) != 0)
         return -1;
+    snprintf(r->backend, sizeof(r->backend), "%s", r->plan.backend);
+    snprintf(r->note, sizeof(r->note), "%s", r->plan.note);
     atomic_init(&r->abort, 0);
     atomic_init(&r->paused, 0);
     atomic_init(&r->pause_at, 0);
@@ -536,35 +444,16 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     }
     const struct procs *pr = procs_self();
     r->ranks = calloc((size_t)r->world, sizeof(*r->ranks));
-    /* under mpirun the shm world is the ranks of this process */
-    r->shm = shm_world_create(pr->active ? pr->per : r->world, &r->abort);
-    if (!r->ranks || !r->shm) {
+    if (!r->ranks) {
         snprintf(err, errlen, "out of memory for %d ranks", r->world);
         return -1;
     }
-    int dp = rc->parallel != PAR_DATA ? replicas : 1, stages = r->world / dp;
-    for (int s = 0; dp > 1 && !pr->active && s < stages; s++)
-        if (!(r->dp_shm[s] = shm_world_create(dp, &r->abort))) {
-            snprintf(err, errlen, "out of memory for %d replicas of %d stages", dp, stages);
-            return -1;
-        }
-    if (dp > 1 && metrics_set_groups(&r->metrics, dp) != 0) {
+    if (world_open(&r->plan, &r->abort, err, errlen) != 0)
+        return -1;
+    if (r->plan.dp > 1 && metrics_set_groups(&r->metrics, r->plan.dp) != 0) {
         snprintf(err, errlen, "out of memory for the metrics");
         return -1;
     }
-    if (r->use_nccl && device_nccl_id(r->nccl_id, err, errlen) != 0)
-        return -1;
-    /* --dp on GPUs: each stage's copies join a communicator of their own on
-     * their threads, NCCL's (an id each; under mpirun process 0 makes them
-     * and sends them to every process, in the same order) or the shared
-     * GPU's ring (a shm world each, above) */
-    if (r->use_nccl && dp > 1 && !(r->dp_nccl_id = calloc((size_t)stages, sizeof(*r->dp_nccl_id)))) {
-        snprintf(err, errlen, "out of memory for %d stages' NCCL ids", stages);
-        return -1;
-    }
-    for (int s = 0; r->dp_nccl_id && s < stages; s++)
-        if (device_nccl_id(r->dp_nccl_id[s], err, errlen) != 0)
-            return -1;
     if (r->on_gpu && !rc->no_cupti && r->gpu->activity_start) {
         char cerr[160];
         r->cupti_sample = rc->cupti_sample > 1 ? rc->cupti_sample : 1;
@@ -578,18 +467,6 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     }
     r->worker = pr->active && pr->rank != 0;
     r->procs = pr->active;
-    /* e.g. "mpi+shm/ring, 2 processes x 2 on 1 node", "nccl, 16 processes on 2 nodes" */
-    char within[80] = "mpi";
-    if (r->on_gpu)
-        snprintf(within, sizeof(within), "%s", r->backend); /* NCCL joins a process's threads too */
-    else if (pr->per > 1)
-        snprintf(within, sizeof(within), "mpi+shm/%s", rc->algo == ALGO_NAIVE ? "naive" : "ring");
-    if (pr->active && pr->per > 1)
-        snprintf(r->backend, sizeof(r->backend), "%s, %d process%s x %d on %d node%s", within, pr->size,
-                 pr->size == 1 ? "" : "es", pr->per, pr->nodes, pr->nodes == 1 ? "" : "s");
-    else if (pr->active)
-        snprintf(r->backend, sizeof(r->backend), "%s, %d process%s on %d node%s", within, pr->size,
-                 pr->size == 1 ? "" : "es", pr->nodes, pr->nodes == 1 ? "" : "s");
     for (int i = 0; i < r->world; i++) {
         struct rank *k = &r->ranks[i];
         k->id = i;
@@ -599,7 +476,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
             continue; /* another worker's rank: nothing of it passes here */
         k->dev.ops = devops;
         k->dev.mem = &k->mem;
-        k->gpu = !r->on_gpu ? -1 : device_rank_gpu(i, rc->gpus, rc->ngpus, r->ngpu);
+        k->gpu = r->on_gpu ? world_device(&r->plan, i) : -1;
         if (!k->local) {
             /* another process's rank: its device as process 0 shows it
              * until its end says (a rank's own thread names it) */
@@ -620,37 +497,10 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
             snprintf(err, errlen, "out of memory for rank %d's probe rings", i);
             return -1;
         }
-        if (r->on_gpu || !k->local)
-            continue; /* the rank thread creates its device communicator (NCCL's init is collective) */
-        if (pr->active && pr->per > 1) {
-            /* the shm ring inside the process, MPI between its rank 0s
-             * (every process creates its one MPI communicator in turn) */
-            int t = i % pr->per;
-            struct comm *inter = t == 0 ? procs_comm_create(err, errlen) : NULL;
-            if (t == 0 && !inter)
-                return -1;
-            k->comm = comm_hier_create(comm_shm_create(r->shm, t, rc->algo), inter, pr->rank, pr->size);
-        } else {
-            k->comm = pr->active ? procs_comm_create(err, errlen) : comm_shm_create(r->shm, i, rc->algo);
-            if (!k->comm && pr->active)
-                return -1;
-        }
-        if (k->comm)
-            k->comm->abort = &r->abort; /* (the shm world's communicators have it already) */
-        /* --dp: rank i is stage i % S of replica i / S; its stage's copies
-         * (threads, or processes under mpirun) number their collectives
-         * apart from the world's (comm.h) */
-        if (dp > 1)
-            k->dp_comm = pr->active ? procs_group_comm_create(i % stages, i / stages, err, errlen)
-                                    : comm_shm_create(r->dp_shm[i % stages], i / stages, rc->algo);
-        if (k->dp_comm) {
-            comm_set_group(k->dp_comm, i % stages);
-            k->dp_comm->abort = &r->abort;
-        }
-        if (!k->comm || (dp > 1 && !k->dp_comm)) {
-            snprintf(err, errlen, "cannot create rank %d's communicator", i);
+        /* (else the rank's thread makes them: NCCL's and gloo's making is collective) */
+        if (k->local && !world_on_thread(&r->plan) &&
+            world_comms(&r->plan, i, &k->dev, &k->comm, &k->dp_comm, err, errlen) != 0)
             return -1;
-        }
     }
     if (pr->active && !(r->relay = relay_open(r, err, errlen)))
         return -1;
@@ -681,30 +531,29 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     return 0;
 }
 
+/* The collector's sink: every record into the metrics. */
+static void to_metrics_spans(void *ctx, struct rank *k, int ring, struct span *s, size_t n)
+{
+    metrics_add_spans(ctx, k->id, s, n);
+}
+
+static void to_metrics_steps(void *ctx, struct rank *k, struct step_rec *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        metrics_add_step(ctx, k->id, &s[i]);
+}
+
+static void to_metrics_epochs(void *ctx, struct rank *k, struct epoch_rec *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        metrics_add_epoch(ctx, k->id, &e[i]);
+}
+
 static void drain_rank(struct run *r, int i)
 {
     struct rank *k = &r->ranks[i];
-    struct step_rec steps[256];
-    struct span spans[512];
-    struct epoch_rec ep[8];
-    size_t ns;
-    /* step records first: the spans of every step we pop were pushed before it */
-    do {
-        ns = spsc_pop(&k->steps, steps, 256);
-        size_t n;
-        while ((n = spsc_pop(&k->spans_main, spans, 512)) > 0)
-            metrics_add_spans(&r->metrics, i, spans, n);
-        while ((n = spsc_pop(&k->spans_comm, spans, 512)) > 0)
-            metrics_add_spans(&r->metrics, i, spans, n);
-        while (r->on_gpu && (n = spsc_pop(&k->spans_gpu, spans, 512)) > 0)
-            metrics_add_spans(&r->metrics, i, spans, n);
-        for (size_t s = 0; s < ns; s++)
-            metrics_add_step(&r->metrics, i, &steps[s]);
-    } while (ns == 256);
-    size_t ne;
-    while ((ne = spsc_pop(&k->epochs, ep, 8)) > 0)
-        for (size_t e = 0; e < ne; e++)
-            metrics_add_epoch(&r->metrics, i, &ep[e]);
+    const struct drain_sink sink = {to_metrics_spans, to_metrics_steps, to_metrics_epochs, &r->metrics};
+    run_drain(k, r->on_gpu, &sink);
     r->metrics.r[i].dropped = spsc_dropped(&k->spans_main) + spsc_dropped(&k->spans_comm) +
                               (r->on_gpu ? spsc_dropped(&k->spans_gpu) : 0) + atomic_load(&k->remote_dropped);
 }
@@ -768,8 +617,10 @@ int run_poll(struct run *r)
         if (!atomic_load(&r->ranks[i].finished))
             running = 1;
         else if (r->ranks[i].rc != 0 && r->failed_rank < 0) {
-            r->failed_rank = i;
-            snprintf(r->err, sizeof(r->err), "rank %d failed: %s", i, r->ranks[i].err);
+            /* (named: the first to fail, whose peers' failures it caused) */
+            int f = atomic_load(&r->first_failed), j = f >= 0 && atomic_load(&r->ranks[f].finished) ? f : i;
+            r->failed_rank = j;
+            snprintf(r->err, sizeof(r->err), "rank %d failed: %s", j, r->ranks[j].err);
             run_request_stop(r); /* a rank that died without a word leaves its peers waiting */
         }
     }
@@ -883,11 +734,7 @@ void run_free(struct run *r)
         }
         free(r->ranks);
     }
-    shm_world_destroy(r->shm);
-    free(r->dp_nccl_id);
-    for (int s = 0; s < PIPE_MAX_STAGES; s++)
-        if (r->dp_shm[s])
-            shm_world_destroy(r->dp_shm[s]);
+    world_close(&r->plan);
     metrics_free(&r->metrics);
     pthread_mutex_destroy(&r->pause_mu);
     pthread_cond_destroy(&r->pause_cv);

@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "pipeline.h"
 #include "probe.h"
+#include "world.h"
 
 struct run;
 struct model;
@@ -78,27 +79,22 @@ struct run {
     long steps_per_epoch;
     long total_steps;
     struct rank *ranks;
-    struct shm_world *shm;
-    struct shm_world *dp_shm[PIPE_MAX_STAGES]; /* --dp: a world of each stage's copies */
+    struct world plan;   /* which process runs which rank on which device, and how they meet (world.h) */
     struct relay *relay; /* ranks are processes under mpirun (procs.h): their records' way to process 0; else NULL */
     int worker;          /* this process is not process 0: it reports nothing, and forwards its rank's records */
     int procs;           /* the ranks are processes (each rank's host and clock offset are set) */
     int on_gpu;          /* the device only enqueues work (CUDA) */
-    const struct gpu_module *gpu;                   /* GPU runs: the module's communicators and timelines; else NULL */
-    int ngpu;                                       /* GPU runs: the GPUs the ranks take in turn (--gpus, or all) */
-    int use_nccl;                                   /* GPU runs: NCCL, else ddptop's device ring */
-    unsigned char nccl_id[GPU_NCCL_ID_BYTES];       /* NCCL's unique id, shared by the rank threads */
-    unsigned char (*dp_nccl_id)[GPU_NCCL_ID_BYTES]; /* --dp on GPUs over NCCL: one a stage's copies */
-    int cupti;                                      /* CUPTI device timelines are being collected */
-    int cupti_sample;                               /* of every this many steps, CFG_CUPTI_WINDOW are traced */
-    int64_t cupti_gap_ns;                           /* ... and windows start at least this far apart */
-    _Atomic uint32_t cupti_next;                    /* the step the next window starts at (rank 0 sets it) */
-    char backend[64];                               /* the communication backend in use, for headers and reports */
-    char note[192];            /* one remark about this run's setup (shared GPUs, no CUPTI), or "" */
-    int64_t cupti_flushed_ns;  /* the collector's last CUPTI flush */
-    int64_t cupti_overhead_ns; /* CUPTI's buffer processing, over the run (set by run_join) */
-    uint64_t cupti_dropped;    /* device records lost */
-    _Atomic int abort;         /* stop now: Ctrl-C, a failed rank, the UI */
+    const struct gpu_module *gpu; /* GPU runs: the module's communicators and timelines; else NULL */
+    int cupti;                    /* CUPTI device timelines are being collected */
+    int cupti_sample;             /* of every this many steps, CFG_CUPTI_WINDOW are traced */
+    int64_t cupti_gap_ns;         /* ... and windows start at least this far apart */
+    _Atomic uint32_t cupti_next;  /* the step the next window starts at (rank 0 sets it) */
+    char backend[64];             /* the communication backend in use, for headers and reports */
+    char note[192];               /* one remark about this run's setup (shared GPUs, no CUPTI), or "" */
+    int64_t cupti_flushed_ns;     /* the collector's last CUPTI flush */
+    int64_t cupti_overhead_ns;    /* CUPTI's buffer processing, over the run (set by run_join) */
+    uint64_t cupti_dropped;       /* device records lost */
+    _Atomic int abort;            /* stop now: Ctrl-C, a failed rank, the UI */
     _Atomic int paused;
     _Atomic uint32_t pause_at; /* ranks stop before starting this step */
     pthread_mutex_t pause_mu;
@@ -106,8 +102,9 @@ struct run {
     int state; /* enum run_state, the collector's view */
     int64_t t_start_ns, t_end_ns;
     struct metrics metrics;
-    int failed_rank; /* -1 */
-    char err[320];   /* first failure, with the rank */
+    int failed_rank;          /* -1 */
+    _Atomic int first_failed; /* the rank of this process whose thread failed first (-1): its peers' failures follow */
+    char err[320];            /* first failure, with the rank */
     /* a run of one rank (no peer whose wait would time out): its step,
      * and when the collector last saw it change (run_poll) */
     uint32_t alone_step;
@@ -172,6 +169,21 @@ void run_request_stop(struct run *r);
 void run_set_paused(struct run *r, int paused);
 /* Pauses the ranks before step `at` (a worker, as process 0 decided). */
 void run_pause_at(struct run *r, uint32_t at);
+
+/* A rank's rings, as a drain names them. */
+enum rank_ring { RANK_RING_MAIN = 0, RANK_RING_COMM, RANK_RING_GPU, RANK_RINGS };
+/* Where a drain's records go: the collector's metrics, or (a worker
+ * under mpirun) the relay to process 0. */
+struct drain_sink {
+    void (*spans)(void *ctx, struct rank *k, int ring, struct span *s, size_t n); /* ring: enum rank_ring */
+    void (*steps)(void *ctx, struct rank *k, struct step_rec *s, size_t n);
+    void (*epochs)(void *ctx, struct rank *k, struct epoch_rec *e, size_t n);
+    void *ctx;
+};
+/* Pops every record of rank k's rings into sink, in the order the
+ * collector needs them: a step's spans before the step (the device ring
+ * only where gpu is set). */
+void run_drain(struct rank *k, int gpu, const struct drain_sink *sink);
 
 /* The rank thread's body (rank.c). */
 void *rank_main(void *arg);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "history.h"
+#include "procs.h"
 #include "stop.h"
 #include "tracing.h"
 
@@ -38,6 +39,7 @@ void session_init(struct session *s, const struct config *cfg, const struct data
     s->spare = &s->slots[1];
     s->joined = 1; /* no run yet: nothing to join */
     s->repeat = 1;
+    s->worker = procs_self()->active && procs_self()->rank > 0;
 }
 
 int session_start(struct session *s, const struct run_config *rc, char *err, size_t errlen)
@@ -46,7 +48,7 @@ int session_start(struct session *s, const struct run_config *rc, char *err, siz
         snprintf(err, errlen, "a run is still going");
         return -1;
     }
-    if (s->cfg->history[0] && !s->history &&
+    if (s->cfg->history[0] && !s->history && !s->worker &&
         !(s->history = history_open(s->cfg->history, s->cfg->history_every, err, errlen)))
         return -1;
     /* the rank threads inherit this mask: the signals stay the front end's */
@@ -56,12 +58,15 @@ int session_start(struct session *s, const struct run_config *rc, char *err, siz
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGHUP);
     sigaddset(&block, SIGWINCH);
+    /* (and the threads gloo starts for them: a write to a peer that closed
+     * its socket fails with EPIPE rather than ending the process) */
+    sigaddset(&block, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &block, &old);
     err[0] = 0;
     int rcode = run_start(s->spare, rc, s->train, s->test, s->dev, err, errlen);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     struct tracer *tr = NULL;
-    if (rcode == 0) {
+    if (rcode == 0 && !s->worker) {
         tr = tracer_open(s->cfg, s->spare, s->nresults, err, errlen);
         if (!tr && err[0])
             rcode = -1;
@@ -135,7 +140,7 @@ static void wrap_up(struct session *s)
             tell(s, 1, "%s", he);
         }
     }
-    if (keep_result(s) != 0)
+    if (!s->worker && keep_result(s) != 0)
         tell(s, 1, "out of memory keeping the run's result");
     if (s->run->state == RUN_FAILED)
         s->any_failed = 1; /* the front end says so: s->run->err */

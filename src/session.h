@@ -1,7 +1,8 @@
 /* session.h - one sequence of runs, driven alike by both front ends: the
  * headless loop (app/main.c) and the UI (ui/ui.c).
  *
- * A front end starts a run, then ticks the session at its own pace until
+ * A front end (or a worker process under mpirun, whose records go to
+ * process 0) starts a run, then ticks the session at its own pace until
  * the run is over, and may start the next (a sweep's next combination, or
  * the UI's `s`). The session owns everything between a configuration and a
  * result: the run's rank threads (started with the front end's signals
@@ -42,6 +43,7 @@ struct session {
     struct history *history; /* --history, opened with the first run */
     int history_told;
     int repeat; /* runs of one configuration in a row (--repeat, headless; 1): the history's run numbers */
+    int worker; /* a worker process under mpirun: process 0 keeps the trace, the history and the results */
     struct run_result *results;
     int nresults, cap_results;
     int any_failed;

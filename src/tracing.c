@@ -43,16 +43,6 @@ struct tracer {
     struct trace_export *x;
 };
 
-static const char *backend_name(int comm)
-{
-    return comm == COMM_NCCL ? "nccl" : comm == COMM_MPI ? "mpi" : "shm";
-}
-
-static const char *algo_name(int algo)
-{
-    return algo == ALGO_NAIVE ? "naive" : "ring";
-}
-
 static int64_t realtime_of(int64_t mono_ns)
 {
     struct timespec ts;
@@ -148,8 +138,8 @@ static void export_opts(struct trace_export_opts *o, const struct run *r, char (
     }
     o->world = r->world;
     o->step_to = -1;
-    o->backend = r->on_gpu ? r->backend : backend_name(r->cfg.comm);
-    o->algo = algo_name(r->cfg.algo);
+    o->backend = r->on_gpu ? r->backend : r->plan.name;
+    o->algo = r->plan.algo_name;
     o->device = devp;
     o->base_ns = r->t_start_ns;
     o->base_realtime_ns = realtime_of(r->t_start_ns);
@@ -460,7 +450,8 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
     res->cfg.strategy = -1;
     res->world = trace_world(d);
     snprintf(res->device, sizeof(res->device), "%s", d->nranks > 0 ? d->ranks[0].device : "");
-    if (!strcmp(d->backend, "shm") && d->algo[0]) /* the live name: shm/ring; a GPU's stands alone */
+    if ((!strcmp(d->backend, "shm") || !strcmp(d->backend, "gloo")) &&
+        d->algo[0]) /* the live name: shm/ring, gloo/ring; a GPU's stands alone */
         snprintf(res->backend, sizeof(res->backend), "%.23s/%.23s", d->backend, d->algo);
     else
         snprintf(res->backend, sizeof(res->backend), "%s", d->backend);
