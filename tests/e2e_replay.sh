@@ -146,6 +146,23 @@ if wait_for "│ +0 cuda:0 +[0-9]+\.[0-9]+ .*$PCT" 5; then pass "kineto: the ran
 if wait_for 'Timeline .*n/a for this trace kind' 5; then pass "kineto: the timeline says n/a"; else fail "kineto: no timeline note"; fi
 quit_and_check kineto
 
+# ---- 2b. a CPU job's Kineto trace on gloo: the panes give the report's figures ----
+# the fixture's rank 1 (its distributedInfo) of 2, its 2 profiler steps of
+# 0.100 ms, 57% compute, 30% comm, 13% idle (worked out by hand beside the
+# fixture, tests/test_pytorch_job.sh); no batch in the trace: n/a, not 0
+replay gloo "$FIXTURES/kineto_gloo_cpu.json"
+if wait_for 'REPLAY' 15; then pass "gloo: the UI opens"; else fail "gloo: the UI did not open"; fi
+if wait_for 'ranks +2 \(1 traced\)' 5; then pass "gloo: 2 ranks, 1 traced"; else fail "gloo: the header's ranks"; fi
+if wait_for 'samples/s n/a +ms/step 0\.10' 5; then pass "gloo: the header's ms/step, samples/s n/a"; else fail "gloo: the header's rate"; fi
+if wait_for '│ +1 cpu +0\.10 +n/a ' 5; then pass "gloo: the rank table names rank 1, 0.10 ms"; else fail "gloo: the rank row"; fi
+if wait_for '> 0 +n/a +2 +n/a +2 +0\.10 +n/a +n/a +n/a +57\.0 +30\.0 +13\.0 ' 5; then
+    pass "gloo: the runs pane: batch n/a, 2 steps, 0.10 ms, 57.0/30.0/13.0 as the report"
+else
+    fail "gloo: the runs pane's row"
+    tm capture-pane -p -t "$S" | grep -A2 'Runs' | head -4
+fi
+quit_and_check gloo
+
 # ---- 3. one rank's file of a run stopped half way ----------------------------------
 # the header keeps the run's ranks and planned steps, the runs pane its state
 (cd "$T" && exec "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 100000 \

@@ -216,8 +216,12 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
         else
             snprintf(bot[nb++].value, sizeof(bot[0].value), "no step for %s", b);
     } else if (s->rate_valid) {
-        bot[nb] = (struct kv){"samples/s", "", TH_VALUE, 0};
-        fmt_si(bot[nb++].value, sizeof(bot[0].value), s->samples_s);
+        bot[nb] = (struct kv){"samples/s", "n/a", TH_DIM, 0};
+        if (!s->samples_na) {
+            bot[nb].el = TH_VALUE;
+            fmt_si(bot[nb].value, sizeof(bot[0].value), s->samples_s);
+        }
+        nb++;
         bot[nb] = (struct kv){"ms/step", "", TH_VALUE, 2};
         snprintf(bot[nb++].value, sizeof(bot[0].value), "%.2f", s->ms_step);
     } else {

@@ -122,13 +122,13 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
             case C_RANK:
                 /* the rank whose failure stopped the run: marked, in the failure's colour */
                 if (i == s->failed_rank && s->state == RUN_FAILED) {
-                    snprintf(b, sizeof(b), "!%d", i);
+                    snprintf(b, sizeof(b), "!%d", r->id);
                     draw_textf(w, y, x, room, TH_FAILED, "%*s", cw, b);
                 } else if (r->straggler) { /* --follow: the slow rank of its cycle */
-                    snprintf(b, sizeof(b), "*%d", i);
+                    snprintf(b, sizeof(b), "*%d", r->id);
                     draw_textf(w, y, x, room, TH_ERROR, "%*s", cw, b);
                 } else
-                    draw_textf(w, y, x, room, TH_VALUE, "%*d", cw, i);
+                    draw_textf(w, y, x, room, TH_VALUE, "%*d", cw, r->id);
                 break;
             case C_DEVICE:
                 draw_textf(w, y, x, room, TH_NORMAL, "%-*.*s", cw, cw, r->valid ? r->device : s->device);

@@ -22,6 +22,8 @@ struct row {
     long steps;
     double ms, sps, comp, comm, idle, acc;
     int rate_valid, acc_valid;
+    int sps_valid;   /* samples/s known (a trace may lack its batch) */
+    int split_valid; /* the time split known (some rank's) */
     int state;
 };
 
@@ -36,6 +38,8 @@ static void row_of_result(struct row *r, const struct run_result *res)
     r->ms = res->ms_mean;
     r->sps = res->samples_per_s;
     r->rate_valid = res->steps > 0 && res->ms_mean > 0;
+    r->sps_valid = r->rate_valid && res->samples_valid;
+    r->split_valid = res->nranks > 0 && res->b.wall_ns > 0;
     r->comp = res->compute_pct;
     r->comm = res->comm_pct;
     r->idle = res->idle_pct;
@@ -56,6 +60,7 @@ static void row_of_snap(struct row *r, const struct snap *s)
     r->ms = s->ms_step;
     r->sps = s->samples_s;
     r->rate_valid = s->rate_valid;
+    r->sps_valid = s->rate_valid && !s->samples_na;
     double pct[3][SCALING_MAX_RANKS];
     int64_t wall[SCALING_MAX_RANKS];
     int n = 0;
@@ -69,6 +74,7 @@ static void row_of_snap(struct row *r, const struct snap *s)
     r->comp = scaling_ranks_pct(pct[0], wall, n);
     r->comm = scaling_ranks_pct(pct[1], wall, n);
     r->idle = scaling_ranks_pct(pct[2], wall, n);
+    r->split_valid = n > 0;
     r->acc = s->test_acc;
     r->acc_valid = s->test_valid;
     r->state = s->state;
@@ -187,8 +193,11 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
             case C_RANKS:
                 snprintf(b, sizeof(b), "%d", r.ranks);
                 break;
-            case C_BATCH:
-                snprintf(b, sizeof(b), "%d", r.batch);
+            case C_BATCH: /* (a trace may not say it) */
+                if (r.batch > 0)
+                    snprintf(b, sizeof(b), "%d", r.batch);
+                else
+                    snprintf(b, sizeof(b), "n/a");
                 break;
             case C_SPEEDUP:
             case C_EFF: {
@@ -212,7 +221,7 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
                     snprintf(b, sizeof(b), "n/a");
                 break;
             case C_SPS:
-                if (r.rate_valid)
+                if (r.sps_valid)
                     fmt_si(b, sizeof(b), r.sps);
                 else
                     snprintf(b, sizeof(b), "n/a");
@@ -220,7 +229,10 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
             case C_COMP:
             case C_COMM:
             case C_IDLE:
-                snprintf(b, sizeof(b), "%.1f", c == C_COMP ? r.comp : c == C_COMM ? r.comm : r.idle);
+                if (r.split_valid)
+                    snprintf(b, sizeof(b), "%.1f", c == C_COMP ? r.comp : c == C_COMM ? r.comm : r.idle);
+                else
+                    snprintf(b, sizeof(b), "n/a");
                 break;
             case C_ACC:
                 if (r.acc_valid)

@@ -31,6 +31,7 @@ static int snap_alloc(struct snap *s, int world)
         return -1;
     }
     for (int i = 0; i < world; i++) {
+        s->ranks[i].id = i;
         s->ranks[i].hist = malloc(sizeof(struct span) * METRICS_HISTORY);
         if (!s->ranks[i].hist) {
             snap_free(s);
@@ -263,6 +264,7 @@ static void update_stall(struct snap *s, const struct run *r, int64_t now_ns)
 static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
 {
     snprintf(sr->device, sizeof(sr->device), "%s", rr->device);
+    sr->id = rr->rank;
     sr->steps = rr->steps;
     sr->valid = rr->steps > 0;
     sr->ms_step = rr->ms_mean;
@@ -522,7 +524,7 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     int replicas = res->cfg.parallel != PAR_DATA ? (res->cfg.dp > 1 ? res->cfg.dp : 1) : res->world;
     s->local_batch = replicas > 0 ? s->global_batch / replicas : 0;
 
-    double slowest = 0, wall_s = 0;
+    double wall_s = 0;
     int any = 0;
     for (int i = 0; i < res->nranks; i++) {
         const struct rank_result *q = &res->ranks[i];
@@ -533,23 +535,23 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
         sr->samples_na = !q->samples_valid;
         if (q->steps > s->steps_done)
             s->steps_done = q->steps;
-        if (sr->valid) {
-            any = 1;
-            if (q->ms_mean > slowest)
-                slowest = q->ms_mean;
-        }
+        any |= sr->valid;
         if ((double)q->b.wall_ns / 1e9 > wall_s)
             wall_s = (double)q->b.wall_ns / 1e9;
         if (rp->has_metrics && i < rp->metrics.world)
             copy_history(sr, &rp->metrics.r[i]);
     }
+    /* the run's figures as its report gives them (the mean step, each at
+     * its slowest rank; samples/s at the median step), not worked out
+     * again here; steps: the fewest any rank closed */
+    if (res->nranks > 0)
+        s->steps_done = res->steps;
     s->total_steps = res->replay.total_steps > s->steps_done ? res->replay.total_steps : s->steps_done;
     s->elapsed_s = wall_s;
-    s->ms_step = slowest;
-    s->rate_valid = any && slowest > 0;
-    s->samples_s = s->rate_valid && s->global_batch > 0 ? s->global_batch / (slowest / 1e3) : 0;
-    if (s->rate_valid && !s->global_batch)
-        s->rate_valid = 0;
+    s->rate_valid = any && res->ms_valid && res->ms_mean > 0;
+    s->ms_step = s->rate_valid ? res->ms_mean : 0;
+    s->samples_na = !(s->rate_valid && res->samples_valid && s->global_batch > 0);
+    s->samples_s = s->samples_na ? 0 : res->samples_per_s;
     s->epochs = 1;
 
     if (rp->has_metrics) {

@@ -50,6 +50,7 @@ struct snap_sample {
 };
 
 struct snap_rank {
+    int id; /* the rank's number: its index, or the one a replayed trace gives it */
     char device[64];
     long steps;
     int valid;            /* has reported a step */
@@ -113,7 +114,8 @@ struct snap {
     int eta_valid;
     double ms_step, samples_s; /* the run's: slowest rank's recent step */
     int rate_valid;
-    double loss; /* running training loss */
+    int samples_na; /* ms_step known, samples/s not (a trace without its batch) */
+    double loss;    /* running training loss */
     int loss_valid;
     double test_acc; /* last epoch's, % */
     int test_valid;

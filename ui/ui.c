@@ -265,7 +265,7 @@ static void refresh_scaling(struct ui *u)
         live.cfg = u->s.rc;
         live.world = u->snap.world;
         live.global_batch = u->snap.global_batch;
-        live.samples_per_s = u->snap.rate_valid ? u->snap.samples_s : 0;
+        live.samples_per_s = u->snap.rate_valid && !u->snap.samples_na ? u->snap.samples_s : 0;
         /* (what the note on an efficiency above 100% weighs) */
         live.steps = (long)u->snap.steps_done;
         live.threads_per_rank = u->s.rc.threads_per_rank;
