@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "half.h"
-#include "strategy.h"
+#include "sync.h"
 
 const char *parallel_name(int kind)
 {
@@ -30,7 +30,7 @@ const char *train_mode_label(const struct run_config *c, char *buf, size_t n)
         snprintf(buf, n, "pipe-%s/%d%s", schedule_name(c->schedule), c->micro_batches, dp);
     else if (c->parallel == PAR_MODEL)
         snprintf(buf, n, "model%s", dp);
-    else if (c->strategy < 0 || c->strategy >= STRAT_COUNT)
+    else if (!sync_ops_of(c->strategy))
         snprintf(buf, n, "n/a");
     else if (c->grad_compress == W16_FP16 || c->grad_compress == W16_BF16) /* "ddp+bf16", as the report says it */
         snprintf(buf, n, "%s+%s", strategy_name(c->strategy), w16_name(c->grad_compress));

@@ -23,8 +23,7 @@
 #include "pipeline.h"
 #include "run.h"
 #include "kernels_ref.h"
-#include "horovod.h"
-#include "strategy.h"
+#include "sync.h"
 #include "zoo.h"
 
 struct loop {
@@ -47,14 +46,12 @@ struct loop {
     /* the strategy's view of the flat buffers */
     struct grad_tensor *gt;
     struct grad_layout gl;
-    float *gs_scratch;    /* gather-scatter: world x trainable floats on rank 0 */
-    uint16_t *half;       /* allreduce with --grad-compress: [largest tensor] */
-    struct grad_wire w16; /* --grad-compress's format, and where it casts */
-    struct ddp_engine *ddp;
-    struct hvd_engine *hvd;
-    struct device lane_dev; /* the rank's device for ddp's comm lane and horovod's thread */
-    int schedstat_fd;       /* /proc/thread-self/schedstat, or -1 */
-    int64_t run_delay;      /* its run delay at the last step's end, or -1 */
+    struct grad_wire w16;        /* --grad-compress's format, and where it casts */
+    const struct sync_ops *sync; /* the strategy this run of `world` ranks trains with (sync.h) */
+    struct sync_engine *engine;  /* its state, or NULL */
+    struct device lane_dev;      /* the rank's device for ddp's comm lane and horovod's thread */
+    int schedstat_fd;            /* /proc/thread-self/schedstat, or -1 */
+    int64_t run_delay;           /* its run delay at the last step's end, or -1 */
     /* dp (DataParallel): rank 0 holds the whole batch and computes the loss;
      * _d buffers are in the model's memory (the device's), the others on the host */
     float *dp_x, *dp_xd;            /* rank 0: [global, c, h, w] (dp_x pinned) */
@@ -170,21 +167,12 @@ static int dev_failed(struct rank *rk)
     return fail(rk, rk->dev.err);
 }
 
-static void on_grad_ready(void *ctx, int p)
-{
-    ddp_grad_ready(ctx, p);
-}
-
-static void on_grad_ready_hvd(void *ctx, int p)
-{
-    hvd_grad_ready(ctx, p);
-}
-
 /* gather-scatter's rank-ordered average where the gradients are: a kernel
  * on the comm stream, between the gather and the broadcast. */
 static int gs_average_on_device(void *ctx, float *dst, const float *slices, int world, size_t n)
 {
-    struct rank *rk = ctx;
+    struct loop *L = ctx;
+    struct rank *rk = L->rk;
     struct device *d = &rk->dev;
     if (d->ops->average_slices(d, dst, slices, world, n, STREAM_COMM) != 0) {
         snprintf(rk->comm->err, sizeof(rk->comm->err), "%s", d->err);
@@ -193,25 +181,11 @@ static int gs_average_on_device(void *ctx, float *dst, const float *slices, int 
     return 0;
 }
 
-/* Synchronises gradients after backward (every strategy but dp). */
+/* Synchronises gradients after backward (every strategy but dp; one
+ * rank's, single's, has nothing to synchronise). */
 static int sync_grads(struct loop *L)
 {
-    struct comm *c = L->rk->comm;
-    if (L->run->world == 1)
-        return 0; /* one rank: nothing to synchronise, whatever the strategy */
-    switch (L->cfg->strategy) {
-    case STRAT_ALLREDUCE:
-        return sync_allreduce(c, &L->gl, L->half, &L->w16);
-    case STRAT_GATHER_SCATTER:
-        return sync_gather_scatter(c, &L->gl, L->gs_scratch,
-                                   L->rk->dev.ops->average_slices ? gs_average_on_device : NULL, L->rk);
-    case STRAT_DDP:
-        return ddp_finish(L->ddp, &L->rk->spans_main);
-    case STRAT_HOROVOD:
-        return hvd_finish(L->hvd, &L->rk->spans_main);
-    default:
-        return 0;
-    }
+    return L->sync->finish ? L->sync->finish(L->engine, &L->rk->spans_main) : 0;
 }
 
 /* Waits at a step boundary while the run is paused at or before `step`. */
@@ -522,20 +496,17 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
 {
     struct rank *rk = L->rk;
     struct model *m = L->m;
-    if (L->ddp)
-        ddp_begin(L->ddp);
-    if (L->hvd)
-        hvd_begin(L->hvd);
+    if (L->sync->begin)
+        L->sync->begin(L->engine);
     nvtx_push("backward");
     if (phase_push(L, CAT_BACKWARD) != 0)
         return dev_failed(rk);
-    void (*ready)(void *, int) = L->ddp ? on_grad_ready : L->hvd ? on_grad_ready_hvd : NULL;
     /* the loss scaled (by 1 without a scaler): every gradient is scaled
      * alike, exactly, being scaled by a power of 2; an overflow fault
      * scales it by infinity, as an fp16 overflow would leave it */
     L->used_scale = L->scale;
     float gs = L->overflow ? INFINITY : L->scale;
-    int rc = model_backward(m, gs / (float)L->run->local_batch, ready, L->ddp ? (void *)L->ddp : (void *)L->hvd);
+    int rc = model_backward(m, gs / (float)L->run->local_batch, L->sync->grad_ready, L->engine);
     int prc = phase_pop(L, CAT_BACKWARD);
     straggle(L, t2);
     nvtx_pop();
@@ -547,9 +518,10 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
     rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t2, t3);
 
     nvtx_push("gradient sync");
-    /* the comm stream waits for backward's kernels (ddp's buckets wait for
-     * their own points of backward through the engine's hooks) */
-    if (L->run->world > 1 && !L->ddp && !L->hvd && comm_after_compute(L) != 0) {
+    /* the comm stream waits for backward's kernels (ddp's buckets and
+     * horovod's thread wait for their own points of backward through the
+     * engine's hooks) */
+    if (L->sync->finish && !(L->sync->flags & SYNC_OVERLAPS) && comm_after_compute(L) != 0) {
         nvtx_pop();
         return -1;
     }
@@ -557,13 +529,13 @@ static int backward_and_update(struct loop *L, uint32_t step, int64_t t2, int64_
     nvtx_pop();
     if (rc != 0) {
         char what[64];
-        snprintf(what, sizeof(what), "gradient synchronisation (%s)", strategy_name(L->cfg->strategy));
+        snprintf(what, sizeof(what), "gradient synchronisation (%s)", L->sync->name);
         return comm_failed(rk, rc, what);
     }
     /* the optimizer's kernels wait for what the sync left queued on the comm
      * stream: 16-bit gradients' casts back, a device average (a collective
      * itself returns once done) */
-    if (L->run->world > 1 && L->async &&
+    if (L->sync->finish && L->async &&
         (rk->dev.ops->record_event(&rk->dev, EV_COMM_DONE, STREAM_COMM) != 0 ||
          rk->dev.ops->wait_event(&rk->dev, EV_COMM_DONE, STREAM_COMPUTE) != 0))
         return dev_failed(rk);
@@ -693,7 +665,7 @@ static int train_step_async(struct loop *L, int i, int epoch)
     return push_step(L, step, epoch, t0, loss, correct);
 }
 
-/* DDP's stream hooks (strategy.h). lane_init and before run on the comm
+/* The strategies' stream hooks (struct sync_device, sync.h). lane_init and before run on the comm
  * lane, through the lane's own handle on the device (its messages must not
  * race the main thread's), and leave a failure in the communicator. */
 static int lane_failed(struct loop *L, int rc)
@@ -721,23 +693,6 @@ static int hook_before(void *ctx, int bucket)
     struct loop *L = ctx;
     struct device *d = &L->lane_dev;
     return lane_failed(L, d->ops->wait_event(d, EV_BUCKET0 + bucket % DEV_BUCKET_EVENTS, STREAM_COMM));
-}
-
-/* Horovod's background thread on the device (struct hvd_device): backward
- * marks the compute stream with bucket 0's event (Horovod and DDP never
- * share a run); the thread works on the comm stream through lane_dev. */
-static int hvd_ready(void *ctx)
-{
-    struct loop *L = ctx;
-    int rc = hook_ready(ctx, 0);
-    if (rc != 0)
-        snprintf(L->rk->comm->err, sizeof(L->rk->comm->err), "%s", L->rk->dev.err);
-    return rc;
-}
-
-static int hvd_before(void *ctx)
-{
-    return hook_before(ctx, 0);
 }
 
 static void *lane_alloc(void *ctx, size_t bytes)
@@ -772,13 +727,13 @@ static int wire_from_16(void *ctx, float *dst, const uint16_t *src, size_t n, in
     return lane_failed(L, d->ops->from_16(d, dst, src, n, fmt == W16_BF16, STREAM_COMM));
 }
 
-static int hvd_copy(void *ctx, void *dst, const void *src, size_t bytes)
+static int lane_copy(void *ctx, void *dst, const void *src, size_t bytes)
 {
     struct loop *L = ctx;
     return lane_failed(L, L->lane_dev.ops->copy(&L->lane_dev, dst, src, bytes, STREAM_COMM));
 }
 
-static int hvd_settle(void *ctx)
+static int lane_settle(void *ctx)
 {
     struct loop *L = ctx;
     return lane_failed(L, L->lane_dev.ops->sync(&L->lane_dev, STREAM_COMM));
@@ -1133,7 +1088,7 @@ static int train_step(struct loop *L, int i, int epoch)
     uint32_t step = atomic_load_explicit(&rk->step, memory_order_relaxed);
     if (L->cfg->parallel != PAR_DATA)
         return pipe_step(L, i, epoch);
-    if (L->cfg->strategy == STRAT_DP && run->world > 1)
+    if (L->sync->flags & SYNC_ROOT_STEPS)
         return dp_step(L, i, epoch);
     if (L->async)
         return train_step_async(L, i, epoch);
@@ -1351,7 +1306,8 @@ static int loop_init(struct loop *L, struct rank *rk)
     if (sgd_init_model(&L->opt, L->m, lr, cfg->momentum, cfg->weight_decay, cfg->warmup_steps) != 0)
         return fail(rk, "out of memory for the optimizer");
     sgd_set_decay(&L->opt, cfg->lr_cosine ? run->total_steps : 0);
-    int dp = cfg->strategy == STRAT_DP && run->world > 1;
+    L->sync = sync_ops_at(cfg->strategy, run->world);
+    int dp = (L->sync->flags & SYNC_ROOT_STEPS) != 0;
     /* dp: rank 0 alone samples, the whole batch at a time; the stages of
      * a replica all sample its batch (the first uses its inputs, the last
      * its labels), each replica (--dp) from its own shard */
@@ -1396,42 +1352,26 @@ static int loop_init(struct loop *L, struct rank *rk)
     L->w16 = (struct grad_wire){.fmt = cfg->grad_compress};
     if (L->async && cfg->grad_compress && rk->dev.ops->to_16)
         L->w16 = (struct grad_wire){cfg->grad_compress, wire_to_16, wire_from_16, lane_alloc, lane_release, L};
-    switch (run->world > 1 ? cfg->strategy : STRAT_SINGLE) {
-    case STRAT_GATHER_SCATTER:
-        if (rk->id == 0 &&
-            !(L->gs_scratch = rk->dev.ops->alloc(&rk->dev, sizeof(float) * m->nfloats * (size_t)run->world)))
-            return fail(rk, "out of memory for the gather buffer");
-        break;
-    case STRAT_DDP: {
-        /* PyTorch's first bucket is 1 MB; a smaller cap applies to it too */
-        size_t cap = (size_t)(cfg->bucket_mb * 1024 * 1024);
-        L->ddp = ddp_create(rk->comm, &L->gl, cap, cap < 1024 * 1024 ? cap : 1024 * 1024, cfg->overlap, &L->w16,
-                            &rk->spans_comm, &rk->spans_main, &rk->step);
-        if (!L->ddp)
-            return fail(rk, "cannot create the DDP buckets");
-        if (L->async)
-            ddp_set_hooks(L->ddp, &(struct ddp_hooks){hook_lane_init, hook_ready, hook_before, L});
-        break;
+    if (L->sync->create) {
+        /* the device's stream hooks: ddp's comm lane and horovod's thread
+         * work through lane_dev */
+        const struct sync_device dev = {hook_lane_init, hook_ready, hook_before, lane_copy, lane_settle};
+        struct sync_args a = {.comm = rk->comm,
+                              .g = &L->gl,
+                              .p = run_sync_params(cfg),
+                              .w16 = &L->w16,
+                              .dev = L->async ? &dev : NULL,
+                              .alloc = lane_alloc,
+                              .release = lane_release,
+                              .average = rk->dev.ops->average_slices ? gs_average_on_device : NULL,
+                              .ctx = L,
+                              .lane_ring = &rk->spans_comm,
+                              .main_ring = &rk->spans_main,
+                              .step = &rk->step};
+        if (!(L->engine = L->sync->create(&a, err, sizeof(err))))
+            return fail(rk, err);
     }
-    case STRAT_HOROVOD:
-        L->hvd = hvd_create(rk->comm, &L->gl, (size_t)(cfg->fusion_mb * 1024 * 1024), cfg->cycle_ms, &L->w16,
-                            L->async ? &(struct hvd_device){hook_lane_init, hvd_ready, hvd_before, lane_alloc,
-                                                            lane_release, hvd_copy, hvd_settle, L}
-                                     : NULL,
-                            &rk->spans_comm, &rk->step);
-        if (!L->hvd)
-            return fail(rk, "cannot start the horovod background thread");
-        break;
-    case STRAT_ALLREDUCE:
-        if (cfg->grad_compress) {
-            size_t mx = 1;
-            for (int p = 0; p < m->nparams; p++)
-                mx = m->params[p].len > mx ? m->params[p].len : mx;
-            if (!(L->half = grad_wire_alloc(&L->w16, mx)))
-                return fail(rk, "out of memory for the 16-bit gradient buffer");
-        }
-        break;
-    case STRAT_DP: {
+    if (dp) {
         struct device *d = &rk->dev;
         L->dp_ylocal = malloc(sizeof(float) * (size_t)B);
         L->dp_ylocal_d = d->ops->alloc(d, sizeof(float) * (size_t)B);
@@ -1454,10 +1394,6 @@ static int loop_init(struct loop *L, struct rank *rk)
                 !L->dp_logits_h || !L->dp_probs || !L->dp_dlogits || !L->dp_dlogits_d)
                 return fail(rk, "out of memory for DataParallel buffers");
         }
-        break;
-    }
-    default:
-        break;
     }
     return 0;
 }
@@ -1481,14 +1417,12 @@ static void loop_free(struct loop *L)
     free(L->hash_buf);
     sgd_free(&L->opt);
     sampler_free(&L->smp);
-    ddp_destroy(L->ddp);
-    hvd_destroy(L->hvd);
+    if (L->sync && L->sync->destroy)
+        L->sync->destroy(L->engine);
     free(L->gt);
-    grad_wire_release(&L->w16, L->half);
     if (L->async && d->impl)
         d->ops->sync(d, STREAM_COMM); /* dp's copies into the device run on the comm stream */
-    float *dev_bufs[] = {L->dp_xd,        L->dp_yfd,  L->dp_ylocal_d, L->dp_logits,
-                         L->dp_dlogits_d, L->dp_dout, L->gs_scratch,  L->bn_flat};
+    float *dev_bufs[] = {L->dp_xd, L->dp_yfd, L->dp_ylocal_d, L->dp_logits, L->dp_dlogits_d, L->dp_dout, L->bn_flat};
     for (size_t k = 0; k < sizeof(dev_bufs) / sizeof(dev_bufs[0]); k++)
         if (dev_bufs[k])
             d->ops->free(d, dev_bufs[k]);

@@ -20,7 +20,7 @@
 #include "pipeline.h"
 #include "predict.h"
 #include "run.h"
-#include "strategy.h"
+#include "sync.h"
 
 static void pcts(const struct breakdown *b, double *compute, double *comm, double *data, double *idle, double *overlap)
 {
@@ -117,8 +117,9 @@ static void predict_scaling(struct run_result *res, struct run *r)
         predict_stages(res, r, m);
         return;
     }
-    if (c->strategy == STRAT_SINGLE) {
-        snprintf(res->spred_note, sizeof(res->spred_note), "--predict: single runs one rank whatever the ranks");
+    if (sync_has(c->strategy, SYNC_ONE_RANK)) {
+        snprintf(res->spred_note, sizeof(res->spred_note), "--predict: %s runs one rank whatever the ranks",
+                 strategy_name(c->strategy));
         return;
     }
     if (r->on_gpu || res->ms_p50 <= 0 || res->steps < 2) {
@@ -153,7 +154,6 @@ static void predict_scaling(struct run_result *res, struct run *r)
     in.n = n;
     in.t = t;
     in.ready_ms = ready;
-    in.cycle_ms = c->cycle_ms;
     in.input_bytes = sizeof(float) * (double)m->tensors[m->input].per_sample * r->local_batch;
     in.output_bytes = sizeof(float) * (double)m->classes * r->local_batch;
     in.grad_bytes = r->wire_scaled ? sizeof(uint16_t) : sizeof(float);
@@ -188,7 +188,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
                 *slot[q] = &rooted[q];
             }
         } else {
-            int rooted_only = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
+            int rooted_only = sync_has(c->strategy, SYNC_ROOTED);
             if (cost_model_lookup(path, fit_backend(r), algo, k, COLL_ALLREDUCE, &f) == 0)
                 link = predict_link_of(&f);
             else if (!rooted_only)
@@ -199,8 +199,8 @@ static void predict_scaling(struct run_result *res, struct run *r)
                     *slot[q] = &rooted[q];
                 }
         }
-        size_t cap = (size_t)((c->strategy == STRAT_HOROVOD ? c->fusion_mb : c->bucket_mb) * 1024 * 1024);
-        double step = predict_step(&in, c->strategy, &link, cap, c->overlap, &sp->comm_ms, &sp->exposed_ms);
+        struct sync_params sync = run_sync_params(c);
+        double step = predict_step(&in, c->strategy, &link, &sync, &sp->comm_ms, &sp->exposed_ms);
         if (step <= 0)
             continue;
         sp->valid = 1;
@@ -600,7 +600,7 @@ static int find_one_rank(const struct run_result *res, int n, const struct run_r
             continue;
         /* the same way of training first (a pipeline's 1-rank run is one
          * stage of the same micro-batches), then the same strategy, then single */
-        int rank = c->cfg.strategy == r->cfg.strategy ? 3 : c->cfg.strategy == STRAT_SINGLE ? 2 : 1;
+        int rank = c->cfg.strategy == r->cfg.strategy ? 3 : sync_has(c->cfg.strategy, SYNC_ONE_RANK) ? 2 : 1;
         if (c->cfg.parallel == r->cfg.parallel)
             rank += c->cfg.parallel != PAR_PIPELINE || c->cfg.micro_batches == r->cfg.micro_batches ? 20 : 10;
         if (rank > best_rank) {
@@ -617,7 +617,7 @@ static int pick_base(const struct run_result *res, int n, int i, int baseline)
     switch (baseline) {
     case BASELINE_SINGLE:
         for (int j = 0; j < n; j++)
-            if (res[j].cfg.strategy == STRAT_SINGLE && !strcmp(res[j].cfg.model, r->cfg.model) &&
+            if (sync_has(res[j].cfg.strategy, SYNC_ONE_RANK) && !strcmp(res[j].cfg.model, r->cfg.model) &&
                 res[j].global_batch == r->global_batch && res[j].samples_per_s_p50 > 0)
                 return j;
         return -1;
@@ -719,10 +719,10 @@ static const char *threshold_str(char *buf, size_t n, const struct run_result *r
  * layers split into stages. */
 static const char *strat_label(const struct run_result *r)
 {
-    static char buf[STRAT_COUNT][3][32], staged[32];
+    static char buf[SYNC_KINDS][3][32], staged[32];
     if (r->cfg.parallel != PAR_DATA)
         return train_mode_label(&r->cfg, staged, sizeof(staged));
-    if (r->cfg.strategy < 0 || r->cfg.strategy >= STRAT_COUNT)
+    if (!sync_ops_of(r->cfg.strategy))
         return "n/a";
     int k = r->cfg.strategy, h = r->compress_valid ? r->cfg.grad_compress : 0;
     h = h >= 0 && h <= 2 ? h : 0;
@@ -750,7 +750,7 @@ static const char *strat_name(const struct run_result *r)
 {
     if (r->cfg.parallel != PAR_DATA)
         return parallel_name(r->cfg.parallel);
-    return r->cfg.strategy >= 0 && r->cfg.strategy < STRAT_COUNT ? strategy_name(r->cfg.strategy) : NULL;
+    return sync_ops_of(r->cfg.strategy) ? strategy_name(r->cfg.strategy) : NULL;
 }
 
 static const char *or_na(const char *s)
