@@ -161,9 +161,10 @@ static void predict_scaling(struct run_result *res, struct run *r)
     cost_model_path(path, sizeof(path));
     if (r->wire_scaled)
         snprintf(wire, sizeof(wire), "; %s gradients", w16_name(r->wire_scaled));
+    int through_root = sync_has(c->strategy, SYNC_ROOTED);
     if (c->link_bw > 0)
-        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: ring allreduce%s",
-                 c->link_bw / 1e9, c->link_lat * 1e6, wire);
+        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: %s%s", c->link_bw / 1e9,
+                 c->link_lat * 1e6, through_root ? "the root's messages one after another" : "ring allreduce", wire);
     else
         snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's fits (shm, %s)%s",
                  c->algo == ALGO_RING ? "ring" : "naive", wire);
@@ -188,10 +189,9 @@ static void predict_scaling(struct run_result *res, struct run *r)
                 *slot[q] = &rooted[q];
             }
         } else {
-            int rooted_only = sync_has(c->strategy, SYNC_ROOTED);
             if (cost_model_lookup(path, fit_backend(r), algo, k, COLL_ALLREDUCE, &f) == 0)
                 link = predict_link_of(&f);
-            else if (!rooted_only)
+            else if (!through_root)
                 continue; /* no cost for this rank count: n/a */
             for (int q = 0; q < 4; q++)
                 if (cost_model_lookup(path, fit_backend(r), algo, k, kinds[q], &f) == 0) {
@@ -1061,7 +1061,9 @@ static void write_run_tables(FILE *f, const struct run_result *res, int n, int m
     }
 }
 
-static void write_text(FILE *f, const struct run_result *res, int n, int md)
+/* The trace each replayed run came from, above the tables. Returns the
+ * number of replayed runs. */
+static int write_replay_sources(FILE *f, const struct run_result *res, int n, int md)
 {
     int replays = 0;
     for (int i = 0; i < n; i++)
@@ -1071,7 +1073,12 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     src->format, trace_state(src));
             replays++;
         }
-    write_run_tables(f, res, n, md);
+    return replays;
+}
+
+/* The per-rank table: a row for each rank of each run. */
+static void write_rank_table(FILE *f, const struct run_result *res, int n, int md)
+{
     fprintf(f,
             md ? "\nPer rank:\n\n| run | strategy | rank | device | ms/step | p50 | p90 | samples/s | compute %% | "
                  "comm %% | coll %% | data %% | idle %% | overlap %% | desched %% | sent | received | busbw GB/s | "
@@ -1117,8 +1124,11 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                     i, strat_label(&res[i]), q->rank, q->device, ms[0], ms[1], ms[2], sps, q->compute_pct, q->comm_pct,
                     q->coll_pct, q->data_pct, q->idle_pct, q->overlap_pct, ds, tx, rx, bw, ab, ce, me, xf, sy, mp);
         }
-    if (replays)
-        write_trace_table(f, res, n, md);
+}
+
+/* What the columns mean. */
+static void write_legend(FILE *f)
+{
     fprintf(f, "\nEvery figure covers the same steps: all but the first (it builds kernels and warms caches).\n"
                "ms/step: the mean step, each step at its slowest rank; p50, p90: its median and 90th percentile\n"
                "(numpy's linear definition). samples/s: the global batch over the median step (p50), the figure\n"
@@ -1134,136 +1144,174 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
                "epoch, in seconds (a run's: the mean of its ranks'). mem peak: the most device memory the rank held\n"
                "(its model's weights, gradients and activations, its optimizer's state, its batch and communication\n"
                "buffers).\n\n");
+}
+
+/* Each run's model: its parameters and forward FLOPs. */
+static void write_params(FILE *f, const struct run_result *res, int n, int md)
+{
     for (int i = 0; i < n; i++)
         if (res[i].params_valid)
             fprintf(f, "%srun %d: %s, %zu parameters, %zu trainable; %.3f GFLOP forward per sample\n", md ? "- " : "",
                     i, res[i].cfg.model, res[i].params_total, res[i].params_trainable,
                     (double)res[i].flops_per_sample / 1e9); /* (markdown: a list, not one paragraph) */
+}
+
+/* Run i's remarks on how it went and on its figures: its error, its
+ * setup note, the spread of --repeat, noisy steps, an efficiency above
+ * 100%, a rough fit, a loss above chance, the learning rate, evaluation. */
+static void write_run_remarks(FILE *f, const struct run_result *res, int i)
+{
+    const struct run_result *r = &res[i];
+    char lrbuf[32];
+    if (r->error[0])
+        fprintf(f, "\nrun %d (%s %s): %s\n", i, r->cfg.model, strat_label(r), r->error);
+    if (r->note[0])
+        fprintf(f, "\nrun %d (%s): %s\n", i, r->backend, r->note);
+    if (r->repeats > 1)
+        fprintf(f, "\nrun %d: the median of %d runs; samples/s (median steps) from %.0f to %.0f (spread %.1f%%)\n", i,
+                r->repeats, r->repeat_sps_min, r->repeat_sps_max,
+                r->samples_per_s_p50 > 0 ? 100.0 * (r->repeat_sps_max - r->repeat_sps_min) / r->samples_per_s_p50
+                                         : 0.0);
+    if (r->ms_valid && r->ms_p50 > 0 && r->ms_p90 / r->ms_p50 > 1.5)
+        fprintf(f,
+                "\nrun %d: noisy steps (p90/p50 = %.1f): ms/step, the mean, is not a steady figure; samples/s "
+                "and speedup use the median, and --repeat N shows the spread\n",
+                i, r->ms_p90 / r->ms_p50);
+    char why[400];
+    if (result_efficiency_note(res, i, why, sizeof(why)))
+        fprintf(f, "\nrun %d: %s\n", i, why);
+    if (r->pred_valid && (r->pred_r2 < 0.9 || r->pred_err > COST_FIT_TOLERANCE)) {
+        char off[64] = ""; /* (a fit stored before regimes does not know) */
+        if (r->pred_err > COST_FIT_TOLERANCE)
+            snprintf(off, sizeof(off), ", and %.0f%% off at a size it measured", 100.0 * r->pred_err);
+        fprintf(f,
+                "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f%s: a rough guide only (run "
+                "--bench-comm --collective %s --ranks %d again on a quiet machine)\n",
+                i, coll_name(r->pred_kind), r->pred_r2, off, coll_name(r->pred_kind), r->world);
+    }
+    if (r->train_valid && r->classes > 1 && r->train_loss > 2.0 * log((double)r->classes))
+        fprintf(f,
+                "\nrun %d: the training loss %.3g is far above chance (%.2f for %d classes): the learning rate "
+                "%g%s may be too high for %s (--lr)\n",
+                i, r->train_loss, log((double)r->classes), r->classes, r->lr_peak_valid ? r->lr_peak : r->cfg.lr,
+                r->cfg.scale_lr ? " (--scale-lr's)" : "", r->cfg.model);
+    if (r->pred_valid == 0 && r->coll_valid && r->xfer_ms > 0 && !r->replay.valid)
+        fprintf(f,
+                "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "
+                "the same --ranks and --algo)\n",
+                i);
+    if (r->cfg.warmup_steps > 0 && r->steps > 0 && r->steps < r->cfg.warmup_steps && !r->replay.valid)
+        fprintf(f,
+                "\nrun %d ended inside its learning-rate warm-up (%ld of --warmup-steps %d): its rate never "
+                "reached the full %s%g\n",
+                i, r->steps, r->cfg.warmup_steps, r->cfg.scale_lr ? "--scale-lr rate " : "--lr ", r->lr_peak);
+    if (r->cfg.scale_lr && r->lr_peak_valid)
+        fprintf(f,
+                "\nrun %d: --scale-lr: the rate is --lr %g x the global batch %d / --base-batch %d = %g at its "
+                "peak%s; the last step's was %s\n",
+                i, r->lr_base, r->global_batch, r->cfg.base_batch, r->lr_peak,
+                r->cfg.warmup_steps > 0 ? ", reached after the warm-up" : "",
+                fig(lrbuf, sizeof(lrbuf), "%g", r->lr, r->lr_valid));
+    if (run_stages(&r->cfg) > 1 && r->cfg.eval && !r->test_valid && !r->replay.valid)
+        fprintf(f,
+                "\nrun %d: test acc is n/a: each stage holds only its own layers, so no rank can evaluate "
+                "the whole model\n",
+                i);
+}
+
+/* --parallel model|pipeline: run i's stages, with what each holds. */
+static void write_stage_table(FILE *f, const struct run_result *r, int i, int md)
+{
+    int M = r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, S = r->nstages;
+    fprintf(f, "\nrun %d: %s parallelism, %d stage%s", i, parallel_name(r->cfg.parallel), S, S == 1 ? "" : "s");
+    if (r->cfg.dp > 1)
+        fprintf(f, " x %d replicas (each stage's mean over its copies; sent/step with its gradients' average)",
+                r->cfg.dp);
+    if (r->cfg.parallel == PAR_PIPELINE)
+        fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
+    fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
+            100.0 * (S - 1) / (M + S - 1));
+    fprintf(f, md ? "\n| stage | layers | compute %% | idle %% | sent/step | params | grads | optimizer | "
+                    "activations | memory |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                  : "  stage  layers    compute%%  idle%%  sent/step     params      grads  optimizer  "
+                    "activations     memory\n");
+    for (int k = 0; k < S; k++) {
+        const struct stage_result *st = &r->stage[k];
+        fprintf(f, md ? "| %d | %d-%d | %.1f | %.1f | %.2f MB" : "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB", k,
+                st->first, st->last, st->compute_pct, st->idle_pct, st->sent_mb);
+        for (int q = 0; q < SMEM_KINDS; q++) /* (text: under each heading's end) */
+            fprintf(f, " %s%*.2f MB", md ? "| " : "", md ? 0 : q == SMEM_ACTS ? 9 : 7, st->mem_bytes[q] / 1e6);
+        fprintf(f, md ? " | %.2f MB |\n" : " %7.2f MB\n", st->mem_total_bytes / 1e6);
+    }
+    fprintf(f,
+            "%smemory: what a stage holds to train its layers: their parameters, the gradients and SGD\n"
+            "momentum of those that train, and the activations of each micro-batch in flight (its input\n"
+            "and its layers' outputs, with their gradients).\n"
+            "mem peak: what each rank allocated; every rank here builds the whole model, so it does not\n"
+            "shrink with its stage.\n",
+            md ? "\n" : "");
+}
+
+/* Run i's remarks on what it recorded and how it ended: horovod's
+ * negotiation, a cut trace, CUPTI, lost spans, the replica check, an
+ * interruption, and why --predict predicted nothing. */
+static void write_run_records(FILE *f, const struct run_result *r, int i)
+{
+    if (r->negotiate_valid)
+        fprintf(f,
+                "\nrun %d: horovod's negotiation (which gradients every rank has ready) took %.3f ms per step per "
+                "rank, %.1f%% of a step, inside xfer and sync\n",
+                i, r->negotiate_ms, r->ms_mean > 0 ? 100.0 * r->negotiate_ms / r->ms_mean : 0.0);
+    if (r->replay.valid && !r->replay.complete)
+        fprintf(f, "\nrun %d: the trace is incomplete (%s); the figures cover the events up to the cut\n", i,
+                r->replay.truncated ? "cut short" : "the writer did not finish it");
+    if (r->cupti_valid)
+        fprintf(f,
+                "\nrun %d: device timelines from CUPTI; processing its records took %.1f ms of host time (%.2f%% "
+                "of the run), %llu records lost\n",
+                i, r->cupti_ms, r->wall_s > 0 ? r->cupti_ms / 10.0 / r->wall_s : 0.0,
+                (unsigned long long)r->cupti_lost);
+    if (r->steps_untraced)
+        fprintf(f,
+                "\nrun %d: the device was traced for %llu of %llu steps (--cupti-sample: 3 in every %d or more, "
+                "windows %d ms apart at least); the "
+                "other steps' split is the latest traced step's, scaled to their time\n",
+                i, (unsigned long long)r->steps_traced, (unsigned long long)(r->steps_traced + r->steps_untraced),
+                r->cfg.cupti_sample, r->cupti_gap_valid ? r->cupti_gap_ms : CFG_CUPTI_GAP_MS);
+    if (r->loss_scale > 0)
+        fprintf(f,
+                "\nrun %d: dynamic loss scaling skipped the update of %llu of %llu steps (gradients not "
+                "finite); the last step's scale was %g\n",
+                i, (unsigned long long)r->steps_skipped, (unsigned long long)r->steps, r->loss_scale);
+    if (r->dropped_valid && r->dropped)
+        fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
+                (unsigned long long)r->dropped);
+    if (r->replicas_checked)
+        fprintf(f,
+                r->replicas_diverged_at < 0 ? "\nrun %d: replicas bitwise identical after every step\n"
+                                            : "\nrun %d: replicas DIFFER from step %ld on\n",
+                i, r->replicas_diverged_at);
+    if (r->state == RUN_STOPPED)
+        fprintf(f, "\nrun %d was interrupted after %ld steps; the figures above cover those steps\n", i, r->steps);
+    if (r->spred_note[0])
+        fprintf(f, "\nrun %d: %s\n", i, r->spred_note);
+}
+
+static void write_text(FILE *f, const struct run_result *res, int n, int md)
+{
+    int replays = write_replay_sources(f, res, n, md);
+    write_run_tables(f, res, n, md);
+    write_rank_table(f, res, n, md);
+    if (replays)
+        write_trace_table(f, res, n, md);
+    write_legend(f);
+    write_params(f, res, n, md);
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
-        char lrbuf[32];
-        if (r->error[0])
-            fprintf(f, "\nrun %d (%s %s): %s\n", i, r->cfg.model, strat_label(r), r->error);
-        if (r->note[0])
-            fprintf(f, "\nrun %d (%s): %s\n", i, r->backend, r->note);
-        if (r->repeats > 1)
-            fprintf(f, "\nrun %d: the median of %d runs; samples/s (median steps) from %.0f to %.0f (spread %.1f%%)\n",
-                    i, r->repeats, r->repeat_sps_min, r->repeat_sps_max,
-                    r->samples_per_s_p50 > 0 ? 100.0 * (r->repeat_sps_max - r->repeat_sps_min) / r->samples_per_s_p50
-                                             : 0.0);
-        if (r->ms_valid && r->ms_p50 > 0 && r->ms_p90 / r->ms_p50 > 1.5)
-            fprintf(f,
-                    "\nrun %d: noisy steps (p90/p50 = %.1f): ms/step, the mean, is not a steady figure; samples/s "
-                    "and speedup use the median, and --repeat N shows the spread\n",
-                    i, r->ms_p90 / r->ms_p50);
-        char why[400];
-        if (result_efficiency_note(res, i, why, sizeof(why)))
-            fprintf(f, "\nrun %d: %s\n", i, why);
-        if (r->pred_valid && (r->pred_r2 < 0.9 || r->pred_err > COST_FIT_TOLERANCE)) {
-            char off[64] = ""; /* (a fit stored before regimes does not know) */
-            if (r->pred_err > COST_FIT_TOLERANCE)
-                snprintf(off, sizeof(off), ", and %.0f%% off at a size it measured", 100.0 * r->pred_err);
-            fprintf(f,
-                    "\nrun %d: pred/step comes mostly from the %s fit, whose r2 is %.2f%s: a rough guide only (run "
-                    "--bench-comm --collective %s --ranks %d again on a quiet machine)\n",
-                    i, coll_name(r->pred_kind), r->pred_r2, off, coll_name(r->pred_kind), r->world);
-        }
-        if (r->train_valid && r->classes > 1 && r->train_loss > 2.0 * log((double)r->classes))
-            fprintf(f,
-                    "\nrun %d: the training loss %.3g is far above chance (%.2f for %d classes): the learning rate "
-                    "%g%s may be too high for %s (--lr)\n",
-                    i, r->train_loss, log((double)r->classes), r->classes, r->lr_peak_valid ? r->lr_peak : r->cfg.lr,
-                    r->cfg.scale_lr ? " (--scale-lr's)" : "", r->cfg.model);
-        if (r->pred_valid == 0 && r->coll_valid && r->xfer_ms > 0 && !r->replay.valid)
-            fprintf(f,
-                    "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "
-                    "the same --ranks and --algo)\n",
-                    i);
-        if (r->cfg.warmup_steps > 0 && r->steps > 0 && r->steps < r->cfg.warmup_steps && !r->replay.valid)
-            fprintf(f,
-                    "\nrun %d ended inside its learning-rate warm-up (%ld of --warmup-steps %d): its rate never "
-                    "reached the full %s%g\n",
-                    i, r->steps, r->cfg.warmup_steps, r->cfg.scale_lr ? "--scale-lr rate " : "--lr ", r->lr_peak);
-        if (r->cfg.scale_lr && r->lr_peak_valid)
-            fprintf(f,
-                    "\nrun %d: --scale-lr: the rate is --lr %g x the global batch %d / --base-batch %d = %g at its "
-                    "peak%s; the last step's was %s\n",
-                    i, r->lr_base, r->global_batch, r->cfg.base_batch, r->lr_peak,
-                    r->cfg.warmup_steps > 0 ? ", reached after the warm-up" : "",
-                    fig(lrbuf, sizeof(lrbuf), "%g", r->lr, r->lr_valid));
-        if (run_stages(&r->cfg) > 1 && r->cfg.eval && !r->test_valid && !r->replay.valid)
-            fprintf(f,
-                    "\nrun %d: test acc is n/a: each stage holds only its own layers, so no rank can evaluate "
-                    "the whole model\n",
-                    i);
-        if (r->nstages > 0) {
-            int M = r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, S = r->nstages;
-            fprintf(f, "\nrun %d: %s parallelism, %d stage%s", i, parallel_name(r->cfg.parallel), S, S == 1 ? "" : "s");
-            if (r->cfg.dp > 1)
-                fprintf(f, " x %d replicas (each stage's mean over its copies; sent/step with its gradients' average)",
-                        r->cfg.dp);
-            if (r->cfg.parallel == PAR_PIPELINE)
-                fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
-            fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
-                    100.0 * (S - 1) / (M + S - 1));
-            fprintf(f, md ? "\n| stage | layers | compute %% | idle %% | sent/step | params | grads | optimizer | "
-                            "activations | memory |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-                          : "  stage  layers    compute%%  idle%%  sent/step     params      grads  optimizer  "
-                            "activations     memory\n");
-            for (int k = 0; k < S; k++) {
-                const struct stage_result *st = &r->stage[k];
-                fprintf(f, md ? "| %d | %d-%d | %.1f | %.1f | %.2f MB" : "  %5d  %3d-%-3d   %8.1f  %5.1f  %6.2f MB", k,
-                        st->first, st->last, st->compute_pct, st->idle_pct, st->sent_mb);
-                for (int q = 0; q < SMEM_KINDS; q++) /* (text: under each heading's end) */
-                    fprintf(f, " %s%*.2f MB", md ? "| " : "", md ? 0 : q == SMEM_ACTS ? 9 : 7, st->mem_bytes[q] / 1e6);
-                fprintf(f, md ? " | %.2f MB |\n" : " %7.2f MB\n", st->mem_total_bytes / 1e6);
-            }
-            fprintf(f,
-                    "%smemory: what a stage holds to train its layers: their parameters, the gradients and SGD\n"
-                    "momentum of those that train, and the activations of each micro-batch in flight (its input\n"
-                    "and its layers' outputs, with their gradients).\n"
-                    "mem peak: what each rank allocated; every rank here builds the whole model, so it does not\n"
-                    "shrink with its stage.\n",
-                    md ? "\n" : "");
-        }
-        if (r->negotiate_valid)
-            fprintf(f,
-                    "\nrun %d: horovod's negotiation (which gradients every rank has ready) took %.3f ms per step per "
-                    "rank, %.1f%% of a step, inside xfer and sync\n",
-                    i, r->negotiate_ms, r->ms_mean > 0 ? 100.0 * r->negotiate_ms / r->ms_mean : 0.0);
-        if (r->replay.valid && !r->replay.complete)
-            fprintf(f, "\nrun %d: the trace is incomplete (%s); the figures cover the events up to the cut\n", i,
-                    r->replay.truncated ? "cut short" : "the writer did not finish it");
-        if (r->cupti_valid)
-            fprintf(f,
-                    "\nrun %d: device timelines from CUPTI; processing its records took %.1f ms of host time (%.2f%% "
-                    "of the run), %llu records lost\n",
-                    i, r->cupti_ms, r->wall_s > 0 ? r->cupti_ms / 10.0 / r->wall_s : 0.0,
-                    (unsigned long long)r->cupti_lost);
-        if (r->steps_untraced)
-            fprintf(f,
-                    "\nrun %d: the device was traced for %llu of %llu steps (--cupti-sample: 3 in every %d or more, "
-                    "windows %d ms apart at least); the "
-                    "other steps' split is the latest traced step's, scaled to their time\n",
-                    i, (unsigned long long)r->steps_traced, (unsigned long long)(r->steps_traced + r->steps_untraced),
-                    r->cfg.cupti_sample, r->cupti_gap_valid ? r->cupti_gap_ms : CFG_CUPTI_GAP_MS);
-        if (r->loss_scale > 0)
-            fprintf(f,
-                    "\nrun %d: dynamic loss scaling skipped the update of %llu of %llu steps (gradients not "
-                    "finite); the last step's scale was %g\n",
-                    i, (unsigned long long)r->steps_skipped, (unsigned long long)r->steps, r->loss_scale);
-        if (r->dropped_valid && r->dropped)
-            fprintf(f, "\nrun %d: %llu spans were lost to full probe rings; its breakdown is incomplete\n", i,
-                    (unsigned long long)r->dropped);
-        if (r->replicas_checked)
-            fprintf(f,
-                    r->replicas_diverged_at < 0 ? "\nrun %d: replicas bitwise identical after every step\n"
-                                                : "\nrun %d: replicas DIFFER from step %ld on\n",
-                    i, r->replicas_diverged_at);
-        if (r->state == RUN_STOPPED)
-            fprintf(f, "\nrun %d was interrupted after %ld steps; the figures above cover those steps\n", i, r->steps);
-        if (r->spred_note[0])
-            fprintf(f, "\nrun %d: %s\n", i, r->spred_note);
+        write_run_remarks(f, res, i);
+        if (r->nstages > 0)
+            write_stage_table(f, r, i, md);
+        write_run_records(f, r, i);
         if (r->nspred > 0)
             write_prediction(f, res, n, i, md);
     }
@@ -1300,6 +1348,30 @@ static void json_breakdown(cJSON *o, const struct breakdown *b, double compute, 
     add_num(o, "kernel_wait_pct", split_pct(split_ns[1], b), split);
     add_num(o, "other_idle_pct", split_pct(split_ns[2], b), split);
 }
+
+/* The keys a runs[] and a per_rank[] entry share, from x: a run_result
+ * or a rank_result, which name these figures alike. Two parts, as each
+ * entry writes its own bytes between them: the time split with the time in
+ * collectives, then the collectives' bandwidths and transfer and sync. */
+#define JSON_SPLIT_KEYS(o, x)                                                                                          \
+    do {                                                                                                               \
+        const int64_t split_ns_[3] = {(x)->host_wait_ns, (x)->kernel_wait_ns, (x)->other_idle_ns};                     \
+        json_breakdown(o, &(x)->b, (x)->compute_pct, (x)->comm_pct, (x)->data_pct, (x)->idle_pct, (x)->overlap_pct,    \
+                       (x)->gpu_view, (x)->idle_split_valid, split_ns_);                                               \
+        add_num(o, "coll_pct", (x)->coll_pct, 1);                                                                      \
+        add_num(o, "coll_ms_per_step", (x)->coll_ms, 1);                                                               \
+        add_num(o, "desched_pct", (x)->desched_pct, (x)->desched_valid);                                               \
+    } while (0)
+#define JSON_COLL_KEYS(o, x)                                                                                           \
+    do {                                                                                                               \
+        add_num(o, "busbw_gbps", (x)->busbw_gbps, (x)->busbw_valid);                                                   \
+        add_num(o, "algbw_gbps", (x)->algbw_gbps, (x)->busbw_valid);                                                   \
+        add_num(o, "transfer_ms_per_step", (x)->xfer_step_ms, (x)->coll_valid);                                        \
+        add_num(o, "sync_ms_per_step", (x)->sync_step_ms, (x)->coll_valid);                                            \
+        add_num(o, "transfer_ms_total", (x)->xfer_ms, (x)->coll_valid);                                                \
+        add_num(o, "negotiate_ms_per_step", (x)->negotiate_ms, (x)->negotiate_valid);                                  \
+        add_num(o, "sync_ms_total", (x)->sync_ms, (x)->coll_valid);                                                    \
+    } while (0)
 
 static cJSON *json_replay(const struct replay_source *src)
 {
@@ -1397,20 +1469,9 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_num(o, "repeats", r->repeats > 1 ? r->repeats : 1, 1);
     add_num(o, "repeat_samples_per_s_min", r->repeat_sps_min, r->repeats > 1);
     add_num(o, "repeat_samples_per_s_max", r->repeat_sps_max, r->repeats > 1);
-    const int64_t split[3] = {r->host_wait_ns, r->kernel_wait_ns, r->other_idle_ns};
-    json_breakdown(o, &r->b, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct, r->overlap_pct, r->gpu_view,
-                   r->idle_split_valid, split);
-    add_num(o, "coll_pct", r->coll_pct, 1);
-    add_num(o, "coll_ms_per_step", r->coll_ms, 1);
-    add_num(o, "desched_pct", r->desched_pct, r->desched_valid);
+    JSON_SPLIT_KEYS(o, r);
     add_num(o, "bytes_sent", (double)r->bytes_sent, r->bytes_valid);
-    add_num(o, "busbw_gbps", r->busbw_gbps, r->busbw_valid);
-    add_num(o, "algbw_gbps", r->algbw_gbps, r->busbw_valid);
-    add_num(o, "transfer_ms_per_step", r->xfer_step_ms, r->coll_valid);
-    add_num(o, "sync_ms_per_step", r->sync_step_ms, r->coll_valid);
-    add_num(o, "transfer_ms_total", r->xfer_ms, r->coll_valid);
-    add_num(o, "negotiate_ms_per_step", r->negotiate_ms, r->negotiate_valid);
-    add_num(o, "sync_ms_total", r->sync_ms, r->coll_valid);
+    JSON_COLL_KEYS(o, r);
     add_num(o, "predicted_transfer_ms_per_step", per_step(r->pred_ms, r->steps), r->pred_valid);
     add_num(o, "compute_ms_per_step", r->compute_ms, r->ms_valid && r->nranks > 0);
     add_num(o, "steps_per_epoch", (double)r->steps_per_epoch, r->epoch_valid);
@@ -1486,21 +1547,10 @@ static cJSON *json_rank(const struct run_result *r, const struct rank_result *q,
     add_num(o, "ms_p50", q->ms_p50, q->ms_valid);
     add_num(o, "ms_p90", q->ms_p90, q->ms_valid);
     add_num(o, "samples_per_s", q->samples_per_s, q->samples_valid);
-    const int64_t split[3] = {q->host_wait_ns, q->kernel_wait_ns, q->other_idle_ns};
-    json_breakdown(o, &q->b, q->compute_pct, q->comm_pct, q->data_pct, q->idle_pct, q->overlap_pct, q->gpu_view,
-                   q->idle_split_valid, split);
-    add_num(o, "coll_pct", q->coll_pct, 1);
-    add_num(o, "coll_ms_per_step", q->coll_ms, 1);
-    add_num(o, "desched_pct", q->desched_pct, q->desched_valid);
+    JSON_SPLIT_KEYS(o, q);
     add_num(o, "bytes_sent", (double)q->bytes_tx, q->bytes_valid);
     add_num(o, "bytes_received", (double)q->bytes_rx, q->bytes_valid);
-    add_num(o, "busbw_gbps", q->busbw_gbps, q->busbw_valid);
-    add_num(o, "algbw_gbps", q->algbw_gbps, q->busbw_valid);
-    add_num(o, "transfer_ms_per_step", q->xfer_step_ms, q->coll_valid);
-    add_num(o, "sync_ms_per_step", q->sync_step_ms, q->coll_valid);
-    add_num(o, "transfer_ms_total", q->xfer_ms, q->coll_valid);
-    add_num(o, "negotiate_ms_per_step", q->negotiate_ms, q->negotiate_valid);
-    add_num(o, "sync_ms_total", q->sync_ms, q->coll_valid);
+    JSON_COLL_KEYS(o, q);
     add_num(o, "compute_ms_per_step", q->compute_ms, q->ms_valid);
     add_num(o, "compute_s_per_epoch", q->compute_s_epoch, r->epoch_valid);
     add_num(o, "comm_s_per_epoch", q->comm_s_epoch, r->epoch_valid && q->coll_valid);

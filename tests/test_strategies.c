@@ -538,10 +538,8 @@ static void test_fp16(void **state)
  *    than 1e-2, and the loss follows. */
 static void test_bf16(void **state)
 {
-    if (!cpu_bf16_native()) {
-        printf("  no AVX512_BF16 or AMX here: --precision bf16 is refused\n");
-        skip();
-    }
+    /* (main runs the group only where the processor has bfloat16) */
+    assert_true(cpu_bf16_native());
     struct run_config ref_rc = harness_config("lenet", STRAT_SINGLE, 2, 32, 20);
     struct run f32, ref;
     assert_int_equal(harness_run(&f32, &ref_rc, &g_train, &g_test), 0);
@@ -737,35 +735,54 @@ static void test_staged_mlp(void **state)
     staged_equivalence("mlp", 3, "0:0,1:3,4:5", 2);
 }
 
-/* The bubble against its formula. GPipe with S stages of compute C_s per
- * step, in M micro-batches of C_s / M each, takes
- *     step = sum_s C_s / M + (M - 1) max_s C_s / M + sum_s X_s
- * where X_s is the time stage s copies its messages in: send/recv are a
- * rendezvous, so each copy holds its sender too, and every copy lies on
- * the slowest stage's path. Stage s waits for its neighbours
- * step - C_s - X_s of it: a share (S-1)/(M+S-1) for equal stages and free
- * messages. LeNet's two stages (0:2, 3:) are not equal at batch 256
- * (about 3.2-3.6 and 5.6-6.2 ms of compute a step here, 0.2-0.4 ms of
- * copies each), so the general form, over the run's own C_s and X_s, is
- * the reference:
- *  - the time the stages wait (idle), mean per stage and step over 39
- *    steps, must lie within 10% of the formula's. Measured here: -7% to
- *    -2% in most runs. In about one run in six a stage's compute
- *    stretched by half (two stage threads on 2 cores) and the stages came
- *    near balance, where the mean compute understates each micro-batch's
- *    slowest stage: +6% to +15%. The best of 3 runs counts, so the noise
- *    of one run passes and a formula (or schedule) 10% off fails;
- *  - the idle share must be well below one micro-batch's (50%);
- *  - printed beside: the share not computing, a few points above the
- *    formula's share, since the wall time also holds what is not pipelined
- *    (the optimizer's one update, the data); a schedule that ran the
- *    micro-batches one by one would be 50% against the formula's 26%. */
+/* The pipeline's bubble, LeNet in two stages (0:2, 3:) at batch 256:
+ *  - counted, not timed: with 4 micro-batches the two stages compute at
+ *    the same time (stage 1's forward of micro-batch k while stage 0's
+ *    of k+1), so their forward and backward spans overlap in the run's
+ *    own records, for a good share of the time; with one micro-batch
+ *    (model parallelism) each stage waits for the other's result, and
+ *    their spans never overlap at all. A schedule that ran the
+ *    micro-batches one by one (the mutant pipeline_gpipe_serial) overlaps
+ *    nothing either. The spans' wall times hold any wait for a core, and
+ *    two spans that overlap in wall time did so whatever the machine did.
+ *  - timed: the stages idle (wait for each other) far less than with one
+ *    micro-batch: 10 points of the step at least (an ideal pipeline of 2
+ *    equal stages idles (S-1)/(M+S-1) = 20% against 50%). A run where a
+ *    stage waited for a core over 5% of a step says nothing about that:
+ *    the best of 3 runs that did not counts, and with none the check
+ *    cannot run (the ctest case test_strategies_pipeline_bubble exits 77,
+ *    SKIPPED). (An earlier form held the idle time within 10% of the
+ *    formula sum_s C_s/M + (M-1) max_s C_s/M over each stage's whole
+ *    compute, and on a quiet machine measured 14-17% below it: the
+ *    optimizer's and the loss's compute, done once a step, are not
+ *    pipelined, and GPipe's forward and backward have bubbles of their
+ *    own. It is not the reference any more.) */
 struct bubble {
-    double idle_got, idle_want; /* ms per stage and step */
-    double share, share_want;   /* % of the step not computing, mean per stage */
-    double idle_pct;            /* % idle, mean per stage */
-    double desched;             /* the most a stage waited for a core, % */
+    double overlap_pct; /* % of the steady steps' wall both stages spent in forward or backward at once */
+    double idle_pct;    /* % idle, mean per stage */
+    double desched;     /* the most a stage waited for a core, % */
 };
+
+/* |a ^ b| of two sorted lists of disjoint intervals. */
+static int64_t intersect_ns(const int64_t (*a)[2], size_t na, const int64_t (*b)[2], size_t nb)
+{
+    int64_t both = 0;
+    for (size_t i = 0, j = 0; i < na && j < nb;) {
+        int64_t lo = a[i][0] > b[j][0] ? a[i][0] : b[j][0], hi = a[i][1] < b[j][1] ? a[i][1] : b[j][1];
+        both += hi > lo ? hi - lo : 0;
+        if (a[i][1] < b[j][1])
+            i++;
+        else
+            j++;
+    }
+    return both;
+}
+
+static int by_start(const void *x, const void *y)
+{
+    const int64_t *a = x, *b = y;
+    return (a[0] > b[0]) - (a[0] < b[0]);
+}
 
 static void bubble_run(int parallel, int M, struct bubble *out)
 {
@@ -777,67 +794,77 @@ static void bubble_run(int parallel, int M, struct bubble *out)
     snprintf(rc.partition, sizeof(rc.partition), "0:2,3:");
     struct run r;
     assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
-    double steps = (double)(r.metrics.steps_done - 1); /* (steady: every step but the first) */
-    double compute[S], copies[S], sum = 0, most = 0, copied = 0;
     *out = (struct bubble){0};
+    /* each stage's forward and backward spans of the steady steps (every
+     * step but the first), from the records the run kept */
+    int64_t(*iv[S])[2], wall = 0;
+    size_t n[S];
     for (int s = 0; s < S; s++) {
-        const struct breakdown *b = &r.metrics.r[s].steady;
-        compute[s] = (double)b->compute_ns / steps;
-        copies[s] = (double)b->comm_ns / steps; /* (exposed: the stage's copies) */
-        out->idle_got += (double)b->idle_ns / steps / S;
+        const struct rank_metrics *rm = &r.metrics.r[s];
+        size_t have = rm->nhistory < METRICS_HISTORY ? rm->nhistory : METRICS_HISTORY;
+        iv[s] = malloc(sizeof(*iv[s]) * (have + 1));
+        assert_non_null(iv[s]);
+        n[s] = 0;
+        for (size_t k = 0; k < have; k++) {
+            const struct span *sp = &rm->history[k];
+            if (sp->lane == LANE_MAIN && sp->step > 0 && (sp->cat == CAT_FORWARD || sp->cat == CAT_BACKWARD)) {
+                iv[s][n[s]][0] = sp->t0_ns;
+                iv[s][n[s]][1] = sp->t1_ns;
+                n[s]++;
+            }
+        }
+        qsort(iv[s], n[s], sizeof(*iv[s]), by_start);
+        const struct breakdown *b = &rm->steady;
         out->idle_pct += breakdown_pct(b->idle_ns, b->wall_ns) / S;
-        out->share += (100.0 - breakdown_pct(b->compute_ns, b->wall_ns)) / S;
-        double d = breakdown_pct(r.metrics.r[s].desched_ns, b->wall_ns);
+        double d = breakdown_pct(rm->desched_ns, b->wall_ns);
         out->desched = d > out->desched ? d : out->desched;
-        sum += compute[s] / M;
-        most = compute[s] / M > most ? compute[s] / M : most;
-        copied += copies[s];
+        wall = b->wall_ns > wall ? b->wall_ns : wall;
     }
-    double step = sum + (M - 1) * most + copied;
-    for (int s = 0; s < S; s++) {
-        out->idle_want += (step - compute[s] - copies[s]) / S;
-        out->share_want += 100.0 * (1 - compute[s] / step) / S;
-    }
-    if (parallel == PAR_PIPELINE)
-        printf("  per step: stage 0 computes %.2f ms and copies %.2f ms, stage 1 %.2f and %.2f ms; waiting for the "
-               "neighbour, mean per stage: %.2f ms against the formula's %.2f ms (%+.1f%%)\n",
-               compute[0] / 1e6, copies[0] / 1e6, compute[1] / 1e6, copies[1] / 1e6, out->idle_got / 1e6,
-               out->idle_want / 1e6, 100.0 * (out->idle_got - out->idle_want) / out->idle_want);
+    /* (39 steps of 2 x M spans a stage: all still in the records) */
+    assert_int_equal(n[0], 2 * (size_t)M * 39);
+    assert_int_equal(n[1], 2 * (size_t)M * 39);
+    out->overlap_pct =
+        breakdown_pct(intersect_ns((const int64_t(*)[2])iv[0], n[0], (const int64_t(*)[2])iv[1], n[1]), wall);
+    for (int s = 0; s < S; s++)
+        free(iv[s]);
     run_free(&r);
 }
+
+/* 77 from the pipeline_bubble case when no run could be timed */
+static int g_bubble_untimed;
 
 static void test_pipeline_bubble(void **state)
 {
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
     /* minutes of ThreadSanitizer; under AddressSanitizer the messages'
-     * copies slow more than the layers' products (the stages waited 24%
-     * longer than their compute explains here): the Release pass times it */
-    skip();
+     * copies slow more than the layers' products: the Release pass times it */
+    g_bubble_untimed = 1;
+    return;
 #endif
-    enum { M = 4, S = 2 };
-    struct bubble one, best = {0}, b;
-    bubble_run(PAR_MODEL, M, &one);
-    double off = INFINITY; /* the best counted run's distance from the formula */
-    for (int trial = 0; trial < 3 && off > 0.10; trial++) {
+    enum { M = 4 };
+    struct bubble one, b;
+    bubble_run(PAR_MODEL, 1, &one);
+    double best = INFINITY;
+    for (int trial = 0; trial < 3; trial++) {
         bubble_run(PAR_PIPELINE, M, &b);
-        if (b.desched > 5.0) {
-            /* another program had the cores: the stages waited for them, not for each other */
-            printf("  a stage waited %.1f%% of a step for a core: this run says nothing\n", b.desched);
-            continue;
-        }
-        double o = fabs(b.idle_got - b.idle_want) / b.idle_want;
-        if (o < off) {
-            off = o;
-            best = b;
-        }
+        printf("  %d micro-batches: the stages compute at once %.1f%% of a step, idle %.1f%% (one micro-batch: "
+               "%.1f%% at once, idle %.1f%%); the most a stage waited for a core: %.1f%%\n",
+               M, b.overlap_pct, b.idle_pct, one.overlap_pct, one.idle_pct, b.desched);
+        /* counted: whatever loaded the machine */
+        assert_true(one.overlap_pct == 0.0);
+        assert_true(b.overlap_pct > 1.0);
+        if (b.desched > 5.0 || one.desched > 5.0)
+            continue; /* another program had the cores: the idle times say nothing */
+        best = b.idle_pct < best ? b.idle_pct : best;
+        if (best < one.idle_pct - 10.0)
+            break;
     }
-    if (isinf(off))
-        skip(); /* no run counted */
-    printf("  not computing, mean per stage, %d micro-batches: %.1f%% against the formula's %.1f%% (equal stages: "
-           "%.1f%%); idle %.1f%% (one micro-batch: %.1f%%)\n",
-           M, best.share, best.share_want, 100.0 * (S - 1) / (M + S - 1), best.idle_pct, one.idle_pct);
-    assert_true(off <= 0.10);
-    assert_true(best.idle_pct < one.idle_pct - 10.0);
+    if (isinf(best)) {
+        printf("  every run waited for cores: the idle times were not compared\n");
+        g_bubble_untimed = 1;
+        return;
+    }
+    assert_true(best < one.idle_pct - 10.0);
 }
 
 /* Partitions: by hand (checked), balanced (over costs), and never inside a
@@ -912,7 +939,9 @@ static void test_partitions_and_schedules(void **state)
                             live--;
                         }
                     }
-                    assert_int_equal(peak, pipe_in_flight(sched, S, s, M));
+                    /* by hand: GPipe holds all M; 1F1B (PipeDream-Flush) lets stage
+                     * s run S - s forwards (at most M) before its first backward */
+                    assert_int_equal(peak, sched == SCHED_GPIPE ? M : (S - s < M ? S - s : M));
                 }
 }
 
@@ -1103,8 +1132,8 @@ static const struct CMUnitTest slow_rank_tests[] = {cmocka_unit_test(test_slow_r
 static const struct CMUnitTest horovod_tests[] = {cmocka_unit_test(test_horovod_accounting)};
 static const struct CMUnitTest pipeline_tests[] = {
     cmocka_unit_test(test_partitions_and_schedules), cmocka_unit_test(test_staged_lenet),
-    cmocka_unit_test(test_staged_mlp), cmocka_unit_test(test_staged_async_path),
-    cmocka_unit_test(test_pipeline_bubble)};
+    cmocka_unit_test(test_staged_mlp), cmocka_unit_test(test_staged_async_path)};
+static const struct CMUnitTest pipeline_bubble_tests[] = {cmocka_unit_test(test_pipeline_bubble)};
 static const struct CMUnitTest pipeline_resnet_tests[] = {cmocka_unit_test(test_staged_resnet18)};
 static const struct CMUnitTest bf16_tests[] = {cmocka_unit_test(test_bf16)};
 static const struct CMUnitTest loss_scale_tests[] = {cmocka_unit_test(test_loss_scale_exact),
@@ -1127,6 +1156,7 @@ static const struct {
               {"horovod", horovod_tests, COUNT(horovod_tests)},
               {"device_path", device_path_tests, COUNT(device_path_tests)},
               {"pipeline", pipeline_tests, COUNT(pipeline_tests)},
+              {"pipeline_bubble", pipeline_bubble_tests, COUNT(pipeline_bubble_tests)},
               {"pipeline_resnet", pipeline_resnet_tests, COUNT(pipeline_resnet_tests)},
               {"bf16", bf16_tests, COUNT(bf16_tests)},
               {"loss_scale", loss_scale_tests, COUNT(loss_scale_tests)}};
@@ -1137,9 +1167,11 @@ int main(int argc, char **argv)
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
         if (argc > 1 && strcmp(argv[1], groups[g].name) != 0)
             continue;
-        if (argc > 1 && !strcmp(argv[1], "bf16") && !cpu_bf16_native()) {
+        if (!strcmp(groups[g].name, "bf16") && !cpu_bf16_native()) {
             printf("no AVX512_BF16 or AMX here: --precision bf16 is refused (SKIPPED)\n");
-            return 77;
+            if (argc > 1)
+                return 77;
+            continue;
         }
         ran++;
         failed += _cmocka_run_group_tests(groups[g].name, groups[g].tests, groups[g].n, harness_data_setup,
@@ -1148,6 +1180,10 @@ int main(int argc, char **argv)
     if (!ran) {
         fprintf(stderr, "%s: no group %s\n", argv[0], argv[1]);
         return 2;
+    }
+    if (!failed && g_bubble_untimed) {
+        printf("the pipeline's idle times could not be timed here (SKIPPED)\n");
+        return 77;
     }
     return failed;
 }

@@ -11,6 +11,8 @@ parser, against the schema ddptop promises (trace/trace_export.h):
   - X events nest properly on every (pid, tid);
   - collectives carry collective, bytes, ranks, seq, algorithm and either
     transfer_us/sync_us or ranks_seen; counters are C events with args;
+  - --counters: each step's loss, samples/s, bytes/s and busbw counters
+    hold the values its record and its collectives give;
   - transfer/sync: sync >= 0 and transfer + sync = the collective's
     duration, to the nanosecond; the ranks of one collective (one seq) share
     its transfer, which is the shortest of their durations, so when every
@@ -25,6 +27,7 @@ Prints a one-line summary; exits 1 with the first violation.
 """
 import argparse
 import json
+import os
 import sys
 import zlib
 
@@ -215,6 +218,14 @@ def main():
         for c in ("loss", "samples/s", "bytes/s", "busbw"):
             if c not in counters:
                 fail("no %s counter" % c)
+        # and their values, from each step's record and its collectives
+        # (check_report.py: loss, samples over the step's time, bytes
+        # over it, size x busbw factor over the collectives' time)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import check_report
+        world = di["world_size"]
+        ranks = [check_report.Rank(p, [e for e in evs if e.get("pid") == p], world) for p in sorted(used_p)]
+        check_report.check_counters(ranks, world)
     print("ok: %d events, %d ranks, %d steps/rank, %d collectives%s" %
           (len(evs), len(used_p), nsteps, ncoll, " (prefix)" if cut else ""))
 

@@ -4,8 +4,9 @@
 # Python's json parser. One CASE per CTest test, so each stays short:
 #   run        whole run: schema, nesting, counters, names
 #   roundtrip  live report vs --replay of its trace (whole file, split
-#              files, gzip): per run and per rank the breakdown within 0.1
-#              percentage points, and ms/step (mean, p50, p90), samples/s,
+#              files, gzip): per run and per rank the breakdown, overlap
+#              and coll within 0.1 percentage points, and ms/step (mean,
+#              p50, p90), samples/s,
 #              bytes, busbw, transfer and sync the same numbers (both come
 #              from the same spans); sync >= 0 and one transfer for all
 #              ranks; the replay's text, CSV and markdown reports print the
@@ -14,7 +15,10 @@
 #              horovod's negotiation the same live and replayed; a
 #              pipeline's stages (send/recv spans, the stage table) the same live
 #              and replayed;
-#              desched (runnable, not on a core) the same, or null in both
+#              desched (runnable, not on a core) the same, or null in both;
+#              and, since live and replay share the same code, the live
+#              reports against tests/check_report.py's figures worked out
+#              in Python from the trace
 #   schema     one report: the live JSON report and the --replay JSON of
 #              its trace (and of a PyTorch trace) have the same keys at the
 #              top, in every runs[] and every per_rank[] entry; CSV the
@@ -50,7 +54,7 @@ b = json.load(open(sys.argv[2]))
 if len(a["per_rank"]) != len(b["per_rank"]) or len(a["runs"]) != len(b["runs"]):
     sys.exit("FAIL: %d runs / %d ranks live, %d / %d replayed" %
              (len(a["runs"]), len(a["per_rank"]), len(b["runs"]), len(b["per_rank"])))
-pct = ("compute_pct", "comm_pct", "data_pct", "idle_pct")
+pct = ("compute_pct", "comm_pct", "data_pct", "idle_pct", "overlap_pct", "coll_pct")
 same = ("steps", "ms_per_step", "ms_p50", "ms_p90", "samples_per_s", "bytes_sent", "busbw_gbps",
         "transfer_ms_per_step", "sync_ms_per_step", "algbw_gbps", "compute_s_per_epoch", "comm_s_per_epoch")
 for part, extra in (("runs", ("ranks", "global_batch", "steps_per_epoch")), ("per_rank", ("rank", "bytes_received"))):
@@ -187,6 +191,10 @@ roundtrip)
     "$bin" "${run[@]}" --steps 30 --trace t.json --format json >live.json || die "run failed"
     "$bin" --batch --replay t.json --format json >replay.json || die "replay failed"
     same_report live.json replay.json
+    # live and replay share ddptop's metrics and report code: the live
+    # report against a second implementation in Python over the trace
+    # (tests/check_report.py), every per-rank and run figure
+    /usr/bin/python3 "$here/check_report.py" live.json --trace t.json --batch 16 || die "the live report is not its trace's"
     "$bin" "${run[@]}" --steps 30 --strategy ddp --trace s.json.gz --trace-split --format json >live2.json ||
         die "run failed"
     "$bin" --batch --replay s.rank0.json.gz,s.rank1.json.gz --format json >replay2.json 2>replay2.err ||
@@ -197,6 +205,7 @@ roundtrip)
     "$bin" "${run[@]}" --steps 20 --strategy horovod --trace h.json --format json >live3.json || die "run failed"
     "$bin" --batch --replay h.json --format json >replay3.json || die "replay failed"
     same_report live3.json replay3.json
+    /usr/bin/python3 "$here/check_report.py" live3.json --trace h.json --batch 16 || die "the live report is not its trace's"
     grep -q '"name":"negotiate"' h.json || die "no negotiate spans in the horovod trace"
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; sys.exit(0 if r["strategy"] == "horovod" and r["negotiate_ms_per_step"] > 0 else "FAIL: replay lost the negotiation: %r" % r["negotiate_ms_per_step"])' replay3.json || exit 1
     # pipeline stages: activations and gradients as send/recv spans, the run's batch a rank's
@@ -210,6 +219,7 @@ roundtrip)
         grep -Eq '^\| 0 \| 0-[0-9]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ MB( \| [0-9.]+ MB){5} \|$' replay4.md &&
         grep -Eq '^\| 1 \| [0-9]+-[0-9]+ \|' replay4.md || die "no markdown stage table: $(grep -A3 stage replay4.md)"
     same_report live4.json replay4.json
+    /usr/bin/python3 "$here/check_report.py" live4.json --trace p.json --batch 16 || die "the live report is not its trace's"
     grep -q '"name":"send"' p.json || die "no send spans in the pipeline trace"
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; sys.exit(0 if (r["strategy"], r["parallel"], r["micro_batches"], r["global_batch"]) == ("pipeline", "pipeline", 4, 16) else "FAIL: the replay lost the stages: %r" % r)' replay4.json || exit 1
     # the stage table (layers, compute, idle, bytes, activations): the live one
