@@ -10,6 +10,8 @@
 #ifndef DDPTOP_MODE_H
 #define DDPTOP_MODE_H
 
+#include <stddef.h>
+
 struct loop;
 struct run_config;
 
@@ -31,6 +33,8 @@ struct train_mode {
     int (*init)(struct loop *L);
     int (*step)(struct loop *L, int i, int epoch);
     void (*free)(struct loop *L);
+    /* how tables name a run of this mode (train_mode_label) */
+    void (*label)(const struct run_config *c, char *buf, size_t n);
 };
 
 /* The entry of --parallel's value, or NULL out of range. */
@@ -49,5 +53,10 @@ int train_mode_schedule(const struct run_config *c);
  * rank of `world` in data parallelism, --dp's (at least 1) where the
  * layers are split into stages. */
 int train_mode_replicas(const struct run_config *c, int world);
+
+/* How a run trains, as tables show it: its strategy for data parallelism
+ * ("ddp+bf16" where gradients travel in 16 bits), "model", or
+ * "pipe-1f1b/4" (schedule, micro-batches), with ",dp2" for --dp 2; in buf. */
+const char *train_mode_label(const struct run_config *c, char *buf, size_t n);
 
 #endif

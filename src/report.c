@@ -17,6 +17,7 @@
 #include "half.h"
 #include "model.h"
 #include "outfile.h"
+#include "mode.h"
 #include "pipeline.h"
 #include "predict.h"
 #include "run.h"
@@ -56,7 +57,7 @@ static const char *fit_algo(const struct run *r)
 static void predict_stages(struct run_result *res, const struct run *r, const struct model *m)
 {
     const struct run_config *c = &r->cfg;
-    int nl = m->nlayers, M = c->parallel == PAR_PIPELINE ? c->micro_batches : 1;
+    int nl = m->nlayers, M = train_mode_micro(c);
     int64_t *fwd = calloc((size_t)nl + 1, sizeof(int64_t)), *bwd = calloc((size_t)nl + 1, sizeof(int64_t));
     double *layer = calloc((size_t)nl + 1, sizeof(double));
     int64_t fc = 0, bc = 0;
@@ -113,7 +114,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
     const struct model *m = run_rank_model(r, 0);
     if (!c->predict || r->world != 1 || !m)
         return;
-    if (c->parallel != PAR_DATA && !r->on_gpu && res->ms_p50 > 0 && res->steps >= 2) {
+    if (train_mode_has(c, MODE_STAGED) && !r->on_gpu && res->ms_p50 > 0 && res->steps >= 2) {
         predict_stages(res, r, m);
         return;
     }
@@ -271,7 +272,7 @@ static void loss_curve(struct run_result *res, const struct metrics *m)
 void result_timeline(struct run_result *res, const struct metrics *m)
 {
     res->ntimeline = 0;
-    if (res->cfg.parallel == PAR_DATA || m->steps_done == 0)
+    if (!train_mode_has(&res->cfg, MODE_STAGED) || m->steps_done == 0)
         return;
     int S = res->world / (res->cfg.dp > 1 ? res->cfg.dp : 1); /* (a replay's cfg has no rank count: its world) */
     uint32_t step = (uint32_t)(m->steps_done - 1);
@@ -535,7 +536,7 @@ int result_from_run(struct run_result *res, struct run *r)
     }
     predict(res, r);
     predict_scaling(res, r);
-    if (r->cfg.parallel != PAR_DATA)
+    if (train_mode_has(&r->cfg, MODE_STAGED))
         stage_results(res, r);
     result_staged_sends(res);
     result_timeline(res, &r->metrics);
@@ -569,8 +570,8 @@ const char *scaling_name(int scaling)
 /* (the stages of a replica all work on its whole batch) */
 static int per_rank_batch(const struct run_result *r)
 {
-    if (r->cfg.parallel != PAR_DATA)
-        return r->global_batch / (r->cfg.dp > 1 ? r->cfg.dp : 1);
+    if (train_mode_has(&r->cfg, MODE_STAGED))
+        return r->global_batch / train_mode_replicas(&r->cfg, r->world);
     return r->world > 0 ? r->global_batch / r->world : 0;
 }
 
@@ -601,8 +602,8 @@ static int find_one_rank(const struct run_result *res, int n, const struct run_r
         /* the same way of training first (a pipeline's 1-rank run is one
          * stage of the same micro-batches), then the same strategy, then single */
         int rank = c->cfg.strategy == r->cfg.strategy ? 3 : sync_has(c->cfg.strategy, SYNC_ONE_RANK) ? 2 : 1;
-        if (c->cfg.parallel == r->cfg.parallel)
-            rank += c->cfg.parallel != PAR_PIPELINE || c->cfg.micro_batches == r->cfg.micro_batches ? 20 : 10;
+        if (train_mode_at(&c->cfg) == train_mode_at(&r->cfg))
+            rank += train_mode_micro(&c->cfg) == train_mode_micro(&r->cfg) ? 20 : 10;
         if (rank > best_rank) {
             best = j;
             best_rank = rank;
@@ -720,7 +721,7 @@ static const char *threshold_str(char *buf, size_t n, const struct run_result *r
 static const char *strat_label(const struct run_result *r)
 {
     static char buf[SYNC_KINDS][3][32], staged[32];
-    if (r->cfg.parallel != PAR_DATA)
+    if (train_mode_has(&r->cfg, MODE_STAGED))
         return train_mode_label(&r->cfg, staged, sizeof(staged));
     if (!sync_ops_of(r->cfg.strategy))
         return "n/a";
@@ -748,7 +749,7 @@ static const char *prec_name(const struct run_result *r)
  * unknown. */
 static const char *strat_name(const struct run_result *r)
 {
-    if (r->cfg.parallel != PAR_DATA)
+    if (train_mode_has(&r->cfg, MODE_STAGED))
         return parallel_name(r->cfg.parallel);
     return sync_ops_of(r->cfg.strategy) ? strategy_name(r->cfg.strategy) : NULL;
 }
@@ -860,9 +861,9 @@ static int measured_for(const struct run_result *res, int n, int i, int k)
         const struct run_result *q = &res[j];
         if (q->world != k || !q->ms_valid || q->ms_p50 <= 0 || strcmp(q->cfg.model, p->cfg.model) ||
             strcmp(q->dataset, p->dataset) || q->cfg.batch_size != p->cfg.batch_size ||
-            q->cfg.parallel != p->cfg.parallel)
+            train_mode_at(&q->cfg) != train_mode_at(&p->cfg))
             continue;
-        if (p->cfg.parallel == PAR_DATA
+        if (!train_mode_has(&p->cfg, MODE_STAGED)
                 ? q->cfg.strategy == p->cfg.strategy && q->cfg.bucket_mb == p->cfg.bucket_mb &&
                       q->cfg.overlap == p->cfg.overlap
                 : q->cfg.micro_batches == p->cfg.micro_batches && q->cfg.schedule == p->cfg.schedule)
@@ -883,13 +884,12 @@ static int shared_cores(const struct run_result *q)
 static void write_prediction(FILE *f, const struct run_result *res, int n, int i, int md)
 {
     const struct run_result *r = &res[i];
-    if (r->cfg.parallel != PAR_DATA)
+    if (train_mode_has(&r->cfg, MODE_STAGED))
         fprintf(f,
                 "\nrun %d predicts %s parallelism over more stages, the batch of %d in %d micro-batch%s, a core "
                 "per stage (compute as measured on 1 rank, boundaries from %s; ms per step):\n\n",
-                i, parallel_name(r->cfg.parallel), r->cfg.batch_size,
-                r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1,
-                r->cfg.parallel == PAR_PIPELINE && r->cfg.micro_batches > 1 ? "es" : "", r->spred_link);
+                i, parallel_name(r->cfg.parallel), r->cfg.batch_size, train_mode_micro(&r->cfg),
+                train_mode_micro(&r->cfg) > 1 ? "es" : "", r->spred_link);
     else
         fprintf(f,
                 "\nrun %d predicts %s on more ranks, each with its batch of %d and a core of its own (compute as "
@@ -1222,12 +1222,12 @@ static void write_run_remarks(FILE *f, const struct run_result *res, int i)
 /* --parallel model|pipeline: run i's stages, with what each holds. */
 static void write_stage_table(FILE *f, const struct run_result *r, int i, int md)
 {
-    int M = r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, S = r->nstages;
+    int M = train_mode_micro(&r->cfg), S = r->nstages;
     fprintf(f, "\nrun %d: %s parallelism, %d stage%s", i, parallel_name(r->cfg.parallel), S, S == 1 ? "" : "s");
     if (r->cfg.dp > 1)
         fprintf(f, " x %d replicas (each stage's mean over its copies; sent/step with its gradients' average)",
                 r->cfg.dp);
-    if (r->cfg.parallel == PAR_PIPELINE)
+    if (train_mode_has(&r->cfg, MODE_MICRO))
         fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
     fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
             100.0 * (S - 1) / (M + S - 1));
@@ -1497,10 +1497,10 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     else
         cJSON_AddNullToObject(o, "replicas_identical");
     add_str(o, "parallel", parallel_name(r->cfg.parallel));
-    if (r->cfg.parallel != PAR_DATA) {
-        add_num(o, "micro_batches", r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, 1);
+    if (train_mode_has(&r->cfg, MODE_STAGED)) {
+        add_num(o, "micro_batches", train_mode_micro(&r->cfg), 1);
         add_num(o, "dp", r->cfg.dp > 1 ? r->cfg.dp : 1, 1);
-        add_str(o, "schedule", r->cfg.parallel == PAR_PIPELINE ? schedule_name(r->cfg.schedule) : NULL);
+        add_str(o, "schedule", train_mode_has(&r->cfg, MODE_MICRO) ? schedule_name(r->cfg.schedule) : NULL);
     }
     if (r->nstages > 0) {
         cJSON *st = cJSON_AddArrayToObject(o, "stages");

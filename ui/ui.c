@@ -39,6 +39,7 @@
 #include "plan.h"
 #include "figures.h"
 #include "procs.h"
+#include "mode.h"
 #include "report.h"
 #include "run.h"
 #include "scaling.h"
