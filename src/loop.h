@@ -48,31 +48,10 @@ struct loop {
     struct device lane_dev;      /* the rank's device for ddp's comm lane and horovod's thread */
     int schedstat_fd;            /* /proc/thread-self/schedstat, or -1 */
     int64_t run_delay;           /* its run delay at the last step's end, or -1 */
-    /* dp (DataParallel): rank 0 holds the whole batch and computes the loss;
-     * _d buffers are in the model's memory (the device's), the others on the host */
-    float *dp_x, *dp_xd;            /* rank 0: [global, c, h, w] (dp_x pinned) */
-    int32_t *dp_y;                  /* rank 0: [global] */
-    float *dp_yf, *dp_yfd;          /* rank 0: labels as floats, for the scatter (dp_yf pinned) */
-    float *dp_ylocal, *dp_ylocal_d; /* [local] */
-    float *dp_logits, *dp_logits_h; /* rank 0: [global, classes], device and host */
-    float *dp_probs, *dp_dlogits;   /* rank 0: [global, classes], host (dp_dlogits pinned) */
-    float *dp_dlogits_d;            /* rank 0: [global, classes] */
-    float *dp_dout;                 /* [local, classes] */
-    uint32_t *dp_idx;               /* rank 0: [global] */
     /* an asynchronous device (GPU): the batch is staged in device memory by
      * the copy stream while the previous step computes */
     int async;
-    /* --parallel model|pipeline: the stages, this rank's stage and the
-     * rank of its replica's first (--dp: rank = replica x stages + stage),
-     * one model per micro-batch sharing mb[0]'s (L->m's) parameters, the
-     * schedule's order (pipeline.h) and the stage's parameters [p0, p1) */
-    struct pipe_plan plan;
-    int stage, stage0;
-    struct model **mb;
-    int *pipe_ops;
-    int pipe_p0, pipe_p1;
-    float *pipe_lc;     /* the last stages' loss and hits, in the model's memory for the broadcast (--dp:
-                           [replicas][2], for an allreduce) */
+    void *own;          /* the mode's own state (loop_data.c's dp buffers, loop_stages.c's stages), or NULL */
     float *scaler_buf;  /* --loss-scale dynamic on dp and stages: the verdict's float, in the model's memory */
     int traced;         /* CUPTI records this step (every step, or --cupti-sample's window) */
     int in_window;      /* a sampled run: this rank holds the device tracing on */

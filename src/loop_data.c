@@ -30,6 +30,21 @@
 #include "sync.h"
 #include "zoo.h"
 
+/* dp (DataParallel)'s own state (struct loop's own): rank 0 holds the
+ * whole batch and computes the loss; _d buffers are in the model's memory
+ * (the device's), the others on the host */
+struct dp_bufs {
+    float *dp_x, *dp_xd;            /* rank 0: [global, c, h, w] (dp_x pinned) */
+    int32_t *dp_y;                  /* rank 0: [global] */
+    float *dp_yf, *dp_yfd;          /* rank 0: labels as floats, for the scatter (dp_yf pinned) */
+    float *dp_ylocal, *dp_ylocal_d; /* [local] */
+    float *dp_logits, *dp_logits_h; /* rank 0: [global, classes], device and host */
+    float *dp_probs, *dp_dlogits;   /* rank 0: [global, classes], host (dp_dlogits pinned) */
+    float *dp_dlogits_d;            /* rank 0: [global, classes] */
+    float *dp_dout;                 /* [local, classes] */
+    uint32_t *dp_idx;               /* rank 0: [global] */
+};
+
 /* gather-scatter's rank-ordered average where the gradients are: a kernel
  * on the comm stream, between the gather and the broadcast. */
 static int gs_average_on_device(void *ctx, float *dst, const float *slices, int world, size_t n)
@@ -60,6 +75,7 @@ static int sync_grads(struct loop *L)
  * CPU and on GPUs; the loss of the whole batch is computed on rank 0's host. */
 static int dp_step(struct loop *L, int i, int epoch)
 {
+    struct dp_bufs *D = L->own;
     struct rank *rk = L->rk;
     struct run *run = L->run;
     struct model *m = L->m;
@@ -76,23 +92,23 @@ static int dp_step(struct loop *L, int i, int epoch)
         if (d->ops->sync(d, STREAM_COMM) != 0) /* the last copies out of dp_x and dp_yf are done */
             return loop_dev_failed(rk);
         for (int k = 0; k < G; k++)
-            L->dp_idx[k] = sampler_get(&L->smp, i * G + k);
-        data_gather(run->train, L->dp_idx, G, L->dp_x, L->dp_y);
+            D->dp_idx[k] = sampler_get(&L->smp, i * G + k);
+        data_gather(run->train, D->dp_idx, G, D->dp_x, D->dp_y);
         for (int k = 0; k < G; k++)
-            L->dp_yf[k] = (float)L->dp_y[k];
-        if (d->ops->copy(d, L->dp_xd, L->dp_x, sizeof(float) * (size_t)G * per, STREAM_COMM) != 0 ||
-            d->ops->copy(d, L->dp_yfd, L->dp_yf, sizeof(float) * (size_t)G, STREAM_COMM) != 0)
+            D->dp_yf[k] = (float)D->dp_y[k];
+        if (d->ops->copy(d, D->dp_xd, D->dp_x, sizeof(float) * (size_t)G * per, STREAM_COMM) != 0 ||
+            d->ops->copy(d, D->dp_yfd, D->dp_yf, sizeof(float) * (size_t)G, STREAM_COMM) != 0)
             return loop_dev_failed(rk);
         loop_rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, probe_now_ns());
     }
-    if ((rc = c->ops->scatter(c, L->dp_xd, model_input(m), (size_t)B * per, 0)) != 0 ||
-        (rc = c->ops->scatter(c, L->dp_yfd, L->dp_ylocal_d, (size_t)B, 0)) != 0)
+    if ((rc = c->ops->scatter(c, D->dp_xd, model_input(m), (size_t)B * per, 0)) != 0 ||
+        (rc = c->ops->scatter(c, D->dp_yfd, D->dp_ylocal_d, (size_t)B, 0)) != 0)
         return loop_comm_failed(rk, rc, "dp: scattering the batch");
     int64_t t1 = probe_now_ns();
-    if (model_memcpy(m, L->dp_ylocal, L->dp_ylocal_d, sizeof(float) * (size_t)B) != 0)
+    if (model_memcpy(m, D->dp_ylocal, D->dp_ylocal_d, sizeof(float) * (size_t)B) != 0)
         return loop_fail(rk, m->err);
     for (int k = 0; k < B; k++)
-        L->yhost[k] = (int32_t)L->dp_ylocal[k];
+        L->yhost[k] = (int32_t)D->dp_ylocal[k];
     if (loop_phase_push(L, CAT_FORWARD) != 0)
         return loop_dev_failed(rk);
     int frc = loop_forward(L);
@@ -108,30 +124,30 @@ static int dp_step(struct loop *L, int i, int epoch)
     if (!isfinite(loss))
         return m->err[0] ? loop_fail(rk, m->err) : loop_diverged(rk, step, loss);
 
-    if ((rc = c->ops->gather(c, m->tensors[m->output].val, L->dp_logits, (size_t)B * K, 0)) != 0)
+    if ((rc = c->ops->gather(c, m->tensors[m->output].val, D->dp_logits, (size_t)B * K, 0)) != 0)
         return loop_comm_failed(rk, rc, "dp: gathering the outputs");
     if (rk->id == 0) {
         int64_t ta = probe_now_ns();
-        if (model_memcpy(m, L->dp_logits_h, L->dp_logits, sizeof(float) * (size_t)G * K) != 0)
+        if (model_memcpy(m, D->dp_logits_h, D->dp_logits, sizeof(float) * (size_t)G * K) != 0)
             return loop_fail(rk, m->err);
-        softmax_xent_forward(L->dp_probs, L->dp_logits_h, L->dp_y, G, K, NULL);
+        softmax_xent_forward(D->dp_probs, D->dp_logits_h, D->dp_y, G, K, NULL);
         /* scaled (by 1 without a scaler; by infinity on an overflow fault here) */
         float gs = L->overflow ? INFINITY : L->scale;
-        softmax_xent_backward(L->dp_dlogits, L->dp_probs, L->dp_y, G, K, gs / (float)G);
-        if (d->ops->copy(d, L->dp_dlogits_d, L->dp_dlogits, sizeof(float) * (size_t)G * K, STREAM_COMM) != 0)
+        softmax_xent_backward(D->dp_dlogits, D->dp_probs, D->dp_y, G, K, gs / (float)G);
+        if (d->ops->copy(d, D->dp_dlogits_d, D->dp_dlogits, sizeof(float) * (size_t)G * K, STREAM_COMM) != 0)
             return loop_dev_failed(rk);
         loop_rec(rk, &rk->spans_main, LANE_MAIN, CAT_FORWARD, ta, probe_now_ns());
     }
-    if ((rc = c->ops->scatter(c, L->dp_dlogits_d, L->dp_dout, (size_t)B * K, 0)) != 0)
+    if ((rc = c->ops->scatter(c, D->dp_dlogits_d, D->dp_dout, (size_t)B * K, 0)) != 0)
         return loop_comm_failed(rk, rc, "dp: scattering the output gradients");
 
     /* an overflow fault on a replica: its output gradient goes infinite */
-    if (L->overflow && rk->id != 0 && loop_put_value(m, L->dp_dout, INFINITY) != 0)
+    if (L->overflow && rk->id != 0 && loop_put_value(m, D->dp_dout, INFINITY) != 0)
         return loop_fail(rk, m->err);
     int64_t t3 = probe_now_ns();
     if (loop_phase_push(L, CAT_BACKWARD) != 0)
         return loop_dev_failed(rk);
-    int brc = model_backward_dout(m, L->dp_dout, NULL, NULL);
+    int brc = model_backward_dout(m, D->dp_dout, NULL, NULL);
     if (loop_phase_pop(L, CAT_BACKWARD) != 0 && brc == 0)
         return loop_dev_failed(rk);
     if (brc != 0)
@@ -536,26 +552,29 @@ int loop_data_init(struct loop *L)
     if (!(L->sync->flags & SYNC_ROOT_STEPS))
         return 0;
     struct device *d = &rk->dev;
-    L->dp_ylocal = malloc(sizeof(float) * (size_t)B);
-    L->dp_ylocal_d = d->ops->alloc(d, sizeof(float) * (size_t)B);
-    L->dp_dout = d->ops->alloc(d, sizeof(float) * (size_t)B * K);
-    if (!L->dp_ylocal || !L->dp_ylocal_d || !L->dp_dout)
+    struct dp_bufs *D = calloc(1, sizeof(*D));
+    if (!(L->own = D))
+        return loop_fail(rk, "out of memory for DataParallel buffers");
+    D->dp_ylocal = malloc(sizeof(float) * (size_t)B);
+    D->dp_ylocal_d = d->ops->alloc(d, sizeof(float) * (size_t)B);
+    D->dp_dout = d->ops->alloc(d, sizeof(float) * (size_t)B * K);
+    if (!D->dp_ylocal || !D->dp_ylocal_d || !D->dp_dout)
         return loop_fail(rk, "out of memory for DataParallel buffers");
     if (rk->id != 0)
         return 0;
-    L->dp_x = d->ops->alloc_host(d, sizeof(float) * per * (size_t)G);
-    L->dp_xd = d->ops->alloc(d, sizeof(float) * per * (size_t)G);
-    L->dp_y = malloc(sizeof(int32_t) * (size_t)G);
-    L->dp_yf = d->ops->alloc_host(d, sizeof(float) * (size_t)G);
-    L->dp_yfd = d->ops->alloc(d, sizeof(float) * (size_t)G);
-    L->dp_idx = malloc(sizeof(uint32_t) * (size_t)G);
-    L->dp_logits = d->ops->alloc(d, sizeof(float) * (size_t)G * K);
-    L->dp_logits_h = malloc(sizeof(float) * (size_t)G * K);
-    L->dp_probs = malloc(sizeof(float) * (size_t)G * K);
-    L->dp_dlogits = d->ops->alloc_host(d, sizeof(float) * (size_t)G * K);
-    L->dp_dlogits_d = d->ops->alloc(d, sizeof(float) * (size_t)G * K);
-    if (!L->dp_x || !L->dp_xd || !L->dp_y || !L->dp_yf || !L->dp_yfd || !L->dp_idx || !L->dp_logits ||
-        !L->dp_logits_h || !L->dp_probs || !L->dp_dlogits || !L->dp_dlogits_d)
+    D->dp_x = d->ops->alloc_host(d, sizeof(float) * per * (size_t)G);
+    D->dp_xd = d->ops->alloc(d, sizeof(float) * per * (size_t)G);
+    D->dp_y = malloc(sizeof(int32_t) * (size_t)G);
+    D->dp_yf = d->ops->alloc_host(d, sizeof(float) * (size_t)G);
+    D->dp_yfd = d->ops->alloc(d, sizeof(float) * (size_t)G);
+    D->dp_idx = malloc(sizeof(uint32_t) * (size_t)G);
+    D->dp_logits = d->ops->alloc(d, sizeof(float) * (size_t)G * K);
+    D->dp_logits_h = malloc(sizeof(float) * (size_t)G * K);
+    D->dp_probs = malloc(sizeof(float) * (size_t)G * K);
+    D->dp_dlogits = d->ops->alloc_host(d, sizeof(float) * (size_t)G * K);
+    D->dp_dlogits_d = d->ops->alloc(d, sizeof(float) * (size_t)G * K);
+    if (!D->dp_x || !D->dp_xd || !D->dp_y || !D->dp_yf || !D->dp_yfd || !D->dp_idx || !D->dp_logits ||
+        !D->dp_logits_h || !D->dp_probs || !D->dp_dlogits || !D->dp_dlogits_d)
         return loop_fail(rk, "out of memory for DataParallel buffers");
     return 0;
 }
@@ -568,17 +587,22 @@ void loop_data_free(struct loop *L)
         L->sync->destroy(L->engine);
     if (L->async && d->impl)
         d->ops->sync(d, STREAM_COMM); /* dp's copies into the device run on the comm stream */
-    float *dev_bufs[] = {L->dp_xd, L->dp_yfd, L->dp_ylocal_d, L->dp_logits, L->dp_dlogits_d, L->dp_dout};
+    struct dp_bufs *D = L->own;
+    if (!D)
+        return;
+    float *dev_bufs[] = {D->dp_xd, D->dp_yfd, D->dp_ylocal_d, D->dp_logits, D->dp_dlogits_d, D->dp_dout};
     for (size_t k = 0; k < sizeof(dev_bufs) / sizeof(dev_bufs[0]); k++)
         if (dev_bufs[k])
             d->ops->free(d, dev_bufs[k]);
-    float *pinned[] = {L->dp_x, L->dp_yf, L->dp_dlogits};
+    float *pinned[] = {D->dp_x, D->dp_yf, D->dp_dlogits};
     for (size_t k = 0; k < sizeof(pinned) / sizeof(pinned[0]); k++)
         if (pinned[k])
             d->ops->free_host(d, pinned[k]);
-    free(L->dp_y);
-    free(L->dp_ylocal);
-    free(L->dp_logits_h);
-    free(L->dp_probs);
-    free(L->dp_idx);
+    free(D->dp_y);
+    free(D->dp_ylocal);
+    free(D->dp_logits_h);
+    free(D->dp_probs);
+    free(D->dp_idx);
+    free(D);
+    L->own = NULL;
 }

@@ -27,6 +27,21 @@
 #include "sync.h"
 #include "zoo.h"
 
+/* The stages' own state (struct loop's own): the stages, this rank's
+ * stage and the rank of its replica's first (--dp: rank = replica x
+ * stages + stage), one model per micro-batch sharing mb[0]'s (L->m's)
+ * parameters, the schedule's order (pipeline.h) and the stage's
+ * parameters [p0, p1) */
+struct stages {
+    struct pipe_plan plan;
+    int stage, stage0;
+    struct model **mb;
+    int *pipe_ops;
+    int pipe_p0, pipe_p1;
+    float *pipe_lc; /* the last stages' loss and hits, in the model's memory for the broadcast (--dp:
+                       [replicas][2], for an allreduce) */
+};
+
 /* ---- model and pipeline parallelism (pipeline.h) ---------------------- */
 
 /* Forward + backward time per layer, measured on rank 0's model at the
@@ -97,62 +112,65 @@ int loop_stages_init(struct loop *L)
     const struct dataset *tr = run->train;
     struct model *m = L->m;
     char err[256];
+    struct stages *st = calloc(1, sizeof(*st));
+    if (!(L->own = st))
+        return loop_fail(rk, "out of memory for the stages");
     int micro = (L->mode->flags & MODE_MICRO) != 0; /* (mode.c's table refers here: no call back into it) */
     int S = run_stages(cfg), M = micro ? cfg->micro_batches : 1;
     for (int t = 0; t < m->ntensors; t++)
         if (m->tensors[t].h16) /* (stages send and receive fp32 activations) */
             return loop_fail(rk, "DDPTOP_H16_CHAIN=1: 16-bit activations between layers train data-parallel only");
-    L->stage = rk->id % S;
-    L->stage0 = rk->id - L->stage;
+    st->stage = rk->id % S;
+    st->stage0 = rk->id - st->stage;
     if (cfg->partition[0] || S == 1) {
         char whole[32]; /* one stage is the whole model: nothing to measure */
         snprintf(whole, sizeof(whole), "0:%d", m->nlayers - 1);
-        if (pipe_plan_parse(&L->plan, m, S == 1 ? whole : cfg->partition, S, err, sizeof(err)) != 0)
+        if (pipe_plan_parse(&st->plan, m, S == 1 ? whole : cfg->partition, S, err, sizeof(err)) != 0)
             return loop_fail(rk, err);
     } else {
         double *cost = calloc((size_t)m->nlayers, sizeof(double));
         if (!cost)
             return loop_fail(rk, "out of memory for the partition");
         int rc = pipe_measure(L, cost);
-        if (rc == 0 && pipe_plan_balance(&L->plan, m, cost, S, err, sizeof(err)) != 0)
+        if (rc == 0 && pipe_plan_balance(&st->plan, m, cost, S, err, sizeof(err)) != 0)
             rc = loop_fail(rk, err);
         free(cost);
         if (rc != 0)
             return rc;
     }
-    L->plan.micro = M;
-    L->plan.schedule = micro ? cfg->schedule : SCHED_GPIPE;
-    int a = L->plan.first[L->stage], b = L->plan.first[L->stage + 1];
-    L->mb = calloc((size_t)M, sizeof(*L->mb));
-    L->pipe_ops = malloc(sizeof(int) * 2 * (size_t)M);
-    L->pipe_lc = rk->dev.ops->alloc(&rk->dev, 2 * sizeof(float) * (size_t)run_replicas(cfg));
-    if (!L->mb || !L->pipe_ops || !L->pipe_lc)
+    st->plan.micro = M;
+    st->plan.schedule = micro ? cfg->schedule : SCHED_GPIPE;
+    int a = st->plan.first[st->stage], b = st->plan.first[st->stage + 1];
+    st->mb = calloc((size_t)M, sizeof(*st->mb));
+    st->pipe_ops = malloc(sizeof(int) * 2 * (size_t)M);
+    st->pipe_lc = rk->dev.ops->alloc(&rk->dev, 2 * sizeof(float) * (size_t)run_replicas(cfg));
+    if (!st->mb || !st->pipe_ops || !st->pipe_lc)
         return loop_fail(rk, "out of memory for the micro-batches");
-    pipe_schedule_ops(L->plan.schedule, S, L->stage, M, L->pipe_ops);
+    pipe_schedule_ops(st->plan.schedule, S, st->stage, M, st->pipe_ops);
     /* one model per micro-batch in flight, all on mb[0]'s parameters (each
      * keeps its own activations and gradients) */
-    L->mb[0] = m;
+    st->mb[0] = m;
     for (int k = 1; k < M; k++) {
-        L->mb[k] = zoo_create(&rk->dev, cfg->model, m->batch, tr->c, tr->h, tr->w,
-                              run_classes(cfg, tr->h, tr->w, tr->classes), cfg->seed, err, sizeof(err));
-        if (!L->mb[k])
+        st->mb[k] = zoo_create(&rk->dev, cfg->model, m->batch, tr->c, tr->h, tr->w,
+                               run_classes(cfg, tr->h, tr->w, tr->classes), cfg->seed, err, sizeof(err));
+        if (!st->mb[k])
             return loop_fail(rk, err);
-        model_free_floats(L->mb[k], L->mb[k]->param_buf);
-        L->mb[k]->param_buf = m->param_buf; /* (loop_stages_free gives it back before destroying the model) */
-        if (model_set_trainable(L->mb[k], cfg->trainable, err, sizeof(err)) != 0)
+        model_free_floats(st->mb[k], st->mb[k]->param_buf);
+        st->mb[k]->param_buf = m->param_buf; /* (loop_stages_free gives it back before destroying the model) */
+        if (model_set_trainable(st->mb[k], cfg->trainable, err, sizeof(err)) != 0)
             return loop_fail(rk, err);
     }
     /* the stage's parameters: its layers' (a model keeps them in layer order) */
-    L->pipe_p0 = L->pipe_p1 = 0;
+    st->pipe_p0 = st->pipe_p1 = 0;
     for (int i = a; i < b; i++)
         if (m->layers[i].nparam > 0) {
-            if (L->pipe_p1 == 0)
-                L->pipe_p0 = m->layers[i].param0;
-            L->pipe_p1 = m->layers[i].param0 + m->layers[i].nparam;
+            if (st->pipe_p1 == 0)
+                st->pipe_p0 = m->layers[i].param0;
+            st->pipe_p1 = m->layers[i].param0 + m->layers[i].nparam;
         }
     rk->stage_first = a;
     rk->stage_end = b;
-    pipe_stage_memory(m, a, b, pipe_in_flight(L->plan.schedule, S, L->stage, M), cfg->momentum, rk->stage_mem);
+    pipe_stage_memory(m, a, b, pipe_in_flight(st->plan.schedule, S, st->stage, M), cfg->momentum, rk->stage_mem);
     return 0;
 }
 
@@ -192,14 +210,15 @@ static int pipe_xfer(struct loop *L, int send, float *buf, size_t n, int peer, c
  * (failed, said). */
 static int stage_update(struct loop *L, uint32_t step)
 {
+    struct stages *st = L->own;
     struct rank *rk = L->rk;
     struct model *m = L->m;
     struct device *d = &rk->dev;
-    int has = L->pipe_p1 > L->pipe_p0;
+    int has = st->pipe_p1 > st->pipe_p0;
     if (has) {
-        size_t lo = m->params[L->pipe_p0].off, hi = m->params[L->pipe_p1 - 1].off + m->params[L->pipe_p1 - 1].len;
-        for (int k = 1; k < L->plan.micro; k++)
-            if (d->ops->add(d, m->grad_buf + lo, L->mb[k]->grad_buf + lo, hi - lo, STREAM_COMPUTE) != 0)
+        size_t lo = m->params[st->pipe_p0].off, hi = m->params[st->pipe_p1 - 1].off + m->params[st->pipe_p1 - 1].len;
+        for (int k = 1; k < st->plan.micro; k++)
+            if (d->ops->add(d, m->grad_buf + lo, st->mb[k]->grad_buf + lo, hi - lo, STREAM_COMPUTE) != 0)
                 return loop_dev_failed(rk);
         /* --dp: the average over the stage's copies, each of its replica's
          * batch (a replica's gradient is of its batch's mean loss) */
@@ -213,7 +232,7 @@ static int stage_update(struct loop *L, uint32_t step)
     }
     if (L->cfg->loss_scale == LOSS_SCALE_DYNAMIC) {
         int finite = 1;
-        if (has && loop_grads_all_finite(m, L->pipe_p0, L->pipe_p1, &finite) != 0)
+        if (has && loop_grads_all_finite(m, st->pipe_p0, st->pipe_p1, &finite) != 0)
             return loop_fail(rk, m->err);
         float bad = !finite;
         if (loop_agree_bad(L, L->scaler_buf, &bad) != 0)
@@ -221,7 +240,7 @@ static int stage_update(struct loop *L, uint32_t step)
         if (!loop_scaler_decide(L, bad == 0))
             return 0;
     }
-    if (has && sgd_step_params(&L->opt, m, (long)step, L->pipe_p0, L->pipe_p1) != 0)
+    if (has && sgd_step_params(&L->opt, m, (long)step, st->pipe_p0, st->pipe_p1) != 0)
         return loop_fail(rk, m->err);
     return 0;
 }
@@ -233,11 +252,12 @@ static int stage_update(struct loop *L, uint32_t step)
  * stage's parameters. The last stage's loss goes to every stage. */
 int loop_stages_step(struct loop *L, int i, int epoch)
 {
+    struct stages *st = L->own;
     struct rank *rk = L->rk;
     struct run *run = L->run;
-    const struct pipe_plan *p = &L->plan;
-    int s = L->stage, S = p->stages, M = p->micro, B = run->local_batch;
-    int prev = L->stage0 + s - 1, next = L->stage0 + s + 1; /* the neighbours' ranks */
+    const struct pipe_plan *p = &st->plan;
+    int s = st->stage, S = p->stages, M = p->micro, B = run->local_batch;
+    int prev = st->stage0 + s - 1, next = st->stage0 + s + 1; /* the neighbours' ranks */
     int a = p->first[s], b = p->first[s + 1];
     struct model *m = L->m;
     struct device *d = &rk->dev;
@@ -257,7 +277,7 @@ int loop_stages_step(struct loop *L, int i, int epoch)
     }
     size_t per = (size_t)m->tensors[m->input].stride;
     for (int k = 0; s == 0 && k < M; k++)
-        if (d->ops->copy(d, model_input(L->mb[k]), L->xhost + (size_t)k * Bm * per, sizeof(float) * per * (size_t)Bm,
+        if (d->ops->copy(d, model_input(st->mb[k]), L->xhost + (size_t)k * Bm * per, sizeof(float) * per * (size_t)Bm,
                          STREAM_COMPUTE) != 0)
             return loop_dev_failed(rk);
     loop_rec(rk, &rk->spans_main, LANE_MAIN, CAT_DATA, t0, probe_now_ns());
@@ -268,8 +288,8 @@ int loop_stages_step(struct loop *L, int i, int epoch)
     double loss_sum = 0;
     int correct = 0;
     for (int o = 0; o < 2 * M; o++) {
-        int fwd = L->pipe_ops[o] > 0, k = (fwd ? L->pipe_ops[o] : -L->pipe_ops[o]) - 1;
-        struct model *mk = L->mb[k];
+        int fwd = st->pipe_ops[o] > 0, k = (fwd ? st->pipe_ops[o] : -st->pipe_ops[o]) - 1;
+        struct model *mk = st->mb[k];
         if (fwd) {
             if (s > 0 && pipe_xfer(L, 0, mk->tensors[p->cut[s]].val, nin, prev, "activations", k) != 0)
                 return -1;
@@ -326,8 +346,8 @@ int loop_stages_step(struct loop *L, int i, int epoch)
     for (int k = 0; s == S - 1 && k < M; k++) {
         float l;
         int c;
-        if (model_loss_end(L->mb[k], &l, &c) != 0) /* (waits for the device) */
-            return loop_fail(rk, L->mb[k]->err);
+        if (model_loss_end(st->mb[k], &l, &c) != 0) /* (waits for the device) */
+            return loop_fail(rk, st->mb[k]->err);
         loss_sum += (double)l * Bm;
         correct += c;
     }
@@ -350,15 +370,15 @@ int loop_stages_step(struct loop *L, int i, int epoch)
     float lc[2 * CFG_MAX_RANKS] = {0};
     lc[2 * rep] = (float)(loss_sum / B);
     lc[2 * rep + 1] = (float)correct;
-    if ((s == S - 1 || D > 1) && d->ops->copy(d, L->pipe_lc, lc, sizeof(float) * 2 * (size_t)D, STREAM_COMM) != 0)
+    if ((s == S - 1 || D > 1) && d->ops->copy(d, st->pipe_lc, lc, sizeof(float) * 2 * (size_t)D, STREAM_COMM) != 0)
         return loop_dev_failed(rk);
     if (D > 1)
-        crc = rk->comm->ops->allreduce(rk->comm, L->pipe_lc, 2 * (size_t)D, RED_SUM);
+        crc = rk->comm->ops->allreduce(rk->comm, st->pipe_lc, 2 * (size_t)D, RED_SUM);
     else
-        crc = rk->comm->ops->broadcast(rk->comm, L->pipe_lc, 2, S - 1);
+        crc = rk->comm->ops->broadcast(rk->comm, st->pipe_lc, 2, S - 1);
     if (crc != 0)
         return loop_comm_failed(rk, crc, "sending the loss");
-    if (d->ops->copy(d, lc, L->pipe_lc, sizeof(float) * 2 * (size_t)D, STREAM_COMM) != 0 ||
+    if (d->ops->copy(d, lc, st->pipe_lc, sizeof(float) * 2 * (size_t)D, STREAM_COMM) != 0 ||
         d->ops->sync(d, STREAM_COMM) != 0)
         return loop_dev_failed(rk);
     lc[0] = lc[2 * rep];
@@ -373,15 +393,20 @@ int loop_stages_step(struct loop *L, int i, int epoch)
 void loop_stages_free(struct loop *L)
 {
     struct device *d = &L->rk->dev;
+    struct stages *st = L->own;
+    if (!st)
+        return;
     if (L->async && d->impl)
         d->ops->sync(d, STREAM_COMM); /* the sends and receives run on the comm stream */
-    for (int k = 1; L->mb && k < L->plan.micro; k++)
-        if (L->mb[k]) {
-            L->mb[k]->param_buf = NULL; /* mb[0]'s */
-            model_destroy(L->mb[k]);
+    for (int k = 1; st->mb && k < st->plan.micro; k++)
+        if (st->mb[k]) {
+            st->mb[k]->param_buf = NULL; /* mb[0]'s */
+            model_destroy(st->mb[k]);
         }
-    free(L->mb);
-    free(L->pipe_ops);
-    if (L->pipe_lc)
-        d->ops->free(d, L->pipe_lc);
+    free(st->mb);
+    free(st->pipe_ops);
+    if (st->pipe_lc)
+        d->ops->free(d, st->pipe_lc);
+    free(st);
+    L->own = NULL;
 }
