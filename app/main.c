@@ -21,6 +21,7 @@
 #include "device.h"
 #include "devices.h"
 #include "files.h"
+#include "follow.h"
 #include "model.h"
 #include "modes.h"
 #include "figures.h"
@@ -287,7 +288,8 @@ static int ddptop_main(int argc, char **argv)
             return 2;
         }
     }
-    int ui = !cfg.batch && isatty(STDOUT_FILENO) && (cfg.mode == MODE_TRAIN || cfg.mode == MODE_REPLAY);
+    int ui = !cfg.batch && isatty(STDOUT_FILENO) &&
+             (cfg.mode == MODE_TRAIN || cfg.mode == MODE_REPLAY || cfg.mode == MODE_FOLLOW);
     if (pr->rank == 0 && (!pr->active || cfg.mode == MODE_TRAIN) && check_files(&cfg, ui) != 0)
         return 2;
     if (cfg.mode == MODE_TRAIN && pr->rank == 0)
@@ -298,6 +300,8 @@ static int ddptop_main(int argc, char **argv)
         return bench_comm_main(&cfg);
     if (cfg.mode == MODE_REPLAY)
         return replay_main(&cfg, !cfg.batch && isatty(STDOUT_FILENO) ? ui_replay : NULL);
+    if (cfg.mode == MODE_FOLLOW)
+        return follow_main(&cfg, ui ? ui_follow : NULL);
 
     char err[512], note[256];
     const struct device_ops *dev = device_select(cfg.base.device, note, sizeof(note), err, sizeof(err));

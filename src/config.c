@@ -712,6 +712,10 @@ static const struct opt opts[] = {
           "show traces (ddptop's or PyTorch profiler's) instead of training: one or more files (FILE FILE.., "
           "FILE,FILE..), or a folder, every .json and .json.gz in it (PyTorch's *.pt.trace.json)"),
      .also_off = OFF(mode), .also = MODE_REPLAY},
+    {TEXT("follow", AT(follow), "folder", "DIR", G_MODE,
+          "follow a running PyTorch job: watch the folder its profiler writes into (tensorboard_trace_handler) and "
+          "show each rank's latest cycle as it lands; the report at the end covers every cycle"),
+     .also_off = OFF(mode), .also = MODE_FOLLOW},
     {FLAG("bench-comm", AT(mode), MODE_BENCH_COMM, G_MODE, "benchmark collectives, nccl-tests style; options below")},
 
     {NAME("model", LIST(models, nmodels), NAMED_BY(zoo_name, 0, INT_MAX), "model", "NAME", "lenet", G_WORK,
@@ -852,6 +856,9 @@ static const struct opt opts[] = {
           "report the first epoch/step where the running loss < X"),
      .def_text = "none"},
     {FLAG("quiet", AT(quiet), 1, G_REPORT, "no progress line on stderr")},
+    {REAL("idle-exit", AT(idle_exit_s), 0.01, 1e6, "S", NULL, G_REPORT,
+          "--follow: report and leave once no trace has landed (nor grown) in the folder for S seconds"),
+     .def_text = "follow until q or Ctrl-C"},
     {OPT("baseline", k_baseline, AT(baseline), "B", "auto", G_REPORT,
          "what a speedup is against: auto takes a 1-rank run on the same global batch (strong scaling), else on the "
          "same per-rank batch (weak scaling); single the single strategy on the same global batch; ranks1 one rank "
@@ -1124,14 +1131,30 @@ static int default_threads(const struct config *cfg)
  * it would be ignored without a word, so it is refused. --bench-comm reads
  * its own group (G_BENCH) too, which nothing else reads. */
 static const char *const replay_reads[] = {"batch", "format", "output", "plot", "quiet", "theme", "refresh-ms", NULL};
+static const char *const follow_reads[] = {"batch", "format",     "output",    "plot", "quiet",
+                                           "theme", "refresh-ms", "idle-exit", NULL};
 static const char *const info_reads[] = {"batch",   "model",      "dataset",    "data-dir",  "input",
                                          "classes", "batch-size", "seed",       "trainable", "device",
                                          "gpus",    "precision",  "cudnn-algo", "quiet",     NULL};
 static const char *const bench_reads[] = {
     "batch", "ranks", "ranks-per-process", "device", "gpus", "comm", "algo", "format", "output", "quiet", NULL};
+/* each mode's list, and what a refusal adds */
+static const struct {
+    const char *mode;
+    const char *const *reads;
+    const char *why;
+} mode_reads[] = {
+    {"replay", replay_reads, " (the trace holds how the run went)"},
+    {"follow", follow_reads, " (the traces hold how the job runs)"},
+    {"info", info_reads, ""},
+    {"bench-comm", bench_reads, ""},
+};
 /* options that only shape another one's work */
-static const char *const needs[][2] = {
-    {"predict-ranks", "predict"}, {"link", "predict"}, {"history-every", "history"}, {"base-batch", "scale-lr"}};
+static const char *const needs[][2] = {{"predict-ranks", "predict"},
+                                       {"link", "predict"},
+                                       {"history-every", "history"},
+                                       {"base-batch", "scale-lr"},
+                                       {"idle-exit", "follow"}};
 
 /* Options that only some runs read: --parallel's own (a strategy's own
  * are its table entry's, sync.h). Given where no run of the sweep reads
@@ -1187,13 +1210,13 @@ static int mode_misfit(const unsigned char *given, FILE *err)
             }
             continue;
         }
-        const char *const *reads = !strcmp(mode->name, "replay") ? replay_reads
-                                   : !strcmp(mode->name, "info") ? info_reads
-                                                                 : bench_reads;
+        size_t m = 0;
+        while (m + 1 < sizeof(mode_reads) / sizeof(mode_reads[0]) && strcmp(mode_reads[m].mode, mode->name) != 0)
+            m++;
+        const char *const *reads = mode_reads[m].reads;
         if (listed(reads, o->name) || (reads == bench_reads && o->group == G_BENCH))
             continue;
-        fprintf(err, "ddptop: --%s: does not apply to --%s%s\n", o->name, mode->name,
-                reads == replay_reads ? " (the trace holds how the run went)" : "");
+        fprintf(err, "ddptop: --%s: does not apply to --%s%s\n", o->name, mode->name, mode_reads[m].why);
         return -1;
     }
     for (size_t k = 0; k < sizeof(needs) / sizeof(needs[0]); k++) {

@@ -28,7 +28,7 @@
 enum out_format { FMT_TEXT = 0, FMT_CSV, FMT_JSON, FMT_MD };
 enum device_choice { DEV_AUTO = 0, DEV_CPU, DEV_CUDA };
 enum comm_backend { COMM_SHM = 0, COMM_NCCL, COMM_MPI };
-enum app_mode { MODE_TRAIN = 0, MODE_BENCH_COMM, MODE_INFO, MODE_REPLAY };
+enum app_mode { MODE_TRAIN = 0, MODE_BENCH_COMM, MODE_INFO, MODE_REPLAY, MODE_FOLLOW };
 /* --baseline: the run a speedup is against. AUTO: a 1-rank run with the same
  * global batch (strong scaling), else with the same per-rank batch (weak
  * scaling); SINGLE: the `single` strategy on the same global batch;
@@ -171,6 +171,8 @@ struct config {
     char replay[CFG_PATH];               /* --replay FILE|DIR[,...] */
     char **replay_more;                  /* the arguments after the options (more traces: a glob), in argv */
     int nreplay_more;
+    char follow[CFG_PATH]; /* --follow DIR: the folder a PyTorch profiler writes into */
+    double idle_exit_s;    /* --idle-exit S: --follow stops once nothing landed for S seconds; 0: never */
     /* --bench-comm */
     int collective; /* enum coll_kind */
     uint64_t min_bytes, max_bytes;

@@ -630,6 +630,41 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
     return 0;
 }
 
+void replay_foreign_row(struct rank_result *rr, const struct trace_figures *f, const int64_t *step_ns, size_t nsteps)
+{
+    rr->b = f->b;
+    rr->gpu_view = f->gpu_view;
+    rr->idle_split_valid = f->idle_split_valid;
+    rr->host_wait_ns = f->host_wait_ns;
+    rr->kernel_wait_ns = f->kernel_wait_ns;
+    rr->other_idle_ns = f->other_idle_ns;
+    rr->steps = (long)nsteps;
+    step_stats_ms(step_ns, nsteps, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
+    rr->ms_valid = rr->steps > 0;
+    /* (over the steps the split covers: the first left out, as ms/step leaves it) */
+    long bsteps = rr->steps > 1 ? rr->steps - 1 : rr->steps;
+    rr->compute_ms = bsteps > 0 ? (double)rr->b.compute_ns / 1e6 / (double)bsteps : 0;
+}
+
+void replay_foreign_run(struct run_result *res)
+{
+    res->threshold_step = -1;
+    res->replicas_diverged_at = -1;
+    for (int i = 0; i < res->nranks; i++) {
+        const struct rank_result *rr = &res->ranks[i];
+        /* the run's step time: the slowest rank's */
+        if (rr->ms_mean > res->ms_mean) {
+            res->ms_mean = rr->ms_mean;
+            res->ms_p50 = rr->ms_p50;
+            res->ms_p90 = rr->ms_p90;
+        }
+        if (rr->steps > res->steps)
+            res->steps = rr->steps;
+    }
+    res->ms_valid = res->steps > 0;
+    result_breakdowns(res);
+}
+
 /* PyTorch profiler traces: HTA's definitions (trace_analyze). They carry
  * no batch sizes, bytes or collective matching: those stay unknown. */
 static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, size_t errlen)
@@ -642,23 +677,13 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
         return -1;
     }
     res->nranks = d->nranks;
-    res->threshold_step = -1;
-    res->replicas_diverged_at = -1;
     for (int i = 0; i < d->nranks; i++) {
         struct trace_rank *tr = &d->ranks[i];
-        struct rank_result *rr = &res->ranks[i];
         struct trace_figures f;
         if (trace_analyze_rank(&f, tr, kernel_wait_ns) != 0) {
             snprintf(err, errlen, "out of memory analysing rank %d", tr->rank);
             return -1;
         }
-        rr->b = f.b;
-        rr->gpu_view = f.gpu_view;
-        rr->idle_split_valid = f.idle_split_valid;
-        rr->host_wait_ns = f.host_wait_ns;
-        rr->kernel_wait_ns = f.kernel_wait_ns;
-        rr->other_idle_ns = f.other_idle_ns;
-        rr->steps = (long)tr->nsteps;
         /* the step times in step order, every window's: a copy, for the
          * windows keep their steps where they are */
         struct trace_step_info *sorted = malloc(sizeof(*sorted) * (tr->nsteps ? tr->nsteps : 1));
@@ -674,24 +699,11 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
         qsort(sorted, tr->nsteps, sizeof(*sorted), step_cmp);
         for (size_t s = 0; s < tr->nsteps; s++)
             v[s] = sorted[s].t1_ns - sorted[s].t0_ns;
-        step_stats_ms(v, tr->nsteps, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
+        replay_foreign_row(&res->ranks[i], &f, v, tr->nsteps);
         free(sorted);
         free(v);
-        rr->ms_valid = rr->steps > 0;
-        /* (over the steps the split covers: the first left out, as ms/step leaves it) */
-        long bsteps = rr->steps > 1 ? rr->steps - 1 : rr->steps;
-        rr->compute_ms = bsteps > 0 ? (double)rr->b.compute_ns / 1e6 / (double)bsteps : 0;
-        /* the run's step time: the slowest rank's */
-        if (rr->ms_mean > res->ms_mean) {
-            res->ms_mean = rr->ms_mean;
-            res->ms_p50 = rr->ms_p50;
-            res->ms_p90 = rr->ms_p90;
-        }
-        if (rr->steps > res->steps)
-            res->steps = rr->steps;
     }
-    res->ms_valid = res->steps > 0;
-    result_breakdowns(res);
+    replay_foreign_run(res);
     return 0;
 }
 

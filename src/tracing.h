@@ -61,6 +61,15 @@ int replay_load_list(struct replay *rp, const char *const *args, int nargs, int6
 /* The same for one argument. */
 int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen);
 void replay_free(struct replay *rp);
+/* A PyTorch trace's rank as a row of the report: its figures (the sum
+ * over its cycles, trace_analyze.h) and its step times (ns) in step order.
+ * The caller sets rank and device. */
+struct trace_figures;
+void replay_foreign_row(struct rank_result *rr, const struct trace_figures *f, const int64_t *step_ns, size_t nsteps);
+/* The run's figures from its PyTorch ranks' rows (res->ranks[0,
+ * nranks)): its step time is the slowest rank's, its split theirs
+ * summed. */
+void replay_foreign_run(struct run_result *res);
 /* Shows a loaded replay interactively (the UI's ui_replay); returns the
  * exit status. */
 typedef int (*replay_show_fn)(const struct config *cfg, struct replay *rp);

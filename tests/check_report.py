@@ -221,9 +221,11 @@ class Rank:
         self.neg_steady_ns = sum(d for s, d in neg if s > 0 or not first)
         self.bus = sum(a["size"] * FACTOR[a["collective"]](world) for _, a, _, _ in self.colls
                        if a["collective"] in FACTOR)
+        # algbw's data: each collective's size, as it is (no factor)
+        self.alg = sum(a["size"] for _, a, _, _ in self.colls if a["collective"] in FACTOR)
 
 
-def check_rank(q, rk, batch, staged):
+def check_rank(q, rk, batch, staged, spe):
     who = "run %d rank %d" % (q["run"], q["rank"])
     if q["steps"] != len(rk.order):
         fail("%s steps: report %r, the trace has %d" % (who, q["steps"], len(rk.order)))
@@ -242,6 +244,14 @@ def check_rank(q, rk, batch, staged):
     near(who + " overlap_pct", q["overlap_pct"], pct(sp["overlap"], sp["comm_union"]), abs_=1e-6)
     near(who + " coll_pct", q["coll_pct"], pct(sp["coll"], sp["wall"]), abs_=1e-6)
     near(who + " coll_ms_per_step", q["coll_ms_per_step"], sp["coll"] / 1e6 / rk.nsteady if rk.nsteady else 0)
+    compute_ms = sp["compute"] / 1e6 / rk.nsteady if rk.nsteady else 0
+    near(who + " compute_ms_per_step", q["compute_ms_per_step"], compute_ms)
+    if spe:
+        # an epoch's seconds: the steady steps' compute and collective time
+        # per step, times the steps of an epoch
+        near(who + " compute_s_per_epoch", q["compute_s_per_epoch"], compute_ms * spe / 1e3)
+        near(who + " comm_s_per_epoch", q["comm_s_per_epoch"],
+             (sp["coll"] / 1e6 / rk.nsteady if rk.nsteady else 0) * spe / 1e3)
     if rk.desched_known:
         near(who + " desched_pct", q["desched_pct"], pct(rk.desched_ns, sp["wall"]), abs_=1e-6)
     if q["bytes_sent"] != rk.tx or q["bytes_received"] != rk.rx:
@@ -259,6 +269,7 @@ def check_rank(q, rk, batch, staged):
         near(who + " sync_ms_per_step", q["sync_ms_per_step"], rk.sync_steady_ns / 1e6 / rk.nsteady)
     if q["busbw_gbps"] is not None or (rk.xfer_ns > 0 and rk.bus > 0):
         near(who + " busbw_gbps", q["busbw_gbps"], rk.bus / rk.xfer_ns if rk.xfer_ns > 0 else None, rel=1e-9)
+        near(who + " algbw_gbps", q["algbw_gbps"], rk.alg / rk.xfer_ns if rk.xfer_ns > 0 else None, rel=1e-9)
     if rk.nneg or q.get("negotiate_ms_per_step") is not None:
         near(who + " negotiate_ms_per_step", q["negotiate_ms_per_step"],
              rk.neg_steady_ns / 1e6 / rk.nsteady if rk.nneg else None)
@@ -307,6 +318,7 @@ def check_run(r, ranks, rows, batch):
     bus, xfer = sum(rk.bus for rk in ranks), sum(rk.xfer_ns for rk in ranks)
     if not staged and (r["busbw_gbps"] is not None or (bus > 0 and xfer > 0)):
         near(who + " busbw_gbps", r["busbw_gbps"], bus / xfer if xfer > 0 else None)
+        near(who + " algbw_gbps", r["algbw_gbps"], sum(rk.alg for rk in ranks) / xfer if xfer > 0 else None)
     if not staged and any(rk.nneg for rk in ranks):
         near(who + " negotiate_ms_per_step", r["negotiate_ms_per_step"],
              sum(rk.neg_steady_ns / 1e6 / rk.nsteady for rk in ranks if rk.nneg) / n)
@@ -418,6 +430,7 @@ def main():
     ap.add_argument("--history")
     ap.add_argument("--run", type=int, default=0)
     ap.add_argument("--batch", type=int)
+    ap.add_argument("--train-size", type=int, help="the training split's samples: steps_per_epoch by hand")
     a = ap.parse_args()
     d = json.load(open(a.report))
     r = next(x for x in d["runs"] if x["run"] == a.run)
@@ -445,9 +458,24 @@ def main():
         fail("run %d lost %r spans: its figures cannot be held to the trace's" % (a.run, r["spans_lost"]))
     ranks = [Rank(p, [e for e in t["traceEvents"] if e.get("pid") == p], n) for p in range(n)]
     staged = r.get("parallel", "data") != "data"
+    # an epoch: each replica's shard of the training split in whole batches
+    # (data parallelism: a replica a rank; the last partial batch dropped)
+    spe = 0
+    if a.train_size and a.batch and not staged:
+        spe = (a.train_size // n) // a.batch
+        if r["steps_per_epoch"] != spe:
+            fail("run %d steps_per_epoch: report %r, %d samples / %d ranks / batch %d = %d" %
+                 (a.run, r["steps_per_epoch"], a.train_size, n, a.batch, spe))
     for q, rk in zip(rows, ranks):
-        check_rank(q, rk, a.batch, staged)
+        check_rank(q, rk, a.batch, staged, spe)
     check_run(r, ranks, rows, a.batch)
+    if spe:
+        near("run %d compute_ms_per_step" % a.run, r["compute_ms_per_step"],
+             sum(rk.split["compute"] / 1e6 / rk.nsteady for rk in ranks) / n)
+        near("run %d compute_s_per_epoch" % a.run, r["compute_s_per_epoch"],
+             sum(rk.split["compute"] / 1e6 / rk.nsteady for rk in ranks) / n * spe / 1e3)
+        near("run %d comm_s_per_epoch" % a.run, r["comm_s_per_epoch"],
+             sum(rk.split["coll"] / 1e6 / rk.nsteady for rk in ranks) / n * spe / 1e3)
     steps = check_counters(ranks, n)
     print("ok: run %d: every rank's and the run's figures from the trace; %d steps' counters" % (a.run, steps))
     if a.history:

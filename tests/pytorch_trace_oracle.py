@@ -17,12 +17,18 @@ time accounting, not ddptop's code:
   data = |U data - compute - comm|, idle = wall - the rest;
 - a rank's figures are the sums over its cycles, with its first step (the
   lowest ProfilerStep number, over all its cycles) left out when it has two
-  or more, as ms/step leaves it out (docs/numbers.md, "One step set").
+  or more, as ms/step leaves it out (docs/numbers.md, "One step set");
+- beside the split, coll = |U comm ops| over the step windows (the time in
+  collectives, waits for peers included), and a cycle's own work per step
+  = (wall - coll) / steps: what --follow compares to mark a straggler. A
+  cycle on its own (--cycles) covers all its steps, as --follow shows it.
 
 Only CPU (host) traces are covered: a trace with device ops is refused.
 
-Usage: pytorch_trace_oracle.py FILE|DIR... [--check DDPTOP_JSON] [--tol POINTS]
-Prints a JSON object {rank: {...}}; with --check, compares every rank's
+Usage: pytorch_trace_oracle.py FILE|DIR... [--check DDPTOP_JSON] [--tol POINTS] [--cycles]
+Prints a JSON object {rank: {...}} (with --cycles, {file name: {...}}: each
+file's own figures, its rank and its steps' numbers); with --check,
+compares every rank's
 compute%, comm% and idle% and its steps with the per_rank rows of ddptop's
 --format json report (and the ranks with its ranks), and exits 1 when one
 differs by more than --tol points (default 1).
@@ -123,6 +129,9 @@ def cycle(events, skip=None):
         elif t1 > t0:
             threads.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append((t0, -(t1 - t0), i, t1, k))
     ops = [o for t in threads.values() for o in t]
+    if nsteps and not steps:  # its one step left out: nothing of it counts
+        return {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": nsteps, "coll": 0, "own_ms": 0.0,
+                "step_numbers": sorted(step_numbers(events))}
     windows = union(steps) if steps else union([(min(o[0] for o in ops), max(o[3] for o in ops))])
     for t in threads.values():
         t.sort()
@@ -148,6 +157,16 @@ def cycle(events, skip=None):
                 break
     total["idle"] = total["wall"] - total[COMPUTE] - total[COMM] - total[DATA]
     total["steps"] = nsteps
+    # the time in collectives, waits for peers inside them included: the
+    # union of the communication ops over the windows; a rank's own work
+    # per step is the rest
+    coll = 0
+    for a, b in union([(o[0], o[3]) for o in ops if o[4] == COMM]):
+        for w0, w1 in windows:
+            coll += max(0, min(b, w1) - max(a, w0))
+    total["coll"] = coll
+    total["own_ms"] = (total["wall"] - coll) / max(nsteps, 1) / 1e6
+    total["step_numbers"] = sorted(step_numbers(events))
     return total
 
 
@@ -163,28 +182,40 @@ def files_of(args):
 
 
 def main():
-    args, check, tol = [], None, 1.0
+    args, check, tol, per_file = [], None, 1.0, False
     it = iter(sys.argv[1:])
     for a in it:
         if a == "--check":
             check = next(it)
         elif a == "--tol":
             tol = float(next(it))
+        elif a == "--cycles":
+            per_file = True
         else:
             args.append(a)
-    ranks, files, numbers = {}, [], {}
+    ranks, files, numbers, per_cycle = {}, [], {}, {}
     for path in files_of(args):
         events, dist_info = load(path)
         rk = rank_of(path, dist_info)
         files.append((rk, events))
         numbers.setdefault(rk, []).extend(step_numbers(events))
+        if per_file:
+            per_cycle[os.path.basename(path)] = dict(cycle(events), rank=rk)
     for rk, events in files:
-        r = ranks.setdefault(rk, {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": 0, "cycles": 0})
+        r = ranks.setdefault(rk, {"wall": 0, COMPUTE: 0, COMM: 0, DATA: 0, "idle": 0, "steps": 0, "cycles": 0,
+                                  "coll": 0})
         first = min(numbers[rk]) if len(numbers[rk]) >= 2 else None
         c = cycle(events, first if first in step_numbers(events) else None)
         for k in c:
-            r[k] += c[k]
+            if k not in ("step_numbers", "own_ms"):
+                r[k] += c[k]
         r["cycles"] += 1
+    if per_file:
+        for c in per_cycle.values():
+            for k in (COMPUTE, COMM, DATA, "idle"):
+                c[k + "_pct"] = 100.0 * c[k] / c["wall"] if c["wall"] else 0.0
+        print(json.dumps(per_cycle, indent=1, sort_keys=True))
+        return 0
     for r in ranks.values():
         for k in (COMPUTE, COMM, DATA, "idle"):
             r[k + "_pct"] = 100.0 * r[k] / r["wall"] if r["wall"] else 0.0

@@ -681,9 +681,7 @@ int trace_name_is_trace(const char *name)
     return base[0] != '.' && (ends_with(base, ".json") || ends_with(base, ".json.gz"));
 }
 
-/* The worker of a tensorboard_trace_handler file, WORKER.MS.pt.trace.json
- * (.gz), into w; 0 when the name is not one. */
-static int worker_of(const char *path, char *w, size_t wlen)
+int trace_worker_of_name(const char *path, char *w, size_t wlen)
 {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -726,7 +724,7 @@ static int rank_by_name(struct trace_doc *d, const char *name, int *from)
     }
     char w[128];
     *from = TRACE_RANK_ORDER;
-    if (!worker_of(name, w, sizeof(w)))
+    if (!trace_worker_of_name(name, w, sizeof(w)))
         return free_rank(d);
     *from = TRACE_RANK_WORKER;
     for (int i = 0; i < d->nworkers; i++)

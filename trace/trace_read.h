@@ -186,6 +186,10 @@ int trace_read_cycle(struct trace_doc *d, const char *buf, size_t n, const char 
  * not inside a word, in its last component, else in its folder's; -1 when
  * neither has one. */
 int trace_rank_of_name(const char *path);
+/* The worker of a tensorboard_trace_handler file, WORKER.MS.pt.trace.json
+ * (.gz), into w (its files are one rank's cycles); 0 when the name is not
+ * one. */
+int trace_worker_of_name(const char *path, char *w, size_t wlen);
 /* Whether a file name is one replay reads from a folder: *.json and
  * *.json.gz (tensorboard's *.pt.trace.json[.gz] among them). */
 int trace_name_is_trace(const char *name);

@@ -77,6 +77,7 @@ static const char *const help_lines[][2] = {
     {"arrows", "scroll the focused pane; timeline history"},
     {"+ -", "zoom the timeline in / out (steps shown)"},
     {"l", "loss: log scale on / off"},
+    {"m", "--follow: what the Cycles pane plots (ms/step, comm %, idle %, own work)"},
     {"q", "quit (Ctrl-C too); the terminal is restored"},
 };
 #define NHELP ((int)(sizeof(help_lines) / sizeof(help_lines[0])))

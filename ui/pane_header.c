@@ -75,6 +75,56 @@ static int state_el(int state)
     }
 }
 
+/* --follow's second line: the cycles so far, the latest one's steps, how
+ * long since it landed, and the straggler. */
+static void follow_line(WINDOW *w, const struct snap *s, int wd, int frozen)
+{
+    struct kv bot[8];
+    int nb = 0;
+    bot[nb++] = (struct kv){"", " FOLLOW ", TH_RUNNING, 0};
+    if (s->ncycles == 0) {
+        bot[nb] = (struct kv){"", "", TH_DIM, 0};
+        snprintf(bot[nb++].value, sizeof(bot[0].value), "waiting for the first trace in %.64s%s", s->follow_dir,
+                 s->inotify ? "" : " (listed every 200 ms)");
+    } else {
+        long lo = -1, hi = -1;
+        int straggler = -1;
+        for (int i = 0; i < s->world; i++) {
+            const struct snap_rank *r = &s->ranks[i];
+            if (r->cycle < 0 || r->step_lo > r->step_hi)
+                continue;
+            lo = lo < 0 || (long)r->step_lo < lo ? (long)r->step_lo : lo;
+            hi = (long)r->step_hi > hi ? (long)r->step_hi : hi;
+            if (r->straggler)
+                straggler = i;
+        }
+        bot[nb] = (struct kv){"cycle", "", TH_VALUE, 0};
+        snprintf(bot[nb++].value, sizeof(bot[0].value), "%d (%d landed)", s->max_cycles, s->ncycles);
+        bot[nb] = (struct kv){"steps", "", TH_VALUE, 2};
+        if (lo >= 0)
+            snprintf(bot[nb++].value, sizeof(bot[0].value), "%ld-%ld", lo, hi);
+        else
+            snprintf(bot[nb++].value, sizeof(bot[0].value), "n/a");
+        bot[nb] = (struct kv){"last", "", TH_VALUE, 3};
+        char b[32];
+        fmt_duration(b, sizeof(b), s->since_s > 0 ? s->since_s : 0);
+        snprintf(bot[nb++].value, sizeof(bot[0].value), "%s ago", b);
+        bot[nb] = (struct kv){"ms/step", "", TH_VALUE, 1};
+        snprintf(bot[nb++].value, sizeof(bot[0].value), "%.2f", s->ms_step);
+        if (straggler >= 0) {
+            bot[nb] = (struct kv){"", "", TH_ERROR, 0};
+            snprintf(bot[nb++].value, sizeof(bot[0].value), "straggler: rank %d", straggler);
+        }
+    }
+    if (s->pending > 0) {
+        bot[nb] = (struct kv){"being written", "", TH_DIM, 4};
+        snprintf(bot[nb++].value, sizeof(bot[0].value), "%d", s->pending);
+    }
+    if (frozen)
+        bot[nb++] = (struct kv){"", " FROZEN ", TH_PAUSED, 0};
+    kv_line(w, 1, 1, wd, bot, nb);
+}
+
 static void header_draw(WINDOW *w, struct pane_view *v, int focused)
 {
     const struct snap *s = v->snap;
@@ -119,6 +169,10 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
         nt = 8;
     }
     kv_line(w, 0, x, wd, top, nt);
+    if (s->follow) {
+        follow_line(w, s, wd, v->frozen);
+        return;
+    }
 
     /* How far it is. */
     struct kv bot[10];

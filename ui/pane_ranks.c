@@ -76,10 +76,12 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
         vs->rank0 = s->world - rows;
     if (vs->rank0 < 0)
         vs->rank0 = 0;
-    char note[64];
+    char note[128];
     if (s->world > rows)
         snprintf(note, sizeof(note), "%s%d-%d of %d", s->final ? "final, " : "", vs->rank0,
                  vs->rank0 + rows - 1 < s->world - 1 ? vs->rank0 + rows - 1 : s->world - 1, s->world);
+    else if (s->ranks_note[0])
+        snprintf(note, sizeof(note), "%s", s->ranks_note);
     else if (s->final)
         snprintf(note, sizeof(note), "final report");
     else if (s->stall_s > 0)
@@ -122,6 +124,9 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
                 if (i == s->failed_rank && s->state == RUN_FAILED) {
                     snprintf(b, sizeof(b), "!%d", i);
                     draw_textf(w, y, x, room, TH_FAILED, "%*s", cw, b);
+                } else if (r->straggler) { /* --follow: the slow rank of its cycle */
+                    snprintf(b, sizeof(b), "*%d", i);
+                    draw_textf(w, y, x, room, TH_ERROR, "%*s", cw, b);
                 } else
                     draw_textf(w, y, x, room, TH_VALUE, "%*d", cw, i);
                 break;
@@ -167,7 +172,7 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
             case C_SENT:
             case C_RECV:
                 fmt_bytes(b, sizeof(b), (double)(c == C_SENT ? r->bytes_tx : r->bytes_rx));
-                draw_textf(w, y, x, room, TH_NORMAL, "%*s", cw, b);
+                draw_textf(w, y, x, room, r->bytes_na ? TH_DIM : TH_NORMAL, "%*s", cw, r->bytes_na ? "n/a" : b);
                 break;
             case C_MEM:
             case C_PEAK:

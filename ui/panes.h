@@ -41,6 +41,10 @@ struct view_state {
     int help0;       /* help: first row shown */
     int help_rows;   /* help: rows that fit (set by draw) */
     int help_total;  /* help: rows there are (set by draw) */
+    int cyc_figure;  /* cycles (--follow): the figure plotted (m changes it) */
+    int cyc_back;    /* per cycle (--follow): rows scrolled back from the newest */
+    int cyc_rows;    /* per cycle: rows that fit (set by draw) */
+    int cyc_total;   /* per cycle: rows there are (set by draw) */
 };
 
 struct pane_view {
@@ -78,6 +82,9 @@ extern const struct pane_ops pane_runs;
 extern const struct pane_ops pane_layers;
 extern const struct pane_ops pane_scaling;
 extern const struct pane_ops pane_footer;
+/* --follow's panes in the loss and traffic slots */
+extern const struct pane_ops pane_cycles;
+extern const struct pane_ops pane_cycle_table;
 
 /* `+` (in = 1) and `-` zoom the timeline from whichever pane has focus. */
 int timeline_zoom(struct view_state *vs, int in);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "follow.h"
 #include "model.h"
 #include "mode.h"
 #include "pipeline.h"
@@ -90,6 +91,7 @@ void snap_free(struct snap *s)
     free(s->layers);
     free(s->lt_now);
     free(s->lt_base);
+    free(s->cycles);
     memset(s, 0, sizeof(*s));
 }
 
@@ -274,6 +276,7 @@ static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
     sr->split_wall_ns = rr->b.wall_ns;
     sr->bytes_tx = rr->bytes_tx;
     sr->bytes_rx = rr->bytes_rx;
+    sr->bytes_na = !rr->bytes_valid;
     sr->busbw_gbps = rr->busbw_gbps;
     sr->busbw_valid = rr->busbw_valid;
     sr->mem_now = rr->mem_now;
@@ -584,4 +587,100 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
         snprintf(s->timeline_na, sizeof(s->timeline_na), "timeline: n/a for this trace kind");
     }
     return 0;
+}
+
+/* A rank's row and timeline from its latest cycle. */
+static void follow_rank(struct snap_rank *sr, const struct follow_rank *fr, const struct follow_cycle *c)
+{
+    snprintf(sr->device, sizeof(sr->device), "%s", fr->device);
+    sr->cycle = c->cycle;
+    sr->step_lo = c->step_lo;
+    sr->step_hi = c->step_hi;
+    sr->straggler = c->straggler;
+    sr->steps = c->nsteps;
+    sr->valid = sr->recent_valid = c->f.b.wall_ns > 0;
+    sr->ms_step = c->ms_mean;
+    sr->samples_na = sr->bytes_na = 1;
+    pcts_of(sr, &c->f.b);
+    size_t n = fr->nspans < METRICS_HISTORY ? fr->nspans : METRICS_HISTORY;
+    memcpy(sr->hist, fr->spans, sizeof(*sr->hist) * n);
+    sr->nhist = n;
+    sr->lanes = fr->lanes;
+}
+
+/* The figures again, from the follower's (lock held). */
+static int follow_fill(struct snap *s, struct follow *f)
+{
+    int world = f->world > 0 ? f->world : 1;
+    struct snap_cycle *keep = NULL;
+    if (f->ncycles && !(keep = malloc(sizeof(*keep) * f->ncycles)))
+        return -1;
+    snap_free(s);
+    if (snap_alloc(s, world) != 0) {
+        free(keep);
+        return -1;
+    }
+    s->cycles = keep;
+    s->replay = s->follow = s->final = 1;
+    s->state = -1;
+    s->failed_rank = -1;
+    s->threshold = -1;
+    s->threshold_step = -1;
+    s->epochs = 1;
+    s->follow_version = f->version;
+    s->inotify = f->inotify;
+    snprintf(s->follow_dir, sizeof(s->follow_dir), "%.255s", f->dir);
+    snprintf(s->model, sizeof(s->model), "n/a");
+    snprintf(s->dataset, sizeof(s->dataset), "n/a");
+    snprintf(s->strategy, sizeof(s->strategy), "n/a");
+    snprintf(s->backend, sizeof(s->backend), "%s", trace_flavor_name(f->flavor));
+    snprintf(s->precision, sizeof(s->precision), "n/a");
+    snprintf(s->device, sizeof(s->device), "%s", f->nranks ? f->ranks[0].device : "n/a");
+    for (int i = 0; i < world; i++)
+        s->ranks[i].cycle = -1;
+    int straggler = -1;
+    for (int k = 0; k < f->nranks; k++) {
+        const struct follow_rank *fr = &f->ranks[k];
+        if (fr->rank >= world || fr->latest < 0 || (size_t)fr->latest >= f->ncycles)
+            continue;
+        const struct follow_cycle *c = &f->cycles[fr->latest];
+        follow_rank(&s->ranks[fr->rank], fr, c);
+        if (c->straggler)
+            straggler = fr->rank;
+        if (c->ms_mean > s->ms_step)
+            s->ms_step = c->ms_mean;
+        if ((long)c->step_hi + 1 > s->steps_done && c->step_lo <= c->step_hi)
+            s->steps_done = (long)c->step_hi + 1;
+        s->max_cycles = fr->ncycles > s->max_cycles ? fr->ncycles : s->max_cycles;
+    }
+    s->total_steps = s->steps_done;
+    for (size_t i = 0; i < f->ncycles; i++) {
+        const struct follow_cycle *c = &f->cycles[i];
+        s->cycles[i] =
+            (struct snap_cycle){c->rank,      c->cycle,       c->step_lo,  c->step_hi,  c->ms_mean,  c->own_ms,
+                                c->others_ms, c->compute_pct, c->comm_pct, c->data_pct, c->idle_pct, c->straggler};
+    }
+    s->ncycles = (int)f->ncycles;
+    if (!f->ncycles)
+        snprintf(s->timeline_na, sizeof(s->timeline_na), "waiting for the first trace in %.40s", f->dir);
+    if (straggler >= 0)
+        snprintf(s->ranks_note, sizeof(s->ranks_note), "each rank's latest cycle  *straggler: rank %d", straggler);
+    else
+        snprintf(s->ranks_note, sizeof(s->ranks_note), "each rank's latest cycle");
+    return 0;
+}
+
+int snap_from_follow(struct snap *s, struct follow *f, int64_t now_ns)
+{
+    follow_lock(f);
+    int rc = 0;
+    if (!s->follow || s->follow_version != f->version || !s->ranks)
+        rc = follow_fill(s, f);
+    if (rc == 0) {
+        s->since_s = f->last_landed_ns ? (double)(now_ns - f->last_landed_ns) / 1e9 : -1;
+        s->elapsed_s = (double)(now_ns - f->t0_ns) / 1e9;
+        s->pending = f->pending;
+    }
+    follow_unlock(f);
+    return rc;
 }

@@ -28,6 +28,7 @@
 #include "probe.h"
 #include "series.h"
 
+struct follow;
 struct replay;
 struct run;
 struct run_result;
@@ -62,6 +63,7 @@ struct snap_rank {
     double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
     int64_t split_wall_ns; /* the wall the percentages are of: a rank weighs by it in the run's (report.h) */
     uint64_t bytes_tx, bytes_rx;
+    int bytes_na; /* a PyTorch trace: bytes unknown */
     double busbw_gbps;
     int busbw_valid;
     int64_t mem_now, mem_peak; /* device memory held, and its most (bytes) */
@@ -70,6 +72,19 @@ struct snap_rank {
     struct span *hist;         /* [METRICS_HISTORY]: the metrics' span ring, copied */
     uint64_t nhist;            /* spans ever copied; slot k % METRICS_HISTORY */
     struct snap_sample win[SNAP_WINDOW];
+    /* --follow: its latest cycle */
+    int cycle;                 /* its index among the rank's cycles; -1: none yet */
+    uint32_t step_lo, step_hi; /* its ProfilerStep numbers */
+    int straggler;             /* the straggler of that cycle (follow.h) */
+};
+
+/* --follow: one landed cycle of one rank, as the cycle panes show it. */
+struct snap_cycle {
+    int rank, cycle;
+    uint32_t step_lo, step_hi;
+    double ms_step, own_ms, others_ms; /* others_ms: the other ranks' own time (median); 0: none yet */
+    double compute_pct, comm_pct, data_pct, idle_pct;
+    int straggler;
 };
 
 /* One layer of rank 0's model: its host time per call, recently. */
@@ -102,9 +117,21 @@ struct snap {
     int loss_valid;
     double test_acc; /* last epoch's, % */
     int test_valid;
-    int final;                     /* figures come from the finished run's result */
-    int replay;                    /* a recorded run (--replay): nothing is live */
-    char timeline_na[80];          /* why the timeline has no spans (a trace kind without them), or "" */
+    int final;            /* figures come from the finished run's result */
+    int replay;           /* a recorded run (--replay): nothing is live */
+    char timeline_na[80]; /* why the timeline has no spans (a trace kind without them), or "" */
+    char ranks_note[96];  /* what the rank table's figures cover, where not the recent window; "" */
+    /* --follow: each rank's latest cycle in the rank table and the
+     * timeline; every cycle in the cycle panes */
+    int follow;
+    char follow_dir[256];
+    struct snap_cycle *cycles; /* [ncycles], as they landed */
+    int ncycles;
+    int max_cycles;                /* the most cycles any rank has */
+    uint64_t follow_version;       /* the follower's version the figures are of */
+    double since_s;                /* since the last cycle landed; < 0: none yet */
+    int pending;                   /* files seen that are not whole yet */
+    int inotify;                   /* the folder is watched (1) or listed (0) */
     struct snap_rank *ranks;       /* [world] */
     int nwin;                      /* frames in each rank's window ring */
     int win_head;                  /* slot of the newest */
@@ -163,6 +190,10 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
  * the rank table from rp->res and leave the rest n/a. Live-only figures
  * (ETA, recent rates) stay invalid. Returns -1 when out of memory. */
 int snap_from_replay(struct snap *s, const struct replay *rp);
+/* Fills s from the follower (follow.h): when a cycle landed since the
+ * last call, every figure again, else the ages only. Takes the follower's
+ * lock. Returns -1 when out of memory. */
+int snap_from_follow(struct snap *s, struct follow *f, int64_t now_ns);
 void snap_free(struct snap *s);
 /* The run is paused and every rank waits at the pause's step boundary (or
  * has ended). */

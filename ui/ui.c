@@ -38,6 +38,7 @@
 #include "panes.h"
 #include "plan.h"
 #include "figures.h"
+#include "follow.h"
 #include "procs.h"
 #include "mode.h"
 #include "report.h"
@@ -57,23 +58,34 @@ static const struct pane_ops *const registry[PANE_COUNT] = {
     [PANE_RUNS] = &pane_runs,     [PANE_SCALING] = &pane_scaling, [PANE_FOOTER] = &pane_footer,
 };
 _Static_assert(sizeof(registry) / sizeof(registry[0]) == PANE_COUNT, "one pane class per layout pane");
+/* --follow: its cycles in the loss and traffic slots (a trace has neither) */
+static const struct pane_ops *const follow_registry[PANE_COUNT] = {
+    [PANE_HEADER] = &pane_header, [PANE_RANKS] = &pane_ranks,     [PANE_TIMELINE] = &pane_timeline,
+    [PANE_LAYERS] = &pane_layers, [PANE_LOSS] = &pane_cycles,     [PANE_TRAFFIC] = &pane_cycle_table,
+    [PANE_RUNS] = &pane_runs,     [PANE_SCALING] = &pane_scaling, [PANE_FOOTER] = &pane_footer,
+};
+_Static_assert(sizeof(follow_registry) / sizeof(follow_registry[0]) == PANE_COUNT, "one pane class per pane");
 
 #define STATUS_INFO_NS (10LL * 1000 * 1000 * 1000) /* info messages fade after 10 s */
 
 struct ui {
     const struct config *cfg;
-    struct session s;            /* the runs: the current one, and every result so far */
-    struct snap snap;            /* what the panes draw of the current run */
-    const struct replay *replay; /* --replay: a recorded run, nothing live (no session run) */
-    int switching;               /* `s`: waiting for the run to stop, then start the next */
-    int pausing;                 /* `p`: waiting for the ranks to reach the step boundary */
-    struct plan plan;            /* what `s` starts next (r/R, b/B, n change it) */
-    int sweep_next;              /* the command line's sweep: its combination `s` starts next */
-    char next_run[96];           /* the plan, described */
-    struct scaling scaling;      /* the runs' speedups, for the Runs and Scaling panes */
-    int show_layers;             /* L: the Layers pane in the timeline's place */
-    int show_scaling;            /* g: the Scaling plot in the Runs table's place */
-    unsigned asked;              /* PANE_BIT()s switched in by a key: the layout keeps them longest */
+    struct session s;                    /* the runs: the current one, and every result so far */
+    struct snap snap;                    /* what the panes draw of the current run */
+    const struct replay *replay;         /* --replay: a recorded run, nothing live (no session run) */
+    struct follow *follow;               /* --follow: the cycles of a job elsewhere (no session run) */
+    const struct pane_ops *const *panes; /* by layout id: registry, or follow_registry */
+    int leave;                           /* --idle-exit's time passed: out, as after q */
+    int tl_fitted;                       /* --follow: the timeline was set to a cycle's steps */
+    int switching;                       /* `s`: waiting for the run to stop, then start the next */
+    int pausing;                         /* `p`: waiting for the ranks to reach the step boundary */
+    struct plan plan;                    /* what `s` starts next (r/R, b/B, n change it) */
+    int sweep_next;                      /* the command line's sweep: its combination `s` starts next */
+    char next_run[96];                   /* the plan, described */
+    struct scaling scaling;              /* the runs' speedups, for the Runs and Scaling panes */
+    int show_layers;                     /* L: the Layers pane in the timeline's place */
+    int show_scaling;                    /* g: the Scaling plot in the Runs table's place */
+    unsigned asked;                      /* PANE_BIT()s switched in by a key: the layout keeps them longest */
     /* screen */
     struct layout lay;
     struct layout_req req;
@@ -245,7 +257,7 @@ static void describe_next(struct ui *u)
 /* The speedup of every run, the live one's from its recent throughput. */
 static void refresh_scaling(struct ui *u)
 {
-    if (u->replay)
+    if (u->replay || u->follow)
         return;
     struct run_result live;
     int is_live = !u->s.joined;
@@ -396,9 +408,37 @@ static void start_next(struct ui *u)
         next_strategy(u);
 }
 
+/* --follow's refresh: the cycles that landed, what the follower says,
+ * and --idle-exit. */
+static void follow_tick(struct ui *u)
+{
+    char msg[320];
+    while (follow_message(u->follow, msg, sizeof(msg)))
+        say(u, strstr(msg, "straggler") == NULL && strstr(msg, "left out") != NULL, "%s", msg);
+    int64_t now = probe_now_ns();
+    if (!u->frozen && snap_from_follow(&u->snap, u->follow, now) != 0)
+        say(u, 1, "out of memory for the screen's snapshot");
+    /* the timeline shows a whole cycle, until the user zooms */
+    for (int i = 0; i < u->snap.world && !u->tl_fitted; i++) {
+        const struct snap_rank *r = &u->snap.ranks[i];
+        if (r->cycle >= 0 && r->step_lo <= r->step_hi) {
+            long k = (long)r->step_hi - (long)r->step_lo + 1;
+            u->vs.tl_steps = k < 1 ? 1 : k > 64 ? 64 : (int)k;
+            u->tl_fitted = 1;
+        }
+    }
+    follow_lock(u->follow);
+    int64_t quiet = now - u->follow->last_change_ns;
+    follow_unlock(u->follow);
+    if (u->cfg->idle_exit_s > 0 && (double)quiet / 1e9 >= u->cfg->idle_exit_s)
+        u->leave = 1;
+}
+
 /* One refresh: drain the rings, follow the run's lifecycle, snapshot. */
 static void tick(struct ui *u)
 {
+    if (u->follow)
+        follow_tick(u);
     if (!u->s.joined) {
         int running = session_tick(&u->s, stop_signal != 0);
         int error = 0;
@@ -507,7 +547,7 @@ static void fill_req(const struct ui *u, struct layout_req *q)
     q->keep = u->asked;
     q->rank_rows = u->snap.world;
     q->lanes = snap_lanes(&u->snap);
-    q->run_rows = u->s.nresults + (u->s.joined && !u->replay ? 0 : 1);
+    q->run_rows = u->s.nresults + (u->s.joined && !u->replay && !u->follow ? 0 : 1);
     /* the layers, and for ddp a header and a few buckets under them */
     q->layer_rows = u->snap.nlayers + (!strcmp(u->snap.strategy, "ddp") ? 4 : 0);
 }
@@ -531,7 +571,7 @@ static void relayout(struct ui *u)
     }
     const struct rect *h = &u->lay.help;
     u->helpwin = newwin(h->h, h->w, h->y, h->x);
-    if (!(u->lay.shown & PANE_BIT(u->focus)) || !registry[u->focus]->focusable) {
+    if (!(u->lay.shown & PANE_BIT(u->focus)) || !u->panes[u->focus]->focusable) {
         u->focus = PANE_RANKS;
     }
 }
@@ -572,8 +612,8 @@ static void make_view(struct ui *u, struct pane_view *v)
     v->results = u->s.results;
     v->nresults = u->s.nresults;
     v->scaling = &u->scaling;
-    v->next_run = u->replay ? "" : u->next_run;
-    v->live = !u->s.joined || u->replay; /* a replay's run is the snapshot's row */
+    v->next_run = u->replay || u->follow ? "" : u->next_run;
+    v->live = !u->s.joined || u->replay || u->follow; /* a replay's run is the snapshot's row */
     v->current = v->live ? u->s.nresults : u->s.nresults - 1;
     v->vs = &u->vs;
     v->can_browse = u->frozen || u->s.joined || atomic_load(&u->s.run->paused);
@@ -599,7 +639,7 @@ static void draw_screen(struct ui *u)
     for (int p = 0; p < PANE_COUNT; p++) {
         if (!u->win[p])
             continue;
-        registry[p]->draw(u->win[p], &v, u->focus == p);
+        u->panes[p]->draw(u->win[p], &v, u->focus == p);
         wnoutrefresh(u->win[p]);
     }
     if (u->help && u->helpwin) {
@@ -615,7 +655,7 @@ static void cycle_focus(struct ui *u, int dir)
 {
     for (int k = 1; k <= PANE_COUNT; k++) {
         int p = ((u->focus + dir * k) % PANE_COUNT + PANE_COUNT) % PANE_COUNT;
-        if (registry[p]->focusable && (u->lay.shown & PANE_BIT(p))) {
+        if (u->panes[p]->focusable && (u->lay.shown & PANE_BIT(p))) {
             u->focus = p;
             return;
         }
@@ -677,12 +717,14 @@ static int handle_key(struct ui *u, int ch)
             u->help = 0; /* any other key closes it, q too: it does not quit */
         return UI_HANDLED | UI_REDRAW;
     }
-    if (u->replay && ch > 0 && ch < 128 && strchr("pPeEsSrRbBn ", ch)) {
-        /* pause, export, the next run and freeze act on a live run */
+    if ((u->replay || u->follow) && ch > 0 && ch < 128 && strchr(u->follow ? "pPeEsSrRbBn" : "pPeEsSrRbBn ", ch)) {
+        /* pause, export and the next run act on a live run; freeze too,
+         * but for a follower's cycles */
+        const char *what = u->follow ? "while following a job's traces" : "in a replay";
         if (ch == ' ')
-            say(u, 0, "space: not available in a replay");
+            say(u, 0, "space: not available %s", what);
         else
-            say(u, 0, "%c: not available in a replay", ch);
+            say(u, 0, "%c: not available %s", ch, what);
         return UI_HANDLED | UI_REDRAW;
     }
     switch (ch) {
@@ -707,10 +749,14 @@ static int handle_key(struct ui *u, int ch)
         return UI_HANDLED | UI_REDRAW;
     case ' ':
         u->frozen = !u->frozen;
-        if (!u->frozen)
+        if (!u->frozen && u->follow)
+            snap_from_follow(&u->snap, u->follow, probe_now_ns());
+        else if (!u->frozen)
             snap_update(&u->snap, u->s.run, session_result(&u->s), probe_now_ns());
         if (!u->frozen)
             say(u, 0, "view live");
+        else if (u->follow)
+            say(u, 0, "view frozen; cycles go on landing (space thaws)");
         else if (u->s.joined)
             say(u, 0, "view frozen; the run is %s (space thaws, arrows scroll history)",
                 run_state_name(u->s.run->state));
@@ -779,15 +825,18 @@ static int handle_key(struct ui *u, int ch)
     default:
         break;
     }
-    const struct pane_ops *p = registry[u->focus];
+    const struct pane_ops *p = u->panes[u->focus];
     struct pane_view v;
     make_view(u, &v);
     int f = p->key ? p->key(ch, &v) : 0;
+    /* m (the figure the cycles show) whatever has focus */
+    if (!f && u->follow && (ch == 'm' || ch == 'M') && u->panes[PANE_LOSS]->key)
+        f = u->panes[PANE_LOSS]->key(ch, &v);
     /* ←/→ (Home/End) that the focused pane leaves: the timeline's history,
      * while it is on screen */
     if (!f && (ch == KEY_LEFT || ch == KEY_RIGHT || ch == KEY_HOME || ch == KEY_END) &&
         (u->lay.shown & PANE_BIT(PANE_TIMELINE)))
-        f = registry[PANE_TIMELINE]->key(ch, &v);
+        f = u->panes[PANE_TIMELINE]->key(ch, &v);
     if (v.hint)
         say(u, 0, "%s", v.hint);
     return f;
@@ -963,7 +1012,7 @@ static void loop_body(struct ui *u)
                 abort();
             }
         }
-        if (u->exit_on_done && u->s.joined && !u->switching)
+        if ((u->exit_on_done && u->s.joined && !u->switching) || u->leave)
             return;
     }
 }
@@ -979,6 +1028,7 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
         return 2;
     }
     u->cfg = cfg;
+    u->panes = registry;
     session_init(&u->s, cfg, train, test, dev);
     u->vs.tl_steps = 3;
     u->focus = PANE_RANKS;
@@ -1060,6 +1110,7 @@ int ui_replay(const struct config *cfg, struct replay *rp)
         return 2;
     }
     u->cfg = cfg;
+    u->panes = registry;
     u->replay = rp;
     session_init(&u->s, cfg, NULL, NULL, NULL); /* no run: tick() has nothing to poll */
     u->vs.tl_steps = 3;
@@ -1082,6 +1133,47 @@ int ui_replay(const struct config *cfg, struct replay *rp)
             rp->res.replay.files);
     else
         say(u, 0, "replay of %s  (q: quit, ?: help)", rp->res.replay.files);
+    u->status_ns = 0; /* stays until replaced */
+
+    loop(u);
+
+    close_screen(u);
+    status = stop_signal ? 128 + (int)stop_signal : 0;
+
+out:
+    uninstall_signals();
+    snap_free(&u->snap);
+    free(u);
+    return status;
+}
+
+int ui_follow(const struct config *cfg, struct follow *f)
+{
+    setlocale(LC_ALL, "");
+    int utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+    struct ui *u = calloc(1, sizeof(*u));
+    if (!u) {
+        fprintf(stderr, "ddptop: out of memory\n");
+        return 2;
+    }
+    u->cfg = cfg;
+    u->panes = follow_registry;
+    u->follow = f;
+    session_init(&u->s, cfg, NULL, NULL, NULL); /* no run: tick() has nothing to poll */
+    u->vs.tl_steps = 5;
+    u->focus = PANE_RANKS;
+    int status = 2;
+    if (setup_theme(u) != 0)
+        goto out;
+    if (snap_from_follow(&u->snap, f, probe_now_ns()) != 0) {
+        fprintf(stderr, "ddptop: out of memory for the screen's snapshot\n");
+        goto out;
+    }
+    install_signals();
+    if (setup_curses(u, utf8) != 0)
+        goto out;
+    say(u, 0, "following %s%s  (q: quit, m: the cycles' figure, ?: help)", f->dir,
+        f->inotify ? "" : " (no inotify: listed every 200 ms)");
     u->status_ns = 0; /* stays until replaced */
 
     loop(u);

@@ -5,6 +5,7 @@
 struct config;
 struct dataset;
 struct device_ops;
+struct follow;
 struct replay;
 
 /* Runs the sweep's first combination under the interactive UI until the
@@ -26,5 +27,13 @@ int ui_main(const struct config *cfg, const struct dataset *train, const struct 
  * SIGINT/SIGTERM, 2 when the UI could not start; the caller then writes the
  * replay report. The terminal is restored on every path out. */
 int ui_replay(const struct config *cfg, struct replay *rp);
+
+/* --follow without --batch on a terminal: the panes follow the folder's
+ * cycles as they land (the follower runs on its own thread: follow.h)
+ * until the user quits, or --idle-exit's seconds pass without a change.
+ * Returns 0, 128 + signal after SIGINT/SIGTERM, 2 when the UI could not
+ * start; the caller then writes the report. The terminal is restored on
+ * every path out. */
+int ui_follow(const struct config *cfg, struct follow *f);
 
 #endif

@@ -1,0 +1,1069 @@
+/* follow.c - --follow DIR: watching the folder, reading each cycle once it
+ * is whole, keeping its figures, and the headless front end (see
+ * follow.h). */
+#include "follow.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "figures.h"
+#include "infile.h"
+#include "metrics.h"
+#include "report.h"
+#include "stop.h"
+#include "tracing.h"
+
+enum file_state { FILE_PENDING = 0, FILE_READ, FILE_REFUSED };
+
+struct follow_file {
+    char name[256];
+    int state;          /* enum file_state */
+    int64_t size;       /* at the last look */
+    int64_t mtime_ns;   /* ... */
+    int64_t changed_ns; /* when size or mtime last moved (probe clock) */
+    int tried;          /* tried since then, and not whole */
+    int closed;         /* its writer closed it (or it was moved in) since the last try */
+};
+
+/* ---- messages ----------------------------------------------------------- */
+
+static void say(struct follow *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct follow *f, const char *fmt, ...)
+{
+    va_list ap;
+    pthread_mutex_lock(&f->lock);
+    if (f->nmsg == FOLLOW_MAX_MSGS) { /* the oldest goes */
+        memmove(f->msg[0], f->msg[1], sizeof(f->msg[0]) * (FOLLOW_MAX_MSGS - 1));
+        f->nmsg--;
+    }
+    va_start(ap, fmt);
+    vsnprintf(f->msg[f->nmsg++], sizeof(f->msg[0]), fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&f->lock);
+}
+
+int follow_message(struct follow *f, char *buf, size_t n)
+{
+    pthread_mutex_lock(&f->lock);
+    int any = f->nmsg > 0;
+    if (any) {
+        snprintf(buf, n, "%s", f->msg[0]);
+        memmove(f->msg[0], f->msg[1], sizeof(f->msg[0]) * (size_t)(f->nmsg - 1));
+        f->nmsg--;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return any;
+}
+
+void follow_lock(struct follow *f)
+{
+    pthread_mutex_lock(&f->lock);
+}
+
+void follow_unlock(struct follow *f)
+{
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* ---- the file table ------------------------------------------------------ */
+
+static int file_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, ((const struct follow_file *)elem)->name);
+}
+
+static struct follow_file *file_find(struct follow *f, const char *name)
+{
+    return f->nfiles ? bsearch(name, f->files, f->nfiles, sizeof(*f->files), file_cmp) : NULL;
+}
+
+/* The entry of name, made (pending, changed now) when new; NULL when out
+ * of memory or the name is too long to keep. */
+static struct follow_file *file_get(struct follow *f, const char *name, int64_t now)
+{
+    struct follow_file *e = file_find(f, name);
+    if (e)
+        return e;
+    if (strlen(name) >= sizeof(e->name))
+        return NULL;
+    if (f->nfiles == f->cap_files) {
+        size_t nc = f->cap_files ? 2 * f->cap_files : 64;
+        struct follow_file *nf = realloc(f->files, nc * sizeof(*nf));
+        if (!nf)
+            return NULL;
+        f->files = nf;
+        f->cap_files = nc;
+    }
+    size_t at = 0;
+    while (at < f->nfiles && strcmp(f->files[at].name, name) < 0)
+        at++;
+    memmove(&f->files[at + 1], &f->files[at], (f->nfiles - at) * sizeof(*f->files));
+    e = &f->files[at];
+    memset(e, 0, sizeof(*e));
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    e->size = e->mtime_ns = -1;
+    e->changed_ns = now;
+    f->nfiles++;
+    return e;
+}
+
+static void file_drop(struct follow *f, const char *name)
+{
+    struct follow_file *e = file_find(f, name);
+    if (!e || e->state != FILE_PENDING)
+        return; /* (a cycle read stays, its file gone or not) */
+    size_t at = (size_t)(e - f->files);
+    memmove(&f->files[at], &f->files[at + 1], (f->nfiles - at - 1) * sizeof(*f->files));
+    f->nfiles--;
+}
+
+/* Looks at name in the folder: a trace file that is new or changed is
+ * marked so; anything else is left out. */
+static void file_look(struct follow *f, const char *name, int64_t now)
+{
+    if (!trace_name_is_trace(name))
+        return;
+    char path[sizeof(f->dir) + 260];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    struct follow_file *e = file_get(f, name, now);
+    if (!e || e->state != FILE_PENDING)
+        return;
+    int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    if (e->size == (int64_t)st.st_size && e->mtime_ns == mt)
+        return;
+    if (e->size >= 0) { /* a file not whole yet grew: the job is at it */
+        pthread_mutex_lock(&f->lock);
+        f->last_change_ns = now;
+        pthread_mutex_unlock(&f->lock);
+    }
+    e->size = (int64_t)st.st_size;
+    e->mtime_ns = mt;
+    e->changed_ns = now;
+    e->tried = 0;
+}
+
+/* Lists the folder. -1 when it cannot be read (gone). */
+static int scan(struct follow *f, int64_t now)
+{
+    DIR *dp = opendir(f->dir);
+    if (!dp)
+        return -1;
+    for (struct dirent *de; (de = readdir(dp)) != NULL;)
+        file_look(f, de->d_name, now);
+    closedir(dp);
+    return 0;
+}
+
+/* ---- ranks, cycles and the straggler -------------------------------------- */
+
+static struct follow_rank *rank_find(struct follow *f, int rank)
+{
+    for (int i = 0; i < f->nranks; i++)
+        if (f->ranks[i].rank == rank)
+            return &f->ranks[i];
+    return NULL;
+}
+
+/* The lowest rank no cycle holds yet. */
+static int free_rank(const struct follow *f)
+{
+    int r = 0;
+    for (int i = 0; i < f->nranks && f->ranks[i].rank <= r; i++)
+        if (f->ranks[i].rank == r)
+            r++;
+    return r;
+}
+
+/* The rank of a file whose trace and name say none: its tensorboard
+ * worker's, else the lowest free one (the worker then keeps it). */
+static int rank_unnamed(struct follow *f, const char *name)
+{
+    char w[128];
+    if (!trace_worker_of_name(name, w, sizeof(w)))
+        return free_rank(f);
+    for (int i = 0; i < f->nworkers; i++)
+        if (!strcmp(f->workers[i], w))
+            return f->worker_rank[i];
+    char(*nw)[128] = realloc(f->workers, sizeof(*nw) * (size_t)(f->nworkers + 1));
+    if (nw)
+        f->workers = nw;
+    int *nr = nw ? realloc(f->worker_rank, sizeof(*nr) * (size_t)(f->nworkers + 1)) : NULL;
+    if (!nr)
+        return free_rank(f);
+    f->worker_rank = nr;
+    snprintf(f->workers[f->nworkers], sizeof(f->workers[0]), "%s", w);
+    f->worker_rank[f->nworkers] = free_rank(f);
+    return f->worker_rank[f->nworkers++];
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Marks the straggler among the ranks' cycles of index k (lock held).
+ * Returns the cycle newly marked, or -1. */
+static long mark_stragglers(struct follow *f, int k)
+{
+    double own[TRACE_MAX_RANKS], others[TRACE_MAX_RANKS];
+    size_t at[TRACE_MAX_RANKS];
+    int n = 0;
+    for (size_t i = 0; i < f->ncycles && n < TRACE_MAX_RANKS; i++)
+        if (f->cycles[i].cycle == k) {
+            at[n] = i;
+            own[n++] = f->cycles[i].own_ms;
+        }
+    long fresh = -1;
+    for (int i = 0; i < n; i++) {
+        int m = 0;
+        for (int j = 0; j < n; j++)
+            if (j != i)
+                others[m++] = own[j];
+        double med = 0;
+        if (m > 0) {
+            qsort(others, (size_t)m, sizeof(*others), dbl_cmp);
+            med = m % 2 ? others[m / 2] : (others[m / 2 - 1] + others[m / 2]) / 2;
+        }
+        struct follow_cycle *c = &f->cycles[at[i]];
+        c->others_ms = med;
+        int was = c->straggler;
+        c->straggler = m > 0 && med > 0 && own[i] >= FOLLOW_STRAGGLER * med;
+        if (c->straggler && !was)
+            fresh = (long)at[i];
+    }
+    return fresh;
+}
+
+/* ---- a cycle's events as timeline spans ------------------------------------ */
+
+struct seg_out {
+    struct span *v;
+    size_t n, cap;
+    const struct trace_step_info *steps; /* the window's, by start */
+    size_t nsteps;
+    int oom;
+};
+
+/* Adds [a, b) of lane/cat, cut into the step windows it crosses (outside
+ * them nothing counts); joins the span before it when it continues it. */
+static void seg_add(struct seg_out *o, int lane, int cat, int64_t a, int64_t b)
+{
+    size_t k = 0;
+    if (o->nsteps) {
+        size_t lo = 0, hi = o->nsteps;
+        while (lo < hi) { /* the first window that ends after a */
+            size_t mid = (lo + hi) / 2;
+            if (o->steps[mid].t1_ns <= a)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        k = lo;
+    }
+    for (; o->nsteps == 0 || k < o->nsteps; k++) {
+        int64_t x = a, y = b;
+        uint32_t step = 0;
+        if (o->nsteps) {
+            if (o->steps[k].t0_ns >= b)
+                break;
+            x = a > o->steps[k].t0_ns ? a : o->steps[k].t0_ns;
+            y = b < o->steps[k].t1_ns ? b : o->steps[k].t1_ns;
+            step = o->steps[k].step;
+        }
+        if (y > x) {
+            struct span *last = o->n ? &o->v[o->n - 1] : NULL;
+            if (last && last->lane == lane && last->cat == cat && last->step == step && x <= last->t1_ns &&
+                x >= last->t0_ns) {
+                if (y > last->t1_ns)
+                    last->t1_ns = y;
+            } else {
+                if (o->n == o->cap) {
+                    size_t nc = o->cap ? 2 * o->cap : 1024;
+                    struct span *nv = realloc(o->v, nc * sizeof(*nv));
+                    if (!nv) {
+                        o->oom = 1;
+                        return;
+                    }
+                    o->v = nv;
+                    o->cap = nc;
+                }
+                o->v[o->n++] = (struct span){
+                    .t0_ns = x, .t1_ns = y, .step = step, .tag = -1, .lane = (uint8_t)lane, .cat = (uint8_t)cat};
+            }
+        }
+        if (o->nsteps == 0)
+            break;
+    }
+}
+
+static int op_nest_cmp(const void *a, const void *b)
+{
+    const struct trace_op *x = *(const struct trace_op *const *)a, *y = *(const struct trace_op *const *)b;
+    if (x->t0_ns != y->t0_ns)
+        return x->t0_ns < y->t0_ns ? -1 : 1;
+    return x->t1_ns > y->t1_ns ? -1 : x->t1_ns < y->t1_ns; /* the outer first */
+}
+
+/* By thread, then nested (op_nest_cmp). */
+static int op_track_cmp(const void *a, const void *b)
+{
+    const struct trace_op *x = *(const struct trace_op *const *)a, *y = *(const struct trace_op *const *)b;
+    if (x->track != y->track)
+        return x->track < y->track ? -1 : 1;
+    return op_nest_cmp(a, b);
+}
+
+static int step_start_cmp(const void *a, const void *b)
+{
+    const struct trace_step_info *x = a, *y = b;
+    return x->t0_ns < y->t0_ns ? -1 : x->t0_ns > y->t0_ns;
+}
+
+/* The lane of a host op's instant: the main thread's (the one with the
+ * most ops) stays on main; another thread's communication goes to the
+ * comm lane, its data loading to data, its compute to main. */
+static int host_lane(int main_track, int track, int cat)
+{
+    if (track == main_track)
+        return LANE_MAIN;
+    return cat == CAT_COMM ? LANE_COMM : cat == CAT_DATA ? LANE_DATA : LANE_MAIN;
+}
+
+/* One thread's ops (nested, sorted outer first): the innermost open op
+ * decides each instant, as the breakdown does; nothing open is idle. */
+static void flatten_track(struct seg_out *o, const struct trace_op **ops, size_t n, int main_track)
+{
+    const struct trace_op *stack[256];
+    int64_t end[256];
+    int depth = 0;
+    int64_t cur = 0;
+    for (size_t i = 0; i <= n; i++) {
+        const struct trace_op *op = i < n ? ops[i] : NULL;
+        int64_t t = op ? op->t0_ns : INT64_MAX;
+        while (depth > 0 && end[depth - 1] <= t) {
+            const struct trace_op *top = stack[depth - 1];
+            seg_add(o, host_lane(main_track, top->track, top->cat), top->cat, cur, end[depth - 1]);
+            cur = end[--depth];
+        }
+        if (!op)
+            break;
+        if (depth > 0)
+            seg_add(o, host_lane(main_track, stack[depth - 1]->track, stack[depth - 1]->cat), stack[depth - 1]->cat,
+                    cur, t);
+        cur = t;
+        int64_t e = depth > 0 && op->t1_ns > end[depth - 1] ? end[depth - 1] : op->t1_ns; /* (improper nesting) */
+        if (depth < (int)(sizeof(stack) / sizeof(stack[0]))) {
+            stack[depth] = op;
+            end[depth++] = e;
+        }
+    }
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Keeps the newest whole steps that fit METRICS_HISTORY spans. */
+static void keep_newest(struct seg_out *o)
+{
+    if (o->n <= METRICS_HISTORY || o->nsteps == 0) {
+        o->n = o->n < METRICS_HISTORY ? o->n : METRICS_HISTORY;
+        return;
+    }
+    /* the spans of each step, by step number */
+    uint32_t *num = malloc(sizeof(*num) * o->nsteps);
+    size_t *count = calloc(o->nsteps, sizeof(*count));
+    if (!num || !count) {
+        free(num);
+        free(count);
+        o->n = METRICS_HISTORY;
+        return;
+    }
+    for (size_t k = 0; k < o->nsteps; k++)
+        num[k] = o->steps[k].step;
+    qsort(num, o->nsteps, sizeof(*num), u32_cmp);
+    for (size_t i = 0; i < o->n; i++) {
+        const uint32_t *at = bsearch(&o->v[i].step, num, o->nsteps, sizeof(*num), u32_cmp);
+        if (at)
+            count[at - num]++;
+    }
+    uint32_t cut = num[o->nsteps - 1];
+    size_t kept = 0;
+    for (size_t k = o->nsteps; k-- > 0;) {
+        if (kept + count[k] > METRICS_HISTORY)
+            break;
+        kept += count[k];
+        cut = num[k];
+    }
+    free(num);
+    free(count);
+    size_t m = 0;
+    for (size_t i = 0; i < o->n && m < METRICS_HISTORY; i++)
+        if (o->v[i].step >= cut)
+            o->v[m++] = o->v[i];
+    o->n = m;
+}
+
+/* Window w of r as timeline spans, into *out (malloc'd). 0, or -1 when out
+ * of memory. */
+static int cycle_spans(const struct trace_rank *r, const struct trace_window *w, struct span **out, size_t *nout,
+                       unsigned *lanes)
+{
+    struct seg_out o = {0};
+    size_t nops = w->ops_to - w->ops_from, nsteps = w->steps_to - w->steps_from;
+    const struct trace_op **by = malloc(sizeof(*by) * (nops ? nops : 1));
+    struct trace_step_info *steps = malloc(sizeof(*steps) * (nsteps ? nsteps : 1));
+    int32_t ntracks = 0;
+    for (size_t i = w->ops_from; i < w->ops_to; i++)
+        ntracks = r->ops[i].track + 1 > ntracks ? r->ops[i].track + 1 : ntracks;
+    size_t *count = calloc((size_t)(ntracks ? ntracks : 1), sizeof(*count));
+    if (!by || !steps || !count) {
+        free(by);
+        free(steps);
+        free(count);
+        return -1;
+    }
+    if (nsteps)
+        memcpy(steps, r->steps + w->steps_from, sizeof(*steps) * nsteps);
+    qsort(steps, nsteps, sizeof(*steps), step_start_cmp);
+    o.steps = steps;
+    o.nsteps = nsteps;
+    int main_track = 0;
+    for (size_t i = w->ops_from; i < w->ops_to; i++)
+        if (!r->ops[i].gpu && r->ops[i].track >= 0 && ++count[r->ops[i].track] > count[main_track])
+            main_track = r->ops[i].track;
+    /* the host: thread by thread; annotations cover nothing */
+    size_t nh = 0;
+    for (size_t i = w->ops_from; i < w->ops_to; i++) {
+        const struct trace_op *op = &r->ops[i];
+        if (!op->gpu && op->cat < CAT_COUNT && op->t1_ns > op->t0_ns)
+            by[nh++] = op;
+    }
+    qsort(by, nh, sizeof(*by), op_track_cmp);
+    for (size_t a = 0, b; a < nh && !o.oom; a = b) {
+        for (b = a; b < nh && by[b]->track == by[a]->track;)
+            b++;
+        flatten_track(&o, by + a, b - a, main_track);
+    }
+    /* the device: every op counts (streams overlap), by start */
+    size_t n = 0;
+    for (size_t i = w->ops_from; i < w->ops_to; i++)
+        if (r->ops[i].gpu && r->ops[i].cat < CAT_COUNT && r->ops[i].t1_ns > r->ops[i].t0_ns)
+            by[n++] = &r->ops[i];
+    qsort(by, n, sizeof(*by), op_nest_cmp);
+    for (size_t i = 0; i < n && !o.oom; i++)
+        seg_add(&o, LANE_GPU, by[i]->cat, by[i]->t0_ns, by[i]->t1_ns);
+    keep_newest(&o);
+    free(by);
+    free(steps);
+    free(count);
+    if (o.oom) {
+        free(o.v);
+        return -1;
+    }
+    *lanes = 0;
+    for (size_t i = 0; i < o.n; i++)
+        *lanes |= 1u << o.v[i].lane;
+    *out = o.v;
+    *nout = o.n;
+    return 0;
+}
+
+/* ---- reading a file ------------------------------------------------------- */
+
+static int step_num_cmp(const void *a, const void *b)
+{
+    const struct trace_step_info *x = a, *y = b;
+    return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* Whether a plain file can be whole: its last byte that is not white
+ * space closes an object or an array. A gzip file says nothing here. */
+static int may_be_whole(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 1; /* (the read says why) */
+    struct stat st;
+    unsigned char head[2] = {0}, tail[64];
+    int whole = 1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < 2)
+        whole = 0;
+    else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, head, 2, 0) == 2 &&
+             !(head[0] == 0x1f && head[1] == 0x8b)) {
+        off_t at = st.st_size > (off_t)sizeof(tail) ? st.st_size - (off_t)sizeof(tail) : 0;
+        ssize_t got = pread(fd, tail, sizeof(tail), at);
+        while (got > 0 &&
+               (tail[got - 1] == ' ' || tail[got - 1] == '\n' || tail[got - 1] == '\r' || tail[got - 1] == '\t'))
+            got--;
+        whole = got > 0 && (tail[got - 1] == '}' || tail[got - 1] == ']');
+    }
+    close(fd);
+    return whole;
+}
+
+/* A cycle that was read: its figures, its rank's latest spans, published. */
+static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, const struct trace_cycle *tc,
+                 int64_t now)
+{
+    struct trace_rank *r = NULL;
+    for (int i = 0; i < d->nranks; i++)
+        if (d->ranks[i].rank == tc->rank)
+            r = &d->ranks[i];
+    const struct trace_window *w = r ? &r->windows[tc->window] : NULL;
+    struct follow_cycle c = {0};
+    struct span *spans = NULL;
+    size_t nspans = 0;
+    unsigned lanes = 0;
+    size_t nsteps = w ? w->steps_to - w->steps_from : 0;
+    c.step_ns = malloc(sizeof(*c.step_ns) * (nsteps ? nsteps : 1));
+    struct trace_step_info *st = malloc(sizeof(*st) * (nsteps ? nsteps : 1));
+    /* (d holds this file alone: the rank's figures are this cycle's less
+     * its first step) */
+    if (!w || !c.step_ns || !st || trace_analyze_window(&c.f, r, (size_t)tc->window, TRACE_KERNEL_WAIT_NS) != 0 ||
+        trace_analyze_rank(&c.f_rest, r, TRACE_KERNEL_WAIT_NS) != 0 ||
+        cycle_spans(r, w, &spans, &nspans, &lanes) != 0) {
+        free(c.step_ns);
+        free(st);
+        e->state = FILE_REFUSED;
+        say(f, "%s: out of memory reading its cycle; left out", e->name);
+        return;
+    }
+    if (nsteps == 1) { /* its one step left out: nothing is left */
+        int gpu = c.f_rest.gpu_view;
+        memset(&c.f_rest, 0, sizeof(c.f_rest));
+        c.f_rest.gpu_view = gpu;
+    }
+    /* the rank: the trace's or the name's, else ours (the reader's own
+     * choice saw this file alone) */
+    int rank = tc->rank;
+    if (tc->rank_from != TRACE_RANK_TRACE && tc->rank_from != TRACE_RANK_NAME) {
+        rank = rank_unnamed(f, e->name);
+        if (!f->told_unnamed++)
+            say(f,
+                "%s names no rank (no distributedInfo in the trace, no rank<N> in the name): ranks follow the order "
+                "the files land in; name them with tensorboard_trace_handler's worker_name=f\"rank{rank}\"",
+                e->name);
+    }
+    if (nsteps)
+        memcpy(st, r->steps + w->steps_from, sizeof(*st) * nsteps);
+    qsort(st, nsteps, sizeof(*st), step_num_cmp);
+    double sum = 0;
+    for (size_t s = 0; s < nsteps; s++) {
+        c.step_ns[s] = st[s].t1_ns - st[s].t0_ns;
+        sum += (double)c.step_ns[s];
+    }
+    free(st);
+    c.rank = rank;
+    c.nsteps = (int)nsteps;
+    c.step_lo = w->step_lo;
+    c.step_hi = w->step_hi;
+    c.ms_mean = nsteps ? sum / (double)nsteps / 1e6 : 0;
+    const struct breakdown *b = &c.f.b;
+    c.own_ms = (double)(b->wall_ns - b->coll_ns) / (double)(nsteps ? nsteps : 1) / 1e6;
+    c.compute_pct = breakdown_pct(b->compute_ns, b->wall_ns);
+    c.comm_pct = breakdown_pct(b->comm_ns, b->wall_ns);
+    c.data_pct = breakdown_pct(b->data_ns, b->wall_ns);
+    c.idle_pct = breakdown_pct(b->idle_ns, b->wall_ns);
+    c.landed_ns = now;
+    snprintf(c.file, sizeof(c.file), "%s", e->name);
+
+    pthread_mutex_lock(&f->lock);
+    struct follow_rank *fr = rank_find(f, rank);
+    int oom = 0;
+    if (f->ncycles == f->cap_cycles) {
+        size_t nc = f->cap_cycles ? 2 * f->cap_cycles : 64;
+        struct follow_cycle *ncy = realloc(f->cycles, nc * sizeof(*ncy));
+        oom |= !ncy;
+        if (ncy) {
+            f->cycles = ncy;
+            f->cap_cycles = nc;
+        }
+    }
+    if (!fr && !oom) {
+        struct follow_rank *nr = realloc(f->ranks, sizeof(*nr) * (size_t)(f->nranks + 1));
+        oom |= !nr;
+        if (nr) {
+            f->ranks = nr;
+            int at = f->nranks;
+            while (at > 0 && f->ranks[at - 1].rank > rank)
+                at--;
+            memmove(&f->ranks[at + 1], &f->ranks[at], sizeof(*nr) * (size_t)(f->nranks - at));
+            fr = &f->ranks[at];
+            memset(fr, 0, sizeof(*fr));
+            fr->rank = rank;
+            f->nranks++;
+        }
+    }
+    if (oom) {
+        pthread_mutex_unlock(&f->lock);
+        free(c.step_ns);
+        free(spans);
+        e->state = FILE_REFUSED;
+        say(f, "%s: out of memory keeping its cycle; left out", e->name);
+        return;
+    }
+    c.cycle = fr->ncycles++;
+    fr->latest = (int)f->ncycles;
+    snprintf(fr->device, sizeof(fr->device), "%s", r->device);
+    free(fr->spans);
+    fr->spans = spans;
+    fr->nspans = nspans;
+    fr->lanes = lanes;
+    f->cycles[f->ncycles++] = c;
+    if (f->ncycles == 1)
+        f->flavor = d->flavor;
+    int world = d->world > rank + 1 ? d->world : rank + 1;
+    f->world = world > f->world ? world : f->world;
+    long fresh = mark_stragglers(f, c.cycle);
+    f->last_change_ns = f->last_landed_ns = now;
+    f->version++;
+    pthread_mutex_unlock(&f->lock);
+    e->state = FILE_READ;
+    if (fresh >= 0) {
+        /* (read without the lock: this thread alone writes them) */
+        const struct follow_cycle *s = &f->cycles[fresh];
+        say(f, "cycle %d: rank %d is the straggler: %.2f ms of its own work per step, the others %.2f (median)",
+            s->cycle + 1, s->rank, s->own_ms, s->others_ms);
+    }
+}
+
+/* Tries a pending file: read when whole, else left for its next change. */
+static void try_file(struct follow *f, struct follow_file *e, int64_t now)
+{
+    char path[sizeof(f->dir) + 260], err[600];
+    snprintf(path, sizeof(path), "%s/%s", f->dir, e->name);
+    e->tried = 1;
+    e->closed = 0;
+    if (!may_be_whole(path))
+        return;
+    char *buf;
+    size_t n;
+    if (infile_read(path, 0, 0, &buf, &n, err, sizeof(err)) != 0) {
+        if (access(path, F_OK) != 0) {
+            file_drop(f, e->name); /* gone before it was read */
+            return;
+        }
+        e->state = FILE_REFUSED;
+        say(f, "%s; left out", err);
+        return;
+    }
+    struct trace_doc d;
+    struct trace_cycle tc;
+    trace_doc_init(&d);
+    int rc = trace_read_cycle(&d, buf, n, path, -1, TRACE_READ_WHOLE, &tc, err, sizeof(err));
+    free(buf);
+    if (rc == 1) {
+        trace_doc_free(&d);
+        return; /* a writer still at it */
+    }
+    if (rc != 0 || d.flavor == TRACE_DDPTOP || tc.rank < 0 || tc.window < 0) {
+        e->state = FILE_REFUSED;
+        if (rc != 0)
+            say(f, "%s; left out", err);
+        else if (d.flavor == TRACE_DDPTOP)
+            say(f, "%s: a trace of ddptop's own, not of a PyTorch profiler; left out (--replay shows it)", e->name);
+        else
+            say(f, "%s: no operator nor step in it; left out", e->name);
+        pthread_mutex_lock(&f->lock);
+        f->refused++;
+        pthread_mutex_unlock(&f->lock);
+        trace_doc_free(&d);
+        return;
+    }
+    land(f, e, &d, &tc, now);
+    trace_doc_free(&d);
+}
+
+/* ---- watching ------------------------------------------------------------- */
+
+int follow_open(struct follow *f, const char *dir, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof(*f));
+    f->ifd = f->wd = -1;
+    struct stat st;
+    if (!dir[0]) {
+        snprintf(err, errlen, "an empty folder name");
+        return -1;
+    }
+    if (strlen(dir) >= sizeof(f->dir) - 1) {
+        snprintf(err, errlen, "%.64s...: the folder's name is too long", dir);
+        return -1;
+    }
+    if (stat(dir, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen,
+                 "%s: not a folder (--follow watches the folder the profiler writes into; --replay "
+                 "reads a file)",
+                 dir);
+        return -1;
+    }
+    DIR *dp = opendir(dir);
+    if (!dp) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    closedir(dp);
+    snprintf(f->dir, sizeof(f->dir), "%s", dir);
+    size_t dl = strlen(f->dir);
+    while (dl > 1 && f->dir[dl - 1] == '/')
+        f->dir[--dl] = 0;
+    pthread_mutex_init(&f->lock, NULL);
+    f->t0_ns = f->last_change_ns = probe_now_ns();
+    const char *poll_env = getenv("DDPTOP_FOLLOW_POLL");
+    if (!(poll_env && poll_env[0] && strcmp(poll_env, "0") != 0)) {
+        f->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (f->ifd >= 0)
+            f->wd = inotify_add_watch(f->ifd, f->dir,
+                                      IN_CLOSE_WRITE | IN_MOVED_TO | IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                          IN_DELETE_SELF | IN_MOVE_SELF);
+        if (f->ifd >= 0 && f->wd < 0) {
+            close(f->ifd);
+            f->ifd = -1;
+        }
+    }
+    f->inotify = f->ifd >= 0;
+    /* what is there already: whole at once, read in the order of names */
+    scan(f, f->t0_ns);
+    for (size_t i = 0; i < f->nfiles; i++)
+        f->files[i].changed_ns = f->t0_ns - FOLLOW_QUIET_NS;
+    f->next_scan_ns = f->t0_ns + (f->inotify ? FOLLOW_RESCAN_NS : FOLLOW_POLL_MS * 1000000LL);
+    return 0;
+}
+
+/* Takes inotify's events: files closed, moved in, changed or removed. */
+static void read_events(struct follow *f, int64_t now)
+{
+    char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        ssize_t got = read(f->ifd, buf, sizeof(buf));
+        if (got <= 0)
+            return;
+        for (char *p = buf; p < buf + got;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            p += sizeof(*ev) + ev->len;
+            if (ev->mask & IN_Q_OVERFLOW)
+                f->next_scan_ns = now; /* events were lost: a listing tells */
+            if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+                pthread_mutex_lock(&f->lock);
+                f->gone = 1;
+                pthread_mutex_unlock(&f->lock);
+            }
+            if (!ev->len || !trace_name_is_trace(ev->name))
+                continue;
+            if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
+                file_drop(f, ev->name);
+                continue;
+            }
+            file_look(f, ev->name, now);
+            struct follow_file *e = file_find(f, ev->name);
+            if (e && (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO)))
+                e->closed = 1;
+        }
+    }
+}
+
+int follow_poll(struct follow *f, int wait_ms)
+{
+    uint64_t v0;
+    pthread_mutex_lock(&f->lock);
+    v0 = f->version;
+    int gone = f->gone;
+    pthread_mutex_unlock(&f->lock);
+    if (gone) {
+        struct timespec ts = {wait_ms / 1000, (long)(wait_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        return 0;
+    }
+    if (f->inotify) {
+        struct pollfd pfd = {.fd = f->ifd, .events = POLLIN};
+        if (poll(&pfd, 1, wait_ms) > 0)
+            read_events(f, probe_now_ns());
+    } else if (wait_ms > 0) {
+        int64_t left = f->next_scan_ns - probe_now_ns(), ms = left > 0 ? (left + 999999) / 1000000 : 0;
+        ms = ms < wait_ms ? ms : wait_ms;
+        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    int64_t now = probe_now_ns();
+    if (now >= f->next_scan_ns) {
+        if (scan(f, now) != 0) {
+            pthread_mutex_lock(&f->lock);
+            f->gone = 1;
+            pthread_mutex_unlock(&f->lock);
+        }
+        f->next_scan_ns = now + (f->inotify ? FOLLOW_RESCAN_NS : FOLLOW_POLL_MS * 1000000LL);
+    }
+    int pending = 0;
+    size_t i = 0;
+    while (i < f->nfiles && !atomic_load(&f->stop)) {
+        struct follow_file *e = &f->files[i];
+        if (e->state == FILE_PENDING && (e->closed || (!e->tried && now - e->changed_ns >= FOLLOW_QUIET_NS))) {
+            char name[sizeof(e->name)];
+            snprintf(name, sizeof(name), "%s", e->name);
+            try_file(f, e, probe_now_ns());
+            e = file_find(f, name);
+            if (!e)
+                continue; /* gone before it was read: dropped from the table, i is the next */
+        }
+        pending += e->state == FILE_PENDING;
+        i++;
+    }
+    pthread_mutex_lock(&f->lock);
+    f->pending = pending;
+    int landed = (int)(f->version - v0);
+    pthread_mutex_unlock(&f->lock);
+    if (f->gone && !gone)
+        say(f, "%s: the folder went away; nothing more will land", f->dir);
+    return landed;
+}
+
+static void *follow_thread(void *arg)
+{
+    struct follow *f = arg;
+    while (!atomic_load(&f->stop))
+        follow_poll(f, 100);
+    return NULL;
+}
+
+int follow_start(struct follow *f, char *err, size_t errlen)
+{
+    /* the signals go to the front end's thread alone */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&f->thread, NULL, follow_thread, f);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the follower's thread: %s", strerror(rc));
+        return -1;
+    }
+    f->thread_on = 1;
+    return 0;
+}
+
+void follow_stop(struct follow *f)
+{
+    if (!f->thread_on)
+        return;
+    atomic_store(&f->stop, 1);
+    pthread_join(f->thread, NULL);
+    f->thread_on = 0;
+}
+
+void follow_close(struct follow *f)
+{
+    follow_stop(f);
+    if (f->ifd >= 0)
+        close(f->ifd);
+    for (size_t i = 0; i < f->ncycles; i++)
+        free(f->cycles[i].step_ns);
+    for (int i = 0; i < f->nranks; i++)
+        free(f->ranks[i].spans);
+    free(f->cycles);
+    free(f->ranks);
+    free(f->files);
+    free(f->workers);
+    free(f->worker_rank);
+    pthread_mutex_destroy(&f->lock);
+    memset(f, 0, sizeof(*f));
+    f->ifd = -1;
+}
+
+/* ---- the whole job as one result ------------------------------------------ */
+
+static int cycle_step_cmp(const void *a, const void *b)
+{
+    const struct follow_cycle *x = *(const struct follow_cycle *const *)a, *y = *(const struct follow_cycle *const *)b;
+    if (x->step_lo != y->step_lo)
+        return x->step_lo < y->step_lo ? -1 : 1;
+    return x->cycle < y->cycle ? -1 : x->cycle > y->cycle;
+}
+
+int follow_result(struct follow *f, struct run_result *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof(*res));
+    follow_lock(f);
+    int rc = -1;
+    const struct follow_cycle **mine = malloc(sizeof(*mine) * (f->ncycles ? f->ncycles : 1));
+    int64_t *steps = NULL;
+    res->ranks = calloc((size_t)(f->nranks ? f->nranks : 1), sizeof(*res->ranks));
+    if (!mine || !res->ranks)
+        goto out;
+    res->nranks = f->nranks;
+    for (int i = 0; i < f->nranks; i++) {
+        struct trace_figures sum = {0};
+        size_t n = 0, nsteps = 0;
+        for (size_t k = 0; k < f->ncycles; k++)
+            if (f->cycles[k].rank == f->ranks[i].rank) {
+                mine[n++] = &f->cycles[k];
+                nsteps += (size_t)f->cycles[k].nsteps;
+            }
+        qsort(mine, n, sizeof(*mine), cycle_step_cmp);
+        free(steps);
+        steps = malloc(sizeof(*steps) * (nsteps ? nsteps : 1));
+        if (!steps)
+            goto out;
+        /* the rank's first step (the lowest number) is left out of its
+         * split, as ms/step leaves it out: the first cycle's figures
+         * without it */
+        size_t rank_steps = nsteps;
+        nsteps = 0;
+        for (size_t k = 0; k < n; k++) {
+            const struct trace_figures *c = k == 0 && rank_steps >= 2 ? &mine[k]->f_rest : &mine[k]->f;
+            breakdown_add(&sum.b, &c->b);
+            sum.gpu_view = c->gpu_view;
+            sum.idle_split_valid = c->idle_split_valid;
+            sum.host_wait_ns += c->host_wait_ns;
+            sum.kernel_wait_ns += c->kernel_wait_ns;
+            sum.other_idle_ns += c->other_idle_ns;
+            memcpy(steps + nsteps, mine[k]->step_ns, sizeof(*steps) * (size_t)mine[k]->nsteps);
+            nsteps += (size_t)mine[k]->nsteps;
+        }
+        struct rank_result *rr = &res->ranks[i];
+        replay_foreign_row(rr, &sum, steps, nsteps);
+        rr->rank = f->ranks[i].rank;
+        snprintf(rr->device, sizeof(rr->device), "%s", f->ranks[i].device);
+    }
+    replay_foreign_run(res);
+    res->cfg.strategy = -1;
+    res->state = -1; /* (a job that may go on) */
+    res->world = f->world > f->nranks ? f->world : f->nranks;
+    snprintf(res->device, sizeof(res->device), "%s", f->nranks ? f->ranks[0].device : "");
+    res->replay.valid = 1;
+    snprintf(res->replay.files, sizeof(res->replay.files), "%.1000s", f->dir);
+    snprintf(res->replay.format, sizeof(res->replay.format), "%s", trace_flavor_name(f->flavor));
+    res->replay.complete = 1; /* (only whole files are read) */
+    rc = 0;
+out:
+    follow_unlock(f);
+    free(mine);
+    free(steps);
+    if (rc != 0) {
+        result_free(res);
+        snprintf(err, errlen, "out of memory");
+    }
+    return rc;
+}
+
+/* ---- the headless front end ----------------------------------------------- */
+
+static void print_cycle(const struct follow_cycle *c)
+{
+    char steps[48], ms[32] = "n/a";
+    if (c->step_lo <= c->step_hi)
+        snprintf(steps, sizeof(steps), "steps %u-%u", c->step_lo, c->step_hi);
+    else
+        snprintf(steps, sizeof(steps), "no ProfilerStep");
+    if (c->nsteps > 0)
+        snprintf(ms, sizeof(ms), "%.2f", c->ms_mean);
+    fprintf(stderr,
+            "ddptop: --follow: rank %d cycle %d (%s, %s): %s ms/step, compute %.1f%%, comm %.1f%%, data %.1f%%, "
+            "idle %.1f%%; own work %.2f ms/step\n",
+            c->rank, c->cycle + 1, steps, c->file, ms, c->compute_pct, c->comm_pct, c->data_pct, c->idle_pct,
+            c->own_ms);
+}
+
+/* How many ranks and cycles, as --replay says it; and what never became
+ * whole. */
+static void final_notes(struct follow *f)
+{
+    int lo = INT_MAX, hi = 0;
+    for (int i = 0; i < f->nranks; i++) {
+        lo = f->ranks[i].ncycles < lo ? f->ranks[i].ncycles : lo;
+        hi = f->ranks[i].ncycles > hi ? f->ranks[i].ncycles : hi;
+    }
+    if (f->nranks && lo == hi)
+        fprintf(stderr, "ddptop: --follow: %d rank(s), %d profiler cycle%s each\n", f->nranks, hi, hi == 1 ? "" : "s");
+    else if (f->nranks)
+        fprintf(stderr, "ddptop: --follow: %d rank(s), %d to %d profiler cycles each\n", f->nranks, lo, hi);
+    for (size_t i = 0; i < f->nfiles; i++)
+        if (f->files[i].state == FILE_PENDING)
+            fprintf(stderr, "ddptop: --follow: %s/%s was not whole yet; left out\n", f->dir, f->files[i].name);
+}
+
+int follow_main(const struct config *cfg, follow_show_fn show)
+{
+    struct follow f;
+    char err[1200];
+    if (follow_open(&f, cfg->follow, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: --follow: %s\n", err);
+        return 2;
+    }
+    int status = 0;
+    if (show) {
+        if (follow_start(&f, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ddptop: --follow: %s\n", err);
+            follow_close(&f);
+            return 2;
+        }
+        status = show(cfg, &f);
+        follow_stop(&f);
+        if (status == 2) {
+            follow_close(&f);
+            return 2;
+        }
+    } else {
+        if (!f.inotify && !cfg->quiet)
+            fprintf(stderr, "ddptop: --follow: no inotify here: the folder is listed every %d ms\n", FOLLOW_POLL_MS);
+        size_t printed = 0;
+        char msg[sizeof(f.msg[0])];
+        for (;;) {
+            follow_poll(&f, 100);
+            for (; printed < f.ncycles; printed++)
+                if (!cfg->quiet)
+                    print_cycle(&f.cycles[printed]);
+            while (follow_message(&f, msg, sizeof(msg)))
+                fprintf(stderr, "ddptop: --follow: %s\n", msg);
+            if (stop_signal || f.gone)
+                break;
+            if (cfg->idle_exit_s > 0 && (double)(probe_now_ns() - f.last_change_ns) / 1e9 >= cfg->idle_exit_s)
+                break;
+        }
+        status = stop_signal ? 128 + (int)stop_signal : 0;
+    }
+    final_notes(&f);
+    if (f.ncycles == 0) {
+        fprintf(stderr, "ddptop: --follow: no cycle landed in %s%s: nothing to report\n", f.dir,
+                stop_signal            ? " before the interrupt"
+                : cfg->idle_exit_s > 0 ? " in the --idle-exit time"
+                                       : "");
+        follow_close(&f);
+        return status ? status : 1;
+    }
+    struct run_result res;
+    if (follow_result(&f, &res, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: --follow: %s\n", err);
+        follow_close(&f);
+        return 1;
+    }
+    follow_close(&f);
+    results_speedup(&res, 1);
+    int st = report_save(cfg->output, cfg->format, &res, 1);
+    if (cfg->plot[0] && figures_save(cfg->plot, &res, 1, cfg->quiet) != 0 && st == 0)
+        st = 1;
+    result_free(&res);
+    return status ? status : st;
+}

@@ -1,0 +1,367 @@
+#!/usr/bin/env bash
+# test_follow.sh - `ddptop --batch --follow DIR --idle-exit S` on a folder
+# while it is written.
+#
+#   job        a real 2-process DDP job on gloo (pytorch_ddp_job.py:
+#              torch.profiler, tensorboard_trace_handler, 3 cycles per rank,
+#              1.5 s apart) writes into a folder ddptop already follows.
+#              Every file is one cycle line (rank, cycle number, steps) whose
+#              compute%, comm% and idle% are within 1 point of
+#              pytorch_trace_oracle.py's reading of the same file, and its
+#              own work within 1%; the report's ranks 0 and 1 agree with the
+#              oracle within 1 point and equal --replay of the folder; the
+#              first cycle was told before the job wrote its last file (it
+#              was followed, not read at the end); ddptop left S seconds or
+#              more after the last file, and the stragglers it named are
+#              those the documented rule gives over the oracle's own times.
+#   straggler  the same job writing .json.gz, with rank 1 sleeping 200 ms
+#              before each forward: rank 1 is named the straggler of every
+#              cycle and rank 0 of none, and the figures agree with the
+#              oracle.
+#   partial    files written in pieces into the followed folder, by a
+#              writer that closes the file after each piece (plain) or
+#              keeps it open (gzip), with pauses longer than the follower's
+#              quiet time: no error, no cycle before the file is whole, one
+#              after, soon after (within --idle-exit's 2 s); ddptop does not
+#              leave while a file grows slowly (2.3 s for the first, its
+#              pieces 0.6 s apart); the figures
+#              are the fixtures' worked out on paper (30 of 172 us, and
+#              30 of 100 over the second step); a malformed file is refused with one line and
+#              following goes on. With inotify, and listing the folder
+#              (DDPTOP_FOLLOW_POLL=1).
+#   args       the command line: a missing folder, a file, --idle-exit
+#              without --follow, options --follow does not read, a second
+#              argument: one line and status 2; without --batch on a
+#              non-terminal, --follow runs headless; --help tells of both.
+#
+# job and straggler exit 77 when Debian's python3 has no torch.
+# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|args
+# Exit status: 0 pass, 1 fail, 77 skip.
+set -u
+BIN=${1:?usage: test_follow.sh /path/to/ddptop job|straggler|partial|args}
+CASE=${2:?usage: test_follow.sh /path/to/ddptop job|straggler|partial|args}
+case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
+HERE=$(cd "$(dirname "$0")" && pwd)
+FIX=$HERE/fixtures/trace
+PY=${DDPTOP_PYTHON:-/usr/bin/python3} # Debian's, with python3-torch
+T=$(mktemp -d /tmp/ddptop-follow.XXXXXX)
+DPID=""
+cleanup() {
+    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null
+    [ -n "${KEEP_T:-}" ] && { echo "kept $T"; return; }
+    rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+pass() { echo "PASS: $1"; }
+fail() {
+    echo "FAIL: $1"
+    [ -n "${2:-}" ] && [ -s "$2" ] && sed 's/^/    /' "$2" | head -40
+    fails=$((fails + 1))
+}
+now_ns() { date +%s%N; }
+# stamp FILE: each line of stdin, with the time it came (ns), into FILE
+stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s%N)" "$l"; done >"$1"; }
+# mtime_ns FILE
+mtime_ns() { stat -c %.9Y "$1" | tr -d .; }
+
+need_torch() {
+    if ! "$PY" -c 'import torch, torch.distributed as d, torch.profiler; assert d.is_available() and d.is_gloo_available()' \
+        2>"$T/torch.err"; then
+        echo "SKIP: $PY cannot import torch with gloo (apt install python3-torch)"
+        exit 77
+    fi
+}
+
+# follow_job OUT JOB_ARGS...: ddptop follows the empty folder OUT while the
+# 2-process job writes into it; ddptop's report in $T/report.json, its
+# stderr stamped in $T/err.ts, its status in $T/rc, the job's end in $T/job_end.
+follow_job() {
+    local out=$1 pids=() r
+    shift
+    mkdir -p "$out"
+    for r in 0 1; do
+        timeout 300 "$PY" "$HERE/pytorch_ddp_job.py" --rank $r --world 2 --init "file://$T/store" --out "$out" \
+            "$@" >"$T/job$r.log" 2>&1 &
+        pids+=($!)
+    done
+    # both processes have torch and their process group before ddptop starts
+    # (--idle-exit counts from its start); the first cycle is 1.5 s away then
+    local deadline=$(($(date +%s) + 120))
+    until grep -q started "$T/job0.log" && grep -q started "$T/job1.log"; do
+        if [ "$(date +%s)" -gt "$deadline" ] || ! kill -0 "${pids[0]}" 2>/dev/null; then
+            fail "the PyTorch job did not start" "$T/job0.log"
+            return 1
+        fi
+        sleep 0.1
+    done
+    ("$BIN" --batch --follow "$out" --idle-exit 8 --format json >"$T/report.json" 2> >(stamp "$T/err.ts")
+        echo $? >"$T/rc") &
+    DPID=$!
+    local rc=0
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    now_ns >"$T/job_end"
+    if [ $rc -ne 0 ]; then
+        fail "the PyTorch job ran" "$T/job0.log"
+        cat "$T/job1.log"
+        return 1
+    fi
+    wait "$DPID"
+    DPID=""
+    now_ns >"$T/ddptop_end"
+    sleep 0.2 # (the stamping loop's last lines)
+    return 0
+}
+
+case_job() {
+    need_torch
+    local out=$T/tb
+    follow_job "$out" --steps 15 --repeat 3 --cycle-gap-ms 1500 || return
+    local n
+    n=$(find "$out" -name '*.pt.trace.json' | wc -l)
+    if [ "$n" -eq 6 ]; then pass "the job wrote 3 cycles per rank (6 files)"; else fail "the job wrote $n files, not 6"; fi
+    if [ "$(cat "$T/rc")" = 0 ]; then pass "--batch --follow --idle-exit exits 0"; else fail "status $(cat "$T/rc")" "$T/err.ts"; fi
+    python3 "$HERE/pytorch_trace_oracle.py" "$out" --cycles >"$T/oracle.json" || { fail "the oracle"; return; }
+    if python3 "$HERE/follow_check.py" cycles "$T/err.ts" "$T/oracle.json" >"$T/cycles.out" 2>&1; then
+        pass "each file is one cycle line, its rank, number and steps right, comm/compute/idle% within 1 point of the oracle"
+    else
+        fail "the cycle lines against the oracle" "$T/cycles.out"
+    fi
+    if python3 "$HERE/pytorch_trace_oracle.py" "$out" --check "$T/report.json" --tol 1 >"$T/oracle.out" 2>&1; then
+        pass "the report: ranks 0 and 1 and their steps, every rank's compute/comm/idle% within 1 point of the oracle"
+        grep '^rank' "$T/oracle.out" | sed 's/^/    /'
+    else
+        fail "the report against the oracle" "$T/oracle.out"
+    fi
+    if "$BIN" --batch --replay "$out" --format json >"$T/replay.json" 2>/dev/null &&
+        python3 - "$T/report.json" "$T/replay.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+keys = ("rank", "steps", "ms_mean", "ms_p50", "ms_p90", "compute_pct", "comm_pct", "data_pct", "idle_pct")
+ra = [{k: r.get(k) for k in keys} for r in a["per_rank"]]
+rb = [{k: r.get(k) for k in keys} for r in b["per_rank"]]
+sys.exit(0 if ra == rb else "differ:\n%s\n%s" % (ra, rb))
+PY
+        pass "the report equals --replay of the folder, rank by rank"
+    else
+        fail "the report differs from --replay of the folder"
+    fi
+    if grep -q -- '--follow: 2 rank(s), 3 profiler cycles each' "$T/err.ts"; then
+        pass "2 ranks with 3 cycles each, said"
+    else
+        fail "no note of 2 ranks with 3 cycles each" "$T/err.ts"
+    fi
+    # followed while the job ran: the first cycle was told before the last file was written
+    local first last_file newest=0 f m
+    first=$(grep -m1 -- '--follow: rank . cycle 1 ' "$T/err.ts" | cut -d' ' -f1)
+    for f in "$out"/*.json; do
+        m=$(mtime_ns "$f")
+        [ "$m" -gt "$newest" ] && newest=$m
+    done
+    if [ -n "$first" ] && [ "$first" -lt "$newest" ]; then
+        pass "the first cycle was told $(((newest - first) / 1000000)) ms before the job wrote its last file"
+    else
+        fail "the first cycle was not told while the job ran (first ${first:-none}, last file $newest)" "$T/err.ts"
+    fi
+    local quiet=$((($(cat "$T/ddptop_end") - newest) / 1000000))
+    if [ "$quiet" -ge 8000 ] && [ "$quiet" -lt 60000 ]; then
+        pass "ddptop reported $quiet ms after the last file (--idle-exit 8)"
+    else
+        fail "ddptop reported $quiet ms after the last file, not 8 s or more (under 60)"
+    fi
+    if grep -qiE 'left out|error|not whole' "$T/err.ts"; then fail "something was left out" "$T/err.ts"; else pass "nothing left out"; fi
+    if python3 "$HERE/follow_check.py" straggler "$T/err.ts" "$T/oracle.json" >"$T/strag.out" 2>&1; then
+        pass "the stragglers named are those the rule gives over the oracle's own work per step"
+        sed 's/^/    /' "$T/strag.out"
+    else
+        fail "the stragglers named" "$T/strag.out"
+    fi
+}
+
+case_straggler() {
+    need_torch
+    local out=$T/tb
+    follow_job "$out" --steps 15 --repeat 3 --cycle-gap-ms 1500 --gzip --slow-rank 1 --slow-ms 200 || return
+    local n
+    n=$(find "$out" -name '*.pt.trace.json.gz' | wc -l)
+    if [ "$n" -eq 6 ]; then pass "the job wrote 6 .json.gz files"; else fail "the job wrote $n .json.gz files, not 6"; fi
+    if [ "$(cat "$T/rc")" = 0 ]; then pass "exit 0"; else fail "status $(cat "$T/rc")" "$T/err.ts"; fi
+    python3 "$HERE/pytorch_trace_oracle.py" "$out" --cycles >"$T/oracle.json" || { fail "the oracle"; return; }
+    if python3 "$HERE/follow_check.py" cycles "$T/err.ts" "$T/oracle.json" >"$T/cycles.out" 2>&1; then
+        pass "each .json.gz is one cycle line, its figures within 1 point of the oracle"
+    else
+        fail "the cycle lines against the oracle" "$T/cycles.out"
+    fi
+    if python3 "$HERE/pytorch_trace_oracle.py" "$out" --check "$T/report.json" --tol 1 >"$T/oracle.out" 2>&1; then
+        pass "the report agrees with the oracle within 1 point"
+    else
+        fail "the report against the oracle" "$T/oracle.out"
+    fi
+    if python3 "$HERE/follow_check.py" straggler "$T/err.ts" "$T/oracle.json" --expect 1 >"$T/strag.out" 2>&1; then
+        pass "rank 1 (200 ms asleep each step) is the straggler of every cycle, rank 0 of none"
+        sed 's/^/    /' "$T/strag.out"
+    else
+        fail "the straggler" "$T/strag.out"
+    fi
+}
+
+# pieces MODE: the partial case once, MODE inotify or poll
+pieces() {
+    local mode=$1 d=$T/$1
+    mkdir -p "$d"
+    local env=()
+    [ "$mode" = poll ] && env=(env DDPTOP_FOLLOW_POLL=1)
+    # the writer: a's pieces each closed, then b's in one open file, then a
+    # malformed file; each file's completion time (ns) in $T/$mode.done. It
+    # is started first and writes once ddptop runs (the go file), so that
+    # its start-up on a loaded machine does not count in --idle-exit's 2 s
+    rm -f "$T/$mode.ready" "$T/$mode.go"
+    python3 - "$d" "$FIX" "$T/$mode.done" "$T/$mode.ready" "$T/$mode.go" <<'PY' &
+import gzip, os, sys, time
+d, fix, done, ready, go = sys.argv[1:6]
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.01)
+marks = []
+def pieces(name, data, reopen):
+    path = os.path.join(d, name)
+    step = len(data) // 4 + 1
+    f = None
+    for at in range(0, len(data), step):
+        if at + step >= len(data):
+            # the file is whole once this piece is written: no read may
+            # come before (taken before the write, so never after a read)
+            last = time.time_ns()
+        if reopen:
+            with open(path, "ab" if at else "wb") as g:   # closed after each piece
+                g.write(data[at:at + step])
+        else:
+            f = f or open(path, "wb")
+            f.write(data[at:at + step])
+            f.flush()
+        if at + step < len(data):
+            time.sleep(0.6)                              # past the follower's quiet time
+    if f:
+        f.close()
+    marks.append("%s %d" % (name, last))
+time.sleep(0.2)
+pieces("rank0.1712345678100.pt.trace.json", open(os.path.join(fix, "autograd_gloo.json"), "rb").read(), True)
+pieces("b.1712345678200.pt.trace.json.gz", gzip.compress(open(os.path.join(fix, "kineto_gloo_cpu.json"), "rb").read()),
+       False)
+with open(os.path.join(d, "bad.json"), "w") as g:
+    g.write("[{}}]")
+open(done, "w").write("\n".join(marks) + "\n")
+PY
+    local wpid=$! deadline=$(($(date +%s) + 60))
+    until [ -e "$T/$mode.ready" ] || [ "$(date +%s)" -gt "$deadline" ]; do sleep 0.05; done
+    # --idle-exit 2: the first file takes 2.3 s to write, its pieces 0.6 s
+    # apart; each piece keeps the follower from leaving (a file growing is
+    # the job at work)
+    ("${env[@]}" "$BIN" --batch --follow "$d" --idle-exit 2 --format json >"$T/$mode.json" 2> >(stamp "$T/$mode.err")
+        echo $? >"$T/$mode.rc") &
+    DPID=$!
+    touch "$T/$mode.go"
+    wait "$wpid"
+    wait "$DPID"
+    DPID=""
+    sleep 0.2
+    local rc
+    rc=$(cat "$T/$mode.rc")
+    if [ "$rc" = 0 ]; then pass "$mode: exit 0"; else fail "$mode: status $rc" "$T/$mode.err"; fi
+    local name done_ns line n
+    while read -r name done_ns; do
+        n=$(grep -c -- "--follow: rank . cycle 1 ([^,]*, $name)" "$T/$mode.err")
+        line=$(grep -m1 -- "--follow: rank . cycle 1 ([^,]*, $name)" "$T/$mode.err" | cut -d' ' -f1)
+        if [ "$n" = 1 ] && [ "$line" -ge "$done_ns" ] && [ $((line - done_ns)) -lt 2000000000 ]; then
+            pass "$mode: $name read once, $(((line - done_ns) / 1000000)) ms after its last piece (not before)"
+        else
+            fail "$mode: $name: $n cycle line(s), at ${line:-never} against its last piece at $done_ns" "$T/$mode.err"
+        fi
+    done <"$T/$mode.done"
+    if [ "$(grep -c 'left out' "$T/$mode.err")" = 1 ] && grep -q 'bad.json.*left out' "$T/$mode.err"; then
+        pass "$mode: the malformed file alone is refused, in one line"
+    else
+        fail "$mode: what was left out" "$T/$mode.err"
+    fi
+    if python3 - "$T/$mode.json" <<'PY'; then
+import json, sys
+rows = {r["rank"]: r for r in json.load(open(sys.argv[1]))["per_rank"]}
+# the fixtures, by hand; rank 1's file has steps 5 and 6, and the first
+# is left out as ms/step leaves it out: in step 6 [100, 200) us, the
+# all_reduce [150, 190) less the backward to 160 is comm: 30 of 100 us
+want = {0: 100 * 30 / 172, 1: 30.0}
+bad = [(k, rows.get(k, {}).get("comm_pct"), v) for k, v in want.items()
+       if k not in rows or abs(rows[k]["comm_pct"] - v) > 1e-6]
+sys.exit("comm%% (rank, got, want): %s" % bad if bad or len(rows) != 2 else 0)
+PY
+        pass "$mode: rank 0's comm is 30 of 172 us and rank 1's 30 of 100, as on paper"
+    else
+        fail "$mode: the report's figures"
+    fi
+}
+
+case_partial() {
+    pieces inotify
+    pieces poll
+}
+
+# refused TAG WANT ARGS...: status 2, one line on stderr matching WANT
+refused() {
+    local tag=$1 want=$2
+    shift 2
+    "$BIN" "$@" >"$T/out" 2>"$T/err" </dev/null
+    local rc=$?
+    if [ $rc -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q -- "$want" "$T/err"; then
+        pass "$tag: one line, status 2"
+    else
+        fail "$tag: status $rc" "$T/err"
+    fi
+}
+
+case_args() {
+    mkdir -p "$T/tb"
+    cp "$FIX/autograd_gloo.json" "$T/tb/rank0.1712345678100.pt.trace.json"
+    refused "a missing folder" "$T/none: No such file" --batch --follow "$T/none"
+    refused "a file" "not a folder" --batch --follow "$T/tb/rank0.1712345678100.pt.trace.json"
+    refused "--idle-exit without --follow" "idle-exit: only with --follow" --batch --idle-exit 3
+    refused "--idle-exit 0" "idle-exit" --batch --follow "$T/tb" --idle-exit 0
+    refused "--model with --follow" "does not apply to --follow" --batch --follow "$T/tb" --model lenet
+    refused "--follow with --replay" "one mode at a time" --batch --follow "$T/tb" --replay "$T/tb"
+    refused "a second argument" "unexpected argument" --batch --follow "$T/tb" "$T/tb"
+    # not a terminal, no --batch: headless all the same
+    "$BIN" --follow "$T/tb" --idle-exit 0.5 --format json >"$T/headless.json" 2>"$T/headless.err" </dev/null
+    local rc=$?
+    if [ $rc -eq 0 ] && python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["per_rank"]; sys.exit(r[0]["rank"] != 0)' \
+        "$T/headless.json" 2>>"$T/headless.err"; then
+        pass "without --batch on a non-terminal: the report after --idle-exit"
+    else
+        fail "without --batch on a non-terminal: status $rc" "$T/headless.err"
+    fi
+    mkdir -p "$T/empty"
+    "$BIN" --batch --follow "$T/empty" --idle-exit 0.5 >"$T/empty.out" 2>"$T/empty.err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q 'no cycle landed' "$T/empty.err" && [ ! -s "$T/empty.out" ]; then
+        pass "nothing landed: said, status 1, no report"
+    else
+        fail "nothing landed: status $rc" "$T/empty.err"
+    fi
+    "$BIN" --help >"$T/help.out" 2>&1
+    if grep -q -- '--follow DIR' "$T/help.out" && grep -q -- '--idle-exit S' "$T/help.out"; then
+        pass "--help tells of --follow and --idle-exit"
+    else
+        fail "--help" "$T/help.out"
+    fi
+}
+
+case $CASE in
+job) case_job ;;
+straggler) case_straggler ;;
+partial) case_partial ;;
+args) case_args ;;
+*)
+    echo "unknown case $CASE"
+    exit 1
+    ;;
+esac
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all passed"
