@@ -1,8 +1,9 @@
 /* strategy.c - gradient synchronisation: allreduce per tensor,
  * gather-scatter through rank 0, and DDP's buckets with a comm lane that
- * overlaps communication with backward. (dp, DataParallel, needs the model's
- * forward and loss in between, so its choreography lives in the rank loop,
- * src/rank.c, built from the collectives here.) */
+ * overlaps communication with backward: the engines that the strategies'
+ * table entries (sync.h) are built from. (dp, DataParallel, needs the
+ * model's forward and loss in between, so its choreography lives in the
+ * data-parallel step, src/step_data.c.) */
 #include "strategy.h"
 
 #include "half.h"
@@ -13,21 +14,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const names[STRAT_COUNT] = {"single", "dp", "gather-scatter", "allreduce", "ddp", "horovod"};
-
-const char *strategy_name(int kind)
-{
-    return kind >= 0 && kind < STRAT_COUNT ? names[kind] : "?";
-}
-
-int strategy_parse(const char *name)
-{
-    for (int i = 0; i < STRAT_COUNT; i++)
-        if (strcmp(names[i], name) == 0)
-            return i;
-    return -1;
-}
 
 uint16_t *grad_wire_alloc(const struct grad_wire *w, size_t n)
 {

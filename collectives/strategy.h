@@ -21,6 +21,8 @@ enum strategy_kind {
     STRAT_COUNT
 };
 
+/* The strategies' table entries (sync.h) say what each kind is; these
+ * name them (sync.c). */
 const char *strategy_name(int kind);
 /* Returns the kind for a name, or -1. */
 int strategy_parse(const char *name);

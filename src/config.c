@@ -35,7 +35,7 @@
 #include "data.h"
 #include "device.h"
 #include "pipeline.h"
-#include "strategy.h"
+#include "sync.h"
 #include "zoo.h"
 
 #define MAX_RANKS CFG_MAX_RANKS
@@ -755,7 +755,7 @@ static const struct opt opts[] = {
          "processes (mpirun -np P gives P x T ranks)")},
     {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step"),
      .flags = F_DISTINCT},
-    {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, STRAT_COUNT - 1), "strategy", "S",
+    {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, SYNC_KINDS - 1), "strategy", "S",
             "allreduce", G_WORK,
             "how gradients are synchronised; single runs one rank on the whole global batch, ranks x batch"),
      .flags = F_DISTINCT},
@@ -1138,7 +1138,7 @@ static int default_threads(const struct config *cfg)
     int most = 1;
     for (int i = 0; i < cfg->nranks; i++)
         for (int s = 0; s < cfg->nstrategies; s++) {
-            int w = cfg->strategies[s] == STRAT_SINGLE ? 1 : cfg->ranks[i];
+            int w = sync_has(cfg->strategies[s], SYNC_ONE_RANK) ? 1 : cfg->ranks[i];
             most = w > most ? w : most;
         }
     int t = (int)(config_cores() / most);
@@ -1174,21 +1174,17 @@ static const char *const needs[][2] = {{"predict-ranks", "predict"},
                                        {"base-batch", "scale-lr"},
                                        {"idle-exit", "follow"}};
 
-/* Options that only some runs read: a strategy's (or --parallel's) own.
- * Given where no run of the sweep reads them, each is refused. */
+/* Options that only some runs read: --parallel's own (a strategy's own
+ * are its table entry's, sync.h). Given where no run of the sweep reads
+ * them, each is refused. */
 static const struct {
     const char *option;
-    int parallel;    /* the runs that read it: this parallelism ... */
-    int strategy;    /* ... and, in data parallelism, this strategy (-1: any) */
+    int parallel;    /* the runs that read it: this parallelism */
     const char *why; /* "" or a reason after the line */
 } only_for[] = {
-    {"strategy", PAR_DATA, -1, ": stages synchronise no gradients by a strategy"},
-    {"micro-batches", PAR_PIPELINE, -1, ""},
-    {"schedule", PAR_PIPELINE, -1, ""},
-    {"bucket-mb", PAR_DATA, STRAT_DDP, ""},
-    {"no-overlap", PAR_DATA, STRAT_DDP, ""},
-    {"fusion-mb", PAR_DATA, STRAT_HOROVOD, ""},
-    {"cycle-ms", PAR_DATA, STRAT_HOROVOD, ""},
+    {"strategy", PAR_DATA, ": stages synchronise no gradients by a strategy"},
+    {"micro-batches", PAR_PIPELINE, ""},
+    {"schedule", PAR_PIPELINE, ""},
 };
 
 static int opt_index(const char *name)
@@ -1257,23 +1253,37 @@ static int mode_misfit(const unsigned char *given, FILE *err)
 static int unread(const struct config *cfg, const unsigned char *given, FILE *err)
 {
     for (size_t k = 0; cfg->mode == MODE_TRAIN && k < sizeof(only_for) / sizeof(only_for[0]); k++) {
-        int i = opt_index(only_for[k].option), par = 0, strat = 0;
+        int i = opt_index(only_for[k].option), par = 0;
         if (i < 0 || !given[i])
             continue;
         for (int p = 0; p < cfg->nparallels; p++)
             par |= cfg->parallels[p] == only_for[k].parallel;
-        for (int q = 0; q < cfg->nstrategies; q++)
-            strat |= only_for[k].strategy < 0 || cfg->strategies[q] == only_for[k].strategy;
-        if (par && (strat || !cfg->batch))
+        if (par)
             continue;
-        if (!par)
-            fprintf(err, "ddptop: --%s: only with --parallel %s%s\n", only_for[k].option,
-                    parallel_name(only_for[k].parallel), only_for[k].why);
-        else
-            fprintf(err, "ddptop: --%s: only with --strategy %s, which no run of this sweep uses\n", only_for[k].option,
-                    strategy_name(only_for[k].strategy));
+        fprintf(err, "ddptop: --%s: only with --parallel %s%s\n", only_for[k].option,
+                parallel_name(only_for[k].parallel), only_for[k].why);
         return -1;
     }
+    /* a strategy's own options: read by a data-parallel run of it (the
+     * UI's `n` plans any strategy later, so without --batch they stay) */
+    for (int s = 0; cfg->mode == MODE_TRAIN && s < SYNC_KINDS; s++)
+        for (const char *const *o = sync_ops_of(s)->reads; *o; o++) {
+            int i = opt_index(*o), par = 0, strat = 0;
+            if (i < 0 || !given[i])
+                continue;
+            for (int p = 0; p < cfg->nparallels; p++)
+                par |= cfg->parallels[p] == PAR_DATA;
+            for (int q = 0; q < cfg->nstrategies; q++)
+                strat |= cfg->strategies[q] == s;
+            if (par && (strat || !cfg->batch))
+                continue;
+            if (!par)
+                fprintf(err, "ddptop: --%s: only with --parallel %s\n", *o, parallel_name(PAR_DATA));
+            else
+                fprintf(err, "ddptop: --%s: only with --strategy %s, which no run of this sweep uses\n", *o,
+                        strategy_name(s));
+            return -1;
+        }
     for (size_t i = 0; cfg->batch && i < NOPTS; i++)
         if (given[i] && opts[i].group == G_UI) {
             fprintf(err, "ddptop: --%s: only in the interactive UI, not with --batch\n", opts[i].name);
@@ -1455,7 +1465,15 @@ void config_expand(const struct config *cfg, int i, struct run_config *rc)
 
 int run_world(const struct run_config *rc)
 {
-    return rc->strategy == STRAT_SINGLE ? 1 : rc->ranks;
+    return sync_has(rc->strategy, SYNC_ONE_RANK) ? 1 : rc->ranks;
+}
+
+struct sync_params run_sync_params(const struct run_config *rc)
+{
+    return (struct sync_params){.bucket_bytes = (size_t)(rc->bucket_mb * 1024 * 1024),
+                                .overlap = rc->overlap,
+                                .fusion_bytes = (size_t)(rc->fusion_mb * 1024 * 1024),
+                                .cycle_ms = rc->cycle_ms};
 }
 
 int run_classes(const struct run_config *rc, int h, int w, int data_classes)

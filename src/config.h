@@ -209,6 +209,10 @@ int run_stages(const struct run_config *rc);
  * no bus bandwidth and no collective to time across ranks. */
 int run_sends_only(const struct run_config *rc);
 int run_world(const struct run_config *rc);
+struct sync_params;
+/* The strategy's own options as its engine and its --predict term take
+ * them (sync.h). */
+struct sync_params run_sync_params(const struct run_config *rc);
 /* The rate training steps with once any warm-up is over (before any
  * decay): --lr, or under --scale-lr the linear scaling rule's --lr x the
  * global batch / --base-batch. */

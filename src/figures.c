@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "outfile.h"
+#include "mode.h"
 #include "pipeline.h"
 #include "probe.h"
 
@@ -195,7 +196,7 @@ static void run_name(const struct run_result *res, int i, char *buf, size_t n)
 {
     const struct run_result *r = &res[i];
     char mode[48];
-    int replicas = r->cfg.parallel != PAR_DATA ? (r->cfg.dp > 1 ? r->cfg.dp : 1) : r->world;
+    int replicas = train_mode_replicas(&r->cfg, r->world);
     snprintf(buf, n, "run %d: %s %s, %d rank%s x %d", i, r->cfg.model[0] ? r->cfg.model : "?",
              train_mode_label(&r->cfg, mode, sizeof(mode)), r->world, r->world == 1 ? "" : "s",
              replicas > 0 ? r->global_batch / replicas : 0);

@@ -7,8 +7,6 @@
 #include <string.h>
 
 #include "config.h"
-#include "half.h"
-#include "strategy.h"
 
 const char *parallel_name(int kind)
 {
@@ -16,27 +14,17 @@ const char *parallel_name(int kind)
     return kind >= PAR_DATA && kind <= PAR_PIPELINE ? names[kind] : "?";
 }
 
+int parallel_kind_of(const char *name)
+{
+    for (int k = PAR_DATA; k <= PAR_PIPELINE; k++)
+        if (!strcmp(name, parallel_name(k)))
+            return k;
+    return -1;
+}
+
 const char *schedule_name(int kind)
 {
     return kind == SCHED_GPIPE ? "gpipe" : "1f1b";
-}
-
-const char *train_mode_label(const struct run_config *c, char *buf, size_t n)
-{
-    char dp[16] = ""; /* --dp: ",dp2" */
-    if (c->dp > 1)
-        snprintf(dp, sizeof(dp), ",dp%d", c->dp);
-    if (c->parallel == PAR_PIPELINE)
-        snprintf(buf, n, "pipe-%s/%d%s", schedule_name(c->schedule), c->micro_batches, dp);
-    else if (c->parallel == PAR_MODEL)
-        snprintf(buf, n, "model%s", dp);
-    else if (c->strategy < 0 || c->strategy >= STRAT_COUNT)
-        snprintf(buf, n, "n/a");
-    else if (c->grad_compress == W16_FP16 || c->grad_compress == W16_BF16) /* "ddp+bf16", as the report says it */
-        snprintf(buf, n, "%s+%s", strategy_name(c->strategy), w16_name(c->grad_compress));
-    else
-        snprintf(buf, n, "%s", strategy_name(c->strategy));
-    return buf;
 }
 
 /* Fills p's cut tensors from its boundaries; -1 with err at the first

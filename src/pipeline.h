@@ -69,11 +69,8 @@ const char *pipe_stage_mem_key(int kind);
 void pipe_stage_memory(const struct model *m, int a, int b, int in_flight, double momentum, double *bytes);
 
 const char *parallel_name(int kind);
+/* The kind whose parallel_name is `name`, or -1. */
+int parallel_kind_of(const char *name);
 const char *schedule_name(int kind);
-struct run_config;
-/* How a run trains, as tables show it: its strategy for data parallelism
- * ("ddp+bf16" where gradients travel in 16 bits), "model", or
- * "pipe-1f1b/4" (schedule, micro-batches), with ",dp2" for --dp 2; in buf. */
-const char *train_mode_label(const struct run_config *c, char *buf, size_t n);
 
 #endif

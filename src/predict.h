@@ -11,14 +11,15 @@
  *   t(S) = alpha + beta S        (a --bench-comm fit for K ranks, alpha
  *                                and beta those of S's regime), or
  *   t(S) = 2 (K-1) (lat + S / (K bw))   (--link BW,LAT)
- * and the step becomes
+ * and the step becomes (each strategy's term is its table entry's cost,
+ * collectives/sync_*.c)
  *   allreduce:  F + B + sum over tensors t(S_p) + R
  *   ddp:        F + max(B, end of the last bucket) + R, the buckets
  *               (ddp_plan's, from --bucket-mb) queued on the comm lane in
  *               the order they become ready: start_i = max(ready_i,
  *               end_{i-1}), end_i = start_i + t(S_i); without overlap
  *               F + B + sum over buckets t(S_i) + R.
- *   horovod:    the fusion buffers of --fusion-mb (bucket_bytes) on a
+ *   horovod:    the fusion buffers of --fusion-mb on a
  *               background lane that wakes every --cycle-ms: at a wake it
  *               negotiates (an allreduce of one float per tensor) and
  *               reduces, in backward order, every tensor final by then;
@@ -37,50 +38,24 @@
 
 #include <stddef.h>
 
-#include "cost_model.h"
-#include "strategy.h"
-
-/* A collective's cost: alpha + beta * bytes, in us, for messages below
- * more[0].from_bytes (all of them when nmore is 0), and each further
- * regime's from its from_bytes (a --bench-comm fit's, cost_model.h). */
-struct predict_link {
-    double alpha_us, beta_us_per_byte;
-    int nmore;
-    struct cost_regime more[COST_MAX_REGIMES - 1];
-};
+#include "sync.h"
 
 /* A --bench-comm fit as a link. */
 struct predict_link predict_link_of(const struct cost_fit *f);
-
-/* What one 1-rank run gives the model. */
-struct predict_input {
-    double fwd_ms, bwd_ms, rest_ms; /* per step */
-    int n;                          /* gradient tensors, parameter order */
-    const struct grad_tensor *t;    /* [n] */
-    const double *ready_ms;         /* [n] into backward, when the gradient is final */
-    /* the rooted collectives for gather-scatter and dp (NULL: no cost
-     * known, not predicted); their bytes are one rank's buffer */
-    const struct predict_link *gather, *broadcast, *scatter, *reduce;
-    double input_bytes, output_bytes; /* dp: a rank's batch of inputs, and of logits */
-    double cycle_ms;                  /* horovod: --cycle-ms */
-    /* bytes a gradient value takes on the wire in allreduce, ddp and
-     * horovod: 2 where they travel in 16 bits (--grad-compress, or a bf16
-     * run's default); 0 means 4. Buckets and fusion buffers are still
-     * filled by their fp32 size, as the engines fill them. */
-    double grad_bytes;
-};
 
 /* The ring allreduce of --link BW (bytes/s), LAT (s) on K ranks as alpha +
  * beta S: 2(K-1) lat and 2(K-1)/(K bw). */
 struct predict_link predict_ring_link(double bw_bytes_per_s, double lat_s, int ranks);
 
-/* The predicted step in ms of `strategy` (enum strategy_kind) with the
- * model's gradients averaged over link; *comm_ms gets the time in
- * allreduces and *exposed_ms the part not hidden under backward. Returns
- * a negative number when the strategy is not modelled (or out of memory). bucket_bytes and
- * overlap as --bucket-mb and --no-overlap. */
-double predict_step(const struct predict_input *in, int strategy, const struct predict_link *link, size_t bucket_bytes,
-                    int overlap, double *comm_ms, double *exposed_ms);
+/* The predicted step in ms of `strategy` (enum strategy_kind; its entry's
+ * cost term, sync.h) with the model's gradients averaged over link and
+ * the strategy's options p (--bucket-mb, --no-overlap, --fusion-mb,
+ * --cycle-ms); *comm_ms gets the time in collectives and *exposed_ms the
+ * part not hidden under backward. Returns a negative number when the
+ * strategy is not modelled, or a cost it needs is not known (or out of
+ * memory). The links and the input's types are sync.h's. */
+double predict_step(const struct predict_input *in, int strategy, const struct predict_link *link,
+                    const struct sync_params *p, double *comm_ms, double *exposed_ms);
 
 /* Model and pipeline parallelism (strong scaling: the batch stays, the
  * layers split): the model's layers over `stages`, balanced as the run

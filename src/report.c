@@ -17,10 +17,11 @@
 #include "half.h"
 #include "model.h"
 #include "outfile.h"
+#include "mode.h"
 #include "pipeline.h"
 #include "predict.h"
 #include "run.h"
-#include "strategy.h"
+#include "sync.h"
 
 static void pcts(const struct breakdown *b, double *compute, double *comm, double *data, double *idle, double *overlap)
 {
@@ -49,7 +50,7 @@ static const char *fit_algo(const struct run *r)
 static void predict_stages(struct run_result *res, const struct run *r, const struct model *m)
 {
     const struct run_config *c = &r->cfg;
-    int nl = m->nlayers, M = c->parallel == PAR_PIPELINE ? c->micro_batches : 1;
+    int nl = m->nlayers, M = train_mode_micro(c);
     int64_t *fwd = calloc((size_t)nl + 1, sizeof(int64_t)), *bwd = calloc((size_t)nl + 1, sizeof(int64_t));
     double *layer = calloc((size_t)nl + 1, sizeof(double));
     int64_t fc = 0, bc = 0;
@@ -106,12 +107,13 @@ static void predict_scaling(struct run_result *res, struct run *r)
     const struct model *m = run_rank_model(r, 0);
     if (!c->predict || r->world != 1 || !m)
         return;
-    if (c->parallel != PAR_DATA && !r->on_gpu && res->ms_p50 > 0 && res->steps >= 2) {
+    if (train_mode_has(c, MODE_STAGED) && !r->on_gpu && res->ms_p50 > 0 && res->steps >= 2) {
         predict_stages(res, r, m);
         return;
     }
-    if (c->strategy == STRAT_SINGLE) {
-        snprintf(res->spred_note, sizeof(res->spred_note), "--predict: single runs one rank whatever the ranks");
+    if (sync_has(c->strategy, SYNC_ONE_RANK)) {
+        snprintf(res->spred_note, sizeof(res->spred_note), "--predict: %s runs one rank whatever the ranks",
+                 strategy_name(c->strategy));
         return;
     }
     if (r->on_gpu || res->ms_p50 <= 0 || res->steps < 2) {
@@ -146,7 +148,6 @@ static void predict_scaling(struct run_result *res, struct run *r)
     in.n = n;
     in.t = t;
     in.ready_ms = ready;
-    in.cycle_ms = c->cycle_ms;
     in.input_bytes = sizeof(float) * (double)m->tensors[m->input].per_sample * r->local_batch;
     in.output_bytes = sizeof(float) * (double)m->classes * r->local_batch;
     in.grad_bytes = r->wire_scaled ? sizeof(uint16_t) : sizeof(float);
@@ -154,7 +155,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
     cost_model_path(path, sizeof(path));
     if (r->wire_scaled)
         snprintf(wire, sizeof(wire), "; %s gradients", w16_name(r->wire_scaled));
-    int through_root = c->strategy == STRAT_DP || c->strategy == STRAT_GATHER_SCATTER;
+    int through_root = sync_has(c->strategy, SYNC_ROOTED);
     if (c->link_bw > 0)
         snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: %s%s", c->link_bw / 1e9,
                  c->link_lat * 1e6, through_root ? "the root's messages one after another" : "ring allreduce", wire);
@@ -192,8 +193,8 @@ static void predict_scaling(struct run_result *res, struct run *r)
                     *slot[q] = &rooted[q];
                 }
         }
-        size_t cap = (size_t)((c->strategy == STRAT_HOROVOD ? c->fusion_mb : c->bucket_mb) * 1024 * 1024);
-        double step = predict_step(&in, c->strategy, &link, cap, c->overlap, &sp->comm_ms, &sp->exposed_ms);
+        struct sync_params sync = run_sync_params(c);
+        double step = predict_step(&in, c->strategy, &link, &sync, &sp->comm_ms, &sp->exposed_ms);
         if (step <= 0)
             continue;
         sp->valid = 1;
@@ -264,7 +265,7 @@ static void loss_curve(struct run_result *res, const struct metrics *m)
 void result_timeline(struct run_result *res, const struct metrics *m)
 {
     res->ntimeline = 0;
-    if (res->cfg.parallel == PAR_DATA || m->steps_done == 0)
+    if (!train_mode_has(&res->cfg, MODE_STAGED) || m->steps_done == 0)
         return;
     int S = res->world / (res->cfg.dp > 1 ? res->cfg.dp : 1); /* (a replay's cfg has no rank count: its world) */
     uint32_t step = (uint32_t)(m->steps_done - 1);
@@ -528,7 +529,7 @@ int result_from_run(struct run_result *res, struct run *r)
     }
     predict(res, r);
     predict_scaling(res, r);
-    if (r->cfg.parallel != PAR_DATA)
+    if (train_mode_has(&r->cfg, MODE_STAGED))
         stage_results(res, r);
     result_staged_sends(res);
     result_timeline(res, &r->metrics);
@@ -562,8 +563,8 @@ const char *scaling_name(int scaling)
 /* (the stages of a replica all work on its whole batch) */
 static int per_rank_batch(const struct run_result *r)
 {
-    if (r->cfg.parallel != PAR_DATA)
-        return r->global_batch / (r->cfg.dp > 1 ? r->cfg.dp : 1);
+    if (train_mode_has(&r->cfg, MODE_STAGED))
+        return r->global_batch / train_mode_replicas(&r->cfg, r->world);
     return r->world > 0 ? r->global_batch / r->world : 0;
 }
 
@@ -593,9 +594,9 @@ static int find_one_rank(const struct run_result *res, int n, const struct run_r
             continue;
         /* the same way of training first (a pipeline's 1-rank run is one
          * stage of the same micro-batches), then the same strategy, then single */
-        int rank = c->cfg.strategy == r->cfg.strategy ? 3 : c->cfg.strategy == STRAT_SINGLE ? 2 : 1;
-        if (c->cfg.parallel == r->cfg.parallel)
-            rank += c->cfg.parallel != PAR_PIPELINE || c->cfg.micro_batches == r->cfg.micro_batches ? 20 : 10;
+        int rank = c->cfg.strategy == r->cfg.strategy ? 3 : sync_has(c->cfg.strategy, SYNC_ONE_RANK) ? 2 : 1;
+        if (train_mode_at(&c->cfg) == train_mode_at(&r->cfg))
+            rank += train_mode_micro(&c->cfg) == train_mode_micro(&r->cfg) ? 20 : 10;
         if (rank > best_rank) {
             best = j;
             best_rank = rank;
@@ -610,7 +611,7 @@ static int pick_base(const struct run_result *res, int n, int i, int baseline)
     switch (baseline) {
     case BASELINE_SINGLE:
         for (int j = 0; j < n; j++)
-            if (res[j].cfg.strategy == STRAT_SINGLE && !strcmp(res[j].cfg.model, r->cfg.model) &&
+            if (sync_has(res[j].cfg.strategy, SYNC_ONE_RANK) && !strcmp(res[j].cfg.model, r->cfg.model) &&
                 res[j].global_batch == r->global_batch && res[j].samples_per_s_p50 > 0)
                 return j;
         return -1;
@@ -712,10 +713,10 @@ static const char *threshold_str(char *buf, size_t n, const struct run_result *r
  * layers split into stages. */
 static const char *strat_label(const struct run_result *r)
 {
-    static char buf[STRAT_COUNT][3][32], staged[32];
-    if (r->cfg.parallel != PAR_DATA)
+    static char buf[SYNC_KINDS][3][32], staged[32];
+    if (train_mode_has(&r->cfg, MODE_STAGED))
         return train_mode_label(&r->cfg, staged, sizeof(staged));
-    if (r->cfg.strategy < 0 || r->cfg.strategy >= STRAT_COUNT)
+    if (!sync_ops_of(r->cfg.strategy))
         return "n/a";
     int k = r->cfg.strategy, h = r->compress_valid ? r->cfg.grad_compress : 0;
     h = h >= 0 && h <= 2 ? h : 0;
@@ -741,9 +742,9 @@ static const char *prec_name(const struct run_result *r)
  * unknown. */
 static const char *strat_name(const struct run_result *r)
 {
-    if (r->cfg.parallel != PAR_DATA)
+    if (train_mode_has(&r->cfg, MODE_STAGED))
         return parallel_name(r->cfg.parallel);
-    return r->cfg.strategy >= 0 && r->cfg.strategy < STRAT_COUNT ? strategy_name(r->cfg.strategy) : NULL;
+    return sync_ops_of(r->cfg.strategy) ? strategy_name(r->cfg.strategy) : NULL;
 }
 
 static const char *or_na(const char *s)
@@ -853,9 +854,9 @@ static int measured_for(const struct run_result *res, int n, int i, int k)
         const struct run_result *q = &res[j];
         if (q->world != k || !q->ms_valid || q->ms_p50 <= 0 || strcmp(q->cfg.model, p->cfg.model) ||
             strcmp(q->dataset, p->dataset) || q->cfg.batch_size != p->cfg.batch_size ||
-            q->cfg.parallel != p->cfg.parallel)
+            train_mode_at(&q->cfg) != train_mode_at(&p->cfg))
             continue;
-        if (p->cfg.parallel == PAR_DATA
+        if (!train_mode_has(&p->cfg, MODE_STAGED)
                 ? q->cfg.strategy == p->cfg.strategy && q->cfg.bucket_mb == p->cfg.bucket_mb &&
                       q->cfg.overlap == p->cfg.overlap
                 : q->cfg.micro_batches == p->cfg.micro_batches && q->cfg.schedule == p->cfg.schedule)
@@ -876,13 +877,12 @@ static int shared_cores(const struct run_result *q)
 static void write_prediction(FILE *f, const struct run_result *res, int n, int i, int md)
 {
     const struct run_result *r = &res[i];
-    if (r->cfg.parallel != PAR_DATA)
+    if (train_mode_has(&r->cfg, MODE_STAGED))
         fprintf(f,
                 "\nrun %d predicts %s parallelism over more stages, the batch of %d in %d micro-batch%s, a core "
                 "per stage (compute as measured on 1 rank, boundaries from %s; ms per step):\n\n",
-                i, parallel_name(r->cfg.parallel), r->cfg.batch_size,
-                r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1,
-                r->cfg.parallel == PAR_PIPELINE && r->cfg.micro_batches > 1 ? "es" : "", r->spred_link);
+                i, parallel_name(r->cfg.parallel), r->cfg.batch_size, train_mode_micro(&r->cfg),
+                train_mode_micro(&r->cfg) > 1 ? "es" : "", r->spred_link);
     else
         fprintf(f,
                 "\nrun %d predicts %s on more ranks, each with its batch of %d and a core of its own (compute as "
@@ -1216,12 +1216,12 @@ static void write_run_remarks(FILE *f, const struct run_result *res, int i)
 /* --parallel model|pipeline: run i's stages, with what each holds. */
 static void write_stage_table(FILE *f, const struct run_result *r, int i, int md)
 {
-    int M = r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, S = r->nstages;
+    int M = train_mode_micro(&r->cfg), S = r->nstages;
     fprintf(f, "\nrun %d: %s parallelism, %d stage%s", i, parallel_name(r->cfg.parallel), S, S == 1 ? "" : "s");
     if (r->cfg.dp > 1)
         fprintf(f, " x %d replicas (each stage's mean over its copies; sent/step with its gradients' average)",
                 r->cfg.dp);
-    if (r->cfg.parallel == PAR_PIPELINE)
+    if (train_mode_has(&r->cfg, MODE_MICRO))
         fprintf(f, ", %d micro-batches, %s", M, schedule_name(r->cfg.schedule));
     fprintf(f, " (an ideal pipeline idles (S-1)/(M+S-1) = %.1f%% of a step: its bubble)\n",
             100.0 * (S - 1) / (M + S - 1));
@@ -1491,10 +1491,10 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     else
         cJSON_AddNullToObject(o, "replicas_identical");
     add_str(o, "parallel", parallel_name(r->cfg.parallel));
-    if (r->cfg.parallel != PAR_DATA) {
-        add_num(o, "micro_batches", r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1, 1);
+    if (train_mode_has(&r->cfg, MODE_STAGED)) {
+        add_num(o, "micro_batches", train_mode_micro(&r->cfg), 1);
         add_num(o, "dp", r->cfg.dp > 1 ? r->cfg.dp : 1, 1);
-        add_str(o, "schedule", r->cfg.parallel == PAR_PIPELINE ? schedule_name(r->cfg.schedule) : NULL);
+        add_str(o, "schedule", train_mode_has(&r->cfg, MODE_MICRO) ? schedule_name(r->cfg.schedule) : NULL);
     }
     if (r->nstages > 0) {
         cJSON *st = cJSON_AddArrayToObject(o, "stages");

@@ -16,7 +16,7 @@
 #include "nvtx.h"
 #include "pipeline.h"
 #include "procs.h"
-#include "strategy.h"
+#include "sync.h"
 #include "world.h"
 #include "zoo.h"
 
@@ -32,12 +32,11 @@ const char *run_state_name(int s)
 
 int run_grad_compress_at(const struct run_config *rc, int world)
 {
-    if (rc->strategy == STRAT_SINGLE && rc->parallel == PAR_DATA)
+    if (sync_has(rc->strategy, SYNC_ONE_RANK) && rc->parallel == PAR_DATA)
         return 0; /* (it sends no gradients: a sweep's --grad-compress is not its) */
     if (rc->grad_compress_set)
         return rc->grad_compress;
-    int compresses = rc->strategy == STRAT_ALLREDUCE || rc->strategy == STRAT_DDP || rc->strategy == STRAT_HOROVOD;
-    if (world < 2 || rc->parallel != PAR_DATA || !compresses)
+    if (world < 2 || rc->parallel != PAR_DATA || !sync_has(rc->strategy, SYNC_COMPRESSES))
         return 0;
     return rc->precision == PREC_BF16 ? W16_BF16 : rc->precision == PREC_FP16 ? W16_FP16 : 0;
 }
@@ -276,11 +275,30 @@ static int memory_check(const struct run_config *rc, const struct dataset *train
         more[0] = 0;
     if (fits >= 1)
         snprintf(hint, sizeof(hint), "try --batch-size %ld",
-                 rc->strategy == STRAT_SINGLE ? (fits / rc->ranks > 0 ? fits / rc->ranks : 1) : fits);
+                 sync_has(rc->strategy, SYNC_ONE_RANK) ? (fits / rc->ranks > 0 ? fits / rc->ranks : 1) : fits);
     else
         snprintf(hint, sizeof(hint), "even one sample a rank is too much: fewer ranks");
     snprintf(err, errlen, "%s at batch %d needs ~%s a rank%s, and %s; %s", rc->model, batch, one, more, where, hint);
     return -1;
+}
+
+/* "allreduce, ddp and horovod": the strategies that compress, from their
+ * table entries. */
+static void compressing_strategies(char *buf, size_t n)
+{
+    int k = 0, count = 0;
+    for (int s = 0; s < SYNC_KINDS; s++)
+        count += sync_has(s, SYNC_COMPRESSES);
+    size_t at = 0;
+    for (int s = 0; s < SYNC_KINDS && at < n; s++)
+        if (sync_has(s, SYNC_COMPRESSES)) {
+            k++;
+            at += (size_t)snprintf(buf + at, n - at, "%s%s",
+                                   k == 1       ? ""
+                                   : k == count ? " and "
+                                                : ", ",
+                                   strategy_name(s));
+        }
 }
 
 int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
@@ -303,10 +321,11 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         return -1;
     }
     int gc = run_grad_compress(rc);
-    if (gc && world > 1 && rc->strategy != STRAT_ALLREDUCE && rc->strategy != STRAT_DDP &&
-        rc->strategy != STRAT_HOROVOD) {
-        snprintf(err, errlen, "--grad-compress %s: only the allreduce, ddp and horovod strategies compress (not %s)",
-                 w16_name(gc), strategy_name(rc->strategy));
+    if (gc && world > 1 && !sync_has(rc->strategy, SYNC_COMPRESSES)) {
+        char which[64] = "";
+        compressing_strategies(which, sizeof(which));
+        snprintf(err, errlen, "--grad-compress %s: only the %s strategies compress (not %s)", w16_name(gc), which,
+                 strategy_name(rc->strategy));
         return -1;
     }
     /* every run of the command line's sweep, and a plan made later (the
@@ -323,7 +342,7 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         snprintf(err, errlen,
                  "--inject-fault kind=comm-error: a run of one rank (%s) has no link to a peer to break; the fault "
                  "would do nothing",
-                 rc->strategy == STRAT_SINGLE ? "--strategy single" : "--ranks 1");
+                 sync_has(rc->strategy, SYNC_ONE_RANK) ? "--strategy single" : "--ranks 1");
         return -1;
     }
     if (rc->dp > 1 && !staged) {

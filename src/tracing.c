@@ -28,6 +28,7 @@
 #include "comm.h"
 #include "config.h"
 #include "files.h"
+#include "mode.h"
 #include "pipeline.h"
 #include "figures.h"
 #include "report.h"
@@ -97,9 +98,9 @@ static char *run_meta(const struct run *r)
     cJSON_AddStringToObject(o, "precision", precision_name(r->cfg.precision));
     if (r->on_gpu)
         cJSON_AddStringToObject(o, "cudnn_algo", r->cfg.cudnn_algo == CONV_ALGO_FIND ? "find" : "heuristic");
-    if (r->cfg.parallel != PAR_DATA) {
+    if (train_mode_has(&r->cfg, MODE_STAGED)) {
         cJSON_AddStringToObject(o, "parallel", parallel_name(r->cfg.parallel));
-        cJSON_AddNumberToObject(o, "micro_batches", r->cfg.parallel == PAR_PIPELINE ? r->cfg.micro_batches : 1);
+        cJSON_AddNumberToObject(o, "micro_batches", train_mode_micro(&r->cfg));
         cJSON_AddStringToObject(o, "schedule", schedule_name(r->cfg.schedule));
         if (r->cfg.dp > 1)
             cJSON_AddNumberToObject(o, "dp", r->cfg.dp);
@@ -231,7 +232,7 @@ static void end_members(struct trace_export *x, const struct run *r)
         cJSON_AddNumberToObject(p, "estimates", r->ranks[i].clock_estimates);
         cJSON_AddItemToArray(a, p);
     }
-    a = o && r->cfg.parallel != PAR_DATA ? cJSON_AddArrayToObject(o, "stages") : NULL;
+    a = o && train_mode_has(&r->cfg, MODE_STAGED) ? cJSON_AddArrayToObject(o, "stages") : NULL;
     for (int i = 0; a && i < r->world; i++) {
         cJSON *p = cJSON_CreateObject();
         cJSON_AddNumberToObject(p, "rank", i);
@@ -493,9 +494,8 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
             }
     /* stages all work on the whole batch: the run's batch is a rank's */
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "parallel")) && cJSON_IsString(v)) {
-        for (int k = PAR_MODEL; k <= PAR_PIPELINE; k++)
-            if (!strcmp(v->valuestring, parallel_name(k)))
-                res->cfg.parallel = k;
+        int k = parallel_kind_of(v->valuestring);
+        res->cfg.parallel = k >= 0 ? k : res->cfg.parallel;
         const cJSON *mb = cJSON_GetObjectItemCaseSensitive(o, "micro_batches");
         const cJSON *sc = cJSON_GetObjectItemCaseSensitive(o, "schedule");
         if (cJSON_IsNumber(mb) && mb->valuedouble >= 1 && mb->valuedouble <= 4096)
@@ -504,14 +504,14 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
         const cJSON *dp = cJSON_GetObjectItemCaseSensitive(o, "dp");
         res->cfg.dp =
             cJSON_IsNumber(dp) && dp->valuedouble >= 2 && dp->valuedouble <= res->world ? (int)dp->valuedouble : 1;
-        if (res->cfg.parallel != PAR_DATA && res->world > 0) {
+        if (train_mode_has(&res->cfg, MODE_STAGED) && res->world > 0) {
             /* (a replica's batch is every stage's of it) */
             res->global_batch = res->global_batch / res->world * res->cfg.dp;
             res->samples_per_s = samples_per_s_at(res->global_batch, res->ms_p50);
         }
         result_staged_sends(res);
         /* the stage table, where the trace holds every rank */
-        if (res->cfg.parallel != PAR_DATA && d->nstage_ranks == res->world && res->nranks == res->world)
+        if (train_mode_has(&res->cfg, MODE_STAGED) && d->nstage_ranks == res->world && res->nranks == res->world)
             result_stages(res, res->world, d->stage_first, d->stage_last, d->stage_mem);
     }
     cJSON_Delete(o);

@@ -10,7 +10,7 @@
 #include "comm.h"
 #include "devices.h"
 #include "procs.h"
-#include "strategy.h"
+#include "sync.h"
 
 extern const struct world_entry world_gloo;
 
@@ -235,8 +235,9 @@ static int procs_fit(struct world *w, char *err, size_t errlen)
 {
     const struct procs *p = procs_self();
     const struct run_config *rc = w->q.rc;
-    if (rc->strategy == STRAT_SINGLE && p->size > 1 && !w->q.bench) {
-        snprintf(err, errlen, "--strategy single: one rank, and mpirun started %d; run it without mpirun", p->size);
+    if (sync_has(rc->strategy, SYNC_ONE_RANK) && p->size > 1 && !w->q.bench) {
+        snprintf(err, errlen, "--strategy %s: one rank, and mpirun started %d; run it without mpirun",
+                 strategy_name(rc->strategy), p->size);
         return -1;
     }
     if (w->ranks != p->size * p->per) {

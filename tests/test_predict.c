@@ -25,6 +25,16 @@
 
 static const double ready[3] = {4.0, 2.0, 1.0};
 static struct grad_tensor t[3];
+static double cycle_ms; /* horovod's --cycle-ms */
+
+/* A strategy's step with its buffers capped at cap bytes (ddp's buckets,
+ * horovod's fusion buffer). */
+static double step(const struct predict_input *in, int strategy, const struct predict_link *l, size_t cap, int overlap,
+                   double *comm, double *exposed)
+{
+    struct sync_params p = {.bucket_bytes = cap, .overlap = overlap, .fusion_bytes = cap, .cycle_ms = cycle_ms};
+    return predict_step(in, strategy, l, &p, comm, exposed);
+}
 
 static struct predict_input input(const int *trainable)
 {
@@ -34,6 +44,7 @@ static struct predict_input input(const int *trainable)
         t[p] = (struct grad_tensor){off, len[p], trainable[p]};
         off += len[p];
     }
+    cycle_ms = 0;
     return (struct predict_input){.fwd_ms = 3.0, .bwd_ms = 4.0, .rest_ms = 0.5, .n = 3, .t = t, .ready_ms = ready};
 }
 
@@ -43,17 +54,17 @@ static void test_allreduce_and_ddp(void **state)
     struct predict_input in = input(all);
     struct predict_link l = {.alpha_us = 100.0, .beta_us_per_byte = 1.0};
     double comm, exposed;
-    assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 9.2, 1e-12);
+    assert_float_equal(step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 9.2, 1e-12);
     assert_float_equal(comm, 1.7, 1e-12);
     assert_float_equal(exposed, 1.7, 1e-12);
-    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 8.0, 1e-12);
+    assert_float_equal(step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 8.0, 1e-12);
     assert_float_equal(comm, 1.6, 1e-12);
     assert_float_equal(exposed, 0.5, 1e-12);
-    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 0, &comm, &exposed), 9.1, 1e-12);
+    assert_float_equal(step(&in, STRAT_DDP, &l, 1000, 0, &comm, &exposed), 9.1, 1e-12);
     assert_float_equal(exposed, 1.6, 1e-12);
     /* one bucket for all: ready only at the end of backward */
-    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1 << 20, 1, &comm, &exposed), 3 + 4 + (0.1 + 1.4) + 0.5, 1e-12);
-    assert_true(predict_step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed) < 0);
+    assert_float_equal(step(&in, STRAT_DDP, &l, 1 << 20, 1, &comm, &exposed), 3 + 4 + (0.1 + 1.4) + 0.5, 1e-12);
+    assert_true(step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed) < 0);
 }
 
 /* A --bench-comm fit of two regimes: 100 us + 1 us/B below 512 B, 50 us +
@@ -72,9 +83,9 @@ static void test_regimes(void **state)
     struct cost_fit f = {.alpha_us = 100.0, .beta_us_per_byte = 1.0, .nmore = 1, .more = {{512, 50.0, 2.0}}};
     struct predict_link l = predict_link_of(&f);
     double comm, exposed;
-    assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 9.95, 1e-12);
+    assert_float_equal(step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 9.95, 1e-12);
     assert_float_equal(comm, 2.45, 1e-12);
-    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 8.05, 1e-12);
+    assert_float_equal(step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 8.05, 1e-12);
     assert_float_equal(comm, 2.55, 1e-12);
     assert_float_equal(exposed, 0.55, 1e-12);
 }
@@ -91,24 +102,24 @@ static void test_horovod_and_gather_scatter(void **state)
     struct predict_input in = input(all);
     struct predict_link l = {.alpha_us = 100.0, .beta_us_per_byte = 1.0};
     double comm, exposed;
-    in.cycle_ms = 1.5;
-    assert_float_equal(predict_step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 8.612, 1e-12);
+    cycle_ms = 1.5;
+    assert_float_equal(step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 8.612, 1e-12);
     assert_float_equal(comm, 2.036, 1e-12);
     assert_float_equal(exposed, 1.112, 1e-12);
-    in.cycle_ms = 5.0;
-    assert_float_equal(predict_step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 10.212, 1e-12);
+    cycle_ms = 5.0;
+    assert_float_equal(step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 10.212, 1e-12);
     assert_float_equal(comm, 1.712, 1e-12);
-    assert_true(predict_step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed) < 0); /* no costs */
+    assert_true(step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed) < 0); /* no costs */
     struct predict_link g = {.alpha_us = 100.0, .beta_us_per_byte = 1.0},
                         b = {.alpha_us = 50.0, .beta_us_per_byte = 0.5};
     in.gather = &g;
     in.broadcast = &b;
-    assert_float_equal(predict_step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed), 9.75, 1e-12);
+    assert_float_equal(step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed), 9.75, 1e-12);
     assert_float_equal(comm, 2.25, 1e-12);
     /* dp: inputs scattered (1000 B), logits gathered and their gradients
      * scattered (100 B each way), gradients reduced (1400 B), parameters
      * broadcast (1400 B) */
-    assert_true(predict_step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed) < 0); /* no scatter, no reduce */
+    assert_true(step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed) < 0); /* no scatter, no reduce */
     struct predict_link sc = {.alpha_us = 10.0, .beta_us_per_byte = 0.1},
                         rd = {.alpha_us = 20.0, .beta_us_per_byte = 0.2};
     in.scatter = &sc;
@@ -116,7 +127,7 @@ static void test_horovod_and_gather_scatter(void **state)
     in.input_bytes = 1000;
     in.output_bytes = 100;
     double want = (0.01 + 0.1) + (0.1 + 0.1) + (0.01 + 0.01) + (0.02 + 0.28) + (0.05 + 0.7);
-    assert_float_equal(predict_step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed), 3 + 4 + want + 0.5, 1e-12);
+    assert_float_equal(step(&in, STRAT_DP, &l, 1000, 1, &comm, &exposed), 3 + 4 + want + 0.5, 1e-12);
     assert_float_equal(comm, want, 1e-12);
 }
 
@@ -133,21 +144,21 @@ static void test_wire16(void **state)
     struct predict_link l = {.alpha_us = 100.0, .beta_us_per_byte = 1.0};
     double comm, exposed;
     in.grad_bytes = 2;
-    assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 8.5, 1e-12);
+    assert_float_equal(step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 8.5, 1e-12);
     assert_float_equal(comm, 1.0, 1e-12);
-    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 7.8, 1e-12);
+    assert_float_equal(step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 7.8, 1e-12);
     assert_float_equal(comm, 0.9, 1e-12);
     assert_float_equal(exposed, 0.3, 1e-12);
-    in.cycle_ms = 5.0;
-    assert_float_equal(predict_step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 9.512, 1e-12);
+    cycle_ms = 5.0;
+    assert_float_equal(step(&in, STRAT_HOROVOD, &l, 1000, 1, &comm, &exposed), 9.512, 1e-12);
     assert_float_equal(comm, 1.012, 1e-12);
     struct predict_link g = {.alpha_us = 100.0, .beta_us_per_byte = 1.0},
                         b = {.alpha_us = 50.0, .beta_us_per_byte = 0.5};
     in.gather = &g;
     in.broadcast = &b;
-    assert_float_equal(predict_step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed), 9.75, 1e-12);
+    assert_float_equal(step(&in, STRAT_GATHER_SCATTER, &l, 1000, 1, &comm, &exposed), 9.75, 1e-12);
     in.grad_bytes = 4; /* = 0: fp32 */
-    assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 9.2, 1e-12);
+    assert_float_equal(step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 9.2, 1e-12);
 }
 
 static void test_frozen(void **state)
@@ -156,10 +167,10 @@ static void test_frozen(void **state)
     struct predict_input in = input(some);
     struct predict_link l = {.alpha_us = 100.0, .beta_us_per_byte = 1.0};
     double comm, exposed;
-    assert_float_equal(predict_step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 3 + 4 + 0.8 + 0.5, 1e-12);
+    assert_float_equal(step(&in, STRAT_ALLREDUCE, &l, 1000, 1, &comm, &exposed), 3 + 4 + 0.8 + 0.5, 1e-12);
     /* ddp: {2} then {0} (200 B then 400 B; 1000-byte cap, 200 + 400 fits):
      * one bucket {2, 0} of 600 B ready at 4.0: 0.7 ms after backward */
-    assert_float_equal(predict_step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 3 + 4 + 0.7 + 0.5, 1e-12);
+    assert_float_equal(step(&in, STRAT_DDP, &l, 1000, 1, &comm, &exposed), 3 + 4 + 0.7 + 0.5, 1e-12);
 }
 
 /* The MLP (flatten, fc1, relu, fc2, relu, fc3) with layer times 0, 4, 0,

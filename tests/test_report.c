@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "half.h"
+#include "mode.h"
 #include "pipeline.h"
 #include "strategy.h"
 

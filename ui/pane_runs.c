@@ -9,6 +9,7 @@
 
 #include "fit.h"
 #include "panes.h"
+#include "mode.h"
 #include "pipeline.h"
 #include "report.h"
 #include "run.h"
@@ -32,7 +33,7 @@ static void row_of_result(struct row *r, const struct run_result *res)
     r->strategy = train_mode_label(&res->cfg, r->mode, sizeof(r->mode));
     r->ranks = res->world;
     /* (a replica's: every stage of it works on the whole of it) */
-    int replicas = res->cfg.parallel != PAR_DATA ? (res->cfg.dp > 1 ? res->cfg.dp : 1) : res->world;
+    int replicas = train_mode_replicas(&res->cfg, res->world);
     r->batch = replicas > 0 ? res->global_batch / replicas : 0;
     r->steps = res->steps;
     r->ms = res->ms_mean;

@@ -11,14 +11,11 @@
 
 #include "panes.h"
 #include "scaling.h"
-#include "strategy.h"
+#include "sync.h"
 
 #define YLAB_W 6
 
 static struct canvas g_canvas;
-
-/* The strategies' letters on the plot, in enum strategy_kind order. */
-static const char strategy_letter[STRAT_COUNT] = {'s', 'p', 'g', 'a', 'd', 'h'};
 
 static int dot_x(const struct canvas *c, const struct scaling_axes *ax, double ranks)
 {
@@ -65,8 +62,8 @@ static void scaling_draw(WINDOW *w, struct pane_view *v, int focused)
                    TH_AXIS);
     /* each strategy's runs, joined in order of ranks (the newest run of a
      * rank count stands for it) */
-    int used[STRAT_COUNT] = {0};
-    for (int st = 0; st < STRAT_COUNT; st++) {
+    int used[SYNC_KINDS] = {0};
+    for (int st = 0; st < SYNC_KINDS; st++) {
         int px = -1, py = -1;
         for (int world = 1; world <= ax.max_world; world++) {
             int pick = -1;
@@ -89,10 +86,10 @@ static void scaling_draw(WINDOW *w, struct pane_view *v, int focused)
     /* the points, lettered by strategy, over the lines */
     for (int i = 0; i < sc->n; i++) {
         const struct scaling_row *r = &sc->row[i];
-        if (!r->valid || r->strategy < 0 || r->strategy >= STRAT_COUNT)
+        if (!r->valid || !sync_ops_of(r->strategy))
             continue;
         int cx = dot_x(&g_canvas, &ax, r->world) / cw, cy = dot_y(&g_canvas, &ax, r->speedup) / chh;
-        wchar_t g = (wchar_t)strategy_letter[r->strategy];
+        wchar_t g = (wchar_t)sync_ops_of(r->strategy)->letter;
         draw_cell(w, 1 + cy, x0 + cx, g, TH_VALUE);
     }
     /* y labels: the top, the middle and zero */
@@ -119,14 +116,14 @@ static void scaling_draw(WINDOW *w, struct pane_view *v, int focused)
     int lx = x0, ly = h - 2;
     lx += draw_text(w, ly, lx, wd - 1 - lx, TH_AXIS, draw_utf8() ? "\u2508" : ".");
     lx += 1 + draw_text(w, ly, lx + 1, wd - 1 - lx - 1, TH_NORMAL, "ideal");
-    for (int st = 0; st < STRAT_COUNT; st++) {
+    for (int st = 0; st < SYNC_KINDS; st++) {
         if (!used[st])
             continue;
         int need = 3 + (int)strlen(strategy_name(st));
         if (lx + 2 + need > wd - 1)
             break;
         lx += 2;
-        draw_cell(w, ly, lx, (wchar_t)strategy_letter[st], TH_VALUE);
+        draw_cell(w, ly, lx, (wchar_t)sync_ops_of(st)->letter, TH_VALUE);
         lx += 2 + draw_text(w, ly, lx + 2, wd - 1 - lx - 2, TH_NORMAL, strategy_name(st));
     }
 }

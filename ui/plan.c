@@ -3,11 +3,11 @@
 
 #include <stdio.h>
 
-#include "strategy.h"
+#include "sync.h"
 
 void plan_reset(struct plan *p, const struct run_config *cur)
 {
-    p->strategy = (cur->strategy + 1) % STRAT_COUNT;
+    p->strategy = (cur->strategy + 1) % SYNC_KINDS;
     p->ranks = cur->ranks;
     p->batch = cur->batch_size;
     p->edited = 0;
@@ -48,7 +48,7 @@ int plan_batch(struct plan *p, const struct run_config *cur, int dir, char *err,
 
 void plan_next_strategy(struct plan *p)
 {
-    p->strategy = (p->strategy + 1) % STRAT_COUNT;
+    p->strategy = (p->strategy + 1) % SYNC_KINDS;
     p->edited = 1;
 }
 
@@ -74,8 +74,8 @@ void plan_config(const struct plan *p, const struct config *cfg, const struct ru
 
 void plan_describe(const struct plan *p, char *buf, size_t n)
 {
-    if (p->strategy == STRAT_SINGLE)
-        snprintf(buf, n, "single, 1 rank x %ld", (long)p->ranks * p->batch);
+    if (sync_has(p->strategy, SYNC_ONE_RANK))
+        snprintf(buf, n, "%s, 1 rank x %ld", strategy_name(p->strategy), (long)p->ranks * p->batch);
     else
         snprintf(buf, n, "%s, %d rank%s x %d", strategy_name(p->strategy), p->ranks, p->ranks == 1 ? "" : "s",
                  p->batch);

@@ -10,6 +10,7 @@
 #include "comm.h"
 #include "follow.h"
 #include "model.h"
+#include "mode.h"
 #include "pipeline.h"
 #include "report.h"
 #include "run.h"
@@ -521,7 +522,7 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     snprintf(s->precision, sizeof(s->precision), "%s",
              res->precision_valid ? precision_name(res->cfg.precision) : "n/a");
     s->global_batch = res->batch_valid ? res->global_batch : 0;
-    int replicas = res->cfg.parallel != PAR_DATA ? (res->cfg.dp > 1 ? res->cfg.dp : 1) : res->world;
+    int replicas = train_mode_replicas(&res->cfg, res->world);
     s->local_batch = replicas > 0 ? s->global_batch / replicas : 0;
 
     double wall_s = 0;

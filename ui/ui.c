@@ -40,13 +40,14 @@
 #include "figures.h"
 #include "follow.h"
 #include "procs.h"
+#include "mode.h"
 #include "report.h"
 #include "run.h"
 #include "scaling.h"
 #include "session.h"
 #include "snap.h"
 #include "stop.h"
-#include "strategy.h"
+#include "sync.h"
 #include "theme.h"
 #include "tracing.h"
 
@@ -303,9 +304,9 @@ static void next_strategy(struct ui *u)
     size_t sk = 0;
     struct plan p = {.ranks = u->s.rc.ranks, .batch = u->s.rc.batch_size};
     int cur = u->s.rc.strategy;
-    for (int k = 1; k <= STRAT_COUNT; k++) {
+    for (int k = 1; k <= SYNC_KINDS; k++) {
         struct run_config rc;
-        p.strategy = (cur + k) % STRAT_COUNT;
+        p.strategy = (cur + k) % SYNC_KINDS;
         plan_config(&p, u->cfg, &u->s.rc, &rc);
         char err[320];
         if (start_run(u, &rc, err, sizeof(err)) == 0) {
