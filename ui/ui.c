@@ -1100,21 +1100,31 @@ out:
     return status;
 }
 
+/* A screen over what was recorded (a replay, a followed job): no run, so
+ * tick() has nothing to poll. NULL (said) when out of memory. */
+static struct ui *ui_recorded(const struct config *cfg, const struct pane_ops *const *panes, int tl_steps)
+{
+    struct ui *u = calloc(1, sizeof(*u));
+    if (!u) {
+        fprintf(stderr, "ddptop: out of memory\n");
+        return NULL;
+    }
+    u->cfg = cfg;
+    u->panes = panes;
+    session_init(&u->s, cfg, NULL, NULL, NULL);
+    u->vs.tl_steps = tl_steps;
+    u->focus = PANE_RANKS;
+    return u;
+}
+
 int ui_replay(const struct config *cfg, struct replay *rp)
 {
     setlocale(LC_ALL, "");
     int utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
-    struct ui *u = calloc(1, sizeof(*u));
-    if (!u) {
-        fprintf(stderr, "ddptop: out of memory\n");
+    struct ui *u = ui_recorded(cfg, registry, 3);
+    if (!u)
         return 2;
-    }
-    u->cfg = cfg;
-    u->panes = registry;
     u->replay = rp;
-    session_init(&u->s, cfg, NULL, NULL, NULL); /* no run: tick() has nothing to poll */
-    u->vs.tl_steps = 3;
-    u->focus = PANE_RANKS;
     u->crash_test = getenv("DDPTOP_UI_TEST_CRASH");
     if (u->crash_test && !u->crash_test[0])
         u->crash_test = NULL;
@@ -1151,17 +1161,10 @@ int ui_follow(const struct config *cfg, struct follow *f)
 {
     setlocale(LC_ALL, "");
     int utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
-    struct ui *u = calloc(1, sizeof(*u));
-    if (!u) {
-        fprintf(stderr, "ddptop: out of memory\n");
+    struct ui *u = ui_recorded(cfg, follow_registry, 5);
+    if (!u)
         return 2;
-    }
-    u->cfg = cfg;
-    u->panes = follow_registry;
     u->follow = f;
-    session_init(&u->s, cfg, NULL, NULL, NULL); /* no run: tick() has nothing to poll */
-    u->vs.tl_steps = 5;
-    u->focus = PANE_RANKS;
     int status = 2;
     if (setup_theme(u) != 0)
         goto out;
