@@ -117,6 +117,12 @@ for rank, want in sorted(last.items()):
         bad |= abs(got[k] - want[k]) > 0.051
     print("rank %d ms/step     screen %7.2f  oracle %8.3f" % (rank, got["ms"], ms))
     bad |= abs(got["ms"] - ms) > 0.0051
+# the Runs pane's steps: those the report covers, every step of a rank's
+# cycles (the most of any rank), not the job's latest step number
+steps = max(sum(c["steps"] for c in oracle.values() if c["rank"] == r) for r in last)
+m = re.search(r"> 0 +n/a +2 +n/a +([0-9]+) ", screen)
+print("runs row steps %s, the oracle's files %d" % (m.group(1) if m else "none", steps))
+bad |= not m or int(m.group(1)) != steps
 sys.exit(bad)
 PY
     pass "each rank's row is its latest cycle's, as the oracle reads its last file"

@@ -57,7 +57,7 @@ static void row_of_snap(struct row *r, const struct snap *s)
     r->strategy = s->strategy;
     r->ranks = s->run_world;
     r->batch = s->local_batch;
-    r->steps = s->steps_done;
+    r->steps = s->follow ? s->steps_measured : s->steps_done; /* (--follow's: the job's latest step number) */
     r->ms = s->ms_step;
     r->sps = s->samples_s;
     r->rate_valid = s->rate_valid;

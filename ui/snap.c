@@ -656,6 +656,17 @@ static int follow_fill(struct snap *s, struct follow *f)
         s->max_cycles = fr->ncycles > s->max_cycles ? fr->ncycles : s->max_cycles;
     }
     s->total_steps = s->steps_done;
+    /* the steps the report covers, as follow_result counts them: every
+     * step of a rank's cycles, the run's the most of any rank's */
+    s->steps_measured = 0;
+    for (int k = 0; k < f->nranks; k++) {
+        long n = 0;
+        for (size_t i = 0; i < f->ncycles; i++)
+            if (f->cycles[i].rank == f->ranks[k].rank)
+                n += f->cycles[i].nsteps;
+        if (n > s->steps_measured)
+            s->steps_measured = n;
+    }
     for (size_t i = 0; i < f->ncycles; i++) {
         const struct follow_cycle *c = &f->cycles[i];
         s->cycles[i] =

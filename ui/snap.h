@@ -114,8 +114,9 @@ struct snap {
     int eta_valid;
     double ms_step, samples_s; /* the run's: slowest rank's recent step */
     int rate_valid;
-    int samples_na; /* ms_step known, samples/s not (a trace without its batch) */
-    double loss;    /* running training loss */
+    int samples_na;      /* ms_step known, samples/s not (a trace without its batch) */
+    long steps_measured; /* --follow: the steps its report covers (the most a rank's cycles hold) */
+    double loss;         /* running training loss */
     int loss_valid;
     double test_acc; /* last epoch's, % */
     int test_valid;
