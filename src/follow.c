@@ -904,8 +904,15 @@ static int cycle_step_cmp(const void *a, const void *b)
 
 int follow_result(struct follow *f, struct run_result *res, char *err, size_t errlen)
 {
-    memset(res, 0, sizeof(*res));
     follow_lock(f);
+    int rc = follow_result_locked(f, res, err, errlen);
+    follow_unlock(f);
+    return rc;
+}
+
+int follow_result_locked(struct follow *f, struct run_result *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof(*res));
     int rc = -1;
     const struct follow_cycle **mine = malloc(sizeof(*mine) * (f->ncycles ? f->ncycles : 1));
     int64_t *steps = NULL;
@@ -958,7 +965,6 @@ int follow_result(struct follow *f, struct run_result *res, char *err, size_t er
     res->replay.complete = 1; /* (only whole files are read) */
     rc = 0;
 out:
-    follow_unlock(f);
     free(mine);
     free(steps);
     if (rc != 0) {

@@ -143,6 +143,8 @@ int follow_message(struct follow *f, char *buf, size_t n);
  * step times over them all), as --replay of the same files gives it. Call with the lock not held. Returns 0, or -1 with
  * err. */
 int follow_result(struct follow *f, struct run_result *res, char *err, size_t errlen);
+/* The same, for a caller that holds follow_lock already. */
+int follow_result_locked(struct follow *f, struct run_result *res, char *err, size_t errlen);
 
 /* Shows the follower interactively (the UI's ui_follow) until the user
  * quits; returns the exit status. */

@@ -95,7 +95,8 @@ wait_for '│ +4 [0-9]+-[0-9]+ ' 5 || fail "no row for cycle 4"
 # reading of its last file (tensorboard's names order a worker's files)
 screen >"$T/screen.txt"
 python3 "$HERE/pytorch_trace_oracle.py" "$T/tb" --cycles >"$T/oracle.json" 2>"$T/oracle.err"
-if python3 - "$T/screen.txt" "$T/oracle.json" <<'PY' >"$T/latest.out" 2>&1; then
+python3 "$HERE/pytorch_trace_oracle.py" "$T/tb" >"$T/oracle_ranks.json" 2>>"$T/oracle.err"
+if python3 - "$T/screen.txt" "$T/oracle.json" "$T/oracle_ranks.json" <<'PY' >"$T/latest.out" 2>&1; then
 import json, re, sys
 screen, oracle = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
 last = {}
@@ -119,10 +120,16 @@ for rank, want in sorted(last.items()):
     bad |= abs(got["ms"] - ms) > 0.0051
 # the Runs pane's steps: those the report covers, every step of a rank's
 # cycles (the most of any rank), not the job's latest step number
+# and its split over every cycle as the report's: every rank's time over
+# every rank's wall, each rank's first step left out (the oracle's sums)
 steps = max(sum(c["steps"] for c in oracle.values() if c["rank"] == r) for r in last)
-m = re.search(r"> 0 +n/a +2 +n/a +([0-9]+) ", screen)
-print("runs row steps %s, the oracle's files %d" % (m.group(1) if m else "none", steps))
-bad |= not m or int(m.group(1)) != steps
+whole = json.load(open(sys.argv[3])).values()
+wall = sum(r["wall"] for r in whole)
+want = [100.0 * sum(r[k] for r in whole) / wall for k in ("compute", "comm", "idle")]
+m = re.search(r"> 0 +n/a +2 +n/a +([0-9]+) +\S+ +n/a +n/a +n/a +([0-9.]+) +([0-9.]+) +([0-9.]+) ", screen)
+print("runs row %s, the oracle's: steps %d, compute/comm/idle %.2f %.2f %.2f" %
+      (m.groups() if m else "none", steps, *want))
+bad |= not m or int(m.group(1)) != steps or any(abs(float(m.group(2 + i)) - want[i]) > 0.051 for i in range(3))
 sys.exit(bad)
 PY
     pass "each rank's row is its latest cycle's, as the oracle reads its last file"

@@ -76,6 +76,12 @@ static void row_of_snap(struct row *r, const struct snap *s)
     r->comm = scaling_ranks_pct(pct[1], wall, n);
     r->idle = scaling_ranks_pct(pct[2], wall, n);
     r->split_valid = n > 0;
+    if (s->follow) { /* (the ranks' rows are their latest cycle's; the run's row is the report's) */
+        r->comp = s->run_split[0];
+        r->comm = s->run_split[1];
+        r->idle = s->run_split[2];
+        r->split_valid = s->run_split_valid;
+    }
     r->acc = s->test_acc;
     r->acc_valid = s->test_valid;
     r->state = s->state;

@@ -544,7 +544,7 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     }
     /* the run's figures as its report gives them (the mean step, each at
      * its slowest rank; samples/s at the median step), not worked out
-     * again here; steps: the fewest any rank closed */
+     * again here; steps: the report's */
     if (res->nranks > 0)
         s->steps_done = res->steps;
     s->total_steps = res->replay.total_steps > s->steps_done ? res->replay.total_steps : s->steps_done;
@@ -656,16 +656,17 @@ static int follow_fill(struct snap *s, struct follow *f)
         s->max_cycles = fr->ncycles > s->max_cycles ? fr->ncycles : s->max_cycles;
     }
     s->total_steps = s->steps_done;
-    /* the steps the report covers, as follow_result counts them: every
-     * step of a rank's cycles, the run's the most of any rank's */
-    s->steps_measured = 0;
-    for (int k = 0; k < f->nranks; k++) {
-        long n = 0;
-        for (size_t i = 0; i < f->ncycles; i++)
-            if (f->cycles[i].rank == f->ranks[k].rank)
-                n += f->cycles[i].nsteps;
-        if (n > s->steps_measured)
-            s->steps_measured = n;
+    /* the Runs row: the job so far as its report gives it (every cycle,
+     * the same steps for the split as for the count) */
+    struct run_result res;
+    char err[64];
+    if (follow_result_locked(f, &res, err, sizeof(err)) == 0) {
+        s->steps_measured = res.steps;
+        s->run_split_valid = res.nranks > 0 && res.b.wall_ns > 0;
+        s->run_split[0] = res.compute_pct;
+        s->run_split[1] = res.comm_pct;
+        s->run_split[2] = res.idle_pct;
+        result_free(&res);
     }
     for (size_t i = 0; i < f->ncycles; i++) {
         const struct follow_cycle *c = &f->cycles[i];

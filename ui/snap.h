@@ -116,7 +116,9 @@ struct snap {
     int rate_valid;
     int samples_na;      /* ms_step known, samples/s not (a trace without its batch) */
     long steps_measured; /* --follow: the steps its report covers (the most a rank's cycles hold) */
-    double loss;         /* running training loss */
+    double run_split[3]; /* --follow: the report's compute, comm and idle % over those steps */
+    int run_split_valid;
+    double loss; /* running training loss */
     int loss_valid;
     double test_acc; /* last epoch's, % */
     int test_valid;
