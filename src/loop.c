@@ -91,6 +91,10 @@ int loop_fail(struct rank *rk, const char *what)
     if (rk->rc == 0)
         snprintf(rk->err, sizeof(rk->err), "%s", what);
     rk->rc = -1;
+    /* the first of this process's ranks to fail, named before its abort
+     * makes its peers fail after it */
+    int none = -1;
+    atomic_compare_exchange_strong(&rk->run->first_failed, &none, rk->id);
     atomic_store(&rk->run->abort, 1);
     return -1;
 }

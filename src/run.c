@@ -451,7 +451,10 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
     if (world_plan(&r->plan, &q, err, errlen) != 0)
         return -1;
     snprintf(r->backend, sizeof(r->backend), "%s", r->plan.backend);
-    snprintf(r->note, sizeof(r->note), "%s", r->plan.note);
+    if (r->plan.note[0]) { /* (after a --steps cap said above) */
+        size_t n = strlen(r->note);
+        snprintf(r->note + n, sizeof(r->note) - n, "%s%s", n ? "; " : "", r->plan.note);
+    }
     atomic_init(&r->abort, 0);
     atomic_init(&r->paused, 0);
     atomic_init(&r->pause_at, 0);
