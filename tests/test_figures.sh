@@ -25,6 +25,7 @@ ok() { echo "ok   - $*"; }
 bad() {
     echo "FAIL - $*"
     fails=$((fails + 1))
+    [ -n "${DDPTOP_FAIL_FAST:-}" ] && exit 1 # (the mutation harness: one failure is enough)
 }
 # expect NAME CMD...: the command exits 0 and check_figures passes
 figures() {

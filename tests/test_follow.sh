@@ -58,6 +58,7 @@ fail() {
     echo "FAIL: $1"
     [ -n "${2:-}" ] && [ -s "$2" ] && sed 's/^/    /' "$2" | head -40
     fails=$((fails + 1))
+    [ -n "${DDPTOP_FAIL_FAST:-}" ] && exit 1 # (the mutation harness: one failure is enough)
 }
 now_ns() { date +%s%N; }
 # stamp FILE: each line of stdin, with the time it came (ns), into FILE

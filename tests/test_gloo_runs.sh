@@ -27,7 +27,11 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 fails=0
 ok() { echo "ok - $* [${SECONDS} s]"; }
-bad() { echo "FAIL - $* [${SECONDS} s]"; fails=$((fails + 1)); }
+bad() {
+    echo "FAIL - $* [${SECONDS} s]"
+    fails=$((fails + 1))
+    [ -n "${DDPTOP_FAIL_FAST:-}" ] && exit 1 # (the mutation harness: one failure is enough)
+}
 reldiff() { python3 "$here/reldiff.py" "$1" "$2"; }
 
 base=(--batch --quiet --dataset synthetic --device cpu --steps 20 --batch-size 32 --threads-per-rank 1)

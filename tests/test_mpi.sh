@@ -44,7 +44,11 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 fails=0
 ok() { echo "ok - $* [${SECONDS} s]"; }
-bad() { echo "FAIL - $* [${SECONDS} s]"; fails=$((fails + 1)); }
+bad() {
+    echo "FAIL - $* [${SECONDS} s]"
+    fails=$((fails + 1))
+    [ -n "${DDPTOP_FAIL_FAST:-}" ] && exit 1 # (the mutation harness: one failure is enough)
+}
 
 # a small MNIST-shaped set of random images (4096 to train: 20 steps of
 # 4 x 32 stay in one epoch; 512 to test): every process of every run loads

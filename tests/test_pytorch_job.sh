@@ -38,6 +38,7 @@ fail() {
     echo "FAIL: $1"
     [ -n "${2:-}" ] && [ -s "$2" ] && sed 's/^/    /' "$2" | head -30
     fails=$((fails + 1))
+    [ -n "${DDPTOP_FAIL_FAST:-}" ] && exit 1 # (the mutation harness: one failure is enough)
 }
 
 # per_rank A B: the per-rank figures of two --format json reports are the same
