@@ -25,7 +25,11 @@
 # unmutated tree's run of the named tests, where the caller has just run
 # the whole suite on the same tree: scripts/test.sh). A mutant's tests run
 # with DDPTOP_FAIL_FAST=1: the shell tests stop at their first failed check
-# (tests/checks.sh), since one is enough to kill it.
+# (tests/checks.sh), since one is enough to kill it. MUTANTS_BUDGET_S=S:
+# plant no new mutant after S seconds of planting (the rest are listed as
+# not tried; 0, the default: no limit), starting at mutant MUTANTS_START
+# (modulo their number, default 0) and going round, so that a caller that
+# moves the start (scripts/test.sh: by the day) plants every one in turn.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -153,10 +157,18 @@ run_mutant() {
     echo "$st $(($(date +%s) - start))"
 }
 
-echo "== mutants: ${#mutants[@]} mutants, one at a time"
+nall=${#mutants[@]} budget=${MUTANTS_BUDGET_S:-0} first=$((${MUTANTS_START:-0} % ${#mutants[@]}))
+mutants=("${mutants[@]:first}" "${mutants[@]:0:first}")
+echo "== mutants: $nall mutants, one at a time, from $(basename "${mutants[0]}" .mut)" \
+    "$([ "$budget" -gt 0 ] && echo "for up to $budget s")"
 printf '%-36s %-30s %8s\n' "mutant" "killed by" "seconds" | tee "$log/table.txt"
-bad=0 nkilled=0 nskipped=0
+bad=0 nkilled=0 nskipped=0 ntried=0 t_loop=$(date +%s)
 for m in "${mutants[@]}"; do
+    if [ "$budget" -gt 0 ] && [ $(($(date +%s) - t_loop)) -ge "$budget" ]; then
+        echo "mutants: $budget s spent; $((nall - ntried)) not tried this time (from $(basename "$m" .mut))"
+        break
+    fi
+    ntried=$((ntried + 1))
     read -r status killer secs < <(run_mutant "$m")
     name=$(basename "$m" .mut)
     case $status in
@@ -169,6 +181,6 @@ for m in "${mutants[@]}"; do
     printf '%-36s %-30s %8s\n' "$name" "$shown" "$secs" | tee -a "$log/table.txt"
     if [ "$status" = no-build ] || [ "$status" = stale ]; then tail -20 "$log/$name.txt" | sed 's/^/    /'; fi
 done
-echo "mutants: $nkilled killed, $bad survived or broken, $nskipped not tested here, of ${#mutants[@]}," \
-    "in $(($(date +%s) - t_all)) s"
+echo "mutants: $nkilled killed, $bad survived or broken, $nskipped not tested here, $((nall - ntried)) not tried," \
+    "of $nall, in $(($(date +%s) - t_all)) s"
 [ "$bad" -eq 0 ]
