@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +357,13 @@ static int run_ranks(struct bench *b, int lo, int hi)
     struct worker ws[64];
     pthread_t th[64];
     int status = 0, joined[64] = {0}, started = lo;
+    /* the threads (and gloo's, which they start) block SIGPIPE, as a
+     * run's rank threads do: a peer process that died fails the call with
+     * EPIPE, reported, rather than ending this one */
+    sigset_t pipe, old;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
     for (int r = lo; r < hi; r++, started++) {
         struct comm *c = NULL, *dp = NULL;
         char err[300] = "";
@@ -367,8 +375,16 @@ static int run_ranks(struct bench *b, int lo, int hi)
             break;
         }
         ws[r] = (struct worker){.b = b, .c = c, .rank = r, .index = world_device(b->plan, r)};
-        pthread_create(&th[r], NULL, bench_thread, &ws[r]);
+        if (pthread_create(&th[r], NULL, bench_thread, &ws[r]) != 0) {
+            fprintf(stderr, "ddptop: --bench-comm: cannot start rank %d's thread\n", r);
+            if (c)
+                c->ops->destroy(c);
+            atomic_store(b->abort, 1);
+            status = 1;
+            break;
+        }
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     for (int left = started - lo; left > 0;) {
         for (int r = lo; r < started; r++) {
             void *ret;

@@ -22,6 +22,7 @@
  * from MPI instead (comm_gloo_mpi.h). */
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -923,6 +924,15 @@ static int mpi_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* as ddptop's rank threads (session.c), and every thread made from
+     * here on, gloo's included: a write to a peer that has gone fails with
+     * EPIPE, which the call reports, rather than ending the process (the
+     * `die` pair: whether the survivor's first write meets the reset or
+     * the closed socket is a race) */
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     if (argc >= 5 && !strcmp(argv[1], "proc"))
         return proc_main(atoi(argv[2]), atoi(argv[3]), argv[4], argc >= 6 && !strcmp(argv[5], "die"));
     if (argc >= 2 && !strcmp(argv[1], "mpi")) {
