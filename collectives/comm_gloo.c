@@ -254,38 +254,36 @@ static int gl_reduce(struct comm *c, const float *in, float *out, size_t n, enum
     return rc;
 }
 
-static int gl_gather(struct comm *c, const float *in, float *out, size_t n, int root)
+/* gather (kind COLL_GATHER) or scatter: n floats a rank; the root moves
+ * the other ranks' shares, every other rank its own */
+static int gl_rooted(struct comm *c, int kind, const float *in, float *out, size_t n, int root)
 {
     struct comm_call call;
-    comm_call_begin(c, &call, COLL_GATHER, n * (size_t)c->world * sizeof(float));
+    comm_call_begin(c, &call, kind, n * (size_t)c->world * sizeof(float));
     struct gloo_shim_error e;
     int rc = enter(c);
-    if (rc == 0)
-        rc = outcome(c, &call, gloo_shim_gather(G(c)->g, in, out, n, root, tag_of(&call), timeout_ms(c), &e), &e,
-                     "gather");
-    if (rc == 0 && c->rank == root)
-        call.rx = (uint64_t)(c->world - 1) * n * sizeof(float);
+    if (rc == 0) {
+        int g = kind == COLL_GATHER ? gloo_shim_gather(G(c)->g, in, out, n, root, tag_of(&call), timeout_ms(c), &e)
+                                    : gloo_shim_scatter(G(c)->g, in, out, n, root, tag_of(&call), timeout_ms(c), &e);
+        rc = outcome(c, &call, g, &e, coll_name(kind));
+    }
+    uint64_t many = (uint64_t)(c->world - 1) * n * sizeof(float), one = n * sizeof(float);
+    if (rc == 0 && (c->rank == root) == (kind == COLL_GATHER))
+        call.rx = c->rank == root ? many : one;
     else if (rc == 0)
-        call.tx = n * sizeof(float);
+        call.tx = c->rank == root ? many : one;
     comm_call_end(c, &call);
     return rc;
 }
 
+static int gl_gather(struct comm *c, const float *in, float *out, size_t n, int root)
+{
+    return gl_rooted(c, COLL_GATHER, in, out, n, root);
+}
+
 static int gl_scatter(struct comm *c, const float *in, float *out, size_t n, int root)
 {
-    struct comm_call call;
-    comm_call_begin(c, &call, COLL_SCATTER, n * (size_t)c->world * sizeof(float));
-    struct gloo_shim_error e;
-    int rc = enter(c);
-    if (rc == 0)
-        rc = outcome(c, &call, gloo_shim_scatter(G(c)->g, in, out, n, root, tag_of(&call), timeout_ms(c), &e), &e,
-                     "scatter");
-    if (rc == 0 && c->rank == root)
-        call.tx = (uint64_t)(c->world - 1) * n * sizeof(float);
-    else if (rc == 0)
-        call.rx = n * sizeof(float);
-    comm_call_end(c, &call);
-    return rc;
+    return gl_rooted(c, COLL_SCATTER, in, out, n, root);
 }
 
 static int gl_barrier(struct comm *c)

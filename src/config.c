@@ -34,6 +34,7 @@
 #include "comm.h"
 #include "data.h"
 #include "device.h"
+#include "mode.h"
 #include "pipeline.h"
 #include "sync.h"
 #include "zoo.h"
@@ -1272,7 +1273,7 @@ static int unread(const struct config *cfg, const unsigned char *given, FILE *er
             if (i < 0 || !given[i])
                 continue;
             for (int p = 0; p < cfg->nparallels; p++)
-                par |= cfg->parallels[p] == PAR_DATA;
+                par |= !(train_mode_of(cfg->parallels[p])->flags & MODE_STAGED);
             for (int q = 0; q < cfg->nstrategies; q++)
                 strat |= cfg->strategies[q] == s;
             if (par && (strat || !cfg->batch))
@@ -1369,7 +1370,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
      * run_check, which the UI's later plans go through too) */
     int staged = 0;
     for (int i = 0; i < cfg->nparallels; i++)
-        staged |= cfg->parallels[i] != PAR_DATA;
+        staged |= train_mode_of(cfg->parallels[i])->flags & MODE_STAGED;
     if (b->partition[0] && !staged) {
         fprintf(err, "ddptop: --partition: only with --parallel model or pipeline\n");
         return 2;
@@ -1427,7 +1428,8 @@ static int sweep_modes(const struct config *cfg, int k, struct run_config *rc)
     int n = 0;
     for (int p = 0; p < cfg->nparallels; p++) {
         int par = cfg->parallels[p];
-        int nm = par == PAR_PIPELINE ? cfg->nmicros : 1, ns = par == PAR_DATA ? cfg->nstrategies : 1;
+        unsigned f = train_mode_of(par)->flags;
+        int nm = f & MODE_MICRO ? cfg->nmicros : 1, ns = f & MODE_STAGED ? 1 : cfg->nstrategies;
         for (int mi = 0; mi < nm; mi++)
             for (int si = 0; si < ns; si++, n++)
                 if (n == k && rc) {
@@ -1485,17 +1487,17 @@ int run_classes(const struct run_config *rc, int h, int w, int data_classes)
 
 int run_replicas(const struct run_config *rc)
 {
-    return rc->parallel != PAR_DATA ? (rc->dp > 1 ? rc->dp : 1) : run_world(rc);
+    return train_mode_replicas(rc, run_world(rc));
 }
 
 int run_sends_only(const struct run_config *rc)
 {
-    return rc->parallel != PAR_DATA && rc->dp <= 1;
+    return train_mode_has(rc, MODE_STAGED) && rc->dp <= 1;
 }
 
 int run_stages(const struct run_config *rc)
 {
-    return rc->parallel != PAR_DATA ? run_world(rc) / run_replicas(rc) : 1;
+    return train_mode_has(rc, MODE_STAGED) ? run_world(rc) / run_replicas(rc) : 1;
 }
 
 double run_lr_peak(const struct run_config *rc)
@@ -1506,5 +1508,5 @@ double run_lr_peak(const struct run_config *rc)
 int run_global_batch(const struct run_config *rc)
 {
     /* model and pipeline parallelism: every stage of a replica sees its batch */
-    return (rc->parallel != PAR_DATA ? run_replicas(rc) : rc->ranks) * rc->batch_size;
+    return (train_mode_has(rc, MODE_STAGED) ? run_replicas(rc) : rc->ranks) * rc->batch_size;
 }

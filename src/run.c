@@ -12,6 +12,7 @@
 #include "comm.h"
 #include "half.h"
 #include "kernels_cpu.h"
+#include "mode.h"
 #include "model.h"
 #include "nvtx.h"
 #include "pipeline.h"
@@ -32,11 +33,12 @@ const char *run_state_name(int s)
 
 int run_grad_compress_at(const struct run_config *rc, int world)
 {
-    if (sync_has(rc->strategy, SYNC_ONE_RANK) && rc->parallel == PAR_DATA)
+    int staged = train_mode_has(rc, MODE_STAGED);
+    if (sync_has(rc->strategy, SYNC_ONE_RANK) && !staged)
         return 0; /* (it sends no gradients: a sweep's --grad-compress is not its) */
     if (rc->grad_compress_set)
         return rc->grad_compress;
-    if (world < 2 || rc->parallel != PAR_DATA || !sync_has(rc->strategy, SYNC_COMPRESSES))
+    if (world < 2 || staged || !sync_has(rc->strategy, SYNC_COMPRESSES))
         return 0;
     return rc->precision == PREC_BF16 ? W16_BF16 : rc->precision == PREC_FP16 ? W16_FP16 : 0;
 }
@@ -219,7 +221,7 @@ static void memory_where(const struct run_config *rc, const struct device_ops *d
 static int memory_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops,
                         char *err, size_t errlen)
 {
-    if (rc->parallel != PAR_DATA)
+    if (train_mode_has(rc, MODE_STAGED))
         return 0; /* (a stage holds its layers only: the whole model overstates it) */
     int64_t avail = 0;
     int ranks = 0;
@@ -312,7 +314,7 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         return -1;
     }
     int world = run_world(rc);
-    int staged = rc->parallel != PAR_DATA; /* every stage of a replica works on its whole batch */
+    int staged = train_mode_has(rc, MODE_STAGED); /* every stage of a replica works on its whole batch */
     int replicas = run_replicas(rc);
     long per_rank = train->n / replicas;
     if (per_rank / (run_global_batch(rc) / replicas) < 1) {
@@ -361,7 +363,7 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
     }
     if (staged) {
         const char *par = parallel_name(rc->parallel);
-        if (rc->parallel == PAR_PIPELINE && rc->batch_size % rc->micro_batches) {
+        if (train_mode_micro(rc) > 1 && rc->batch_size % rc->micro_batches) {
             snprintf(err, errlen, "--micro-batches %d: must divide --batch-size %d", rc->micro_batches, rc->batch_size);
             return -1;
         }

@@ -9,6 +9,7 @@
 
 #include "comm.h"
 #include "devices.h"
+#include "mode.h"
 #include "procs.h"
 #include "sync.h"
 
@@ -245,11 +246,11 @@ static int procs_fit(struct world *w, char *err, size_t errlen)
                  w->ranks, p->size, p->size == 1 ? "" : "es", p->per);
         return -1;
     }
-    if (p->per > 1 && p->size > 1 && rc->parallel != PAR_DATA) {
+    if (p->per > 1 && p->size > 1 && train_mode_has(rc, MODE_STAGED)) {
         snprintf(err, errlen,
                  "--parallel %s: stages in different processes need --ranks-per-process 1 (activations "
                  "travel between processes only from rank to rank)",
-                 rc->parallel == PAR_MODEL ? "model" : "pipeline");
+                 parallel_name(rc->parallel));
         return -1;
     }
     return 0;
@@ -270,7 +271,7 @@ int world_plan(struct world *w, const struct world_req *q, char *err, size_t err
     w->on_gpu = device_is_gpu(q->devops);
     /* --dp: rank i is stage i % S of replica i / S; each stage's copies
      * have a communicator of their own */
-    w->dp = rc->parallel != PAR_DATA ? run_replicas(rc) : 1;
+    w->dp = train_mode_has(rc, MODE_STAGED) ? run_replicas(rc) : 1;
     w->stages = w->ranks / w->dp;
     if (!w->procs && rc->comm == COMM_MPI)
         return mpi_plan(w, err, errlen); /* (refused: on a GPU too) */

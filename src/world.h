@@ -4,15 +4,14 @@
  * communicator.
  *
  * Ranks are threads of this process, or processes (procs.h: under mpirun,
- * with --ranks-per-process threads in each, or met in a --rendezvous
- * folder). One backend joins them, an entry of the table in world.c:
+ * with --ranks-per-process threads in each). One backend joins them, an entry of the table in world.c:
  *   shm   ddptop's ring (or naive) among the threads of one process, and
  *         inside each process under mpirun with --ranks-per-process > 1,
  *         where the processes' leaders meet over mpi or gloo (comm_hier.c);
  *   mpi   processes under mpirun;
  *   gloo  gloo's TCP: a context of its own for each rank thread over
- *         loopback, or processes (ranks and rendezvous from MPI under
- *         mpirun, else from a file store) (world_gloo.c);
+ *         loopback, or processes under mpirun (ranks and rendezvous
+ *         from MPI) (world_gloo.c);
  *   nccl  GPU ranks, a GPU each;
  *   gpu   ddptop's ring over device buffers, for ranks that share a GPU.
  *

@@ -8,9 +8,10 @@
  *    rendezvous is collective);
  *  - processes under mpirun take ranks, world and the rendezvous from MPI
  *    (procs.c: an allgather of the ranks' addresses, as PyTorch's env://
- *    takes them from the launcher);
- *  - processes met without MPI (--rendezvous file:DIR, procs.h) meet in
- *    gloo's file store in that folder.
+ *    takes them from the launcher).
+ * (gloo's file store, gloo_store_open("file:DIR"), meets processes without
+ * MPI, but a run's processes are MPI's: process 0 learns the sweep and
+ * receives every rank's records over MPI, procs.c.)
  * Under mpirun with --ranks-per-process, a process's threads meet over
  * the shm ring and its leader over gloo (comm_hier.c). gloo's timeout is
  * --comm-timeout. In a build without libgloo the entry refuses in one

@@ -807,6 +807,121 @@ static int add_window(struct trace_doc *d, struct trace_rank *r, int file, int f
     return (int)at;
 }
 
+/* The members of a trace's top-level object, from just inside its brace:
+ * where traceEvents' array starts (*events), and the members read here
+ * parsed (distributedInfo, ddptop, ddptopTraceEnd; the caller frees them).
+ * Returns where the scan stopped: the closing brace, a bad byte
+ * (fc->bad_byte) or the end of a cut file (*cut). */
+static const char *scan_members(const char *p, const char *e, struct file_ctx *fc, const char **events, int *cut,
+                                cJSON **dist, cJSON **dd, cJSON **end)
+{
+    for (;;) {
+        p = skip_ws(p, e);
+        if (p >= e) {
+            *cut = 1;
+            break;
+        }
+        if (*p == '}')
+            break;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p != '"') {
+            fc->bad_byte = p;
+            break;
+        }
+        const char *ks = p + 1, *ke = scan_string(p, e);
+        if (!ke) {
+            *cut = 1;
+            break;
+        }
+        size_t klen = (size_t)(ke - 1 - ks);
+        p = skip_ws(ke, e);
+        if (p < e && *p != ':') {
+            fc->bad_byte = p;
+            break;
+        }
+        if (p >= e) {
+            *cut = 1;
+            break;
+        }
+        p = skip_ws(p + 1, e);
+        const char *vend = scan_value(p, e, &fc->bad_byte);
+        if (fc->bad_byte)
+            break;
+        if (klen == 11 && !memcmp(ks, "traceEvents", 11) && p < e && *p == '[') {
+            *events = p;
+            if (!vend) {
+                *cut = 1;
+                break;
+            }
+        } else if (!vend) {
+            *cut = 1;
+            break;
+        } else if (klen == 15 && !memcmp(ks, "distributedInfo", 15)) {
+            cJSON_Delete(*dist);
+            *dist = cJSON_ParseWithLength(p, (size_t)(vend - p));
+        } else if (klen == 6 && !memcmp(ks, "ddptop", 6)) {
+            cJSON_Delete(*dd);
+            *dd = cJSON_ParseWithLength(p, (size_t)(vend - p));
+        } else if (klen == 14 && !memcmp(ks, "ddptopTraceEnd", 14)) {
+            cJSON_Delete(*end);
+            *end = cJSON_ParseWithLength(p, (size_t)(vend - p));
+        }
+        p = vend;
+    }
+    return p;
+}
+
+/* What a trace's distributedInfo (PyTorch's), ddptop and ddptopTraceEnd
+ * members say of the document: its backend, world, rank (where none was
+ * given), algorithm, run and end (*have_end: the writer finished it). */
+static void take_members(struct trace_doc *d, struct file_ctx *fc, const cJSON *dist, const cJSON *dd,
+                         const cJSON *end, int rank_given, int *have_end)
+{
+    if (dist) {
+        const char *b = jstr(dist, "backend");
+        if (b && !d->backend[0])
+            snprintf(d->backend, sizeof(d->backend), "%s", b);
+        int64_t rk = jint(dist, "rank", -1, -1, 1 << 20), ws = jint(dist, "world_size", 0, 0, 1 << 20);
+        if (rk >= 0 && !dd && rank_given < 0)
+            fc->file_rank = (int)rk;
+        if (ws > d->world)
+            d->world = (int)ws;
+    }
+    if (dd) {
+        const char *a = jstr(dd, "algorithm");
+        if (a && !d->algo[0])
+            snprintf(d->algo, sizeof(d->algo), "%s", a);
+        /* the run's start: the same in a run's files, another in any other run's */
+        const cJSON *base = cJSON_GetObjectItemCaseSensitive(dd, "base_ns");
+        if (cJSON_IsNumber(base) && !d->have_base) {
+            d->have_base = 1;
+            d->base_ns = base->valuedouble;
+        } else if (cJSON_IsNumber(base) && base->valuedouble != d->base_ns) {
+            d->other_run = 1;
+        }
+        const cJSON *run = cJSON_GetObjectItemCaseSensitive(dd, "run");
+        if (cJSON_IsObject(run) && !d->run_json) {
+            d->run_json = cJSON_PrintUnformatted(run);
+        } else if (cJSON_IsObject(run)) {
+            char *s = cJSON_PrintUnformatted(run);
+            if (s && strcmp(s, d->run_json) != 0)
+                d->other_run = 1;
+            free(s);
+        }
+    }
+    if (end) {
+        *have_end = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(end, "complete"));
+        const char *st = jstr(end, "state");
+        if (st)
+            snprintf(d->state, sizeof(d->state), "%s", st);
+        read_stages(d, cJSON_GetObjectItemCaseSensitive(end, "stages"));
+        d->spans_dropped += (uint64_t)jint(end, "spans_dropped", 0, 0, INT64_MAX);
+    }
+}
+
 /* One file's plain JSON text into d (trace_read_cycle's contract, less
  * TRACE_READ_WHOLE). */
 static int read_json(struct trace_doc *d, const char *buf, size_t n, const char *name, int rank_given,
@@ -820,70 +935,14 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
     }
     struct file_ctx fc = {.d = d, .name = name, .file = d->nfiles, .file_rank = -1};
     const char *events = NULL;
-    int cut = 0, have_end = 0, have_ddptop = 0, rank_from = TRACE_RANK_TRACE;
+    int cut = 0, have_end = 0, rank_from = TRACE_RANK_TRACE;
     if (*p == '[') {
         events = p;
         fc.flavor = TRACE_AUTOGRAD;
     } else {
         /* the top-level members: remember the events, parse the rest */
         cJSON *dist = NULL, *dd = NULL, *end = NULL;
-        p++;
-        for (;;) {
-            p = skip_ws(p, e);
-            if (p >= e) {
-                cut = 1;
-                break;
-            }
-            if (*p == '}')
-                break;
-            if (*p == ',') {
-                p++;
-                continue;
-            }
-            if (*p != '"') {
-                fc.bad_byte = p;
-                break;
-            }
-            const char *ks = p + 1, *ke = scan_string(p, e);
-            if (!ke) {
-                cut = 1;
-                break;
-            }
-            size_t klen = (size_t)(ke - 1 - ks);
-            p = skip_ws(ke, e);
-            if (p < e && *p != ':') {
-                fc.bad_byte = p;
-                break;
-            }
-            if (p >= e) {
-                cut = 1;
-                break;
-            }
-            p = skip_ws(p + 1, e);
-            const char *vend = scan_value(p, e, &fc.bad_byte);
-            if (fc.bad_byte)
-                break;
-            if (klen == 11 && !memcmp(ks, "traceEvents", 11) && p < e && *p == '[') {
-                events = p;
-                if (!vend) {
-                    cut = 1;
-                    break;
-                }
-            } else if (!vend) {
-                cut = 1;
-                break;
-            } else if (klen == 15 && !memcmp(ks, "distributedInfo", 15)) {
-                cJSON_Delete(dist);
-                dist = cJSON_ParseWithLength(p, (size_t)(vend - p));
-            } else if (klen == 6 && !memcmp(ks, "ddptop", 6)) {
-                cJSON_Delete(dd);
-                dd = cJSON_ParseWithLength(p, (size_t)(vend - p));
-            } else if (klen == 14 && !memcmp(ks, "ddptopTraceEnd", 14)) {
-                cJSON_Delete(end);
-                end = cJSON_ParseWithLength(p, (size_t)(vend - p));
-            }
-            p = vend;
-        }
+        p = scan_members(p + 1, e, &fc, &events, &cut, &dist, &dd, &end);
         if (fc.bad_byte || (!cut && trailing_text(buf, p, e, name, err, errlen) != 0)) {
             if (fc.bad_byte)
                 bad_json(err, errlen, name, buf, fc.bad_byte);
@@ -892,48 +951,8 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
             cJSON_Delete(end);
             return -1;
         }
-        have_ddptop = dd != NULL;
-        fc.flavor = have_ddptop ? TRACE_DDPTOP : TRACE_KINETO;
-        if (dist) {
-            const char *b = jstr(dist, "backend");
-            if (b && !d->backend[0])
-                snprintf(d->backend, sizeof(d->backend), "%s", b);
-            int64_t rk = jint(dist, "rank", -1, -1, 1 << 20), ws = jint(dist, "world_size", 0, 0, 1 << 20);
-            if (rk >= 0 && !have_ddptop && rank_given < 0)
-                fc.file_rank = (int)rk;
-            if (ws > d->world)
-                d->world = (int)ws;
-        }
-        if (dd) {
-            const char *a = jstr(dd, "algorithm");
-            if (a && !d->algo[0])
-                snprintf(d->algo, sizeof(d->algo), "%s", a);
-            /* the run's start: the same in a run's files, another in any other run's */
-            const cJSON *base = cJSON_GetObjectItemCaseSensitive(dd, "base_ns");
-            if (cJSON_IsNumber(base) && !d->have_base) {
-                d->have_base = 1;
-                d->base_ns = base->valuedouble;
-            } else if (cJSON_IsNumber(base) && base->valuedouble != d->base_ns) {
-                d->other_run = 1;
-            }
-            const cJSON *run = cJSON_GetObjectItemCaseSensitive(dd, "run");
-            if (cJSON_IsObject(run) && !d->run_json) {
-                d->run_json = cJSON_PrintUnformatted(run);
-            } else if (cJSON_IsObject(run)) {
-                char *s = cJSON_PrintUnformatted(run);
-                if (s && strcmp(s, d->run_json) != 0)
-                    d->other_run = 1;
-                free(s);
-            }
-        }
-        if (end) {
-            have_end = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(end, "complete"));
-            const char *st = jstr(end, "state");
-            if (st)
-                snprintf(d->state, sizeof(d->state), "%s", st);
-            read_stages(d, cJSON_GetObjectItemCaseSensitive(end, "stages"));
-            d->spans_dropped += (uint64_t)jint(end, "spans_dropped", 0, 0, INT64_MAX);
-        }
+        fc.flavor = dd ? TRACE_DDPTOP : TRACE_KINETO;
+        take_members(d, &fc, dist, dd, end, rank_given, &have_end);
         cJSON_Delete(dist);
         cJSON_Delete(dd);
         cJSON_Delete(end);

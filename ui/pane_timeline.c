@@ -132,30 +132,10 @@ static void draw_lane(WINDOW *w, const struct snap_rank *r, int lane, uint32_t s
     }
 }
 
-static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
+/* The newest step every rank has reported (*newest), and the oldest step
+ * whose spans are still whole in every rank's history (*oldest). */
+static void whole_steps(const struct snap *s, long *newest_out, long *oldest_out)
 {
-    const struct snap *s = v->snap;
-    struct view_state *vs = v->vs;
-    int h, wd;
-    getmaxyx(w, h, wd);
-    werase(w);
-    int pw = wd - 2 - LABEL_W - 1;
-    if (pw > CANVAS_MAX_W)
-        pw = CANVAS_MAX_W;
-    int avail = h - 4; /* border, axis, legend */
-    int K = vs->tl_steps;
-    if (K < 1)
-        K = vs->tl_steps = 1;
-
-    vs->tl_nlanes = snap_lanes(s);
-    vs->tl_rows = avail;
-    if (vs->tl_lane0 > vs->tl_nlanes - avail)
-        vs->tl_lane0 = vs->tl_nlanes - avail;
-    if (vs->tl_lane0 < 0)
-        vs->tl_lane0 = 0;
-
-    /* The newest step every rank has reported, and the oldest step whose
-     * spans are still whole in every rank's history. */
     long newest = s->steps_done - 1, oldest = 0;
     int gpu_whole = 0; /* GPU ranks seen so far */
     for (int i = 0; i < s->world; i++) {
@@ -195,6 +175,61 @@ static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
         if ((long)mn + 1 > oldest)
             oldest = (long)mn + 1; /* its first spans may be overwritten */
     }
+    *newest_out = newest;
+    *oldest_out = oldest;
+}
+
+/* The time axis of a window span_ms long, pw cells from (ay, ax): ticks,
+ * and their labels in ms where they fit. */
+static void draw_axis(WINDOW *w, int ay, int ax, int pw, double span_ms)
+{
+    double step = tick_ms(span_ms, pw);
+    draw_hfill(w, ay, ax, pw, draw_utf8() ? L'─' : L'-', TH_AXIS);
+    int next_free = 0;
+    for (int t = 0;; t++) {
+        double ms = t * step;
+        if (ms > span_ms)
+            break;
+        int c = (int)(ms / span_ms * (pw - 1) + 0.5);
+        if (c < next_free)
+            continue;
+        char lab[24];
+        snprintf(lab, sizeof(lab), "%g", ms);
+        draw_cell(w, ay, ax + c, draw_utf8() ? L'┴' : L'|', TH_AXIS);
+        int len = (int)strlen(lab);
+        if (c + 1 + len < pw) {
+            draw_text(w, ay, ax + c + 1, len, TH_AXIS, lab);
+            next_free = c + 2 + len;
+        } else {
+            next_free = c + 1;
+        }
+    }
+}
+
+static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
+{
+    const struct snap *s = v->snap;
+    struct view_state *vs = v->vs;
+    int h, wd;
+    getmaxyx(w, h, wd);
+    werase(w);
+    int pw = wd - 2 - LABEL_W - 1;
+    if (pw > CANVAS_MAX_W)
+        pw = CANVAS_MAX_W;
+    int avail = h - 4; /* border, axis, legend */
+    int K = vs->tl_steps;
+    if (K < 1)
+        K = vs->tl_steps = 1;
+
+    vs->tl_nlanes = snap_lanes(s);
+    vs->tl_rows = avail;
+    if (vs->tl_lane0 > vs->tl_nlanes - avail)
+        vs->tl_lane0 = vs->tl_nlanes - avail;
+    if (vs->tl_lane0 < 0)
+        vs->tl_lane0 = 0;
+
+    long newest, oldest;
+    whole_steps(s, &newest, &oldest);
     vs->tl_max_back = (int)(newest - (oldest + K - 1));
     if (vs->tl_max_back < 0)
         vs->tl_max_back = 0;
@@ -270,29 +305,8 @@ static void timeline_draw(WINDOW *w, struct pane_view *v, int focused)
     /* axis: ticks and labels in ms from the window's start */
     int ay = h - 3, ax = 1 + LABEL_W + 1;
     draw_text(w, ay, 1, LABEL_W, TH_AXIS, "     ms");
-    if (have) {
-        double span_ms = (double)(t1 - t0) / 1e6, step = tick_ms(span_ms, pw);
-        draw_hfill(w, ay, ax, pw, draw_utf8() ? L'─' : L'-', TH_AXIS);
-        int next_free = 0;
-        for (int t = 0;; t++) {
-            double ms = t * step;
-            if (ms > span_ms)
-                break;
-            int c = (int)(ms / span_ms * (pw - 1) + 0.5);
-            if (c < next_free)
-                continue;
-            char lab[24];
-            snprintf(lab, sizeof(lab), "%g", ms);
-            draw_cell(w, ay, ax + c, draw_utf8() ? L'┴' : L'|', TH_AXIS);
-            int len = (int)strlen(lab);
-            if (c + 1 + len < pw) {
-                draw_text(w, ay, ax + c + 1, len, TH_AXIS, lab);
-                next_free = c + 2 + len;
-            } else {
-                next_free = c + 1;
-            }
-        }
-    }
+    if (have)
+        draw_axis(w, ay, ax, pw, (double)(t1 - t0) / 1e6);
     draw_legend(w, h - 2, ax, pw);
 }
 

@@ -1117,32 +1117,24 @@ static struct ui *ui_recorded(const struct config *cfg, const struct pane_ops *c
     return u;
 }
 
-int ui_replay(const struct config *cfg, struct replay *rp)
+/* The screen over what was recorded, for ui_recorded's u: the theme, the
+ * snapshot (fill: 0, or nonzero out of memory), the screen with greet's
+ * message, then the loop until q. Frees u; returns the exit status. */
+static int recorded_show(struct ui *u, int (*fill)(struct ui *u), void (*greet)(struct ui *u))
 {
     setlocale(LC_ALL, "");
     int utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
-    struct ui *u = ui_recorded(cfg, registry, 3);
-    if (!u)
-        return 2;
-    u->replay = rp;
-    u->crash_test = getenv("DDPTOP_UI_TEST_CRASH");
-    if (u->crash_test && !u->crash_test[0])
-        u->crash_test = NULL;
     int status = 2;
     if (setup_theme(u) != 0)
         goto out;
-    if (snap_from_replay(&u->snap, rp) != 0) {
+    if (fill(u) != 0) {
         fprintf(stderr, "ddptop: out of memory for the screen's snapshot\n");
         goto out;
     }
     install_signals();
     if (setup_curses(u, utf8) != 0)
         goto out;
-    if (!rp->doc.complete)
-        say(u, 1, "replay of %s: the trace is incomplete; showing the events up to the cut  (q: quit)",
-            rp->res.replay.files);
-    else
-        say(u, 0, "replay of %s  (q: quit, ?: help)", rp->res.replay.files);
+    greet(u);
     u->status_ns = 0; /* stays until replaced */
 
     loop(u);
@@ -1157,36 +1149,49 @@ out:
     return status;
 }
 
+static int replay_fill(struct ui *u)
+{
+    return snap_from_replay(&u->snap, u->replay);
+}
+
+static void replay_greet(struct ui *u)
+{
+    const struct replay *rp = u->replay;
+    if (!rp->doc.complete)
+        say(u, 1, "replay of %s: the trace is incomplete; showing the events up to the cut  (q: quit)",
+            rp->res.replay.files);
+    else
+        say(u, 0, "replay of %s  (q: quit, ?: help)", rp->res.replay.files);
+}
+
+int ui_replay(const struct config *cfg, struct replay *rp)
+{
+    struct ui *u = ui_recorded(cfg, registry, 3);
+    if (!u)
+        return 2;
+    u->replay = rp;
+    u->crash_test = getenv("DDPTOP_UI_TEST_CRASH");
+    if (u->crash_test && !u->crash_test[0])
+        u->crash_test = NULL;
+    return recorded_show(u, replay_fill, replay_greet);
+}
+
+static int follow_fill(struct ui *u)
+{
+    return snap_from_follow(&u->snap, u->follow, probe_now_ns());
+}
+
+static void follow_greet(struct ui *u)
+{
+    say(u, 0, "following %s%s  (q: quit, m: the cycles' figure, ?: help)", u->follow->dir,
+        u->follow->inotify ? "" : " (no inotify: listed every 200 ms)");
+}
+
 int ui_follow(const struct config *cfg, struct follow *f)
 {
-    setlocale(LC_ALL, "");
-    int utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
     struct ui *u = ui_recorded(cfg, follow_registry, 5);
     if (!u)
         return 2;
     u->follow = f;
-    int status = 2;
-    if (setup_theme(u) != 0)
-        goto out;
-    if (snap_from_follow(&u->snap, f, probe_now_ns()) != 0) {
-        fprintf(stderr, "ddptop: out of memory for the screen's snapshot\n");
-        goto out;
-    }
-    install_signals();
-    if (setup_curses(u, utf8) != 0)
-        goto out;
-    say(u, 0, "following %s%s  (q: quit, m: the cycles' figure, ?: help)", f->dir,
-        f->inotify ? "" : " (no inotify: listed every 200 ms)");
-    u->status_ns = 0; /* stays until replaced */
-
-    loop(u);
-
-    close_screen(u);
-    status = stop_signal ? 128 + (int)stop_signal : 0;
-
-out:
-    uninstall_signals();
-    snap_free(&u->snap);
-    free(u);
-    return status;
+    return recorded_show(u, follow_fill, follow_greet);
 }
