@@ -412,6 +412,12 @@ const char *comm_gloo_algo_of(const struct comm *c)
     return ops == &gloo_ops ? comm_gloo_algo_name(G(c)->algo) : NULL;
 }
 
+/* gloo_shim_spec's stopped: the run's abort, raised */
+static int abort_raised(void *arg)
+{
+    return atomic_load((const volatile _Atomic int *)arg) != 0;
+}
+
 struct comm *comm_gloo_create(const struct comm_gloo_params *p, char *err, size_t errlen)
 {
     if (!comm_gloo_algo_name(p->algo)) {
@@ -442,6 +448,8 @@ struct comm *comm_gloo_create(const struct comm_gloo_params *p, char *err, size_
         .host = p->host,
         .iface = p->iface,
         .timeout_ms = (int64_t)(timeout_s * 1e3 + 0.5) > 0 ? (int64_t)(timeout_s * 1e3 + 0.5) : 1,
+        .stopped = p->abort ? abort_raised : NULL,
+        .stopped_arg = (void *)p->abort,
     };
     struct gloo_shim_error e;
     gc->g = gloo_shim_create(&spec, &e);

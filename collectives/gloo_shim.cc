@@ -253,10 +253,16 @@ int store_exchange(gloo::rendezvous::Store &st, DirStore *dir, const gloo_shim_s
         if (r != s->rank)
             missing.push_back(r);
     while (!missing.empty()) {
-        if (has_key(st, dir, key_of(s, missing.front())))
+        if (has_key(st, dir, key_of(s, missing.front()))) {
             missing.erase(missing.begin());
-        else if (std::chrono::steady_clock::now() >= deadline)
+        } else if (s->stopped && s->stopped(s->stopped_arg)) {
+            set_msg(e, "the run was stopped while rank %d of %d had not come to the rendezvous (%s)",
+                    missing.front(), s->world, where.c_str());
+            e->peer = missing.front();
+            return -1;
+        } else if (std::chrono::steady_clock::now() >= deadline) {
             break;
+        }
     }
     /* at the deadline, each one still missing asked once more */
     std::vector<int> absent;

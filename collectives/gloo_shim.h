@@ -80,6 +80,11 @@ struct gloo_shim_spec {
     /* gloo's timeout in ms: the rendezvous, every pair's reads (the
      * algorithm classes') and the default of every call below */
     int64_t timeout_ms;
+    /* asked while this rank waits for its peers' keys in the store: nonzero
+     * (the run was stopped, a peer failed before it came) gives up at
+     * once rather than at the timeout; NULL: never */
+    int (*stopped)(void *arg);
+    void *stopped_arg;
 };
 
 struct gloo_shim;

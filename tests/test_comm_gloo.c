@@ -673,6 +673,45 @@ static void test_rendezvous_timeout(void **state)
     }
 }
 
+/* Rank 0 alone of 2, waiting at the rendezvous (timeout 60 s), when the
+ * run is stopped (its peer failed before it came): it gives up at the
+ * stop, long before the timeout, names the rank missing, and leaves no key. */
+static void *raise_abort(void *arg)
+{
+    usleep(200 * 1000);
+    atomic_store((_Atomic int *)arg, 1);
+    return NULL;
+}
+
+static void test_rendezvous_stopped(void **state)
+{
+    struct world w;
+    memset(&w, 0, sizeof(w));
+    w.W = 2;
+    w.timeout_s = 60.0;
+    mk_store(w.dir, sizeof(w.dir));
+    char spec[300];
+    snprintf(spec, sizeof(spec), "file:%s", w.dir);
+    struct gloo_shim_error e;
+    assert_non_null(w.store[0] = gloo_store_open(spec, &e));
+    pthread_t raiser;
+    int64_t t0 = probe_now_ns();
+    assert_int_equal(pthread_create(&raiser, NULL, raise_abort, &w.abort), 0);
+    struct maker m = {&w, 0};
+    make_rank(&m);
+    double s = (double)(probe_now_ns() - t0) / 1e9;
+    pthread_join(raiser, NULL);
+    printf("  stopped at the rendezvous: %.3f s: %s\n", s, w.err[0]);
+    assert_null(w.c[0]);
+    assert_true(s >= 0.2);
+    assert_true(s < 30.0); /* not the 60 s timeout, with room for a loaded machine */
+    assert_non_null(strstr(w.err[0], "the run was stopped while rank 1 of 2 had not come to the rendezvous"));
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s')\"", w.dir);
+    assert_int_equal(system(cmd), 0);
+    world_close(&w);
+}
+
 /* One rank stops calling (its communicator alive, silent): a collective or
  * a recv on the others times out after the communicator's timeout (2 s,
  * room for the rendezvous on a loaded machine), not before, naming it
@@ -949,6 +988,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_allreduce_16),  cmocka_unit_test(test_stats_and_spans),
         cmocka_unit_test(test_stats_3),       cmocka_unit_test(test_send_recv),
         cmocka_unit_test(test_recv_length),   cmocka_unit_test(test_rendezvous_timeout),
+        cmocka_unit_test(test_rendezvous_stopped),
         cmocka_unit_test(test_silent_peer),   cmocka_unit_test(test_peer_gone),
         cmocka_unit_test(test_abort),
     };
