@@ -256,8 +256,8 @@ int store_exchange(gloo::rendezvous::Store &st, DirStore *dir, const gloo_shim_s
         if (has_key(st, dir, key_of(s, missing.front()))) {
             missing.erase(missing.begin());
         } else if (s->stopped && s->stopped(s->stopped_arg)) {
-            set_msg(e, "the run was stopped while rank %d of %d had not come to the rendezvous (%s)",
-                    missing.front(), s->world, where.c_str());
+            set_msg(e, "the run was stopped while rank %d of %d had not come to the rendezvous (%s)", missing.front(),
+                    s->world, where.c_str());
             e->peer = missing.front();
             return -1;
         } else if (std::chrono::steady_clock::now() >= deadline) {

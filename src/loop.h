@@ -25,7 +25,8 @@ struct loop {
     struct rank *rk;
     struct run *run;
     const struct run_config *cfg;
-    const struct train_mode *mode; /* --parallel's entry (mode.h), chosen once */
+    const struct train_mode *mode;  /* --parallel's entry (mode.h), chosen once */
+    const struct loop_hooks *hooks; /* its rank loop's (rank.c's table) */
     struct model *m;
     struct sgd opt;
     struct sampler smp;
@@ -104,7 +105,16 @@ int loop_scaler_decide(struct loop *L, int finite);
 /* The ranks' `bad` flags summed through buf (one float in the model's memory). */
 int loop_agree_bad(struct loop *L, float *buf, float *bad);
 
-/* ---- the modes' hooks (struct train_mode) -------------------------------- */
+/* ---- the modes' hooks (rank.c's table, by enum mode_loop) ---------------- */
+
+/* A training mode's rank loop: after the state every mode shares, the
+ * mode's own (0, or -1 with the rank's failure said); step i of the epoch
+ * (0, or nonzero: the rank stops); what init made, also after it failed. */
+struct loop_hooks {
+    int (*init)(struct loop *L);
+    int (*step)(struct loop *L, int i, int epoch);
+    void (*free)(struct loop *L);
+};
 
 int loop_data_init(struct loop *L);
 int loop_data_step(struct loop *L, int i, int epoch);

@@ -115,7 +115,7 @@ int loop_stages_init(struct loop *L)
     struct stages *st = calloc(1, sizeof(*st));
     if (!(L->own = st))
         return loop_fail(rk, "out of memory for the stages");
-    int micro = (L->mode->flags & MODE_MICRO) != 0; /* (mode.c's table refers here: no call back into it) */
+    int micro = (L->mode->flags & MODE_MICRO) != 0;
     int S = run_stages(cfg), M = micro ? cfg->micro_batches : 1;
     for (int t = 0; t < m->ntensors; t++)
         if (m->tensors[t].h16) /* (stages send and receive fp32 activations) */

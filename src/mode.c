@@ -5,7 +5,6 @@
 
 #include "config.h"
 #include "half.h"
-#include "loop.h"
 #include "pipeline.h"
 #include "sync.h"
 
@@ -42,11 +41,9 @@ static void label_pipeline(const struct run_config *c, char *buf, size_t n)
     snprintf(buf, n, "pipe-%s/%d%s", schedule_name(c->schedule), c->micro_batches, dp_suffix(c, dp, sizeof(dp)));
 }
 
-static const struct train_mode mode_data = {0, loop_data_init, loop_data_step, loop_data_free, label_data};
-static const struct train_mode mode_model = {MODE_STAGED, loop_stages_init, loop_stages_step, loop_stages_free,
-                                             label_model};
-static const struct train_mode mode_pipeline = {MODE_STAGED | MODE_MICRO, loop_stages_init, loop_stages_step,
-                                                loop_stages_free, label_pipeline};
+static const struct train_mode mode_data = {0, MODE_LOOP_DATA, label_data};
+static const struct train_mode mode_model = {MODE_STAGED, MODE_LOOP_STAGES, label_model};
+static const struct train_mode mode_pipeline = {MODE_STAGED | MODE_MICRO, MODE_LOOP_STAGES, label_pipeline};
 
 /* in enum parallel_kind order */
 static const struct train_mode *const modes[] = {

@@ -1,9 +1,12 @@
 /* mode.h - the training modes (--parallel) as table entries.
  *
  * Data parallelism, model parallelism and pipeline parallelism are each one
- * const struct train_mode: flags that say what the report, the trace and
- * the UI show of a run of that mode, and the rank loop's hooks (init, step,
- * free; loop_data.c's or loop_stages.c's). The entry is chosen once from
+ * const struct train_mode: flags that say what the configuration, the
+ * report, the trace and the UI make of a run of that mode, how tables name
+ * it, and which rank loop trains it (rank.c's table of hooks: init, step,
+ * free, loop_data.c's or loop_stages.c's; an index here rather than the
+ * hooks themselves, so that config.c, which the loops call, may ask this
+ * table without a loop of files). The entry is chosen once from
  * cfg->parallel (train_mode_of, train_mode_at); code above asks it rather
  * than switching on the kind.
  */
@@ -12,7 +15,6 @@
 
 #include <stddef.h>
 
-struct loop;
 struct run_config;
 
 enum mode_flag {
@@ -25,14 +27,16 @@ enum mode_flag {
     MODE_MICRO = 1 << 1,
 };
 
+/* The rank loops (rank.c's table of their hooks). */
+enum mode_loop {
+    MODE_LOOP_DATA,   /* loop_data.c: every rank the whole model, a strategy syncs */
+    MODE_LOOP_STAGES, /* loop_stages.c: a stage of the layers each */
+    MODE_LOOPS
+};
+
 struct train_mode {
     unsigned flags; /* enum mode_flag */
-    /* the rank loop: after the state every mode shares, the mode's own (0,
-     * or -1 with the rank's failure said); step i of the epoch (0, or
-     * nonzero: the rank stops); what init made, also after it failed */
-    int (*init)(struct loop *L);
-    int (*step)(struct loop *L, int i, int epoch);
-    void (*free)(struct loop *L);
+    int loop;       /* enum mode_loop */
     /* how tables name a run of this mode (train_mode_label) */
     void (*label)(const struct run_config *c, char *buf, size_t n);
 };

@@ -255,6 +255,12 @@ static int loop_comms(struct loop *L)
     return 0;
 }
 
+/* The training modes' rank loops (mode.h's enum mode_loop). */
+static const struct loop_hooks loop_hooks[MODE_LOOPS] = {
+    [MODE_LOOP_DATA] = {loop_data_init, loop_data_step, loop_data_free},
+    [MODE_LOOP_STAGES] = {loop_stages_init, loop_stages_step, loop_stages_free},
+};
+
 /* Everything the rank's steps share, then its mode's own (mode.h). */
 static int loop_init(struct loop *L, struct rank *rk)
 {
@@ -265,6 +271,7 @@ static int loop_init(struct loop *L, struct rank *rk)
     L->run = run;
     L->cfg = cfg;
     L->mode = train_mode_at(cfg);
+    L->hooks = &loop_hooks[L->mode->loop];
     L->sync = sync_ops_at(cfg->strategy, run->world);
     L->slow = cfg->slow_rank == rk->id ? cfg->slow_factor : 1.0;
     L->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
@@ -274,7 +281,7 @@ static int loop_init(struct loop *L, struct rank *rk)
     L->staged = -1;
     if (loop_open_device(L) != 0 || loop_model(L) != 0 || loop_batches(L) != 0 || loop_comms(L) != 0)
         return -1;
-    return L->mode->init(L);
+    return L->hooks->init(L);
 }
 
 static void loop_free(struct loop *L)
@@ -296,8 +303,8 @@ static void loop_free(struct loop *L)
     free(L->hash_buf);
     sgd_free(&L->opt);
     sampler_free(&L->smp);
-    if (L->mode)
-        L->mode->free(L);
+    if (L->hooks)
+        L->hooks->free(L);
     free(L->gt);
     if (L->async && d->impl)
         d->ops->sync(d, STREAM_COMM); /* the collectives' copies run on the comm stream */
@@ -417,7 +424,7 @@ void *rank_main(void *arg)
                     break;
                 atomic_store_explicit(&rk->step, step, memory_order_relaxed);
                 if (trace_window(&L, step) != 0 || loop_inject(&L, step) != 0 || sync_buffers(&L) != 0 ||
-                    L.mode->step(&L, (int)i, epoch) != 0)
+                    L.hooks->step(&L, (int)i, epoch) != 0)
                     break;
                 /* per-layer times (--predict, the layer table) are the
                  * steady state's: the first step's set-up is left out */

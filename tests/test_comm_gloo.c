@@ -983,13 +983,19 @@ int main(int argc, char **argv)
 #endif
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),         cmocka_unit_test(test_world_of_one),
-        cmocka_unit_test(test_collectives_2), cmocka_unit_test(test_collectives_3),
-        cmocka_unit_test(test_allreduce_16),  cmocka_unit_test(test_stats_and_spans),
-        cmocka_unit_test(test_stats_3),       cmocka_unit_test(test_send_recv),
-        cmocka_unit_test(test_recv_length),   cmocka_unit_test(test_rendezvous_timeout),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_world_of_one),
+        cmocka_unit_test(test_collectives_2),
+        cmocka_unit_test(test_collectives_3),
+        cmocka_unit_test(test_allreduce_16),
+        cmocka_unit_test(test_stats_and_spans),
+        cmocka_unit_test(test_stats_3),
+        cmocka_unit_test(test_send_recv),
+        cmocka_unit_test(test_recv_length),
+        cmocka_unit_test(test_rendezvous_timeout),
         cmocka_unit_test(test_rendezvous_stopped),
-        cmocka_unit_test(test_silent_peer),   cmocka_unit_test(test_peer_gone),
+        cmocka_unit_test(test_silent_peer),
+        cmocka_unit_test(test_peer_gone),
         cmocka_unit_test(test_abort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -877,8 +877,8 @@ static const char *scan_members(const char *p, const char *e, struct file_ctx *f
 /* What a trace's distributedInfo (PyTorch's), ddptop and ddptopTraceEnd
  * members say of the document: its backend, world, rank (where none was
  * given), algorithm, run and end (*have_end: the writer finished it). */
-static void take_members(struct trace_doc *d, struct file_ctx *fc, const cJSON *dist, const cJSON *dd,
-                         const cJSON *end, int rank_given, int *have_end)
+static void take_members(struct trace_doc *d, struct file_ctx *fc, const cJSON *dist, const cJSON *dd, const cJSON *end,
+                         int rank_given, int *have_end)
 {
     if (dist) {
         const char *b = jstr(dist, "backend");
