@@ -449,9 +449,10 @@ check_shell commfail
 
 # ---- 6b. a rank that hangs: the header and the rank table say there is no step --
 # (rank 1 hangs in step 150; the others wait in the allreduce; none reaches
-# the 20 s timeout before q)
+# the 20 s timeout before q. Under TSan a step of the MLP takes 170 ms:
+# step 150 comes after some 30 s, hence the minute's wait)
 run_ddptop hang "LANG=C.UTF-8" "--model mlp --steps 300 --strategy ddp --comm-timeout 20 --inject-fault rank=1,step=150,kind=hang"
-if wait_for 'RUNNING .*step 150/300 .*ETA n/a +no step for [0-9.]+s' 20; then
+if wait_for 'RUNNING .*step 150/300 .*ETA n/a +no step for [0-9.]+s' 60; then
     pass "a hung rank: the header says no step for a while, ETA n/a"
 else
     fail "a hung rank: the header does not show the stall"
