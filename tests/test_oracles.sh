@@ -201,9 +201,9 @@ def pack(lens, cap):
         used += n
     return out + [used] if used else out
 assert pack(LENS, 5242) == [5130, 512, 262144, 512, 401408]
+EVENTS = {f: json.load(open(f))["traceEvents"] for f in sys.argv[1:3]}
 def rounds(f, pid, step):
-    t = json.load(open(f))["traceEvents"]
-    ev = sorted((e["ts"], e["name"], e["args"]["bytes"]) for e in t if e.get("ph") == "X" and e.get("cat") == "comm"
+    ev = sorted((e["ts"], e["name"], e["args"]["bytes"]) for e in EVENTS[f] if e.get("ph") == "X" and e.get("cat") == "comm"
                 and e["pid"] == pid and e["args"]["step"] == step)
     assert ev and ev[0][1] == "negotiate", (step, ev)
     out = []
@@ -215,16 +215,15 @@ def rounds(f, pid, step):
     return out
 def check_step(f, pid, step, cap):
     """every round is the greedy packing of the next run of tensors; the rounds cover each once"""
-    i = 0
-    for got in rounds(f, pid, step):
+    i, rs = 0, rounds(f, pid, step)
+    for got in rs:
         j = next((j for j in range(i, len(LENS) + 1) if pack(LENS[i:j], cap) == got), None)
         assert j is not None, (f, pid, step, "round", got, "packs none of", LENS[i:])
         i = j
     assert i == len(LENS), (f, pid, step, "reduced", LENS[:i])
-    return len(rounds(f, pid, step))
+    return len(rs)
 def negotiations(f, pid):
-    t = json.load(open(f))["traceEvents"]
-    return sorted(e["ts"] for e in t if e.get("ph") == "X" and e["pid"] == pid and e["name"] == "negotiate")
+    return sorted(e["ts"] for e in EVENTS[f] if e.get("ph") == "X" and e["pid"] == pid and e["name"] == "negotiate")
 for pid in (0, 1):
     neg = negotiations(sys.argv[1], pid)
     # (the cycles keep their cadence: a wake that comes late does not
