@@ -758,9 +758,11 @@ static void test_staged_mlp(void **state)
  *    pipelined, and GPipe's forward and backward have bubbles of their
  *    own. It is not the reference any more.) */
 struct bubble {
-    double overlap_pct; /* % of the steady steps' wall both stages spent in forward or backward at once */
-    double idle_pct;    /* % idle, mean per stage */
-    double desched;     /* the most a stage waited for a core, % */
+    double overlap_pct;      /* % of the steady steps' wall both stages spent in forward or backward at once */
+    double idle_pct;         /* % idle, mean per stage */
+    double stage_idle[2];    /* % idle of each stage */
+    double stage_compute[2]; /* ns of forward and backward of each stage, steady steps */
+    double desched;          /* the most a stage waited for a core, % */
 };
 
 /* |a ^ b| of two sorted lists of disjoint intervals. */
@@ -815,7 +817,10 @@ static void bubble_run(int parallel, int M, struct bubble *out)
         }
         qsort(iv[s], n[s], sizeof(*iv[s]), by_start);
         const struct breakdown *b = &rm->steady;
-        out->idle_pct += breakdown_pct(b->idle_ns, b->wall_ns) / S;
+        out->stage_idle[s] = breakdown_pct(b->idle_ns, b->wall_ns);
+        out->idle_pct += out->stage_idle[s] / S;
+        for (size_t k = 0; k < n[s]; k++)
+            out->stage_compute[s] += (double)(iv[s][k][1] - iv[s][k][0]);
         double d = breakdown_pct(rm->desched_ns, b->wall_ns);
         out->desched = d > out->desched ? d : out->desched;
         wall = b->wall_ns > wall ? b->wall_ns : wall;
@@ -844,19 +849,29 @@ static void test_pipeline_bubble(void **state)
     enum { M = 4 };
     struct bubble one, b;
     bubble_run(PAR_MODEL, 1, &one);
+    /* LeNet's two stages are not balanced (conv1 against the rest): the
+     * faster stage idles for the imbalance whatever the schedule, so the mean
+     * idle moves little (CI saw 41% fall only to 34%). The bubble is what the
+     * slower stage waits: with one micro-batch, the other stage's whole
+     * forward and backward; with M, its work on one micro-batch, M times
+     * less. So that stage's idle is compared: on this 2-core machine it fell
+     * from 42-46% to 16-18%, and the margin is under half that fall. */
+    int slow = one.stage_compute[1] > one.stage_compute[0];
     double best = INFINITY;
     for (int trial = 0; trial < 3; trial++) {
         bubble_run(PAR_PIPELINE, M, &b);
-        printf("  %d micro-batches: the stages compute at once %.1f%% of a step, idle %.1f%% (one micro-batch: "
-               "%.1f%% at once, idle %.1f%%); the most a stage waited for a core: %.1f%%\n",
-               M, b.overlap_pct, b.idle_pct, one.overlap_pct, one.idle_pct, b.desched);
+        printf("  %d micro-batches: the stages compute at once %.1f%% of a step; the slower stage (%d) idles %.1f%% "
+               "(one micro-batch: %.1f%% at once, idle %.1f%%); mean idle %.1f%% (%.1f%%); the most a stage "
+               "waited for a core: %.1f%%\n",
+               M, b.overlap_pct, slow, b.stage_idle[slow], one.overlap_pct, one.stage_idle[slow], b.idle_pct,
+               one.idle_pct, b.desched);
         /* counted: whatever loaded the machine */
         assert_true(one.overlap_pct == 0.0);
         assert_true(b.overlap_pct > 1.0);
         if (b.desched > 5.0 || one.desched > 5.0)
             continue; /* another program had the cores: the idle times say nothing */
-        best = b.idle_pct < best ? b.idle_pct : best;
-        if (best < one.idle_pct - 10.0)
+        best = b.stage_idle[slow] < best ? b.stage_idle[slow] : best;
+        if (best < one.stage_idle[slow] - 10.0)
             break;
     }
     if (isinf(best)) {
@@ -864,7 +879,7 @@ static void test_pipeline_bubble(void **state)
         g_bubble_untimed = 1;
         return;
     }
-    assert_true(best < one.idle_pct - 10.0);
+    assert_true(best < one.stage_idle[slow] - 10.0);
 }
 
 /* Partitions: by hand (checked), balanced (over costs), and never inside a
