@@ -82,28 +82,35 @@ check "a second SIGINT says so" grep -q "interrupted twice" "$tmp/force.err"
 check "a forced exit leaves a valid trace" json "$tmp/f.json" "assert 'traceEvents' in d"
 
 # --bench-comm interrupted (the sizes up to 64M at 3000 iterations take far
-# longer than the 3 s given): the rows so far reach a pipe and --output
+# longer than the wait): the rows so far reach a pipe and --output. The wait
+# is twice a whole run of the first size alone (start-up included), timed
+# here under whatever else the machine runs, and at least 3 s.
 bench_rows() { grep -cE '^ +[0-9]+[KMG]? +[0-9]+ ' "$1"; }
+t0=$(date +%s%N)
+HOME="$tmp" "$BIN" --bench-comm --ranks 2 --max-bytes 4K --iters 3000 >"$tmp/bc1.out" 2>&1
+check "--bench-comm of the first size alone: one row" test "$(bench_rows "$tmp/bc1.out")" -eq 1
+bench_wait=$(((($(date +%s%N) - t0) / 1000000 * 2 + 999) / 1000))
+[ "$bench_wait" -ge 3 ] || bench_wait=3
 (
     HOME="$tmp" "$BIN" --bench-comm --ranks 2 --max-bytes 64M --iters 3000 2>"$tmp/bc.err" | cat >"$tmp/bc.out"
     echo "${PIPESTATUS[0]}" >"$tmp/bc.rc"
 ) &
 sub=$!
-sleep 3
+sleep "$bench_wait"
 pkill -INT -f -- "--bench-comm --ranks 2 --max-bytes 64M --iters 3000\$"
 wait $sub
 check "--bench-comm piped, SIGINT: exit 130 (got $(cat "$tmp/bc.rc"))" test "$(cat "$tmp/bc.rc")" -eq 130
-check "--bench-comm piped, SIGINT: the sizes measured reach the pipe ($(bench_rows "$tmp/bc.out") rows)" \
+check "--bench-comm piped, SIGINT after ${bench_wait} s: the sizes measured reach the pipe ($(bench_rows "$tmp/bc.out") rows)" \
     test "$(bench_rows "$tmp/bc.out")" -ge 1
 check "--bench-comm piped, SIGINT: it says so" grep -q "interrupted; reported the" "$tmp/bc.err"
 HOME="$tmp" "$BIN" --bench-comm --ranks 2 --max-bytes 64M --iters 3000 --output "$tmp/bc.txt" 2>"$tmp/bco.err" &
 pid=$!
-sleep 3
+sleep "$bench_wait"
 kill -INT $pid
 wait $pid
 st=$?
 check "--bench-comm --output, SIGINT: exit 130 (got $st)" test "$st" -eq 130
-check "--bench-comm --output, SIGINT: the file holds the sizes measured" test "$(bench_rows "$tmp/bc.txt")" -ge 1
+check "--bench-comm --output, SIGINT after ${bench_wait} s: the file holds the sizes measured" test "$(bench_rows "$tmp/bc.txt")" -ge 1
 
 # a full disk at the end: the report is not lost
 for mode in train replay; do
