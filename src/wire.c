@@ -1,0 +1,585 @@
+/* wire.c - messages between a job's processes without MPI (see wire.h). */
+#include "wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WIRE_MAGIC 0x64647077u /* "ddpw" */
+/* the longest message: a relay's batch of records is far shorter; this
+ * only stops a corrupt length from asking for the machine's memory */
+#define WIRE_MAX_LEN (256u << 20)
+
+/* What leads every message. */
+struct frame {
+    uint32_t magic;
+    int32_t chan, tag;
+    uint32_t len;
+};
+
+/* A worker's word on joining, and process 0's answer (ok, or why not). */
+struct hello {
+    uint32_t magic;
+    int32_t rank, size;
+    uint32_t pad;
+    uint64_t nonce;
+};
+struct answer {
+    uint32_t magic;
+    int32_t ok;
+    int32_t size; /* the job's, as process 0 has it */
+    uint32_t pad;
+};
+
+struct queued {
+    struct wire_msg m;
+    struct queued *next;
+};
+
+struct peer {
+    int fd;
+    _Atomic int alive;
+    pthread_mutex_t send_mx;
+    /* the message being read */
+    struct frame hdr;
+    size_t hgot, bgot;
+    unsigned char *body;
+};
+
+struct wire {
+    int rank, size;
+    double timeout_s;
+    struct peer *peers; /* [size]: process 0 holds 1..size-1, a worker 0 */
+    int wake[2];        /* wire_close's word to the reading thread */
+    pthread_t rx;
+    int rx_started;
+    pthread_mutex_t mx; /* the queue */
+    pthread_cond_t cv;
+    struct queued *head, *tail;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void nap_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Reads or writes all n bytes of fd before deadline (ms on now_ms's
+ * clock); 0, or -1 (closed, failed, or late). */
+static int full_io(int fd, void *buf, size_t n, int writing, int64_t deadline)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return -1;
+        struct pollfd pf = {fd, (short)(writing ? POLLOUT : POLLIN), 0};
+        int k = poll(&pf, 1, left > 1000 ? 1000 : (int)left);
+        if (k < 0 && errno != EINTR)
+            return -1;
+        if (k <= 0)
+            continue;
+        ssize_t got = writing ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR && errno != EWOULDBLOCK))
+            return -1;
+        if (got > 0) {
+            p += got;
+            n -= (size_t)got;
+        }
+    }
+    return 0;
+}
+
+/* ---- the meeting -------------------------------------------------------- */
+
+/* dir must be a folder this user owns and no one else can write: the
+ * address in it says where this job's records and runs go. */
+static int check_dir(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "rendezvous %s: not a folder", dir);
+        return -1;
+    }
+    if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(err, errlen,
+                 "rendezvous %s: another user can write this folder (it must be yours alone: the job's "
+                 "address is kept there)",
+                 dir);
+        return -1;
+    }
+    return 0;
+}
+
+static void addr_path(char *out, size_t n, const char *dir, const char *job)
+{
+    snprintf(out, n, "%s/ddptop-%s.addr", dir, job);
+}
+
+/* Process 0: listens on every IPv4 interface, at a port the system picks. */
+static int listen_any(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof(a);
+    if (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 64) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* Writes "HOST PORT NONCE" to the meeting's file, whole or not at all
+ * (a temporary file renamed into place). */
+static int publish(const char *path, int port, uint64_t nonce, char *err, size_t errlen)
+{
+    char host[256], tmp[4200];
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "localhost");
+    host[sizeof(host) - 1] = 0;
+    snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "rendezvous: cannot write %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    char line[400];
+    int n = snprintf(line, sizeof(line), "%s %d %llu\n", host, port, (unsigned long long)nonce);
+    int ok = write(fd, line, (size_t)n) == n;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "rendezvous: cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* A worker: process 0's address from the meeting's file; 0, or -1 while
+ * there is none (yet). */
+static int read_addr(const char *path, char *host, size_t hn, int *port, uint64_t *nonce)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    char line[400];
+    ssize_t n = read(fd, line, sizeof(line) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    line[n] = 0;
+    char h[256];
+    unsigned long long v;
+    if (sscanf(line, "%255s %d %llu", h, port, &v) != 3 || *port <= 0 || *port > 65535)
+        return -1;
+    snprintf(host, hn, "%s", h);
+    *nonce = v;
+    return 0;
+}
+
+static int connect_to(const char *host, int port)
+{
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", port);
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(host, ps, &hints, &res) != 0 && getaddrinfo("127.0.0.1", ps, &hints, &res) != 0)
+        return -1;
+    int fd = -1;
+    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static void tune(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* the clock's pings */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Process 0: every worker's connection, each saying its rank. */
+static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int64_t deadline, char *err, size_t errlen)
+{
+    int joined = 0;
+    while (joined < w->size - 1) {
+        int64_t left = deadline - now_ms();
+        struct pollfd pf = {lfd, POLLIN, 0};
+        if (left <= 0 || (poll(&pf, 1, left > 1000 ? 1000 : (int)left) < 0 && errno != EINTR))
+            break;
+        if (!(pf.revents & POLLIN))
+            continue;
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        tune(fd);
+        struct hello h;
+        int64_t hello_by = now_ms() + 2000;
+        if (full_io(fd, &h, sizeof(h), 0, hello_by < deadline ? hello_by : deadline) != 0 || h.magic != WIRE_MAGIC ||
+            h.nonce != nonce) {
+            close(fd); /* not this job's (or a worker of an earlier one) */
+            continue;
+        }
+        struct answer a = {.magic = WIRE_MAGIC, .ok = 1, .size = w->size};
+        int fits = h.size == w->size && h.rank > 0 && h.rank < w->size;
+        if (fits && w->peers[h.rank].fd >= 0) {
+            snprintf(err, errlen, "rendezvous: two processes say they are rank %d", h.rank);
+            a.ok = 0;
+            full_io(fd, &a, sizeof(a), 1, deadline);
+            close(fd);
+            return -1;
+        }
+        a.ok = fits;
+        if (full_io(fd, &a, sizeof(a), 1, deadline) != 0 || !fits) {
+            close(fd);
+            continue;
+        }
+        w->peers[h.rank].fd = fd;
+        atomic_store(&w->peers[h.rank].alive, 1);
+        joined++;
+    }
+    if (joined == w->size - 1)
+        return 0;
+    char missing[200] = "";
+    size_t at = 0;
+    for (int p = 1; p < w->size && at + 16 < sizeof(missing); p++)
+        if (w->peers[p].fd < 0)
+            at += (size_t)snprintf(missing + at, sizeof(missing) - at, "%s%d", at ? ", " : "", p);
+    snprintf(err, errlen, "rendezvous: process%s %s of %d did not come within %.3g s",
+             w->size - 1 - joined > 1 ? "es" : "", missing, w->size, w->timeout_s);
+    return -1;
+}
+
+/* A worker: connects to process 0 (reading its address again while it
+ * is absent or an earlier job's), and says its rank. */
+static int join_zero(struct wire *w, const char *path, int64_t deadline, char *err, size_t errlen)
+{
+    for (;;) {
+        char host[256];
+        int port;
+        uint64_t nonce;
+        if (read_addr(path, host, sizeof(host), &port, &nonce) == 0) {
+            int fd = connect_to(host, port);
+            if (fd >= 0) {
+                tune(fd);
+                struct hello h = {.magic = WIRE_MAGIC, .rank = w->rank, .size = w->size, .nonce = nonce};
+                struct answer a;
+                if (full_io(fd, &h, sizeof(h), 1, deadline) == 0 && full_io(fd, &a, sizeof(a), 0, deadline) == 0 &&
+                    a.magic == WIRE_MAGIC) {
+                    if (!a.ok) {
+                        snprintf(err, errlen, "rendezvous: process 0 refused rank %d of %d (its job has %d processes)",
+                                 w->rank, w->size, a.size);
+                        close(fd);
+                        return -1;
+                    }
+                    w->peers[0].fd = fd;
+                    atomic_store(&w->peers[0].alive, 1);
+                    return 0;
+                }
+                close(fd);
+            }
+        }
+        if (now_ms() >= deadline) {
+            snprintf(err, errlen, "rendezvous: process 0 did not come within %.3g s (no address in %s)", w->timeout_s,
+                     path);
+            return -1;
+        }
+        nap_ms(50);
+    }
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static void lost(struct wire *w, struct peer *p)
+{
+    pthread_mutex_lock(&w->mx);
+    atomic_store(&p->alive, 0);
+    free(p->body);
+    p->body = NULL;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mx);
+}
+
+/* Reads what src's connection holds now; -1 once it is gone. */
+static int read_some(struct wire *w, int src)
+{
+    struct peer *p = &w->peers[src];
+    for (;;) {
+        void *at;
+        size_t want;
+        if (p->hgot < sizeof(p->hdr)) {
+            at = (unsigned char *)&p->hdr + p->hgot;
+            want = sizeof(p->hdr) - p->hgot;
+        } else {
+            at = p->body + p->bgot;
+            want = p->hdr.len - p->bgot;
+        }
+        ssize_t got = want ? recv(p->fd, at, want, 0) : 0;
+        if (want && got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return 0;
+        if (want && got <= 0)
+            return -1;
+        if (p->hgot < sizeof(p->hdr)) {
+            p->hgot += (size_t)got;
+            if (p->hgot < sizeof(p->hdr))
+                continue;
+            if (p->hdr.magic != WIRE_MAGIC || p->hdr.len > WIRE_MAX_LEN)
+                return -1; /* not our framing: the connection is no use */
+            p->bgot = 0;
+            if (!(p->body = malloc(p->hdr.len ? p->hdr.len : 1)))
+                return -1;
+            continue;
+        }
+        p->bgot += (size_t)got;
+        if (p->bgot < p->hdr.len)
+            continue;
+        struct queued *q = malloc(sizeof(*q));
+        if (!q)
+            return -1;
+        q->m =
+            (struct wire_msg){.src = src, .chan = p->hdr.chan, .tag = p->hdr.tag, .len = p->hdr.len, .data = p->body};
+        q->next = NULL;
+        p->body = NULL;
+        p->hgot = 0;
+        pthread_mutex_lock(&w->mx);
+        if (w->tail)
+            w->tail->next = q;
+        else
+            w->head = q;
+        w->tail = q;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mx);
+    }
+}
+
+static void *receive(void *arg)
+{
+    struct wire *w = arg;
+    struct pollfd *pf = calloc((size_t)w->size + 1, sizeof(*pf));
+    int *who = calloc((size_t)w->size + 1, sizeof(*who));
+    while (pf && who) {
+        int n = 0;
+        pf[n++] = (struct pollfd){w->wake[0], POLLIN, 0};
+        for (int p = 0; p < w->size; p++)
+            if (atomic_load(&w->peers[p].alive)) {
+                who[n] = p;
+                pf[n++] = (struct pollfd){w->peers[p].fd, POLLIN, 0};
+            }
+        if (poll(pf, (nfds_t)n, -1) < 0 && errno != EINTR)
+            break;
+        if (pf[0].revents)
+            break; /* wire_close */
+        for (int i = 1; i < n; i++)
+            if (pf[i].revents && read_some(w, who[i]) != 0)
+                lost(w, &w->peers[who[i]]);
+    }
+    free(pf);
+    free(who);
+    return NULL;
+}
+
+/* ---- the interface ------------------------------------------------------ */
+
+struct wire *wire_open(const char *dir, const char *job, int rank, int size, double timeout_s, char *err, size_t errlen)
+{
+    if (size < 1 || rank < 0 || rank >= size) {
+        snprintf(err, errlen, "rendezvous: rank %d of %d processes", rank, size);
+        return NULL;
+    }
+    if (check_dir(dir, err, errlen) != 0)
+        return NULL;
+    struct wire *w = calloc(1, sizeof(*w));
+    if (!w || !(w->peers = calloc((size_t)size, sizeof(*w->peers)))) {
+        free(w);
+        snprintf(err, errlen, "rendezvous: out of memory for %d processes", size);
+        return NULL;
+    }
+    w->rank = rank;
+    w->size = size;
+    w->timeout_s = timeout_s;
+    w->wake[0] = w->wake[1] = -1;
+    pthread_mutex_init(&w->mx, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    for (int p = 0; p < size; p++) {
+        w->peers[p].fd = -1;
+        pthread_mutex_init(&w->peers[p].send_mx, NULL);
+    }
+    char path[4096];
+    addr_path(path, sizeof(path), dir, job);
+    int64_t deadline = now_ms() + (int64_t)(timeout_s * 1000);
+    int rc = -1;
+    if (rank == 0) {
+        int port = 0;
+        uint64_t nonce = 0;
+        int lfd = listen_any(&port);
+        if (lfd < 0)
+            snprintf(err, errlen, "rendezvous: cannot listen on a TCP port: %s", strerror(errno));
+        else if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+            snprintf(err, errlen, "rendezvous: no random number for the job's key");
+        else if (publish(path, port, nonce, err, errlen) == 0) {
+            rc = gather_workers(w, lfd, nonce, deadline, err, errlen);
+            unlink(path); /* every worker has it, or the job failed: the next job's own */
+        }
+        if (lfd >= 0)
+            close(lfd);
+    } else {
+        rc = join_zero(w, path, deadline, err, errlen);
+    }
+    if (rc == 0 && pipe2(w->wake, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "rendezvous: no pipe: %s", strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0 && pthread_create(&w->rx, NULL, receive, w) != 0) {
+        snprintf(err, errlen, "rendezvous: cannot start the receiving thread");
+        rc = -1;
+    }
+    if (rc != 0) {
+        wire_close(w);
+        return NULL;
+    }
+    w->rx_started = 1;
+    return w;
+}
+
+int wire_rank(const struct wire *w)
+{
+    return w->rank;
+}
+
+int wire_size(const struct wire *w)
+{
+    return w->size;
+}
+
+int wire_alive(struct wire *w, int p)
+{
+    return p >= 0 && p < w->size && atomic_load(&w->peers[p].alive);
+}
+
+int wire_send(struct wire *w, int dst, int chan, int tag, const void *buf, size_t len)
+{
+    if (!wire_alive(w, dst) || len > WIRE_MAX_LEN)
+        return -1;
+    struct peer *p = &w->peers[dst];
+    struct frame f = {.magic = WIRE_MAGIC, .chan = chan, .tag = tag, .len = (uint32_t)len};
+    /* a peer that reads nothing for the job's timeout is given up */
+    int64_t deadline = now_ms() + (int64_t)(w->timeout_s * 1000);
+    pthread_mutex_lock(&p->send_mx);
+    int rc = full_io(p->fd, &f, sizeof(f), 1, deadline);
+    if (rc == 0 && len)
+        rc = full_io(p->fd, (void *)buf, len, 1, deadline);
+    pthread_mutex_unlock(&p->send_mx);
+    if (rc != 0)
+        shutdown(p->fd, SHUT_RDWR); /* (the reading thread sees it go) */
+    return rc;
+}
+
+static int matches(const struct wire_msg *m, int src, int chan, int tag)
+{
+    return (src == WIRE_ANY || m->src == src) && m->chan == chan && (tag == WIRE_ANY || m->tag == tag);
+}
+
+int wire_take(struct wire *w, int src, int chan, int tag, int timeout_ms, struct wire_msg *m)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    if (timeout_ms > 0) {
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    pthread_mutex_lock(&w->mx);
+    for (;;) {
+        for (struct queued **q = &w->head, *prev = NULL; *q; prev = *q, q = &(*q)->next) {
+            if (!matches(&(*q)->m, src, chan, tag))
+                continue;
+            struct queued *hit = *q;
+            *q = hit->next;
+            if (w->tail == hit)
+                w->tail = prev;
+            pthread_mutex_unlock(&w->mx);
+            *m = hit->m;
+            free(hit);
+            return 1;
+        }
+        int open = 0;
+        for (int p = 0; p < w->size; p++)
+            open += (src == WIRE_ANY || p == src) && atomic_load(&w->peers[p].alive);
+        if (!open) {
+            pthread_mutex_unlock(&w->mx);
+            return -1;
+        }
+        if (timeout_ms == 0 || (timeout_ms > 0 ? pthread_cond_timedwait(&w->cv, &w->mx, &until)
+                                               : pthread_cond_wait(&w->cv, &w->mx)) == ETIMEDOUT) {
+            pthread_mutex_unlock(&w->mx);
+            return 0;
+        }
+    }
+}
+
+void wire_close(struct wire *w)
+{
+    if (!w)
+        return;
+    for (int p = 0; p < w->size; p++)
+        if (w->peers[p].fd >= 0)
+            shutdown(w->peers[p].fd, SHUT_RDWR);
+    if (w->rx_started) {
+        if (write(w->wake[1], "x", 1) != 1) {
+            /* (the shut connections end its poll too) */
+        }
+        pthread_join(w->rx, NULL);
+    }
+    for (int p = 0; p < w->size; p++) {
+        if (w->peers[p].fd >= 0)
+            close(w->peers[p].fd);
+        free(w->peers[p].body);
+        pthread_mutex_destroy(&w->peers[p].send_mx);
+    }
+    for (int i = 0; i < 2; i++)
+        if (w->wake[i] >= 0)
+            close(w->wake[i]);
+    while (w->head) {
+        struct queued *q = w->head;
+        w->head = q->next;
+        free(q->m.data);
+        free(q);
+    }
+    pthread_mutex_destroy(&w->mx);
+    pthread_cond_destroy(&w->cv);
+    free(w->peers);
+    free(w);
+}

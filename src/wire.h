@@ -1,0 +1,59 @@
+/* wire.h - messages between a job's processes without MPI.
+ *
+ * Processes started without mpirun (each by hand, by a shell loop, by a
+ * scheduler's own launcher) meet through a folder they share, as gloo's
+ * file store does (--rendezvous file:DIR): process 0 listens on a TCP port
+ * and puts its address in DIR; every other process reads it there,
+ * connects, and says which rank it is. What procs.c sends between
+ * processes (a run's configuration, every rank's records to process 0,
+ * the clock's ping-pong) goes between process 0 and one worker at a time,
+ * so the connections are a star around process 0.
+ *
+ * A message has a channel (as an MPI communicator: the runs' word, the
+ * relay), a tag and a length. A thread of each process reads its
+ * connections as bytes arrive and queues whole messages; wire_take takes
+ * the first queued one that matches, as MPI's matched probe does, and the
+ * messages from one process on one channel come in the order sent. A
+ * peer that closes its end (it ended, or was killed) is seen at once. */
+#ifndef DDPTOP_WIRE_H
+#define DDPTOP_WIRE_H
+
+#include <stddef.h>
+
+enum { WIRE_ANY = -1 };
+
+struct wire;
+
+struct wire_msg {
+    int src, chan, tag;
+    size_t len;
+    unsigned char *data; /* malloc'd; the taker frees it */
+};
+
+/* Joins the job of `size` processes meeting in dir, as process `rank`,
+ * within timeout_s. job names the meeting within dir (several jobs may
+ * share one folder). NULL with err set: dir is not a folder this user
+ * alone can write, a process did not come in time (named), two said the
+ * same rank. */
+struct wire *wire_open(const char *dir, const char *job, int rank, int size, double timeout_s, char *err,
+                       size_t errlen);
+int wire_rank(const struct wire *w);
+int wire_size(const struct wire *w);
+
+/* Sends len bytes to process dst (process 0, or from process 0 any
+ * worker). 0, or -1 when dst's connection is gone. */
+int wire_send(struct wire *w, int dst, int chan, int tag, const void *buf, size_t len);
+
+/* The first queued message from src (or WIRE_ANY) on chan with tag (or
+ * WIRE_ANY), waiting up to timeout_ms (0: not at all, -1: for ever).
+ * 1 with *m filled; 0 when none came in time; -1 when none can come: src's
+ * connection is gone (for WIRE_ANY: every connection). */
+int wire_take(struct wire *w, int src, int chan, int tag, int timeout_ms, struct wire_msg *m);
+
+/* 1 while process p's connection (a worker: process 0's) is open. */
+int wire_alive(struct wire *w, int p);
+
+/* Closes every connection (the peers see it at once) and frees w. */
+void wire_close(struct wire *w);
+
+#endif
