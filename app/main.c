@@ -117,12 +117,17 @@ static void tell(struct session *s, int show_progress)
         fprintf(stderr, "%sddptop: %s\n", show_progress ? "\r\033[K" : "", msg);
 }
 
-/* Under mpirun the processes hold the ranks: --ranks follows -np (times
- * --ranks-per-process), the backend is MPI unless told otherwise (run_check
- * refuses the others), and process 0 alone shows the UI or the report.
- * 0, or 2 after one line. */
+/* Under mpirun (or --rendezvous) the processes hold the ranks: --ranks
+ * follows -np or WORLD_SIZE (times --ranks-per-process), the backend is
+ * MPI (gloo) unless told otherwise (run_check refuses the others), and
+ * process 0 alone shows the UI or the report. 0, or 2 after one line. */
 static int procs_apply(struct config *cfg, const struct procs *pr)
 {
+    if (pr->wire && cfg->ranks_per_process > 1) {
+        if (pr->rank == 0)
+            fprintf(stderr, "ddptop: --ranks-per-process: only under mpirun (a --rendezvous process is one rank)\n");
+        return 2;
+    }
     if (cfg->mode != MODE_TRAIN && cfg->mode != MODE_BENCH_COMM && pr->size > 1) {
         if (pr->rank == 0)
             fprintf(stderr, "ddptop: under mpirun only training and --bench-comm run (not --info or --replay)\n");
@@ -150,10 +155,10 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
     }
     procs_set_per_process(per); /* (--ranks is world already: config_parse, or refused above) */
     if (!cfg->base.comm_set)
-        cfg->base.comm = cfg->comms[0] = COMM_MPI;
-    /* process 0 shows the UI where mpirun writes to its terminal; the
-     * workers are headless */
-    if (pr->rank > 0 || !procs_launcher_on_tty())
+        cfg->base.comm = cfg->comms[0] = pr->wire ? COMM_GLOO : COMM_MPI;
+    /* process 0 shows the UI where mpirun writes to its terminal (or, met
+     * through --rendezvous, on its own); the workers are headless */
+    if (pr->rank > 0 || (pr->wire ? !isatty(STDOUT_FILENO) : !procs_launcher_on_tty()))
         cfg->batch = 1;
     if (!cfg->base.threads_per_rank) {
         /* bound (mpirun's default for a few processes): the cores it was
@@ -320,6 +325,17 @@ static int ddptop_main(int argc, char **argv)
         return 0;
     if (prc != 0)
         return 2;
+    if (cfg.rendezvous[0]) {
+        char err[512];
+        if (procs_join(cfg.rendezvous, cfg.base.comm_timeout_s, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ddptop: %s\n", err);
+            return 2;
+        }
+        if (!cfg.ranks_set) { /* (parsed before the job met: config_parse's default) */
+            cfg.ranks[0] = pr->size;
+            cfg.nranks = 1;
+        }
+    }
     if (pr->active && procs_apply(&cfg, pr) != 0)
         return 2;
     if (!pr->active && cfg.ranks_per_process > 1) {

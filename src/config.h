@@ -143,8 +143,9 @@ struct config {
     int nmodels;
     int ranks[CFG_MAX_LIST];
     int nranks;
-    int ranks_set;         /* --ranks was given */
-    int ranks_per_process; /* under mpirun: rank threads in each process */
+    int ranks_set;             /* --ranks was given */
+    int ranks_per_process;     /* under mpirun: rank threads in each process */
+    char rendezvous[CFG_PATH]; /* --rendezvous file:DIR ("" = none): processes started without mpirun */
     int batches[CFG_MAX_LIST];
     int nbatches;
     int strategies[CFG_MAX_LIST];

@@ -1,17 +1,25 @@
-/* procs.c - ranks as processes under mpirun (see procs.h): starting and
- * ending MPI, the MPI communicator of a process's rank, and the relay that
- * brings every worker's records to process 0. */
+/* procs.c - ranks as processes (see procs.h): the job's start and end,
+ * the runs process 0 announces, the communicators of a process's rank, and
+ * the relay that brings every worker's records to process 0, over MPI
+ * under mpirun or over the rendezvous folder's connections without it
+ * (procs_net.h: the same code on both). */
 #include "procs.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "comm_gloo.h"
 #include "config.h"
+#include "procs_net.h"
 #include "run.h"
+#include "stop.h"
 
 static struct procs self = {.per = 1};
 
@@ -48,68 +56,107 @@ static int launched(void)
     return 0;
 }
 
-#ifdef DDPTOP_HAVE_MPI
-#include <mpi.h>
-#include <pthread.h>
-#include <time.h>
-
-#include "comm_mpi.h"
-#include "stop.h"
-#ifdef DDPTOP_HAVE_GLOO
-#include "comm_gloo_mpi.h"
-#endif
-
 static void nap_ms(int ms);
 
-static int *node_of;       /* [size]: the world rank of the first process on each process's node */
-static MPI_Comm runs_comm; /* process 0's word on the next run (procs_announce) */
+static const struct procs_net *net; /* MPI's, the rendezvous', or none: threads of one process */
+static int *node_of;                /* [size]: the world rank of the first process on each process's node */
 static char (*host_of)[64];
+enum { RUNS_CHAN = 0 }; /* process 0's word on the next run (procs_announce) */
 
 int procs_built(void)
 {
+#ifdef DDPTOP_HAVE_MPI
     return 1;
+#else
+    return 0;
+#endif
+}
+
+/* A carrier's start: the tables are procs.c's from here. */
+static void adopt(const struct procs_net *n, struct procs_net_start *st)
+{
+    net = n;
+    node_of = st->node_of;
+    host_of = st->host_of;
+    self.nodes = 0;
+    for (int i = 0; i < self.size; i++)
+        self.nodes += node_of[i] == i;
+    self.active = 1;
+}
+
+static int has_arg(int argc, char **argv, const char *opt)
+{
+    size_t n = strlen(opt);
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], opt, n) == 0 && (argv[i][n] == 0 || argv[i][n] == '='))
+            return 1;
+    return 0;
 }
 
 int procs_init(int *argc, char ***argv, char *err, size_t errlen)
 {
-    if (!launched())
-        return 0;
-    int provided = 0;
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
-        snprintf(err, errlen, "mpirun: MPI_Init_thread failed");
-        return -1;
-    }
-    if (provided < MPI_THREAD_MULTIPLE) {
-        /* rank threads, the relay and the collector all call MPI */
-        snprintf(err, errlen, "mpirun: this MPI library gives threads level %d; ddptop needs MPI_THREAD_MULTIPLE",
-                 provided);
-        MPI_Finalize();
-        return -1;
-    }
-    self.active = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &self.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &self.size);
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, self.rank, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &self.local_rank);
-    MPI_Comm_size(node, &self.local_size);
-    int first = self.rank;
-    MPI_Bcast(&first, 1, MPI_INT, 0, node);
-    MPI_Comm_free(&node);
     if (gethostname(self.host, sizeof(self.host)) != 0)
         snprintf(self.host, sizeof(self.host), "?");
     self.host[sizeof(self.host) - 1] = 0;
-    node_of = calloc((size_t)self.size, sizeof(*node_of));
-    host_of = calloc((size_t)self.size, sizeof(*host_of));
-    if (!node_of || !host_of) {
-        snprintf(err, errlen, "mpirun: out of memory for %d processes", self.size);
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    if (!launched()) {
+        /* processes that will meet through --rendezvous (procs_join):
+         * every one but process 0 keeps quiet from the start */
+        const char *r = getenv("RANK");
+        if (r && has_arg(*argc, *argv, "--rendezvous"))
+            self.rank = atoi(r);
+        return 0;
     }
-    MPI_Allgather(&first, 1, MPI_INT, node_of, 1, MPI_INT, MPI_COMM_WORLD);
-    MPI_Allgather(self.host, sizeof(self.host), MPI_CHAR, host_of, sizeof(self.host), MPI_CHAR, MPI_COMM_WORLD);
-    for (int i = 0; i < self.size; i++)
-        self.nodes += node_of[i] == i;
-    MPI_Comm_dup(MPI_COMM_WORLD, &runs_comm);
+#ifdef DDPTOP_HAVE_MPI
+    struct procs_net_start st = {.self = &self};
+    const struct procs_net *n = procs_net_mpi_start(argc, argv, &st, err, errlen);
+    if (!n)
+        return -1;
+    adopt(n, &st);
+    return 0;
+#else
+    if (getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1) {
+        snprintf(err, errlen, "mpirun: this ddptop was built without MPI (install libopenmpi-dev and rebuild)");
+        return -1;
+    }
+    return 0;
+#endif
+}
+
+/* A whole count from the environment: 0, or -1. */
+static int env_count(const char *name, long lo, long hi, int *out, char *err, size_t errlen)
+{
+    const char *v = getenv(name);
+    char *end = NULL;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || x < lo || x > hi) {
+        snprintf(err, errlen, "--rendezvous: %s must be a whole number from %ld to %ld (got %s%s%s)", name, lo, hi,
+                 v ? "'" : "nothing", v ? v : "", v ? "'" : "");
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+int procs_join(const char *spec, double timeout_s, char *err, size_t errlen)
+{
+    if (self.active) {
+        snprintf(err, errlen, "--rendezvous: mpirun meets the processes already; leave it out");
+        return -1;
+    }
+    if (strncmp(spec, "file:", 5) != 0 || !spec[5]) {
+        snprintf(err, errlen, "--rendezvous: expected file:DIR, a folder every process can reach (got '%s')", spec);
+        return -1;
+    }
+    int size, rank;
+    if (env_count("WORLD_SIZE", 1, 4096, &size, err, errlen) != 0 ||
+        env_count("RANK", 0, size - 1, &rank, err, errlen) != 0)
+        return -1;
+    struct procs_net_start st = {.self = &self};
+    const struct procs_net *n = procs_net_wire_start(spec + 5, rank, size, timeout_s, &st, err, errlen);
+    if (!n)
+        return -1;
+    adopt(n, &st);
+    self.wire = 1;
     return 0;
 }
 
@@ -121,28 +168,28 @@ void procs_announce(const struct run_config *rc)
     if (!self.active || self.rank != 0)
         return;
     for (int p = 1; p < self.size; p++)
-        MPI_Send(rc, (int)sizeof(*rc), MPI_BYTE, p, TAG_RUN, runs_comm);
+        net->send(p, RUNS_CHAN, TAG_RUN, rc, sizeof(*rc));
 }
 
 int procs_next_run(struct run_config *rc)
 {
+    if (!self.active)
+        return 0;
     for (;;) {
-        int found = 0;
-        MPI_Status st;
-        MPI_Iprobe(0, TAG_RUN, runs_comm, &found, &st);
-        if (!found) {
+        struct procs_msg m;
+        int got = net->take(0, RUNS_CHAN, TAG_RUN, 0, NULL, NULL, &m);
+        if (got < 0)
+            return 0; /* process 0 is gone */
+        if (got == 0) {
             /* process 0's user may read a final screen for an hour */
             nap_ms(20);
             continue;
         }
-        int len = 0;
-        MPI_Get_count(&st, MPI_BYTE, &len);
-        if (len != (int)sizeof(*rc)) {
-            MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_RUN, runs_comm, MPI_STATUS_IGNORE);
-            return 0;
-        }
-        MPI_Recv(rc, len, MPI_BYTE, 0, TAG_RUN, runs_comm, MPI_STATUS_IGNORE);
-        return 1;
+        int run = m.len == sizeof(*rc);
+        if (run)
+            memcpy(rc, m.data, sizeof(*rc));
+        free(m.data);
+        return run;
     }
 }
 
@@ -176,70 +223,59 @@ int procs_exit(int status)
      * out, and a worker that aborted first could cut that report short,
      * so a worker waits for it (a while) */
     int failed_run = status != 0 && status != 2 && self.size > 1;
-    if (comm_mpi_tainted() || (self.rank == 0 && failed_run)) {
+    if (net->tainted() || (self.rank == 0 && failed_run)) {
         for (int i = 0; self.rank != 0 && i < 100; i++)
             nap_ms(100);
-        MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
+        net->abort(status ? status : 1);
     }
     /* no more runs: the workers' wait ends */
     for (int p = 1; self.rank == 0 && p < self.size; p++)
-        MPI_Send(NULL, 0, MPI_BYTE, p, TAG_RUN, runs_comm);
-    MPI_Comm_free(&runs_comm);
-    MPI_Finalize();
+        net->send(p, RUNS_CHAN, TAG_RUN, NULL, 0);
+    net->finish();
     return status;
+}
+
+/* Without a carrier (threads of one process), what procs.h's
+ * communicators would need. */
+static struct comm *no_procs(const char *what, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: %s", what, procs_built() ? "needs mpirun" : "this ddptop was built without MPI");
+    return NULL;
 }
 
 struct comm *procs_comm_create(char *err, size_t errlen)
 {
-    return comm_mpi_create(MPI_COMM_WORLD, err, errlen);
+    return net ? net->comm_create(-1, self.rank, err, errlen) : no_procs("--comm mpi", err, errlen);
 }
 
 struct comm *procs_group_comm_create(int group, int key, char *err, size_t errlen)
 {
-    MPI_Comm g;
-    if (MPI_Comm_split(MPI_COMM_WORLD, group, key, &g) != MPI_SUCCESS) {
-        snprintf(err, errlen, "MPI_Comm_split failed");
-        return NULL;
-    }
-    struct comm *c = comm_mpi_create(g, err, errlen); /* (over a duplicate) */
-    MPI_Comm_free(&g);
-    return c;
+    return net ? net->comm_create(group, key, err, errlen) : no_procs("--comm mpi", err, errlen);
 }
 
-#ifdef DDPTOP_HAVE_GLOO
 struct comm *procs_gloo_create(int group, int key, const struct comm_gloo_params *p, char *err, size_t errlen)
 {
-    if (group < 0)
-        return comm_gloo_create_mpi(MPI_COMM_WORLD, p, err, errlen);
-    MPI_Comm g;
-    if (MPI_Comm_split(MPI_COMM_WORLD, group, key, &g) != MPI_SUCCESS) {
-        snprintf(err, errlen, "MPI_Comm_split failed");
-        return NULL;
-    }
-    struct comm *c = comm_gloo_create_mpi(g, p, err, errlen); /* (MPI carries its rendezvous only) */
-    MPI_Comm_free(&g);
-    return c;
+    return net ? net->gloo_create(group, key, p, err, errlen) : no_procs("--comm gloo", err, errlen);
 }
-#else
-struct comm *procs_gloo_create(int group, int key, const struct comm_gloo_params *p, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "--comm gloo: %s", comm_gloo_unavailable());
-    return NULL;
-}
-#endif
 
 void procs_gather(const double *mine, int n, double *all)
 {
-    MPI_Gather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (net)
+        net->gather(mine, n, all);
+    else
+        memcpy(all, mine, sizeof(double) * (size_t)n);
 }
 
 void procs_bcast(void *buf, int bytes)
 {
-    MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (net)
+        net->bcast(buf, bytes);
 }
 
 int procs_local_rank_of(int p)
 {
+    if (!node_of)
+        return 0;
     int n = 0;
     for (int q = 0; q < p; q++)
         n += node_of[q] == node_of[p];
@@ -248,7 +284,7 @@ int procs_local_rank_of(int p)
 
 void procs_device_name(int p, const char *dev, char *out, size_t n)
 {
-    int other = p > 0 && p < self.size && node_of[p] != node_of[0];
+    int other = node_of && p > 0 && p < self.size && node_of[p] != node_of[0];
     snprintf(out, n, "%.40s%s%.20s", dev, other ? "@" : "", other ? host_of[p] : "");
 }
 
@@ -309,7 +345,7 @@ struct relay_ctrl {
 
 struct relay {
     struct run *r;
-    MPI_Comm mc;
+    int chan; /* its own channel (net->open_chan) */
     pthread_t rx;
     int rx_started;
     _Atomic int rx_quit;
@@ -325,6 +361,7 @@ struct relay {
     unsigned char *ended;      /* process 0: [size], its ranks ended (or it was given up) */
     int *done_of;              /* process 0: [size], its ranks that ended */
     int64_t lost_ns;           /* silence after which a process is given up */
+    int left;                  /* process 0: the workers whose ranks have not all ended */
     _Atomic int64_t ending_ns; /* process 0: when its SIGTERM came (0: none) */
     unsigned char *buf;        /* a worker's message being built */
     size_t cap;
@@ -334,6 +371,20 @@ static void nap_ms(int ms)
 {
     struct timespec ts = {0, ms * 1000L * 1000};
     nanosleep(&ts, NULL);
+}
+
+/* An int64 from p on chan with tag: 0, or -1 when none came (or p is
+ * gone) within timeout_ms (-1: for ever). */
+static int take_i64(int p, int chan, int tag, int timeout_ms, int64_t *v, size_t n)
+{
+    struct procs_msg m;
+    if (net->take(p, chan, tag, timeout_ms, NULL, NULL, &m) != 1)
+        return -1;
+    int ok = m.len == n * sizeof(int64_t);
+    if (ok)
+        memcpy(v, m.data, m.len);
+    free(m.data);
+    return ok ? 0 : -1;
 }
 
 /* Process p shares process 0's CLOCK_MONOTONIC (the same node), and its
@@ -355,17 +406,19 @@ static void measure_clocks(struct relay *rl)
         for (int k = 0; k < CLOCK_ROUNDS; k++) {
             int64_t t0 = probe_now_ns(), tr = 0;
             if (self.rank == 0) {
-                MPI_Send(&t0, 1, MPI_INT64_T, p, TAG_CLOCK, rl->mc);
-                MPI_Recv(&tr, 1, MPI_INT64_T, p, TAG_CLOCK, rl->mc, MPI_STATUS_IGNORE);
+                if (net->send(p, rl->chan, TAG_CLOCK, &t0, sizeof(t0)) != 0 ||
+                    take_i64(p, rl->chan, TAG_CLOCK, -1, &tr, 1) != 0)
+                    break; /* (p is gone: the relay gives it up) */
                 int64_t t1 = probe_now_ns();
                 if (t1 - t0 < best) {
                     best = t1 - t0;
                     add = (t0 + t1) / 2 - tr;
                 }
             } else if (self.rank == p) {
-                MPI_Recv(&tr, 1, MPI_INT64_T, 0, TAG_CLOCK, rl->mc, MPI_STATUS_IGNORE);
+                if (take_i64(0, rl->chan, TAG_CLOCK, -1, &tr, 1) != 0)
+                    break;
                 tr = probe_now_ns();
-                MPI_Send(&tr, 1, MPI_INT64_T, 0, TAG_CLOCK, rl->mc);
+                net->send(0, rl->chan, TAG_CLOCK, &tr, sizeof(tr));
             }
         }
         /* one node shares CLOCK_MONOTONIC: exact, whatever the ping-pong says */
@@ -390,32 +443,16 @@ static int64_t clock_every(void)
     return v > 0 ? v * 1000LL * 1000 : CLOCK_EVERY_NS;
 }
 
-/* Waits for req until CLOCK_LATE_NS from t0; 0 when it completed. A late
- * answer is cancelled, and the worker measures no more this run. */
-static int clock_wait(MPI_Request *req, int64_t t0)
-{
-    for (;;) {
-        int done = 0;
-        MPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (done)
-            return 0;
-        if (probe_now_ns() - t0 > CLOCK_LATE_NS) {
-            MPI_Cancel(req);
-            MPI_Wait(req, MPI_STATUS_IGNORE);
-            return -1;
-        }
-    }
-}
-
+/* CLOCK_ROUNDS pings, each answered within CLOCK_LATE_NS, or the worker
+ * measures no more this run (a late answer is left on the channel,
+ * which no one reads again). */
 static void clock_again(struct relay *rl)
 {
     int64_t best = INT64_MAX, add = 0;
     for (int k = 0; k < CLOCK_ROUNDS; k++) {
         int64_t t0 = probe_now_ns(), tr = 0;
-        MPI_Request req;
-        MPI_Irecv(&tr, 1, MPI_INT64_T, 0, TAG_PONG, rl->mc, &req);
-        MPI_Send(&t0, 1, MPI_INT64_T, 0, TAG_PING, rl->mc);
-        if (clock_wait(&req, t0) != 0) {
+        if (net->send(0, rl->chan, TAG_PING, &t0, sizeof(t0)) != 0 ||
+            take_i64(0, rl->chan, TAG_PONG, (int)(CLOCK_LATE_NS / 1000000), &tr, 1) != 0) {
             rl->clock_every_ns = 0;
             return;
         }
@@ -426,7 +463,7 @@ static void clock_again(struct relay *rl)
         }
     }
     int64_t est[2] = {add, best / 2};
-    MPI_Send(est, 2, MPI_INT64_T, 0, TAG_OFFSET, rl->mc);
+    net->send(0, rl->chan, TAG_OFFSET, est, sizeof(est));
     rl->clock_at_ns = probe_now_ns();
 }
 
@@ -501,8 +538,8 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
     }
 }
 
-/* A worker silent for rl->lost_ns: its ranks that had not ended end,
- * failed, naming it. */
+/* A worker silent for rl->lost_ns, or whose connection closed: its ranks
+ * that had not ended end, failed, naming it. */
 static int give_up_silent(struct relay *rl)
 {
     int64_t now = probe_now_ns(), lost = rl->lost_ns;
@@ -511,16 +548,21 @@ static int give_up_silent(struct relay *rl)
         lost = ENDING_LOST_NS;
     int n = 0;
     for (int p = 1; p < self.size; p++) {
-        if (rl->ended[p] || now - rl->seen_ns[p] <= lost)
+        int gone = !net->alive(p);
+        if (rl->ended[p] || (now - rl->seen_ns[p] <= lost && !gone))
             continue;
         for (int i = p * self.per; i < (p + 1) * self.per; i++) {
             if (atomic_load(&rl->r->ranks[i].finished))
                 continue;
             struct relay_done d = {.rank = i, .rc = -1};
             snprintf(d.dev, sizeof(d.dev), "cpu");
-            snprintf(d.err, sizeof(d.err), "process %d on %.64s stopped answering: nothing from it for %.1f s%s", p,
-                     host_of[p], (double)(now - rl->seen_ns[p]) / 1e9,
-                     ending ? " when the job was ended (SIGTERM)" : "");
+            if (gone)
+                snprintf(d.err, sizeof(d.err), "process %d on %.64s is gone: its connection closed%s", p, host_of[p],
+                         ending ? " when the job was ended (SIGTERM)" : "");
+            else
+                snprintf(d.err, sizeof(d.err), "process %d on %.64s stopped answering: nothing from it for %.1f s%s", p,
+                         host_of[p], (double)(now - rl->seen_ns[p]) / 1e9,
+                         ending ? " when the job was ended (SIGTERM)" : "");
             deliver(rl, TAG_DONE, (unsigned char *)&d, sizeof(d));
         }
         rl->ended[p] = 1;
@@ -529,80 +571,63 @@ static int give_up_silent(struct relay *rl)
     return n;
 }
 
+/* One message from worker p. */
+static void take_in(struct relay *rl, int p, const struct procs_msg *m)
+{
+    rl->seen_ns[p] = probe_now_ns();
+    if (m->tag == TAG_PING) {
+        /* a worker measures its clock: the answer at once, and the next
+         * rounds' without a nap */
+        int64_t now = probe_now_ns();
+        net->send(p, rl->chan, TAG_PONG, &now, sizeof(now));
+        rl->spin_until_ns = now + 2 * 1000 * 1000;
+        return;
+    }
+    if (m->tag == TAG_OFFSET && m->len == 2 * sizeof(int64_t)) {
+        int64_t est[2];
+        memcpy(est, m->data, sizeof(est));
+        rl->add_ns[p] = est[0];
+        rl->bound_ns[p] = est[1];
+        rl->estimates[p]++;
+        return;
+    }
+    deliver(rl, m->tag, m->data, m->len);
+    if (m->tag == TAG_DONE && ++rl->done_of[p] == self.per) {
+        rl->ended[p] = 1;
+        rl->left--;
+    }
+}
+
+/* While a long message arrives from p (net->take): the silent are given
+ * up meanwhile, and p's message too once p was. */
+static int still_wanted(void *ctx, int p)
+{
+    struct relay *rl = ctx;
+    rl->left -= give_up_silent(rl);
+    return !atomic_load(&rl->rx_quit) && !(p > 0 && p < self.size && rl->ended[p]);
+}
+
 /* Process 0's receiving thread: every worker's records into its ranks'
  * rings, until every worker's ranks have ended, or its process was given
  * up (or relay_close). */
 static void *receive(void *arg)
 {
     struct relay *rl = arg;
-    int left = self.size - 1;
-    unsigned char *buf = NULL;
-    size_t cap = 0;
-    while (left > 0 && !atomic_load(&rl->rx_quit)) {
-        int found = 0;
-        MPI_Message m;
-        MPI_Status st;
-        MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, rl->mc, &found, &m, &st);
-        if (!found) {
-            left -= give_up_silent(rl);
+    rl->left = self.size - 1;
+    while (rl->left > 0 && !atomic_load(&rl->rx_quit)) {
+        struct procs_msg m;
+        if (net->take(PNET_ANY, rl->chan, PNET_ANY, 0, still_wanted, rl, &m) != 1) {
+            rl->left -= give_up_silent(rl);
             if (probe_now_ns() > rl->spin_until_ns)
                 nap_ms(1);
             continue;
         }
-        int len = 0;
-        MPI_Get_count(&st, MPI_BYTE, &len);
-        if ((size_t)len > cap) {
-            unsigned char *nb = realloc(buf, (size_t)len);
-            if (!nb) {
-                MPI_Mrecv(NULL, 0, MPI_BYTE, &m, MPI_STATUS_IGNORE); /* fails; the rank's end still counts */
-                continue;
-            }
-            buf = nb;
-            cap = (size_t)len;
-        }
-        /* a message arrives in pieces: a sender stopped or killed in the
-         * middle of one leaves it unfinished, and its silence gives it up
-         * here too (the buffer is then MPI's for good: a new one follows) */
-        int p = st.MPI_SOURCE, done = 0;
-        MPI_Request req;
-        MPI_Imrecv(buf, len, MPI_BYTE, &m, &req);
-        while (MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done) {
-            left -= give_up_silent(rl);
-            if (atomic_load(&rl->rx_quit) || (p > 0 && p < self.size && rl->ended[p]))
-                break;
-            nap_ms(1);
-        }
-        if (!done) {
-            buf = NULL;
-            cap = 0;
-            continue;
-        }
-        if (p <= 0 || p >= self.size || rl->ended[p])
-            continue; /* (a process given up that spoke again: too late) */
-        rl->seen_ns[p] = probe_now_ns();
-        if (st.MPI_TAG == TAG_PING) {
-            /* a worker measures its clock: the answer at once, and the
-             * next rounds' without a nap */
-            int64_t now = probe_now_ns();
-            MPI_Send(&now, 1, MPI_INT64_T, p, TAG_PONG, rl->mc);
-            rl->spin_until_ns = now + 2 * 1000 * 1000;
-            continue;
-        }
-        if (st.MPI_TAG == TAG_OFFSET && len == 2 * (int)sizeof(int64_t)) {
-            int64_t est[2];
-            memcpy(est, buf, sizeof(est));
-            rl->add_ns[p] = est[0];
-            rl->bound_ns[p] = est[1];
-            rl->estimates[p]++;
-            continue;
-        }
-        deliver(rl, st.MPI_TAG, buf, (size_t)len);
-        if (st.MPI_TAG == TAG_DONE && ++rl->done_of[p] == self.per) {
-            rl->ended[p] = 1;
-            left--;
-        }
+        int p = m.src;
+        if (p > 0 && p < self.size && !rl->ended[p])
+            take_in(rl, p, &m);
+        /* (else a process given up that spoke again: too late) */
+        free(m.data);
     }
-    free(buf);
     return NULL;
 }
 
@@ -635,12 +660,16 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
         rl->estimates = calloc((size_t)self.size, sizeof(int));
     }
     if (!rl || !rl->add_ns || !rl->bound_ns || !rl->seen_ns || !rl->ended || !rl->done_of || !rl->estimates) {
-        snprintf(err, errlen, "out of memory for the MPI relay");
+        snprintf(err, errlen, "out of memory for the relay between processes");
         relay_free(rl);
         return NULL;
     }
     rl->r = r;
-    MPI_Comm_dup(MPI_COMM_WORLD, &rl->mc);
+    if ((rl->chan = net->open_chan()) < 0) {
+        snprintf(err, errlen, "no channel left for the relay between processes");
+        relay_free(rl);
+        return NULL;
+    }
     measure_clocks(rl);
     for (int i = 0; i < r->world && i / self.per < self.size; i++) {
         r->ranks[i].clock_add_ns = rl->add_ns[i / self.per];
@@ -659,8 +688,8 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
         rl->seen_ns[p] = rl->last_beat_ns;
     if (self.rank == 0 && self.size > 1) {
         if (pthread_create(&rl->rx, NULL, receive, rl) != 0) {
-            snprintf(err, errlen, "cannot start the MPI relay's thread");
-            MPI_Abort(MPI_COMM_WORLD, 1); /* the workers would wait for it forever */
+            fprintf(stderr, "ddptop: cannot start the relay's thread\n");
+            net->abort(1); /* the workers would wait for it forever */
         }
         rl->rx_started = 1;
     }
@@ -679,7 +708,7 @@ static void send_msg(struct relay *rl, int tag, const struct relay_hdr *h, const
     }
     memcpy(rl->buf, h, sizeof(*h));
     memcpy(rl->buf + sizeof(*h), body, bytes);
-    MPI_Send(rl->buf, (int)len, MPI_BYTE, 0, tag, rl->mc);
+    net->send(0, rl->chan, tag, rl->buf, len);
 }
 
 /* A worker's sink (run_drain): every batch of records one message to
@@ -727,7 +756,7 @@ static void send_ctrl(struct relay *rl, int what, uint32_t at)
 {
     struct relay_ctrl c = {.what = what, .at = at};
     for (int p = 1; p < self.size; p++)
-        MPI_Send(&c, sizeof(c), MPI_BYTE, p, TAG_CTRL, rl->mc);
+        net->send(p, rl->chan, TAG_CTRL, &c, sizeof(c));
 }
 
 int relay_poll(struct relay *rl, uint32_t *at)
@@ -750,19 +779,23 @@ int relay_poll(struct relay *rl, uint32_t *at)
     for (int t = 0; t < self.per; t++)
         forward(rl, &r->ranks[self.rank * self.per + t]);
     if (probe_now_ns() - rl->last_beat_ns > BEAT_EVERY_NS) {
-        MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_BEAT, rl->mc);
+        net->send(0, rl->chan, TAG_BEAT, NULL, 0);
         rl->last_beat_ns = probe_now_ns();
     }
     /* (not once a rank's end was sent: process 0 may have stopped
      * listening) */
     if (rl->clock_every_ns > 0 && !rl->done_sent && probe_now_ns() - rl->clock_at_ns > rl->clock_every_ns)
         clock_again(rl);
-    int found = 0;
-    MPI_Iprobe(0, TAG_CTRL, rl->mc, &found, MPI_STATUS_IGNORE);
-    if (!found)
+    struct procs_msg m;
+    int got = net->take(0, rl->chan, TAG_CTRL, 0, NULL, NULL, &m);
+    if (got < 0)
+        return RELAY_STOP; /* process 0 is gone: so is the job */
+    if (got == 0)
         return RELAY_NONE;
-    struct relay_ctrl c;
-    MPI_Recv(&c, sizeof(c), MPI_BYTE, 0, TAG_CTRL, rl->mc, MPI_STATUS_IGNORE);
+    struct relay_ctrl c = {RELAY_NONE, 0};
+    if (m.len == sizeof(c))
+        memcpy(&c, m.data, sizeof(c));
+    free(m.data);
     *at = c.at;
     return c.what;
 }
@@ -780,7 +813,7 @@ void relay_rank_done(struct relay *rl, int rank)
     memcpy(d.stage_mem, k->stage_mem, sizeof(d.stage_mem));
     snprintf(d.dev, sizeof(d.dev), "%s", k->dev.name[0] ? k->dev.name : "cpu");
     snprintf(d.err, sizeof(d.err), "%s", k->err);
-    MPI_Send(&d, sizeof(d), MPI_BYTE, 0, TAG_DONE, rl->mc);
+    net->send(0, rl->chan, TAG_DONE, &d, sizeof(d));
     rl->done_sent++;
 }
 
@@ -800,107 +833,8 @@ void relay_close(struct relay *rl)
             r->ranks[i].clock_estimates = rl->estimates[i / self.per];
         }
     }
-    /* (a worker's stop message that crossed its end is still queued: MPI
-     * drops it with the communicator) */
-    if (!comm_mpi_tainted())
-        MPI_Comm_free(&rl->mc);
+    /* (a worker's stop message that crossed its end is still queued: it
+     * goes with the channel) */
+    net->close_chan(rl->chan);
     relay_free(rl);
 }
-
-#else /* no MPI in this build */
-
-int procs_built(void)
-{
-    return 0;
-}
-
-int procs_init(int *argc, char ***argv, char *err, size_t errlen)
-{
-    if (launched() && getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1) {
-        snprintf(err, errlen, "mpirun: this ddptop was built without MPI (install libopenmpi-dev and rebuild)");
-        return -1;
-    }
-    return 0;
-}
-
-int procs_exit(int status)
-{
-    return status;
-}
-
-struct comm *procs_comm_create(char *err, size_t errlen)
-{
-    snprintf(err, errlen, "--comm mpi: this ddptop was built without MPI");
-    return NULL;
-}
-
-struct comm *procs_group_comm_create(int group, int key, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "--comm mpi: this ddptop was built without MPI");
-    return NULL;
-}
-
-struct comm *procs_gloo_create(int group, int key, const struct comm_gloo_params *p, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "--comm gloo: this ddptop was built without MPI");
-    return NULL;
-}
-
-void procs_gather(const double *mine, int n, double *all)
-{
-    memcpy(all, mine, sizeof(double) * (size_t)n);
-}
-
-void procs_bcast(void *buf, int bytes)
-{
-}
-
-int procs_local_rank_of(int p)
-{
-    return 0;
-}
-
-void procs_device_name(int p, const char *dev, char *out, size_t n)
-{
-    snprintf(out, n, "%s", dev);
-}
-
-int procs_most_on_a_node(void)
-{
-    return 1;
-}
-
-void procs_announce(const struct run_config *rc)
-{
-}
-
-int procs_next_run(struct run_config *rc)
-{
-    return 0;
-}
-
-int procs_launcher_on_tty(void)
-{
-    return 0;
-}
-
-struct relay *relay_open(struct run *r, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "this ddptop was built without MPI");
-    return NULL;
-}
-
-int relay_poll(struct relay *rl, uint32_t *at)
-{
-    return RELAY_NONE;
-}
-
-void relay_rank_done(struct relay *rl, int rank)
-{
-}
-
-void relay_close(struct relay *rl)
-{
-}
-
-#endif

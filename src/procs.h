@@ -1,10 +1,11 @@
-/* procs.h - ranks as processes: `mpirun -np P ddptop ...`.
+/* procs.h - ranks as processes: `mpirun -np P ddptop ...`, or P processes
+ * started without MPI that meet in a shared folder (--rendezvous file:DIR,
+ * each told its RANK of WORLD_SIZE in its environment, as torchrun does).
  *
- * Under an MPI launcher (mpirun, or srun with PMIx) every process is one
- * rank of the run, or holds --ranks-per-process T rank threads (ranks
- * p*T .. p*T+T-1 in process p; comm_hier.c joins them). MPI launches the
- * processes, carries the collectives (--comm mpi, comm_mpi.c), and on a
- * communicator of its own relays every rank's records to process 0:
+ * Every process is one rank of the run, or (under mpirun) holds
+ * --ranks-per-process T rank threads (ranks p*T .. p*T+T-1 in process p;
+ * comm_hier.c joins them). Between the processes a channel (procs_net.h:
+ * MPI's, or the folder's TCP star) relays every rank's records to process 0:
  *  - a worker process (rank > 0) runs its rank threads headless; its main
  *    thread forwards their spans, steps and epochs to process 0 as they
  *    appear, and each rank's end (its error, if any);
@@ -12,12 +13,15 @@
  *    own receives the workers' records into their ranks' rings, so the
  *    collector, the metrics, the trace and the report see every rank.
  *  - a stop or pause on process 0 reaches every worker.
+ * The collectives go over MPI (--comm mpi, under mpirun only) or gloo,
+ * whose rendezvous is MPI's under mpirun and gloo's file store in the
+ * folder without it.
  * Timestamps from another node are moved onto process 0's clock by an
  * offset measured at the start of each run (ping-pong, best of 8); on the
  * same node CLOCK_MONOTONIC is shared and the offset is 0.
  *
- * Without a launcher, or in a build without MPI, nothing here is active
- * and ddptop runs its ranks as threads of one process.
+ * Without either, nothing here is active and ddptop runs its ranks as
+ * threads of one process.
  */
 #ifndef DDPTOP_PROCS_H
 #define DDPTOP_PROCS_H
@@ -34,13 +38,18 @@ struct procs {
     int local_rank; /* among the processes on this node */
     int local_size;
     int nodes;
-    int per; /* rank threads in each process (--ranks-per-process): rank r is process r / per's */
+    int per;  /* rank threads in each process (--ranks-per-process): rank r is process r / per's */
+    int wire; /* met through --rendezvous (no MPI) */
     char host[64];
 };
 
 /* Starts MPI when an MPI launcher started this process (its environment
  * says so); else does nothing. 0, or -1 with err set. */
 int procs_init(int *argc, char ***argv, char *err, size_t errlen);
+/* --rendezvous file:DIR: meets the job's other processes in DIR, as
+ * process $RANK of $WORLD_SIZE, within timeout_s. 0, or -1 with err set
+ * (one line: what was wrong, or who did not come). */
+int procs_join(const char *spec, double timeout_s, char *err, size_t errlen);
 const struct procs *procs_self(void);
 /* --ranks-per-process: every process holds per rank threads (1 before). */
 void procs_set_per_process(int per);

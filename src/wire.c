@@ -550,6 +550,26 @@ int wire_take(struct wire *w, int src, int chan, int tag, int timeout_ms, struct
     }
 }
 
+void wire_drop(struct wire *w, int chan)
+{
+    pthread_mutex_lock(&w->mx);
+    struct queued **q = &w->head, *prev = NULL;
+    while (*q) {
+        struct queued *hit = *q;
+        if (hit->m.chan != chan) {
+            prev = hit;
+            q = &hit->next;
+            continue;
+        }
+        *q = hit->next;
+        if (w->tail == hit)
+            w->tail = prev;
+        free(hit->m.data);
+        free(hit);
+    }
+    pthread_mutex_unlock(&w->mx);
+}
+
 void wire_close(struct wire *w)
 {
     if (!w)

@@ -50,6 +50,9 @@ int wire_send(struct wire *w, int dst, int chan, int tag, const void *buf, size_
  * connection is gone (for WIRE_ANY: every connection). */
 int wire_take(struct wire *w, int src, int chan, int tag, int timeout_ms, struct wire_msg *m);
 
+/* Frees every queued message on chan (a channel whose use is over). */
+void wire_drop(struct wire *w, int chan);
+
 /* 1 while process p's connection (a worker: process 0's) is open. */
 int wire_alive(struct wire *w, int p);
 

@@ -7,11 +7,10 @@
  *    over loopback, each making its context on its own thread (gloo's
  *    rendezvous is collective);
  *  - processes under mpirun take ranks, world and the rendezvous from MPI
- *    (procs.c: an allgather of the ranks' addresses, as PyTorch's env://
- *    takes them from the launcher).
- * (gloo's file store, gloo_store_open("file:DIR"), meets processes without
- * MPI, but a run's processes are MPI's: process 0 learns the sweep and
- * receives every rank's records over MPI, procs.c.)
+ *    (procs_net_mpi.c: an allgather of the ranks' addresses, as PyTorch's
+ *    env:// takes them from the launcher);
+ *  - processes met through --rendezvous file:DIR take them from their
+ *    environment and meet in gloo's file store there (procs_net_wire.c).
  * Under mpirun with --ranks-per-process, a process's threads meet over
  * the shm ring and its leader over gloo (comm_hier.c). gloo's timeout is
  * --comm-timeout. In a build without libgloo the entry refuses in one

@@ -281,7 +281,8 @@ done
 # (--help last: the values are parsed, then nothing runs).
 all_options=(
     --batch "" --info "" --replay t.json --follow /tmp --idle-exit 5 --bench-comm ""
-    --model lenet --dataset synthetic --input 3x32x32 --data-dir /tmp --classes 10 --ranks 2 --ranks-per-process 1 --batch-size 8 --strategy ddp --epochs 2
+    --model lenet --dataset synthetic --input 3x32x32 --data-dir /tmp --classes 10 --ranks 2 --ranks-per-process 1
+    --rendezvous file:/tmp --batch-size 8 --strategy ddp --epochs 2
     --steps 5 --no-eval "" --trainable classifier --parallel pipeline --micro-batches 2 --schedule gpipe
     --partition 0:5,6:11 --dp 1
     --lr 0.1 --momentum 0.5 --weight-decay 0.01 --warmup-steps 3 --lr-decay none --scale-lr "" --base-batch 64

@@ -8,6 +8,7 @@
  *    others queued before it, and one source's messages on a channel come
  *    in the order sent;
  *  - an 8 MB message (bytes from a seed) arrives whole;
+ *  - a channel dropped loses its queued messages, and only its own;
  *  - process 0's answers reach each worker;
  *  - a worker killed outright: its queued messages are still taken, then
  *    a take from it says it is gone, within a second;
@@ -82,6 +83,11 @@ static void worker_main(int r, int size)
         WORKER_CHECK(wire_send(w, 0, CH_DATA, k, text, (size_t)n) == 0, 11);
     }
     WORKER_CHECK(wire_send(w, 0, CH_OTHER, 9, &r, sizeof(r)) == 0, 12);
+    if (r == 2) {
+        WORKER_CHECK(wire_send(w, 0, CH_DATA, 20, "x", 1) == 0, 17);
+        WORKER_CHECK(wire_send(w, 0, CH_DATA, 21, "y", 1) == 0, 17);
+        WORKER_CHECK(wire_send(w, 0, CH_OTHER, 11, "z", 1) == 0, 17);
+    }
     if (r == 1) {
         unsigned char *b = malloc(BIG);
         WORKER_CHECK(b, 13);
@@ -161,6 +167,12 @@ static void test_matched_and_ordered(void **state)
             expect_text(&m, r, k);
             free(m.data);
         }
+    /* a channel dropped: its messages go, the other channel's stay.
+     * Rank 2 sends tags 20 and 21 on CH_DATA, then 11 on CH_OTHER: once 11
+     * is here, so are they (one connection keeps the order). */
+    assert_int_equal(wire_take(w, 2, CH_OTHER, 11, 20000, &m), 1);
+    free(m.data);
+    wire_drop(w, CH_DATA);
     assert_int_equal(wire_take(w, WIRE_ANY, CH_DATA, WIRE_ANY, 0, &m), 0); /* nothing more */
     assert_int_equal(wire_take(w, 1, CH_OTHER, 10, 20000, &m), 1);
     assert_int_equal(m.len, BIG);

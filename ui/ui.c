@@ -492,8 +492,8 @@ static void destroy_windows(struct ui *u)
  * read. 0, or -1 after one line. */
 static int open_terminal(struct ui *u)
 {
-    if (!procs_self()->active)
-        return 0;
+    if (!procs_self()->active || procs_self()->wire)
+        return 0; /* (process 0 of --rendezvous was started on this terminal) */
     int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
     if (fd < 0 || !(u->tty_out = fdopen(fd, "w"))) {
         fprintf(stderr, "ddptop: the UI under mpirun needs the terminal (/dev/tty): %m; use --batch\n");
