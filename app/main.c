@@ -184,7 +184,8 @@ static int worker_main(const struct config *cfg, const struct dataset *train, co
     struct run_config rc;
     struct session s;
     session_init(&s, cfg, train, test, dev);
-    while (status == 0 && procs_next_run(&rc)) {
+    int next = 0;
+    while (status == 0 && (next = procs_next_run(&rc)) > 0) {
         char err[512];
         if (session_start(&s, &rc, err, sizeof(err)) != 0) {
             fprintf(stderr, "ddptop: process %d: %s\n", procs_self()->rank, err);
@@ -199,6 +200,10 @@ static int worker_main(const struct config *cfg, const struct dataset *train, co
             status = stop_signal ? 128 + (int)stop_signal : 1;
         if (!done)
             break; /* a run stopped or failed ends the job (procs_spent) */
+    }
+    if (next < 0 || procs_lost_zero()) {
+        fprintf(stderr, "ddptop: process %d: process 0 is gone (it ended without a word)\n", procs_self()->rank);
+        status = status ? status : 1;
     }
     session_free(&s);
     return status;

@@ -62,6 +62,12 @@ static const struct procs_net *net; /* MPI's, the rendezvous', or none: threads 
 static int *node_of;                /* [size]: the world rank of the first process on each process's node */
 static char (*host_of)[64];
 enum { RUNS_CHAN = 0 }; /* process 0's word on the next run (procs_announce) */
+static int zero_lost;   /* a worker: process 0 went away in a run it had not stopped */
+
+int procs_lost_zero(void)
+{
+    return zero_lost;
+}
 
 int procs_built(void)
 {
@@ -179,7 +185,7 @@ int procs_next_run(struct run_config *rc)
         struct procs_msg m;
         int got = net->take(0, RUNS_CHAN, TAG_RUN, 0, NULL, NULL, &m);
         if (got < 0)
-            return 0; /* process 0 is gone */
+            return -1; /* process 0 is gone */
         if (got == 0) {
             /* process 0's user may read a final screen for an hour */
             nap_ms(20);
@@ -356,6 +362,7 @@ struct relay {
     int64_t spin_until_ns;      /* process 0: answer the next ping without a nap until then */
     int done_sent;              /* a worker: its ranks' ends sent */
     int sent_stop, sent_paused;
+    int told_stop;             /* a worker: process 0's stop came */
     int64_t last_beat_ns;      /* a worker: its last heartbeat */
     int64_t *seen_ns;          /* process 0: [size], when each process was last heard from */
     unsigned char *ended;      /* process 0: [size], its ranks ended (or it was given up) */
@@ -563,6 +570,7 @@ static int give_up_silent(struct relay *rl)
                 snprintf(d.err, sizeof(d.err), "process %d on %.64s stopped answering: nothing from it for %.1f s%s", p,
                          host_of[p], (double)(now - rl->seen_ns[p]) / 1e9,
                          ending ? " when the job was ended (SIGTERM)" : "");
+            rl->r->ranks[i].given_up = 1; /* (before deliver's finished) */
             deliver(rl, TAG_DONE, (unsigned char *)&d, sizeof(d));
         }
         rl->ended[p] = 1;
@@ -788,8 +796,12 @@ int relay_poll(struct relay *rl, uint32_t *at)
         clock_again(rl);
     struct procs_msg m;
     int got = net->take(0, rl->chan, TAG_CTRL, 0, NULL, NULL, &m);
-    if (got < 0)
-        return RELAY_STOP; /* process 0 is gone: so is the job */
+    if (got < 0) {
+        /* process 0 is gone: so is the job (after its stop, as it ends;
+         * before, it died) */
+        zero_lost |= !rl->told_stop;
+        return RELAY_STOP;
+    }
     if (got == 0)
         return RELAY_NONE;
     struct relay_ctrl c = {RELAY_NONE, 0};
@@ -797,6 +809,7 @@ int relay_poll(struct relay *rl, uint32_t *at)
         memcpy(&c, m.data, sizeof(c));
     free(m.data);
     *at = c.at;
+    rl->told_stop |= c.what == RELAY_STOP;
     return c.what;
 }
 

@@ -65,10 +65,14 @@ int procs_exit(int status);
  * procs_announce sends a run's configuration to every worker once the run
  * has passed its checks on process 0, and procs_exit ends the workers'
  * wait. A worker's procs_next_run waits (napping, not spinning) for the
- * next: 1 with *rc set, or 0 when process 0 has ended. */
+ * next: 1 with *rc set, 0 when process 0 has ended the job, -1 when
+ * process 0 went away without a word. */
 struct run_config;
 void procs_announce(const struct run_config *rc);
 int procs_next_run(struct run_config *rc);
+/* A worker: process 0 went away during a run it had not stopped (its
+ * connection closed: --rendezvous; mpirun ends the job itself). */
+int procs_lost_zero(void);
 /* A run under mpirun that was stopped or failed may have left MPI holding
  * a rank's buffers: no run follows it (run_start refuses), and the job
  * ends. run_join marks it; without mpirun it is never marked. */

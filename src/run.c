@@ -640,7 +640,7 @@ int run_poll(struct run *r)
             drain_rank(r, i);
         if (!atomic_load(&r->ranks[i].finished))
             running = 1;
-        else if (r->ranks[i].rc != 0 && r->failed_rank < 0) {
+        else if (r->ranks[i].rc != 0 && r->failed_rank < 0 && (!r->user_stop || r->ranks[i].given_up)) {
             /* (named: the first to fail, whose peers' failures it caused) */
             int f = atomic_load(&r->first_failed), j = f >= 0 && atomic_load(&r->ranks[f].finished) ? f : i;
             r->failed_rank = j;
@@ -660,6 +660,12 @@ int run_poll(struct run *r)
 
 void run_request_stop(struct run *r)
 {
+    /* a stop before any failure: ranks of other processes learn of it a
+     * tick later (the relay), and one may meanwhile fail in a collective
+     * its peer has left; that is the stop's doing, not the run's failure
+     * (a process that went away meanwhile still is: run_poll) */
+    if (r->failed_rank < 0 && atomic_load(&r->first_failed) < 0 && !atomic_load(&r->abort))
+        r->user_stop = 1;
     atomic_store(&r->abort, 1);
     pthread_mutex_lock(&r->pause_mu);
     pthread_cond_broadcast(&r->pause_cv);

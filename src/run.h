@@ -45,6 +45,7 @@ struct rank {
     _Atomic int finished;        /* 1 when the thread has returned */
     _Atomic int evaluating;      /* 1 while it evaluates the test split (no steps then) */
     int rc;
+    int given_up; /* a worker's rank whose process went silent or away (procs.c): rc is the relay's */
     char err[256];
     struct model *model; /* owned by the rank thread */
     struct comm *comm;
@@ -103,6 +104,7 @@ struct run {
     int64_t t_start_ns, t_end_ns;
     struct metrics metrics;
     int failed_rank;          /* -1 */
+    int user_stop;            /* stopped (run_request_stop) before any rank failed */
     _Atomic int first_failed; /* the rank of this process whose thread failed first (-1): its peers' failures follow */
     char err[320];            /* first failure, with the rank */
     /* a run of one rank (no peer whose wait would time out): its step,
