@@ -77,6 +77,8 @@ static void worker_main(int r, int size)
     char err[256];
     struct wire *w = wire_open(dir, "t", r, size, 20.0, err, sizeof(err));
     WORKER_CHECK(w, 10);
+    /* first, on the other channel, a tag that CH_DATA uses too */
+    WORKER_CHECK(wire_send(w, 0, CH_OTHER, 1, "other", 5) == 0, 11);
     for (int k = 1; k <= 5; k++) {
         char text[32];
         int n = snprintf(text, sizeof(text), "r%d-k%d", r, k);
@@ -158,7 +160,8 @@ static void test_matched_and_ordered(void **state)
         free(m.data);
     }
     assert_int_equal(seen, (1 << 1) | (1 << 2));
-    /* the rest of each rank's, in the order sent */
+    /* the rest of each rank's, in the order sent (and not the message of
+     * the other channel queued before them) */
     for (int r = 1; r < SIZE; r++)
         for (int k = 1; k <= 5; k++) {
             if (r == 2 && k == 3)
@@ -174,6 +177,12 @@ static void test_matched_and_ordered(void **state)
     free(m.data);
     wire_drop(w, CH_DATA);
     assert_int_equal(wire_take(w, WIRE_ANY, CH_DATA, WIRE_ANY, 0, &m), 0); /* nothing more */
+    for (int r = 1; r < SIZE; r++) { /* (the other channel's first, still there) */
+        assert_int_equal(wire_take(w, r, CH_OTHER, 1, 20000, &m), 1);
+        assert_int_equal(m.len, 5);
+        assert_memory_equal(m.data, "other", 5);
+        free(m.data);
+    }
     assert_int_equal(wire_take(w, 1, CH_OTHER, 10, 20000, &m), 1);
     assert_int_equal(m.len, BIG);
     size_t wrong = 0;
