@@ -16,6 +16,7 @@
  * --comm-timeout. In a build without libgloo the entry refuses in one
  * line, naming the package. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
@@ -87,10 +88,14 @@ static struct comm *gloo_create(struct world *w, int group, int size, int rank, 
     /* keys of the world's and each group's rendezvous apart */
     char prefix[64];
     snprintf(prefix, sizeof(prefix), "ddptop/run%d/%s%d", w->serial, group < 0 ? "world" : "stage", group);
+    /* across nodes, gloo's pairs listen on the interface PyTorch's
+     * GLOO_SOCKET_IFNAME names (else loopback: one node) */
+    const char *iface = getenv("GLOO_SOCKET_IFNAME");
     struct comm_gloo_params p = {.rank = rank,
                                  .world = size,
                                  .store = w->store,
                                  .prefix = prefix,
+                                 .iface = iface && iface[0] ? iface : NULL,
                                  .algo = w->algo,
                                  .timeout_s = w->q.rc->comm_timeout_s,
                                  .abort = w->abort};

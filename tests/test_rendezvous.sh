@@ -9,6 +9,8 @@
 #    under allreduce and ddp the bytes its ring sent, counted by hand
 #    (61706 float parameters: a 2-rank ring sends each rank's whole
 #    gradient once a step);
+#  - GLOO_SOCKET_IFNAME (PyTorch's) names the interface gloo listens on:
+#    a real one trains, a missing one fails naming it;
 #  - a process that never comes: process 0 fails after --comm-timeout in
 #    one line naming it, exit 2;
 #  - Ctrl-C on process 0 stops the job: exit 130, the run stopped (not
@@ -85,6 +87,26 @@ PYEOF
     fi
 done
 [ -z "$(ls rdv)" ] && ok "the folder is left empty" || bad "left in the folder: $(ls rdv)"
+
+# across nodes gloo listens on the interface GLOO_SOCKET_IFNAME names, as
+# PyTorch's does: a real one (the first with an IPv4 address other than
+# loopback, where there is one) trains as on loopback; a missing one fails,
+# named
+nic=$(ip -o -4 addr 2>/dev/null | awk '$2 != "lo" { print $2; exit }')
+if [ -n "$nic" ]; then
+    GLOO_SOCKET_IFNAME=$nic pair nic "${base[@]}" --strategy allreduce --save-params nic.bin --format json
+    d=$(python3 "$here/reldiff.py" nic.bin single.bin)
+    [ "$(cat nic.rc)" = 0 ] && [ "$(cat nic.rc1)" = 0 ] && python3 -c "import sys; sys.exit(not float('$d') < 1e-5)" &&
+        ok "GLOO_SOCKET_IFNAME=$nic: 2 processes train over it, $d from single" ||
+        { bad "GLOO_SOCKET_IFNAME=$nic: rc $(cat nic.rc)/$(cat nic.rc1), difference $d"; tail -n 3 nic.err; }
+else
+    echo "(no interface but loopback: GLOO_SOCKET_IFNAME's real case is not run)"
+fi
+GLOO_SOCKET_IFNAME=nosuch0 "$bin" "${base[@]}" --comm gloo --ranks 2 --steps 2 >/dev/null 2>nic.err
+rc=$?
+[ $rc -ne 0 ] && grep -q "nosuch0" nic.err && ok "GLOO_SOCKET_IFNAME=nosuch0: fails naming it, rc $rc" ||
+    { bad "GLOO_SOCKET_IFNAME=nosuch0: rc $rc"; head -3 nic.err; }
+rm -f rdv/*
 
 # a process that never comes
 t0=$SECONDS
