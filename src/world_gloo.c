@@ -15,9 +15,11 @@
  * the shm ring and its leader over gloo (comm_hier.c). gloo's timeout is
  * --comm-timeout. In a build without libgloo the entry refuses in one
  * line, naming the package. */
+#include <ifaddrs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "comm.h"
 #include "comm_gloo.h"
@@ -34,6 +36,28 @@ static const struct {
     {ALGO_BCUBE, GLOO_ALGO_BCUBE},
 };
 
+/* GLOO_SOCKET_IFNAME's interface must have an address here (unset:
+ * loopback): 0, or -1 with err set, refused before the run. */
+static int check_iface(char *err, size_t errlen)
+{
+    const char *name = getenv("GLOO_SOCKET_IFNAME");
+    if (!name || !name[0])
+        return 0;
+    struct ifaddrs *all = NULL, *a;
+    int found = 0;
+    if (getifaddrs(&all) == 0)
+        for (a = all; a && !found; a = a->ifa_next)
+            found = a->ifa_addr && !strcmp(a->ifa_name, name) &&
+                    (a->ifa_addr->sa_family == AF_INET || a->ifa_addr->sa_family == AF_INET6);
+    freeifaddrs(all);
+    if (!found)
+        snprintf(err, errlen,
+                 "--comm gloo: GLOO_SOCKET_IFNAME=%s: no network interface of that name with an address "
+                 "here (ip addr lists them)",
+                 name);
+    return found ? 0 : -1;
+}
+
 static int gloo_plan(struct world *w, char *err, size_t errlen)
 {
     const char *why = comm_gloo_unavailable();
@@ -41,6 +65,8 @@ static int gloo_plan(struct world *w, char *err, size_t errlen)
         snprintf(err, errlen, "--comm gloo: %s", why);
         return -1;
     }
+    if (check_iface(err, errlen) != 0)
+        return -1;
     const struct run_config *rc = w->q.rc;
     size_t k = 0;
     while (k < sizeof(algos) / sizeof(algos[0]) && algos[k].algo != rc->algo)

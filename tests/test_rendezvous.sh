@@ -10,7 +10,8 @@
 #    (61706 float parameters: a 2-rank ring sends each rank's whole
 #    gradient once a step);
 #  - GLOO_SOCKET_IFNAME (PyTorch's) names the interface gloo listens on:
-#    a real one trains, a missing one fails naming it;
+#    a real one trains, a missing one is refused before the run (one
+#    line, exit 2);
 #  - a process that never comes: process 0 fails after --comm-timeout in
 #    one line naming it, exit 2;
 #  - Ctrl-C on process 0 stops the job: exit 130, the run stopped (not
@@ -104,8 +105,8 @@ else
 fi
 GLOO_SOCKET_IFNAME=nosuch0 "$bin" "${base[@]}" --comm gloo --ranks 2 --steps 2 >/dev/null 2>nic.err
 rc=$?
-[ $rc -ne 0 ] && grep -q "nosuch0" nic.err && ok "GLOO_SOCKET_IFNAME=nosuch0: fails naming it, rc $rc" ||
-    { bad "GLOO_SOCKET_IFNAME=nosuch0: rc $rc"; head -3 nic.err; }
+[ $rc -eq 2 ] && [ "$(grep -c . nic.err)" -eq 1 ] && grep -q "^ddptop: --comm gloo: GLOO_SOCKET_IFNAME=nosuch0: " nic.err &&
+    ok "refused: $(cat nic.err)" || { bad "GLOO_SOCKET_IFNAME=nosuch0: rc $rc"; head -3 nic.err; }
 rm -f rdv/*
 
 # a process that never comes
