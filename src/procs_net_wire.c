@@ -3,6 +3,7 @@
  * file:DIR), over wire.c's TCP star around process 0, and their gloo
  * communicators meet in gloo's file store in the same folder. A process
  * is on the node of the first process with its host name and boot. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,7 @@ static void wire_gather(const double *mine, int n, double *all)
             memcpy(all + (size_t)p * (size_t)n, m.data, bytes);
         else
             for (int i = 0; i < n; i++)
-                all[(size_t)p * (size_t)n + (size_t)i] = 0.0 / 0.0;
+                all[(size_t)p * (size_t)n + (size_t)i] = NAN;
         if (ok)
             free(m.data);
     }
