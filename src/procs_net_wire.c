@@ -1,8 +1,10 @@
 /* procs_net_wire.c - the channel between processes started without MPI
  * (procs_net.h): they meet in the rendezvous folder (--rendezvous
- * file:DIR), over wire.c's TCP star around process 0, and their gloo
- * communicators meet in gloo's file store in the same folder. A process
- * is on the node of the first process with its host name and boot. */
+ * file:DIR) or at process 0's address (--rendezvous tcp:HOST:PORT), over
+ * wire.c's TCP star around process 0. Their gloo communicators meet in
+ * gloo's file store in the folder; at an address, which has no store,
+ * through process 0 (gloo_meet). A process is on the node of the first
+ * process with its host name and boot. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,13 +18,26 @@
 
 static struct wire *w;
 static int next_chan = 1; /* 0: the runs' */
-static char store_dir[4096];
+static char store_dir[4096]; /* "": met at an address, no store */
 #ifdef DDPTOP_HAVE_GLOO
 static struct gloo_store *store; /* gloo's file store in the folder, made at the first use */
+/* a process's group, as it tells process 0 in a meeting (meet_create) */
+struct who {
+    int32_t group, grank, gworld;
+};
+static struct gloo_meet {
+    int n;            /* the meeting's number */
+    struct who *whos; /* process 0: every process's */
+    int called;       /* the allgather was asked this meeting */
+} meet;
 #endif
 
 /* the collectives' own channel and tags, apart from procs.c's */
 enum { CHAN_COLL = 1 << 30, TAG_GATHER = 1, TAG_BCAST, TAG_HOSTS, TAG_TABLE };
+/* gloo's meetings through process 0: a channel of their own, and per
+ * meeting (the n-th communicator made, the same n in every process) a
+ * tag for each of its three messages */
+enum { CHAN_GLOO = (1 << 30) + 1, GLOO_WHO = 0, GLOO_MINE, GLOO_ALL, GLOO_TAGS };
 
 static int wire_open_chan(void)
 {
@@ -106,6 +121,8 @@ static void wire_finish(void)
 #ifdef DDPTOP_HAVE_GLOO
     gloo_store_close(store);
     store = NULL;
+    free(meet.whos);
+    meet = (struct gloo_meet){0};
 #endif
     wire_close(w);
     w = NULL;
@@ -124,11 +141,182 @@ static struct comm *wire_comm_create(int group, int key, char *err, size_t errle
     return NULL;
 }
 
+#ifdef DDPTOP_HAVE_GLOO
+/* gloo's rendezvous at an address. Making a communicator is collective
+ * over every process (as MPI_Comm_split under mpirun), each in a group
+ * (-1: the world) of gworld ranks. Every worker tells process 0 its group
+ * (GLOO_WHO); a process of a group of more than one then sends its record
+ * of addresses (GLOO_MINE), and process 0 sends each one its group's
+ * records in group rank order (GLOO_ALL: empty when a member's did not
+ * come). Process 0 serves the meeting in its own allgather, or before its
+ * communicator is made when its group is itself alone. */
+
+static int meet_tag(int kind)
+{
+    return meet.n * GLOO_TAGS + kind;
+}
+
+/* Process 0: the records of every process in a group of more than one
+ * (its own: mine, when it is in one), and each its group's back. */
+static int serve_meeting(const void *mine, void *all, size_t bytes, int64_t timeout_ms, char *err, size_t errlen)
+{
+    int size = wire_size(w);
+    unsigned char **rec = calloc((size_t)size, sizeof(*rec));
+    size_t *len = calloc((size_t)size, sizeof(*len));
+    int missing = -1, rc = 0;
+    if (!rec || !len) {
+        free(rec);
+        free(len);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (mine) {
+        rec[0] = (unsigned char *)mine;
+        len[0] = bytes;
+    }
+    for (int p = 1; p < size; p++) {
+        if (meet.whos[p].gworld <= 1)
+            continue;
+        struct wire_msg m;
+        int got = wire_take(w, p, CHAN_GLOO, meet_tag(GLOO_MINE), timeout_ms > 0 ? (int)timeout_ms : -1, &m);
+        if (got == 1 && m.len > 0) {
+            rec[p] = m.data;
+            len[p] = m.len;
+        } else {
+            if (got == 1)
+                free(m.data);
+            if (missing < 0)
+                missing = p;
+        }
+    }
+    /* each group's records, in group rank order, to its members */
+    for (int p = 0; p < size; p++) {
+        const struct who *me = &meet.whos[p];
+        if (me->gworld <= 1)
+            continue;
+        size_t each = len[p], n = (size_t)me->gworld;
+        unsigned char *out = each ? calloc(n, each) : NULL;
+        int whole = out != NULL;
+        int seen = 0;
+        for (int q = 0; q < size && whole; q++) {
+            const struct who *o = &meet.whos[q];
+            if (o->group != me->group || o->gworld != me->gworld)
+                continue;
+            seen++;
+            if (!rec[q] || len[q] != each || o->grank < 0 || o->grank >= o->gworld) {
+                whole = 0;
+                break;
+            }
+            memcpy(out + (size_t)o->grank * each, rec[q], each);
+        }
+        whole = whole && seen == me->gworld;
+        if (p == 0) {
+            if (whole)
+                memcpy(all, out, n * each);
+            else
+                rc = -1;
+        } else {
+            wire_send(w, p, CHAN_GLOO, meet_tag(GLOO_ALL), out, whole ? n * each : 0);
+        }
+        free(out);
+    }
+    if (rc != 0 && missing > 0)
+        snprintf(err, errlen, "process %d did not send its gloo addresses through process 0", missing);
+    else if (rc != 0)
+        snprintf(err, errlen, "the group's gloo addresses did not all come to process 0");
+    for (int p = 1; p < size; p++)
+        free(rec[p]);
+    free(rec);
+    free(len);
+    return rc;
+}
+
+static int meet_allgather(void *arg, const void *mine, void *all, size_t bytes, int64_t timeout_ms, char *err,
+                          size_t errlen)
+{
+    const struct who *me = arg;
+    meet.called = 1;
+    if (wire_rank(w) == 0)
+        return serve_meeting(mine, all, bytes, timeout_ms, err, errlen);
+    if (wire_send(w, 0, CHAN_GLOO, meet_tag(GLOO_MINE), mine, bytes) != 0) {
+        snprintf(err, errlen, "process 0 is gone");
+        return -1;
+    }
+    struct wire_msg m;
+    int got = wire_take(w, 0, CHAN_GLOO, meet_tag(GLOO_ALL), timeout_ms > 0 ? (int)timeout_ms : -1, &m);
+    if (got != 1) {
+        snprintf(err, errlen, got < 0 ? "process 0 is gone" : "process 0 sent no gloo addresses within %.3g s",
+                 (double)timeout_ms / 1e3);
+        return -1;
+    }
+    int whole = m.len == bytes * (size_t)me->gworld;
+    if (whole)
+        memcpy(all, m.data, m.len);
+    else
+        snprintf(err, errlen, "a process of this group did not send its gloo addresses");
+    free(m.data);
+    return whole ? 0 : -1;
+}
+
+/* A communicator met through process 0 (see struct who). */
+static struct comm *meet_create(int group, const struct comm_gloo_params *p, char *err, size_t errlen)
+{
+    int size = wire_size(w), rank = wire_rank(w);
+    struct who me = {.group = group, .grank = p->rank, .gworld = p->world};
+    int64_t timeout_ms = p->timeout_s > 0 ? (int64_t)(p->timeout_s * 1000) : 300 * 1000;
+    meet.called = 0;
+    if (rank > 0) {
+        if (wire_send(w, 0, CHAN_GLOO, meet_tag(GLOO_WHO), &me, sizeof(me)) != 0) {
+            snprintf(err, errlen, "gloo's rendezvous: process 0 is gone");
+            meet.n++;
+            return NULL;
+        }
+    } else {
+        free(meet.whos);
+        if (!(meet.whos = calloc((size_t)size, sizeof(*meet.whos)))) {
+            snprintf(err, errlen, "gloo's rendezvous: out of memory");
+            meet.n++;
+            return NULL;
+        }
+        meet.whos[0] = me;
+        for (int q = 1; q < size; q++) {
+            struct wire_msg m;
+            int got = wire_take(w, q, CHAN_GLOO, meet_tag(GLOO_WHO), (int)timeout_ms, &m);
+            if (got == 1 && m.len == sizeof(me))
+                memcpy(&meet.whos[q], m.data, sizeof(me));
+            else
+                meet.whos[q] = (struct who){.group = -2, .grank = -1, .gworld = 1}; /* (gone: not waited for) */
+            if (got == 1)
+                free(m.data);
+        }
+    }
+    char why[200] = "";
+    if (rank == 0 && me.gworld <= 1 && serve_meeting(NULL, NULL, 0, timeout_ms, why, sizeof(why)) != 0) {
+        /* (process 0's own communicator is whole: another group's is not) */
+    }
+    struct comm_gloo_params q = *p;
+    q.store = NULL;
+    q.allgather = meet_allgather;
+    q.allgather_arg = &me;
+    struct comm *c = comm_gloo_create(&q, err, errlen);
+    if (!c && !meet.called && me.gworld > 1) {
+        /* failed before its addresses were asked: its group is told */
+        if (rank > 0)
+            wire_send(w, 0, CHAN_GLOO, meet_tag(GLOO_MINE), NULL, 0);
+        else
+            serve_meeting(NULL, NULL, 0, timeout_ms, why, sizeof(why));
+    }
+    meet.n++;
+    return c;
+}
+#endif
+
 static struct comm *wire_gloo_create(int group, int key, const struct comm_gloo_params *p, char *err, size_t errlen)
 {
-    (void)group;
     (void)key; /* (p's rank and world are the group's already) */
 #ifdef DDPTOP_HAVE_GLOO
+    if (!store_dir[0])
+        return meet_create(group, p, err, errlen);
     if (!store) {
         char spec[4200];
         struct gloo_shim_error e;
@@ -142,6 +330,7 @@ static struct comm *wire_gloo_create(int group, int key, const struct comm_gloo_
     q.store = store;
     return comm_gloo_create(&q, err, errlen);
 #else
+    (void)group;
     (void)p;
     snprintf(err, errlen, "--comm gloo: %s", comm_gloo_unavailable());
     return NULL;
@@ -182,12 +371,40 @@ static void own_key(struct node_key *k, const char *host)
     }
 }
 
-const struct procs_net *procs_net_wire_start(const char *dir, int rank, int size, double timeout_s,
+/* "tcp:HOST:PORT" into host and port; 0, or -1 with err set. */
+static int parse_address(const char *spec, char *host, size_t hn, int *port, char *err, size_t errlen)
+{
+    const char *at = spec + 4, *colon = strrchr(at, ':');
+    char *end = NULL;
+    long v = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || colon == at || (size_t)(colon - at) >= hn || !colon[1] || *end || v < 1 || v > 65535) {
+        snprintf(err, errlen, "--rendezvous: expected tcp:HOST:PORT, process 0's host and a port from 1 to 65535 (got '%s')",
+                 spec);
+        return -1;
+    }
+    memcpy(host, at, (size_t)(colon - at));
+    host[colon - at] = 0;
+    *port = (int)v;
+    return 0;
+}
+
+const struct procs_net *procs_net_wire_start(const char *spec, int rank, int size, double timeout_s,
                                              struct procs_net_start *st, char *err, size_t errlen)
 {
-    if (!(w = wire_open(dir, "job", rank, size, timeout_s, err, errlen)))
+    char host[256];
+    int port = 0;
+    store_dir[0] = 0;
+    if (strncmp(spec, "tcp:", 4) == 0) {
+        if (parse_address(spec, host, sizeof(host), &port, err, errlen) != 0)
+            return NULL;
+        w = wire_open_tcp(host, port, wire_key_of(getenv("DDPTOP_JOB_KEY")), rank, size, timeout_s, err, errlen);
+    } else {
+        w = wire_open(spec + 5, "job", rank, size, timeout_s, err, errlen);
+        if (w)
+            snprintf(store_dir, sizeof(store_dir), "%s", spec + 5);
+    }
+    if (!w)
         return NULL;
-    snprintf(store_dir, sizeof(store_dir), "%s", dir);
     struct procs *self = st->self;
     self->rank = rank;
     self->size = size;

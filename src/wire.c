@@ -38,9 +38,10 @@ struct hello {
     uint32_t pad;
     uint64_t nonce;
 };
+enum { ANSWER_MISFIT = 0, ANSWER_OK = 1, ANSWER_KEY = 2 };
 struct answer {
     uint32_t magic;
-    int32_t ok;
+    int32_t ok; /* ANSWER_* */
     int32_t size; /* the job's, as process 0 has it */
     uint32_t pad;
 };
@@ -137,17 +138,24 @@ static void addr_path(char *out, size_t n, const char *dir, const char *job)
     snprintf(out, n, "%s/ddptop-%s.addr", dir, job);
 }
 
-/* Process 0: listens on every IPv4 interface, at a port the system picks. */
+/* Process 0: listens on every IPv4 interface, at *port, or when it is 0
+ * at a port the system picks (put in *port). */
 static int listen_any(int *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    int one = 1; /* (an earlier job's connections may linger on the port) */
+    if (*port > 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port),
+                            .sin_addr.s_addr = htonl(INADDR_ANY)};
     socklen_t len = sizeof(a);
     if (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 64) != 0 ||
         getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        int e = errno;
         close(fd);
+        errno = e;
         return -1;
     }
     *port = ntohs(a.sin_port);
@@ -202,13 +210,22 @@ static int read_addr(const char *path, char *host, size_t hn, int *port, uint64_
     return 0;
 }
 
-static int connect_to(const char *host, int port)
+/* A connection to host:port; -1 (errno: why), or -2 when host's name
+ * did not resolve (*gai: getaddrinfo's word). loopback: a name that does
+ * not resolve is this machine (a host name published in the folder, on a
+ * machine whose name is in no table). */
+static int connect_to(const char *host, int port, int loopback, int *gai)
 {
     char ps[16];
     snprintf(ps, sizeof(ps), "%d", port);
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    if (getaddrinfo(host, ps, &hints, &res) != 0 && getaddrinfo("127.0.0.1", ps, &hints, &res) != 0)
-        return -1;
+    int rc = getaddrinfo(host, ps, &hints, &res);
+    if (rc != 0 && loopback)
+        rc = getaddrinfo("127.0.0.1", ps, &hints, &res);
+    if (rc != 0) {
+        *gai = rc;
+        return -2;
+    }
     int fd = -1;
     for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
         fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
@@ -229,9 +246,10 @@ static void tune(int fd)
 }
 
 /* Process 0: every worker's connection, each saying its rank. */
-static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int64_t deadline, char *err, size_t errlen)
+static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int say_key, int64_t deadline, char *err,
+                          size_t errlen)
 {
-    int joined = 0;
+    int joined = 0, strangers = 0;
     while (joined < w->size - 1) {
         int64_t left = deadline - now_ms();
         struct pollfd pf = {lfd, POLLIN, 0};
@@ -245,21 +263,29 @@ static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int64_t deadl
         tune(fd);
         struct hello h;
         int64_t hello_by = now_ms() + 2000;
+        struct answer a = {.magic = WIRE_MAGIC, .ok = ANSWER_KEY, .size = w->size};
         if (full_io(fd, &h, sizeof(h), 0, hello_by < deadline ? hello_by : deadline) != 0 || h.magic != WIRE_MAGIC ||
             h.nonce != nonce) {
-            close(fd); /* not this job's (or a worker of an earlier one) */
+            /* not this job's: in a folder a worker of an earlier job (it
+             * reads the address again), at a port a process with another
+             * key, which is told */
+            if (say_key && h.magic == WIRE_MAGIC) {
+                full_io(fd, &a, sizeof(a), 1, hello_by < deadline ? hello_by : deadline);
+                strangers++;
+            }
+            close(fd);
             continue;
         }
-        struct answer a = {.magic = WIRE_MAGIC, .ok = 1, .size = w->size};
+        a.ok = ANSWER_OK;
         int fits = h.size == w->size && h.rank > 0 && h.rank < w->size;
         if (fits && w->peers[h.rank].fd >= 0) {
             snprintf(err, errlen, "rendezvous: two processes say they are rank %d", h.rank);
-            a.ok = 0;
+            a.ok = ANSWER_MISFIT;
             full_io(fd, &a, sizeof(a), 1, deadline);
             close(fd);
             return -1;
         }
-        a.ok = fits;
+        a.ok = fits ? ANSWER_OK : ANSWER_MISFIT;
         if (full_io(fd, &a, sizeof(a), 1, deadline) != 0 || !fits) {
             close(fd);
             continue;
@@ -275,43 +301,77 @@ static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int64_t deadl
     for (int p = 1; p < w->size && at + 16 < sizeof(missing); p++)
         if (w->peers[p].fd < 0)
             at += (size_t)snprintf(missing + at, sizeof(missing) - at, "%s%d", at ? ", " : "", p);
-    snprintf(err, errlen, "rendezvous: process%s %s of %d did not come within %.3g s",
-             w->size - 1 - joined > 1 ? "es" : "", missing, w->size, w->timeout_s);
+    snprintf(err, errlen, "rendezvous: process%s %s of %d did not come within %.3g s%s",
+             w->size - 1 - joined > 1 ? "es" : "", missing, w->size, w->timeout_s,
+             strangers ? " (one with another job key, DDPTOP_JOB_KEY, was turned away)" : "");
     return -1;
 }
 
-/* A worker: connects to process 0 (reading its address again while it
- * is absent or an earlier job's), and says its rank. */
-static int join_zero(struct wire *w, const char *path, int64_t deadline, char *err, size_t errlen)
+/* Where a worker finds process 0: the meeting's file in a folder (read
+ * again while it is absent or an earlier job's), or a fixed address. */
+struct meet {
+    const char *path; /* the folder's file, or NULL: */
+    const char *host;
+    int port;
+    uint64_t key;
+};
+
+/* A worker: connects to process 0 and says its rank. */
+static int join_zero(struct wire *w, const struct meet *at, int64_t deadline, char *err, size_t errlen)
 {
+    char why[160] = "";
     for (;;) {
         char host[256];
-        int port;
-        uint64_t nonce;
-        if (read_addr(path, host, sizeof(host), &port, &nonce) == 0) {
-            int fd = connect_to(host, port);
-            if (fd >= 0) {
-                tune(fd);
-                struct hello h = {.magic = WIRE_MAGIC, .rank = w->rank, .size = w->size, .nonce = nonce};
-                struct answer a;
-                if (full_io(fd, &h, sizeof(h), 1, deadline) == 0 && full_io(fd, &a, sizeof(a), 0, deadline) == 0 &&
-                    a.magic == WIRE_MAGIC) {
-                    if (!a.ok) {
-                        snprintf(err, errlen, "rendezvous: process 0 refused rank %d of %d (its job has %d processes)",
-                                 w->rank, w->size, a.size);
-                        close(fd);
-                        return -1;
-                    }
+        int port = at->port;
+        uint64_t nonce = at->key;
+        int have = 1;
+        if (at->path)
+            have = read_addr(at->path, host, sizeof(host), &port, &nonce) == 0;
+        else
+            snprintf(host, sizeof(host), "%s", at->host);
+        int gai = 0;
+        int fd = have ? connect_to(host, port, at->path != NULL, &gai) : -1;
+        if (fd == -2) {
+            snprintf(err, errlen, "rendezvous: %s is not a host name known here (%s)", host, gai_strerror(gai));
+            return -1;
+        }
+        if (fd < 0 && have)
+            snprintf(why, sizeof(why), ": %.100s", strerror(errno));
+        if (fd >= 0) {
+            tune(fd);
+            struct hello h = {.magic = WIRE_MAGIC, .rank = w->rank, .size = w->size, .nonce = nonce};
+            struct answer a;
+            if (full_io(fd, &h, sizeof(h), 1, deadline) == 0 && full_io(fd, &a, sizeof(a), 0, deadline) == 0 &&
+                a.magic == WIRE_MAGIC) {
+                if (a.ok == ANSWER_MISFIT) {
+                    snprintf(err, errlen, "rendezvous: process 0 refused rank %d of %d (its job has %d processes)",
+                             w->rank, w->size, a.size);
+                    close(fd);
+                    return -1;
+                }
+                if (a.ok == ANSWER_KEY && !at->path) {
+                    snprintf(err, errlen,
+                             "rendezvous: process 0 at %s:%d refused this process's job key (DDPTOP_JOB_KEY must "
+                             "be the same in every process)",
+                             host, port);
+                    close(fd);
+                    return -1;
+                }
+                if (a.ok == ANSWER_OK) {
                     w->peers[0].fd = fd;
                     atomic_store(&w->peers[0].alive, 1);
                     return 0;
                 }
-                close(fd);
             }
+            close(fd);
         }
         if (now_ms() >= deadline) {
-            snprintf(err, errlen, "rendezvous: process 0 did not come within %.3g s (no address in %s)", w->timeout_s,
-                     path);
+            if (at->path)
+                snprintf(err, errlen, "rendezvous: process 0 did not come within %.3g s (no address in %s)",
+                         w->timeout_s, at->path);
+            else
+                snprintf(err, errlen, "rendezvous: process 0 did not come within %.3g s at %s:%d%s", w->timeout_s,
+                         at->host, at->port, why);
             return -1;
         }
         nap_ms(50);
@@ -410,13 +470,16 @@ static void *receive(void *arg)
 
 /* ---- the interface ------------------------------------------------------ */
 
-struct wire *wire_open(const char *dir, const char *job, int rank, int size, double timeout_s, char *err, size_t errlen)
+/* The meeting, as process rank of size: a folder's (dir and job set) or
+ * an address's (host and port). */
+static struct wire *open_at(const char *dir, const char *job, const char *host, int port, uint64_t key, int rank,
+                            int size, double timeout_s, char *err, size_t errlen)
 {
     if (size < 1 || rank < 0 || rank >= size) {
         snprintf(err, errlen, "rendezvous: rank %d of %d processes", rank, size);
         return NULL;
     }
-    if (check_dir(dir, err, errlen) != 0)
+    if (dir && check_dir(dir, err, errlen) != 0)
         return NULL;
     struct wire *w = calloc(1, sizeof(*w));
     if (!w || !(w->peers = calloc((size_t)size, sizeof(*w->peers)))) {
@@ -434,26 +497,31 @@ struct wire *wire_open(const char *dir, const char *job, int rank, int size, dou
         w->peers[p].fd = -1;
         pthread_mutex_init(&w->peers[p].send_mx, NULL);
     }
-    char path[4096];
-    addr_path(path, sizeof(path), dir, job);
+    char path[4096] = "";
+    if (dir)
+        addr_path(path, sizeof(path), dir, job);
+    struct meet at = {.path = dir ? path : NULL, .host = host, .port = port, .key = key};
     int64_t deadline = now_ms() + (int64_t)(timeout_s * 1000);
     int rc = -1;
     if (rank == 0) {
-        int port = 0;
-        uint64_t nonce = 0;
-        int lfd = listen_any(&port);
-        if (lfd < 0)
+        int lport = dir ? 0 : port;
+        uint64_t nonce = key;
+        int lfd = listen_any(&lport);
+        if (lfd < 0 && dir)
             snprintf(err, errlen, "rendezvous: cannot listen on a TCP port: %s", strerror(errno));
-        else if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+        else if (lfd < 0)
+            snprintf(err, errlen, "rendezvous: cannot listen on port %d: %s", port, strerror(errno));
+        else if (dir && getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
             snprintf(err, errlen, "rendezvous: no random number for the job's key");
-        else if (publish(path, port, nonce, err, errlen) == 0) {
-            rc = gather_workers(w, lfd, nonce, deadline, err, errlen);
-            unlink(path); /* every worker has it, or the job failed: the next job's own */
+        else if (!dir || publish(path, lport, nonce, err, errlen) == 0) {
+            rc = gather_workers(w, lfd, nonce, !dir, deadline, err, errlen);
+            if (dir)
+                unlink(path); /* every worker has it, or the job failed: the next job's own */
         }
         if (lfd >= 0)
             close(lfd);
     } else {
-        rc = join_zero(w, path, deadline, err, errlen);
+        rc = join_zero(w, &at, deadline, err, errlen);
     }
     if (rc == 0 && pipe2(w->wake, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "rendezvous: no pipe: %s", strerror(errno));
@@ -469,6 +537,31 @@ struct wire *wire_open(const char *dir, const char *job, int rank, int size, dou
     }
     w->rx_started = 1;
     return w;
+}
+
+struct wire *wire_open(const char *dir, const char *job, int rank, int size, double timeout_s, char *err, size_t errlen)
+{
+    return open_at(dir, job, NULL, 0, 0, rank, size, timeout_s, err, errlen);
+}
+
+struct wire *wire_open_tcp(const char *host, int port, uint64_t key, int rank, int size, double timeout_s, char *err,
+                           size_t errlen)
+{
+    if (!host || !host[0] || port < 1 || port > 65535) {
+        snprintf(err, errlen, "rendezvous: tcp:%s:%d is no address", host ? host : "", port);
+        return NULL;
+    }
+    return open_at(NULL, NULL, host, port, key, rank, size, timeout_s, err, errlen);
+}
+
+uint64_t wire_key_of(const char *text)
+{
+    if (!text || !text[0])
+        return 0;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a, 64 bits */
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        h = (h ^ *c) * 1099511628211ull;
+    return h ? h : 1;
 }
 
 int wire_rank(const struct wire *w)

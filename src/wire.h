@@ -9,6 +9,13 @@
  * the clock's ping-pong) goes between process 0 and one worker at a time,
  * so the connections are a star around process 0.
  *
+ * Or they meet at an address (--rendezvous tcp:HOST:PORT, as torchrun's
+ * MASTER_ADDR and MASTER_PORT): process 0 listens on PORT, and every
+ * other process connects to HOST:PORT. With no folder to hold a secret,
+ * the job's key is the user's (DDPTOP_JOB_KEY, the same in every
+ * process), or none: then any process that reaches the port may join, as
+ * with PyTorch's TCP store.
+ *
  * A message has a channel (as an MPI communicator: the runs' word, the
  * relay), a tag and a length. A thread of each process reads its
  * connections as bytes arrive and queues whole messages; wire_take takes
@@ -19,6 +26,7 @@
 #define DDPTOP_WIRE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum { WIRE_ANY = -1 };
 
@@ -37,6 +45,13 @@ struct wire_msg {
  * same rank. */
 struct wire *wire_open(const char *dir, const char *job, int rank, int size, double timeout_s, char *err,
                        size_t errlen);
+/* The same, meeting at host:port (process 0 listens on port, on every
+ * interface). key: the job's (0: none). NULL with err set, also: port
+ * taken, host not a known name, process 0 refused this key. */
+struct wire *wire_open_tcp(const char *host, int port, uint64_t key, int rank, int size, double timeout_s, char *err,
+                           size_t errlen);
+/* A job key from a user's text (DDPTOP_JOB_KEY): 0 for NULL or "". */
+uint64_t wire_key_of(const char *text);
 int wire_rank(const struct wire *w);
 int wire_size(const struct wire *w);
 

@@ -9,6 +9,12 @@
 #    under allreduce and ddp the bytes its ring sent, counted by hand
 #    (61706 float parameters: a 2-rank ring sends each rank's whole
 #    gradient once a step);
+#  - at an address (tcp:127.0.0.1:PORT, a free port), where gloo meets
+#    through process 0: allreduce and ddp the same as in a folder, bytes
+#    counted by hand; 2 replicas of 2 stages in 4 processes (each stage's
+#    replicas in a gloo group without process 0 in one of them) end bit
+#    for bit as 4 rank threads; DDPTOP_JOB_KEY differing: both processes
+#    fail in one line, the worker naming the key;
 #  - GLOO_SOCKET_IFNAME (PyTorch's) names the interface gloo listens on:
 #    a real one trains, a missing one is refused before the run (one
 #    line, exit 2);
@@ -21,7 +27,8 @@
 #    the report, exit 1; process 0 killed mid-run: the worker ends in
 #    bounded time, not 0, saying so;
 #  - what cannot run is one line and exit 2: no RANK, no file: in the
-#    spec, a folder another user can write, --ranks-per-process, --comm mpi.
+#    spec, tcp: without a port, a folder another user can write,
+#    --ranks-per-process, --comm mpi.
 # A build without gloo cannot train this way: exit 77.
 # Usage: test_rendezvous.sh DDPTOP
 set -uo pipefail
@@ -46,22 +53,27 @@ fi
 "$bin" "${base[@]}" --strategy single --ranks 2 --save-params single.bin >/dev/null || bad "single x2"
 mkdir -m 700 rdv
 
-# pair NAME ARGS...: process 1 in the background, process 0 here; NAME.json
-# is process 0's report, NAME.rc its status, NAME.rc1 process 1's
+# pair NAME ARGS...: process 1 in the background, process 0 here, meeting
+# at $rdv; NAME.json is process 0's report, NAME.rc its status, NAME.rc1
+# process 1's
+rdv=file:$tmp/rdv
 pair() {
     local name=$1
     shift
     (
-        RANK=1 WORLD_SIZE=2 "$bin" "$@" --rendezvous file:"$tmp/rdv" >"$name.out1" 2>"$name.err1"
+        RANK=1 WORLD_SIZE=2 "$bin" "$@" --rendezvous "$rdv" >"$name.out1" 2>"$name.err1"
         echo $? >"$name.rc1"
     ) &
     local w=$!
-    RANK=0 WORLD_SIZE=2 "$bin" "$@" --rendezvous file:"$tmp/rdv" >"$name.json" 2>"$name.err"
+    RANK=0 WORLD_SIZE=2 "$bin" "$@" --rendezvous "$rdv" >"$name.json" 2>"$name.err"
     echo $? >"$name.rc"
     wait $w
 }
 
-for st in dp allreduce ddp horovod; do
+free_port() { python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
+for st in dp allreduce ddp horovod tcp:allreduce tcp:ddp; do
+    rdv=file:$tmp/rdv
+    case $st in tcp:*) st=${st#tcp:} rdv=tcp:127.0.0.1:$(free_port) ;; esac
     extra=()
     [ "$st" = ddp ] && extra=(--bucket-mb 0.05)
     [ "$st" = horovod ] && extra=(--fusion-mb 0.02 --cycle-ms 1)
@@ -81,13 +93,43 @@ PYEOF
     want="True gloo/ring, 2 processes on 1 node | [(0, 20, $sent), (1, 20, $sent)]"
     if [ "$(cat "$st.rc")" = 0 ] && [ "$(cat "$st.rc1")" = 0 ] && [ "$got" = "$want" ] &&
         python3 -c "import sys; sys.exit(not float('$d') < 1e-5)" 2>/dev/null; then
-        ok "lenet $st, 2 processes met in a folder: $d from single; $got"
+        ok "lenet $st, 2 processes met at $rdv: $d from single; $got"
     else
-        bad "lenet $st: rc $(cat "$st.rc")/$(cat "$st.rc1"), difference $d, got '$got'"
+        bad "lenet $st at $rdv: rc $(cat "$st.rc")/$(cat "$st.rc1"), difference $d, got '$got'"
         tail -n 3 "$st.err" "$st.err1"
     fi
 done
 [ -z "$(ls rdv)" ] && ok "the folder is left empty" || bad "left in the folder: $(ls rdv)"
+rdv=file:$tmp/rdv
+
+# 2 replicas of 2 stages in 4 processes at an address: rank 1 and 3 (the
+# second stage) average in a gloo group that process 0 is not in; every
+# parameter as with 4 rank threads
+dpargs=(--model lenet --steps 8 --parallel pipeline --micro-batches 2 --schedule gpipe --dp 2 --partition 0:3,4:
+    --comm gloo)
+"$bin" "${base[@]}" "${dpargs[@]}" --ranks 4 --save-params threads_dp.bin >/dev/null 2>&1
+at=tcp:127.0.0.1:$(free_port)
+for r in 1 2 3; do
+    (RANK=$r WORLD_SIZE=4 "$bin" "${base[@]}" "${dpargs[@]}" --rendezvous "$at" >/dev/null 2>dp$r.err; echo $? >dp$r.rc) &
+done
+RANK=0 WORLD_SIZE=4 "$bin" "${base[@]}" "${dpargs[@]}" --rendezvous "$at" --save-params procs_dp.bin >/dev/null 2>dp0.err
+rc=$?
+wait
+[ $rc -eq 0 ] && [ "$(cat dp1.rc dp2.rc dp3.rc | tr -d '\n')" = 000 ] && cmp -s threads_dp.bin procs_dp.bin &&
+    ok "--dp 2 over 2 stages, 4 processes at $at: as 4 threads, bit for bit" ||
+    { bad "--dp 2 over 2 stages at $at: rc $rc/$(cat dp1.rc dp2.rc dp3.rc | tr '\n' /)"; tail -n 3 dp*.err; }
+
+# another job key at the address: both fail in one line, exit 2
+at=tcp:127.0.0.1:$(free_port)
+(DDPTOP_JOB_KEY=one RANK=1 WORLD_SIZE=2 "$bin" "${base[@]}" --comm-timeout 3 --rendezvous "$at" >/dev/null 2>key.err1
+    echo $? >key.rc1) &
+DDPTOP_JOB_KEY=two RANK=0 WORLD_SIZE=2 "$bin" "${base[@]}" --comm-timeout 3 --rendezvous "$at" >/dev/null 2>key.err
+rc=$?
+wait
+[ $rc -eq 2 ] && [ "$(cat key.rc1)" = 2 ] && [ "$(cat key.err key.err1 | grep -c .)" -eq 2 ] &&
+    grep -q "refused this process's job key (DDPTOP_JOB_KEY" key.err1 && grep -q "another job key" key.err &&
+    ok "another job key: $(cat key.err1)" ||
+    { bad "another job key: rc $rc/$(cat key.rc1)"; cat key.err key.err1; }
 
 # across nodes gloo listens on the interface GLOO_SOCKET_IFNAME names, as
 # PyTorch's does: a real one (the first with an IPv4 address other than
@@ -207,6 +249,7 @@ refuse() { # refuse WHAT ENV... -- ARGS...
 }
 refuse "--rendezvous: RANK must be" -u RANK WORLD_SIZE=2 -- --rendezvous file:"$tmp/rdv"
 refuse "--rendezvous: expected file:DIR" RANK=0 WORLD_SIZE=1 -- --rendezvous "$tmp/rdv"
+refuse "--rendezvous: expected tcp:HOST:PORT" RANK=0 WORLD_SIZE=1 -- --rendezvous tcp:localhost
 mkdir -m 775 open
 refuse "rendezvous $tmp/open: another user can write" RANK=0 WORLD_SIZE=1 -- --rendezvous file:"$tmp/open"
 refuse "--ranks-per-process: only under mpirun" RANK=0 WORLD_SIZE=1 -- --rendezvous file:"$tmp/rdv" \

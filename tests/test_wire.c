@@ -16,7 +16,13 @@
  *    the folder, still joins;
  *  - a process that never comes fails process 0's open after the timeout,
  *    naming it; two processes saying one rank fail it, naming the rank;
- *  - a folder another user could write is refused. */
+ *  - a folder another user could write is refused;
+ *  - at an address (tcp:HOST:PORT): a worker started before process 0
+ *    still joins, messages cross both ways, a worker with another job key
+ *    is refused in words naming the key (and process 0 says one was
+ *    turned away), a port in use and a host name known nowhere fail in
+ *    one line. */
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -25,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -330,13 +337,102 @@ static void test_folder_refused(void **state)
     drop_dir();
 }
 
+/* A port free now: bound by the system's choice, then let go. */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, len), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static int tcp_port;
+
+/* Rank 1 of 2 at the address with the job's key: says hello, answers. */
+static void worker_tcp(int r, int size)
+{
+    char err[256];
+    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), r, size, 20.0, err, sizeof(err));
+    WORKER_CHECK(w, 30);
+    WORKER_CHECK(wire_send(w, 0, CH_DATA, 3, "hello", 5) == 0, 31);
+    struct wire_msg m;
+    WORKER_CHECK(wire_take(w, 0, CH_DATA, 4, 20000, &m) == 1, 32);
+    WORKER_CHECK(m.len == 3 && memcmp(m.data, "bye", 3) == 0, 33);
+    free(m.data);
+    wire_close(w);
+    _exit(0);
+}
+
+/* A worker with another key: refused, in words naming the key. */
+static void worker_tcp_stranger(int r, int size)
+{
+    char err[256];
+    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-b"), r, size, 20.0, err, sizeof(err));
+    WORKER_CHECK(!w, 40);
+    WORKER_CHECK(strstr(err, "refused this process's job key"), 41);
+    WORKER_CHECK(strstr(err, "DDPTOP_JOB_KEY"), 42);
+    _exit(0);
+}
+
+static void test_tcp_address(void **state)
+{
+    (void)state;
+    char err[256];
+    tcp_port = free_port();
+    /* the worker first: it tries again until process 0 listens */
+    pid_t kid = spawn(worker_tcp, 1, 2);
+    nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
+    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), 0, 2, 20.0, err, sizeof(err));
+    assert_non_null(w);
+    struct wire_msg m;
+    assert_int_equal(wire_take(w, 1, CH_DATA, 3, 20000, &m), 1);
+    assert_int_equal(m.len, 5);
+    assert_memory_equal(m.data, "hello", 5);
+    free(m.data);
+    assert_int_equal(wire_send(w, 1, CH_DATA, 4, "bye", 3), 0);
+    assert_int_equal(exit_code(kid), 0);
+    wire_close(w);
+
+    /* another job's key: the worker is told; process 0 says so */
+    tcp_port = free_port();
+    kid = spawn(worker_tcp_stranger, 1, 2);
+    w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), 0, 2, 2.0, err, sizeof(err));
+    assert_null(w);
+    printf("  %s\n", err);
+    assert_non_null(strstr(err, "process 1 of 2 did not come"));
+    assert_non_null(strstr(err, "another job key"));
+    assert_int_equal(exit_code(kid), 0);
+    assert_true(wire_key_of("job-a") != wire_key_of("job-b") && wire_key_of("") == 0 && wire_key_of(NULL) == 0);
+
+    /* a port in use, a host known nowhere: one line, at once */
+    int busy = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(busy, (struct sockaddr *)&a, len), 0);
+    assert_int_equal(listen(busy, 1), 0);
+    assert_int_equal(getsockname(busy, (struct sockaddr *)&a, &len), 0);
+    assert_null(wire_open_tcp("127.0.0.1", ntohs(a.sin_port), 0, 0, 2, 5.0, err, sizeof(err)));
+    printf("  %s\n", err);
+    assert_non_null(strstr(err, "cannot listen on port"));
+    close(busy);
+    double t0 = now_s();
+    assert_null(wire_open_tcp("no-such-host.invalid", 1234, 0, 1, 2, 20.0, err, sizeof(err)));
+    printf("  %s\n", err);
+    assert_non_null(strstr(err, "no-such-host.invalid is not a host name known here"));
+    assert_true(now_s() - t0 < 10.0);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matched_and_ordered), cmocka_unit_test(test_killed_worker),
         cmocka_unit_test(test_stale_address),       cmocka_unit_test(test_missing_and_twice),
-        cmocka_unit_test(test_folder_refused),
+        cmocka_unit_test(test_folder_refused),      cmocka_unit_test(test_tcp_address),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
