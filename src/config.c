@@ -754,10 +754,11 @@ static const struct opt opts[] = {
     {INT("ranks-per-process", AT(ranks_per_process), 1, MAX_RANKS, "T", "1", G_WORK,
          "under mpirun: rank threads in each process, joined by the shm ring inside a process and MPI between "
          "processes (mpirun -np P gives P x T ranks)")},
-    {TEXT("rendezvous", AT(rendezvous), "rendezvous", "file:DIR", G_WORK,
-          "processes started without mpirun meet in DIR, a folder each can reach that only this user can write: "
-          "each is rank RANK of WORLD_SIZE, from its environment (as torchrun sets them), and trains over "
-          "--comm gloo, whose store is DIR too; process 0 shows the UI or the report"),
+    {TEXT("rendezvous", AT(rendezvous), "rendezvous", "file:DIR|tcp:HOST:PORT", G_WORK,
+          "processes started without mpirun meet in DIR, a folder each can reach that only this user can write "
+          "(gloo's store is DIR too), or at HOST:PORT, where process 0 listens (DDPTOP_JOB_KEY, when set, must "
+          "match): each is rank RANK of WORLD_SIZE, from its environment (as torchrun sets them), and trains "
+          "over --comm gloo; process 0 shows the UI or the report"),
      .def_text = "none"},
     {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step"),
      .flags = F_DISTINCT},

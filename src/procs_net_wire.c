@@ -17,7 +17,7 @@
 #include "wire.h"
 
 static struct wire *w;
-static int next_chan = 1; /* 0: the runs' */
+static int next_chan = 1;    /* 0: the runs' */
 static char store_dir[4096]; /* "": met at an address, no store */
 #ifdef DDPTOP_HAVE_GLOO
 static struct gloo_store *store; /* gloo's file store in the folder, made at the first use */
@@ -378,8 +378,8 @@ static int parse_address(const char *spec, char *host, size_t hn, int *port, cha
     char *end = NULL;
     long v = colon ? strtol(colon + 1, &end, 10) : 0;
     if (!colon || colon == at || (size_t)(colon - at) >= hn || !colon[1] || *end || v < 1 || v > 65535) {
-        snprintf(err, errlen, "--rendezvous: expected tcp:HOST:PORT, process 0's host and a port from 1 to 65535 (got '%s')",
-                 spec);
+        snprintf(err, errlen,
+                 "--rendezvous: expected tcp:HOST:PORT, process 0's host and a port from 1 to 65535 (got '%s')", spec);
         return -1;
     }
     memcpy(host, at, (size_t)(colon - at));

@@ -41,7 +41,7 @@ struct hello {
 enum { ANSWER_MISFIT = 0, ANSWER_OK = 1, ANSWER_KEY = 2 };
 struct answer {
     uint32_t magic;
-    int32_t ok; /* ANSWER_* */
+    int32_t ok;   /* ANSWER_* */
     int32_t size; /* the job's, as process 0 has it */
     uint32_t pad;
 };
@@ -148,8 +148,8 @@ static int listen_any(int *port)
     int one = 1; /* (an earlier job's connections may linger on the port) */
     if (*port > 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port),
-                            .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons((uint16_t)*port), .sin_addr.s_addr = htonl(INADDR_ANY)};
     socklen_t len = sizeof(a);
     if (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 64) != 0 ||
         getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
