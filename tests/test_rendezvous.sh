@@ -163,14 +163,20 @@ rm -f rdv/*
 # a worker killed outright mid-run; then process 0 killed
 long=(--batch --dataset synthetic --device cpu --steps 100000 --batch-size 32 --threads-per-rank 1 --model lenet
     --comm-timeout 20 --rendezvous file:"$tmp/rdv")
-RANK=1 WORLD_SIZE=2 "$bin" "${long[@]}" >/dev/null 2>k.err1 &
-w=$!
-RANK=0 WORLD_SIZE=2 "$bin" "${long[@]}" --format json >k.json 2>k.err &
-z=$!
-for _ in $(seq 600); do
-    grep -qx "rank 1" /proc/$w/task/*/comm 2>/dev/null && break
-    sleep 0.1
-done
+# long_pair NAME: both processes of a long run in the background, w the
+# worker's pid and z process 0's (its report NAME.json), back once rank 1
+# trains
+long_pair() {
+    RANK=1 WORLD_SIZE=2 "$bin" "${long[@]}" >/dev/null 2>"$1.err1" &
+    w=$!
+    RANK=0 WORLD_SIZE=2 "$bin" "${long[@]}" --format json >"$1.json" 2>"$1.err" &
+    z=$!
+    for _ in $(seq 600); do
+        grep -qx "rank 1" /proc/$w/task/*/comm 2>/dev/null && break
+        sleep 0.1
+    done
+}
+long_pair k
 sleep 1
 kill -9 $w
 wait $w 2>/dev/null
@@ -189,14 +195,7 @@ PYEOF
     ok "worker killed: exit 1 after $((SECONDS - t0)) s, the report says: $(head -1 k.check)" ||
     { bad "worker killed: rc $rc after $((SECONDS - t0)) s"; cat k.check; tail -3 k.err; }
 rm -f rdv/*
-RANK=1 WORLD_SIZE=2 "$bin" "${long[@]}" >/dev/null 2>z.err1 &
-w=$!
-RANK=0 WORLD_SIZE=2 "$bin" "${long[@]}" >/dev/null 2>z.err &
-z=$!
-for _ in $(seq 600); do
-    grep -qx "rank 1" /proc/$w/task/*/comm 2>/dev/null && break
-    sleep 0.1
-done
+long_pair z
 sleep 1
 kill -9 $z
 wait $z 2>/dev/null
@@ -212,14 +211,7 @@ rm -f rdv/*
 # rank of theirs may meanwhile fail in a collective rank 0 has left; the
 # run is still stopped, not failed (exit 130), on every try
 for try in 1 2 3; do
-    RANK=1 WORLD_SIZE=2 "$bin" "${long[@]}" >/dev/null 2>i.err1 &
-    w=$!
-    RANK=0 WORLD_SIZE=2 "$bin" "${long[@]}" --format json >i.json 2>i.err &
-    z=$!
-    for _ in $(seq 600); do
-        grep -qx "rank 1" /proc/$w/task/*/comm 2>/dev/null && break
-        sleep 0.1
-    done
+    long_pair i
     sleep 2
     kill -INT $z
     wait $z
