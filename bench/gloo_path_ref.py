@@ -17,7 +17,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def worker(rank, world, port, sizes, calls, q):
+def worker(rank, world, port, sizes, calls, pin, q):
+    if pin:  # (before init: gloo's and the process group's threads inherit it)
+        os.sched_setaffinity(0, {rank % os.cpu_count()})
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)
@@ -51,20 +53,22 @@ def main():
     ap.add_argument("--sizes", default="4,2048,131072,262144")
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--pin", action="store_true", help="also each process on a core of its own (as mpirun binds 2)")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     ctx = mp.get_context("spawn")
+    kinds = [(1, False), (2, False)] + ([(2, True)] if a.pin else [])
     for rep in range(a.repeats):
-        for world in (1, 2):
+        for world, pin in kinds:
             q = ctx.Queue()
             port = free_port()
-            procs = [ctx.Process(target=worker, args=(r, world, port, sizes, a.calls, q)) for r in range(world)]
+            procs = [ctx.Process(target=worker, args=(r, world, port, sizes, a.calls, pin, q)) for r in range(world)]
             for p in procs:
                 p.start()
             got = q.get()
             for p in procs:
                 p.join()
-            print(f"repeat {rep} world {world}: " +
+            print(f"repeat {rep} world {world}{', pinned' if pin else ''}: " +
                   "  ".join(f"{b} B median {m:.0f} us (p10 {l:.0f})" for b, (m, l) in got.items()), flush=True)
 
 

@@ -8,6 +8,10 @@
  *
  * `procs` runs gloo's ring on W processes instead (forked here, meeting in
  * a file store), as PyTorch runs its ranks: the row is named ring-procs.
+ * `calls` does the same, timing each call alone: the median and 10th
+ * percentile of 300 calls at 4 B, 2 KB, 128 KB and 256 KB, as
+ * bench/gloo_path_ref.py times PyTorch's (a mean follows the scheduler's
+ * worst moments on a shared machine; a median does not).
  *
  * Build and run: bench/gloo_vs_shm.sh [BUILD_DIR] (compiles this against
  * the build's libraries). Output: one line per (backend, size):
@@ -146,6 +150,44 @@ static size_t iters_for(size_t bytes)
     return it < 5 ? 5 : it > 200 ? 200 : it;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Rank 0's median and 10th percentile of 300 single calls per size. */
+static void time_calls(struct comm *c, int rank)
+{
+    static const size_t sizes[] = {4, 2048, 131072, 262144};
+    enum { CALLS = 300 };
+    static double took[CALLS];
+    printf("ddptop gloo ring, %d processes:", W);
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        size_t n = sizes[k] / sizeof(float);
+        float *x = malloc(sizes[k]);
+        for (size_t i = 0; i < n; i++)
+            x[i] = 1.0f;
+        for (int i = 0; i < 20; i++)
+            c->ops->allreduce(c, x, n, RED_SUM);
+        c->ops->barrier(c);
+        for (int i = 0; i < CALLS; i++) {
+            double t0 = now();
+            c->ops->allreduce(c, x, n, RED_SUM);
+            took[i] = now() - t0;
+        }
+        qsort(took, CALLS, sizeof(took[0]), by_value);
+        if (rank == 0)
+            printf("  %zu B median %.0f us (p10 %.0f)", sizes[k], took[CALLS / 2] * 1e6, took[CALLS / 10] * 1e6);
+        free(x);
+    }
+    if (rank == 0)
+        printf("\n");
+    fflush(stdout);
+}
+
+static int calls_only;
+
 /* Rank `rank` of W processes: gloo's ring over a file store in dir; rank 0
  * prints the slowest rank's best mean per size. */
 static int proc_rank(int rank, const char *dir)
@@ -160,6 +202,12 @@ static int proc_rank(int rank, const char *dir)
     if (!c) {
         fprintf(stderr, "gloo_vs_shm: process %d: %s\n", rank, st ? err : e.msg);
         return 1;
+    }
+    if (calls_only) {
+        time_calls(c, rank);
+        c->ops->destroy(c);
+        gloo_store_close(st);
+        return 0;
     }
     long wrong = 0;
     for (size_t bytes = MIN_BYTES; bytes <= MAX_BYTES; bytes *= 4) {
@@ -221,10 +269,11 @@ int main(int argc, char **argv)
     if (argc > 2)
         REPS = atoi(argv[2]);
     if (W < 2 || W > 8 || REPS < 1) {
-        fprintf(stderr, "usage: gloo_vs_shm [RANKS 2..8] [REPS] [procs]\n");
+        fprintf(stderr, "usage: gloo_vs_shm [RANKS 2..8] [REPS] [procs|calls]\n");
         return 2;
     }
-    if (argc > 3 && !strcmp(argv[3], "procs"))
+    calls_only = argc > 3 && !strcmp(argv[3], "calls");
+    if (argc > 3 && (!strcmp(argv[3], "procs") || calls_only))
         return procs_main();
     int failed = 0;
     printf("%-17s %10s %12s %11s %7s\n", "backend", "bytes", "time_us", "busbw_GB/s", "#wrong");
