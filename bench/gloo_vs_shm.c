@@ -156,25 +156,31 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Rank 0's median and 10th percentile of 300 single calls per size. */
-static void time_calls(struct comm *c, int rank)
+/* Rank 0's median and 10th percentile of 300 single calls per size,
+ * through ddptop's communicator c, or when g is set through the shim
+ * alone (gloo::allreduce with a new tag each call, as PyTorch calls it). */
+static void time_calls(struct comm *c, struct gloo_shim *g, int rank)
 {
     static const size_t sizes[] = {4, 2048, 131072, 262144};
     enum { CALLS = 300 };
     static double took[CALLS];
+    uint32_t tag = 1u << 20;
     if (rank == 0)
-        printf("ddptop gloo ring, %d processes:", W);
+        printf("%s, %d processes:", g ? "gloo's allreduce alone (the shim)" : "ddptop gloo ring", W);
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         size_t n = sizes[k] / sizeof(float);
         float *x = malloc(sizes[k]);
         for (size_t i = 0; i < n; i++)
             x[i] = 1.0f;
+        struct gloo_shim_error e;
         for (int i = 0; i < 20; i++)
-            c->ops->allreduce(c, x, n, RED_SUM);
+            g ? gloo_shim_allreduce(g, GLOO_SHIM_RING, x, n, NULL, tag++, 300000, &e)
+              : c->ops->allreduce(c, x, n, RED_SUM);
         c->ops->barrier(c);
         for (int i = 0; i < CALLS; i++) {
             double t0 = now();
-            c->ops->allreduce(c, x, n, RED_SUM);
+            g ? gloo_shim_allreduce(g, GLOO_SHIM_RING, x, n, NULL, tag++, 300000, &e)
+              : c->ops->allreduce(c, x, n, RED_SUM);
             took[i] = now() - t0;
         }
         qsort(took, CALLS, sizeof(took[0]), by_value);
@@ -205,7 +211,14 @@ static int proc_rank(int rank, const char *dir)
         return 1;
     }
     if (calls_only) {
-        time_calls(c, rank);
+        struct gloo_shim_spec gs = {
+            .rank = rank, .world = W, .store = st, .prefix = "bench-shim", .timeout_ms = 300000};
+        struct gloo_shim *g = gloo_shim_create(&gs, &e);
+        for (int k = 0; k < 2 && g; k++) {
+            time_calls(c, NULL, rank);
+            time_calls(c, g, rank);
+        }
+        gloo_shim_destroy(g);
         c->ops->destroy(c);
         gloo_store_close(st);
         return 0;
