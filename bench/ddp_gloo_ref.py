@@ -8,7 +8,10 @@ Each process times every step (forward, backward with DDP's allreduces,
 optimizer) and, through a communication hook, each bucket's allreduce from
 its launch to its completion (the time in collectives, waiting for the
 peer included: ddptop's coll). Rank 0 prints one JSON line: the medians
-over the steps after --warmup, in ms.
+over the steps after --warmup, in ms, and the means ddptop's report gives
+(per step, over the ranks) of coll and of its split as DESIGN.md defines
+it: a call's transfer is its shortest duration over the ranks (the i-th
+call of each rank is the same call), its sync a rank's duration beyond it.
 
     /usr/bin/python3 bench/ddp_gloo_ref.py [--batch 32] [--steps 300] [--bucket-mb 25]
 """
@@ -39,7 +42,7 @@ def timed_allreduce(state, bucket):
     return fut.then(done)
 
 
-def worker(rank, args, store):
+def worker(rank, args, store, out):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
     torch.manual_seed(0)
@@ -49,7 +52,7 @@ def worker(rank, args, store):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(args.batch, 1, 28, 28)
     y = torch.randint(0, 10, (args.batch,))
-    steps, colls = [], []
+    steps, colls, calls = [], [], []
     for s in range(args.warmup + args.steps):
         del comm[:]
         t0 = time.perf_counter()
@@ -59,11 +62,22 @@ def worker(rank, args, store):
         if s >= args.warmup:
             steps.append(time.perf_counter() - t0)
             colls.append(sum(comm))
+            calls.append(list(comm))
+    with open(f"{out}.{rank}", "w") as f:
+        json.dump(calls, f)
     dist.barrier()
     if rank == 0:
         med = lambda v: sorted(v)[len(v) // 2] * 1e3  # noqa: E731
+        every = [json.load(open(f"{out}.{r}")) for r in range(2)]
+        coll = xfer = 0.0
+        for step in zip(*every):  # (rank 0's calls, rank 1's calls) of one step
+            for call in zip(*step):
+                coll += sum(call) / len(call)
+                xfer += min(call)
+        n = len(every[0])
         print(json.dumps({"step_ms_p50": med(steps), "coll_ms_p50": med(colls), "steps": len(steps),
-                          "buckets": len(comm)}))
+                          "buckets": len(comm), "coll_ms_per_step": coll / n * 1e3,
+                          "transfer_ms_per_step": xfer / n * 1e3, "sync_ms_per_step": (coll - xfer) / n * 1e3}))
     dist.destroy_process_group()
 
 
@@ -75,7 +89,7 @@ def main():
     ap.add_argument("--bucket-mb", type=float, default=25)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        mp.spawn(worker, args=(args, os.path.join(d, "store")), nprocs=2)
+        mp.spawn(worker, args=(args, os.path.join(d, "store"), os.path.join(d, "calls")), nprocs=2)
 
 
 if __name__ == "__main__":

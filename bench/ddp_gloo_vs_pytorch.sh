@@ -4,8 +4,10 @@
 # PyTorch's DistributedDataParallel on gloo (2 processes,
 # bench/ddp_gloo_ref.py), same model, per-rank batch, bucket size and one
 # compute thread a rank, alternating the two. Prints the median step and
-# the median time in collectives per step (waiting for the peer included)
-# of each, and their ratios.
+# the time in collectives per step (waiting for the peer included) of
+# each, with its split into transfer and sync as the report makes it
+# (means per step and rank; PyTorch's split worked out the same way from
+# its calls, bench/ddp_gloo_ref.py), and their ratios.
 #   bench/ddp_gloo_vs_pytorch.sh [build/ddptop] [batch] [reps]
 set -euo pipefail
 BIN=${1:-build/ddptop}
@@ -17,20 +19,27 @@ PY=/usr/bin/python3
 here=$(cd "$(dirname "$0")" && pwd)
 "$PY" -c 'import torch' 2>/dev/null || { echo "python3-torch is not installed (apt-get install python3-torch)"; exit 1; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-os=() oc=() ps=() pc=()
+keys='"ms_p50", "coll_ms_per_step", "transfer_ms_per_step", "sync_ms_per_step"'
+pkeys='"step_ms_p50", "coll_ms_per_step", "transfer_ms_per_step", "sync_ms_per_step"'
+ours=() theirs=()
 for _ in $(seq "$REPS"); do
-    read -r s c < <("$BIN" --batch --quiet --device cpu --dataset synthetic --model lenet --strategy ddp --comm gloo \
+    ours+=("$("$BIN" --batch --quiet --device cpu --dataset synthetic --model lenet --strategy ddp --comm gloo \
         --ranks 2 --batch-size "$BATCH" --threads-per-rank 1 --bucket-mb "$BUCKET" --steps "$STEPS" --no-eval \
-        --format json | "$PY" -c 'import json,sys; r = json.load(sys.stdin)["runs"][0]; print(r["ms_p50"], r["coll_ms_per_step"])')
-    read -r ts tc < <("$PY" "$here/ddp_gloo_ref.py" --batch "$BATCH" --steps "$STEPS" --bucket-mb "$BUCKET" |
-        "$PY" -c 'import json,sys; r = json.loads(sys.stdin.readline()); print(r["step_ms_p50"], r["coll_ms_p50"])')
-    os+=("$s") oc+=("$c") ps+=("$ts") pc+=("$tc")
+        --format json | "$PY" -c "import json,sys; r = json.load(sys.stdin)['runs'][0]; print(*(r[k] for k in ($keys)))")")
+    theirs+=("$("$PY" "$here/ddp_gloo_ref.py" --batch "$BATCH" --steps "$STEPS" --bucket-mb "$BUCKET" |
+        "$PY" -c "import json,sys; r = json.loads(sys.stdin.readline()); print(*(r[k] for k in ($pkeys)))")")
 done
-s=$(printf '%s\n' "${os[@]}" | median) c=$(printf '%s\n' "${oc[@]}" | median)
-ts=$(printf '%s\n' "${ps[@]}" | median) tc=$(printf '%s\n' "${pc[@]}" | median)
+# column K's median over the runs
+col() { local k=$1; shift; printf '%s\n' "$@" | awk -v k="$k" '{print $k}' | median; }
 echo "LeNet DDP, 2 ranks on gloo, batch $BATCH a rank, bucket $BUCKET MB, 1 thread a rank; medians of $REPS runs of $STEPS steps"
-printf "%-22s %12s %12s\n" "" "step ms" "coll ms/step"
-printf "%-22s %12.3f %12.3f\n" "ddptop --comm gloo" "$s" "$c" "PyTorch DDP gloo" "$ts" "$tc"
-printf "%-22s %11.2fx %11.2fx\n" "ddptop / PyTorch" "$(awk -v a="$s" -v b="$ts" 'BEGIN {print a / b}')" \
-    "$(awk -v a="$c" -v b="$tc" 'BEGIN {print a / b}')"
+printf "%-22s %10s %12s %12s %12s\n" "" "step ms" "coll ms/step" "xfer ms/step" "sync ms/step"
+for who in ours theirs; do
+    declare -n runs=$who
+    name="ddptop --comm gloo"
+    [ $who = theirs ] && name="PyTorch DDP gloo"
+    printf "%-22s %10.3f %12.3f %12.3f %12.3f\n" "$name" "$(col 1 "${runs[@]}")" "$(col 2 "${runs[@]}")" \
+        "$(col 3 "${runs[@]}")" "$(col 4 "${runs[@]}")"
+done
+ratio() { awk -v a="$(col "$1" "${ours[@]}")" -v b="$(col "$1" "${theirs[@]}")" 'BEGIN {printf "%.2fx", a / b}'; }
+printf "%-22s %10s %12s %12s %12s\n" "ddptop / PyTorch" "$(ratio 1)" "$(ratio 2)" "$(ratio 3)" "$(ratio 4)"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
