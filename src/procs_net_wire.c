@@ -26,9 +26,11 @@ struct who {
     int32_t group, grank, gworld;
 };
 static struct gloo_meet {
-    int n;            /* the meeting's number */
-    struct who *whos; /* process 0: every process's */
-    int called;       /* the allgather was asked this meeting */
+    int id;                            /* the meeting's name (meet_id) */
+    struct who *whos;                  /* process 0: every process's */
+    int called;                        /* the allgather was asked this meeting */
+    int64_t deadline_ms;               /* on probe_now_ns's clock */
+    const volatile _Atomic int *abort; /* the run's stop */
 } meet;
 #endif
 
@@ -149,24 +151,92 @@ static struct comm *wire_comm_create(int group, int key, char *err, size_t errle
  * of addresses (GLOO_MINE), and process 0 sends each one its group's
  * records in group rank order (GLOO_ALL: empty when a member's did not
  * come). Process 0 serves the meeting in its own allgather, or before its
- * communicator is made when its group is itself alone. */
+ * communicator is made when its group is itself alone.
+ *
+ * A meeting is named by its world (the run's serial in the prefix) and
+ * whether it is the world's or the stages' groups, not counted: a process
+ * that skipped one (its run failed before) does not put the next out of
+ * step. Its waits share one deadline (--comm-timeout) and end at once
+ * when the run is stopped. */
 
 static int meet_tag(int kind)
 {
-    return meet.n * GLOO_TAGS + kind;
+    return meet.id * GLOO_TAGS + kind;
+}
+
+/* The meeting's name: the prefix up to its last '/' (the world), and the
+ * world's or the groups'. */
+static int meet_id(const char *prefix, int group)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    const char *end = prefix ? strrchr(prefix, '/') : NULL;
+    for (const char *c = prefix; c && c < end; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    return (int)((h & 0xffffffu) * 2 + (group >= 0));
+}
+
+/* A message of this meeting from src; 1, 0 (none by the deadline, or the
+ * run was stopped), -1 (src is gone). */
+static int meet_take(int src, int kind, struct wire_msg *m)
+{
+    for (;;) {
+        if (meet.abort && atomic_load(meet.abort))
+            return 0;
+        int64_t left = meet.deadline_ms - (int64_t)(probe_now_ns() / 1000000);
+        if (left <= 0)
+            return 0;
+        int got = wire_take(w, src, CHAN_GLOO, meet_tag(kind), left > 100 ? 100 : (int)left, m);
+        if (got != 0)
+            return got;
+    }
+}
+
+static int same_group(const struct who *a, const struct who *b)
+{
+    return a->group == b->group && a->gworld == b->gworld;
+}
+
+/* A group's records in group rank order (the group of process p), or NULL
+ * when one did not come; *bytes its size. */
+static unsigned char *group_records(int p, unsigned char **rec, const size_t *len, size_t *bytes)
+{
+    const struct who *me = &meet.whos[p];
+    size_t each = len[p], n = (size_t)me->gworld;
+    unsigned char *out = each ? calloc(n, each) : NULL;
+    int seen = 0;
+    for (int q = 0; q < wire_size(w) && out; q++) {
+        const struct who *o = &meet.whos[q];
+        if (!same_group(o, me))
+            continue;
+        seen++;
+        if (!rec[q] || len[q] != each || o->grank < 0 || o->grank >= o->gworld) {
+            free(out);
+            out = NULL;
+            break;
+        }
+        memcpy(out + (size_t)o->grank * each, rec[q], each);
+    }
+    if (out && seen != me->gworld) {
+        free(out);
+        out = NULL;
+    }
+    *bytes = out ? n * each : 0;
+    return out;
 }
 
 /* Process 0: the records of every process in a group of more than one
  * (its own: mine, when it is in one), and each its group's back. */
-static int serve_meeting(const void *mine, void *all, size_t bytes, int64_t timeout_ms, char *err, size_t errlen)
+static int serve_meeting(const void *mine, void *all, size_t bytes, char *err, size_t errlen)
 {
     int size = wire_size(w);
-    unsigned char **rec = calloc((size_t)size, sizeof(*rec));
-    size_t *len = calloc((size_t)size, sizeof(*len));
-    int missing = -1, rc = 0;
-    if (!rec || !len) {
+    unsigned char **rec = calloc((size_t)size, sizeof(*rec)), **out = calloc((size_t)size, sizeof(*out));
+    size_t *len = calloc((size_t)size, sizeof(*len)), *olen = calloc((size_t)size, sizeof(*olen));
+    int missing = -1, rc = 0, too_big = 0;
+    if (!rec || !len || !out || !olen) {
         free(rec);
         free(len);
+        free(out);
+        free(olen);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -178,7 +248,7 @@ static int serve_meeting(const void *mine, void *all, size_t bytes, int64_t time
         if (meet.whos[p].gworld <= 1)
             continue;
         struct wire_msg m;
-        int got = wire_take(w, p, CHAN_GLOO, meet_tag(GLOO_MINE), timeout_ms > 0 ? (int)timeout_ms : -1, &m);
+        int got = meet_take(p, GLOO_MINE, &m);
         if (got == 1 && m.len > 0) {
             rec[p] = m.data;
             len[p] = m.len;
@@ -189,71 +259,79 @@ static int serve_meeting(const void *mine, void *all, size_t bytes, int64_t time
                 missing = p;
         }
     }
-    /* each group's records, in group rank order, to its members */
+    /* each group's records, made once, to its members */
     for (int p = 0; p < size; p++) {
-        const struct who *me = &meet.whos[p];
-        if (me->gworld <= 1)
+        if (meet.whos[p].gworld <= 1)
             continue;
-        size_t each = len[p], n = (size_t)me->gworld;
-        unsigned char *out = each ? calloc(n, each) : NULL;
-        int whole = out != NULL;
-        int seen = 0;
-        for (int q = 0; q < size && whole; q++) {
-            const struct who *o = &meet.whos[q];
-            if (o->group != me->group || o->gworld != me->gworld)
-                continue;
-            seen++;
-            if (!rec[q] || len[q] != each || o->grank < 0 || o->grank >= o->gworld) {
-                whole = 0;
-                break;
+        int first = 0;
+        while (!same_group(&meet.whos[first], &meet.whos[p]))
+            first++;
+        if (first == p) {
+            out[p] = group_records(p, rec, len, &olen[p]);
+            if (olen[p] > WIRE_MAX_LEN) {
+                too_big = 1;
+                free(out[p]);
+                out[p] = NULL;
+                olen[p] = 0;
             }
-            memcpy(out + (size_t)o->grank * each, rec[q], each);
         }
-        whole = whole && seen == me->gworld;
+        const unsigned char *mine_all = out[first];
+        size_t n = olen[first];
         if (p == 0) {
-            if (whole)
-                memcpy(all, out, n * each);
+            if (mine_all)
+                memcpy(all, mine_all, n);
             else
                 rc = -1;
         } else {
-            wire_send(w, p, CHAN_GLOO, meet_tag(GLOO_ALL), out, whole ? n * each : 0);
+            wire_send(w, p, CHAN_GLOO, meet_tag(GLOO_ALL), mine_all, mine_all ? n : 0);
         }
-        free(out);
     }
-    if (rc != 0 && missing > 0)
+    if (rc != 0 && too_big)
+        snprintf(err, errlen,
+                 "the gloo addresses of a group of %d ranks are more than process 0 relays (%u MB): meet in a "
+                 "folder (--rendezvous file:DIR)",
+                 meet.whos[0].gworld, (unsigned)(WIRE_MAX_LEN >> 20));
+    else if (rc != 0 && missing > 0)
         snprintf(err, errlen, "process %d did not send its gloo addresses through process 0", missing);
     else if (rc != 0)
         snprintf(err, errlen, "the group's gloo addresses did not all come to process 0");
-    for (int p = 1; p < size; p++)
-        free(rec[p]);
+    for (int p = 0; p < size; p++) {
+        if (p > 0)
+            free(rec[p]);
+        free(out[p]);
+    }
     free(rec);
     free(len);
+    free(out);
+    free(olen);
     return rc;
 }
 
 static int meet_allgather(void *arg, const void *mine, void *all, size_t bytes, int64_t timeout_ms, char *err,
                           size_t errlen)
 {
+    (void)timeout_ms; /* (the meeting's own deadline) */
     const struct who *me = arg;
     meet.called = 1;
     if (wire_rank(w) == 0)
-        return serve_meeting(mine, all, bytes, timeout_ms, err, errlen);
+        return serve_meeting(mine, all, bytes, err, errlen);
     if (wire_send(w, 0, CHAN_GLOO, meet_tag(GLOO_MINE), mine, bytes) != 0) {
         snprintf(err, errlen, "process 0 is gone");
         return -1;
     }
     struct wire_msg m;
-    int got = wire_take(w, 0, CHAN_GLOO, meet_tag(GLOO_ALL), timeout_ms > 0 ? (int)timeout_ms : -1, &m);
+    int got = meet_take(0, GLOO_ALL, &m);
     if (got != 1) {
-        snprintf(err, errlen, got < 0 ? "process 0 is gone" : "process 0 sent no gloo addresses within %.3g s",
-                 (double)timeout_ms / 1e3);
+        snprintf(err, errlen, "%s", got < 0 ? "process 0 is gone" : "process 0 sent no gloo addresses in time");
         return -1;
     }
     int whole = m.len == bytes * (size_t)me->gworld;
     if (whole)
         memcpy(all, m.data, m.len);
     else
-        snprintf(err, errlen, "a process of this group did not send its gloo addresses");
+        snprintf(err, errlen,
+                 "process 0 could not give this group its gloo addresses (a member's did not come, or they are "
+                 "more than it relays: see its message)");
     free(m.data);
     return whole ? 0 : -1;
 }
@@ -264,49 +342,55 @@ static struct comm *meet_create(int group, const struct comm_gloo_params *p, cha
     int size = wire_size(w), rank = wire_rank(w);
     struct who me = {.group = group, .grank = p->rank, .gworld = p->world};
     int64_t timeout_ms = p->timeout_s > 0 ? (int64_t)(p->timeout_s * 1000) : 300 * 1000;
+    meet.id = meet_id(p->prefix, group);
+    meet.deadline_ms = (int64_t)(probe_now_ns() / 1000000) + timeout_ms;
+    meet.abort = p->abort;
     meet.called = 0;
+    struct comm *c = NULL;
     if (rank > 0) {
         if (wire_send(w, 0, CHAN_GLOO, meet_tag(GLOO_WHO), &me, sizeof(me)) != 0) {
             snprintf(err, errlen, "gloo's rendezvous: process 0 is gone");
-            meet.n++;
-            return NULL;
+            goto done;
         }
     } else {
         free(meet.whos);
         if (!(meet.whos = calloc((size_t)size, sizeof(*meet.whos)))) {
             snprintf(err, errlen, "gloo's rendezvous: out of memory");
-            meet.n++;
-            return NULL;
+            goto done;
         }
         meet.whos[0] = me;
         for (int q = 1; q < size; q++) {
             struct wire_msg m;
-            int got = wire_take(w, q, CHAN_GLOO, meet_tag(GLOO_WHO), (int)timeout_ms, &m);
+            int got = meet_take(q, GLOO_WHO, &m);
             if (got == 1 && m.len == sizeof(me))
                 memcpy(&meet.whos[q], m.data, sizeof(me));
             else
-                meet.whos[q] = (struct who){.group = -2, .grank = -1, .gworld = 1}; /* (gone: not waited for) */
+                meet.whos[q] = (struct who){.group = -2, .grank = -1, .gworld = 1}; /* (not waited for) */
             if (got == 1)
                 free(m.data);
         }
     }
     char why[200] = "";
-    if (rank == 0 && me.gworld <= 1 && serve_meeting(NULL, NULL, 0, timeout_ms, why, sizeof(why)) != 0) {
+    if (rank == 0 && me.gworld <= 1 && serve_meeting(NULL, NULL, 0, why, sizeof(why)) != 0) {
         /* (process 0's own communicator is whole: another group's is not) */
     }
     struct comm_gloo_params q = *p;
     q.store = NULL;
     q.allgather = meet_allgather;
     q.allgather_arg = &me;
-    struct comm *c = comm_gloo_create(&q, err, errlen);
+    c = comm_gloo_create(&q, err, errlen);
     if (!c && !meet.called && me.gworld > 1) {
         /* failed before its addresses were asked: its group is told */
         if (rank > 0)
             wire_send(w, 0, CHAN_GLOO, meet_tag(GLOO_MINE), NULL, 0);
         else
-            serve_meeting(NULL, NULL, 0, timeout_ms, why, sizeof(why));
+            serve_meeting(NULL, NULL, 0, why, sizeof(why));
     }
-    meet.n++;
+done:
+    /* what came too late for this meeting goes (what comes later still
+     * stays, a few hundred bytes) */
+    for (int k = 0; k < GLOO_TAGS; k++)
+        wire_drop_tag(w, CHAN_GLOO, meet_tag(k));
     return c;
 }
 #endif
@@ -385,6 +469,10 @@ static int parse_address(const char *spec, char *host, size_t hn, int *port, cha
     memcpy(host, at, (size_t)(colon - at));
     host[colon - at] = 0;
     *port = (int)v;
+    if (strchr(host, ':') || host[0] == '[') {
+        snprintf(err, errlen, "--rendezvous: tcp: takes a host name or an IPv4 address, not IPv6 (got '%s')", spec);
+        return -1;
+    }
     return 0;
 }
 

@@ -20,9 +20,6 @@
 #include <unistd.h>
 
 #define WIRE_MAGIC 0x64647077u /* "ddpw" */
-/* the longest message: a relay's batch of records is far shorter; this
- * only stops a corrupt length from asking for the machine's memory */
-#define WIRE_MAX_LEN (256u << 20)
 
 /* What leads every message. */
 struct frame {
@@ -214,7 +211,7 @@ static int read_addr(const char *path, char *host, size_t hn, int *port, uint64_
  * did not resolve (*gai: getaddrinfo's word). loopback: a name that does
  * not resolve is this machine (a host name published in the folder, on a
  * machine whose name is in no table). */
-static int connect_to(const char *host, int port, int loopback, int *gai)
+static int connect_to(const char *host, int port, int loopback, int64_t deadline, int *gai)
 {
     char ps[16];
     snprintf(ps, sizeof(ps), "%d", port);
@@ -226,15 +223,36 @@ static int connect_to(const char *host, int port, int loopback, int *gai)
         *gai = rc;
         return -2;
     }
-    int fd = -1;
+    /* each try waits for an answer until the deadline, not the system's
+     * two minutes (a host that drops the packets answers never) */
+    int fd = -1, why = 0;
     for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+        why = 0;
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        int c = connect(fd, a->ai_addr, a->ai_addrlen);
+        if (c != 0 && errno == EINPROGRESS) {
+            int64_t left = deadline - now_ms();
+            struct pollfd pf = {fd, POLLOUT, 0};
+            socklen_t n = sizeof(why);
+            c = left > 0 && poll(&pf, 1, left > 2000 ? 2000 : (int)left) == 1 &&
+                        getsockopt(fd, SOL_SOCKET, SO_ERROR, &why, &n) == 0 && why == 0
+                    ? 0
+                    : -1;
+            if (c != 0 && why == 0)
+                why = ETIMEDOUT;
+        } else if (c != 0) {
+            why = errno;
+        }
+        if (c != 0) {
             close(fd);
             fd = -1;
         }
     }
     freeaddrinfo(res);
+    if (fd < 0)
+        errno = why ? why : ECONNREFUSED;
     return fd;
 }
 
@@ -261,15 +279,16 @@ static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int say_key, 
         if (fd < 0)
             continue;
         tune(fd);
-        struct hello h;
+        struct hello h = {0};
         int64_t hello_by = now_ms() + 2000;
         struct answer a = {.magic = WIRE_MAGIC, .ok = ANSWER_KEY, .size = w->size};
-        if (full_io(fd, &h, sizeof(h), 0, hello_by < deadline ? hello_by : deadline) != 0 || h.magic != WIRE_MAGIC ||
-            h.nonce != nonce) {
+        int said = full_io(fd, &h, sizeof(h), 0, hello_by < deadline ? hello_by : deadline) == 0;
+        if (!said || h.magic != WIRE_MAGIC || h.nonce != nonce) {
             /* not this job's: in a folder a worker of an earlier job (it
              * reads the address again), at a port a process with another
-             * key, which is told */
-            if (say_key && h.magic == WIRE_MAGIC) {
+             * key, which is told (a probe of the port that says nothing,
+             * or another protocol, is not) */
+            if (say_key && said && h.magic == WIRE_MAGIC) {
                 full_io(fd, &a, sizeof(a), 1, hello_by < deadline ? hello_by : deadline);
                 strangers++;
             }
@@ -303,7 +322,7 @@ static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int say_key, 
             at += (size_t)snprintf(missing + at, sizeof(missing) - at, "%s%d", at ? ", " : "", p);
     snprintf(err, errlen, "rendezvous: process%s %s of %d did not come within %.3g s%s",
              w->size - 1 - joined > 1 ? "es" : "", missing, w->size, w->timeout_s,
-             strangers ? " (one with another job key, DDPTOP_JOB_KEY, was turned away)" : "");
+             strangers ? " (a process with another job key, DDPTOP_JOB_KEY, was turned away)" : "");
     return -1;
 }
 
@@ -329,13 +348,13 @@ static int join_zero(struct wire *w, const struct meet *at, int64_t deadline, ch
             have = read_addr(at->path, host, sizeof(host), &port, &nonce) == 0;
         else
             snprintf(host, sizeof(host), "%s", at->host);
+        /* a name that does not resolve yet may (a service whose address
+         * comes when its process starts): tried again until the deadline */
         int gai = 0;
-        int fd = have ? connect_to(host, port, at->path != NULL, &gai) : -1;
-        if (fd == -2) {
-            snprintf(err, errlen, "rendezvous: %s is not a host name known here (%s)", host, gai_strerror(gai));
-            return -1;
-        }
-        if (fd < 0 && have)
+        int fd = have ? connect_to(host, port, at->path != NULL, deadline, &gai) : -1;
+        if (fd == -2)
+            snprintf(why, sizeof(why), ": %.60s is not a host name known here (%.60s)", host, gai_strerror(gai));
+        else if (fd < 0 && have)
             snprintf(why, sizeof(why), ": %.100s", strerror(errno));
         if (fd >= 0) {
             tune(fd);
@@ -645,11 +664,16 @@ int wire_take(struct wire *w, int src, int chan, int tag, int timeout_ms, struct
 
 void wire_drop(struct wire *w, int chan)
 {
+    wire_drop_tag(w, chan, WIRE_ANY);
+}
+
+void wire_drop_tag(struct wire *w, int chan, int tag)
+{
     pthread_mutex_lock(&w->mx);
     struct queued **q = &w->head, *prev = NULL;
     while (*q) {
         struct queued *hit = *q;
-        if (hit->m.chan != chan) {
+        if (!matches(&hit->m, WIRE_ANY, chan, tag)) {
             prev = hit;
             q = &hit->next;
             continue;

@@ -29,6 +29,9 @@
 #include <stdint.h>
 
 enum { WIRE_ANY = -1 };
+/* the longest message: a relay's batch of records is far shorter; this
+ * only stops a corrupt length from asking for the machine's memory */
+#define WIRE_MAX_LEN (256u << 20)
 
 struct wire;
 
@@ -46,8 +49,10 @@ struct wire_msg {
 struct wire *wire_open(const char *dir, const char *job, int rank, int size, double timeout_s, char *err,
                        size_t errlen);
 /* The same, meeting at host:port (process 0 listens on port, on every
- * interface). key: the job's (0: none). NULL with err set, also: port
- * taken, host not a known name, process 0 refused this key. */
+ * interface; IPv4). key: the job's (0: none). NULL with err set, also:
+ * port taken, process 0 refused this key, or not there within timeout_s
+ * (host's name not resolving, the port refusing or not answering: the
+ * last reason said). */
 struct wire *wire_open_tcp(const char *host, int port, uint64_t key, int rank, int size, double timeout_s, char *err,
                            size_t errlen);
 /* A job key from a user's text (DDPTOP_JOB_KEY): 0 for NULL or "". */
@@ -65,8 +70,10 @@ int wire_send(struct wire *w, int dst, int chan, int tag, const void *buf, size_
  * connection is gone (for WIRE_ANY: every connection). */
 int wire_take(struct wire *w, int src, int chan, int tag, int timeout_ms, struct wire_msg *m);
 
-/* Frees every queued message on chan (a channel whose use is over). */
+/* Frees every queued message on chan (a channel whose use is over), or
+ * only those with tag. */
 void wire_drop(struct wire *w, int chan);
+void wire_drop_tag(struct wire *w, int chan, int tag);
 
 /* 1 while process p's connection (a worker: process 0's) is open. */
 int wire_alive(struct wire *w, int p);

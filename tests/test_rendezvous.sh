@@ -13,8 +13,10 @@
 #    through process 0: allreduce and ddp the same as in a folder, bytes
 #    counted by hand; 2 replicas of 2 stages in 4 processes (each stage's
 #    replicas in a gloo group without process 0 in one of them) end bit
-#    for bit as 4 rank threads; DDPTOP_JOB_KEY differing: both processes
-#    fail in one line, the worker naming the key;
+#    for bit as 4 rank threads; a sweep of 2 runs meets twice, each run's
+#    rows counted by hand; DDPTOP_JOB_KEY differing: both processes fail
+#    in one line, the worker naming the key; a worker killed mid-run, as
+#    in a folder (below);
 #  - GLOO_SOCKET_IFNAME (PyTorch's) names the interface gloo listens on:
 #    a real one trains, a missing one is refused before the run (one
 #    line, exit 2);
@@ -27,7 +29,8 @@
 #    the report, exit 1; process 0 killed mid-run: the worker ends in
 #    bounded time, not 0, saying so;
 #  - what cannot run is one line and exit 2: no RANK, no file: in the
-#    spec, tcp: without a port, a folder another user can write,
+#    spec, tcp: without a port or with an IPv6 address, a folder another
+#    user can write,
 #    --ranks-per-process, --comm mpi.
 # A build without gloo cannot train this way: exit 77.
 # Usage: test_rendezvous.sh DDPTOP
@@ -107,7 +110,8 @@ rdv=file:$tmp/rdv
 # parameter as with 4 rank threads
 dpargs=(--model lenet --steps 8 --parallel pipeline --micro-batches 2 --schedule gpipe --dp 2 --partition 0:3,4:
     --comm gloo)
-"$bin" "${base[@]}" "${dpargs[@]}" --ranks 4 --save-params threads_dp.bin >/dev/null 2>&1
+"$bin" "${base[@]}" "${dpargs[@]}" --ranks 4 --save-params threads_dp.bin >/dev/null 2>threads_dp.err ||
+    { bad "--dp 2 over 2 stages on 4 rank threads"; tail -n 3 threads_dp.err; }
 at=tcp:127.0.0.1:$(free_port)
 for r in 1 2 3; do
     (RANK=$r WORLD_SIZE=4 "$bin" "${base[@]}" "${dpargs[@]}" --rendezvous "$at" >/dev/null 2>dp$r.err; echo $? >dp$r.rc) &
@@ -118,6 +122,19 @@ wait
 [ $rc -eq 0 ] && [ "$(cat dp1.rc dp2.rc dp3.rc | tr -d '\n')" = 000 ] && cmp -s threads_dp.bin procs_dp.bin &&
     ok "--dp 2 over 2 stages, 4 processes at $at: as 4 threads, bit for bit" ||
     { bad "--dp 2 over 2 stages at $at: rc $rc/$(cat dp1.rc dp2.rc dp3.rc | tr '\n' /)"; tail -n 3 dp*.err; }
+
+# two runs in one job at an address (a sweep): each run's gloo world meets
+# anew through process 0; both runs' rows have every step and the bytes a
+# 2-rank ring sends, counted by hand (61706 floats x 4 B x 10 steps)
+rdv=tcp:127.0.0.1:$(free_port)
+pair sweep "${base[@]}" --steps 10 --comm gloo --strategy allreduce,ddp --format json
+got=$(python3 -c "
+import json; d = json.load(open('sweep.json'))
+print([r['state'] for r in d['runs']], sorted(set((x['steps'], x['bytes_sent']) for x in d['per_rank'])), len(d['per_rank']))" 2>&1)
+want="['done', 'done'] [(10, $((61706 * 4 * 10)))] 4"
+[ "$(cat sweep.rc)" = 0 ] && [ "$(cat sweep.rc1)" = 0 ] && [ "$got" = "$want" ] &&
+    ok "a sweep of 2 runs at $rdv: $got" || { bad "sweep at $rdv: rc $(cat sweep.rc)/$(cat sweep.rc1), got '$got'"; tail -n 3 sweep.err; }
+rdv=file:$tmp/rdv
 
 # another job key at the address: both fail in one line, exit 2
 at=tcp:127.0.0.1:$(free_port)
@@ -162,28 +179,29 @@ rm -f rdv/*
 
 # a worker killed outright mid-run; then process 0 killed
 long=(--batch --dataset synthetic --device cpu --steps 100000 --batch-size 32 --threads-per-rank 1 --model lenet
-    --comm-timeout 20 --rendezvous file:"$tmp/rdv")
-# long_pair NAME: both processes of a long run in the background, w the
-# worker's pid and z process 0's (its report NAME.json), back once rank 1
-# trains
+    --comm-timeout 20)
+# long_pair NAME: both processes of a long run met at $rdv in the
+# background, w the worker's pid and z process 0's (its report NAME.json),
+# back once rank 1 trains
 long_pair() {
-    RANK=1 WORLD_SIZE=2 "$bin" "${long[@]}" >/dev/null 2>"$1.err1" &
+    RANK=1 WORLD_SIZE=2 "$bin" "${long[@]}" --rendezvous "$rdv" >/dev/null 2>"$1.err1" &
     w=$!
-    RANK=0 WORLD_SIZE=2 "$bin" "${long[@]}" --format json >"$1.json" 2>"$1.err" &
+    RANK=0 WORLD_SIZE=2 "$bin" "${long[@]}" --rendezvous "$rdv" --format json >"$1.json" 2>"$1.err" &
     z=$!
     for _ in $(seq 600); do
         grep -qx "rank 1" /proc/$w/task/*/comm 2>/dev/null && break
         sleep 0.1
     done
 }
-long_pair k
-sleep 1
-kill -9 $w
-wait $w 2>/dev/null
-t0=$SECONDS
-wait $z
-rc=$?
-python3 - k.json <<'PYEOF' >k.check 2>&1
+for rdv in file:"$tmp/rdv" tcp:127.0.0.1:$(free_port); do
+    long_pair k
+    sleep 1
+    kill -9 $w
+    wait $w 2>/dev/null
+    t0=$SECONDS
+    wait $z
+    rc=$?
+    python3 - k.json <<'PYEOF' >k.check 2>&1
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = d["runs"][0]
@@ -191,10 +209,12 @@ assert r["state"] == "failed", r["state"]
 assert "rank 1" in r["error"], r["error"]
 print(r["error"])
 PYEOF
-[ $rc -eq 1 ] && [ $((SECONDS - t0)) -lt 20 ] && grep -q "rank 1" k.check &&
-    ok "worker killed: exit 1 after $((SECONDS - t0)) s, the report says: $(head -1 k.check)" ||
-    { bad "worker killed: rc $rc after $((SECONDS - t0)) s"; cat k.check; tail -3 k.err; }
-rm -f rdv/*
+    [ $rc -eq 1 ] && [ $((SECONDS - t0)) -lt 20 ] && grep -q "rank 1" k.check &&
+        ok "worker killed (met at $rdv): exit 1 after $((SECONDS - t0)) s, the report says: $(head -1 k.check)" ||
+        { bad "worker killed (met at $rdv): rc $rc after $((SECONDS - t0)) s"; cat k.check; tail -3 k.err; }
+    rm -f rdv/*
+done
+rdv=file:$tmp/rdv
 long_pair z
 sleep 1
 kill -9 $z
@@ -242,6 +262,8 @@ refuse() { # refuse WHAT ENV... -- ARGS...
 refuse "--rendezvous: RANK must be" -u RANK WORLD_SIZE=2 -- --rendezvous file:"$tmp/rdv"
 refuse "--rendezvous: expected file:DIR" RANK=0 WORLD_SIZE=1 -- --rendezvous "$tmp/rdv"
 refuse "--rendezvous: expected tcp:HOST:PORT" RANK=0 WORLD_SIZE=1 -- --rendezvous tcp:localhost
+refuse "--rendezvous: tcp: takes a host name or an IPv4 address, not IPv6" RANK=0 WORLD_SIZE=1 -- --rendezvous \
+    "tcp:[::1]:29500"
 mkdir -m 775 open
 refuse "rendezvous $tmp/open: another user can write" RANK=0 WORLD_SIZE=1 -- --rendezvous file:"$tmp/open"
 refuse "--ranks-per-process: only under mpirun" RANK=0 WORLD_SIZE=1 -- --rendezvous file:"$tmp/rdv" \
