@@ -10,10 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comm_gloo.h" /* (in every build: comm_gloo_unavailable says why there is no gloo) */
 #include "comm_mpi.h"
 #include "procs_net.h"
 #ifdef DDPTOP_HAVE_GLOO
-#include "comm_gloo.h"
 #include "comm_gloo_mpi.h"
 #endif
 
