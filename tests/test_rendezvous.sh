@@ -49,7 +49,8 @@ bad() {
 }
 
 base=(--batch --quiet --dataset synthetic --device cpu --steps 20 --batch-size 32 --threads-per-rank 1 --model lenet)
-if "$bin" "${base[@]}" --comm gloo --ranks 2 --steps 1 2>&1 >/dev/null | grep -q "without gloo"; then
+# (the refusal read first: under pipefail, `ddptop | grep` is false when ddptop refuses)
+if "$bin" "${base[@]}" --comm gloo --ranks 2 --steps 1 2>&1 >/dev/null | { grep -q "without gloo"; }; [ "${PIPESTATUS[1]}" = 0 ]; then
     echo "skip: this ddptop has no gloo"
     exit 77
 fi
