@@ -13,7 +13,7 @@ over the steps after --warmup, in ms, and the means ddptop's report gives
 it: a call's transfer is its shortest duration over the ranks (the i-th
 call of each rank is the same call), its sync a rank's duration beyond it.
 
-    /usr/bin/python3 bench/ddp_gloo_ref.py [--batch 32] [--steps 300] [--bucket-mb 25]
+    /usr/bin/python3 bench/ddp_gloo_ref.py [--batch 32] [--steps 300] [--bucket-mb 25] [--pin]
 """
 import argparse
 import json
@@ -43,6 +43,8 @@ def timed_allreduce(state, bucket):
 
 
 def worker(rank, args, store, out):
+    if args.pin:  # (before init: the process group's and gloo's threads inherit it)
+        os.sched_setaffinity(0, {rank % os.cpu_count()})
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
     torch.manual_seed(0)
@@ -87,6 +89,7 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--bucket-mb", type=float, default=25)
+    ap.add_argument("--pin", action="store_true", help="each process on a core of its own, all its threads")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         mp.spawn(worker, args=(args, os.path.join(d, "store"), os.path.join(d, "calls")), nprocs=2)
