@@ -269,7 +269,8 @@ static int serve_meeting(const void *mine, void *all, size_t bytes, char *err, s
         if (first == p) {
             out[p] = group_records(p, rec, len, &olen[p]);
             if (olen[p] > WIRE_MAX_LEN) {
-                too_big = 1;
+                too_big = meet.whos[p].gworld; /* the whole meeting fails, here too */
+                rc = -1;
                 free(out[p]);
                 out[p] = NULL;
                 olen[p] = 0;
@@ -290,7 +291,7 @@ static int serve_meeting(const void *mine, void *all, size_t bytes, char *err, s
         snprintf(err, errlen,
                  "the gloo addresses of a group of %d ranks are more than process 0 relays (%u MB): meet in a "
                  "folder (--rendezvous file:DIR)",
-                 meet.whos[0].gworld, (unsigned)(WIRE_MAX_LEN >> 20));
+                 too_big, (unsigned)(WIRE_MAX_LEN >> 20));
     else if (rc != 0 && missing > 0)
         snprintf(err, errlen, "process %d did not send its gloo addresses through process 0", missing);
     else if (rc != 0)
