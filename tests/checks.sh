@@ -1,6 +1,9 @@
 # checks.sh - what the shell tests that count their checks share; sourced.
 # Makes $tmp (removed on exit) and gives:
 #   check WHAT CONDITION...  runs CONDITION: a pass, or "FAIL: WHAT"
+#   ok WHAT / bad WHAT       a pass or a "FAIL - WHAT" told by the test
+#                            itself (for checks that are more than one
+#                            command), with the seconds so far
 #   json FILE CODE           python CODE with FILE's JSON as d
 #   checks_done              prints the counts; the status is 0 only if no
 #                            check failed (the script's last command)
@@ -19,6 +22,15 @@ check() {
         fails=$((fails + 1))
         [ -n "${DDPTOP_FAIL_FAST:-}" ] && exit 1 # (the mutation harness: one failure is enough)
     fi
+}
+ok() {
+    echo "ok - $* [${SECONDS} s]"
+    passes=$((passes + 1))
+}
+bad() {
+    echo "FAIL - $* [${SECONDS} s]"
+    fails=$((fails + 1))
+    [ -n "${DDPTOP_FAIL_FAST:-}" ] && exit 1 # (the mutation harness: one failure is enough)
 }
 json() { /usr/bin/env python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1"; }
 checks_done() {

@@ -22,16 +22,8 @@
 set -uo pipefail
 bin=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/checks.sh"
 cd "$tmp"
-fails=0
-ok() { echo "ok - $* [${SECONDS} s]"; }
-bad() {
-    echo "FAIL - $* [${SECONDS} s]"
-    fails=$((fails + 1))
-    [ -n "${DDPTOP_FAIL_FAST:-}" ] && exit 1 # (the mutation harness: one failure is enough)
-}
 reldiff() { python3 "$here/reldiff.py" "$1" "$2"; }
 
 base=(--batch --quiet --dataset synthetic --device cpu --steps 20 --batch-size 32 --threads-per-rank 1)
@@ -235,5 +227,4 @@ took=$((SECONDS - killed))
     ok "a gloo worker killed (SIGKILL): named, partial report, exit $rc, ${took} s after (--comm-timeout 60)" ||
     { bad "killed gloo worker (pid '$worker'): rc $rc, ${took} s after"; grep ddptop kill.err | head -3; }
 
-echo "$fails failed"
-[ $fails -eq 0 ]
+checks_done

@@ -39,16 +39,8 @@ part=${3:-all}
 in_part() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 quick=0
 [ "$mode" != full ] && quick=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/checks.sh"
 cd "$tmp"
-fails=0
-ok() { echo "ok - $* [${SECONDS} s]"; }
-bad() {
-    echo "FAIL - $* [${SECONDS} s]"
-    fails=$((fails + 1))
-    [ -n "${DDPTOP_FAIL_FAST:-}" ] && exit 1 # (the mutation harness: one failure is enough)
-}
 
 # a small MNIST-shaped set of random images (4096 to train: 20 steps of
 # 4 x 32 stay in one epoch; 512 to test): every process of every run loads
@@ -469,5 +461,4 @@ fi
 
 fi
 
-echo "$fails failed"
-[ $fails -eq 0 ]
+checks_done

@@ -37,16 +37,9 @@
 set -uo pipefail
 bin=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
+. "$(dirname "$0")/checks.sh"
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 cd "$tmp"
-fails=0
-ok() { echo "ok - $* [${SECONDS} s]"; }
-bad() {
-    echo "FAIL - $* [${SECONDS} s]"
-    fails=$((fails + 1))
-    [ -n "${DDPTOP_FAIL_FAST:-}" ] && exit 1 # (the mutation harness: one failure is enough)
-}
 
 base=(--batch --quiet --dataset synthetic --device cpu --steps 20 --batch-size 32 --threads-per-rank 1 --model lenet)
 # (the refusal read first: under pipefail, `ddptop | grep` is false when ddptop refuses)
@@ -271,5 +264,4 @@ refuse "--ranks-per-process: only under mpirun" RANK=0 WORLD_SIZE=1 -- --rendezv
     --ranks-per-process 2
 refuse "--comm mpi: needs mpirun" RANK=0 WORLD_SIZE=1 -- --rendezvous file:"$tmp/rdv" --comm mpi
 
-echo "$fails failed"
-[ $fails -eq 0 ]
+checks_done
