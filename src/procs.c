@@ -549,8 +549,13 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
 }
 
 /* A worker silent for rl->lost_ns, or whose connection closed: its ranks
- * that had not ended end, failed, naming it. */
-static int give_up_silent(struct relay *rl)
+ * that had not ended end, failed, naming it. only: that worker alone, or
+ * -1 for all of them, which is fair only once every message waiting has
+ * been taken: a worker's message not yet read (process 0 busy with
+ * another's, or kept from its core) is not its silence, and under MPI a
+ * worker whose long message waits to be read is blocked in MPI_Send and
+ * sends no heartbeat either. */
+static int give_up_silent(struct relay *rl, int only)
 {
     int64_t now = probe_now_ns(), lost = rl->lost_ns;
     int ending = atomic_load(&rl->ending_ns) != 0;
@@ -558,6 +563,8 @@ static int give_up_silent(struct relay *rl)
         lost = ENDING_LOST_NS;
     int n = 0;
     for (int p = 1; p < self.size; p++) {
+        if (only >= 0 && p != only)
+            continue;
         int gone = !net->alive(p);
         if (rl->ended[p] || (now - rl->seen_ns[p] <= lost && !gone))
             continue;
@@ -609,12 +616,13 @@ static void take_in(struct relay *rl, int p, const struct procs_msg *m)
     }
 }
 
-/* While a long message arrives from p (net->take): the silent are given
- * up meanwhile, and p's message too once p was. */
+/* While a long message arrives from p (net->take): p is given up if it
+ * falls silent meanwhile (or its connection closes), and its message with
+ * it; the others wait until their messages have been taken. */
 static int still_wanted(void *ctx, int p)
 {
     struct relay *rl = ctx;
-    rl->left -= give_up_silent(rl);
+    rl->left -= give_up_silent(rl, p > 0 && p < self.size ? p : 0);
     return !atomic_load(&rl->rx_quit) && !(p > 0 && p < self.size && rl->ended[p]);
 }
 
@@ -628,7 +636,7 @@ static void *receive(void *arg)
     while (rl->left > 0 && !atomic_load(&rl->rx_quit)) {
         struct procs_msg m;
         if (net->take(PNET_ANY, rl->chan, PNET_ANY, 0, still_wanted, rl, &m) != 1) {
-            rl->left -= give_up_silent(rl);
+            rl->left -= give_up_silent(rl, -1); /* (nothing waits to be taken) */
             if (probe_now_ns() > rl->spin_until_ns)
                 nap_ms(1);
             continue;
