@@ -320,6 +320,11 @@ enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_
  * silence longer than two heartbeats gives a process up, so that the report
  * of what was measured is printed before the SIGKILL. */
 #define ENDING_LOST_NS (400LL * 1000 * 1000)
+/* Process 0's receiving thread looks for messages every millisecond or so;
+ * a longer gap is its own absence (the process stopped, or kept from the
+ * cores), which is not the workers' silence: it is added to their
+ * silence's start. */
+#define ABSENT_NS (500LL * 1000 * 1000)
 
 /* What leads every record message: whose, which ring, the records lost
  * to full rings on the worker so far, and the device memory the rank holds
@@ -368,6 +373,7 @@ struct relay {
     int told_stop;             /* a worker: process 0's stop came */
     int64_t last_beat_ns;      /* a worker: its last heartbeat */
     int64_t *seen_ns;          /* process 0: [size], when each process was last heard from */
+    int64_t awake_ns;          /* process 0: when its receiving thread last looked */
     unsigned char *ended;      /* process 0: [size], its ranks ended (or it was given up) */
     int *done_of;              /* process 0: [size], its ranks that ended */
     int64_t lost_ns;           /* silence after which a process is given up */
@@ -548,16 +554,28 @@ static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
     }
 }
 
+/* Process 0's receiving thread is looking now (the time returned): a gap
+ * since it last looked longer than ABSENT_NS is forgiven every worker. */
+static int64_t awake(struct relay *rl)
+{
+    int64_t now = probe_now_ns(), gap = now - rl->awake_ns;
+    if (gap > ABSENT_NS)
+        for (int p = 1; p < self.size; p++)
+            rl->seen_ns[p] = rl->seen_ns[p] + gap < now ? rl->seen_ns[p] + gap : now;
+    rl->awake_ns = now;
+    return now;
+}
+
 /* A worker silent for rl->lost_ns, or whose connection closed: its ranks
  * that had not ended end, failed, naming it. only: that worker alone, or
  * -1 for all of them, which is fair only once every message waiting has
  * been taken: a worker's message not yet read (process 0 busy with
- * another's, or kept from its core) is not its silence, and under MPI a
- * worker whose long message waits to be read is blocked in MPI_Send and
- * sends no heartbeat either. */
+ * another's) is not its silence, and under MPI a worker whose long message
+ * waits to be read is blocked in MPI_Send and sends no heartbeat either.
+ * (Process 0's own absence is forgiven by awake.) */
 static int give_up_silent(struct relay *rl, int only)
 {
-    int64_t now = probe_now_ns(), lost = rl->lost_ns;
+    int64_t now = awake(rl), lost = rl->lost_ns;
     int ending = atomic_load(&rl->ending_ns) != 0;
     if (ending && lost > ENDING_LOST_NS)
         lost = ENDING_LOST_NS;
@@ -633,7 +651,9 @@ static void *receive(void *arg)
 {
     struct relay *rl = arg;
     rl->left = self.size - 1;
+    rl->awake_ns = probe_now_ns();
     while (rl->left > 0 && !atomic_load(&rl->rx_quit)) {
+        awake(rl);
         struct procs_msg m;
         if (net->take(PNET_ANY, rl->chan, PNET_ANY, 0, still_wanted, rl, &m) != 1) {
             rl->left -= give_up_silent(rl, -1); /* (nothing waits to be taken) */

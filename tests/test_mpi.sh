@@ -92,13 +92,13 @@ mpi+=(-x DDPTOP_TEST_MPI_JOB)
 
 # The pid of process 1 of this script's job once its rank thread is up (the
 # run has started), a second later; empty after 60 s without it.
-find_worker() {
-    local p env
+find_worker() { # [PROCESS]: process 1 (one rank a process), or PROCESS
+    local p env who=${1:-1}
     for _ in $(seq 600); do
         for p in $(pgrep -x ddptop); do
             env=$({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null)
-            if grep -qx OMPI_COMM_WORLD_RANK=1 <<<"$env" && grep -qxF "DDPTOP_TEST_MPI_JOB=$tmp" <<<"$env" &&
-                grep -qx "rank 1" /proc/"$p"/task/*/comm 2>/dev/null; then
+            if grep -qx "OMPI_COMM_WORLD_RANK=$who" <<<"$env" && grep -qxF "DDPTOP_TEST_MPI_JOB=$tmp" <<<"$env" &&
+                grep -qx "rank $who" /proc/"$p"/task/*/comm 2>/dev/null; then
                 sleep 1
                 echo "$p"
                 return
@@ -411,6 +411,34 @@ if [ "$mode" != tiny ]; then
         bad "stopped worker (pid '$worker'): rc $rc, ${took} s after the stop"
         grep ddptop stop.err | head -3
     fi
+fi
+
+# ---- the whole job suspended for 7 s (SIGSTOP to every process, as
+# Slurm's `scontrol suspend` does), then resumed, process 0 first: its own
+# absence is not its workers' silence, so none of them is given up (they
+# speak again within a second); then Ctrl-C to process 0 stops the run
+# with every rank's row ----
+if [ $quick -eq 0 ]; then
+    timeout 120 "${mpi[@]}" -np 4 "$bin" "${base[@]}" --model lenet --strategy ddp --steps 100000 --format csv \
+        >pause.csv 2>pause.err &
+    job=$!
+    pids=()
+    for p in 0 1 2 3; do pids+=("$(find_worker $p)"); done
+    if [ ${#pids[@]} -eq 4 ] && [ -n "${pids[0]}" ] && [ -n "${pids[3]}" ]; then
+        kill -STOP "${pids[@]}"
+        sleep 7
+        kill -CONT "${pids[0]}"
+        sleep 1
+        kill -CONT "${pids[@]:1}"
+        sleep 3
+        kill -INT "${pids[0]}"
+    fi
+    wait $job
+    rc=$?
+    rows=$(grep -c "^0,[0-3],lenet,mnist,ddp," pause.csv)
+    [ -n "${pids[3]}" ] && [ $rc -ne 124 ] && [ "$rows" -eq 4 ] && ! grep -q "failed\|stopped answering" pause.err &&
+        ok "the job suspended 7 s: no worker given up, 4 rank rows after Ctrl-C (mpirun exit $rc)" ||
+        { bad "the job suspended 7 s (pids '${pids[*]}'): rc $rc, $rows rank rows"; grep ddptop pause.err | head -3; }
 fi
 
 # ---- a worker killed outright: mpirun ends the job (SIGTERM, then SIGKILL
