@@ -90,34 +90,36 @@ check "a forced exit leaves a valid trace" json "$tmp/f.json" "assert 'traceEven
 # counted against what it says it reported, and must be >= 1.
 bench_rows() { grep -cE '^ +[0-9]+[KMG]? +[0-9]+ ' "$1"; }
 bench_said() { sed -n 's/.*interrupted; reported the \([0-9]*\) sizes measured.*/\1/p' "$1"; }
-bench_cmd=(--bench-comm --ranks 2 --max-bytes 64M --iters 3000)
-for bench_wait in 3 6 12 24 48; do
-    (
-        HOME="$tmp" "$BIN" "${bench_cmd[@]}" 2>"$tmp/bc.err" | cat >"$tmp/bc.out"
-        echo "${PIPESTATUS[0]}" >"$tmp/bc.rc"
-    ) &
-    sub=$!
-    sleep "$bench_wait"
-    pkill -INT -f -- "--bench-comm --ranks 2 --max-bytes 64M --iters 3000\$"
-    wait $sub
-    [ "$(bench_said "$tmp/bc.err")" = 0 ] || break
-done
+# bench_interrupted FROM [ARGS...]: --bench-comm ARGS, stdout piped, sent
+# SIGINT after FROM s, then after each longer wait of the list until it
+# says a size was measured: its exit status in bc.rc, stderr in bc.err,
+# stdout in bc.out, the wait in bench_wait
+bench_interrupted() {
+    local from=$1
+    shift
+    for bench_wait in $(printf '%s\n' 3 6 12 24 48 | awk -v from="$from" '$1 >= from'); do
+        (
+            HOME="$tmp" "$BIN" --bench-comm --ranks 2 --max-bytes 64M --iters 3000 "$@" 2>"$tmp/bc.err" |
+                cat >"$tmp/bc.out"
+            echo "${PIPESTATUS[0]}" >"$tmp/bc.rc"
+        ) &
+        local sub=$!
+        sleep "$bench_wait"
+        pkill -INT -P $sub -x ddptop # (this run's, not another suite's)
+        wait $sub
+        [ "$(bench_said "$tmp/bc.err")" = 0 ] || break
+    done
+}
+bench_interrupted 3
 said=$(bench_said "$tmp/bc.err")
 check "--bench-comm piped, SIGINT: exit 130 (got $(cat "$tmp/bc.rc"))" test "$(cat "$tmp/bc.rc")" -eq 130
 check "--bench-comm piped, SIGINT: it says so" test -n "$said"
 check "--bench-comm piped, SIGINT after ${bench_wait} s: sizes were measured (${said:-?})" test "${said:-0}" -ge 1
 check "--bench-comm piped, SIGINT: the ${said:-?} sizes measured reach the pipe ($(bench_rows "$tmp/bc.out") rows)" \
     test "$(bench_rows "$tmp/bc.out")" = "$said"
-for bench_wait in $(printf '%s\n' 3 6 12 24 48 | awk -v from="$bench_wait" '$1 >= from'); do
-    HOME="$tmp" "$BIN" "${bench_cmd[@]}" --output "$tmp/bc.txt" 2>"$tmp/bco.err" &
-    pid=$!
-    sleep "$bench_wait"
-    kill -INT $pid
-    wait $pid
-    st=$?
-    [ "$(bench_said "$tmp/bco.err")" = 0 ] || break
-done
-said=$(bench_said "$tmp/bco.err")
+bench_interrupted "$bench_wait" --output "$tmp/bc.txt"
+said=$(bench_said "$tmp/bc.err")
+st=$(cat "$tmp/bc.rc")
 check "--bench-comm --output, SIGINT: exit 130 (got $st)" test "$st" -eq 130
 check "--bench-comm --output, SIGINT after ${bench_wait} s: sizes were measured (${said:-?})" test "${said:-0}" -ge 1
 check "--bench-comm --output, SIGINT: the file holds the ${said:-?} sizes measured ($(bench_rows "$tmp/bc.txt") rows)" \
