@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "cost_model.h"
+#include "cpu_isa.h"
 #include "data.h"
 #include "device.h"
 #include "devices.h"
@@ -330,6 +331,10 @@ static int ddptop_main(int argc, char **argv)
         return 0;
     if (prc != 0)
         return 2;
+    if (cpu_isa_error()) {
+        fprintf(stderr, "ddptop: %s\n", cpu_isa_error());
+        return 2;
+    }
     if (cfg.rendezvous[0]) {
         char err[512];
         if (procs_join(cfg.rendezvous, cfg.base.comm_timeout_s, err, sizeof(err)) != 0) {

@@ -28,17 +28,47 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cpu_isa.h"
 #include "kernels_ref.h"
 
 /* Element-wise CPU kernels (kernels_cpu_eltwise.c, optim.c) are compiled for
- * AVX-512, AVX2 and baseline x86-64 and picked at load time: the default
- * build targets baseline x86-64, whose SSE loops run several times slower,
- * and a scalar ReLU backward mispredicts a branch on every other value. */
+ * AVX-512, AVX2 and baseline x86-64, and each call takes the one cpu_isa()
+ * allows (DDPTOP_MAX_CPU_ISA caps it): the default build targets baseline
+ * x86-64, whose SSE loops run several times slower, and a scalar ReLU
+ * backward mispredicts a branch on every other value. The loops are
+ * element-wise and built without contraction (-std=c11), so every variant
+ * gives the same bits.
+ *   VEC_KERNEL(name, (params), (args)) { body }
+ * defines static void name(params) running body in the chosen variant. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) &&               \
     !defined(__SANITIZE_THREAD__)
-#define VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define VEC_KERNEL(name, params, args)                                                                                 \
+    static inline __attribute__((always_inline)) void name##_body params;                                              \
+    __attribute__((target("avx512f"))) static void name##_avx512 params                                                \
+    {                                                                                                                  \
+        name##_body args;                                                                                              \
+    }                                                                                                                  \
+    __attribute__((target("avx2"))) static void name##_avx2 params                                                     \
+    {                                                                                                                  \
+        name##_body args;                                                                                              \
+    }                                                                                                                  \
+    static void name##_base params                                                                                     \
+    {                                                                                                                  \
+        name##_body args;                                                                                              \
+    }                                                                                                                  \
+    static void name params                                                                                            \
+    {                                                                                                                  \
+        int isa_ = cpu_isa();                                                                                          \
+        if (isa_ >= CPU_ISA_AVX512)                                                                                    \
+            name##_avx512 args;                                                                                        \
+        else if (isa_ >= CPU_ISA_AVX2)                                                                                 \
+            name##_avx2 args;                                                                                          \
+        else                                                                                                           \
+            name##_base args;                                                                                          \
+    }                                                                                                                  \
+    static inline __attribute__((always_inline)) void name##_body params
 #else
-#define VEC_CLONES
+#define VEC_KERNEL(name, params, args) static void name params
 #endif
 
 /* Zeroed memory aligned for the kernels; buffers of 2 MB and more are

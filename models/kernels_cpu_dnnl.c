@@ -19,6 +19,7 @@ static dnnl_status_t g_engine_status;
 
 static void engine_init(void)
 {
+    cpu_isa(); /* DDPTOP_MAX_CPU_ISA reaches oneDNN before it generates code */
     g_engine_status = dnnl_engine_create(&cpu_engine, dnnl_cpu, 0);
     if (g_engine_status == dnnl_success)
         g_engine_status = dnnl_primitive_attr_create(&cpu_attr);
@@ -43,15 +44,12 @@ int cpu_have_dnnl(void)
 
 int cpu_preferred_blk(void)
 {
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 16 : 8;
+    return cpu_isa() >= CPU_ISA_AVX512 ? 16 : 8;
 }
 
 int cpu_bf16_native(void)
 {
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16 ||
-           (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+    return cpu_isa() >= CPU_ISA_AVX512_BF16;
 }
 
 int cpu_ctx_bf16(struct cpu_ctx *x, char *err, size_t errlen)

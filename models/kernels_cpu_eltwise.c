@@ -2,7 +2,7 @@
  * oneDNN: ReLU, ReLU6, addition, copy-or-accumulate and dropout, over whole
  * buffers (padded channels included) on the calling thread's OpenMP team.
  * oneDNN would not speed these up; each loop body is a chunk function that
- * the compiler vectorises (restrict), built for several ISAs (VEC_CLONES in
+ * the compiler vectorises (restrict), built for several ISAs (VEC_KERNEL in
  * kernels_cpu.h).
  */
 #include "kernels_cpu_internal.h"
@@ -14,14 +14,15 @@
  * that only one side makes is a branch the compiler keeps scalar, and on
  * a ReLU's signs (half of them positive, at random) that branch is
  * mispredicted half the time: the backward pass ran 10x its forward. */
-VEC_CLONES static void relu_fwd_chunk(float *restrict out, const float *restrict in, int64_t n)
+VEC_KERNEL(relu_fwd_chunk, (float *restrict out, const float *restrict in, int64_t n), (out, in, n))
 {
     for (int64_t i = 0; i < n; i++) /* (NaN stays NaN, as PyTorch's) */
         out[i] = in[i] < 0.0f ? 0.0f : in[i];
 }
 
-VEC_CLONES static void relu_bwd_chunk(float *restrict din, int acc, const float *restrict dout,
-                                      const float *restrict out, int64_t n)
+VEC_KERNEL(relu_bwd_chunk,
+           (float *restrict din, int acc, const float *restrict dout, const float *restrict out, int64_t n),
+           (din, acc, dout, out, n))
 {
     if (acc)
         for (int64_t i = 0; i < n; i++) {
@@ -35,7 +36,7 @@ VEC_CLONES static void relu_bwd_chunk(float *restrict din, int acc, const float 
         }
 }
 
-VEC_CLONES static void relu6_fwd_chunk(float *restrict out, const float *restrict in, int64_t n)
+VEC_KERNEL(relu6_fwd_chunk, (float *restrict out, const float *restrict in, int64_t n), (out, in, n))
 {
     for (int64_t i = 0; i < n; i++) {
         float v = in[i] < 0.0f ? 0.0f : in[i]; /* (NaN stays NaN, as the reference's) */
@@ -43,8 +44,9 @@ VEC_CLONES static void relu6_fwd_chunk(float *restrict out, const float *restric
     }
 }
 
-VEC_CLONES static void relu6_bwd_chunk(float *restrict din, int acc, const float *restrict dout,
-                                       const float *restrict out, int64_t n)
+VEC_KERNEL(relu6_bwd_chunk,
+           (float *restrict din, int acc, const float *restrict dout, const float *restrict out, int64_t n),
+           (din, acc, dout, out, n))
 {
     if (acc)
         for (int64_t i = 0; i < n; i++) {
@@ -58,20 +60,23 @@ VEC_CLONES static void relu6_bwd_chunk(float *restrict din, int acc, const float
         }
 }
 
-VEC_CLONES static void add_chunk(float *restrict out, const float *restrict a, const float *restrict b, int64_t n)
+VEC_KERNEL(add_chunk, (float *restrict out, const float *restrict a, const float *restrict b, int64_t n),
+           (out, a, b, n))
 {
     for (int64_t i = 0; i < n; i++)
         out[i] = a[i] + b[i];
 }
 
-VEC_CLONES static void acc_chunk(float *restrict dst, const float *restrict src, int64_t n)
+VEC_KERNEL(acc_chunk, (float *restrict dst, const float *restrict src, int64_t n), (dst, src, n))
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] += src[i];
 }
 
-VEC_CLONES static void mask_chunk(float *restrict din, int acc, const float *restrict dout,
-                                  const uint8_t *restrict mask, float scale, int64_t n)
+VEC_KERNEL(mask_chunk,
+           (float *restrict din, int acc, const float *restrict dout, const uint8_t *restrict mask, float scale,
+            int64_t n),
+           (din, acc, dout, mask, scale, n))
 {
     if (acc)
         for (int64_t i = 0; i < n; i++) {

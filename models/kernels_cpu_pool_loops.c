@@ -149,7 +149,7 @@ static void maxpool_blk_fwd_planes(float *out, uint8_t *am, const float *in, con
 {
     size_t ip = (size_t)d->H * d->W * blk, op = (size_t)d->OH * d->OW * blk;
 #ifdef POOL_AVX512
-    if (blk == 16 && __builtin_cpu_supports("avx512f")) {
+    if (blk == 16 && cpu_isa() >= CPU_ISA_AVX512) {
         for (int64_t q = q0; q < q1; q++)
             maxpool16_fwd_plane(out + q * op, am + q * op, in + q * ip, d);
         return;
@@ -165,7 +165,7 @@ static void maxpool_blk_bwd_planes(float *din, const float *dout, const uint8_t 
     size_t ip = (size_t)d->H * d->W * blk, op = (size_t)d->OH * d->OW * blk;
     int tiles = d->k == d->stride && d->pad == 0 && d->OH * d->k == d->H && d->OW * d->k == d->W;
 #ifdef POOL_AVX512
-    if (blk == 16 && __builtin_cpu_supports("avx512f")) {
+    if (blk == 16 && cpu_isa() >= CPU_ISA_AVX512) {
         for (int64_t q = q0; q < q1; q++)
             maxpool16_bwd_plane(din + q * ip, dout + q * op, am + q * op, d, tiles);
         return;

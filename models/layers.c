@@ -37,8 +37,11 @@ static int layout_backward(struct model *m, struct layer *l)
     return 0;
 }
 
-static const struct layer_ops layout_ops = {
-    .kind = "layout", .forward = layout_forward, .backward = layout_backward, .destroy = layer_free_impl};
+static const struct layer_ops layout_ops = {.kind = "layout",
+                                            .forward = layout_forward,
+                                            .backward = layout_backward,
+                                            .destroy = layer_free_impl,
+                                            .conversion = 1};
 
 int layer_to_layout(struct model *m, const char *name, int in, int blk)
 {

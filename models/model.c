@@ -203,6 +203,39 @@ int model_add_layer(struct model *m, const struct layer_ops *ops, const char *na
     return m->nlayers++;
 }
 
+/* Numbers the layers for the user (model.h): every layer but conversions. */
+static void number_layers(struct model *m)
+{
+    m->nnum = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        m->layers[i].num = m->layers[i].ops->conversion ? -1 : m->nnum++;
+}
+
+int model_layer_num(const struct model *m, int i)
+{
+    if (i < 0 || i >= m->nlayers)
+        return i < 0 ? -1 : m->nnum;
+    for (int j = i; j < m->nlayers; j++) /* a conversion: the layer it feeds */
+        if (m->layers[j].num >= 0)
+            return m->layers[j].num;
+    for (int j = i; j >= 0; j--) /* the logits' conversion: the last layer's */
+        if (m->layers[j].num >= 0)
+            return m->layers[j].num;
+    return -1;
+}
+
+int model_layer_index(const struct model *m, int u)
+{
+    if (u < 0 || u > m->nnum)
+        return -1;
+    if (u == m->nnum)
+        return m->nlayers;
+    int i = 0;
+    while (i < m->nlayers && model_layer_num(m, i) != u)
+        i++;
+    return i < m->nlayers ? i : -1;
+}
+
 static void init_into(const struct model *m, uint64_t seed, float *dst)
 {
     struct rng r;
@@ -270,6 +303,7 @@ struct model *model_finish(struct model *m, int out, char *err, size_t errlen)
     if (out < 0)
         goto fail;
     m->output = out;
+    number_layers(m);
     if (m->tensors[out].per_sample != m->classes || m->tensors[out].blk != 1) {
         snprintf(m->err, sizeof(m->err), "model output is %lld values%s, expected %d classes",
                  (long long)m->tensors[out].per_sample, m->tensors[out].blk != 1 ? " in a blocked layout" : "",
@@ -707,7 +741,10 @@ void model_print_times(const struct model *m, FILE *f)
         double fms = (double)lt->fwd_ns[i] / fc / 1e6, bms = (double)lt->bwd_ns[i] / bc / 1e6;
         double fl = (double)l->flops * m->batch;
         /* backward does about twice the forward's work: input and weight gradients */
-        fprintf(f, "%-4d %-24s %-10s %9.3f %9.3f %5.1f%% %8.1f %8.1f  %s\n", i, l->name, l->ops->kind, fms, bms,
+        char num[16] = "-"; /* a conversion (model_layer_num) */
+        if (l->num >= 0)
+            snprintf(num, sizeof(num), "%d", l->num);
+        fprintf(f, "%-4s %-24s %-10s %9.3f %9.3f %5.1f%% %8.1f %8.1f  %s\n", num, l->name, l->ops->kind, fms, bms,
                 tot > 0 ? 100.0 * (double)(lt->fwd_ns[i] + lt->bwd_ns[i]) / tot : 0.0, fms > 0 ? fl / fms / 1e6 : 0.0,
                 bms > 0 ? 2.0 * fl / bms / 1e6 : 0.0, l->kernel);
     }

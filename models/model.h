@@ -83,6 +83,10 @@ struct layer_ops {
     /* Batch norm: its running mean (which 0) or variance (1), [C] in the
      * model's memory; NULL for the other kinds. */
     float *(*running)(struct layer *l, int which);
+    /* 1: a layout conversion, inserted by the builders where the layouts
+     * this CPU's kernels prefer meet; not a layer of the user's model
+     * (see model_layer_num) */
+    int conversion;
 };
 
 struct layer {
@@ -93,6 +97,7 @@ struct layer {
     int64_t flops;      /* forward FLOPs per image (multiply-add = 2) */
     void *impl;         /* the layer type's own small struct */
     char kernel[100];   /* the kernels it runs ("jit:avx512_core|..." from oneDNN), for --info */
+    int num;            /* its number for the user (model_layer_num); -1 for a conversion */
 };
 
 struct layer_times;
@@ -103,6 +108,7 @@ struct model {
     int classes;
     int nlayers, cap_layers;
     struct layer *layers;
+    int nnum; /* the layers the user numbers: nlayers less the conversions */
     int ntensors, cap_tensors;
     struct tensor *tensors;
     int nparams, cap_params;
@@ -174,6 +180,23 @@ int model_backward(struct model *m, float grad_scale, grad_ready_fn ready, void 
 /* Backward from a given dL/dlogits [batch, classes] (DataParallel: rank 0
  * computes the loss of the whole batch and scatters these). */
 int model_backward_dout(struct model *m, const float *dout, grad_ready_fn ready, void *ctx);
+
+/* ---- the user's layer numbers ----------------------------------------------
+ * The layers a user names (--partition, --info, the Layers pane, a stage's
+ * first and last layer in reports and traces) are the model's own, numbered
+ * 0 to nnum - 1 in order. The layout conversions that the builders add
+ * depend on the CPU (oneDNN's channel blocking: AVX-512 wants 16, AVX2 8,
+ * and some AVX2 kernels none), so they take no number: each belongs to
+ * the layer that asked for it (the one after it; the logits' conversion
+ * at the end, to the one before). Internally every index is a position
+ * in m->layers. */
+/* The number of the layer at index i (a conversion: its owner's); i ==
+ * nlayers gives nnum (the end). */
+int model_layer_num(const struct model *m, int i);
+/* The index of numbered layer u's first layer (a conversion feeding it,
+ * or itself); u == nnum gives nlayers; -1 out of range. A stage starts
+ * there. */
+int model_layer_index(const struct model *m, int u);
 
 /* ---- stages: layers [a, b) of a model split into contiguous pieces ---- */
 /* The tensor that carries everything layers >= k need from the layers

@@ -18,8 +18,10 @@
 
 #define PAR_MIN 65536 /* floats: below this one thread streams it faster than a team wakes */
 
-VEC_CLONES static void sgd_chunk(float *restrict p, const float *restrict g, float *restrict buf, size_t n, float lr,
-                                 float momentum, float wd, float gs)
+VEC_KERNEL(sgd_chunk,
+           (float *restrict p, const float *restrict g, float *restrict buf, size_t n, float lr, float momentum,
+            float wd, float gs),
+           (p, g, buf, n, lr, momentum, wd, gs))
 {
     if (momentum != 0.0f)
         for (size_t i = 0; i < n; i++) {

@@ -64,6 +64,12 @@ fuzz_pass() {
 }
 
 pass release --
+# the tests that go through the CPU kernels and their layouts, again with
+# the kernels capped at AVX2 (docs/environment.md): what an AVX2 machine
+# would run, checked on an AVX-512 one (on an AVX2 machine, the same again)
+echo "== release, kernels capped at AVX2 (DDPTOP_MAX_CPU_ISA=avx2): test"
+DDPTOP_MAX_CPU_ISA=avx2 ctest --test-dir build-release --output-on-failure -j "$jobs" -L kernels
+echo "== release, AVX2: done at $((SECONDS / 60)) min $((SECONDS % 60)) s"
 if [ "$quick" -eq 0 ]; then
   echo "== mutants: planted bugs must fail their tests"
   # (the Release pass above has just run every test on this tree: the

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "cpu_isa.h"
 #include "data.h"
 #include "device.h"
 #include "mode.h"
@@ -1344,7 +1345,9 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             return 1;
         }
         if (o->kind == &k_version) {
-            fprintf(out, "ddptop %s\n", DDPTOP_VERSION);
+            char cpu[200];
+            cpu_isa_describe(cpu, sizeof(cpu));
+            fprintf(out, "ddptop %s\ncpu: %s\n", DDPTOP_VERSION, cpu);
             return 1;
         }
         if (opt_set(o, cfg, optarg, err) != 0)

@@ -58,6 +58,7 @@ static int describe(struct device *d, const struct config *cfg, const char *name
     printf("%-4s %-28s %-10s %-14s %11s %13s  %s\n", "#", "layer", "kind", "output", "params", "FLOPs",
            "kernels (fwd|bwd-data|bwd-weights)");
     size_t total = 0;
+    int convs = 0;
     for (int k = 0; k < m->nlayers; k++) {
         const struct layer *l = &m->layers[k];
         const struct tensor *t = &m->tensors[l->out];
@@ -67,10 +68,18 @@ static int describe(struct device *d, const struct config *cfg, const char *name
         total += np;
         char shape[32];
         snprintf(shape, sizeof(shape), "%dx%dx%d%s", t->c, t->h, t->w, t->blk > 1 ? "*" : "");
-        printf("%-4d %-28s %-10s %-14s %11zu %13lld  %s%s\n", k, l->name, l->ops->kind, shape, np, (long long)l->flops,
-               l->kernel, l->nparam && !m->params[l->param0].trainable ? " (frozen)" : "");
+        char num[16] = "-"; /* a conversion: no number of its own */
+        if (l->num >= 0)
+            snprintf(num, sizeof(num), "%d", l->num);
+        printf("%-4s %-28s %-10s %-14s %11zu %13lld  %s%s\n", num, l->name, l->ops->kind, shape, np,
+               (long long)l->flops, l->kernel, l->nparam && !m->params[l->param0].trainable ? " (frozen)" : "");
+        convs += l->num < 0;
     }
     printf("(* = channel-blocked layout, nChw16c or nChw8c)\n");
+    if (convs)
+        printf("(- = a layout conversion this CPU's kernels ask for: not numbered, it goes with the layer it feeds;\n"
+               "   --partition and the reports number the other %d layers, the same on any CPU)\n",
+               m->nnum);
     printf("total parameters: %zu (trainable %zu)\n", total, model_trainable_floats(m));
     printf("forward FLOPs per image: %lld (%.3f GFLOP)\n", (long long)model_flops(m), (double)model_flops(m) / 1e9);
     printf("activations and their gradients: %.1f MB per image\n", (double)model_activation_bytes(m) / 1048576.0);

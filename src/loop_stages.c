@@ -124,7 +124,7 @@ int loop_stages_init(struct loop *L)
     st->stage0 = rk->id - st->stage;
     if (cfg->partition[0] || S == 1) {
         char whole[32]; /* one stage is the whole model: nothing to measure */
-        snprintf(whole, sizeof(whole), "0:%d", m->nlayers - 1);
+        snprintf(whole, sizeof(whole), "0:%d", m->nnum - 1);
         if (pipe_plan_parse(&st->plan, m, S == 1 ? whole : cfg->partition, S, err, sizeof(err)) != 0)
             return loop_fail(rk, err);
     } else {
@@ -168,8 +168,8 @@ int loop_stages_init(struct loop *L)
                 st->pipe_p0 = m->layers[i].param0;
             st->pipe_p1 = m->layers[i].param0 + m->layers[i].nparam;
         }
-    rk->stage_first = a;
-    rk->stage_end = b;
+    rk->stage_first = model_layer_num(m, a); /* (the user's numbers: the same on any CPU) */
+    rk->stage_end = model_layer_num(m, b);
     pipe_stage_memory(m, a, b, pipe_in_flight(st->plan.schedule, S, st->stage, M), cfg->momentum, rk->stage_mem);
     return 0;
 }

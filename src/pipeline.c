@@ -35,10 +35,11 @@ static int set_cuts(struct pipe_plan *p, const struct model *m, char *err, size_
     for (int s = 1; s < p->stages; s++) {
         p->cut[s] = model_cut_tensor(m, p->first[s]);
         if (p->cut[s] < 0) {
+            int u = model_layer_num(m, p->first[s]);
             snprintf(err, errlen,
                      "--partition: a stage cannot start at layer %d (%s): more than one tensor crosses there (inside "
                      "a residual block)",
-                     p->first[s], m->layers[p->first[s]].name);
+                     u, m->layers[model_layer_index(m, u)].name);
             return -1;
         }
     }
@@ -48,6 +49,8 @@ static int set_cuts(struct pipe_plan *p, const struct model *m, char *err, size_
 
 int pipe_plan_parse(struct pipe_plan *p, const struct model *m, const char *spec, int stages, char *err, size_t errlen)
 {
+    /* the spec names the user's layer numbers (model.h), 0 to N - 1 */
+    int N = m->nnum;
     p->stages = stages;
     int next = 0, s = 0;
     const char *q = spec;
@@ -58,8 +61,8 @@ int pipe_plan_parse(struct pipe_plan *p, const struct model *m, const char *spec
             goto syntax;
         q = end + 1;
         long b = strtol(q, &end, 10);
-        if (end == q && !*q) /* "A:" at the end: to the last layer, which depends on the layouts chosen here */
-            b = m->nlayers - 1;
+        if (end == q && !*q) /* "A:" at the end: to the last layer */
+            b = N - 1;
         else if (end == q || (*end && *end != ','))
             goto syntax;
         q = *end ? end + 1 : end;
@@ -67,19 +70,19 @@ int pipe_plan_parse(struct pipe_plan *p, const struct model *m, const char *spec
             snprintf(err, errlen, "--partition: more ranges than the %d stages (--ranks)", stages);
             return -1;
         }
-        if (a != next || b < a || b >= m->nlayers) {
+        if (a != next || b < a || b >= N) {
             snprintf(err, errlen,
                      "--partition: range %ld:%ld must start at layer %d and end at or before layer %d (%s has %d "
                      "layers)",
-                     a, b, next, m->nlayers - 1, m->name, m->nlayers);
+                     a, b, next, N - 1, m->name, N);
             return -1;
         }
-        p->first[s++] = (int)a;
+        p->first[s++] = model_layer_index(m, (int)a);
         next = (int)b + 1;
     }
-    if (s != stages || next != m->nlayers) {
+    if (s != stages || next != N) {
         snprintf(err, errlen, "--partition: %d ranges ending at layer %d; %d stages (--ranks) must cover layers 0-%d",
-                 s, next - 1, stages, m->nlayers - 1);
+                 s, next - 1, stages, N - 1);
         return -1;
     }
     p->first[stages] = m->nlayers;
@@ -113,8 +116,9 @@ int pipe_plan_balance(struct pipe_plan *p, const struct model *m, const double *
     for (int k = 0; k < L; k++)
         pre[k + 1] = pre[k] + (cost[k] > 0 ? cost[k] : 0);
     ok[0] = ok[L] = 1;
+    /* a stage starts at a numbered layer, with the conversions feeding it */
     for (int k = 1; k < L; k++)
-        ok[k] = model_cut_tensor(m, k) >= 0;
+        ok[k] = model_layer_index(m, model_layer_num(m, k)) == k && model_cut_tensor(m, k) >= 0;
 #define B(s, k) best[(size_t)(s) * (size_t)(L + 1) + (size_t)(k)]
 #define F(s, k) from[(size_t)(s) * (size_t)(L + 1) + (size_t)(k)]
     for (int s = 0; s <= stages; s++)

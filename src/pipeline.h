@@ -25,19 +25,21 @@ enum pipe_schedule { SCHED_GPIPE = 0, SCHED_1F1B };
 
 struct pipe_plan {
     int stages;
-    int first[PIPE_MAX_STAGES + 1]; /* stage s runs layers [first[s], first[s + 1]) */
+    int first[PIPE_MAX_STAGES + 1]; /* stage s runs layers [first[s], first[s + 1]) (indices, not numbers) */
     int cut[PIPE_MAX_STAGES + 1];   /* the tensor entering stage s (s > 0; model_cut_tensor) */
     int micro;                      /* micro-batches per step (1: model parallelism) */
     int schedule;                   /* enum pipe_schedule */
 };
 
-/* --partition "A:B,C:D,...": stage s runs layers A..B inclusive; the
+/* --partition "A:B,C:D,...": stage s runs layers A..B inclusive, in the
+ * user's layer numbers (model_layer_num: the same on every CPU); the
  * ranges must cover every layer in order, one per stage, and each
  * boundary must be a cut (model_cut_tensor). Returns 0, or -1 with err. */
 int pipe_plan_parse(struct pipe_plan *p, const struct model *m, const char *spec, int stages, char *err, size_t errlen);
 /* The partition whose slowest stage is fastest, over per-layer costs
  * cost[nlayers] (measured forward + backward time), boundaries at cuts
- * only. Returns 0, or -1 with err (fewer cuts than stages need). */
+ * before numbered layers only (a conversion stays with its layer). Returns 0, or -1 with err (fewer cuts than stages
+ * need). */
 int pipe_plan_balance(struct pipe_plan *p, const struct model *m, const double *cost, int stages, char *err,
                       size_t errlen);
 

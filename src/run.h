@@ -55,7 +55,8 @@ struct rank {
     _Atomic size_t nparams_total, nparams_trainable;
     int64_t flops_per_sample;
     /* --parallel model|pipeline, for the report (read after the run):
-     * this rank's stage runs layers [stage_first, stage_end) and holds
+     * this rank's stage runs layers [stage_first, stage_end), in the
+     * user's numbers (model_layer_num), and holds
      * stage_mem (pipe_stage_memory: bytes of each kind) */
     int stage_first, stage_end;
     double stage_mem[SMEM_KINDS];

@@ -15,8 +15,9 @@ set -u
 BIN=${1:?usage: test_cli.sh path/to/ddptop [bf16_accuracy]}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/cpu.sh"
 if [ "${2:-}" = bf16_accuracy ]; then
-    grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo || { echo "no avx512_bf16 or amx_bf16: SKIPPED"; exit 77; }
+    cpu_bf16 || { echo "$cpu_why: bf16 is refused here (SKIPPED)"; exit 77; }
     [ -d /usr/share/datasets/fashion-mnist ] || { echo "no /usr/share/datasets/fashion-mnist: SKIPPED"; exit 77; }
     for p in fp32 bf16; do
         timeout 240 "$BIN" --batch --quiet --dataset fashion-mnist --device cpu --model lenet --epochs 1 \
@@ -175,17 +176,24 @@ expect_error "--precision fp16 on the CPU" "--precision fp16: needs a GPU (--dev
     "${fast[@]}" --device cpu --precision fp16 --steps 1
 expect_error "--precision fp16 with --info on the CPU" "--precision fp16: needs a GPU" --info --device cpu \
     --precision fp16
-# (DNNL_MAX_CPU_ISA: oneDNN as on a processor without them)
+# (DNNL_MAX_CPU_ISA: oneDNN as on a processor without them; DDPTOP_MAX_CPU_ISA:
+# ddptop's own cap, which caps oneDNN too)
 DNNL_MAX_CPU_ISA=AVX2 expect_error "--precision bf16 without AVX512_BF16" \
     "--precision bf16: this processor has no bfloat16 instructions" --batch "${fast[@]}" --device cpu \
     --precision bf16 --steps 1
 DNNL_MAX_CPU_ISA=AVX2 expect_error "--precision bf16 with --info without AVX512_BF16" \
     "--precision bf16: this processor has no bfloat16 instructions" --info --device cpu --precision bf16
+DDPTOP_MAX_CPU_ISA=avx2 expect_error "--precision bf16 under DDPTOP_MAX_CPU_ISA=avx2" \
+    "--precision bf16: this processor has no bfloat16 instructions" --batch "${fast[@]}" --device cpu \
+    --precision bf16 --steps 1
+DDPTOP_MAX_CPU_ISA=avx3 expect_error "a DDPTOP_MAX_CPU_ISA that names no instruction set" \
+    "DDPTOP_MAX_CPU_ISA=avx3: expected one of avx2, avx512_core, avx512_core_bf16, all" --batch "${fast[@]}" \
+    --steps 1
 precisions=fp32
-if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+if cpu_bf16; then
     precisions="fp32 bf16"
 else
-    echo "(no avx512_bf16 or amx_bf16 in /proc/cpuinfo: bf16 must be refused, and is not run)"
+    echo "($cpu_why: bf16 must be refused, and is not run)"
     expect_error "--precision bf16 here" "--precision bf16: this processor has no bfloat16 instructions" --batch \
         "${fast[@]}" --device cpu --precision bf16 --steps 1
 fi

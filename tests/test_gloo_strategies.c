@@ -161,7 +161,7 @@ static void stage_params(const struct run *r, float *out)
 {
     const struct model *m0 = r->ranks[0].model;
     for (int p = 0; p < m0->nparams; p++) {
-        int layer = m0->params[p].layer, s = 0;
+        int layer = model_layer_num(m0, m0->params[p].layer), s = 0; /* (stages name layers by number) */
         while (!(layer >= r->ranks[s].stage_first && layer < r->ranks[s].stage_end))
             s++;
         const struct model *m = r->ranks[s].model;

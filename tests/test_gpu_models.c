@@ -800,7 +800,7 @@ static void test_chain_runs(void **state)
 static void stage_params(struct run *r, const struct model *mr, float *got)
 {
     for (int p = 0; p < mr->nparams; p++) {
-        int layer = mr->params[p].layer, s = layer >= r->ranks[1].stage_first;
+        int layer = model_layer_num(mr, mr->params[p].layer), s = layer >= r->ranks[1].stage_first;
         float *ps = rank_params(r, s);
         memcpy(got + mr->params[p].off, ps + mr->params[p].off, sizeof(float) * mr->params[p].len);
         free(ps);
@@ -829,7 +829,7 @@ static void parallel_runs(void)
         struct run r;
         assert_int_equal(run_on_gpu(&r, &rc), 0);
         assert_int_equal(r.metrics.steps_done, 12);
-        assert_int_equal(r.ranks[1].stage_end, mr->nlayers);
+        assert_int_equal(r.ranks[1].stage_end, mr->nnum);
         stage_params(&r, mr, got);
         double d = rel_l2(got, pref, n);
         printf("  lenet, 2 stages on one GPU (layers 0-%d and the rest, %s), %s x%d %s: relative difference %.3g from "

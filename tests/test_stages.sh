@@ -11,7 +11,12 @@
 #    layer's shapes, its activations from the output shapes --info lists;
 #  - a 1-stage run holds every layer: it evaluates the test split, as a
 #    1-rank data-parallel run of the same seed does, and no note says
-#    otherwise.
+#    otherwise;
+#  - layer numbers do not depend on the CPU: every model's numbered layers
+#    (--info) are the same with the kernels capped at AVX2 and at AVX
+#    (DDPTOP_MAX_CPU_ISA) as on this processor, though the layout
+#    conversions differ (LeNet's, VGG-11's, MobileNetV2's), and a
+#    partition cuts LeNet at the same layers (by name) either way.
 set -u
 BIN=${1:?usage: test_stages.sh path/to/ddptop}
 . "$(dirname "$0")/checks.sh"
@@ -88,15 +93,24 @@ vgg=(--model vgg11 --input 3x32x32 --batch-size 8 --steps 2 --no-eval --parallel
 check "VGG-11: each stage's parameters and activations, counted from the layers' shapes" py '
 import re
 runs = [json.load(open(f))["runs"][0] for f in sys.argv[1:3]]
-# the layer table: index, name, kind, output CxHxW (* = channel-blocked)
-layers = []
+# the layer table: number, name, kind, output CxHxW (* = channel-blocked);
+# a layout conversion ("-", where this CPU asks for one) has no number: its
+# output is counted with the layer it feeds (conv = [(name, values), ..])
+layers, conv = [], []
 for line in open(sys.argv[3]):
-    m = re.match(r"(\d+)\s+(\S+)\s+(\S+)\s+(\d+)x(\d+)x(\d+)(\*?)\s", line)
+    m = re.match(r"(\d+|-)\s+(\S+)\s+(\S+)\s+(\d+)x(\d+)x(\d+)(\*?)\s", line)
     if m:
         i, name, kind, c, h, w, blk = m.groups()
-        assert int(i) == len(layers)
-        assert not blk or int(c) % 16 == 0, line  # (no channel padding to count)
-        layers.append((name, kind, int(c) * int(h) * int(w)))
+        assert not blk or int(c) % 8 == 0, line  # (no channel padding to count)
+        if i == "-":
+            assert kind == "layout", line
+            conv.append((name, int(c) * int(h) * int(w)))
+            continue
+        assert int(i) == len(layers), line
+        layers.append((name, kind, int(c) * int(h) * int(w), conv))
+        conv = []
+# 31 layers on any CPU; the cut after relu5 lies before conv6 (and a
+# conversion feeding conv6, if any)
 assert len(layers) == 31 and layers[17][0] == "relu5" and layers[18][0] == "conv6", layers
 # the CIFAR VGG-11 with batch norm, one fc 512->10: a 3x3 convolution from
 # i to o channels holds 9 i o weights and o biases; a batch norm of c, a
@@ -107,11 +121,13 @@ for k in range(1, 9):
     sizes["conv%d" % k] = 9 * chans[k - 1] * chans[k] + chans[k]
     sizes["bn%d" % k] = 2 * chans[k]
 def stage(first, last, batch):
-    p = sum(sizes.get(n, 0) for n, _, _ in layers[first:last + 1])
+    p = sum(sizes.get(n, 0) for n, _, _, _ in layers[first:last + 1])
     # its input (the image, or the previous stage output and its gradient),
-    # then every output but flatten (a view) with its gradient
+    # then every output but flatten (a view) with its gradient, and the
+    # conversions feeding its layers
     a = 3 * 32 * 32 if first == 0 else 2 * layers[first - 1][2]
-    a += sum(2 * per for _, kind, per in layers[first:last + 1] if kind != "flatten")
+    a += sum(2 * per for _, kind, per, _ in layers[first:last + 1] if kind != "flatten")
+    a += sum(2 * per for _, _, _, cv in layers[first:last + 1] for _, per in cv)
     return {"param_bytes": 4 * p, "grad_bytes": 4 * p, "optimizer_bytes": 4 * p, "activation_bytes": 4 * a * batch}
 total = sum(sizes.values())
 assert total == 9231114, total
@@ -128,6 +144,55 @@ assert max(two) < one and one < sum(two), (one, two)  # (the cut tensor is held 
     >"$tmp/v.txt" 2>/dev/null
 check "the text report: a memory column per stage, and what mem peak measures" grep -q \
     "mem peak: what each rank allocated; every rank here builds the whole model" "$tmp/v.txt"
+
+# ---- layer numbers: the same on any CPU ----
+models="mlp lenet alexnet vgg11 resnet18 squeezenet1_0 densenet121 mobilenetv2"
+for isa in native avx2 avx; do
+    for m in $models; do
+        DDPTOP_MAX_CPU_ISA=${isa#native} "$BIN" --info --model "$m" --dataset synthetic --input 3x32x32 \
+            >"$tmp/info.$isa.$m" 2>&1
+    done
+done
+check "layer numbers: each model's numbered layers (--info) are the same with the kernels capped at AVX2 and AVX" py '
+import re
+def table(path):
+    num, conv = [], 0
+    for line in open(path):
+        m = re.match(r"(\d+|-)\s+(\S+)\s+(\S+)\s+\d+x\d+x\d+", line)
+        if m and m.group(1) == "-":
+            conv += 1
+        elif m:
+            assert int(m.group(1)) == len(num), line  # 0, 1, 2, ... in order
+            num.append(m.group(2, 3))
+    return num, conv
+convs = 0
+for m in sys.argv[1].split():
+    base, c = table("%s/info.native.%s" % (sys.argv[2], m))
+    convs += c
+    assert base, m
+    for isa in ("avx2", "avx"):
+        other, c = table("%s/info.%s.%s" % (sys.argv[2], isa, m))
+        convs += c
+        assert other == base, (m, isa, len(base), len(other), [x for x in zip(base, other) if x[0] != x[1]][:3])
+# by hand: LeNet 12 layers (conv1 pool1 relu1 conv2 pool2 relu2 flatten fc1
+# relu3 fc2 relu4 fc3), VGG-11 31; and some conversions to leave out
+assert len(table("%s/info.avx2.lenet" % sys.argv[2])[0]) == 12
+assert len(table("%s/info.avx.vgg11" % sys.argv[2])[0]) == 31
+assert convs > 0, "no layout conversion anywhere: nothing was tried"
+' "$models" "$tmp"
+for isa in native avx2; do
+    DDPTOP_MAX_CPU_ISA=${isa#native} "$BIN" "${run[@]}" --model lenet --ranks 2 --parallel model --partition 0:6,7: \
+        --batch-size 8 --steps 2 --no-eval >"$tmp/cut.$isa.json" 2>/dev/null
+done
+check "--partition 0:6,7: cuts LeNet after flatten whatever the kernels: 400 floats a sample cross" py '
+for f in sys.argv[1:]:
+    d = json.load(open(f))
+    r = d["runs"][0]
+    assert [(s["first_layer"], s["last_layer"]) for s in r["stages"]] == [(0, 6), (7, 11)], (f, r["stages"])
+    # stage 0 sends 400 floats x 8 samples a step (and a few bytes of loss back)
+    q = d["per_rank"][0]
+    assert 0 <= q["bytes_sent"] - 400 * 8 * 4 * r["steps"] <= 32 * r["steps"], (f, q["bytes_sent"])
+' "$tmp/cut.native.json" "$tmp/cut.avx2.json"
 
 # ---- a 1-stage run holds the whole model: it evaluates ----
 one=(--model mlp --ranks 1 --batch-size 32 --steps 60)

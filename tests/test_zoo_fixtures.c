@@ -426,7 +426,9 @@ int main(int argc, char **argv)
             return 2;
         }
         if (!cpu_bf16_native()) {
-            printf("no AVX512_BF16 or AMX here: --precision bf16 is refused (SKIPPED)\n");
+            char cpu[200];
+            cpu_isa_describe(cpu, sizeof(cpu));
+            printf("%s: no AVX512_BF16 or AMX to dispatch on, --precision bf16 is refused (SKIPPED)\n", cpu);
             return 77;
         }
         const struct CMUnitTest bf16[] = {

@@ -1135,7 +1135,9 @@ int main(int argc, char **argv)
             return 2;
         }
         if (!cpu_bf16_native()) {
-            printf("no AVX512_BF16 or AMX here (or DNNL_MAX_CPU_ISA below it): bf16 is refused (SKIPPED)\n");
+            char cpu[200];
+            cpu_isa_describe(cpu, sizeof(cpu));
+            printf("%s: no AVX512_BF16 or AMX to dispatch on, --precision bf16 is refused (SKIPPED)\n", cpu);
             return 77;
         }
         const struct CMUnitTest bf16[] = {cmocka_unit_test(test_fast_bf16)};

@@ -84,7 +84,11 @@ static void draw_layers(WINDOW *w, const struct snap *s, struct view_state *vs, 
     for (int k = 0; k < n && vs->layer0 + k < s->nlayers; k++) {
         int i = vs->layer0 + k, y = y0 + 1 + k;
         const struct snap_layer *l = &s->layers[i];
-        draw_textf(w, y, 1, wd - 2, TH_NORMAL, "%3d %-*.*s %-10.10s", i, name_w, name_w, l->name, l->kind);
+        char num[16] = "  -"; /* a layout conversion: not one of the user's layers */
+        if (l->num >= 0)
+            snprintf(num, sizeof(num), "%3d", l->num);
+        draw_textf(w, y, 1, wd - 2, l->num >= 0 ? TH_NORMAL : TH_DIM, "%3s %-*.*s %-10.10s", num, name_w, name_w,
+                   l->name, l->kind);
         if (!times) {
             draw_textf(w, y, x_fig, wd - 1 - x_fig, TH_DIM, "%8s%8s", "n/a", "n/a");
             continue;

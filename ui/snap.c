@@ -394,6 +394,7 @@ static void update_layers(struct snap *s, const struct run *r, int64_t now_ns)
         s->layers_total = m->nlayers;
         s->nlayers = m->nlayers < SNAP_MAX_LAYERS ? m->nlayers : SNAP_MAX_LAYERS;
         for (int i = 0; i < s->nlayers; i++) {
+            s->layers[i].num = m->layers[i].num;
             snprintf(s->layers[i].name, sizeof(s->layers[i].name), "%.39s", m->layers[i].name);
             snprintf(s->layers[i].kind, sizeof(s->layers[i].kind), "%.15s", m->layers[i].ops->kind);
         }

@@ -90,6 +90,7 @@ struct snap_cycle {
 
 /* One layer of rank 0's model: its host time per call, recently. */
 struct snap_layer {
+    int num; /* the user's number (model_layer_num); -1 for a layout conversion */
     char name[40];
     char kind[16];
     double fwd_ms, bwd_ms; /* mean per forward / backward call */
