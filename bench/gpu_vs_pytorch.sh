@@ -89,7 +89,7 @@ torch_run() { # model precision
 }
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo "a GPU")
-echo "ddptop $("$BIN" --version | awk '{print $2}') vs PyTorch $("$PY" -c 'import torch; print(torch.__version__)') on $gpu, batch $BATCH${INPUT:+, input $INPUT}, $REPS repetitions, medians"
+echo "ddptop $("$BIN" --version | awk 'NR == 1 {print $2}') vs PyTorch $("$PY" -c 'import torch; print(torch.__version__)') on $gpu, batch $BATCH${INPUT:+, input $INPUT}, $REPS repetitions, medians"
 echo "cuDNN algorithms: ddptop --cudnn-algo $ALGO, PyTorch cudnn.benchmark $([ "$ALGO" = find ] && echo on || echo off)"
 printf "%-9s %-5s %12s %12s %7s %14s %9s\n" model prec "ours img/s" "torch img/s" ratio "no-CUPTI img/s" "CUPTI cost"
 declare -A O P

@@ -14,6 +14,11 @@
 # OpenMP OpenBLAS, malloc that keeps its memory), and the faster of the two
 # is the reference (TORCH_ENV=stock or tuned picks one).
 #
+# ISA=avx2 caps both sides at AVX2, so that an AVX-512 machine stands for
+# an AVX2 one: ddptop by DDPTOP_MAX_CPU_ISA, PyTorch by ATEN_CPU_CAPABILITY,
+# ONEDNN_MAX_CPU_ISA and OPENBLAS_CORETYPE=Haswell. The header names the CPU
+# and the instructions each side's kernels took (ddptop --version).
+#
 # PRECISIONS (default fp32) lists the precisions to run, each on both
 # sides: fp32, or bf16 (ddptop --precision bf16, PyTorch 1.13's CPU
 # autocast to bfloat16); with more than one, each side's bf16 speed over
@@ -33,6 +38,16 @@ PEAK_PER_CORE=${PEAK_PER_CORE:-200}
 TORCH_ENV=${TORCH_ENV:-both}
 PRECISIONS=${PRECISIONS:-fp32}
 PY=/usr/bin/python3
+ISA=${ISA:-}
+cap_ours=() cap_torch=()
+case $ISA in
+"") ;;
+avx2)
+    cap_ours=(DDPTOP_MAX_CPU_ISA=avx2)
+    cap_torch=(ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell)
+    ;;
+*) echo "ISA: avx2, or unset (the processor's own)"; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 "$PY" -c 'import torch' 2>/dev/null || { echo "python3-torch is not installed (apt-get install python3-torch)"; exit 1; }
 [ -x "$BIN" ] || { echo "no ddptop binary at $BIN (build it, or pass its path)"; exit 1; }
@@ -43,7 +58,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 # ddptop's img/s: the samples_per_s column of the `all` row (found by name).
 ours() { # model threads precision
-    "$BIN" --batch --quiet --model "$1" --strategy single --ranks 1 --batch-size $BATCH --threads-per-rank "$2" \
+    env "${cap_ours[@]}" "$BIN" --batch --quiet --model "$1" --strategy single --ranks 1 --batch-size $BATCH --threads-per-rank "$2" \
         --steps "$(steps "$1")" --no-eval --precision "$3" --format csv 2>/dev/null |
         awk -F, 'NR==1 {for (i = 1; i <= NF; i++) if ($i == "samples_per_s") c = i} $2 == "all" {print $c}'
 }
@@ -53,19 +68,20 @@ torch_run() { # env model threads precision
     s=$(steps "$2")
     w=$((s > 100 ? 30 : 2))
     if [ "$1" = tuned ]; then
-        env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp \
+        env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp "${cap_torch[@]}" \
             GLIBC_TUNABLES=glibc.malloc.trim_threshold=4294967296:glibc.malloc.mmap_threshold=33554432 \
             "$PY" "$here/torch_models.py" train --model "$2" --threads "$3" --batch $BATCH --steps "$s" --warmup "$w" \
             --precision "$4"
     else
-        "$PY" "$here/torch_models.py" train --model "$2" --threads "$3" --batch $BATCH --steps "$s" --warmup "$w" \
+        env "${cap_torch[@]}" "$PY" "$here/torch_models.py" train --model "$2" --threads "$3" --batch $BATCH --steps "$s" --warmup "$w" \
             --precision "$4"
     fi | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["img_s"])'
 }
 
 case $TORCH_ENV in both) envs="stock tuned" ;; stock | tuned) envs=$TORCH_ENV ;; *) echo "TORCH_ENV: stock, tuned or both"; exit 2 ;; esac
 
-echo "ddptop $("$BIN" --version | awk '{print $2}') vs PyTorch $("$PY" -c 'import torch; print(torch.__version__)'), batch $BATCH, $REPS repetitions, medians; peak $PEAK_PER_CORE GFLOP/s per thread"
+echo "cpu: $(env "${cap_ours[@]}" "$BIN" --version | sed -n 's/^cpu: //p')${ISA:+; PyTorch capped: ${cap_torch[*]}}"
+echo "ddptop $("$BIN" --version | awk 'NR == 1 {print $2}') vs PyTorch $("$PY" -c 'import torch; print(torch.__version__)'), batch $BATCH, $REPS repetitions, medians; peak $PEAK_PER_CORE GFLOP/s per thread"
 printf "%-9s %-4s %3s %11s %11s %6s %7s %10s %10s %7s %7s\n" model prec thr "ours img/s" "torch img/s" torch ratio "ours GF/s" "torch GF/s" "ours %pk" "torch %pk"
 declare -A O P
 for m in $MODELS; do

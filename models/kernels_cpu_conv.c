@@ -29,6 +29,14 @@ struct cpu_conv {
     float *w_pad, *dw_pad;
 };
 
+/* Whether oneDNN made pd with its reference loops. */
+static int impl_is_ref(const_dnnl_primitive_desc_t pd)
+{
+    char name[32];
+    impl_name(pd, name, sizeof(name));
+    return !strncmp(name, "ref", 3);
+}
+
 static int conv_build(struct cpu_conv *c, char *err, size_t errlen)
 {
     struct conv_dims dd = c->d;
@@ -89,7 +97,43 @@ static int conv_build(struct cpu_conv *c, char *err, size_t errlen)
     DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&bwd, dnnl_convolution_direct, &srcb_md, wmd, bmd, &ddstb_md,
                                                          strides, pad, pad));
     DNNL_TRY(dnnl_primitive_desc_create(&bwpd, &bwd, cpu_attr, cpu_engine, fpd));
-    struct wprims_mds mds = {&src_md, &srcb_md, &dst_md, &ddstb_md, &bias_md, &wu_md, (size_t)d->OC};
+    struct wprims_mds mds = {&src_md, &srcb_md, &dst_md, &ddstb_md, &bias_md, &wu_md, (size_t)d->OC, NULL, NULL};
+    /* A plain input into a blocked output: oneDNN's AVX2 kernels have no
+     * backward pass for it (its reference loops, 5-20x slower) but one for
+     * a blocked input. Such a pass then reads the input blocked, reordered
+     * at each call (as PyTorch's oneDNN path does), when that finds a
+     * kernel and the plain one did not. */
+    dnnl_memory_desc_t srcw_md;
+    dnnl_convolution_desc_t bdd2, bwd2;
+    dnnl_primitive_desc_t pd2 = NULL;
+    if (!c->p.bf16 && c->src_blk == 1 && c->dst_blk > 1 && d->groups == 1 &&
+        act_md(&srcw_md, d->B, d->C, d->H, d->W, c->dst_blk) == dnnl_success) {
+        if (impl_is_ref(bdpd) &&
+            dnnl_convolution_backward_data_desc_init(&bdd2, dnnl_convolution_direct, &srcw_md, wpmd, &ddstb_md, strides,
+                                                     pad, pad) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd2, &bdd2, cpu_attr, cpu_engine, fpd) == dnnl_success) {
+            if (!impl_is_ref(pd2)) {
+                dnnl_primitive_desc_destroy(bdpd);
+                bdpd = pd2;
+                mds.dsrc_bd = &srcw_md;
+            } else {
+                dnnl_primitive_desc_destroy(pd2);
+            }
+        }
+        pd2 = NULL;
+        if (impl_is_ref(bwpd) &&
+            dnnl_convolution_backward_weights_desc_init(&bwd2, dnnl_convolution_direct, &srcw_md, wmd, bmd, &ddstb_md,
+                                                        strides, pad, pad) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd2, &bwd2, cpu_attr, cpu_engine, fpd) == dnnl_success) {
+            if (!impl_is_ref(pd2)) {
+                dnnl_primitive_desc_destroy(bwpd);
+                bwpd = pd2;
+                mds.src_bw = &srcw_md;
+            } else {
+                dnnl_primitive_desc_destroy(pd2);
+            }
+        }
+    }
     int rc = wprims_make(x, &c->p, &mds, fpd, bdpd, bwpd, err, errlen);
     if (rc != 0 && !err[0])
         snprintf(err, errlen, "out of memory for convolution weights");

@@ -98,14 +98,14 @@ int cpu_ctx_finish(struct cpu_ctx *x, char *err, size_t errlen)
     }
     if (x->scratch)
         memset(x->scratch, 0, n); /* touch the pages now, not in the first step */
-    size_t *need[] = {&x->bf_src_need, &x->bf_ddst_need};
-    void **buf[] = {&x->bf_src, &x->bf_ddst};
-    for (int k = 0; k < 2; k++) {
+    size_t *need[] = {&x->bf_src_need, &x->bf_ddst_need, &x->atmp_need};
+    void **buf[] = {&x->bf_src, &x->bf_ddst, &x->atmp};
+    for (int k = 0; k < 3; k++) {
         free(*buf[k]);
         size_t b = (*need[k] + 63) & ~(size_t)63;
         *buf[k] = b ? aligned_alloc(64, b) : NULL;
         if (b && !*buf[k]) {
-            snprintf(err, errlen, "out of memory for %zu bytes of bfloat16 activations", b);
+            snprintf(err, errlen, "out of memory for %zu bytes of %s activations", b, k < 2 ? "bfloat16" : "reordered");
             return -1;
         }
     }
@@ -122,5 +122,6 @@ void cpu_ctx_destroy(struct cpu_ctx *x)
     free(x->wtmp);
     free(x->bf_src);
     free(x->bf_ddst);
+    free(x->atmp);
     free(x);
 }

@@ -37,6 +37,10 @@ struct cpu_ctx {
     int bf16;
     size_t bf_src_need, bf_ddst_need;
     void *bf_src, *bf_ddst;
+    /* an activation in the blocked layout a backward pass takes where
+     * the layer's own is plain (wprims: src_bw, dsrc_bd), within one call */
+    size_t atmp_need;
+    void *atmp;
     dnnl_stream_t stream;
 };
 
@@ -207,6 +211,11 @@ struct wprims {
     struct prim fwd, bwd_data, bwd_weights;
     struct prim w_to_fwd, w_to_bd, dw_to_user;
     int bd_uses_fwd; /* backward-data takes the forward's weight copy */
+    /* a plain input whose backward passes run blocked (wprims_mds.src_bw,
+     * dsrc_bd): the input reordered into x->atmp for backward-weights,
+     * the input gradient made there by backward-data and reordered out */
+    struct prim src_to_bw, dsrc_from_bd;
+    dnnl_memory_t src_bw, dsrc_bd;
     dnnl_memory_t src, dst, bias, dsrc, ddst, dbias;
     dnnl_memory_t w_user, w_fwd, w_bd, dw_user, dw_bw;
     void *w_fwd_buf; /* the forward's weights, kept for backward-data */
@@ -223,6 +232,10 @@ struct wprims {
 struct wprims_mds {
     const dnnl_memory_desc_t *src, *srcb, *dst, *ddstb, *bias, *wu;
     size_t nbias;
+    /* NULL, or the layout in which backward-weights reads the input
+     * (src_bw) and backward-data writes its gradient (dsrc_bd), where it
+     * differs from src's: the primitives were made with these */
+    const dnnl_memory_desc_t *src_bw, *dsrc_bd;
 };
 
 /* What one backward call reads and writes: dw and din may be NULL (not

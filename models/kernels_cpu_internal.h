@@ -60,12 +60,14 @@ struct cpu_conv *cpu_conv_new(struct cpu_ctx *x, int own_ctx, const struct conv_
     } while (0)
 #define PAR_RANGE(n, body) PAR_RANGE_IF(n, n_ > PAR_MIN, body)
 
-/* Our max-pool of blocked maps (kernels_cpu_pool_loops.c): layout blk, the
- * window position of each output's maximum kept in am (one byte each, B x
- * the output's padded stride). Pooling layers take it wherever it fits. */
+/* Our max-pool (kernels_cpu_pool_loops.c), of blocked maps and of plain
+ * ones (blk 1: a plane per channel): layout blk, the window position of
+ * each output's maximum kept in am (one byte each, B x the output's padded
+ * stride). Pooling layers take it wherever it fits: oneDNN's plain max-pool
+ * on AVX2 is its reference loop (simple_nchw), 10-20x slower. */
 static inline int cpu_maxpool_blk_fits(const struct pool_dims *d, int alg, int blk)
 {
-    return alg == CPU_POOL_MAX && blk > 1 && blk <= 16 && d->k * d->k <= 256;
+    return alg == CPU_POOL_MAX && blk >= 1 && blk <= 16 && d->k * d->k <= 256;
 }
 void cpu_maxpool_blk_forward(float *out, uint8_t *am, const float *in, const struct pool_dims *d, int blk);
 /* Writes din. */

@@ -6,7 +6,9 @@
  * primitive may want another, and a reorder runs only where the layouts
  * differ: into the forward's layout once a step (kept, for backward-data
  * when it wants the same), into backward-data's own, and the weight
- * gradient back. In a bf16 context the input and output gradient are
+ * gradient back. A plain input may take the backward passes in a blocked
+ * layout (wprims_mds.src_bw, dsrc_bd), reordered there and back at each
+ * call, where oneDNN has fast kernels only so. In a bf16 context the input and output gradient are
  * rounded to bfloat16 at each call.
  */
 #include "kernels_cpu_dnnl.h"
@@ -58,6 +60,18 @@ int wprims_make(struct cpu_ctx *x, struct wprims *p, const struct wprims_mds *md
     }
     if (!(p->db_dummy = calloc(md->nbias ? md->nbias : 1, sizeof(float))))
         return -1;
+    if (md->src_bw) {
+        if (reorder_make(x, &p->src_to_bw, md->src, md->src_bw, err, errlen))
+            return -1;
+        DNNL_TRY(dnnl_memory_create(&p->src_bw, md->src_bw, cpu_engine, DNNL_MEMORY_NONE));
+        need(&x->atmp_need, md->src_bw);
+    }
+    if (md->dsrc_bd) {
+        if (reorder_make(x, &p->dsrc_from_bd, md->dsrc_bd, md->src, err, errlen))
+            return -1;
+        DNNL_TRY(dnnl_memory_create(&p->dsrc_bd, md->dsrc_bd, cpu_engine, DNNL_MEMORY_NONE));
+        need(&x->atmp_need, md->dsrc_bd);
+    }
     DNNL_TRY(dnnl_memory_create(&p->src, md->srcb, cpu_engine, DNNL_MEMORY_NONE));
     DNNL_TRY(dnnl_memory_create(&p->dsrc, md->src, cpu_engine, DNNL_MEMORY_NONE));
     DNNL_TRY(dnnl_memory_create(&p->dst, md->dst, cpu_engine, DNNL_MEMORY_NONE));
@@ -71,11 +85,12 @@ fail:
 
 void wprims_free(struct wprims *p)
 {
-    struct prim *prims[] = {&p->fwd, &p->bwd_data, &p->bwd_weights, &p->w_to_fwd, &p->w_to_bd, &p->dw_to_user};
+    struct prim *prims[] = {&p->fwd,     &p->bwd_data,   &p->bwd_weights, &p->w_to_fwd,
+                            &p->w_to_bd, &p->dw_to_user, &p->src_to_bw,   &p->dsrc_from_bd};
     for (size_t i = 0; i < sizeof(prims) / sizeof(prims[0]); i++)
         prim_free(prims[i]);
-    dnnl_memory_t mems[] = {p->src,    p->dst,   p->bias, p->dsrc,    p->ddst, p->dbias,
-                            p->w_user, p->w_fwd, p->w_bd, p->dw_user, p->dw_bw};
+    dnnl_memory_t mems[] = {p->src,   p->dst,  p->bias,    p->dsrc,  p->ddst,   p->dbias,  p->w_user,
+                            p->w_fwd, p->w_bd, p->dw_user, p->dw_bw, p->src_bw, p->dsrc_bd};
     for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++)
         if (mems[i])
             dnnl_memory_destroy(mems[i]);
@@ -120,11 +135,18 @@ int wprims_backward(struct cpu_ctx *x, struct wprims *p, const struct wprims_bwd
         const void *src = p->bf16 ? to_bf16_run(x, &p->src_bf, a->in, x->bf_src) : a->in;
         if (!src)
             return -1;
-        set(p->src, src);
+        dnnl_memory_t srcm = p->src;
+        if (p->src_to_bw.p) { /* the plain input, blocked for this pass */
+            if (reorder_run(x, &p->src_to_bw, p->src, src, p->src_bw, x->atmp) != 0)
+                return -1;
+            srcm = p->src_bw;
+            src = x->atmp;
+        }
+        set(srcm, src);
         set(p->ddst, ddst);
         set(p->dw_bw, dwp);
         dnnl_exec_arg_t args[4] = {
-            {DNNL_ARG_SRC, p->src}, {DNNL_ARG_DIFF_DST, p->ddst}, {DNNL_ARG_DIFF_WEIGHTS, p->dw_bw}};
+            {DNNL_ARG_SRC, srcm}, {DNNL_ARG_DIFF_DST, p->ddst}, {DNNL_ARG_DIFF_WEIGHTS, p->dw_bw}};
         int nargs = 3;
         if (a->has_bias) {
             /* oneDNN always computes it */
@@ -150,13 +172,16 @@ int wprims_backward(struct cpu_ctx *x, struct wprims *p, const struct wprims_bwd
                 return -1;
             wb = x->wtmp;
         }
+        dnnl_memory_t dsrcm = p->dsrc_from_bd.p ? p->dsrc_bd : p->dsrc;
         set(p->ddst, ddst);
         set(p->w_bd, wb);
-        set(p->dsrc, a->din);
+        set(dsrcm, p->dsrc_from_bd.p ? x->atmp : a->din);
         dnnl_exec_arg_t args[3] = {
-            {DNNL_ARG_DIFF_DST, p->ddst}, {DNNL_ARG_WEIGHTS, p->w_bd}, {DNNL_ARG_DIFF_SRC, p->dsrc}};
+            {DNNL_ARG_DIFF_DST, p->ddst}, {DNNL_ARG_WEIGHTS, p->w_bd}, {DNNL_ARG_DIFF_SRC, dsrcm}};
         if (prim_run(x, &p->bwd_data, 3, args) != 0)
             return -1;
+        if (p->dsrc_from_bd.p && reorder_run(x, &p->dsrc_from_bd, p->dsrc_bd, x->atmp, p->dsrc, a->din) != 0)
+            return -1; /* the gradient, blocked, back to the input's plain layout */
     }
     return dnnl_stream_wait(x->stream) == dnnl_success ? 0 : -1;
 }

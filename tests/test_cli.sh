@@ -90,6 +90,14 @@ expect_ok() {
 
 expect_ok "--help" "Usage: ddptop" --help
 expect_ok "--version" "ddptop " --version
+# --version names the processor (its /proc/cpuinfo model name) and the cap
+model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+expect_ok "--version names the CPU" "cpu: ${model:-unknown CPU}, kernels on " --version
+if grep -qw avx2 /proc/cpuinfo; then
+    DDPTOP_MAX_CPU_ISA=avx2 expect_ok "--version under DDPTOP_MAX_CPU_ISA=avx2" "kernels on avx2" --version
+    ONEDNN_MAX_CPU_ISA=AVX2 expect_ok "--version under ONEDNN_MAX_CPU_ISA=AVX2: ddptop's loops follow" \
+        "kernels on avx2" --version
+fi
 expect_ok "--help lists models" "lenet" --help
 expect_ok "--help lists --gpus" "--gpus" --help
 expect_ok "a good --gpus list" "conv1" --model lenet --info --gpus 0,1,3

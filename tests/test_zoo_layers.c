@@ -546,6 +546,12 @@ static const struct conv_shape {
      1,
      0},
     {"first layer 3->16", {.B = 2, .C = 3, .H = 9, .W = 9, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1}, 1, 1},
+    /* LeNet's first: on AVX2 oneDNN has backward passes for it only with
+     * the input blocked (reordered there and back, kernels_cpu_conv.c) */
+    {"first layer 1->6 5x5",
+     {.B = 2, .C = 1, .H = 12, .W = 12, .OC = 6, .KH = 5, .KW = 5, .stride = 1, .pad = 2},
+     1,
+     1},
 };
 #define NSHAPES (sizeof(conv_shapes) / sizeof(conv_shapes[0]))
 

@@ -5,6 +5,8 @@ or plants it in a source tree.
 A mutant file holds '#' comment lines (what the bug is), then
     file: PATH (relative to the source tree's root)
     tests: NAME [NAME..] (ctest tests that must fail with the bug in place)
+    env: VAR=VALUE [..] (optional: the tests run with these set, e.g.
+         DDPTOP_MAX_CPU_ISA=avx2 for a bug in a path only AVX2 takes)
 and one block, conflict-marker style:
     <<<<<<< original
     the lines as they are in PATH
@@ -68,7 +70,7 @@ def main():
         return
     mutant, what = sys.argv[1], sys.argv[2]
     if what == "field":
-        print(parse(mutant)[0][sys.argv[3]])
+        print(parse(mutant)[0].get(sys.argv[3], ""))  # (env: optional)
         return
     target, text = planted(mutant, sys.argv[3])
     open(target, "w").write(text)

@@ -124,9 +124,10 @@ fi
 
 # one mutant: echo "STATUS KILLER[,KILLER..] SECONDS"
 run_mutant() {
-    local m=$1 name file tests t st out=$log/$(basename "$1" .mut).txt start
+    local m=$1 name file tests t st out=$log/$(basename "$1" .mut).txt start envs
     start=$(date +%s)
     file=$($apply "$m" field file)
+    envs=$($apply "$m" field env)
     if [ -n "$only_tests" ]; then tests="${all_named[*]}"; else tests=$($apply "$m" field tests); fi
     cp -p "$src/$file" "$scratch/orig"
     if ! $apply "$m" plant "$src" >"$out" 2>&1; then
@@ -139,7 +140,8 @@ run_mutant() {
     else
         local ran=0 killers=""
         for t in $tests; do
-            if ! DDPTOP_FAIL_FAST=1 ctest --test-dir "$build" -R "^$t\$" --output-on-failure >>"$out" 2>&1; then
+            # shellcheck disable=SC2086 # (envs: VAR=VALUE words)
+            if ! env $envs DDPTOP_FAIL_FAST=1 ctest --test-dir "$build" -R "^$t\$" --output-on-failure >>"$out" 2>&1; then
                 killers="$killers,$t"
                 [ -n "$only_tests" ] || break
             fi
