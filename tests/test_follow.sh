@@ -336,7 +336,7 @@ steps_file() {
 ranks_of() {
     local tag=$1 spec=$2 slow=$3 own=$4 others=$5 d=$T/$1 r ms item
     mkdir -p "$d"
-    "$BIN" --batch --follow "$d" --idle-exit 3 --format json >"$T/$tag.json" 2>"$T/$tag.err" &
+    "$BIN" --batch --follow "$d" --idle-exit 4 --format json >"$T/$tag.json" 2>"$T/$tag.err" &
     DPID=$!
     for item in $spec; do
         r=${item%%:*} ms=${item#*:}
