@@ -26,6 +26,7 @@
 #include "model.h"
 #include "modes.h"
 #include "figures.h"
+#include "probe.h"
 #include "procs.h"
 #include "report.h"
 #include "run.h"
@@ -309,6 +310,7 @@ static void note_cost_model(void)
 int main(int argc, char **argv)
 {
     char err[256];
+    probe_clock_init();
     if (procs_init(&argc, &argv, err, sizeof(err)) != 0) {
         fprintf(stderr, "ddptop: %s\n", err);
         return 2;

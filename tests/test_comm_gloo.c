@@ -1,5 +1,5 @@
 /* test_comm_gloo.c - the gloo communicator (collectives/comm_gloo.c over
- * Debian's libgloo) on 2 and 3 rank threads of this process, each its own
+ * Debian's libgloo) on 2, 3 and 4 rank threads of this process, each its own
  * gloo context over loopback TCP, meeting through gloo's file store in a
  * fresh folder; against exact answers.
  *
@@ -11,8 +11,10 @@
  * divide by the rank count and sizes over gloo's 1 MB segments.
  *
  * Failures: a rank that never comes to the rendezvous, a peer that stops
- * calling and one whose communicator is gone each fail the call, naming
- * the rank; a message of the wrong length fails its recv and nothing else.
+ * calling and one whose communicator is gone (on 2, 3 and 4 ranks: the
+ * peer named from the address in gloo's message, where 2 ranks could
+ * name "the other one" without it) each fail the call, naming the rank; a
+ * message of the wrong length fails its recv and nothing else.
  *
  * `test_comm_gloo proc RANK WORLD DIR [die]` is one process of the
  * 2-process test (tests/test_gloo_procs.sh): the same checks over the file
@@ -60,15 +62,18 @@ static void rm_store(const char *dir)
 
 /* ---- one world of rank threads ------------------------------------------- */
 
+#define MAX_W 4 /* the most ranks a world here has */
+
 struct world {
     int W;
     char dir[256];
-    struct gloo_store *store[3]; /* each rank's own, as separate processes have */
-    struct comm *c[3];
+    struct gloo_store *store[MAX_W]; /* each rank's own, as separate processes have */
+    struct comm *c[MAX_W];
     double timeout_s;
     int algo;
     _Atomic int abort;
-    char err[3][256];
+    char err[MAX_W][256];
+    char host[MAX_W][16]; /* the address each rank listens at; "": 127.0.0.1 */
 };
 
 struct maker {
@@ -84,6 +89,7 @@ static void *make_rank(void *arg)
                                  .world = w->W,
                                  .store = w->store[m->rank],
                                  .prefix = "test",
+                                 .host = w->host[m->rank][0] ? w->host[m->rank] : NULL,
                                  .algo = w->algo,
                                  .timeout_s = w->timeout_s,
                                  .abort = &w->abort};
@@ -91,18 +97,21 @@ static void *make_rank(void *arg)
     return NULL;
 }
 
-/* Makes ranks [0, present) of a world of W (the others never come). */
-static void world_open(struct world *w, int W, int present, int algo, double timeout_s)
+/* Makes ranks [0, present) of a world of W (the others never come), rank
+ * r listening at host[r] (hosts NULL: all at 127.0.0.1). */
+static void world_open_at(struct world *w, int W, int present, int algo, double timeout_s, const char *const *hosts)
 {
     memset(w, 0, sizeof(*w));
     w->W = W;
     w->algo = algo;
     w->timeout_s = timeout_s;
+    for (int r = 0; hosts && r < W; r++)
+        snprintf(w->host[r], sizeof(w->host[r]), "%s", hosts[r]);
     mk_store(w->dir, sizeof(w->dir));
     char spec[300];
     snprintf(spec, sizeof(spec), "file:%s", w->dir);
-    pthread_t th[3];
-    struct maker mk[3];
+    pthread_t th[MAX_W];
+    struct maker mk[MAX_W];
     for (int r = 0; r < present; r++) {
         struct gloo_shim_error e;
         w->store[r] = gloo_store_open(spec, &e);
@@ -112,6 +121,11 @@ static void world_open(struct world *w, int W, int present, int algo, double tim
     }
     for (int r = 0; r < present; r++)
         pthread_join(th[r], NULL);
+}
+
+static void world_open(struct world *w, int W, int present, int algo, double timeout_s)
+{
+    world_open_at(w, W, present, algo, timeout_s, NULL);
 }
 
 static void world_close(struct world *w)
@@ -142,7 +156,7 @@ static void *call_thread(void *arg)
 static void on_every_rank(struct world *w, int ranks, void *(*fn)(struct comm *, void *), void *arg,
                           struct call_job *jobs)
 {
-    pthread_t th[3];
+    pthread_t th[MAX_W];
     for (int r = 0; r < ranks; r++) {
         jobs[r] = (struct call_job){w->c[r], fn, arg, NULL};
         pthread_create(&th[r], NULL, call_thread, &jobs[r]);
@@ -788,11 +802,28 @@ static void test_silent_peer(void **state)
     }
 }
 
-/* A peer whose communicator is gone (its rank failed and left): the call
- * fails long before the timeout (60 s), naming it. */
+/* A peer whose communicator is gone (its rank failed and left): the calls
+ * that wait on it fail long before the timeout, naming it. On 2 ranks the
+ * shim may name "the other rank" without reading gloo's message; on 3 and
+ * 4 only the address in the message ("Connection closed by peer
+ * [ip]:port") tells which peer left, so both of its ring neighbours (the
+ * rank that sends to it and the one it receives from) must name the rank
+ * made to leave here, and no rank may name itself. Each rank listens at
+ * its own loopback address, the leaving one at the lowest: gloo's pair
+ * connects from the higher address to the lower, so every other rank's
+ * message gives the leaving rank's listening address, the one its
+ * rendezvous record holds. (A rank that accepted the connection sees the
+ * peer's outgoing port instead, which no record holds: it says "a peer".)
+ * A rank that is no neighbour waits on one that failed: its call times out
+ * (timeout_s). */
+struct gone_arg {
+    int gone;
+};
+
 static void *gone_rank(struct comm *c, void *arg)
 {
-    if (c->rank == 1) {
+    const struct gone_arg *a = arg;
+    if (c->rank == a->gone) {
         c->ops->destroy(c);
         return NULL;
     }
@@ -806,18 +837,43 @@ static void *gone_rank(struct comm *c, void *arg)
 
 static void test_peer_gone(void **state)
 {
-    struct world w;
-    world_open(&w, 2, 2, GLOO_ALGO_RING, 60.0);
-    struct call_job jobs[2];
-    on_every_rank(&w, 2, gone_rank, NULL, jobs);
-    w.c[1] = NULL;
-    double s = *(double *)jobs[0].ret;
-    printf("  peer gone: %.3f s: %s\n", s, w.c[0]->err);
-    assert_true(s >= 0);
-    assert_true(s < 30.0);
-    assert_non_null(strstr(w.c[0]->err, "allreduce: rank 1"));
-    free(jobs[0].ret);
-    world_close(&w);
+    static const struct {
+        int W, gone;
+    } runs[] = {{2, 1}, {3, 1}, {3, 2}, {4, 0}, {4, 2}};
+    static const char *const ips[MAX_W] = {"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"};
+    for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+        int W = runs[k].W, D = runs[k].gone;
+        const char *hosts[MAX_W];
+        for (int r = 0, next = 1; r < W; r++)
+            hosts[r] = r == D ? ips[0] : ips[next++];
+        struct world w;
+        world_open_at(&w, W, W, GLOO_ALGO_RING, W > 3 ? 5.0 : 60.0, hosts);
+        for (int r = 0; r < W; r++)
+            assert_non_null(w.c[r]);
+        struct gone_arg a = {D};
+        struct call_job jobs[MAX_W];
+        on_every_rank(&w, W, gone_rank, &a, jobs);
+        w.c[D] = NULL;
+        char gone[32], self[32];
+        snprintf(gone, sizeof(gone), "allreduce: rank %d: ", D);
+        for (int r = 0; r < W; r++) {
+            if (r == D)
+                continue;
+            double s = *(double *)jobs[r].ret;
+            int neighbour = r == (D + 1) % W || r == (D + W - 1) % W;
+            printf("  rank %d of %d gone, rank %d (%s): %.3f s: %s\n", D, W, r,
+                   neighbour ? "its neighbour" : "no neighbour", s, w.c[r]->err);
+            assert_true(s >= 0); /* the call failed */
+            if (neighbour) {
+                assert_non_null(strstr(w.c[r]->err, gone));
+                assert_null(strstr(w.c[r]->err, "timed out"));
+            }
+            snprintf(self, sizeof(self), "rank %d", r);
+            assert_null(strstr(w.c[r]->err, self));
+            free(jobs[r].ret);
+        }
+        world_close(&w);
+    }
 }
 
 /* A stop request: every call fails with COMM_ABORTED, before touching

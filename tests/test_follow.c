@@ -5,7 +5,10 @@
  *     them, another thread's collectives on the comm lane;
  *   - its split and its own work per step (wall less the time in
  *     collectives), and the report's sum over cycles;
- *   - the straggler of each cycle index, marked on the slow rank only;
+ *   - the straggler of each cycle index, marked on the slow rank only,
+ *     against the median of the other ranks' own work: on 2 ranks, and on
+ *     3 and 4 (the median of two values their mean; of three the middle
+ *     one once sorted);
  *   - ranks from names, and from tensorboard workers in landing order;
  *   - a file written in pieces (plain, and gzip), closed half way or not,
  *     is not read until whole, then once; a malformed one is refused with
@@ -227,6 +230,68 @@ static void test_straggler(void **state)
     follow_close(&f);
 }
 
+/* Lands one step file per rank of cycle 1, in the order given, each own
+ * work own_us[rank] us, polling each in before the next; then checks every
+ * rank's straggler mark and the others' median against want, and that the
+ * straggler alone was told, once. */
+static void straggler_of(const int *order, const int *own_us, int n, int slow, const double *median_us)
+{
+    struct follow f;
+    char err[512], msg[400], name[64], want[64];
+    assert_int_equal(follow_open(&f, g_dir, err, sizeof(err)), 0);
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "rank%d.%d.pt.trace.json", order[i], 1000 + order[i]);
+        put_text(name, one_step(1, own_us[order[i]]));
+        poll_cycles(&f, (size_t)i + 1);
+    }
+    assert_int_equal(f.nranks, n);
+    for (size_t i = 0; i < f.ncycles; i++) {
+        const struct follow_cycle *c = &f.cycles[i];
+        assert_int_equal(c->cycle, 0);
+        assert_true(fabs(c->own_ms - own_us[c->rank] / 1e3) < 1e-9);
+        assert_true(fabs(c->others_ms - median_us[c->rank] / 1e3) < 1e-9);
+        assert_int_equal(c->straggler, c->rank == slow);
+    }
+    snprintf(want, sizeof(want), "cycle 1: rank %d is the straggler", slow);
+    int said = 0, others = 0;
+    while (follow_message(&f, msg, sizeof(msg))) {
+        said += strstr(msg, want) != NULL;
+        others += strstr(msg, "is the straggler") != NULL && strstr(msg, want) == NULL;
+    }
+    assert_int_equal(said, 1);
+    assert_int_equal(others, 0);
+    follow_close(&f);
+}
+
+/* 3 ranks: own work 50, 58 and 68 us a step, landing in rank order. The
+ * median of two values is their mean: rank 2's others are 50 and 58, a
+ * median of 54, and 68 >= 1.2 x 54 = 64.8: the straggler (against the
+ * larger one alone, 58 x 1.2 = 69.6, it would not be). Rank 0's others
+ * are 58 and 68 (63), rank 1's 50 and 68 (59): neither is 1.2 times that.
+ * Before rank 2 lands, 58 against 50 is under 1.2: nobody is marked. */
+static void test_straggler_3(void **state)
+{
+    (void)state;
+    static const int order[] = {0, 1, 2}, own[] = {50, 58, 68};
+    static const double median[] = {63, 59, 54};
+    straggler_of(order, own, 3, 2, median);
+}
+
+/* 4 ranks: own work 58, 68, 50 and 55 us (ranks 0 to 3), landing as
+ * ranks 0, 2, 3, then 1, so that the others' values come unsorted. The
+ * median of three values is the middle one once sorted: rank 1's others
+ * 58, 50, 55 give 55 (not 50, the middle as they came, nor their mean
+ * 54.33), and 68 >= 1.2 x 55 = 66: the straggler. Rank 0: 50, 55, 68 give
+ * 55 (58 < 66); rank 2: 58, 55, 68 give 58; rank 3: 58, 50, 68 give 58.
+ * Before rank 1 lands the largest ratio is rank 0's 58 against 52.5. */
+static void test_straggler_4(void **state)
+{
+    (void)state;
+    static const int order[] = {0, 2, 3, 1}, own[] = {58, 68, 50, 55};
+    static const double median[] = {55, 55, 58, 58};
+    straggler_of(order, own, 4, 1, median);
+}
+
 /* Files without a rank: a tensorboard worker keeps the rank its first
  * file got, a new worker the lowest free one, in landing order; said once. */
 static void test_workers(void **state)
@@ -384,6 +449,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_spans_and_figures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_straggler, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_straggler_3, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_straggler_4, setup, teardown),
         cmocka_unit_test_setup_teardown(test_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pieces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pieces_polling, setup, teardown),

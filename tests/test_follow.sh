@@ -29,17 +29,26 @@
 #              30 of 100 over the second step); a malformed file is refused with one line and
 #              following goes on. With inotify, and listing the folder
 #              (DDPTOP_FOLLOW_POLL=1).
+#   ranks      hand-made files of 3 ranks, then of 4, written into the
+#              followed folder one at a time, slow rank last (its file
+#              waits for the others' cycle lines): own work per 100 ms
+#              step 50, 58, 68 ms (3 ranks), 58, 68, 50, 55 ms (4 ranks,
+#              landing as ranks 0, 2, 3, 1). The one straggler line names
+#              the rank and the figures worked out by hand: rank 2, 68 ms
+#              against the others' median 54 (the mean of 50 and 58);
+#              rank 1, 68 ms against 55 (the middle of 50, 55, 58 sorted);
+#              each rank's compute% is its own work over 100 ms.
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
 #              non-terminal, --follow runs headless; --help tells of both.
 #
 # job and straggler exit 77 when Debian's python3 has no torch.
-# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|args
+# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|args
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
-BIN=${1:?usage: test_follow.sh /path/to/ddptop job|straggler|partial|args}
-CASE=${2:?usage: test_follow.sh /path/to/ddptop job|straggler|partial|args}
+BIN=${1:?usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|args}
+CASE=${2:?usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|args}
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 FIX=$HERE/fixtures/trace
@@ -306,6 +315,72 @@ case_partial() {
     pieces poll
 }
 
+# steps_file PATH OWN_MS: two ProfilerSteps of 100 ms, each with OWN_MS of
+# aten::conv2d on the main thread and the rest of the step in
+# gloo:all_reduce on another (autograd's format, times in us)
+steps_file() {
+    local own=$(($2 * 1000)) rest=$(((100 - $2) * 1000)) ev=() k t
+    for k in 1 2; do
+        t=$(((k - 1) * 100000))
+        ev+=("{\"name\":\"ProfilerStep#$k\",\"ph\":\"X\",\"ts\":$t,\"dur\":100000,\"tid\":1,\"pid\":\"CPU functions\"}")
+        ev+=("{\"name\":\"aten::conv2d\",\"ph\":\"X\",\"ts\":$t,\"dur\":$own,\"tid\":1,\"pid\":\"CPU functions\"}")
+        ev+=("{\"name\":\"gloo:all_reduce\",\"ph\":\"X\",\"ts\":$((t + own)),\"dur\":$rest,\"tid\":2,\"pid\":\"CPU functions\"}")
+    done
+    local IFS=,
+    echo "[${ev[*]}]" >"$1.tmp" && mv "$1.tmp" "$1"
+}
+
+# ranks_of TAG "RANK:OWN_MS ..." SLOW OWN OTHERS: the files land in the
+# order given, each once the one before has its cycle line; then the one
+# straggler line must be rank SLOW's, with OWN and OTHERS (ms, as printed)
+ranks_of() {
+    local tag=$1 spec=$2 slow=$3 own=$4 others=$5 d=$T/$1 r ms item
+    mkdir -p "$d"
+    "$BIN" --batch --follow "$d" --idle-exit 4 --format json >"$T/$tag.json" 2>"$T/$tag.err" &
+    DPID=$!
+    for item in $spec; do
+        r=${item%%:*} ms=${item#*:}
+        steps_file "$d/rank$r.$((1000 + r)).pt.trace.json" "$ms"
+        local deadline=$(($(date +%s) + 30))
+        until grep -q -- "--follow: rank $r cycle 1 " "$T/$tag.err"; do
+            if [ "$(date +%s)" -gt "$deadline" ]; then
+                fail "$tag: rank $r's file was not read within 30 s" "$T/$tag.err"
+                break
+            fi
+            sleep 0.05
+        done
+    done
+    wait "$DPID"
+    local rc=$?
+    DPID=""
+    if [ $rc = 0 ]; then pass "$tag: exit 0"; else fail "$tag: status $rc" "$T/$tag.err"; fi
+    local want="--follow: cycle 1: rank $slow is the straggler: $own ms of its own work per step, the others $others (median)"
+    if [ "$(grep -c 'is the straggler' "$T/$tag.err")" = 1 ] && grep -qF -- "$want" "$T/$tag.err"; then
+        pass "$tag: one straggler line: rank $slow, $own ms against the others' median $others"
+    else
+        fail "$tag: the straggler lines, not the one of rank $slow, $own ms against $others" "$T/$tag.err"
+    fi
+    if python3 - "$T/$tag.json" "$spec" <<'PY'; then
+import json, sys
+rows = {r["rank"]: r for r in json.load(open(sys.argv[1]))["per_rank"]}
+# each rank's second step (the first is left out): its own work of 100 ms
+# computes, the rest is the all_reduce
+want = {int(i.split(":")[0]): float(i.split(":")[1]) for i in sys.argv[2].split()}
+bad = [(k, rows.get(k, {}).get("compute_pct"), v) for k, v in want.items()
+       if k not in rows or abs(rows[k]["compute_pct"] - v) > 1e-6 or abs(rows[k]["comm_pct"] - (100 - v)) > 1e-6]
+sys.exit("compute%% (rank, got, want): %s" % bad if bad or len(rows) != len(want) else 0)
+PY
+        pass "$tag: each rank's compute% is its own work over 100 ms, comm% the rest"
+    else
+        fail "$tag: the report's figures"
+    fi
+}
+
+case_ranks() {
+    ranks_of three "0:50 1:58 2:68" 2 68.00 54.00
+    ranks_of four "0:58 2:50 3:55 1:68" 1 68.00 55.00
+}
+
 # refused TAG WANT ARGS...: status 2, one line on stderr matching WANT
 refused() {
     local tag=$1 want=$2
@@ -358,6 +433,7 @@ case $CASE in
 job) case_job ;;
 straggler) case_straggler ;;
 partial) case_partial ;;
+ranks) case_ranks ;;
 args) case_args ;;
 *)
     echo "unknown case $CASE"

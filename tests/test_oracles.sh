@@ -25,6 +25,10 @@
 #   predict     --predict --link's comm by hand, every strategy and stages
 #   misc        wall time, a hand-written fit's pred/step, the test loss,
 #               the loss threshold
+#   epochs      a run over two whole epochs and part of a third (a small
+#               data set written here): every figure from the trace, the
+#               last epoch's training accuracy, each epoch's test split
+#               and the loss threshold's epoch by hand
 # Without CASE, all of them.
 set -u
 BIN=${1:?usage: test_oracles.sh path/to/ddptop [CASE]}
@@ -434,6 +438,73 @@ assert abs(test - statistics.mean(train)) < 0.01 * test, (test, statistics.mean(
 traced thr 32 --model mlp --ranks 2 --steps 30 --no-eval --loss-threshold 2.1
 check "--loss-threshold 2.1: the step and epoch from the trace's losses" checker "$tmp/thr.json" --trace \
     "$tmp/thr.trace.json" --batch 32
+
+fi
+
+if [ "$CASE" = all ] || [ "$CASE" = epochs ]; then
+# ---- figures over more than one epoch ----
+# No run above leaves its first epoch (60000 images), so a figure that is
+# not started again at a new epoch would pass them. A small MNIST-shaped
+# set, learnable so that each epoch trains better than the last: the
+# class k image is noise with rows 4 + 2k and 5 + 2k brighter by 80. 1024
+# training images on 2 ranks of 32: 1024 / 2 / 32 = 16 steps an epoch, so
+# --steps 40 runs epochs 1 and 2 whole and 8 steps of epoch 3; the test
+# split's 256 images are 128 a rank at each epoch's end.
+/usr/bin/python3 - "$tmp/ep_data" <<'PY'
+import os, random, struct, sys
+d = sys.argv[1]
+os.makedirs(d)
+r = random.Random(2)
+for split, n in (("train", 1024), ("t10k", 256)):
+    labels = [r.randrange(10) for _ in range(n)]
+    pixels = bytearray()
+    for k in labels:
+        img = bytearray(r.randrange(176) for _ in range(784))
+        for row in (4 + 2 * k, 5 + 2 * k):
+            for x in range(28):
+                img[row * 28 + x] += 80
+        pixels += img
+    with open(os.path.join(d, split + "-images-idx3-ubyte"), "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(pixels))
+    with open(os.path.join(d, split + "-labels-idx1-ubyte"), "wb") as f:
+        f.write(struct.pack(">II", 0x801, n) + bytes(labels))
+PY
+# (--loss-threshold 2.2: the running loss falls below it in epoch 2)
+"$BIN" --batch --quiet --dataset mnist --data-dir "$tmp/ep_data" --device cpu --threads-per-rank 1 --model mlp \
+    --ranks 2 --strategy ddp --batch-size 32 --lr 0.01 --steps 40 --loss-threshold 2.2 --trace "$tmp/ep.trace.json" \
+    --history "$tmp/ep.csv" --format json >"$tmp/ep.json" 2>"$tmp/ep.err"
+check "3 epochs: runs" test -s "$tmp/ep.json"
+check "3 epochs: every figure from the trace and the history" checker "$tmp/ep.json" --trace "$tmp/ep.trace.json" \
+    --history "$tmp/ep.csv" --batch 32 --train-size 1024
+check "3 epochs: train_acc is epoch 3's correct / samples (steps 32-39 by hand), not the run's" py '
+r = json.load(open(sys.argv[1]))["runs"][0]
+steps = [e["args"] for e in json.load(open(sys.argv[2]))["traceEvents"] if e.get("cat") == "step"]
+assert r["steps"] == 40 and r["steps_per_epoch"] == 16, (r["steps"], r["steps_per_epoch"])
+assert len(steps) == 80 and all(a["epoch"] == a["step"] // 16 for a in steps), "epochs are not step // 16"
+def acc(first, last):
+    got = [a for a in steps if first <= a["step"] <= last]
+    return 100.0 * sum(a["correct"] for a in got) / sum(a["samples"] for a in got)
+last, whole = acc(32, 39), acc(0, 39)
+print("  train accuracy: epoch 1 %.2f, epoch 2 %.2f, epoch 3 %.2f, the run %.2f; the report %.4f"
+      % (acc(0, 15), acc(16, 31), last, whole, r["train_acc"]))
+# (the set must keep the epochs apart, or this check could not fail)
+assert abs(last - whole) > 5, (last, whole)
+assert abs(r["train_acc"] - last) < 1e-9, (r["train_acc"], last)
+' "$tmp/ep.json" "$tmp/ep.trace.json"
+check "3 epochs: each epoch tests 128 images a rank; test_acc is epoch 3's" py '
+rows = [x for x in csv.DictReader(open(sys.argv[1])) if x["kind"] == "epoch"]
+got = sorted((int(x["epoch"]), int(x["rank"]), int(x["samples"])) for x in rows)
+assert got == [(e, k, 128) for e in (1, 2, 3) for k in (0, 1)], got
+r = json.load(open(sys.argv[2]))["runs"][0]
+last = [x for x in rows if x["epoch"] == "3"]
+want = 100.0 * sum(int(x["correct"]) for x in last) / 256
+assert abs(r["test_acc"] - want) < 1e-9, (r["test_acc"], want)
+' "$tmp/ep.csv" "$tmp/ep.json"
+check "3 epochs: --loss-threshold 2.2 is met in epoch 2, threshold_epoch = step // 16 + 1" py '
+r = json.load(open(sys.argv[1]))["runs"][0]
+assert 16 <= r["threshold_step"] < 32 and r["threshold_epoch"] == r["threshold_step"] // 16 + 1, \
+    (r["threshold_step"], r["threshold_epoch"])
+' "$tmp/ep.json"
 
 fi
 

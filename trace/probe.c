@@ -1,11 +1,20 @@
 /* probe.c - the SPSC ring behind span recording, the names of lanes,
- * categories and collectives used by every report, pane and trace, and
- * the collectives' bus-bandwidth factors. */
+ * categories and collectives used by every report, pane and trace, the
+ * collectives' bus-bandwidth factors, and the clock's shift for tests. */
 #include "probe.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+int64_t probe_clock_shift_ns;
+
+void probe_clock_init(void)
+{
+    /* (a test hook: never set outside tests/test_clocks.sh) */
+    const char *shift = getenv("DDPTOP_TEST_CLOCK_SHIFT_NS");
+    probe_clock_shift_ns = shift && shift[0] ? strtoll(shift, NULL, 10) : 0;
+}
 
 /* Interned names: published by count (release) once written, never changed
  * after; a lookup by pointer first, as CUPTI hands out the same pointer for

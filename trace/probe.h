@@ -98,12 +98,21 @@ uint16_t probe_name_id(const char *name);
 /* The name of id, or NULL for 0 and unknown ids. */
 const char *probe_name(uint16_t id);
 
+/* Added to every reading of the clock below: 0, but for a test that makes
+ * one process of a job on one machine stand for a process on another node,
+ * whose clock reads that far ahead (DDPTOP_TEST_CLOCK_SHIFT_NS, a test hook
+ * only: docs/environment.md). Set once by probe_clock_init, before any
+ * thread reads the clock. */
+extern int64_t probe_clock_shift_ns;
+/* Reads DDPTOP_TEST_CLOCK_SHIFT_NS: the program's first call. */
+void probe_clock_init(void);
+
 /* Monotonic nanoseconds, the one clock every span uses. */
 static inline int64_t probe_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + probe_clock_shift_ns;
 }
 
 /* Single-producer/single-consumer ring of fixed-size elements. Capacity is a
