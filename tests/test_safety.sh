@@ -30,8 +30,15 @@
 #   costmodel  a cost model that is not JSON, a link, another user's, or in
 #              a symlinked or shared folder is named once, in one line,
 #              with why, by a training run
+#   runpath    no program or library of the build has an empty, relative
+#              or world-writable entry in its RUNPATH/RPATH (readelf -d),
+#              and a libz.so.1 or libcjson.so.1 planted in the current
+#              folder, whose constructor would write a marker file, is not
+#              loaded by `ddptop --version` (nor under `mpirun -np 1`)
+#   install    the same entries checked in a DESTDIR install of the build
 # Exit 77 (skipped) where the case cannot run: no GPU module or C compiler
-# (module), no tmux (cut).
+# (module), no tmux (cut), no readelf or C compiler (runpath), no Makefile
+# build to install from (install).
 set -u
 BIN=$(readlink -f "${1:?usage: test_safety.sh path/to/ddptop CASE}")
 CASE=${2:?usage: test_safety.sh path/to/ddptop CASE}
@@ -49,19 +56,7 @@ case_module() {
     module=$(dirname "$BIN")/libddptop-cuda.so
     [ -f "$module" ] || { echo "SKIP: this build has no GPU module (nothing is ever loaded)"; exit 77; }
     command -v cc >/dev/null || { echo "SKIP: no C compiler to build the planted library"; exit 77; }
-    cat >"$tmp/plant.c" <<'EOF'
-#include <stdio.h>
-#include <stdlib.h>
-/* runs as soon as the library is loaded, before ddptop asks it anything */
-__attribute__((constructor)) static void planted(void)
-{
-    FILE *f = fopen(getenv("PLANT_MARKER"), "w");
-    if (f) {
-        fputs("planted code ran\n", f);
-        fclose(f);
-    }
-}
-EOF
+    write_plant_c
     cc -shared -fPIC -o "$tmp/plant.so" "$tmp/plant.c" || { echo "FAIL: cannot build the planted library"; exit 1; }
     export PLANT_MARKER=$tmp/MARKER
     # planted RUN WHAT: runs the program at RUN; the marker must not appear
@@ -127,6 +122,109 @@ EOF
         check "the build's module ($how): loaded, not refused" \
             bash -c "! grep -q 'refused\|not installed\|no file' '$tmp/err'"
     done
+}
+
+# bad_runpaths FILE..: each RUNPATH or RPATH entry of an ELF file that
+# the loader could be made to take from another user: empty (the
+# current folder), relative (to the current folder), or a folder others
+# can write into that is not named from the program's own ($ORIGIN)
+bad_runpaths() {
+    local f e
+    for f in "$@"; do
+        [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+        readelf -d "$f" 2>/dev/null | sed -n 's/.*(R[UN]*PATH).*\[\(.*\)\]$/\1/p' >"$tmp/rp"
+        [ -s "$tmp/rp" ] || continue
+        while IFS= read -r -d: e; do
+            case $e in
+            '') echo "$f: an empty entry (the current folder)" ;;
+            '$ORIGIN'* | '${ORIGIN}'*) ;;
+            /*) if [ -d "$e" ] && [ -n "$(find "$e" -maxdepth 0 -perm -o+w)" ]; then
+                echo "$f: $e, a folder anyone can write into"
+            fi ;;
+            *) echo "$f: $e, relative to the current folder" ;;
+            esac
+        done < <(printf '%s:' "$(cat "$tmp/rp")")
+    done
+}
+
+# plant_lib LIB: a library of that name in $tmp/cwd whose constructor
+# writes $PLANT_MARKER, with the symbol versions of the one ddptop loads
+# (else the loader refuses it before its constructor runs)
+plant_lib() {
+    local lib=$1 real vs=()
+    real=$(cd / && ldd "$BIN" | awk -v l="$lib" '$1 == l { print $3 }')
+    [ -f "$real" ] || return 1
+    readelf -V "$real" | sed -n '/Version definition/,/Version needs/p' |
+        awk '/Name:/ && !/Flags: BASE/ { print $NF " { };" }' >"$tmp/$lib.map"
+    [ -s "$tmp/$lib.map" ] && vs=(-Wl,--version-script="$tmp/$lib.map")
+    cc -shared -fPIC "${vs[@]}" -Wl,-soname,"$lib" -o "$tmp/cwd/$lib" "$tmp/plant.c"
+}
+
+write_plant_c() {
+    cat >"$tmp/plant.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+/* runs as soon as the library is loaded, before ddptop asks it anything */
+__attribute__((constructor)) static void planted(void)
+{
+    FILE *f = fopen(getenv("PLANT_MARKER"), "w");
+    if (f) {
+        fputs("planted code ran\n", f);
+        fclose(f);
+    }
+}
+EOF
+}
+
+case_runpath() {
+    command -v readelf >/dev/null && command -v cc >/dev/null ||
+        { echo "SKIP: needs readelf and a C compiler"; exit 77; }
+    local build f bad
+    build=$(dirname "$BIN")
+    # every program and library the build made (not CMake's own probes)
+    find "$build" -path '*/CMakeFiles' -prune -o -type f \( -perm -u+x -o -name '*.so*' \) -print >"$tmp/elves"
+    echo "runpath: $(wc -l <"$tmp/elves") files of $build"
+    mapfile -t files <"$tmp/elves"
+    bad=$(bad_runpaths "${files[@]}")
+    check "no built file's RUNPATH/RPATH has an empty, relative or world-writable entry${bad:+:
+$bad}" test -z "$bad"
+    # a library planted where the user stands is never loaded
+    write_plant_c
+    mkdir -p "$tmp/cwd"
+    export PLANT_MARKER=$tmp/MARKER
+    for lib in libz.so.1 libcjson.so.1; do
+        rm -f "$tmp/cwd"/*.so* "$PLANT_MARKER"
+        plant_lib $lib || { bad "cannot plant $lib (not among ddptop's libraries?)"; continue; }
+        (cd "$tmp/cwd" && timeout "$LIMIT" "$BIN" --version >"$tmp/out" 2>"$tmp/err")
+        check "$lib in the current folder: ddptop --version ran (exit 0)" grep -q "^ddptop " "$tmp/out"
+        check "$lib in the current folder: its constructor did not run" test ! -e "$PLANT_MARKER"
+        if command -v mpirun >/dev/null; then
+            rm -f "$PLANT_MARKER"
+            (cd "$tmp/cwd" && timeout "$LIMIT" mpirun --allow-run-as-root --oversubscribe -np 1 "$BIN" --version \
+                >"$tmp/out" 2>"$tmp/err")
+            check "$lib in the current folder, mpirun -np 1: ddptop ran" grep -q "^ddptop " "$tmp/out"
+            check "$lib in the current folder, mpirun -np 1: its constructor did not run" test ! -e "$PLANT_MARKER"
+        fi
+    done
+}
+
+# the installed program and module (a DESTDIR install of this build)
+case_install() {
+    local build
+    build=$(dirname "$BIN")
+    command -v readelf >/dev/null && [ -f "$build/Makefile" ] && command -v make >/dev/null ||
+        { echo "SKIP: needs readelf and a Makefile build (make preinstall/fast relinks what is installed)"; exit 77; }
+    make -s -C "$build" preinstall/fast >"$tmp/make.txt" 2>&1 &&
+        DESTDIR=$tmp/inst cmake --install "$build" --prefix /usr/local >>"$tmp/make.txt" 2>&1 ||
+        { cat "$tmp/make.txt"; bad "the install failed"; return; }
+    find "$tmp/inst" -type f \( -perm -u+x -o -name '*.so*' \) >"$tmp/elves"
+    mapfile -t files <"$tmp/elves"
+    check "the install holds the program" test -x "$tmp/inst/usr/local/bin/ddptop"
+    local bad
+    bad=$(bad_runpaths "${files[@]}")
+    check "no installed file's RUNPATH/RPATH has an empty, relative or world-writable entry${bad:+:
+$bad}" test -z "$bad"
+    check "the installed program runs" "$tmp/inst/usr/local/bin/ddptop" --version
 }
 
 case_hang() {
@@ -379,7 +477,7 @@ case_costmodel() {
 }
 
 case "$CASE" in
-module | hang | collide | symlink | env | cut | costmodel) "case_$CASE" ;;
+module | hang | collide | symlink | env | cut | costmodel | runpath | install) "case_$CASE" ;;
 *)
     echo "unknown case $CASE"
     exit 2
