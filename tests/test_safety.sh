@@ -323,6 +323,26 @@ EOF
     mkdir -p R && cp t.json R/a.json
     refused "--replay DIR --output over a trace in it" "$BIN" --batch --replay R --output R/a.json
     refused "--replay a b (separate arguments) --output b" "$BIN" --batch --replay hard.json t.json --output t.json
+    refused "--replay DIR --output a new trace name in it" "$BIN" --batch --replay R --output R/new.json
+    # --follow F: every trace in F is an input, and so is every name one
+    # could land at later (*.json, *.json.gz); --idle-exit ends a run that
+    # is not refused
+    mkdir -p F && cp "$SRC/tests/fixtures/trace/kineto_gloo_cpu.json" F/rank0.pt.trace.json && ln -s F Flink && ln F/rank0.pt.trace.json F0.json
+    refused "--follow F --output over a trace in it" "$BIN" --batch --follow F --idle-exit 1 \
+        --output F/rank0.pt.trace.json
+    check "--follow F --output over a trace in it: the line names both" \
+        grep -q "^ddptop: --output: F/rank0.pt.trace.json is the --follow file too" "$tmp/err"
+    refused "--follow F --output a trace name that lands later" "$BIN" --batch --follow F --idle-exit 1 \
+        --output F/rank1.pt.trace.json.gz
+    check "--follow F --output a later trace name: the line names both" \
+        grep -q "^ddptop: --output: F/rank1.pt.trace.json.gz is in the --follow folder F, " "$tmp/err"
+    refused "--follow (a link to F) --output a trace name in F" "$BIN" --batch --follow Flink --idle-exit 1 \
+        --output F/new.json
+    refused "--follow F --output (a hard link to a trace in it)" "$BIN" --batch --follow F --idle-exit 1 \
+        --output F0.json
+    (cd "$tmp/in" && timeout "$LIMIT" "$BIN" --batch --follow F --idle-exit 1 --output F/report.txt >/dev/null \
+        2>"$tmp/err")
+    check "--follow F --output F/report.txt (no trace's name): followed and written" test -s F/report.txt
     refused "--plot . --trace over its speedup.svg" "$BIN" "${TRAIN[@]}" --steps 2 --plot . --trace speedup.svg
     refused "--plot R --history over its loss.svg" "$BIN" "${TRAIN[@]}" --steps 2 --plot R --history R/loss.svg
     refused "--replay --plot R: its breakdown.svg is an input" "$BIN" --batch --replay R/a.json,breakdown.svg --plot .
