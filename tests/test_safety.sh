@@ -36,6 +36,11 @@
 #              folder, whose constructor would write a marker file, is not
 #              loaded by `ddptop --version` (nor under `mpirun -np 1`)
 #   install    the same entries checked in a DESTDIR install of the build
+#   gzip       a gzip bomb (1 GiB of zeros in 1 MiB, made here) given to
+#              --replay and landing in a --follow folder is refused in one
+#              line naming the file and the cause, and the process's peak
+#              memory stays under 400 MiB; DDPTOP_GZIP_MAX_RATIO and
+#              DDPTOP_GZIP_MAX_MB move the cap; a gzip trace still replays
 # Exit 77 (skipped) where the case cannot run: no GPU module or C compiler
 # (module), no tmux (cut), no readelf or C compiler (runpath), no Makefile
 # build to install from (install).
@@ -408,6 +413,71 @@ case_symlink() {
         bash -c "[ -s home/.cache/ddptop/comm-model.json ] && [ \$(stat -c %a home/.cache/ddptop) = 700 ]"
 }
 
+# bomb FILE MIB: a gzip file of MIB MiB of zeros (a few KiB a MiB)
+bomb() {
+    python3 - "$1" "$2" <<'EOF'
+import sys, zlib
+out, mib = sys.argv[1], int(sys.argv[2])
+z, chunk = zlib.compressobj(9, zlib.DEFLATED, 31), bytes(1 << 20)
+with open(out, "wb") as f:
+    for _ in range(mib):
+        f.write(z.compress(chunk))
+    f.write(z.flush())
+EOF
+}
+
+# peak KIB COMMAND...: runs COMMAND (stdout and stderr to $tmp/out, $tmp/err),
+# then puts its peak resident size in KiB in the variable named KIB
+peak() {
+    local var=$1
+    shift
+    local _k
+    _k=$(python3 -c '
+import resource, subprocess, sys
+with open(sys.argv[1], "wb") as o, open(sys.argv[2], "wb") as e:
+    subprocess.run(sys.argv[3:], stdout=o, stderr=e)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$tmp/out" "$tmp/err" timeout "$LIMIT" "$@")
+    printf -v "$var" '%s' "$_k"
+}
+
+case_gzip() {
+    cd "$tmp" || exit 1
+    bomb big.json.gz 1024 # 1 GiB of zeros, about 1 MiB of gzip
+    bomb mid.json.gz 200
+    echo "gzip: big.json.gz $(stat -c %s big.json.gz) bytes, mid.json.gz $(stat -c %s mid.json.gz) bytes"
+    local kib
+    peak kib "$BIN" --batch --replay big.json.gz
+    echo "--replay big.json.gz: peak $((kib / 1024)) MiB; $(head -1 "$tmp/err")"
+    check "--replay of a gzip bomb: one line naming the file and the cause" \
+        bash -c "[ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q '^ddptop: --replay: big.json.gz: gzip data that inflates past 100 MiB .*refused as a gzip bomb; DDPTOP_GZIP_MAX_MB and DDPTOP_GZIP_MAX_RATIO raise the limit' '$tmp/err'"
+    check "--replay of a gzip bomb: peak memory under 400 MiB (${kib} KiB), not the 1 GiB it inflates to" \
+        test "$kib" -lt $((400 * 1024))
+    mkdir -p F
+    cp big.json.gz F/rank0.pt.trace.json.gz
+    peak kib "$BIN" --batch --follow F --idle-exit 1
+    echo "--follow: peak $((kib / 1024)) MiB; $(grep -m1 gzip "$tmp/err")"
+    check "--follow of a gzip bomb: the file left out in one line naming the cause" \
+        grep -q 'rank0.pt.trace.json.gz: gzip data that inflates past 100 MiB .*refused as a gzip bomb.*; left out' "$tmp/err"
+    check "--follow of a gzip bomb: peak memory under 400 MiB (${kib} KiB)" test "$kib" -lt $((400 * 1024))
+    # the floor and the knobs: 200 MiB of zeros is past 64 MiB (its
+    # ratio's cap is below the floor); a ratio raised lets it inflate (it
+    # is then refused as no trace); an absolute cap below it refuses it
+    "$BIN" --batch --replay mid.json.gz >/dev/null 2>"$tmp/err"
+    check "a 200 MiB bomb: refused at the 64 MiB floor" grep -q "inflates past 64 MiB" "$tmp/err"
+    DDPTOP_GZIP_MAX_RATIO=100000 "$BIN" --batch --replay mid.json.gz >/dev/null 2>"$tmp/err"
+    check "DDPTOP_GZIP_MAX_RATIO raised: inflated, then not a trace ($(head -1 "$tmp/err"))" \
+        bash -c "! grep -q 'gzip bomb' '$tmp/err' && grep -q '^ddptop: --replay: mid.json.gz' '$tmp/err'"
+    DDPTOP_GZIP_MAX_RATIO=100000 DDPTOP_GZIP_MAX_MB=150 "$BIN" --batch --replay mid.json.gz >/dev/null 2>"$tmp/err"
+    check "DDPTOP_GZIP_MAX_MB=150 under a raised ratio: refused at 150 MiB" grep -q "inflates past 150 MiB" "$tmp/err"
+    DDPTOP_GZIP_MAX_MB=lots "$BIN" --batch --replay mid.json.gz >/dev/null 2>"$tmp/err"
+    check "DDPTOP_GZIP_MAX_MB=lots: refused in one line naming it" \
+        grep -q "DDPTOP_GZIP_MAX_MB must be a whole number from 1 (got 'lots')" "$tmp/err"
+    # a real trace in gzip still replays
+    "$BIN" --batch --replay "$SRC/tests/fixtures/trace/gpu_lenet_ddp.json.gz" >/dev/null 2>"$tmp/err"
+    local st=$?
+    check "a gzip trace (10x) replays (exit $st)" test "$st" -eq 0
+}
+
 case_env() {
     # the variables the program reads (not the tests' own)
     grep -rhoE 'getenv\("DDPTOP_[A-Z0-9_]+"\)' "$SRC"/{app,src,ui,trace,collectives,models,gpu} |
@@ -497,7 +567,7 @@ case_costmodel() {
 }
 
 case "$CASE" in
-module | hang | collide | symlink | env | cut | costmodel | runpath | install) "case_$CASE" ;;
+module | hang | collide | symlink | env | cut | costmodel | runpath | install | gzip) "case_$CASE" ;;
 *)
     echo "unknown case $CASE"
     exit 2
