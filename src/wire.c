@@ -166,11 +166,18 @@ static int check_dir(const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "rendezvous %s: not a folder", dir);
         return -1;
     }
-    if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    if (st.st_uid != geteuid()) {
         snprintf(err, errlen,
-                 "rendezvous %s: another user can write this folder (it must be yours alone: the job's "
+                 "rendezvous %s: this folder is owned by another user (uid %u; it must be yours alone: the job's "
                  "address is kept there)",
-                 dir);
+                 dir, (unsigned)st.st_uid);
+        return -1;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(err, errlen,
+                 "rendezvous %s: another user can write this folder (mode %04o; it must be yours alone: the job's "
+                 "address is kept there)",
+                 dir, (unsigned)(st.st_mode & 07777));
         return -1;
     }
     return 0;
@@ -253,6 +260,8 @@ static int read_addr(const char *path, char *host, size_t hn, int *port, uint64_
     return 0;
 }
 
+#define CONNECT_LOOK_MS 200
+
 /* A connection to host:port; -1 (errno: why), or -2 when host's name
  * did not resolve (*gai: getaddrinfo's word). loopback: a name that does
  * not resolve is this machine (a host name published in the folder, on a
@@ -279,15 +288,19 @@ static int connect_to(const char *host, int port, int loopback, int64_t deadline
             continue;
         int c = connect(fd, a->ai_addr, a->ai_addrlen);
         if (c != 0 && errno == EINPROGRESS) {
+            /* the answer is waited for at least CONNECT_LOOK_MS, the
+             * deadline passed or not: a port that refuses says so within
+             * a round trip, and a try with no time to hear it would call
+             * the refusal a timeout */
             int64_t left = deadline - now_ms();
+            int wait = left > 2000 ? 2000 : left > CONNECT_LOOK_MS ? (int)left : CONNECT_LOOK_MS;
             struct pollfd pf = {fd, POLLOUT, 0};
             socklen_t n = sizeof(why);
-            c = left > 0 && poll(&pf, 1, left > 2000 ? 2000 : (int)left) == 1 &&
-                        getsockopt(fd, SOL_SOCKET, SO_ERROR, &why, &n) == 0 && why == 0
-                    ? 0
-                    : -1;
-            if (c != 0 && why == 0)
-                why = ETIMEDOUT;
+            int k = poll(&pf, 1, wait);
+            if (k == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &why, &n) == 0)
+                c = why == 0 ? 0 : -1;
+            else
+                why = k == 0 ? ETIMEDOUT : errno;
         } else if (c != 0) {
             why = errno;
         }
