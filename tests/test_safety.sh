@@ -29,7 +29,8 @@
 #              least those steps, and the --history rows of them
 #   costmodel  a cost model that is not JSON, a link, another user's, or in
 #              a symlinked or shared folder is named once, in one line,
-#              with why, by a training run
+#              with why, by a training run; with HOME a folder anyone can
+#              write into (HOME=/tmp) --bench-comm keeps none, saying why
 #   runpath    no program or library of the build has an empty, relative
 #              or world-writable entry in its RUNPATH/RPATH (readelf -d),
 #              and a libz.so.1 or libcjson.so.1 planted in the current
@@ -557,6 +558,16 @@ case_costmodel() {
     if [ "$(id -u)" = 0 ] && chown nobody m/cm.json; then
         model foreign "cm.json: owned by another user"
     fi
+    # HOME a folder anyone can write into (as HOME=/tmp): the cost model is
+    # never kept under it; --bench-comm says so, and makes nothing there
+    mkdir -p sharedhome
+    chmod 1777 sharedhome
+    env -u DDPTOP_COMM_MODEL -u XDG_CACHE_HOME HOME="$tmp/sharedhome" "$BIN" --bench-comm --ranks 2 \
+        --max-bytes 65536 >/dev/null 2>"$tmp/err"
+    check "HOME a shared folder: --bench-comm says the cost model is not kept there ($(grep 'cost model' "$tmp/err"))" \
+        grep -q "^ddptop: the cost model is not stored: HOME is $tmp/sharedhome, a folder anyone can write into" \
+        "$tmp/err"
+    check "HOME a shared folder: nothing made under it" bash -c "[ -z \"\$(ls -A '$tmp/sharedhome')\" ]"
     # a good file, or none: not a word
     rm -f m/cm.json
     DDPTOP_COMM_MODEL=$tmp/m/none.json "$BIN" "${TRAIN[@]}" --steps 3 >/dev/null 2>"$tmp/err"
