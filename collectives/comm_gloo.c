@@ -88,7 +88,10 @@ static int outcome_of(struct comm *c, const struct comm_call *call, int rc, cons
         comm_break(c, "stopped while gloo waited on a peer");
         return COMM_ABORTED;
     }
-    char peer[32] = "a peer";
+    /* (17 bytes at most, "rank -2147483648": with 32 the timed-out line
+     * below could be cut at c->err's 256 bytes, as -Wformat-truncation
+     * says at -O0) */
+    char peer[24] = "a peer";
     if (e->peer >= 0)
         snprintf(peer, sizeof(peer), "rank %d", e->peer);
     if (e->timed_out)

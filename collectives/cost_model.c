@@ -200,18 +200,48 @@ double cost_predict_calls_us(const struct cost_fit *f, double calls, double byte
     return one * calls;
 }
 
+/* A folder that anyone can write into (/tmp, /var/tmp, /dev/shm): the
+ * cache is never made under it, where another user could have made its
+ * folders first. */
+static int shared_folder(const char *dir)
+{
+    struct stat st;
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_IWOTH);
+}
+
+/* The folder the cache goes under (XDG_CACHE_HOME, else HOME; absolute
+ * only, as the XDG base directory rules say), and which of them it is;
+ * NULL when neither is set. */
+static const char *cache_base(const char **name)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    *name = xdg && xdg[0] == '/' ? "XDG_CACHE_HOME" : "HOME";
+    return xdg && xdg[0] == '/' ? xdg : home && home[0] == '/' ? home : NULL;
+}
+
+void cost_model_no_place(char *why, size_t n)
+{
+    const char *name, *base = cache_base(&name);
+    if (base && shared_folder(base))
+        snprintf(why, n,
+                 "%s is %s, a folder anyone can write into, and the cost model is never kept under one (set "
+                 "XDG_CACHE_HOME or DDPTOP_COMM_MODEL to a folder of yours)",
+                 name, base);
+    else
+        snprintf(why, n, "neither XDG_CACHE_HOME nor HOME is an absolute path (or set DDPTOP_COMM_MODEL)");
+}
+
 const char *cost_model_path(char *buf, size_t n)
 {
     const char *env = getenv("DDPTOP_COMM_MODEL");
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *name, *base = cache_base(&name);
     int k = -1;
-    /* the XDG base directory rules: a relative path there is ignored */
     if (env && *env)
         k = snprintf(buf, n, "%s", env);
-    else if (xdg && xdg[0] == '/')
-        k = snprintf(buf, n, "%s/ddptop/comm-model.json", xdg);
-    else if (home && home[0] == '/')
-        k = snprintf(buf, n, "%s/.cache/ddptop/comm-model.json", home);
+    else if (base && shared_folder(base))
+        k = -1;
+    else if (base)
+        k = snprintf(buf, n, "%s%s/ddptop/comm-model.json", base, strcmp(name, "HOME") ? "" : "/.cache");
     if (k < 0 || (size_t)k >= n) {
         if (n)
             buf[0] = 0;

@@ -7,7 +7,8 @@
  * file is $DDPTOP_COMM_MODEL when set, else
  * $XDG_CACHE_HOME/ddptop/comm-model.json, else
  * $HOME/.cache/ddptop/comm-model.json (absolute paths only), else nowhere:
- * never a shared folder such as /tmp. It is written to a new private file
+ * never under a shared folder such as /tmp (XDG_CACHE_HOME or HOME that
+ * anyone can write into: HOME=/tmp leaves the cost model nowhere). It is written to a new private file
  * that is renamed into place, and read back only when it is a regular file
  * that this user owns, in a folder that is no link and that only this user
  * (or root) can write.
@@ -78,6 +79,9 @@ double cost_predict_calls_us(const struct cost_fit *f, double calls, double byte
 /* The file (above) in buf; NULL, with buf empty, when there is no place
  * for it. */
 const char *cost_model_path(char *buf, size_t n);
+/* Why cost_model_path has no place, in words that follow "the cost model
+ * is not stored: " (only when it returned NULL). */
+void cost_model_no_place(char *why, size_t n);
 /* Adds or replaces fits in the file. Returns 0, or -1 with err: no path, a
  * folder that cannot be made, a file there that is not this user's regular
  * file or not JSON (left untouched), or a failed write. */

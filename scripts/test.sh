@@ -2,7 +2,10 @@
 # test.sh - builds ddptop and runs the whole test suite three ways, checks
 # that the tests catch planted bugs, then fuzzes the readers:
 #   1. Release build, every test (unit, integration, end-to-end, GPU tests
-#      report SKIPPED without a GPU);
+#      report SKIPPED without a GPU), then (not with --quick) a Debug
+#      build (-O0, -Werror, everything the tree builds; no tests: some
+#      warnings, such as -Wformat-truncation's, come only at -O0; under a
+#      minute on 2 cores);
 #   2. mutants: each bug of tests/mutants/ planted in turn in a Release copy
 #      of the tree must fail the tests it names (tests/mutants/run_mutants.sh);
 #   3. ASan+UBSan build, every test but the `slow` ones (a trace over 2 GiB,
@@ -51,6 +54,14 @@ export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
 # OpenMP loops.
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=7 suppressions=$PWD/tests/tsan.supp"
 
+debug_build() {
+  echo "== debug: configure and build (no tests)"
+  cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  cmake --build build-debug -j "$jobs" >build-debug/build.log 2>&1 ||
+    { grep -E -A5 "error|warning" build-debug/build.log | head -40; exit 1; }
+  echo "== debug: built at $((SECONDS / 60)) min $((SECONDS % 60)) s"
+}
+
 fuzz_pass() {
   echo "== fuzz: configure and build"
   # (no gloo: its shim is C++, which the fuzz flags would reach through
@@ -71,6 +82,7 @@ echo "== release, kernels capped at AVX2 (DDPTOP_MAX_CPU_ISA=avx2): test"
 DDPTOP_MAX_CPU_ISA=avx2 ctest --test-dir build-release --output-on-failure -j "$jobs" -L kernels
 echo "== release, AVX2: done at $((SECONDS / 60)) min $((SECONDS % 60)) s"
 if [ "$quick" -eq 0 ]; then
+  debug_build
   echo "== mutants: planted bugs must fail their tests"
   # (the Release pass above has just run every test on this tree: the
   # harness need not run the mutants' tests unmutated again; 4 minutes of

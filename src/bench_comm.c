@@ -586,10 +586,11 @@ static int bench_report(struct bench *b, int index, FILE *out, int nprocs, int s
     if (poor)
         warn_poor(&fit, b->rows, b->nrows);
     if (fit.valid) {
-        if (!placed)
-            fprintf(stderr, "ddptop: the cost model is not stored: neither XDG_CACHE_HOME nor HOME is an absolute "
-                            "path (or set DDPTOP_COMM_MODEL)\n");
-        else if (!stored)
+        if (!placed) {
+            char why[1200];
+            cost_model_no_place(why, sizeof(why));
+            fprintf(stderr, "ddptop: the cost model is not stored: %s\n", why);
+        } else if (!stored)
             fprintf(stderr, "ddptop: cannot store the cost model: %s\n", serr);
         else
             fprintf(stderr,

@@ -125,11 +125,15 @@ static uint32_t be32(const uint8_t *p)
 static uint8_t *idx_take(char *bytes, size_t n, const char *path, int want_dims, int dims_out[3], char *err,
                          size_t errlen)
 {
-    char *plain = NULL, why[128];
+    char *plain = NULL, why[256];
     size_t nplain = 0;
     enum infile_gz gz = infile_gunzip(bytes, n, &plain, &nplain, why, sizeof why);
     if (gz != INFILE_PLAIN) {
         free(bytes);
+        if (gz == INFILE_GZ_BIG) {
+            set_err(err, errlen, "%s: %s", path, why);
+            return NULL;
+        }
         if (gz != INFILE_GZ_OK) {
             set_err(err, errlen, "%s: corrupt gzip stream (zlib: %s)", path, why);
             free(plain);

@@ -57,6 +57,23 @@ static void trace_names(struct files *f, const struct config *cfg, int from, int
         }
 }
 
+/* A folder of traces that `what` reads: every trace file in it now
+ * (trace_list_dir: by identity, links too), and any name a trace could
+ * land at later (trace_name_is_trace), which no output may take. */
+static void trace_folder_inputs(struct files *f, const char *dir, const char *what)
+{
+    char **paths = NULL, err[256];
+    int n = 0;
+    if (trace_list_dir(dir, &paths, &n, err, sizeof(err)) == 0) {
+        for (int i = 0; i < n; i++)
+            files_add(f, paths[i], what, 0);
+        trace_paths_free(paths, n);
+    }
+    files_add(f, dir, what, 0);
+    if (!f->oom && f->n > 0 && !strcmp(f->v[f->n - 1].path, dir))
+        f->v[f->n - 1].names = trace_name_is_trace;
+}
+
 /* What one --replay argument reads: a file, every trace of a folder, or a
  * comma list of them (as replay_load_list takes it: a path that exists is
  * one path, commas and all). */
@@ -65,13 +82,7 @@ static void replay_inputs(struct files *f, const char *arg)
     struct stat st;
     char path[1024];
     if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
-        char **paths = NULL, err[256];
-        int n = 0;
-        if (trace_list_dir(arg, &paths, &n, err, sizeof(err)) == 0) {
-            for (int i = 0; i < n; i++)
-                files_add(f, paths[i], "--replay", 0);
-            trace_paths_free(paths, n);
-        }
+        trace_folder_inputs(f, arg, "--replay");
         return;
     }
     if (access(arg, F_OK) == 0) {
@@ -109,10 +120,14 @@ static void plot_names(struct files *f, const struct config *cfg, int from, int 
 void files_of_config(struct files *f, const struct config *cfg, int run_from, int run_to, int world)
 {
     char path[1024];
-    if (cfg->mode == MODE_REPLAY) {
-        replay_inputs(f, cfg->replay);
-        for (int i = 0; i < cfg->nreplay_more; i++)
-            replay_inputs(f, cfg->replay_more[i]);
+    if (cfg->mode == MODE_REPLAY || cfg->mode == MODE_FOLLOW) {
+        if (cfg->mode == MODE_FOLLOW) {
+            trace_folder_inputs(f, cfg->follow, "--follow");
+        } else {
+            replay_inputs(f, cfg->replay);
+            for (int i = 0; i < cfg->nreplay_more; i++)
+                replay_inputs(f, cfg->replay_more[i]);
+        }
         files_add(f, cfg->output, "--output", 1);
         plot_names(f, cfg, 0, 1);
         return;
@@ -151,7 +166,10 @@ int files_check(const struct files *f, char *err, size_t errlen)
     const struct outfile_role *o = &f->v[a], *x = &f->v[b];
     const char *the = x->what[0] == '-' ? "the " : "";
     const char *file = x->what[0] == '-' ? " file" : "";
-    if (!strcmp(o->path, x->path))
+    if (x->names && strcmp(o->path, x->path))
+        snprintf(err, errlen, "%s: %s is in the %s folder %s, whose every *.json and *.json.gz is read as a trace too",
+                 o->what, o->path, x->what, x->path);
+    else if (!strcmp(o->path, x->path))
         snprintf(err, errlen, "%s: %s is %s%s%s too", o->what, o->path, the, x->what, file);
     else
         snprintf(err, errlen, "%s: %s is %s%s%s %s too (the same file)", o->what, o->path, the, x->what, file, x->path);

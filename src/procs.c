@@ -18,6 +18,7 @@
 #include "comm_gloo.h"
 #include "config.h"
 #include "procs_net.h"
+#include "relay_msg.h"
 #include "run.h"
 #include "stop.h"
 
@@ -307,7 +308,6 @@ int procs_most_on_a_node(void)
 }
 
 /* ---- the relay ---------------------------------------------------------- */
-enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_BEAT, TAG_PING, TAG_PONG, TAG_OFFSET };
 
 /* A worker says it is alive this often (its main thread, which never
  * waits on training); process 0 gives it up after BEAT_LOST_NS of silence
@@ -326,30 +326,6 @@ enum { TAG_SPANS = 1, TAG_STEPS, TAG_EPOCHS, TAG_DONE, TAG_CTRL, TAG_CLOCK, TAG_
  * silence's start. */
 #define ABSENT_NS (500LL * 1000 * 1000)
 
-/* What leads every record message: whose, which ring, the records lost
- * to full rings on the worker so far, and the device memory the rank holds
- * (the Ranks pane's mem and peak, live). */
-struct relay_hdr {
-    int32_t rank, ring;
-    uint64_t dropped;
-    int64_t mem_now, mem_peak;
-};
-
-/* A rank's end, and what the report reads of a rank after the run. */
-struct relay_done {
-    int32_t rank, rc;
-    int32_t stage_first, stage_end;
-    double stage_mem[SMEM_KINDS];
-    int64_t mem_now, mem_peak; /* its device memory (struct device_mem) */
-    char dev[64];
-    char err[256];
-};
-
-struct relay_ctrl {
-    int32_t what;
-    uint32_t at; /* RELAY_PAUSE: the step the ranks stop before */
-};
-
 #define CLOCK_ROUNDS 8
 /* A worker on another node measures its clock again this often (clocks
  * drift apart by some parts per million: 36 ms an hour at 10 ppm), and
@@ -357,12 +333,18 @@ struct relay_ctrl {
 #define CLOCK_EVERY_NS (10LL * 1000 * 1000 * 1000)
 #define CLOCK_LATE_NS (1000LL * 1000 * 1000)
 
+/* A worker's records on process 0's clock lie between the relay's start
+ * and now, give or take this (a clock offset's error is far smaller): a
+ * time outside is a sender's bug, refused (relay_msg.h). */
+#define RELAY_SLACK_NS (600LL * 1000 * 1000 * 1000)
+
 struct relay {
     struct run *r;
     int chan; /* its own channel (net->open_chan) */
     pthread_t rx;
     int rx_started;
     _Atomic int rx_quit;
+    int64_t open_ns;            /* when it opened */
     int64_t *add_ns, *bound_ns; /* [size]: added to a process's timestamps; the error */
     int *estimates;             /* process 0: [size], the offsets measured so far */
     int64_t clock_every_ns;     /* a worker: how often it measures again (0: never) */
@@ -376,6 +358,7 @@ struct relay {
     int64_t awake_ns;          /* process 0: when its receiving thread last looked */
     unsigned char *ended;      /* process 0: [size], its ranks ended (or it was given up) */
     int *done_of;              /* process 0: [size], its ranks that ended */
+    struct relay_seen seen;    /* process 0: [world] each, what relay_decode has passed */
     int64_t lost_ns;           /* silence after which a process is given up */
     int left;                  /* process 0: the workers whose ranks have not all ended */
     _Atomic int64_t ending_ns; /* process 0: when its SIGTERM came (0: none) */
@@ -389,18 +372,17 @@ static void nap_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* An int64 from p on chan with tag: 0, or -1 when none came (or p is
- * gone) within timeout_ms (-1: for ever). */
-static int take_i64(int p, int chan, int tag, int timeout_ms, int64_t *v, size_t n)
+/* A clock reading from p on chan with tag (relay_decode_time): 0, -1 when
+ * none came (or p is gone) within timeout_ms (-1: for ever), -2 when what
+ * came is no clock reading (err says why). */
+static int take_time(int p, int chan, int tag, int timeout_ms, int64_t *t, char *err, size_t errlen)
 {
     struct procs_msg m;
     if (net->take(p, chan, tag, timeout_ms, NULL, NULL, &m) != 1)
         return -1;
-    int ok = m.len == n * sizeof(int64_t);
-    if (ok)
-        memcpy(v, m.data, m.len);
+    int rc = relay_decode_time(m.data, m.len, t, err, errlen) == 0 ? 0 : -2;
     free(m.data);
-    return ok ? 0 : -1;
+    return rc;
 }
 
 /* Process p shares process 0's CLOCK_MONOTONIC (the same node), and its
@@ -412,6 +394,28 @@ static int clock_shared(int p)
     return node_of[p] == node_of[0] && !(force && force[0] == '1');
 }
 
+static void end_rank(struct relay *rl, const struct relay_done *d);
+
+/* Process 0: worker p sent what relay_decode refused (why): its ranks
+ * that had not ended end, failed, naming it, as a silent one's do; the
+ * job fails with them. Returns 1 (a worker ended) or 0 (it had). */
+static int refuse(struct relay *rl, int p, const char *why)
+{
+    if (rl->ended[p])
+        return 0;
+    for (int i = p * self.per; i < (p + 1) * self.per && i < rl->r->world; i++) {
+        if (atomic_load(&rl->r->ranks[i].finished))
+            continue;
+        struct relay_done d = {.rank = i, .rc = -1};
+        snprintf(d.dev, sizeof(d.dev), "cpu");
+        snprintf(d.err, sizeof(d.err), "process %d on %.64s sent a bad message: %s", p, host_of[p], why);
+        rl->r->ranks[i].given_up = 1; /* (before end_rank's finished) */
+        end_rank(rl, &d);
+    }
+    rl->ended[p] = 1;
+    return 1;
+}
+
 /* Ping-pong with every worker: the best of CLOCK_ROUNDS round trips gives
  * its clock's offset, within half that round trip. */
 static void measure_clocks(struct relay *rl)
@@ -419,11 +423,16 @@ static void measure_clocks(struct relay *rl)
     for (int p = 1; p < self.size; p++) {
         int same_node = clock_shared(p);
         int64_t best = INT64_MAX, add = 0;
+        char why[192];
         for (int k = 0; k < CLOCK_ROUNDS; k++) {
             int64_t t0 = probe_now_ns(), tr = 0;
             if (self.rank == 0) {
-                if (net->send(p, rl->chan, TAG_CLOCK, &t0, sizeof(t0)) != 0 ||
-                    take_i64(p, rl->chan, TAG_CLOCK, -1, &tr, 1) != 0)
+                int got = net->send(p, rl->chan, RELAY_TAG_CLOCK, &t0, sizeof(t0)) != 0
+                              ? -1
+                              : take_time(p, rl->chan, RELAY_TAG_CLOCK, -1, &tr, why, sizeof(why));
+                if (got == -2)
+                    refuse(rl, p, why);
+                if (got != 0)
                     break; /* (p is gone: the relay gives it up) */
                 int64_t t1 = probe_now_ns();
                 if (t1 - t0 < best) {
@@ -431,10 +440,10 @@ static void measure_clocks(struct relay *rl)
                     add = (t0 + t1) / 2 - tr;
                 }
             } else if (self.rank == p) {
-                if (take_i64(0, rl->chan, TAG_CLOCK, -1, &tr, 1) != 0)
+                if (take_time(0, rl->chan, RELAY_TAG_CLOCK, -1, &tr, why, sizeof(why)) != 0)
                     break;
                 tr = probe_now_ns();
-                net->send(0, rl->chan, TAG_CLOCK, &tr, sizeof(tr));
+                net->send(0, rl->chan, RELAY_TAG_CLOCK, &tr, sizeof(tr));
             }
         }
         /* one node shares CLOCK_MONOTONIC: exact, whatever the ping-pong says */
@@ -465,10 +474,11 @@ static int64_t clock_every(void)
 static void clock_again(struct relay *rl)
 {
     int64_t best = INT64_MAX, add = 0;
+    char why[128];
     for (int k = 0; k < CLOCK_ROUNDS; k++) {
         int64_t t0 = probe_now_ns(), tr = 0;
-        if (net->send(0, rl->chan, TAG_PING, &t0, sizeof(t0)) != 0 ||
-            take_i64(0, rl->chan, TAG_PONG, (int)(CLOCK_LATE_NS / 1000000), &tr, 1) != 0) {
+        if (net->send(0, rl->chan, RELAY_TAG_PING, &t0, sizeof(t0)) != 0 ||
+            take_time(0, rl->chan, RELAY_TAG_PONG, (int)(CLOCK_LATE_NS / 1000000), &tr, why, sizeof(why)) != 0) {
             rl->clock_every_ns = 0;
             return;
         }
@@ -479,7 +489,7 @@ static void clock_again(struct relay *rl)
         }
     }
     int64_t est[2] = {add, best / 2};
-    net->send(0, rl->chan, TAG_OFFSET, est, sizeof(est));
+    net->send(0, rl->chan, RELAY_TAG_OFFSET, est, sizeof(est));
     rl->clock_at_ns = probe_now_ns();
 }
 
@@ -490,67 +500,57 @@ static void push_all(struct spsc_ring *ring, const void *recs, size_t size, size
         spsc_push(ring, (const unsigned char *)recs + i * size);
 }
 
-static void push_spans(struct relay *rl, struct rank *k, const struct relay_hdr *h, struct span *s, size_t n)
+/* A rank's end: from its worker (checked), or made by process 0 for a
+ * worker given up. */
+static void end_rank(struct relay *rl, const struct relay_done *d)
 {
-    int64_t add = rl->add_ns[k->id / self.per];
-    for (size_t i = 0; i < n; i++) {
-        s[i].t0_ns += add;
-        s[i].t1_ns += add;
-    }
-    if (h->ring == RANK_RING_GPU && !rl->r->on_gpu)
-        return; /* (process 0 runs on the GPU when its workers do: one configuration) */
-    push_all(h->ring == RANK_RING_COMM  ? &k->spans_comm
-             : h->ring == RANK_RING_GPU ? &k->spans_gpu
-                                        : &k->spans_main,
-             s, sizeof(*s), n);
+    struct rank *k = &rl->r->ranks[d->rank];
+    k->rc = d->rc;
+    snprintf(k->err, sizeof(k->err), "%s", d->err);
+    k->stage_first = d->stage_first;
+    k->stage_end = d->stage_end;
+    memcpy(k->stage_mem, d->stage_mem, sizeof(k->stage_mem));
+    atomic_store(&k->mem.now, d->mem_now);
+    atomic_store(&k->mem.peak, d->mem_peak);
+    procs_device_name(d->rank / self.per, d->dev, k->dev.name, sizeof(k->dev.name));
+    atomic_store(&k->finished, 1);
 }
 
-static void deliver(struct relay *rl, int tag, unsigned char *msg, size_t len)
+/* A worker's message that relay_decode passed: its records into its
+ * rank's rings, on process 0's clock. */
+static void deliver(struct relay *rl, int p, struct relay_in *in)
 {
-    struct run *r = rl->r;
-    if (tag == TAG_DONE && len >= sizeof(struct relay_done)) {
-        struct relay_done d;
-        memcpy(&d, msg, sizeof(d));
-        if (d.rank < self.per || d.rank >= r->world)
-            return; /* (process 0's own ranks never come this way) */
-        struct rank *k = &r->ranks[d.rank];
-        k->rc = d.rc;
-        snprintf(k->err, sizeof(k->err), "%s", d.err);
-        k->stage_first = d.stage_first;
-        k->stage_end = d.stage_end;
-        memcpy(k->stage_mem, d.stage_mem, sizeof(k->stage_mem));
-        atomic_store(&k->mem.now, d.mem_now);
-        atomic_store(&k->mem.peak, d.mem_peak);
-        procs_device_name(d.rank / self.per, d.dev, k->dev.name, sizeof(k->dev.name));
-        atomic_store(&k->finished, 1);
+    if (in->tag == RELAY_TAG_DONE) {
+        end_rank(rl, &in->done);
         return;
     }
-    if (len < sizeof(struct relay_hdr))
-        return;
-    struct relay_hdr h;
-    memcpy(&h, msg, sizeof(h));
-    if (h.rank < self.per || h.rank >= r->world)
-        return;
-    struct rank *k = &r->ranks[h.rank];
-    atomic_store(&k->remote_dropped, h.dropped);
-    atomic_store(&k->mem.now, h.mem_now);
-    atomic_store(&k->mem.peak, h.mem_peak);
-    unsigned char *body = msg + sizeof(h);
-    size_t n = len - sizeof(h);
-    int64_t add = rl->add_ns[h.rank / self.per];
-    if (tag == TAG_SPANS) {
-        push_spans(rl, k, &h, (struct span *)body, n / sizeof(struct span));
-    } else if (tag == TAG_STEPS) {
-        struct step_rec *s = (struct step_rec *)body;
-        n /= sizeof(*s);
-        for (size_t i = 0; i < n; i++) {
+    struct rank *k = &rl->r->ranks[in->hdr.rank];
+    atomic_store(&k->remote_dropped, in->hdr.dropped);
+    atomic_store(&k->mem.now, in->hdr.mem_now);
+    atomic_store(&k->mem.peak, in->hdr.mem_peak);
+    int64_t add = rl->add_ns[p];
+    if (in->tag == RELAY_TAG_SPANS) {
+        if (in->hdr.ring == RANK_RING_GPU && !rl->r->on_gpu)
+            return; /* (process 0 runs on the GPU when its workers do: one configuration) */
+        struct span *s = (struct span *)in->recs;
+        for (size_t i = 0; i < in->n; i++) {
+            s[i].t0_ns += add;
+            s[i].t1_ns += add;
+        }
+        push_all(in->hdr.ring == RANK_RING_COMM  ? &k->spans_comm
+                 : in->hdr.ring == RANK_RING_GPU ? &k->spans_gpu
+                                                 : &k->spans_main,
+                 s, sizeof(*s), in->n);
+    } else if (in->tag == RELAY_TAG_STEPS) {
+        struct step_rec *s = (struct step_rec *)in->recs;
+        for (size_t i = 0; i < in->n; i++) {
             s[i].t0_ns += add;
             s[i].t1_ns += add;
             atomic_store(&k->step, s[i].step);
         }
-        push_all(&k->steps, s, sizeof(*s), n);
-    } else if (tag == TAG_EPOCHS) {
-        push_all(&k->epochs, body, sizeof(struct epoch_rec), n / sizeof(struct epoch_rec));
+        push_all(&k->steps, s, sizeof(*s), in->n);
+    } else if (in->tag == RELAY_TAG_EPOCHS) {
+        push_all(&k->epochs, in->recs, sizeof(struct epoch_rec), in->n);
     }
 }
 
@@ -598,8 +598,8 @@ static int give_up_silent(struct relay *rl, int only)
                 snprintf(d.err, sizeof(d.err), "process %d on %.64s stopped answering: nothing from it for %.1f s%s", p,
                          host_of[p], (double)(now - rl->seen_ns[p]) / 1e9,
                          ending ? " when the job was ended (SIGTERM)" : "");
-            rl->r->ranks[i].given_up = 1; /* (before deliver's finished) */
-            deliver(rl, TAG_DONE, (unsigned char *)&d, sizeof(d));
+            rl->r->ranks[i].given_up = 1; /* (before end_rank's finished) */
+            end_rank(rl, &d);
         }
         rl->ended[p] = 1;
         n++;
@@ -607,28 +607,39 @@ static int give_up_silent(struct relay *rl, int only)
     return n;
 }
 
-/* One message from worker p. */
+/* One message from worker p: checked whole (relay_decode) before any of
+ * it is used. */
 static void take_in(struct relay *rl, int p, const struct procs_msg *m)
 {
     rl->seen_ns[p] = probe_now_ns();
-    if (m->tag == TAG_PING) {
+    struct relay_limits lim = {.world = rl->r->world,
+                               .per = self.per,
+                               .proc = p,
+                               .add_ns = rl->add_ns[p],
+                               .lo_ns = rl->open_ns - RELAY_SLACK_NS,
+                               .hi_ns = rl->seen_ns[p] + RELAY_SLACK_NS};
+    struct relay_in in;
+    char why[192];
+    if (relay_decode(m->tag, m->data, m->len, &lim, &rl->seen, &in, why, sizeof(why)) != 0) {
+        rl->left -= refuse(rl, p, why);
+        return;
+    }
+    if (m->tag == RELAY_TAG_PING) {
         /* a worker measures its clock: the answer at once, and the next
          * rounds' without a nap */
         int64_t now = probe_now_ns();
-        net->send(p, rl->chan, TAG_PONG, &now, sizeof(now));
+        net->send(p, rl->chan, RELAY_TAG_PONG, &now, sizeof(now));
         rl->spin_until_ns = now + 2 * 1000 * 1000;
         return;
     }
-    if (m->tag == TAG_OFFSET && m->len == 2 * sizeof(int64_t)) {
-        int64_t est[2];
-        memcpy(est, m->data, sizeof(est));
-        rl->add_ns[p] = est[0];
-        rl->bound_ns[p] = est[1];
+    if (m->tag == RELAY_TAG_OFFSET) {
+        rl->add_ns[p] = in.offset[0];
+        rl->bound_ns[p] = in.offset[1];
         rl->estimates[p]++;
         return;
     }
-    deliver(rl, m->tag, m->data, m->len);
-    if (m->tag == TAG_DONE && ++rl->done_of[p] == self.per) {
+    deliver(rl, p, &in);
+    if (m->tag == RELAY_TAG_DONE && ++rl->done_of[p] == self.per) {
         rl->ended[p] = 1;
         rl->left--;
     }
@@ -650,7 +661,9 @@ static int still_wanted(void *ctx, int p)
 static void *receive(void *arg)
 {
     struct relay *rl = arg;
-    rl->left = self.size - 1;
+    rl->left = 0;
+    for (int p = 1; p < self.size; p++)
+        rl->left += !rl->ended[p]; /* (a bad clock reading ended one already) */
     rl->awake_ns = probe_now_ns();
     while (rl->left > 0 && !atomic_load(&rl->rx_quit)) {
         awake(rl);
@@ -681,6 +694,8 @@ static void relay_free(struct relay *rl)
     free(rl->ended);
     free(rl->done_of);
     free(rl->estimates);
+    free(rl->seen.next_step);
+    free(rl->seen.done);
     free(rl->buf);
     free(rl);
 }
@@ -691,19 +706,21 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
     if (rl) {
         rl->add_ns = calloc((size_t)self.size, sizeof(int64_t));
         rl->bound_ns = calloc((size_t)self.size, sizeof(int64_t));
-    }
-    if (rl) {
         rl->seen_ns = calloc((size_t)self.size, sizeof(int64_t));
         rl->ended = calloc((size_t)self.size, 1);
         rl->done_of = calloc((size_t)self.size, sizeof(int));
         rl->estimates = calloc((size_t)self.size, sizeof(int));
+        rl->seen.next_step = calloc((size_t)r->world, sizeof(int64_t));
+        rl->seen.done = calloc((size_t)r->world, 1);
     }
-    if (!rl || !rl->add_ns || !rl->bound_ns || !rl->seen_ns || !rl->ended || !rl->done_of || !rl->estimates) {
+    if (!rl || !rl->add_ns || !rl->bound_ns || !rl->seen_ns || !rl->ended || !rl->done_of || !rl->estimates ||
+        !rl->seen.next_step || !rl->seen.done) {
         snprintf(err, errlen, "out of memory for the relay between processes");
         relay_free(rl);
         return NULL;
     }
     rl->r = r;
+    rl->open_ns = probe_now_ns();
     if ((rl->chan = net->open_chan()) < 0) {
         snprintf(err, errlen, "no channel left for the relay between processes");
         relay_free(rl);
@@ -761,19 +778,19 @@ static void fwd_spans(void *ctx, struct rank *k, int ring, struct span *s, size_
 {
     struct fwd *f = ctx;
     f->h.ring = ring;
-    send_msg(f->rl, TAG_SPANS, &f->h, s, n * sizeof(*s));
+    send_msg(f->rl, RELAY_TAG_SPANS, &f->h, s, n * sizeof(*s));
 }
 
 static void fwd_steps(void *ctx, struct rank *k, struct step_rec *s, size_t n)
 {
     struct fwd *f = ctx;
-    send_msg(f->rl, TAG_STEPS, &f->h, s, n * sizeof(*s));
+    send_msg(f->rl, RELAY_TAG_STEPS, &f->h, s, n * sizeof(*s));
 }
 
 static void fwd_epochs(void *ctx, struct rank *k, struct epoch_rec *e, size_t n)
 {
     struct fwd *f = ctx;
-    send_msg(f->rl, TAG_EPOCHS, &f->h, e, n * sizeof(*e));
+    send_msg(f->rl, RELAY_TAG_EPOCHS, &f->h, e, n * sizeof(*e));
 }
 
 /* A worker: its rank's new records to process 0, in the collector's
@@ -795,7 +812,7 @@ static void send_ctrl(struct relay *rl, int what, uint32_t at)
 {
     struct relay_ctrl c = {.what = what, .at = at};
     for (int p = 1; p < self.size; p++)
-        net->send(p, rl->chan, TAG_CTRL, &c, sizeof(c));
+        net->send(p, rl->chan, RELAY_TAG_CTRL, &c, sizeof(c));
 }
 
 int relay_poll(struct relay *rl, uint32_t *at)
@@ -818,7 +835,7 @@ int relay_poll(struct relay *rl, uint32_t *at)
     for (int t = 0; t < self.per; t++)
         forward(rl, &r->ranks[self.rank * self.per + t]);
     if (probe_now_ns() - rl->last_beat_ns > BEAT_EVERY_NS) {
-        net->send(0, rl->chan, TAG_BEAT, NULL, 0);
+        net->send(0, rl->chan, RELAY_TAG_BEAT, NULL, 0);
         rl->last_beat_ns = probe_now_ns();
     }
     /* (not once a rank's end was sent: process 0 may have stopped
@@ -826,7 +843,7 @@ int relay_poll(struct relay *rl, uint32_t *at)
     if (rl->clock_every_ns > 0 && !rl->done_sent && probe_now_ns() - rl->clock_at_ns > rl->clock_every_ns)
         clock_again(rl);
     struct procs_msg m;
-    int got = net->take(0, rl->chan, TAG_CTRL, 0, NULL, NULL, &m);
+    int got = net->take(0, rl->chan, RELAY_TAG_CTRL, 0, NULL, NULL, &m);
     if (got < 0) {
         /* process 0 is gone: so is the job (after its stop, as it ends;
          * before, it died) */
@@ -835,9 +852,10 @@ int relay_poll(struct relay *rl, uint32_t *at)
     }
     if (got == 0)
         return RELAY_NONE;
-    struct relay_ctrl c = {RELAY_NONE, 0};
-    if (m.len == sizeof(c))
-        memcpy(&c, m.data, sizeof(c));
+    struct relay_ctrl c;
+    char why[128];
+    if (relay_decode_ctrl(m.data, m.len, &c, why, sizeof(why)) != 0)
+        c = (struct relay_ctrl){RELAY_NONE, 0}; /* (process 0's own bug: nothing to do) */
     free(m.data);
     *at = c.at;
     rl->told_stop |= c.what == RELAY_STOP;
@@ -857,7 +875,7 @@ void relay_rank_done(struct relay *rl, int rank)
     memcpy(d.stage_mem, k->stage_mem, sizeof(d.stage_mem));
     snprintf(d.dev, sizeof(d.dev), "%s", k->dev.name[0] ? k->dev.name : "cpu");
     snprintf(d.err, sizeof(d.err), "%s", k->err);
-    net->send(0, rl->chan, TAG_DONE, &d, sizeof(d));
+    net->send(0, rl->chan, RELAY_TAG_DONE, &d, sizeof(d));
     rl->done_sent++;
 }
 

@@ -363,8 +363,12 @@ static struct comm *meet_create(int group, const struct comm_gloo_params *p, cha
         for (int q = 1; q < size; q++) {
             struct wire_msg m;
             int got = meet_take(q, GLOO_WHO, &m);
-            if (got == 1 && m.len == sizeof(me))
-                memcpy(&meet.whos[q], m.data, sizeof(me));
+            struct who o = {.group = -2};
+            if (got == 1 && m.len == sizeof(o))
+                memcpy(&o, m.data, sizeof(o));
+            /* (a group of at most every process, each rank in it) */
+            if (o.group >= -1 && o.gworld >= 1 && o.gworld <= size && o.grank >= 0 && o.grank < o.gworld)
+                meet.whos[q] = o;
             else
                 meet.whos[q] = (struct who){.group = -2, .grank = -1, .gworld = 1}; /* (not waited for) */
             if (got == 1)

@@ -35,13 +35,57 @@ struct hello {
     uint32_t pad;
     uint64_t nonce;
 };
-enum { ANSWER_MISFIT = 0, ANSWER_OK = 1, ANSWER_KEY = 2 };
 struct answer {
     uint32_t magic;
-    int32_t ok;   /* ANSWER_* */
+    int32_t ok;   /* WIRE_ANSWER_* */
     int32_t size; /* the job's, as process 0 has it */
     uint32_t pad;
 };
+
+_Static_assert(sizeof(struct frame) == WIRE_FRAME_BYTES, "wire.h's frame size");
+_Static_assert(sizeof(struct hello) == WIRE_HELLO_BYTES, "wire.h's hello size");
+_Static_assert(sizeof(struct answer) == WIRE_ANSWER_BYTES, "wire.h's answer size");
+
+int wire_decode_frame(const void *b, size_t n, int *chan, int *tag, uint32_t *len)
+{
+    struct frame f;
+    if (n != sizeof(f))
+        return -1;
+    memcpy(&f, b, sizeof(f));
+    if (f.magic != WIRE_MAGIC || f.chan < 0 || f.tag < 0 || f.len > WIRE_MAX_LEN)
+        return -1;
+    *chan = f.chan;
+    *tag = f.tag;
+    *len = f.len;
+    return 0;
+}
+
+int wire_decode_hello(const void *b, size_t n, int *rank, int *size, uint64_t *nonce)
+{
+    struct hello h;
+    if (n != sizeof(h))
+        return -1;
+    memcpy(&h, b, sizeof(h));
+    if (h.magic != WIRE_MAGIC)
+        return -1;
+    *rank = h.rank;
+    *size = h.size;
+    *nonce = h.nonce;
+    return 0;
+}
+
+int wire_decode_answer(const void *b, size_t n, int *ok, int *size)
+{
+    struct answer a;
+    if (n != sizeof(a))
+        return -1;
+    memcpy(&a, b, sizeof(a));
+    if (a.magic != WIRE_MAGIC || a.ok < WIRE_ANSWER_MISFIT || a.ok > WIRE_ANSWER_KEY || a.size < 1)
+        return -1;
+    *ok = a.ok;
+    *size = a.size;
+    return 0;
+}
 
 struct queued {
     struct wire_msg m;
@@ -53,7 +97,9 @@ struct peer {
     _Atomic int alive;
     pthread_mutex_t send_mx;
     /* the message being read */
-    struct frame hdr;
+    struct frame hdr; /* as read */
+    int chan, tag;    /* as checked (wire_decode_frame) */
+    uint32_t len;
     size_t hgot, bgot;
     unsigned char *body;
 };
@@ -120,11 +166,18 @@ static int check_dir(const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "rendezvous %s: not a folder", dir);
         return -1;
     }
-    if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    if (st.st_uid != geteuid()) {
         snprintf(err, errlen,
-                 "rendezvous %s: another user can write this folder (it must be yours alone: the job's "
+                 "rendezvous %s: this folder is owned by another user (uid %u; it must be yours alone: the job's "
                  "address is kept there)",
-                 dir);
+                 dir, (unsigned)st.st_uid);
+        return -1;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(err, errlen,
+                 "rendezvous %s: another user can write this folder (mode %04o; it must be yours alone: the job's "
+                 "address is kept there)",
+                 dir, (unsigned)(st.st_mode & 07777));
         return -1;
     }
     return 0;
@@ -207,6 +260,8 @@ static int read_addr(const char *path, char *host, size_t hn, int *port, uint64_
     return 0;
 }
 
+#define CONNECT_LOOK_MS 200
+
 /* A connection to host:port; -1 (errno: why), or -2 when host's name
  * did not resolve (*gai: getaddrinfo's word). loopback: a name that does
  * not resolve is this machine (a host name published in the folder, on a
@@ -233,15 +288,19 @@ static int connect_to(const char *host, int port, int loopback, int64_t deadline
             continue;
         int c = connect(fd, a->ai_addr, a->ai_addrlen);
         if (c != 0 && errno == EINPROGRESS) {
+            /* the answer is waited for at least CONNECT_LOOK_MS, the
+             * deadline passed or not: a port that refuses says so within
+             * a round trip, and a try with no time to hear it would call
+             * the refusal a timeout */
             int64_t left = deadline - now_ms();
+            int wait = left > 2000 ? 2000 : left > CONNECT_LOOK_MS ? (int)left : CONNECT_LOOK_MS;
             struct pollfd pf = {fd, POLLOUT, 0};
             socklen_t n = sizeof(why);
-            c = left > 0 && poll(&pf, 1, left > 2000 ? 2000 : (int)left) == 1 &&
-                        getsockopt(fd, SOL_SOCKET, SO_ERROR, &why, &n) == 0 && why == 0
-                    ? 0
-                    : -1;
-            if (c != 0 && why == 0)
-                why = ETIMEDOUT;
+            int k = poll(&pf, 1, wait);
+            if (k == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &why, &n) == 0)
+                c = why == 0 ? 0 : -1;
+            else
+                why = k == 0 ? ETIMEDOUT : errno;
         } else if (c != 0) {
             why = errno;
         }
@@ -281,36 +340,39 @@ static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int say_key, 
         tune(fd);
         struct hello h = {0};
         int64_t hello_by = now_ms() + 2000;
-        struct answer a = {.magic = WIRE_MAGIC, .ok = ANSWER_KEY, .size = w->size};
+        struct answer a = {.magic = WIRE_MAGIC, .ok = WIRE_ANSWER_KEY, .size = w->size};
         int said = full_io(fd, &h, sizeof(h), 0, hello_by < deadline ? hello_by : deadline) == 0;
-        if (!said || h.magic != WIRE_MAGIC || h.nonce != nonce) {
+        int h_rank = -1, h_size = 0;
+        uint64_t h_nonce = 0;
+        int ours = said && wire_decode_hello(&h, sizeof(h), &h_rank, &h_size, &h_nonce) == 0;
+        if (!ours || h_nonce != nonce) {
             /* not this job's: in a folder a worker of an earlier job (it
              * reads the address again), at a port a process with another
              * key, which is told (a probe of the port that says nothing,
              * or another protocol, is not) */
-            if (say_key && said && h.magic == WIRE_MAGIC) {
+            if (say_key && ours) {
                 full_io(fd, &a, sizeof(a), 1, hello_by < deadline ? hello_by : deadline);
                 strangers++;
             }
             close(fd);
             continue;
         }
-        a.ok = ANSWER_OK;
-        int fits = h.size == w->size && h.rank > 0 && h.rank < w->size;
-        if (fits && w->peers[h.rank].fd >= 0) {
-            snprintf(err, errlen, "rendezvous: two processes say they are rank %d", h.rank);
-            a.ok = ANSWER_MISFIT;
+        a.ok = WIRE_ANSWER_OK;
+        int fits = h_size == w->size && h_rank > 0 && h_rank < w->size;
+        if (fits && w->peers[h_rank].fd >= 0) {
+            snprintf(err, errlen, "rendezvous: two processes say they are rank %d", h_rank);
+            a.ok = WIRE_ANSWER_MISFIT;
             full_io(fd, &a, sizeof(a), 1, deadline);
             close(fd);
             return -1;
         }
-        a.ok = fits ? ANSWER_OK : ANSWER_MISFIT;
+        a.ok = fits ? WIRE_ANSWER_OK : WIRE_ANSWER_MISFIT;
         if (full_io(fd, &a, sizeof(a), 1, deadline) != 0 || !fits) {
             close(fd);
             continue;
         }
-        w->peers[h.rank].fd = fd;
-        atomic_store(&w->peers[h.rank].alive, 1);
+        w->peers[h_rank].fd = fd;
+        atomic_store(&w->peers[h_rank].alive, 1);
         joined++;
     }
     if (joined == w->size - 1)
@@ -360,15 +422,16 @@ static int join_zero(struct wire *w, const struct meet *at, int64_t deadline, ch
             tune(fd);
             struct hello h = {.magic = WIRE_MAGIC, .rank = w->rank, .size = w->size, .nonce = nonce};
             struct answer a;
+            int a_ok = -1, a_size = 0;
             if (full_io(fd, &h, sizeof(h), 1, deadline) == 0 && full_io(fd, &a, sizeof(a), 0, deadline) == 0 &&
-                a.magic == WIRE_MAGIC) {
-                if (a.ok == ANSWER_MISFIT) {
+                wire_decode_answer(&a, sizeof(a), &a_ok, &a_size) == 0) {
+                if (a_ok == WIRE_ANSWER_MISFIT) {
                     snprintf(err, errlen, "rendezvous: process 0 refused rank %d of %d (its job has %d processes)",
-                             w->rank, w->size, a.size);
+                             w->rank, w->size, a_size);
                     close(fd);
                     return -1;
                 }
-                if (a.ok == ANSWER_KEY && !at->path) {
+                if (a_ok == WIRE_ANSWER_KEY && !at->path) {
                     snprintf(err, errlen,
                              "rendezvous: process 0 at %s:%d refused this process's job key (DDPTOP_JOB_KEY must "
                              "be the same in every process)",
@@ -376,7 +439,7 @@ static int join_zero(struct wire *w, const struct meet *at, int64_t deadline, ch
                     close(fd);
                     return -1;
                 }
-                if (a.ok == ANSWER_OK) {
+                if (a_ok == WIRE_ANSWER_OK) {
                     w->peers[0].fd = fd;
                     atomic_store(&w->peers[0].alive, 1);
                     return 0;
@@ -421,7 +484,7 @@ static int read_some(struct wire *w, int src)
             want = sizeof(p->hdr) - p->hgot;
         } else {
             at = p->body + p->bgot;
-            want = p->hdr.len - p->bgot;
+            want = p->len - p->bgot;
         }
         ssize_t got = want ? recv(p->fd, at, want, 0) : 0;
         if (want && got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -432,21 +495,20 @@ static int read_some(struct wire *w, int src)
             p->hgot += (size_t)got;
             if (p->hgot < sizeof(p->hdr))
                 continue;
-            if (p->hdr.magic != WIRE_MAGIC || p->hdr.len > WIRE_MAX_LEN)
+            if (wire_decode_frame(&p->hdr, sizeof(p->hdr), &p->chan, &p->tag, &p->len) != 0)
                 return -1; /* not our framing: the connection is no use */
             p->bgot = 0;
-            if (!(p->body = malloc(p->hdr.len ? p->hdr.len : 1)))
+            if (!(p->body = malloc(p->len ? p->len : 1)))
                 return -1;
             continue;
         }
         p->bgot += (size_t)got;
-        if (p->bgot < p->hdr.len)
+        if (p->bgot < p->len)
             continue;
         struct queued *q = malloc(sizeof(*q));
         if (!q)
             return -1;
-        q->m =
-            (struct wire_msg){.src = src, .chan = p->hdr.chan, .tag = p->hdr.tag, .len = p->hdr.len, .data = p->body};
+        q->m = (struct wire_msg){.src = src, .chan = p->chan, .tag = p->tag, .len = p->len, .data = p->body};
         q->next = NULL;
         p->body = NULL;
         p->hgot = 0;

@@ -81,4 +81,23 @@ int wire_alive(struct wire *w, int p);
 /* Closes every connection (the peers see it at once) and frees w. */
 void wire_close(struct wire *w);
 
+/* The wire's own fixed parts as they come off a connection, checked
+ * before any of them is used (a test and a fuzzer reach them from bytes;
+ * what a peer says inside a message is its taker's to check: relay_msg.h).
+ * Each returns 0 with the fields, or -1: not this protocol's, or a field
+ * out of range. */
+#define WIRE_FRAME_BYTES 16 /* what leads every message */
+#define WIRE_HELLO_BYTES 24 /* a worker's word on joining */
+#define WIRE_ANSWER_BYTES 16
+/* A frame: its channel and tag (at least 0) and its length (at most
+ * WIRE_MAX_LEN). */
+int wire_decode_frame(const void *b, size_t n, int *chan, int *tag, uint32_t *len);
+/* A worker's hello: its rank and job size as said (the caller compares
+ * them with its job's), and the job's nonce. */
+int wire_decode_hello(const void *b, size_t n, int *rank, int *size, uint64_t *nonce);
+/* Process 0's answer: one of its words (accepted, refused as a misfit,
+ * refused for its key) and its job's size (at least 1). */
+enum { WIRE_ANSWER_MISFIT = 0, WIRE_ANSWER_OK = 1, WIRE_ANSWER_KEY = 2 };
+int wire_decode_answer(const void *b, size_t n, int *ok, int *size);
+
 #endif

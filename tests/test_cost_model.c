@@ -94,6 +94,42 @@ static void test_path(void **state)
     unsetenv("DDPTOP_COMM_MODEL");
 }
 
+/* HOME (or XDG_CACHE_HOME) a folder anyone can write into, as /tmp: no
+ * place for the cost model under it, and the reason names the variable */
+static void test_path_shared_home(void **state)
+{
+    char shared[512], buf[1024], why[1200];
+    in_dir(shared, sizeof(shared), "shared");
+    assert_int_equal(mkdir(shared, 0777), 0);
+    assert_int_equal(chmod(shared, 01777), 0); /* (as /tmp is) */
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", shared, 1);
+    assert_null(cost_model_path(buf, sizeof(buf)));
+    cost_model_no_place(why, sizeof(why));
+    printf("  %s\n", why);
+    assert_non_null(strstr(why, "HOME is "));
+    assert_non_null(strstr(why, "a folder anyone can write into"));
+    setenv("XDG_CACHE_HOME", shared, 1);
+    assert_null(cost_model_path(buf, sizeof(buf)));
+    cost_model_no_place(why, sizeof(why));
+    assert_non_null(strstr(why, "XDG_CACHE_HOME is "));
+    /* a private one under it is the user's own: used */
+    char mine[600], want[700];
+    snprintf(mine, sizeof(mine), "%s/mine", shared);
+    assert_int_equal(mkdir(mine, 0700), 0);
+    setenv("XDG_CACHE_HOME", mine, 1);
+    assert_non_null(cost_model_path(buf, sizeof(buf)));
+    snprintf(want, sizeof(want), "%s/ddptop/comm-model.json", mine);
+    assert_string_equal(buf, want);
+    /* named outright, it is the user's choice (its folder is checked on use) */
+    setenv("DDPTOP_COMM_MODEL", "/some/file.json", 1);
+    setenv("XDG_CACHE_HOME", shared, 1);
+    assert_non_null(cost_model_path(buf, sizeof(buf)));
+    unsetenv("DDPTOP_COMM_MODEL");
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME");
+}
+
 static void test_save_private_and_atomic(void **state)
 {
     char cache[512], path[1024], err[1200];
@@ -275,6 +311,7 @@ int main(int argc, char **argv)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_path),
+        cmocka_unit_test(test_path_shared_home),
         cmocka_unit_test(test_save_private_and_atomic),
         cmocka_unit_test(test_link_not_followed),
         cmocka_unit_test(test_not_regular),

@@ -29,9 +29,22 @@
 #              least those steps, and the --history rows of them
 #   costmodel  a cost model that is not JSON, a link, another user's, or in
 #              a symlinked or shared folder is named once, in one line,
-#              with why, by a training run
+#              with why, by a training run; with HOME a folder anyone can
+#              write into (HOME=/tmp) --bench-comm keeps none, saying why
+#   runpath    no program or library of the build has an empty, relative
+#              or world-writable entry in its RUNPATH/RPATH (readelf -d),
+#              and a libz.so.1 or libcjson.so.1 planted in the current
+#              folder, whose constructor would write a marker file, is not
+#              loaded by `ddptop --version` (nor under `mpirun -np 1`)
+#   install    the same entries checked in a DESTDIR install of the build
+#   gzip       a gzip bomb (1 GiB of zeros in 1 MiB, made here) given to
+#              --replay and landing in a --follow folder is refused in one
+#              line naming the file and the cause, and the process's peak
+#              memory stays under 400 MiB; DDPTOP_GZIP_MAX_RATIO and
+#              DDPTOP_GZIP_MAX_MB move the cap; a gzip trace still replays
 # Exit 77 (skipped) where the case cannot run: no GPU module or C compiler
-# (module), no tmux (cut).
+# (module), no tmux (cut), no readelf or C compiler (runpath), no Makefile
+# build to install from (install).
 set -u
 BIN=$(readlink -f "${1:?usage: test_safety.sh path/to/ddptop CASE}")
 CASE=${2:?usage: test_safety.sh path/to/ddptop CASE}
@@ -49,19 +62,7 @@ case_module() {
     module=$(dirname "$BIN")/libddptop-cuda.so
     [ -f "$module" ] || { echo "SKIP: this build has no GPU module (nothing is ever loaded)"; exit 77; }
     command -v cc >/dev/null || { echo "SKIP: no C compiler to build the planted library"; exit 77; }
-    cat >"$tmp/plant.c" <<'EOF'
-#include <stdio.h>
-#include <stdlib.h>
-/* runs as soon as the library is loaded, before ddptop asks it anything */
-__attribute__((constructor)) static void planted(void)
-{
-    FILE *f = fopen(getenv("PLANT_MARKER"), "w");
-    if (f) {
-        fputs("planted code ran\n", f);
-        fclose(f);
-    }
-}
-EOF
+    write_plant_c
     cc -shared -fPIC -o "$tmp/plant.so" "$tmp/plant.c" || { echo "FAIL: cannot build the planted library"; exit 1; }
     export PLANT_MARKER=$tmp/MARKER
     # planted RUN WHAT: runs the program at RUN; the marker must not appear
@@ -127,6 +128,109 @@ EOF
         check "the build's module ($how): loaded, not refused" \
             bash -c "! grep -q 'refused\|not installed\|no file' '$tmp/err'"
     done
+}
+
+# bad_runpaths FILE..: each RUNPATH or RPATH entry of an ELF file that
+# the loader could be made to take from another user: empty (the
+# current folder), relative (to the current folder), or a folder others
+# can write into that is not named from the program's own ($ORIGIN)
+bad_runpaths() {
+    local f e
+    for f in "$@"; do
+        [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+        readelf -d "$f" 2>/dev/null | sed -n 's/.*(R[UN]*PATH).*\[\(.*\)\]$/\1/p' >"$tmp/rp"
+        [ -s "$tmp/rp" ] || continue
+        while IFS= read -r -d: e; do
+            case $e in
+            '') echo "$f: an empty entry (the current folder)" ;;
+            '$ORIGIN'* | '${ORIGIN}'*) ;;
+            /*) if [ -d "$e" ] && [ -n "$(find "$e" -maxdepth 0 -perm -o+w)" ]; then
+                echo "$f: $e, a folder anyone can write into"
+            fi ;;
+            *) echo "$f: $e, relative to the current folder" ;;
+            esac
+        done < <(printf '%s:' "$(cat "$tmp/rp")")
+    done
+}
+
+# plant_lib LIB: a library of that name in $tmp/cwd whose constructor
+# writes $PLANT_MARKER, with the symbol versions of the one ddptop loads
+# (else the loader refuses it before its constructor runs)
+plant_lib() {
+    local lib=$1 real vs=()
+    real=$(cd / && ldd "$BIN" | awk -v l="$lib" '$1 == l { print $3 }')
+    [ -f "$real" ] || return 1
+    readelf -V "$real" | sed -n '/Version definition/,/Version needs/p' |
+        awk '/Name:/ && !/Flags: BASE/ { print $NF " { };" }' >"$tmp/$lib.map"
+    [ -s "$tmp/$lib.map" ] && vs=(-Wl,--version-script="$tmp/$lib.map")
+    cc -shared -fPIC "${vs[@]}" -Wl,-soname,"$lib" -o "$tmp/cwd/$lib" "$tmp/plant.c"
+}
+
+write_plant_c() {
+    cat >"$tmp/plant.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+/* runs as soon as the library is loaded, before ddptop asks it anything */
+__attribute__((constructor)) static void planted(void)
+{
+    FILE *f = fopen(getenv("PLANT_MARKER"), "w");
+    if (f) {
+        fputs("planted code ran\n", f);
+        fclose(f);
+    }
+}
+EOF
+}
+
+case_runpath() {
+    command -v readelf >/dev/null && command -v cc >/dev/null ||
+        { echo "SKIP: needs readelf and a C compiler"; exit 77; }
+    local build f bad
+    build=$(dirname "$BIN")
+    # every program and library the build made (not CMake's own probes)
+    find "$build" -path '*/CMakeFiles' -prune -o -type f \( -perm -u+x -o -name '*.so*' \) -print >"$tmp/elves"
+    echo "runpath: $(wc -l <"$tmp/elves") files of $build"
+    mapfile -t files <"$tmp/elves"
+    bad=$(bad_runpaths "${files[@]}")
+    check "no built file's RUNPATH/RPATH has an empty, relative or world-writable entry${bad:+:
+$bad}" test -z "$bad"
+    # a library planted where the user stands is never loaded
+    write_plant_c
+    mkdir -p "$tmp/cwd"
+    export PLANT_MARKER=$tmp/MARKER
+    for lib in libz.so.1 libcjson.so.1; do
+        rm -f "$tmp/cwd"/*.so* "$PLANT_MARKER"
+        plant_lib $lib || { bad "cannot plant $lib (not among ddptop's libraries?)"; continue; }
+        (cd "$tmp/cwd" && timeout "$LIMIT" "$BIN" --version >"$tmp/out" 2>"$tmp/err")
+        check "$lib in the current folder: ddptop --version ran (exit 0)" grep -q "^ddptop " "$tmp/out"
+        check "$lib in the current folder: its constructor did not run" test ! -e "$PLANT_MARKER"
+        if command -v mpirun >/dev/null; then
+            rm -f "$PLANT_MARKER"
+            (cd "$tmp/cwd" && timeout "$LIMIT" mpirun --allow-run-as-root --oversubscribe -np 1 "$BIN" --version \
+                >"$tmp/out" 2>"$tmp/err")
+            check "$lib in the current folder, mpirun -np 1: ddptop ran" grep -q "^ddptop " "$tmp/out"
+            check "$lib in the current folder, mpirun -np 1: its constructor did not run" test ! -e "$PLANT_MARKER"
+        fi
+    done
+}
+
+# the installed program and module (a DESTDIR install of this build)
+case_install() {
+    local build
+    build=$(dirname "$BIN")
+    command -v readelf >/dev/null && [ -f "$build/Makefile" ] && command -v make >/dev/null ||
+        { echo "SKIP: needs readelf and a Makefile build (make preinstall/fast relinks what is installed)"; exit 77; }
+    make -s -C "$build" preinstall/fast >"$tmp/make.txt" 2>&1 &&
+        DESTDIR=$tmp/inst cmake --install "$build" --prefix /usr/local >>"$tmp/make.txt" 2>&1 ||
+        { cat "$tmp/make.txt"; bad "the install failed"; return; }
+    find "$tmp/inst" -type f \( -perm -u+x -o -name '*.so*' \) >"$tmp/elves"
+    mapfile -t files <"$tmp/elves"
+    check "the install holds the program" test -x "$tmp/inst/usr/local/bin/ddptop"
+    local bad
+    bad=$(bad_runpaths "${files[@]}")
+    check "no installed file's RUNPATH/RPATH has an empty, relative or world-writable entry${bad:+:
+$bad}" test -z "$bad"
+    check "the installed program runs" "$tmp/inst/usr/local/bin/ddptop" --version
 }
 
 case_hang() {
@@ -225,6 +329,26 @@ EOF
     mkdir -p R && cp t.json R/a.json
     refused "--replay DIR --output over a trace in it" "$BIN" --batch --replay R --output R/a.json
     refused "--replay a b (separate arguments) --output b" "$BIN" --batch --replay hard.json t.json --output t.json
+    refused "--replay DIR --output a new trace name in it" "$BIN" --batch --replay R --output R/new.json
+    # --follow F: every trace in F is an input, and so is every name one
+    # could land at later (*.json, *.json.gz); --idle-exit ends a run that
+    # is not refused
+    mkdir -p F && cp "$SRC/tests/fixtures/trace/kineto_gloo_cpu.json" F/rank0.pt.trace.json && ln -s F Flink && ln F/rank0.pt.trace.json F0.json
+    refused "--follow F --output over a trace in it" "$BIN" --batch --follow F --idle-exit 1 \
+        --output F/rank0.pt.trace.json
+    check "--follow F --output over a trace in it: the line names both" \
+        grep -q "^ddptop: --output: F/rank0.pt.trace.json is the --follow file too" "$tmp/err"
+    refused "--follow F --output a trace name that lands later" "$BIN" --batch --follow F --idle-exit 1 \
+        --output F/rank1.pt.trace.json.gz
+    check "--follow F --output a later trace name: the line names both" \
+        grep -q "^ddptop: --output: F/rank1.pt.trace.json.gz is in the --follow folder F, " "$tmp/err"
+    refused "--follow (a link to F) --output a trace name in F" "$BIN" --batch --follow Flink --idle-exit 1 \
+        --output F/new.json
+    refused "--follow F --output (a hard link to a trace in it)" "$BIN" --batch --follow F --idle-exit 1 \
+        --output F0.json
+    (cd "$tmp/in" && timeout "$LIMIT" "$BIN" --batch --follow F --idle-exit 1 --output F/report.txt >/dev/null \
+        2>"$tmp/err")
+    check "--follow F --output F/report.txt (no trace's name): followed and written" test -s F/report.txt
     refused "--plot . --trace over its speedup.svg" "$BIN" "${TRAIN[@]}" --steps 2 --plot . --trace speedup.svg
     refused "--plot R --history over its loss.svg" "$BIN" "${TRAIN[@]}" --steps 2 --plot R --history R/loss.svg
     refused "--replay --plot R: its breakdown.svg is an input" "$BIN" --batch --replay R/a.json,breakdown.svg --plot .
@@ -288,6 +412,71 @@ case_symlink() {
         >/dev/null 2>"$tmp/err"
     check "a real ~/.cache/ddptop: the fit is stored, private" \
         bash -c "[ -s home/.cache/ddptop/comm-model.json ] && [ \$(stat -c %a home/.cache/ddptop) = 700 ]"
+}
+
+# bomb FILE MIB: a gzip file of MIB MiB of zeros (a few KiB a MiB)
+bomb() {
+    python3 - "$1" "$2" <<'EOF'
+import sys, zlib
+out, mib = sys.argv[1], int(sys.argv[2])
+z, chunk = zlib.compressobj(9, zlib.DEFLATED, 31), bytes(1 << 20)
+with open(out, "wb") as f:
+    for _ in range(mib):
+        f.write(z.compress(chunk))
+    f.write(z.flush())
+EOF
+}
+
+# peak KIB COMMAND...: runs COMMAND (stdout and stderr to $tmp/out, $tmp/err),
+# then puts its peak resident size in KiB in the variable named KIB
+peak() {
+    local var=$1
+    shift
+    local _k
+    _k=$(python3 -c '
+import resource, subprocess, sys
+with open(sys.argv[1], "wb") as o, open(sys.argv[2], "wb") as e:
+    subprocess.run(sys.argv[3:], stdout=o, stderr=e)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$tmp/out" "$tmp/err" timeout "$LIMIT" "$@")
+    printf -v "$var" '%s' "$_k"
+}
+
+case_gzip() {
+    cd "$tmp" || exit 1
+    bomb big.json.gz 1024 # 1 GiB of zeros, about 1 MiB of gzip
+    bomb mid.json.gz 200
+    echo "gzip: big.json.gz $(stat -c %s big.json.gz) bytes, mid.json.gz $(stat -c %s mid.json.gz) bytes"
+    local kib
+    peak kib "$BIN" --batch --replay big.json.gz
+    echo "--replay big.json.gz: peak $((kib / 1024)) MiB; $(head -1 "$tmp/err")"
+    check "--replay of a gzip bomb: one line naming the file and the cause" \
+        bash -c "[ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q '^ddptop: --replay: big.json.gz: gzip data that inflates past 100 MiB .*refused as a gzip bomb; DDPTOP_GZIP_MAX_MB and DDPTOP_GZIP_MAX_RATIO raise the limit' '$tmp/err'"
+    check "--replay of a gzip bomb: peak memory under 400 MiB (${kib} KiB), not the 1 GiB it inflates to" \
+        test "$kib" -lt $((400 * 1024))
+    mkdir -p F
+    cp big.json.gz F/rank0.pt.trace.json.gz
+    peak kib "$BIN" --batch --follow F --idle-exit 1
+    echo "--follow: peak $((kib / 1024)) MiB; $(grep -m1 gzip "$tmp/err")"
+    check "--follow of a gzip bomb: the file left out in one line naming the cause" \
+        grep -q 'rank0.pt.trace.json.gz: gzip data that inflates past 100 MiB .*refused as a gzip bomb.*; left out' "$tmp/err"
+    check "--follow of a gzip bomb: peak memory under 400 MiB (${kib} KiB)" test "$kib" -lt $((400 * 1024))
+    # the floor and the knobs: 200 MiB of zeros is past 64 MiB (its
+    # ratio's cap is below the floor); a ratio raised lets it inflate (it
+    # is then refused as no trace); an absolute cap below it refuses it
+    "$BIN" --batch --replay mid.json.gz >/dev/null 2>"$tmp/err"
+    check "a 200 MiB bomb: refused at the 64 MiB floor" grep -q "inflates past 64 MiB" "$tmp/err"
+    DDPTOP_GZIP_MAX_RATIO=100000 "$BIN" --batch --replay mid.json.gz >/dev/null 2>"$tmp/err"
+    check "DDPTOP_GZIP_MAX_RATIO raised: inflated, then not a trace ($(head -1 "$tmp/err"))" \
+        bash -c "! grep -q 'gzip bomb' '$tmp/err' && grep -q '^ddptop: --replay: mid.json.gz' '$tmp/err'"
+    DDPTOP_GZIP_MAX_RATIO=100000 DDPTOP_GZIP_MAX_MB=150 "$BIN" --batch --replay mid.json.gz >/dev/null 2>"$tmp/err"
+    check "DDPTOP_GZIP_MAX_MB=150 under a raised ratio: refused at 150 MiB" grep -q "inflates past 150 MiB" "$tmp/err"
+    DDPTOP_GZIP_MAX_MB=lots "$BIN" --batch --replay mid.json.gz >/dev/null 2>"$tmp/err"
+    check "DDPTOP_GZIP_MAX_MB=lots: refused in one line naming it" \
+        grep -q "DDPTOP_GZIP_MAX_MB must be a whole number from 1 (got 'lots')" "$tmp/err"
+    # a real trace in gzip still replays
+    "$BIN" --batch --replay "$SRC/tests/fixtures/trace/gpu_lenet_ddp.json.gz" >/dev/null 2>"$tmp/err"
+    local st=$?
+    check "a gzip trace (10x) replays (exit $st)" test "$st" -eq 0
 }
 
 case_env() {
@@ -369,6 +558,16 @@ case_costmodel() {
     if [ "$(id -u)" = 0 ] && chown nobody m/cm.json; then
         model foreign "cm.json: owned by another user"
     fi
+    # HOME a folder anyone can write into (as HOME=/tmp): the cost model is
+    # never kept under it; --bench-comm says so, and makes nothing there
+    mkdir -p sharedhome
+    chmod 1777 sharedhome
+    env -u DDPTOP_COMM_MODEL -u XDG_CACHE_HOME HOME="$tmp/sharedhome" "$BIN" --bench-comm --ranks 2 \
+        --max-bytes 65536 >/dev/null 2>"$tmp/err"
+    check "HOME a shared folder: --bench-comm says the cost model is not kept there ($(grep 'cost model' "$tmp/err"))" \
+        grep -q "^ddptop: the cost model is not stored: HOME is $tmp/sharedhome, a folder anyone can write into" \
+        "$tmp/err"
+    check "HOME a shared folder: nothing made under it" bash -c "[ -z \"\$(ls -A '$tmp/sharedhome')\" ]"
     # a good file, or none: not a word
     rm -f m/cm.json
     DDPTOP_COMM_MODEL=$tmp/m/none.json "$BIN" "${TRAIN[@]}" --steps 3 >/dev/null 2>"$tmp/err"
@@ -379,7 +578,7 @@ case_costmodel() {
 }
 
 case "$CASE" in
-module | hang | collide | symlink | env | cut | costmodel) "case_$CASE" ;;
+module | hang | collide | symlink | env | cut | costmodel | runpath | install | gzip) "case_$CASE" ;;
 *)
     echo "unknown case $CASE"
     exit 2

@@ -16,13 +16,17 @@
  *    the folder, still joins;
  *  - a process that never comes fails process 0's open after the timeout,
  *    naming it; two processes saying one rank fail it, naming the rank;
- *  - a folder another user could write is refused;
+ *  - a folder another user could write is refused, and (root only: the
+ *    case `other_user`) one another user owns is refused as theirs;
  *  - at an address (tcp:HOST:PORT): a worker started before process 0
  *    still joins, messages cross both ways, a worker with another job key
  *    is refused in words naming the key (and process 0 says one was
  *    turned away), a port in use fails at once, a host name known nowhere
- *    after the timeout, named. */
+ *    after the timeout, named, and a port that refuses after the timeout,
+ *    said to refuse (not to time out). */
+#include <errno.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -408,6 +412,15 @@ static void test_tcp_address(void **state)
     assert_int_equal(exit_code(kid), 0);
     assert_true(wire_key_of("job-a") != wire_key_of("job-b") && wire_key_of("") == 0 && wire_key_of(NULL) == 0);
 
+    /* a port that refuses (nothing listens on it): said to refuse, not
+     * to time out, after the timeout */
+    tcp_port = free_port();
+    assert_null(wire_open_tcp("127.0.0.1", tcp_port, 0, 1, 2, 1.0, err, sizeof(err)));
+    printf("  %s\n", err);
+    assert_non_null(strstr(err, "did not come within 1 s"));
+    assert_non_null(strstr(err, strerror(ECONNREFUSED)));
+    assert_null(strstr(err, strerror(ETIMEDOUT)));
+
     /* a port in use, a host known nowhere: one line, at once */
     int busy = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
@@ -430,9 +443,40 @@ static void test_tcp_address(void **state)
     assert_true(took >= 1.4 && took < 10.0);
 }
 
-int main(void)
+/* (root only: a folder given to another user) a private folder that is
+ * another user's is refused as theirs, not as one others can write */
+static void test_other_users_folder(void **state)
+{
+    (void)state;
+    fresh_dir();
+    char err[256];
+    assert_int_equal(chmod(dir, 0700), 0);
+    struct passwd *nobody = getpwnam("nobody");
+    assert_non_null(nobody);
+    assert_int_equal(chown(dir, nobody->pw_uid, nobody->pw_gid), 0);
+    assert_null(wire_open(dir, "f", 0, 1, 1.0, err, sizeof(err)));
+    printf("  %s\n", err);
+    assert_non_null(strstr(err, "this folder is owned by another user"));
+    assert_null(strstr(err, "can write"));
+    assert_int_equal(chown(dir, getuid(), getgid()), 0);
+    drop_dir();
+}
+
+int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
+    if (argc > 1) {
+        if (strcmp(argv[1], "other_user") != 0) {
+            fprintf(stderr, "usage: %s [other_user]\n", argv[0]);
+            return 2;
+        }
+        if (geteuid() != 0 || !getpwnam("nobody")) {
+            printf("SKIP: only root can give a folder to another user (nobody)\n");
+            return 77;
+        }
+        const struct CMUnitTest other[] = {cmocka_unit_test(test_other_users_folder)};
+        return cmocka_run_group_tests(other, NULL, NULL);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matched_and_ordered), cmocka_unit_test(test_killed_worker),
         cmocka_unit_test(test_stale_address),       cmocka_unit_test(test_missing_and_twice),

@@ -164,6 +164,36 @@ static int gz_magic(const char *p, size_t n)
     return n >= 2 && (unsigned char)p[0] == 0x1f && (unsigned char)p[1] == 0x8b;
 }
 
+/* A cap's variable's text: its whole number (at least 1), or def when it
+ * is not set; -1 when it is set to anything else. */
+static long long cap_var(const char *v, long long def)
+{
+    if (!v || !v[0])
+        return def;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    return errno || *end || x < 1 || x > (1LL << 40) ? -1 : x;
+}
+
+/* The most n bytes of gzip may inflate to (above); 0 with why set when a
+ * variable is not a number. */
+static size_t gz_cap(size_t n, char *why, size_t whylen)
+{
+    const char *rv = getenv("DDPTOP_GZIP_MAX_RATIO"), *mv = getenv("DDPTOP_GZIP_MAX_MB");
+    long long ratio = cap_var(rv, INFILE_GZ_RATIO), max_mb = cap_var(mv, INFILE_GZ_MAX_MB);
+    if (ratio < 0 || max_mb < 0) {
+        snprintf(why, whylen, "%s must be a whole number from 1 (got '%.40s')",
+                 ratio < 0 ? "DDPTOP_GZIP_MAX_RATIO" : "DDPTOP_GZIP_MAX_MB", ratio < 0 ? rv : mv);
+        return 0;
+    }
+    double by_ratio = (double)n * (double)ratio, floor = (double)INFILE_GZ_FREE_MB * 1048576.0;
+    double cap = by_ratio > floor ? by_ratio : floor, most = (double)max_mb * 1048576.0;
+    if (cap > most)
+        cap = most;
+    return cap < (double)(SIZE_MAX / 2) ? (size_t)cap : SIZE_MAX / 2;
+}
+
 enum infile_gz infile_gunzip(const char *in, size_t n, char **out, size_t *outn, char *why, size_t whylen)
 {
     *out = NULL;
@@ -171,14 +201,20 @@ enum infile_gz infile_gunzip(const char *in, size_t n, char **out, size_t *outn,
     if (!gz_magic(in, n))
         return INFILE_PLAIN;
     snprintf(why, whylen, "%s", "");
+    size_t limit = gz_cap(n, why, whylen);
+    if (limit == 0)
+        return INFILE_GZ_BIG;
     z_stream z;
     memset(&z, 0, sizeof(z));
     if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
         snprintf(why, whylen, "out of memory");
         return INFILE_GZ_BAD;
     }
-    /* a first guess at the size; traces and IDX files shrink 4x to 20x */
+    /* a first guess at the size; traces and IDX files shrink 4x to 20x
+     * (one byte past the limit is room to see it passed) */
     size_t cap = n < SIZE_MAX / 8 ? n * 4 + 4096 : n, used = 0, at = 0;
+    if (cap > limit + 1)
+        cap = limit + 1;
     char *b = malloc(cap + 1);
     enum infile_gz rc = INFILE_GZ_OK;
     if (!b) {
@@ -187,8 +223,14 @@ enum infile_gz infile_gunzip(const char *in, size_t n, char **out, size_t *outn,
         return INFILE_GZ_BAD;
     }
     for (;;) {
+        if (used > limit) {
+            rc = INFILE_GZ_BIG;
+            break;
+        }
         if (used == cap) {
             size_t ncap = cap < SIZE_MAX / 2 - 1 ? cap * 2 : SIZE_MAX - 1;
+            if (ncap > limit + 1)
+                ncap = limit + 1;
             char *nb = ncap > cap ? realloc(b, ncap + 1) : NULL;
             if (!nb) {
                 snprintf(why, whylen, "out of memory");
@@ -226,6 +268,19 @@ enum infile_gz infile_gunzip(const char *in, size_t n, char **out, size_t *outn,
         break;
     }
     inflateEnd(&z);
+    if (rc == INFILE_GZ_BIG || used > limit) {
+        char small[32];
+        if (n < 1048576)
+            snprintf(small, sizeof(small), "%.1f KiB", (double)n / 1024.0);
+        else
+            snprintf(small, sizeof(small), "%.1f MiB", (double)n / 1048576.0);
+        snprintf(why, whylen,
+                 "gzip data that inflates past %.0f MiB (%.0f times its %s), refused as a gzip bomb; "
+                 "DDPTOP_GZIP_MAX_MB and DDPTOP_GZIP_MAX_RATIO raise the limit",
+                 (double)limit / 1048576.0, (double)limit / (double)n, small);
+        free(b);
+        return INFILE_GZ_BIG;
+    }
     b[used] = 0;
     *out = b;
     *outn = used;

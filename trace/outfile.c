@@ -246,6 +246,18 @@ static void ident_of(const char *path, struct ident *id)
     }
 }
 
+/* Whether output x would land in folder y (an entry with names) under a
+ * name that y's reader takes. */
+static int lands_in(const struct ident *x, const struct ident *y, int (*names)(const char *))
+{
+    char base[OUTFILE_PATH];
+    if (!names || !x->entry || !y->file || x->dir_dev != y->dev || x->dir_ino != y->ino || x->base_len >= sizeof(base))
+        return 0;
+    memcpy(base, x->base, x->base_len);
+    base[x->base_len] = 0;
+    return names(base);
+}
+
 static int same(const struct ident *x, const struct ident *y)
 {
     if (x->file && y->file && x->dev == y->dev && x->ino == y->ino)
@@ -271,7 +283,8 @@ int outfile_clash(const struct outfile_role *r, size_t n, size_t *a, size_t *b)
                 continue;
             if (!ids)
                 ident_of(r[j].path, &y);
-            if (ids ? same(&ids[i], &ids[j]) : same(&x, &y)) {
+            const struct ident *p = ids ? &ids[i] : &x, *q = ids ? &ids[j] : &y;
+            if (same(p, q) || lands_in(p, q, r[j].names)) {
                 *a = i;
                 *b = j;
                 found = 1;

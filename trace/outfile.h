@@ -55,16 +55,20 @@ int outfile_write(const char *path, const void *buf, size_t n, char *err, size_t
  * that is a folder). */
 int outfile_writable(const char *path);
 
-/* One file a command reads or writes. */
+/* One file a command reads or writes; or, with names set, a folder whose
+ * files are read when names() takes their name, those there now and those
+ * that land there later (--follow's, a --replay folder's). */
 struct outfile_role {
     const char *path;
     const char *what; /* how the user named it ("--output", "--replay", ...) */
     int output;       /* written (else only read) */
+    int (*names)(const char *name);
 };
 /* Whether any output among r[0..n) is one file with another entry (input
- * or output): 1 with *a the output and *b the other, else 0. An entry
- * that repeats an earlier one exactly (same path, same what and kind) is
- * not a clash with it. */
+ * or output), or would land in a folder entry under a name it reads: 1
+ * with *a the output and *b the other, else 0. An entry that repeats an
+ * earlier one exactly (same path, same what and kind) is not a clash with
+ * it. */
 int outfile_clash(const struct outfile_role *r, size_t n, size_t *a, size_t *b);
 
 #endif

@@ -1036,11 +1036,15 @@ static int json_whole(const char *buf, size_t n)
 int trace_read_cycle(struct trace_doc *d, const char *buf, size_t n, const char *name, int rank, unsigned flags,
                      struct trace_cycle *out, char *err, size_t errlen)
 {
-    char *plain = NULL, why[128];
+    char *plain = NULL, why[256];
     size_t nplain = 0;
     if (out)
         *out = (struct trace_cycle){-1, -1, TRACE_RANK_TRACE};
     enum infile_gz gz = infile_gunzip(buf, n, &plain, &nplain, why, sizeof(why));
+    if (gz == INFILE_GZ_BIG) {
+        snprintf(err, errlen, "%s: %s", name, why); /* (never a writer still at it) */
+        return -1;
+    }
     if ((flags & TRACE_READ_WHOLE) &&
         (gz == INFILE_GZ_CUT || !json_whole(gz == INFILE_PLAIN ? buf : plain, gz == INFILE_PLAIN ? n : nplain))) {
         free(plain);

@@ -15,7 +15,7 @@ secs=${2:?usage: run_fuzz.sh BUILD_DIR SECONDS [TARGET...]}
 shift 2
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_idx fuzz_cifar fuzz_trace fuzz_trace_gz fuzz_theme fuzz_cost_model fuzz_config
-    fuzz_outpaths fuzz_follow)
+    fuzz_outpaths fuzz_follow fuzz_relay)
 jobs=${FUZZ_JOBS:-1}
 work=${FUZZ_KEEP:-$(mktemp -d /tmp/ddptop_fuzz.XXXXXX)}
 mkdir -p "$work"
