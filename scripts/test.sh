@@ -2,10 +2,13 @@
 # test.sh - builds ddptop and runs the whole test suite three ways, checks
 # that the tests catch planted bugs, then fuzzes the readers:
 #   1. Release build, every test (unit, integration, end-to-end, GPU tests
-#      report SKIPPED without a GPU), then (not with --quick) a Debug
-#      build (-O0, -Werror, everything the tree builds; no tests: some
-#      warnings, such as -Wformat-truncation's, come only at -O0; under a
-#      minute on 2 cores);
+#      report SKIPPED without a GPU), a test per core but the `timing`
+#      ones (RUN_SERIAL: each runs alone); then the `kernels` tests again
+#      with the kernels capped at AVX2 (DDPTOP_MAX_CPU_ISA=avx2: what an
+#      AVX2 machine runs); then (not with --quick) a Debug build (-O0,
+#      -Werror, everything the tree builds; no tests: some warnings, such
+#      as -Wformat-truncation's, come only at -O0; under a minute on 2
+#      cores) and a build without gloo, whose unit tests run;
 #   2. mutants: each bug of tests/mutants/ planted in turn in a Release copy
 #      of the tree must fail the tests it names (tests/mutants/run_mutants.sh);
 #   3. ASan+UBSan build, every test but the `slow` ones (a trace over 2 GiB,
@@ -16,12 +19,34 @@
 #   5. clang build of the libFuzzer targets (tests/fuzz), each run for
 #      FUZZ_SECONDS (default 20) over its seed corpus, FUZZ_JOBS (default
 #      the number of cores) at once.
+# At the end (or where a pass fails) a table gives each pass's seconds and
+# its share of the whole.
 # Usage: scripts/test.sh [--quick]   (--quick: only the Release pass)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
+
+# each pass's name and seconds, for the table at the end
+pass_names=() pass_secs=()
+pass_t0=$SECONDS
+pass_done() { # pass_done NAME: the time since the last pass ended is NAME's
+  pass_names+=("$1")
+  pass_secs+=($((SECONDS - pass_t0)))
+  pass_t0=$SECONDS
+  echo "== $1: done at $((SECONDS / 60)) min $((SECONDS % 60)) s"
+}
+pass_table() {
+  local st=$? i total=$SECONDS
+  echo "== passes (${total} s in all$([ "$st" -ne 0 ] && echo ", stopped by a failure")):"
+  for i in "${!pass_names[@]}"; do
+    awk -v n="${pass_names[$i]}" -v s="${pass_secs[$i]}" -v t="$total" \
+      'BEGIN {printf "   %-14s %6d s %5.1f%%\n", n, s, t > 0 ? 100 * s / t : 0}'
+  done
+  [ "$st" -eq 0 ] || echo "   (then the pass that failed, $((SECONDS - pass_t0)) s)"
+}
+trap pass_table EXIT
 
 pass() { # pass NAME CMAKE_ARGS... -- CTEST_ARGS...
   local name=$1; shift
@@ -34,8 +59,8 @@ pass() { # pass NAME CMAKE_ARGS... -- CTEST_ARGS...
   cmake --build "build-$name" -j "$jobs" 2>&1 | grep -E "error|warning|Error" || true
   cmake --build "build-$name" -j "$jobs" >/dev/null
   echo "== $name: test"
-  ctest --test-dir "build-$name" --output-on-failure -j "${CTEST_JOBS:-1}" "${ct[@]}"
-  echo "== $name: done at $((SECONDS / 60)) min $((SECONDS % 60)) s"
+  ctest --test-dir "build-$name" --output-on-failure -j "${CTEST_JOBS:-$jobs}" "${ct[@]}"
+  pass_done "$name"
 }
 
 # intercept_tls_get_addr=0: with it, LeakSanitizer's walk of the threads'
@@ -59,7 +84,7 @@ debug_build() {
   cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug >/dev/null
   cmake --build build-debug -j "$jobs" >build-debug/build.log 2>&1 ||
     { grep -E -A5 "error|warning" build-debug/build.log | head -40; exit 1; }
-  echo "== debug: built at $((SECONDS / 60)) min $((SECONDS % 60)) s"
+  pass_done debug
 }
 
 fuzz_pass() {
@@ -72,17 +97,22 @@ fuzz_pass() {
   cmake --build build-fuzz -j "$jobs" --target fuzz >/dev/null
   echo "== fuzz: run"
   FUZZ_JOBS=${FUZZ_JOBS:-$jobs} tests/fuzz/run_fuzz.sh build-fuzz "${FUZZ_SECONDS:-20}"
+  pass_done fuzz
 }
 
+# a test per core, the `timing` tests each alone (RUN_SERIAL, tests/CMakeLists.txt)
 pass release --
 # the tests that go through the CPU kernels and their layouts, again with
 # the kernels capped at AVX2 (docs/environment.md): what an AVX2 machine
 # would run, checked on an AVX-512 one (on an AVX2 machine, the same again)
-echo "== release, kernels capped at AVX2 (DDPTOP_MAX_CPU_ISA=avx2): test"
+echo "== release-avx2: the kernels tests, capped at AVX2 (DDPTOP_MAX_CPU_ISA=avx2)"
 DDPTOP_MAX_CPU_ISA=avx2 ctest --test-dir build-release --output-on-failure -j "$jobs" -L kernels
-echo "== release, AVX2: done at $((SECONDS / 60)) min $((SECONDS % 60)) s"
+pass_done release-avx2
 if [ "$quick" -eq 0 ]; then
   debug_build
+  # a build without gloo (the CMake option a machine without libgloo-dev
+  # takes): it builds, and its unit tests pass
+  pass nogloo -DDDPTOP_WITH_GLOO=OFF -DDDPTOP_WITH_CUDA=OFF -- -L unit
   echo "== mutants: planted bugs must fail their tests"
   # (the Release pass above has just run every test on this tree: the
   # harness need not run the mutants' tests unmutated again; 4 minutes of
@@ -91,13 +121,12 @@ if [ "$quick" -eq 0 ]; then
   # tests/mutants/run_mutants.sh alone plants them all)
   MUTANTS_BASELINE=0 MUTANTS_BUDGET_S=${MUTANTS_BUDGET_S:-240} MUTANTS_START=$((10#$(date +%j) * 26)) \
     JOBS=$jobs tests/mutants/run_mutants.sh
-  echo "== mutants: done at $((SECONDS / 60)) min $((SECONDS % 60)) s"
-  # the sanitizer passes run a test per core (12 minutes instead of 18 for
-  # ASan here, 18 instead of 25 for TSan): their timing checks exit 77
-  # there, and their waits allow for a loaded machine; the Release pass,
-  # which times, runs one test at a time
-  CTEST_JOBS=$jobs pass asan -DDDPTOP_SANITIZE=address -- -LE slow
-  CTEST_JOBS=$jobs FAULT_STRATEGIES="dp ddp horovod" pass tsan -DDDPTOP_SANITIZE=thread -- -L threaded
+  pass_done mutants
+  # the sanitizer passes, a test per core too (their `timing` tests as
+  # well: their checks allow for a sanitizer's slowness, and there a test
+  # alone would still be many times slower than in Release)
+  pass asan -DDDPTOP_SANITIZE=address -- -LE slow
+  FAULT_STRATEGIES="dp ddp horovod" pass tsan -DDDPTOP_SANITIZE=thread -- -L threaded
   fuzz_pass
 fi
 echo "== all test passes finished"
