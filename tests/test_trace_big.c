@@ -8,7 +8,9 @@
  * padding, all the same, compressed once: cheap to make, and a reader must
  * take every member (as gzip -c a b > ab.gz makes). Labelled `slow` (2 GB of
  * disk and 2 to 4 GB of memory); DDPTOP_BIG_TRACE_MB sets the padding
- * (default 2150).
+ * (default 2150). The gzip trace inflates a thousand times over, so it is
+ * first refused as a bomb under the default caps, then read whole with
+ * DDPTOP_GZIP_MAX_RATIO and DDPTOP_GZIP_MAX_MB raised, as a user would.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -110,6 +112,20 @@ static void test_plain_over_2gib(void **state)
 
 static void test_gzip_over_2gib(void **state)
 {
+    char path[300], err[512] = "";
+    snprintf(path, sizeof(path), "%s/%s", g_dir, "bomb.json.gz");
+    write_trace(path, 1, pad_bytes());
+    struct trace_doc d;
+    trace_doc_init(&d);
+    unsetenv("DDPTOP_GZIP_MAX_RATIO");
+    unsetenv("DDPTOP_GZIP_MAX_MB");
+    assert_int_not_equal(trace_read_file(&d, path, err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "refused as a gzip bomb"));
+    trace_doc_free(&d);
+    assert_int_equal(unlink(path), 0);
+
+    assert_int_equal(setenv("DDPTOP_GZIP_MAX_RATIO", "100000", 1), 0);
+    assert_int_equal(setenv("DDPTOP_GZIP_MAX_MB", "8192", 1), 0);
     check_whole("big.json.gz", 1);
 }
 
