@@ -37,6 +37,29 @@ static int impl_is_ref(const_dnnl_primitive_desc_t pd)
     return !strncmp(name, "ref", 3);
 }
 
+/* Backward-data (weights 0: the input gradient in src's layout) or
+ * backward-weights (1) made again in the layouts given: its descriptor
+ * where oneDNN has more than its reference loops for them, else NULL. */
+static dnnl_primitive_desc_t conv_bwd_in(int weights, const struct conv_dims *d, const dnnl_memory_desc_t *src,
+                                         const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *b,
+                                         const dnnl_memory_desc_t *ddst, const_dnnl_primitive_desc_t fpd)
+{
+    dnnl_dims_t strides = {d->stride, d->stride}, pad = {d->pad, d->pad};
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t st = weights ? dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, src, w, b,
+                                                                             ddst, strides, pad, pad)
+                               : dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, src, w, ddst,
+                                                                          strides, pad, pad);
+    if (st != dnnl_success || dnnl_primitive_desc_create(&pd, &cd, cpu_attr, cpu_engine, fpd) != dnnl_success)
+        return NULL;
+    if (impl_is_ref(pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return NULL;
+    }
+    return pd;
+}
+
 static int conv_build(struct cpu_conv *c, char *err, size_t errlen)
 {
     struct conv_dims dd = c->d;
@@ -97,42 +120,38 @@ static int conv_build(struct cpu_conv *c, char *err, size_t errlen)
     DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&bwd, dnnl_convolution_direct, &srcb_md, wmd, bmd, &ddstb_md,
                                                          strides, pad, pad));
     DNNL_TRY(dnnl_primitive_desc_create(&bwpd, &bwd, cpu_attr, cpu_engine, fpd));
-    struct wprims_mds mds = {&src_md, &srcb_md, &dst_md, &ddstb_md, &bias_md, &wu_md, (size_t)d->OC, NULL, NULL};
-    /* A plain input into a blocked output: oneDNN's AVX2 kernels have no
-     * backward pass for it (its reference loops, 5-20x slower) but one for
-     * a blocked input. Such a pass then reads the input blocked, reordered
-     * at each call (as PyTorch's oneDNN path does), when that finds a
-     * kernel and the plain one did not. */
-    dnnl_memory_desc_t srcw_md;
-    dnnl_convolution_desc_t bdd2, bwd2;
-    dnnl_primitive_desc_t pd2 = NULL;
-    if (!c->p.bf16 && c->src_blk == 1 && c->dst_blk > 1 && d->groups == 1 &&
-        act_md(&srcw_md, d->B, d->C, d->H, d->W, c->dst_blk) == dnnl_success) {
-        if (impl_is_ref(bdpd) &&
-            dnnl_convolution_backward_data_desc_init(&bdd2, dnnl_convolution_direct, &srcw_md, wpmd, &ddstb_md, strides,
-                                                     pad, pad) == dnnl_success &&
-            dnnl_primitive_desc_create(&pd2, &bdd2, cpu_attr, cpu_engine, fpd) == dnnl_success) {
-            if (!impl_is_ref(pd2)) {
-                dnnl_primitive_desc_destroy(bdpd);
-                bdpd = pd2;
-                mds.dsrc_bd = &srcw_md;
-            } else {
-                dnnl_primitive_desc_destroy(pd2);
-            }
+    struct wprims_mds mds = {&src_md, &srcb_md, &dst_md, &ddstb_md, &bias_md, &wu_md, (size_t)d->OC, NULL, NULL, NULL};
+    /* Backward passes in other layouts, where the layer's own have only
+     * oneDNN's reference loops (5-20x slower) and the others a kernel; the
+     * pass's tensors are reordered there and back at each call:
+     * - a plain input into a blocked output (a first layer, on AVX2):
+     *   backward-data and backward-weights with the input blocked, as
+     *   PyTorch's oneDNN path runs them;
+     * - blocked on both sides where AVX2 has no blocked backward-weights
+     *   (VGG's 512 channels at 2x2): that pass on plain tensors, oneDNN's
+     *   GEMM-based kernel, the rest blocked (as PyTorch's path again). */
+    dnnl_memory_desc_t alt_src, alt_dst;
+    dnnl_primitive_desc_t pd2;
+    if (!c->p.bf16 && d->groups == 1 && c->dst_blk > 1 && c->src_blk == 1 &&
+        act_md(&alt_src, d->B, d->C, d->H, d->W, c->dst_blk) == dnnl_success) {
+        if (impl_is_ref(bdpd) && (pd2 = conv_bwd_in(0, d, &alt_src, wpmd, NULL, &ddstb_md, fpd))) {
+            dnnl_primitive_desc_destroy(bdpd);
+            bdpd = pd2;
+            mds.dsrc_bd = &alt_src;
         }
-        pd2 = NULL;
-        if (impl_is_ref(bwpd) &&
-            dnnl_convolution_backward_weights_desc_init(&bwd2, dnnl_convolution_direct, &srcw_md, wmd, bmd, &ddstb_md,
-                                                        strides, pad, pad) == dnnl_success &&
-            dnnl_primitive_desc_create(&pd2, &bwd2, cpu_attr, cpu_engine, fpd) == dnnl_success) {
-            if (!impl_is_ref(pd2)) {
-                dnnl_primitive_desc_destroy(bwpd);
-                bwpd = pd2;
-                mds.src_bw = &srcw_md;
-            } else {
-                dnnl_primitive_desc_destroy(pd2);
-            }
+        if (impl_is_ref(bwpd) && (pd2 = conv_bwd_in(1, d, &alt_src, wmd, bmd, &ddstb_md, fpd))) {
+            dnnl_primitive_desc_destroy(bwpd);
+            bwpd = pd2;
+            mds.src_bw = &alt_src;
         }
+    } else if (!c->p.bf16 && d->groups == 1 && c->dst_blk > 1 && c->src_blk > 1 && c->cpad == c->d.C &&
+               impl_is_ref(bwpd) && act_md(&alt_src, d->B, d->C, d->H, d->W, 1) == dnnl_success &&
+               act_md(&alt_dst, d->B, d->OC, d->OH, d->OW, 1) == dnnl_success &&
+               (pd2 = conv_bwd_in(1, d, &alt_src, wmd, bmd, &alt_dst, fpd))) {
+        dnnl_primitive_desc_destroy(bwpd);
+        bwpd = pd2;
+        mds.src_bw = &alt_src;
+        mds.ddst_bw = &alt_dst;
     }
     int rc = wprims_make(x, &c->p, &mds, fpd, bdpd, bwpd, err, errlen);
     if (rc != 0 && !err[0])

@@ -98,9 +98,9 @@ int cpu_ctx_finish(struct cpu_ctx *x, char *err, size_t errlen)
     }
     if (x->scratch)
         memset(x->scratch, 0, n); /* touch the pages now, not in the first step */
-    size_t *need[] = {&x->bf_src_need, &x->bf_ddst_need, &x->atmp_need};
-    void **buf[] = {&x->bf_src, &x->bf_ddst, &x->atmp};
-    for (int k = 0; k < 3; k++) {
+    size_t *need[] = {&x->bf_src_need, &x->bf_ddst_need, &x->atmp_need, &x->atmp_dd_need};
+    void **buf[] = {&x->bf_src, &x->bf_ddst, &x->atmp, &x->atmp_dd};
+    for (int k = 0; k < 4; k++) {
         free(*buf[k]);
         size_t b = (*need[k] + 63) & ~(size_t)63;
         *buf[k] = b ? aligned_alloc(64, b) : NULL;
@@ -123,5 +123,6 @@ void cpu_ctx_destroy(struct cpu_ctx *x)
     free(x->bf_src);
     free(x->bf_ddst);
     free(x->atmp);
+    free(x->atmp_dd);
     free(x);
 }

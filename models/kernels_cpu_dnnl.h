@@ -37,10 +37,11 @@ struct cpu_ctx {
     int bf16;
     size_t bf_src_need, bf_ddst_need;
     void *bf_src, *bf_ddst;
-    /* an activation in the blocked layout a backward pass takes where
-     * the layer's own is plain (wprims: src_bw, dsrc_bd), within one call */
-    size_t atmp_need;
-    void *atmp;
+    /* activations in the layout a backward pass takes where it differs
+     * from the layer's own (wprims: src_bw, dsrc_bd in atmp; ddst_bw in
+     * atmp_dd), within one call */
+    size_t atmp_need, atmp_dd_need;
+    void *atmp, *atmp_dd;
     dnnl_stream_t stream;
 };
 
@@ -211,11 +212,12 @@ struct wprims {
     struct prim fwd, bwd_data, bwd_weights;
     struct prim w_to_fwd, w_to_bd, dw_to_user;
     int bd_uses_fwd; /* backward-data takes the forward's weight copy */
-    /* a plain input whose backward passes run blocked (wprims_mds.src_bw,
-     * dsrc_bd): the input reordered into x->atmp for backward-weights,
-     * the input gradient made there by backward-data and reordered out */
-    struct prim src_to_bw, dsrc_from_bd;
-    dnnl_memory_t src_bw, dsrc_bd;
+    /* backward passes in another layout than the layer's (wprims_mds.
+     * src_bw, ddst_bw, dsrc_bd): the input (into x->atmp) and the output
+     * gradient (x->atmp_dd) reordered for backward-weights, the input
+     * gradient made in x->atmp by backward-data and reordered out */
+    struct prim src_to_bw, ddst_to_bw, dsrc_from_bd;
+    dnnl_memory_t src_bw, ddst_bw, dsrc_bd;
     dnnl_memory_t src, dst, bias, dsrc, ddst, dbias;
     dnnl_memory_t w_user, w_fwd, w_bd, dw_user, dw_bw;
     void *w_fwd_buf; /* the forward's weights, kept for backward-data */
@@ -233,9 +235,10 @@ struct wprims_mds {
     const dnnl_memory_desc_t *src, *srcb, *dst, *ddstb, *bias, *wu;
     size_t nbias;
     /* NULL, or the layout in which backward-weights reads the input
-     * (src_bw) and backward-data writes its gradient (dsrc_bd), where it
-     * differs from src's: the primitives were made with these */
-    const dnnl_memory_desc_t *src_bw, *dsrc_bd;
+     * (src_bw) and the output gradient (ddst_bw), and backward-data writes
+     * the input gradient (dsrc_bd), where it differs from the layer's: the
+     * primitives were made with these */
+    const dnnl_memory_desc_t *src_bw, *ddst_bw, *dsrc_bd;
 };
 
 /* What one backward call reads and writes: dw and din may be NULL (not

@@ -54,7 +54,7 @@ struct cpu_ip *cpu_ip_create(struct cpu_ctx *x, int B, int IN, int OUT, char *er
     DNNL_TRY(dnnl_primitive_desc_create(&bdpd, &bdd, cpu_attr, cpu_engine, fpd));
     DNNL_TRY(dnnl_inner_product_backward_weights_desc_init(&bwd, &srcb_md, &wu_md, &bias_md, &ddstb_md));
     DNNL_TRY(dnnl_primitive_desc_create(&bwpd, &bwd, cpu_attr, cpu_engine, fpd));
-    struct wprims_mds mds = {&src_md, &srcb_md, &dst_md, &ddstb_md, &bias_md, &wu_md, (size_t)OUT, NULL, NULL};
+    struct wprims_mds mds = {&src_md, &srcb_md, &dst_md, &ddstb_md, &bias_md, &wu_md, (size_t)OUT, NULL, NULL, NULL};
     if (wprims_make(x, &l->p, &mds, fpd, bdpd, bwpd, err, errlen) != 0)
         goto fail;
     dnnl_primitive_desc_destroy(fpd);

@@ -66,6 +66,12 @@ int wprims_make(struct cpu_ctx *x, struct wprims *p, const struct wprims_mds *md
         DNNL_TRY(dnnl_memory_create(&p->src_bw, md->src_bw, cpu_engine, DNNL_MEMORY_NONE));
         need(&x->atmp_need, md->src_bw);
     }
+    if (md->ddst_bw) {
+        if (reorder_make(x, &p->ddst_to_bw, md->ddstb, md->ddst_bw, err, errlen))
+            return -1;
+        DNNL_TRY(dnnl_memory_create(&p->ddst_bw, md->ddst_bw, cpu_engine, DNNL_MEMORY_NONE));
+        need(&x->atmp_dd_need, md->ddst_bw);
+    }
     if (md->dsrc_bd) {
         if (reorder_make(x, &p->dsrc_from_bd, md->dsrc_bd, md->src, err, errlen))
             return -1;
@@ -85,12 +91,12 @@ fail:
 
 void wprims_free(struct wprims *p)
 {
-    struct prim *prims[] = {&p->fwd,     &p->bwd_data,   &p->bwd_weights, &p->w_to_fwd,
-                            &p->w_to_bd, &p->dw_to_user, &p->src_to_bw,   &p->dsrc_from_bd};
+    struct prim *prims[] = {&p->fwd,        &p->bwd_data,  &p->bwd_weights, &p->w_to_fwd,    &p->w_to_bd,
+                            &p->dw_to_user, &p->src_to_bw, &p->ddst_to_bw,  &p->dsrc_from_bd};
     for (size_t i = 0; i < sizeof(prims) / sizeof(prims[0]); i++)
         prim_free(prims[i]);
-    dnnl_memory_t mems[] = {p->src,   p->dst,  p->bias,    p->dsrc,  p->ddst,   p->dbias,  p->w_user,
-                            p->w_fwd, p->w_bd, p->dw_user, p->dw_bw, p->src_bw, p->dsrc_bd};
+    dnnl_memory_t mems[] = {p->src,   p->dst,  p->bias,    p->dsrc,  p->ddst,   p->dbias,   p->w_user,
+                            p->w_fwd, p->w_bd, p->dw_user, p->dw_bw, p->src_bw, p->ddst_bw, p->dsrc_bd};
     for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++)
         if (mems[i])
             dnnl_memory_destroy(mems[i]);
@@ -136,17 +142,24 @@ int wprims_backward(struct cpu_ctx *x, struct wprims *p, const struct wprims_bwd
         if (!src)
             return -1;
         dnnl_memory_t srcm = p->src;
-        if (p->src_to_bw.p) { /* the plain input, blocked for this pass */
+        if (p->src_to_bw.p) { /* the input, in this pass's layout */
             if (reorder_run(x, &p->src_to_bw, p->src, src, p->src_bw, x->atmp) != 0)
                 return -1;
             srcm = p->src_bw;
             src = x->atmp;
         }
+        dnnl_memory_t ddstm = p->ddst;
+        const void *dd = ddst;
+        if (p->ddst_to_bw.p) { /* the output gradient, in this pass's layout */
+            if (reorder_run(x, &p->ddst_to_bw, p->ddst, ddst, p->ddst_bw, x->atmp_dd) != 0)
+                return -1;
+            ddstm = p->ddst_bw;
+            dd = x->atmp_dd;
+        }
         set(srcm, src);
-        set(p->ddst, ddst);
+        set(ddstm, dd);
         set(p->dw_bw, dwp);
-        dnnl_exec_arg_t args[4] = {
-            {DNNL_ARG_SRC, srcm}, {DNNL_ARG_DIFF_DST, p->ddst}, {DNNL_ARG_DIFF_WEIGHTS, p->dw_bw}};
+        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, srcm}, {DNNL_ARG_DIFF_DST, ddstm}, {DNNL_ARG_DIFF_WEIGHTS, p->dw_bw}};
         int nargs = 3;
         if (a->has_bias) {
             /* oneDNN always computes it */

@@ -546,6 +546,12 @@ static const struct conv_shape {
      1,
      0},
     {"first layer 3->16", {.B = 2, .C = 3, .H = 9, .W = 9, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1}, 1, 1},
+    /* VGG's last convolutions' plane: on AVX2 no blocked backward-weights,
+     * which runs on plain tensors, reordered there (kernels_cpu_conv.c) */
+    {"conv 16->32 3x3 on 2x2",
+     {.B = 3, .C = 16, .H = 2, .W = 2, .OC = 32, .KH = 3, .KW = 3, .stride = 1, .pad = 1},
+     1,
+     0},
     /* LeNet's first: on AVX2 oneDNN has backward passes for it only with
      * the input blocked (reordered there and back, kernels_cpu_conv.c) */
     {"first layer 1->6 5x5",
