@@ -459,7 +459,7 @@ static int ddptop_main(int argc, char **argv)
     }
     s.nresults = results_collapse_repeats(s.results, s.nresults, cfg.repeat);
     results_compare(s.results, s.nresults, cfg.baseline);
-    if (s.nresults > 0 && report_save(cfg.output, cfg.format, s.results, s.nresults) != 0 && status == 0)
+    if (s.nresults > 0 && report_save_all(&cfg, s.results, s.nresults) != 0 && status == 0)
         status = 1;
     if (s.nresults > 0 && cfg.plot[0] && figures_save(cfg.plot, s.results, s.nresults, cfg.quiet) != 0 && status == 0)
         status = 1;

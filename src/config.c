@@ -871,7 +871,9 @@ static const struct opt opts[] = {
          "to inf (a loss scaler skips that step)"),
      .lo = 0, .hi = MAX_RANKS - 1, .def_text = "none"},
 
-    {CHOICE("format", AT(format), NAMES(format_names), "format", NULL, "text", G_REPORT, "report format")},
+    {CHOICE("format", LIST(formats, nformats), NAMES(format_names), "format", "F[,F..]", "text", G_REPORT,
+            "report format; a comma list writes the one report in each, to --output FILE with the format's "
+            "extension added (FILE.txt, FILE.csv, FILE.json, FILE.md)")},
     {TEXT("output", AT(output), "file name", "FILE", G_REPORT, "write the report to FILE"), .def_text = "stdout"},
     {TEXT("plot", AT(plot), "folder name", "DIR", G_REPORT,
           "write the report's figures into DIR as SVG: speedup against ranks, loss, the time split, a pipeline's "
@@ -1417,6 +1419,19 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     }
     /* (an output that is an input or another output: files.h, by main) */
     cfg->base.comm = cfg->comms[0]; /* (the first of a sweep's: one run's) */
+    cfg->format = cfg->formats[0];
+    for (int i = 0; i < cfg->nformats; i++)
+        for (int j = 0; j < i; j++)
+            if (cfg->formats[i] == cfg->formats[j]) {
+                fprintf(err, "ddptop: --format: %s is given twice\n", format_names[cfg->formats[i]]);
+                return 2;
+            }
+    if (cfg->nformats > 1 && (!cfg->output[0] || cfg->mode == MODE_BENCH_COMM)) {
+        fprintf(err, "ddptop: --format: several formats %s\n",
+                cfg->mode == MODE_BENCH_COMM ? "are for reports, not --bench-comm's tables"
+                                             : "need --output FILE (each goes to FILE with its extension added)");
+        return 2;
+    }
     if (cfg->baseline >= config_count(cfg)) {
         fprintf(err, "ddptop: --baseline: there is no run %d (this sweep makes runs 0 to %d)\n", cfg->baseline,
                 config_count(cfg) - 1);
@@ -1451,12 +1466,14 @@ static int sweep_modes(const struct config *cfg, int k, struct run_config *rc)
     return n;
 }
 
-int config_count(const struct config *cfg)
+/* Every combination of the sweep's lists, a 1-rank run's included once
+ * per backend (config_expand leaves the copies out). */
+static int combinations(const struct config *cfg)
 {
     return cfg->ncomms * cfg->nmodels * sweep_modes(cfg, -1, NULL) * cfg->nranks * cfg->nbatches;
 }
 
-void config_expand(const struct config *cfg, int i, struct run_config *rc)
+static void combination(const struct config *cfg, int i, struct run_config *rc)
 {
     *rc = cfg->base;
     int b = i % cfg->nbatches;
@@ -1473,6 +1490,35 @@ void config_expand(const struct config *cfg, int i, struct run_config *rc)
     rc->batch_size = cfg->batches[b];
     if (!rc->threads_per_rank)
         rc->threads_per_rank = default_threads(cfg);
+}
+
+/* A 1-rank run communicates with no one, so the same run over the
+ * sweep's first backend stands for it: every backend's rows compare with
+ * that one (NCCL aside: it picks the device). */
+static int repeats_one_rank(const struct config *cfg, int i, const struct run_config *rc)
+{
+    int per_comm = combinations(cfg) / cfg->ncomms;
+    return i >= per_comm && run_world(rc) == 1 && rc->comm != COMM_NCCL && cfg->comms[0] != COMM_NCCL;
+}
+
+int config_count(const struct config *cfg)
+{
+    int n = 0;
+    for (int i = 0; i < combinations(cfg); i++) {
+        struct run_config rc;
+        combination(cfg, i, &rc);
+        n += !repeats_one_rank(cfg, i, &rc);
+    }
+    return n;
+}
+
+void config_expand(const struct config *cfg, int i, struct run_config *rc)
+{
+    for (int k = 0, n = 0; k < combinations(cfg); k++) {
+        combination(cfg, k, rc);
+        if (!repeats_one_rank(cfg, k, rc) && n++ == i)
+            return;
+    }
 }
 
 int run_world(const struct run_config *rc)

@@ -25,7 +25,7 @@
 #define CFG_NAME 32
 #define CFG_PATH 1024
 
-enum out_format { FMT_TEXT = 0, FMT_CSV, FMT_JSON, FMT_MD };
+enum out_format { FMT_TEXT = 0, FMT_CSV, FMT_JSON, FMT_MD, FMT_COUNT };
 enum device_choice { DEV_AUTO = 0, DEV_CPU, DEV_CUDA };
 enum comm_backend { COMM_SHM = 0, COMM_NCCL, COMM_MPI, COMM_GLOO };
 enum app_mode { MODE_TRAIN = 0, MODE_BENCH_COMM, MODE_INFO, MODE_REPLAY, MODE_FOLLOW };
@@ -156,9 +156,11 @@ struct config {
     int nmicros;
     int comms[CFG_MAX_LIST]; /* --comm (enum comm_backend): a sweep's, or --bench-comm's tables */
     int ncomms;
-    int mode;   /* enum app_mode */
-    int batch;  /* --batch: no UI */
-    int format; /* enum out_format */
+    int mode;               /* enum app_mode */
+    int batch;              /* --batch: no UI */
+    int formats[FMT_COUNT]; /* --format: each goes to its own file (report_save_all) */
+    int nformats;
+    int format; /* enum out_format: the first of formats */
     char output[CFG_PATH];
     char plot[CFG_PATH];    /* --plot DIR ("" = none): the report's figures as SVG files */
     int quiet;              /* no progress line */

@@ -187,8 +187,8 @@ static void legend(FILE *f, int k, const char *colour, int box, const char *dash
 static void series_name(const struct run_result *r, char *buf, size_t n)
 {
     char mode[48];
-    snprintf(buf, n, "%s %s (%s)", r->cfg.model[0] ? r->cfg.model : "?", train_mode_label(&r->cfg, mode, sizeof(mode)),
-             scaling_name(r->scaling));
+    snprintf(buf, n, "%s %s over %s (%s)", r->cfg.model[0] ? r->cfg.model : "?",
+             train_mode_label(&r->cfg, mode, sizeof(mode)), result_comm(r), scaling_name(r->scaling));
 }
 
 /* "run 2: lenet ddp, 2 ranks x 32" */
@@ -197,8 +197,8 @@ static void run_name(const struct run_result *res, int i, char *buf, size_t n)
     const struct run_result *r = &res[i];
     char mode[48];
     int replicas = train_mode_replicas(&r->cfg, r->world);
-    snprintf(buf, n, "run %d: %s %s, %d rank%s x %d", i, r->cfg.model[0] ? r->cfg.model : "?",
-             train_mode_label(&r->cfg, mode, sizeof(mode)), r->world, r->world == 1 ? "" : "s",
+    snprintf(buf, n, "run %d: %s %s over %s, %d rank%s x %d", i, r->cfg.model[0] ? r->cfg.model : "?",
+             train_mode_label(&r->cfg, mode, sizeof(mode)), result_comm(r), r->world, r->world == 1 ? "" : "s",
              replicas > 0 ? r->global_batch / replicas : 0);
 }
 

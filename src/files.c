@@ -12,6 +12,7 @@
 #include "cost_model.h"
 #include "data.h"
 #include "figures.h"
+#include "report.h"
 #include "trace_export.h"
 #include "trace_read.h"
 
@@ -102,6 +103,15 @@ static void replay_inputs(struct files *f, const char *arg)
     }
 }
 
+/* --output's file, one per --format */
+static void report_names(struct files *f, const struct config *cfg)
+{
+    char path[CFG_PATH + 8];
+    for (int i = 0; i < (cfg->nformats > 0 ? cfg->nformats : 1); i++)
+        files_add(f, report_path(path, sizeof(path), cfg, cfg->nformats > 0 ? cfg->formats[i] : cfg->format),
+                  "--output", 1);
+}
+
 /* --plot's files for runs [from, to): the figures of every run, and each
  * run's timeline. */
 static void plot_names(struct files *f, const struct config *cfg, int from, int to)
@@ -128,11 +138,11 @@ void files_of_config(struct files *f, const struct config *cfg, int run_from, in
             for (int i = 0; i < cfg->nreplay_more; i++)
                 replay_inputs(f, cfg->replay_more[i]);
         }
-        files_add(f, cfg->output, "--output", 1);
+        report_names(f, cfg);
         plot_names(f, cfg, 0, 1);
         return;
     }
-    files_add(f, cfg->output, "--output", 1);
+    report_names(f, cfg);
     plot_names(f, cfg, run_from, run_to);
     /* bench-comm writes the cost model; training reads it */
     files_add(f, cost_model_path(path, sizeof(path)), "the cost model", cfg->mode == MODE_BENCH_COMM);

@@ -1067,7 +1067,7 @@ int follow_main(const struct config *cfg, follow_show_fn show)
     }
     follow_close(&f);
     results_speedup(&res, 1);
-    int st = report_save(cfg->output, cfg->format, &res, 1);
+    int st = report_save_all(cfg, &res, 1);
     if (cfg->plot[0] && figures_save(cfg->plot, &res, 1, cfg->quiet) != 0 && st == 0)
         st = 1;
     result_free(&res);

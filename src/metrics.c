@@ -192,6 +192,10 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
             double factor = coll_busbw_factor(sp->coll, m->world);
             rm->bus_bytes += (double)sp->size * factor;
             rm->alg_bytes += factor > 0 ? (double)sp->size : 0;
+            if (sp->step > 0) {
+                rm->bus_steady_bytes += (double)sp->size * factor;
+                rm->alg_steady_bytes += factor > 0 ? (double)sp->size : 0;
+            }
             rm->coll_ns += sp->t1_ns - sp->t0_ns;
             rm->ncoll++;
             if (sp->tag == SPAN_TAG_NEGOTIATE) {

@@ -76,6 +76,7 @@ struct rank_metrics {
     uint64_t bytes_tx, bytes_rx;
     double bus_bytes;                          /* sum over collectives of S * busbw factor */
     double alg_bytes;                          /* ... of S, over those with a busbw factor (algbw's data) */
+    double bus_steady_bytes, alg_steady_bytes; /* the same after step 0 (busbw's and algbw's step set) */
     int64_t coll_ns;                           /* time inside collectives (outer spans) */
     int64_t xfer_ns, sync_ns;                  /* per-collective: transfer (min over ranks) and sync */
     int64_t xfer_steady_ns, sync_steady_ns;    /* the same after step 0 (per step as ms/step is: the first left out) */

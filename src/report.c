@@ -217,6 +217,7 @@ static void predict(struct run_result *res, struct run *r)
     char path[1024];
     cost_model_path(path, sizeof(path));
     const char *algo = fit_algo(r);
+    snprintf(res->pred_backend, sizeof(res->pred_backend), "%s", fit_backend(r));
     double total = 0, r2 = 1.0, most = 0, err = -1;
     int used = 0, kind = 0;
     for (int k = 1; k < COLL_COUNT; k++) {
@@ -227,8 +228,10 @@ static void predict(struct run_result *res, struct run *r)
             continue;
         used = 1;
         struct cost_fit f;
-        if (cost_model_lookup(path, fit_backend(r), algo, r->world, k, &f) != 0)
+        if (cost_model_lookup(path, fit_backend(r), algo, r->world, k, &f) != 0) {
+            res->pred_missing = k;
             return;
+        }
         double t = 0; /* (each size class in its regime) */
         for (int i = 0; i < r->world; i++)
             for (int c = 0; c < COST_SIZE_CLASSES; c++)
@@ -335,9 +338,14 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         rr->xfer_step_ms = bsteps > 0 ? (double)(rm->nsteps > 1 ? rm->xfer_steady_ns : rm->xfer_ns) / 1e6 / bsteps : 0;
         rr->sync_step_ms = bsteps > 0 ? (double)(rm->nsteps > 1 ? rm->sync_steady_ns : rm->sync_ns) / 1e6 / bsteps : 0;
         rr->coll_valid = 1;
-        rr->busbw_valid = rm->xfer_ns > 0 && rm->bus_bytes > 0;
-        rr->busbw_gbps = rr->busbw_valid ? rm->bus_bytes / (double)rm->xfer_ns : 0;
-        rr->algbw_gbps = rr->busbw_valid ? rm->alg_bytes / (double)rm->xfer_ns : 0;
+        /* busbw and algbw over the steps ms/step covers, as xfer_step_ms */
+        int steady = rm->nsteps > 1;
+        double rbus = steady ? rm->bus_steady_bytes : rm->bus_bytes,
+               ralg = steady ? rm->alg_steady_bytes : rm->alg_bytes;
+        int64_t rxfer = steady ? rm->xfer_steady_ns : rm->xfer_ns;
+        rr->busbw_valid = rxfer > 0 && rbus > 0;
+        rr->busbw_gbps = rr->busbw_valid ? rbus / (double)rxfer : 0;
+        rr->algbw_gbps = rr->busbw_valid ? ralg / (double)rxfer : 0;
         rr->dropped = rm->dropped + rm->late;
         rr->dropped_valid = 1;
         res->bytes_sent += rm->bytes_tx;
@@ -351,9 +359,9 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         res->xfer_step_ms += rr->xfer_step_ms;
         res->sync_step_ms += rr->sync_step_ms;
         res->dropped += rr->dropped;
-        bus += rm->bus_bytes;
-        alg += rm->alg_bytes;
-        xfer += rm->xfer_ns;
+        bus += rbus;
+        alg += ralg;
+        xfer += rxfer;
     }
     res->bytes_sent /= (uint64_t)m->world;
     res->bytes_valid = 1;
@@ -556,8 +564,8 @@ void result_free(struct run_result *res)
 
 const char *scaling_name(int scaling)
 {
-    static const char *const names[] = {"n/a", "strong", "weak", "other"};
-    return scaling >= 0 && scaling <= SCALING_OTHER ? names[scaling] : "n/a";
+    static const char *const names[] = {"n/a", "strong", "weak", "other", "baseline"};
+    return scaling >= 0 && scaling <= SCALING_BASE ? names[scaling] : "n/a";
 }
 
 /* (the stages of a replica all work on its whole batch) */
@@ -644,7 +652,9 @@ void results_compare(struct run_result *res, int n, int baseline)
         const struct run_result *base = &res[b];
         r->speedup = r->samples_per_s_p50 / base->samples_per_s_p50;
         r->efficiency = 100.0 * r->speedup * base->world / r->world;
-        r->scaling = scaling_of(r, base);
+        r->scaling = b == i ? SCALING_BASE : scaling_of(r, base);
+        r->speedup_marked = b != i && r->desched_valid && base->desched_valid &&
+                            fabs(r->desched_pct - base->desched_pct) > RESULT_DESCHED_GAP;
     }
 }
 
@@ -762,6 +772,25 @@ static const char *fig(char *buf, size_t n, const char *fmt, double v, int valid
     return buf;
 }
 
+/* A rate to three significant figures at least (8.43, 22.1, 123, 4567):
+ * enough to work a speedup out again from the figures beside it. */
+static const char *fig3(char *buf, size_t n, double v, int valid)
+{
+    int decimals = 0;
+    for (double a = fabs(v); valid && a > 0 && a < 100 && decimals < 6; a *= 10)
+        decimals++;
+    if (valid)
+        snprintf(buf, n, "%.*f", decimals, v);
+    else
+        snprintf(buf, n, "n/a");
+    return buf;
+}
+
+const char *result_comm(const struct run_result *r)
+{
+    return r->world == 1 ? "none" : or_na(r->backend);
+}
+
 static double split_pct(int64_t part_ns, const struct breakdown *b)
 {
     return breakdown_pct(part_ns, b->wall_ns);
@@ -821,9 +850,18 @@ static const char *vs_label(char *buf, size_t n, const struct run_result *r)
 int result_efficiency_note(const struct run_result *res, int i, char *buf, size_t n)
 {
     const struct run_result *r = &res[i];
-    if (!r->speedup_valid || !(r->efficiency > 100.5) || r->base_run == i || r->base_run < 0)
+    if (!r->speedup_valid || r->base_run == i || r->base_run < 0)
         return 0;
     const struct run_result *base = &res[r->base_run];
+    if (r->speedup_marked) {
+        snprintf(buf, n,
+                 "speedup %.2fx! against run %d: its ranks waited for a core %.0f%% of the time, this run's %.0f%%; "
+                 "the machine's load differs between the two, and the speedup measures it as much as the strategy",
+                 r->speedup, r->base_run, base->desched_pct, r->desched_pct);
+        return 1;
+    }
+    if (!(r->efficiency > 100.5))
+        return 0;
     char why[256];
     int threads = r->world * r->threads_per_rank, base_threads = base->world * base->threads_per_rank;
     long few = r->steps < base->steps ? r->steps : base->steps;
@@ -919,11 +957,20 @@ static void write_prediction(FILE *f, const struct run_result *res, int n, int i
                 sp->ranks, c[0], c[1], c[2], c[3], c[4], meas, err);
     }
     for (int k = 0; k < nnoted; k++) {
-        int j = noted[k];
+        int j = noted[k], at = -1;
+        for (int q = 0; q < r->nspred; q++)
+            if (r->spred[q].ranks == res[j].world && r->spred[q].valid)
+                at = q;
+        /* sharing cores makes the measured step longer than a core per
+         * rank would: it explains a prediction below the measure, not one
+         * above it */
+        int above = at >= 0 && r->spred[at].step_ms > res[j].ms_p50;
         fprintf(f,
                 "\n*: run %d's %d ranks x %d thread%s waited for a core %.0f%% of the time: they shared this "
-                "machine's cores, which the prediction (a core per rank) does not model, so it is low there\n",
-                j, res[j].world, res[j].threads_per_rank, res[j].threads_per_rank == 1 ? "" : "s", res[j].desched_pct);
+                "machine's cores, which the prediction (a core per rank) does not model; %s\n",
+                j, res[j].world, res[j].threads_per_rank, res[j].threads_per_rank == 1 ? "" : "s", res[j].desched_pct,
+                above ? "yet the prediction is above the measured step, which the shared cores do not explain"
+                      : "so the prediction is below the measured step there");
     }
     int missing = 0;
     for (int k = 0; k < r->nspred; k++)
@@ -937,21 +984,23 @@ static void write_run_head(FILE *f, int md)
 {
     if (md)
         fprintf(f,
-                "| model | dataset | strategy | precision | ranks | batch/rank | global | steps | wall s | ms/step | "
+                "| run | model | dataset | strategy | comm | precision | ranks | batch/rank | global | steps | wall s "
+                "| ms/step | "
                 "p50 | p90 | samples/s | speedup | eff %% | vs | compute %% | comm %% | coll %% | data %% | idle %% | "
                 "overlap %% | desched %% | sent/rank | busbw GB/s | algbw GB/s | xfer ms/step | sync ms/step | "
-                "pred ms/step | compute s/epoch | comm s/epoch | lr | train loss | train acc %% | test acc %% | "
+                "pred ms/step | compute s/epoch | comm s/epoch | peak lr | train loss | train acc %% | test acc %% | "
                 "loss < thr |\n"
-                "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+                "|---:|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|--"
+                "-:|---:|"
                 "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     else
         fprintf(f,
-                "%-13s %-14s %-17s %-4s %5s %6s %6s %6s %8s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s %6s %6s %8s "
-                "%8s %10s %7s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %s\n",
-                "model", "dataset", "strategy", "prec", "ranks", "b/rank", "global", "steps", "wall s", "ms/step",
-                "p50", "p90", "samples/s", "speedup", "eff%", "vs", "compute%", "comm%", "coll%", "data%", "idle%",
-                "overlap%", "desched%", "sent/rank", "busbw", "algbw", "xfer/step", "sync/step", "pred/step",
-                "comp s/ep", "comm s/ep", "lr", "loss", "train%", "test%", "loss<thr");
+                "%3s %-13s %-14s %-17s %-9s %-4s %5s %6s %6s %6s %8s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s %6s "
+                "%6s %8s %8s %10s %7s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %s\n",
+                "run", "model", "dataset", "strategy", "comm", "prec", "ranks", "b/rank", "global", "steps", "wall s",
+                "ms/step", "p50", "p90", "samples/s", "speedup", "eff%", "vs", "compute%", "comm%", "coll%", "data%",
+                "idle%", "overlap%", "desched%", "sent/rank", "busbw", "algbw", "xfer/step", "sync/step", "pred/step",
+                "comp s/ep", "comm s/ep", "peak lr", "loss", "train%", "test%", "loss<thr");
 }
 
 /* Run i's row of the top table; kind: the table's kind of scaling, which
@@ -968,12 +1017,12 @@ static void write_run_row(FILE *f, const struct run_result *res, int i, int md, 
     fig(ms[0], sizeof(ms[0]), "%.3f", r->ms_mean, r->ms_valid);
     fig(ms[1], sizeof(ms[1]), "%.3f", r->ms_p50, r->ms_valid);
     fig(ms[2], sizeof(ms[2]), "%.3f", r->ms_p90, r->ms_valid);
-    fig(sps, sizeof(sps), "%.0f", r->samples_per_s, r->samples_valid);
+    fig3(sps, sizeof(sps), r->samples_per_s, r->samples_valid);
     fig(pr, sizeof(pr), "%.3f", per_step(r->pred_ms, r->steps), r->pred_valid);
-    fig(sp, sizeof(sp), "%.2fx", r->speedup, r->speedup_valid);
+    fig(sp, sizeof(sp), r->speedup_marked ? "%.2fx!" : "%.2fx", r->speedup, r->speedup_valid);
     fig(eff, sizeof(eff), "%.0f", r->efficiency, r->speedup_valid);
     if (r->speedup_valid && r->base_run == i && kind != SCALING_NONE)
-        snprintf(vs, sizeof(vs), "r%d %s", i, scaling_name(kind));
+        snprintf(vs, sizeof(vs), "r%d base", i);
     else
         vs_label(vs, sizeof(vs), r);
     fig(bw, sizeof(bw), "%.2f", r->busbw_gbps, r->busbw_valid);
@@ -986,19 +1035,21 @@ static void write_run_row(FILE *f, const struct run_result *res, int i, int md, 
     fig(sy, sizeof(sy), "%.3f", r->sync_step_ms, r->coll_valid);
     fig(ce, sizeof(ce), "%.3f", r->compute_s_epoch, r->epoch_valid);
     fig(me, sizeof(me), "%.3f", r->comm_s_epoch, r->epoch_valid && r->coll_valid);
-    fig(lr, sizeof(lr), "%.4g", r->lr, r->lr_valid);
+    fig(lr, sizeof(lr), "%.4g", r->lr_peak, r->lr_peak_valid);
     fig(tl, sizeof(tl), "%.4f", r->train_loss, r->train_valid);
     fig(ta, sizeof(ta), "%.2f", r->train_acc, r->train_valid);
     fig(te, sizeof(te), "%.2f", r->test_acc, r->test_valid);
     threshold_str(thr, sizeof(thr), r);
-    fprintf(f,
-            md ? "| %s | %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f | "
-                 "%.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
-               : "%-13s %-14s %-17s %-4s %5d %6s %6s %6ld %8s %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f %6.1f "
-                 "%6.1f %6.1f %8.1f %8s %10s %7s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %s\n",
-            or_na(r->cfg.model), or_na(r->dataset), strat_label(r), or_na(prec_name(r)), r->world, lb, gb, r->steps, ws,
-            ms[0], ms[1], ms[2], sps, sp, eff, vs, r->compute_pct, r->comm_pct, r->coll_pct, r->data_pct, r->idle_pct,
-            r->overlap_pct, ds, bytes, bw, ab, xf, sy, pr, ce, me, lr, tl, ta, te, thr);
+    fprintf(
+        f,
+        md ? "| %d | %s | %s | %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f "
+             "| "
+             "%.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
+           : "%3d %-13s %-14s %-17s %-9s %-4s %5d %6s %6s %6ld %8s %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f %6.1f "
+             "%6.1f %6.1f %8.1f %8s %10s %7s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %s\n",
+        i, or_na(r->cfg.model), or_na(r->dataset), strat_label(r), result_comm(r), or_na(prec_name(r)), r->world, lb,
+        gb, r->steps, ws, ms[0], ms[1], ms[2], sps, sp, eff, vs, r->compute_pct, r->comm_pct, r->coll_pct, r->data_pct,
+        r->idle_pct, r->overlap_pct, ds, bytes, bw, ab, xf, sy, pr, ce, me, lr, tl, ta, te, thr);
 }
 
 /* The runs, one table per kind of scaling: a speedup against the same
@@ -1102,7 +1153,7 @@ static void write_rank_table(FILE *f, const struct run_result *res, int n, int m
             fig(ms[0], sizeof(ms[0]), "%.3f", q->ms_mean, q->ms_valid);
             fig(ms[1], sizeof(ms[1]), "%.3f", q->ms_p50, q->ms_valid);
             fig(ms[2], sizeof(ms[2]), "%.3f", q->ms_p90, q->ms_valid);
-            fig(sps, sizeof(sps), "%.0f", q->samples_per_s, q->samples_valid);
+            fig3(sps, sizeof(sps), q->samples_per_s, q->samples_valid);
             fig(xf, sizeof(xf), "%.3f", q->xfer_step_ms, q->coll_valid);
             fig(sy, sizeof(sy), "%.3f", q->sync_step_ms, q->coll_valid);
             if (q->mem_valid)
@@ -1129,14 +1180,18 @@ static void write_legend(FILE *f)
                "strong = the same global batch, weak = the same per-rank batch; eff = speedup / (ranks / its ranks).\n"
                "wall s: the run from start to end (set-up, training, evaluation). comm%%: exposed communication\n"
                "(moving bytes, not hidden by compute); coll%%: the whole time in collectives, waiting for peers\n"
-               "included (that wait is idle%% in the split); desched%%: ready to run but waiting for a core (the\n"
+               "included (that wait is idle%% in the split, but comm%% over gloo and MPI, which cannot tell it from\n"
+               "the transfer: compare backends by coll%%); desched%%: ready to run but waiting for a core (the\n"
                "machine's doing, not a peer's; beside the split). A run's shares are its ranks' summed times over\n"
                "their summed wall. busbw: GB/s as nccl-tests gives it (each collective's data x its factor, over the\n"
                "transfer time); algbw: the data over the same time. xfer, sync and pred: ms per step per rank.\n"
                "comp s/ep, comm s/ep: compute and the time in collectives (coll) per step, times the steps of an\n"
                "epoch, in seconds (a run's: the mean of its ranks'). mem peak: the most device memory the rank held\n"
                "(its model's weights, gradients and activations, its optimizer's state, its batch and communication\n"
-               "buffers).\n\n");
+               "buffers). comm: the communicator the run's collectives went over (none: a 1-rank run, the\n"
+               "baseline of every backend's rows). peak lr: the learning rate at its peak (--scale-lr's scaled\n"
+               "rate, after warm-up; the JSON's lr is the last step's). samples/s: three significant figures at\n"
+               "least. busbw and algbw cover the same steps as xfer/step.\n\n");
 }
 
 /* Each run's model: its parameters and forward FLOPs. */
@@ -1171,6 +1226,17 @@ static void write_run_remarks(FILE *f, const struct run_result *res, int i)
                 "\nrun %d: noisy steps (p90/p50 = %.1f): ms/step, the mean, is not a steady figure; samples/s "
                 "and speedup use the median, and --repeat N shows the spread\n",
                 i, r->ms_p90 / r->ms_p50);
+    /* --steps cut the run before --epochs ran out */
+    if (r->cfg.epochs > 1 && r->cfg.steps > 0 && r->steps >= r->cfg.steps && r->epoch_valid &&
+        r->steps_per_epoch > 0 && !r->replay.valid && r->steps < r->cfg.epochs * r->steps_per_epoch)
+        fprintf(f, "\nrun %d: --steps %ld ended it in epoch %ld of --epochs %d (%ld steps an epoch)\n", i, r->cfg.steps,
+                (r->steps - 1) / r->steps_per_epoch + 1, r->cfg.epochs, r->steps_per_epoch);
+    if (r->world > 1 && r->coll_valid && (!strncmp(r->backend, "gloo", 4) || !strncmp(r->backend, "mpi", 3)))
+        fprintf(f,
+                "\nrun %d: over %s a collective's wait for its peers cannot be told from its transfer: comm%% "
+                "holds both (%.1f%% here, coll%% %.1f%%) and idle%% none of it; set it beside another backend's "
+                "rows by coll%%\n",
+                i, strncmp(r->backend, "gloo", 4) ? "MPI" : "gloo", r->comm_pct, r->coll_pct);
     char why[400];
     if (result_efficiency_note(res, i, why, sizeof(why)))
         fprintf(f, "\nrun %d: %s\n", i, why);
@@ -1189,11 +1255,24 @@ static void write_run_remarks(FILE *f, const struct run_result *res, int i)
                 "%g%s may be too high for %s (--lr)\n",
                 i, r->train_loss, log((double)r->classes), r->classes, r->lr_peak_valid ? r->lr_peak : r->cfg.lr,
                 r->cfg.scale_lr ? " (--scale-lr's)" : "", r->cfg.model);
-    if (r->pred_valid == 0 && r->coll_valid && r->xfer_ms > 0 && !r->replay.valid)
-        fprintf(f,
-                "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "
-                "the same --ranks and --algo)\n",
-                i);
+    if (r->pred_valid == 0 && r->coll_valid && r->xfer_ms > 0 && !r->replay.valid) {
+        /* (the command that makes the missing fit: the fits are keyed by
+         * backend, algorithm, ranks and collective) */
+        char comm[32] = "";
+        if (strcmp(r->pred_backend, "shm") != 0 && strcmp(r->pred_backend, "gpu") != 0 && r->pred_backend[0])
+            snprintf(comm, sizeof(comm), " --comm %s", r->pred_backend);
+        if (r->pred_missing > 0)
+            fprintf(f,
+                    "\nrun %d: pred/step is n/a: its %s has no alpha-beta fit on %d ranks (ddptop --bench-comm "
+                    "--collective %s --ranks %d%s --algo %s makes it)\n",
+                    i, coll_name(r->pred_missing), r->world, coll_name(r->pred_missing), r->world, comm,
+                    config_algo_name(r->cfg.algo));
+        else
+            fprintf(f,
+                    "\nrun %d: pred/step is n/a: no alpha-beta fit for its collectives (run --bench-comm with "
+                    "the same --ranks and --algo)\n",
+                    i);
+    }
     if (r->cfg.warmup_steps > 0 && r->steps > 0 && r->steps < r->cfg.warmup_steps && !r->replay.valid)
         fprintf(f,
                 "\nrun %d ended inside its learning-rate warm-up (%ld of --warmup-steps %d): its rate never "
@@ -1249,8 +1328,10 @@ static void write_stage_table(FILE *f, const struct run_result *r, int i, int md
 /* Run i's remarks on what it recorded and how it ended: horovod's
  * negotiation, a cut trace, CUPTI, lost spans, the replica check, an
  * interruption, and why --predict predicted nothing. */
-static void write_run_records(FILE *f, const struct run_result *r, int i)
+static void write_run_records(FILE *f, const struct run_result *r, int i, int n)
 {
+    if (n > 1 && r->trace_file[0]) /* (a sweep's runs each write their own) */
+        fprintf(f, "\nrun %d: its trace is %s\n", i, r->trace_file);
     if (r->negotiate_valid)
         fprintf(f,
                 "\nrun %d: horovod's negotiation (which gradients every rank has ready) took %.3f ms per step per "
@@ -1305,7 +1386,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         write_run_remarks(f, res, i);
         if (r->nstages > 0)
             write_stage_table(f, r, i, md);
-        write_run_records(f, r, i);
+        write_run_records(f, r, i, n);
         if (r->nspred > 0)
             write_prediction(f, res, n, i, md);
     }
@@ -1460,6 +1541,8 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_num(o, "efficiency_pct", r->efficiency, r->speedup_valid);
     add_num(o, "speedup_baseline_run", r->base_run, r->speedup_valid);
     add_str(o, "scaling", r->speedup_valid ? scaling_name(r->scaling) : NULL);
+    cJSON_AddBoolToObject(o, "speedup_marked", r->speedup_marked);
+    add_str(o, "trace_file", r->trace_file);
     add_num(o, "repeats", r->repeats > 1 ? r->repeats : 1, 1);
     add_num(o, "repeat_samples_per_s_min", r->repeat_sps_min, r->repeats > 1);
     add_num(o, "repeat_samples_per_s_max", r->repeat_sps_max, r->repeats > 1);
@@ -1595,7 +1678,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
         "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
         "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision,"
         "mem_peak_bytes,algbw_gbps,compute_ms_per_step,steps_per_epoch,compute_s_per_epoch,comm_s_per_epoch,wall_s,"
-        "lr_base,lr_peak\n");
+        "lr_base,lr_peak,backend,speedup_marked\n");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -1660,6 +1743,8 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, r->wall_s, !q && r->wall_valid, "%.3f");
             csv_num(f, r->lr_base, !q && r->lr_peak_valid, "%.6g");
             csv_num(f, r->lr_peak, !q && r->lr_peak_valid, "%.6g");
+            csv_str(f, result_comm(r));
+            csv_num(f, r->speedup_marked, !q && r->speedup_valid, "%.0f");
             fputc('\n', f);
         }
     }
@@ -1713,4 +1798,26 @@ int report_save(const char *path, int format, const struct run_result *res, int 
     }
     free(text);
     return ok ? 0 : 1;
+}
+
+const char *report_path(char *buf, size_t n, const struct config *cfg, int format)
+{
+    static const char *const ext[FMT_COUNT] = {
+        [FMT_TEXT] = "txt", [FMT_CSV] = "csv", [FMT_JSON] = "json", [FMT_MD] = "md"};
+    if (cfg->nformats > 1 && cfg->output[0] && format >= 0 && format < FMT_COUNT)
+        snprintf(buf, n, "%s.%s", cfg->output, ext[format]);
+    else
+        snprintf(buf, n, "%s", cfg->output);
+    return buf;
+}
+
+int report_save_all(const struct config *cfg, const struct run_result *res, int n)
+{
+    int status = 0, count = cfg->nformats > 0 ? cfg->nformats : 1;
+    for (int i = 0; i < count; i++) {
+        int format = cfg->nformats > 0 ? cfg->formats[i] : cfg->format;
+        char path[CFG_PATH + 8];
+        status |= report_save(report_path(path, sizeof(path), cfg, format), format, res, n);
+    }
+    return status;
 }

@@ -18,6 +18,7 @@
 struct run;
 
 #define RESULT_LOSS_POINTS 200
+#define RESULT_DESCHED_GAP 5.0 /* points of desched% (result speedup_marked) */
 #define RESULT_TIMELINE_SPANS 1024
 
 struct rank_result {
@@ -100,7 +101,11 @@ struct run_result {
     double speedup, efficiency;
     int speedup_valid;
     int base_run;
-    int scaling;              /* enum scaling_kind */
+    int scaling; /* enum scaling_kind */
+    /* the speedup is marked (!) when this run and its baseline waited for
+     * cores by more than RESULT_DESCHED_GAP points apart: the machine's
+     * load then differs between the two as much as the strategy does */
+    int speedup_marked;
     double samples_per_s_p50; /* samples_per_s as results_compare works it out from ms_p50 (0: unknown) */
     /* --repeat: the runs of this configuration; this result is the median one */
     int repeats;
@@ -141,6 +146,10 @@ struct run_result {
     int pred_valid;
     double pred_r2; /* the fit of the collective that takes most of the predicted time */
     int pred_kind;  /* ... that collective (enum coll_kind) */
+    /* no prediction: the first collective the run used that has no fit
+     * (enum coll_kind; 0: none missing), and the fits' backend key */
+    int pred_missing;
+    char pred_backend[16];
     /* ... its largest relative error at a size it measured (< 0: not known) */
     double pred_err;
     /* --predict (a 1-rank run): the step at more ranks (src/predict.h) */
@@ -196,6 +205,10 @@ struct run_result {
     int state;                 /* enum run_state; -1: unknown */
     char error[320];
     struct replay_source replay;
+    /* --trace: the file this run's trace went to (a sweep's runs after the
+     * first each have their own: t.run1.json ...; with --trace-split, rank
+     * 0's), or "" */
+    char trace_file[CFG_PATH + 64];
     int nranks;
     struct rank_result *ranks;
 };
@@ -226,8 +239,13 @@ void result_breakdowns(struct run_result *res);
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);
 void result_free(struct run_result *res);
-enum scaling_kind { SCALING_NONE = 0, SCALING_STRONG, SCALING_WEAK, SCALING_OTHER };
+/* SCALING_BASE: the run is its own baseline (a 1-rank run), in every
+ * output alike */
+enum scaling_kind { SCALING_NONE = 0, SCALING_STRONG, SCALING_WEAK, SCALING_OTHER, SCALING_BASE };
 const char *scaling_name(int scaling);
+/* The communicator a run's collectives went over ("none" for a 1-rank
+ * run), as every table row and plot series names it. */
+const char *result_comm(const struct run_result *r);
 
 /* Fills every result's speedup, efficiency, base run and scaling, against
  * the run `baseline` picks (enum baseline_kind, or a run's index; see
@@ -259,6 +277,13 @@ void result_stages(struct run_result *res, int world, const int *first, const in
 void result_staged_sends(struct run_result *res);
 
 int report_write(FILE *f, int format, const struct run_result *res, int n);
+/* Where --output puts the report in `format`: the file itself for one
+ * format, else the file with the format's extension added ("r" ->
+ * "r.json"). "" for standard output. */
+const char *report_path(char *buf, size_t n, const struct config *cfg, int format);
+/* The report in each of --format's formats, where report_path says.
+ * 0, or 1 when some could not be written (each said in one line). */
+int report_save_all(const struct config *cfg, const struct run_result *res, int n);
 /* The report where --output says (path; "" or NULL: standard output). A
  * file that cannot take it gets one line with the reason and the report goes
  * to standard output instead: nothing measured is lost. 0, or 1 when the

@@ -12,6 +12,7 @@
 #include "history.h"
 #include "procs.h"
 #include "stop.h"
+#include "trace_export.h"
 #include "tracing.h"
 
 static void tell(struct session *s, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -101,8 +102,14 @@ static int keep_result(struct session *s)
         s->results = p;
         s->cap_results = nc;
     }
-    if (result_from_run(&s->results[s->nresults], s->run) != 0)
+    struct run_result *res = &s->results[s->nresults];
+    if (result_from_run(res, s->run) != 0)
         return -1;
+    res->trace_file[0] = 0;
+    if (s->cfg->trace[0] && !s->worker &&
+        trace_export_path(s->cfg->trace, s->nresults, s->cfg->trace_split ? 0 : -1, res->trace_file,
+                          sizeof(res->trace_file)) != 0)
+        res->trace_file[0] = 0;
     s->nresults++;
     return 0;
 }

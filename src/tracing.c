@@ -589,12 +589,17 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
         rm->sync_ns = tr->sync_ns;
         rm->xfer_steady_ns = tr->xfer_steady_ns;
         rm->sync_steady_ns = tr->sync_steady_ns;
-        rm->bus_bytes = rm->alg_bytes = 0;
+        rm->bus_bytes = rm->alg_bytes = rm->bus_steady_bytes = rm->alg_steady_bytes = 0;
         for (size_t k = 0; k < tr->nspans; k++)
             if (tr->spans[k].cat == CAT_COMM && tr->spans[k].outer) {
-                double factor = coll_busbw_factor(tr->spans[k].coll, d->world);
-                rm->bus_bytes += (double)tr->spans[k].size * factor;
-                rm->alg_bytes += factor > 0 ? (double)tr->spans[k].size : 0;
+                const struct span *sp = &tr->spans[k];
+                double factor = coll_busbw_factor(sp->coll, d->world);
+                rm->bus_bytes += (double)sp->size * factor;
+                rm->alg_bytes += factor > 0 ? (double)sp->size : 0;
+                if (sp->step > 0) {
+                    rm->bus_steady_bytes += (double)sp->size * factor;
+                    rm->alg_steady_bytes += factor > 0 ? (double)sp->size : 0;
+                }
             }
     }
     struct run_result *res = &rp->res;
@@ -909,7 +914,7 @@ int replay_main(const struct config *cfg, replay_show_fn show)
         return shown;
     }
     results_speedup(&rp.res, 1);
-    int status = report_save(cfg->output, cfg->format, &rp.res, 1);
+    int status = report_save_all(cfg, &rp.res, 1);
     if (cfg->plot[0] && figures_save(cfg->plot, &rp.res, 1, cfg->quiet) != 0 && status == 0)
         status = 1;
     replay_free(&rp);

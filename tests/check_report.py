@@ -24,7 +24,8 @@ From the trace (every span and step record of every rank, to the ns):
   - busbw: the sum over collectives of size x the README's busbw factor
     (allreduce 2(n-1)/n; reduce-scatter, allgather, gather, scatter
     (n-1)/n; broadcast, reduce 1; send/recv none) over the sum of their
-    transfer times;
+    transfer times, both over the steps but the first (as every per-step
+    figure);
   - the run's row: per step the slowest rank's time (mean, p50, p90), the
     global batch over its p50, the ranks' splits summed, the means of their coll
     ms, desched% (all ranks' descheduled time over all their walls), bytes, transfer and sync, busbw over all ranks' bytes and
@@ -219,10 +220,12 @@ class Rank:
         neg = [(s, t1 - t0) for s, a, t0, t1 in self.colls if a.get("negotiate")]
         self.nneg = len(neg)
         self.neg_steady_ns = sum(d for s, d in neg if s > 0 or not first)
-        self.bus = sum(a["size"] * FACTOR[a["collective"]](world) for _, a, _, _ in self.colls
-                       if a["collective"] in FACTOR)
+        # busbw's and algbw's data over the steps the per-step figures cover
+        # (with their transfer time, xfer_steady_ns)
+        self.bus = sum(a["size"] * FACTOR[a["collective"]](world) for s, a, _, _ in self.colls
+                       if a["collective"] in FACTOR and (s > 0 or not first))
         # algbw's data: each collective's size, as it is (no factor)
-        self.alg = sum(a["size"] for _, a, _, _ in self.colls if a["collective"] in FACTOR)
+        self.alg = sum(a["size"] for s, a, _, _ in self.colls if a["collective"] in FACTOR and (s > 0 or not first))
 
 
 def check_rank(q, rk, batch, staged, spe):
@@ -267,9 +270,10 @@ def check_rank(q, rk, batch, staged, spe):
         near(who + " sync_ms_total", q["sync_ms_total"], rk.sync_ns / 1e6)
         near(who + " transfer_ms_per_step", q["transfer_ms_per_step"], rk.xfer_steady_ns / 1e6 / rk.nsteady)
         near(who + " sync_ms_per_step", q["sync_ms_per_step"], rk.sync_steady_ns / 1e6 / rk.nsteady)
-    if q["busbw_gbps"] is not None or (rk.xfer_ns > 0 and rk.bus > 0):
-        near(who + " busbw_gbps", q["busbw_gbps"], rk.bus / rk.xfer_ns if rk.xfer_ns > 0 else None, rel=1e-9)
-        near(who + " algbw_gbps", q["algbw_gbps"], rk.alg / rk.xfer_ns if rk.xfer_ns > 0 else None, rel=1e-9)
+    if q["busbw_gbps"] is not None or (rk.xfer_steady_ns > 0 and rk.bus > 0):
+        xf = rk.xfer_steady_ns
+        near(who + " busbw_gbps", q["busbw_gbps"], rk.bus / xf if xf > 0 else None, rel=1e-9)
+        near(who + " algbw_gbps", q["algbw_gbps"], rk.alg / xf if xf > 0 else None, rel=1e-9)
     if rk.nneg or q.get("negotiate_ms_per_step") is not None:
         near(who + " negotiate_ms_per_step", q["negotiate_ms_per_step"],
              rk.neg_steady_ns / 1e6 / rk.nsteady if rk.nneg else None)
@@ -315,7 +319,7 @@ def check_run(r, ranks, rows, batch):
              sum(rk.xfer_steady_ns / 1e6 / rk.nsteady for rk in ranks) / n)
         near(who + " sync_ms_per_step", r["sync_ms_per_step"],
              sum(rk.sync_steady_ns / 1e6 / rk.nsteady for rk in ranks) / n)
-    bus, xfer = sum(rk.bus for rk in ranks), sum(rk.xfer_ns for rk in ranks)
+    bus, xfer = sum(rk.bus for rk in ranks), sum(rk.xfer_steady_ns for rk in ranks)
     if not staged and (r["busbw_gbps"] is not None or (bus > 0 and xfer > 0)):
         near(who + " busbw_gbps", r["busbw_gbps"], bus / xfer if xfer > 0 else None)
         near(who + " algbw_gbps", r["algbw_gbps"], sum(rk.alg for rk in ranks) / xfer if xfer > 0 else None)

@@ -126,7 +126,7 @@ steps = max(sum(c["steps"] for c in oracle.values() if c["rank"] == r) for r in 
 whole = json.load(open(sys.argv[3])).values()
 wall = sum(r["wall"] for r in whole)
 want = [100.0 * sum(r[k] for r in whole) / wall for k in ("compute", "comm", "idle")]
-m = re.search(r"> 0 +n/a +2 +n/a +([0-9]+) +\S+ +n/a +n/a +n/a +([0-9.]+) +([0-9.]+) +([0-9.]+) ", screen)
+m = re.search(r"> 0 +n/a +2 +n/a +([0-9]+) +\S+ +n/a +n/a +n/a +n/a +([0-9.]+) +([0-9.]+) +([0-9.]+) ", screen)
 print("runs row %s, the oracle's: steps %d, compute/comm/idle %.2f %.2f %.2f" %
       (m.groups() if m else "none", steps, *want))
 bad |= not m or int(m.group(1)) != steps or any(abs(float(m.group(2 + i)) - want[i]) > 0.051 for i in range(3))

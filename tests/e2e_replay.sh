@@ -155,7 +155,7 @@ if wait_for 'REPLAY' 15; then pass "gloo: the UI opens"; else fail "gloo: the UI
 if wait_for 'ranks +2 \(1 traced\)' 5; then pass "gloo: 2 ranks, 1 traced"; else fail "gloo: the header's ranks"; fi
 if wait_for 'samples/s n/a +ms/step 0\.10' 5; then pass "gloo: the header's ms/step, samples/s n/a"; else fail "gloo: the header's rate"; fi
 if wait_for '│ +1 cpu +0\.10 +n/a ' 5; then pass "gloo: the rank table names rank 1, 0.10 ms"; else fail "gloo: the rank row"; fi
-if wait_for '> 0 +n/a +2 +n/a +2 +0\.10 +n/a +n/a +n/a +57\.0 +30\.0 +13\.0 ' 5; then
+if wait_for '> 0 +n/a +2 +n/a +2 +0\.10 +n/a +n/a +n/a +n/a +57\.0 +30\.0 +13\.0 ' 5; then
     pass "gloo: the runs pane: batch n/a, 2 steps, 0.10 ms, 57.0/30.0/13.0 as the report"
 else
     fail "gloo: the runs pane's row"

@@ -319,7 +319,7 @@ else
     fail "q did not exit"
 fi
 # the report of both runs is printed after the UI leaves
-wait_for_all '^lenet +synthetic +allreduce' 5 && pass "the runs' report is printed on exit" || fail "no report after exit"
+wait_for_all '^ *[0-9]+ lenet +synthetic +allreduce' 5 && pass "the runs' report is printed on exit" || fail "no report after exit"
 check_shell main
 
 # ---- 2. with an alpha-beta model, a prediction; Ctrl-C restores the terminal ---

@@ -31,6 +31,7 @@
 #include "half.h"
 #include "mode.h"
 #include "pipeline.h"
+#include "report.h"
 #include "strategy.h"
 
 static const char *bin(void)
@@ -88,6 +89,12 @@ static double num(const cJSON *o, const char *k)
     if (!cJSON_IsNumber(v))
         fail_msg("%s is not a number", k);
     return v->valuedouble;
+}
+
+/* The bytes a run (or rank) sent in one step, each step sending the same. */
+static double bytes_per_step(const cJSON *o)
+{
+    return num(o, "bytes_sent") / num(o, "steps");
 }
 
 /* The run's (or rank's) transfer or sync time in ms, summed over its steps:
@@ -194,18 +201,20 @@ static void test_json_schema_and_sweep(void **state)
     assert_true(num(r1, "bytes_sent") == 0);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(r1, "busbw_gbps"))); /* one rank moves nothing: n/a, not 0 */
     /* busbw: 2 ranks, ring allreduce, busbw factor 2(n-1)/n = 1, and each
-     * rank sends S per call: bytes over transfer time (bytes/ns = GB/s) */
-    double bw = num(r2, "bytes_sent") / (total_ms(r2, "transfer") * 1e6);
+     * rank sends S per call, the same every step: a step's bytes over a
+     * step's transfer time (bytes/ns = GB/s), over the steps but the
+     * first, as every per-step figure */
+    double bw = bytes_per_step(r2) / (num(r2, "transfer_ms_per_step") * 1e6);
     if (!close_rel(num(r2, "busbw_gbps"), bw, 1e-6))
-        fail_msg("busbw %g GB/s, but %g bytes over %g ms is %g", num(r2, "busbw_gbps"), num(r2, "bytes_sent"),
-                 total_ms(r2, "transfer"), bw);
+        fail_msg("busbw %g GB/s, but %g bytes a step over %g ms is %g", num(r2, "busbw_gbps"), bytes_per_step(r2),
+                 num(r2, "transfer_ms_per_step"), bw);
     for (int i = 0; i < 3; i++) {
         cJSON *q = cJSON_GetArrayItem(per, i);
         for (size_t f = 0; f < sizeof(rank_fields) / sizeof(rank_fields[0]); f++)
             if (!cJSON_HasObjectItem(q, rank_fields[f]))
                 fail_msg("per_rank[%d] lacks %s", i, rank_fields[f]);
         if ((int)num(q, "run") == 1 &&
-            !close_rel(num(q, "busbw_gbps"), num(q, "bytes_sent") / (total_ms(q, "transfer") * 1e6), 1e-6))
+            !close_rel(num(q, "busbw_gbps"), bytes_per_step(q) / (num(q, "transfer_ms_per_step") * 1e6), 1e-6))
             fail_msg("per_rank[%d]: busbw %g GB/s is not bytes over transfer time", i, num(q, "busbw_gbps"));
     }
     check_transfer_sync(per, 1, 2);
@@ -504,6 +513,127 @@ static void test_train_mode_label(void **state)
     assert_string_equal(train_mode_label(&c, b, sizeof(b)), "pipe-gpipe/4,dp2");
 }
 
+/* samples/s to three significant figures: a slow model's 8.02 and 9.94
+ * samples/s (16 images in 1995 and 1610 ms, worked out by hand) give back
+ * the 1.24x printed beside them, where 8 and 10 would not. */
+static void test_slow_rates_shown(void **state)
+{
+    (void)state;
+    struct run_result res[2];
+    memset(res, 0, sizeof(res));
+    const double p50[2] = {1995.0, 1610.0};
+    for (int i = 0; i < 2; i++) {
+        struct run_result *r = &res[i];
+        snprintf(r->cfg.model, sizeof(r->cfg.model), "vgg11");
+        r->cfg.strategy = i ? STRAT_DDP : STRAT_SINGLE;
+        r->world = i + 1;
+        r->global_batch = 16;
+        r->batch_valid = r->ms_valid = r->samples_valid = 1;
+        r->ms_mean = r->ms_p50 = r->ms_p90 = p50[i];
+        r->samples_per_s = 16 / (p50[i] / 1e3);
+        r->steps = 4;
+        r->state = -1;
+        r->base_run = -1;
+        snprintf(r->backend, sizeof(r->backend), "shm/ring");
+    }
+    results_compare(res, 2, BASELINE_AUTO);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(report_write(f, FMT_MD, res, 2), 0);
+    assert_int_equal(fclose(f), 0);
+    if (!strstr(text, "| 8.02 | 1.00x |") || !strstr(text, "| 9.94 | 1.24x |"))
+        fail_msg("slow rates not to three figures:\n%s", text);
+    free(text);
+}
+
+/* --predict's footnote on a measured run whose ranks shared cores: that
+ * makes the measured step longer, so it explains a prediction below the
+ * measure and says so; above it (30 ms predicted, 10 measured: +200%), it
+ * says the shared cores do not explain it. */
+static void test_prediction_footnote_direction(void **state)
+{
+    (void)state;
+    for (int above = 0; above < 2; above++) {
+        struct run_result res[2];
+        memset(res, 0, sizeof(res));
+        for (int i = 0; i < 2; i++) {
+            struct run_result *r = &res[i];
+            snprintf(r->cfg.model, sizeof(r->cfg.model), "mlp");
+            snprintf(r->dataset, sizeof(r->dataset), "synthetic");
+            r->cfg.strategy = STRAT_DDP;
+            r->cfg.batch_size = 16;
+            r->world = i + 1;
+            r->global_batch = 16 * (i + 1);
+            r->ms_valid = r->batch_valid = r->samples_valid = 1;
+            r->ms_mean = r->ms_p50 = r->ms_p90 = 10.0;
+            r->samples_per_s = r->global_batch / 0.010;
+            r->threads_per_rank = 1;
+            r->state = -1;
+        }
+        res[1].desched_valid = 1;
+        res[1].desched_pct = 40.0;
+        res[0].nspred = 1;
+        res[0].spred[0] = (struct scaling_pred){.ranks = 2, .valid = 1, .step_ms = above ? 30.0 : 5.0};
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_non_null(f);
+        assert_int_equal(report_write(f, FMT_TEXT, res, 2), 0);
+        assert_int_equal(fclose(f), 0);
+        const char *want = above ? "+200.0%*" : "-50.0%*";
+        const char *why = above ? "yet the prediction is above the measured step, which the shared cores do not explain"
+                                : "so the prediction is below the measured step there";
+        if (!strstr(text, want) || !strstr(text, why))
+            fail_msg("want %s and '%s' in:\n%s", want, why, text);
+        free(text);
+    }
+}
+
+/* A speedup against a baseline that waited for cores far longer (65% of
+ * its time against 22%) carries a mark and a note, whatever its
+ * efficiency: 233 ms against 100 ms on the same 16 images is 2.33x. Two
+ * points apart (24% against 22%) it carries neither. */
+static void test_speedup_marked_by_desched(void **state)
+{
+    (void)state;
+    for (int far = 0; far < 2; far++) {
+        struct run_result res[2];
+        memset(res, 0, sizeof(res));
+        const double p50[2] = {233.0, 100.0}, desched[2] = {far ? 65.0 : 24.0, 22.0};
+        for (int i = 0; i < 2; i++) {
+            struct run_result *r = &res[i];
+            snprintf(r->cfg.model, sizeof(r->cfg.model), "vgg11");
+            r->cfg.strategy = i ? STRAT_DDP : STRAT_SINGLE;
+            r->world = i + 1;
+            r->global_batch = 16;
+            r->batch_valid = r->ms_valid = r->samples_valid = 1;
+            r->ms_mean = r->ms_p50 = r->ms_p90 = p50[i];
+            r->samples_per_s = 16 / (p50[i] / 1e3);
+            r->steps = 40;
+            r->state = -1;
+            r->desched_valid = 1;
+            r->desched_pct = desched[i];
+            r->threads_per_rank = 1;
+        }
+        results_compare(res, 2, BASELINE_AUTO);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_non_null(f);
+        assert_int_equal(report_write(f, FMT_MD, res, 2), 0);
+        assert_int_equal(fclose(f), 0);
+        const char *note = "run 1: speedup 2.33x! against run 0: its ranks waited for a core 65% of the time, "
+                           "this run's 22%";
+        if (far && (!strstr(text, "| 2.33x! |") || !strstr(text, note)))
+            fail_msg("no mark or note for 65%% against 22%%:\n%s", text);
+        if (!far && (strstr(text, "2.33x!") || !strstr(text, "| 2.33x |")))
+            fail_msg("a mark for 24%% against 22%%:\n%s", text);
+        free(text);
+    }
+}
+
 static void test_loss_threshold(void **state)
 {
     cJSON *root = run_json("--batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 300 --loss-threshold 1.0 "
@@ -544,6 +674,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_straggler_sync),
         cmocka_unit_test(test_loss_threshold),
         cmocka_unit_test(test_train_mode_label),
+        cmocka_unit_test(test_slow_rates_shown),
+        cmocka_unit_test(test_prediction_footnote_direction),
+        cmocka_unit_test(test_speedup_marked_by_desched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

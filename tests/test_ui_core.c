@@ -680,7 +680,7 @@ static void test_scaling(void **state)
     struct scaling sc;
     memset(&sc, 0, sizeof(sc));
     /* no 1-rank lenet: no speedup for lenet's runs */
-    assert_int_equal(scaling_update(&sc, res, 3, NULL), 0);
+    assert_int_equal(scaling_update(&sc, res, 3, NULL, BASELINE_AUTO), 0);
     assert_int_equal(sc.n, 3);
     assert_false(sc.row[0].valid);
     assert_true(sc.row[1].valid);
@@ -689,7 +689,7 @@ static void test_scaling(void **state)
     assert_int_equal(scaling_axes(&sc, &ax), 1);
     /* the live run is a 1-rank lenet: the base of the finished ones */
     result(&live, "lenet", STRAT_DDP, 1, 32, 1000);
-    assert_int_equal(scaling_update(&sc, res, 3, &live), 0);
+    assert_int_equal(scaling_update(&sc, res, 3, &live, BASELINE_AUTO), 0);
     assert_int_equal(sc.n, 4);
     assert_true(sc.row[0].valid);
     assert_float_equal(sc.row[0].speedup, 1.8, 1e-12);
@@ -709,7 +709,7 @@ static void test_scaling(void **state)
     static struct run_result many[40];
     for (int i = 0; i < 40; i++)
         result(&many[i], "lenet", STRAT_DDP, 1 + i % 8, 32 * (1 + i % 8), 900.0 * (1 + i % 8));
-    assert_int_equal(scaling_update(&sc, many, 40, &live), 0);
+    assert_int_equal(scaling_update(&sc, many, 40, &live, BASELINE_AUTO), 0);
     assert_int_equal(sc.n, 41);
     assert_float_equal(sc.row[7].speedup, 8 * 900.0 / 900.0, 1e-9);
     /* the samples/s the Runs table shows beside a speedup is the one it
@@ -722,7 +722,7 @@ static void test_scaling(void **state)
     result(&two[1], "vgg11", STRAT_DDP, 2, 64, 1600);
     two[0].samples_per_s = 2000;
     two[1].samples_per_s = 3000;
-    assert_int_equal(scaling_update(&sc, two, 2, NULL), 0);
+    assert_int_equal(scaling_update(&sc, two, 2, NULL, BASELINE_AUTO), 0);
     assert_float_equal(sc.row[0].samples_per_s, 3200, 1e-9);
     assert_float_equal(sc.row[1].samples_per_s, 1600, 1e-9);
     assert_float_equal(sc.row[1].speedup, 0.5, 1e-12);
@@ -746,7 +746,7 @@ static void test_scaling_over_ideal(void **state)
     }
     struct scaling sc;
     memset(&sc, 0, sizeof(sc));
-    assert_int_equal(scaling_update(&sc, res, 2, NULL), 0);
+    assert_int_equal(scaling_update(&sc, res, 2, NULL, BASELINE_AUTO), 0);
     assert_float_equal(sc.row[1].efficiency_pct, 250.0, 1e-9);
     assert_string_equal(sc.row[0].over_note, "");
     assert_non_null(strstr(sc.row[1].over_note, "efficiency 250% against run 0 is above 100%; likely cause: "));
@@ -754,12 +754,12 @@ static void test_scaling_over_ideal(void **state)
     result(&live, "lenet", STRAT_DDP, 2, 64, 576);
     live.steps = 100;
     live.threads_per_rank = 1;
-    assert_int_equal(scaling_update(&sc, res, 1, &live), 0);
+    assert_int_equal(scaling_update(&sc, res, 1, &live, BASELINE_AUTO), 0);
     assert_float_equal(sc.row[1].efficiency_pct, 90.0, 1e-9);
     assert_string_equal(sc.row[1].over_note, "");
     live.samples_per_s = 960; /* 3x on 2 ranks: 150% */
     live.ms_p50 = 1e3 * 64 / 960;
-    assert_int_equal(scaling_update(&sc, res, 1, &live), 0);
+    assert_int_equal(scaling_update(&sc, res, 1, &live, BASELINE_AUTO), 0);
     assert_non_null(strstr(sc.row[1].over_note, "efficiency 150% against run 0 is above 100%"));
     scaling_free(&sc);
 }

@@ -166,7 +166,7 @@ static void layers_draw(WINDOW *w, struct pane_view *v, int focused)
     int h, wd;
     getmaxyx(w, h, wd);
     werase(w);
-    int ddp = sync_has(strategy_parse(s->strategy), SYNC_BUCKET_MARKS) && s->world > 1;
+    int ddp = sync_has(s->sync, SYNC_BUCKET_MARKS) && s->world > 1;
     if (ddp && !s->on_gpu)
         buckets_from_spans(&g_bt, s->ranks[0].hist,
                            s->ranks[0].nhist < METRICS_HISTORY ? s->ranks[0].nhist : METRICS_HISTORY, s->steps_done - 1,

@@ -36,9 +36,10 @@ static void row_of_result(struct row *r, const struct run_result *res)
     int replicas = train_mode_replicas(&res->cfg, res->world);
     r->batch = replicas > 0 ? res->global_batch / replicas : 0;
     r->steps = res->steps;
-    r->ms = res->ms_mean;
+    r->ms = res->ms_p50; /* (the step samples/s and speedup are of) */
     r->sps = res->samples_per_s;
-    r->rate_valid = res->steps > 0 && res->ms_mean > 0;
+    r->rate_valid = res->steps > 0 && res->ms_p50 > 0;
+
     r->sps_valid = r->rate_valid && res->samples_valid;
     r->split_valid = res->nranks > 0 && res->b.wall_ns > 0;
     r->comp = res->compute_pct;
@@ -97,6 +98,7 @@ enum col_id {
     C_SPS,
     C_SPEEDUP,
     C_EFF,
+    C_VS,
     C_COMP,
     C_COMM,
     C_IDLE,
@@ -112,10 +114,10 @@ static const struct {
     int left; /* left-aligned */
 } cols[C_N] = {
     [C_NUM] = {"#", 3, 0, 1},         [C_STRATEGY] = {"strategy", 17, 0, 1}, [C_RANKS] = {"ranks", 5, 0, 0},
-    [C_BATCH] = {"batch", 6, 3, 0},   [C_STEPS] = {"steps", 7, 8, 0},        [C_MS] = {"ms/step", 8, 0, 0},
+    [C_BATCH] = {"batch", 6, 3, 0},   [C_STEPS] = {"steps", 7, 8, 0},        [C_MS] = {"p50 ms", 8, 0, 0},
     [C_SPS] = {"samples/s", 9, 0, 0}, [C_SPEEDUP] = {"speedup", 7, 1, 0},    [C_EFF] = {"eff%", 6, 4, 0},
-    [C_COMP] = {"comp%", 6, 6, 0},    [C_COMM] = {"comm%", 6, 2, 0},         [C_IDLE] = {"idle%", 6, 5, 0},
-    [C_ACC] = {"test acc", 8, 7, 0},  [C_STATE] = {"state", 8, 9, 1},
+    [C_VS] = {"vs", 9, 6, 1},         [C_COMP] = {"comp%", 6, 6, 0},         [C_COMM] = {"comm%", 6, 2, 0},
+    [C_IDLE] = {"idle%", 6, 5, 0},    [C_ACC] = {"test acc", 8, 7, 0},       [C_STATE] = {"state", 8, 9, 1},
 };
 
 static void fit_columns(int width, int on[C_N])
@@ -214,6 +216,15 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
                 else if (q && q->valid)
                     snprintf(b, sizeof(b), c == C_SPEEDUP ? "%.2fx" : "%.1f",
                              c == C_SPEEDUP ? q->speedup : q->efficiency_pct);
+                else
+                    snprintf(b, sizeof(b), "n/a");
+                break;
+            }
+            case C_VS: { /* (as the report's vs: "r0 strong", "r0 base") */
+                const struct scaling_row *q = v->scaling && idx < v->scaling->n ? &v->scaling->row[idx] : NULL;
+                if (q && q->valid)
+                    snprintf(b, sizeof(b), "r%d %s", q->base_run,
+                             q->scaling == SCALING_BASE ? "base" : scaling_name(q->scaling));
                 else
                     snprintf(b, sizeof(b), "n/a");
                 break;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int scaling_update(struct scaling *sc, const struct run_result *res, int n, const struct run_result *live)
+int scaling_update(struct scaling *sc, const struct run_result *res, int n, const struct run_result *live, int baseline)
 {
     int total = n + (live ? 1 : 0);
     if (total > sc->cap) {
@@ -28,7 +28,7 @@ int scaling_update(struct scaling *sc, const struct run_result *res, int n, cons
         memcpy(sc->tmp, res, sizeof(*res) * (size_t)n);
     if (live)
         sc->tmp[n] = *live;
-    results_speedup(sc->tmp, total);
+    results_compare(sc->tmp, total, baseline);
     for (int i = 0; i < total; i++) {
         const struct run_result *q = &sc->tmp[i];
         sc->row[i] = (struct scaling_row){.world = q->world,
@@ -36,7 +36,9 @@ int scaling_update(struct scaling *sc, const struct run_result *res, int n, cons
                                           .speedup = q->speedup,
                                           .efficiency_pct = q->efficiency,
                                           .valid = q->speedup_valid,
-                                          .samples_per_s = q->samples_per_s_p50};
+                                          .samples_per_s = q->samples_per_s_p50,
+                                          .base_run = q->base_run,
+                                          .scaling = q->scaling};
         if (!result_efficiency_note(sc->tmp, i, sc->row[i].over_note, sizeof(sc->row[i].over_note)))
             sc->row[i].over_note[0] = 0;
     }

@@ -24,6 +24,8 @@ struct scaling_row {
      * median step; the live run's recent rate), for the Runs table to show
      * beside it: speedup = this / the base row's; 0 when unknown */
     double samples_per_s;
+    int base_run; /* the run the speedup is against (valid) */
+    int scaling;  /* enum scaling_kind: strong, weak, other, or baseline (its own) */
 };
 
 struct scaling {
@@ -35,7 +37,10 @@ struct scaling {
 /* Fills sc for res[0..n) and, when live is not NULL, the live run last
  * (model, world, global batch and median step time are what count).
  * Returns 0, or -1 out of memory (sc then holds no rows). */
-int scaling_update(struct scaling *sc, const struct run_result *res, int n, const struct run_result *live);
+/* baseline: --baseline's (BASELINE_AUTO, ... or a run's index), as the
+ * final report's results_compare takes it, so the two give one speedup. */
+int scaling_update(struct scaling *sc, const struct run_result *res, int n, const struct run_result *live,
+                   int baseline);
 void scaling_free(struct scaling *sc);
 
 /* A run's share of its time from its ranks' shares pct[i] (%) of

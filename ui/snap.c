@@ -55,7 +55,7 @@ int snap_init(struct snap *s, const struct run *r)
     snprintf(s->model, sizeof(s->model), "%s", r->cfg.model);
     snprintf(s->dataset, sizeof(s->dataset), "%s", r->train->name);
     train_mode_label(&r->cfg, s->strategy, sizeof(s->strategy));
-    const char *comm = r->cfg.comm == COMM_NCCL ? "nccl" : r->cfg.comm == COMM_MPI ? "mpi" : "shm";
+    s->sync = r->cfg.strategy;
     /* what the run chose (on GPUs: nccl, or ddptop's device ring when ranks share a GPU) */
     snprintf(s->backend, sizeof(s->backend), "%s", r->backend);
     snprintf(s->device, sizeof(s->device), "%s", r->devops->name);
@@ -74,7 +74,7 @@ int snap_init(struct snap *s, const struct run *r)
     char path[1024];
     cost_model_path(path, sizeof(path));
     for (int k = 1; k < COLL_COUNT; k++)
-        if (cost_model_lookup(path, comm, r->cfg.algo == ALGO_NAIVE ? "naive" : "ring", r->world, k, &s->fit[k]) == 0 &&
+        if (cost_model_lookup(path, r->plan.fit_backend, r->plan.fit_algo, r->world, k, &s->fit[k]) == 0 &&
             s->fit[k].valid)
             s->have_model = 1;
         else
@@ -268,7 +268,9 @@ static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
     sr->id = rr->rank;
     sr->steps = rr->steps;
     sr->valid = rr->steps > 0;
-    sr->ms_step = rr->ms_mean;
+    /* (the median step, which samples/s is the batch over: the two shown
+     * side by side multiply to the batch) */
+    sr->ms_step = rr->ms_p50;
     sr->samples_s = rr->samples_per_s;
     sr->compute_pct = rr->compute_pct;
     sr->comm_pct = rr->comm_pct;
@@ -484,9 +486,9 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
     update_stall(s, r, now_ns);
     s->final = final != NULL;
     if (final && final->steps > 0) {
-        s->ms_step = final->ms_mean;
+        s->ms_step = final->ms_p50; /* (samples/s's step: the median) */
         s->samples_s = final->samples_per_s;
-        s->rate_valid = final->ms_mean > 0;
+        s->rate_valid = final->ms_p50 > 0;
     } else {
         s->ms_step = slowest;
         s->samples_s = slowest > 0 ? s->global_batch / (slowest / 1e3) : 0;
@@ -518,6 +520,7 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
     snprintf(s->model, sizeof(s->model), "%s", res->cfg.model[0] ? res->cfg.model : "n/a");
     snprintf(s->dataset, sizeof(s->dataset), "%s", res->dataset[0] ? res->dataset : "n/a");
     train_mode_label(&res->cfg, s->strategy, sizeof(s->strategy));
+    s->sync = res->cfg.strategy;
     snprintf(s->backend, sizeof(s->backend), "%s", res->backend[0] ? res->backend : "unknown");
     snprintf(s->device, sizeof(s->device), "%s", res->nranks > 0 ? res->ranks[0].device : "n/a");
     snprintf(s->precision, sizeof(s->precision), "%s",
@@ -636,6 +639,7 @@ static int follow_fill(struct snap *s, struct follow *f)
     snprintf(s->model, sizeof(s->model), "n/a");
     snprintf(s->dataset, sizeof(s->dataset), "n/a");
     snprintf(s->strategy, sizeof(s->strategy), "n/a");
+    s->sync = -1;
     snprintf(s->backend, sizeof(s->backend), "%s", trace_flavor_name(f->flavor));
     snprintf(s->precision, sizeof(s->precision), "n/a");
     snprintf(s->device, sizeof(s->device), "%s", f->nranks ? f->ranks[0].device : "n/a");

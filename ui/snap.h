@@ -102,6 +102,7 @@ struct snap {
     int run_world;  /* the run's ranks: more than world in a replay of some of its ranks' files */
     /* header */
     char model[32], dataset[32], strategy[32], backend[64], device[64];
+    int sync;          /* the run's strategy (enum strategy): what the panes ask sync_has, never the label */
     char precision[8]; /* --precision, "n/a" when a trace does not say */
     int local_batch, global_batch, epochs;
     size_t params_total, params_trainable; /* 0 until the ranks built their models */

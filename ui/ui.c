@@ -276,7 +276,7 @@ static void refresh_scaling(struct ui *u)
             live.ms_valid = live.batch_valid = 1;
         }
     }
-    scaling_update(&u->scaling, u->s.results, u->s.nresults, is_live ? &live : NULL);
+    scaling_update(&u->scaling, u->s.results, u->s.nresults, is_live ? &live : NULL, u->cfg->baseline);
 }
 
 /* The session has joined the run and kept its result: the final report on
@@ -549,7 +549,7 @@ static void fill_req(const struct ui *u, struct layout_req *q)
     q->lanes = snap_lanes(&u->snap);
     q->run_rows = u->s.nresults + (u->s.joined && !u->replay && !u->follow ? 0 : 1);
     /* the layers, and for ddp a header and a few buckets under them */
-    q->layer_rows = u->snap.nlayers + (!strcmp(u->snap.strategy, "ddp") ? 4 : 0);
+    q->layer_rows = u->snap.nlayers + (sync_has(u->snap.sync, SYNC_BUCKET_MARKS) && u->snap.world > 1 ? 4 : 0);
 }
 
 /* Rebuilds every window from a fresh layout (after a resize, or when the
@@ -929,7 +929,7 @@ static int print_report(struct ui *u)
     if (u->s.nresults == 0)
         return 0;
     results_compare(u->s.results, u->s.nresults, u->cfg->baseline);
-    int st = report_save(u->cfg->output, u->cfg->format, u->s.results, u->s.nresults);
+    int st = report_save_all(u->cfg, u->s.results, u->s.nresults);
     if (u->cfg->plot[0] && figures_save(u->cfg->plot, u->s.results, u->s.nresults, u->cfg->quiet) != 0)
         st = 1;
     return st;
