@@ -60,8 +60,10 @@ int pipe_in_flight(int schedule, int S, int s, int M);
  *    its layers' outputs (not a view of another's buffer), values, with a
  *    gradient beside each one that a gradient flows through (need_grad).
  * Counted from the layers' shapes as the run holds them (a blocked
- * layout's padded channels included); every rank still builds the whole
- * model, so a rank's measured peak does not shrink with its stage. */
+ * layout's padded channels included). A rank holds only its stage's
+ * layers (model_hold), so its measured peak follows these figures; under
+ * 1F1B it still keeps every micro-batch's activations, not only those in
+ * flight. */
 enum stage_mem_kind { SMEM_PARAMS = 0, SMEM_GRADS, SMEM_OPTIM, SMEM_ACTS, SMEM_KINDS };
 /* The kind's key in the report's JSON ("param_bytes"...). */
 const char *pipe_stage_mem_key(int kind);

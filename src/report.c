@@ -1241,8 +1241,10 @@ static void write_stage_table(FILE *f, const struct run_result *r, int i, int md
             "%smemory: what a stage holds to train its layers: their parameters, the gradients and SGD\n"
             "momentum of those that train, and the activations of each micro-batch in flight (its input\n"
             "and its layers' outputs, with their gradients).\n"
-            "mem peak: what each rank allocated; every rank here builds the whole model, so it does not\n"
-            "shrink with its stage.\n",
+            "mem peak: what each rank allocated; a rank builds only its stage's layers, so it follows the\n"
+            "stage's memory, less so with micro-batches (each keeps its own gradients, and under 1f1b its\n"
+            "activations past those in flight); without --partition, rank 0's includes the whole model it\n"
+            "times for the balanced partition.\n",
             md ? "\n" : "");
 }
 
