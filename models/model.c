@@ -331,7 +331,7 @@ struct model *model_begin_plan(const struct device *d, const char *name, int bat
 }
 
 /* The buffers of layers [a, b) (model_hold). 0, or -1 with m->err. */
-static int hold_buffers(struct model *m, int a, int b, const struct model *share)
+static int hold_buffers(struct model *m, int a, int b, const struct model_shared *sh)
 {
     if (m->param_buf || m->grad_buf || a < 0 || b > m->nlayers || a > b) {
         snprintf(m->err, sizeof(m->err), "layers %d-%d of %d: a model holds its layers once", a, b - 1, m->nlayers);
@@ -361,6 +361,10 @@ static int hold_buffers(struct model *m, int a, int b, const struct model *share
         if (!need[t])
             continue;
         biggest = x->stride > biggest ? x->stride : biggest;
+        if (sh && sh->acts && t != m->input && x->alias_of < 0) {
+            x->val = sh->acts->tensors[t].val;
+            x->grad = sh->acts->tensors[t].grad;
+        }
         if (x->alias_of < 0 && !x->val && tensor_buffers(m, x) != 0) {
             oom_tensor(m, x->c, x->h, x->w);
             rc = -1;
@@ -391,11 +395,11 @@ static int hold_buffers(struct model *m, int a, int b, const struct model *share
     m->nfloats = hi - lo;
     int batch = m->batch;
     size_t n = m->nfloats ? m->nfloats : 1;
-    m->param_buf = share ? share->param_buf : model_alloc_floats(m, n);
-    m->grad_buf = model_alloc_floats(m, n);
+    m->param_buf = sh && sh->params ? sh->params : model_alloc_floats(m, n);
+    m->grad_buf = sh && sh->grads ? sh->grads : model_alloc_floats(m, n);
     m->probs = model_alloc_floats(m, (size_t)batch * m->classes);
     m->labels = (int32_t *)model_alloc_floats(m, (size_t)batch); /* int32 and float are both 4 bytes */
-    m->acc = model_alloc_floats(m, (size_t)biggest * batch);
+    m->acc = sh && sh->acc ? sh->acc : model_alloc_floats(m, (size_t)biggest * batch);
     if (!m->param_buf || !m->grad_buf || !m->probs || !m->labels || !m->acc) {
         if (m->dev.err[0])
             snprintf(m->err, sizeof(m->err), "%s", m->dev.err);
@@ -406,18 +410,33 @@ static int hold_buffers(struct model *m, int a, int b, const struct model *share
     if (m->dev.ops->finish_model && m->dev.ops->finish_model(m) != 0)
         return -1;
     m->err[0] = 0;
-    if (!share)
+    if (!(sh && sh->params))
         model_init_params(m, m->seed);
     return m->err[0] ? -1 : 0; /* (the upload failed) */
 }
 
-int model_hold(struct model *m, int a, int b, const struct model *share, char *err, size_t errlen)
+int model_hold(struct model *m, int a, int b, const struct model_shared *shared, char *err, size_t errlen)
 {
-    if (!m->planned || hold_buffers(m, a, b, share) != 0) {
+    if (!m->planned || hold_buffers(m, a, b, shared) != 0) {
         snprintf(err, errlen, "%s: %s", m->name, !m->planned ? "model_hold: not a planned model" : m->err);
         return -1;
     }
     return 0;
+}
+
+void model_unshare(struct model *m, const struct model_shared *shared)
+{
+    if (shared->params && m->param_buf == shared->params)
+        m->param_buf = NULL;
+    if (shared->grads && m->grad_buf == shared->grads)
+        m->grad_buf = NULL;
+    if (shared->acc && m->acc == shared->acc)
+        m->acc = NULL;
+    for (int t = 0; shared->acts && t < m->ntensors; t++) {
+        struct tensor *x = &m->tensors[t];
+        if (x->val && x->val == shared->acts->tensors[t].val)
+            x->val = x->grad = NULL; /* (a view of a shared tensor is never freed itself) */
+    }
 }
 
 struct model *model_finish(struct model *m, int out, char *err, size_t errlen)

@@ -163,17 +163,30 @@ struct model *model_finish(struct model *m, int out, char *err, size_t errlen);
  * buffers of the layers it is to run (a pipeline stage's). */
 struct model *model_begin_plan(const struct device *d, const char *name, int batch, int c, int h, int w, int classes,
                                uint64_t seed, char *err, size_t errlen);
+/* What model_hold takes from elsewhere instead of making it (each NULL:
+ * its own), from a model of the same plan held over the same layers: its
+ * parameter and gradient buffers [nfloats]; its acc (a layer's backward
+ * uses it only while it runs, so models that run one at a time can share
+ * one); its activations (values and gradients of every tensor but the
+ * model input). model_unshare gives them back before the model is
+ * destroyed. */
+struct model_shared {
+    float *params, *grads, *acc;
+    const struct model *acts;
+};
 /* Gives planned model m the state of layers [a, b) only, as a stage that
  * runs just those needs it: the values and gradients of the tensors they
  * read and write (and of the tensor a view of theirs shares), their
  * parameters and gradients (the parameters rebased to offset 0: nfloats is
  * theirs, params[].off of the other layers' is 0), the loss's buffers and
- * the device's model state. The parameters are initialised as the whole
- * model's would be (the same draws, only the held ones kept), or, with
- * `share`, are share's param_buf (a model of the same plan held over the
- * same layers; the caller clears m->param_buf before destroying m). Once
- * only. 0, or -1 with err (out of memory: what was made is freed with m). */
-int model_hold(struct model *m, int a, int b, const struct model *share, char *err, size_t errlen);
+ * the device's model state; with `shared`, some of them another model's.
+ * The parameters are initialised as the whole model's would be (the same
+ * draws, only the held ones kept), unless shared. Once only. 0, or -1
+ * with err (out of memory: what was made is freed with m; model_unshare
+ * first). */
+int model_hold(struct model *m, int a, int b, const struct model_shared *shared, char *err, size_t errlen);
+/* Forgets the buffers m took through `shared` (they stay their owner's). */
+void model_unshare(struct model *m, const struct model_shared *shared);
 /* Whether m holds layer i's state (model_hold; a model_begin model holds every layer). */
 static inline int model_holds_layer(const struct model *m, int i)
 {

@@ -38,6 +38,7 @@ struct stages {
     struct model **mb;
     int *pipe_ops;
     int pipe_p0, pipe_p1;
+    int slots;      /* micro-batches in flight at once (pipe_in_flight): sets of activations held */
     float *pipe_lc; /* the last stages' loss and hits, in the model's memory for the broadcast (--dp:
                        [replicas][2], for an allreduce) */
 };
@@ -158,6 +159,20 @@ int loop_stages_hold(struct loop *L, const struct model *plan, int *a, int *b)
     return 0;
 }
 
+/* What micro-batch k's model (k >= 1) shares: mb[0]'s parameters and
+ * scratch; from k = 2 on, mb[1]'s gradients (each micro-batch's are
+ * computed into them and added to mb[0]'s at once: loop_stages_step); and
+ * from k = slots on, the activations of micro-batch k - slots's model,
+ * whose backward has run before k's forward in either schedule
+ * (pipeline.h). */
+static struct model_shared stage_shared(const struct stages *st, int k)
+{
+    return (struct model_shared){.params = st->mb[0]->param_buf,
+                                 .acc = st->mb[0]->acc,
+                                 .grads = k >= 2 ? st->mb[1]->grad_buf : NULL,
+                                 .acts = k >= st->slots ? st->mb[k % st->slots] : NULL};
+}
+
 /* The micro-batch models and the schedule of this rank's stage. */
 int loop_stages_init(struct loop *L)
 {
@@ -179,16 +194,19 @@ int loop_stages_init(struct loop *L)
     if (!st->mb || !st->pipe_ops || !st->pipe_lc)
         return loop_fail(rk, "out of memory for the micro-batches");
     pipe_schedule_ops(st->plan.schedule, S, st->stage, M, st->pipe_ops);
-    /* one model per micro-batch, all on mb[0]'s parameters (each keeps
-     * its own activations and gradients), holding the stage's layers */
+    /* one model per micro-batch (its own layers' state: dropout's draws,
+     * batch norm's statistics), holding the stage's layers on mb[0]'s
+     * parameters, on one gradient buffer past mb[0]'s, and on as many sets
+     * of activations as micro-batches are in flight (stage_shared) */
+    st->slots = pipe_in_flight(st->plan.schedule, S, st->stage, M);
     st->mb[0] = m;
     for (int k = 1; k < M; k++) {
         st->mb[k] =
             zoo_plan(&rk->dev, cfg->model, m->batch, tr->c, tr->h, tr->w, m->classes, cfg->seed, err, sizeof(err));
         if (!st->mb[k])
             return loop_fail(rk, err);
-        /* (loop_stages_free gives the parameters back before destroying the model) */
-        if (model_hold(st->mb[k], a, b, m, err, sizeof(err)) != 0 ||
+        struct model_shared sh = stage_shared(st, k); /* (loop_stages_free gives them back) */
+        if (model_hold(st->mb[k], a, b, &sh, err, sizeof(err)) != 0 ||
             model_set_trainable(st->mb[k], cfg->trainable, err, sizeof(err)) != 0)
             return loop_fail(rk, err);
     }
@@ -202,7 +220,7 @@ int loop_stages_init(struct loop *L)
         }
     rk->stage_first = model_layer_num(m, a); /* (the user's numbers: the same on any CPU) */
     rk->stage_end = model_layer_num(m, b);
-    pipe_stage_memory(m, a, b, pipe_in_flight(st->plan.schedule, S, st->stage, M), cfg->momentum, rk->stage_mem);
+    pipe_stage_memory(m, a, b, pipe_in_flight(st->plan.schedule, S, st->stage, M), cfg->momentum, rk->stage_mem, M);
     return 0;
 }
 
@@ -235,8 +253,8 @@ static int pipe_xfer(struct loop *L, int send, float *buf, size_t n, int peer, c
     return loop_comm_failed(L->rk, rc, msg);
 }
 
-/* The stage's update: the micro-batches' gradients of its parameters
- * summed into mb[0]'s; under --loss-scale dynamic the stages' verdicts on
+/* The stage's update, its micro-batches' gradients summed in mb[0]'s
+ * already: --dp's average over the stage's copies; under --loss-scale dynamic the stages' verdicts on
  * their own gradients summed, so that all skip or all step and their
  * scales stay equal; the optimizer over the stage's parameters. 0, or -1
  * (failed, said). */
@@ -245,14 +263,11 @@ static int stage_update(struct loop *L, uint32_t step)
     struct stages *st = L->own;
     struct rank *rk = L->rk;
     struct model *m = L->m;
-    struct device *d = &rk->dev;
     int has = st->pipe_p1 > st->pipe_p0;
     if (has) {
         size_t lo = m->params[st->pipe_p0].off, hi = m->params[st->pipe_p1 - 1].off + m->params[st->pipe_p1 - 1].len;
-        for (int k = 1; k < st->plan.micro; k++)
-            if (d->ops->add(d, m->grad_buf + lo, st->mb[k]->grad_buf + lo, hi - lo, STREAM_COMPUTE) != 0)
-                return loop_dev_failed(rk);
-        /* --dp: the average over the stage's copies, each of its replica's
+        /* (the micro-batches' gradients are summed into mb[0]'s as they come: loop_stages_step)
+         * --dp: the average over the stage's copies, each of its replica's
          * batch (a replica's gradient is of its batch's mean loss) */
         if (rk->dp_comm) {
             if (loop_comm_after_compute(L) != 0)
@@ -363,6 +378,15 @@ int loop_stages_step(struct loop *L, int i, int epoch)
              * fault in the last stage) */
             float gs = L->overflow && s == S - 1 ? INFINITY : L->scale;
             int brc = model_backward_range(mk, a, b, seed, gs / (float)B);
+            /* a later micro-batch's gradients (in mb[1]'s buffer, which they
+             * share) added to mb[0]'s at once, in micro-batch order as the
+             * backwards run: the sums of one buffer a micro-batch */
+            if (brc == 0 && k > 0 && st->pipe_p1 > st->pipe_p0) {
+                size_t lo = m->params[st->pipe_p0].off,
+                       hi = m->params[st->pipe_p1 - 1].off + m->params[st->pipe_p1 - 1].len;
+                if (d->ops->add(d, m->grad_buf + lo, mk->grad_buf + lo, hi - lo, STREAM_COMPUTE) != 0)
+                    return loop_dev_failed(rk);
+            }
             if (loop_phase_pop(L, CAT_BACKWARD) != 0 && brc == 0)
                 return loop_dev_failed(rk);
             if (brc != 0)
@@ -429,10 +453,11 @@ void loop_stages_free(struct loop *L)
     if (!st)
         return;
     if (L->async && d->impl)
-        d->ops->sync(d, STREAM_COMM); /* the sends and receives run on the comm stream */
-    for (int k = 1; st->mb && k < st->plan.micro; k++)
+        d->ops->sync(d, STREAM_COMM);                          /* the sends and receives run on the comm stream */
+    for (int k = st->mb ? st->plan.micro - 1 : 0; k >= 1; k--) /* (last first: each shares only earlier ones') */
         if (st->mb[k]) {
-            st->mb[k]->param_buf = NULL; /* mb[0]'s */
+            struct model_shared sh = stage_shared(st, k);
+            model_unshare(st->mb[k], &sh);
             model_destroy(st->mb[k]);
         }
     free(st->mb);
