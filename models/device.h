@@ -165,6 +165,7 @@ struct device_ops {
  * few hundred a rank, made while setting up and freed at the end. */
 struct device_mem {
     _Atomic int64_t now, peak;
+    int64_t cap;      /* the most it may hold, in bytes (DDPTOP_MEM_CAP_MB): an allocation past it fails; 0: none */
     atomic_flag lock; /* over blocks (zero: clear) */
     struct mem_block {
         void *p;

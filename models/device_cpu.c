@@ -100,6 +100,14 @@ size_t device_mem_drop(struct device *d, void *p)
 
 static void *cpu_mem(struct device *d, size_t bytes)
 {
+    struct device_mem *m = d->mem;
+    int64_t held = m ? atomic_load(&m->now) : 0;
+    if (m && m->cap > 0 && held + (int64_t)cpu_alloc_size(bytes) > m->cap) {
+        device_fail(d,
+                    "out of memory under DDPTOP_MEM_CAP_MB=%lld: %.1f MiB more would pass the cap, with %.1f MiB held",
+                    (long long)(m->cap >> 20), (double)cpu_alloc_size(bytes) / 1048576.0, (double)held / 1048576.0);
+        return NULL;
+    }
     void *p = cpu_alloc(bytes); /* zeroed, aligned, huge pages when large */
     if (!p) {
         device_fail(d, "out of memory for %zu bytes", bytes);

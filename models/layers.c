@@ -390,6 +390,7 @@ int layer_flatten(struct model *m, const char *name, int in)
     o->val = t->val;
     o->grad = t->grad;
     o->alias_of = in;
+    o->no_grad = t->no_grad;
     o->need_grad = t->need_grad;
     int li = model_add_layer(m, &flatten_ops, name, in, -1, NULL);
     if (li < 0)

@@ -126,6 +126,23 @@ static int grow(void **arr, int *cap, int need, size_t elem)
     return 0;
 }
 
+/* Says that a c x h x w activation found no memory (the device's reason
+ * first: a cap, say). */
+static void oom_tensor(struct model *m, int c, int h, int w)
+{
+    snprintf(m->err, sizeof(m->err), "%.160s for a %dx%dx%d activation at batch %d",
+             m->dev.err[0] ? m->dev.err : "out of memory", c, h, w, m->batch);
+}
+
+/* Tensor t's value, and its gradient unless it carries none. */
+static int tensor_buffers(struct model *m, struct tensor *t)
+{
+    t->val = model_alloc_floats(m, (size_t)t->stride * m->batch);
+    if (t->val && !t->no_grad)
+        t->grad = model_alloc_floats(m, (size_t)t->stride * m->batch);
+    return t->val && (t->no_grad || t->grad) ? 0 : -1;
+}
+
 int model_add_tensor(struct model *m, int c, int h, int w)
 {
     return model_add_tensor_blk(m, c, h, w, 1);
@@ -143,14 +160,12 @@ int model_add_tensor_blk(struct model *m, int c, int h, int w, int blk)
     t->blk = blk;
     t->stride = act_stride(c, h, w, t->blk);
     t->alias_of = -1;
-    t->val = model_alloc_floats(m, (size_t)t->stride * m->batch);
-    /* the model input (tensor 0) needs no gradient */
-    t->grad = m->ntensors == 0 ? NULL : model_alloc_floats(m, (size_t)t->stride * m->batch);
-    if (!t->val || (m->ntensors > 0 && !t->grad))
+    t->no_grad = m->ntensors == 0; /* the model input (tensor 0) needs no gradient */
+    if (!m->planned && tensor_buffers(m, t) != 0)
         goto oom;
     return m->ntensors++;
 oom:
-    snprintf(m->err, sizeof(m->err), "out of memory for a %dx%dx%d activation at batch %d", c, h, w, m->batch);
+    oom_tensor(m, c, h, w);
     return -1;
 }
 
@@ -236,6 +251,9 @@ int model_layer_index(const struct model *m, int u)
     return i < m->nlayers ? i : -1;
 }
 
+/* The parameters the model holds, into dst [nfloats]: every parameter's
+ * values are drawn in order, held or not, so that a stage's are the whole
+ * model's. */
 static void init_into(const struct model *m, uint64_t seed, float *dst)
 {
     struct rng r;
@@ -246,10 +264,11 @@ static void init_into(const struct model *m, uint64_t seed, float *dst)
         const struct param *w = p->ndim == 1 && i > 0 && m->params[i - 1].layer == p->layer ? &m->params[i - 1] : p;
         size_t fan_in = w->ndim >= 2 ? w->len / (size_t)w->shape[0] : 1;
         float bound = 1.0f / sqrtf((float)fan_in);
-        float *v = dst + p->off;
+        float *v = model_holds_layer(m, p->layer) ? dst + p->off : NULL;
         for (size_t k = 0; k < p->len; k++) {
             double u = 2.0 * rng_uniform(&r) - 1.0; /* drawn for every kind: others' draws stay put */
-            v[k] = p->init == PARAM_INIT_ONE ? 1.0f : p->init == PARAM_INIT_ZERO ? 0.0f : (float)(u * bound);
+            if (v)
+                v[k] = p->init == PARAM_INIT_ONE ? 1.0f : p->init == PARAM_INIT_ZERO ? 0.0f : (float)(u * bound);
         }
     }
 }
@@ -267,8 +286,8 @@ void model_init_params(struct model *m, uint64_t seed)
     free(host);
 }
 
-struct model *model_begin(const struct device *d, const char *name, int batch, int c, int h, int w, int classes,
-                          uint64_t seed, char *err, size_t errlen)
+static struct model *begin(const struct device *d, const char *name, int batch, int c, int h, int w, int classes,
+                           uint64_t seed, int planned, char *err, size_t errlen)
 {
     if (batch <= 0) {
         snprintf(err, errlen, "batch size must be positive");
@@ -283,6 +302,7 @@ struct model *model_begin(const struct device *d, const char *name, int batch, i
     m->batch = batch;
     m->classes = classes;
     m->seed = seed;
+    m->planned = planned;
     m->dev = *d; /* the model's own handle: its messages stay its own */
     m->dev.err[0] = 0;
     m->input = -1;
@@ -296,6 +316,127 @@ struct model *model_begin(const struct device *d, const char *name, int batch, i
         return NULL;
     }
     return m;
+}
+
+struct model *model_begin(const struct device *d, const char *name, int batch, int c, int h, int w, int classes,
+                          uint64_t seed, char *err, size_t errlen)
+{
+    return begin(d, name, batch, c, h, w, classes, seed, 0, err, errlen);
+}
+
+struct model *model_begin_plan(const struct device *d, const char *name, int batch, int c, int h, int w, int classes,
+                               uint64_t seed, char *err, size_t errlen)
+{
+    return begin(d, name, batch, c, h, w, classes, seed, 1, err, errlen);
+}
+
+/* The buffers of layers [a, b) (model_hold). 0, or -1 with m->err. */
+static int hold_buffers(struct model *m, int a, int b, const struct model_shared *sh)
+{
+    if (m->param_buf || m->grad_buf || a < 0 || b > m->nlayers || a > b) {
+        snprintf(m->err, sizeof(m->err), "layers %d-%d of %d: a model holds its layers once", a, b - 1, m->nlayers);
+        return -1;
+    }
+    m->hold_a = a;
+    m->hold_b = b;
+    /* the tensors its layers read and write, and those a view of theirs shares */
+    char *need = calloc((size_t)m->ntensors + 1, 1);
+    if (!need) {
+        snprintf(m->err, sizeof(m->err), "out of memory");
+        return -1;
+    }
+    for (int i = a; i < b; i++) {
+        const struct layer *l = &m->layers[i];
+        need[l->in] = need[l->out] = 1;
+        if (l->in2 >= 0)
+            need[l->in2] = 1;
+    }
+    for (int t = m->ntensors - 1; t >= 0; t--) /* (a view comes after what it views) */
+        if (need[t] && m->tensors[t].alias_of >= 0)
+            need[m->tensors[t].alias_of] = 1;
+    int64_t biggest = 0;
+    int rc = 0;
+    for (int t = 0; t < m->ntensors && rc == 0; t++) {
+        struct tensor *x = &m->tensors[t];
+        if (!need[t])
+            continue;
+        biggest = x->stride > biggest ? x->stride : biggest;
+        if (sh && sh->acts && t != m->input && x->alias_of < 0) {
+            x->val = sh->acts->tensors[t].val;
+            x->grad = sh->acts->tensors[t].grad;
+        }
+        if (x->alias_of < 0 && !x->val && tensor_buffers(m, x) != 0) {
+            oom_tensor(m, x->c, x->h, x->w);
+            rc = -1;
+        }
+    }
+    for (int t = 0; t < m->ntensors && rc == 0; t++) {
+        struct tensor *x = &m->tensors[t];
+        if (x->alias_of >= 0) {
+            x->val = m->tensors[x->alias_of].val;
+            x->grad = m->tensors[x->alias_of].grad;
+        }
+    }
+    free(need);
+    if (rc != 0)
+        return -1;
+    /* the held layers' parameters, a run of the flat layout (a model keeps
+     * them in layer order), moved to its start */
+    size_t lo = 0, hi = 0;
+    int any = 0;
+    for (int p = 0; p < m->nparams; p++)
+        if (model_holds_layer(m, m->params[p].layer)) {
+            lo = any ? lo : m->params[p].off;
+            hi = m->params[p].off + m->params[p].len;
+            any = 1;
+        }
+    for (int p = 0; p < m->nparams; p++)
+        m->params[p].off = model_holds_layer(m, m->params[p].layer) ? m->params[p].off - lo : 0;
+    m->nfloats = hi - lo;
+    int batch = m->batch;
+    size_t n = m->nfloats ? m->nfloats : 1;
+    m->param_buf = sh && sh->params ? sh->params : model_alloc_floats(m, n);
+    m->grad_buf = sh && sh->grads ? sh->grads : model_alloc_floats(m, n);
+    m->probs = model_alloc_floats(m, (size_t)batch * m->classes);
+    m->labels = (int32_t *)model_alloc_floats(m, (size_t)batch); /* int32 and float are both 4 bytes */
+    m->acc = sh && sh->acc ? sh->acc : model_alloc_floats(m, (size_t)biggest * batch);
+    if (!m->param_buf || !m->grad_buf || !m->probs || !m->labels || !m->acc) {
+        if (m->dev.err[0])
+            snprintf(m->err, sizeof(m->err), "%s", m->dev.err);
+        else
+            snprintf(m->err, sizeof(m->err), "out of memory for %zu parameters", m->nfloats);
+        return -1;
+    }
+    if (m->dev.ops->finish_model && m->dev.ops->finish_model(m) != 0)
+        return -1;
+    m->err[0] = 0;
+    if (!(sh && sh->params))
+        model_init_params(m, m->seed);
+    return m->err[0] ? -1 : 0; /* (the upload failed) */
+}
+
+int model_hold(struct model *m, int a, int b, const struct model_shared *shared, char *err, size_t errlen)
+{
+    if (!m->planned || hold_buffers(m, a, b, shared) != 0) {
+        snprintf(err, errlen, "%s: %s", m->name, !m->planned ? "model_hold: not a planned model" : m->err);
+        return -1;
+    }
+    return 0;
+}
+
+void model_unshare(struct model *m, const struct model_shared *shared)
+{
+    if (shared->params && m->param_buf == shared->params)
+        m->param_buf = NULL;
+    if (shared->grads && m->grad_buf == shared->grads)
+        m->grad_buf = NULL;
+    if (shared->acc && m->acc == shared->acc)
+        m->acc = NULL;
+    for (int t = 0; shared->acts && t < m->ntensors; t++) {
+        struct tensor *x = &m->tensors[t];
+        if (x->val && x->val == shared->acts->tensors[t].val)
+            x->val = x->grad = NULL; /* (a view of a shared tensor is never freed itself) */
+    }
 }
 
 struct model *model_finish(struct model *m, int out, char *err, size_t errlen)
@@ -314,25 +455,9 @@ struct model *model_finish(struct model *m, int out, char *err, size_t errlen)
         snprintf(m->err, sizeof(m->err), "%s", m->dev.err);
         goto fail;
     }
-    int64_t biggest = 0;
-    for (int i = 0; i < m->ntensors; i++)
-        biggest = m->tensors[i].stride > biggest ? m->tensors[i].stride : biggest;
-    int batch = m->batch;
-    m->param_buf = model_alloc_floats(m, m->nfloats);
-    m->grad_buf = model_alloc_floats(m, m->nfloats);
-    m->probs = model_alloc_floats(m, (size_t)batch * m->classes);
-    m->labels = (int32_t *)model_alloc_floats(m, (size_t)batch); /* int32 and float are both 4 bytes */
-    m->acc = model_alloc_floats(m, (size_t)biggest * batch);
-    if (!m->param_buf || !m->grad_buf || !m->probs || !m->labels || !m->acc) {
-        snprintf(m->err, sizeof(m->err), "out of memory for %zu parameters", m->nfloats);
+    m->nfloats_all = m->nfloats;
+    if (!m->planned && hold_buffers(m, 0, m->nlayers, NULL) != 0)
         goto fail;
-    }
-    if (m->dev.ops->finish_model && m->dev.ops->finish_model(m) != 0)
-        goto fail;
-    m->err[0] = 0;
-    model_init_params(m, m->seed);
-    if (m->err[0])
-        goto fail; /* the upload failed */
     model_set_trainable(m, "all", NULL, 0);
     /* per-layer timing is always on (struct layer_times says why it is
      * cheap); without memory for it the model still trains, untimed */
@@ -623,7 +748,7 @@ int model_hold16(struct model *m)
 {
     for (int t = 0; t < m->ntensors; t++) {
         struct tensor *x = &m->tensors[t];
-        if (!x->h16 || x->v16)
+        if (!x->h16 || x->v16 || !x->val) /* (done, or not held) */
             continue;
         /* (a chain's tensors are plain: stride is per_sample) */
         size_t floats = ((size_t)x->per_sample * (size_t)m->batch + 1) / 2; /* two 16-bit values a float */

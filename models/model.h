@@ -45,6 +45,7 @@ struct tensor {
     float *grad;        /* same shape; NULL for the model input */
     int grad_set;       /* backward: 1 once some layer wrote grad this pass */
     int need_grad;      /* backward must produce grad: some layer before it is trainable */
+    int no_grad;        /* never a gradient: the model input, or a view of it */
     int alias_of;       /* -1, or the tensor whose buffers this one shares */
     /* 16-bit activations between layers (model_plan_chain16): held in
      * v16 and g16 instead, channels-last bf16 or fp16, in the device's
@@ -53,10 +54,12 @@ struct tensor {
     uint16_t *v16, *g16;
 };
 
-/* Whether the tensor has a gradient buffer, fp32 or 16-bit. */
+/* Whether the tensor carries a gradient: a buffer, fp32 or 16-bit, where
+ * its model holds it (model_hold); every tensor but the model input and
+ * views of it. */
 static inline int tensor_has_grad(const struct tensor *t)
 {
-    return t->grad != NULL || t->g16 != NULL;
+    return !t->no_grad;
 }
 
 /* How model_init_params fills a parameter. */
@@ -64,7 +67,8 @@ enum { PARAM_INIT_FANIN = 0, PARAM_INIT_ONE, PARAM_INIT_ZERO };
 
 struct param {
     char name[MODEL_MAX_NAME]; /* "conv1.weight" */
-    size_t off;                /* offset in floats into param_buf / grad_buf */
+    size_t off;                /* offset in floats into param_buf / grad_buf; 0 where the model does not hold
+                                  its layer (model_holds_layer) */
     size_t len;                /* floats */
     int ndim, shape[4];
     int layer;
@@ -113,19 +117,22 @@ struct model {
     struct tensor *tensors;
     int nparams, cap_params;
     struct param *params;
-    size_t nfloats;    /* total parameter floats */
-    float *param_buf;  /* [nfloats] */
-    float *grad_buf;   /* [nfloats] */
-    int input, output; /* tensor ids */
-    float *probs;      /* [batch, classes] softmax, for the loss backward */
-    int32_t *labels;   /* [batch] */
-    uint64_t seed;     /* model_create's seed: dropout masks derive from it */
-    int ndropout;      /* dropout layers so far (each takes the next ordinal) */
-    int dropout_hold;  /* tests: 1 keeps every dropout mask fixed across forwards */
-    int bwd_first;     /* backward runs layers [bwd_first, nlayers) */
-    struct device dev; /* the model's handle on its device (open; shared streams, its own messages) */
-    void *kernels;     /* the device's kernel state (oneDNN's stream and scratchpad, cuDNN's handles) */
-    float loss_value;  /* model_loss_begin on the CPU: the result it computed */
+    size_t nfloats;     /* parameter floats it holds: its held layers' (model_hold) */
+    size_t nfloats_all; /* the whole model's parameter floats */
+    float *param_buf;   /* [nfloats] */
+    float *grad_buf;    /* [nfloats] */
+    int input, output;  /* tensor ids */
+    float *probs;       /* [batch, classes] softmax, for the loss backward */
+    int32_t *labels;    /* [batch] */
+    uint64_t seed;      /* model_create's seed: dropout masks derive from it */
+    int ndropout;       /* dropout layers so far (each takes the next ordinal) */
+    int dropout_hold;   /* tests: 1 keeps every dropout mask fixed across forwards */
+    int bwd_first;      /* backward runs layers [bwd_first, nlayers) */
+    int planned;        /* built by model_begin_plan: buffers come from model_hold */
+    int hold_a, hold_b; /* the layers whose state it holds: [hold_a, hold_b) */
+    struct device dev;  /* the model's handle on its device (open; shared streams, its own messages) */
+    void *kernels;      /* the device's kernel state (oneDNN's stream and scratchpad, cuDNN's handles) */
+    float loss_value;   /* model_loss_begin on the CPU: the result it computed */
     int loss_n, loss_correct;
     float *acc;                /* [largest tensor]: an input gradient to be added to one already set */
     struct layer_times *times; /* per-layer host timing (model_layer_times), or NULL */
@@ -150,6 +157,41 @@ typedef void (*grad_ready_fn)(void *ctx, int param_index);
 struct model *model_begin(const struct device *d, const char *name, int batch, int c, int h, int w, int classes,
                           uint64_t seed, char *err, size_t errlen);
 struct model *model_finish(struct model *m, int out, char *err, size_t errlen);
+/* A model's plan: model_begin's model, built without buffers. The layer
+ * builders record its tensors' shapes and its parameters' places, and
+ * model_finish leaves it holding nothing; model_hold then gives it the
+ * buffers of the layers it is to run (a pipeline stage's). */
+struct model *model_begin_plan(const struct device *d, const char *name, int batch, int c, int h, int w, int classes,
+                               uint64_t seed, char *err, size_t errlen);
+/* What model_hold takes from elsewhere instead of making it (each NULL:
+ * its own), from a model of the same plan held over the same layers: its
+ * parameter and gradient buffers [nfloats]; its acc (a layer's backward
+ * uses it only while it runs, so models that run one at a time can share
+ * one); its activations (values and gradients of every tensor but the
+ * model input). model_unshare gives them back before the model is
+ * destroyed. */
+struct model_shared {
+    float *params, *grads, *acc;
+    const struct model *acts;
+};
+/* Gives planned model m the state of layers [a, b) only, as a stage that
+ * runs just those needs it: the values and gradients of the tensors they
+ * read and write (and of the tensor a view of theirs shares), their
+ * parameters and gradients (the parameters rebased to offset 0: nfloats is
+ * theirs, params[].off of the other layers' is 0), the loss's buffers and
+ * the device's model state; with `shared`, some of them another model's.
+ * The parameters are initialised as the whole model's would be (the same
+ * draws, only the held ones kept), unless shared. Once only. 0, or -1
+ * with err (out of memory: what was made is freed with m; model_unshare
+ * first). */
+int model_hold(struct model *m, int a, int b, const struct model_shared *shared, char *err, size_t errlen);
+/* Forgets the buffers m took through `shared` (they stay their owner's). */
+void model_unshare(struct model *m, const struct model_shared *shared);
+/* Whether m holds layer i's state (model_hold; a model_begin model holds every layer). */
+static inline int model_holds_layer(const struct model *m, int i)
+{
+    return i >= m->hold_a && i < m->hold_b;
+}
 void model_destroy(struct model *m);
 /* A synchronous copy of bytes between the model's memory and the host, in
  * either direction (memcpy on the CPU). Returns 0, or -1 with m->err set. */

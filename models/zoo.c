@@ -470,8 +470,8 @@ const struct zoo_entry *zoo_find(const char *name)
     return 0;
 }
 
-struct model *zoo_create(struct device *d, const char *name, int batch, int c, int h, int w, int classes, uint64_t seed,
-                         char *err, size_t errlen)
+static struct model *make_model(struct device *d, const char *name, int batch, int c, int h, int w, int classes,
+                                uint64_t seed, int plan, char *err, size_t errlen)
 {
     const struct zoo_entry *z = zoo_find(name);
     if (!z) {
@@ -483,10 +483,22 @@ struct model *zoo_create(struct device *d, const char *name, int batch, int c, i
         cpu.ops->open(&cpu, 0);
         d = &cpu;
     }
-    struct model *m = model_begin(d, name, batch, c, h, w, classes, seed, err, errlen);
+    struct model *m = (plan ? model_begin_plan : model_begin)(d, name, batch, c, h, w, classes, seed, err, errlen);
     if (!m)
         return NULL;
     /* the logits leave in plain layout, whatever the last layer wrote */
     int out = layer_to_layout(m, "logits", z->build(m, m->input, classes), 1);
     return model_finish(m, out, err, errlen);
+}
+
+struct model *zoo_create(struct device *d, const char *name, int batch, int c, int h, int w, int classes, uint64_t seed,
+                         char *err, size_t errlen)
+{
+    return make_model(d, name, batch, c, h, w, classes, seed, 0, err, errlen);
+}
+
+struct model *zoo_plan(struct device *d, const char *name, int batch, int c, int h, int w, int classes, uint64_t seed,
+                       char *err, size_t errlen)
+{
+    return make_model(d, name, batch, c, h, w, classes, seed, 1, err, errlen);
 }

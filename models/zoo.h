@@ -35,6 +35,11 @@ const struct zoo_entry *zoo_find(const char *name);
  * initialised from seed. Returns NULL with err set. */
 struct model *zoo_create(struct device *d, const char *name, int batch, int c, int h, int w, int classes, uint64_t seed,
                          char *err, size_t errlen);
+/* The same model's plan (model_begin_plan): its layers, shapes and
+ * parameters' places, no buffers; model_hold gives it those of the layers
+ * it is to run. */
+struct model *zoo_plan(struct device *d, const char *name, int batch, int c, int h, int w, int classes, uint64_t seed,
+                       char *err, size_t errlen);
 /* 1 when model `name` takes its ImageNet form on h x w inputs. */
 int zoo_imagenet_form(const char *name, int h, int w);
 

@@ -38,8 +38,15 @@ const char *const data_names[] = {"fashion-mnist", "mnist", "cifar10", "syntheti
 #define CIFAR_TRAIN_FILES 5
 #define CIFAR_SUBDIR "cifar-10-batches-bin"
 
-#define SYNTH_TRAIN 60000
-#define SYNTH_TEST 10000
+/* A synthetic set in a real set's shape takes that set's sizes, so that
+ * an epoch of it is as long as the real one's; any other shape MNIST's. */
+static const struct synth_size {
+    int c, h, w;
+    int train, test;
+} synth_sizes[] = {
+    {3, 32, 32, 50000, 10000}, /* CIFAR-10 */
+    {1, 28, 28, 60000, 10000}, /* MNIST, Fashion-MNIST (and every other shape) */
+};
 
 /* n is an int throughout the project, and one sample's bytes must fit too. */
 #define IDX_MAX_BYTES ((uint64_t)INT_MAX)
@@ -682,7 +689,10 @@ int data_synthetic(uint64_t seed, int c, int h, int w, struct dataset *train, st
         return -1;
     }
     size_t img = (size_t)c * (size_t)h * (size_t)w;
-    int ntrain = SYNTH_TRAIN, ntest = SYNTH_TEST;
+    size_t k = 0, last = sizeof(synth_sizes) / sizeof(synth_sizes[0]) - 1;
+    while (k < last && (synth_sizes[k].c != c || synth_sizes[k].h != h || synth_sizes[k].w != w))
+        k++;
+    int ntrain = synth_sizes[k].train, ntest = synth_sizes[k].test;
     if ((size_t)ntrain * img > SYNTH_BYTES) {
         ntrain = (int)(SYNTH_BYTES / img);
         ntest = ntrain / 6 > 0 ? ntrain / 6 : 1;

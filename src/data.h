@@ -60,8 +60,11 @@ void data_free(struct dataset *d);
 int data_files(const char *name, const char *dir, char (*out)[DATA_PATH], int max);
 /* The synthetic set in another shape (--input CxHxW): c channels (1 to
  * DATA_MAX_CHANNELS), sides DATA_MIN_SIDE to DATA_MAX_SIDE; 1x28x28 is
- * data_load's "synthetic". A large shape keeps fewer samples (256 MB of
- * train pixels at most, a sixth as many test samples). -1 with err set. */
+ * data_load's "synthetic". In a real set's shape it has that set's sizes
+ * (3x32x32: CIFAR-10's 50000 training and 10000 test samples), in any
+ * other MNIST's (60000 and 10000). A large shape keeps fewer samples (256
+ * MB of train pixels at most, a sixth as many test samples). -1 with err
+ * set. */
 int data_synthetic(uint64_t seed, int c, int h, int w, struct dataset *train, struct dataset *test, char *err,
                    size_t errlen);
 

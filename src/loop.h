@@ -107,10 +107,13 @@ int loop_agree_bad(struct loop *L, float *buf, float *bad);
 
 /* ---- the modes' hooks (rank.c's table, by enum mode_loop) ---------------- */
 
-/* A training mode's rank loop: after the state every mode shares, the
- * mode's own (0, or -1 with the rank's failure said); step i of the epoch
- * (0, or nonzero: the rank stops); what init made, also after it failed. */
+/* A training mode's rank loop: the layers [*a, *b) of the model's plan
+ * (model_begin_plan) whose state the rank holds (NULL: the whole model,
+ * made at once); after the state every mode shares, the mode's own (0, or
+ * -1 with the rank's failure said); step i of the epoch (0, or nonzero:
+ * the rank stops); what hold and init made, also after they failed. */
 struct loop_hooks {
+    int (*hold)(struct loop *L, const struct model *plan, int *a, int *b);
     int (*init)(struct loop *L);
     int (*step)(struct loop *L, int i, int epoch);
     void (*free)(struct loop *L);
@@ -119,6 +122,7 @@ struct loop_hooks {
 int loop_data_init(struct loop *L);
 int loop_data_step(struct loop *L, int i, int epoch);
 void loop_data_free(struct loop *L);
+int loop_stages_hold(struct loop *L, const struct model *plan, int *a, int *b);
 int loop_stages_init(struct loop *L);
 int loop_stages_step(struct loop *L, int i, int epoch);
 void loop_stages_free(struct loop *L);

@@ -38,26 +38,44 @@ struct stages {
     struct model **mb;
     int *pipe_ops;
     int pipe_p0, pipe_p1;
+    int slots;      /* micro-batches in flight at once (pipe_in_flight): sets of activations held */
     float *pipe_lc; /* the last stages' loss and hits, in the model's memory for the broadcast (--dp:
                        [replicas][2], for an allreduce) */
 };
 
 /* ---- model and pipeline parallelism (pipeline.h) ---------------------- */
 
-/* Forward + backward time per layer, measured on rank 0's model at the
- * micro-batch (two passes after a warm-up one; on an asynchronous device
- * each layer waits for the device, times_wait) and broadcast, so that
- * every stage computes the same balanced partition. */
-static int pipe_measure(struct loop *L, double *cost)
+/* Forward + backward time per layer, measured by rank 0 on a whole model
+ * of its own at the micro-batch, freed before the stage's is held (two
+ * passes after a warm-up one; on an asynchronous device each layer waits
+ * for the device, times_wait), and broadcast, so that every stage computes
+ * the same balanced partition. The other ranks read only the plan's
+ * shape. */
+static int pipe_measure(struct loop *L, const struct model *plan, double *cost)
 {
     struct rank *rk = L->rk;
-    struct model *m = L->m;
+    const struct run_config *cfg = L->cfg;
+    const struct dataset *tr = L->run->train;
     struct device *d = &rk->dev;
-    int n = m->nlayers, rc = 0;
+    int n = plan->nlayers, rc = 0;
+    struct model *m = NULL;
+    char err[256];
+    if (rk->id == 0) {
+        m = zoo_create(d, cfg->model, plan->batch, tr->c, tr->h, tr->w, plan->classes, cfg->seed, err, sizeof(err));
+        if (!m || model_set_trainable(m, cfg->trainable, err, sizeof(err)) != 0) {
+            char msg[400];
+            snprintf(msg, sizeof(msg),
+                     "%.250s (the balanced partition times the whole model on rank 0: "
+                     "--partition FIRST:LAST,... needs no timing)",
+                     err);
+            model_destroy(m);
+            return loop_fail(rk, msg);
+        }
+    }
     float *buf = calloc((size_t)n, sizeof(float));
     float *dbuf = d->ops->alloc(d, sizeof(float) * (size_t)n); /* the broadcast's, in the model's memory */
     int64_t *t = calloc((size_t)n * 4, sizeof(int64_t));       /* forward, backward: after the warm-up, at the end */
-    int32_t *labels = calloc((size_t)m->batch, sizeof(int32_t));
+    int32_t *labels = calloc((size_t)plan->batch, sizeof(int32_t));
     if (!buf || !dbuf || !t || !labels) {
         rc = loop_fail(rk, "out of memory for the partition");
         goto done;
@@ -100,39 +118,35 @@ done:
     free(buf);
     free(t);
     free(labels);
+    model_destroy(m);
     return rc;
 }
 
-/* The stages, the micro-batch models and the schedule of this rank. */
-int loop_stages_init(struct loop *L)
+/* The stages and this rank's: the layers its model holds (a stage keeps
+ * only its own layers' parameters, gradients, momentum and activations). */
+int loop_stages_hold(struct loop *L, const struct model *plan, int *a, int *b)
 {
     struct rank *rk = L->rk;
-    struct run *run = L->run;
     const struct run_config *cfg = L->cfg;
-    const struct dataset *tr = run->train;
-    struct model *m = L->m;
     char err[256];
     struct stages *st = calloc(1, sizeof(*st));
     if (!(L->own = st))
         return loop_fail(rk, "out of memory for the stages");
     int micro = (L->mode->flags & MODE_MICRO) != 0;
     int S = run_stages(cfg), M = micro ? cfg->micro_batches : 1;
-    for (int t = 0; t < m->ntensors; t++)
-        if (m->tensors[t].h16) /* (stages send and receive fp32 activations) */
-            return loop_fail(rk, "DDPTOP_H16_CHAIN=1: 16-bit activations between layers train data-parallel only");
     st->stage = rk->id % S;
     st->stage0 = rk->id - st->stage;
     if (cfg->partition[0] || S == 1) {
         char whole[32]; /* one stage is the whole model: nothing to measure */
-        snprintf(whole, sizeof(whole), "0:%d", m->nnum - 1);
-        if (pipe_plan_parse(&st->plan, m, S == 1 ? whole : cfg->partition, S, err, sizeof(err)) != 0)
+        snprintf(whole, sizeof(whole), "0:%d", plan->nnum - 1);
+        if (pipe_plan_parse(&st->plan, plan, S == 1 ? whole : cfg->partition, S, err, sizeof(err)) != 0)
             return loop_fail(rk, err);
     } else {
-        double *cost = calloc((size_t)m->nlayers, sizeof(double));
+        double *cost = calloc((size_t)plan->nlayers, sizeof(double));
         if (!cost)
             return loop_fail(rk, "out of memory for the partition");
-        int rc = pipe_measure(L, cost);
-        if (rc == 0 && pipe_plan_balance(&st->plan, m, cost, S, err, sizeof(err)) != 0)
+        int rc = pipe_measure(L, plan, cost);
+        if (rc == 0 && pipe_plan_balance(&st->plan, plan, cost, S, err, sizeof(err)) != 0)
             rc = loop_fail(rk, err);
         free(cost);
         if (rc != 0)
@@ -140,6 +154,39 @@ int loop_stages_init(struct loop *L)
     }
     st->plan.micro = M;
     st->plan.schedule = micro ? cfg->schedule : SCHED_GPIPE;
+    *a = st->plan.first[st->stage];
+    *b = st->plan.first[st->stage + 1];
+    return 0;
+}
+
+/* What micro-batch k's model (k >= 1) shares: mb[0]'s parameters and
+ * scratch; from k = 2 on, mb[1]'s gradients (each micro-batch's are
+ * computed into them and added to mb[0]'s at once: loop_stages_step); and
+ * from k = slots on, the activations of micro-batch k - slots's model,
+ * whose backward has run before k's forward in either schedule
+ * (pipeline.h). */
+static struct model_shared stage_shared(const struct stages *st, int k)
+{
+    return (struct model_shared){.params = st->mb[0]->param_buf,
+                                 .acc = st->mb[0]->acc,
+                                 .grads = k >= 2 ? st->mb[1]->grad_buf : NULL,
+                                 .acts = k >= st->slots ? st->mb[k % st->slots] : NULL};
+}
+
+/* The micro-batch models and the schedule of this rank's stage. */
+int loop_stages_init(struct loop *L)
+{
+    struct rank *rk = L->rk;
+    struct run *run = L->run;
+    const struct run_config *cfg = L->cfg;
+    const struct dataset *tr = run->train;
+    struct model *m = L->m;
+    struct stages *st = L->own;
+    char err[256];
+    int S = st->plan.stages, M = st->plan.micro;
+    for (int t = 0; t < m->ntensors; t++)
+        if (m->tensors[t].h16) /* (stages send and receive fp32 activations) */
+            return loop_fail(rk, "DDPTOP_H16_CHAIN=1: 16-bit activations between layers train data-parallel only");
     int a = st->plan.first[st->stage], b = st->plan.first[st->stage + 1];
     st->mb = calloc((size_t)M, sizeof(*st->mb));
     st->pipe_ops = malloc(sizeof(int) * 2 * (size_t)M);
@@ -147,17 +194,20 @@ int loop_stages_init(struct loop *L)
     if (!st->mb || !st->pipe_ops || !st->pipe_lc)
         return loop_fail(rk, "out of memory for the micro-batches");
     pipe_schedule_ops(st->plan.schedule, S, st->stage, M, st->pipe_ops);
-    /* one model per micro-batch in flight, all on mb[0]'s parameters (each
-     * keeps its own activations and gradients) */
+    /* one model per micro-batch (its own layers' state: dropout's draws,
+     * batch norm's statistics), holding the stage's layers on mb[0]'s
+     * parameters, on one gradient buffer past mb[0]'s, and on as many sets
+     * of activations as micro-batches are in flight (stage_shared) */
+    st->slots = pipe_in_flight(st->plan.schedule, S, st->stage, M);
     st->mb[0] = m;
     for (int k = 1; k < M; k++) {
-        st->mb[k] = zoo_create(&rk->dev, cfg->model, m->batch, tr->c, tr->h, tr->w,
-                               run_classes(cfg, tr->h, tr->w, tr->classes), cfg->seed, err, sizeof(err));
+        st->mb[k] =
+            zoo_plan(&rk->dev, cfg->model, m->batch, tr->c, tr->h, tr->w, m->classes, cfg->seed, err, sizeof(err));
         if (!st->mb[k])
             return loop_fail(rk, err);
-        model_free_floats(st->mb[k], st->mb[k]->param_buf);
-        st->mb[k]->param_buf = m->param_buf; /* (loop_stages_free gives it back before destroying the model) */
-        if (model_set_trainable(st->mb[k], cfg->trainable, err, sizeof(err)) != 0)
+        struct model_shared sh = stage_shared(st, k); /* (loop_stages_free gives them back) */
+        if (model_hold(st->mb[k], a, b, &sh, err, sizeof(err)) != 0 ||
+            model_set_trainable(st->mb[k], cfg->trainable, err, sizeof(err)) != 0)
             return loop_fail(rk, err);
     }
     /* the stage's parameters: its layers' (a model keeps them in layer order) */
@@ -170,7 +220,7 @@ int loop_stages_init(struct loop *L)
         }
     rk->stage_first = model_layer_num(m, a); /* (the user's numbers: the same on any CPU) */
     rk->stage_end = model_layer_num(m, b);
-    pipe_stage_memory(m, a, b, pipe_in_flight(st->plan.schedule, S, st->stage, M), cfg->momentum, rk->stage_mem);
+    pipe_stage_memory(m, a, b, pipe_in_flight(st->plan.schedule, S, st->stage, M), cfg->momentum, rk->stage_mem, M);
     return 0;
 }
 
@@ -203,8 +253,8 @@ static int pipe_xfer(struct loop *L, int send, float *buf, size_t n, int peer, c
     return loop_comm_failed(L->rk, rc, msg);
 }
 
-/* The stage's update: the micro-batches' gradients of its parameters
- * summed into mb[0]'s; under --loss-scale dynamic the stages' verdicts on
+/* The stage's update, its micro-batches' gradients summed in mb[0]'s
+ * already: --dp's average over the stage's copies; under --loss-scale dynamic the stages' verdicts on
  * their own gradients summed, so that all skip or all step and their
  * scales stay equal; the optimizer over the stage's parameters. 0, or -1
  * (failed, said). */
@@ -213,14 +263,11 @@ static int stage_update(struct loop *L, uint32_t step)
     struct stages *st = L->own;
     struct rank *rk = L->rk;
     struct model *m = L->m;
-    struct device *d = &rk->dev;
     int has = st->pipe_p1 > st->pipe_p0;
     if (has) {
         size_t lo = m->params[st->pipe_p0].off, hi = m->params[st->pipe_p1 - 1].off + m->params[st->pipe_p1 - 1].len;
-        for (int k = 1; k < st->plan.micro; k++)
-            if (d->ops->add(d, m->grad_buf + lo, st->mb[k]->grad_buf + lo, hi - lo, STREAM_COMPUTE) != 0)
-                return loop_dev_failed(rk);
-        /* --dp: the average over the stage's copies, each of its replica's
+        /* (the micro-batches' gradients are summed into mb[0]'s as they come: loop_stages_step)
+         * --dp: the average over the stage's copies, each of its replica's
          * batch (a replica's gradient is of its batch's mean loss) */
         if (rk->dp_comm) {
             if (loop_comm_after_compute(L) != 0)
@@ -331,6 +378,15 @@ int loop_stages_step(struct loop *L, int i, int epoch)
              * fault in the last stage) */
             float gs = L->overflow && s == S - 1 ? INFINITY : L->scale;
             int brc = model_backward_range(mk, a, b, seed, gs / (float)B);
+            /* a later micro-batch's gradients (in mb[1]'s buffer, which they
+             * share) added to mb[0]'s at once, in micro-batch order as the
+             * backwards run: the sums of one buffer a micro-batch */
+            if (brc == 0 && k > 0 && st->pipe_p1 > st->pipe_p0) {
+                size_t lo = m->params[st->pipe_p0].off,
+                       hi = m->params[st->pipe_p1 - 1].off + m->params[st->pipe_p1 - 1].len;
+                if (d->ops->add(d, m->grad_buf + lo, mk->grad_buf + lo, hi - lo, STREAM_COMPUTE) != 0)
+                    return loop_dev_failed(rk);
+            }
             if (loop_phase_pop(L, CAT_BACKWARD) != 0 && brc == 0)
                 return loop_dev_failed(rk);
             if (brc != 0)
@@ -397,10 +453,11 @@ void loop_stages_free(struct loop *L)
     if (!st)
         return;
     if (L->async && d->impl)
-        d->ops->sync(d, STREAM_COMM); /* the sends and receives run on the comm stream */
-    for (int k = 1; st->mb && k < st->plan.micro; k++)
+        d->ops->sync(d, STREAM_COMM);                          /* the sends and receives run on the comm stream */
+    for (int k = st->mb ? st->plan.micro - 1 : 0; k >= 1; k--) /* (last first: each shares only earlier ones') */
         if (st->mb[k]) {
-            st->mb[k]->param_buf = NULL; /* mb[0]'s */
+            struct model_shared sh = stage_shared(st, k);
+            model_unshare(st->mb[k], &sh);
             model_destroy(st->mb[k]);
         }
     free(st->mb);

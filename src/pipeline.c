@@ -215,7 +215,7 @@ static double tensor_bytes(const struct model *m, int t)
     return sizeof(float) * (double)x->stride * (double)m->batch * (x->need_grad && tensor_has_grad(x) ? 2 : 1);
 }
 
-void pipe_stage_memory(const struct model *m, int a, int b, int in_flight, double momentum, double *bytes)
+void pipe_stage_memory(const struct model *m, int a, int b, int in_flight, double momentum, double *bytes, int micro)
 {
     for (int k = 0; k < SMEM_KINDS; k++)
         bytes[k] = 0;
@@ -225,7 +225,7 @@ void pipe_stage_memory(const struct model *m, int a, int b, int in_flight, doubl
             continue;
         double n = sizeof(float) * (double)q->len;
         bytes[SMEM_PARAMS] += n;
-        bytes[SMEM_GRADS] += q->trainable ? n : 0;
+        bytes[SMEM_GRADS] += q->trainable ? n * (micro > 1 ? 2 : 1) : 0;
         bytes[SMEM_OPTIM] += q->trainable && momentum != 0 ? n : 0;
     }
     /* the stage's input: the model's, or what crosses the cut before it */

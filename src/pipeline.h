@@ -52,7 +52,9 @@ int pipe_in_flight(int schedule, int S, int s, int M);
 /* What a stage holds to train its layers, in bytes (DDLBench's memory
  * axis), one figure a kind:
  *  - its layers' parameters;
- *  - the gradients of those that train (a frozen one has none);
+ *  - the gradients of those that train (a frozen one has none), twice
+ *    with micro-batches (each micro-batch's are computed into a second
+ *    buffer and added to the first);
  *  - SGD's momentum, one value a trainable parameter (none at momentum 0,
  *    as PyTorch's SGD keeps none);
  *  - the activations of every micro-batch in flight (pipe_in_flight): its
@@ -60,15 +62,16 @@ int pipe_in_flight(int schedule, int S, int s, int M);
  *    its layers' outputs (not a view of another's buffer), values, with a
  *    gradient beside each one that a gradient flows through (need_grad).
  * Counted from the layers' shapes as the run holds them (a blocked
- * layout's padded channels included); every rank still builds the whole
- * model, so a rank's measured peak does not shrink with its stage. */
+ * layout's padded channels included). A rank holds only its stage's
+ * layers (model_hold), and its micro-batches share their activations
+ * as they are in flight, so its measured peak follows these figures. */
 enum stage_mem_kind { SMEM_PARAMS = 0, SMEM_GRADS, SMEM_OPTIM, SMEM_ACTS, SMEM_KINDS };
 /* The kind's key in the report's JSON ("param_bytes"...). */
 const char *pipe_stage_mem_key(int kind);
 /* The figures of layers [a, b) of m (m's batch: one micro-batch) with
- * in_flight micro-batches live and SGD momentum `momentum`, into
- * bytes[SMEM_KINDS]. */
-void pipe_stage_memory(const struct model *m, int a, int b, int in_flight, double momentum, double *bytes);
+ * in_flight of `micro` micro-batches live and SGD momentum `momentum`,
+ * into bytes[SMEM_KINDS]. */
+void pipe_stage_memory(const struct model *m, int a, int b, int in_flight, double momentum, double *bytes, int micro);
 
 const char *parallel_name(int kind);
 /* The kind whose parallel_name is `name`, or -1. */

@@ -158,6 +158,23 @@ static int loop_open_device(struct loop *L)
     return 0;
 }
 
+/* The communicators' spans go to the main lane at the rank's step (from
+ * the first call on: a stage partition's measured times are broadcast
+ * while the model is made). */
+static void loop_bind_comms(struct loop *L)
+{
+    struct rank *rk = L->rk;
+    const struct run_config *cfg = L->cfg;
+    if (rk->comm) {
+        comm_bind(rk->comm, &rk->spans_main, LANE_MAIN, &rk->step);
+        rk->comm->timeout_ns = (int64_t)(cfg->comm_timeout_s * 1e9);
+    }
+    if (rk->dp_comm) {
+        comm_bind(rk->dp_comm, &rk->spans_main, LANE_MAIN, &rk->step);
+        rk->dp_comm->timeout_ns = (int64_t)(cfg->comm_timeout_s * 1e9);
+    }
+}
+
 /* The model (it holds one micro-batch), the buffer that broadcasts its
  * batch norm statistics (data parallelism: every stage keeps its own), the
  * loss scaler's verdict and the optimizer. */
@@ -168,16 +185,19 @@ static int loop_model(struct loop *L)
     const struct run_config *cfg = L->cfg;
     const struct dataset *tr = run->train;
     char err[256];
-    L->m = zoo_create(&rk->dev, cfg->model, run->local_batch / train_mode_micro(cfg), tr->c, tr->h, tr->w,
-                      run_classes(cfg, tr->h, tr->w, tr->classes), cfg->seed, err, sizeof(err));
+    /* a mode that holds only some layers (a stage) plans the whole model
+     * first, then holds its layers' state and no other's */
+    L->m = (L->hooks->hold ? zoo_plan : zoo_create)(&rk->dev, cfg->model, run->local_batch / train_mode_micro(cfg),
+                                                    tr->c, tr->h, tr->w, run_classes(cfg, tr->h, tr->w, tr->classes),
+                                                    cfg->seed, err, sizeof(err));
     if (!L->m)
         return loop_fail(rk, err);
-    if (model_set_trainable(L->m, cfg->trainable, err, sizeof(err)) != 0) {
-        model_destroy(L->m);
-        L->m = NULL;
+    rk->model = L->m; /* (run_free destroys it; the collector reads it once nparams_total is set) */
+    int a, b;
+    if (L->hooks->hold && (L->hooks->hold(L, L->m, &a, &b) != 0 || model_hold(L->m, a, b, NULL, err, sizeof(err)) != 0))
+        return rk->rc != 0 ? -1 : loop_fail(rk, err);
+    if (model_set_trainable(L->m, cfg->trainable, err, sizeof(err)) != 0)
         return loop_fail(rk, err);
-    }
-    rk->model = L->m;
     for (int i = 0; i < L->m->nlayers; i++)
         if (layer_bn_running(&L->m->layers[i], 0)) {
             L->has_bn = 1;
@@ -186,15 +206,17 @@ static int loop_model(struct loop *L)
     if (L->has_bn && run->world > 1 && cfg->broadcast_buffers && !(L->mode->flags & MODE_STAGED) &&
         !(L->bn_flat = rk->dev.ops->alloc(&rk->dev, sizeof(float) * L->bn_floats)))
         return loop_fail(rk, "out of memory for the batch norm statistics' broadcast");
-    rk->nparams_total = L->m->nfloats;
+    rk->nparams_total = L->m->nfloats_all;
     rk->nparams_trainable = model_trainable_floats(L->m);
     rk->flops_per_sample = model_flops(L->m);
     float lr = (float)run_lr_peak(cfg);
     L->scale = L->used_scale = cfg->loss_scale == LOSS_SCALE_DYNAMIC ? CFG_LOSS_SCALE_INIT : 1.0f;
     if (cfg->loss_scale == LOSS_SCALE_DYNAMIC && !(L->scaler_buf = rk->dev.ops->alloc(&rk->dev, sizeof(float))))
         return loop_fail(rk, "out of memory for the loss scaler");
-    if (sgd_init_model(&L->opt, L->m, lr, cfg->momentum, cfg->weight_decay, cfg->warmup_steps) != 0)
-        return loop_fail(rk, "out of memory for the optimizer");
+    if (sgd_init_model(&L->opt, L->m, lr, cfg->momentum, cfg->weight_decay, cfg->warmup_steps) != 0) {
+        snprintf(err, sizeof(err), "the optimizer's state: %.200s", L->m->err[0] ? L->m->err : "out of memory");
+        return loop_fail(rk, err);
+    }
     sgd_set_decay(&L->opt, cfg->lr_cosine ? run->total_steps : 0);
     return 0;
 }
@@ -231,20 +253,10 @@ static int loop_batches(struct loop *L)
     return 0;
 }
 
-/* The communicators' spans go to the main lane at the rank's step, and
- * the strategies' view of the flat gradient buffer is laid out. */
+/* The strategies' view of the flat gradient buffer. */
 static int loop_comms(struct loop *L)
 {
     struct rank *rk = L->rk;
-    const struct run_config *cfg = L->cfg;
-    if (rk->comm) {
-        comm_bind(rk->comm, &rk->spans_main, LANE_MAIN, &rk->step);
-        rk->comm->timeout_ns = (int64_t)(cfg->comm_timeout_s * 1e9);
-    }
-    if (rk->dp_comm) {
-        comm_bind(rk->dp_comm, &rk->spans_main, LANE_MAIN, &rk->step);
-        rk->dp_comm->timeout_ns = (int64_t)(cfg->comm_timeout_s * 1e9);
-    }
     struct model *m = L->m;
     L->gt = calloc((size_t)m->nparams, sizeof(*L->gt));
     if (!L->gt)
@@ -257,8 +269,8 @@ static int loop_comms(struct loop *L)
 
 /* The training modes' rank loops (mode.h's enum mode_loop). */
 static const struct loop_hooks loop_hooks[MODE_LOOPS] = {
-    [MODE_LOOP_DATA] = {loop_data_init, loop_data_step, loop_data_free},
-    [MODE_LOOP_STAGES] = {loop_stages_init, loop_stages_step, loop_stages_free},
+    [MODE_LOOP_DATA] = {NULL, loop_data_init, loop_data_step, loop_data_free},
+    [MODE_LOOP_STAGES] = {loop_stages_hold, loop_stages_init, loop_stages_step, loop_stages_free},
 };
 
 /* Everything the rank's steps share, then its mode's own (mode.h). */
@@ -279,7 +291,10 @@ static int loop_init(struct loop *L, struct rank *rk)
     cpu_set_threads(cfg->threads_per_rank);
     L->async = run->devops->async;
     L->staged = -1;
-    if (loop_open_device(L) != 0 || loop_model(L) != 0 || loop_batches(L) != 0 || loop_comms(L) != 0)
+    if (loop_open_device(L) != 0)
+        return -1;
+    loop_bind_comms(L);
+    if (loop_model(L) != 0 || loop_batches(L) != 0 || loop_comms(L) != 0)
         return -1;
     return L->hooks->init(L);
 }

@@ -1317,11 +1317,12 @@ static void write_stage_table(FILE *f, const struct run_result *r, int i, int md
         fprintf(f, md ? " | %.2f MB |\n" : " %7.2f MB\n", st->mem_total_bytes / 1e6);
     }
     fprintf(f,
-            "%smemory: what a stage holds to train its layers: their parameters, the gradients and SGD\n"
-            "momentum of those that train, and the activations of each micro-batch in flight (its input\n"
-            "and its layers' outputs, with their gradients).\n"
-            "mem peak: what each rank allocated; every rank here builds the whole model, so it does not\n"
-            "shrink with its stage.\n",
+            "%smemory: what a stage holds to train its layers: their parameters, the gradients (with\n"
+            "micro-batches two buffers) and SGD momentum of those that train, and the activations of each\n"
+            "micro-batch in flight (its input and its layers' outputs, with their gradients).\n"
+            "mem peak: what each rank allocated; a rank builds only its stage's layers, so it follows the\n"
+            "stage's memory (without --partition, rank 0's includes the whole model it times for the\n"
+            "balanced partition).\n",
             md ? "\n" : "");
 }
 

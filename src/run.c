@@ -2,6 +2,7 @@
  * draining their rings into the metrics. */
 #include "run.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <time.h>
@@ -175,6 +176,23 @@ void run_memory_free(struct mem_need *need)
     free(need->s);
     need->a = need->s = NULL;
     need->n = 0;
+}
+
+/* DDPTOP_MEM_CAP_MB: the most device memory each rank may hold (bytes),
+ * 0 when unset; -1 with err when it is not a whole number of MiB. */
+static int64_t mem_cap(char *err, size_t errlen)
+{
+    const char *v = getenv("DDPTOP_MEM_CAP_MB");
+    if (!v || !v[0])
+        return 0;
+    char *end;
+    errno = 0;
+    long long mb = strtoll(v, &end, 10);
+    if (*end || end == v || errno || mb < 1 || mb > (INT64_MAX >> 20)) {
+        snprintf(err, errlen, "DDPTOP_MEM_CAP_MB: expected a whole number of MiB, 1 or more (got '%.40s')", v);
+        return -1;
+    }
+    return (int64_t)mb << 20;
 }
 
 /* The memory the run's ranks share, before any rank makes its buffers.
@@ -377,9 +395,10 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         }
         if (rc->partition[0]) {
             /* checked on the model's layers before any rank starts (a
-             * one-sample CPU copy: the layers are the same on any device) */
-            struct model *m = zoo_create(NULL, rc->model, 1, train->c, train->h, train->w,
-                                         run_classes(rc, train->h, train->w, train->classes), rc->seed, err, errlen);
+             * one-sample CPU plan, holding no buffers: the layers are the
+             * same on any device) */
+            struct model *m = zoo_plan(NULL, rc->model, 1, train->c, train->h, train->w,
+                                       run_classes(rc, train->h, train->w, train->classes), rc->seed, err, errlen);
             if (!m)
                 return -1;
             struct pipe_plan p;
@@ -467,6 +486,14 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
         return -1;
     }
     const struct procs *pr = procs_self();
+    int64_t cap = mem_cap(err, errlen);
+    if (cap < 0)
+        return -1;
+    if (cap > 0) { /* (the report says it; a rank past it fails with it named) */
+        size_t n = strlen(r->note);
+        snprintf(r->note + n, sizeof(r->note) - n, "%sDDPTOP_MEM_CAP_MB=%lld: each rank may hold %lld MiB",
+                 n ? "; " : "", (long long)(cap >> 20), (long long)(cap >> 20));
+    }
     r->ranks = calloc((size_t)r->world, sizeof(*r->ranks));
     if (!r->ranks) {
         snprintf(err, errlen, "out of memory for %d ranks", r->world);
@@ -500,6 +527,7 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
             continue; /* another worker's rank: nothing of it passes here */
         k->dev.ops = devops;
         k->dev.mem = &k->mem;
+        k->mem.cap = cap;
         k->gpu = r->on_gpu ? world_device(&r->plan, i) : -1;
         if (!k->local) {
             /* another process's rank: its device as process 0 shows it

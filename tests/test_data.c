@@ -848,7 +848,9 @@ static void test_synthetic_shapes(void **state)
     enum { C = 3, S = 32 };
     assert_int_equal(data_synthetic(5, C, S, S, &d, &dt, err, sizeof err), 0);
     assert_string_equal(d.name, "synth-3x32x32");
-    assert_int_equal(d.n, 60000);
+    /* CIFAR-10's shape, CIFAR-10's sizes: 5 training files of 10000 images
+     * and a test file of 10000 */
+    assert_int_equal(d.n, 5 * 10000);
     assert_int_equal(dt.n, 10000);
     assert_true(d.c == C && d.h == S && d.w == S && dt.c == C && dt.h == S && dt.w == S);
     for (int ch = 0; ch < C; ch++) {

@@ -157,15 +157,14 @@ static void test_grad_compress(void **state)
 
 /* The parameters of a staged run, each from the rank whose stage holds its
  * layer (as test_strategies.c's stage_params). */
-static void stage_params(const struct run *r, float *out)
+static void stage_params(const struct run *r, const struct model *mr, float *out)
 {
-    const struct model *m0 = r->ranks[0].model;
-    for (int p = 0; p < m0->nparams; p++) {
-        int layer = model_layer_num(m0, m0->params[p].layer), s = 0; /* (stages name layers by number) */
+    for (int p = 0; p < mr->nparams; p++) {
+        int layer = model_layer_num(mr, mr->params[p].layer), s = 0; /* (stages name layers by number) */
         while (!(layer >= r->ranks[s].stage_first && layer < r->ranks[s].stage_end))
             s++;
-        const struct model *m = r->ranks[s].model;
-        memcpy(out + m->params[p].off, m->param_buf + m->params[p].off, sizeof(float) * m->params[p].len);
+        const struct model *m = r->ranks[s].model; /* (its own stage's parameters, at its own offsets) */
+        memcpy(out + mr->params[p].off, m->param_buf + m->params[p].off, sizeof(float) * mr->params[p].len);
     }
 }
 
@@ -189,8 +188,8 @@ static void test_stages(void **state)
         struct run_config gc = on_gloo(rc, ALGO_RING);
         assert_int_equal(harness_run(&gl, &gc, &g_train, &g_test), 0);
         assert_int_equal(gl.metrics.steps_done, 8);
-        stage_params(&shm, a);
-        stage_params(&gl, b);
+        stage_params(&shm, mr, a);
+        stage_params(&gl, mr, b);
         printf("  lenet %s x%d (dp %d) on gloo: %.3g from shm, %.3g from single\n", parallel_name(rc.parallel),
                rc.micro_batches, rc.dp, rel_diff(b, a, mr->nfloats), rel_diff(b, mr->param_buf, mr->nfloats));
         assert_memory_equal(a, b, mr->nfloats * sizeof(float));

@@ -801,8 +801,8 @@ static void stage_params(struct run *r, const struct model *mr, float *got)
 {
     for (int p = 0; p < mr->nparams; p++) {
         int layer = model_layer_num(mr, mr->params[p].layer), s = layer >= r->ranks[1].stage_first;
-        float *ps = rank_params(r, s);
-        memcpy(got + mr->params[p].off, ps + mr->params[p].off, sizeof(float) * mr->params[p].len);
+        float *ps = rank_params(r, s); /* (its own stage's parameters, at its own offsets) */
+        memcpy(got + mr->params[p].off, ps + r->ranks[s].model->params[p].off, sizeof(float) * mr->params[p].len);
         free(ps);
     }
 }
@@ -863,7 +863,7 @@ static void parallel_runs(void)
     assert_int_equal(r.metrics.steps_done, 12);
     for (int s = 0; s < 2; s++) {
         float *a = rank_params(&r, s), *b = rank_params(&r, s + 2);
-        assert_memory_equal(a, b, sizeof(float) * n);
+        assert_memory_equal(a, b, sizeof(float) * r.ranks[s].model->nfloats);
         free(a);
         free(b);
     }

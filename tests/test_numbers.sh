@@ -373,6 +373,15 @@ near(r["algbw_gbps"], sum(q["bytes_sent"] for q in per) / r["steps"] * 3 / 4 / (
 for q in per:
     assert r["wall_s"] * 1e3 >= 29 * q["ms_per_step"], (r["wall_s"], q["rank"], q["ms_per_step"])
 ' "$tmp/units.json"
+# a synthetic set in CIFAR-10's shape has CIFAR-10's 50000 training
+# images: an epoch at 2 ranks x 16 is 50000 // 32 steps, and s/epoch that
+# many steps' time (not 60000's, MNIST's)
+"$BIN" "${run[@]}" --model mlp --input 3x32x32 --ranks 2 --batch-size 16 --steps 3 --format json \
+    >"$tmp/cifar.json" 2>/dev/null
+check "synthetic 3x32x32: CIFAR-10's 50000 images an epoch" py '
+r = json.load(open(sys.argv[1]))["runs"][0]
+assert r["steps_per_epoch"] == 50000 // (2 * 16) == 1562, r["steps_per_epoch"]
+' "$tmp/cifar.json"
 check "markdown: wall s, compute and comm s/epoch and algbw in the table; wall covers each rank's steps" py '
 lines = open(sys.argv[1]).read().split("\n")
 cells = lambda l: [c.strip() for c in l.strip().strip("|").split("|")]

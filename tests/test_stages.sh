@@ -9,6 +9,11 @@
 #  - VGG-11 (CIFAR form, 3x32x32) in 2 stages and in 1: each stage's
 #    parameters counted from the convolutions', batch norms' and linear
 #    layer's shapes, its activations from the output shapes --info lists;
+#  - a rank builds only its stage's layers: its measured peak is within
+#    15% of that count (VGG-11 in 1 and 2 stages, GPipe and 1F1B);
+#    under DDPTOP_MEM_CAP_MB between the whole model's memory and a
+#    stage's, one rank fails naming the cap while 2 stages train under it,
+#    with one rank's losses;
 #  - a 1-stage run holds every layer: it evaluates the test split, as a
 #    1-rank data-parallel run of the same seed does, and no note says
 #    otherwise;
@@ -33,7 +38,9 @@ run=(--batch --quiet --dataset synthetic --threads-per-rank 1 --format json)
 #   stage 2: its input fc2's output (512 + its gradient, sent back);
 #            relu2: 512 + 512; fc3: 10 + 10                  = 1024 + 1024 + 20
 # parameters: fc1 784x512 + 512, fc2 512x512 + 512 in stage 1; fc3 512x10 +
-# 10 in stage 2; each trainable one has a gradient and a momentum.
+# 10 in stage 2; each trainable one has a gradient and a momentum, and
+# with micro-batches (of 4, from the batch of 16) a second gradient, into
+# which each micro-batch's is computed before it is added to the first.
 mlp_check() { # FILE MICRO_BATCH IN_FLIGHT(per stage) TRAINS(0|1 per stage) MOMENTUM(0|1) [frozen]
     py '
 f, micro, momentum = sys.argv[1], int(sys.argv[2]), int(sys.argv[5])
@@ -47,7 +54,8 @@ st = json.load(open(f))["runs"][0]["stages"]
 assert len(st) == 3, st
 for s, e in enumerate(st):
     p = 4 * params[s]
-    want = {"param_bytes": p, "grad_bytes": p * trains[s], "optimizer_bytes": p * trains[s] * momentum,
+    copies = 2 if micro < 16 else 1
+    want = {"param_bytes": p, "grad_bytes": p * trains[s] * copies, "optimizer_bytes": p * trains[s] * momentum,
             "activation_bytes": 4 * acts[s] * micro * flight[s]}
     want["mem_bytes"] = sum(want.values())
     got = {k: e.get(k) for k in want}
@@ -139,11 +147,88 @@ for r, cuts in ((runs[0], [(0, 30)]), (runs[1], [(0, 17), (18, 30)])):
         assert e["mem_bytes"] == sum(want.values()), e
 one, two = runs[0]["stages"][0]["mem_bytes"], [e["mem_bytes"] for e in runs[1]["stages"]]
 assert max(two) < one and one < sum(two), (one, two)  # (the cut tensor is held on both sides)
-' "$tmp/v1.json" "$tmp/v2.json" "$tmp/v.info"
+# the cap for the memory test below: above either stage by more than a
+# stage peak may exceed its table (15%), below the whole model
+cap = (1.15 * max(two) + one) / 2
+assert 1.15 * max(two) < cap < one, (cap, one, two)
+open(sys.argv[4], "w").write("%d\n" % (cap / 2**20))
+# the same counts for the measured peaks below: at batch 16 in 1 and 2
+# stages; in 2 stages as a pipeline of M micro-batches, with a second
+# gradient buffer and the activations of those in flight at the
+# micro-batch: GPipe x4 at batch 16 (all 4 in flight), 1F1B x4 at batch
+# 32 (stage 0: 2 - 0 = 2 in flight, stage 1: 1)
+def mem(a, b, batch, M=1, flight=1):
+    d = stage(a, b, batch // M)
+    return d["param_bytes"] + d["grad_bytes"] * (2 if M > 1 else 1) + d["optimizer_bytes"] + \
+        d["activation_bytes"] * flight
+two_cuts = [(0, 17), (18, 30)]
+json.dump([[mem(0, 30, 16)], [mem(a, b, 16) for a, b in two_cuts], [mem(a, b, 16, 4, 4) for a, b in two_cuts],
+           [mem(a, b, 32, 4, f) for (a, b), f in zip(two_cuts, (2, 1))]], open(sys.argv[5], "w"))
+' "$tmp/v1.json" "$tmp/v2.json" "$tmp/v.info" "$tmp/cap" "$tmp/want16.json"
 "$BIN" --batch --quiet --dataset synthetic --threads-per-rank 1 "${vgg[@]}" --ranks 2 --partition 0:17,18: \
     >"$tmp/v.txt" 2>/dev/null
 check "the text report: a memory column per stage, and what mem peak measures" grep -q \
-    "mem peak: what each rank allocated; every rank here builds the whole model" "$tmp/v.txt"
+    "mem peak: what each rank allocated; a rank builds only its stage's layers" "$tmp/v.txt"
+
+# ---- a rank holds only its stage: its measured peak follows its stage ----
+# each rank's measured peak (every allocation of its device) against its
+# stage's memory counted by hand above: within 15% (the rest: whole 2 MiB
+# pages for each large buffer, the scratch an input gradient is summed
+# in, the loss's buffers, the batch), for VGG-11 whole on one rank and in
+# 2 stages at batch 16, as GPipe x4 at 16 and 1F1B x4 at 32 (the micro-
+# batches share their activations as they are in flight, and a second
+# gradient buffer); and the stage table says the same memory
+vgg16=(--model vgg11 --input 3x32x32 --steps 2 --no-eval)
+"$BIN" "${run[@]}" "${vgg16[@]}" --parallel model --batch-size 16 --ranks 1 >"$tmp/w1.json" 2>/dev/null
+vgg16+=(--partition 0:17,18:)
+"$BIN" "${run[@]}" "${vgg16[@]}" --parallel model --batch-size 16 --ranks 2 >"$tmp/w2.json" 2>/dev/null
+"$BIN" "${run[@]}" "${vgg16[@]}" --parallel pipeline --micro-batches 4 --schedule gpipe --batch-size 16 --ranks 2 \
+    >"$tmp/wg.json" 2>/dev/null
+"$BIN" "${run[@]}" "${vgg16[@]}" --parallel pipeline --micro-batches 4 --schedule 1f1b --batch-size 32 --ranks 2 \
+    >"$tmp/wf.json" 2>/dev/null
+check "VGG-11: each rank's measured peak within 15% of its stage's memory (1 and 2 stages, GPipe, 1F1B)" py '
+want = json.load(open(sys.argv[1]))
+for f, w in zip(sys.argv[2:], want):
+    d = json.load(open(f))
+    st, per = d["runs"][0]["stages"], d["per_rank"]
+    assert [e["mem_bytes"] for e in st] == w and len(per) == len(w), (f, st, w)
+    for s, q in enumerate(per):
+        peak = q["mem_peak_bytes"]
+        print("  %s, stage %d: peak %.2f MB, its memory %.2f MB (%+.1f%%)" % (f.split("/")[-1], s, peak / 1e6,
+              w[s] / 1e6, 100 * (peak / w[s] - 1)))
+        assert abs(peak - w[s]) <= 0.15 * w[s], (f, s, peak, w[s])
+' "$tmp/want16.json" "$tmp/w1.json" "$tmp/w2.json" "$tmp/wg.json" "$tmp/wf.json"
+
+# ---- a model larger than a rank's memory trains across stages ----
+# DDPTOP_MEM_CAP_MB gives each rank a budget between the whole model's
+# memory and its largest stage's (from the hand counts above): one rank
+# cannot hold VGG-11 and fails, naming the cap; 2 stages train under it,
+# each rank's peak inside it, with the losses of the uncapped single rank
+# (model parallelism is one rank's arithmetic: bit for bit)
+cap=$(cat "$tmp/cap")
+DDPTOP_MEM_CAP_MB=$cap "$BIN" "${run[@]}" "${vgg[@]}" --ranks 1 >"$tmp/c1.json" 2>"$tmp/c1.err"
+st=$?
+check "DDPTOP_MEM_CAP_MB=$cap: one rank cannot hold VGG-11 (exit $st), and says why" \
+    bash -c "[ $st -ne 0 ] && grep -q 'out of memory under DDPTOP_MEM_CAP_MB=$cap' '$tmp/c1.err'"
+DDPTOP_MEM_CAP_MB=$cap "$BIN" "${run[@]}" "${vgg[@]}" --ranks 2 --partition 0:17,18: --history "$tmp/c2.csv" \
+    >"$tmp/c2.json" 2>"$tmp/c2.err"
+st=$?
+"$BIN" "${run[@]}" "${vgg[@]}" --ranks 1 --history "$tmp/u1.csv" >/dev/null 2>&1
+check "DDPTOP_MEM_CAP_MB=$cap: 2 stages train VGG-11 (exit $st), each rank under the cap, the note names it" py '
+cap = int(sys.argv[2]) * 2**20
+d = json.load(open(sys.argv[1]))
+assert d["runs"][0]["steps"] == 2, d["runs"][0]["steps"]
+for q in d["per_rank"]:
+    assert 0 < q["mem_peak_bytes"] <= cap, (q["rank"], q["mem_peak_bytes"], cap)
+assert "DDPTOP_MEM_CAP_MB=%s" % sys.argv[2] in d["runs"][0]["note"], d["runs"][0]["note"]
+' "$tmp/c2.json" "$cap"
+check "the capped 2 stages lose what one uncapped rank does, step by step" py '
+import csv
+def losses(f):
+    return [(r["step"], r["loss"]) for r in csv.DictReader(open(f)) if r["kind"] == "step" and r["rank"] == "0"]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+assert len(a) == 2 and a == b, (a, b)
+' "$tmp/c2.csv" "$tmp/u1.csv"
 
 # ---- layer numbers: the same on any CPU ----
 models="mlp lenet alexnet vgg11 resnet18 squeezenet1_0 densenet121 mobilenetv2"

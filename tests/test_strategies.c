@@ -594,16 +594,17 @@ static void test_bf16(void **state)
 /* ---- model and pipeline parallelism ---- */
 
 /* The parameters of a staged run, each taken from the rank whose stage
- * holds its layer, into out[nfloats]. */
-static void stage_params(const struct run *r, float *out)
+ * holds its layer (its model holds only its stage's, at offsets of its
+ * own), into out[nfloats] in the layout of mr, the same model whole. */
+static void stage_params(const struct run *r, const struct model *mr, float *out)
 {
-    const struct model *m0 = r->ranks[0].model;
-    for (int p = 0; p < m0->nparams; p++) {
-        int layer = model_layer_num(m0, m0->params[p].layer), s = 0; /* (stages name layers by number) */
+    for (int p = 0; p < mr->nparams; p++) {
+        int layer = model_layer_num(mr, mr->params[p].layer), s = 0; /* (stages name layers by number) */
         while (!(layer >= r->ranks[s].stage_first && layer < r->ranks[s].stage_end))
             s++;
         const struct model *m = r->ranks[s].model;
-        memcpy(out + m->params[p].off, m->param_buf + m->params[p].off, sizeof(float) * m->params[p].len);
+        assert_true(model_holds_layer(m, m->params[p].layer));
+        memcpy(out + mr->params[p].off, m->param_buf + m->params[p].off, sizeof(float) * mr->params[p].len);
     }
 }
 
@@ -650,7 +651,7 @@ static void staged_equivalence(const char *model, int ranks, const char *partiti
         assert_int_equal(r.metrics.steps_done, 12);
         assert_int_equal(r.ranks[0].stage_first, 0);
         assert_int_equal(r.ranks[ranks - 1].stage_end, mr->nnum);
-        stage_params(&r, got);
+        stage_params(&r, mr, got);
         double d = rel_diff(got, mr->param_buf, mr->nfloats);
         double d_ar = dp > 1 ? rel_diff(got, ar.ranks[0].model->param_buf, mr->nfloats) : d;
         for (int i = ranks; i < ranks * dp; i++) {
@@ -694,7 +695,7 @@ static void test_staged_async_path(void **state)
         assert_int_equal(b.metrics.steps_done, 8);
         for (int i = 0; i < 2; i++)
             assert_memory_equal(a.ranks[i].model->param_buf, b.ranks[i].model->param_buf,
-                                a.ranks[0].model->nfloats * sizeof(float));
+                                a.ranks[i].model->nfloats * sizeof(float));
         for (size_t k = 0; k < 8; k++)
             assert_true(a.metrics.loss_mean[metrics_slot(k)] == b.metrics.loss_mean[metrics_slot(k)]);
         printf("  %s x%d %s: the asynchronous path trains bit for bit like the synchronous one\n",
@@ -984,11 +985,11 @@ static void test_staged_resnet18(void **state)
     float *a = calloc(mr->nfloats, sizeof(float)), *b = calloc(mr->nfloats, sizeof(float));
     assert_true(a && b);
     staged_run(&model, 2, PAR_MODEL, 1);
-    stage_params(&model, a);
+    stage_params(&model, mr, a);
     double d_model = rel_diff(a, mr->param_buf, mr->nfloats);
     staged_run(&accum, 1, PAR_PIPELINE, 2);
     staged_run(&pipe, 2, PAR_PIPELINE, 2);
-    stage_params(&pipe, b);
+    stage_params(&pipe, mr, b);
     double d_rule = rel_diff(b, accum.ranks[0].model->param_buf, mr->nfloats);
     double d_single = rel_diff(b, mr->param_buf, mr->nfloats);
     printf("  resnet18: model parallel vs single %.3g; pipeline x2 vs one stage x2 %.3g, vs single %.3g\n", d_model,
