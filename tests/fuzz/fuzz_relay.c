@@ -49,6 +49,7 @@ static void passed(const struct relay_in *in, const unsigned char *msg, size_t l
         CHECK(d->rank >= 2 && d->rank <= 3 && !done_before[d->rank]);
         CHECK(memchr(d->err, 0, sizeof(d->err)) && memchr(d->dev, 0, sizeof(d->dev)));
         CHECK(d->stage_first >= 0 && d->stage_first <= d->stage_end);
+        CHECK(d->fail_ns == 0 || (d->rc == -1 && d->fail_ns >= 0));
         return;
     }
     if (in->tag != RELAY_TAG_SPANS && in->tag != RELAY_TAG_STEPS && in->tag != RELAY_TAG_EPOCHS)
