@@ -757,8 +757,9 @@ static const struct opt opts[] = {
          "processes (mpirun -np P gives P x T ranks)")},
     {TEXT("rendezvous", AT(rendezvous), "rendezvous", "file:DIR|tcp:HOST:PORT", G_WORK,
           "processes started without mpirun meet in DIR, a folder each can reach that only this user can write "
-          "(gloo's store is DIR too), or at HOST:PORT (IPv4), where process 0 listens (DDPTOP_JOB_KEY, when set, "
-          "must match: it keeps jobs apart, it is no password): each is rank RANK of WORLD_SIZE, from its environment "
+          "(gloo's store is DIR too), or at HOST:PORT (IPv4), where process 0 listens (DDPTOP_JOB_KEY, the job's key, "
+          "the same in every process: without it process 0 makes one and shows it): each is rank RANK of "
+          "WORLD_SIZE, from its environment "
           "(as torchrun sets them), and trains "
           "over --comm gloo; process 0 shows the UI or the report"),
      .def_text = "none"},

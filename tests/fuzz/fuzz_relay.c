@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (wire_decode_hello(msg, len, &rank, &n, &nonce) == 0)
                 CHECK(len == WIRE_HELLO_BYTES);
             if (wire_decode_answer(msg, len, &ok, &n) == 0)
-                CHECK(len == WIRE_ANSWER_BYTES && ok >= WIRE_ANSWER_MISFIT && ok <= WIRE_ANSWER_KEY && n >= 1);
+                CHECK(len == WIRE_ANSWER_BYTES && ok >= WIRE_ANSWER_MISFIT && ok <= WIRE_ANSWER_TAKEN && n >= 1);
         }
         free(msg);
     }
