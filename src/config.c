@@ -17,6 +17,13 @@
  * Every bad value gets one line naming the option and what is allowed; exit
  * status 2 is the caller's. Checks across options (--slow-rank against
  * --ranks, ...) come after the table walk, in config_parse.
+ *
+ * A row also says where the option applies: the modes that read it
+ * (.reads, which every row must name), and where a mode reads it only in
+ * some runs, a function that says why cfg's would not (.unused: without
+ * --predict, with --device cpu, past the run's last step, ...). An option
+ * given where nothing reads it is refused in one line, never ignored
+ * without a word.
  */
 #include "config.h"
 
@@ -64,6 +71,19 @@ enum {
     F_DIGITS = 1 << 1,   /* integer: digits only, no sign or blanks */
     F_BARE = 1 << 2,     /* text: no '/' */
     F_DASH = 1 << 3,     /* names: a '-' may stand for a '_' */
+    F_ONCE = 1 << 4,     /* a file written: given twice, one of the two would be lost */
+};
+
+/* The modes that read an option (a row's .reads). */
+enum {
+    R_TRAIN = 1 << 0,
+    R_INFO = 1 << 1,
+    R_REPLAY = 1 << 2,
+    R_FOLLOW = 1 << 3,
+    R_BENCH = 1 << 4,
+    R_ALL = (1 << 5) - 1,
+    R_SHOWN = R_TRAIN | R_REPLAY | R_FOLLOW,            /* a report or the UI of runs */
+    R_REPORT = R_TRAIN | R_REPLAY | R_FOLLOW | R_BENCH, /* a report written */
 };
 
 /* One option. Fields a kind does not use stay zero. */
@@ -90,6 +110,10 @@ struct opt {
     /* given on the command line, the option also stores `also` (nonzero) at also_off */
     size_t also_off;
     int also;
+    unsigned reads; /* R_*: the modes that read it (every row names one) */
+    /* where a mode reads it only in some runs: NULL when a run of cfg
+     * does, else why not, the words after "--name: " (in buf, or static) */
+    const char *(*unused)(const struct config *cfg, char *buf, size_t len);
 };
 
 /* ---- reading values ------------------------------------------------------ */
@@ -629,6 +653,132 @@ static int is_choice(const struct opt *o)
     return o->kind->describe == choice_describe;
 }
 
+/* ---- where an option applies (a row's .unused) ----------------------------- */
+
+/* Some run of cfg's sweep trains by a way of --parallel with (any) or
+ * without (!any) the flag. */
+static int some_mode(const struct config *cfg, unsigned flag, int any)
+{
+    for (int p = 0; p < cfg->nparallels; p++)
+        if (!(train_mode_of(cfg->parallels[p])->flags & flag) == !any)
+            return 1;
+    return 0;
+}
+
+static const char *needs_predict(const struct config *cfg, char *buf, size_t len)
+{
+    return cfg->base.predict ? NULL : "only with --predict";
+}
+
+static const char *needs_history(const struct config *cfg, char *buf, size_t len)
+{
+    return cfg->history[0] ? NULL : "only with --history";
+}
+
+static const char *needs_scale_lr(const struct config *cfg, char *buf, size_t len)
+{
+    return cfg->base.scale_lr ? NULL : "only with --scale-lr";
+}
+
+static const char *needs_trace(const struct config *cfg, char *buf, size_t len)
+{
+    return cfg->trace[0] ? NULL : "only with --trace FILE";
+}
+
+static const char *trace_steps_unused(const struct config *cfg, char *buf, size_t len)
+{
+    long steps = cfg->base.steps;
+    if (!cfg->trace[0])
+        return "only with --trace FILE";
+    if (steps > 0 && cfg->trace_step_from >= steps) {
+        snprintf(buf, len, "step %ld is past the run's last (--steps %ld runs steps 0 to %ld): nothing would be traced",
+                 cfg->trace_step_from, steps, steps - 1);
+        return buf;
+    }
+    return NULL;
+}
+
+static const char *in_ui(const struct config *cfg, char *buf, size_t len)
+{
+    return cfg->batch ? "only in the interactive UI, not with --batch" : NULL;
+}
+
+/* (--strategy: the stages of model and pipeline parallelism synchronise
+ * no gradients by one) */
+static const char *data_parallel_only(const struct config *cfg, char *buf, size_t len)
+{
+    return some_mode(cfg, MODE_STAGED, 0) ? NULL
+                                          : "only with --parallel data: stages synchronise no gradients by a strategy";
+}
+
+static const char *pipeline_only(const struct config *cfg, char *buf, size_t len)
+{
+    for (int p = 0; p < cfg->nparallels; p++)
+        if (cfg->parallels[p] == PAR_PIPELINE)
+            return NULL;
+    return "only with --parallel pipeline";
+}
+
+/* (CUPTI's timelines and cuDNN's algorithms: a GPU's) */
+static const char *gpu_only(const struct config *cfg, char *buf, size_t len)
+{
+    return cfg->base.device == DEV_CPU ? "only on a GPU, and --device cpu has none" : NULL;
+}
+
+static const char *files_only(const struct config *cfg, char *buf, size_t len)
+{
+    return strcmp(cfg->base.dataset, "synthetic") == 0
+               ? "not with --dataset synthetic, which makes its data (name the data set whose files are there: "
+                 "--dataset fashion-mnist, mnist or cifar10)"
+               : NULL;
+}
+
+/* --loss-scale's own default: dynamic under fp16 (run_loss_scale) */
+static const char *dynamic_scaling_only(const struct config *cfg, char *buf, size_t len)
+{
+    const struct run_config *b = &cfg->base;
+    int dynamic = b->loss_scale_set ? b->loss_scale == LOSS_SCALE_DYNAMIC : b->precision == PREC_FP16;
+    return dynamic ? NULL : "only with dynamic loss scaling (--loss-scale dynamic, the default under --precision fp16)";
+}
+
+/* (--grad-compress, --check-replicas: a sweep of single alone has one
+ * rank a run. The UI's `n` plans any strategy later, so without --batch
+ * they stay; stages are run_check's to refuse.) */
+static const char *not_single_alone(const struct config *cfg, char *buf, size_t len)
+{
+    if (!cfg->batch || some_mode(cfg, MODE_STAGED, 1))
+        return NULL;
+    for (int q = 0; q < cfg->nstrategies; q++)
+        if (!sync_has(cfg->strategies[q], SYNC_ONE_RANK))
+            return NULL;
+    return "not with --strategy single alone: its one rank sends no gradients and has no replica to compare";
+}
+
+static const char *fault_in_run(const struct config *cfg, char *buf, size_t len)
+{
+    long steps = cfg->base.steps, at = cfg->base.fault.step;
+    if (steps > 0 && at >= steps) {
+        snprintf(buf, len,
+                 "step %ld is past the run's last (--steps %ld runs steps 0 to %ld): the fault would never fire", at,
+                 steps, steps - 1);
+        return buf;
+    }
+    return NULL;
+}
+
+/* (--save-params: each run renames its file over the name) */
+static const char *one_run_only(const struct config *cfg, char *buf, size_t len)
+{
+    long runs = (long)config_count(cfg) * cfg->repeat;
+    if (runs <= 1)
+        return NULL;
+    snprintf(buf, len,
+             "one file for the %ld runs of this sweep: each would write over the one before (save one run at "
+             "a time)",
+             runs);
+    return buf;
+}
+
 /* ---- the table ------------------------------------------------------------ */
 
 static const char *zoo_name(int i)
@@ -724,218 +874,259 @@ static const char *const group_title[G_COUNT] = {
     .help = help_
 
 static const struct opt opts[] = {
-    {FLAG("batch", AT(batch), 1, G_MODE, "headless: run, then print a report")},
-    {FLAG("info", AT(mode), MODE_INFO, G_MODE, "print the model's layer table: shapes, parameters, FLOPs")},
+    {FLAG("batch", AT(batch), 1, G_MODE, "headless: run, then print a report"), .reads = R_ALL},
+    {FLAG("info", AT(mode), MODE_INFO, G_MODE, "print the model's layer table: shapes, parameters, FLOPs"),
+     .reads = R_INFO},
     {TEXT("replay", AT(replay), "trace file", "FILE|DIR..", G_MODE,
           "show traces (ddptop's or PyTorch profiler's) instead of training: one or more files (FILE FILE.., "
           "FILE,FILE..), or a folder, every .json and .json.gz in it (PyTorch's *.pt.trace.json)"),
-     .also_off = OFF(mode), .also = MODE_REPLAY},
+     .also_off = OFF(mode), .also = MODE_REPLAY, .reads = R_REPLAY},
     {TEXT("follow", AT(follow), "folder", "DIR", G_MODE,
           "follow a running PyTorch job: watch the folder its profiler writes into (tensorboard_trace_handler) and "
           "show each rank's latest cycle as it lands; the report at the end covers every cycle"),
-     .also_off = OFF(mode), .also = MODE_FOLLOW},
-    {FLAG("bench-comm", AT(mode), MODE_BENCH_COMM, G_MODE, "benchmark collectives, nccl-tests style; options below")},
+     .also_off = OFF(mode), .also = MODE_FOLLOW, .reads = R_FOLLOW},
+    {FLAG("bench-comm", AT(mode), MODE_BENCH_COMM, G_MODE, "benchmark collectives, nccl-tests style; options below"),
+     .reads = R_BENCH},
 
     {NAME("model", LIST(models, nmodels), NAMED_BY(zoo_name, 0, INT_MAX), "model", "NAME", "lenet", G_WORK,
           "model to train, described under Models below"),
-     .flags = F_DISTINCT},
+     .flags = F_DISTINCT, .reads = R_TRAIN | R_INFO},
     {NAME("dataset", AT(base.dataset), NAMES(data_names), "data set", "NAME", NULL, G_WORK, "data set"),
-     .def_text = "fashion-mnist when " DATA_DEBIAN_FASHION_DIR " exists, else synthetic"},
+     .def_text = "fashion-mnist when " DATA_DEBIAN_FASHION_DIR " exists, else synthetic", .reads = R_TRAIN | R_INFO},
     {TEXT("data-dir", AT(base.data_dir), "directory", "DIR", G_WORK, "where the data set's files are"),
-     .def_text = DATA_DEBIAN_FASHION_DIR " for fashion-mnist"},
+     .def_text = DATA_DEBIAN_FASHION_DIR " for fashion-mnist", .reads = R_TRAIN | R_INFO, .unused = files_only},
     {OPT("input", k_input, AT(base.input), "CxHxW", NULL, G_WORK,
          "synthetic data of this shape, e.g. 3x32x32 (CIFAR-10's)"),
-     .lo = 1, .hi = DATA_MAX_CHANNELS, .min = DATA_MIN_SIDE, .max = DATA_MAX_SIDE, .def_text = "1x28x28"},
+     .lo = 1, .hi = DATA_MAX_CHANNELS, .min = DATA_MIN_SIDE, .max = DATA_MAX_SIDE, .def_text = "1x28x28",
+     .reads = R_TRAIN | R_INFO},
     {INT("classes", AT(base.classes), 2, 100000, "N", NULL, G_WORK,
          "the model's outputs (its classifier's width); the data's labels stay its own, and must be fewer"),
-     .def_text = "the data set's, 1000 at 224x224 and more (the ImageNet forms)"},
+     .def_text = "the data set's, 1000 at 224x224 and more (the ImageNet forms)", .reads = R_TRAIN | R_INFO},
     {INT("ranks", LIST(ranks, nranks), 1, MAX_RANKS, "N", "2", G_WORK,
          "training ranks (under mpirun: its processes, and not to be given otherwise)"),
-     .also_off = OFF(ranks_set), .also = 1, .flags = F_DISTINCT},
+     .also_off = OFF(ranks_set), .also = 1, .flags = F_DISTINCT, .reads = R_TRAIN | R_BENCH},
     {INT("ranks-per-process", AT(ranks_per_process), 1, MAX_RANKS, "T", "1", G_WORK,
          "under mpirun: rank threads in each process, joined by the shm ring inside a process and MPI between "
-         "processes (mpirun -np P gives P x T ranks)")},
+         "processes (mpirun -np P gives P x T ranks)"),
+     .reads = R_TRAIN | R_BENCH},
     {TEXT("rendezvous", AT(rendezvous), "rendezvous", "file:DIR|tcp:HOST:PORT", G_WORK,
           "processes started without mpirun meet in DIR, a folder each can reach that only this user can write "
-          "(gloo's store is DIR too), or at HOST:PORT (IPv4), where process 0 listens (DDPTOP_JOB_KEY, when set, "
-          "must match: it keeps jobs apart, it is no password): each is rank RANK of WORLD_SIZE, from its environment "
+          "(gloo's store is DIR too), or at HOST:PORT (IPv4), where process 0 listens (DDPTOP_JOB_KEY, the job's key, "
+          "the same in every process: without it process 0 makes one and shows it): each is rank RANK of "
+          "WORLD_SIZE, from its environment "
           "(as torchrun sets them), and trains "
           "over --comm gloo; process 0 shows the UI or the report"),
-     .def_text = "none"},
+     .def_text = "none", .reads = R_TRAIN},
     {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step"),
-     .flags = F_DISTINCT},
+     .flags = F_DISTINCT, .reads = R_TRAIN | R_INFO},
     {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, SYNC_KINDS - 1), "strategy", "S",
             "allreduce", G_WORK,
             "how gradients are synchronised; single runs one rank on the whole global batch, ranks x batch"),
-     .flags = F_DISTINCT},
+     .flags = F_DISTINCT, .reads = R_TRAIN, .unused = data_parallel_only},
     {CHOICE("parallel", LIST(parallels, nparallels), NAMES(parallel_names), "parallelism", "P", "data", G_WORK,
             "data: every rank a replica, gradients synchronised by --strategy; model: the layers split into one stage "
             "per rank, the batch through them in turn; pipeline: the same stages with --micro-batches in flight"),
-     .flags = F_DISTINCT},
+     .flags = F_DISTINCT, .reads = R_TRAIN},
     {INT("micro-batches", LIST(micros, nmicros), 1, 4096, "M", "4", G_WORK,
          "--parallel pipeline: pieces of the batch in flight, gradients summed over them"),
-     .flags = F_DISTINCT},
+     .flags = F_DISTINCT, .reads = R_TRAIN, .unused = pipeline_only},
     {CHOICE("schedule", AT(base.schedule), NAMES(schedule_names), "schedule", NULL, "1f1b", G_WORK,
             "--parallel pipeline: gpipe runs every forward, then every backward; 1f1b one backward per forward once "
-            "the pipeline is full (fewer activations live)")},
+            "the pipeline is full (fewer activations live)"),
+     .reads = R_TRAIN, .unused = pipeline_only},
     {TEXT("partition", AT(base.partition), "partition", "A:B,...", G_WORK,
           "--parallel model|pipeline: stage s runs layers A to B (0-based, --info lists them; the last B may be left "
           "out: to the last layer)"),
-     .def_text = "balanced over per-layer times measured on rank 0"},
+     .def_text = "balanced over per-layer times measured on rank 0", .reads = R_TRAIN},
     {INT("dp", AT(base.dp), 1, MAX_RANKS, "D", "1", G_WORK,
          "--parallel model|pipeline: D replicas of the stages, each on its own shard of the data, a stage's gradients "
-         "averaged over its D copies (--ranks D x stages; ranks 0 to S-1 are the first replica)")},
+         "averaged over its D copies (--ranks D x stages; ranks 0 to S-1 are the first replica)"),
+     .reads = R_TRAIN},
     {INT("epochs", AT(base.epochs), 1, 100000, "N", "1", G_WORK,
          "epochs; without it, --steps runs as many as it takes"),
-     .also_off = OFF(base.epochs_set), .also = 1},
-    {INT("steps", AT(base.steps), 1, LONG_MAX, "N", NULL, G_WORK, "stop after N steps in all"), .def_text = "no cap"},
-    {FLAG("no-eval", AT(base.eval), 0, G_WORK, "skip the test-split evaluation after each epoch")},
+     .also_off = OFF(base.epochs_set), .also = 1, .reads = R_TRAIN},
+    {INT("steps", AT(base.steps), 1, LONG_MAX, "N", NULL, G_WORK, "stop after N steps in all"), .def_text = "no cap",
+     .reads = R_TRAIN},
+    {FLAG("no-eval", AT(base.eval), 0, G_WORK, "skip the test-split evaluation after each epoch"), .reads = R_TRAIN},
     {OPT("trainable", k_trainable, AT(base.trainable), "SPEC", "all", G_WORK,
          "the layers that train: classifier is the final linear layer, last:K the last K layers with parameters; the "
          "rest is frozen"),
-     .lo = 1, .hi = 100000},
+     .lo = 1, .hi = 100000, .reads = R_TRAIN | R_INFO},
 
-    {REAL("lr", AT(base.lr), 1e-12, 100.0, "X", "0.05", G_OPTIM, "learning rate")},
-    {REAL("momentum", AT(base.momentum), 0.0, 0.9999, "X", "0.9", G_OPTIM, "momentum")},
-    {REAL("weight-decay", AT(base.weight_decay), 0.0, 1.0, "X", "0", G_OPTIM, "L2 weight decay")},
-    {INT("warmup-steps", AT(base.warmup_steps), 0, INT_MAX, "N", "0", G_OPTIM, "linear warm-up over N steps")},
+    {REAL("lr", AT(base.lr), 1e-12, 100.0, "X", "0.05", G_OPTIM, "learning rate"), .reads = R_TRAIN},
+    {REAL("momentum", AT(base.momentum), 0.0, 0.9999, "X", "0.9", G_OPTIM, "momentum"), .reads = R_TRAIN},
+    {REAL("weight-decay", AT(base.weight_decay), 0.0, 1.0, "X", "0", G_OPTIM, "L2 weight decay"), .reads = R_TRAIN},
+    {INT("warmup-steps", AT(base.warmup_steps), 0, INT_MAX, "N", "0", G_OPTIM, "linear warm-up over N steps"),
+     .reads = R_TRAIN},
     {CHOICE("lr-decay", AT(base.lr_cosine), NAMES(off_on_cosine), "schedule", NULL, "cosine", G_OPTIM,
-            "cosine: decay the rate to 0 over the run")},
+            "cosine: decay the rate to 0 over the run"),
+     .reads = R_TRAIN},
     {FLAG("scale-lr", AT(base.scale_lr), 1, G_OPTIM,
           "the linear scaling rule: train at --lr x the global batch / --base-batch (the peak rate, which "
-          "--warmup-steps ramps up to)")},
+          "--warmup-steps ramps up to)"),
+     .reads = R_TRAIN},
     {INT("base-batch", AT(base.base_batch), 1, INT_MAX, "B", "256", G_OPTIM,
-         "--scale-lr: the global batch --lr is meant for, the linear scaling rule's reference batch")},
-    {OPT("seed", k_u64, AT(base.seed), "N", "1", G_OPTIM, "seed for init, shuffling and synthetic data")},
+         "--scale-lr: the global batch --lr is meant for, the linear scaling rule's reference batch"),
+     .reads = R_TRAIN, .unused = needs_scale_lr},
+    {OPT("seed", k_u64, AT(base.seed), "N", "1", G_OPTIM, "seed for init, shuffling and synthetic data"),
+     .reads = R_TRAIN | R_INFO},
 
-    {CHOICE("device", AT(base.device), NAMES(device_names), "device", NULL, "auto", G_EXEC, "compute device")},
+    {CHOICE("device", AT(base.device), NAMES(device_names), "device", NULL, "auto", G_EXEC, "compute device"),
+     .reads = R_TRAIN | R_INFO | R_BENCH},
     {INT("gpus", LIST(base.gpus, base.ngpus), 0, CFG_GPU_LIMIT - 1, "N", NULL, G_EXEC,
          "CUDA devices for the ranks, distinct; rank r runs on GPU list[r % n]"),
-     .flags = F_DISTINCT | F_DIGITS, .def_text = "all"},
+     .flags = F_DISTINCT | F_DIGITS, .def_text = "all", .reads = R_TRAIN | R_INFO | R_BENCH},
     {CHOICE("comm", LIST(comms, ncomms), NAMES(comm_names), "backend", "B", "shm", G_EXEC,
             "communication backend: shm (ddptop's ring among threads), gloo (PyTorch's CPU engine), mpi (under "
             "mpirun), nccl (GPUs); unless given, GPUs use nccl, or ddptop's device ring when ranks share a GPU"),
-     .also_off = OFF(base.comm_set), .also = 1, .flags = F_DISTINCT},
+     .also_off = OFF(base.comm_set), .also = 1, .flags = F_DISTINCT, .reads = R_TRAIN | R_BENCH},
     {CHOICE("algo", AT(base.algo), NAMES(algo_names), "algorithm", NULL, "ring", G_EXEC,
             "allreduce algorithm: ring or naive on ddptop's own backends; ring, ring-chunked, halving-doubling or "
-            "bcube on gloo")},
+            "bcube on gloo"),
+     .reads = R_TRAIN | R_BENCH},
     {INT("threads-per-rank", AT(base.threads_per_rank), 1, 1024, "N", NULL, G_EXEC, "compute threads per rank"),
-     .def_text = "cores / the sweep's largest rank count, at least 1"},
+     .def_text = "cores / the sweep's largest rank count, at least 1", .reads = R_TRAIN},
     {REAL("bucket-mb", AT(base.bucket_mb), 0.001, 4096.0, "X", "25", G_EXEC,
-          "ddp bucket cap in MB; the first bucket is 1 MB")},
-    {FLAG("no-overlap", AT(base.overlap), 0, G_EXEC, "ddp: run the buckets after backward instead of during it")},
+          "ddp bucket cap in MB; the first bucket is 1 MB"),
+     .reads = R_TRAIN},
+    {FLAG("no-overlap", AT(base.overlap), 0, G_EXEC, "ddp: run the buckets after backward instead of during it"),
+     .reads = R_TRAIN},
     {REAL("fusion-mb", AT(base.fusion_mb), 0.001, 4096.0, "X", "64", G_EXEC,
-          "horovod: fusion buffer cap in MB (HOROVOD_FUSION_THRESHOLD)")},
+          "horovod: fusion buffer cap in MB (HOROVOD_FUSION_THRESHOLD)"),
+     .reads = R_TRAIN},
     {REAL("cycle-ms", AT(base.cycle_ms), 0.0, 10000.0, "X", "5", G_EXEC,
-          "horovod: time between negotiations in ms (HOROVOD_CYCLE_TIME)")},
+          "horovod: time between negotiations in ms (HOROVOD_CYCLE_TIME)"),
+     .reads = R_TRAIN},
     {FLAG("no-broadcast-buffers", AT(base.broadcast_buffers), 0, G_EXEC,
           "keep each rank's batch norm running statistics its own"),
-     .def_text = "rank 0's go to every rank before each step"},
+     .def_text = "rank 0's go to every rank before each step", .reads = R_TRAIN},
     {FLAG("no-cupti", AT(base.no_cupti), 1, G_EXEC,
-          "GPU: no device timelines (host spans only; to measure what CUPTI costs)")},
+          "GPU: no device timelines (host spans only; to measure what CUPTI costs)"),
+     .reads = R_TRAIN, .unused = gpu_only},
     {INT("cupti-sample", AT(base.cupti_sample), 1, INT_MAX, "P", "50", G_EXEC,
          "GPU: trace the device for 3 steps in every P, and windows at least 0.2 s apart (1: every step); the "
          "other steps' split is scaled from the latest traced step, which keeps CUPTI's cost low on small "
-         "models")},
+         "models"),
+     .reads = R_TRAIN, .unused = gpu_only},
     {CHOICE("grad-compress", AT(base.grad_compress), NAMES(grad_compress_names), "compression", NULL, NULL, G_EXEC,
             "send gradients as 16-bit fp16 or bf16 values (reduced in fp32), or not (none)"),
      .def_text = "the training precision under --precision bf16 or fp16 (allreduce, ddp, horovod; more than one rank), "
                  "else none",
-     .also_off = OFF(base.grad_compress_set), .also = 1},
+     .also_off = OFF(base.grad_compress_set), .also = 1, .reads = R_TRAIN, .unused = not_single_alone},
     {CHOICE("precision", AT(base.precision), NAMES(precision_names), "precision", NULL, "fp32", G_EXEC,
             "arithmetic of convolutions and GEMMs: fp32 throughout; tf32 multiplies fp32 data on a GPU's tensor "
             "cores with a 10-bit mantissa (cuDNN's and cuBLAS's TF32 modes); bf16 multiplies bfloat16 inputs and "
             "weights, adding in fp32, with fp32 master weights (GPUs; CPUs with AVX512_BF16 or AMX); fp16 the "
-            "same in IEEE half precision, with dynamic loss scaling (GPUs)")},
+            "same in IEEE half precision, with dynamic loss scaling (GPUs)"),
+     .reads = R_TRAIN | R_INFO},
     {CHOICE("loss-scale", AT(base.loss_scale), NAMES(loss_scale_names), "loss scaling", NULL, NULL, G_EXEC,
             "dynamic scales the loss by S (2^16 at first) before backward and the gradients back by 1/S in the "
             "optimizer; a step whose gradients overflow is skipped and S halves, and S doubles after "
             "--loss-scale-interval good steps (PyTorch's GradScaler); none does not scale"),
-     .def_text = "dynamic under --precision fp16, else none", .also_off = OFF(base.loss_scale_set), .also = 1},
+     .def_text = "dynamic under --precision fp16, else none", .also_off = OFF(base.loss_scale_set), .also = 1,
+     .reads = R_TRAIN},
     {INT("loss-scale-interval", AT(base.loss_scale_interval), 1, INT_MAX, "N", "2000", G_EXEC,
-         "good steps before a dynamic loss scale doubles")},
+         "good steps before a dynamic loss scale doubles"),
+     .reads = R_TRAIN, .unused = dynamic_scaling_only},
     {CHOICE("cudnn-algo", AT(base.cudnn_algo), NAMES(cudnn_algo_names), "algorithm choice", NULL, "find", G_EXEC,
             "GPU: find times every cuDNN convolution algorithm once per shape and keeps the fastest (PyTorch's "
-            "cudnn.benchmark); heuristic takes cuDNN's guess without timing")},
+            "cudnn.benchmark); heuristic takes cuDNN's guess without timing"),
+     .reads = R_TRAIN | R_INFO, .unused = gpu_only},
     {OPT("slow-rank", k_slow_rank, AT(base.slow_rank), "R:F", NULL, G_EXEC,
          "make rank R's compute F times slower: a straggler"),
-     .lo = 0, .hi = MAX_RANKS - 1, .min = 1.0, .max = 1000.0, .def_text = "none"},
+     .lo = 0, .hi = MAX_RANKS - 1, .min = 1.0, .max = 1000.0, .def_text = "none", .reads = R_TRAIN},
     {FLAG("check-replicas", AT(base.check_replicas), 1, G_EXEC,
-          "hash every rank's parameters after each step and report the first step where replicas differ")},
+          "hash every rank's parameters after each step and report the first step where replicas differ"),
+     .reads = R_TRAIN, .unused = not_single_alone},
     {REAL("comm-timeout", AT(base.comm_timeout_s), 0.001, 86400.0, "SECONDS", "300", G_EXEC,
           "a collective waiting this long for a peer fails, naming the peer, and every rank stops; a run of one "
-          "rank (no peer to wait) fails when it makes no step this long")},
+          "rank (no peer to wait) fails when it makes no step this long"),
+     .reads = R_TRAIN},
     {OPT("inject-fault", k_fault, AT(base.fault), "SPEC", NULL, G_EXEC,
          "make rank R fail at step S, to see how the run ends: the loss turns NaN, the thread dies silently, it "
          "hangs, it computes 5x slower, it runs out of memory, its collective fails, or a gradient overflows "
          "to inf (a loss scaler skips that step)"),
-     .lo = 0, .hi = MAX_RANKS - 1, .def_text = "none"},
+     .lo = 0, .hi = MAX_RANKS - 1, .def_text = "none", .reads = R_TRAIN, .unused = fault_in_run},
 
     {CHOICE("format", LIST(formats, nformats), NAMES(format_names), "format", "F[,F..]", "text", G_REPORT,
             "report format; a comma list writes the one report in each, to --output FILE with the format's "
-            "extension added (FILE.txt, FILE.csv, FILE.json, FILE.md)")},
-    {TEXT("output", AT(output), "file name", "FILE", G_REPORT, "write the report to FILE"), .def_text = "stdout"},
+            "extension added (FILE.txt, FILE.csv, FILE.json, FILE.md)"),
+     .reads = R_REPORT},
+    {TEXT("output", AT(output), "file name", "FILE", G_REPORT, "write the report to FILE"), .def_text = "stdout",
+     .flags = F_ONCE, .reads = R_REPORT},
     {TEXT("plot", AT(plot), "folder name", "DIR", G_REPORT,
           "write the report's figures into DIR as SVG: speedup against ranks, loss, the time split, a pipeline's "
           "stages (docs/plots.md)"),
-     .def_text = "none"},
+     .def_text = "none", .flags = F_ONCE, .reads = R_SHOWN},
     {TEXT("save-params", AT(base.save_params), "file name", "FILE", G_REPORT,
-          "at the end of a run, write rank 0's parameters to FILE as raw float32 (to compare runs)")},
+          "at the end of a run, write rank 0's parameters to FILE as raw float32 (to compare runs)"),
+     .flags = F_ONCE, .reads = R_TRAIN, .unused = one_run_only},
     {REAL("loss-threshold", AT(base.loss_threshold), 1e-12, 1e6, "X", NULL, G_REPORT,
           "report the first epoch/step where the running loss < X"),
-     .def_text = "none"},
-    {FLAG("quiet", AT(quiet), 1, G_REPORT, "no progress line on stderr")},
+     .def_text = "none", .reads = R_TRAIN},
+    {FLAG("quiet", AT(quiet), 1, G_REPORT, "no progress line on stderr"), .reads = R_ALL},
     {REAL("idle-exit", AT(idle_exit_s), 0.01, 1e6, "S", NULL, G_REPORT,
           "--follow: report and leave once no trace has landed (nor grown) in the folder for S seconds"),
-     .def_text = "follow until q or Ctrl-C"},
+     .def_text = "follow until q or Ctrl-C", .reads = R_FOLLOW},
     {OPT("baseline", k_baseline, AT(baseline), "B", "auto", G_REPORT,
          "what a speedup is against: auto takes a 1-rank run on the same global batch (strong scaling), else on the "
          "same per-rank batch (weak scaling); single the single strategy on the same global batch; ranks1 one rank "
          "of the same strategy and per-rank batch; or a run by its number in the report"),
-     .hi = 100000},
+     .hi = 100000, .reads = R_TRAIN},
     {FLAG("predict", AT(base.predict), 1, G_REPORT,
           "a 1-rank run predicts the step time and speedup at --predict-ranks: data parallelism by any strategy but "
           "single, each rank with its batch; model and pipeline parallelism over that many stages, the same batch "
-          "(README: Predicting more ranks)")},
+          "(README: Predicting more ranks)"),
+     .reads = R_TRAIN},
     {INT("predict-ranks", LIST(base.predict_ranks, base.npredict_ranks), 2, 1 << 20, "N", "2,4,8,16,64", G_REPORT,
-         "rank counts to predict")},
+         "rank counts to predict"),
+     .reads = R_TRAIN, .unused = needs_predict},
     {OPT("link", k_link, AT(base.link_bw), "BW,LAT", NULL, G_REPORT,
          "--predict over this link, e.g. 100Gb/s,5us (a ring allreduce), instead of --bench-comm's fits"),
-     .def_text = "the fits"},
+     .def_text = "the fits", .reads = R_TRAIN, .unused = needs_predict},
     {INT("repeat", AT(repeat), 1, 1000, "N", "1", G_REPORT,
-         "run each configuration N times; the report shows the median run and the spread")},
+         "run each configuration N times; the report shows the median run and the spread"),
+     .reads = R_TRAIN},
     {TEXT("history", AT(history), "file name", "FILE", G_REPORT,
           "write every step's loss, learning rate and time, and every epoch's test accuracy, per rank, as CSV"),
-     .def_text = "none"},
-    {INT("history-every", AT(history_every), 1, LONG_MAX, "K", "1", G_REPORT, "keep every K-th step in --history")},
+     .def_text = "none", .flags = F_ONCE, .reads = R_TRAIN},
+    {INT("history-every", AT(history_every), 1, LONG_MAX, "K", "1", G_REPORT, "keep every K-th step in --history"),
+     .reads = R_TRAIN, .unused = needs_history},
 
     {TEXT("theme", AT(theme), "theme name", "NAME", G_UI,
           "colour theme from the themes folder: default, light, high-contrast, monochrome"),
-     .flags = F_BARE, .def_text = "default, or monochrome under NO_COLOR"},
-    {INT("refresh-ms", AT(refresh_ms), 10, 10000, "N", "100", G_UI, "screen refresh period in milliseconds")},
+     .flags = F_BARE, .def_text = "default, or monochrome under NO_COLOR", .reads = R_SHOWN, .unused = in_ui},
+    {INT("refresh-ms", AT(refresh_ms), 10, 10000, "N", "100", G_UI, "screen refresh period in milliseconds"),
+     .reads = R_SHOWN, .unused = in_ui},
 
     /* the path leaves room for --trace-split's .rankN.json */
     {TEXT("trace", AT(trace), "file name", "FILE", G_TRACE, "write a trace; FILE ending in .gz is compressed"),
-     .hi = CFG_PATH - 33},
+     .hi = CFG_PATH - 33, .flags = F_ONCE, .reads = R_TRAIN},
     {OPT("trace-steps", k_steps, AT(trace_step_from), "A:B", ":", G_TRACE, "record only steps A to B"), .lo = 0,
-     .hi = LONG_MAX, .def_text = "all"},
+     .hi = LONG_MAX, .def_text = "all", .reads = R_TRAIN, .unused = trace_steps_unused},
     {OPT("trace-ranks", k_bits, AT(trace_ranks), "R[,R..]", NULL, G_TRACE, "record only these ranks"), .lo = 0,
-     .hi = MAX_RANKS - 1, .def_text = "all"},
+     .hi = MAX_RANKS - 1, .def_text = "all", .reads = R_TRAIN, .unused = needs_trace},
     {FLAG("trace-split", AT(trace_split), 1, G_TRACE,
           "one file per rank: the rank goes before FILE's extension (t.json.gz becomes t.rankN.json.gz; t becomes "
-          "t.rankN.json)")},
+          "t.rankN.json)"),
+     .reads = R_TRAIN, .unused = needs_trace},
 
     {CHOICE("collective", AT(collective), NAMED_BY(coll_name, COLL_ALLREDUCE, COLL_BARRIER - 1), "collective", "NAME",
             "allreduce", G_BENCH, "the collective to time"),
-     .flags = F_DASH},
-    {BYTES("min-bytes", AT(min_bytes), 4, 8LL << 30, "N[K|M|G]", "4K", G_BENCH, "smallest message")},
-    {BYTES("max-bytes", AT(max_bytes), 4, 8LL << 30, "N[K|M|G]", "64M", G_BENCH, "largest message")},
-    {INT("factor", AT(factor), 2, 1024, "F", "2", G_BENCH, "size multiplier between rows")},
-    {INT("iters", AT(iters), 1, 1000000, "N", "20", G_BENCH, "timed iterations per size")},
-    {INT("warmup", AT(warmup), 0, 1000000, "N", "5", G_BENCH, "warm-up iterations per size")},
+     .flags = F_DASH, .reads = R_BENCH},
+    {BYTES("min-bytes", AT(min_bytes), 4, 8LL << 30, "N[K|M|G]", "4K", G_BENCH, "smallest message"), .reads = R_BENCH},
+    {BYTES("max-bytes", AT(max_bytes), 4, 8LL << 30, "N[K|M|G]", "64M", G_BENCH, "largest message"), .reads = R_BENCH},
+    {INT("factor", AT(factor), 2, 1024, "F", "2", G_BENCH, "size multiplier between rows"), .reads = R_BENCH},
+    {INT("iters", AT(iters), 1, 1000000, "N", "20", G_BENCH, "timed iterations per size"), .reads = R_BENCH},
+    {INT("warmup", AT(warmup), 0, 1000000, "N", "5", G_BENCH, "warm-up iterations per size"), .reads = R_BENCH},
 
-    {.name = "help", .short_name = 'h', .kind = &k_help, .group = G_HELP, .help = "this help"},
-    {.name = "version", .short_name = 'V', .kind = &k_version, .group = G_HELP, .help = "print the version"},
+    {.name = "help", .short_name = 'h', .kind = &k_help, .group = G_HELP, .help = "this help", .reads = R_ALL},
+    {.name = "version",
+     .short_name = 'V',
+     .kind = &k_version,
+     .group = G_HELP,
+     .help = "print the version",
+     .reads = R_ALL},
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -1156,46 +1347,18 @@ static int default_threads(const struct config *cfg)
     return t > 0 ? t : 1;
 }
 
-/* What each mode reads besides its own option: another option given with
- * it would be ignored without a word, so it is refused. --bench-comm reads
- * its own group (G_BENCH) too, which nothing else reads. */
-static const char *const replay_reads[] = {"batch", "format", "output", "plot", "quiet", "theme", "refresh-ms", NULL};
-static const char *const follow_reads[] = {"batch", "format",     "output",    "plot", "quiet",
-                                           "theme", "refresh-ms", "idle-exit", NULL};
-static const char *const info_reads[] = {"batch",   "model",      "dataset",    "data-dir",  "input",
-                                         "classes", "batch-size", "seed",       "trainable", "device",
-                                         "gpus",    "precision",  "cudnn-algo", "quiet",     NULL};
-static const char *const bench_reads[] = {
-    "batch", "ranks", "ranks-per-process", "device", "gpus", "comm", "algo", "format", "output", "quiet", NULL};
-/* each mode's list, and what a refusal adds */
+/* The modes, as a row's .reads names them: the option that starts each
+ * (training has none), and what a refusal there adds. */
 static const struct {
-    const char *mode;
-    const char *const *reads;
-    const char *why;
-} mode_reads[] = {
-    {"replay", replay_reads, " (the trace holds how the run went)"},
-    {"follow", follow_reads, " (the traces hold how the job runs)"},
-    {"info", info_reads, ""},
-    {"bench-comm", bench_reads, ""},
-};
-/* options that only shape another one's work */
-static const char *const needs[][2] = {{"predict-ranks", "predict"},
-                                       {"link", "predict"},
-                                       {"history-every", "history"},
-                                       {"base-batch", "scale-lr"},
-                                       {"idle-exit", "follow"}};
-
-/* Options that only some runs read: --parallel's own (a strategy's own
- * are its table entry's, sync.h). Given where no run of the sweep reads
- * them, each is refused. */
-static const struct {
+    unsigned bit;
     const char *option;
-    int parallel;    /* the runs that read it: this parallelism */
-    const char *why; /* "" or a reason after the line */
-} only_for[] = {
-    {"strategy", PAR_DATA, ": stages synchronise no gradients by a strategy"},
-    {"micro-batches", PAR_PIPELINE, ""},
-    {"schedule", PAR_PIPELINE, ""},
+    const char *why;
+} mode_table[] = {
+    {R_TRAIN, NULL, ""},
+    {R_INFO, "info", ""},
+    {R_REPLAY, "replay", " (the trace holds how the run went)"},
+    {R_FOLLOW, "follow", " (the traces hold how the job runs)"},
+    {R_BENCH, "bench-comm", ""},
 };
 
 static int opt_index(const char *name)
@@ -1206,17 +1369,30 @@ static int opt_index(const char *name)
     return -1;
 }
 
-static int listed(const char *const *names, const char *name)
+/* The table holds together: every row names the modes that read it, and
+ * every option a strategy's entry reads (sync.h) is a row. 0, or 2 after
+ * one line (a mistake in a table, seen by every test). */
+static int check_tables(FILE *err)
 {
-    for (; *names; names++)
-        if (!strcmp(*names, name))
-            return 1;
+    for (size_t i = 0; i < NOPTS; i++)
+        if (!(opts[i].reads & R_ALL)) {
+            fprintf(err, "ddptop: --%s: its row in config.c names no mode that reads it (.reads)\n", opts[i].name);
+            return 2;
+        }
+    for (int s = 0; s < SYNC_KINDS; s++)
+        for (const char *const *o = sync_ops_of(s)->reads; *o; o++)
+            if (opt_index(*o) < 0) {
+                fprintf(err, "ddptop: --strategy %s reads --%s, which is no option (its entry's .reads)\n",
+                        strategy_name(s), *o);
+                return 2;
+            }
     return 0;
 }
 
-/* One line and -1 for two modes, or an option the mode given does not
- * read. */
-static int mode_misfit(const unsigned char *given, FILE *err)
+/* One line and -1 for two modes, or an option given where nothing reads
+ * it: a mode that does not (the row's .reads), or no run of cfg's (its
+ * .unused; a strategy's own options, its entry's). */
+static int unread(const struct config *cfg, const unsigned char *given, FILE *err)
 {
     const struct opt *mode = NULL;
     for (size_t i = 0; i < NOPTS; i++) {
@@ -1228,62 +1404,39 @@ static int mode_misfit(const unsigned char *given, FILE *err)
         }
         mode = &opts[i];
     }
+    size_t m = 0; /* (training, without a mode's option) */
+    while (mode && m + 1 < sizeof(mode_table) / sizeof(mode_table[0]) && !(mode_table[m].bit & mode->reads))
+        m++;
     for (size_t i = 0; i < NOPTS; i++) {
         const struct opt *o = &opts[i];
-        if (!given[i] || o == mode)
+        if (!given[i] || o == mode || (o->reads & mode_table[m].bit))
             continue;
-        if (!mode) {
-            if (o->group == G_BENCH) {
-                fprintf(err, "ddptop: --%s: only with --bench-comm\n", o->name);
-                return -1;
-            }
-            continue;
-        }
-        size_t m = 0;
-        while (m + 1 < sizeof(mode_reads) / sizeof(mode_reads[0]) && strcmp(mode_reads[m].mode, mode->name) != 0)
-            m++;
-        const char *const *reads = mode_reads[m].reads;
-        if (listed(reads, o->name) || (reads == bench_reads && o->group == G_BENCH))
-            continue;
-        fprintf(err, "ddptop: --%s: does not apply to --%s%s\n", o->name, mode->name, mode_reads[m].why);
-        return -1;
-    }
-    for (size_t k = 0; k < sizeof(needs) / sizeof(needs[0]); k++) {
-        int a = opt_index(needs[k][0]), b = opt_index(needs[k][1]);
-        if (a >= 0 && b >= 0 && given[a] && !given[b]) {
-            fprintf(err, "ddptop: --%s: only with --%s\n", needs[k][0], needs[k][1]);
+        if (mode) {
+            fprintf(err, "ddptop: --%s: does not apply to --%s%s\n", o->name, mode->name, mode_table[m].why);
             return -1;
         }
-    }
-    return 0;
-}
-
-/* One line and -1 for an option that no run reads: in a training sweep,
- * only_for's; in any mode, the UI's options with --batch. The UI's `n`
- * plans any strategy later, so without --batch a strategy's options stay. */
-static int unread(const struct config *cfg, const unsigned char *given, FILE *err)
-{
-    for (size_t k = 0; cfg->mode == MODE_TRAIN && k < sizeof(only_for) / sizeof(only_for[0]); k++) {
-        int i = opt_index(only_for[k].option), par = 0;
-        if (i < 0 || !given[i])
-            continue;
-        for (int p = 0; p < cfg->nparallels; p++)
-            par |= cfg->parallels[p] == only_for[k].parallel;
-        if (par)
-            continue;
-        fprintf(err, "ddptop: --%s: only with --parallel %s%s\n", only_for[k].option,
-                parallel_name(only_for[k].parallel), only_for[k].why);
+        size_t k = 1; /* the first mode that reads it */
+        while (k + 1 < sizeof(mode_table) / sizeof(mode_table[0]) && !(o->reads & mode_table[k].bit))
+            k++;
+        fprintf(err, "ddptop: --%s: only with --%s\n", o->name, mode_table[k].option);
         return -1;
+    }
+    char buf[256];
+    for (size_t i = 0; i < NOPTS; i++) {
+        const char *why = given[i] && opts[i].unused ? opts[i].unused(cfg, buf, sizeof(buf)) : NULL;
+        if (why) {
+            fprintf(err, "ddptop: --%s: %s\n", opts[i].name, why);
+            return -1;
+        }
     }
     /* a strategy's own options: read by a data-parallel run of it (the
      * UI's `n` plans any strategy later, so without --batch they stay) */
     for (int s = 0; cfg->mode == MODE_TRAIN && s < SYNC_KINDS; s++)
         for (const char *const *o = sync_ops_of(s)->reads; *o; o++) {
-            int i = opt_index(*o), par = 0, strat = 0;
-            if (i < 0 || !given[i])
+            int i = opt_index(*o), strat = 0;
+            if (!given[i])
                 continue;
-            for (int p = 0; p < cfg->nparallels; p++)
-                par |= !(train_mode_of(cfg->parallels[p])->flags & MODE_STAGED);
+            int par = some_mode(cfg, MODE_STAGED, 0);
             for (int q = 0; q < cfg->nstrategies; q++)
                 strat |= cfg->strategies[q] == s;
             if (par && (strat || !cfg->batch))
@@ -1295,17 +1448,12 @@ static int unread(const struct config *cfg, const unsigned char *given, FILE *er
                         strategy_name(s));
             return -1;
         }
-    for (size_t i = 0; cfg->batch && i < NOPTS; i++)
-        if (given[i] && opts[i].group == G_UI) {
-            fprintf(err, "ddptop: --%s: only in the interactive UI, not with --batch\n", opts[i].name);
-            return -1;
-        }
     return 0;
 }
 
 int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err)
 {
-    if (set_defaults(cfg, err) != 0)
+    if (set_defaults(cfg, err) != 0 || check_tables(err) != 0)
         return 2;
     struct run_config *b = &cfg->base;
 
@@ -1327,7 +1475,6 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     optind = 0;
     opterr = 0;
     int c;
-    const struct opt *trace_only = NULL; /* an option that shapes --trace's file, given */
     unsigned char given[NOPTS] = {0};
     while ((c = getopt_long(argc, argv, shorts, long_opts, NULL)) != -1) {
         if (c == ':') {
@@ -1352,13 +1499,16 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             fprintf(out, "ddptop %s\ncpu: %s\n", DDPTOP_VERSION, cpu);
             return 1;
         }
+        if ((o->flags & F_ONCE) && given[o - opts]) {
+            fprintf(err, "ddptop: --%s: given twice ('%s', then '%s'): only the last would be written; give it once\n",
+                    o->name, (char *)cfg + o->off, optarg);
+            return 2;
+        }
         if (opt_set(o, cfg, optarg, err) != 0)
             return 2;
         given[o - opts] = 1;
         if (o->also)
             *(int *)((char *)cfg + o->also_off) = o->also;
-        if (o->group == G_TRACE && o->off != OFF(trace))
-            trace_only = o;
     }
     /* more traces for --replay (a shell glob: --replay DIR/FILE.json ...) */
     if (optind < argc && cfg->mode == MODE_REPLAY) {
@@ -1395,7 +1545,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         fprintf(err, "ddptop: --gpus: not allowed with --device cpu\n");
         return 2;
     }
-    if (mode_misfit(given, err) != 0 || unread(cfg, given, err) != 0)
+    if (unread(cfg, given, err) != 0)
         return 2;
     if (b->predict && cfg->mode == MODE_TRAIN) {
         int one = 0;
@@ -1412,10 +1562,6 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
                     cfg->ranks[0]);
             return 2;
         }
-    }
-    if (trace_only && !cfg->trace[0]) {
-        fprintf(err, "ddptop: --%s: only with --trace FILE\n", trace_only->name);
-        return 2;
     }
     /* (an output that is an input or another output: files.h, by main) */
     cfg->base.comm = cfg->comms[0]; /* (the first of a sweep's: one run's) */

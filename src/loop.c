@@ -84,6 +84,14 @@ int loop_phase_pop(const struct loop *L, int cat)
     return L->slow > 1.0 && d->ops->stretch_end ? d->ops->stretch_end(d, cat, L->slow) : 0;
 }
 
+void loop_rank_failed(struct rank *rk)
+{
+    if (rk->fail_ns == 0)
+        rk->fail_ns = probe_now_ns();
+    int none = -1;
+    atomic_compare_exchange_strong(&rk->run->first_failed, &none, rk->id);
+}
+
 /* The rank's first failure: its message (with the context gathered on the
  * way up) stays in rk->err for the collector, and every rank stops. */
 int loop_fail(struct rank *rk, const char *what)
@@ -91,10 +99,9 @@ int loop_fail(struct rank *rk, const char *what)
     if (rk->rc == 0)
         snprintf(rk->err, sizeof(rk->err), "%s", what);
     rk->rc = -1;
-    /* the first of this process's ranks to fail, named before its abort
+    /* its time and place among this process's failures, before its abort
      * makes its peers fail after it */
-    int none = -1;
-    atomic_compare_exchange_strong(&rk->run->first_failed, &none, rk->id);
+    loop_rank_failed(rk);
     atomic_store(&rk->run->abort, 1);
     return -1;
 }

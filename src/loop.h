@@ -85,6 +85,10 @@ int loop_phase_push(const struct loop *L, int cat);
 int loop_phase_pop(const struct loop *L, int cat);
 /* The rank's failure (its first message kept; every rank stops): -1. */
 int loop_fail(struct rank *rk, const char *what);
+/* A rank fails (rk->rc and rk->err are set), by loop_fail or otherwise:
+ * its time, once (struct rank's fail_ns), and this process's first failed
+ * rank (first_failed). */
+void loop_rank_failed(struct rank *rk);
 /* A device call failed, its message in the device: -1. */
 int loop_dev_failed(struct rank *rk);
 /* The kernel's run delay of this thread in ns, or -1. */

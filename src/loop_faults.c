@@ -54,10 +54,7 @@ int loop_inject(struct loop *L, uint32_t step)
          * the collector, or from --comm-timeout */
         snprintf(rk->err, sizeof(rk->err), "the rank's thread died at step %u (injected fault)", step);
         rk->rc = -1;
-        {
-            int none = -1; /* (the first to fail, as loop_fail names it) */
-            atomic_compare_exchange_strong(&rk->run->first_failed, &none, rk->id);
-        }
+        loop_rank_failed(rk); /* (the first to fail, as loop_fail names it) */
         return -1;
     case FAULT_HANG:
         /* takes no part in anything until the run is stopped: a peer's

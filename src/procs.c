@@ -406,7 +406,7 @@ static int refuse(struct relay *rl, int p, const char *why)
     for (int i = p * self.per; i < (p + 1) * self.per && i < rl->r->world; i++) {
         if (atomic_load(&rl->r->ranks[i].finished))
             continue;
-        struct relay_done d = {.rank = i, .rc = -1};
+        struct relay_done d = {.rank = i, .rc = -1, .fail_ns = probe_now_ns()};
         snprintf(d.dev, sizeof(d.dev), "cpu");
         snprintf(d.err, sizeof(d.err), "process %d on %.64s sent a bad message: %s", p, host_of[p], why);
         rl->r->ranks[i].given_up = 1; /* (before end_rank's finished) */
@@ -500,12 +500,13 @@ static void push_all(struct spsc_ring *ring, const void *recs, size_t size, size
         spsc_push(ring, (const unsigned char *)recs + i * size);
 }
 
-/* A rank's end: from its worker (checked), or made by process 0 for a
- * worker given up. */
+/* A rank's end: from its worker (checked, its time on process 0's
+ * clock), or made by process 0 for a worker given up. */
 static void end_rank(struct relay *rl, const struct relay_done *d)
 {
     struct rank *k = &rl->r->ranks[d->rank];
     k->rc = d->rc;
+    k->fail_ns = d->fail_ns;
     snprintf(k->err, sizeof(k->err), "%s", d->err);
     k->stage_first = d->stage_first;
     k->stage_end = d->stage_end;
@@ -521,6 +522,8 @@ static void end_rank(struct relay *rl, const struct relay_done *d)
 static void deliver(struct relay *rl, int p, struct relay_in *in)
 {
     if (in->tag == RELAY_TAG_DONE) {
+        if (in->done.fail_ns)
+            in->done.fail_ns += rl->add_ns[p];
         end_rank(rl, &in->done);
         return;
     }
@@ -589,7 +592,7 @@ static int give_up_silent(struct relay *rl, int only)
         for (int i = p * self.per; i < (p + 1) * self.per; i++) {
             if (atomic_load(&rl->r->ranks[i].finished))
                 continue;
-            struct relay_done d = {.rank = i, .rc = -1};
+            struct relay_done d = {.rank = i, .rc = -1, .fail_ns = now};
             snprintf(d.dev, sizeof(d.dev), "cpu");
             if (gone)
                 snprintf(d.err, sizeof(d.err), "process %d on %.64s is gone: its connection closed%s", p, host_of[p],
@@ -871,7 +874,8 @@ void relay_rank_done(struct relay *rl, int rank)
                            .stage_first = k->stage_first,
                            .stage_end = k->stage_end,
                            .mem_now = atomic_load(&k->mem.now),
-                           .mem_peak = atomic_load(&k->mem.peak)};
+                           .mem_peak = atomic_load(&k->mem.peak),
+                           .fail_ns = k->rc != 0 ? k->fail_ns : 0};
     memcpy(d.stage_mem, k->stage_mem, sizeof(d.stage_mem));
     snprintf(d.dev, sizeof(d.dev), "%s", k->dev.name[0] ? k->dev.name : "cpu");
     snprintf(d.err, sizeof(d.err), "%s", k->err);

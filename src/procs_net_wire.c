@@ -7,6 +7,7 @@
  * process with its host name and boot. */
 #include <math.h>
 #include <stdint.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ static int wire_open_chan(void)
 
 static void wire_close_chan(int chan)
 {
-    wire_drop(w, chan); /* (what crossed its end) */
+    wire_retire(w, chan); /* (what crossed its end, and what is still on its way) */
 }
 
 static int wire_send_to(int dst, int chan, int tag, const void *buf, size_t len)
@@ -460,6 +461,40 @@ static void own_key(struct node_key *k, const char *host)
     }
 }
 
+/* The job's key at an address: DDPTOP_JOB_KEY's, the same text in every
+ * process (as torchrun's --rdzv-id is given to every node). Process 0
+ * without one makes one and shows it, once, for the others; a worker
+ * without one cannot join. 0 with *key, or -1 with err set. */
+static int job_key(const char *spec, int rank, uint64_t *key, char *err, size_t errlen)
+{
+    const char *text = getenv("DDPTOP_JOB_KEY");
+    if (text && text[0]) {
+        *key = wire_key_of(text);
+        return 0;
+    }
+    if (rank > 0) {
+        snprintf(err, errlen,
+                 "--rendezvous %.300s: DDPTOP_JOB_KEY is not set: give every process the job's key (process 0 shows "
+                 "the one it made when it has none)",
+                 spec);
+        return -1;
+    }
+    unsigned char r[8];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        snprintf(err, errlen, "--rendezvous %.300s: no random number for the job's key", spec);
+        return -1;
+    }
+    char made[2 * sizeof(r) + 1];
+    for (size_t i = 0; i < sizeof(r); i++)
+        snprintf(made + 2 * i, 3, "%02x", r[i]);
+    fprintf(stderr,
+            "ddptop: --rendezvous %s: no DDPTOP_JOB_KEY, so this job's key is %s: start every other process with "
+            "DDPTOP_JOB_KEY=%s\n",
+            spec, made, made);
+    *key = wire_key_of(made);
+    return 0;
+}
+
 /* "tcp:HOST:PORT" into host and port; 0, or -1 with err set. */
 static int parse_address(const char *spec, char *host, size_t hn, int *port, char *err, size_t errlen)
 {
@@ -487,12 +522,16 @@ const struct procs_net *procs_net_wire_start(const char *spec, int rank, int siz
     char host[256];
     int port = 0;
     store_dir[0] = 0;
+    /* where process 0 listens, when not where the meeting says (wire.h) */
+    const char *bind = getenv("DDPTOP_RENDEZVOUS_BIND");
     if (strncmp(spec, "tcp:", 4) == 0) {
-        if (parse_address(spec, host, sizeof(host), &port, err, errlen) != 0)
+        uint64_t key = 0;
+        if (parse_address(spec, host, sizeof(host), &port, err, errlen) != 0 ||
+            job_key(spec, rank, &key, err, errlen) != 0)
             return NULL;
-        w = wire_open_tcp(host, port, wire_key_of(getenv("DDPTOP_JOB_KEY")), rank, size, timeout_s, err, errlen);
+        w = wire_open_tcp(host, port, key, rank, size, timeout_s, bind, err, errlen);
     } else {
-        w = wire_open(spec + 5, "job", rank, size, timeout_s, err, errlen);
+        w = wire_open(spec + 5, "job", rank, size, timeout_s, bind, err, errlen);
         if (w)
             snprintf(store_dir, sizeof(store_dir), "%s", spec + 5);
     }

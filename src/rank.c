@@ -467,9 +467,8 @@ void *rank_main(void *arg)
     if (L.in_window)
         run->gpu->activity_window(&rk->spans_gpu, 0, 0);
     loop_free(&L);
-    int none = -1; /* (a failure not said through loop_fail) */
-    if (rk->rc != 0)
-        atomic_compare_exchange_strong(&run->first_failed, &none, rk->id);
+    if (rk->rc != 0) /* (a failure not said through loop_fail: at its end) */
+        loop_rank_failed(rk);
     if (rk->rc != 0 || atomic_load(&run->abort)) /* (its peers' gloo waits end now: world.h) */
         world_rank_failed(&run->plan, &rk->comm, &rk->dp_comm);
     atomic_store(&rk->finished, 1);

@@ -121,6 +121,11 @@ static int done_ok(const struct relay_done *d, const struct relay_limits *lim, s
                     text_ok(d->dev, sizeof(d->dev)) ? "message" : "device name");
     if (d->rc != 0 && d->rc != -1)
         return fail(err, errlen, "rank %d's end with status %d", d->rank, d->rc);
+    /* (its failure's time decides which rank process 0 names) */
+    if (d->fail_ns != 0 && (d->rc == 0 || !time_ok(d->fail_ns) || d->fail_ns + lim->add_ns < lim->lo_ns ||
+                            d->fail_ns + lim->add_ns > lim->hi_ns))
+        return fail(err, errlen, "rank %d's end with a failure time off the clock (%lld ns%s)", d->rank,
+                    (long long)d->fail_ns, d->rc == 0 ? ", and no failure" : "");
     if (d->stage_first < 0 || d->stage_end < d->stage_first || d->stage_end > RELAY_LAYERS_MAX)
         return fail(err, errlen, "rank %d's end with a stage of layers %d to %d", d->rank, d->stage_first,
                     d->stage_end);

@@ -64,6 +64,7 @@ struct relay_done {
     int32_t stage_first, stage_end;
     double stage_mem[SMEM_KINDS];
     int64_t mem_now, mem_peak; /* its device memory (struct device_mem) */
+    int64_t fail_ns;           /* rc -1: when it failed, on the sender's clock (0: not known); rc 0: 0 */
     char dev[64];
     char err[256];
 };

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdint.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -638,6 +639,15 @@ static void watch_alone(struct run *r)
     run_request_stop(r);
 }
 
+/* a failed before b: the earlier time (a time not known, as late as can
+ * be), then the lower rank */
+static int failed_before(const struct rank *a, const struct rank *b)
+{
+    uint64_t ta = a->fail_ns > 0 ? (uint64_t)a->fail_ns : UINT64_MAX;
+    uint64_t tb = b->fail_ns > 0 ? (uint64_t)b->fail_ns : UINT64_MAX;
+    return ta != tb ? ta < tb : a->id < b->id;
+}
+
 int run_poll(struct run *r)
 {
     int running = 0;
@@ -661,20 +671,29 @@ int run_poll(struct run *r)
     default:
         break;
     }
+    int first = -1; /* the rank that failed first, of those ended so far */
     for (int i = 0; i < r->world; i++) {
         if (r->worker && !r->ranks[i].local)
             continue;
         if (!r->worker)
             drain_rank(r, i);
-        if (!atomic_load(&r->ranks[i].finished))
+        const struct rank *k = &r->ranks[i];
+        if (!atomic_load(&k->finished))
             running = 1;
-        else if (r->ranks[i].rc != 0 && r->failed_rank < 0 && (!r->user_stop || r->ranks[i].given_up)) {
-            /* (named: the first to fail, whose peers' failures it caused) */
-            int f = atomic_load(&r->first_failed), j = f >= 0 && atomic_load(&r->ranks[f].finished) ? f : i;
-            r->failed_rank = j;
-            snprintf(r->err, sizeof(r->err), "rank %d failed: %s", j, r->ranks[j].err);
+        else if (k->rc != 0 && (!r->user_stop || k->given_up) && (first < 0 || failed_before(k, &r->ranks[first])))
+            first = i;
+    }
+    /* named: the first to fail, whose peers' failures it caused. A rank
+     * of another process is heard of later than its peers here fail from
+     * it (its connections close at once, its end comes through the
+     * relay), so the name may move to an earlier failure until the run
+     * has ended. */
+    if (first >= 0 && first != r->failed_rank && r->state < RUN_DONE) {
+        int named = r->failed_rank >= 0;
+        r->failed_rank = first;
+        snprintf(r->err, sizeof(r->err), "rank %d failed: %s", first, r->ranks[first].err);
+        if (!named)
             run_request_stop(r); /* a rank that died without a word leaves its peers waiting */
-        }
     }
     watch_alone(r);
     if (r->state == RUN_RUNNING || r->state == RUN_PAUSED)

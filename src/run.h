@@ -47,6 +47,10 @@ struct rank {
     int rc;
     int given_up; /* a worker's rank whose process went silent or away (procs.c): rc is the relay's */
     char err[256];
+    /* when it failed, on process 0's clock (0: it has not): of the ranks
+     * that failed, the first in time is the run's failure, the others'
+     * follow from it (a peer gone fails their collectives) */
+    int64_t fail_ns;
     struct model *model; /* owned by the rank thread */
     struct comm *comm;
     struct comm *dp_comm; /* --dp: the copies of its stage, one a replica (their gradients' average) */

@@ -1,6 +1,7 @@
 /* wire.c - messages between a job's processes without MPI (see wire.h). */
 #include "wire.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -80,7 +81,7 @@ int wire_decode_answer(const void *b, size_t n, int *ok, int *size)
     if (n != sizeof(a))
         return -1;
     memcpy(&a, b, sizeof(a));
-    if (a.magic != WIRE_MAGIC || a.ok < WIRE_ANSWER_MISFIT || a.ok > WIRE_ANSWER_KEY || a.size < 1)
+    if (a.magic != WIRE_MAGIC || a.ok < WIRE_ANSWER_MISFIT || a.ok > WIRE_ANSWER_TAKEN || a.size < 1)
         return -1;
     *ok = a.ok;
     *size = a.size;
@@ -101,19 +102,24 @@ struct peer {
     int chan, tag;    /* as checked (wire_decode_frame) */
     uint32_t len;
     size_t hgot, bgot;
-    unsigned char *body;
+    unsigned char *body; /* NULL once the frame is read: its bytes wait for room (held) */
+    size_t queued;       /* bytes of its messages queued, not taken (under the wire's mx) */
+    _Atomic int held;    /* its next message waits for its queue to shrink */
 };
 
 struct wire {
     int rank, size;
     double timeout_s;
-    struct peer *peers; /* [size]: process 0 holds 1..size-1, a worker 0 */
-    int wake[2];        /* wire_close's word to the reading thread */
+    struct peer *peers;  /* [size]: process 0 holds 1..size-1, a worker 0 */
+    int wake[2];         /* a word to the reading thread: look again, or (closing) stop */
+    _Atomic int closing; /* wire_close */
     pthread_t rx;
     int rx_started;
-    pthread_mutex_t mx; /* the queue */
+    pthread_mutex_t mx; /* the queue, each peer's queued, the retired channels */
     pthread_cond_t cv;
     struct queued *head, *tail;
+    int *retired; /* channels whose messages are let go as they come (wire_retire) */
+    int nretired, retired_cap;
 };
 
 static int64_t now_ms(void)
@@ -188,20 +194,21 @@ static void addr_path(char *out, size_t n, const char *dir, const char *job)
     snprintf(out, n, "%s/ddptop-%s.addr", dir, job);
 }
 
-/* Process 0: listens on every IPv4 interface, at *port, or when it is 0
- * at a port the system picks (put in *port). */
-static int listen_any(int *port)
+/* Process 0: listens at the IPv4 address ip (network order), at *port,
+ * or when it is 0 at a port the system picks (put in *port). */
+static int listen_at(uint32_t ip, int *port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -1;
     int one = 1; /* (an earlier job's connections may linger on the port) */
     if (*port > 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in a = {
-        .sin_family = AF_INET, .sin_port = htons((uint16_t)*port), .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port), .sin_addr.s_addr = ip};
     socklen_t len = sizeof(a);
-    if (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 64) != 0 ||
+    /* (a long backlog: a burst of connections that say nothing does not
+     * leave a worker's unanswered while they are taken) */
+    if (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, SOMAXCONN) != 0 ||
         getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
         int e = errno;
         close(fd);
@@ -212,12 +219,44 @@ static int listen_any(int *port)
     return fd;
 }
 
+/* Where process 0 listens: bind, an IPv4 address, or by default loopback
+ * (`loop`) or every interface. 0 with *ip, or -1 with err set. */
+static int bind_address(const char *bind, int loop, uint32_t *ip, char *err, size_t errlen)
+{
+    struct in_addr a;
+    if (!bind || !bind[0]) {
+        *ip = htonl(loop ? INADDR_LOOPBACK : INADDR_ANY);
+        return 0;
+    }
+    if (inet_pton(AF_INET, bind, &a) != 1) {
+        snprintf(err, errlen,
+                 "rendezvous: DDPTOP_RENDEZVOUS_BIND=%.100s: expected an IPv4 address of this machine (0.0.0.0: "
+                 "every interface)",
+                 bind);
+        return -1;
+    }
+    *ip = a.s_addr;
+    return 0;
+}
+
+/* "localhost" or an address 127.x.y.z: this machine alone. */
+static int is_loopback(const char *host)
+{
+    struct in_addr a;
+    if (!strcmp(host, "localhost"))
+        return 1;
+    return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
 /* Writes "HOST PORT NONCE" to the meeting's file, whole or not at all
- * (a temporary file renamed into place). */
-static int publish(const char *path, int port, uint64_t nonce, char *err, size_t errlen)
+ * (a temporary file renamed into place): HOST the address process 0
+ * listens at, ip, or where that is every interface its host name. */
+static int publish(const char *path, uint32_t ip, int port, uint64_t nonce, char *err, size_t errlen)
 {
     char host[256], tmp[4200];
-    if (gethostname(host, sizeof(host)) != 0)
+    if (ip != htonl(INADDR_ANY))
+        inet_ntop(AF_INET, &ip, host, sizeof(host));
+    else if (gethostname(host, sizeof(host)) != 0)
         snprintf(host, sizeof(host), "localhost");
     host[sizeof(host) - 1] = 0;
     snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
@@ -322,69 +361,139 @@ static void tune(int fd)
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-/* Process 0: every worker's connection, each saying its rank. */
-static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int say_key, int64_t deadline, char *err,
+/* A connection process 0 took that has not said its hello yet. */
+struct pending {
+    int fd;
+    int64_t by; /* its time to say it, on now_ms's clock */
+    size_t got;
+    unsigned char hello[WIRE_HELLO_BYTES];
+};
+
+#define HELLO_MS 3000   /* a connection's time to say its hello */
+#define PENDING_MAX 256 /* connections waiting to say it, at most: the oldest goes first */
+#define ANSWER_MS 1000  /* (16 bytes into a new connection's empty buffer) */
+
+static void forget(struct pending *pend, int *n, int i, int close_it)
+{
+    if (close_it)
+        close(pend[i].fd);
+    pend[i] = pend[--*n];
+}
+
+/* A whole hello from a connection: the job's key, or it is closed without
+ * a word (a worker of an earlier job in a folder, which reads the address
+ * again; at an address a process with another key, counted in
+ * *strangers); a rank of the job not yet taken joins, and any other is
+ * answered why not. 1 when the connection joined. */
+static int hello_said(struct wire *w, int fd, const unsigned char *b, uint64_t nonce, int *strangers, int *twice)
+{
+    int rank = -1, size = 0;
+    uint64_t key = 0;
+    int ours = wire_decode_hello(b, WIRE_HELLO_BYTES, &rank, &size, &key) == 0;
+    if (!ours || key != nonce) {
+        *strangers += ours;
+        close(fd);
+        return 0;
+    }
+    int fits = size == w->size && rank > 0 && rank < w->size, taken = fits && w->peers[rank].fd >= 0;
+    struct answer a = {.magic = WIRE_MAGIC,
+                       .ok = !fits   ? WIRE_ANSWER_MISFIT
+                             : taken ? WIRE_ANSWER_TAKEN
+                                     : WIRE_ANSWER_OK,
+                       .size = w->size};
+    *twice += taken;
+    if (full_io(fd, &a, sizeof(a), 1, now_ms() + ANSWER_MS) != 0 || a.ok != WIRE_ANSWER_OK) {
+        close(fd);
+        return 0;
+    }
+    w->peers[rank].fd = fd;
+    atomic_store(&w->peers[rank].alive, 1);
+    return 1;
+}
+
+/* Process 0: every worker's connection, each saying its rank. Every
+ * connection is read as its bytes come, at most a hello's worth, and
+ * dropped when it has not said it within HELLO_MS, so that none holds up
+ * the others. */
+static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int at_address, int64_t deadline, char *err,
                           size_t errlen)
 {
-    int joined = 0, strangers = 0;
-    while (joined < w->size - 1) {
-        int64_t left = deadline - now_ms();
-        struct pollfd pf = {lfd, POLLIN, 0};
-        if (left <= 0 || (poll(&pf, 1, left > 1000 ? 1000 : (int)left) < 0 && errno != EINTR))
-            break;
-        if (!(pf.revents & POLLIN))
-            continue;
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0)
-            continue;
-        tune(fd);
-        struct hello h = {0};
-        int64_t hello_by = now_ms() + 2000;
-        struct answer a = {.magic = WIRE_MAGIC, .ok = WIRE_ANSWER_KEY, .size = w->size};
-        int said = full_io(fd, &h, sizeof(h), 0, hello_by < deadline ? hello_by : deadline) == 0;
-        int h_rank = -1, h_size = 0;
-        uint64_t h_nonce = 0;
-        int ours = said && wire_decode_hello(&h, sizeof(h), &h_rank, &h_size, &h_nonce) == 0;
-        if (!ours || h_nonce != nonce) {
-            /* not this job's: in a folder a worker of an earlier job (it
-             * reads the address again), at a port a process with another
-             * key, which is told (a probe of the port that says nothing,
-             * or another protocol, is not) */
-            if (say_key && ours) {
-                full_io(fd, &a, sizeof(a), 1, hello_by < deadline ? hello_by : deadline);
-                strangers++;
-            }
-            close(fd);
-            continue;
-        }
-        a.ok = WIRE_ANSWER_OK;
-        int fits = h_size == w->size && h_rank > 0 && h_rank < w->size;
-        if (fits && w->peers[h_rank].fd >= 0) {
-            snprintf(err, errlen, "rendezvous: two processes say they are rank %d", h_rank);
-            a.ok = WIRE_ANSWER_MISFIT;
-            full_io(fd, &a, sizeof(a), 1, deadline);
-            close(fd);
-            return -1;
-        }
-        a.ok = fits ? WIRE_ANSWER_OK : WIRE_ANSWER_MISFIT;
-        if (full_io(fd, &a, sizeof(a), 1, deadline) != 0 || !fits) {
-            close(fd);
-            continue;
-        }
-        w->peers[h_rank].fd = fd;
-        atomic_store(&w->peers[h_rank].alive, 1);
-        joined++;
+    struct pending *pend = calloc(PENDING_MAX, sizeof(*pend));
+    struct pollfd *pf = calloc(PENDING_MAX + 1, sizeof(*pf));
+    int npend = 0, joined = 0, strangers = 0, twice = 0;
+    if (!pend || !pf) {
+        free(pend);
+        free(pf);
+        snprintf(err, errlen, "rendezvous: out of memory");
+        return -1;
     }
+    while (joined < w->size - 1) {
+        int64_t now = now_ms(), wake = deadline;
+        if (now >= deadline)
+            break;
+        for (int i = npend - 1; i >= 0; i--)
+            if (pend[i].by <= now)
+                forget(pend, &npend, i, 1);
+        pf[0] = (struct pollfd){lfd, POLLIN, 0};
+        for (int i = 0; i < npend; i++) {
+            pf[i + 1] = (struct pollfd){pend[i].fd, POLLIN, 0};
+            wake = pend[i].by < wake ? pend[i].by : wake;
+        }
+        int k = poll(pf, (nfds_t)npend + 1, wake - now > 1000 ? 1000 : (int)(wake - now) + 1);
+        if (k < 0 && errno != EINTR)
+            break;
+        if (k <= 0)
+            continue;
+        /* (from the last: forget moves the last entry into the one it drops) */
+        for (int i = npend - 1; i >= 0; i--) {
+            if (!pf[i + 1].revents)
+                continue;
+            struct pending *c = &pend[i];
+            ssize_t got = recv(c->fd, c->hello + c->got, sizeof(c->hello) - c->got, 0);
+            if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+                continue;
+            if (got <= 0) {
+                forget(pend, &npend, i, 1);
+                continue;
+            }
+            c->got += (size_t)got;
+            if (c->got < sizeof(c->hello))
+                continue;
+            joined += hello_said(w, c->fd, c->hello, nonce, &strangers, &twice);
+            forget(pend, &npend, i, 0);
+        }
+        if (!(pf[0].revents & POLLIN))
+            continue;
+        for (int n = 0; n < PENDING_MAX; n++) {
+            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd < 0)
+                break;
+            tune(fd);
+            if (npend == PENDING_MAX) { /* the oldest makes room */
+                int old = 0;
+                for (int i = 1; i < npend; i++)
+                    old = pend[i].by < pend[old].by ? i : old;
+                forget(pend, &npend, old, 1);
+            }
+            pend[npend++] = (struct pending){.fd = fd, .by = now_ms() + HELLO_MS};
+        }
+    }
+    for (int i = 0; i < npend; i++)
+        close(pend[i].fd);
+    free(pend);
+    free(pf);
     if (joined == w->size - 1)
         return 0;
+    strangers *= at_address; /* (in a folder: an earlier job's workers, not another key) */
     char missing[200] = "";
     size_t at = 0;
     for (int p = 1; p < w->size && at + 16 < sizeof(missing); p++)
         if (w->peers[p].fd < 0)
             at += (size_t)snprintf(missing + at, sizeof(missing) - at, "%s%d", at ? ", " : "", p);
-    snprintf(err, errlen, "rendezvous: process%s %s of %d did not come within %.3g s%s",
+    snprintf(err, errlen, "rendezvous: process%s %s of %d did not come within %.3g s%s%s",
              w->size - 1 - joined > 1 ? "es" : "", missing, w->size, w->timeout_s,
-             strangers ? " (a process with another job key, DDPTOP_JOB_KEY, was turned away)" : "");
+             strangers ? " (a process with another job key, DDPTOP_JOB_KEY, was turned away)" : "",
+             twice ? " (a second process of a rank already here was turned away: RANK must differ)" : "");
     return -1;
 }
 
@@ -397,10 +506,13 @@ struct meet {
     uint64_t key;
 };
 
-/* A worker: connects to process 0 and says its rank. */
+/* A worker: connects to process 0 and says its rank. A connection closed
+ * without an answer (process 0 does that to a hello without its key, and
+ * to one it had no time to read) is tried again until the deadline. */
 static int join_zero(struct wire *w, const struct meet *at, int64_t deadline, char *err, size_t errlen)
 {
-    char why[160] = "";
+    char why[300] = "", where[300] = "";
+    int unanswered = 0;
     for (;;) {
         char host[256];
         int port = at->port;
@@ -410,6 +522,8 @@ static int join_zero(struct wire *w, const struct meet *at, int64_t deadline, ch
             have = read_addr(at->path, host, sizeof(host), &port, &nonce) == 0;
         else
             snprintf(host, sizeof(host), "%s", at->host);
+        if (have)
+            snprintf(where, sizeof(where), "%.100s:%d", host, port);
         /* a name that does not resolve yet may (a service whose address
          * comes when its process starts): tried again until the deadline */
         int gai = 0;
@@ -431,11 +545,11 @@ static int join_zero(struct wire *w, const struct meet *at, int64_t deadline, ch
                     close(fd);
                     return -1;
                 }
-                if (a_ok == WIRE_ANSWER_KEY && !at->path) {
+                if (a_ok == WIRE_ANSWER_TAKEN) {
                     snprintf(err, errlen,
-                             "rendezvous: process 0 at %s:%d refused this process's job key (DDPTOP_JOB_KEY must "
-                             "be the same in every process)",
-                             host, port);
+                             "rendezvous: process 0 has a rank %d already: another process was started with RANK=%d "
+                             "(each process needs its own RANK)",
+                             w->rank, w->rank);
                     close(fd);
                     return -1;
                 }
@@ -444,13 +558,30 @@ static int join_zero(struct wire *w, const struct meet *at, int64_t deadline, ch
                     atomic_store(&w->peers[0].alive, 1);
                     return 0;
                 }
+            } else {
+                unanswered++;
             }
             close(fd);
         }
+        /* (an answer withheld says more than a refusal after it: process
+         * 0 may stop listening meanwhile) */
+        if (unanswered)
+            snprintf(why, sizeof(why), ": it closed this process's connection without an answer (%d time%s)%s",
+                     unanswered, unanswered > 1 ? "s" : "",
+                     at->path ? ""
+                              : ": a process of another job, or one with another job key (DDPTOP_JOB_KEY must be "
+                                "the same in every process)");
         if (now_ms() >= deadline) {
-            if (at->path)
+            if (at->path && !where[0])
                 snprintf(err, errlen, "rendezvous: process 0 did not come within %.3g s (no address in %s)",
                          w->timeout_s, at->path);
+            else if (at->path)
+                snprintf(err, errlen, "rendezvous: process 0 did not come within %.3g s at %s (its address in %s)%s%s",
+                         w->timeout_s, where, at->path, why,
+                         !strncmp(where, "127.", 4)
+                             ? " (process 0 listens on loopback, for a job of one machine: across machines start "
+                               "it with DDPTOP_RENDEZVOUS_BIND)"
+                             : "");
             else
                 snprintf(err, errlen, "rendezvous: process 0 did not come within %.3g s at %s:%d%s", w->timeout_s,
                          at->host, at->port, why);
@@ -472,11 +603,40 @@ static void lost(struct wire *w, struct peer *p)
     pthread_mutex_unlock(&w->mx);
 }
 
-/* Reads what src's connection holds now; -1 once it is gone. */
+static int retired(const struct wire *w, int chan)
+{
+    for (int i = 0; i < w->nretired; i++)
+        if (w->retired[i] == chan)
+            return 1;
+    return 0;
+}
+
+/* Whether p's next message (its frame read) may be read now: its queue
+ * has room for it, or holds nothing (a longer message comes alone). */
+static int room_for(struct wire *w, const struct peer *p)
+{
+    pthread_mutex_lock(&w->mx);
+    int ok = p->queued == 0 || p->queued + p->len <= WIRE_QUEUE_MAX;
+    pthread_mutex_unlock(&w->mx);
+    return ok;
+}
+
+/* Reads what src's connection holds now, until its queue is full (held);
+ * -1 once it is gone. */
 static int read_some(struct wire *w, int src)
 {
     struct peer *p = &w->peers[src];
     for (;;) {
+        if (p->hgot == sizeof(p->hdr) && !p->body) {
+            if (!room_for(w, p)) {
+                atomic_store(&p->held, 1);
+                return 0;
+            }
+            atomic_store(&p->held, 0);
+            if (!(p->body = malloc(p->len ? p->len : 1)))
+                return -1;
+            p->bgot = 0;
+        }
         void *at;
         size_t want;
         if (p->hgot < sizeof(p->hdr)) {
@@ -493,13 +653,9 @@ static int read_some(struct wire *w, int src)
             return -1;
         if (p->hgot < sizeof(p->hdr)) {
             p->hgot += (size_t)got;
-            if (p->hgot < sizeof(p->hdr))
-                continue;
-            if (wire_decode_frame(&p->hdr, sizeof(p->hdr), &p->chan, &p->tag, &p->len) != 0)
+            if (p->hgot == sizeof(p->hdr) &&
+                wire_decode_frame(&p->hdr, sizeof(p->hdr), &p->chan, &p->tag, &p->len) != 0)
                 return -1; /* not our framing: the connection is no use */
-            p->bgot = 0;
-            if (!(p->body = malloc(p->len ? p->len : 1)))
-                return -1;
             continue;
         }
         p->bgot += (size_t)got;
@@ -513,13 +669,30 @@ static int read_some(struct wire *w, int src)
         p->body = NULL;
         p->hgot = 0;
         pthread_mutex_lock(&w->mx);
-        if (w->tail)
-            w->tail->next = q;
-        else
-            w->head = q;
-        w->tail = q;
-        pthread_cond_broadcast(&w->cv);
+        if (retired(w, q->m.chan)) {
+            free(q->m.data);
+            free(q);
+        } else {
+            if (w->tail)
+                w->tail->next = q;
+            else
+                w->head = q;
+            w->tail = q;
+            p->queued += q->m.len;
+            pthread_cond_broadcast(&w->cv);
+        }
         pthread_mutex_unlock(&w->mx);
+    }
+}
+
+/* A message of src's left the queue (taken or dropped; under w->mx): a
+ * connection held for room is read again. */
+static void unqueued(struct wire *w, int src, size_t len)
+{
+    struct peer *p = &w->peers[src];
+    p->queued -= len;
+    if (atomic_load(&p->held) && write(w->wake[1], "r", 1) != 1) {
+        /* (the pipe is full: the reading thread has a word to read already) */
     }
 }
 
@@ -528,18 +701,30 @@ static void *receive(void *arg)
     struct wire *w = arg;
     struct pollfd *pf = calloc((size_t)w->size + 1, sizeof(*pf));
     int *who = calloc((size_t)w->size + 1, sizeof(*who));
-    while (pf && who) {
+    while (pf && who && !atomic_load(&w->closing)) {
         int n = 0;
         pf[n++] = (struct pollfd){w->wake[0], POLLIN, 0};
-        for (int p = 0; p < w->size; p++)
-            if (atomic_load(&w->peers[p].alive)) {
-                who[n] = p;
-                pf[n++] = (struct pollfd){w->peers[p].fd, POLLIN, 0};
+        for (int p = 0; p < w->size; p++) {
+            if (!atomic_load(&w->peers[p].alive))
+                continue;
+            /* (a connection held for room is not read; a taker's word wakes this) */
+            if (atomic_load(&w->peers[p].held)) {
+                if (read_some(w, p) != 0)
+                    lost(w, &w->peers[p]);
+                if (atomic_load(&w->peers[p].held) || !atomic_load(&w->peers[p].alive))
+                    continue;
             }
+            who[n] = p;
+            pf[n++] = (struct pollfd){w->peers[p].fd, POLLIN, 0};
+        }
         if (poll(pf, (nfds_t)n, -1) < 0 && errno != EINTR)
             break;
-        if (pf[0].revents)
-            break; /* wire_close */
+        if (pf[0].revents) {
+            char words[64];
+            while (read(w->wake[0], words, sizeof(words)) > 0) {
+            }
+            continue; /* (wire_close, or room for a connection held) */
+        }
         for (int i = 1; i < n; i++)
             if (pf[i].revents && read_some(w, who[i]) != 0)
                 lost(w, &w->peers[who[i]]);
@@ -552,15 +737,18 @@ static void *receive(void *arg)
 /* ---- the interface ------------------------------------------------------ */
 
 /* The meeting, as process rank of size: a folder's (dir and job set) or
- * an address's (host and port). */
+ * an address's (host and port); process 0 listening at bind (wire.h). */
 static struct wire *open_at(const char *dir, const char *job, const char *host, int port, uint64_t key, int rank,
-                            int size, double timeout_s, char *err, size_t errlen)
+                            int size, double timeout_s, const char *bind, char *err, size_t errlen)
 {
     if (size < 1 || rank < 0 || rank >= size) {
         snprintf(err, errlen, "rendezvous: rank %d of %d processes", rank, size);
         return NULL;
     }
+    uint32_t ip = 0;
     if (dir && check_dir(dir, err, errlen) != 0)
+        return NULL;
+    if (rank == 0 && bind_address(bind, dir || is_loopback(host), &ip, err, errlen) != 0)
         return NULL;
     struct wire *w = calloc(1, sizeof(*w));
     if (!w || !(w->peers = calloc((size_t)size, sizeof(*w->peers)))) {
@@ -587,14 +775,16 @@ static struct wire *open_at(const char *dir, const char *job, const char *host, 
     if (rank == 0) {
         int lport = dir ? 0 : port;
         uint64_t nonce = key;
-        int lfd = listen_any(&lport);
+        int lfd = listen_at(ip, &lport);
+        char addr[INET_ADDRSTRLEN] = "?";
+        inet_ntop(AF_INET, &ip, addr, sizeof(addr));
         if (lfd < 0 && dir)
-            snprintf(err, errlen, "rendezvous: cannot listen on a TCP port: %s", strerror(errno));
+            snprintf(err, errlen, "rendezvous: cannot listen on a TCP port at %s: %s", addr, strerror(errno));
         else if (lfd < 0)
-            snprintf(err, errlen, "rendezvous: cannot listen on port %d: %s", port, strerror(errno));
+            snprintf(err, errlen, "rendezvous: cannot listen on port %d at %s: %s", port, addr, strerror(errno));
         else if (dir && getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
             snprintf(err, errlen, "rendezvous: no random number for the job's key");
-        else if (!dir || publish(path, lport, nonce, err, errlen) == 0) {
+        else if (!dir || publish(path, ip, lport, nonce, err, errlen) == 0) {
             rc = gather_workers(w, lfd, nonce, !dir, deadline, err, errlen);
             if (dir)
                 unlink(path); /* every worker has it, or the job failed: the next job's own */
@@ -604,7 +794,7 @@ static struct wire *open_at(const char *dir, const char *job, const char *host, 
     } else {
         rc = join_zero(w, &at, deadline, err, errlen);
     }
-    if (rc == 0 && pipe2(w->wake, O_CLOEXEC) != 0) {
+    if (rc == 0 && pipe2(w->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
         snprintf(err, errlen, "rendezvous: no pipe: %s", strerror(errno));
         rc = -1;
     }
@@ -620,19 +810,24 @@ static struct wire *open_at(const char *dir, const char *job, const char *host, 
     return w;
 }
 
-struct wire *wire_open(const char *dir, const char *job, int rank, int size, double timeout_s, char *err, size_t errlen)
+struct wire *wire_open(const char *dir, const char *job, int rank, int size, double timeout_s, const char *bind,
+                       char *err, size_t errlen)
 {
-    return open_at(dir, job, NULL, 0, 0, rank, size, timeout_s, err, errlen);
+    return open_at(dir, job, NULL, 0, 0, rank, size, timeout_s, bind, err, errlen);
 }
 
-struct wire *wire_open_tcp(const char *host, int port, uint64_t key, int rank, int size, double timeout_s, char *err,
-                           size_t errlen)
+struct wire *wire_open_tcp(const char *host, int port, uint64_t key, int rank, int size, double timeout_s,
+                           const char *bind, char *err, size_t errlen)
 {
     if (!host || !host[0] || port < 1 || port > 65535) {
         snprintf(err, errlen, "rendezvous: tcp:%s:%d is no address", host ? host : "", port);
         return NULL;
     }
-    return open_at(NULL, NULL, host, port, key, rank, size, timeout_s, err, errlen);
+    if (key == 0) {
+        snprintf(err, errlen, "rendezvous: tcp:%s:%d: no job key (DDPTOP_JOB_KEY)", host, port);
+        return NULL;
+    }
+    return open_at(NULL, NULL, host, port, key, rank, size, timeout_s, bind, err, errlen);
 }
 
 uint64_t wire_key_of(const char *text)
@@ -704,6 +899,7 @@ int wire_take(struct wire *w, int src, int chan, int tag, int timeout_ms, struct
             *q = hit->next;
             if (w->tail == hit)
                 w->tail = prev;
+            unqueued(w, hit->m.src, hit->m.len);
             pthread_mutex_unlock(&w->mx);
             *m = hit->m;
             free(hit);
@@ -743,10 +939,27 @@ void wire_drop_tag(struct wire *w, int chan, int tag)
         *q = hit->next;
         if (w->tail == hit)
             w->tail = prev;
+        unqueued(w, hit->m.src, hit->m.len);
         free(hit->m.data);
         free(hit);
     }
     pthread_mutex_unlock(&w->mx);
+}
+
+void wire_retire(struct wire *w, int chan)
+{
+    pthread_mutex_lock(&w->mx);
+    if (!retired(w, chan) && w->nretired == w->retired_cap) {
+        int cap = w->retired_cap ? 2 * w->retired_cap : 16, *more = realloc(w->retired, sizeof(int) * (size_t)cap);
+        if (more) {
+            w->retired = more;
+            w->retired_cap = cap;
+        }
+    }
+    if (!retired(w, chan) && w->nretired < w->retired_cap)
+        w->retired[w->nretired++] = chan;
+    pthread_mutex_unlock(&w->mx);
+    wire_drop(w, chan);
 }
 
 void wire_close(struct wire *w)
@@ -757,6 +970,7 @@ void wire_close(struct wire *w)
         if (w->peers[p].fd >= 0)
             shutdown(w->peers[p].fd, SHUT_RDWR);
     if (w->rx_started) {
+        atomic_store(&w->closing, 1);
         if (write(w->wake[1], "x", 1) != 1) {
             /* (the shut connections end its poll too) */
         }
@@ -779,6 +993,7 @@ void wire_close(struct wire *w)
     }
     pthread_mutex_destroy(&w->mx);
     pthread_cond_destroy(&w->cv);
+    free(w->retired);
     free(w->peers);
     free(w);
 }

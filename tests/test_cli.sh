@@ -277,7 +277,7 @@ expect_error "fp16 with gather-scatter" "--grad-compress fp16: only the allreduc
     "${fast[@]}" --device cpu --strategy gather-scatter --grad-compress fp16 --steps 1
 # a sweep's --grad-compress is not single's: it sends no gradients
 expect_ok "single compresses nothing" ",single,none," --batch --quiet "${fast[@]}" --device cpu \
-    --strategy single --grad-compress fp16 --steps 2 --no-eval --format csv
+    --strategy single,allreduce --grad-compress fp16 --steps 2 --no-eval --format csv
 expect_error "--dp with data parallelism" "--dp 2: replicas of stages (--parallel model|pipeline)" --batch \
     "${fast[@]}" --device cpu --ranks 4 --dp 2 --steps 1
 expect_error "--dp not dividing the ranks" "--dp 2: --ranks 3 is not 2 replicas of up to 64 stages" --batch \
@@ -410,7 +410,7 @@ expect_error "--slow-rank one past the last rank" "--slow-rank: rank 2 does not 
     "${one[@]}" --ranks 2 --slow-rank 2:2
 expect_error "--slow-rank past the last rank of a sweep's smallest run" "rank 1 does not exist with --ranks 1" \
     "${one[@]}" --ranks 2,1 --slow-rank 1:2
-expect_ok "--inject-fault on the last rank" "mlp " "${one[@]}" --ranks 2 --inject-fault rank=1,step=5,kind=nan
+expect_ok "--inject-fault on the last rank" "mlp " "${one[@]}" --ranks 2 --inject-fault rank=1,step=0,kind=slow
 expect_error "--inject-fault one past the last rank of a sweep" "rank 2 does not exist with --ranks 2" \
     "${one[@]}" --ranks 3,2 --inject-fault rank=2,step=0,kind=nan
 HOME=$tmp expect_ok "--min-bytes equal to --max-bytes" "4K " --bench-comm --ranks 2 --min-bytes 4K --max-bytes 4K \
@@ -462,7 +462,43 @@ expect_error "--theme with --batch" "--theme: only in the interactive UI, not wi
     --theme light "${one[@]}"
 expect_error "--refresh-ms with --batch" "--refresh-ms: only in the interactive UI, not with --batch" --batch \
     --refresh-ms 50 "${one[@]}"
+# options that no run would read, each taken once without a word (exit 0):
+# one line each now, naming the option and why, exit 2
+expect_error "--loss-scale-interval without dynamic scaling" \
+    "--loss-scale-interval: only with dynamic loss scaling (--loss-scale dynamic" --batch --loss-scale-interval 100 \
+    "${one[@]}"
+expect_error "--loss-scale-interval with --loss-scale none" "--loss-scale-interval: only with dynamic loss scaling" \
+    --batch --loss-scale none --loss-scale-interval 100 "${one[@]}"
+for o in "--cupti-sample 10" "--no-cupti" "--cudnn-algo heuristic"; do
+    set -- $o
+    expect_error "$1 with --device cpu" "$1: only on a GPU, and --device cpu has none" --batch --device cpu "$@" \
+        "${one[@]}"
+done
+expect_error "--cudnn-algo with --info --device cpu" "--cudnn-algo: only on a GPU" --info --device cpu \
+    --cudnn-algo find
+expect_error "--data-dir with --dataset synthetic" "--data-dir: not with --dataset synthetic, which makes its data" \
+    --batch --data-dir "$tmp/tiny" "${one[@]}"
+for o in "--grad-compress fp16" "--check-replicas"; do
+    set -- $o
+    expect_error "$1 with --strategy single" "$1: not with --strategy single alone" --batch --strategy single "$@" \
+        "${one[@]}"
+done
+expect_error "--inject-fault at --steps (one past the last, from 0)" \
+    "--inject-fault: step 5 is past the run's last (--steps 5 runs steps 0 to 4)" --batch --steps 5 \
+    --dataset synthetic --no-eval --inject-fault rank=1,step=5,kind=nan
+expect_error "--trace-steps beyond the run" "--trace-steps: step 5 is past the run's last (--steps 5" --batch \
+    --steps 5 --dataset synthetic --no-eval --trace "$tmp/ts.json" --trace-steps 5:9
+expect_error "--output twice" "--output: given twice ('$tmp/a.txt', then '$tmp/b.txt')" --batch \
+    --output "$tmp/a.txt" --output "$tmp/b.txt" "${one[@]}"
+expect_error "--save-params in a sweep" "--save-params: one file for the 2 runs of this sweep" --batch --ranks 1,2 \
+    --save-params "$tmp/p.bin" "${one[@]}"
+expect_error "--save-params with --repeat 3" "--save-params: one file for the 3 runs of this sweep" --batch \
+    --repeat 3 --save-params "$tmp/p.bin" "${one[@]}"
 # ... each accepted where some run reads it (the UI plans any strategy later)
+expect_ok "--loss-scale-interval with dynamic scaling" "lenet" --batch --quiet --loss-scale dynamic \
+    --loss-scale-interval 100 --steps 2 --dataset synthetic --no-eval --batch-size 8
+expect_ok "--inject-fault at the last step" "mlp " --batch --quiet "${fast[@]}" --model mlp --steps 2 --batch-size 2 \
+    --no-eval --inject-fault rank=1,step=1,kind=slow
 expect_ok "--bucket-mb in a sweep with ddp" "ddp" --batch --quiet --dataset synthetic --model mlp --ranks 2 \
     --strategy allreduce,ddp --bucket-mb 5 --steps 2 --no-eval
 expect_ok "--micro-batches in a sweep with a pipeline" "pipe-1f1b/2" --batch --quiet --dataset synthetic \

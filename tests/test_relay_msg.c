@@ -5,7 +5,9 @@
  * relay_msg.h, as a worker's process sends them (rank 1 of a job of 2
  * processes, 1 rank each, with a clock offset of 0):
  *  - a rank's end whose 256-byte message holds no NUL (it overflowed a
- *    read of process 0's stack), and one with an escape character;
+ *    read of process 0's stack), and one with an escape character; one
+ *    whose failure's time (which decides the rank process 0 names) is
+ *    outside the run's window, or is given for a rank that did not fail;
  *  - spans with t0 = INT64_MIN (it overflowed the report's arithmetic),
  *    with t1 before t0, outside the run's window, of no known lane or
  *    category, and a body that is not a whole number of spans;
@@ -102,6 +104,18 @@ static void test_done(void **state)
     d.mem_peak = -4096;
     assert_int_equal(decode(RELAY_TAG_DONE, &d, sizeof(d)), -1);
     d = good_done();
+    d.fail_ns = 99 * S_NS; /* (the run began at 100 s) */
+    assert_int_equal(decode(RELAY_TAG_DONE, &d, sizeof(d)), -1);
+    assert_non_null(strstr(err, "rank 1's end with a failure time off the clock"));
+    d.fail_ns = INT64_MIN;
+    assert_int_equal(decode(RELAY_TAG_DONE, &d, sizeof(d)), -1);
+    d.fail_ns = 201 * S_NS;
+    assert_int_equal(decode(RELAY_TAG_DONE, &d, sizeof(d)), -1);
+    d.rc = 0;
+    d.fail_ns = 150 * S_NS; /* a time, and no failure */
+    assert_int_equal(decode(RELAY_TAG_DONE, &d, sizeof(d)), -1);
+    assert_non_null(strstr(err, "and no failure"));
+    d = good_done();
     assert_int_equal(decode(RELAY_TAG_DONE, &d, sizeof(d) - 1), -1); /* short */
     assert_non_null(strstr(err, "a rank's end of"));
     /* right: passes once, its fields as sent */
@@ -111,8 +125,10 @@ static void test_done(void **state)
     d.stage_mem[0] = 4096.0;
     d.mem_now = 8192;
     d.mem_peak = 16384;
+    d.fail_ns = 150 * S_NS;
     assert_int_equal(decode(RELAY_TAG_DONE, &d, sizeof(d)), 0);
     assert_int_equal(in.done.rank, 1);
+    assert_int_equal(in.done.fail_ns, 150 * S_NS);
     assert_string_equal(in.done.err, "loss is nan at step 3");
     assert_string_equal(in.done.dev, "cpu");
     assert_int_equal(in.done.stage_end, 4);

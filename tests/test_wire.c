@@ -8,22 +8,32 @@
  *    others queued before it, and one source's messages on a channel come
  *    in the order sent;
  *  - an 8 MB message (bytes from a seed) arrives whole;
- *  - a channel dropped loses its queued messages, and only its own;
+ *  - a channel dropped loses its queued messages, and only its own; one
+ *    retired keeps none that come later;
  *  - process 0's answers reach each worker;
  *  - a worker killed outright: its queued messages are still taken, then
  *    a take from it says it is gone, within a second;
  *  - a worker started before process 0, with an earlier job's address in
  *    the folder, still joins;
  *  - a process that never comes fails process 0's open after the timeout,
- *    naming it; two processes saying one rank fail it, naming the rank;
+ *    naming it; of two processes saying one rank, the second is turned
+ *    away, saying so, and the job meets without it;
  *  - a folder another user could write is refused, and (root only: the
  *    case `other_user`) one another user owns is refused as theirs;
  *  - at an address (tcp:HOST:PORT): a worker started before process 0
  *    still joins, messages cross both ways, a worker with another job key
- *    is refused in words naming the key (and process 0 says one was
- *    turned away), a port in use fails at once, a host name known nowhere
- *    after the timeout, named, and a port that refuses after the timeout,
- *    said to refuse (not to time out). */
+ *    is never answered and says at its timeout what that may mean, naming
+ *    the key (and process 0 says one was turned away), a port in use fails
+ *    at once, a host name known nowhere after the timeout, named, and a
+ *    port that refuses after the timeout, said to refuse (not to time
+ *    out); a meeting without a key is refused;
+ *  - where process 0 listens (/proc/net/tcp): loopback in a folder unless
+ *    told, the address told, every interface when told so;
+ *  - a hello with another key, and bytes that are no hello, are closed
+ *    without a byte said back;
+ *  - a joined process that sends 400 MB nobody takes is held back: it
+ *    sends less, process 0 grows by less than 150 MB, and every message
+ *    then comes, whole and in order. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -35,8 +45,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,7 +87,7 @@ static double now_s(void)
             _exit(code);                                                                                               \
     } while (0)
 
-enum { CH_DATA = 1, CH_OTHER = 2, BIG = 8 << 20 };
+enum { CH_DATA = 1, CH_OTHER = 2, CH_RETIRED = 3, BIG = 8 << 20 };
 
 static unsigned char big_byte(size_t i)
 {
@@ -86,7 +99,7 @@ static unsigned char big_byte(size_t i)
 static void worker_main(int r, int size)
 {
     char err[256];
-    struct wire *w = wire_open(dir, "t", r, size, 20.0, err, sizeof(err));
+    struct wire *w = wire_open(dir, "t", r, size, 20.0, NULL, err, sizeof(err));
     WORKER_CHECK(w, 10);
     /* first, on the other channel, a tag that CH_DATA uses too */
     WORKER_CHECK(wire_send(w, 0, CH_OTHER, 1, "other", 5) == 0, 11);
@@ -113,6 +126,9 @@ static void worker_main(int r, int size)
     WORKER_CHECK(wire_take(w, 0, CH_DATA, 7, 20000, &m) == 1, 15);
     WORKER_CHECK(m.len == sizeof(int) && *(int *)m.data == 100 + r, 16);
     free(m.data);
+    /* on a channel process 0 has retired, then a last word on CH_DATA */
+    WORKER_CHECK(wire_send(w, 0, CH_RETIRED, 1, "late", 4) == 0, 18);
+    WORKER_CHECK(wire_send(w, 0, CH_DATA, 12, "last", 4) == 0, 18);
     wire_close(w);
     _exit(0);
 }
@@ -153,7 +169,7 @@ static void test_matched_and_ordered(void **state)
     for (int r = 1; r < SIZE; r++)
         kids[r] = spawn(worker_main, r, SIZE);
     char err[256];
-    struct wire *w = wire_open(dir, "t", 0, SIZE, 20.0, err, sizeof(err));
+    struct wire *w = wire_open(dir, "t", 0, SIZE, 20.0, NULL, err, sizeof(err));
     assert_non_null(w);
     assert_int_equal(wire_size(w), SIZE);
     struct wire_msg m;
@@ -201,10 +217,19 @@ static void test_matched_and_ordered(void **state)
         wrong += m.data[i] != big_byte(i);
     assert_int_equal(wrong, 0);
     free(m.data);
+    /* a channel retired: what comes on it later is let go as it comes
+     * (each worker's last word on CH_DATA follows it on one connection) */
+    wire_retire(w, CH_RETIRED);
     for (int r = 1; r < SIZE; r++) {
         int v = 100 + r;
         assert_int_equal(wire_send(w, r, CH_DATA, 7, &v, sizeof(v)), 0);
     }
+    for (int r = 1; r < SIZE; r++) {
+        assert_int_equal(wire_take(w, r, CH_DATA, 12, 20000, &m), 1);
+        free(m.data);
+    }
+    /* (nothing to take: 0, or -1 once both workers have closed) */
+    assert_true(wire_take(w, WIRE_ANY, CH_RETIRED, WIRE_ANY, 0, &m) != 1);
     for (int r = 1; r < SIZE; r++)
         assert_int_equal(exit_code(kids[r]), 0);
     /* both workers closed: nothing can come any more */
@@ -218,7 +243,7 @@ static void test_matched_and_ordered(void **state)
 static void worker_killed(int r, int size)
 {
     char err[256];
-    struct wire *w = wire_open(dir, "k", r, size, 20.0, err, sizeof(err));
+    struct wire *w = wire_open(dir, "k", r, size, 20.0, NULL, err, sizeof(err));
     WORKER_CHECK(w, 10);
     WORKER_CHECK(wire_send(w, 0, CH_DATA, 1, "r1-k1", 5) == 0, 11);
     raise(SIGKILL);
@@ -231,7 +256,7 @@ static void test_killed_worker(void **state)
     fresh_dir();
     pid_t kid = spawn(worker_killed, 1, 2);
     char err[256];
-    struct wire *w = wire_open(dir, "k", 0, 2, 20.0, err, sizeof(err));
+    struct wire *w = wire_open(dir, "k", 0, 2, 20.0, NULL, err, sizeof(err));
     assert_non_null(w);
     assert_int_equal(exit_code(kid), 128 + SIGKILL);
     struct wire_msg m;
@@ -250,7 +275,7 @@ static void test_killed_worker(void **state)
 static void worker_early(int r, int size)
 {
     char err[256];
-    struct wire *w = wire_open(dir, "e", r, size, 20.0, err, sizeof(err));
+    struct wire *w = wire_open(dir, "e", r, size, 20.0, NULL, err, sizeof(err));
     WORKER_CHECK(w, 10);
     WORKER_CHECK(wire_send(w, 0, CH_DATA, 1, "r1-k1", 5) == 0, 11);
     wire_close(w);
@@ -271,7 +296,7 @@ static void test_stale_address(void **state)
     pid_t kid = spawn(worker_early, 1, 2);
     usleep(300 * 1000); /* it reads the stale address first */
     char err[256];
-    struct wire *w = wire_open(dir, "e", 0, 2, 20.0, err, sizeof(err));
+    struct wire *w = wire_open(dir, "e", 0, 2, 20.0, NULL, err, sizeof(err));
     assert_non_null(w);
     struct wire_msg m;
     assert_int_equal(wire_take(w, 1, CH_DATA, 1, 20000, &m), 1);
@@ -286,11 +311,48 @@ static void test_stale_address(void **state)
 static void worker_lingers(int r, int size)
 {
     char err[256];
-    struct wire *w = wire_open(dir, "d", r, size, 3.0, err, sizeof(err));
-    /* both say rank 1: one is refused; the other joined a job that failed */
-    if (w)
+    struct wire *w = wire_open(dir, "d", r, size, 3.0, NULL, err, sizeof(err));
+    if (w) /* (it joined a job that failed) */
         wire_close(w);
     _exit(0);
+}
+
+/* One of two processes told the same rank: it joins and answers process
+ * 0 (0), or is turned away saying its rank was taken (5, and it leaves
+ * the file "turned" in the folder); else 6. */
+static void worker_twin(int r, int size)
+{
+    char err[256];
+    struct wire *w = wire_open(dir, "d", r, size, 20.0, NULL, err, sizeof(err));
+    if (!w) {
+        int turned = strstr(err, "process 0 has a rank 1 already") && strstr(err, "RANK");
+        char path[300];
+        snprintf(path, sizeof(path), "%s/turned", dir);
+        FILE *f = turned ? fopen(path, "w") : NULL;
+        if (f)
+            fclose(f);
+        else
+            fprintf(stderr, "  the twin: %s\n", err);
+        _exit(f ? 5 : 6);
+    }
+    struct wire_msg m;
+    WORKER_CHECK(wire_take(w, 0, CH_DATA, 7, 20000, &m) == 1, 7);
+    free(m.data);
+    WORKER_CHECK(wire_send(w, 0, CH_DATA, 8, &r, sizeof(r)) == 0, 8);
+    wire_close(w);
+    _exit(0);
+}
+
+/* The last process of the job, which comes once a twin was turned away
+ * (the file "turned": process 0 still listened, for this one): then it
+ * joins as worker_twin does. */
+static void worker_after_twins(int r, int size)
+{
+    char path[300];
+    snprintf(path, sizeof(path), "%s/turned", dir);
+    for (int i = 0; i < 1000 && access(path, F_OK) != 0; i++)
+        nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+    worker_twin(r, size);
 }
 
 static void test_missing_and_twice(void **state)
@@ -301,21 +363,35 @@ static void test_missing_and_twice(void **state)
     /* rank 1 of 3 comes, rank 2 never does */
     pid_t kid = spawn(worker_lingers, 1, 3);
     double t0 = now_s();
-    struct wire *w = wire_open(dir, "d", 0, 3, 1.5, err, sizeof(err));
+    struct wire *w = wire_open(dir, "d", 0, 3, 1.5, NULL, err, sizeof(err));
     double took = now_s() - t0;
     assert_null(w);
     printf("  %s (after %.2f s)\n", err, took);
     assert_non_null(strstr(err, "process 2 of 3 did not come"));
     assert_true(took >= 1.4 && took < 5.0);
     exit_code(kid);
-    /* two processes as rank 1 of 2... of 3: the second is named */
-    pid_t a = spawn(worker_lingers, 1, 3), b = spawn(worker_lingers, 1, 3);
-    w = wire_open(dir, "d", 0, 3, 5.0, err, sizeof(err));
-    assert_null(w);
-    printf("  %s\n", err);
-    assert_non_null(strstr(err, "two processes say they are rank 1"));
-    exit_code(a);
-    exit_code(b);
+    /* two processes as rank 1 of 3, then rank 2 once one of the two is
+     * turned away: the job meets with the first rank 1 in it; the second
+     * is turned away, saying why, and the job goes on (it ended the job
+     * once) */
+    pid_t a = spawn(worker_twin, 1, 3), b = spawn(worker_twin, 1, 3), c = spawn(worker_after_twins, 2, 3);
+    w = wire_open(dir, "d", 0, 3, 20.0, NULL, err, sizeof(err));
+    if (!w)
+        printf("  %s\n", err);
+    assert_non_null(w);
+    for (int r = 1; r < 3; r++) {
+        assert_int_equal(wire_send(w, r, CH_DATA, 7, "go", 2), 0);
+        struct wire_msg m;
+        assert_int_equal(wire_take(w, r, CH_DATA, 8, 20000, &m), 1);
+        assert_int_equal(m.len, sizeof(int));
+        assert_int_equal(*(int *)m.data, r);
+        free(m.data);
+    }
+    int ca = exit_code(a), cb = exit_code(b);
+    printf("  the two rank 1s: exit %d and %d (0: joined, 5: turned away)\n", ca, cb);
+    assert_true((ca == 0 && cb == 5) || (ca == 5 && cb == 0));
+    assert_int_equal(exit_code(c), 0);
+    wire_close(w);
     drop_dir();
 }
 
@@ -325,10 +401,10 @@ static void test_folder_refused(void **state)
     fresh_dir();
     char err[256];
     assert_int_equal(chmod(dir, 0777), 0);
-    assert_null(wire_open(dir, "f", 0, 1, 1.0, err, sizeof(err)));
+    assert_null(wire_open(dir, "f", 0, 1, 1.0, NULL, err, sizeof(err)));
     assert_non_null(strstr(err, "another user can write"));
     assert_int_equal(chmod(dir, 0700), 0);
-    struct wire *w = wire_open(dir, "f", 0, 1, 1.0, err, sizeof(err)); /* a job of one */
+    struct wire *w = wire_open(dir, "f", 0, 1, 1.0, NULL, err, sizeof(err)); /* a job of one */
     assert_non_null(w);
     wire_close(w);
     char file[300];
@@ -336,7 +412,7 @@ static void test_folder_refused(void **state)
     FILE *f = fopen(file, "w");
     assert_non_null(f);
     fclose(f);
-    assert_null(wire_open(file, "f", 0, 1, 1.0, err, sizeof(err)));
+    assert_null(wire_open(file, "f", 0, 1, 1.0, NULL, err, sizeof(err)));
     assert_non_null(strstr(err, "not a folder"));
     drop_dir();
 }
@@ -360,7 +436,7 @@ static int tcp_port;
 static void worker_tcp(int r, int size)
 {
     char err[256];
-    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), r, size, 20.0, err, sizeof(err));
+    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), r, size, 20.0, NULL, err, sizeof(err));
     WORKER_CHECK(w, 30);
     WORKER_CHECK(wire_send(w, 0, CH_DATA, 3, "hello", 5) == 0, 31);
     struct wire_msg m;
@@ -371,14 +447,15 @@ static void worker_tcp(int r, int size)
     _exit(0);
 }
 
-/* A worker with another key: refused, in words naming the key. */
+/* A worker with another key: never answered, and at its timeout it says
+ * what that may mean, naming the key. */
 static void worker_tcp_stranger(int r, int size)
 {
     char err[256];
-    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-b"), r, size, 20.0, err, sizeof(err));
+    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-b"), r, size, 3.0, NULL, err, sizeof(err));
     WORKER_CHECK(!w, 40);
-    WORKER_CHECK(strstr(err, "refused this process's job key"), 41);
-    WORKER_CHECK(strstr(err, "DDPTOP_JOB_KEY"), 42);
+    WORKER_CHECK(strstr(err, "closed this process's connection without an answer"), 41);
+    WORKER_CHECK(strstr(err, "another job key (DDPTOP_JOB_KEY"), 42);
     _exit(0);
 }
 
@@ -390,7 +467,7 @@ static void test_tcp_address(void **state)
     /* the worker first: it tries again until process 0 listens */
     pid_t kid = spawn(worker_tcp, 1, 2);
     nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
-    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), 0, 2, 20.0, err, sizeof(err));
+    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), 0, 2, 20.0, NULL, err, sizeof(err));
     assert_non_null(w);
     struct wire_msg m;
     assert_int_equal(wire_take(w, 1, CH_DATA, 3, 20000, &m), 1);
@@ -401,10 +478,11 @@ static void test_tcp_address(void **state)
     assert_int_equal(exit_code(kid), 0);
     wire_close(w);
 
-    /* another job's key: the worker is told; process 0 says so */
+    /* another job's key: the worker learns nothing of the job; process 0
+     * says one was turned away */
     tcp_port = free_port();
     kid = spawn(worker_tcp_stranger, 1, 2);
-    w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), 0, 2, 2.0, err, sizeof(err));
+    w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), 0, 2, 2.0, NULL, err, sizeof(err));
     assert_null(w);
     printf("  %s\n", err);
     assert_non_null(strstr(err, "process 1 of 2 did not come"));
@@ -415,7 +493,7 @@ static void test_tcp_address(void **state)
     /* a port that refuses (nothing listens on it): said to refuse, not
      * to time out, after the timeout */
     tcp_port = free_port();
-    assert_null(wire_open_tcp("127.0.0.1", tcp_port, 0, 1, 2, 1.0, err, sizeof(err)));
+    assert_null(wire_open_tcp("127.0.0.1", tcp_port, 9, 1, 2, 1.0, NULL, err, sizeof(err)));
     printf("  %s\n", err);
     assert_non_null(strstr(err, "did not come within 1 s"));
     assert_non_null(strstr(err, strerror(ECONNREFUSED)));
@@ -428,19 +506,270 @@ static void test_tcp_address(void **state)
     assert_int_equal(bind(busy, (struct sockaddr *)&a, len), 0);
     assert_int_equal(listen(busy, 1), 0);
     assert_int_equal(getsockname(busy, (struct sockaddr *)&a, &len), 0);
-    assert_null(wire_open_tcp("127.0.0.1", ntohs(a.sin_port), 0, 0, 2, 5.0, err, sizeof(err)));
+    assert_null(wire_open_tcp("127.0.0.1", ntohs(a.sin_port), 9, 0, 2, 5.0, NULL, err, sizeof(err)));
     printf("  %s\n", err);
     assert_non_null(strstr(err, "cannot listen on port"));
     close(busy);
     /* (a name may resolve later, as a service's does once its process
      * starts: it is tried until the timeout, then named) */
     double t0 = now_s();
-    assert_null(wire_open_tcp("no-such-host.invalid", 1234, 0, 1, 2, 1.5, err, sizeof(err)));
+    assert_null(wire_open_tcp("no-such-host.invalid", 1234, 9, 1, 2, 1.5, NULL, err, sizeof(err)));
     double took = now_s() - t0;
     printf("  %s (after %.2f s)\n", err, took);
     assert_non_null(strstr(err, "did not come within 1.5 s"));
     assert_non_null(strstr(err, "no-such-host.invalid is not a host name known here"));
     assert_true(took >= 1.4 && took < 10.0);
+}
+
+/* The local address, as /proc/net/tcp writes it ("0100007F" for
+ * 127.0.0.1, "00000000" for every interface), of the socket listening on
+ * port; "" when none does. */
+static void listening_at(int port, char *out, size_t n)
+{
+    out[0] = 0;
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+    while (f && fgets(line, sizeof(line), f)) {
+        char local[16], remote[64]; /* (an IPv4 address: 8 hex digits) */
+        unsigned st;
+        unsigned lport;
+        if (sscanf(line, " %*d: %15[0-9A-F]:%x %63[0-9A-F:] %x", local, &lport, remote, &st) == 4 &&
+            (int)lport == port && st == 0x0A) /* TCP_LISTEN */
+            snprintf(out, n, "%s", local);
+    }
+    if (f)
+        fclose(f);
+}
+
+/* Rank 1 of 2 in a folder, which first looks where process 0 listens:
+ * the address in the meeting's file and the socket's in /proc/net/tcp,
+ * written to the file "at" in the folder, then joins. */
+static void worker_looks(int r, int size)
+{
+    char path[400], line[400] = "", host[64] = "", addr[32] = "";
+    snprintf(path, sizeof(path), "%s/ddptop-b.addr", dir);
+    int port = 0;
+    for (int i = 0; i < 200 && sscanf(line, "%63s %d", host, &port) != 2; i++) {
+        FILE *f = fopen(path, "r");
+        if (!f || !fgets(line, sizeof(line), f))
+            line[0] = 0;
+        if (f)
+            fclose(f);
+        nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+    }
+    listening_at(port, addr, sizeof(addr));
+    snprintf(path, sizeof(path), "%s/at", dir);
+    FILE *o = fopen(path, "w");
+    WORKER_CHECK(o, 50);
+    fprintf(o, "%s %s\n", host, addr);
+    fclose(o);
+    char err[256];
+    struct wire *w = wire_open(dir, "b", r, size, 20.0, NULL, err, sizeof(err));
+    WORKER_CHECK(w, 51);
+    wire_close(w);
+    _exit(0);
+}
+
+/* Where process 0 listens: in a folder, on loopback unless told (a job of
+ * one machine; the docs), at its address bind when told; at an address,
+ * on every interface unless the address is loopback's. Read from
+ * /proc/net/tcp, not from the code. An address that is none is refused,
+ * and so is a meeting at an address without a key. */
+static void test_listens_where_told(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bind, *host, *proc;
+    } cases[] = {
+        {NULL, "127.0.0.1", "0100007F"}, {"0.0.0.0", NULL, "00000000"}, {"127.0.0.1", "127.0.0.1", "0100007F"}};
+    char hostname[256];
+    assert_int_equal(gethostname(hostname, sizeof(hostname)), 0);
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        fresh_dir();
+        pid_t kid = spawn(worker_looks, 1, 2);
+        char err[256];
+        struct wire *w = wire_open(dir, "b", 0, 2, 20.0, cases[k].bind, err, sizeof(err));
+        assert_non_null(w);
+        assert_int_equal(exit_code(kid), 0);
+        wire_close(w);
+        char path[400], host[256] = "", addr[32] = "";
+        snprintf(path, sizeof(path), "%s/at", dir);
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        assert_int_equal(fscanf(f, "%255s %31s", host, addr), 2);
+        fclose(f);
+        printf("  bind %s: the folder says %s, /proc/net/tcp %s\n", cases[k].bind ? cases[k].bind : "(none)", host,
+               addr);
+        assert_string_equal(host, cases[k].host ? cases[k].host : hostname);
+        assert_string_equal(addr, cases[k].proc);
+        drop_dir();
+    }
+    char err[256];
+    fresh_dir();
+    assert_null(wire_open(dir, "b", 0, 2, 1.0, "node1", err, sizeof(err)));
+    printf("  %s\n", err);
+    assert_non_null(strstr(err, "DDPTOP_RENDEZVOUS_BIND=node1: expected an IPv4 address"));
+    drop_dir();
+    assert_null(wire_open_tcp("127.0.0.1", free_port(), 0, 0, 2, 1.0, NULL, err, sizeof(err)));
+    assert_non_null(strstr(err, "no job key"));
+}
+
+/* A process at the address without the job's key learns nothing of the
+ * job: its hello is closed without a byte (once, process 0 answered it
+ * with the job's size), and so is a connection that says something that
+ * is no hello; then, with the key, it joins (exit 0; 60 + the check that
+ * failed). */
+static void worker_prober(int r, int size)
+{
+    for (int k = 0; k < 2; k++) {
+        int fd = -1;
+        for (int i = 0; i < 500 && fd < 0; i++) {
+            fd = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in a = {.sin_family = AF_INET,
+                                    .sin_port = htons((uint16_t)tcp_port),
+                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+            if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+                close(fd);
+                fd = -1;
+                nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+            }
+        }
+        WORKER_CHECK(fd >= 0, 60);
+        /* a hello as wire.h lays it out: magic "ddpw", rank, size, pad, key */
+        unsigned char hello[WIRE_HELLO_BYTES] = {0};
+        uint32_t magic = 0x64647077u, pad = 0;
+        int32_t rank = r, n = size;
+        uint64_t key = wire_key_of("job-b");
+        memcpy(hello, &magic, 4);
+        memcpy(hello + 4, &rank, 4);
+        memcpy(hello + 8, &n, 4);
+        memcpy(hello + 12, &pad, 4);
+        memcpy(hello + 16, &key, 8);
+        if (k == 1)
+            memset(hello, 'G', sizeof(hello)); /* (GGGG...: not this protocol at all) */
+        WORKER_CHECK(send(fd, hello, sizeof(hello), MSG_NOSIGNAL) == (ssize_t)sizeof(hello), 61);
+        struct timeval tv = {10, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        unsigned char back[64];
+        ssize_t got = recv(fd, back, sizeof(back), 0);
+        WORKER_CHECK(got == 0, 62 + k); /* closed, and not a byte said */
+        close(fd);
+    }
+    char err[256];
+    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), r, size, 20.0, NULL, err, sizeof(err));
+    WORKER_CHECK(w, 65);
+    wire_close(w);
+    _exit(0);
+}
+
+static void test_strangers_told_nothing(void **state)
+{
+    (void)state;
+    char err[256];
+    tcp_port = free_port();
+    pid_t kid = spawn(worker_prober, 1, 2);
+    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), 0, 2, 30.0, NULL, err, sizeof(err));
+    int code = exit_code(kid);
+    printf("  the prober: exit %d (62: its hello with another key was answered, 63: its bytes were)\n", code);
+    assert_int_equal(code, 0);
+    assert_non_null(w);
+    wire_close(w);
+}
+
+/* The resident memory of this process, from the kernel (bytes). */
+static long rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+enum { FLOOD = 400, FLOOD_BYTES = 1 << 20, CH_FLOOD = 5 };
+static _Atomic int *flood_sent; /* (shared with the flooding child) */
+
+/* A joined process that sends FLOOD messages of a megabyte each on a
+ * channel process 0 does not read yet, counting each one sent whole:
+ * message k holds the byte k % 251 throughout, tag k. Framed as wire.h
+ * lays it out, through wire_send. */
+static void worker_flood(int r, int size)
+{
+    char err[256];
+    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), r, size, 60.0, NULL, err, sizeof(err));
+    WORKER_CHECK(w, 70);
+    unsigned char *b = malloc(FLOOD_BYTES);
+    WORKER_CHECK(b, 71);
+    for (int k = 0; k < FLOOD; k++) {
+        memset(b, k % 251, FLOOD_BYTES);
+        WORKER_CHECK(wire_send(w, 0, CH_FLOOD, k, b, FLOOD_BYTES) == 0, 72);
+        atomic_store(flood_sent, k + 1);
+    }
+    free(b);
+    struct wire_msg m;
+    WORKER_CHECK(wire_take(w, 0, CH_DATA, 9, 60000, &m) == 1, 73); /* (process 0's word: all taken) */
+    free(m.data);
+    wire_close(w);
+    _exit(0);
+}
+
+/* A joined process that sends without end (400 MB once grew process 0 by
+ * as much): process 0 holds back its connection once 64 MB wait to be
+ * taken (WIRE_QUEUE_MAX), so the sender stops short of 400 and process
+ * 0's memory grows by far less than it sent; taken, every message then
+ * comes, whole and in order. The kernel's counts: VmRSS, and the
+ * sender's messages sent whole. */
+static void test_flood_held_back(void **state)
+{
+    (void)state;
+    char err[256];
+    flood_sent = mmap(NULL, sizeof(*flood_sent), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(flood_sent != MAP_FAILED);
+    atomic_store(flood_sent, 0);
+    tcp_port = free_port();
+    pid_t kid = spawn(worker_flood, 1, 2);
+    struct wire *w = wire_open_tcp("127.0.0.1", tcp_port, wire_key_of("job-a"), 0, 2, 60.0, NULL, err, sizeof(err));
+    assert_non_null(w);
+    long before = rss_bytes();
+    /* until it has sent all, or sent nothing more for 3 s (held back) */
+    int last = -1;
+    double still_since = now_s(), t0 = now_s();
+    while (now_s() - t0 < 120) {
+        int n = atomic_load(flood_sent);
+        if (n == FLOOD)
+            break;
+        if (n != last) {
+            last = n;
+            still_since = now_s();
+        } else if (now_s() - still_since > 3.0) {
+            break;
+        }
+        nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
+    }
+    long grew = rss_bytes() - before;
+    int sent = atomic_load(flood_sent);
+    printf("  the sender sent %d of %d MB; process 0 grew by %.1f MB\n", sent, FLOOD, (double)grew / (1 << 20));
+    assert_true(sent < FLOOD);
+    assert_true(grew < 150L << 20);
+    /* taken: the rest comes, all of it in order */
+    size_t wrong = 0;
+    for (int k = 0; k < FLOOD; k++) {
+        struct wire_msg m;
+        assert_int_equal(wire_take(w, 1, CH_FLOOD, WIRE_ANY, 60000, &m), 1);
+        assert_int_equal(m.tag, k);
+        assert_int_equal(m.len, FLOOD_BYTES);
+        wrong += m.data[0] != k % 251 || m.data[FLOOD_BYTES - 1] != k % 251;
+        free(m.data);
+    }
+    assert_int_equal(wrong, 0);
+    assert_int_equal(wire_send(w, 1, CH_DATA, 9, "done", 4), 0);
+    assert_int_equal(exit_code(kid), 0);
+    wire_close(w);
+    munmap(flood_sent, sizeof(*flood_sent));
 }
 
 /* (root only: a folder given to another user) a private folder that is
@@ -454,7 +783,7 @@ static void test_other_users_folder(void **state)
     struct passwd *nobody = getpwnam("nobody");
     assert_non_null(nobody);
     assert_int_equal(chown(dir, nobody->pw_uid, nobody->pw_gid), 0);
-    assert_null(wire_open(dir, "f", 0, 1, 1.0, err, sizeof(err)));
+    assert_null(wire_open(dir, "f", 0, 1, 1.0, NULL, err, sizeof(err)));
     printf("  %s\n", err);
     assert_non_null(strstr(err, "this folder is owned by another user"));
     assert_null(strstr(err, "can write"));
@@ -481,6 +810,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_matched_and_ordered), cmocka_unit_test(test_killed_worker),
         cmocka_unit_test(test_stale_address),       cmocka_unit_test(test_missing_and_twice),
         cmocka_unit_test(test_folder_refused),      cmocka_unit_test(test_tcp_address),
+        cmocka_unit_test(test_listens_where_told),  cmocka_unit_test(test_strangers_told_nothing),
+        cmocka_unit_test(test_flood_held_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

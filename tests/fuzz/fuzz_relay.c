@@ -49,6 +49,7 @@ static void passed(const struct relay_in *in, const unsigned char *msg, size_t l
         CHECK(d->rank >= 2 && d->rank <= 3 && !done_before[d->rank]);
         CHECK(memchr(d->err, 0, sizeof(d->err)) && memchr(d->dev, 0, sizeof(d->dev)));
         CHECK(d->stage_first >= 0 && d->stage_first <= d->stage_end);
+        CHECK(d->fail_ns == 0 || (d->rc == -1 && d->fail_ns >= 0));
         return;
     }
     if (in->tag != RELAY_TAG_SPANS && in->tag != RELAY_TAG_STEPS && in->tag != RELAY_TAG_EPOCHS)
@@ -127,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (wire_decode_hello(msg, len, &rank, &n, &nonce) == 0)
                 CHECK(len == WIRE_HELLO_BYTES);
             if (wire_decode_answer(msg, len, &ok, &n) == 0)
-                CHECK(len == WIRE_ANSWER_BYTES && ok >= WIRE_ANSWER_MISFIT && ok <= WIRE_ANSWER_KEY && n >= 1);
+                CHECK(len == WIRE_ANSWER_BYTES && ok >= WIRE_ANSWER_MISFIT && ok <= WIRE_ANSWER_TAKEN && n >= 1);
         }
         free(msg);
     }
