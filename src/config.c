@@ -38,6 +38,7 @@
 #include "mode.h"
 #include "pipeline.h"
 #include "sync.h"
+#include "trace_analyze.h"
 #include "zoo.h"
 
 #define MAX_RANKS CFG_MAX_RANKS
@@ -886,6 +887,10 @@ static const struct opt opts[] = {
     {REAL("idle-exit", AT(idle_exit_s), 0.01, 1e6, "S", NULL, G_REPORT,
           "--follow: report and leave once no trace has landed (nor grown) in the folder for S seconds"),
      .def_text = "follow until q or Ctrl-C"},
+    {CHOICE("window", AT(window), NAMED_BY(trace_rule_name, 0, TRACE_RULES - 1), "window", NULL, "ddptop", G_REPORT,
+            "--replay, --follow of PyTorch traces: the steps each rank's figures cover; ddptop leaves out each "
+            "rank's first step, as ms/step does; hta gives HTA's temporal breakdown: the device work launched "
+            "before each rank's last step starts, read as HTA reads it (docs/pytorch.md)")},
     {OPT("baseline", k_baseline, AT(baseline), "B", "auto", G_REPORT,
          "what a speedup is against: auto takes a 1-rank run on the same global batch (strong scaling), else on the "
          "same per-rank batch (weak scaling); single the single strategy on the same global batch; ranks1 one rank "
@@ -1157,9 +1162,10 @@ static int default_threads(const struct config *cfg)
 /* What each mode reads besides its own option: another option given with
  * it would be ignored without a word, so it is refused. --bench-comm reads
  * its own group (G_BENCH) too, which nothing else reads. */
-static const char *const replay_reads[] = {"batch", "format", "output", "plot", "quiet", "theme", "refresh-ms", NULL};
-static const char *const follow_reads[] = {"batch", "format",     "output",    "plot", "quiet",
-                                           "theme", "refresh-ms", "idle-exit", NULL};
+static const char *const replay_reads[] = {"batch", "format",     "output", "plot", "quiet",
+                                           "theme", "refresh-ms", "window", NULL};
+static const char *const follow_reads[] = {"batch", "format",     "output",    "plot",   "quiet",
+                                           "theme", "refresh-ms", "idle-exit", "window", NULL};
 static const char *const info_reads[] = {"batch",   "model",      "dataset",    "data-dir",  "input",
                                          "classes", "batch-size", "seed",       "trainable", "device",
                                          "gpus",    "precision",  "cudnn-algo", "quiet",     NULL};
@@ -1176,12 +1182,10 @@ static const struct {
     {"info", info_reads, ""},
     {"bench-comm", bench_reads, ""},
 };
-/* options that only shape another one's work */
-static const char *const needs[][2] = {{"predict-ranks", "predict"},
-                                       {"link", "predict"},
-                                       {"history-every", "history"},
-                                       {"base-batch", "scale-lr"},
-                                       {"idle-exit", "follow"}};
+/* options that only shape another one's work (one of several, "a|b") */
+static const char *const needs[][2] = {{"predict-ranks", "predict"}, {"link", "predict"},
+                                       {"history-every", "history"}, {"base-batch", "scale-lr"},
+                                       {"idle-exit", "follow"},      {"window", "replay|follow"}};
 
 /* Options that only some runs read: --parallel's own (a strategy's own
  * are its table entry's, sync.h). Given where no run of the sweep reads
@@ -1247,9 +1251,17 @@ static int mode_misfit(const unsigned char *given, FILE *err)
         return -1;
     }
     for (size_t k = 0; k < sizeof(needs) / sizeof(needs[0]); k++) {
-        int a = opt_index(needs[k][0]), b = opt_index(needs[k][1]);
-        if (a >= 0 && b >= 0 && given[a] && !given[b]) {
-            fprintf(err, "ddptop: --%s: only with --%s\n", needs[k][0], needs[k][1]);
+        int a = opt_index(needs[k][0]), any = 0;
+        char alts[64], said[96] = "";
+        snprintf(alts, sizeof(alts), "%s", needs[k][1]);
+        for (char *save = NULL, *b = strtok_r(alts, "|", &save); b; b = strtok_r(NULL, "|", &save)) {
+            int j = opt_index(b);
+            any |= j >= 0 && given[j];
+            size_t at = strlen(said);
+            snprintf(said + at, sizeof(said) - at, "%s--%s", at ? " or " : "", b);
+        }
+        if (a >= 0 && given[a] && !any) {
+            fprintf(err, "ddptop: --%s: only with %s\n", needs[k][0], said);
             return -1;
         }
     }
