@@ -45,6 +45,7 @@
 #include "mode.h"
 #include "pipeline.h"
 #include "sync.h"
+#include "trace_analyze.h"
 #include "zoo.h"
 
 #define MAX_RANKS CFG_MAX_RANKS
@@ -1068,6 +1069,11 @@ static const struct opt opts[] = {
     {REAL("idle-exit", AT(idle_exit_s), 0.01, 1e6, "S", NULL, G_REPORT,
           "--follow: report and leave once no trace has landed (nor grown) in the folder for S seconds"),
      .def_text = "follow until q or Ctrl-C", .reads = R_FOLLOW},
+    {CHOICE("window", AT(window), NAMED_BY(trace_rule_name, 0, TRACE_RULES - 1), "window", NULL, "ddptop", G_REPORT,
+            "--replay, --follow of PyTorch traces: the steps each rank's figures cover; ddptop leaves out each "
+            "rank's first step, as ms/step does; hta gives HTA's temporal breakdown: the device work launched "
+            "before each rank's last step starts, read as HTA reads it (docs/pytorch.md)"),
+     .reads = R_REPLAY | R_FOLLOW},
     {OPT("baseline", k_baseline, AT(baseline), "B", "auto", G_REPORT,
          "what a speedup is against: auto takes a 1-rank run on the same global batch (strong scaling), else on the "
          "same per-rank batch (weak scaling); single the single strategy on the same global batch; ranks1 one rank "
@@ -1415,10 +1421,13 @@ static int unread(const struct config *cfg, const unsigned char *given, FILE *er
             fprintf(err, "ddptop: --%s: does not apply to --%s%s\n", o->name, mode->name, mode_table[m].why);
             return -1;
         }
-        size_t k = 1; /* the first mode that reads it */
-        while (k + 1 < sizeof(mode_table) / sizeof(mode_table[0]) && !(o->reads & mode_table[k].bit))
-            k++;
-        fprintf(err, "ddptop: --%s: only with --%s\n", o->name, mode_table[k].option);
+        char said[128] = ""; /* every mode that reads it: "--replay or --follow" */
+        for (size_t k = 1; k < sizeof(mode_table) / sizeof(mode_table[0]); k++)
+            if (o->reads & mode_table[k].bit) {
+                size_t at = strlen(said);
+                snprintf(said + at, sizeof(said) - at, "%s--%s", at ? " or " : "", mode_table[k].option);
+            }
+        fprintf(err, "ddptop: --%s: only with %s\n", o->name, said);
         return -1;
     }
     char buf[256];

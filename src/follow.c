@@ -192,11 +192,13 @@ static int free_rank(const struct follow *f)
 
 /* The rank of a file whose trace and name say none: its tensorboard
  * worker's, else the lowest free one (the worker then keeps it). */
-static int rank_unnamed(struct follow *f, const char *name)
+static int rank_unnamed(struct follow *f, const char *name, int *from)
 {
     char w[128];
+    *from = TRACE_RANK_ORDER;
     if (!trace_worker_of_name(name, w, sizeof(w)))
         return free_rank(f);
+    *from = TRACE_RANK_WORKER;
     for (int i = 0; i < f->nworkers; i++)
         if (!strcmp(f->workers[i], w))
             return f->worker_rank[i];
@@ -467,7 +469,7 @@ static int cycle_spans(const struct trace_rank *r, const struct trace_window *w,
     /* the device: every op counts (streams overlap), by start */
     size_t n = 0;
     for (size_t i = w->ops_from; i < w->ops_to; i++)
-        if (r->ops[i].gpu && r->ops[i].cat < CAT_COUNT && r->ops[i].t1_ns > r->ops[i].t0_ns)
+        if (r->ops[i].gpu && !r->ops[i].sync && r->ops[i].cat < CAT_COUNT && r->ops[i].t1_ns > r->ops[i].t0_ns)
             by[n++] = &r->ops[i];
     qsort(by, n, sizeof(*by), op_nest_cmp);
     for (size_t i = 0; i < n && !o.oom; i++)
@@ -539,8 +541,9 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     struct trace_step_info *st = malloc(sizeof(*st) * (nsteps ? nsteps : 1));
     /* (d holds this file alone: the rank's figures are this cycle's less
      * its first step) */
-    if (!w || !c.step_ns || !st || trace_analyze_window(&c.f, r, (size_t)tc->window, TRACE_KERNEL_WAIT_NS) != 0 ||
-        trace_analyze_rank(&c.f_rest, r, TRACE_KERNEL_WAIT_NS) != 0 ||
+    if (!w || !c.step_ns || !st ||
+        trace_analyze_window(&c.f, r, (size_t)tc->window, f->rule, TRACE_KERNEL_WAIT_NS) != 0 ||
+        trace_analyze_rank(&c.f_rest, r, f->rule, TRACE_KERNEL_WAIT_NS) != 0 ||
         cycle_spans(r, w, &spans, &nspans, &lanes) != 0) {
         free(c.step_ns);
         free(st);
@@ -556,8 +559,9 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     /* the rank: the trace's or the name's, else ours (the reader's own
      * choice saw this file alone) */
     int rank = tc->rank;
+    c.rank_from = tc->rank_from;
     if (tc->rank_from != TRACE_RANK_TRACE && tc->rank_from != TRACE_RANK_NAME) {
-        rank = rank_unnamed(f, e->name);
+        rank = rank_unnamed(f, e->name, &c.rank_from);
         if (!f->told_unnamed++)
             say(f,
                 "%s names no rank (no distributedInfo in the trace, no rank<N> in the name): ranks follow the order "
@@ -686,6 +690,9 @@ static void try_file(struct follow *f, struct follow_file *e, int64_t now)
             say(f, "%s: no operator nor step in it; left out", e->name);
         pthread_mutex_lock(&f->lock);
         f->refused++;
+        if (rc == TRACE_READ_NOT_TRACE && f->nnot_trace < REPLAY_LEFT_OUT_NAMED)
+            snprintf(f->not_trace[f->nnot_trace], sizeof(f->not_trace[0]), "%.255s", path);
+        f->nnot_trace += rc == TRACE_READ_NOT_TRACE;
         pthread_mutex_unlock(&f->lock);
         trace_doc_free(&d);
         return;
@@ -700,6 +707,7 @@ int follow_open(struct follow *f, const char *dir, char *err, size_t errlen)
 {
     memset(f, 0, sizeof(*f));
     f->ifd = f->wd = -1;
+    f->rule = &trace_rules[0];
     struct stat st;
     if (!dir[0]) {
         snprintf(err, errlen, "an empty folder name");
@@ -933,13 +941,13 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
         steps = malloc(sizeof(*steps) * (nsteps ? nsteps : 1));
         if (!steps)
             goto out;
-        /* the rank's first step (the lowest number) is left out of its
-         * split, as ms/step leaves it out: the first cycle's figures
-         * without it */
-        size_t rank_steps = nsteps;
+        /* the step the rule leaves out (the rank's first, or its last) is
+         * left out of its split, as ms/step leaves it out: the figures of
+         * the cycle that holds it without it */
+        size_t rank_steps = nsteps, edge = f->rule->drop_last && n ? n - 1 : 0;
         nsteps = 0;
         for (size_t k = 0; k < n; k++) {
-            const struct trace_figures *c = k == 0 && rank_steps >= 2 ? &mine[k]->f_rest : &mine[k]->f;
+            const struct trace_figures *c = k == edge && rank_steps >= 2 ? &mine[k]->f_rest : &mine[k]->f;
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
             sum.idle_split_valid = c->idle_split_valid;
@@ -949,11 +957,23 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
             memcpy(steps + nsteps, mine[k]->step_ns, sizeof(*steps) * (size_t)mine[k]->nsteps);
             nsteps += (size_t)mine[k]->nsteps;
         }
+        const struct trace_figures *cut = n ? &mine[edge]->f_rest : NULL;
+        sum.whole = rank_steps >= 2 && cut && cut->whole;
+        sum.left = rank_steps < 2 || !cut || cut->whole ? TRACE_LEFT_NONE
+                   : f->rule->drop_last                 ? TRACE_LEFT_LAST
+                                                        : TRACE_LEFT_FIRST;
         struct rank_result *rr = &res->ranks[i];
         replay_foreign_row(rr, &sum, steps, nsteps);
         rr->rank = f->ranks[i].rank;
+        rr->window = f->rule;
+        for (size_t k = 0; k < n; k++)
+            if (mine[k]->cycle == 0) { /* (its rank's source: its first cycle's) */
+                rr->rank_from = mine[k]->rank_from;
+                rr->rank_from_valid = 1;
+            }
         snprintf(rr->device, sizeof(rr->device), "%s", f->ranks[i].device);
     }
+    res->window = f->rule;
     replay_foreign_run(res);
     res->cfg.strategy = -1;
     res->state = -1; /* (a job that may go on) */
@@ -963,6 +983,8 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
     snprintf(res->replay.files, sizeof(res->replay.files), "%.1000s", f->dir);
     snprintf(res->replay.format, sizeof(res->replay.format), "%s", trace_flavor_name(f->flavor));
     res->replay.complete = 1; /* (only whole files are read) */
+    res->replay.nleft_out = f->nnot_trace;
+    memcpy(res->replay.left_out, f->not_trace, sizeof(res->replay.left_out));
     rc = 0;
 out:
     free(mine);
@@ -1018,6 +1040,7 @@ int follow_main(const struct config *cfg, follow_show_fn show)
         fprintf(stderr, "ddptop: --follow: %s\n", err);
         return 2;
     }
+    f.rule = &trace_rules[cfg->window];
     int status = 0;
     if (show) {
         if (follow_start(&f, err, sizeof(err)) != 0) {

@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "probe.h"
+#include "report.h"
 #include "trace_analyze.h"
 
 struct config;
@@ -63,10 +64,12 @@ struct follow_cycle {
     double own_ms;          /* per step: wall less the time in collectives (see above) */
     double others_ms;       /* the median of the other ranks' own_ms in its cycle index; 0: none yet */
     struct trace_figures f; /* its split, every step of it */
-    /* its split without its first step (nothing when it has one): what
-     * the rank's figures take from the cycle that holds the rank's first
-     * step, as ms/step leaves that step out */
+    /* its split without the step the rule leaves out (--window: its first,
+     * or its last; nothing when it has one step): what the rank's figures
+     * take from the cycle that holds the rank's first (last) step, as
+     * ms/step leaves that step out */
     struct trace_figures f_rest;
+    int rank_from; /* enum trace_rank_from: where its rank came from */
     double compute_pct, comm_pct, data_pct, idle_pct;
     int straggler; /* the straggler of its cycle index, among the ranks that have it */
     int64_t landed_ns;
@@ -90,6 +93,7 @@ struct follow_file; /* the poller's own */
 
 struct follow {
     char dir[4096];
+    const struct trace_rule *rule; /* --window (follow_open: trace_rules[0]); set before polling */
     /* ---- published (lock held) ---- */
     pthread_mutex_t lock;
     uint64_t version; /* moves when a cycle lands */
@@ -108,6 +112,10 @@ struct follow {
     int64_t last_landed_ns;         /* the last cycle landed; 0: none yet */
     char msg[FOLLOW_MAX_MSGS][320]; /* what the user should hear, oldest first */
     int nmsg;
+    /* of the files refused, those that are JSON without a trace (an
+     * execution trace): how many, and the first few by name */
+    int nnot_trace;
+    char not_trace[REPLAY_LEFT_OUT_NAMED][256];
     /* ---- the poller's own ---- */
     struct follow_file *files; /* sorted by name */
     size_t nfiles, cap_files;
@@ -139,9 +147,9 @@ void follow_unlock(struct follow *f);
 /* Takes the oldest message into buf; 0 when there is none. */
 int follow_message(struct follow *f, char *buf, size_t n);
 /* The whole job so far as one run's result (every rank's figures summed
- * over its cycles, its first step left out as ms/step leaves it out, its
- * step times over them all), as --replay of the same files gives it. Call with the lock not held. Returns 0, or -1 with
- * err. */
+ * over its cycles, the step f->rule leaves out left out of them and of
+ * ms/step, its step times over them all), as --replay of the same files
+ * gives it. Call with the lock not held. Returns 0, or -1 with err. */
 int follow_result(struct follow *f, struct run_result *res, char *err, size_t errlen);
 /* The same, for a caller that holds follow_lock already. */
 int follow_result_locked(struct follow *f, struct run_result *res, char *err, size_t errlen);

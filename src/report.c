@@ -22,6 +22,7 @@
 #include "predict.h"
 #include "run.h"
 #include "sync.h"
+#include "trace_analyze.h"
 
 static void pcts(const struct breakdown *b, double *compute, double *comm, double *data, double *idle, double *overlap)
 {
@@ -796,6 +797,14 @@ static double split_pct(int64_t part_ns, const struct breakdown *b)
     return breakdown_pct(part_ns, b->wall_ns);
 }
 
+/* The steps a PyTorch trace's figures cover, as a report names them:
+ * --window's rule, "whole" where its steps held no device work, "" for
+ * other runs. */
+static const char *window_label(const struct trace_rule *rule, int whole)
+{
+    return !rule ? "" : whole ? "whole" : rule->name;
+}
+
 static const char *trace_state(const struct replay_source *src)
 {
     return src->complete ? "" : src->truncated ? ", cut short" : ", unfinished";
@@ -805,11 +814,12 @@ static const char *trace_state(const struct replay_source *src)
  * down in and HTA's split of its idle time. */
 static void write_trace_table(FILE *f, const struct run_result *res, int n, int md)
 {
-    fprintf(f,
-            md ? "\nFrom the traces:\n\n| run | rank | view | host-wait %% | kernel-wait %% | other idle %% |\n"
-                 "|---:|---|---|---:|---:|---:|\n"
-               : "\nfrom the traces:\n%3s %4s %-5s %10s %12s %11s\n",
-            "run", "rank", "view", "host-wait%", "kernel-wait%", "other-idle%");
+    fprintf(
+        f,
+        md ? "\nFrom the traces:\n\n| run | rank | view | host-wait %% | kernel-wait %% | other idle %% | rank from "
+             "| window |\n|---:|---|---|---:|---:|---:|---|---|\n"
+           : "\nfrom the traces:\n%3s %4s %-5s %10s %12s %11s %-9s %s\n",
+        "run", "rank", "view", "host-wait%", "kernel-wait%", "other-idle%", "rank from", "window");
     for (int i = 0; i < n; i++) {
         if (!res[i].replay.valid)
             continue;
@@ -825,8 +835,10 @@ static void write_trace_table(FILE *f, const struct run_result *res, int n, int 
             fig(hw, sizeof(hw), "%.1f", split_pct(q ? q->host_wait_ns : res[i].host_wait_ns, b), split);
             fig(kw, sizeof(kw), "%.1f", split_pct(q ? q->kernel_wait_ns : res[i].kernel_wait_ns, b), split);
             fig(ow, sizeof(ow), "%.1f", split_pct(q ? q->other_idle_ns : res[i].other_idle_ns, b), split);
-            fprintf(f, md ? "| %d | %s | %s | %s | %s | %s |\n" : "%3d %4s %-5s %10s %12s %11s\n", i, who,
-                    (q ? q->gpu_view : res[i].gpu_view) ? "gpu" : "host", hw, kw, ow);
+            fprintf(f, md ? "| %d | %s | %s | %s | %s | %s | %s | %s |\n" : "%3d %4s %-5s %10s %12s %11s %-9s %s\n", i,
+                    who, (q ? q->gpu_view : res[i].gpu_view) ? "gpu" : "host", hw, kw, ow,
+                    q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : "",
+                    window_label(q ? q->window : res[i].window, q && q->window_whole));
         }
     }
 }
@@ -979,8 +991,31 @@ static void write_prediction(FILE *f, const struct run_result *res, int n, int i
         fprintf(f, "\n(n/a: no --bench-comm fit for that rank count; --link BW,LAT predicts any)\n");
 }
 
-/* The top table's heading row. */
-static void write_run_head(FILE *f, int md)
+/* A run's ranks as the run table gives them: "2 of 128" when the trace
+ * held fewer ranks than its run had. */
+static const char *ranks_cell(char *buf, size_t n, const struct run_result *r)
+{
+    if (r->nranks > 0 && r->nranks < r->world)
+        snprintf(buf, n, "%d of %d", r->nranks, r->world);
+    else
+        snprintf(buf, n, "%d", r->world);
+    return buf;
+}
+
+/* The text table's width for the ranks column: its heading's, or more. */
+static int ranks_width(const struct run_result *res, int n)
+{
+    int w = 5;
+    char buf[32];
+    for (int i = 0; i < n; i++) {
+        int len = (int)strlen(ranks_cell(buf, sizeof(buf), &res[i]));
+        w = len > w ? len : w;
+    }
+    return w;
+}
+
+/* The top table's heading row (rw: the ranks column's width in text). */
+static void write_run_head(FILE *f, int md, int rw)
 {
     if (md)
         fprintf(f,
@@ -995,21 +1030,21 @@ static void write_run_head(FILE *f, int md)
                 "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     else
         fprintf(f,
-                "%3s %-13s %-14s %-17s %-9s %-4s %5s %6s %6s %6s %8s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s %6s "
-                "%6s %8s %8s %10s %7s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %s\n",
-                "run", "model", "dataset", "strategy", "comm", "prec", "ranks", "b/rank", "global", "steps", "wall s",
-                "ms/step", "p50", "p90", "samples/s", "speedup", "eff%", "vs", "compute%", "comm%", "coll%", "data%",
-                "idle%", "overlap%", "desched%", "sent/rank", "busbw", "algbw", "xfer/step", "sync/step", "pred/step",
-                "comp s/ep", "comm s/ep", "peak lr", "loss", "train%", "test%", "loss<thr");
+                "%3s %-13s %-14s %-17s %-9s %-4s %*s %6s %6s %6s %8s %8s %8s %8s %10s %7s %5s %-10s %8s %6s %6s "
+                "%6s %6s %8s %8s %10s %7s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %s\n",
+                "run", "model", "dataset", "strategy", "comm", "prec", rw, "ranks", "b/rank", "global", "steps",
+                "wall s", "ms/step", "p50", "p90", "samples/s", "speedup", "eff%", "vs", "compute%", "comm%", "coll%",
+                "data%", "idle%", "overlap%", "desched%", "sent/rank", "busbw", "algbw", "xfer/step", "sync/step",
+                "pred/step", "comp s/ep", "comm s/ep", "peak lr", "loss", "train%", "test%", "loss<thr");
 }
 
 /* Run i's row of the top table; kind: the table's kind of scaling, which
  * a run that is its own baseline takes (it is the same batch either way). */
-static void write_run_row(FILE *f, const struct run_result *res, int i, int md, int kind)
+static void write_run_row(FILE *f, const struct run_result *res, int i, int md, int kind, int rw)
 {
     const struct run_result *r = &res[i];
-    char lb[16], gb[16], ws[24], ms[3][24], sps[24], sp[16], eff[16], vs[24], bw[16], ab[16], bytes[24], xf[24], sy[24],
-        tl[16], ta[16], te[16], thr[32], pr[16], lr[16], ds[16], ce[24], me[24];
+    char rk[32], lb[16], gb[16], ws[24], ms[3][24], sps[24], sp[16], eff[16], vs[24], bw[16], ab[16], bytes[24], xf[24],
+        sy[24], tl[16], ta[16], te[16], thr[32], pr[16], lr[16], ds[16], ce[24], me[24];
     fig(ds, sizeof(ds), "%.1f", r->desched_pct, r->desched_valid);
     fig(lb, sizeof(lb), "%.0f", (double)per_rank_batch(r), r->batch_valid);
     fig(gb, sizeof(gb), "%.0f", r->global_batch, r->batch_valid);
@@ -1042,14 +1077,16 @@ static void write_run_row(FILE *f, const struct run_result *res, int i, int md, 
     threshold_str(thr, sizeof(thr), r);
     fprintf(
         f,
-        md ? "| %d | %s | %s | %s | %s | %s | %d | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f "
-             "| "
-             "%.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
-           : "%3d %-13s %-14s %-17s %-9s %-4s %5d %6s %6s %6ld %8s %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f %6.1f "
-             "%6.1f %6.1f %8.1f %8s %10s %7s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %s\n",
-        i, or_na(r->cfg.model), or_na(r->dataset), strat_label(r), result_comm(r), or_na(prec_name(r)), r->world, lb,
-        gb, r->steps, ws, ms[0], ms[1], ms[2], sps, sp, eff, vs, r->compute_pct, r->comm_pct, r->coll_pct, r->data_pct,
-        r->idle_pct, r->overlap_pct, ds, bytes, bw, ab, xf, sy, pr, ce, me, lr, tl, ta, te, thr);
+        md ? "| %d | %s | %s | %s | %s | %s | %.*s | %s | %s | %ld | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | "
+             "%.1f | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | "
+             "%s |\n"
+           : "%3d %-13s %-14s %-17s %-9s %-4s %*s %6s %6s %6ld %8s %8s %8s %8s %10s %7s %5s %-10s %8.1f %6.1f "
+             "%6.1f %6.1f %6.1f %8.1f %8s %10s %7s %7s %9s %9s %9s %9s %9s %8s %7s %7s %7s %s\n",
+        /* (the ranks: padded in text; markdown's %.*s takes the same int) */
+        i, or_na(r->cfg.model), or_na(r->dataset), strat_label(r), result_comm(r), or_na(prec_name(r)), md ? 32 : rw,
+        ranks_cell(rk, sizeof(rk), r), lb, gb, r->steps, ws, ms[0], ms[1], ms[2], sps, sp, eff, vs, r->compute_pct,
+        r->comm_pct, r->coll_pct, r->data_pct, r->idle_pct, r->overlap_pct, ds, bytes, bw, ab, xf, sy, pr, ce, me, lr,
+        tl, ta, te, thr);
 }
 
 /* The runs, one table per kind of scaling: a speedup against the same
@@ -1067,14 +1104,14 @@ static void write_run_tables(FILE *f, const struct run_result *res, int n, int m
         [SCALING_OTHER] = "each speedup against the run vs names, on neither the same global batch nor the same "
                           "batch per rank",
     };
-    int present[SCALING_OTHER + 1] = {0}, ntables = 0;
+    int present[SCALING_OTHER + 1] = {0}, ntables = 0, rw = ranks_width(res, n);
     for (int i = 0; i < n; i++)
         if (res[i].speedup_valid && res[i].base_run != i && !present[res[i].scaling]++)
             ntables++;
     if (ntables == 0) {
-        write_run_head(f, md);
+        write_run_head(f, md, rw);
         for (int i = 0; i < n; i++)
-            write_run_row(f, res, i, md, SCALING_NONE);
+            write_run_row(f, res, i, md, SCALING_NONE, rw);
         return;
     }
     int first = 1;
@@ -1087,7 +1124,7 @@ static void write_run_tables(FILE *f, const struct run_result *res, int n, int m
                     heading[kind] + 1);
         else
             fprintf(f, "%s%s:\n", first ? "" : "\n", heading[kind]);
-        write_run_head(f, md);
+        write_run_head(f, md, rw);
         for (int i = 0; i < n; i++) {
             const struct run_result *r = &res[i];
             int in = r->speedup_valid && r->base_run != i && r->scaling == kind;
@@ -1099,7 +1136,7 @@ static void write_run_tables(FILE *f, const struct run_result *res, int n, int m
                 }
             int self = r->speedup_valid && r->base_run == i;
             if (in || (self && base_of) || (first && !in && !(r->speedup_valid && r->base_run != i) && !placed))
-                write_run_row(f, res, i, md, kind);
+                write_run_row(f, res, i, md, kind, rw);
         }
         first = 0;
     }
@@ -1113,8 +1150,18 @@ static int write_replay_sources(FILE *f, const struct run_result *res, int n, in
     for (int i = 0; i < n; i++)
         if (res[i].replay.valid) {
             const struct replay_source *src = &res[i].replay;
-            fprintf(f, md ? "Replay of `%s` (%s trace%s).\n\n" : "replay of %s (%s trace%s)\n\n", src->files,
-                    src->format, trace_state(src));
+            const struct trace_rule *w = res[i].window;
+            fprintf(f, md ? "Replay of `%s` (%s trace%s%s%s%s%s).\n" : "replay of %s (%s trace%s%s%s%s%s)\n",
+                    src->files, src->format, trace_state(src), w ? "; --window " : "", w ? w->name : "", w ? ": " : "",
+                    w ? w->about : "");
+            for (int k = 0; k < src->nleft_out && k < REPLAY_LEFT_OUT_NAMED; k++)
+                fprintf(f, md ? "Left out `%s`: not a trace.\n" : "left out %s: not a trace\n", src->left_out[k]);
+            if (src->nleft_out > REPLAY_LEFT_OUT_NAMED)
+                fprintf(f,
+                        md ? "Left out %d more JSON files that are not traces.\n"
+                           : "left out %d more JSON files that are not traces\n",
+                        src->nleft_out - REPLAY_LEFT_OUT_NAMED);
+            fputc('\n', f);
             replays++;
         }
     return replays;
@@ -1227,8 +1274,8 @@ static void write_run_remarks(FILE *f, const struct run_result *res, int i)
                 "and speedup use the median, and --repeat N shows the spread\n",
                 i, r->ms_p90 / r->ms_p50);
     /* --steps cut the run before --epochs ran out */
-    if (r->cfg.epochs > 1 && r->cfg.steps > 0 && r->steps >= r->cfg.steps && r->epoch_valid &&
-        r->steps_per_epoch > 0 && !r->replay.valid && r->steps < r->cfg.epochs * r->steps_per_epoch)
+    if (r->cfg.epochs > 1 && r->cfg.steps > 0 && r->steps >= r->cfg.steps && r->epoch_valid && r->steps_per_epoch > 0 &&
+        !r->replay.valid && r->steps < r->cfg.epochs * r->steps_per_epoch)
         fprintf(f, "\nrun %d: --steps %ld ended it in epoch %ld of --epochs %d (%ld steps an epoch)\n", i, r->cfg.steps,
                 (r->steps - 1) / r->steps_per_epoch + 1, r->cfg.epochs, r->steps_per_epoch);
     if (r->world > 1 && r->coll_valid && (!strncmp(r->backend, "gloo", 4) || !strncmp(r->backend, "mpi", 3)))
@@ -1338,6 +1385,16 @@ static void write_run_records(FILE *f, const struct run_result *r, int i, int n)
                 "\nrun %d: horovod's negotiation (which gradients every rank has ready) took %.3f ms per step per "
                 "rank, %.1f%% of a step, inside xfer and sync\n",
                 i, r->negotiate_ms, r->ms_mean > 0 ? 100.0 * r->negotiate_ms / r->ms_mean : 0.0);
+    int whole = 0, whole_first = -1;
+    for (int k = 0; k < r->nranks; k++)
+        if (r->ranks[k].window_whole && whole++ == 0)
+            whole_first = r->ranks[k].rank;
+    if (whole)
+        fprintf(f,
+                "\nrun %d: rank %d%s: no device work in the steps --window %s covers (%s), so %s figures and "
+                "ms/step cover the whole trace, every step\n",
+                i, whole_first, whole > 1 ? " and others" : "", r->window ? r->window->name : "?",
+                r->window ? r->window->about : "?", whole > 1 ? "their" : "its");
     if (r->replay.valid && !r->replay.complete)
         fprintf(f, "\nrun %d: the trace is incomplete (%s); the figures cover the events up to the cut\n", i,
                 r->replay.truncated ? "cut short" : "the writer did not finish it");
@@ -1459,6 +1516,10 @@ static cJSON *json_replay(const struct replay_source *src)
     cJSON_AddBoolToObject(o, "complete", src->complete);
     cJSON_AddBoolToObject(o, "truncated", src->truncated);
     cJSON_AddNumberToObject(o, "events", (double)src->events);
+    cJSON *lo = cJSON_AddArrayToObject(o, "left_out"); /* (the first few named; left_out_count: all) */
+    for (int k = 0; lo && k < src->nleft_out && k < REPLAY_LEFT_OUT_NAMED; k++)
+        cJSON_AddItemToArray(lo, cJSON_CreateString(src->left_out[k]));
+    cJSON_AddNumberToObject(o, "left_out_count", src->nleft_out);
     return o;
 }
 
@@ -1530,6 +1591,8 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_str(o, "device", r->device);
     add_str(o, "backend", r->backend);
     cJSON_AddNumberToObject(o, "ranks", r->world);
+    cJSON_AddNumberToObject(o, "ranks_read", r->nranks);
+    add_str(o, "window", window_label(r->window, 0));
     add_num(o, "batch_size", per_rank_batch(r), r->batch_valid);
     add_num(o, "global_batch", r->global_batch, r->batch_valid);
     cJSON_AddNumberToObject(o, "steps", (double)r->steps);
@@ -1542,7 +1605,10 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_num(o, "efficiency_pct", r->efficiency, r->speedup_valid);
     add_num(o, "speedup_baseline_run", r->base_run, r->speedup_valid);
     add_str(o, "scaling", r->speedup_valid ? scaling_name(r->scaling) : NULL);
-    cJSON_AddBoolToObject(o, "speedup_marked", r->speedup_marked);
+    if (r->speedup_valid) /* (as the speedup: null without one) */
+        cJSON_AddBoolToObject(o, "speedup_marked", r->speedup_marked);
+    else
+        cJSON_AddNullToObject(o, "speedup_marked");
     add_str(o, "trace_file", r->trace_file);
     add_num(o, "repeats", r->repeats > 1 ? r->repeats : 1, 1);
     add_num(o, "repeat_samples_per_s_min", r->repeat_sps_min, r->repeats > 1);
@@ -1619,6 +1685,8 @@ static cJSON *json_rank(const struct run_result *r, const struct rank_result *q,
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "run", run);
     cJSON_AddNumberToObject(o, "rank", q->rank);
+    add_str(o, "rank_from", q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
+    add_str(o, "window", window_label(q->window, q->window_whole));
     add_str(o, "device", q->device);
     cJSON_AddNumberToObject(o, "steps", (double)q->steps);
     add_num(o, "ms_per_step", q->ms_mean, q->ms_valid);
@@ -1679,7 +1747,7 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
         "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
         "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision,"
         "mem_peak_bytes,algbw_gbps,compute_ms_per_step,steps_per_epoch,compute_s_per_epoch,comm_s_per_epoch,wall_s,"
-        "lr_base,lr_peak,backend,speedup_marked\n");
+        "lr_base,lr_peak,backend,speedup_marked,ranks_read,window,rank_from\n");
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -1746,6 +1814,9 @@ static void write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, r->lr_peak, !q && r->lr_peak_valid, "%.6g");
             csv_str(f, result_comm(r));
             csv_num(f, r->speedup_marked, !q && r->speedup_valid, "%.0f");
+            csv_num(f, r->nranks, !q, "%.0f");
+            csv_str(f, window_label(q ? q->window : r->window, q && q->window_whole));
+            csv_str(f, q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
             fputc('\n', f);
         }
     }

@@ -16,10 +16,12 @@
 #include "pipeline.h"
 
 struct run;
+struct trace_rule;
 
 #define RESULT_LOSS_POINTS 200
 #define RESULT_DESCHED_GAP 5.0 /* points of desched% (result speedup_marked) */
 #define RESULT_TIMELINE_SPANS 1024
+#define REPLAY_LEFT_OUT_NAMED 4
 
 struct rank_result {
     int rank;
@@ -53,6 +55,13 @@ struct rank_result {
     int dropped_valid;
     int64_t mem_now, mem_peak; /* device memory it held at the end, and at its most (bytes) */
     int mem_valid;
+    /* a PyTorch trace's rank: the steps its figures cover (--window's rule;
+     * NULL for other runs), and whether they held no device work, so that
+     * the figures cover its whole trace; where its rank number came from
+     * (enum trace_rank_from) */
+    const struct trace_rule *window;
+    int window_whole;
+    int rank_from, rank_from_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */
@@ -64,6 +73,10 @@ struct replay_source {
     int truncated;    /* some file was cut short */
     uint64_t events;
     long total_steps; /* the steps the run was to make, as its trace says; 0: unknown */
+    /* JSON files of a folder given that are not traces (an execution
+     * trace beside the Kineto trace), left out: the first few named */
+    int nleft_out;
+    char left_out[REPLAY_LEFT_OUT_NAMED][256];
 };
 
 struct run_result {
@@ -209,7 +222,8 @@ struct run_result {
      * first each have their own: t.run1.json ...; with --trace-split, rank
      * 0's), or "" */
     char trace_file[CFG_PATH + 64];
-    int nranks;
+    const struct trace_rule *window; /* a PyTorch trace's replay or follow: the steps covered (--window) */
+    int nranks;                      /* the ranks whose figures are here: a trace may hold fewer than the run's world */
     struct rank_result *ranks;
 };
 

@@ -626,6 +626,23 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
     return 0;
 }
 
+/* Step statistics over the steps the split covers: every step but the one
+ * `left` (enum trace_left) names. */
+static void covered_stats(const int64_t *v, size_t n, int left, double *mean, double *p50, double *p90)
+{
+    *mean = *p50 = *p90 = 0;
+    int64_t *c = n ? malloc(sizeof(*c) * (n + 1)) : NULL;
+    if (!c)
+        return;
+    size_t k = 1; /* (c[0]: a place for the first step, which step_stats_ms leaves out) */
+    c[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(left == TRACE_LEFT_FIRST && i == 0) && !(left == TRACE_LEFT_LAST && i == n - 1))
+            c[k++] = v[i];
+    step_stats_ms(c, k, mean, p50, p90);
+    free(c);
+}
+
 void replay_foreign_row(struct rank_result *rr, const struct trace_figures *f, const int64_t *step_ns, size_t nsteps)
 {
     rr->b = f->b;
@@ -634,11 +651,13 @@ void replay_foreign_row(struct rank_result *rr, const struct trace_figures *f, c
     rr->host_wait_ns = f->host_wait_ns;
     rr->kernel_wait_ns = f->kernel_wait_ns;
     rr->other_idle_ns = f->other_idle_ns;
+    rr->window_whole = f->whole;
     rr->steps = (long)nsteps;
-    step_stats_ms(step_ns, nsteps, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
+    int left = nsteps > 1 ? f->left : TRACE_LEFT_NONE;
+    covered_stats(step_ns, nsteps, left, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
     rr->ms_valid = rr->steps > 0;
-    /* (over the steps the split covers: the first left out, as ms/step leaves it) */
-    long bsteps = rr->steps > 1 ? rr->steps - 1 : rr->steps;
+    /* (over the steps the split covers, as ms/step) */
+    long bsteps = rr->steps - (left != TRACE_LEFT_NONE);
     rr->compute_ms = bsteps > 0 ? (double)rr->b.compute_ns / 1e6 / (double)bsteps : 0;
 }
 
@@ -661,9 +680,11 @@ void replay_foreign_run(struct run_result *res)
     result_breakdowns(res);
 }
 
-/* PyTorch profiler traces: HTA's definitions (trace_analyze). They carry
- * no batch sizes, bytes or collective matching: those stay unknown. */
-static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, size_t errlen)
+/* PyTorch profiler traces: HTA's definitions (trace_analyze), over the
+ * steps rule says. They carry no batch sizes, bytes or collective
+ * matching: those stay unknown. */
+static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int64_t kernel_wait_ns, char *err,
+                          size_t errlen)
 {
     struct trace_doc *d = &rp->doc;
     struct run_result *res = &rp->res;
@@ -676,7 +697,7 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
     for (int i = 0; i < d->nranks; i++) {
         struct trace_rank *tr = &d->ranks[i];
         struct trace_figures f;
-        if (trace_analyze_rank(&f, tr, kernel_wait_ns) != 0) {
+        if (trace_analyze_rank(&f, tr, rule, kernel_wait_ns) != 0) {
             snprintf(err, errlen, "out of memory analysing rank %d", tr->rank);
             return -1;
         }
@@ -696,9 +717,19 @@ static int replay_foreign(struct replay *rp, int64_t kernel_wait_ns, char *err, 
         for (size_t s = 0; s < tr->nsteps; s++)
             v[s] = sorted[s].t1_ns - sorted[s].t0_ns;
         replay_foreign_row(&res->ranks[i], &f, v, tr->nsteps);
+        res->ranks[i].window = rule;
+        /* where its rank came from: its first file's (in reading order) */
+        int first = INT_MAX;
+        for (size_t k = 0; k < tr->nwindows; k++)
+            if (tr->windows[k].file < first) {
+                first = tr->windows[k].file;
+                res->ranks[i].rank_from = tr->windows[k].rank_from;
+                res->ranks[i].rank_from_valid = 1;
+            }
         free(sorted);
         free(v);
     }
+    res->window = rule;
     replay_foreign_run(res);
     return 0;
 }
@@ -721,13 +752,25 @@ static int doc_timed(const struct trace_doc *d)
     return 0;
 }
 
-/* Reads one file, or every trace in a folder, into d. Returns 0, or -1
- * with err. */
-static int read_path(struct trace_doc *d, const char *path, char *err, size_t errlen)
+/* Notes a folder's file that is not a trace, left out. */
+static void left_out(struct replay *rp, const char *path)
 {
+    struct replay_source *src = &rp->res.replay;
+    if (src->nleft_out < REPLAY_LEFT_OUT_NAMED)
+        snprintf(src->left_out[src->nleft_out], sizeof(src->left_out[0]), "%s", path);
+    src->nleft_out++;
+}
+
+/* Reads one file, or every trace in a folder, into rp's document. A file
+ * named as such must be a trace; a folder's JSON files that are not
+ * traces (an execution trace beside the Kineto trace) are left out, and
+ * counted. Returns 0, or -1 with err. */
+static int read_path(struct replay *rp, const char *path, char *err, size_t errlen)
+{
+    struct trace_doc *d = &rp->doc;
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return trace_read_file(d, path, err, errlen);
+        return trace_read_file(d, path, err, errlen) == 0 ? 0 : -1;
     char **files;
     int n;
     if (trace_list_dir(path, &files, &n, err, errlen) != 0)
@@ -736,11 +779,23 @@ static int read_path(struct trace_doc *d, const char *path, char *err, size_t er
         snprintf(err, errlen, "%s: a folder without a trace in it (*.json, *.json.gz)", path);
         return -1;
     }
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++)
+    int rc = 0, read = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
         rc = trace_read_file(d, files[i], err, errlen);
+        if (rc == TRACE_READ_NOT_TRACE) {
+            left_out(rp, files[i]);
+            rc = 0;
+        } else {
+            read += rc == 0;
+        }
+    }
     trace_paths_free(files, n);
-    return rc;
+    if (rc == 0 && read == 0) {
+        snprintf(err, errlen, "%s: a folder without a trace in it (its %d JSON file%s not a trace)", path, n,
+                 n == 1 ? " is" : "s are");
+        return -1;
+    }
+    return rc == 0 ? 0 : -1;
 }
 
 /* The files as the report names them: the arguments, or the first and a
@@ -761,8 +816,8 @@ static void name_files(char *out, size_t len, const char *const *args, int nargs
     }
 }
 
-int replay_load_list(struct replay *rp, const char *const *args, int nargs, int64_t kernel_wait_ns, char *err,
-                     size_t errlen)
+int replay_load_list(struct replay *rp, const char *const *args, int nargs, const struct trace_rule *rule,
+                     int64_t kernel_wait_ns, char *err, size_t errlen)
 {
     memset(rp, 0, sizeof(*rp));
     trace_doc_init(&rp->doc);
@@ -787,7 +842,7 @@ int replay_load_list(struct replay *rp, const char *const *args, int nargs, int6
         char *save = NULL;
         for (char *p = buf ? strtok_r(buf, ",", &save) : (char *)paths; p;
              p = buf ? strtok_r(NULL, ",", &save) : NULL) {
-            if (read_path(&rp->doc, p, err, errlen) != 0) {
+            if (read_path(rp, p, err, errlen) != 0) {
                 free(buf);
                 goto fail;
             }
@@ -817,8 +872,9 @@ int replay_load_list(struct replay *rp, const char *const *args, int nargs, int6
         snprintf(err, errlen, "%s: nothing to replay: no step, span or operator with a duration", names);
         goto fail;
     }
-    int rc = rp->doc.flavor == TRACE_DDPTOP ? replay_ddptop(rp, err, errlen)
-                                            : replay_foreign(rp, kernel_wait_ns, err, errlen);
+    int rc = rp->doc.flavor == TRACE_DDPTOP
+                 ? replay_ddptop(rp, err, errlen)
+                 : replay_foreign(rp, rule ? rule : &trace_rules[0], kernel_wait_ns, err, errlen);
     if (rc != 0)
         goto fail;
     describe_run(&rp->res, rp, names);
@@ -832,7 +888,7 @@ fail:
 
 int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen)
 {
-    return replay_load_list(rp, &paths, 1, kernel_wait_ns, err, errlen);
+    return replay_load_list(rp, &paths, 1, NULL, kernel_wait_ns, err, errlen);
 }
 
 void replay_free(struct replay *rp)
@@ -888,7 +944,8 @@ int replay_main(const struct config *cfg, replay_show_fn show)
     args[0] = cfg->replay;
     for (int i = 0; i < cfg->nreplay_more; i++)
         args[1 + i] = cfg->replay_more[i];
-    int rc = replay_load_list(&rp, args, 1 + cfg->nreplay_more, TRACE_KERNEL_WAIT_NS, err, sizeof(err));
+    int rc = replay_load_list(&rp, args, 1 + cfg->nreplay_more, &trace_rules[cfg->window], TRACE_KERNEL_WAIT_NS, err,
+                              sizeof(err));
     free(args);
     if (rc != 0) {
         fprintf(stderr, "ddptop: --replay: %s\n", err);
@@ -899,6 +956,12 @@ int replay_main(const struct config *cfg, replay_show_fn show)
         fprintf(stderr, "ddptop: --replay: %s is incomplete (%s); replaying the %llu events up to the cut\n", files,
                 rp.doc.truncated ? "cut short" : "the writer did not finish it", (unsigned long long)rp.doc.events);
     replay_notes(&rp.doc);
+    for (int k = 0; k < rp.res.replay.nleft_out && k < REPLAY_LEFT_OUT_NAMED; k++)
+        fprintf(stderr, "ddptop: --replay: %s is not a trace (a JSON object without traceEvents); left out\n",
+                rp.res.replay.left_out[k]);
+    if (rp.res.replay.nleft_out > REPLAY_LEFT_OUT_NAMED)
+        fprintf(stderr, "ddptop: --replay: %d more JSON files that are not traces left out\n",
+                rp.res.replay.nleft_out - REPLAY_LEFT_OUT_NAMED);
     /* (a foreign rank's files are its windows: replay_notes says what repeats) */
     if (rp.doc.flavor == TRACE_DDPTOP && rp.doc.repeated_ranks == 1)
         fprintf(stderr, "ddptop: --replay: rank %d is in more than one of the files; its events are merged\n",

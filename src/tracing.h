@@ -46,19 +46,24 @@ struct replay {
      * res.ranks[i]), spans in the history rings for a timeline. */
     int has_metrics;
     struct metrics metrics;
-    struct run_result res; /* what the trace lacks is marked invalid */
+    struct run_result res; /* what the trace lacks is marked invalid; res.replay.left_out: a folder's
+                              JSON files that are not traces */
 };
 
 /* Loads the traces args[0, nargs) name and computes every rank's figures.
  * An argument is a file, a folder (every trace in it: trace_list_dir), or
  * a comma-separated list of them (e.g. the per-rank files of
  * --trace-split); one that exists as it is is one path, commas and all.
- * PyTorch's files are ranks and cycles as trace_read.h says. kernel_wait_ns:
- * HTA's kernel-wait gap limit (TRACE_KERNEL_WAIT_NS). Returns 0, or -1 with
- * err set. */
-int replay_load_list(struct replay *rp, const char *const *args, int nargs, int64_t kernel_wait_ns, char *err,
-                     size_t errlen);
-/* The same for one argument. */
+ * A folder's JSON files that are not traces are left out (and named in
+ * res.replay); a file named by itself must be one. PyTorch's files are
+ * ranks and cycles as trace_read.h says, broken down over the steps rule
+ * covers (--window; NULL: trace_rules[0]). kernel_wait_ns: HTA's
+ * kernel-wait gap limit (TRACE_KERNEL_WAIT_NS). Returns 0, or -1 with err
+ * set. */
+struct trace_rule;
+int replay_load_list(struct replay *rp, const char *const *args, int nargs, const struct trace_rule *rule,
+                     int64_t kernel_wait_ns, char *err, size_t errlen);
+/* The same for one argument, under the default rule. */
 int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen);
 void replay_free(struct replay *rp);
 /* A PyTorch trace's rank as a row of the report: its figures (the sum

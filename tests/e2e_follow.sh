@@ -145,7 +145,7 @@ JOBS=()
 
 tm send-keys -t "$S" q
 if wait_file "$T/exit" 15 && grep -q '^EXIT=0$' "$T/exit"; then pass "q exits 0"; else fail "q: $(cat "$T/exit" 2>/dev/null)"; fi
-if wait_for '^replay of .*tb \(autograd trace\)' 10; then pass "the report follows on the terminal"; else fail "no report after q"; fi
+if wait_for '^replay of .*tb \(autograd trace[;)]' 10; then pass "the report follows on the terminal"; else fail "no report after q"; fi
 if grep -q -- '--follow: 2 rank(s), 4 profiler cycles each' "$T/stderr"; then
     pass "stderr: 2 ranks, 4 cycles each"
 else

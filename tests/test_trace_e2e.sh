@@ -192,12 +192,14 @@ roundtrip)
     "$bin" --batch --replay t.json --format json >replay.json || die "replay failed"
     same_report live.json replay.json
     # the replay's own account of what it read: the file, ddptop's format,
-    # whole, and as many events as the trace holds (counted by Python)
+    # whole, as many events as the trace holds (counted by Python), and no
+# file left out (a file given by name is read, or refused)
     /usr/bin/python3 -c "
 import json, sys
 t = json.load(open('t.json'))['traceEvents']
 r = json.load(open('replay.json'))['runs'][0]['replay']
-want = {'files': 't.json', 'format': 'ddptop', 'complete': True, 'truncated': False, 'events': len(t)}
+want = {'files': 't.json', 'format': 'ddptop', 'complete': True, 'truncated': False, 'events': len(t),
+        'left_out': [], 'left_out_count': 0}
 sys.exit(None if r == want else 'replay %r, expected %r' % (r, want))
 " || die "the replay's account of its file"
     # live and replay share ddptop's metrics and report code: the live

@@ -93,7 +93,7 @@ static void test_kineto_gpu_breakdown(void **state)
     assert_int_equal(launched, 7);
 
     struct trace_figures f;
-    assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_KERNEL_WAIT_NS), 0);
     assert_true(f.gpu_view);
     assert_int_equal(f.b.wall_ns, K_WALL);
     assert_int_equal(f.b.compute_ns, K_COMPUTE);
@@ -109,7 +109,7 @@ static void test_kineto_gpu_breakdown(void **state)
     assert_int_equal(f.other_idle_ns, K_OTHER);
 
     /* kernel-wait limit 0: the two short gaps were launched early: other */
-    assert_int_equal(trace_analyze_rank(&f, r, 0), 0);
+    assert_int_equal(trace_analyze_rank(&f, r, NULL, 0), 0);
     assert_int_equal(f.kernel_wait_ns, 0);
     assert_int_equal(f.host_wait_ns, K_HOST_WAIT);
     assert_int_equal(f.other_idle_ns, K_OTHER + K_KERNEL_WAIT);
@@ -147,7 +147,7 @@ static void test_kineto_array_form(void **state)
     assert_int_equal(d.flavor, TRACE_AUTOGRAD); /* the bare-array form */
     assert_int_equal(d.nranks, 1);
     struct trace_figures fig;
-    assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], NULL, TRACE_KERNEL_WAIT_NS), 0);
     assert_int_equal(fig.b.wall_ns, K_WALL);
     assert_int_equal(fig.b.compute_ns, K_COMPUTE);
     assert_int_equal(fig.b.comm_ns, K_COMM);
@@ -178,7 +178,7 @@ static void test_autograd_gloo(void **state)
         comm_ops += r->ops[i].cat == CAT_COMM;
     assert_int_equal(comm_ops, 2);
     struct trace_figures f;
-    assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_KERNEL_WAIT_NS), 0);
     assert_false(f.gpu_view);
     assert_false(f.idle_split_valid);
     assert_int_equal(f.b.wall_ns, 172000);
@@ -637,7 +637,7 @@ static void test_reader_hostile_input(void **state)
         trace_doc_init(&d);
         if (trace_read_buffer(&d, copy, cut, "cut", err, sizeof(err)) == 0 && d.nranks > 0) {
             struct trace_figures fig;
-            assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], 30), 0);
+            assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], NULL, 30), 0);
             assert_int_equal(fig.b.compute_ns + fig.b.comm_ns + fig.b.data_ns + fig.b.idle_ns, fig.b.wall_ns);
         }
         trace_doc_free(&d);
@@ -664,7 +664,7 @@ static void test_reader_hostile_input(void **state)
             assert_non_null(strstr(err, "bad"));
         for (int r = 0; rc == 0 && r < d.nranks; r++) {
             struct trace_figures fig;
-            assert_int_equal(trace_analyze_rank(&fig, &d.ranks[r], 30), 0);
+            assert_int_equal(trace_analyze_rank(&fig, &d.ranks[r], NULL, 30), 0);
         }
         trace_doc_free(&d);
     }
@@ -1145,7 +1145,7 @@ static void test_kineto_gloo_user_annotation(void **state)
         comm_ops += r->ops[i].cat == CAT_COMM;
     assert_int_equal(comm_ops, 4); /* two c10d::allreduce_, two gloo:all_reduce; not the user's range */
     struct trace_figures f;
-    assert_int_equal(trace_analyze_window(&f, r, 0, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_window(&f, r, 0, NULL, TRACE_KERNEL_WAIT_NS), 0);
     assert_false(f.gpu_view);
     assert_int_equal(f.b.wall_ns, 200000);
     assert_int_equal(f.b.compute_ns, 101000);
@@ -1154,7 +1154,7 @@ static void test_kineto_gloo_user_annotation(void **state)
     assert_int_equal(f.b.overlap_ns, 10000);
     assert_int_equal(f.b.data_ns, 0);
     assert_int_equal(f.b.idle_ns, 29000);
-    assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_KERNEL_WAIT_NS), 0);
     assert_int_equal(f.b.wall_ns, 100000);
     assert_int_equal(f.b.compute_ns, 57000);
     assert_int_equal(f.b.comm_ns, 30000);
@@ -1236,13 +1236,13 @@ static void assert_job_figures(const struct trace_doc *d, int nranks)
         const struct trace_rank *r = &d->ranks[i];
         assert_int_equal(r->rank, i);
         struct trace_figures f;
-        assert_int_equal(trace_analyze_rank(&f, r, TRACE_KERNEL_WAIT_NS), 0);
+        assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_KERNEL_WAIT_NS), 0);
         assert_int_equal(f.b.wall_ns, 100000);
         assert_int_equal(f.b.compute_ns, job_compute[i]);
         assert_int_equal(f.b.comm_ns, job_comm[i]);
         assert_int_equal(f.b.idle_ns, job_idle[i]);
         for (size_t k = 0; k < 2; k++) {
-            assert_int_equal(trace_analyze_window(&f, r, k, TRACE_KERNEL_WAIT_NS), 0);
+            assert_int_equal(trace_analyze_window(&f, r, k, NULL, TRACE_KERNEL_WAIT_NS), 0);
             assert_int_equal(f.b.wall_ns, 100000);
             assert_int_equal(f.b.compute_ns, cycle_compute[i][k]);
             assert_int_equal(f.b.comm_ns, cycle_comm[i][k]);
@@ -1270,11 +1270,11 @@ static void test_cycles_are_windows(void **state)
             assert_int_equal(r->windows[0].rank_from, TRACE_RANK_NAME);
             /* each window alone, as a follower sees the latest cycle */
             struct trace_figures w;
-            assert_int_equal(trace_analyze_window(&w, r, 1, TRACE_KERNEL_WAIT_NS), 0);
+            assert_int_equal(trace_analyze_window(&w, r, 1, NULL, TRACE_KERNEL_WAIT_NS), 0);
             assert_int_equal(w.b.wall_ns, 100000);
             assert_int_equal(w.b.comm_ns, 10000);
             assert_int_equal(w.b.compute_ns, i == 0 ? 80000 : 60000);
-            assert_int_equal(trace_analyze_window(&w, r, 2, TRACE_KERNEL_WAIT_NS), -1);
+            assert_int_equal(trace_analyze_window(&w, r, 2, NULL, TRACE_KERNEL_WAIT_NS), -1);
         }
         assert_int_equal(d.repeated_ranks, 0);
         assert_int_equal(d.unnamed_files, 0);
@@ -1425,7 +1425,7 @@ static void test_read_cycle_whole(void **state)
     assert_int_equal(c.rank_from, TRACE_RANK_NAME);
     assert_true(d.complete);
     struct trace_figures f;
-    assert_int_equal(trace_analyze_window(&f, &d.ranks[0], (size_t)c.window, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_window(&f, &d.ranks[0], (size_t)c.window, NULL, TRACE_KERNEL_WAIT_NS), 0);
     assert_int_equal(f.b.compute_ns, 80000);
     assert_int_equal(f.b.comm_ns, 10000);
     /* malformed is still an error, whole or not */
@@ -1498,7 +1498,7 @@ static void test_trace_dir(void **state)
         snprintf(a[i], sizeof(a[i]), "%s/%s", dir, want[3 - i]);
         args[i] = a[i];
     }
-    assert_int_equal(replay_load_list(&rp, args, 4, TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
+    assert_int_equal(replay_load_list(&rp, args, 4, NULL, TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
     assert_job_figures(&rp.doc, 2);
     replay_free(&rp);
 

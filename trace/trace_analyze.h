@@ -18,12 +18,29 @@
  * one file: trace_read.h) on its own, so the time between two cycles is
  * nobody's, and a rank's figures are the sum over its windows.
  *
- * A rank's figures (trace_analyze_rank) cover the steps its ms/step
- * covers: with two ProfilerSteps or more, the rank's first (by number) is
- * left out (its window in the host view; in the GPU view, the ops of its
- * cycle launched before its next step began, or that started before it
- * when their launch is unknown). One cycle's (trace_analyze_window) cover
- * that cycle whole, as a follower shows the latest one.
+ * Which steps a rank's figures (trace_analyze_rank) cover is a rule,
+ * --window's choice (trace_rules), and ms/step covers the same steps.
+ * With two ProfilerSteps or more, one step of the rank is left out:
+ *  - ddptop (the default): its first (by number), as ddptop's own runs
+ *    leave out their first step. The host view leaves out its window; the
+ *    GPU view, in the cycle that holds it, the ops launched before the
+ *    next step began (or that started before it when their launch is
+ *    unknown).
+ *  - hta: its last, as HTA does (Trace._filter_irrelevant_gpu_kernels):
+ *    in the cycle that holds it, the device ops launched before that step
+ *    began (the latest ProfilerStep start, on the host's timeline or the
+ *    device's) count, and those launched later, or whose correlation id
+ *    names no call in the trace, do not (an op without a correlation id
+ *    counts by its own start). With it comes the rest of HTA's reading: a
+ *    stream's sync records are device time (in data: HTA's non-compute
+ *    time is comm + data), and a trace whose time stamps have fractions of
+ *    a microsecond is read to whole microseconds, starts rounded up and
+ *    ends down.
+ * When the rule's steps hold no device work at all (a trace of two steps
+ * whose last is a stub, every kernel launched in the first), the figures
+ * cover the whole trace, every step, and say so (trace_figures.whole).
+ * One cycle's figures (trace_analyze_window) cover that cycle whole, as a
+ * follower shows the latest one.
  */
 #ifndef DDPTOP_TRACE_ANALYZE_H
 #define DDPTOP_TRACE_ANALYZE_H
@@ -36,18 +53,43 @@
 
 #define TRACE_KERNEL_WAIT_NS 30 /* HTA's consecutive-kernel delay */
 
+/* One choice of --window: the steps a rank's figures cover, and how its
+ * device time is read. */
+struct trace_rule {
+    const char *name;  /* --window's value */
+    const char *about; /* the report's words for it */
+    int drop_last;     /* the step left out: 1 the rank's last (by number), 0 its first */
+    int launch_needed; /* a device op whose correlation id names no call is outside the cut cycle */
+    int syncs;         /* a stream's sync records count as device time */
+    int whole_us;      /* a trace with finer times is read to whole microseconds */
+    int by_name;       /* a device op's category from its name alone (trace_op.hta_cat) */
+};
+#define TRACE_RULES 2
+extern const struct trace_rule trace_rules[TRACE_RULES]; /* [0]: ddptop's, the default */
+/* trace_rules[i].name, NULL past the last (config's choice names). */
+const char *trace_rule_name(int i);
+
+/* Which of the rank's steps its figures (and ms/step) leave out. */
+enum trace_left { TRACE_LEFT_NONE = 0, TRACE_LEFT_FIRST, TRACE_LEFT_LAST };
+
 struct trace_figures {
     int gpu_view; /* 1: device ops; 0: host ops */
     struct breakdown b;
     int idle_split_valid; /* GPU view only */
     int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
+    int left;    /* enum trace_left */
+    int whole;   /* the rule's steps held no device work: every step is covered (left NONE) */
+    size_t ndev; /* device ops with a length that were counted */
 };
 
-/* Computes r's figures: the sum over its windows. Returns 0, or -1 when
- * out of memory. */
-int trace_analyze_rank(struct trace_figures *out, const struct trace_rank *r, int64_t kernel_wait_ns);
-/* The figures of r's window w alone (a follower's latest cycle). Returns
- * 0, or -1 when out of memory or there is no window w. */
-int trace_analyze_window(struct trace_figures *out, const struct trace_rank *r, size_t w, int64_t kernel_wait_ns);
+/* Computes r's figures under rule (NULL: trace_rules[0]): the sum over its
+ * windows. Returns 0, or -1 when out of memory. */
+int trace_analyze_rank(struct trace_figures *out, const struct trace_rank *r, const struct trace_rule *rule,
+                       int64_t kernel_wait_ns);
+/* The figures of r's window w alone (a follower's latest cycle), read as
+ * rule reads device time. Returns 0, or -1 when out of memory or there is
+ * no window w. */
+int trace_analyze_window(struct trace_figures *out, const struct trace_rank *r, size_t w, const struct trace_rule *rule,
+                         int64_t kernel_wait_ns);
 
 #endif

@@ -28,6 +28,12 @@ const char *trace_flavor_name(int flavor)
     return flavor >= 0 && flavor <= TRACE_AUTOGRAD ? names[flavor] : "?";
 }
 
+const char *trace_rank_from_name(int from)
+{
+    static const char *names[] = {"given", "trace", "name", "worker", "order"};
+    return from >= 0 && from <= TRACE_RANK_ORDER ? names[from] : "?";
+}
+
 void trace_doc_init(struct trace_doc *d)
 {
     memset(d, 0, sizeof(*d));
@@ -140,8 +146,10 @@ struct file_ctx {
     const char *name;
     int file; /* this file's number, from 0, in the order read */
     int flavor;
-    int file_rank;    /* foreign traces: the one rank this file holds */
-    size_t ops_start; /* the rank's ops before this file */
+    int file_rank;       /* foreign traces: the one rank this file holds */
+    size_t ops_start;    /* the rank's ops before this file */
+    int64_t gpu_mark_ns; /* the latest ProfilerStep start on the device's timeline; INT64_MIN: none */
+    int sub_us;          /* a time stamp with a fraction of a microsecond was seen */
     struct corr_ts *corrs;
     size_t ncorr, capcorr;
     int oom;
@@ -268,7 +276,10 @@ static int64_t us_to_ns(double us)
     double ns = us * 1000.0;
     if (!(ns > -9e18 && ns < 9e18))
         return 0;
-    return (int64_t)llround(ns);
+    /* whole microseconds and the fraction apart: the one product is off by
+     * up to 128 ns at the epoch's time stamps (1.7e15 us) */
+    double whole = floor(us);
+    return (int64_t)whole * 1000 + llround((us - whole) * 1000.0);
 }
 
 /* A pid or tid: a number, or a string (hashed, high bit set). */
@@ -439,6 +450,67 @@ static int comm_op_name(const char *name)
     return !strcmp(name, "record_param_comms");
 }
 
+/* A device op's category by its name: collectives (NCCL's kernels, HCCL's
+ * on MTIA) are comm, DMA transfers (MTIA's dma_*) data, the rest compute. */
+static int device_cat(const char *name)
+{
+    if (ci_contains(name, "nccl") || !strncasecmp(name, "hccl", 4))
+        return CAT_COMM;
+    if (!strncmp(name, "dma", 3))
+        return CAT_DATA;
+    return CAT_FORWARD;
+}
+
+/* A device event's stream as HTA reads it: a number, or a string of one
+ * ("108"); -1 when there is none (a runtime call's "0x0" is none). */
+static int64_t stream_num(const cJSON *v)
+{
+    if (cJSON_IsNumber(v))
+        return clampd(v->valuedouble, INT64_MIN / 2, INT64_MAX / 2);
+    if (cJSON_IsString(v) && v->valuestring[0]) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(v->valuestring, &end, 10);
+        if (!*end && !errno)
+            return x;
+    }
+    return -1;
+}
+
+static int starts(const char *s, const char *prefix)
+{
+    return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* A device op's category as HTA's temporal breakdown reads it, by its name
+ * alone (hta.utils.utils.get_kernel_type): a collective (nccl*, hip*,
+ * hccl*, *ncclKernel*) is comm; compute is any other name but those HTA
+ * counts as memory or as neither (memory copies and sets, DMA, syncs,
+ * launches, MTIA's job, packet and processing-element records), which are
+ * data here: HTA's non-compute time is comm + data. */
+static int hta_device_cat(const char *name)
+{
+    if (starts(name, "nccl") || starts(name, "hip") || starts(name, "hccl") || strstr(name, "ncclKernel"))
+        return CAT_COMM;
+    static const char *const within[] = {"Memcpy", "Memset", "dma", "Sync"};
+    static const char *const first[] = {"Stream Wait Event",
+                                        "runFunction",
+                                        "job_exe",
+                                        "packet",
+                                        "pe_exe",
+                                        "cpum_exe_subgraph",
+                                        "collective_subgraph_execution"};
+    for (size_t i = 0; i < sizeof(within) / sizeof(within[0]); i++)
+        if (strstr(name, within[i]))
+            return CAT_DATA;
+    for (size_t i = 0; i < sizeof(first) / sizeof(first[0]); i++)
+        if (starts(name, first[i]))
+            return CAT_DATA;
+    if (starts(name, "cuda") && strstr(name, "LaunchKernel"))
+        return CAT_DATA;
+    return CAT_FORWARD;
+}
+
 static int foreign_host_cat(const char *name)
 {
     if (!strncmp(name, "ProfilerStep#", 13))
@@ -474,6 +546,9 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     const char *name = jstr(ev, "name");
     const char *cat = jstr(ev, "cat");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+    double ts = jnum(ev, "ts", 0);
+    if (ts != floor(ts))
+        fc->sub_us = 1; /* (HTA rounds such a trace's times to whole microseconds) */
     if (!ph || !name || ph[0] != 'X') {
         d->ignored++;
         return;
@@ -481,11 +556,13 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     struct trace_rank *r = rank_get(fc, fc->file_rank);
     if (!r)
         return;
-    int64_t t0 = us_to_ns(jnum(ev, "ts", 0));
+    int64_t t0 = us_to_ns(ts);
     int64_t t1 = t0 + us_to_ns(jnum(ev, "dur", 0));
     const cJSON *pidv = cJSON_GetObjectItemCaseSensitive(ev, "pid");
     const char *pids = cJSON_IsString(pidv) ? pidv->valuestring : "";
-    if (cat && (!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver") || !strcmp(cat, "Runtime"))) {
+    const cJSON *stream = cJSON_GetObjectItemCaseSensitive(args, "stream");
+    if (cat && (!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver") || !strcmp(cat, "Runtime") ||
+                !strcmp(cat, "mtia_runtime"))) {
         int64_t corr = jint(args, "correlation", -1, -1, INT64_MAX);
         if (corr >= 0) {
             GROW(fc->corrs, fc->ncorr, fc->capcorr, fc->oom);
@@ -494,14 +571,35 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
         }
         return;
     }
-    int gpu = 0, c;
-    if (cat && (!strcmp(cat, "kernel") || !strcmp(cat, "Kernel"))) {
-        gpu = 1;
-        c = ci_contains(name, "nccl") ? CAT_COMM : CAT_FORWARD;
+    int gpu = 0, sync = 0, c;
+    const char *kind = "cuda"; /* the device's name in the rank's label */
+    if (cat && (!strcmp(cat, "kernel") || !strcmp(cat, "Kernel") || !strcmp(cat, "cuda_profiler_range"))) {
+        gpu = 1; /* (the range profiler's kernels: no stream, no launch) */
+        c = device_cat(name);
     } else if (cat && (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset") || !strcmp(cat, "Memcpy") ||
                        !strcmp(cat, "Memset"))) {
         gpu = 1;
         c = CAT_DATA;
+    } else if (cat && !strcmp(cat, "mtia_ccp_events")) {
+        if (stream_num(stream) == -1) {
+            d->ignored++; /* on no device stream: HTA leaves it out too */
+            return;
+        }
+        gpu = 1;
+        c = device_cat(name);
+        kind = "mtia";
+    } else if (cat && !strcmp(cat, "cuda_sync")) {
+        if (stream_num(stream) == -1) {
+            d->ignored++; /* a host-wide sync (Event Sync, Context Sync): no stream's time */
+            return;
+        }
+        gpu = sync = 1;
+        c = CAT_DATA;
+    } else if (cat && !strcmp(cat, "gpu_user_annotation")) {
+        if (!strncmp(name, "ProfilerStep#", 13) && t0 > fc->gpu_mark_ns)
+            fc->gpu_mark_ns = t0; /* (HTA's last step starts at the latest of these too) */
+        d->ignored++;
+        return;
     } else if (!cat && !strcmp(pids, "CUDA functions")) {
         gpu = 1; /* the autograd profiler's device rows */
         if (ci_contains(name, "nccl"))
@@ -531,13 +629,15 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
         d->ignored++; /* python functions, flows, GPU annotations, ... */
         return;
     }
-    if (gpu) {
+    if (gpu && !sync) {
+        /* the device: its own argument, else the process row Kineto puts it on */
         int64_t dev = jint(args, "device", -1, -1, 1 << 20);
+        if (dev < 0 && cJSON_IsNumber(pidv))
+            dev = jint(ev, "pid", -1, -1, 1 << 20);
         if (dev >= 0 && !strcmp(r->device, "cpu"))
-            snprintf(r->device, sizeof(r->device), "cuda:%d", (int)dev);
+            snprintf(r->device, sizeof(r->device), "%s:%d", kind, (int)dev);
     }
     const cJSON *tidv = cJSON_GetObjectItemCaseSensitive(ev, "tid");
-    const cJSON *stream = cJSON_GetObjectItemCaseSensitive(args, "stream");
     uint64_t key = id_key(gpu && stream ? stream : tidv);
     key = (key * 31 + id_key(pidv)) ^ (gpu ? 0x5bd1e995ULL : 0);
     int32_t track = track_of(fc, r, key);
@@ -552,7 +652,14 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     op->track = track;
     op->cat = (uint8_t)c;
     op->gpu = (uint8_t)gpu;
-    r->ngpu += (size_t)gpu;
+    op->sync = (uint8_t)sync;
+    op->hta_cat = (uint8_t)(gpu ? hta_device_cat(name) : c);
+    /* HTA's end, to whole microseconds: the floor of ts + dur in double
+     * arithmetic, which may round the sum up past a whole microsecond */
+    double end_us = floor(ts + jnum(ev, "dur", 0));
+    int64_t adj = end_us > -9e15 && end_us < 9e15 ? (int64_t)end_us - (t1 - ((t1 % 1000) + 1000) % 1000) / 1000 : 0;
+    op->end_adj_us = (int8_t)(adj < -1 ? -1 : adj > 1 ? 1 : adj);
+    r->ngpu += (size_t)(gpu && !sync);
 }
 
 static int corr_cmp(const void *a, const void *b)
@@ -756,7 +863,8 @@ static int window_cmp(const struct trace_window *a, const struct trace_window *b
  * steps of another (the same file twice, two runs in one folder), or with
  * the same extent and ops when they have no steps, marks r repeated.
  * Returns its index, -1 when the file added nothing, -2 out of memory. */
-static int add_window(struct trace_doc *d, struct trace_rank *r, int file, int from, size_t ops_from, size_t steps_from)
+static int add_window(struct trace_doc *d, struct trace_rank *r, const struct file_ctx *fc, int from, size_t ops_from,
+                      size_t steps_from)
 {
     if (r->nops == ops_from && r->nsteps == steps_from)
         return -1;
@@ -768,8 +876,10 @@ static int add_window(struct trace_doc *d, struct trace_rank *r, int file, int f
                              .t1_ns = INT64_MIN,
                              .step_lo = UINT32_MAX,
                              .step_hi = 0,
-                             .file = file,
-                             .rank_from = (uint8_t)from};
+                             .gpu_mark_ns = fc->gpu_mark_ns,
+                             .file = fc->file,
+                             .rank_from = (uint8_t)from,
+                             .sub_us = (uint8_t)fc->sub_us};
     for (size_t i = ops_from; i < r->nops; i++) {
         w.t0_ns = r->ops[i].t0_ns < w.t0_ns ? r->ops[i].t0_ns : w.t0_ns;
         w.t1_ns = r->ops[i].t1_ns > w.t1_ns ? r->ops[i].t1_ns : w.t1_ns;
@@ -933,7 +1043,7 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
         snprintf(err, errlen, "%s: not a Chrome trace (expected a JSON object or array)", name);
         return -1;
     }
-    struct file_ctx fc = {.d = d, .name = name, .file = d->nfiles, .file_rank = -1};
+    struct file_ctx fc = {.d = d, .name = name, .file = d->nfiles, .file_rank = -1, .gpu_mark_ns = INT64_MIN};
     const char *events = NULL;
     int cut = 0, have_end = 0, rank_from = TRACE_RANK_TRACE;
     if (*p == '[') {
@@ -950,6 +1060,15 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
             cJSON_Delete(dd);
             cJSON_Delete(end);
             return -1;
+        }
+        if (!events && !cut) {
+            /* whole, and no trace in it: told apart before it touches d */
+            snprintf(err, errlen,
+                     "%s: not a trace: a JSON object without traceEvents (such as a PyTorch execution trace)", name);
+            cJSON_Delete(dist);
+            cJSON_Delete(dd);
+            cJSON_Delete(end);
+            return TRACE_READ_NOT_TRACE;
         }
         fc.flavor = dd ? TRACE_DDPTOP : TRACE_KINETO;
         take_members(d, &fc, dist, dd, end, rank_given, &have_end);
@@ -974,10 +1093,6 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
     else if ((d->flavor == TRACE_DDPTOP) != (fc.flavor == TRACE_DDPTOP))
         d->mixed = 1;
     if (!events) {
-        if (!cut) {
-            snprintf(err, errlen, "%s: no traceEvents array", name);
-            return -1;
-        }
         /* cut before the events began: an empty trace */
     } else {
         struct trace_rank *r = fc.flavor != TRACE_DDPTOP ? rank_get(&fc, fc.file_rank) : NULL;
@@ -995,7 +1110,7 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
         if (!fc.oom && !fc.too_many && !fc.bad_byte && fc.flavor != TRACE_DDPTOP) {
             resolve_launches(&fc);
             r = rank_get(&fc, fc.file_rank);
-            int w = r ? add_window(d, r, fc.file, rank_from, fc.ops_start, steps_start) : -2;
+            int w = r ? add_window(d, r, &fc, rank_from, fc.ops_start, steps_start) : -2;
             fc.oom |= w == -2;
             if (out)
                 *out = (struct trace_cycle){fc.file_rank, w < 0 ? -1 : w, rank_from};

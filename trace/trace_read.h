@@ -20,7 +20,13 @@
  *    as compute, comm, data or neutral by the names and categories
  *    PyTorch's profilers use (nccl kernels; gloo / c10d:: ops; Memcpy;
  *    DataLoader), with each GPU op's launch time (Kineto correlation ids),
- *    and ProfilerStep#N windows.
+ *    and ProfilerStep#N windows. Device work is also what other devices
+ *    and modes record: MTIA's mtia_ccp_events placed on a device stream
+ *    (dma_* transfers are data, hccl collectives comm), and the kernels of
+ *    CUPTI's range profiler (cuda_profiler_range), which carry no stream
+ *    nor launch. A stream's sync records (cuda_sync with a stream) are
+ *    kept apart (trace_op.sync): HTA counts them as device time, ddptop's
+ *    own reading does not (trace_analyze.h).
  *
  * PyTorch's profiler with a schedule writes one file per rank per cycle
  * (tensorboard_trace_handler: WORKER.MS.pt.trace.json[.gz]). A foreign
@@ -36,6 +42,11 @@
  * backends' collectives (gloo:all_reduce, nccl:all_to_all...), which
  * Kineto records on the CPU as user_annotation. Every other annotation, a
  * user's record_function range among them, covers ops and is none itself.
+ *
+ * A JSON file that holds no trace (an object without traceEvents, such as
+ * the execution trace PyTorch's ExecutionTraceObserver writes beside the
+ * Kineto trace) is told apart from a malformed one (TRACE_READ_NOT_TRACE),
+ * so that a folder's reader can leave it out with a note.
  */
 #ifndef DDPTOP_TRACE_READ_H
 #define DDPTOP_TRACE_READ_H
@@ -60,6 +71,9 @@ struct trace_op {
     int32_t track;     /* CPU thread or GPU stream, numbered from 0 per rank */
     uint8_t cat;       /* enum cat: compute as CAT_FORWARD/BACKWARD/OPTIMIZER, CAT_COMM, CAT_DATA */
     uint8_t gpu;       /* 1: runs on the device */
+    uint8_t sync;      /* a stream's sync record (gpu 1, CAT_DATA): device time for HTA's reading only */
+    uint8_t hta_cat;   /* device ops: the category HTA's breakdown gives its name (compute, comm, data) */
+    int8_t end_adj_us; /* HTA's end in whole us (ts + dur in double, floored) less t1's floor: -1, 0, 1 */
 };
 
 /* Where a foreign file's rank came from. */
@@ -70,6 +84,8 @@ enum trace_rank_from {
     TRACE_RANK_WORKER,    /* the rank of an earlier file of its tensorboard worker, else the next free one */
     TRACE_RANK_ORDER      /* the lowest rank no file held yet */
 };
+/* Its name in the report: "given", "trace", "name", "worker", "order". */
+const char *trace_rank_from_name(int from);
 
 /* One window of a foreign trace's rank: what one file (a profiler cycle)
  * held of it, in the rank's arrays. */
@@ -78,8 +94,11 @@ struct trace_window {
     size_t steps_from, steps_to; /* steps[steps_from, steps_to): its ProfilerStep windows */
     int64_t t0_ns, t1_ns;        /* the first op's start, the last end */
     uint32_t step_lo, step_hi;   /* its ProfilerStep numbers; lo > hi: none */
+    int64_t gpu_mark_ns;         /* the latest start of a ProfilerStep on the device's timeline
+                                    (gpu_user_annotation); INT64_MIN: none */
     int file;                    /* which file, from 0 in reading order */
     uint8_t rank_from;           /* enum trace_rank_from */
+    uint8_t sub_us;              /* some time stamp has a fraction of a microsecond (a ns-resolution trace) */
 };
 
 struct trace_rank {
@@ -91,7 +110,7 @@ struct trace_rank {
     size_t nsteps, cap_steps;
     struct trace_op *ops; /* foreign traces */
     size_t nops, cap_ops;
-    size_t ngpu; /* ops with gpu = 1 */
+    size_t ngpu; /* ops with gpu = 1, sync = 0 */
     /* ddptop: per-collective transfer/sync as the writer computed them over all ranks */
     int64_t xfer_ns, sync_ns;
     int64_t xfer_steady_ns, sync_steady_ns; /* of collectives after step 0 */
@@ -154,8 +173,10 @@ struct trace_doc {
 
 void trace_doc_init(struct trace_doc *d);
 void trace_doc_free(struct trace_doc *d);
-/* Adds one file's ranks to d. Returns 0, or -1 with err naming the file.
- * Only a regular file is read (trace/infile.h). */
+#define TRACE_READ_NOT_TRACE 2 /* JSON without a trace in it: err says so, d is as it was */
+
+/* Adds one file's ranks to d. Returns 0, TRACE_READ_NOT_TRACE, or -1 with
+ * err naming the file. Only a regular file is read (trace/infile.h). */
 int trace_read_file(struct trace_doc *d, const char *path, char *err, size_t errlen);
 /* The same from the file's bytes in memory, plain or gzip (name: its path,
  * for messages and for the rank a name gives). */
@@ -176,9 +197,11 @@ struct trace_cycle {
  * (>= 0; a foreign trace), or (rank < 0) of the rank the file says, its
  * name says, or the order gives (see above). Returns 0 (*out, when not
  * NULL, says what was added), 1 when TRACE_READ_WHOLE was asked and the
- * file is not whole yet (a writer still at it; nothing was added), or -1
- * with err naming the file. A follower calls this for each file that
- * lands, then trace_analyze_window for the figures of the new window. */
+ * file is not whole yet (a writer still at it; nothing was added),
+ * TRACE_READ_NOT_TRACE when it is whole JSON without a trace (nothing was
+ * added), or -1 with err naming the file. A follower calls this for each
+ * file that lands, then trace_analyze_window for the figures of the new
+ * window. */
 int trace_read_cycle(struct trace_doc *d, const char *buf, size_t n, const char *name, int rank, unsigned flags,
                      struct trace_cycle *out, char *err, size_t errlen);
 

@@ -4,8 +4,9 @@
  * the rest its bytes; the same bytes land a second time under the name
  * with "x" before it, as a later cycle. A round of follow_poll reads what
  * is whole, as a running follower does: the cycle's timeline spans, its
- * figures whole and less its first step, the worker's rank, the straggler
- * of each cycle index; then the job's report (follow_result).
+ * figures whole and less the step its --window leaves out (either rule,
+ * by the input's length), the worker's rank, the straggler of each cycle
+ * index; then the job's report (follow_result).
  *
  * Checked besides the sanitizers: every cycle's four parts add up to its
  * wall time (whole, and less its first step), a rank keeps at most
@@ -77,6 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[1200];
     if (follow_open(&f, g_dir, err, sizeof(err)) != 0)
         abort();
+    f.rule = &trace_rules[n % TRACE_RULES]; /* (either --window, by the input's length) */
     follow_poll(&f, 0);
     for (size_t i = 0; i < f.ncycles; i++) {
         check(&f.cycles[i].f.b);

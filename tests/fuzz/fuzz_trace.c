@@ -5,7 +5,7 @@
  * tensorboard's default host_pid name: the worker and order paths), so a
  * rank may hold the input twice, as two windows. Every rank it loads goes
  * through the breakdown replay computes for foreign traces, whole and
- * window by window. */
+ * window by window, under each --window rule. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,21 +29,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         trace_read_buffer(&d, (const char *)data, size, "tb/host_7.2.pt.trace.json", err, sizeof(err)) == 0) {
         if (d.nranks > TRACE_MAX_RANKS)
             abort();
-        for (int r = 0; r < d.nranks; r++) {
+        for (int r = 0; r < d.nranks * TRACE_RULES; r++) {
+            const struct trace_rank *tr = &d.ranks[r / TRACE_RULES];
+            const struct trace_rule *rule = &trace_rules[r % TRACE_RULES];
             struct trace_figures f, w;
-            if (trace_analyze_rank(&f, &d.ranks[r], TRACE_KERNEL_WAIT_NS) != 0)
+            if (trace_analyze_rank(&f, tr, rule, TRACE_KERNEL_WAIT_NS) != 0)
                 continue;
             if (f.b.compute_ns + f.b.comm_ns + f.b.data_ns + f.b.idle_ns != f.b.wall_ns)
                 abort(); /* the four parts always add up to the wall time */
             int64_t wall = 0;
-            for (size_t k = 0; k < d.ranks[r].nwindows; k++)
-                if (trace_analyze_window(&w, &d.ranks[r], k, TRACE_KERNEL_WAIT_NS) == 0)
+            for (size_t k = 0; k < tr->nwindows; k++)
+                if (trace_analyze_window(&w, tr, k, rule, TRACE_KERNEL_WAIT_NS) == 0)
                     wall += w.b.wall_ns;
-            /* a rank is its windows' steady steps (each window less its
-             * first step, where it has more than one): never more than
-             * the windows whole */
-            if (d.ranks[r].nwindows > 0 && f.b.wall_ns > wall)
+            /* a rank is its windows' steps less the one the rule leaves
+             * out (where it has more than one), or all of them when
+             * those hold no device work: never more than the windows
+             * whole */
+            if (tr->nwindows > 0 && f.b.wall_ns > wall)
                 abort();
+            if (f.whole && (f.left != TRACE_LEFT_NONE || f.b.wall_ns != wall))
+                abort(); /* fallen back: every window whole */
         }
     }
     trace_doc_free(&d);

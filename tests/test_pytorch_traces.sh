@@ -1,0 +1,456 @@
+#!/usr/bin/env bash
+# test_pytorch_traces.sh - PyTorch profiler traces ddptop once misread or
+# refused, each with a trace made by hand to show the case (its figures
+# worked out on paper in the comments below, and for --window hta checked
+# against HTA itself: tests/fixtures/hta/temporal_breakdown.tsv), then
+# HTA's own test traces against HTA's own output.
+#
+#   window   the steps a rank's figures cover (--window). kineto_window.json:
+#            three steps of 1000, 1000, 1200 us; on the device (us,
+#            launched at): gemm_a [100,900) @10, gemm_b [1100,1500) @1010,
+#              nccl [1400,1900) @1020, gemm_lost [1900,1950) (correlation
+#              id 26, whose launch call is not in the trace), orphan
+#              [1950,2000) (no correlation id: timed by its start), a
+#              Stream Sync record [2000,2050) @1030, gemm_c [2100,2500)
+#              @2010, nccl [2500,2900) @2020; the device's ProfilerStep#3
+#              starts at 2015.
+#            ddptop (steps 2, 3: launched, or started, from 1000 on; no
+#              sync record): wall [1100,2900) 1800; compute 400+50+50+400 =
+#              900 (50%); comm [1500,1900)+[2500,2900) = 800 (44.444%), of
+#              900 in all, 100 under compute (overlap 11.111%); idle 100
+#              (5.556%); ms/step (1000+1200)/2 = 1.1.
+#            hta (steps 1, 2: launched before max(2000, 2015); gemm_lost
+#              out; the sync record in, as data): wall [100,2500) 2400;
+#              compute 800+400+50+400 = 1650 (68.75%); comm [1500,1900) 400
+#              (16.667%), overlap 100/500 (20%); data 50 (2.083%); idle 300
+#              (12.5%); ms/step 1.0. HTA gives 12.5 idle, 68.75 compute,
+#              18.75 non-compute (the .tsv).
+#            kineto_ns.json: one step, at the epoch's time stamps (B =
+#              1.7e15 us, where a double holds quarters of a us); gemm_a
+#              [B+100.25, +10.5), gemm_b [B+111.25, +9.7): ddptop, to the
+#              ns: wall 20.7, idle 0.5 (2.415%); hta, to whole us, starts
+#              up, ends down, each end the floor of ts + dur summed in
+#              double (gemm_b's B+120.95 sums to B+121.0): [101,110) and
+#              [112,121), wall 20, idle 2 (10%), compute 90%; the end of
+#              the exact sum, B+120, would give 10.526 idle; HTA: 10.00
+#              idle, 90.00 compute.
+#            kineto_window_stub.json: two steps, [0,1000) and a stub
+#              [1000,1010), every kernel launched in the first: gemm_a
+#              [100,300), a memcpy [300,350), gemm_b [500,700), nccl
+#              [600,900). ddptop's steps hold no device work: the whole
+#              trace, said so in the report: wall 800, compute 400 (50%),
+#              comm [700,900) 200 (25%), data 50 (6.25%), idle 150
+#              (18.75%), overlap 100/300 (33.333%), ms/step (1000+10)/2 =
+#              0.505. hta: the same split (HTA: 18.75, 50, 31.25), ms/step
+#              1.0. Every format names the window; --window is refused
+#              outside --replay and --follow; --follow takes it too.
+#   folder   a folder with an execution trace (a JSON object without
+#            traceEvents) beside kineto_gpu.json replays as that trace
+#            alone, naming the other file as left out (report and stderr);
+#            the execution trace named by itself, or alone in a folder, is
+#            refused; --follow leaves it out and names it in its report.
+#   devices  device work that is not a CUDA kernel record:
+#            kineto_mtia.json (mtia_ccp_events on device 17, one step):
+#              fc [100,400) stream 1, dma_request [400,500) stream 2 (data),
+#              job_exe [420,480) stream 4, a dma_request with no stream
+#              (left out, as HTA does), hccl_all_reduce [600,800) stream 3
+#              (comm), add [700,900) stream 1. ddptop: job_exe is a kernel
+#              (compute): wall 800, compute 560 (70%), data [400,420) +
+#              [480,500) 40 (5%), comm [600,700) 100 (12.5%), overlap
+#              100/200 (50%), idle 100 (12.5%). hta: by its name job_exe is
+#              not compute (as HTA's kernel types): compute 500 (62.5%),
+#              data 100 (12.5%); HTA: 12.5 idle, 62.5 compute, 25
+#              non-compute.
+#            kineto_profiler_range.json (CUPTI's range profiler:
+#              cuda_profiler_range records, no stream, no launch): gemm
+#              [100,300), relu [400,450): wall 350, compute 250 (71.429%),
+#              idle 100 (28.571%), device cuda:0.
+#   ranks    two ranks' files of a world of 128: "2 of 128" in the text's
+#            run row, ranks 128 and ranks_read 2 in JSON and CSV; each
+#            rank's source (distributedInfo: trace; rank70 in the name:
+#            name, "1 of 71"; neither: order) in every format.
+#   hta      HTA's test traces (DDPTOP_HTA_DIR: a checkout of
+#            HolisticTraceAnalysis; 77 without its tests/data): --window hta
+#            against HTA's temporal breakdown recorded in the .tsv, within
+#            0.1 points, for each of its GPU traces present; amd_trace's
+#            default window (its second step a stub) falls back to the whole
+#            trace, figures against a count over its JSON in Python; the
+#            MTIA and cuda_profiler_range traces broken down over their
+#            device records; large_integer_trace's rank from its name;
+#            execution_trace's folder; trace_filter's 2 ranks of 128.
+#   hta_live HTA run now (tests/hta_breakdown.py; 77 without HTA's code or
+#            pandas) on the hand-made traces and two of HTA's: the .tsv
+#            still holds HTA's values.
+#
+# Usage: test_pytorch_traces.sh /path/to/ddptop CASE
+# Exit status: 0 pass, 1 fail, 77 skip.
+set -u
+BIN=${1:?usage: test_pytorch_traces.sh /path/to/ddptop CASE}
+CASE=${2:?usage: test_pytorch_traces.sh /path/to/ddptop CASE}
+case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
+HERE=$(cd "$(dirname "$0")" && pwd)
+FIX=$HERE/fixtures/trace
+TSV=$HERE/fixtures/hta/temporal_breakdown.tsv
+OVL=$HERE/fixtures/hta/comm_comp_overlap.tsv
+PY=/usr/bin/python3
+. "$HERE/checks.sh"
+
+# replay OUT ARGS..: ddptop --batch --replay ARGS.. > OUT (stderr: OUT.err), status 0
+replay() {
+    local out=$1
+    shift
+    "$BIN" --batch --replay "$@" >"$out" 2>"$out.err"
+}
+
+# rank JSON RANK KEY WANT [TOL]: per_rank RANK's KEY is WANT (a number
+# within TOL, default 1e-3; else the string)
+rank() {
+    "$PY" - "$@" <<'PY'
+import json, sys
+f, rank, key, want = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+tol = float(sys.argv[5]) if len(sys.argv) > 5 else 1e-3
+rows = {r["rank"]: r for r in json.load(open(f))["per_rank"]}
+if rank not in rows:
+    sys.exit("%s: no rank %d (%s)" % (f, rank, sorted(rows)))
+got = rows[rank].get(key, "(no key)")
+try:
+    ok = abs(float(got) - float(want)) <= tol
+except (TypeError, ValueError):
+    ok = str(got) == want
+if not ok:
+    sys.exit("%s rank %d %s: %s, wanted %s" % (f, rank, key, got, want))
+PY
+}
+
+# split JSON RANK COMPUTE COMM DATA IDLE OVERLAP MS: a rank's figures
+split() {
+    local f=$1 r=$2 ok=0
+    rank "$f" "$r" compute_pct "$3" || ok=1
+    rank "$f" "$r" comm_pct "$4" || ok=1
+    rank "$f" "$r" data_pct "$5" || ok=1
+    rank "$f" "$r" idle_pct "$6" || ok=1
+    rank "$f" "$r" overlap_pct "$7" || ok=1
+    [ "$8" = - ] || rank "$f" "$r" ms_per_step "$8" || ok=1
+    return $ok
+}
+
+# run_key JSON KEY WANT: runs[0]'s KEY is WANT (compared as JSON text)
+run_key() {
+    "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1]))["runs"][0]; g=json.dumps(d.get(sys.argv[2], "(no key)"))
+sys.exit(0 if g == sys.argv[3] else "%s: runs[0].%s is %s, wanted %s" % (sys.argv[1], sys.argv[2], g, sys.argv[3]))' "$@"
+}
+
+# csv_col CSV ROW COLUMN WANT: the CSV row whose `rank` is ROW has WANT in COLUMN
+csv_col() {
+    "$PY" -c 'import csv,sys; rows={r["rank"]: r for r in csv.DictReader(open(sys.argv[1]))}
+g=rows.get(sys.argv[2], {}).get(sys.argv[3], "(none)")
+sys.exit(0 if g == sys.argv[4] else "%s: row %s %s is %r, wanted %r" % (sys.argv[1], sys.argv[2], sys.argv[3], g, sys.argv[4]))' "$@"
+}
+
+# same_split A B: two JSON reports give their ranks the same split and ms/step
+same_split() {
+    "$PY" -c 'import json,sys
+a, b = (json.load(open(f))["per_rank"] for f in sys.argv[1:3])
+k = ("rank", "compute_pct", "comm_pct", "data_pct", "idle_pct", "overlap_pct", "ms_per_step")
+sys.exit(0 if [[r[x] for x in k] for r in a] == [[r[x] for x in k] for r in b] else "    differ: %s %s" % (a, b))' "$@"
+}
+
+has() { grep -q -- "$2" "$1" || { echo "    $1 lacks: $2"; return 1; }; }
+lacks() { ! grep -q -- "$2" "$1" || { echo "    $1 has: $2"; return 1; }; }
+
+case_window() {
+    local w=$FIX/kineto_window.json s=$FIX/kineto_window_stub.json
+    check "replay kineto_window.json" replay "$tmp/w.json" "$w" --format json
+    check "ddptop's window: steps 2 and 3" split "$tmp/w.json" 0 50 44.444 0 5.556 11.111 1.1
+    check "the window named per rank (json)" rank "$tmp/w.json" 0 window ddptop
+    check "the window named for the run (json)" run_key "$tmp/w.json" window '"ddptop"'
+    check "--window hta" replay "$tmp/wh.json" "$w" --window hta --format json
+    check "HTA's window: steps 1 and 2" split "$tmp/wh.json" 0 68.75 16.667 2.083 12.5 20 1.0
+    check "hta named" rank "$tmp/wh.json" 0 window hta
+    check "replay kineto_window_stub.json" replay "$tmp/s.json" "$s" --format json
+    check "no device work in steps 2..: the whole trace" split "$tmp/s.json" 0 50 25 6.25 18.75 33.333 0.505
+    check "the fallback named (json)" rank "$tmp/s.json" 0 window whole
+    check "stub, --window hta" replay "$tmp/sh.json" "$s" --window hta --format json
+    check "stub, HTA's window: step 1" split "$tmp/sh.json" 0 50 25 6.25 18.75 33.333 1.0
+    check "stub, hta: no fallback" rank "$tmp/sh.json" 0 window hta
+    check "kineto_ns.json" replay "$tmp/ns.json" "$FIX/kineto_ns.json" --format json
+    check "to the ns" split "$tmp/ns.json" 0 97.585 0 0 2.415 0 -
+    check "kineto_ns.json, hta" replay "$tmp/nsh.json" "$FIX/kineto_ns.json" --window hta --format json
+    check "to whole microseconds, as HTA" split "$tmp/nsh.json" 0 90 0 0 10 0 -
+    check "text report" replay "$tmp/s.txt" "$s"
+    check "text names the window" has "$tmp/s.txt" "--window ddptop: every step but each rank's first"
+    check "text says it fell back" has "$tmp/s.txt" "no device work in the steps --window ddptop covers"
+    check "text: the rank's window" has "$tmp/s.txt" " whole$"
+    check "markdown report" replay "$tmp/sh.md" "$s" --window hta --format md
+    check "markdown names the window" has "$tmp/sh.md" "--window hta: HTA's"
+    check "markdown: no fallback under hta" lacks "$tmp/sh.md" "no device work"
+    check "csv report" replay "$tmp/s.csv" "$s" --format csv
+    check "csv: the run's window" csv_col "$tmp/s.csv" all window ddptop
+    check "csv: the rank's window" csv_col "$tmp/s.csv" 0 window whole
+    check "csv, hta" replay "$tmp/wh.csv" "$w" --window hta --format csv
+    check "csv: hta" csv_col "$tmp/wh.csv" 0 window hta
+    "$BIN" --help >"$tmp/help" 2>&1
+    check "--help lists --window" has "$tmp/help" "--window"
+    "$BIN" --batch --window hta --steps 1 >"$tmp/train.out" 2>"$tmp/train.err"
+    check "--window refused without --replay/--follow (status 2)" test $? -eq 2
+    check "... in one line naming both" has "$tmp/train.err" "--window: only with --replay or --follow"
+    "$BIN" --batch --replay "$w" --window htaa >/dev/null 2>"$tmp/bad.err"
+    check "--window htaa refused (status 2)" test $? -eq 2
+    mkdir -p "$tmp/f"
+    cp "$w" "$tmp/f/rank0.1.pt.trace.json"
+    "$BIN" --batch --follow "$tmp/f" --idle-exit 1 --window hta --format json --quiet >"$tmp/fo.json" 2>"$tmp/fo.err"
+    check "--follow --window hta" test $? -eq 0
+    check "--follow: HTA's window" split "$tmp/fo.json" 0 68.75 16.667 2.083 12.5 20 1.0
+    check "--follow: hta named" run_key "$tmp/fo.json" window '"hta"'
+}
+
+case_folder() {
+    mkdir -p "$tmp/d"
+    cp "$FIX/kineto_gpu.json" "$tmp/d/rank0.1.pt.trace.json"
+    # (the shape of the execution trace PyTorch's ExecutionTraceObserver writes)
+    printf '{"schema": "1.1.1-chakra.0.0.4", "pid": 4242, "time": "2024-05-01 10:00:00", "start_ts": 1000, "nodes": [{"id": 1, "name": "[pytorch|profiler|execution_trace|thread]", "ctrl_deps": 0, "inputs": {}, "outputs": {}, "attrs": []}], "finish_ts": 2000}\n' >"$tmp/d/rank0_et.json"
+    check "the trace alone" replay "$tmp/one.json" "$FIX/kineto_gpu.json" --format json
+    check "the folder with an execution trace beside it" replay "$tmp/d.json" "$tmp/d" --format json
+    check "... the same figures as the trace alone" same_split "$tmp/one.json" "$tmp/d.json"
+    check "json names the file left out" "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]["replay"]
+sys.exit(0 if r["left_out"] == [sys.argv[2]] and r["left_out_count"] == 1 else "left_out: %s" % r)' "$tmp/d.json" "$tmp/d/rank0_et.json"
+    check "stderr names it" has "$tmp/d.json.err" "rank0_et.json is not a trace"
+    check "text names it" replay "$tmp/d.txt" "$tmp/d"
+    check "... in the report" has "$tmp/d.txt" "left out $tmp/d/rank0_et.json: not a trace"
+    "$BIN" --batch --replay "$tmp/d/rank0_et.json" >/dev/null 2>"$tmp/et.err"
+    check "the execution trace named alone: refused (status 2)" test $? -eq 2
+    check "... saying it is not a trace" has "$tmp/et.err" "not a trace: a JSON object without traceEvents"
+    mkdir -p "$tmp/e"
+    cp "$tmp/d/rank0_et.json" "$tmp/e/"
+    "$BIN" --batch --replay "$tmp/e" >/dev/null 2>"$tmp/e.err"
+    check "a folder of no trace: refused (status 2)" test $? -eq 2
+    check "... saying so" has "$tmp/e.err" "a folder without a trace in it"
+    "$BIN" --batch --follow "$tmp/d" --idle-exit 1 --format json --quiet >"$tmp/fd.json" 2>"$tmp/fd.err"
+    check "--follow of the folder" test $? -eq 0
+    check "--follow names the file left out" "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]["replay"]
+sys.exit(0 if r["left_out"] == [sys.argv[2]] else "left_out: %s" % r)' "$tmp/fd.json" "$tmp/d/rank0_et.json"
+    check "--follow: the trace's figures" same_split "$tmp/one.json" "$tmp/fd.json"
+}
+
+case_devices() {
+    check "replay kineto_mtia.json" replay "$tmp/m.json" "$FIX/kineto_mtia.json" --format json
+    check "MTIA: the device view" rank "$tmp/m.json" 0 view gpu
+    check "MTIA: its device" rank "$tmp/m.json" 0 device mtia:17
+    check "MTIA: the split of its records" split "$tmp/m.json" 0 70 12.5 5 12.5 50 -
+    check "MTIA, --window hta" replay "$tmp/mh.json" "$FIX/kineto_mtia.json" --window hta --format json
+    check "MTIA, hta: HTA's" split "$tmp/mh.json" 0 62.5 12.5 12.5 12.5 50 -
+    check "replay kineto_profiler_range.json" replay "$tmp/p.json" "$FIX/kineto_profiler_range.json" --format json
+    check "range profiler: the device view" rank "$tmp/p.json" 0 view gpu
+    check "range profiler: its device" rank "$tmp/p.json" 0 device cuda:0
+    check "range profiler: the split of its kernels" split "$tmp/p.json" 0 71.429 0 0 28.571 0 -
+}
+
+case_ranks() {
+    mkdir -p "$tmp/r"
+    for r in 0 1; do
+        "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["distributedInfo"].update(rank=int(sys.argv[2]), world_size=128)
+json.dump(d, open(sys.argv[3], "w"))' "$FIX/kineto_gpu.json" $r "$tmp/r/host_$r.1.pt.trace.json"
+    done
+    check "two ranks of 128 (text)" replay "$tmp/r.txt" "$tmp/r"
+    check "text: 2 of 128" has "$tmp/r.txt" " 2 of 128 "
+    check "... json" replay "$tmp/r.json" "$tmp/r" --format json
+    check "json: ranks 128" run_key "$tmp/r.json" ranks 128
+    check "json: ranks_read 2" run_key "$tmp/r.json" ranks_read 2
+    check "json: rank 1 from the trace" rank "$tmp/r.json" 1 rank_from trace
+    check "... csv" replay "$tmp/r.csv" "$tmp/r" --format csv
+    check "csv: ranks 128" csv_col "$tmp/r.csv" all ranks 128
+    check "csv: ranks_read 2" csv_col "$tmp/r.csv" all ranks_read 2
+    check "csv: rank 1 from the trace" csv_col "$tmp/r.csv" 1 rank_from trace
+    check "... markdown" replay "$tmp/r.md" "$tmp/r" --format md
+    check "markdown: 2 of 128" has "$tmp/r.md" "| 2 of 128 |"
+    # a file whose rank only its name gives
+    "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["distributedInfo"]; json.dump(d, open(sys.argv[2], "w"))' \
+        "$FIX/kineto_window_stub.json" "$tmp/rank70.json"
+    check "rank70.json" replay "$tmp/n.json" "$tmp/rank70.json" --format json
+    check "its rank: 70" rank "$tmp/n.json" 70 rank 70
+    check "... from its name" rank "$tmp/n.json" 70 rank_from name
+    check "... 1 of 71 (json)" run_key "$tmp/n.json" ranks_read 1
+    check "rank70.json (text)" replay "$tmp/n.txt" "$tmp/rank70.json"
+    check "text: 1 of 71" has "$tmp/n.txt" " 1 of 71 "
+    check "text: rank 70's source" grep -Eq '^ +0 +70 gpu .* name +whole$' "$tmp/n.txt"
+    cp "$tmp/rank70.json" "$tmp/plain.json"
+    check "plain.json" replay "$tmp/o.json" "$tmp/plain.json" --format json
+    check "... rank 0 by the order of the files" rank "$tmp/o.json" 0 rank_from order
+}
+
+# hta_data: the folder of HTA's test traces, or exit 77
+hta_data() {
+    local d=${DDPTOP_HTA_DIR:-}
+    if [ -z "$d" ] || [ ! -d "$d/tests/data" ]; then
+        echo "SKIP: DDPTOP_HTA_DIR names no HolisticTraceAnalysis checkout with tests/data (git clone" \
+            "https://github.com/facebookresearch/HolisticTraceAnalysis)" >&2
+        exit 77
+    fi
+    echo "$d/tests/data"
+}
+
+case_hta() {
+    local data
+    data=$(hta_data) || exit 77
+    # --window hta against HTA's recorded temporal breakdown, every trace present
+    local seen=0
+    while IFS=$'\t' read -r name rk idle comp noncomp; do
+        case $name in '#'* | '') continue ;; esac
+        local dir=$data/$name
+        case $name in fixtures/*) dir=$tmp/$name ;; esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        local out=$tmp/hta.$(echo "$name" | tr / _).json
+        [ -s "$out" ] || replay "$out" "$dir" --window hta --format json || { bad "$name: replay failed"; continue; }
+        if "$PY" - "$out" "$rk" "$idle" "$comp" "$noncomp" <<'PY'; then ok "$name rank $rk: --window hta is HTA's"; else bad "$name rank $rk: --window hta is not HTA's"; fi
+import json, sys
+f, rank, idle, comp, noncomp = sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:6])
+rows = {r["rank"]: r for r in json.load(open(f))["per_rank"]}
+r = rows.get(rank)
+if r is None:
+    sys.exit("    no rank %d in %s" % (rank, sorted(rows)))
+got = (r["idle_pct"], r["compute_pct"], r["comm_pct"] + r["data_pct"])
+if r["view"] != "gpu" or max(abs(a - b) for a, b in zip(got, (idle, comp, noncomp))) > 0.1:
+    sys.exit("    %s: idle, compute, non-compute %s, HTA %s" % (r["view"], ["%.3f" % x for x in got], [idle, comp, noncomp]))
+PY
+        seen=$((seen + 1))
+    done < <(grep -v '^fixtures/' "$TSV")
+    [ "$seen" -gt 0 ] || bad "none of HTA's traces of the .tsv is in $data"
+    # and HTA's overlap of computation and communication (comm_comp_overlap.tsv)
+    while IFS=$'\t' read -r name rk ovl; do
+        case $name in '#'* | '') continue ;; esac
+        local out=$tmp/hta.$(echo "$name" | tr / _).json
+        [ -s "$out" ] || continue
+        check "$name rank $rk: --window hta's overlap is HTA's ($ovl)" rank "$out" "$rk" overlap_pct "$ovl" 0.1
+    done <"$OVL"
+    if [ -s "$tmp/hta.trace_filter.json" ]; then
+        # the two windows cover different steps: ddptop's overlap is its own
+        check "trace_filter, default window" replay "$tmp/tf.json" "$data/trace_filter" --format json
+        check "trace_filter rank 0: ddptop's window, another overlap than HTA's" "$PY" -c 'import json,sys
+a, b = ({r["rank"]: r["overlap_pct"] for r in json.load(open(f))["per_rank"]} for f in sys.argv[1:3])
+sys.exit(0 if abs(a[0] - b[0]) > 1 else "rank 0: %s and %s" % (a[0], b[0]))' "$tmp/tf.json" "$tmp/hta.trace_filter.json"
+    fi
+    # amd_trace: every kernel launched in its first step, the second a
+    # stub: the default window falls back to the whole trace
+    local amd=$data/amd_trace
+    if [ -d "$amd" ]; then
+        check "amd_trace" replay "$tmp/amd.json" "$amd" --format json
+        check "amd_trace: the whole trace" rank "$tmp/amd.json" 0 window whole
+        check "amd_trace: its figures, counted over its JSON" "$PY" - "$amd" "$tmp/amd.json" <<'PY'
+import glob, gzip, json, sys
+ev = json.load(gzip.open(glob.glob(sys.argv[1] + "/*.json.gz")[0]))["traceEvents"]
+dev = [(e["ts"], e["ts"] + e["dur"], e["cat"]) for e in ev if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+def union(iv):
+    tot, cur = 0, None
+    for a, b in sorted(iv):
+        if cur and a <= cur[1]:
+            cur[1] = max(cur[1], b)
+        else:
+            tot += cur[1] - cur[0] if cur else 0
+            cur = [a, b]
+    return tot + (cur[1] - cur[0] if cur else 0)
+wall = max(b for a, b, c in dev) - min(a for a, b, c in dev)
+comp = union([(a, b) for a, b, c in dev if c == "kernel"])
+busy = union([(a, b) for a, b, c in dev])
+steps = [e["dur"] for e in ev if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
+r = json.load(open(sys.argv[2]))["per_rank"][0]
+want = {"compute_pct": 100 * comp / wall, "data_pct": 100 * (busy - comp) / wall, "idle_pct": 100 * (wall - busy) / wall,
+        "ms_per_step": sum(steps) / len(steps) / 1000}
+bad = {k: (r[k], v) for k, v in want.items() if abs(r[k] - v) > 1e-3}
+sys.exit("    got, counted: %s" % bad if bad else 0)
+PY
+        check "amd_trace: the report says so" replay "$tmp/amd.txt" "$amd"
+        check "... in words" has "$tmp/amd.txt" "no device work in the steps --window ddptop covers"
+    fi
+    local ms=$data/mtia_trace_single_rank
+    if [ -d "$ms" ]; then
+        check "mtia_trace_single_rank" replay "$tmp/ms.json" "$ms" --format json
+        check "mtia: the device view" rank "$tmp/ms.json" 0 view gpu
+        check "mtia: its one step covered: HTA's compute (54.81)" rank "$tmp/ms.json" 0 compute_pct 54.81 0.1
+    fi
+    local cp=$data/cupti_profiler
+    if [ -d "$cp" ]; then
+        check "cupti_profiler" replay "$tmp/cp.json" "$cp" --format json
+        check "cupti_profiler: the device view" rank "$tmp/cp.json" 0 view gpu
+        check "cupti_profiler: its range-profiled kernels, counted over its JSON" "$PY" - "$cp" "$tmp/cp.json" <<'PY'
+import glob, gzip, json, sys
+ev = json.load(gzip.open(glob.glob(sys.argv[1] + "/*.json.gz")[0]))["traceEvents"]
+iv = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("ph") == "X" and e.get("cat") == "cuda_profiler_range")
+busy, cur = 0, None
+for a, b in iv:
+    if cur and a <= cur[1]:
+        cur[1] = max(cur[1], b)
+    else:
+        busy += cur[1] - cur[0] if cur else 0
+        cur = [a, b]
+busy += cur[1] - cur[0]
+wall = max(b for a, b in iv) - min(a for a, b in iv)
+r = json.load(open(sys.argv[2]))["per_rank"][0]
+if abs(r["compute_pct"] - 100 * busy / wall) > 1e-3 or abs(r["idle_pct"] - 100 * (wall - busy) / wall) > 1e-3:
+    sys.exit("    compute %s idle %s, counted %s %s" % (r["compute_pct"], r["idle_pct"], 100 * busy / wall, 100 * (wall - busy) / wall))
+PY
+    fi
+    local li=$data/large_integer_trace
+    if [ -d "$li" ]; then
+        check "large_integer_trace" replay "$tmp/li.json" "$li" --format json
+        check "large_integer_trace: rank 70 from its name" rank "$tmp/li.json" 70 rank_from name
+    fi
+    local et=$data/execution_trace
+    if [ -d "$et" ]; then
+        check "execution_trace's folder" replay "$tmp/et.json" "$et" --format json
+        check "... its execution trace left out" "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]["replay"]
+sys.exit(0 if r["left_out_count"] == 1 and r["left_out"][0].endswith("_et.json.gz") else "left_out: %s" % r)' "$tmp/et.json"
+    fi
+    local tf=$data/trace_filter
+    if [ -d "$tf" ]; then
+        check "trace_filter" replay "$tmp/tf.txt" "$tf"
+        check "trace_filter: 2 of 128" has "$tmp/tf.txt" " 2 of 128 "
+    fi
+    for big in vision_transformer h100 torchtitan_h100; do
+        [ -n "$(ls "$data/$big" 2>/dev/null)" ] || echo "absent here: $big (kept out of the checkout: its files are large)"
+    done
+}
+
+case_hta_live() {
+    local data
+    data=$(hta_data) || exit 77
+    PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" "$FIX" x >/dev/null 2>"$tmp/imp.err"
+    if [ $? -eq 77 ]; then
+        echo "SKIP: $(cat "$tmp/imp.err") (apt install python3-pandas python3-plotly python3-networkx python3-ijson)"
+        exit 77
+    fi
+    local name dir
+    for name in fixtures/kineto_window fixtures/kineto_window_stub fixtures/kineto_mtia fixtures/kineto_ns amd_trace \
+        trace_filter; do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        *) dir=$data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" "$dir" "$name" >"$tmp/live" 2>"$tmp/live.err"
+        if diff <(grep -P "^\Q$name\E\t" "$TSV") "$tmp/live" >"$tmp/diff"; then
+            ok "$name: HTA gives what the .tsv records"
+        else
+            bad "$name: HTA now gives other values than the .tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
+        fi
+        replay "$tmp/l.json" "$dir" --window hta --format json || { bad "$name: replay failed"; continue; }
+        if "$PY" - "$tmp/l.json" "$tmp/live" <<'PY'; then ok "$name: --window hta is HTA's now"; else bad "$name: --window hta is not HTA's now"; fi
+import json, sys
+rows = {r["rank"]: r for r in json.load(open(sys.argv[1]))["per_rank"]}
+for line in open(sys.argv[2]):
+    name, rank, idle, comp, noncomp = line.split("\t")
+    r = rows[int(rank)]
+    got = (r["idle_pct"], r["compute_pct"], r["comm_pct"] + r["data_pct"])
+    if max(abs(a - float(b)) for a, b in zip(got, (idle, comp, noncomp))) > 0.1:
+        sys.exit("    rank %s: %s, HTA %s" % (rank, got, (idle, comp, noncomp)))
+PY
+    done
+}
+
+case $CASE in
+window | folder | devices | ranks | hta | hta_live) "case_$CASE" ;;
+*)
+    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|hta|hta_live" >&2
+    exit 2
+    ;;
+esac
+checks_done
