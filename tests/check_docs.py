@@ -7,7 +7,7 @@ file (GitHub's anchor rule: lower case, punctuation dropped, spaces to
 hyphens). The README stays under 300 lines, and its "Two commands"
 section holds the two sh blocks that .ci/run reads. Every file in docs/
 is linked from the README or from another doc, so none is lost. Every key
-the JSON report writes (src/report.c) is named in tests/README.md's table
+the JSON report writes (src/report_json.c) is named in tests/README.md's table
 of where each figure's expected value comes from.
 
 Usage: tests/check_docs.py [ROOT]   (exit 1 on a problem, listing each)
@@ -74,12 +74,12 @@ def main():
             blocks += 1
     if blocks != 2:
         problems.append(f"README.md: the 'Two commands' section holds {blocks} sh blocks, .ci/run reads 2")
-    # the JSON report's keys, as report.c writes them, each in the table
-    src = open(os.path.join(ROOT, "src", "report.c"), encoding="utf-8").read()
+    # the JSON report's keys, as report_json.c writes them, each in the table
+    src = open(os.path.join(ROOT, "src", "report_json.c"), encoding="utf-8").read()
     keys = set(re.findall(r'(?:add_\w+|cJSON_Add\w+ToObject)\(\w+(?:->\w+)?, "(\w+)"', src))
     table = open(os.path.join(ROOT, "tests", "README.md"), encoding="utf-8").read()
     if len(keys) < 50:
-        problems.append(f"src/report.c: only {len(keys)} JSON keys found; has the way it writes them changed?")
+        problems.append(f"src/report_json.c: only {len(keys)} JSON keys found; has the way it writes them changed?")
     for k in sorted(keys):
         if not re.search(r"[`.]" + k + r"[`.\[]", table):  # `k`, `a.k`, `k[]`, `k.x`
             problems.append(f"tests/README.md: the JSON key `{k}` is in no row (which test holds it, and to what)")

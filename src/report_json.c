@@ -1,0 +1,398 @@
+/* report_json.c - the report as JSON (docs/json.md) and as CSV: the same
+ * results as the text, every figure with its validity (null, or an empty
+ * cell, when unknown). */
+#include "report.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "cost_model.h"
+#include "half.h"
+#include "model.h"
+#include "outfile.h"
+#include "mode.h"
+#include "pipeline.h"
+#include "predict.h"
+#include "report_fmt.h"
+#include "run.h"
+#include "sync.h"
+#include "trace_analyze.h"
+
+static void add_num(cJSON *o, const char *k, double v, int valid)
+{
+    if (valid)
+        cJSON_AddNumberToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+/* A string, or null when it is unknown (NULL or ""). */
+static void add_str(cJSON *o, const char *k, const char *v)
+{
+    if (v && v[0])
+        cJSON_AddStringToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+/* The breakdown keys every runs[] and per_rank[] entry has. */
+static void json_breakdown(cJSON *o, const struct breakdown *b, double compute, double comm, double data, double idle,
+                           double overlap, int gpu_view, int split, const int64_t split_ns[3])
+{
+    cJSON_AddStringToObject(o, "view", gpu_view ? "gpu" : "host");
+    cJSON_AddNumberToObject(o, "compute_pct", compute);
+    cJSON_AddNumberToObject(o, "comm_pct", comm);
+    cJSON_AddNumberToObject(o, "data_pct", data);
+    cJSON_AddNumberToObject(o, "idle_pct", idle);
+    cJSON_AddNumberToObject(o, "overlap_pct", overlap);
+    add_num(o, "host_wait_pct", rep_split_pct(split_ns[0], b), split);
+    add_num(o, "kernel_wait_pct", rep_split_pct(split_ns[1], b), split);
+    add_num(o, "other_idle_pct", rep_split_pct(split_ns[2], b), split);
+}
+
+/* The keys a runs[] and a per_rank[] entry share, from x: a run_result
+ * or a rank_result, which name these figures alike. Two parts, as each
+ * entry writes its own bytes between them: the time split with the time in
+ * collectives, then the collectives' bandwidths and transfer and sync. */
+#define JSON_SPLIT_KEYS(o, x)                                                                                          \
+    do {                                                                                                               \
+        const int64_t split_ns_[3] = {(x)->host_wait_ns, (x)->kernel_wait_ns, (x)->other_idle_ns};                     \
+        json_breakdown(o, &(x)->b, (x)->compute_pct, (x)->comm_pct, (x)->data_pct, (x)->idle_pct, (x)->overlap_pct,    \
+                       (x)->gpu_view, (x)->idle_split_valid, split_ns_);                                               \
+        add_num(o, "coll_pct", (x)->coll_pct, 1);                                                                      \
+        add_num(o, "coll_ms_per_step", (x)->coll_ms, 1);                                                               \
+        add_num(o, "desched_pct", (x)->desched_pct, (x)->desched_valid);                                               \
+    } while (0)
+#define JSON_COLL_KEYS(o, x)                                                                                           \
+    do {                                                                                                               \
+        add_num(o, "busbw_gbps", (x)->busbw_gbps, (x)->busbw_valid);                                                   \
+        add_num(o, "algbw_gbps", (x)->algbw_gbps, (x)->busbw_valid);                                                   \
+        add_num(o, "transfer_ms_per_step", (x)->xfer_step_ms, (x)->coll_valid);                                        \
+        add_num(o, "sync_ms_per_step", (x)->sync_step_ms, (x)->coll_valid);                                            \
+        add_num(o, "transfer_ms_total", (x)->xfer_ms, (x)->coll_valid);                                                \
+        add_num(o, "negotiate_ms_per_step", (x)->negotiate_ms, (x)->negotiate_valid);                                  \
+        add_num(o, "sync_ms_total", (x)->sync_ms, (x)->coll_valid);                                                    \
+    } while (0)
+
+static cJSON *json_replay(const struct replay_source *src)
+{
+    if (!src->valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "files", src->files);
+    cJSON_AddStringToObject(o, "format", src->format);
+    cJSON_AddBoolToObject(o, "complete", src->complete);
+    cJSON_AddBoolToObject(o, "truncated", src->truncated);
+    cJSON_AddNumberToObject(o, "events", (double)src->events);
+    cJSON *lo = cJSON_AddArrayToObject(o, "left_out"); /* (the first few named; left_out_count: all) */
+    for (int k = 0; lo && k < src->nleft_out && k < REPLAY_LEFT_OUT_NAMED; k++)
+        cJSON_AddItemToArray(lo, cJSON_CreateString(src->left_out[k]));
+    cJSON_AddNumberToObject(o, "left_out_count", src->nleft_out);
+    return o;
+}
+
+static cJSON *json_prediction(const struct run_result *res, int n, int i)
+{
+    const struct run_result *r = &res[i];
+    if (r->nspred == 0)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    add_str(o, "link", r->spred_link);
+    cJSON *rows = cJSON_AddArrayToObject(o, "rows");
+    for (int k = 0; k < r->nspred; k++) {
+        const struct scaling_pred *sp = &r->spred[k];
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddNumberToObject(row, "ranks", sp->ranks);
+        add_num(row, "step_ms", sp->step_ms, sp->valid);
+        add_num(row, "comm_ms", sp->comm_ms, sp->valid);
+        add_num(row, "exposed_comm_ms", sp->exposed_ms, sp->valid);
+        add_num(row, "speedup", sp->speedup, sp->valid);
+        add_num(row, "efficiency_pct", sp->efficiency, sp->valid);
+        int j = rep_measured_for(res, n, i, sp->ranks);
+        add_num(row, "measured_run", j, j >= 0);
+        add_num(row, "measured_step_ms", j >= 0 ? res[j].ms_p50 : 0, j >= 0);
+        add_num(row, "error_pct", j >= 0 ? 100.0 * (sp->step_ms - res[j].ms_p50) / res[j].ms_p50 : 0,
+                j >= 0 && sp->valid);
+        cJSON_AddItemToArray(rows, row);
+    }
+    return o;
+}
+
+/* The figures' series (--plot), as columns: "loss_curve" {"step": [..],
+ * "loss": [..]} and, for stages, "stage_timeline" {"step", "stage": [..],
+ * "cat": [..], "t0_ms": [..], "t1_ms": [..]}. */
+static void json_series(cJSON *o, const struct run_result *r)
+{
+    cJSON *lc = cJSON_AddObjectToObject(o, "loss_curve");
+    cJSON *st = lc ? cJSON_AddArrayToObject(lc, "step") : NULL, *lo = lc ? cJSON_AddArrayToObject(lc, "loss") : NULL;
+    for (int k = 0; st && lo && k < r->nloss; k++) {
+        cJSON_AddItemToArray(st, cJSON_CreateNumber((double)r->loss_curve[k].step));
+        cJSON_AddItemToArray(lo, cJSON_CreateNumber(r->loss_curve[k].loss));
+    }
+    if (r->ntimeline == 0)
+        return;
+    cJSON *tl = cJSON_AddObjectToObject(o, "stage_timeline");
+    if (!tl)
+        return;
+    cJSON_AddNumberToObject(tl, "step", (double)r->timeline_step);
+    cJSON *cols[4] = {cJSON_AddArrayToObject(tl, "stage"), cJSON_AddArrayToObject(tl, "cat"),
+                      cJSON_AddArrayToObject(tl, "t0_ms"), cJSON_AddArrayToObject(tl, "t1_ms")};
+    for (int k = 0; cols[0] && cols[1] && cols[2] && cols[3] && k < r->ntimeline; k++) {
+        const struct timeline_span *t = &r->timeline[k];
+        cJSON_AddItemToArray(cols[0], cJSON_CreateNumber(t->stage));
+        cJSON_AddItemToArray(cols[1], cJSON_CreateString(cat_name(t->cat)));
+        cJSON_AddItemToArray(cols[2], cJSON_CreateNumber(t->t0_ms));
+        cJSON_AddItemToArray(cols[3], cJSON_CreateNumber(t->t1_ms));
+    }
+}
+
+static cJSON *json_run(const struct run_result *res, int n, int index)
+{
+    const struct run_result *r = &res[index];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "run", index);
+    add_str(o, "model", r->cfg.model);
+    add_str(o, "dataset", r->dataset);
+    add_str(o, "strategy", rep_strat_name(r));
+    add_str(o, "grad_compress", rep_compress_name(r));
+    add_str(o, "precision", rep_prec_name(r));
+    add_str(o, "device", r->device);
+    add_str(o, "backend", r->backend);
+    cJSON_AddNumberToObject(o, "ranks", r->world);
+    cJSON_AddNumberToObject(o, "ranks_read", r->nranks);
+    add_str(o, "window", rep_window_label(r->window, 0));
+    add_num(o, "batch_size", rep_per_rank_batch(r), r->batch_valid);
+    add_num(o, "global_batch", r->global_batch, r->batch_valid);
+    cJSON_AddNumberToObject(o, "steps", (double)r->steps);
+    add_num(o, "ms_per_step", r->ms_mean, r->ms_valid);
+    add_num(o, "ms_p50", r->ms_p50, r->ms_valid);
+    add_num(o, "ms_p90", r->ms_p90, r->ms_valid);
+    add_num(o, "samples_per_s", r->samples_per_s, r->samples_valid);
+    add_num(o, "samples_per_s_p50", r->samples_per_s_p50, r->samples_per_s_p50 > 0);
+    add_num(o, "speedup", r->speedup, r->speedup_valid);
+    add_num(o, "efficiency_pct", r->efficiency, r->speedup_valid);
+    add_num(o, "speedup_baseline_run", r->base_run, r->speedup_valid);
+    add_str(o, "scaling", r->speedup_valid ? scaling_name(r->scaling) : NULL);
+    if (r->speedup_valid) /* (as the speedup: null without one) */
+        cJSON_AddBoolToObject(o, "speedup_marked", r->speedup_marked);
+    else
+        cJSON_AddNullToObject(o, "speedup_marked");
+    add_str(o, "trace_file", r->trace_file);
+    add_num(o, "repeats", r->repeats > 1 ? r->repeats : 1, 1);
+    add_num(o, "repeat_samples_per_s_min", r->repeat_sps_min, r->repeats > 1);
+    add_num(o, "repeat_samples_per_s_max", r->repeat_sps_max, r->repeats > 1);
+    JSON_SPLIT_KEYS(o, r);
+    add_num(o, "bytes_sent", (double)r->bytes_sent, r->bytes_valid);
+    JSON_COLL_KEYS(o, r);
+    add_num(o, "predicted_transfer_ms_per_step", rep_per_step(r->pred_ms, r->steps), r->pred_valid);
+    add_num(o, "compute_ms_per_step", r->compute_ms, r->ms_valid && r->nranks > 0);
+    add_num(o, "steps_per_epoch", (double)r->steps_per_epoch, r->epoch_valid);
+    add_num(o, "compute_s_per_epoch", r->compute_s_epoch, r->epoch_valid);
+    add_num(o, "comm_s_per_epoch", r->comm_s_epoch, r->epoch_valid && r->coll_valid);
+    add_num(o, "lr", r->lr, r->lr_valid);
+    add_num(o, "lr_base", r->lr_base, r->lr_peak_valid);
+    add_num(o, "lr_peak", r->lr_peak, r->lr_peak_valid);
+    add_num(o, "base_batch", r->cfg.base_batch, r->lr_peak_valid && r->cfg.scale_lr);
+    add_num(o, "threads_per_rank", r->threads_per_rank, r->threads_per_rank > 0);
+    add_num(o, "train_loss", r->train_loss, r->train_valid);
+    add_num(o, "train_acc", r->train_acc, r->train_valid);
+    add_num(o, "test_acc", r->test_acc, r->test_valid);
+    add_num(o, "loss_threshold", r->cfg.loss_threshold, r->cfg.loss_threshold > 0);
+    add_num(o, "threshold_epoch", r->threshold_epoch, r->threshold_step >= 0);
+    add_num(o, "threshold_step", (double)r->threshold_step, r->threshold_step >= 0);
+    add_num(o, "params", (double)r->params_total, r->params_valid);
+    add_num(o, "params_trainable", (double)r->params_trainable, r->params_valid);
+    add_num(o, "wall_s", r->wall_s, r->wall_valid);
+    add_num(o, "spans_lost", (double)r->dropped, r->dropped_valid);
+    if (r->replicas_checked)
+        cJSON_AddBoolToObject(o, "replicas_identical", r->replicas_diverged_at < 0);
+    else
+        cJSON_AddNullToObject(o, "replicas_identical");
+    add_str(o, "parallel", parallel_name(r->cfg.parallel));
+    if (train_mode_has(&r->cfg, MODE_STAGED)) {
+        add_num(o, "micro_batches", train_mode_micro(&r->cfg), 1);
+        add_num(o, "dp", r->cfg.dp > 1 ? r->cfg.dp : 1, 1);
+        add_str(o, "schedule", train_mode_has(&r->cfg, MODE_MICRO) ? schedule_name(r->cfg.schedule) : NULL);
+    }
+    if (r->nstages > 0) {
+        cJSON *st = cJSON_AddArrayToObject(o, "stages");
+        for (int k = 0; st && k < r->nstages; k++) {
+            cJSON *e = cJSON_CreateObject();
+            if (!e)
+                break;
+            cJSON_AddNumberToObject(e, "stage", k);
+            cJSON_AddNumberToObject(e, "first_layer", r->stage[k].first);
+            cJSON_AddNumberToObject(e, "last_layer", r->stage[k].last);
+            cJSON_AddNumberToObject(e, "compute_pct", r->stage[k].compute_pct);
+            cJSON_AddNumberToObject(e, "idle_pct", r->stage[k].idle_pct);
+            cJSON_AddNumberToObject(e, "sent_mb_per_step", r->stage[k].sent_mb);
+            cJSON_AddNumberToObject(e, "live_activation_mb", r->stage[k].live_mb);
+            for (int q = 0; q < SMEM_KINDS; q++)
+                cJSON_AddNumberToObject(e, pipe_stage_mem_key(q), r->stage[k].mem_bytes[q]);
+            cJSON_AddNumberToObject(e, "mem_bytes", r->stage[k].mem_total_bytes);
+            cJSON_AddItemToArray(st, e);
+        }
+    }
+    json_series(o, r);
+    add_num(o, "cupti_overhead_ms", r->cupti_ms, r->cupti_valid);
+    add_num(o, "device_records_lost", (double)r->cupti_lost, r->cupti_valid);
+    add_num(o, "device_steps_traced", (double)r->steps_traced, r->steps_traced || r->steps_untraced);
+    add_num(o, "device_steps_estimated", (double)r->steps_untraced, r->steps_traced || r->steps_untraced);
+    add_num(o, "loss_scale", r->loss_scale, r->loss_scale > 0);
+    add_num(o, "steps_skipped", (double)r->steps_skipped, r->loss_scale > 0);
+    add_str(o, "note", r->note);
+    add_str(o, "state", r->state >= 0 ? run_state_name(r->state) : NULL);
+    add_str(o, "error", r->error);
+    cJSON_AddItemToObject(o, "replay", json_replay(&r->replay));
+    cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
+    return o;
+}
+
+static cJSON *json_rank(const struct run_result *r, const struct rank_result *q, int run)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "run", run);
+    cJSON_AddNumberToObject(o, "rank", q->rank);
+    add_str(o, "rank_from", q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
+    add_str(o, "window", rep_window_label(q->window, q->window_whole));
+    add_str(o, "device", q->device);
+    cJSON_AddNumberToObject(o, "steps", (double)q->steps);
+    add_num(o, "ms_per_step", q->ms_mean, q->ms_valid);
+    add_num(o, "ms_p50", q->ms_p50, q->ms_valid);
+    add_num(o, "ms_p90", q->ms_p90, q->ms_valid);
+    add_num(o, "samples_per_s", q->samples_per_s, q->samples_valid);
+    JSON_SPLIT_KEYS(o, q);
+    add_num(o, "bytes_sent", (double)q->bytes_tx, q->bytes_valid);
+    add_num(o, "bytes_received", (double)q->bytes_rx, q->bytes_valid);
+    JSON_COLL_KEYS(o, q);
+    add_num(o, "compute_ms_per_step", q->compute_ms, q->ms_valid);
+    add_num(o, "compute_s_per_epoch", q->compute_s_epoch, r->epoch_valid);
+    add_num(o, "comm_s_per_epoch", q->comm_s_epoch, r->epoch_valid && q->coll_valid);
+    add_num(o, "spans_lost", (double)q->dropped, q->dropped_valid);
+    add_num(o, "mem_peak_bytes", (double)q->mem_peak, q->mem_valid);
+    return o;
+}
+
+int report_write_json(FILE *f, const struct run_result *res, int n)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "ddptop_version", DDPTOP_VERSION);
+    cJSON *runs = cJSON_AddArrayToObject(root, "runs");
+    cJSON *per = cJSON_AddArrayToObject(root, "per_rank");
+    for (int i = 0; i < n; i++) {
+        cJSON_AddItemToArray(runs, json_run(res, n, i));
+        for (int k = 0; k < res[i].nranks; k++)
+            cJSON_AddItemToArray(per, json_rank(&res[i], &res[i].ranks[k], i));
+    }
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!s)
+        return -1;
+    fprintf(f, "%s\n", s);
+    free(s);
+    return 0;
+}
+
+static void csv_num(FILE *f, double v, int valid, const char *fmt)
+{
+    fputc(',', f);
+    if (valid)
+        fprintf(f, fmt, v);
+}
+
+static void csv_str(FILE *f, const char *s)
+{
+    fprintf(f, ",%s", s ? s : "");
+}
+
+void report_write_csv(FILE *f, const struct run_result *res, int n)
+{
+    fprintf(
+        f,
+        "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
+        "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
+        "busbw_gbps,transfer_ms_per_step,sync_ms_per_step,predicted_transfer_ms_per_step,train_loss,train_acc,test_"
+        "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
+        "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision,"
+        "mem_peak_bytes,algbw_gbps,compute_ms_per_step,steps_per_epoch,compute_s_per_epoch,comm_s_per_epoch,wall_s,"
+        "lr_base,lr_peak,backend,speedup_marked,ranks_read,window,rank_from\n");
+    for (int i = 0; i < n; i++) {
+        const struct run_result *r = &res[i];
+        for (int k = -1; k < r->nranks; k++) {
+            const struct rank_result *q = k >= 0 ? &r->ranks[k] : NULL;
+            if (q)
+                fprintf(f, "%d,%d", i, k);
+            else
+                fprintf(f, "%d,all", i);
+            csv_str(f, r->cfg.model);
+            csv_str(f, r->dataset);
+            csv_str(f, rep_strat_name(r));
+            csv_str(f, rep_compress_name(r));
+            fprintf(f, ",%d", r->world);
+            csv_num(f, rep_per_rank_batch(r), r->batch_valid, "%.0f");
+            csv_num(f, r->global_batch, r->batch_valid, "%.0f");
+            fprintf(f, ",%ld", q ? q->steps : r->steps);
+            csv_num(f, q ? q->ms_mean : r->ms_mean, q ? q->ms_valid : r->ms_valid, "%.4f");
+            csv_num(f, q ? q->ms_p50 : r->ms_p50, q ? q->ms_valid : r->ms_valid, "%.4f");
+            csv_num(f, q ? q->ms_p90 : r->ms_p90, q ? q->ms_valid : r->ms_valid, "%.4f");
+            csv_num(f, q ? q->samples_per_s : r->samples_per_s, q ? q->samples_valid : r->samples_valid, "%.1f");
+            csv_num(f, r->speedup, !q && r->speedup_valid, "%.4f");
+            csv_num(f, r->efficiency, !q && r->speedup_valid, "%.2f");
+            csv_num(f, q ? q->compute_pct : r->compute_pct, 1, "%.3f");
+            csv_num(f, q ? q->comm_pct : r->comm_pct, 1, "%.3f");
+            csv_num(f, q ? q->data_pct : r->data_pct, 1, "%.3f");
+            csv_num(f, q ? q->idle_pct : r->idle_pct, 1, "%.3f");
+            csv_num(f, q ? q->overlap_pct : r->overlap_pct, 1, "%.3f");
+            csv_num(f, (double)(q ? q->bytes_tx : r->bytes_sent), q ? q->bytes_valid : r->bytes_valid, "%.0f");
+            csv_num(f, q ? q->busbw_gbps : r->busbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
+            long steps = q ? q->steps : r->steps;
+            csv_num(f, q ? q->xfer_step_ms : r->xfer_step_ms, q ? q->coll_valid : r->coll_valid, "%.4f");
+            csv_num(f, q ? q->sync_step_ms : r->sync_step_ms, q ? q->coll_valid : r->coll_valid, "%.4f");
+            csv_num(f, rep_per_step(r->pred_ms, steps), !q && r->pred_valid, "%.4f");
+            csv_num(f, r->train_loss, !q && r->train_valid, "%.6f");
+            csv_num(f, r->train_acc, !q && r->train_valid, "%.3f");
+            csv_num(f, r->test_acc, !q && r->test_valid, "%.3f");
+            csv_num(f, r->threshold_epoch, !q && r->threshold_step >= 0, "%.0f");
+            csv_num(f, (double)r->threshold_step, !q && r->threshold_step >= 0, "%.0f");
+            csv_str(f, (q ? q->gpu_view : r->gpu_view) ? "gpu" : "host");
+            const struct breakdown *b = q ? &q->b : &r->b;
+            int split = q ? q->idle_split_valid : r->idle_split_valid;
+            csv_num(f, rep_split_pct(q ? q->host_wait_ns : r->host_wait_ns, b), split, "%.3f");
+            csv_num(f, rep_split_pct(q ? q->kernel_wait_ns : r->kernel_wait_ns, b), split, "%.3f");
+            csv_num(f, rep_split_pct(q ? q->other_idle_ns : r->other_idle_ns, b), split, "%.3f");
+            csv_num(f, q ? q->coll_pct : r->coll_pct, 1, "%.3f");
+            csv_num(f, q ? q->coll_ms : r->coll_ms, 1, "%.4f");
+            csv_num(f, r->samples_per_s_p50, !q && r->samples_per_s_p50 > 0, "%.1f");
+            csv_num(f, r->base_run, !q && r->speedup_valid, "%.0f");
+            csv_str(f, !q && r->speedup_valid ? scaling_name(r->scaling) : NULL);
+            csv_num(f, r->repeats > 1 ? r->repeats : 1, !q, "%.0f");
+            csv_num(f, r->lr, !q && r->lr_valid, "%.6g");
+            csv_num(f, q ? q->desched_pct : r->desched_pct, q ? q->desched_valid : r->desched_valid, "%.3f");
+            csv_num(f, q ? q->negotiate_ms : r->negotiate_ms, q ? q->negotiate_valid : r->negotiate_valid, "%.4f");
+            csv_str(f, rep_prec_name(r));
+            csv_num(f, q ? (double)q->mem_peak : 0, q && q->mem_valid, "%.0f");
+            csv_num(f, q ? q->algbw_gbps : r->algbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
+            csv_num(f, q ? q->compute_ms : r->compute_ms, q ? q->ms_valid : r->ms_valid && r->nranks > 0, "%.4f");
+            csv_num(f, (double)r->steps_per_epoch, !q && r->epoch_valid, "%.0f");
+            csv_num(f, q ? q->compute_s_epoch : r->compute_s_epoch, r->epoch_valid, "%.4f");
+            csv_num(f, q ? q->comm_s_epoch : r->comm_s_epoch, r->epoch_valid && (q ? q->coll_valid : r->coll_valid),
+                    "%.4f");
+            csv_num(f, r->wall_s, !q && r->wall_valid, "%.3f");
+            csv_num(f, r->lr_base, !q && r->lr_peak_valid, "%.6g");
+            csv_num(f, r->lr_peak, !q && r->lr_peak_valid, "%.6g");
+            csv_str(f, result_comm(r));
+            csv_num(f, r->speedup_marked, !q && r->speedup_valid, "%.0f");
+            csv_num(f, r->nranks, !q, "%.0f");
+            csv_str(f, rep_window_label(q ? q->window : r->window, q && q->window_whole));
+            csv_str(f, q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
+            fputc('\n', f);
+        }
+    }
+}
