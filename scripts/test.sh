@@ -42,7 +42,7 @@ pass_table() {
   echo "== passes (${total} s in all$([ "$st" -ne 0 ] && echo ", stopped by a failure")):"
   for i in "${!pass_names[@]}"; do
     awk -v n="${pass_names[$i]}" -v s="${pass_secs[$i]}" -v t="$total" \
-      'BEGIN {printf "   %-14s %6d s %5.1f%%\n", n, s, t > 0 ? 100 * s / t : 0}'
+      'BEGIN {printf "   %-14s %6d s %5.1f%%\n", n, s, (t > 0 ? 100 * s / t : 0)}'
   done
   [ "$st" -eq 0 ] || echo "   (then the pass that failed, $((SECONDS - pass_t0)) s)"
 }

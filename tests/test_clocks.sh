@@ -87,6 +87,10 @@ else
     mpi=(mpirun --oversubscribe)
     [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
     export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader RES_OPTIONS="timeout:1 attempts:1"
+    # under ASan: whole stacks at each malloc, so that tests/lsan.supp can
+    # tell Open MPI's own leaks (in plugins unloaded by the time they are
+    # reported) from ddptop's
+    [ -n "${ASAN_OPTIONS:-}" ] && export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}fast_unwind_on_malloc=0"
     # (process 1 alone is shifted: its own environment, set by a shell
     # that knows its rank)
     # shellcheck disable=SC2016 # (the rank and "$@" are that shell's)
