@@ -653,6 +653,7 @@ void results_compare(struct run_result *res, int n, int baseline)
         r->speedup_valid = b >= 0 && r->samples_per_s_p50 > 0;
         r->base_run = b;
         r->scaling = SCALING_NONE;
+        r->speedup_marked = 0;
         if (!r->speedup_valid)
             continue;
         const struct run_result *base = &res[b];
