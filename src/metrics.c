@@ -56,6 +56,17 @@ int metrics_init(struct metrics *m, int world, double threshold)
     return 0;
 }
 
+void metrics_count_bus(struct rank_metrics *rm, const struct span *sp, int world)
+{
+    double factor = coll_busbw_factor(sp->coll, world), alg = factor > 0 ? (double)sp->size : 0;
+    rm->bus_bytes += (double)sp->size * factor;
+    rm->alg_bytes += alg;
+    if (sp->step > 0) {
+        rm->bus_steady_bytes += (double)sp->size * factor;
+        rm->alg_steady_bytes += alg;
+    }
+}
+
 void metrics_free(struct metrics *m)
 {
     if (m->r)
@@ -189,13 +200,7 @@ void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n)
         if (sp->cat == CAT_COMM && sp->outer) {
             rm->bytes_tx += sp->bytes;
             rm->bytes_rx += sp->bytes_rx;
-            double factor = coll_busbw_factor(sp->coll, m->world);
-            rm->bus_bytes += (double)sp->size * factor;
-            rm->alg_bytes += factor > 0 ? (double)sp->size : 0;
-            if (sp->step > 0) {
-                rm->bus_steady_bytes += (double)sp->size * factor;
-                rm->alg_steady_bytes += factor > 0 ? (double)sp->size : 0;
-            }
+            metrics_count_bus(rm, sp, m->world);
             rm->coll_ns += sp->t1_ns - sp->t0_ns;
             rm->ncoll++;
             if (sp->tag == SPAN_TAG_NEGOTIATE) {

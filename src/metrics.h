@@ -188,6 +188,11 @@ int metrics_set_groups(struct metrics *m, int n);
 /* Feeds what was drained from rank r's rings. Step records must come in step
  * order; spans in any order, but before their step's record is fed. */
 void metrics_add_spans(struct metrics *m, int r, const struct span *s, size_t n);
+/* A collective's (outer comm span's) part of a rank's busbw and algbw data:
+ * its size times the busbw factor at world ranks, and its size, over every
+ * step and over the steps after the first. metrics_add_spans counts each
+ * span it takes; a replay recounts at the trace's world size. */
+void metrics_count_bus(struct rank_metrics *rm, const struct span *sp, int world);
 void metrics_add_step(struct metrics *m, int r, const struct step_rec *rec);
 /* Rank r's device records (CUPTI) reach the collector late and carry no
  * reliable step: from now on its step records wait until a device record

@@ -591,16 +591,8 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
         rm->sync_steady_ns = tr->sync_steady_ns;
         rm->bus_bytes = rm->alg_bytes = rm->bus_steady_bytes = rm->alg_steady_bytes = 0;
         for (size_t k = 0; k < tr->nspans; k++)
-            if (tr->spans[k].cat == CAT_COMM && tr->spans[k].outer) {
-                const struct span *sp = &tr->spans[k];
-                double factor = coll_busbw_factor(sp->coll, d->world);
-                rm->bus_bytes += (double)sp->size * factor;
-                rm->alg_bytes += factor > 0 ? (double)sp->size : 0;
-                if (sp->step > 0) {
-                    rm->bus_steady_bytes += (double)sp->size * factor;
-                    rm->alg_steady_bytes += factor > 0 ? (double)sp->size : 0;
-                }
-            }
+            if (tr->spans[k].cat == CAT_COMM && tr->spans[k].outer)
+                metrics_count_bus(rm, &tr->spans[k], d->world);
     }
     struct run_result *res = &rp->res;
     if (result_from_metrics(res, m, local_batch, trace_world(d)) != 0) {

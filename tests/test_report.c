@@ -513,6 +513,38 @@ static void test_train_mode_label(void **state)
     assert_string_equal(train_mode_label(&c, b, sizeof(b)), "pipe-gpipe/4,dp2");
 }
 
+/* A finished run made by hand: model, strategy, ranks and global batch,
+ * every step p50_ms long (mean, p50 and p90 alike), its samples/s the
+ * global batch over that step. */
+static void hand_run(struct run_result *r, const char *model, int strategy, int world, int global, double p50_ms)
+{
+    memset(r, 0, sizeof(*r));
+    snprintf(r->cfg.model, sizeof(r->cfg.model), "%s", model);
+    snprintf(r->dataset, sizeof(r->dataset), "synthetic");
+    snprintf(r->backend, sizeof(r->backend), "shm/ring");
+    r->cfg.strategy = strategy;
+    r->world = world;
+    r->global_batch = global;
+    r->batch_valid = r->ms_valid = r->samples_valid = 1;
+    r->ms_mean = r->ms_p50 = r->ms_p90 = p50_ms;
+    r->samples_per_s = global / (p50_ms / 1e3);
+    r->threads_per_rank = 1;
+    r->state = -1;
+    r->base_run = -1;
+}
+
+/* The report of res[0..n) in `format`, as a string to free. */
+static char *report_text(int format, const struct run_result *res, int n)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(report_write(f, format, res, n), 0);
+    assert_int_equal(fclose(f), 0);
+    return text;
+}
+
 /* samples/s to three significant figures: a slow model's 8.02 and 9.94
  * samples/s (16 images in 1995 and 1610 ms, worked out by hand) give back
  * the 1.24x printed beside them, where 8 and 10 would not. */
@@ -520,29 +552,12 @@ static void test_slow_rates_shown(void **state)
 {
     (void)state;
     struct run_result res[2];
-    memset(res, 0, sizeof(res));
-    const double p50[2] = {1995.0, 1610.0};
-    for (int i = 0; i < 2; i++) {
-        struct run_result *r = &res[i];
-        snprintf(r->cfg.model, sizeof(r->cfg.model), "vgg11");
-        r->cfg.strategy = i ? STRAT_DDP : STRAT_SINGLE;
-        r->world = i + 1;
-        r->global_batch = 16;
-        r->batch_valid = r->ms_valid = r->samples_valid = 1;
-        r->ms_mean = r->ms_p50 = r->ms_p90 = p50[i];
-        r->samples_per_s = 16 / (p50[i] / 1e3);
-        r->steps = 4;
-        r->state = -1;
-        r->base_run = -1;
-        snprintf(r->backend, sizeof(r->backend), "shm/ring");
-    }
+    hand_run(&res[0], "vgg11", STRAT_SINGLE, 1, 16, 1995.0);
+    hand_run(&res[1], "vgg11", STRAT_DDP, 2, 16, 1610.0);
+    for (int i = 0; i < 2; i++)
+        res[i].steps = 4;
     results_compare(res, 2, BASELINE_AUTO);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    assert_non_null(f);
-    assert_int_equal(report_write(f, FMT_MD, res, 2), 0);
-    assert_int_equal(fclose(f), 0);
+    char *text = report_text(FMT_MD, res, 2);
     if (!strstr(text, "| 8.02 | 1.00x |") || !strstr(text, "| 9.94 | 1.24x |"))
         fail_msg("slow rates not to three figures:\n%s", text);
     free(text);
@@ -557,31 +572,15 @@ static void test_prediction_footnote_direction(void **state)
     (void)state;
     for (int above = 0; above < 2; above++) {
         struct run_result res[2];
-        memset(res, 0, sizeof(res));
         for (int i = 0; i < 2; i++) {
-            struct run_result *r = &res[i];
-            snprintf(r->cfg.model, sizeof(r->cfg.model), "mlp");
-            snprintf(r->dataset, sizeof(r->dataset), "synthetic");
-            r->cfg.strategy = STRAT_DDP;
-            r->cfg.batch_size = 16;
-            r->world = i + 1;
-            r->global_batch = 16 * (i + 1);
-            r->ms_valid = r->batch_valid = r->samples_valid = 1;
-            r->ms_mean = r->ms_p50 = r->ms_p90 = 10.0;
-            r->samples_per_s = r->global_batch / 0.010;
-            r->threads_per_rank = 1;
-            r->state = -1;
+            hand_run(&res[i], "mlp", STRAT_DDP, i + 1, 16 * (i + 1), 10.0);
+            res[i].cfg.batch_size = 16;
         }
         res[1].desched_valid = 1;
         res[1].desched_pct = 40.0;
         res[0].nspred = 1;
         res[0].spred[0] = (struct scaling_pred){.ranks = 2, .valid = 1, .step_ms = above ? 30.0 : 5.0};
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        assert_non_null(f);
-        assert_int_equal(report_write(f, FMT_TEXT, res, 2), 0);
-        assert_int_equal(fclose(f), 0);
+        char *text = report_text(FMT_TEXT, res, 2);
         const char *want = above ? "+200.0%*" : "-50.0%*";
         const char *why = above ? "yet the prediction is above the measured step, which the shared cores do not explain"
                                 : "so the prediction is below the measured step there";
@@ -600,30 +599,16 @@ static void test_speedup_marked_by_desched(void **state)
     (void)state;
     for (int far = 0; far < 2; far++) {
         struct run_result res[2];
-        memset(res, 0, sizeof(res));
-        const double p50[2] = {233.0, 100.0}, desched[2] = {far ? 65.0 : 24.0, 22.0};
+        const double desched[2] = {far ? 65.0 : 24.0, 22.0};
+        hand_run(&res[0], "vgg11", STRAT_SINGLE, 1, 16, 233.0);
+        hand_run(&res[1], "vgg11", STRAT_DDP, 2, 16, 100.0);
         for (int i = 0; i < 2; i++) {
-            struct run_result *r = &res[i];
-            snprintf(r->cfg.model, sizeof(r->cfg.model), "vgg11");
-            r->cfg.strategy = i ? STRAT_DDP : STRAT_SINGLE;
-            r->world = i + 1;
-            r->global_batch = 16;
-            r->batch_valid = r->ms_valid = r->samples_valid = 1;
-            r->ms_mean = r->ms_p50 = r->ms_p90 = p50[i];
-            r->samples_per_s = 16 / (p50[i] / 1e3);
-            r->steps = 40;
-            r->state = -1;
-            r->desched_valid = 1;
-            r->desched_pct = desched[i];
-            r->threads_per_rank = 1;
+            res[i].steps = 40;
+            res[i].desched_valid = 1;
+            res[i].desched_pct = desched[i];
         }
         results_compare(res, 2, BASELINE_AUTO);
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        assert_non_null(f);
-        assert_int_equal(report_write(f, FMT_MD, res, 2), 0);
-        assert_int_equal(fclose(f), 0);
+        char *text = report_text(FMT_MD, res, 2);
         const char *note = "run 1: speedup 2.33x! against run 0: its ranks waited for a core 65% of the time, "
                            "this run's 22%";
         if (far && (!strstr(text, "| 2.33x! |") || !strstr(text, note)))
