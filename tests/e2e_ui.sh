@@ -614,6 +614,20 @@ tm resize-window -t "$S" -x 80 -y 24
 run_ddptop cut "LANG=C.UTF-8" "--steps 300"
 wait_for 'step [0-9]+/' 20 || fail "80x24: ddptop did not start"
 wait_for 'run done: ' 60 && no_cut "80x24, a run done" || fail "80x24: the first run did not finish"
+# 2 ranks' lanes leave the Runs table no room: one g brings it in (it took
+# two, the first showing the Scaling plot), a second g the plot, a third
+# the table again
+if screen | grep -q -e '─ Runs ' -e '─ Scaling '; then
+    fail "80x24: the Runs slot was on screen before g (the check of g would prove nothing)"
+else
+    tm send-keys -t "$S" g
+    wait_for '─ Runs ' 5 && pass "80x24: one g shows the Runs table" || fail "80x24: g did not show the Runs table"
+    tm send-keys -t "$S" g
+    wait_for '─ Scaling ' 5 && pass "80x24: a second g shows the Scaling plot" ||
+        fail "80x24: a second g did not show the Scaling plot"
+    tm send-keys -t "$S" g
+    wait_for '─ Runs ' 5 || fail "80x24: a third g did not bring the Runs table back"
+fi
 tm send-keys -t "$S" s
 wait_for 'started ddp' 20 || fail "80x24: s did not start the next run"
 tm send-keys -t "$S" r

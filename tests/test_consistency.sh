@@ -23,6 +23,41 @@ runs = json.load(open(sys.argv[1]))["runs"]
 noted = {int(m) for m in re.findall(r"^run ([0-9]+): over gloo", open(sys.argv[2]).read(), re.M)}
 want = {i for i, r in enumerate(runs) if r["ranks"] > 1 and r["backend"].startswith("gloo")}
 assert noted == want, (noted, want)' "$tmp/r.json" "$tmp/r.txt"
+# The Runs pane: a sweep of 2 strategies x 1 and 2 ranks in the UI (tmux),
+# each run to its end and s for the next; the pane, captured once all four
+# are done, against the report JSON the session writes at q
+# (tests/check_runs_pane.py).
+if command -v tmux >/dev/null; then
+    sock=ddptop-cons-$$
+    trap 'tmux -L "$sock" kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
+    pass_env=""
+    for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS; do
+        [ -n "${!v:-}" ] && pass_env="$pass_env $v=$(printf %q "${!v}")"
+    done
+    tmux -L "$sock" -f /dev/null new-session -d -x 160 -y 50 -s c \
+        "env -i HOME=$tmp PATH=$PATH TERM=screen LANG=C.UTF-8$pass_env bash --norc --noprofile"
+    tmux -L "$sock" set-option -t c -g status off >/dev/null
+    tmux -L "$sock" send-keys -t c -l "$BIN --dataset synthetic --model mlp --strategy ddp,allreduce --ranks 1,2 \
+--steps 40 --threads-per-rank 1 --no-eval --format json --output $tmp/ui.json; echo EXIT=\$? >$tmp/ui.exit"
+    tmux -L "$sock" send-keys -t c Enter
+    done_rows=0
+    for _ in $(seq 240); do
+        sleep 0.5
+        tmux -L "$sock" capture-pane -p -t c >"$tmp/pane.txt"
+        done_rows=$(grep -cE '^│>? +[0-9]+ +(ddp|allreduce) .* done +│$' "$tmp/pane.txt")
+        [ "$done_rows" -ge 4 ] && break
+        # a run at its end: s starts the sweep's next
+        grep -q 'final report on screen (s: next run' "$tmp/pane.txt" && tmux -L "$sock" send-keys -t c s
+    done
+    tmux -L "$sock" send-keys -t c q
+    for _ in $(seq 40); do [ -s "$tmp/ui.exit" ] && break; sleep 0.5; done
+    check "the UI ran the sweep's four runs to their ends (a done row each)" test "$done_rows" -ge 4
+    check "the UI exited 0 at q, its report written" grep -qx "EXIT=0" "$tmp/ui.exit"
+    check "the Runs pane's figures are the report's" python3 "$(dirname "$0")/check_runs_pane.py" "$tmp/pane.txt" \
+        "$tmp/ui.json"
+else
+    echo "SKIP: the Runs pane (no tmux)"
+fi
 # no silent choices: --steps cutting --epochs short, and a sweep's traces
 # each named (against the files the sweep left in the folder)
 mkdir "$tmp/tr"

@@ -323,6 +323,23 @@ static void test_fmt_rate(void **state)
     }
 }
 
+/* Counts and rates in three significant figures, as the reports print
+ * samples/s: a pane's 6.6k could not give back the speedup beside it. */
+static void test_fmt_si(void **state)
+{
+    (void)state;
+    static const struct {
+        double v;
+        const char *want;
+    } cases[] = {{6612, "6.61k"}, {21612, "21.6k"}, {312, "312"}, {1.5e6, "1.50M"},
+                 {9.5, "9.50"},   {999.4, "999"},   {0, "0.00"}, {-2500, "-2.50k"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char b[16];
+        fmt_si(b, sizeof(b), cases[i].v);
+        assert_string_equal(b, cases[i].want);
+    }
+}
+
 static void test_fmt_hidden(void **state)
 {
     char b[128];
@@ -730,6 +747,42 @@ static void test_scaling(void **state)
     scaling_free(&sc);
 }
 
+/* Two strategies at one speedup on the same rank count fall in one cell
+ * of the Scaling plot: both letters are shown, side by side. Worked by
+ * hand on 40 x 10 cells of 2 x 4 dots (80 x 40 dots), axes ranks 1..2 and
+ * speedup 0..2: the 1-rank base at dot (0, 20), cell (0, 5); both 2-rank
+ * runs (1800 against 1000 samples/s: 1.8x) at dot (79, 4), cell (39, 1),
+ * the right edge, so the second moves left to (38, 1). */
+static void test_scaling_marks_side_by_side(void **state)
+{
+    (void)state;
+    struct run_result res[3];
+    result(&res[0], "lenet", STRAT_DDP, 1, 32, 1000);
+    result(&res[1], "lenet", STRAT_DDP, 2, 64, 1800);
+    result(&res[2], "lenet", STRAT_ALLREDUCE, 2, 64, 1800);
+    struct scaling sc;
+    memset(&sc, 0, sizeof(sc));
+    assert_int_equal(scaling_update(&sc, res, 3, NULL, BASELINE_AUTO), 0);
+    struct scaling_axes ax;
+    assert_int_equal(scaling_axes(&sc, &ax), 3);
+    struct scaling_mark m[8];
+    int crowded = -1;
+    assert_int_equal(scaling_marks(&sc, &ax, 40, 10, 2, 4, m, 8, &crowded), 3);
+    assert_int_equal(crowded, 0);
+    assert_int_equal(m[0].x, 0);
+    assert_int_equal(m[0].y, 5);
+    assert_int_equal(m[1].x, 39);
+    assert_int_equal(m[1].y, 1);
+    assert_int_equal(m[1].letter, 'd'); /* the legend's letters */
+    assert_int_equal(m[2].x, 38);
+    assert_int_equal(m[2].y, 1);
+    assert_int_equal(m[2].letter, 'a');
+    /* a plot one cell wide has no room beside: the second stays, counted */
+    assert_int_equal(scaling_marks(&sc, &ax, 1, 10, 2, 4, m, 8, &crowded), 3);
+    assert_int_equal(crowded, 1);
+    scaling_free(&sc);
+}
+
 /* An efficiency above 100% carries the batch report's note in the Runs
  * pane too: 2 ranks at 1600 samples/s against 1 rank at 320 is 5x on 2
  * ranks, 250% (worked by hand: 1600 / 320 = 5, 5 / 2 = 250%). */
@@ -850,6 +903,7 @@ int main(void)
         cmocka_unit_test(test_series_binning),
         cmocka_unit_test(test_series_nan_and_log),
         cmocka_unit_test(test_fmt_rate),
+        cmocka_unit_test(test_fmt_si),
         cmocka_unit_test(test_fmt_hidden),
         cmocka_unit_test(test_fit_by_priority),
         cmocka_unit_test(test_fit_marks),
@@ -858,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_plan_threads),
         cmocka_unit_test(test_scaling),
+        cmocka_unit_test(test_scaling_marks_side_by_side),
         cmocka_unit_test(test_scaling_over_ideal),
         cmocka_unit_test(test_ranks_pct),
         cmocka_unit_test(test_buckets),

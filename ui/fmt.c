@@ -27,10 +27,8 @@ void fmt_si(char *buf, size_t n, double v)
         v /= 1000.0;
         i++;
     }
-    if (i == 0)
-        snprintf(buf, n, a >= 100 ? "%.0f" : a >= 10 ? "%.1f" : "%.2f", v);
-    else
-        snprintf(buf, n, a >= 100 ? "%.0f%s" : "%.1f%s", v, u[i]);
+    /* three significant figures (6.61k, not 6.6k), as the reports print */
+    snprintf(buf, n, a >= 100 ? "%.0f%s" : a >= 10 ? "%.1f%s" : "%.2f%s", v, u[i]);
 }
 
 void fmt_duration(char *buf, size_t n, double s)

@@ -1,5 +1,5 @@
 /* fmt.h - numbers as the panes print them in narrow columns: "12.3 MB",
- * "1.2k", "3m05s", and rates with their unit ("59.3 MB/s"). No curses, so
+ * "1.23k", "3m05s", and rates with their unit ("59.3 MB/s"). No curses, so
  * the formats are unit-tested (tests/test_ui_core.c). */
 #ifndef DDPTOP_FMT_H
 #define DDPTOP_FMT_H

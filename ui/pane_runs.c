@@ -212,7 +212,7 @@ static void runs_draw(WINDOW *w, struct pane_view *v, int focused)
             case C_EFF: {
                 const struct scaling_row *q = v->scaling && idx < v->scaling->n ? &v->scaling->row[idx] : NULL;
                 if (q && q->valid && c == C_EFF && q->over_note[0])
-                    snprintf(b, sizeof(b), "%.0f!", q->efficiency_pct); /* (the foot says why) */
+                    snprintf(b, sizeof(b), "%.1f!", q->efficiency_pct); /* (the foot says why) */
                 else if (q && q->valid)
                     snprintf(b, sizeof(b), c == C_SPEEDUP ? "%.2fx" : "%.1f",
                              c == C_SPEEDUP ? q->speedup : q->efficiency_pct);

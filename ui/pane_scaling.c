@@ -19,17 +19,12 @@ static struct canvas g_canvas;
 
 static int dot_x(const struct canvas *c, const struct scaling_axes *ax, double ranks)
 {
-    return (int)((ranks - 1) / (ax->max_world - 1) * (c->dw - 1) + 0.5);
+    return scaling_dot_x(ax, ranks, c->dw);
 }
 
 static int dot_y(const struct canvas *c, const struct scaling_axes *ax, double speedup)
 {
-    double f = speedup / ax->max_y;
-    if (f < 0)
-        f = 0;
-    if (f > 1)
-        f = 1;
-    return (int)((1.0 - f) * (c->dh - 1) + 0.5);
+    return scaling_dot_y(ax, speedup, c->dh);
 }
 
 static void scaling_draw(WINDOW *w, struct pane_view *v, int focused)
@@ -83,15 +78,13 @@ static void scaling_draw(WINDOW *w, struct pane_view *v, int focused)
         }
     }
     canvas_blit(&g_canvas, w, 1, x0);
-    /* the points, lettered by strategy, over the lines */
-    for (int i = 0; i < sc->n; i++) {
-        const struct scaling_row *r = &sc->row[i];
-        if (!r->valid || !sync_ops_of(r->strategy))
-            continue;
-        int cx = dot_x(&g_canvas, &ax, r->world) / cw, cy = dot_y(&g_canvas, &ax, r->speedup) / chh;
-        wchar_t g = (wchar_t)sync_ops_of(r->strategy)->letter;
-        draw_cell(w, 1 + cy, x0 + cx, g, TH_VALUE);
-    }
+    /* the points, lettered by strategy, over the lines; two strategies'
+     * points in one cell side by side (scaling_marks) */
+    struct scaling_mark marks[64];
+    int crowded;
+    int nm = scaling_marks(sc, &ax, pw, ph, cw, chh, marks, 64, &crowded);
+    for (int i = 0; i < nm; i++)
+        draw_cell(w, 1 + marks[i].y, x0 + marks[i].x, (wchar_t)marks[i].letter, TH_VALUE);
     /* y labels: the top, the middle and zero */
     draw_textf(w, 1, 1, YLAB_W, TH_AXIS, "%*.1fx", YLAB_W - 1, ax.max_y);
     if (ph >= 5) /* (on the row its points fall in) */

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sync.h"
+
 int scaling_update(struct scaling *sc, const struct run_result *res, int n, const struct run_result *live, int baseline)
 {
     int total = n + (live ? 1 : 0);
@@ -81,4 +83,75 @@ int scaling_axes(const struct scaling *sc, struct scaling_axes *ax)
     if (ax->max_y < ax->max_world)
         ax->max_y = ax->max_world;
     return valid;
+}
+
+int scaling_dot_x(const struct scaling_axes *ax, double ranks, int dw)
+{
+    return (int)((ranks - 1) / (ax->max_world - 1) * (dw - 1) + 0.5);
+}
+
+int scaling_dot_y(const struct scaling_axes *ax, double speedup, int dh)
+{
+    double f = speedup / ax->max_y;
+    if (f < 0)
+        f = 0;
+    if (f > 1)
+        f = 1;
+    return (int)((1.0 - f) * (dh - 1) + 0.5);
+}
+
+static int mark_at(const struct scaling_mark *m, int n, int x, int y)
+{
+    for (int i = 0; i < n; i++)
+        if (m[i].x == x && m[i].y == y)
+            return i;
+    return -1;
+}
+
+int scaling_marks(const struct scaling *sc, const struct scaling_axes *ax, int w, int h, int cw, int ch,
+                  struct scaling_mark *out, int cap, int *crowded)
+{
+    int n = 0;
+    *crowded = 0;
+    if (w < 1 || h < 1 || cw < 1 || ch < 1)
+        return 0;
+    /* the points' own cells first, one per strategy and cell, so that a
+     * moved mark never takes the cell of a point drawn after it */
+    struct scaling_mark want[64];
+    int nw = 0;
+    for (int i = 0; i < sc->n && nw < (int)(sizeof(want) / sizeof(want[0])); i++) {
+        const struct scaling_row *r = &sc->row[i];
+        const struct sync_ops *ops = sync_ops_of(r->strategy);
+        if (!r->valid || !ops)
+            continue;
+        int x = scaling_dot_x(ax, r->world, w * cw) / cw, y = scaling_dot_y(ax, r->speedup, h * ch) / ch;
+        int dup = 0;
+        for (int k = 0; k < nw && !dup; k++)
+            dup = want[k].x == x && want[k].y == y && want[k].strategy == r->strategy;
+        if (!dup)
+            want[nw++] = (struct scaling_mark){x, y, r->strategy, ops->letter};
+    }
+    for (int k = 0; k < nw && n < cap; k++) {
+        struct scaling_mark m = want[k];
+        if (mark_at(out, n, m.x, m.y) >= 0) {
+            int placed = 0;
+            for (int d = 1; d <= 3 && !placed; d++)
+                for (int side = 0; side < 2 && !placed; side++) {
+                    int x = side ? m.x - d : m.x + d;
+                    if (x < 0 || x >= w || mark_at(out, n, x, m.y) >= 0)
+                        continue;
+                    int own = 0; /* another point's own cell */
+                    for (int j = k + 1; j < nw && !own; j++)
+                        own = want[j].x == x && want[j].y == m.y;
+                    if (own)
+                        continue;
+                    m.x = x;
+                    placed = 1;
+                }
+            if (!placed)
+                ++*crowded;
+        }
+        out[n++] = m;
+    }
+    return n;
 }

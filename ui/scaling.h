@@ -58,4 +58,26 @@ struct scaling_axes {
 /* The axes for the valid rows; returns how many rows are valid. */
 int scaling_axes(const struct scaling *sc, struct scaling_axes *ax);
 
+/* Where a point falls on a plot dw x dh dots wide and high: the x of
+ * rank count `ranks` (1 at the left, max_world at the right) and the y of
+ * `speedup` (max_y at the top, 0 at the bottom; clamped). */
+int scaling_dot_x(const struct scaling_axes *ax, double ranks, int dw);
+int scaling_dot_y(const struct scaling_axes *ax, double speedup, int dh);
+
+/* The lettered points of the plot, on a grid of w x h cells of cw x ch
+ * dots: one mark per strategy and cell where its valid rows fall, with the
+ * strategy's letter. Where two strategies' points share a cell, the marks
+ * after the first move beside it (one column right, else left, then two,
+ * then three) into a cell no other mark or point holds, so no letter
+ * hides another; a mark that finds no such cell stays on its point,
+ * drawn over the other, and `crowded` counts it. Returns how many marks out holds
+ * (at most cap). */
+struct scaling_mark {
+    int x, y; /* cell column and row */
+    int strategy;
+    char letter;
+};
+int scaling_marks(const struct scaling *sc, const struct scaling_axes *ax, int w, int h, int cw, int ch,
+                  struct scaling_mark *out, int cap, int *crowded);
+
 #endif

@@ -290,8 +290,9 @@ static void run_done(struct ui *u)
     } else if (res && !u->switching) {
         char sps[16];
         fmt_si(sps, sizeof(sps), res->samples_per_s);
-        say(u, 0, "run %s: %ld steps, %.2f ms/step, %s samples/s; final report on screen (s: next run, q: quit)",
-            run_state_name(u->s.run->state), res->steps, res->ms_mean, sps);
+        /* the median step, as samples/s and the Runs table have it */
+        say(u, 0, "run %s: %ld steps, p50 %.2f ms/step, %s samples/s; final report on screen (s: next run, q: quit)",
+            run_state_name(u->s.run->state), res->steps, res->ms_p50, sps);
         u->status_ns = 0; /* stays until replaced */
     }
 }
@@ -697,14 +698,22 @@ static void next_theme(struct ui *u)
     }
 }
 
-/* L and g: one pane of a slot takes the other's place (on = the second).
- * Focus follows, and the slot, once asked for, keeps its room on a small
- * terminal longer than the panes nobody asked for. */
-static void switch_slot(struct ui *u, int on, int first, int second)
+/* L and g: one pane of a slot takes the other's place (*on: the second
+ * is shown). Focus follows, and the slot, once asked for, keeps its room
+ * on a small terminal longer than the panes nobody asked for. Where the
+ * slot is off screen (a small terminal gave its room away), the key
+ * first brings it back with the pane it holds: one press shows the Runs
+ * table at 80x24, not the Scaling plot. */
+static void switch_slot(struct ui *u, int *on, int first, int second)
 {
-    u->asked |= PANE_BIT(first) | PANE_BIT(second);
-    if (u->focus == (on ? first : second))
-        u->focus = on ? second : first;
+    unsigned both = PANE_BIT(first) | PANE_BIT(second);
+    int was_asked = (u->asked & both) == both;
+    u->asked |= both;
+    if (!(u->lay.shown & both) && !was_asked)
+        return;
+    *on = !*on;
+    if (u->focus == (*on ? first : second))
+        u->focus = *on ? second : first;
     u->vs.layer0 = 0;
 }
 
@@ -814,13 +823,11 @@ static int handle_key(struct ui *u, int ch)
         change_plan(u, ch);
         return UI_HANDLED | UI_REDRAW;
     case 'L':
-        u->show_layers = !u->show_layers;
-        switch_slot(u, u->show_layers, PANE_TIMELINE, PANE_LAYERS);
+        switch_slot(u, &u->show_layers, PANE_TIMELINE, PANE_LAYERS);
         return UI_HANDLED | UI_REDRAW;
     case 'g':
     case 'G':
-        u->show_scaling = !u->show_scaling;
-        switch_slot(u, u->show_scaling, PANE_RUNS, PANE_SCALING);
+        switch_slot(u, &u->show_scaling, PANE_RUNS, PANE_SCALING);
         return UI_HANDLED | UI_REDRAW;
     default:
         break;
