@@ -60,6 +60,75 @@ static void write_trace_table(FILE *f, const struct run_result *res, int n, int 
     }
 }
 
+#define KERNEL_NAME_SHOWN 64 /* a kernel's name in the tables, cut with "..." past this */
+
+/* A kernel's name for a table: cut, and in markdown its bars escaped. */
+static const char *kernel_cell(char *buf, size_t n, const char *name, int md)
+{
+    size_t k = 0, len = strlen(name);
+    for (size_t i = 0; i < len && i < KERNEL_NAME_SHOWN && k + 3 < n; i++) {
+        if (md && name[i] == '|')
+            buf[k++] = '\\';
+        buf[k++] = name[i];
+    }
+    buf[k] = 0;
+    if (len > KERNEL_NAME_SHOWN && k + 4 <= n)
+        strcat(buf, "...");
+    return buf;
+}
+
+/* HTA's kernel breakdown of each replayed run (trace/kernels.h): device
+ * time by kernel type over all ranks and per rank, then each rank's top
+ * kernels by type. */
+static void write_kernel_table(FILE *f, const struct run_result *res, int n, int md)
+{
+    for (int i = 0; i < n; i++) {
+        const struct run_result *r = &res[i];
+        if (!r->kernels_valid)
+            continue;
+        fprintf(f,
+                md ? "\nKernel types of run %d (HTA's kernel breakdown):\n\n| rank | type | time ms | share %% "
+                     "|\n|---|---|---:|---:|\n"
+                   : "\nkernel types of run %d (HTA's kernel breakdown):\n%4s %-56s %10s %7s\n",
+                i, "rank", "type", "time ms", "share%");
+        for (int k = -1; k < r->nranks; k++) {
+            const struct rank_result *q = k >= 0 ? &r->ranks[k] : NULL;
+            if (q && !q->kernels_valid)
+                continue;
+            const int64_t *ns = q ? q->kernels.mix_ns : r->kernel_mix_ns;
+            const double *pct = q ? q->kernels.mix_pct : r->kernel_mix_pct;
+            char who[16];
+            snprintf(who, sizeof(who), q ? "%d" : "all", q ? q->rank : 0);
+            for (int m = 1; m < KERNEL_MIXES; m++)
+                if (ns[m] > 0)
+                    fprintf(f, md ? "| %s | %s | %.3f | %.1f |\n" : "%4s %-56s %10.3f %7.1f\n", who, kernel_mix_name(m),
+                            (double)ns[m] / 1e6, pct[m]);
+        }
+        fprintf(f,
+                md ? "\nTop kernels of run %d (share: of its type's kernel time on the rank):\n\n| rank | type | "
+                     "kernel | count | mean us | total ms | share %% |\n|---|---|---|---:|---:|---:|---:|\n"
+                   : "\ntop kernels of run %d (share: of its type's kernel time on the rank):\n%4s %-13s %-67s %7s "
+                     "%10s %10s %7s\n",
+                i, "rank", "type", "kernel", "count", "mean us", "total ms", "share%");
+        for (int k = 0; k < r->nranks; k++) {
+            const struct rank_result *q = &r->ranks[k];
+            for (int j = 0; q->kernels_valid && j < q->kernels.nrows; j++) {
+                const struct kernel_row *row = &q->kernels.rows[j];
+                char name[2 * KERNEL_NAME_SHOWN + 8];
+                kernel_cell(name, sizeof(name), row->name, md);
+                if (row->others)
+                    snprintf(name, sizeof(name), "others (%d kernels)", row->others);
+                fprintf(f,
+                        md ? "| %d | %s | `%s` | %llu | %.1f | %.3f | %.1f |\n"
+                           : "%4d %-13s %-67s %7llu %10.1f %10.3f %7.1f\n",
+                        q->rank, kernel_type_name(row->type), name, (unsigned long long)row->count,
+                        row->count ? (double)row->sum_ns / 1e3 / (double)row->count : 0, (double)row->sum_ns / 1e6,
+                        row->share_pct);
+            }
+        }
+    }
+}
+
 /* Whether measured run q's ranks waited for a core 5% of their wall or
  * more: they shared the machine's cores. */
 static int shared_cores(const struct run_result *q)
@@ -581,8 +650,10 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
     int replays = write_replay_sources(f, res, n, md);
     write_run_tables(f, res, n, md);
     write_rank_table(f, res, n, md);
-    if (replays)
+    if (replays) {
         write_trace_table(f, res, n, md);
+        write_kernel_table(f, res, n, md);
+    }
     write_legend(f);
     write_params(f, res, n, md);
     for (int i = 0; i < n; i++) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "kernels.h"
 #include "metrics.h"
 #include "pipeline.h"
 
@@ -62,6 +63,11 @@ struct rank_result {
     const struct trace_rule *window;
     int window_whole;
     int rank_from, rank_from_valid;
+    /* a PyTorch trace's rank with device ops: HTA's kernel breakdown of
+     * what its figures count (trace/kernels.h; owned, result_free frees
+     * it), its shares from result_kernels */
+    struct kernel_table kernels;
+    int kernels_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */
@@ -223,7 +229,12 @@ struct run_result {
      * 0's), or "" */
     char trace_file[CFG_PATH + 64];
     const struct trace_rule *window; /* a PyTorch trace's replay or follow: the steps covered (--window) */
-    int nranks;                      /* the ranks whose figures are here: a trace may hold fewer than the run's world */
+    /* HTA's kernel types over every rank (its table: the ranks' mixes
+     * summed, each a share of their sum); valid when a rank's is */
+    int64_t kernel_mix_ns[KERNEL_MIXES];
+    double kernel_mix_pct[KERNEL_MIXES];
+    int kernels_valid;
+    int nranks; /* the ranks whose figures are here: a trace may hold fewer than the run's world */
     struct rank_result *ranks;
 };
 
@@ -249,6 +260,10 @@ void result_timeline(struct run_result *res, const struct metrics *m);
  * their summed wall (a rank weighs by its wall time), and a time per step
  * is the mean of the ranks' (the two agree: ranks step together). */
 void result_breakdowns(struct run_result *res);
+/* The kernel breakdown's shares (trace/kernels.h): each rank's mixes of
+ * their sum and each kernel row of its type's total, and the run's mixes,
+ * the ranks' summed (HTA's table across ranks). */
+void result_kernels(struct run_result *res);
 /* Compute and collective seconds per epoch of steps_per_epoch steps, per
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);

@@ -153,6 +153,55 @@ static void json_series(cJSON *o, const struct run_result *r)
     }
 }
 
+/* A list of kernel mixes (HTA's types, one running or several at once):
+ * time and share, every mix in HTA's order. */
+static cJSON *json_mixes(const int64_t *ns, const double *pct)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int m = 1; a && m < KERNEL_MIXES; m++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "type", kernel_mix_name(m));
+        cJSON_AddNumberToObject(e, "time_us", (double)ns[m] / 1e3);
+        cJSON_AddNumberToObject(e, "share_pct", pct[m]);
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+/* HTA's kernel breakdown (trace/kernels.h): the run's types, and each
+ * rank's types and top kernels; null when no rank has one. */
+static cJSON *json_kernels(const struct run_result *r)
+{
+    if (!r->kernels_valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "types", json_mixes(r->kernel_mix_ns, r->kernel_mix_pct));
+    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+    for (int i = 0; i < r->nranks; i++) {
+        const struct rank_result *q = &r->ranks[i];
+        if (!q->kernels_valid)
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "rank", q->rank);
+        cJSON_AddItemToObject(e, "types", json_mixes(q->kernels.mix_ns, q->kernels.mix_pct));
+        cJSON *top = cJSON_AddArrayToObject(e, "top");
+        for (int k = 0; k < q->kernels.nrows; k++) {
+            const struct kernel_row *row = &q->kernels.rows[k];
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddStringToObject(t, "type", kernel_type_name(row->type));
+            cJSON_AddStringToObject(t, "name", row->name);
+            cJSON_AddNumberToObject(t, "others", row->others);
+            cJSON_AddNumberToObject(t, "count", (double)row->count);
+            cJSON_AddNumberToObject(t, "sum_us", (double)row->sum_ns / 1e3);
+            cJSON_AddNumberToObject(t, "mean_us", row->count ? (double)row->sum_ns / 1e3 / (double)row->count : 0);
+            cJSON_AddNumberToObject(t, "share_pct", row->share_pct);
+            cJSON_AddItemToArray(top, t);
+        }
+        cJSON_AddItemToArray(ranks, e);
+    }
+    return o;
+}
+
 static cJSON *json_run(const struct run_result *res, int n, int index)
 {
     const struct run_result *r = &res[index];
@@ -251,6 +300,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_str(o, "state", r->state >= 0 ? run_state_name(r->state) : NULL);
     add_str(o, "error", r->error);
     cJSON_AddItemToObject(o, "replay", json_replay(&r->replay));
+    cJSON_AddItemToObject(o, "kernels", json_kernels(r));
     cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
     return o;
 }

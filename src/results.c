@@ -438,6 +438,36 @@ void result_breakdowns(struct run_result *res)
     res->desched_pct = res->b.wall_ns > 0 ? 100.0 * desched_ns / (double)res->b.wall_ns : 0;
 }
 
+static void mix_pcts(const int64_t *ns, double *pct)
+{
+    int64_t all = 0;
+    for (int m = 1; m < KERNEL_MIXES; m++)
+        all += ns[m];
+    for (int m = 0; m < KERNEL_MIXES; m++)
+        pct[m] = all > 0 && m > 0 ? 100.0 * (double)ns[m] / (double)all : 0;
+}
+
+void result_kernels(struct run_result *res)
+{
+    memset(res->kernel_mix_ns, 0, sizeof(res->kernel_mix_ns));
+    res->kernels_valid = 0;
+    for (int i = 0; i < res->nranks; i++) {
+        struct kernel_table *k = &res->ranks[i].kernels;
+        if (!res->ranks[i].kernels_valid)
+            continue;
+        res->kernels_valid = 1;
+        mix_pcts(k->mix_ns, k->mix_pct);
+        for (int m = 0; m < KERNEL_MIXES; m++)
+            res->kernel_mix_ns[m] += k->mix_ns[m];
+        for (int j = 0; j < k->nrows; j++) {
+            struct kernel_row *row = &k->rows[j];
+            int64_t all = k->type_ns[row->type];
+            row->share_pct = all > 0 ? 100.0 * (double)row->sum_ns / (double)all : 0;
+        }
+    }
+    mix_pcts(res->kernel_mix_ns, res->kernel_mix_pct);
+}
+
 void result_per_epoch(struct run_result *res, long steps_per_epoch)
 {
     res->steps_per_epoch = steps_per_epoch;
@@ -564,6 +594,8 @@ void result_staged_sends(struct run_result *res)
 
 void result_free(struct run_result *res)
 {
+    for (int i = 0; res->ranks && i < res->nranks; i++)
+        kernel_table_free(&res->ranks[i].kernels);
     free(res->ranks);
     res->ranks = NULL;
 }

@@ -670,6 +670,7 @@ void replay_foreign_run(struct run_result *res)
     }
     res->ms_valid = res->steps > 0;
     result_breakdowns(res);
+    result_kernels(res);
 }
 
 /* PyTorch profiler traces: HTA's definitions (trace_analyze), over the
@@ -710,6 +711,15 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
             v[s] = sorted[s].t1_ns - sorted[s].t0_ns;
         replay_foreign_row(&res->ranks[i], &f, v, tr->nsteps);
         res->ranks[i].window = rule;
+        if (f.gpu_view) {
+            if (kernel_table_rank(&res->ranks[i].kernels, tr, rule, &f) != 0) {
+                free(sorted);
+                free(v);
+                snprintf(err, errlen, "out of memory tallying rank %d's kernels", tr->rank);
+                return -1;
+            }
+            res->ranks[i].kernels_valid = 1;
+        }
         /* where its rank came from: its first file's (in reading order) */
         int first = INT_MAX;
         for (size_t k = 0; k < tr->nwindows; k++)

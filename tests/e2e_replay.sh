@@ -56,7 +56,7 @@ quit_and_check() {
     else
         fail "$tag: alternate screen still on after exit"
     fi
-    if wait_for '^replay of .*trace' 5; then pass "$tag: the replay report follows on the terminal"; else fail "$tag: no report after q"; fi
+    if wait_for_all '^replay of .*trace' 5; then pass "$tag: the replay report follows on the terminal"; else fail "$tag: no report after q"; fi
     tm send-keys -t "$S" -l "clear"
     tm send-keys -t "$S" Enter
     sleep 0.2

@@ -2,7 +2,8 @@
 """hta_breakdown.py - HTA's temporal breakdown of a folder of traces, one
 line per rank, as tests/fixtures/hta/temporal_breakdown.tsv records it;
 with --overlap, HTA's overlap of computation and communication instead
-(comm_comp_overlap.tsv).
+(comm_comp_overlap.tsv); with --kernels, HTA's kernel breakdown
+(kernel_breakdown.tsv).
 
 Runs HolisticTraceAnalysis itself (Meta's trace analysis library, not
 ddptop's code): TraceAnalysis(trace_dir=DIR).get_temporal_breakdown(),
@@ -13,12 +14,52 @@ that the recorded values are still HTA's.
 
 Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap] DIR [NAME]
 Prints: NAME RANK IDLE_PCT COMPUTE_PCT NON_COMPUTE_PCT (NAME: DIR unless
-given); with --overlap, NAME RANK OVERLAP_PCT (get_comm_comp_overlap).
+given); with --overlap, NAME RANK OVERLAP_PCT (get_comm_comp_overlap);
+with --kernels, get_gpu_kernel_breakdown(visualize=False) with its
+defaults (num_kernels 10, duration_ratio 0.8, memory kernels included),
+run on each rank alone (RANK) and on all (RANK "all", types only):
+  NAME RANK type TYPE SUM_US PCT     (its first table: a kernel type, or
+                                      types overlapping, lower case)
+  NAME RANK kernel TYPE KERNEL SUM_US COUNT MEAN_US   (its second: the top
+      kernels and "others"; COUNT and MEAN_US counted here over the device
+      records HTA read (stream not -1, HTA's type), for HTA's own mean is
+      the sum once it folds kernels into others; "-" for others' mean)
 Exit status 77 when HTA or its packages cannot be imported.
 """
 import logging
 import sys
 import warnings
+
+
+def print_kernels(ta, name):
+    from hta.utils.utils import get_kernel_type
+    sym = ta.t.symbol_table.get_sym_table()
+    traces = dict(ta.t.traces)
+
+    def types(rank):
+        df, _ = ta.get_gpu_kernel_breakdown(visualize=False)
+        for _, row in df.iterrows():
+            print("%s\t%s\ttype\t%s\t%d\t%.1f" % (name, rank, row["kernel_type"].lower(), row["sum"], row["percentage"]))
+
+    for rank in sorted(traces):
+        ta.t.traces = {rank: traces[rank]}
+        types(rank)
+        _, top = ta.get_gpu_kernel_breakdown(visualize=False)
+        dev = traces[rank][traces[rank]["stream"].ne(-1)]
+        names = dev["name"].map(lambda x: sym[x])
+        kinds = names.map(get_kernel_type)
+        stats = dev["dur"].groupby([kinds, names]).agg(["count", "mean"])
+        for _, row in top.iterrows():
+            kind = row["kernel_type"]
+            if row["name"] == "others":
+                shown = set(top[top["kernel_type"].eq(kind)]["name"])
+                rest = stats.loc[kind]
+                count, mean = rest[~rest.index.isin(shown)]["count"].sum(), "-"
+            else:
+                count, mean = stats.loc[(kind, row["name"]), "count"], "%.3f" % stats.loc[(kind, row["name"]), "mean"]
+            print("%s\t%d\tkernel\t%s\t%s\t%d\t%d\t%s" % (name, rank, kind.lower(), row["name"], row["sum (us)"], count, mean))
+    ta.t.traces = traces
+    types("all")
 
 
 def main():
@@ -31,13 +72,17 @@ def main():
     warnings.filterwarnings("ignore")
     args = sys.argv[1:]
     overlap = args[:1] == ["--overlap"]
-    args = args[1:] if overlap else args
+    kernels = args[:1] == ["--kernels"]
+    args = args[1:] if overlap or kernels else args
     folder = args[0]
     name = args[1] if len(args) > 1 else folder
     ta = TraceAnalysis(trace_dir=folder)
     if overlap:
         for _, row in ta.get_comm_comp_overlap(visualize=False).iterrows():
             print("%s\t%d\t%.2f" % (name, int(row["rank"]), row["comp_comm_overlap_pctg"]))
+        return
+    if kernels:
+        print_kernels(ta, name)
         return
     df = ta.get_temporal_breakdown(visualize=False)
     for _, row in df.iterrows():

@@ -69,6 +69,16 @@
 #            run row, ranks 128 and ranks_read 2 in JSON and CSV; each
 #            rank's source (distributedInfo: trace; rank70 in the name:
 #            name, "1 of 71"; neither: order) in every format.
+#   kernels  HTA's kernel breakdown (tests/fixtures/hta/kernel_breakdown.tsv,
+#            recorded from HTA's get_gpu_kernel_breakdown by
+#            hta_breakdown.py --kernels): ddptop's JSON `kernels` under
+#            --window hta, per rank and across ranks, holds HTA's time of
+#            each kernel type (and types overlapping) within 1 us and its
+#            share within 0.05 points (HTA rounds to 0.1), and HTA's top
+#            kernels of each type: the same names in the same number, each
+#            with HTA's total, count and mean, and the others row's total.
+#            Always on the hand-made traces (fixtures/NAME); on HTA's own
+#            traces as well when DDPTOP_HTA_DIR names its checkout.
 #   hta      HTA's test traces (DDPTOP_HTA_DIR: a checkout of
 #            HolisticTraceAnalysis; 77 without its tests/data): --window hta
 #            against HTA's temporal breakdown recorded in the .tsv, within
@@ -92,6 +102,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 FIX=$HERE/fixtures/trace
 TSV=$HERE/fixtures/hta/temporal_breakdown.tsv
 OVL=$HERE/fixtures/hta/comm_comp_overlap.tsv
+KTSV=$HERE/fixtures/hta/kernel_breakdown.tsv
 PY=/usr/bin/python3
 . "$HERE/checks.sh"
 
@@ -278,6 +289,80 @@ json.dump(d, open(sys.argv[3], "w"))' "$FIX/kineto_gpu.json" $r "$tmp/r/host_$r.
     check "... rank 0 by the order of the files" rank "$tmp/o.json" 0 rank_from order
 }
 
+# kernels_match JSON TSV NAME: ddptop's kernel breakdown in JSON is HTA's for NAME in TSV
+kernels_match() {
+    "$PY" - "$@" <<'PY'
+import json, sys
+f, tsv, name = sys.argv[1:4]
+k = json.load(open(f))["runs"][0]["kernels"]
+if k is None:
+    sys.exit("    no kernels in %s" % f)
+ranks = {str(r["rank"]): r for r in k["ranks"]}
+ranks["all"] = k
+want_types, want_top = {}, {}
+for line in open(tsv):
+    c = line.rstrip("\n").split("\t")
+    if line.startswith("#") or c[0] != name:
+        continue
+    if c[2] == "type":
+        want_types.setdefault(c[1], {})[c[3]] = (float(c[4]), float(c[5]))
+    else:
+        want_top.setdefault((c[1], c[3]), {})[c[4]] = (float(c[5]), int(c[6]), None if c[7] == "-" else float(c[7]))
+bad = []
+for rank, types in want_types.items():
+    got = {t["type"]: t for t in ranks.get(rank, {"types": []})["types"]}
+    for t, (us, pct) in types.items():
+        g = got.get(t)
+        if not g or abs(g["time_us"] - us) > 1 or abs(g["share_pct"] - pct) > 0.05 + 1e-9:
+            bad.append("rank %s %s: %s, HTA %s us %s%%" % (rank, t, g and (g["time_us"], g["share_pct"]), us, pct))
+    for t, g in got.items():
+        if g["time_us"] > 0 and t not in types:
+            bad.append("rank %s %s: %s us, HTA none" % (rank, t, g["time_us"]))
+for (rank, kind), rows in want_top.items():
+    got = {r["name"]: r for r in ranks.get(rank, {"top": []})["top"] if r["type"] == kind}
+    if set(got) != set(rows):
+        bad.append("rank %s %s: kernels %s, HTA %s" % (rank, kind, sorted(got), sorted(rows)))
+        continue
+    for n, (us, count, mean) in rows.items():
+        g = got[n]
+        if abs(g["sum_us"] - us) > 1 or g["count"] != count or (mean is not None and abs(g["mean_us"] - mean) > 1e-3):
+            bad.append("rank %s %s %s: sum, count, mean %s, HTA %s" % (rank, kind, n[:60], (g["sum_us"], g["count"], g["mean_us"]), (us, count, mean)))
+for rank, r in ranks.items():
+    if rank != "all" and rank in want_types:
+        for g in r["top"]:
+            if (rank, g["type"]) not in want_top:
+                bad.append("rank %s: %s kernels, HTA none" % (rank, g["type"]))
+if not want_types:
+    bad.append("%s: not in %s" % (name, tsv))
+sys.exit("    " + "\n    ".join(bad[:8]) if bad else 0)
+PY
+}
+
+case_kernels() {
+    local name dir out n=0
+    for name in $(grep -v '^#' "$KTSV" | cut -f1 | awk '!seen[$0]++'); do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        out=$tmp/k.$(echo "$name" | tr / _).json
+        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
+        check "$name: HTA's kernel breakdown" kernels_match "$out" "$KTSV" "$name"
+        n=$((n + 1))
+    done
+    check "the hand-made traces are in the .tsv" test "$n" -gt 0
+    # the report's tables name the types and the top kernels
+    check "text report" replay "$tmp/k.txt" "$tmp/fixtures/kineto_window" --window hta
+    check "text: the kernel types" has "$tmp/k.txt" "kernel types of run 0 (HTA's kernel breakdown)"
+    check "text: types overlapping" has "$tmp/k.txt" "computation overlapping communication"
+    check "text: the top kernels" grep -Eq '^ +0 communication +nccl' "$tmp/k.txt"
+    check "markdown report" replay "$tmp/k.md" "$tmp/fixtures/kineto_window" --window hta --format md
+    check "markdown: the top kernels" has "$tmp/k.md" "| 0 | communication | \`nccl"
+    check "a host-only trace: no kernels" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
+    check "... null" run_key "$tmp/host.json" kernels null
+}
+
 # hta_data: the folder of HTA's test traces, or exit 77
 hta_data() {
     local d=${DDPTOP_HTA_DIR:-}
@@ -447,9 +532,9 @@ PY
 }
 
 case $CASE in
-window | folder | devices | ranks | hta | hta_live) "case_$CASE" ;;
+window | folder | devices | ranks | kernels | hta | hta_live) "case_$CASE" ;;
 *)
-    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|hta|hta_live" >&2
+    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|hta|hta_live" >&2
     exit 2
     ;;
 esac

@@ -145,6 +145,13 @@ static int op_counts(const struct trace_op *op, const struct cut *c, const struc
     return at >= c->lo && at < c->hi;
 }
 
+/* Whether op is device time the cut counts (op_counts' outputs). */
+static int dev_counts(const struct trace_op *op, const struct cut *c, const struct trace_rule *rule, int64_t *t1,
+                      struct dev_start *s)
+{
+    return op->gpu && (!op->sync || rule->syncs) && op_counts(op, c, rule, t1, s);
+}
+
 static int gpu_view(struct trace_figures *out, const struct trace_rank *r, const struct trace_window *w,
                     const struct trace_rule *rule, const struct cut *c, int64_t kernel_wait_ns)
 {
@@ -160,7 +167,7 @@ static int gpu_view(struct trace_figures *out, const struct trace_rank *r, const
     for (size_t i = w->ops_from; i < w->ops_to; i++) {
         const struct trace_op *op = &r->ops[i];
         int64_t t1;
-        if (!op->gpu || (op->sync && !rule->syncs) || !op_counts(op, c, rule, &t1, &by_start[n]))
+        if (!dev_counts(op, c, rule, &t1, &by_start[n]))
             continue;
         iv[n] = (struct breakdown_iv){by_start[n].t0_ns, t1, BREAKDOWN_FLAT, rule->by_name ? op->hta_cat : op->cat};
         out->ndev += t1 > by_start[n].t0_ns;
@@ -261,6 +268,27 @@ static int analyze_windows(struct trace_figures *out, const struct trace_rank *r
     }
     out->left = left < 0 ? TRACE_LEFT_NONE : rule->drop_last ? TRACE_LEFT_LAST : TRACE_LEFT_FIRST;
     return 0;
+}
+
+void trace_each_device_op(const struct trace_rank *r, const struct trace_rule *rule, const struct trace_figures *f,
+                          trace_op_fn each, void *ctx)
+{
+    rule = rule ? rule : &trace_rules[0];
+    if (!r->ngpu)
+        return;
+    long left = f->whole ? -1 : left_step(r, rule);
+    const struct trace_window all = {.ops_to = r->nops, .steps_to = r->nsteps, .gpu_mark_ns = INT64_MIN};
+    size_t nw = r->nwindows ? r->nwindows : 1;
+    for (size_t i = 0; i < nw; i++) {
+        const struct trace_window *w = r->nwindows ? &r->windows[i] : &all;
+        struct cut c = cut_of(r, w, rule, left);
+        for (size_t k = w->ops_from; k < w->ops_to; k++) {
+            int64_t t1;
+            struct dev_start s;
+            if (dev_counts(&r->ops[k], &c, rule, &t1, &s))
+                each(ctx, &r->ops[k], i, s.t0_ns, t1);
+        }
+    }
 }
 
 int trace_analyze_rank(struct trace_figures *out, const struct trace_rank *r, const struct trace_rule *rule,

@@ -86,6 +86,13 @@ struct trace_figures {
  * windows. Returns 0, or -1 when out of memory. */
 int trace_analyze_rank(struct trace_figures *out, const struct trace_rank *r, const struct trace_rule *rule,
                        int64_t kernel_wait_ns);
+/* Calls each(ctx, op, window, t0_ns, t1_ns) for every device op that r's
+ * figures f (trace_analyze_rank's under rule) count, in its window's
+ * order, with its times as the rule reads them: the one selection the
+ * kernel breakdown (kernels.h) tallies. */
+typedef void (*trace_op_fn)(void *ctx, const struct trace_op *op, size_t window, int64_t t0_ns, int64_t t1_ns);
+void trace_each_device_op(const struct trace_rank *r, const struct trace_rule *rule, const struct trace_figures *f,
+                          trace_op_fn each, void *ctx);
 /* The figures of r's window w alone (a follower's latest cycle), read as
  * rule reads device time. Returns 0, or -1 when out of memory or there is
  * no window w. */

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "infile.h"
+#include "kernels.h"
 
 /* Brackets nested deeper than this are refused (cJSON stops at 1000). */
 #define SCAN_DEPTH 1024
@@ -48,6 +49,10 @@ void trace_doc_free(struct trace_doc *d)
         free(d->ranks[i].ops);
         free(d->ranks[i].track_key);
         free(d->ranks[i].windows);
+        for (size_t k = 0; k < d->ranks[i].nnames; k++)
+            free(d->ranks[i].names[k]);
+        free(d->ranks[i].names);
+        free(d->ranks[i].name_slots);
     }
     free(d->ranks);
     free(d->workers);
@@ -477,38 +482,14 @@ static int64_t stream_num(const cJSON *v)
     return -1;
 }
 
-static int starts(const char *s, const char *prefix)
-{
-    return !strncmp(s, prefix, strlen(prefix));
-}
-
 /* A device op's category as HTA's temporal breakdown reads it, by its name
- * alone (hta.utils.utils.get_kernel_type): a collective (nccl*, hip*,
- * hccl*, *ncclKernel*) is comm; compute is any other name but those HTA
- * counts as memory or as neither (memory copies and sets, DMA, syncs,
- * launches, MTIA's job, packet and processing-element records), which are
- * data here: HTA's non-compute time is comm + data. */
+ * alone (kernel_type_of: kernels.h): communication is comm, computation
+ * compute, and memory or no type's (syncs, launches, MTIA's job records)
+ * data: HTA's non-compute time is comm + data. */
 static int hta_device_cat(const char *name)
 {
-    if (starts(name, "nccl") || starts(name, "hip") || starts(name, "hccl") || strstr(name, "ncclKernel"))
-        return CAT_COMM;
-    static const char *const within[] = {"Memcpy", "Memset", "dma", "Sync"};
-    static const char *const first[] = {"Stream Wait Event",
-                                        "runFunction",
-                                        "job_exe",
-                                        "packet",
-                                        "pe_exe",
-                                        "cpum_exe_subgraph",
-                                        "collective_subgraph_execution"};
-    for (size_t i = 0; i < sizeof(within) / sizeof(within[0]); i++)
-        if (strstr(name, within[i]))
-            return CAT_DATA;
-    for (size_t i = 0; i < sizeof(first) / sizeof(first[0]); i++)
-        if (starts(name, first[i]))
-            return CAT_DATA;
-    if (starts(name, "cuda") && strstr(name, "LaunchKernel"))
-        return CAT_DATA;
-    return CAT_FORWARD;
+    int type = kernel_type_of(name);
+    return type == KERNEL_COMM ? CAT_COMM : type == KERNEL_COMPUTE ? CAT_FORWARD : CAT_DATA;
 }
 
 static int foreign_host_cat(const char *name)
@@ -537,6 +518,51 @@ static int32_t track_of(struct file_ctx *fc, struct trace_rank *r, uint64_t key)
         return 0;
     r->track_key[r->ntracks] = key;
     return (int32_t)r->ntracks++;
+}
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* The index of name in r's names, added when new (the kernel breakdown
+ * groups device ops by it); TRACE_NO_NAME when out of memory. */
+static uint32_t name_of(struct file_ctx *fc, struct trace_rank *r, const char *name)
+{
+    if (2 * (r->nnames + 1) > r->nslots) { /* (at most half full) */
+        size_t ns = r->nslots ? 2 * r->nslots : 64;
+        uint32_t *slots = calloc(ns, sizeof(*slots));
+        if (!slots) {
+            fc->oom = 1;
+            return TRACE_NO_NAME;
+        }
+        for (size_t i = 0; i < r->nnames; i++) {
+            size_t k = name_hash(r->names[i]) & (ns - 1);
+            while (slots[k])
+                k = (k + 1) & (ns - 1);
+            slots[k] = (uint32_t)i + 1;
+        }
+        free(r->name_slots);
+        r->name_slots = slots;
+        r->nslots = ns;
+    }
+    size_t k = name_hash(name) & (r->nslots - 1);
+    for (; r->name_slots[k]; k = (k + 1) & (r->nslots - 1))
+        if (!strcmp(r->names[r->name_slots[k] - 1], name))
+            return r->name_slots[k] - 1;
+    char *copy = strdup(name);
+    GROW(r->names, r->nnames, r->cap_names, fc->oom);
+    if (fc->oom || !copy || r->nnames >= TRACE_NO_NAME) {
+        fc->oom = 1;
+        free(copy);
+        return TRACE_NO_NAME;
+    }
+    r->names[r->nnames] = copy;
+    r->name_slots[k] = (uint32_t)r->nnames + 1;
+    return (uint32_t)r->nnames++;
 }
 
 static void foreign_event(struct file_ctx *fc, const cJSON *ev)
@@ -654,6 +680,7 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     op->gpu = (uint8_t)gpu;
     op->sync = (uint8_t)sync;
     op->hta_cat = (uint8_t)(gpu ? hta_device_cat(name) : c);
+    op->name = gpu ? name_of(fc, r, name) : TRACE_NO_NAME;
     /* HTA's end, to whole microseconds: the floor of ts + dur in double
      * arithmetic, which may round the sum up past a whole microsecond */
     double end_us = floor(ts + jnum(ev, "dur", 0));

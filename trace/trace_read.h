@@ -74,7 +74,9 @@ struct trace_op {
     uint8_t sync;      /* a stream's sync record (gpu 1, CAT_DATA): device time for HTA's reading only */
     uint8_t hta_cat;   /* device ops: the category HTA's breakdown gives its name (compute, comm, data) */
     int8_t end_adj_us; /* HTA's end in whole us (ts + dur in double, floored) less t1's floor: -1, 0, 1 */
+    uint32_t name;     /* device ops: its name, an index in the rank's names; TRACE_NO_NAME: none kept */
 };
+#define TRACE_NO_NAME UINT32_MAX
 
 /* Where a foreign file's rank came from. */
 enum trace_rank_from {
@@ -111,6 +113,12 @@ struct trace_rank {
     struct trace_op *ops; /* foreign traces */
     size_t nops, cap_ops;
     size_t ngpu; /* ops with gpu = 1, sync = 0 */
+    /* the distinct names of its device ops (trace_op.name), each once, and
+     * their open hash (slot: index + 1, 0 empty) */
+    char **names;
+    size_t nnames, cap_names;
+    uint32_t *name_slots;
+    size_t nslots;
     /* ddptop: per-collective transfer/sync as the writer computed them over all ranks */
     int64_t xfer_ns, sync_ns;
     int64_t xfer_steady_ns, sync_steady_ns; /* of collectives after step 0 */
