@@ -865,7 +865,10 @@ static void test_peer_gone(void **state)
             double s = *(double *)jobs[r].ret;
             int receiver = (r + 1) % W == D, sender = (r + W - 1) % W == D;
             printf("  rank %d of %d gone, rank %d (%s): %.3f s: %s\n", D, W, r,
-                   receiver ? "receives from it" : sender ? "sends to it" : "no neighbour", s, w.c[r]->err);
+                   receiver ? "receives from it"
+                   : sender ? "sends to it"
+                            : "no neighbour",
+                   s, w.c[r]->err);
             assert_true(s >= 0); /* the call failed */
             if (receiver) {
                 assert_true(s < 2.5); /* half the timeout: it did not wait for it */

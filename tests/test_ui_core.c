@@ -332,7 +332,7 @@ static void test_fmt_si(void **state)
         double v;
         const char *want;
     } cases[] = {{6612, "6.61k"}, {21612, "21.6k"}, {312, "312"}, {1.5e6, "1.50M"},
-                 {9.5, "9.50"},   {999.4, "999"},   {0, "0.00"}, {-2500, "-2.50k"}};
+                 {9.5, "9.50"},   {999.4, "999"},   {0, "0.00"},  {-2500, "-2.50k"}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char b[16];
         fmt_si(b, sizeof(b), cases[i].v);
