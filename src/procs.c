@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "comm_gloo.h"
 #include "config.h"
+#include "probe.h"
 #include "procs_net.h"
 #include "relay_msg.h"
 #include "run.h"
@@ -56,8 +56,6 @@ static int launched(void)
             return 1;
     return 0;
 }
-
-static void nap_ms(int ms);
 
 static const struct procs_net *net; /* MPI's, the rendezvous', or none: threads of one process */
 static int *node_of;                /* [size]: the world rank of the first process on each process's node */
@@ -192,7 +190,7 @@ int procs_next_run(struct run_config *rc)
             return -1; /* process 0 is gone */
         if (got == 0) {
             /* process 0's user may read a final screen for an hour */
-            nap_ms(20);
+            probe_nap_ms(20);
             continue;
         }
         int run = m.len == sizeof(*rc);
@@ -235,7 +233,7 @@ int procs_exit(int status)
     int failed_run = status != 0 && status != 2 && self.size > 1;
     if (net->tainted() || (self.rank == 0 && failed_run)) {
         for (int i = 0; self.rank != 0 && i < 100; i++)
-            nap_ms(100);
+            probe_nap_ms(100);
         net->abort(status ? status : 1);
     }
     /* no more runs: the workers' wait ends */
@@ -365,12 +363,6 @@ struct relay {
     unsigned char *buf;        /* a worker's message being built */
     size_t cap;
 };
-
-static void nap_ms(int ms)
-{
-    struct timespec ts = {0, ms * 1000L * 1000};
-    nanosleep(&ts, NULL);
-}
 
 /* A clock reading from p on chan with tag (relay_decode_time): 0, -1 when
  * none came (or p is gone) within timeout_ms (-1: for ever), -2 when what
@@ -674,7 +666,7 @@ static void *receive(void *arg)
         if (net->take(PNET_ANY, rl->chan, PNET_ANY, 0, still_wanted, rl, &m) != 1) {
             rl->left -= give_up_silent(rl, -1); /* (nothing waits to be taken) */
             if (probe_now_ns() > rl->spin_until_ns)
-                nap_ms(1);
+                probe_nap_ms(1);
             continue;
         }
         int p = m.src;
