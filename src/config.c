@@ -42,6 +42,7 @@
 #include "cpu_isa.h"
 #include "data.h"
 #include "device.h"
+#include "fmt_num.h"
 #include "mode.h"
 #include "pipeline.h"
 #include "sync.h"
@@ -168,20 +169,6 @@ static int parse_bytes(const char *s, uint64_t *out)
     return 0;
 }
 
-/* A byte count as --help and errors write it: the largest exact suffix. */
-static void fmt_bytes(char *buf, size_t len, unsigned long long v)
-{
-    static const char suffix[] = "GMK";
-    for (int i = 0; i < 3; i++) {
-        unsigned long long unit = 1ULL << (10 * (3 - i));
-        if (v >= unit && v % unit == 0) {
-            snprintf(buf, len, "%llu%c", v / unit, suffix[i]);
-            return;
-        }
-    }
-    snprintf(buf, len, "%llu", v);
-}
-
 /* Splits a comma list into 1 to CFG_MAX_LIST items of 1 to CFG_NAME-1 characters. */
 static int split_list(const char *s, char (*items)[CFG_NAME], int *n)
 {
@@ -295,8 +282,8 @@ static int bytes_parse(const struct opt *o, struct config *cfg, void *dst, const
 static void bytes_describe(const struct opt *o, char *buf, size_t len)
 {
     char lo[32], hi[32];
-    fmt_bytes(lo, sizeof(lo), (unsigned long long)o->lo);
-    fmt_bytes(hi, sizeof(hi), (unsigned long long)o->hi);
+    fmt_bytes_exact(lo, sizeof(lo), (uint64_t)o->lo);
+    fmt_bytes_exact(hi, sizeof(hi), (uint64_t)o->hi);
     snprintf(buf, len, "a size from %s to %s, with an optional K, M or G suffix", lo, hi);
 }
 

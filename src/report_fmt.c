@@ -1,6 +1,7 @@
 /* report_fmt.c - how the writers (report.c, report_json.c) label and
- * print a result's figures: names, n/a, significant figures, byte sizes.
- * Labels only: the figures themselves are results.c's. */
+ * print a result's figures: names, n/a, significant figures (byte sizes
+ * are fmt_num.h's, as in the panes). Labels only: the figures themselves
+ * are results.c's. */
 #include "report.h"
 
 #include <cJSON.h>
@@ -24,17 +25,6 @@
 #include "run.h"
 #include "sync.h"
 #include "trace_analyze.h"
-
-void rep_human_bytes(char *buf, size_t n, double b)
-{
-    const char *u[] = {"B", "KB", "MB", "GB", "TB"};
-    int i = 0;
-    while (b >= 1000.0 && i < 4) {
-        b /= 1000.0;
-        i++;
-    }
-    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
-}
 
 const char *rep_threshold_str(char *buf, size_t n, const struct run_result *r)
 {
