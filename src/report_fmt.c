@@ -37,21 +37,17 @@ const char *rep_threshold_str(char *buf, size_t n, const struct run_result *r)
     return buf;
 }
 
-/* The strategy as tables show it: "ddp+fp16" when gradients are
- * compressed; "model", or "pipe-1f1b/4" (schedule, micro-batches), for the
- * layers split into stages. */
+/* The way of training as tables show it, train_mode_label's words
+ * ("ddp+fp16", "model", "pipe-1f1b/4"), with no compression said where
+ * the result does not know it (a trace that does not say). One buffer per
+ * thread: good until this thread's next call. */
 const char *rep_strat_label(const struct run_result *r)
 {
-    static char buf[SYNC_KINDS][3][32], staged[32];
-    if (train_mode_has(&r->cfg, MODE_STAGED))
-        return train_mode_label(&r->cfg, staged, sizeof(staged));
-    if (!sync_ops_of(r->cfg.strategy))
-        return "n/a";
-    int k = r->cfg.strategy, h = r->compress_valid ? r->cfg.grad_compress : 0;
-    h = h >= 0 && h <= 2 ? h : 0;
-    snprintf(buf[k][h], sizeof(buf[k][h]), "%s%s%s", strategy_name(r->cfg.strategy), h ? "+" : "",
-             h ? w16_name(h) : "");
-    return buf[k][h];
+    static _Thread_local char buf[48];
+    struct run_config c = r->cfg;
+    if (!r->compress_valid)
+        c.grad_compress = 0;
+    return train_mode_label(&c, buf, sizeof(buf));
 }
 
 /* --grad-compress's value as the run trained ("none", "fp16", "bf16"), or
