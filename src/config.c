@@ -58,12 +58,17 @@ struct opt;
 /* How one kind of value is read and described. parse reads arg into dst (the
  * option's field, or one entry of a list) and returns 0, or -1 when arg is
  * not allowed. describe writes what parse accepts, in words that read after
- * "expected". A kind that takes no argument has no describe, and parse
- * cannot fail. */
+ * "expected" (NULL: a kind that is not described in --help, whose why
+ * words every refusal). A kind that takes no argument has no describe,
+ * and parse cannot fail. */
 struct opt_kind {
     int takes_arg;
     int (*parse)(const struct opt *o, struct config *cfg, void *dst, const char *arg);
     void (*describe)(const struct opt *o, char *buf, size_t len);
+    /* where the words for a refusal depend on the value: why arg is
+     * refused, the words before " (got ...)"; NULL: "expected " and
+     * describe's words */
+    const char *(*why)(const struct opt *o, const char *arg, char *buf, size_t len);
 };
 
 enum opt_group { G_MODE, G_WORK, G_OPTIM, G_EXEC, G_REPORT, G_UI, G_TRACE, G_BENCH, G_HELP, G_COUNT };
@@ -615,25 +620,81 @@ static void baseline_describe(const struct opt *o, char *buf, size_t len)
     snprintf(buf, len, "auto, single, ranks1, or a run's number from 0 to %lld", o->hi);
 }
 
-static const struct opt_kind k_flag = {0, flag_parse, NULL};
-static const struct opt_kind k_int = {1, int_parse, int_describe};
-static const struct opt_kind k_u64 = {1, u64_parse, u64_describe};
-static const struct opt_kind k_real = {1, real_parse, real_describe};
-static const struct opt_kind k_bytes = {1, bytes_parse, bytes_describe};
-static const struct opt_kind k_text = {1, text_parse, text_describe};
-static const struct opt_kind k_choice = {1, choice_parse, choice_describe};
-static const struct opt_kind k_name = {1, name_parse, choice_describe};
-static const struct opt_kind k_bits = {1, bits_parse, bits_describe};
-static const struct opt_kind k_slow_rank = {1, slow_rank_parse, slow_rank_describe};
-static const struct opt_kind k_input = {1, input_parse, input_describe};
-static const struct opt_kind k_steps = {1, steps_parse, steps_describe};
-static const struct opt_kind k_trainable = {1, trainable_parse, trainable_describe};
-static const struct opt_kind k_fault = {1, fault_parse, fault_describe};
-static const struct opt_kind k_baseline = {1, baseline_parse, baseline_describe};
-static const struct opt_kind k_link = {1, link_parse, link_describe};
+/* --rendezvous file:DIR or tcp:HOST:PORT into r: 0, or -1 with why the
+ * value is refused in why (the one reading of the option: procs.c and
+ * procs_net_wire.c take r). */
+static int rendezvous_read(const char *arg, struct rendezvous *r, char *why, size_t len)
+{
+    memset(r, 0, sizeof(*r));
+    if (!*arg || strlen(arg) >= sizeof(r->spec)) {
+        snprintf(why, len, "expected a rendezvous of 1 to %zu characters", sizeof(r->spec) - 1);
+        return -1;
+    }
+    snprintf(r->spec, sizeof(r->spec), "%s", arg);
+    if (strncmp(arg, "file:", 5) == 0 && arg[5]) {
+        r->kind = RDV_FILE;
+        snprintf(r->folder, sizeof(r->folder), "%s", arg + 5);
+        return 0;
+    }
+    if (strncmp(arg, "tcp:", 4) != 0) {
+        snprintf(why, len,
+                 "expected file:DIR (a folder every process can reach) or tcp:HOST:PORT (process 0's address)");
+        return -1;
+    }
+    const char *at = arg + 4, *colon = strrchr(at, ':');
+    char *end = NULL;
+    long v = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || colon == at || (size_t)(colon - at) >= sizeof(r->host) || !colon[1] || *end || v < 1 || v > 65535) {
+        snprintf(why, len, "expected tcp:HOST:PORT, process 0's host and a port from 1 to 65535");
+        return -1;
+    }
+    memcpy(r->host, at, (size_t)(colon - at));
+    r->host[colon - at] = 0;
+    r->port = (int)v;
+    if (strchr(r->host, ':') || r->host[0] == '[') {
+        snprintf(why, len, "tcp: takes a host name or an IPv4 address, not IPv6");
+        return -1;
+    }
+    r->kind = RDV_TCP;
+    return 0;
+}
+
+static int rendezvous_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
+{
+    (void)o;
+    (void)cfg;
+    char why[160];
+    return rendezvous_read(arg, dst, why, sizeof(why));
+}
+
+static const char *rendezvous_why(const struct opt *o, const char *arg, char *buf, size_t len)
+{
+    (void)o;
+    struct rendezvous r;
+    rendezvous_read(arg, &r, buf, len);
+    return buf;
+}
+
+static const struct opt_kind k_flag = {.takes_arg = 0, .parse = flag_parse, .describe = NULL};
+static const struct opt_kind k_int = {.takes_arg = 1, .parse = int_parse, .describe = int_describe};
+static const struct opt_kind k_u64 = {.takes_arg = 1, .parse = u64_parse, .describe = u64_describe};
+static const struct opt_kind k_real = {.takes_arg = 1, .parse = real_parse, .describe = real_describe};
+static const struct opt_kind k_bytes = {.takes_arg = 1, .parse = bytes_parse, .describe = bytes_describe};
+static const struct opt_kind k_text = {.takes_arg = 1, .parse = text_parse, .describe = text_describe};
+static const struct opt_kind k_choice = {.takes_arg = 1, .parse = choice_parse, .describe = choice_describe};
+static const struct opt_kind k_name = {.takes_arg = 1, .parse = name_parse, .describe = choice_describe};
+static const struct opt_kind k_bits = {.takes_arg = 1, .parse = bits_parse, .describe = bits_describe};
+static const struct opt_kind k_slow_rank = {.takes_arg = 1, .parse = slow_rank_parse, .describe = slow_rank_describe};
+static const struct opt_kind k_input = {.takes_arg = 1, .parse = input_parse, .describe = input_describe};
+static const struct opt_kind k_steps = {.takes_arg = 1, .parse = steps_parse, .describe = steps_describe};
+static const struct opt_kind k_trainable = {.takes_arg = 1, .parse = trainable_parse, .describe = trainable_describe};
+static const struct opt_kind k_fault = {.takes_arg = 1, .parse = fault_parse, .describe = fault_describe};
+static const struct opt_kind k_baseline = {.takes_arg = 1, .parse = baseline_parse, .describe = baseline_describe};
+static const struct opt_kind k_link = {.takes_arg = 1, .parse = link_parse, .describe = link_describe};
+static const struct opt_kind k_rendezvous = {.takes_arg = 1, .parse = rendezvous_parse, .why = rendezvous_why};
 /* answered by config_parse itself */
-static const struct opt_kind k_help = {0, NULL, NULL};
-static const struct opt_kind k_version = {0, NULL, NULL};
+static const struct opt_kind k_help = {.takes_arg = 0, .parse = NULL, .describe = NULL};
+static const struct opt_kind k_version = {.takes_arg = 0, .parse = NULL, .describe = NULL};
 
 /* Choices (k_choice, k_name) refuse a value as "unknown <what>". */
 static int is_choice(const struct opt *o)
@@ -897,14 +958,20 @@ static const struct opt opts[] = {
          "under mpirun: rank threads in each process, joined by the shm ring inside a process and MPI between "
          "processes (mpirun -np P gives P x T ranks)"),
      .reads = R_TRAIN | R_BENCH},
-    {TEXT("rendezvous", AT(rendezvous), "rendezvous", "file:DIR|tcp:HOST:PORT", G_WORK,
-          "processes started without mpirun meet in DIR, a folder each can reach that only this user can write "
-          "(gloo's store is DIR too), or at HOST:PORT (IPv4), where process 0 listens (DDPTOP_JOB_KEY, the job's key, "
-          "the same in every process: without it process 0 makes one and shows it): each is rank RANK of "
-          "WORLD_SIZE, from its environment "
-          "(as torchrun sets them), and trains "
-          "over --comm gloo; process 0 shows the UI or the report"),
-     .def_text = "none", .reads = R_TRAIN},
+    {.name = "rendezvous",
+     .kind = &k_rendezvous,
+     AT(rendezvous),
+     .arg = "file:DIR|tcp:HOST:PORT",
+     .group = G_WORK,
+     .help =
+         "processes started without mpirun meet in DIR, a folder each can reach that only this user can write "
+         "(gloo's store is DIR too), or at HOST:PORT (IPv4), where process 0 listens (DDPTOP_JOB_KEY, the job's key, "
+         "the same in every process: without it process 0 makes one and shows it): each is rank RANK of "
+         "WORLD_SIZE, from its environment "
+         "(as torchrun sets them), and trains "
+         "over --comm gloo; process 0 shows the UI or the report",
+     .def_text = "none",
+     .reads = R_TRAIN},
     {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step"),
      .flags = F_DISTINCT, .reads = R_TRAIN | R_INFO},
     {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, SYNC_KINDS - 1), "strategy", "S",
@@ -1193,7 +1260,7 @@ static void help_row(FILE *out, const struct opt *o)
     /* what is allowed, unless the names stand in the argument; a path's
      * length limit would only clutter */
     allowed[0] = 0;
-    if (o->kind->takes_arg && !names_in_arg && o->kind != &k_text)
+    if (o->kind->takes_arg && !names_in_arg && o->kind != &k_text && o->kind->describe)
         o->kind->describe(o, allowed, sizeof(allowed));
     char def[256] = "";
     if (o->def_text)
@@ -1248,6 +1315,8 @@ static int bad(FILE *err, const struct opt *o, const char *what, const char *got
 static int bad_value(FILE *err, const struct opt *o, const char *got, int list)
 {
     char allowed[512], line[640];
+    if (o->kind->why)
+        return bad(err, o, o->kind->why(o, got, line, sizeof(line)), got);
     o->kind->describe(o, allowed, sizeof(allowed));
     if (list)
         snprintf(line, sizeof(line), "expected 1 to %d%s comma-separated values, each %s", o->cap,

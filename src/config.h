@@ -137,15 +137,25 @@ struct run_config {
     char save_params[CFG_PATH]; /* --save-params FILE: rank 0's parameters at the end ("" = none) */
 };
 
+/* --rendezvous, read once: where processes started without mpirun meet. */
+enum rendezvous_kind { RDV_NONE = 0, RDV_FILE, RDV_TCP };
+struct rendezvous {
+    int kind;              /* enum rendezvous_kind; RDV_NONE: not given */
+    char spec[CFG_PATH];   /* as given ("file:DIR", "tcp:HOST:PORT"), for messages */
+    char folder[CFG_PATH]; /* RDV_FILE: DIR, the meeting's folder and gloo's store */
+    char host[256];        /* RDV_TCP: process 0's host (a name or an IPv4 address) */
+    int port;              /* RDV_TCP: 1 to 65535 */
+};
+
 struct config {
     struct run_config base; /* values shared by every run */
     char models[CFG_MAX_LIST][CFG_NAME];
     int nmodels;
     int ranks[CFG_MAX_LIST];
     int nranks;
-    int ranks_set;             /* --ranks was given */
-    int ranks_per_process;     /* under mpirun: rank threads in each process */
-    char rendezvous[CFG_PATH]; /* --rendezvous file:DIR ("" = none): processes started without mpirun */
+    int ranks_set;                /* --ranks was given */
+    int ranks_per_process;        /* under mpirun: rank threads in each process */
+    struct rendezvous rendezvous; /* --rendezvous: processes started without mpirun */
     int batches[CFG_MAX_LIST];
     int nbatches;
     int strategies[CFG_MAX_LIST];

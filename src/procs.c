@@ -142,17 +142,10 @@ static int env_count(const char *name, long lo, long hi, int *out, char *err, si
     return 0;
 }
 
-int procs_join(const char *spec, double timeout_s, char *err, size_t errlen)
+int procs_join(const struct rendezvous *r, double timeout_s, char *err, size_t errlen)
 {
     if (self.active) {
         snprintf(err, errlen, "--rendezvous: mpirun meets the processes already; leave it out");
-        return -1;
-    }
-    if ((strncmp(spec, "file:", 5) != 0 || !spec[5]) && strncmp(spec, "tcp:", 4) != 0) {
-        snprintf(err, errlen,
-                 "--rendezvous: expected file:DIR (a folder every process can reach) or tcp:HOST:PORT (process "
-                 "0's address) (got '%s')",
-                 spec);
         return -1;
     }
     int size, rank;
@@ -160,7 +153,7 @@ int procs_join(const char *spec, double timeout_s, char *err, size_t errlen)
         env_count("RANK", 0, size - 1, &rank, err, errlen) != 0)
         return -1;
     struct procs_net_start st = {.self = &self};
-    const struct procs_net *n = procs_net_wire_start(spec, rank, size, timeout_s, &st, err, errlen);
+    const struct procs_net *n = procs_net_wire_start(r, rank, size, timeout_s, &st, err, errlen);
     if (!n)
         return -1;
     adopt(n, &st);
