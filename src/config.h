@@ -3,6 +3,11 @@
  * A config may describe a sweep: comma lists in --model, --ranks,
  * --batch-size and --strategy expand into one run per combination
  * (config_expand). A `struct run_config` is one such run.
+ *
+ * config.c parses the command line from its table of options (its rows'
+ * parts in config_opt.h, the kinds of value in config_kinds.c, --help in
+ * config_help.c); config_sweep.c expands a sweep into runs; run_config.c
+ * answers what one run's configuration implies.
  */
 #ifndef DDPTOP_CONFIG_H
 #define DDPTOP_CONFIG_H
@@ -208,9 +213,11 @@ void config_default_ranks(int n);
 /* The cores this process may run on: its affinity mask (taskset, a
  * container's cpuset, mpirun's or srun's binding), else the online ones. */
 long config_cores(void);
-/* Number of runs in the sweep, and the i-th of them. */
+/* Number of runs in the sweep, and the i-th of them (config_sweep.c). */
 int config_count(const struct config *cfg);
 void config_expand(const struct config *cfg, int i, struct run_config *rc);
+/* ---- what one run's configuration implies (run_config.c) ---- */
+
 /* The global batch of one run. `single` runs one rank on the whole batch. */
 int run_global_batch(const struct run_config *rc);
 /* The replicas that each train on a shard of the data, with a batch of
