@@ -337,9 +337,9 @@ static int ddptop_main(int argc, char **argv)
         fprintf(stderr, "ddptop: %s\n", cpu_isa_error());
         return 2;
     }
-    if (cfg.rendezvous[0]) {
+    if (cfg.rendezvous.kind != RDV_NONE) {
         char err[512];
-        if (procs_join(cfg.rendezvous, cfg.base.comm_timeout_s, err, sizeof(err)) != 0) {
+        if (procs_join(&cfg.rendezvous, cfg.base.comm_timeout_s, err, sizeof(err)) != 0) {
             fprintf(stderr, "ddptop: %s\n", err);
             return 2;
         }

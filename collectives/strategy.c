@@ -64,9 +64,7 @@ int sync_allreduce(struct comm *c, const struct grad_layout *g, uint16_t *half, 
     return rc;
 }
 
-/* The trainable range [lo, hi) of the flat buffer: frozen tensors form a
- * prefix (freezing keeps the last layers), so trainable ones are contiguous. */
-static void trainable_range(const struct grad_layout *g, size_t *lo, size_t *hi)
+void grad_trainable_range(const struct grad_layout *g, size_t *lo, size_t *hi)
 {
     *lo = g->nfloats;
     *hi = 0;
@@ -84,7 +82,7 @@ static void trainable_range(const struct grad_layout *g, size_t *lo, size_t *hi)
 int sync_gather_scatter(struct comm *c, const struct grad_layout *g, float *scratch, gs_average_fn avg, void *ctx)
 {
     size_t lo, hi;
-    trainable_range(g, &lo, &hi);
+    grad_trainable_range(g, &lo, &hi);
     size_t n = hi - lo;
     if (n == 0)
         return 0;

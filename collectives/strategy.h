@@ -41,6 +41,11 @@ struct grad_layout {
     size_t nfloats;
 };
 
+/* The trainable range [lo, hi) of g's flat buffers: frozen tensors form a
+ * prefix (freezing keeps the last layers), so trainable ones are
+ * contiguous. lo == hi == 0 when nothing trains. */
+void grad_trainable_range(const struct grad_layout *g, size_t *lo, size_t *hi);
+
 /* 16-bit gradients on the wire (--grad-compress): their format, and how
  * they are made, held and read back where the gradients live. NULL hooks:
  * host memory (half.c converts, malloc holds). A device's hooks enqueue on

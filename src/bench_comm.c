@@ -28,6 +28,7 @@
 #include "config.h"
 #include "cost_model.h"
 #include "devices.h"
+#include "fmt_num.h"
 #include "modes.h"
 #include "outfile.h"
 #include "procs.h"
@@ -200,18 +201,6 @@ static void *bench_thread(void *arg)
     return NULL;
 }
 
-static void human(char *buf, size_t n, uint64_t b)
-{
-    if (b >= (1ULL << 30) && b % (1ULL << 30) == 0)
-        snprintf(buf, n, "%lluG", (unsigned long long)(b >> 30));
-    else if (b >= (1ULL << 20) && b % (1ULL << 20) == 0)
-        snprintf(buf, n, "%lluM", (unsigned long long)(b >> 20));
-    else if (b >= 1024 && b % 1024 == 0)
-        snprintf(buf, n, "%lluK", (unsigned long long)(b >> 10));
-    else
-        snprintf(buf, n, "%llu", (unsigned long long)b);
-}
-
 /* The fit under the table: its worst error at a measured size, and each
  * regime's line (on a line of its own, named by its sizes, where there
  * are several). */
@@ -226,9 +215,9 @@ static void write_fit(FILE *out, const struct cost_fit *f, int md)
     for (int k = 0; k < n; k++) {
         const struct cost_regime r = k ? f->more[k - 1] : (struct cost_regime){0, f->alpha_us, f->beta_us_per_byte};
         char from[32], upto[32], label[80] = "";
-        human(from, sizeof(from), (uint64_t)r.from_bytes);
+        fmt_bytes_exact(from, sizeof(from), (uint64_t)r.from_bytes);
         if (k + 1 < n)
-            human(upto, sizeof(upto), (uint64_t)f->more[k].from_bytes);
+            fmt_bytes_exact(upto, sizeof(upto), (uint64_t)f->more[k].from_bytes);
         if (n > 1 && k == 0)
             snprintf(label, sizeof(label), "below %s: ", upto);
         else if (n > 1 && k + 1 < n)
@@ -258,7 +247,7 @@ static void warn_poor(const struct cost_fit *f, const struct row *rows, int n)
         }
     }
     char sz[32];
-    human(sz, sizeof(sz), rows[worst].bytes);
+    fmt_bytes_exact(sz, sizeof(sz), rows[worst].bytes);
     fprintf(stderr,
             "ddptop: --bench-comm: a poor fit: %s took %.1f us, %.0f%% off the %.1f us it predicts (the worst of %d "
             "sizes, %d regime%s; over %.0f%% is poor): a loaded machine? measure again on a quiet one, or with more "
@@ -514,7 +503,7 @@ static void write_rows(FILE *out, const struct bench *b, const struct cost_fit *
         const struct row *row = &b->rows[k];
         double algbw = (double)row->bytes / (row->time_us * 1e3);
         char sz[32];
-        human(sz, sizeof(sz), row->bytes);
+        fmt_bytes_exact(sz, sizeof(sz), row->bytes);
         if (csv)
             fprintf(out, "%s,%llu,%zu,%.3f,%.4f,%.4f,%ld,%s,%s\n", coll_name(b->coll), (unsigned long long)row->bytes,
                     row->count, row->time_us, algbw, algbw * factor, row->wrong, fit->backend, fit->algo);

@@ -7,12 +7,13 @@
  * from the rows, so an option is added with one row (and its field in
  * config.h).
  *
- * A kind (integer, number, choice, ...) is a parse function and a describe
- * function. describe puts into words what parse accepts, from the row's
- * bounds or names; the same words follow "expected" in an error and stand
- * in the option's --help line, so the two cannot disagree with the parser.
- * Defaults are written as a user would type them and go through the same
- * parser, so a default is always in bounds and --help shows it as written.
+ * A kind (integer, number, choice, ...; config_kinds.c) is a parse
+ * function and a describe function. describe puts into words what parse
+ * accepts, from the row's bounds or names; the same words follow
+ * "expected" in an error and stand in the option's --help line
+ * (config_help.c), so the two cannot disagree with the parser. Defaults
+ * are written as a user would type them and go through the same parser,
+ * so a default is always in bounds and --help shows it as written.
  *
  * Every bad value gets one line naming the option and what is allowed; exit
  * status 2 is the caller's. Checks across options (--slow-rank against
@@ -31,7 +32,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,620 +39,16 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "config_opt.h"
 #include "cpu_isa.h"
 #include "data.h"
 #include "device.h"
+#include "fmt_num.h"
 #include "mode.h"
 #include "pipeline.h"
 #include "sync.h"
 #include "trace_analyze.h"
 #include "zoo.h"
-
-#define MAX_RANKS CFG_MAX_RANKS
-#define HELP_COL 28    /* --help: where an option's text starts */
-#define HELP_WIDTH 100 /* --help: text is wrapped before this column */
-
-struct opt;
-
-/* How one kind of value is read and described. parse reads arg into dst (the
- * option's field, or one entry of a list) and returns 0, or -1 when arg is
- * not allowed. describe writes what parse accepts, in words that read after
- * "expected". A kind that takes no argument has no describe, and parse
- * cannot fail. */
-struct opt_kind {
-    int takes_arg;
-    int (*parse)(const struct opt *o, struct config *cfg, void *dst, const char *arg);
-    void (*describe)(const struct opt *o, char *buf, size_t len);
-};
-
-enum opt_group { G_MODE, G_WORK, G_OPTIM, G_EXEC, G_REPORT, G_UI, G_TRACE, G_BENCH, G_HELP, G_COUNT };
-
-enum {
-    F_DISTINCT = 1 << 0, /* list: no entry twice */
-    F_DIGITS = 1 << 1,   /* integer: digits only, no sign or blanks */
-    F_BARE = 1 << 2,     /* text: no '/' */
-    F_DASH = 1 << 3,     /* names: a '-' may stand for a '_' */
-    F_ONCE = 1 << 4,     /* a file written: given twice, one of the two would be lost */
-};
-
-/* The modes that read an option (a row's .reads). */
-enum {
-    R_TRAIN = 1 << 0,
-    R_INFO = 1 << 1,
-    R_REPLAY = 1 << 2,
-    R_FOLLOW = 1 << 3,
-    R_BENCH = 1 << 4,
-    R_ALL = (1 << 5) - 1,
-    R_SHOWN = R_TRAIN | R_REPLAY | R_FOLLOW,            /* a report or the UI of runs */
-    R_REPORT = R_TRAIN | R_REPLAY | R_FOLLOW | R_BENCH, /* a report written */
-};
-
-/* One option. Fields a kind does not use stay zero. */
-struct opt {
-    const char *name; /* --name */
-    char short_name;  /* -h, or 0 */
-    const struct opt_kind *kind;
-    size_t off, size; /* the field in struct config, or a list's first entry and the size of one */
-    int cap;          /* a comma list of up to cap entries; 0: one value */
-    size_t n_off;     /* a list's entry count (an int) */
-    /* integers: bounds, inclusive; a flag stores lo when given (its field
-     * starts as !lo); choices: the values, named by names[] or name_of() */
-    long long lo, hi;
-    double min, max;          /* numbers: bounds, inclusive */
-    const char *const *names; /* choices: names indexed by value, NULL-terminated */
-    const char *(*name_of)(int value);
-    const char *what;     /* noun of the value: "unknown <what>", "expected a <what>" */
-    const char *arg;      /* --help: the argument ("N" shows as "N[,N..]" for a list); NULL: a choice's names */
-    const char *def;      /* default, as typed on the command line; NULL: zero, or set in set_defaults */
-    const char *def_text; /* --help: the default in words, where no value spells it */
-    int group;            /* enum opt_group */
-    const char *help;
-    unsigned flags; /* F_* */
-    /* given on the command line, the option also stores `also` (nonzero) at also_off */
-    size_t also_off;
-    int also;
-    unsigned reads; /* R_*: the modes that read it (every row names one) */
-    /* where a mode reads it only in some runs: NULL when a run of cfg
-     * does, else why not, the words after "--name: " (in buf, or static) */
-    const char *(*unused)(const struct config *cfg, char *buf, size_t len);
-};
-
-/* ---- reading values ------------------------------------------------------ */
-
-static int parse_ll(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* A byte count with an optional K, M or G (binary) suffix, then an optional B. */
-static int parse_bytes(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!*s || *s == '-')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k')
-        mul = 1ULL << 10;
-    else if (*end == 'M' || *end == 'm')
-        mul = 1ULL << 20;
-    else if (*end == 'G' || *end == 'g')
-        mul = 1ULL << 30;
-    else if (*end)
-        return -1;
-    if (*end && end[1] && !((end[1] == 'B' || end[1] == 'b') && !end[2]))
-        return -1;
-    if (v > UINT64_MAX / mul)
-        return -1;
-    *out = v * mul;
-    return 0;
-}
-
-/* A byte count as --help and errors write it: the largest exact suffix. */
-static void fmt_bytes(char *buf, size_t len, unsigned long long v)
-{
-    static const char suffix[] = "GMK";
-    for (int i = 0; i < 3; i++) {
-        unsigned long long unit = 1ULL << (10 * (3 - i));
-        if (v >= unit && v % unit == 0) {
-            snprintf(buf, len, "%llu%c", v / unit, suffix[i]);
-            return;
-        }
-    }
-    snprintf(buf, len, "%llu", v);
-}
-
-/* Splits a comma list into 1 to CFG_MAX_LIST items of 1 to CFG_NAME-1 characters. */
-static int split_list(const char *s, char (*items)[CFG_NAME], int *n)
-{
-    *n = 0;
-    const char *p = s;
-    for (;;) {
-        const char *c = strchr(p, ',');
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        if (len == 0 || len >= CFG_NAME || *n >= CFG_MAX_LIST)
-            return -1;
-        memcpy(items[*n], p, len);
-        items[*n][len] = 0;
-        (*n)++;
-        if (!c)
-            return 0;
-        p = c + 1;
-    }
-}
-
-/* "A:B": copies A into head (which holds len bytes) and returns B, or NULL
- * when there is no colon or A does not fit. */
-static const char *split_pair(const char *s, char *head, size_t len)
-{
-    const char *colon = strchr(s, ':');
-    if (!colon || (size_t)(colon - s) >= len)
-        return NULL;
-    memcpy(head, s, (size_t)(colon - s));
-    head[colon - s] = 0;
-    return colon + 1;
-}
-
-/* An integer goes to an int or a long field, a number to a float or a
- * double: the field's size tells which. */
-_Static_assert(sizeof(long) > sizeof(int), "int and long fields are told apart by their size");
-
-/* ---- the kinds ------------------------------------------------------------ */
-
-static int flag_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    *(int *)dst = (int)o->lo;
-    return 0;
-}
-
-static int int_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    long long v;
-    if ((o->flags & F_DIGITS) && strspn(arg, "0123456789") != strlen(arg))
-        return -1;
-    if (parse_ll(arg, o->lo, o->hi, &v) != 0)
-        return -1;
-    if (o->size == sizeof(int))
-        *(int *)dst = (int)v;
-    else
-        *(long *)dst = (long)v;
-    return 0;
-}
-
-static void int_describe(const struct opt *o, char *buf, size_t len)
-{
-    if (o->hi < INT_MAX)
-        snprintf(buf, len, "an integer from %lld to %lld", o->lo, o->hi);
-    else if (o->lo == 0 || o->lo == 1)
-        snprintf(buf, len, "a %s integer", o->lo ? "positive" : "non-negative");
-    else
-        snprintf(buf, len, "an integer from %lld", o->lo);
-}
-
-/* The whole uint64_t range (a seed). */
-static int u64_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(arg, &end, 10);
-    if (errno || end == arg || *end || arg[0] == '-')
-        return -1;
-    *(uint64_t *)dst = v;
-    return 0;
-}
-
-static void u64_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "a non-negative integer");
-}
-
-static int real_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    double v;
-    if (parse_double(arg, o->min, o->max, &v) != 0)
-        return -1;
-    if (o->size == sizeof(float))
-        *(float *)dst = (float)v;
-    else
-        *(double *)dst = v;
-    return 0;
-}
-
-static void real_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "a number from %.12g to %.12g", o->min, o->max);
-}
-
-static int bytes_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    uint64_t v;
-    if (parse_bytes(arg, &v) != 0 || v < (uint64_t)o->lo || v > (uint64_t)o->hi)
-        return -1;
-    *(uint64_t *)dst = v;
-    return 0;
-}
-
-static void bytes_describe(const struct opt *o, char *buf, size_t len)
-{
-    char lo[32], hi[32];
-    fmt_bytes(lo, sizeof(lo), (unsigned long long)o->lo);
-    fmt_bytes(hi, sizeof(hi), (unsigned long long)o->hi);
-    snprintf(buf, len, "a size from %s to %s, with an optional K, M or G suffix", lo, hi);
-}
-
-/* Text of 1 to hi characters (hi 0: as many as the field holds). */
-static size_t text_max(const struct opt *o)
-{
-    return o->hi ? (size_t)o->hi : o->size - 1;
-}
-
-static int text_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    if (!*arg || strlen(arg) > text_max(o) || ((o->flags & F_BARE) && strchr(arg, '/')))
-        return -1;
-    snprintf(dst, o->size, "%s", arg);
-    return 0;
-}
-
-static void text_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "a %s of 1 to %zu characters%s", o->what, text_max(o),
-             (o->flags & F_BARE) ? ", without '/'" : "");
-}
-
-/* The name of choice value v, or NULL where the names end. */
-static const char *choice_name(const struct opt *o, long long v)
-{
-    if (v > o->hi)
-        return NULL;
-    return o->name_of ? o->name_of((int)v) : o->names[v];
-}
-
-static int same_name(const char *name, const char *s, int dash)
-{
-    for (; *name && *s; name++, s++)
-        if (*name != *s && !(dash && *name == '_' && *s == '-'))
-            return 0;
-    return *name == *s;
-}
-
-/* The value of the choice named s, or -1. */
-static long long choice_find(const struct opt *o, const char *s)
-{
-    const char *name;
-    for (long long v = o->lo; (name = choice_name(o, v)); v++)
-        if (same_name(name, s, o->flags & F_DASH))
-            return v;
-    return -1;
-}
-
-/* The names joined by sep. */
-static void choice_join(const struct opt *o, const char *sep, char *buf, size_t len)
-{
-    const char *name;
-    size_t n = 0;
-    buf[0] = 0;
-    for (long long v = o->lo; (name = choice_name(o, v)) && n < len; v++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%s", v > o->lo ? sep : "", name);
-}
-
-static void choice_describe(const struct opt *o, char *buf, size_t len)
-{
-    size_t n = (size_t)snprintf(buf, len, "one of ");
-    if (n < len)
-        choice_join(o, ", ", buf + n, len - n);
-}
-
-/* A choice stored as its value (an enum). */
-static int choice_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    long long v = choice_find(o, arg);
-    if (v < 0)
-        return -1;
-    *(int *)dst = (int)v;
-    return 0;
-}
-
-/* A choice stored as its name. */
-static int name_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    long long v = choice_find(o, arg);
-    if (v < 0)
-        return -1;
-    snprintf(dst, o->size, "%s", choice_name(o, v));
-    return 0;
-}
-
-/* A comma list of integers in [lo, hi], each setting its bit of a
- * uint64_t; bits set by an earlier use of the option stay. */
-static int bits_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    char items[CFG_MAX_LIST][CFG_NAME];
-    int n;
-    if (split_list(arg, items, &n) != 0)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        long long v;
-        if (parse_ll(items[i], o->lo, o->hi, &v) != 0)
-            return -1;
-        *(uint64_t *)dst |= 1ULL << v;
-    }
-    return 0;
-}
-
-static void bits_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "integers from %lld to %lld, comma-separated", o->lo, o->hi);
-}
-
-/* --slow-rank R:F: rank in [lo, hi], factor in [min, max]. */
-static int slow_rank_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    char rank[32];
-    const char *factor = split_pair(arg, rank, sizeof(rank));
-    long long r;
-    double f;
-    if (!factor || parse_ll(rank, o->lo, o->hi, &r) != 0 || parse_double(factor, o->min, o->max, &f) != 0)
-        return -1;
-    cfg->base.slow_rank = (int)r;
-    cfg->base.slow_factor = f;
-    return 0;
-}
-
-static void slow_rank_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "R:F with a rank R from %lld to %lld and a factor F from %.12g to %.12g", o->lo, o->hi, o->min,
-             o->max);
-}
-
-/* --input CxHxW: channels in [lo, hi], sides in [min, max]. */
-static int input_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    int v[3], n = 0;
-    char *end;
-    const char *p = arg;
-    for (; n < 3; n++) {
-        if (*p < '0' || *p > '9')
-            return -1;
-        long x = strtol(p, &end, 10);
-        long lo = n == 0 ? o->lo : (long)o->min, hi = n == 0 ? o->hi : (long)o->max;
-        if (x < lo || x > hi || end - p > 5)
-            return -1;
-        v[n] = (int)x;
-        p = end;
-        if (n < 2 && *p++ != 'x')
-            return -1;
-    }
-    if (*p)
-        return -1;
-    memcpy(cfg->base.input, v, sizeof(v));
-    return 0;
-}
-
-static void input_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "CxHxW with C from %lld to %lld and H and W from %.0f to %.0f", o->lo, o->hi, o->min, o->max);
-}
-
-/* --trace-steps A:B: steps in [lo, hi]; an empty A is lo, an empty B is open. */
-static int steps_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    char head[32];
-    const char *tail = split_pair(arg, head, sizeof(head));
-    long long a = o->lo, z = -1;
-    if (!tail || (head[0] && parse_ll(head, o->lo, o->hi, &a) != 0) ||
-        (tail[0] && parse_ll(tail, o->lo, o->hi, &z) != 0) || (z >= 0 && z < a))
-        return -1;
-    cfg->trace_step_from = (long)a;
-    cfg->trace_step_to = (long)z;
-    return 0;
-}
-
-static void steps_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "A:B with %lld <= A <= B, either may be empty", o->lo);
-}
-
-/* --trainable: all, classifier or last:K with K in [lo, hi]. */
-static int trainable_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    long long k;
-    if (strcmp(arg, "all") && strcmp(arg, "classifier") &&
-        (strncmp(arg, "last:", 5) || parse_ll(arg + 5, o->lo, o->hi, &k) != 0))
-        return -1;
-    snprintf(dst, o->size, "%s", arg);
-    return 0;
-}
-
-static void trainable_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "all, classifier or last:K with K from %lld to %lld", o->lo, o->hi);
-}
-
-static const char *const fault_names[] = {[FAULT_NONE] = "none",
-                                          [FAULT_NAN] = "nan",
-                                          [FAULT_CRASH] = "crash",
-                                          [FAULT_HANG] = "hang",
-                                          [FAULT_SLOW] = "slow",
-                                          [FAULT_OOM] = "oom",
-                                          [FAULT_COMM_ERROR] = "comm-error",
-                                          [FAULT_OVERFLOW] = "overflow",
-                                          NULL};
-
-const char *fault_name(int kind)
-{
-    return kind >= 0 && kind < FAULT_KINDS ? fault_names[kind] : "?";
-}
-
-/* --inject-fault rank=R,step=S,kind=K, in any order, each once: R in
- * [lo, hi], S in [0, max], K a fault name other than none. */
-static int fault_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    char items[CFG_MAX_LIST][CFG_NAME];
-    int n;
-    struct fault f = {.kind = FAULT_NONE, .rank = -1, .step = -1};
-    if (split_list(arg, items, &n) != 0 || n != 3)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        char *v = strchr(items[i], '=');
-        long long x;
-        if (!v)
-            return -1;
-        *v++ = 0;
-        const char *key = items[i];
-        if (!strcmp(key, "rank") && f.rank < 0 && parse_ll(v, o->lo, o->hi, &x) == 0)
-            f.rank = (int)x;
-        else if (!strcmp(key, "step") && f.step < 0 && parse_ll(v, 0, LONG_MAX, &x) == 0)
-            f.step = (long)x;
-        else if (!strcmp(key, "kind") && f.kind == FAULT_NONE) {
-            for (int k = FAULT_NAN; k < FAULT_KINDS; k++)
-                if (!strcmp(v, fault_names[k]))
-                    f.kind = k;
-            if (f.kind == FAULT_NONE)
-                return -1;
-        } else
-            return -1;
-    }
-    *(struct fault *)dst = f;
-    return 0;
-}
-
-static void fault_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len,
-             "rank=R,step=S,kind=K with a rank R from %lld to %lld, a step S from 0, and K one of nan, crash, hang, "
-             "slow, oom, comm-error, overflow",
-             o->lo, o->hi);
-}
-
-/* A rate such as 25GB/s, 100Gb/s or 1e9 (bytes/s): *v in bytes/s. */
-static int parse_rate(const char *s, double *v)
-{
-    char *end;
-    double x = strtod(s, &end);
-    if (end == s || !(x > 0) || x > 1e15)
-        return -1;
-    static const struct {
-        const char *unit;
-        double scale;
-    } units[] = {{"", 1},        {"B/s", 1},        {"KB/s", 1e3},     {"MB/s", 1e6},     {"GB/s", 1e9},
-                 {"TB/s", 1e12}, {"Kb/s", 1e3 / 8}, {"Mb/s", 1e6 / 8}, {"Gb/s", 1e9 / 8}, {"Tb/s", 1e12 / 8}};
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (!strcmp(end, units[i].unit)) {
-            *v = x * units[i].scale;
-            return 0;
-        }
-    return -1;
-}
-
-/* A time such as 5us, 1.5ms, 0.001s or 300ns: *v in seconds. */
-static int parse_time(const char *s, double *v)
-{
-    char *end;
-    double x = strtod(s, &end);
-    if (end == s || !(x >= 0) || x > 1e3)
-        return -1;
-    static const struct {
-        const char *unit;
-        double scale;
-    } units[] = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (!strcmp(end, units[i].unit)) {
-            *v = x * units[i].scale;
-            return 0;
-        }
-    return -1;
-}
-
-/* --link BW,LAT */
-static int link_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    char bw[64];
-    const char *comma = strchr(arg, ',');
-    if (!comma || (size_t)(comma - arg) >= sizeof(bw))
-        return -1;
-    memcpy(bw, arg, (size_t)(comma - arg));
-    bw[comma - arg] = 0;
-    double b, l;
-    if (parse_rate(bw, &b) != 0 || parse_time(comma + 1, &l) != 0)
-        return -1;
-    cfg->base.link_bw = b;
-    cfg->base.link_lat = l;
-    return 0;
-}
-
-static void link_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "BW,LAT: a bandwidth such as 25GB/s or 100Gb/s and a latency such as 5us");
-}
-
-/* --baseline auto|single|ranks1|RUN */
-static int baseline_parse(const struct opt *o, struct config *cfg, void *dst, const char *arg)
-{
-    long long v;
-    if (!strcmp(arg, "auto"))
-        *(int *)dst = BASELINE_AUTO;
-    else if (!strcmp(arg, "single"))
-        *(int *)dst = BASELINE_SINGLE;
-    else if (!strcmp(arg, "ranks1"))
-        *(int *)dst = BASELINE_RANKS1;
-    else if (strspn(arg, "0123456789") == strlen(arg) && parse_ll(arg, 0, o->hi, &v) == 0)
-        *(int *)dst = (int)v;
-    else
-        return -1;
-    return 0;
-}
-
-static void baseline_describe(const struct opt *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "auto, single, ranks1, or a run's number from 0 to %lld", o->hi);
-}
-
-static const struct opt_kind k_flag = {0, flag_parse, NULL};
-static const struct opt_kind k_int = {1, int_parse, int_describe};
-static const struct opt_kind k_u64 = {1, u64_parse, u64_describe};
-static const struct opt_kind k_real = {1, real_parse, real_describe};
-static const struct opt_kind k_bytes = {1, bytes_parse, bytes_describe};
-static const struct opt_kind k_text = {1, text_parse, text_describe};
-static const struct opt_kind k_choice = {1, choice_parse, choice_describe};
-static const struct opt_kind k_name = {1, name_parse, choice_describe};
-static const struct opt_kind k_bits = {1, bits_parse, bits_describe};
-static const struct opt_kind k_slow_rank = {1, slow_rank_parse, slow_rank_describe};
-static const struct opt_kind k_input = {1, input_parse, input_describe};
-static const struct opt_kind k_steps = {1, steps_parse, steps_describe};
-static const struct opt_kind k_trainable = {1, trainable_parse, trainable_describe};
-static const struct opt_kind k_fault = {1, fault_parse, fault_describe};
-static const struct opt_kind k_baseline = {1, baseline_parse, baseline_describe};
-static const struct opt_kind k_link = {1, link_parse, link_describe};
-/* answered by config_parse itself */
-static const struct opt_kind k_help = {0, NULL, NULL};
-static const struct opt_kind k_version = {0, NULL, NULL};
-
-/* Choices (k_choice, k_name) refuse a value as "unknown <what>". */
-static int is_choice(const struct opt *o)
-{
-    return o->kind->describe == choice_describe;
-}
 
 /* ---- where an option applies (a row's .unused) ----------------------------- */
 
@@ -823,18 +219,6 @@ const char *precision_name(int p)
 }
 static const char *const off_on_cosine[] = {"none", "cosine", NULL};
 
-static const char *const group_title[G_COUNT] = {
-    [G_MODE] = "Modes (one at a time; without one: train, in the live curses UI when stdout is a terminal):",
-    [G_WORK] = "Workload (a comma list makes a sweep: one run per combination):",
-    [G_OPTIM] = "Optimiser (SGD):",
-    [G_EXEC] = "Execution:",
-    [G_REPORT] = "Report:",
-    [G_UI] = "Interactive UI:",
-    [G_TRACE] = "Traces (Chrome trace-event JSON: Perfetto, chrome://tracing, speedscope):",
-    [G_BENCH] = "Collective benchmark (--bench-comm; --ranks, --comm, --algo and the report options apply too):",
-    [G_HELP] = "Help:",
-};
-
 /* Where a value goes: a field that holds one value, or an array that holds
  * a comma list and the int that counts its entries. */
 #define OFF(field) offsetof(struct config, field)
@@ -910,14 +294,20 @@ static const struct opt opts[] = {
          "under mpirun: rank threads in each process, joined by the shm ring inside a process and MPI between "
          "processes (mpirun -np P gives P x T ranks)"),
      .reads = R_TRAIN | R_BENCH},
-    {TEXT("rendezvous", AT(rendezvous), "rendezvous", "file:DIR|tcp:HOST:PORT", G_WORK,
-          "processes started without mpirun meet in DIR, a folder each can reach that only this user can write "
-          "(gloo's store is DIR too), or at HOST:PORT (IPv4), where process 0 listens (DDPTOP_JOB_KEY, the job's key, "
-          "the same in every process: without it process 0 makes one and shows it): each is rank RANK of "
-          "WORLD_SIZE, from its environment "
-          "(as torchrun sets them), and trains "
-          "over --comm gloo; process 0 shows the UI or the report"),
-     .def_text = "none", .reads = R_TRAIN},
+    {.name = "rendezvous",
+     .kind = &k_rendezvous,
+     AT(rendezvous),
+     .arg = "file:DIR|tcp:HOST:PORT",
+     .group = G_WORK,
+     .help =
+         "processes started without mpirun meet in DIR, a folder each can reach that only this user can write "
+         "(gloo's store is DIR too), or at HOST:PORT (IPv4), where process 0 listens (DDPTOP_JOB_KEY, the job's key, "
+         "the same in every process: without it process 0 makes one and shows it): each is rank RANK of "
+         "WORLD_SIZE, from its environment "
+         "(as torchrun sets them), and trains "
+         "over --comm gloo; process 0 shows the UI or the report",
+     .def_text = "none",
+     .reads = R_TRAIN},
     {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step"),
      .flags = F_DISTINCT, .reads = R_TRAIN | R_INFO},
     {CHOICE("strategy", LIST(strategies, nstrategies), NAMED_BY(strategy_name, 0, SYNC_KINDS - 1), "strategy", "S",
@@ -1141,113 +531,6 @@ static const struct opt opts[] = {
 _Static_assert(CFG_MAX_GPUS <= CFG_MAX_LIST, "a --gpus list is split like every other list");
 _Static_assert(CFG_MAX_PREDICT <= CFG_MAX_LIST, "a --predict-ranks list is split like every other list");
 
-/* ---- --help ----------------------------------------------------------------- */
-
-/* Writes text from column col, word-wrapped before column width, each
- * further line indented to column indent, and ends the line. */
-static void wrap(FILE *out, int col, int indent, int width, const char *text)
-{
-    for (const char *w = text; *w;) {
-        size_t len = strcspn(w, " ");
-        if (col > indent && col + 1 + (int)len > width) {
-            fprintf(out, "\n%*s", indent, "");
-            col = indent;
-        } else if (col > indent) {
-            fputc(' ', out);
-            col++;
-        }
-        fprintf(out, "%.*s", (int)len, w);
-        col += (int)len;
-        w += len;
-        w += strspn(w, " ");
-    }
-    fputc('\n', out);
-}
-
-static void help_wrap(FILE *out, int col, const char *text)
-{
-    wrap(out, col, HELP_COL, HELP_WIDTH, text);
-}
-
-/* The zoo's models: each one's summary, and its size at the three shapes. */
-static void help_models(FILE *out)
-{
-    enum { INDENT = 16, WIDTH = 78 };
-    fprintf(out, "  (sizes: parameters, and forward FLOPs per image, with 10 classes; at 224x224 and more every model\n"
-                 "  but mlp and lenet takes its ImageNet form, torchvision's, with 1000 classes unless --classes)\n");
-    for (int i = 0; i < zoo_count; i++) {
-        const struct zoo_entry *z = &zoo_models[i];
-        fprintf(out, "  %-13s ", z->name);
-        wrap(out, INDENT, INDENT, WIDTH, z->summary);
-        fprintf(out, "%*s1x28x28: %.2fM params, %.3f GFLOP; 3x32x32: %.2fM, %.3f GFLOP\n", INDENT, "",
-                (double)z->params[ZOO_28] / 1e6, (double)z->flops[ZOO_28] / 1e9, (double)z->params[ZOO_32] / 1e6,
-                (double)z->flops[ZOO_32] / 1e9);
-        fprintf(out, "%*s3x224x224, 1000 classes: %.2fM, %.2f GFLOP\n", INDENT, "", (double)z->params[ZOO_224] / 1e6,
-                (double)z->flops[ZOO_224] / 1e9);
-    }
-}
-
-/* "  --name ARG    help (what is allowed; default X)" */
-static void help_row(FILE *out, const struct opt *o)
-{
-    char left[160], names[256], allowed[512], text[1024];
-    int n = o->short_name ? snprintf(left, sizeof(left), "  -%c, --%s", o->short_name, o->name)
-                          : snprintf(left, sizeof(left), "  --%s", o->name);
-    int names_in_arg = is_choice(o) && !o->arg;
-    if (names_in_arg) {
-        choice_join(o, "|", names, sizeof(names));
-        n += snprintf(left + n, sizeof(left) - (size_t)n, " %s", names);
-    } else if (o->arg) {
-        n += snprintf(left + n, sizeof(left) - (size_t)n, " %s", o->arg);
-        if (o->cap)
-            n += snprintf(left + n, sizeof(left) - (size_t)n, "[,%s..]", o->arg);
-    }
-
-    /* what is allowed, unless the names stand in the argument; a path's
-     * length limit would only clutter */
-    allowed[0] = 0;
-    if (o->kind->takes_arg && !names_in_arg && o->kind != &k_text)
-        o->kind->describe(o, allowed, sizeof(allowed));
-    char def[256] = "";
-    if (o->def_text)
-        snprintf(def, sizeof(def), "default: %s", o->def_text);
-    else if (o->def)
-        snprintf(def, sizeof(def), "default %s", o->def);
-    if (allowed[0] || def[0])
-        snprintf(text, sizeof(text), "%s (%s%s%s)", o->help, allowed, allowed[0] && def[0] ? "; " : "", def);
-    else
-        snprintf(text, sizeof(text), "%s", o->help);
-
-    fputs(left, out);
-    if (n >= HELP_COL - 1) {
-        fputc('\n', out);
-        n = 0;
-    }
-    fprintf(out, "%*s", HELP_COL - n, "");
-    help_wrap(out, HELP_COL, text);
-}
-
-static void usage(FILE *out)
-{
-    fprintf(out, "Usage: ddptop [OPTIONS]\n"
-                 "A terminal profiler for data-parallel training: trains a model on N ranks and shows\n"
-                 "where each rank's time goes (compute, communication, data, idle).\n");
-    for (int g = 0; g < G_COUNT; g++) {
-        fprintf(out, "\n%s\n", group_title[g]);
-        for (size_t i = 0; i < NOPTS; i++)
-            if (opts[i].group == g)
-                help_row(out, &opts[i]);
-    }
-    fprintf(out, "\nModels:\n");
-    help_models(out);
-    fprintf(out, "\nExamples:\n"
-                 "  ddptop --batch --model lenet --ranks 1,2 --strategy allreduce --epochs 1\n"
-                 "  ddptop --batch --model mlp --ranks 2 --steps 200 --format json --output run.json\n"
-                 "\nEnvironment (every DDPTOP_* variable, and the test hooks, in docs/environment.md):\n"
-                 "  DDPTOP_GPU_MODULE  the GPU module to load    DDPTOP_THEME_DIR  a folder of themes\n"
-                 "  DDPTOP_COMM_MODEL  the cost model's file     NO_COLOR          no colour\n");
-}
-
 /* ---- parsing ---------------------------------------------------------------- */
 
 static int bad(FILE *err, const struct opt *o, const char *what, const char *got)
@@ -1261,6 +544,8 @@ static int bad(FILE *err, const struct opt *o, const char *what, const char *got
 static int bad_value(FILE *err, const struct opt *o, const char *got, int list)
 {
     char allowed[512], line[640];
+    if (o->kind->why)
+        return bad(err, o, o->kind->why(o, got, line, sizeof(line)), got);
     o->kind->describe(o, allowed, sizeof(allowed));
     if (list)
         snprintf(line, sizeof(line), "expected 1 to %d%s comma-separated values, each %s", o->cap,
@@ -1326,31 +611,6 @@ static int set_defaults(struct config *cfg, FILE *err)
     cfg->base.slow_rank = -1;
     cfg->base.slow_factor = 1.0;
     return 0;
-}
-
-/* A rank's compute threads unless --threads-per-rank says: the cores over
- * the largest rank count of the sweep, the same for every run, so that a
- * sweep compares like with like (1 rank is not given twice the threads of
- * each of 2). */
-long config_cores(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? n : 1;
-}
-
-static int default_threads(const struct config *cfg)
-{
-    int most = 1;
-    for (int i = 0; i < cfg->nranks; i++)
-        for (int s = 0; s < cfg->nstrategies; s++) {
-            int w = sync_has(cfg->strategies[s], SYNC_ONE_RANK) ? 1 : cfg->ranks[i];
-            most = w > most ? w : most;
-        }
-    int t = (int)(config_cores() / most);
-    return t > 0 ? t : 1;
 }
 
 /* The modes, as a row's .reads names them: the option that starts each
@@ -1499,7 +759,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             return 2;
         }
         if (o->kind == &k_help) {
-            usage(out);
+            config_usage(out, opts, NOPTS);
             return 1;
         }
         if (o->kind == &k_version) {
@@ -1597,127 +857,4 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
         return 2;
     }
     return 0;
-}
-
-/* The ways of training a sweep tries, each run's k-th (into rc when it is
- * not NULL): data parallelism with every --strategy, model parallelism
- * once, a pipeline with every --micro-batches (the stages synchronise no
- * gradients: a strategy does not apply to them). Returns how many. */
-static int sweep_modes(const struct config *cfg, int k, struct run_config *rc)
-{
-    int n = 0;
-    for (int p = 0; p < cfg->nparallels; p++) {
-        int par = cfg->parallels[p];
-        unsigned f = train_mode_of(par)->flags;
-        int nm = f & MODE_MICRO ? cfg->nmicros : 1, ns = f & MODE_STAGED ? 1 : cfg->nstrategies;
-        for (int mi = 0; mi < nm; mi++)
-            for (int si = 0; si < ns; si++, n++)
-                if (n == k && rc) {
-                    rc->parallel = par;
-                    rc->micro_batches = cfg->micros[mi];
-                    rc->strategy = cfg->strategies[si];
-                }
-    }
-    return n;
-}
-
-/* Every combination of the sweep's lists, a 1-rank run's included once
- * per backend (config_expand leaves the copies out). */
-static int combinations(const struct config *cfg)
-{
-    return cfg->ncomms * cfg->nmodels * sweep_modes(cfg, -1, NULL) * cfg->nranks * cfg->nbatches;
-}
-
-static void combination(const struct config *cfg, int i, struct run_config *rc)
-{
-    *rc = cfg->base;
-    int b = i % cfg->nbatches;
-    i /= cfg->nbatches;
-    int r = i % cfg->nranks;
-    i /= cfg->nranks;
-    int modes = sweep_modes(cfg, -1, NULL);
-    sweep_modes(cfg, i % modes, rc);
-    i /= modes;
-    snprintf(rc->model, sizeof(rc->model), "%s", cfg->models[i % cfg->nmodels]);
-    i /= cfg->nmodels;
-    rc->comm = cfg->comms[i % cfg->ncomms];
-    rc->ranks = cfg->ranks[r];
-    rc->batch_size = cfg->batches[b];
-    if (!rc->threads_per_rank)
-        rc->threads_per_rank = default_threads(cfg);
-}
-
-/* A 1-rank run communicates with no one, so the same run over the
- * sweep's first backend stands for it: every backend's rows compare with
- * that one (NCCL aside: it picks the device). */
-static int repeats_one_rank(const struct config *cfg, int i, const struct run_config *rc)
-{
-    int per_comm = combinations(cfg) / cfg->ncomms;
-    return i >= per_comm && run_world(rc) == 1 && rc->comm != COMM_NCCL && cfg->comms[0] != COMM_NCCL;
-}
-
-int config_count(const struct config *cfg)
-{
-    int n = 0;
-    for (int i = 0; i < combinations(cfg); i++) {
-        struct run_config rc;
-        combination(cfg, i, &rc);
-        n += !repeats_one_rank(cfg, i, &rc);
-    }
-    return n;
-}
-
-void config_expand(const struct config *cfg, int i, struct run_config *rc)
-{
-    for (int k = 0, n = 0; k < combinations(cfg); k++) {
-        combination(cfg, k, rc);
-        if (!repeats_one_rank(cfg, k, rc) && n++ == i)
-            return;
-    }
-}
-
-int run_world(const struct run_config *rc)
-{
-    return sync_has(rc->strategy, SYNC_ONE_RANK) ? 1 : rc->ranks;
-}
-
-struct sync_params run_sync_params(const struct run_config *rc)
-{
-    return (struct sync_params){.bucket_bytes = (size_t)(rc->bucket_mb * 1024 * 1024),
-                                .overlap = rc->overlap,
-                                .fusion_bytes = (size_t)(rc->fusion_mb * 1024 * 1024),
-                                .cycle_ms = rc->cycle_ms};
-}
-
-int run_classes(const struct run_config *rc, int h, int w, int data_classes)
-{
-    if (rc->classes > 0)
-        return rc->classes;
-    return h >= ZOO_IMAGENET_SIDE && w >= ZOO_IMAGENET_SIDE ? ZOO_IMAGENET_CLASSES : data_classes;
-}
-
-int run_replicas(const struct run_config *rc)
-{
-    return train_mode_replicas(rc, run_world(rc));
-}
-
-int run_sends_only(const struct run_config *rc)
-{
-    return train_mode_has(rc, MODE_STAGED) && rc->dp <= 1;
-}
-
-int run_stages(const struct run_config *rc)
-{
-    return train_mode_has(rc, MODE_STAGED) ? run_world(rc) / run_replicas(rc) : 1;
-}
-
-double run_lr_peak(const struct run_config *rc)
-{
-    return rc->scale_lr && rc->base_batch > 0 ? (double)rc->lr * run_global_batch(rc) / rc->base_batch : rc->lr;
-}
-
-int run_global_batch(const struct run_config *rc)
-{
-    /* model and pipeline parallelism: every stage of a replica sees its batch */
-    return (train_mode_has(rc, MODE_STAGED) ? run_replicas(rc) : rc->ranks) * rc->batch_size;
 }

@@ -3,6 +3,11 @@
  * A config may describe a sweep: comma lists in --model, --ranks,
  * --batch-size and --strategy expand into one run per combination
  * (config_expand). A `struct run_config` is one such run.
+ *
+ * config.c parses the command line from its table of options (its rows'
+ * parts in config_opt.h, the kinds of value in config_kinds.c, --help in
+ * config_help.c); config_sweep.c expands a sweep into runs; run_config.c
+ * answers what one run's configuration implies.
  */
 #ifndef DDPTOP_CONFIG_H
 #define DDPTOP_CONFIG_H
@@ -137,15 +142,25 @@ struct run_config {
     char save_params[CFG_PATH]; /* --save-params FILE: rank 0's parameters at the end ("" = none) */
 };
 
+/* --rendezvous, read once: where processes started without mpirun meet. */
+enum rendezvous_kind { RDV_NONE = 0, RDV_FILE, RDV_TCP };
+struct rendezvous {
+    int kind;              /* enum rendezvous_kind; RDV_NONE: not given */
+    char spec[CFG_PATH];   /* as given ("file:DIR", "tcp:HOST:PORT"), for messages */
+    char folder[CFG_PATH]; /* RDV_FILE: DIR, the meeting's folder and gloo's store */
+    char host[256];        /* RDV_TCP: process 0's host (a name or an IPv4 address) */
+    int port;              /* RDV_TCP: 1 to 65535 */
+};
+
 struct config {
     struct run_config base; /* values shared by every run */
     char models[CFG_MAX_LIST][CFG_NAME];
     int nmodels;
     int ranks[CFG_MAX_LIST];
     int nranks;
-    int ranks_set;             /* --ranks was given */
-    int ranks_per_process;     /* under mpirun: rank threads in each process */
-    char rendezvous[CFG_PATH]; /* --rendezvous file:DIR ("" = none): processes started without mpirun */
+    int ranks_set;                /* --ranks was given */
+    int ranks_per_process;        /* under mpirun: rank threads in each process */
+    struct rendezvous rendezvous; /* --rendezvous: processes started without mpirun */
     int batches[CFG_MAX_LIST];
     int nbatches;
     int strategies[CFG_MAX_LIST];
@@ -198,9 +213,11 @@ void config_default_ranks(int n);
 /* The cores this process may run on: its affinity mask (taskset, a
  * container's cpuset, mpirun's or srun's binding), else the online ones. */
 long config_cores(void);
-/* Number of runs in the sweep, and the i-th of them. */
+/* Number of runs in the sweep, and the i-th of them (config_sweep.c). */
 int config_count(const struct config *cfg);
 void config_expand(const struct config *cfg, int i, struct run_config *rc);
+/* ---- what one run's configuration implies (run_config.c) ---- */
+
 /* The global batch of one run. `single` runs one rank on the whole batch. */
 int run_global_batch(const struct run_config *rc);
 /* The replicas that each train on a shard of the data, with a batch of

@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,11 +18,10 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "figures.h"
 #include "infile.h"
 #include "metrics.h"
 #include "report.h"
-#include "stop.h"
+#include "trace_spans.h"
 #include "tracing.h"
 
 enum file_state { FILE_PENDING = 0, FILE_READ, FILE_REFUSED };
@@ -253,243 +251,6 @@ static long mark_stragglers(struct follow *f, int k)
     return fresh;
 }
 
-/* ---- a cycle's events as timeline spans ------------------------------------ */
-
-struct seg_out {
-    struct span *v;
-    size_t n, cap;
-    const struct trace_step_info *steps; /* the window's, by start */
-    size_t nsteps;
-    int oom;
-};
-
-/* Adds [a, b) of lane/cat, cut into the step windows it crosses (outside
- * them nothing counts); joins the span before it when it continues it. */
-static void seg_add(struct seg_out *o, int lane, int cat, int64_t a, int64_t b)
-{
-    size_t k = 0;
-    if (o->nsteps) {
-        size_t lo = 0, hi = o->nsteps;
-        while (lo < hi) { /* the first window that ends after a */
-            size_t mid = (lo + hi) / 2;
-            if (o->steps[mid].t1_ns <= a)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        k = lo;
-    }
-    for (; o->nsteps == 0 || k < o->nsteps; k++) {
-        int64_t x = a, y = b;
-        uint32_t step = 0;
-        if (o->nsteps) {
-            if (o->steps[k].t0_ns >= b)
-                break;
-            x = a > o->steps[k].t0_ns ? a : o->steps[k].t0_ns;
-            y = b < o->steps[k].t1_ns ? b : o->steps[k].t1_ns;
-            step = o->steps[k].step;
-        }
-        if (y > x) {
-            struct span *last = o->n ? &o->v[o->n - 1] : NULL;
-            if (last && last->lane == lane && last->cat == cat && last->step == step && x <= last->t1_ns &&
-                x >= last->t0_ns) {
-                if (y > last->t1_ns)
-                    last->t1_ns = y;
-            } else {
-                if (o->n == o->cap) {
-                    size_t nc = o->cap ? 2 * o->cap : 1024;
-                    struct span *nv = realloc(o->v, nc * sizeof(*nv));
-                    if (!nv) {
-                        o->oom = 1;
-                        return;
-                    }
-                    o->v = nv;
-                    o->cap = nc;
-                }
-                o->v[o->n++] = (struct span){
-                    .t0_ns = x, .t1_ns = y, .step = step, .tag = -1, .lane = (uint8_t)lane, .cat = (uint8_t)cat};
-            }
-        }
-        if (o->nsteps == 0)
-            break;
-    }
-}
-
-static int op_nest_cmp(const void *a, const void *b)
-{
-    const struct trace_op *x = *(const struct trace_op *const *)a, *y = *(const struct trace_op *const *)b;
-    if (x->t0_ns != y->t0_ns)
-        return x->t0_ns < y->t0_ns ? -1 : 1;
-    return x->t1_ns > y->t1_ns ? -1 : x->t1_ns < y->t1_ns; /* the outer first */
-}
-
-/* By thread, then nested (op_nest_cmp). */
-static int op_track_cmp(const void *a, const void *b)
-{
-    const struct trace_op *x = *(const struct trace_op *const *)a, *y = *(const struct trace_op *const *)b;
-    if (x->track != y->track)
-        return x->track < y->track ? -1 : 1;
-    return op_nest_cmp(a, b);
-}
-
-static int step_start_cmp(const void *a, const void *b)
-{
-    const struct trace_step_info *x = a, *y = b;
-    return x->t0_ns < y->t0_ns ? -1 : x->t0_ns > y->t0_ns;
-}
-
-/* The lane of a host op's instant: the main thread's (the one with the
- * most ops) stays on main; another thread's communication goes to the
- * comm lane, its data loading to data, its compute to main. */
-static int host_lane(int main_track, int track, int cat)
-{
-    if (track == main_track)
-        return LANE_MAIN;
-    return cat == CAT_COMM ? LANE_COMM : cat == CAT_DATA ? LANE_DATA : LANE_MAIN;
-}
-
-/* One thread's ops (nested, sorted outer first): the innermost open op
- * decides each instant, as the breakdown does; nothing open is idle. */
-static void flatten_track(struct seg_out *o, const struct trace_op **ops, size_t n, int main_track)
-{
-    const struct trace_op *stack[256];
-    int64_t end[256];
-    int depth = 0;
-    int64_t cur = 0;
-    for (size_t i = 0; i <= n; i++) {
-        const struct trace_op *op = i < n ? ops[i] : NULL;
-        int64_t t = op ? op->t0_ns : INT64_MAX;
-        while (depth > 0 && end[depth - 1] <= t) {
-            const struct trace_op *top = stack[depth - 1];
-            seg_add(o, host_lane(main_track, top->track, top->cat), top->cat, cur, end[depth - 1]);
-            cur = end[--depth];
-        }
-        if (!op)
-            break;
-        if (depth > 0)
-            seg_add(o, host_lane(main_track, stack[depth - 1]->track, stack[depth - 1]->cat), stack[depth - 1]->cat,
-                    cur, t);
-        cur = t;
-        int64_t e = depth > 0 && op->t1_ns > end[depth - 1] ? end[depth - 1] : op->t1_ns; /* (improper nesting) */
-        if (depth < (int)(sizeof(stack) / sizeof(stack[0]))) {
-            stack[depth] = op;
-            end[depth++] = e;
-        }
-    }
-}
-
-static int u32_cmp(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Keeps the newest whole steps that fit METRICS_HISTORY spans. */
-static void keep_newest(struct seg_out *o)
-{
-    if (o->n <= METRICS_HISTORY || o->nsteps == 0) {
-        o->n = o->n < METRICS_HISTORY ? o->n : METRICS_HISTORY;
-        return;
-    }
-    /* the spans of each step, by step number */
-    uint32_t *num = malloc(sizeof(*num) * o->nsteps);
-    size_t *count = calloc(o->nsteps, sizeof(*count));
-    if (!num || !count) {
-        free(num);
-        free(count);
-        o->n = METRICS_HISTORY;
-        return;
-    }
-    for (size_t k = 0; k < o->nsteps; k++)
-        num[k] = o->steps[k].step;
-    qsort(num, o->nsteps, sizeof(*num), u32_cmp);
-    for (size_t i = 0; i < o->n; i++) {
-        const uint32_t *at = bsearch(&o->v[i].step, num, o->nsteps, sizeof(*num), u32_cmp);
-        if (at)
-            count[at - num]++;
-    }
-    uint32_t cut = num[o->nsteps - 1];
-    size_t kept = 0;
-    for (size_t k = o->nsteps; k-- > 0;) {
-        if (kept + count[k] > METRICS_HISTORY)
-            break;
-        kept += count[k];
-        cut = num[k];
-    }
-    free(num);
-    free(count);
-    size_t m = 0;
-    for (size_t i = 0; i < o->n && m < METRICS_HISTORY; i++)
-        if (o->v[i].step >= cut)
-            o->v[m++] = o->v[i];
-    o->n = m;
-}
-
-/* Window w of r as timeline spans, into *out (malloc'd). 0, or -1 when out
- * of memory. */
-static int cycle_spans(const struct trace_rank *r, const struct trace_window *w, struct span **out, size_t *nout,
-                       unsigned *lanes)
-{
-    struct seg_out o = {0};
-    size_t nops = w->ops_to - w->ops_from, nsteps = w->steps_to - w->steps_from;
-    const struct trace_op **by = malloc(sizeof(*by) * (nops ? nops : 1));
-    struct trace_step_info *steps = malloc(sizeof(*steps) * (nsteps ? nsteps : 1));
-    int32_t ntracks = 0;
-    for (size_t i = w->ops_from; i < w->ops_to; i++)
-        ntracks = r->ops[i].track + 1 > ntracks ? r->ops[i].track + 1 : ntracks;
-    size_t *count = calloc((size_t)(ntracks ? ntracks : 1), sizeof(*count));
-    if (!by || !steps || !count) {
-        free(by);
-        free(steps);
-        free(count);
-        return -1;
-    }
-    if (nsteps)
-        memcpy(steps, r->steps + w->steps_from, sizeof(*steps) * nsteps);
-    qsort(steps, nsteps, sizeof(*steps), step_start_cmp);
-    o.steps = steps;
-    o.nsteps = nsteps;
-    int main_track = 0;
-    for (size_t i = w->ops_from; i < w->ops_to; i++)
-        if (!r->ops[i].gpu && r->ops[i].track >= 0 && ++count[r->ops[i].track] > count[main_track])
-            main_track = r->ops[i].track;
-    /* the host: thread by thread; annotations cover nothing */
-    size_t nh = 0;
-    for (size_t i = w->ops_from; i < w->ops_to; i++) {
-        const struct trace_op *op = &r->ops[i];
-        if (!op->gpu && op->cat < CAT_COUNT && op->t1_ns > op->t0_ns)
-            by[nh++] = op;
-    }
-    qsort(by, nh, sizeof(*by), op_track_cmp);
-    for (size_t a = 0, b; a < nh && !o.oom; a = b) {
-        for (b = a; b < nh && by[b]->track == by[a]->track;)
-            b++;
-        flatten_track(&o, by + a, b - a, main_track);
-    }
-    /* the device: every op counts (streams overlap), by start */
-    size_t n = 0;
-    for (size_t i = w->ops_from; i < w->ops_to; i++)
-        if (r->ops[i].gpu && !r->ops[i].sync && r->ops[i].cat < CAT_COUNT && r->ops[i].t1_ns > r->ops[i].t0_ns)
-            by[n++] = &r->ops[i];
-    qsort(by, n, sizeof(*by), op_nest_cmp);
-    for (size_t i = 0; i < n && !o.oom; i++)
-        seg_add(&o, LANE_GPU, by[i]->cat, by[i]->t0_ns, by[i]->t1_ns);
-    keep_newest(&o);
-    free(by);
-    free(steps);
-    free(count);
-    if (o.oom) {
-        free(o.v);
-        return -1;
-    }
-    *lanes = 0;
-    for (size_t i = 0; i < o.n; i++)
-        *lanes |= 1u << o.v[i].lane;
-    *out = o.v;
-    *nout = o.n;
-    return 0;
-}
-
 /* ---- reading a file ------------------------------------------------------- */
 
 static int step_num_cmp(const void *a, const void *b)
@@ -544,7 +305,7 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     if (!w || !c.step_ns || !st ||
         trace_analyze_window(&c.f, r, (size_t)tc->window, f->rule, TRACE_KERNEL_WAIT_NS) != 0 ||
         trace_analyze_rank(&c.f_rest, r, f->rule, TRACE_KERNEL_WAIT_NS) != 0 ||
-        cycle_spans(r, w, &spans, &nspans, &lanes) != 0) {
+        trace_window_spans(r, w, METRICS_HISTORY, &spans, &nspans, &lanes) != 0) {
         free(c.step_ns);
         free(st);
         e->state = FILE_REFUSED;
@@ -996,103 +757,10 @@ out:
     return rc;
 }
 
-/* ---- the headless front end ----------------------------------------------- */
-
-static void print_cycle(const struct follow_cycle *c)
+const char *follow_pending(const struct follow *f, size_t *i)
 {
-    char steps[48], ms[32] = "n/a";
-    if (c->step_lo <= c->step_hi)
-        snprintf(steps, sizeof(steps), "steps %u-%u", c->step_lo, c->step_hi);
-    else
-        snprintf(steps, sizeof(steps), "no ProfilerStep");
-    if (c->nsteps > 0)
-        snprintf(ms, sizeof(ms), "%.2f", c->ms_mean);
-    fprintf(stderr,
-            "ddptop: --follow: rank %d cycle %d (%s, %s): %s ms/step, compute %.1f%%, comm %.1f%%, data %.1f%%, "
-            "idle %.1f%%; own work %.2f ms/step\n",
-            c->rank, c->cycle + 1, steps, c->file, ms, c->compute_pct, c->comm_pct, c->data_pct, c->idle_pct,
-            c->own_ms);
-}
-
-/* How many ranks and cycles, as --replay says it; and what never became
- * whole. */
-static void final_notes(struct follow *f)
-{
-    int lo = INT_MAX, hi = 0;
-    for (int i = 0; i < f->nranks; i++) {
-        lo = f->ranks[i].ncycles < lo ? f->ranks[i].ncycles : lo;
-        hi = f->ranks[i].ncycles > hi ? f->ranks[i].ncycles : hi;
-    }
-    if (f->nranks && lo == hi)
-        fprintf(stderr, "ddptop: --follow: %d rank(s), %d profiler cycle%s each\n", f->nranks, hi, hi == 1 ? "" : "s");
-    else if (f->nranks)
-        fprintf(stderr, "ddptop: --follow: %d rank(s), %d to %d profiler cycles each\n", f->nranks, lo, hi);
-    for (size_t i = 0; i < f->nfiles; i++)
-        if (f->files[i].state == FILE_PENDING)
-            fprintf(stderr, "ddptop: --follow: %s/%s was not whole yet; left out\n", f->dir, f->files[i].name);
-}
-
-int follow_main(const struct config *cfg, follow_show_fn show)
-{
-    struct follow f;
-    char err[1200];
-    if (follow_open(&f, cfg->follow, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ddptop: --follow: %s\n", err);
-        return 2;
-    }
-    f.rule = &trace_rules[cfg->window];
-    int status = 0;
-    if (show) {
-        if (follow_start(&f, err, sizeof(err)) != 0) {
-            fprintf(stderr, "ddptop: --follow: %s\n", err);
-            follow_close(&f);
-            return 2;
-        }
-        status = show(cfg, &f);
-        follow_stop(&f);
-        if (status == 2) {
-            follow_close(&f);
-            return 2;
-        }
-    } else {
-        if (!f.inotify && !cfg->quiet)
-            fprintf(stderr, "ddptop: --follow: no inotify here: the folder is listed every %d ms\n", FOLLOW_POLL_MS);
-        size_t printed = 0;
-        char msg[sizeof(f.msg[0])];
-        for (;;) {
-            follow_poll(&f, 100);
-            for (; printed < f.ncycles; printed++)
-                if (!cfg->quiet)
-                    print_cycle(&f.cycles[printed]);
-            while (follow_message(&f, msg, sizeof(msg)))
-                fprintf(stderr, "ddptop: --follow: %s\n", msg);
-            if (stop_signal || f.gone)
-                break;
-            if (cfg->idle_exit_s > 0 && (double)(probe_now_ns() - f.last_change_ns) / 1e9 >= cfg->idle_exit_s)
-                break;
-        }
-        status = stop_signal ? 128 + (int)stop_signal : 0;
-    }
-    final_notes(&f);
-    if (f.ncycles == 0) {
-        fprintf(stderr, "ddptop: --follow: no cycle landed in %s%s: nothing to report\n", f.dir,
-                stop_signal            ? " before the interrupt"
-                : cfg->idle_exit_s > 0 ? " in the --idle-exit time"
-                                       : "");
-        follow_close(&f);
-        return status ? status : 1;
-    }
-    struct run_result res;
-    if (follow_result(&f, &res, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ddptop: --follow: %s\n", err);
-        follow_close(&f);
-        return 1;
-    }
-    follow_close(&f);
-    results_speedup(&res, 1);
-    int st = report_save_all(cfg, &res, 1);
-    if (cfg->plot[0] && figures_save(cfg->plot, &res, 1, cfg->quiet) != 0 && st == 0)
-        st = 1;
-    result_free(&res);
-    return status ? status : st;
+    for (; *i < f->nfiles; (*i)++)
+        if (f->files[*i].state == FILE_PENDING)
+            return f->files[(*i)++].name;
+    return NULL;
 }

@@ -154,7 +154,12 @@ int follow_result(struct follow *f, struct run_result *res, char *err, size_t er
 /* The same, for a caller that holds follow_lock already. */
 int follow_result_locked(struct follow *f, struct run_result *res, char *err, size_t errlen);
 
-/* Shows the follower interactively (the UI's ui_follow) until the user
+/* The next file from *i on (start at 0) that never became whole (a
+ * cycle still being written, or cut short): its name, or NULL at the
+ * end. Call with the lock held, or once the follower is stopped. */
+const char *follow_pending(const struct follow *f, size_t *i);
+
+/* follow_main.c. Shows the follower interactively (the UI's ui_follow) until the user
  * quits; returns the exit status. */
 typedef int (*follow_show_fn)(const struct config *cfg, struct follow *f);
 /* --follow: follows cfg->follow with `show` when that is not NULL (the UI

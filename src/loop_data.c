@@ -155,12 +155,8 @@ static int dp_step(struct loop *L, int i, int epoch)
     loop_straggle(L, t3);
     loop_rec(rk, &rk->spans_main, LANE_MAIN, CAT_BACKWARD, t3, probe_now_ns());
 
-    size_t lo = L->gl.nfloats, hi = 0;
-    for (int p = 0; p < L->gl.n; p++)
-        if (L->gl.t[p].trainable) {
-            lo = L->gl.t[p].off < lo ? L->gl.t[p].off : lo;
-            hi = L->gl.t[p].off + L->gl.t[p].len > hi ? L->gl.t[p].off + L->gl.t[p].len : hi;
-        }
+    size_t lo, hi;
+    grad_trainable_range(&L->gl, &lo, &hi);
     if (hi > lo && loop_comm_after_compute(L) != 0)
         return -1;
     if (hi > lo && (rc = c->ops->reduce(c, m->grad_buf + lo, m->grad_buf + lo, hi - lo, RED_SUM, 0)) != 0)

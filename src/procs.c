@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "comm_gloo.h"
 #include "config.h"
+#include "probe.h"
 #include "procs_net.h"
 #include "relay_msg.h"
 #include "run.h"
@@ -56,8 +56,6 @@ static int launched(void)
             return 1;
     return 0;
 }
-
-static void nap_ms(int ms);
 
 static const struct procs_net *net; /* MPI's, the rendezvous', or none: threads of one process */
 static int *node_of;                /* [size]: the world rank of the first process on each process's node */
@@ -144,17 +142,10 @@ static int env_count(const char *name, long lo, long hi, int *out, char *err, si
     return 0;
 }
 
-int procs_join(const char *spec, double timeout_s, char *err, size_t errlen)
+int procs_join(const struct rendezvous *r, double timeout_s, char *err, size_t errlen)
 {
     if (self.active) {
         snprintf(err, errlen, "--rendezvous: mpirun meets the processes already; leave it out");
-        return -1;
-    }
-    if ((strncmp(spec, "file:", 5) != 0 || !spec[5]) && strncmp(spec, "tcp:", 4) != 0) {
-        snprintf(err, errlen,
-                 "--rendezvous: expected file:DIR (a folder every process can reach) or tcp:HOST:PORT (process "
-                 "0's address) (got '%s')",
-                 spec);
         return -1;
     }
     int size, rank;
@@ -162,7 +153,7 @@ int procs_join(const char *spec, double timeout_s, char *err, size_t errlen)
         env_count("RANK", 0, size - 1, &rank, err, errlen) != 0)
         return -1;
     struct procs_net_start st = {.self = &self};
-    const struct procs_net *n = procs_net_wire_start(spec, rank, size, timeout_s, &st, err, errlen);
+    const struct procs_net *n = procs_net_wire_start(r, rank, size, timeout_s, &st, err, errlen);
     if (!n)
         return -1;
     adopt(n, &st);
@@ -192,7 +183,7 @@ int procs_next_run(struct run_config *rc)
             return -1; /* process 0 is gone */
         if (got == 0) {
             /* process 0's user may read a final screen for an hour */
-            nap_ms(20);
+            probe_nap_ms(20);
             continue;
         }
         int run = m.len == sizeof(*rc);
@@ -235,7 +226,7 @@ int procs_exit(int status)
     int failed_run = status != 0 && status != 2 && self.size > 1;
     if (net->tainted() || (self.rank == 0 && failed_run)) {
         for (int i = 0; self.rank != 0 && i < 100; i++)
-            nap_ms(100);
+            probe_nap_ms(100);
         net->abort(status ? status : 1);
     }
     /* no more runs: the workers' wait ends */
@@ -365,12 +356,6 @@ struct relay {
     unsigned char *buf;        /* a worker's message being built */
     size_t cap;
 };
-
-static void nap_ms(int ms)
-{
-    struct timespec ts = {0, ms * 1000L * 1000};
-    nanosleep(&ts, NULL);
-}
 
 /* A clock reading from p on chan with tag (relay_decode_time): 0, -1 when
  * none came (or p is gone) within timeout_ms (-1: for ever), -2 when what
@@ -674,7 +659,7 @@ static void *receive(void *arg)
         if (net->take(PNET_ANY, rl->chan, PNET_ANY, 0, still_wanted, rl, &m) != 1) {
             rl->left -= give_up_silent(rl, -1); /* (nothing waits to be taken) */
             if (probe_now_ns() > rl->spin_until_ns)
-                nap_ms(1);
+                probe_nap_ms(1);
             continue;
         }
         int p = m.src;

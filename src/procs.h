@@ -46,10 +46,12 @@ struct procs {
 /* Starts MPI when an MPI launcher started this process (its environment
  * says so); else does nothing. 0, or -1 with err set. */
 int procs_init(int *argc, char ***argv, char *err, size_t errlen);
-/* --rendezvous file:DIR: meets the job's other processes in DIR, as
- * process $RANK of $WORLD_SIZE, within timeout_s. 0, or -1 with err set
- * (one line: what was wrong, or who did not come). */
-int procs_join(const char *spec, double timeout_s, char *err, size_t errlen);
+/* --rendezvous (config_parse's reading of it): meets the job's other
+ * processes in its folder or at its address, as process $RANK of
+ * $WORLD_SIZE, within timeout_s. 0, or -1 with err set (one line: what
+ * was wrong, or who did not come). */
+struct rendezvous;
+int procs_join(const struct rendezvous *r, double timeout_s, char *err, size_t errlen);
 const struct procs *procs_self(void);
 /* --ranks-per-process: every process holds per rank threads (1 before). */
 void procs_set_per_process(int per);

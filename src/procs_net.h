@@ -65,9 +65,9 @@ struct procs_net_start {
 /* MPI (under a launcher): NULL with err set, or the table, st filled. */
 const struct procs_net *procs_net_mpi_start(int *argc, char ***argv, struct procs_net_start *st, char *err,
                                             size_t errlen);
-/* The rendezvous (spec: "file:DIR" or "tcp:HOST:PORT"), as process rank
+/* The rendezvous (its folder or process 0's address), as process rank
  * of size: NULL with err set, or the table, st filled. */
-const struct procs_net *procs_net_wire_start(const char *spec, int rank, int size, double timeout_s,
+const struct procs_net *procs_net_wire_start(const struct rendezvous *r, int rank, int size, double timeout_s,
                                              struct procs_net_start *st, char *err, size_t errlen);
 
 #endif

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "comm_gloo.h" /* (in every build: comm_gloo_unavailable says why there is no gloo) */
 #include "comm_mpi.h"
+#include "probe.h"
 #include "procs_net.h"
 #ifdef DDPTOP_HAVE_GLOO
 #include "comm_gloo_mpi.h"
@@ -19,19 +19,6 @@
 
 static MPI_Comm *chans; /* [nchans]: channel 0 the runs', then the relays' */
 static int nchans, cap;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void nap_ms(int ms)
-{
-    struct timespec ts = {0, ms * 1000L * 1000};
-    nanosleep(&ts, NULL);
-}
 
 static int mpi_open_chan(void)
 {
@@ -77,12 +64,12 @@ static int mpi_take(int src, int chan, int tag, int timeout_ms, int (*still)(voi
     if (timeout_ms < 0) {
         MPI_Mprobe(from, what, chans[chan], &msg, &st);
     } else {
-        int64_t until = now_ms() + timeout_ms;
+        int64_t until = probe_deadline_ms() + timeout_ms;
         for (int found = 0;;) {
             MPI_Improbe(from, what, chans[chan], &found, &msg, &st);
             if (found)
                 break;
-            if (now_ms() >= until)
+            if (probe_deadline_ms() >= until)
                 return 0;
         }
     }
@@ -102,7 +89,7 @@ static int mpi_take(int src, int chan, int tag, int timeout_ms, int (*still)(voi
     while (MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done) {
         if (still && !still(ctx, st.MPI_SOURCE))
             return 0;
-        nap_ms(1);
+        probe_nap_ms(1);
     }
     *m = (struct procs_msg){.src = st.MPI_SOURCE, .tag = st.MPI_TAG, .len = (size_t)len, .data = buf};
     return 1;

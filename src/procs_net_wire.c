@@ -14,12 +14,13 @@
 #include <unistd.h>
 
 #include "comm_gloo.h"
+#include "config.h"
 #include "procs_net.h"
 #include "wire.h"
 
 static struct wire *w;
-static int next_chan = 1;    /* 0: the runs' */
-static char store_dir[4096]; /* "": met at an address, no store */
+static int next_chan = 1;     /* 0: the runs' */
+static struct rendezvous met; /* how the job met: in a folder, gloo's store too, or at an address */
 #ifdef DDPTOP_HAVE_GLOO
 static struct gloo_store *store; /* gloo's file store in the folder, made at the first use */
 /* a process's group, as it tells process 0 in a meeting (meet_create) */
@@ -405,12 +406,12 @@ static struct comm *wire_gloo_create(int group, int key, const struct comm_gloo_
 {
     (void)key; /* (p's rank and world are the group's already) */
 #ifdef DDPTOP_HAVE_GLOO
-    if (!store_dir[0])
+    if (met.kind != RDV_FILE)
         return meet_create(group, p, err, errlen);
     if (!store) {
         char spec[4200];
         struct gloo_shim_error e;
-        snprintf(spec, sizeof(spec), "file:%s", store_dir);
+        snprintf(spec, sizeof(spec), "file:%s", met.folder);
         if (!(store = gloo_store_open(spec, &e))) {
             snprintf(err, errlen, "gloo's store: %s", e.msg);
             return NULL;
@@ -495,45 +496,19 @@ static int job_key(const char *spec, int rank, uint64_t *key, char *err, size_t 
     return 0;
 }
 
-/* "tcp:HOST:PORT" into host and port; 0, or -1 with err set. */
-static int parse_address(const char *spec, char *host, size_t hn, int *port, char *err, size_t errlen)
-{
-    const char *at = spec + 4, *colon = strrchr(at, ':');
-    char *end = NULL;
-    long v = colon ? strtol(colon + 1, &end, 10) : 0;
-    if (!colon || colon == at || (size_t)(colon - at) >= hn || !colon[1] || *end || v < 1 || v > 65535) {
-        snprintf(err, errlen,
-                 "--rendezvous: expected tcp:HOST:PORT, process 0's host and a port from 1 to 65535 (got '%s')", spec);
-        return -1;
-    }
-    memcpy(host, at, (size_t)(colon - at));
-    host[colon - at] = 0;
-    *port = (int)v;
-    if (strchr(host, ':') || host[0] == '[') {
-        snprintf(err, errlen, "--rendezvous: tcp: takes a host name or an IPv4 address, not IPv6 (got '%s')", spec);
-        return -1;
-    }
-    return 0;
-}
-
-const struct procs_net *procs_net_wire_start(const char *spec, int rank, int size, double timeout_s,
+const struct procs_net *procs_net_wire_start(const struct rendezvous *r, int rank, int size, double timeout_s,
                                              struct procs_net_start *st, char *err, size_t errlen)
 {
-    char host[256];
-    int port = 0;
-    store_dir[0] = 0;
+    met = *r;
     /* where process 0 listens, when not where the meeting says (wire.h) */
     const char *bind = getenv("DDPTOP_RENDEZVOUS_BIND");
-    if (strncmp(spec, "tcp:", 4) == 0) {
+    if (r->kind == RDV_TCP) {
         uint64_t key = 0;
-        if (parse_address(spec, host, sizeof(host), &port, err, errlen) != 0 ||
-            job_key(spec, rank, &key, err, errlen) != 0)
+        if (job_key(r->spec, rank, &key, err, errlen) != 0)
             return NULL;
-        w = wire_open_tcp(host, port, key, rank, size, timeout_s, bind, err, errlen);
+        w = wire_open_tcp(r->host, r->port, key, rank, size, timeout_s, bind, err, errlen);
     } else {
-        w = wire_open(spec + 5, "job", rank, size, timeout_s, bind, err, errlen);
-        if (w)
-            snprintf(store_dir, sizeof(store_dir), "%s", spec + 5);
+        w = wire_open(r->folder, "job", rank, size, timeout_s, bind, err, errlen);
     }
     if (!w)
         return NULL;

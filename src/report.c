@@ -16,6 +16,7 @@
 
 #include "comm.h"
 #include "cost_model.h"
+#include "fmt_num.h"
 #include "half.h"
 #include "model.h"
 #include "outfile.h"
@@ -277,7 +278,7 @@ static void write_run_row(FILE *f, const struct run_result *res, int i, int md, 
     rep_fig(bw, sizeof(bw), "%.2f", r->busbw_gbps, r->busbw_valid);
     rep_fig(ab, sizeof(ab), "%.2f", r->algbw_gbps, r->busbw_valid);
     if (r->bytes_valid)
-        rep_human_bytes(bytes, sizeof(bytes), (double)r->bytes_sent);
+        fmt_bytes(bytes, sizeof(bytes), (double)r->bytes_sent);
     else
         snprintf(bytes, sizeof(bytes), "n/a");
     rep_fig(xf, sizeof(xf), "%.3f", r->xfer_step_ms, r->coll_valid);
@@ -401,8 +402,8 @@ static void write_rank_table(FILE *f, const struct run_result *res, int n, int m
             char tx[24], rx[24], bw[16], ab[16], ms[3][24], sps[24], xf[24], sy[24], ds[16], mp[24], ce[24], me[24];
             rep_fig(ds, sizeof(ds), "%.1f", q->desched_pct, q->desched_valid);
             if (q->bytes_valid) {
-                rep_human_bytes(tx, sizeof(tx), (double)q->bytes_tx);
-                rep_human_bytes(rx, sizeof(rx), (double)q->bytes_rx);
+                fmt_bytes(tx, sizeof(tx), (double)q->bytes_tx);
+                fmt_bytes(rx, sizeof(rx), (double)q->bytes_rx);
             } else {
                 snprintf(tx, sizeof(tx), "n/a");
                 snprintf(rx, sizeof(rx), "n/a");
@@ -418,7 +419,7 @@ static void write_rank_table(FILE *f, const struct run_result *res, int n, int m
             rep_fig(xf, sizeof(xf), "%.3f", q->xfer_step_ms, q->coll_valid);
             rep_fig(sy, sizeof(sy), "%.3f", q->sync_step_ms, q->coll_valid);
             if (q->mem_valid)
-                rep_human_bytes(mp, sizeof(mp), (double)q->mem_peak);
+                fmt_bytes(mp, sizeof(mp), (double)q->mem_peak);
             else
                 snprintf(mp, sizeof(mp), "n/a");
             fprintf(f,

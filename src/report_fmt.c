@@ -1,6 +1,7 @@
 /* report_fmt.c - how the writers (report.c, report_json.c) label and
- * print a result's figures: names, n/a, significant figures, byte sizes.
- * Labels only: the figures themselves are results.c's. */
+ * print a result's figures: names, n/a, significant figures (byte sizes
+ * are fmt_num.h's, as in the panes). Labels only: the figures themselves
+ * are results.c's. */
 #include "report.h"
 
 #include <cJSON.h>
@@ -25,17 +26,6 @@
 #include "sync.h"
 #include "trace_analyze.h"
 
-void rep_human_bytes(char *buf, size_t n, double b)
-{
-    const char *u[] = {"B", "KB", "MB", "GB", "TB"};
-    int i = 0;
-    while (b >= 1000.0 && i < 4) {
-        b /= 1000.0;
-        i++;
-    }
-    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
-}
-
 const char *rep_threshold_str(char *buf, size_t n, const struct run_result *r)
 {
     if (r->cfg.loss_threshold <= 0)
@@ -47,21 +37,17 @@ const char *rep_threshold_str(char *buf, size_t n, const struct run_result *r)
     return buf;
 }
 
-/* The strategy as tables show it: "ddp+fp16" when gradients are
- * compressed; "model", or "pipe-1f1b/4" (schedule, micro-batches), for the
- * layers split into stages. */
+/* The way of training as tables show it, train_mode_label's words
+ * ("ddp+fp16", "model", "pipe-1f1b/4"), with no compression said where
+ * the result does not know it (a trace that does not say). One buffer per
+ * thread: good until this thread's next call. */
 const char *rep_strat_label(const struct run_result *r)
 {
-    static char buf[SYNC_KINDS][3][32], staged[32];
-    if (train_mode_has(&r->cfg, MODE_STAGED))
-        return train_mode_label(&r->cfg, staged, sizeof(staged));
-    if (!sync_ops_of(r->cfg.strategy))
-        return "n/a";
-    int k = r->cfg.strategy, h = r->compress_valid ? r->cfg.grad_compress : 0;
-    h = h >= 0 && h <= 2 ? h : 0;
-    snprintf(buf[k][h], sizeof(buf[k][h]), "%s%s%s", strategy_name(r->cfg.strategy), h ? "+" : "",
-             h ? w16_name(h) : "");
-    return buf[k][h];
+    static _Thread_local char buf[48];
+    struct run_config c = r->cfg;
+    if (!r->compress_valid)
+        c.grad_compress = 0;
+    return train_mode_label(&c, buf, sizeof(buf));
 }
 
 /* --grad-compress's value as the run trained ("none", "fp16", "bf16"), or

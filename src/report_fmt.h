@@ -22,7 +22,6 @@ int rep_per_rank_batch(const struct run_result *r);
 int rep_measured_for(const struct run_result *res, int n, int i, int k);
 
 /* report_fmt.c */
-void rep_human_bytes(char *buf, size_t n, double b);
 const char *rep_threshold_str(char *buf, size_t n, const struct run_result *r);
 const char *rep_strat_label(const struct run_result *r);
 const char *rep_compress_name(const struct run_result *r);

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe.h"
+
 #define WIRE_MAGIC 0x64647077u /* "ddpw" */
 
 /* What leads every message. */
@@ -122,26 +124,13 @@ struct wire {
     int nretired, retired_cap;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void nap_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* Reads or writes all n bytes of fd before deadline (ms on now_ms's
+/* Reads or writes all n bytes of fd before deadline (ms on probe_deadline_ms's
  * clock); 0, or -1 (closed, failed, or late). */
 static int full_io(int fd, void *buf, size_t n, int writing, int64_t deadline)
 {
     unsigned char *p = buf;
     while (n > 0) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - probe_deadline_ms();
         if (left <= 0)
             return -1;
         struct pollfd pf = {fd, (short)(writing ? POLLOUT : POLLIN), 0};
@@ -331,7 +320,7 @@ static int connect_to(const char *host, int port, int loopback, int64_t deadline
              * deadline passed or not: a port that refuses says so within
              * a round trip, and a try with no time to hear it would call
              * the refusal a timeout */
-            int64_t left = deadline - now_ms();
+            int64_t left = deadline - probe_deadline_ms();
             int wait = left > 2000 ? 2000 : left > CONNECT_LOOK_MS ? (int)left : CONNECT_LOOK_MS;
             struct pollfd pf = {fd, POLLOUT, 0};
             socklen_t n = sizeof(why);
@@ -364,7 +353,7 @@ static void tune(int fd)
 /* A connection process 0 took that has not said its hello yet. */
 struct pending {
     int fd;
-    int64_t by; /* its time to say it, on now_ms's clock */
+    int64_t by; /* its time to say it, on probe_deadline_ms's clock */
     size_t got;
     unsigned char hello[WIRE_HELLO_BYTES];
 };
@@ -402,7 +391,7 @@ static int hello_said(struct wire *w, int fd, const unsigned char *b, uint64_t n
                                      : WIRE_ANSWER_OK,
                        .size = w->size};
     *twice += taken;
-    if (full_io(fd, &a, sizeof(a), 1, now_ms() + ANSWER_MS) != 0 || a.ok != WIRE_ANSWER_OK) {
+    if (full_io(fd, &a, sizeof(a), 1, probe_deadline_ms() + ANSWER_MS) != 0 || a.ok != WIRE_ANSWER_OK) {
         close(fd);
         return 0;
     }
@@ -428,7 +417,7 @@ static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int at_addres
         return -1;
     }
     while (joined < w->size - 1) {
-        int64_t now = now_ms(), wake = deadline;
+        int64_t now = probe_deadline_ms(), wake = deadline;
         if (now >= deadline)
             break;
         for (int i = npend - 1; i >= 0; i--)
@@ -475,7 +464,7 @@ static int gather_workers(struct wire *w, int lfd, uint64_t nonce, int at_addres
                     old = pend[i].by < pend[old].by ? i : old;
                 forget(pend, &npend, old, 1);
             }
-            pend[npend++] = (struct pending){.fd = fd, .by = now_ms() + HELLO_MS};
+            pend[npend++] = (struct pending){.fd = fd, .by = probe_deadline_ms() + HELLO_MS};
         }
     }
     for (int i = 0; i < npend; i++)
@@ -571,7 +560,7 @@ static int join_zero(struct wire *w, const struct meet *at, int64_t deadline, ch
                      at->path ? ""
                               : ": a process of another job, or one with another job key (DDPTOP_JOB_KEY must be "
                                 "the same in every process)");
-        if (now_ms() >= deadline) {
+        if (probe_deadline_ms() >= deadline) {
             if (at->path && !where[0])
                 snprintf(err, errlen, "rendezvous: process 0 did not come within %.3g s (no address in %s)",
                          w->timeout_s, at->path);
@@ -587,7 +576,7 @@ static int join_zero(struct wire *w, const struct meet *at, int64_t deadline, ch
                          at->host, at->port, why);
             return -1;
         }
-        nap_ms(50);
+        probe_nap_ms(50);
     }
 }
 
@@ -770,7 +759,7 @@ static struct wire *open_at(const char *dir, const char *job, const char *host, 
     if (dir)
         addr_path(path, sizeof(path), dir, job);
     struct meet at = {.path = dir ? path : NULL, .host = host, .port = port, .key = key};
-    int64_t deadline = now_ms() + (int64_t)(timeout_s * 1000);
+    int64_t deadline = probe_deadline_ms() + (int64_t)(timeout_s * 1000);
     int rc = -1;
     if (rank == 0) {
         int lport = dir ? 0 : port;
@@ -862,7 +851,7 @@ int wire_send(struct wire *w, int dst, int chan, int tag, const void *buf, size_
     struct peer *p = &w->peers[dst];
     struct frame f = {.magic = WIRE_MAGIC, .chan = chan, .tag = tag, .len = (uint32_t)len};
     /* a peer that reads nothing for the job's timeout is given up */
-    int64_t deadline = now_ms() + (int64_t)(w->timeout_s * 1000);
+    int64_t deadline = probe_deadline_ms() + (int64_t)(w->timeout_s * 1000);
     pthread_mutex_lock(&p->send_mx);
     int rc = full_io(p->fd, &f, sizeof(f), 1, deadline);
     if (rc == 0 && len)

@@ -1,13 +1,17 @@
 /* test_probe.c - the SPSC ring: order, capacity, drop counting, and a
  * producer/consumer pair on two threads (run under TSan too); the span
- * every producer records through probe_span. */
+ * every producer records through probe_span; the deadline clock and its
+ * nap; the numbers with their unit (fmt_num.h) that the panes and the
+ * report share. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
+#include "fmt_num.h"
 #include "probe.h"
 
 static void test_fifo_and_full(void **state)
@@ -90,9 +94,51 @@ static void test_threads(void **state)
     spsc_free(&r);
 }
 
+static void test_nap_and_deadline(void **state)
+{
+    (void)state;
+    int64_t t0 = probe_deadline_ms();
+    probe_nap_ms(20);
+    int64_t waited = probe_deadline_ms() - t0;
+    assert_true(waited >= 19); /* (the clock ticks in whole ms) */
+    assert_true(waited < 5000);
+}
+
+#define SAYS(call, want)                                                                                               \
+    do {                                                                                                               \
+        char b[32];                                                                                                    \
+        call;                                                                                                          \
+        if (strcmp(b, want) != 0)                                                                                      \
+            fail_msg("%s gave '%s', expected '%s'", #call, b, want);                                                   \
+    } while (0)
+
+static void test_fmt_num(void **state)
+{
+    (void)state;
+    SAYS(fmt_bytes(b, sizeof(b), 0), "0 B");
+    SAYS(fmt_bytes(b, sizeof(b), 999), "999 B");
+    SAYS(fmt_bytes(b, sizeof(b), 12345678), "12.3 MB");
+    SAYS(fmt_bytes(b, sizeof(b), 4.2e12), "4.2 TB");
+    SAYS(fmt_bytes(b, sizeof(b), -5), "0 B");
+    SAYS(fmt_bytes_exact(b, sizeof(b), 25 << 20), "25M");
+    SAYS(fmt_bytes_exact(b, sizeof(b), 3072), "3K");
+    SAYS(fmt_bytes_exact(b, sizeof(b), 1536), "1536"); /* 1.5K: no exact suffix */
+    SAYS(fmt_bytes_exact(b, sizeof(b), 1ULL << 30), "1G");
+    SAYS(fmt_bytes_exact(b, sizeof(b), 1000), "1000");
+    SAYS(fmt_bytes_exact(b, sizeof(b), 0), "0");
+    SAYS(fmt_si(b, sizeof(b), 12.5), "12.5");
+    SAYS(fmt_si(b, sizeof(b), 1234), "1.23k");
+    SAYS(fmt_si(b, sizeof(b), 340e6), "340M");
+    SAYS(fmt_duration(b, sizeof(b), 12.34), "12.3s");
+    SAYS(fmt_duration(b, sizeof(b), 185), "3m05s");
+    SAYS(fmt_duration(b, sizeof(b), 7620), "2h07m");
+    SAYS(fmt_rate(b, sizeof(b), 59.3e6), "59.3 MB/s");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fifo_and_full), cmocka_unit_test(test_probe_span),
-                                       cmocka_unit_test(test_threads)};
+                                       cmocka_unit_test(test_threads), cmocka_unit_test(test_nap_and_deadline),
+                                       cmocka_unit_test(test_fmt_num)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,9 @@
  * Series: bins merge pairwise when full, so the mean of everything pushed
  * and the x extent are preserved exactly, and NaN is a gap.
  * Formats: a rate label keeps three digits and its unit inside the
- * traffic pane's label column; the cut-off note names the keys.
+ * traffic pane's label column; the cut-off note names the keys. Scroll:
+ * a pane's keys move its first row within its list and leave the keys it
+ * does not take.
  * Plan: r/R and b/B stop at their bounds, the first change keeps the
  * strategy, n moves it. Scaling: results_speedup's base is a 1-rank run of
  * the same model, the live run too. Buckets: ready and allreduce times are
@@ -24,6 +26,8 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+
+#include <curses.h>
 
 #include <dirent.h>
 #include <math.h>
@@ -38,6 +42,7 @@
 #include "fmt.h"
 #include "plan.h"
 #include "scaling.h"
+#include "scroll.h"
 #include "series.h"
 #include "strategy.h"
 #include "theme.h"
@@ -338,6 +343,40 @@ static void test_fmt_si(void **state)
         fmt_si(b, sizeof(b), cases[i].v);
         assert_string_equal(b, cases[i].want);
     }
+}
+
+static void test_scroll_key(void **state)
+{
+    (void)state;
+    /* 10 items, 4 rows: the first row shown is 0 to 6 */
+    int first = 0;
+    assert_int_equal(scroll_key(KEY_UP, SCROLL_LINES, &first, 4, 10), 1);
+    assert_int_equal(first, 0);
+    assert_int_equal(scroll_key(KEY_DOWN, SCROLL_LINES, &first, 4, 10), 1);
+    assert_int_equal(first, 1);
+    assert_int_equal(scroll_key(KEY_NPAGE, SCROLL_LINES | SCROLL_PAGES, &first, 4, 10), 1);
+    assert_int_equal(first, 5);
+    assert_int_equal(scroll_key(KEY_NPAGE, SCROLL_PAGES, &first, 4, 10), 1);
+    assert_int_equal(first, 6);
+    assert_int_equal(scroll_key(KEY_DOWN, SCROLL_LINES, &first, 4, 10), 1);
+    assert_int_equal(first, 6);
+    assert_int_equal(scroll_key(KEY_PPAGE, SCROLL_PAGES, &first, 4, 10), 1);
+    assert_int_equal(first, 2);
+    assert_int_equal(scroll_key(KEY_PPAGE, SCROLL_PAGES, &first, 4, 10), 1);
+    assert_int_equal(first, 0);
+    assert_int_equal(scroll_key(KEY_END, SCROLL_ENDS, &first, 4, 10), 1);
+    assert_int_equal(first, 6);
+    assert_int_equal(scroll_key(KEY_HOME, SCROLL_ENDS, &first, 4, 10), 1);
+    assert_int_equal(first, 0);
+    /* keys the pane does not take are left to others, the row kept */
+    first = 3;
+    assert_int_equal(scroll_key(KEY_HOME, SCROLL_LINES | SCROLL_PAGES, &first, 4, 10), 0);
+    assert_int_equal(scroll_key(KEY_NPAGE, SCROLL_LINES | SCROLL_ENDS, &first, 4, 10), 0);
+    assert_int_equal(scroll_key('x', SCROLL_LINES | SCROLL_PAGES | SCROLL_ENDS, &first, 4, 10), 0);
+    assert_int_equal(first, 3);
+    /* everything fits: nowhere to go */
+    assert_int_equal(scroll_key(KEY_DOWN, SCROLL_LINES, &first, 12, 10), 1);
+    assert_int_equal(first, 0);
 }
 
 static void test_fmt_hidden(void **state)
@@ -905,6 +944,7 @@ int main(void)
         cmocka_unit_test(test_fmt_rate),
         cmocka_unit_test(test_fmt_si),
         cmocka_unit_test(test_fmt_hidden),
+        cmocka_unit_test(test_scroll_key),
         cmocka_unit_test(test_fit_by_priority),
         cmocka_unit_test(test_fit_marks),
         cmocka_unit_test(test_fit_note),

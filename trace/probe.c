@@ -1,6 +1,7 @@
 /* probe.c - the SPSC ring behind span recording, the names of lanes,
  * categories and collectives used by every report, pane and trace, the
- * collectives' bus-bandwidth factors, and the clock's shift for tests. */
+ * collectives' bus-bandwidth factors, the clock's shift for tests, and the
+ * one nap of the loops that poll. */
 #include "probe.h"
 
 #include <pthread.h>
@@ -14,6 +15,12 @@ void probe_clock_init(void)
     /* (a test hook: never set outside tests/test_clocks.sh) */
     const char *shift = getenv("DDPTOP_TEST_CLOCK_SHIFT_NS");
     probe_clock_shift_ns = shift && shift[0] ? strtoll(shift, NULL, 10) : 0;
+}
+
+void probe_nap_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
 }
 
 /* Interned names: published by count (release) once written, never changed

@@ -115,6 +115,19 @@ static inline int64_t probe_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + probe_clock_shift_ns;
 }
 
+/* Monotonic milliseconds for this process's own deadlines and timeouts:
+ * the plain clock, without probe_clock_shift_ns (a deadline is never
+ * compared with another process's clock). */
+static inline int64_t probe_deadline_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleeps about ms milliseconds (0 or more): the nap of a loop that polls. */
+void probe_nap_ms(int ms);
+
 /* Single-producer/single-consumer ring of fixed-size elements. Capacity is a
  * power of two. head is written only by the producer, tail only by the
  * consumer; each sits on its own cache line. */

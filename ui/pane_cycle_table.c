@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "panes.h"
+#include "scroll.h"
 
 #define LEAD_W 16  /* "cycle steps     " */
 #define GROUP_W 23 /* "  12345.67 100.0 100.0*" per rank */
@@ -92,26 +93,18 @@ static void table_draw(WINDOW *w, struct pane_view *v, int focused)
         draw_box_foot(w, cut, TH_TITLE);
 }
 
+/* The rows run oldest first and the view keeps to the newest: cyc_back
+ * counts rows back from the end, so the list's first row shown is
+ * max_back - cyc_back. */
 static int table_key(int ch, struct pane_view *v)
 {
     struct view_state *vs = v->vs;
     int max_back = vs->cyc_total - vs->cyc_rows > 0 ? vs->cyc_total - vs->cyc_rows : 0;
-    switch (ch) {
-    case KEY_UP:
-        vs->cyc_back = vs->cyc_back < max_back ? vs->cyc_back + 1 : max_back;
-        return UI_HANDLED | UI_REDRAW;
-    case KEY_DOWN:
-        vs->cyc_back = vs->cyc_back > 0 ? vs->cyc_back - 1 : 0;
-        return UI_HANDLED | UI_REDRAW;
-    case KEY_HOME:
-        vs->cyc_back = max_back;
-        return UI_HANDLED | UI_REDRAW;
-    case KEY_END:
-        vs->cyc_back = 0;
-        return UI_HANDLED | UI_REDRAW;
-    default:
+    int first = max_back - vs->cyc_back;
+    if (!scroll_key(ch, SCROLL_LINES | SCROLL_ENDS, &first, vs->cyc_rows, vs->cyc_total))
         return 0;
-    }
+    vs->cyc_back = max_back - first;
+    return UI_HANDLED | UI_REDRAW;
 }
 
 const struct pane_ops pane_cycle_table = {

@@ -14,6 +14,7 @@
 
 #include "buckets.h"
 #include "panes.h"
+#include "scroll.h"
 #include "sync.h"
 
 #define NAME_MIN 12
@@ -206,25 +207,9 @@ static void layers_draw(WINDOW *w, struct pane_view *v, int focused)
 static int layers_key(int ch, struct pane_view *v)
 {
     struct view_state *vs = v->vs;
-    int max0 = v->snap->nlayers - vs->layer_rows;
-    if (max0 < 0)
-        max0 = 0;
-    switch (ch) {
-    case KEY_UP:
-        vs->layer0 = vs->layer0 > 0 ? vs->layer0 - 1 : 0;
-        return UI_HANDLED | UI_REDRAW;
-    case KEY_DOWN:
-        vs->layer0 = vs->layer0 < max0 ? vs->layer0 + 1 : max0;
-        return UI_HANDLED | UI_REDRAW;
-    case KEY_PPAGE:
-        vs->layer0 = vs->layer0 > vs->layer_rows ? vs->layer0 - vs->layer_rows : 0;
-        return UI_HANDLED | UI_REDRAW;
-    case KEY_NPAGE:
-        vs->layer0 = vs->layer0 + vs->layer_rows < max0 ? vs->layer0 + vs->layer_rows : max0;
-        return UI_HANDLED | UI_REDRAW;
-    default:
-        return 0;
-    }
+    return scroll_key(ch, SCROLL_LINES | SCROLL_PAGES, &vs->layer0, vs->layer_rows, v->snap->nlayers)
+               ? UI_HANDLED | UI_REDRAW
+               : 0;
 }
 
 const struct pane_ops pane_layers = {

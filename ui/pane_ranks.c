@@ -8,6 +8,7 @@
 #include "fit.h"
 #include "panes.h"
 #include "run.h"
+#include "scroll.h"
 
 enum col_id {
     C_RANK,
@@ -196,25 +197,9 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
 static int ranks_key(int ch, struct pane_view *v)
 {
     struct view_state *vs = v->vs;
-    int max0 = v->snap->world - vs->rank_rows;
-    if (max0 < 0)
-        max0 = 0;
-    switch (ch) {
-    case KEY_UP:
-        vs->rank0 = vs->rank0 > 0 ? vs->rank0 - 1 : 0;
-        return UI_HANDLED | UI_REDRAW;
-    case KEY_DOWN:
-        vs->rank0 = vs->rank0 < max0 ? vs->rank0 + 1 : max0;
-        return UI_HANDLED | UI_REDRAW;
-    case KEY_PPAGE:
-        vs->rank0 = vs->rank0 > vs->rank_rows ? vs->rank0 - vs->rank_rows : 0;
-        return UI_HANDLED | UI_REDRAW;
-    case KEY_NPAGE:
-        vs->rank0 = vs->rank0 + vs->rank_rows < max0 ? vs->rank0 + vs->rank_rows : max0;
-        return UI_HANDLED | UI_REDRAW;
-    default:
-        return 0;
-    }
+    return scroll_key(ch, SCROLL_LINES | SCROLL_PAGES, &vs->rank0, vs->rank_rows, v->snap->world)
+               ? UI_HANDLED | UI_REDRAW
+               : 0;
 }
 
 const struct pane_ops pane_ranks = {
