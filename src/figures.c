@@ -42,18 +42,18 @@ static const char *const cat_colour[CAT_COUNT] = {
 /* The split's parts, bottom to top, as the report names them. */
 static const struct {
     const char *name, *colour;
-    size_t at; /* offsetof the percentage in struct run_result */
+    size_t at; /* offsetof the percentage in struct split_pct */
 } parts[] = {
-    {"compute", "#4c72b0", offsetof(struct run_result, compute_pct)},
-    {"comm", "#55a868", offsetof(struct run_result, comm_pct)},
-    {"data", "#937860", offsetof(struct run_result, data_pct)},
-    {"idle", "#cccccc", offsetof(struct run_result, idle_pct)},
+    {"compute", "#4c72b0", offsetof(struct split_pct, compute)},
+    {"comm", "#55a868", offsetof(struct split_pct, comm)},
+    {"data", "#937860", offsetof(struct split_pct, data)},
+    {"idle", "#cccccc", offsetof(struct split_pct, idle)},
 };
 #define NPARTS ((int)(sizeof(parts) / sizeof(parts[0])))
 
 static double part_pct(const struct run_result *r, int k)
 {
-    return *(const double *)((const char *)r + parts[k].at);
+    return *(const double *)((const char *)&r->split + parts[k].at);
 }
 
 /* The plot area in pixels and the data its edges stand for. */

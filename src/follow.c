@@ -345,10 +345,7 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     c.ms_mean = nsteps ? sum / (double)nsteps / 1e6 : 0;
     const struct breakdown *b = &c.f.b;
     c.own_ms = (double)(b->wall_ns - b->coll_ns) / (double)(nsteps ? nsteps : 1) / 1e6;
-    c.compute_pct = breakdown_pct(b->compute_ns, b->wall_ns);
-    c.comm_pct = breakdown_pct(b->comm_ns, b->wall_ns);
-    c.data_pct = breakdown_pct(b->data_ns, b->wall_ns);
-    c.idle_pct = breakdown_pct(b->idle_ns, b->wall_ns);
+    breakdown_split(b, &c.split);
     c.landed_ns = now;
     snprintf(c.file, sizeof(c.file), "%s", e->name);
 

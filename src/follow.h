@@ -69,9 +69,9 @@ struct follow_cycle {
      * take from the cycle that holds the rank's first (last) step, as
      * ms/step leaves that step out */
     struct trace_figures f_rest;
-    int rank_from; /* enum trace_rank_from: where its rank came from */
-    double compute_pct, comm_pct, data_pct, idle_pct;
-    int straggler; /* the straggler of its cycle index, among the ranks that have it */
+    int rank_from;          /* enum trace_rank_from: where its rank came from */
+    struct split_pct split; /* f_rest's or f's (breakdown_split) */
+    int straggler;          /* the straggler of its cycle index, among the ranks that have it */
     int64_t landed_ns;
     char file[256]; /* its name in the folder */
 };

@@ -22,7 +22,7 @@ static void print_cycle(const struct follow_cycle *c)
     fprintf(stderr,
             "ddptop: --follow: rank %d cycle %d (%s, %s): %s ms/step, compute %.1f%%, comm %.1f%%, data %.1f%%, "
             "idle %.1f%%; own work %.2f ms/step\n",
-            c->rank, c->cycle + 1, steps, c->file, ms, c->compute_pct, c->comm_pct, c->data_pct, c->idle_pct,
+            c->rank, c->cycle + 1, steps, c->file, ms, c->split.compute, c->split.comm, c->split.data, c->split.idle,
             c->own_ms);
 }
 

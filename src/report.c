@@ -300,8 +300,8 @@ static void write_run_row(FILE *f, const struct run_result *res, int i, int md, 
         /* (the ranks: padded in text; markdown's %.*s takes the same int) */
         i, rep_or_na(r->cfg.model), rep_or_na(r->dataset), rep_strat_label(r), result_comm(r),
         rep_or_na(rep_prec_name(r)), md ? 32 : rw, ranks_cell(rk, sizeof(rk), r), lb, gb, r->steps, ws, ms[0], ms[1],
-        ms[2], sps, sp, eff, vs, r->compute_pct, r->comm_pct, r->coll_pct, r->data_pct, r->idle_pct, r->overlap_pct, ds,
-        bytes, bw, ab, xf, sy, pr, ce, me, lr, tl, ta, te, thr);
+        ms[2], sps, sp, eff, vs, r->split.compute, r->split.comm, r->coll_pct, r->split.data, r->split.idle,
+        r->split.overlap, ds, bytes, bw, ab, xf, sy, pr, ce, me, lr, tl, ta, te, thr);
 }
 
 /* The runs, one table per kind of scaling: a speedup against the same
@@ -427,9 +427,9 @@ static void write_rank_table(FILE *f, const struct run_result *res, int n, int m
                          "%s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
                        : "%3d %-17s %4d %-8s %8s %8s %8s %10s %8.1f %6.1f %6.1f %6.1f %6.1f %8.1f %8s %10s %10s %7s "
                          "%7s %9s %9s %9s %9s %10s\n",
-                    i, rep_strat_label(&res[i]), q->rank, q->device, ms[0], ms[1], ms[2], sps, q->compute_pct,
-                    q->comm_pct, q->coll_pct, q->data_pct, q->idle_pct, q->overlap_pct, ds, tx, rx, bw, ab, ce, me, xf,
-                    sy, mp);
+                    i, rep_strat_label(&res[i]), q->rank, q->device, ms[0], ms[1], ms[2], sps, q->split.compute,
+                    q->split.comm, q->coll_pct, q->split.data, q->split.idle, q->split.overlap, ds, tx, rx, bw, ab, ce,
+                    me, xf, sy, mp);
         }
 }
 
@@ -499,7 +499,7 @@ static void write_run_remarks(FILE *f, const struct run_result *res, int i)
                 "\nrun %d: over %s a collective's wait for its peers cannot be told from its transfer: comm%% "
                 "holds both (%.1f%% here, coll%% %.1f%%) and idle%% none of it; set it beside another backend's "
                 "rows by coll%%\n",
-                i, strncmp(r->backend, "gloo", 4) ? "MPI" : "gloo", r->comm_pct, r->coll_pct);
+                i, strncmp(r->backend, "gloo", 4) ? "MPI" : "gloo", r->split.comm, r->coll_pct);
     char why[400];
     if (result_efficiency_note(res, i, why, sizeof(why)))
         fprintf(f, "\nrun %d: %s\n", i, why);

@@ -32,10 +32,10 @@ struct rank_result {
     int ms_valid;
     double samples_per_s; /* its batch over its median step (samples_per_s_at) */
     int samples_valid;
-    struct breakdown b; /* what the percentages are of */
-    double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
-    int gpu_view;         /* broken down over device records (README: what the numbers mean) */
-    int idle_split_valid; /* HTA's split of idle: replayed PyTorch traces with GPU ops */
+    struct breakdown b;     /* what the percentages are of */
+    struct split_pct split; /* b as percentages (breakdown_split) */
+    int gpu_view;           /* broken down over device records (README: what the numbers mean) */
+    int idle_split_valid;   /* HTA's split of idle: replayed PyTorch traces with GPU ops */
     int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
     uint64_t bytes_tx, bytes_rx;
     int bytes_valid;
@@ -130,8 +130,8 @@ struct run_result {
     int repeats;
     double repeat_sps_min, repeat_sps_max; /* samples/s (median steps) of the fastest and slowest */
     struct breakdown b;                    /* the ranks' breakdowns summed */
-    double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
-    int gpu_view; /* some rank is broken down over device records */
+    struct split_pct split;                /* b as percentages (breakdown_split) */
+    int gpu_view;                          /* some rank is broken down over device records */
     int idle_split_valid;
     int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
     uint64_t bytes_sent; /* per rank, mean over ranks */

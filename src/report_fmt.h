@@ -12,9 +12,8 @@
 
 struct trace_rule;
 
-/* results.c: a breakdown's shares of its wall, in %; a run's batch per
+/* results.c: a run's batch per
  * rank (a stage works on its replica's whole batch) */
-void rep_pcts(const struct breakdown *b, double *compute, double *comm, double *data, double *idle, double *overlap);
 int rep_per_rank_batch(const struct run_result *r);
 /* the run of res[0..n) that measured what run i's --predict predicts for
  * k ranks (the same model, data, way of training and per-rank batch); -1

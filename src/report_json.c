@@ -64,8 +64,8 @@ static void json_breakdown(cJSON *o, const struct breakdown *b, double compute, 
 #define JSON_SPLIT_KEYS(o, x)                                                                                          \
     do {                                                                                                               \
         const int64_t split_ns_[3] = {(x)->host_wait_ns, (x)->kernel_wait_ns, (x)->other_idle_ns};                     \
-        json_breakdown(o, &(x)->b, (x)->compute_pct, (x)->comm_pct, (x)->data_pct, (x)->idle_pct, (x)->overlap_pct,    \
-                       (x)->gpu_view, (x)->idle_split_valid, split_ns_);                                               \
+        json_breakdown(o, &(x)->b, (x)->split.compute, (x)->split.comm, (x)->split.data, (x)->split.idle,              \
+                       (x)->split.overlap, (x)->gpu_view, (x)->idle_split_valid, split_ns_);                           \
         add_num(o, "coll_pct", (x)->coll_pct, 1);                                                                      \
         add_num(o, "coll_ms_per_step", (x)->coll_ms, 1);                                                               \
         add_num(o, "desched_pct", (x)->desched_pct, (x)->desched_valid);                                               \
@@ -395,11 +395,11 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, q ? q->samples_per_s : r->samples_per_s, q ? q->samples_valid : r->samples_valid, "%.1f");
             csv_num(f, r->speedup, !q && r->speedup_valid, "%.4f");
             csv_num(f, r->efficiency, !q && r->speedup_valid, "%.2f");
-            csv_num(f, q ? q->compute_pct : r->compute_pct, 1, "%.3f");
-            csv_num(f, q ? q->comm_pct : r->comm_pct, 1, "%.3f");
-            csv_num(f, q ? q->data_pct : r->data_pct, 1, "%.3f");
-            csv_num(f, q ? q->idle_pct : r->idle_pct, 1, "%.3f");
-            csv_num(f, q ? q->overlap_pct : r->overlap_pct, 1, "%.3f");
+            csv_num(f, q ? q->split.compute : r->split.compute, 1, "%.3f");
+            csv_num(f, q ? q->split.comm : r->split.comm, 1, "%.3f");
+            csv_num(f, q ? q->split.data : r->split.data, 1, "%.3f");
+            csv_num(f, q ? q->split.idle : r->split.idle, 1, "%.3f");
+            csv_num(f, q ? q->split.overlap : r->split.overlap, 1, "%.3f");
             csv_num(f, (double)(q ? q->bytes_tx : r->bytes_sent), q ? q->bytes_valid : r->bytes_valid, "%.0f");
             csv_num(f, q ? q->busbw_gbps : r->busbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
             long steps = q ? q->steps : r->steps;

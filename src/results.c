@@ -29,15 +29,6 @@
 #include "sync.h"
 #include "trace_analyze.h"
 
-void rep_pcts(const struct breakdown *b, double *compute, double *comm, double *data, double *idle, double *overlap)
-{
-    *compute = breakdown_pct(b->compute_ns, b->wall_ns);
-    *comm = breakdown_pct(b->comm_ns, b->wall_ns);
-    *data = breakdown_pct(b->data_ns, b->wall_ns);
-    *idle = breakdown_pct(b->idle_ns, b->wall_ns);
-    *overlap = breakdown_overlap_pct(b);
-}
-
 /* The --bench-comm fit a run's collectives take (as bench_comm.c stores
  * them): the world planner names it (world.h). */
 static const char *fit_backend(const struct run *r)
@@ -420,7 +411,7 @@ void result_breakdowns(struct run_result *res)
     double desched_ns = 0; /* (each rank's share of its wall, weighed by that wall) */
     for (int i = 0; i < res->nranks; i++) {
         struct rank_result *rr = &res->ranks[i];
-        rep_pcts(&rr->b, &rr->compute_pct, &rr->comm_pct, &rr->data_pct, &rr->idle_pct, &rr->overlap_pct);
+        breakdown_split(&rr->b, &rr->split);
         rr->coll_pct = breakdown_pct(rr->b.coll_ns, rr->b.wall_ns);
         res->coll_ms += rr->coll_ms / res->nranks;
         res->compute_ms += rr->compute_ms / res->nranks;
@@ -433,7 +424,7 @@ void result_breakdowns(struct run_result *res)
         res->kernel_wait_ns += rr->kernel_wait_ns;
         res->other_idle_ns += rr->other_idle_ns;
     }
-    rep_pcts(&res->b, &res->compute_pct, &res->comm_pct, &res->data_pct, &res->idle_pct, &res->overlap_pct);
+    breakdown_split(&res->b, &res->split);
     res->coll_pct = breakdown_pct(res->b.coll_ns, res->b.wall_ns);
     res->desched_pct = res->b.wall_ns > 0 ? 100.0 * desched_ns / (double)res->b.wall_ns : 0;
 }

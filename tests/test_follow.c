@@ -156,7 +156,7 @@ static void test_spans_and_figures(void **state)
     assert_int_equal(c->f.b.comm_ns, 40000);
     assert_int_equal(c->f.b.idle_ns, 85000);
     assert_true(fabs(c->own_ms - 0.075) < 1e-9);
-    assert_true(fabs(c->comm_pct - 20.0) < 1e-9);
+    assert_true(fabs(c->split.comm - 20.0) < 1e-9);
     assert_true(fabs(c->ms_mean - 0.1) < 1e-9);
     assert_false(c->straggler); /* (one rank: nobody to be slower than) */
     follow_close(&f);
@@ -224,7 +224,7 @@ static void test_straggler(void **state)
     assert_int_equal(res.ranks[0].steps, 3);
     assert_int_equal(res.ranks[0].b.wall_ns, 200000);
     assert_int_equal(res.ranks[0].b.compute_ns, 110000);
-    assert_true(fabs(res.ranks[0].comm_pct - 45.0) < 1e-9);
+    assert_true(fabs(res.ranks[0].split.comm - 45.0) < 1e-9);
     assert_int_equal(res.ranks[1].b.compute_ns, 55000 + 80000);
     result_free(&res);
     follow_close(&f);

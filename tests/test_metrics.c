@@ -234,8 +234,8 @@ static void test_ranks_weighted(void **state)
     res.ranks = q;
     res.nranks = 2;
     result_breakdowns(&res);
-    assert_float_equal(res.compute_pct, 20.0, 1e-9);
-    assert_float_equal(res.idle_pct, 80.0, 1e-9);
+    assert_float_equal(res.split.compute, 20.0, 1e-9);
+    assert_float_equal(res.split.idle, 80.0, 1e-9);
     assert_true(res.desched_valid);
     assert_float_equal(res.desched_pct, 20.0, 1e-9);
     result_per_epoch(&res, 1000);

@@ -143,8 +143,8 @@ static void ddp_overlaps(const char *model, float bucket_mb)
     assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
     struct run_result res;
     assert_int_equal(result_from_run(&res, &r), 0);
-    printf("  ddp %s: overlap %.1f%%\n", model, res.overlap_pct);
-    assert_true(res.overlap_pct > 0.0);
+    printf("  ddp %s: overlap %.1f%%\n", model, res.split.overlap);
+    assert_true(res.split.overlap > 0.0);
     /* from the spans themselves: a comm-lane span inside a backward span */
     int found = 0;
     for (int k = 0; k < r.world && !found; k++) {
@@ -172,7 +172,7 @@ static void ddp_overlaps(const char *model, float bucket_mb)
     rc.overlap = 0;
     assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
     assert_int_equal(result_from_run(&res, &r), 0);
-    assert_true(res.overlap_pct == 0.0);
+    assert_true(res.split.overlap == 0.0);
     result_free(&res);
     run_free(&r);
 }
@@ -211,16 +211,16 @@ static void test_slow_rank(void **state)
     struct run_result base;
     assert_int_equal(result_from_run(&base, &r), 0);
     run_free(&r);
-    printf("  idle: rank0 %.1f%% -> %.1f%%, rank1 %.1f%% -> %.1f%%\n", base.ranks[0].idle_pct, slow.ranks[0].idle_pct,
-           base.ranks[1].idle_pct, slow.ranks[1].idle_pct);
+    printf("  idle: rank0 %.1f%% -> %.1f%%, rank1 %.1f%% -> %.1f%%\n", base.ranks[0].split.idle,
+           slow.ranks[0].split.idle, base.ranks[1].split.idle, slow.ranks[1].split.idle);
     /* the straggler computes ~8x as long, so the fast rank waits ~7/8 of a step:
      * the gap between the ranks' idle shares opens (compared as a gap, since
      * a loaded machine raises both ranks' idle alike) */
-    assert_true(slow.ranks[0].idle_pct - slow.ranks[1].idle_pct >
-                base.ranks[0].idle_pct - base.ranks[1].idle_pct + 10.0);
+    assert_true(slow.ranks[0].split.idle - slow.ranks[1].split.idle >
+                base.ranks[0].split.idle - base.ranks[1].split.idle + 10.0);
     /* and the straggler is the one that waits less (no ratio: under load
      * the straggler's own idle share rises with the machine's) */
-    assert_true(slow.ranks[1].idle_pct < slow.ranks[0].idle_pct);
+    assert_true(slow.ranks[1].split.idle < slow.ranks[0].split.idle);
     /* the fast rank's wait is sync; the straggler's sync stays near 0
      * (measured: under a tenth of rank 0's; a loaded machine delays the
      * straggler in a collective now and then) */

@@ -229,9 +229,9 @@ static void test_foreign_step_set(void **state)
     assert_int_equal(q->b.wall_ns, 200000);
     assert_int_equal(q->b.compute_ns, 100000);
     assert_int_equal(q->b.comm_ns, 100000);
-    assert_float_equal(q->comm_pct, 50.0, 1e-9);
+    assert_float_equal(q->split.comm, 50.0, 1e-9);
     assert_float_equal(q->compute_ms, 0.05, 1e-12); /* 100 us over the 2 steps */
-    assert_float_equal(rp.res.comm_pct, 50.0, 1e-9);
+    assert_float_equal(rp.res.split.comm, 50.0, 1e-9);
     replay_free(&rp);
 }
 
@@ -906,12 +906,12 @@ static void test_replay_gpu_fixture(void **state)
         const struct rank_result *rr = &rp.res.ranks[i];
         assert_true(rr->gpu_view);
         assert_string_equal(rr->device, cJSON_GetObjectItem(lr, "device")->valuestring);
-        assert_float_equal(rr->compute_pct, cJSON_GetObjectItem(lr, "compute_pct")->valuedouble, 0.5);
-        assert_float_equal(rr->comm_pct, cJSON_GetObjectItem(lr, "comm_pct")->valuedouble, 0.5);
-        assert_float_equal(rr->data_pct, cJSON_GetObjectItem(lr, "data_pct")->valuedouble, 0.5);
-        assert_float_equal(rr->idle_pct, cJSON_GetObjectItem(lr, "idle_pct")->valuedouble, 0.5);
+        assert_float_equal(rr->split.compute, cJSON_GetObjectItem(lr, "compute_pct")->valuedouble, 0.5);
+        assert_float_equal(rr->split.comm, cJSON_GetObjectItem(lr, "comm_pct")->valuedouble, 0.5);
+        assert_float_equal(rr->split.data, cJSON_GetObjectItem(lr, "data_pct")->valuedouble, 0.5);
+        assert_float_equal(rr->split.idle, cJSON_GetObjectItem(lr, "idle_pct")->valuedouble, 0.5);
         /* the device view: kernels, not the host's enqueue time */
-        assert_true(rr->compute_pct > 5.0);
+        assert_true(rr->split.compute > 5.0);
     }
     replay_free(&rp);
     cJSON_Delete(live);

@@ -59,6 +59,15 @@ double breakdown_overlap_pct(const struct breakdown *b)
     return b->comm_union_ns > 0 ? 100.0 * (double)b->overlap_ns / (double)b->comm_union_ns : 0.0;
 }
 
+void breakdown_split(const struct breakdown *b, struct split_pct *out)
+{
+    out->compute = breakdown_pct(b->compute_ns, b->wall_ns);
+    out->comm = breakdown_pct(b->comm_ns, b->wall_ns);
+    out->data = breakdown_pct(b->data_ns, b->wall_ns);
+    out->idle = breakdown_pct(b->idle_ns, b->wall_ns);
+    out->overlap = breakdown_overlap_pct(b);
+}
+
 void breakdown_scratch_free(struct breakdown_scratch *sc)
 {
     free(sc->buf);

@@ -49,6 +49,15 @@ double breakdown_pct(int64_t part_ns, int64_t wall_ns);
 /* overlap as a percentage of |union of comm| (0 without comm). */
 double breakdown_overlap_pct(const struct breakdown *b);
 
+/* A breakdown as the percentages every output shows: compute, comm, data
+ * and idle of wall, and overlap of the union of comm. One type and one
+ * rule for the report's rows (rank_result, run_result), the UI's (snap)
+ * and a follower's cycles, so a figure added here reaches all of them. */
+struct split_pct {
+    double compute, comm, data, idle, overlap;
+};
+void breakdown_split(const struct breakdown *b, struct split_pct *out);
+
 #define BREAKDOWN_FLAT (-1) /* breakdown_iv.group of intervals that overlap rather than nest */
 
 /* One interval of the sweep. Categories outside enum cat (annotations)

@@ -80,7 +80,7 @@ static void table_draw(WINDOW *w, struct pane_view *v, int focused)
                 continue;
             }
             draw_textf(w, y, gx, GROUP_W, c->straggler ? TH_ERROR : TH_VALUE, "  %8.2f %5.1f %5.1f%c", c->ms_step,
-                       c->comm_pct, c->idle_pct, c->straggler ? '*' : ' ');
+                       c->split.comm, c->split.idle, c->straggler ? '*' : ' ');
         }
     }
     char cut[96] = "";

@@ -18,7 +18,7 @@ static const char *const figures[] = {"ms/step", "comm %", "idle %", "own ms/ste
 
 static double figure_of(const struct snap_cycle *c, int k)
 {
-    const double v[] = {c->ms_step, c->comm_pct, c->idle_pct, c->own_ms};
+    const double v[] = {c->ms_step, c->split.comm, c->split.idle, c->own_ms};
     _Static_assert(sizeof(v) / sizeof(v[0]) == NFIG, "one value per figure");
     return v[k];
 }

@@ -147,18 +147,18 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
                 break;
             case C_BAR:
                 if (recent && x + cw <= wd - 1)
-                    draw_bar(w, y, x, cw, r->compute_pct, r->comm_pct, r->data_pct, r->idle_pct);
+                    draw_bar(w, y, x, cw, r->split.compute, r->split.comm, r->split.data, r->split.idle);
                 break;
             case C_COMP:
             case C_COMM:
             case C_DATA:
             case C_IDLE:
             case C_OVL: {
-                double p = c == C_COMP   ? r->compute_pct
-                           : c == C_COMM ? r->comm_pct
-                           : c == C_DATA ? r->data_pct
-                           : c == C_IDLE ? r->idle_pct
-                                         : r->overlap_pct;
+                double p = c == C_COMP   ? r->split.compute
+                           : c == C_COMM ? r->split.comm
+                           : c == C_DATA ? r->split.data
+                           : c == C_IDLE ? r->split.idle
+                                         : r->split.overlap;
                 static const int el[] = {[C_COMP] = TH_COMPUTE,
                                          [C_COMM] = TH_CAT_COMM,
                                          [C_DATA] = TH_CAT_DATA,

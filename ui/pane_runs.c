@@ -42,9 +42,9 @@ static void row_of_result(struct row *r, const struct run_result *res)
 
     r->sps_valid = r->rate_valid && res->samples_valid;
     r->split_valid = res->nranks > 0 && res->b.wall_ns > 0;
-    r->comp = res->compute_pct;
-    r->comm = res->comm_pct;
-    r->idle = res->idle_pct;
+    r->comp = res->split.compute;
+    r->comm = res->split.comm;
+    r->idle = res->split.idle;
     r->acc = res->test_acc;
     r->acc_valid = res->test_valid;
     r->state = res->state;
@@ -68,9 +68,9 @@ static void row_of_snap(struct row *r, const struct snap *s)
     int n = 0;
     for (int k = 0; k < s->world && n < SCALING_MAX_RANKS; k++)
         if (s->ranks[k].valid) {
-            pct[0][n] = s->ranks[k].compute_pct;
-            pct[1][n] = s->ranks[k].comm_pct;
-            pct[2][n] = s->ranks[k].idle_pct;
+            pct[0][n] = s->ranks[k].split.compute;
+            pct[1][n] = s->ranks[k].split.comm;
+            pct[2][n] = s->ranks[k].split.idle;
             wall[n++] = s->ranks[k].split_wall_ns;
         }
     r->comp = scaling_ranks_pct(pct[0], wall, n);

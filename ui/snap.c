@@ -125,11 +125,7 @@ static void copy_history(struct snap_rank *sr, const struct rank_metrics *rm)
 static void pcts_of(struct snap_rank *sr, const struct breakdown *b)
 {
     sr->split_wall_ns = b->wall_ns;
-    sr->compute_pct = breakdown_pct(b->compute_ns, b->wall_ns);
-    sr->comm_pct = breakdown_pct(b->comm_ns, b->wall_ns);
-    sr->data_pct = breakdown_pct(b->data_ns, b->wall_ns);
-    sr->idle_pct = breakdown_pct(b->idle_ns, b->wall_ns);
-    sr->overlap_pct = breakdown_overlap_pct(b);
+    breakdown_split(b, &sr->split); /* (the report's rule: one owner) */
 }
 
 static void breakdown_sub(struct breakdown *d, const struct breakdown *a, const struct breakdown *b)
@@ -272,11 +268,7 @@ static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
      * side by side multiply to the batch) */
     sr->ms_step = rr->ms_p50;
     sr->samples_s = rr->samples_per_s;
-    sr->compute_pct = rr->compute_pct;
-    sr->comm_pct = rr->comm_pct;
-    sr->data_pct = rr->data_pct;
-    sr->idle_pct = rr->idle_pct;
-    sr->overlap_pct = rr->overlap_pct;
+    sr->split = rr->split;
     sr->split_wall_ns = rr->b.wall_ns;
     sr->bytes_tx = rr->bytes_tx;
     sr->bytes_rx = rr->bytes_rx;
@@ -668,16 +660,22 @@ static int follow_fill(struct snap *s, struct follow *f)
     if (follow_result_locked(f, &res, err, sizeof(err)) == 0) {
         s->steps_measured = res.steps;
         s->run_split_valid = res.nranks > 0 && res.b.wall_ns > 0;
-        s->run_split[0] = res.compute_pct;
-        s->run_split[1] = res.comm_pct;
-        s->run_split[2] = res.idle_pct;
+        s->run_split[0] = res.split.compute;
+        s->run_split[1] = res.split.comm;
+        s->run_split[2] = res.split.idle;
         result_free(&res);
     }
     for (size_t i = 0; i < f->ncycles; i++) {
         const struct follow_cycle *c = &f->cycles[i];
-        s->cycles[i] =
-            (struct snap_cycle){c->rank,      c->cycle,       c->step_lo,  c->step_hi,  c->ms_mean,  c->own_ms,
-                                c->others_ms, c->compute_pct, c->comm_pct, c->data_pct, c->idle_pct, c->straggler};
+        s->cycles[i] = (struct snap_cycle){.rank = c->rank,
+                                           .cycle = c->cycle,
+                                           .step_lo = c->step_lo,
+                                           .step_hi = c->step_hi,
+                                           .ms_step = c->ms_mean,
+                                           .own_ms = c->own_ms,
+                                           .others_ms = c->others_ms,
+                                           .split = c->split,
+                                           .straggler = c->straggler};
     }
     s->ncycles = (int)f->ncycles;
     if (!f->ncycles)

@@ -60,9 +60,9 @@ struct snap_rank {
     int recent_valid;     /* the recent figures below have been taken */
     double ms_step;       /* recent mean step time */
     double samples_s;
-    int samples_na; /* a replay without batch sizes: samples/s unknown */
-    double compute_pct, comm_pct, data_pct, idle_pct, overlap_pct;
-    int64_t split_wall_ns; /* the wall the percentages are of: a rank weighs by it in the run's (report.h) */
+    int samples_na;         /* a replay without batch sizes: samples/s unknown */
+    struct split_pct split; /* (breakdown.h) */
+    int64_t split_wall_ns;  /* the wall the percentages are of: a rank weighs by it in the run's (report.h) */
     uint64_t bytes_tx, bytes_rx;
     int bytes_na; /* a PyTorch trace: bytes unknown */
     double busbw_gbps;
@@ -84,7 +84,7 @@ struct snap_cycle {
     int rank, cycle;
     uint32_t step_lo, step_hi;
     double ms_step, own_ms, others_ms; /* others_ms: the other ranks' own time (median); 0: none yet */
-    double compute_pct, comm_pct, data_pct, idle_pct;
+    struct split_pct split;
     int straggler;
 };
 
