@@ -164,7 +164,7 @@ sys.exit(0 if g == sys.argv[3] else "%s: runs[0].%s is %s, wanted %s" % (sys.arg
 
 # csv_col CSV ROW COLUMN WANT: the CSV row whose `rank` is ROW has WANT in COLUMN
 csv_col() {
-    "$PY" -c 'import csv,sys; rows={r["rank"]: r for r in csv.DictReader(open(sys.argv[1]))}
+    "$PY" -c 'import csv,sys; rows={r["rank"]: r for r in csv.DictReader(open(sys.argv[1])) if not r["kernels"]}
 g=rows.get(sys.argv[2], {}).get(sys.argv[3], "(none)")
 sys.exit(0 if g == sys.argv[4] else "%s: row %s %s is %r, wanted %r" % (sys.argv[1], sys.argv[2], sys.argv[3], g, sys.argv[4]))' "$@"
 }
@@ -386,6 +386,27 @@ wt = {"computation": 532, "computation overlapping communication": 300, "memory"
 share = k["ranks"][0]["top"][0]["share_pct"]
 if top != want or types != wt or abs(share - 100 * 300 / 832) > 1e-6:
     sys.exit("    top %s\n    types %s, k01 share %s" % (top, types, share))
+PY
+    check "kineto_kernels_top: csv" replay "$tmp/top.csv" "$top" --format csv
+    check "... the kernel rows are the JSON's" "$PY" - "$tmp/top.csv" "$tmp/top.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+k = json.load(open(sys.argv[2]))["runs"][0]["kernels"]
+want = [("all", "types", t["type"], "", t["time_us"], t["share_pct"]) for t in k["types"]]
+for r in k["ranks"]:
+    want += [(str(r["rank"]), "types", t["type"], "", t["time_us"], t["share_pct"]) for t in r["types"]]
+    want += [(str(r["rank"]), "top", t["type"], t["name"], t["sum_us"], t["share_pct"], t["others"], t["count"], t["mean_us"]) for t in r["top"]]
+got = [x for x in rows if x["kernels"]]
+bad = [] if len(got) == len(want) else ["%d kernel rows, JSON %d" % (len(got), len(want))]
+for x, w in zip(got, want):
+    g = (x["rank"], x["kernels"], x["kernel_type"], x["kernel_name"], float(x["kernel_us"]), float(x["kernel_share_pct"]))
+    if w[1] == "top":
+        g += (int(x["kernel_others"]), int(x["kernel_count"]), float(x["kernel_mean_us"]))
+    if g[:4] != w[:4] or g[6:8] != w[6:8] or any(abs(a - b) > 5e-4 for a, b in zip(g[4:6] + g[8:], w[4:6] + w[8:])):
+        bad.append("csv %s, json %s" % (g, w))
+if any(x["kernels"] == "" and x["kernel_type"] for x in rows):
+    bad.append("a figures row with kernel columns")
+sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
 PY
     check "a host-only trace: no kernels" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
     check "... null" run_key "$tmp/host.json" kernels null
