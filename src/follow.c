@@ -284,6 +284,13 @@ static int may_be_whole(const char *path)
     return whole;
 }
 
+static void cycle_free(struct follow_cycle *c)
+{
+    free(c->step_ns);
+    kernel_tally_free(&c->kernels);
+    kernel_tally_free(&c->kernels_rest);
+}
+
 /* A cycle that was read: its figures, its rank's latest spans, published. */
 static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, const struct trace_cycle *tc,
                  int64_t now)
@@ -312,7 +319,19 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         say(f, "%s: out of memory reading its cycle; left out", e->name);
         return;
     }
+    const struct trace_figures whole = {.whole = 1}; /* (f's: the window whole) */
+    if (c.f.gpu_view && (kernel_tally_rank(&c.kernels, r, f->rule, &whole) != 0 ||
+                         kernel_tally_rank(&c.kernels_rest, r, f->rule, &c.f_rest) != 0)) {
+        cycle_free(&c);
+        free(st);
+        free(spans);
+        e->state = FILE_REFUSED;
+        say(f, "%s: out of memory tallying its kernels; left out", e->name);
+        return;
+    }
+    c.kernels_valid = c.f.gpu_view;
     if (nsteps == 1) { /* its one step left out: nothing is left */
+        kernel_tally_free(&c.kernels_rest);
         int gpu = c.f_rest.gpu_view;
         memset(&c.f_rest, 0, sizeof(c.f_rest));
         c.f_rest.gpu_view = gpu;
@@ -378,7 +397,7 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     }
     if (oom) {
         pthread_mutex_unlock(&f->lock);
-        free(c.step_ns);
+        cycle_free(&c);
         free(spans);
         e->state = FILE_REFUSED;
         say(f, "%s: out of memory keeping its cycle; left out", e->name);
@@ -645,7 +664,7 @@ void follow_close(struct follow *f)
     if (f->ifd >= 0)
         close(f->ifd);
     for (size_t i = 0; i < f->ncycles; i++)
-        free(f->cycles[i].step_ns);
+        cycle_free(&f->cycles[i]);
     for (int i = 0; i < f->nranks; i++)
         free(f->ranks[i].spans);
     free(f->cycles);
@@ -703,9 +722,16 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
          * left out of its split, as ms/step leaves it out: the figures of
          * the cycle that holds it without it */
         size_t rank_steps = nsteps, edge = f->rule->drop_last && n ? n - 1 : 0;
+        struct kernel_tally kernels = {0};
+        int kernels_valid = 0, oom = 0;
         nsteps = 0;
         for (size_t k = 0; k < n; k++) {
-            const struct trace_figures *c = k == edge && rank_steps >= 2 ? &mine[k]->f_rest : &mine[k]->f;
+            int rest = k == edge && rank_steps >= 2;
+            const struct trace_figures *c = rest ? &mine[k]->f_rest : &mine[k]->f;
+            if (mine[k]->kernels_valid) {
+                kernels_valid = 1;
+                oom |= kernel_tally_add(&kernels, rest ? &mine[k]->kernels_rest : &mine[k]->kernels) != 0;
+            }
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
             sum.idle_split_valid = c->idle_split_valid;
@@ -721,6 +747,13 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
                    : f->rule->drop_last                 ? TRACE_LEFT_LAST
                                                         : TRACE_LEFT_FIRST;
         struct rank_result *rr = &res->ranks[i];
+        if (!oom && kernels_valid && sum.gpu_view) {
+            oom = kernel_table_of(&rr->kernels, &kernels) != 0;
+            rr->kernels_valid = !oom;
+        }
+        kernel_tally_free(&kernels);
+        if (oom)
+            goto out;
         replay_foreign_row(rr, &sum, steps, nsteps);
         rr->rank = f->ranks[i].rank;
         rr->window = f->rule;

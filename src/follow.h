@@ -69,6 +69,11 @@ struct follow_cycle {
      * take from the cycle that holds the rank's first (last) step, as
      * ms/step leaves that step out */
     struct trace_figures f_rest;
+    /* its kernels (trace/kernels.h) as f and f_rest count them, merged
+     * over the rank's cycles into its table by follow_result; valid with
+     * a GPU view */
+    struct kernel_tally kernels, kernels_rest;
+    int kernels_valid;
     int rank_from;          /* enum trace_rank_from: where its rank came from */
     struct split_pct split; /* f_rest's or f's (breakdown_split) */
     int straggler;          /* the straggler of its cycle index, among the ranks that have it */

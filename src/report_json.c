@@ -362,17 +362,84 @@ static void csv_str(FILE *f, const char *s)
     fprintf(f, ",%s", s ? s : "");
 }
 
+/* The CSV's one header: the figures' columns, then the kernel rows' (the
+ * last CSV_KERNEL_COLS). */
+static const char csv_header[] =
+    "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
+    "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
+    "busbw_gbps,transfer_ms_per_step,sync_ms_per_step,predicted_transfer_ms_per_step,train_loss,train_acc,test_"
+    "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
+    "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision,"
+    "mem_peak_bytes,algbw_gbps,compute_ms_per_step,steps_per_epoch,compute_s_per_epoch,comm_s_per_epoch,wall_s,"
+    "lr_base,lr_peak,backend,speedup_marked,ranks_read,window,rank_from,kernels,kernel_type,kernel_name,kernel_"
+    "others,kernel_count,kernel_us,kernel_mean_us,kernel_share_pct\n";
+#define CSV_KERNEL_COLS 8
+
+/* The columns of the figures between run and rank and the kernel columns. */
+static int csv_figure_cols(void)
+{
+    int commas = 0;
+    for (const char *p = csv_header; *p; p++)
+        commas += *p == ',';
+    return commas + 1 - 2 - CSV_KERNEL_COLS;
+}
+
+/* One kernel row: run, rank ("all": the run's), the figure columns empty,
+ * then the kernel columns. */
+static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const char *type, const char *name,
+                           int others, uint64_t count, int64_t ns, double share_pct)
+{
+    if (rank >= 0)
+        fprintf(f, "%d,%d", run, rank);
+    else
+        fprintf(f, "%d,all", run);
+    for (int c = csv_figure_cols(); c > 0; c--)
+        fputc(',', f);
+    csv_str(f, table);
+    csv_str(f, type);
+    /* (a kernel's name may hold commas and quotes: quoted, quotes doubled) */
+    fputs(",", f);
+    if (name) {
+        fputc('"', f);
+        for (const char *p = name; *p; p++)
+            fputs(*p == '"' ? "\"\"" : (char[]){*p, 0}, f);
+        fputc('"', f);
+    }
+    csv_num(f, others, name != NULL, "%.0f");
+    csv_num(f, (double)count, name != NULL, "%.0f");
+    csv_num(f, (double)ns / 1e3, 1, "%.3f");
+    csv_num(f, count ? (double)ns / 1e3 / (double)count : 0, name != NULL, "%.3f");
+    csv_num(f, share_pct, 1, "%.3f");
+    fputc('\n', f);
+}
+
+/* Run i's kernel breakdown (trace/kernels.h), as in JSON: the run's mixes,
+ * then each rank's mixes and top kernels. */
+static void csv_kernels(FILE *f, const struct run_result *r, int i)
+{
+    if (!r->kernels_valid)
+        return;
+    for (int m = 1; m < KERNEL_MIXES; m++)
+        csv_kernel_row(f, i, -1, "types", kernel_mix_name(m), NULL, 0, 0, r->kernel_mix_ns[m], r->kernel_mix_pct[m]);
+    for (int k = 0; k < r->nranks; k++) {
+        const struct rank_result *q = &r->ranks[k];
+        if (!q->kernels_valid)
+            continue;
+        for (int m = 1; m < KERNEL_MIXES; m++)
+            csv_kernel_row(f, i, q->rank, "types", kernel_mix_name(m), NULL, 0, 0, q->kernels.mix_ns[m],
+                           q->kernels.mix_pct[m]);
+        for (int j = 0; j < q->kernels.nrows; j++) {
+            const struct kernel_row *row = &q->kernels.rows[j];
+            csv_kernel_row(f, i, q->rank, "top", kernel_type_name(row->type), row->name, row->others, row->count,
+                           row->sum_ns, row->share_pct);
+        }
+    }
+}
+
 void report_write_csv(FILE *f, const struct run_result *res, int n)
 {
-    fprintf(
-        f,
-        "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
-        "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
-        "busbw_gbps,transfer_ms_per_step,sync_ms_per_step,predicted_transfer_ms_per_step,train_loss,train_acc,test_"
-        "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
-        "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision,"
-        "mem_peak_bytes,algbw_gbps,compute_ms_per_step,steps_per_epoch,compute_s_per_epoch,comm_s_per_epoch,wall_s,"
-        "lr_base,lr_peak,backend,speedup_marked,ranks_read,window,rank_from\n");
+    fputs(csv_header, f);
+
     for (int i = 0; i < n; i++) {
         const struct run_result *r = &res[i];
         for (int k = -1; k < r->nranks; k++) {
@@ -442,7 +509,10 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, r->nranks, !q, "%.0f");
             csv_str(f, rep_window_label(q ? q->window : r->window, q && q->window_whole));
             csv_str(f, q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
+            fputs(",,,,,,,,", f); /* (the kernel rows' columns) */
             fputc('\n', f);
         }
     }
+    for (int i = 0; i < n; i++)
+        csv_kernels(f, &res[i], i);
 }

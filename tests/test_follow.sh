@@ -38,13 +38,21 @@
 #              against the others' median 54 (the mean of 50 and 58);
 #              rank 1, 68 ms against 55 (the middle of 50, 55, 58 sorted);
 #              each rank's compute% is its own work over 100 ms.
+#   kernels    two ranks' two cycles made from kineto_kernels_top.json (a
+#              kernel k00_warm in each cycle's first step, which ddptop's
+#              window leaves out of the rank's first cycle alone; a
+#              k13_big in the second cycle, which moves the merged cut),
+#              written one at a time into the followed folder: the
+#              report's JSON `kernels` equals --replay's of the folder,
+#              and kernel_count.py's count over the files' JSON (names,
+#              counts, sums of dur by HTA's type rule and cut).
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
 #              non-terminal, --follow runs headless; --help tells of both.
 #
 # job and straggler exit 77 when Debian's python3 has no torch.
-# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|args
+# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|kernels|args
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
 BIN=${1:?usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|args}
@@ -381,6 +389,64 @@ case_ranks() {
     ranks_of four "0:58 2:50 3:55 1:68" 1 68.00 55.00
 }
 
+# kernel_cycles OUT: rank 0's and 1's cycles 1 and 2 from kineto_kernels_top.json
+kernel_cycles() {
+    python3 - "$FIX/kineto_kernels_top.json" "$1" <<'PY'
+import copy, json, re, sys
+src, out = json.load(open(sys.argv[1])), sys.argv[2]
+for rank in (0, 1):
+    for cycle in (1, 2):
+        d = copy.deepcopy(src)
+        d["distributedInfo"].update(rank=rank, world_size=2)
+        ev = d["traceEvents"]
+        ev.append({"ph": "X", "cat": "kernel", "name": "k00_warm", "pid": 0, "tid": 7, "ts": 100, "dur": 100 + rank})
+        if cycle == 2:
+            ev.append({"ph": "X", "cat": "kernel", "name": "k13_big", "pid": 0, "tid": 7, "ts": 1900, "dur": 400})
+        for e in ev:
+            e["ts"] += (cycle - 1) * 100000
+            m = re.fullmatch(r"ProfilerStep#(\d+)", e["name"])
+            if m:
+                e["name"] = "ProfilerStep#%d" % (int(m.group(1)) + 3 * (cycle - 1))
+        json.dump(d, open("%s/rank%d.%d.pt.trace.json" % (out, rank, 1000 * cycle), "w"))
+PY
+}
+
+case_kernels() {
+    local d=$T/kern src=$T/kern.src f
+    mkdir -p "$d" "$src"
+    kernel_cycles "$src" || { fail "kernels: the cycles could not be made"; return; }
+    "$BIN" --batch --follow "$d" --idle-exit 3 --format json >"$T/kern.json" 2>"$T/kern.err" &
+    DPID=$!
+    for f in "$src"/*.json; do
+        sleep 0.3
+        cp "$f" "$d/.tmp" && mv "$d/.tmp" "$d/$(basename "$f")"
+    done
+    wait "$DPID"
+    local rc=$?
+    DPID=""
+    if [ $rc = 0 ]; then pass "kernels: exit 0"; else fail "kernels: status $rc" "$T/kern.err"; fi
+    if [ "$(grep -c -- '--follow: rank . cycle . ' "$T/kern.err")" = 4 ]; then
+        pass "kernels: 4 cycles followed"
+    else
+        fail "kernels: not 4 cycle lines" "$T/kern.err"
+    fi
+    "$BIN" --batch --replay "$d" --format json >"$T/kern.replay.json" 2>/dev/null
+    if python3 - "$T/kern.json" "$T/kern.replay.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f))["runs"][0]["kernels"] for f in sys.argv[1:3])
+sys.exit(0 if a is not None and a == b else "    follow %s\n    replay %s" % (json.dumps(a)[:600], json.dumps(b)[:600]))
+PY
+        pass "kernels: the followed job's kernels equal --replay's of the folder"
+    else
+        fail "kernels: --follow's kernels are not --replay's"
+    fi
+    if python3 "$HERE/kernel_count.py" "$T/kern.json" "$src"/*.json; then
+        pass "kernels: as counted over the traces' JSON"
+    else
+        fail "kernels: not as counted over the traces' JSON"
+    fi
+}
+
 # refused TAG WANT ARGS...: status 2, one line on stderr matching WANT
 refused() {
     local tag=$1 want=$2
@@ -434,6 +500,7 @@ job) case_job ;;
 straggler) case_straggler ;;
 partial) case_partial ;;
 ranks) case_ranks ;;
+kernels) case_kernels ;;
 args) case_args ;;
 *)
     echo "unknown case $CASE"

@@ -79,6 +79,17 @@
 #            with HTA's total, count and mean, and the others row's total.
 #            Always on the hand-made traces (fixtures/NAME); on HTA's own
 #            traces as well when DDPTOP_HTA_DIR names its checkout.
+#            kineto_kernels_top.json: 13 computation kernels of 12 names
+#              back to back from 1000 us in step 2 of 3 (k01_gemm twice,
+#              150 each; then 200, 100, 60, 50, 40, 30, 20, 12, 10, 6, 4),
+#              nccl [1100,1400), a memcpy [1850,1900). HTA's cut of the 12
+#              names (by total: 300, 200, ..., 4): running totals 300 500
+#              600 660 710 750 780 800 812 822 828 832, their 0.8 quantile
+#              (pandas, linear) 812 + 0.8 x 10 = 820: the first 9 names
+#              (to k09_copy, 812) are shown, k10_fill (822) is not, though
+#              in the first 10; others: 3 kernels, 20 us. Types: computation
+#              832 - 300 = 532 us, overlapping communication 300, memory 50,
+#              of 882. Also against kernel_count.py's count over the JSON.
 #   hta      HTA's test traces (DDPTOP_HTA_DIR: a checkout of
 #            HolisticTraceAnalysis; 77 without its tests/data): --window hta
 #            against HTA's temporal breakdown recorded in the .tsv, within
@@ -153,7 +164,7 @@ sys.exit(0 if g == sys.argv[3] else "%s: runs[0].%s is %s, wanted %s" % (sys.arg
 
 # csv_col CSV ROW COLUMN WANT: the CSV row whose `rank` is ROW has WANT in COLUMN
 csv_col() {
-    "$PY" -c 'import csv,sys; rows={r["rank"]: r for r in csv.DictReader(open(sys.argv[1]))}
+    "$PY" -c 'import csv,sys; rows={r["rank"]: r for r in csv.DictReader(open(sys.argv[1])) if not r["kernels"]}
 g=rows.get(sys.argv[2], {}).get(sys.argv[3], "(none)")
 sys.exit(0 if g == sys.argv[4] else "%s: row %s %s is %r, wanted %r" % (sys.argv[1], sys.argv[2], sys.argv[3], g, sys.argv[4]))' "$@"
 }
@@ -359,6 +370,44 @@ case_kernels() {
     check "text: the top kernels" grep -Eq '^ +0 communication +nccl' "$tmp/k.txt"
     check "markdown report" replay "$tmp/k.md" "$tmp/fixtures/kineto_window" --window hta --format md
     check "markdown: the top kernels" has "$tmp/k.md" "| 0 | communication | \`nccl"
+    # more than 10 kernels of a type: HTA's 80% cut and the others row
+    local top=$FIX/kineto_kernels_top.json
+    check "kineto_kernels_top: replay" replay "$tmp/top.json" "$top" --format json
+    check "... against a count over the trace" "$PY" "$HERE/kernel_count.py" "$tmp/top.json" "$top"
+    check "... worked by hand" "$PY" - "$tmp/top.json" <<'PY'
+import json, sys
+k = json.load(open(sys.argv[1]))["runs"][0]["kernels"]
+top = [(r["name"], r["count"], round(r["sum_us"], 3), r["others"]) for r in k["ranks"][0]["top"] if r["type"] == "computation"]
+want = [("k01_gemm", 2, 300, 0), ("k02_conv", 1, 200, 0), ("k03_relu", 1, 100, 0), ("k04_bn", 1, 60, 0),
+        ("k05_add", 1, 50, 0), ("k06_mul", 1, 40, 0), ("k07_sum", 1, 30, 0), ("k08_cat", 1, 20, 0),
+        ("k09_copy", 1, 12, 0), ("others", 3, 20, 3)]
+types = {t["type"]: round(t["time_us"], 3) for t in k["types"] if t["time_us"]}
+wt = {"computation": 532, "computation overlapping communication": 300, "memory": 50}
+share = k["ranks"][0]["top"][0]["share_pct"]
+if top != want or types != wt or abs(share - 100 * 300 / 832) > 1e-6:
+    sys.exit("    top %s\n    types %s, k01 share %s" % (top, types, share))
+PY
+    check "kineto_kernels_top: csv" replay "$tmp/top.csv" "$top" --format csv
+    check "... the kernel rows are the JSON's" "$PY" - "$tmp/top.csv" "$tmp/top.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+k = json.load(open(sys.argv[2]))["runs"][0]["kernels"]
+want = [("all", "types", t["type"], "", t["time_us"], t["share_pct"]) for t in k["types"]]
+for r in k["ranks"]:
+    want += [(str(r["rank"]), "types", t["type"], "", t["time_us"], t["share_pct"]) for t in r["types"]]
+    want += [(str(r["rank"]), "top", t["type"], t["name"], t["sum_us"], t["share_pct"], t["others"], t["count"], t["mean_us"]) for t in r["top"]]
+got = [x for x in rows if x["kernels"]]
+bad = [] if len(got) == len(want) else ["%d kernel rows, JSON %d" % (len(got), len(want))]
+for x, w in zip(got, want):
+    g = (x["rank"], x["kernels"], x["kernel_type"], x["kernel_name"], float(x["kernel_us"]), float(x["kernel_share_pct"]))
+    if w[1] == "top":
+        g += (int(x["kernel_others"]), int(x["kernel_count"]), float(x["kernel_mean_us"]))
+    if g[:4] != w[:4] or g[6:8] != w[6:8] or any(abs(a - b) > 5e-4 for a, b in zip(g[4:6] + g[8:], w[4:6] + w[8:])):
+        bad.append("csv %s, json %s" % (g, w))
+if any(x["kernels"] == "" and x["kernel_type"] for x in rows):
+    bad.append("a figures row with kernel columns")
+sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
+PY
     check "a host-only trace: no kernels" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
     check "... null" run_key "$tmp/host.json" kernels null
 }

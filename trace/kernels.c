@@ -98,7 +98,7 @@ static int edge_cmp(const void *a, const void *b)
 }
 
 /* Each stretch of each window goes to the mix of the types running in it. */
-static void sweep(struct kernel_table *out, struct edge *e, size_t ne)
+static void sweep(int64_t *mix_ns, struct edge *e, size_t ne)
 {
     qsort(e, ne, sizeof(*e), edge_cmp);
     int running[KERNEL_TYPES] = {0};
@@ -107,18 +107,18 @@ static void sweep(struct kernel_table *out, struct edge *e, size_t ne)
             int mix = 0;
             for (int k = 0; k < KERNEL_TYPES; k++)
                 mix |= running[k] > 0 ? 1 << k : 0;
-            out->mix_ns[mix] += e[i].t_ns - e[i - 1].t_ns;
+            mix_ns[mix] += e[i].t_ns - e[i - 1].t_ns;
         }
         running[e[i].type] += e[i].delta;
     }
-    out->mix_ns[0] = 0; /* (the gaps: no type's) */
+    mix_ns[0] = 0; /* (the gaps: no type's) */
 }
 
 /* a name of the type being ranked */
 struct ranked {
     int64_t sum_ns;
     const char *name;
-    uint32_t id;
+    size_t id;
 };
 
 static int ranked_cmp(const void *a, const void *b)
@@ -149,12 +149,12 @@ static int add_row(struct kernel_table *out, const char *name, int type, int oth
 }
 
 /* Type `type`'s rows: HTA's top kernels, the rest as "others". */
-static int top_rows(struct kernel_table *out, const struct collect *c, int type, struct ranked *ids, double *cum)
+static int top_rows(struct kernel_table *out, const struct kernel_tally *t, int type, struct ranked *ids, double *cum)
 {
     size_t n = 0;
-    for (uint32_t i = 0; i < c->r->nnames; i++)
-        if (c->count[i] && c->type[i] == type)
-            ids[n++] = (struct ranked){c->sum_ns[i], c->r->names[i], i};
+    for (size_t i = 0; i < t->n; i++)
+        if (t->names[i].count && t->names[i].type == type)
+            ids[n++] = (struct ranked){t->names[i].sum_ns, t->names[i].name, i};
     qsort(ids, n, sizeof(*ids), ranked_cmp);
     double q = 0;
     if (n > KERNEL_TOP) {
@@ -167,22 +167,41 @@ static int top_rows(struct kernel_table *out, const struct collect *c, int type,
     int64_t osum = 0;
     int others = 0;
     for (size_t i = 0; i < n; i++) {
-        uint32_t k = ids[i].id;
-        out->type_ns[type] += c->sum_ns[k];
-        out->type_count[type] += c->count[k];
+        const struct kernel_count *k = &t->names[ids[i].id];
+        out->type_ns[type] += k->sum_ns;
+        out->type_count[type] += k->count;
         if (n <= KERNEL_TOP || (i < KERNEL_TOP && cum[i] <= q)) {
-            if (add_row(out, c->r->names[k], type, 0, c->count[k], c->sum_ns[k]) != 0)
+            if (add_row(out, k->name, type, 0, k->count, k->sum_ns) != 0)
                 return -1;
         } else {
             others++;
-            ocount += c->count[k];
-            osum += c->sum_ns[k];
+            ocount += k->count;
+            osum += k->sum_ns;
         }
     }
     return others ? add_row(out, "others", type, others, ocount, osum) : 0;
 }
 
-int kernel_table_rank(struct kernel_table *out, const struct trace_rank *r, const struct trace_rule *rule,
+int kernel_table_of(struct kernel_table *out, const struct kernel_tally *t)
+{
+    memset(out, 0, sizeof(*out));
+    memcpy(out->mix_ns, t->mix_ns, sizeof(out->mix_ns));
+    size_t nn = t->n ? t->n : 1;
+    struct ranked *ids = malloc(sizeof(*ids) * nn);
+    double *cum = malloc(sizeof(*cum) * nn);
+    /* at most KERNEL_TOP + 1 rows a type */
+    out->rows = calloc(KERNEL_TYPES * (KERNEL_TOP + 1), sizeof(*out->rows));
+    int rc = ids && cum && out->rows ? 0 : -1;
+    for (int type = 0; type < KERNEL_TYPES && rc == 0; type++)
+        rc = top_rows(out, t, type, ids, cum);
+    free(ids);
+    free(cum);
+    if (rc != 0)
+        kernel_table_free(out);
+    return rc;
+}
+
+int kernel_tally_rank(struct kernel_tally *out, const struct trace_rank *r, const struct trace_rule *rule,
                       const struct trace_figures *f)
 {
     memset(out, 0, sizeof(*out));
@@ -193,30 +212,76 @@ int kernel_table_rank(struct kernel_table *out, const struct trace_rank *r, cons
                         calloc(nn, sizeof(int64_t)),
                         malloc(sizeof(struct edge) * 2 * (r->nops ? r->nops : 1)),
                         0};
-    struct ranked *ids = malloc(sizeof(*ids) * nn);
-    double *cum = malloc(sizeof(*cum) * nn);
+    out->names = malloc(sizeof(*out->names) * nn);
     int rc = -1;
-    if (!c.type || !c.count || !c.sum_ns || !c.e || !ids || !cum)
+    if (!c.type || !c.count || !c.sum_ns || !c.e || !out->names)
         goto done;
     memset(c.type, -1, nn);
     trace_each_device_op(r, rule, f, collect_op, &c);
-    sweep(out, c.e, c.ne);
-    /* at most KERNEL_TOP + 1 rows a type */
-    out->rows = calloc(KERNEL_TYPES * (KERNEL_TOP + 1), sizeof(*out->rows));
-    if (!out->rows)
-        goto done;
+    sweep(out->mix_ns, c.e, c.ne);
     rc = 0;
-    for (int t = 0; t < KERNEL_TYPES && rc == 0; t++)
-        rc = top_rows(out, &c, t, ids, cum);
+    for (uint32_t i = 0; i < r->nnames && rc == 0; i++) {
+        if (!c.count[i] || c.type[i] >= KERNEL_TYPES)
+            continue;
+        char *name = strdup(r->names[i]);
+        rc = name ? 0 : -1;
+        if (name)
+            out->names[out->n++] = (struct kernel_count){name, c.type[i], c.count[i], c.sum_ns[i]};
+    }
 done:
     free(c.type);
     free(c.count);
     free(c.sum_ns);
     free(c.e);
-    free(ids);
-    free(cum);
     if (rc != 0)
-        kernel_table_free(out);
+        kernel_tally_free(out);
+    return rc;
+}
+
+int kernel_tally_add(struct kernel_tally *into, const struct kernel_tally *t)
+{
+    for (int m = 0; m < KERNEL_MIXES; m++)
+        into->mix_ns[m] += t->mix_ns[m];
+    struct kernel_count *grown = realloc(into->names, sizeof(*grown) * (into->n + t->n ? into->n + t->n : 1));
+    if (!grown)
+        return -1;
+    into->names = grown;
+    size_t had = into->n;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct kernel_count *k = &t->names[i];
+        size_t at = 0;
+        while (at < had && strcmp(into->names[at].name, k->name) != 0)
+            at++;
+        if (at < had) {
+            into->names[at].count += k->count;
+            into->names[at].sum_ns += k->sum_ns;
+            continue;
+        }
+        char *name = strdup(k->name);
+        if (!name)
+            return -1;
+        into->names[into->n++] = (struct kernel_count){name, k->type, k->count, k->sum_ns};
+    }
+    return 0;
+}
+
+void kernel_tally_free(struct kernel_tally *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->names[i].name);
+    free(t->names);
+    memset(t, 0, sizeof(*t));
+}
+
+int kernel_table_rank(struct kernel_table *out, const struct trace_rank *r, const struct trace_rule *rule,
+                      const struct trace_figures *f)
+{
+    struct kernel_tally t;
+    memset(out, 0, sizeof(*out));
+    if (kernel_tally_rank(&t, r, rule, f) != 0)
+        return -1;
+    int rc = kernel_table_of(out, &t);
+    kernel_tally_free(&t);
     return rc;
 }
 

@@ -18,6 +18,11 @@
  * KERNEL_TOP_RATIO quantile of the running totals (pandas' linear
  * quantile); the rest are folded into one "others" row. Its shares are
  * the results' (src/results.c).
+ *
+ * A rank's ops are first tallied by name (struct kernel_tally: the mixes'
+ * times and each name's count and total), which adds up over windows read
+ * apart (a follower's cycles, kernel_tally_add); the table is made from a
+ * tally, so a followed job's table is the one a replay of its files gives.
  */
 #ifndef DDPTOP_KERNELS_H
 #define DDPTOP_KERNELS_H
@@ -62,6 +67,34 @@ struct kernel_table {
     int nrows;
     struct kernel_row *rows; /* by type, each type's largest total first, its others row last */
 };
+
+/* One kernel name's ops in a tally. */
+struct kernel_count {
+    char *name;
+    int type; /* a kernel type: names of no type are not kept */
+    uint64_t count;
+    int64_t sum_ns;
+};
+
+/* What a rank's (or a cycle's) counted ops add up to. */
+struct kernel_tally {
+    int64_t mix_ns[KERNEL_MIXES];
+    size_t n;
+    struct kernel_count *names; /* in the order first seen */
+};
+
+/* The tally of what figures f of rank r count under rule (trace_each_
+ * device_op; f->whole: every op of every window), into *out (free with
+ * kernel_tally_free). Returns 0, or -1 when out of memory. */
+int kernel_tally_rank(struct kernel_tally *out, const struct trace_rank *r, const struct trace_rule *rule,
+                      const struct trace_figures *f);
+/* Adds t into *into (names matched by their text). 0, or -1 when out of
+ * memory. */
+int kernel_tally_add(struct kernel_tally *into, const struct kernel_tally *t);
+void kernel_tally_free(struct kernel_tally *t);
+/* HTA's table of a tally, into *out (free with kernel_table_free).
+ * Returns 0, or -1 when out of memory. */
+int kernel_table_of(struct kernel_table *out, const struct kernel_tally *t);
 
 /* The breakdown of what figures f of rank r count under rule, into *out
  * (free with kernel_table_free). Returns 0, or -1 when out of memory. */
