@@ -31,8 +31,10 @@
  * switched, both) with and without panes the user asked for, and content
  * sizes that stress the rank table, the timeline, the layers and the runs
  * pane from tiny to huge. */
-#define DEFAULT_PANES (PANE_ALL & ~(PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_SCALING)))
-#define SLOTS (PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_RUNS) | PANE_BIT(PANE_SCALING))
+#define DEFAULT_PANES (PANE_ALL & ~(PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_KERNELS) | PANE_BIT(PANE_SCALING)))
+#define SLOTS                                                                                                          \
+    (PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_KERNELS) | PANE_BIT(PANE_RUNS) |                  \
+     PANE_BIT(PANE_SCALING))
 static const struct {
     unsigned want, keep;
 } screens[] = {
@@ -45,6 +47,8 @@ static const struct {
     {DEFAULT_PANES | PANE_BIT(PANE_LAYERS), 0},
     {DEFAULT_PANES | PANE_BIT(PANE_LAYERS), SLOTS},
     {DEFAULT_PANES | PANE_BIT(PANE_SCALING), SLOTS},
+    {DEFAULT_PANES | PANE_BIT(PANE_KERNELS), 0},
+    {DEFAULT_PANES | PANE_BIT(PANE_KERNELS) | PANE_BIT(PANE_LAYERS), SLOTS},
     {PANE_ALL, SLOTS},
     {PANE_ALL, 0},
     {DEFAULT_PANES, SLOTS},
@@ -76,6 +80,8 @@ static void check_layout(const struct layout_req *q, const struct layout *l)
     /* a slot shows one pane, the one switched in when both are wanted */
     if ((l->shown & PANE_BIT(PANE_TIMELINE)) && (q->want & PANE_BIT(PANE_LAYERS)))
         fail_msg("%s: the timeline is shown while the layers pane is switched in", where);
+    if ((l->shown & (PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_LAYERS))) && (q->want & PANE_BIT(PANE_KERNELS)))
+        fail_msg("%s: the timeline or layers pane is shown while the kernels pane is switched in", where);
     if ((l->shown & PANE_BIT(PANE_RUNS)) && (q->want & PANE_BIT(PANE_SCALING)))
         fail_msg("%s: the runs table is shown while the scaling plot is switched in", where);
     /* the panes the user asked for go last */
@@ -92,6 +98,8 @@ static void check_layout(const struct layout_req *q, const struct layout *l)
             (p == PANE_TIMELINE || p == PANE_RUNS))
             kept_lost &= ~PANE_BIT(p);
     }
+    if (q->want & PANE_BIT(PANE_KERNELS)) /* (it takes the step slot from either) */
+        kept_lost &= ~(PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_LAYERS));
     if (kept_lost && others_shown)
         fail_msg("%s: pane(s) %#x the user asked for were dropped while %#x nobody asked for are shown", where,
                  kept_lost, others_shown);
@@ -129,14 +137,15 @@ static void test_sweep_sizes(void **state)
             for (size_t li = 0; li < sizeof(lanes) / sizeof(lanes[0]); li++)
                 for (size_t ui = 0; ui < sizeof(run_rows) / sizeof(run_rows[0]); ui++)
                     for (size_t yi = 0; yi < sizeof(layer_rows) / sizeof(layer_rows[0]); yi++) {
-                        /* layer_rows only matter with the layers pane */
-                        if (yi > 0 && !(screens[wi].want & PANE_BIT(PANE_LAYERS)))
+                        /* layer_rows (kernel_rows alike) only matter with the layers or kernels pane */
+                        if (yi > 0 && !(screens[wi].want & (PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_KERNELS))))
                             continue;
                         for (int cols = SWEEP_MIN_COLS; cols <= SWEEP_MAX_COLS; cols++) {
                             unsigned prev_shown = 0;
                             for (int rows = SWEEP_MIN_ROWS; rows <= SWEEP_MAX_ROWS; rows++) {
-                                struct layout_req q = {rows,      cols,         screens[wi].want, rank_rows[ri],
-                                                       lanes[li], run_rows[ui], layer_rows[yi],   screens[wi].keep};
+                                struct layout_req q = {rows,          cols,         screens[wi].want, rank_rows[ri],
+                                                       lanes[li],     run_rows[ui], layer_rows[yi],   screens[wi].keep,
+                                                       layer_rows[yi]};
                                 struct layout l, again;
                                 layout_compute(&l, &q);
                                 check_layout(&q, &l);
@@ -160,7 +169,7 @@ static void test_too_small(void **state)
 {
     for (int cols = 1; cols <= SWEEP_MAX_COLS; cols++)
         for (int rows = 1; rows <= SWEEP_MAX_ROWS; rows++) {
-            struct layout_req q = {rows, cols, PANE_ALL, 2, 2, 1, 0, 0};
+            struct layout_req q = {rows, cols, PANE_ALL, 2, 2, 1, 0, 0, 0};
             struct layout l;
             layout_compute(&l, &q);
             int small = rows < LAYOUT_MIN_ROWS || cols < LAYOUT_MIN_COLS;
@@ -173,13 +182,13 @@ static void test_too_small(void **state)
         }
     /* the sweep's smallest size is usable, one less in either direction is not */
     struct layout l;
-    struct layout_req q = {SWEEP_MIN_ROWS, SWEEP_MIN_COLS, PANE_ALL, 2, 2, 1, 0, 0};
+    struct layout_req q = {SWEEP_MIN_ROWS, SWEEP_MIN_COLS, PANE_ALL, 2, 2, 1, 0, 0, 0};
     layout_compute(&l, &q);
     assert_false(l.too_small);
-    struct layout_req q2 = {LAYOUT_MIN_ROWS - 1, 300, PANE_ALL, 2, 2, 1, 0, 0};
+    struct layout_req q2 = {LAYOUT_MIN_ROWS - 1, 300, PANE_ALL, 2, 2, 1, 0, 0, 0};
     layout_compute(&l, &q2);
     assert_true(l.too_small);
-    struct layout_req q3 = {100, LAYOUT_MIN_COLS - 1, PANE_ALL, 2, 2, 1, 0, 0};
+    struct layout_req q3 = {100, LAYOUT_MIN_COLS - 1, PANE_ALL, 2, 2, 1, 0, 0, 0};
     layout_compute(&l, &q3);
     assert_true(l.too_small);
 }
@@ -189,21 +198,21 @@ static void test_too_small(void **state)
 static void test_common_sizes(void **state)
 {
     struct layout l;
-    struct layout_req big = {50, 160, DEFAULT_PANES, 2, 4, 2, 0, 0};
+    struct layout_req big = {50, 160, DEFAULT_PANES, 2, 4, 2, 0, 0, 0};
     layout_compute(&l, &big);
     assert_int_equal(l.shown, DEFAULT_PANES);
     assert_int_equal(l.pane[PANE_LOSS].y, l.pane[PANE_TRAFFIC].y);
     assert_true(l.pane[PANE_RANKS].h >= 3 + 2);
     assert_true(l.pane[PANE_TIMELINE].h >= 4 + 4);
 
-    struct layout_req vt = {24, 80, DEFAULT_PANES, 2, 2, 1, 0, 0};
+    struct layout_req vt = {24, 80, DEFAULT_PANES, 2, 2, 1, 0, 0, 0};
     layout_compute(&l, &vt);
     assert_true(l.shown & PANE_BIT(PANE_TIMELINE));
     assert_true(l.shown & PANE_BIT(PANE_LOSS));
     assert_true(l.shown & PANE_BIT(PANE_TRAFFIC));
     assert_int_equal(l.pane[PANE_LOSS].y, l.pane[PANE_TRAFFIC].y);
 
-    struct layout_req narrow = {60, 79, DEFAULT_PANES, 2, 2, 1, 0, 0};
+    struct layout_req narrow = {60, 79, DEFAULT_PANES, 2, 2, 1, 0, 0, 0};
     layout_compute(&l, &narrow);
     assert_true(l.pane[PANE_TRAFFIC].y > l.pane[PANE_LOSS].y);
     assert_int_equal(l.pane[PANE_TRAFFIC].x, 0);
@@ -217,7 +226,7 @@ static void test_switched_slots(void **state)
 {
     struct layout l;
     unsigned both = DEFAULT_PANES | PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_SCALING);
-    struct layout_req big = {50, 160, both, 2, 4, 3, 16, SLOTS};
+    struct layout_req big = {50, 160, both, 2, 4, 3, 16, SLOTS, 0};
     layout_compute(&l, &big);
     assert_int_equal(l.shown, both & ~(PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_RUNS)));
     assert_int_equal(l.pane[PANE_LAYERS].y, l.pane[PANE_RANKS].y + l.pane[PANE_RANKS].h);
@@ -226,7 +235,7 @@ static void test_switched_slots(void **state)
     assert_int_equal(l.pane[PANE_SCALING].y + l.pane[PANE_SCALING].h, l.pane[PANE_FOOTER].y);
 
     /* nothing asked for: at 80x24 with 4 ranks the runs slot goes first */
-    struct layout_req vt = {24, 80, DEFAULT_PANES | PANE_BIT(PANE_SCALING), 4, 8, 2, 0, 0};
+    struct layout_req vt = {24, 80, DEFAULT_PANES | PANE_BIT(PANE_SCALING), 4, 8, 2, 0, 0, 0};
     layout_compute(&l, &vt);
     assert_false(l.shown & (PANE_BIT(PANE_SCALING) | PANE_BIT(PANE_RUNS)));
     vt.keep = SLOTS;
@@ -235,17 +244,26 @@ static void test_switched_slots(void **state)
     assert_true(l.shown & PANE_BIT(PANE_TIMELINE));
     assert_true(l.pane[PANE_SCALING].h >= layout_min_h(PANE_SCALING));
 
-    struct layout_req lay = {24, 80, DEFAULT_PANES | PANE_BIT(PANE_LAYERS), 4, 8, 2, 16, SLOTS};
+    struct layout_req lay = {24, 80, DEFAULT_PANES | PANE_BIT(PANE_LAYERS), 4, 8, 2, 16, SLOTS, 0};
     layout_compute(&l, &lay);
     assert_true(l.shown & PANE_BIT(PANE_LAYERS));
     assert_false(l.shown & PANE_BIT(PANE_TIMELINE));
+
+    /* K: the kernels pane over the layers pane, a line each when it fits */
+    struct layout_req ker = {50,    160, DEFAULT_PANES | PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_KERNELS), 2, 4, 1, 16,
+                             SLOTS, 12};
+    layout_compute(&l, &ker);
+    assert_true(l.shown & PANE_BIT(PANE_KERNELS));
+    assert_false(l.shown & (PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_TIMELINE)));
+    assert_int_equal(l.pane[PANE_KERNELS].y, l.pane[PANE_RANKS].y + l.pane[PANE_RANKS].h);
+    assert_true(l.pane[PANE_KERNELS].h >= 2 + 12);
 }
 
 /* Many ranks do not starve the rest of the screen: the table scrolls. */
 static void test_many_ranks(void **state)
 {
     struct layout l;
-    struct layout_req q = {50, 160, DEFAULT_PANES, 64, 128, 3, 0, 0};
+    struct layout_req q = {50, 160, DEFAULT_PANES, 64, 128, 3, 0, 0, 0};
     layout_compute(&l, &q);
     assert_int_equal(l.shown, DEFAULT_PANES);
     assert_true(l.pane[PANE_RANKS].h <= (50 - 4) * 2 / 5);

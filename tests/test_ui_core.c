@@ -394,6 +394,27 @@ static void test_fmt_hidden(void **state)
     assert_string_equal(b, "+1 layer above, +2 below: tab, then Up/Down scroll");
 }
 
+/* The Kernels pane's rows fill the width given, the name taking what the
+ * columns leave and cut with "..." (the figures as the report prints
+ * them: mean us, total ms, share %); the spacing written out by hand. */
+static void test_fmt_kernel_row(void **state)
+{
+    (void)state;
+    char b[256];
+    /* 80 columns: 13 type + 1, 27 name, then " %8s %10s %10s %7s" */
+    fmt_kernel_row(b, sizeof(b), 80, "computation", "k01_gemm", 2, 300000, 36.125);
+    assert_string_equal(b, "computation   k01_gemm                           2      150.0      0.300    36.1");
+    assert_int_equal(strlen(b), 80);
+    fmt_kernel_head(b, sizeof(b), 80);
+    assert_string_equal(b, "type          kernel                         count    mean us   total ms  share%");
+    /* 65 columns leave the name its least, 12: nine characters and "..." */
+    fmt_kernel_row(b, sizeof(b), 65, "communication", "ncclDevKernel_AllReduce_Sum_f32", 1, 300000, 100);
+    assert_string_equal(b, "communication ncclDevKe...        1      300.0      0.300   100.0");
+    /* narrower still: the name keeps its least, the line runs over */
+    fmt_kernel_row(b, sizeof(b), 40, "memory", "Memcpy DtoH (Device -> Pinned)", 0, 0, 0);
+    assert_string_equal(b, "memory        Memcpy Dt...        0        0.0      0.000     0.0");
+}
+
 static void test_fit_by_priority(void **state)
 {
     /* widths 5 each with a 1-wide gap: 4 items need 24 */
@@ -944,6 +965,7 @@ int main(void)
         cmocka_unit_test(test_fmt_rate),
         cmocka_unit_test(test_fmt_si),
         cmocka_unit_test(test_fmt_hidden),
+        cmocka_unit_test(test_fmt_kernel_row),
         cmocka_unit_test(test_scroll_key),
         cmocka_unit_test(test_fit_by_priority),
         cmocka_unit_test(test_fit_marks),

@@ -1,7 +1,9 @@
-/* fmt.c - the panes' notes on what they cut off (see fmt.h). */
+/* fmt.c - the panes' notes on what they cut off, and their columns that
+ * need a width worked out (see fmt.h). */
 #include "fmt.h"
 
 #include <stdio.h>
+#include <string.h>
 
 void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int focused, int utf8)
 {
@@ -19,4 +21,34 @@ void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int
     else
         snprintf(buf, n, "+%d %s%s %s: %s%s scrolls", count, what, count == 1 ? "" : "s", above > 0 ? "above" : "below",
                  focused ? "" : "tab, then ", keys);
+}
+
+/* the kernel columns but the name: "%-13s " before it, " %8s %10s %10s %7s" after */
+#define KERNEL_TYPE_W 13 /* "communication" */
+#define KERNEL_FIXED_W (KERNEL_TYPE_W + 1 + 1 + 8 + 1 + 10 + 1 + 10 + 1 + 7)
+
+static int kernel_name_w(int width)
+{
+    int w = width - KERNEL_FIXED_W;
+    return w < FMT_KERNEL_NAME_MIN ? FMT_KERNEL_NAME_MIN : w > 72 ? 72 : w;
+}
+
+void fmt_kernel_head(char *buf, size_t n, int width)
+{
+    snprintf(buf, n, "%-*s %-*s %8s %10s %10s %7s", KERNEL_TYPE_W, "type", kernel_name_w(width), "kernel", "count",
+             "mean us", "total ms", "share%");
+}
+
+void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, int64_t sum_ns,
+                    double share_pct)
+{
+    int nw = kernel_name_w(width);
+    char cut[244];
+    size_t len = strlen(name);
+    if (len > (size_t)nw)
+        snprintf(cut, sizeof(cut), "%.*s...", nw - 3, name);
+    else
+        snprintf(cut, sizeof(cut), "%s", name);
+    snprintf(buf, n, "%-*s %-*s %8llu %10.1f %10.3f %7.1f", KERNEL_TYPE_W, type, nw, cut, (unsigned long long)count,
+             count ? (double)sum_ns / 1e3 / (double)count : 0, (double)sum_ns / 1e6, share_pct);
 }

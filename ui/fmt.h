@@ -6,6 +6,7 @@
 #define DDPTOP_FMT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fmt_num.h"
 
@@ -14,5 +15,14 @@
  * tab, then ↓ scrolls" (utf8 0: "Down"); a focused pane's arrows scroll
  * at once. Empty when nothing is cut. */
 void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int focused, int utf8);
+
+/* The Kernels pane's top-kernel columns in `width` cells: type, the
+ * kernel's name (cut with "..." to the room the others leave, at least
+ * FMT_KERNEL_NAME_MIN), count, mean us, total ms, share % of its type,
+ * as the report prints them. fmt_kernel_head: the columns' titles. */
+#define FMT_KERNEL_NAME_MIN 12
+void fmt_kernel_head(char *buf, size_t n, int width);
+void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, int64_t sum_ns,
+                    double share_pct);
 
 #endif

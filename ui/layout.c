@@ -11,6 +11,7 @@ enum {
     MIN_RANKS_H = 4,    /* border, column header, one rank */
     MIN_TIMELINE_H = 5, /* border, one lane, axis, legend */
     MIN_LAYERS_H = 5,   /* border, column header, two layers */
+    MIN_KERNELS_H = 5,  /* border, three lines (or the one saying there is no breakdown) */
     MIN_PLOT_H = 6,     /* border, four plot rows */
     MIN_RUNS_H = 4,     /* border, column header, one run */
     MAX_RUNS_H = 11,    /* eight runs; more scroll */
@@ -19,14 +20,15 @@ enum {
     MIN_PLOT_W = 20
 };
 
-static const char *const pane_names[PANE_COUNT] = {"header",  "ranks", "timeline", "layers", "loss",
-                                                   "traffic", "runs",  "scaling",  "footer"};
+static const char *const pane_names[PANE_COUNT] = {"header", "ranks",   "timeline", "layers",  "kernels",
+                                                   "loss",   "traffic", "runs",     "scaling", "footer"};
 _Static_assert(sizeof(pane_names) / sizeof(pane_names[0]) == PANE_COUNT, "one name per pane");
 
-static const int min_h[PANE_COUNT] = {HEADER_H,   MIN_RANKS_H, MIN_TIMELINE_H, MIN_LAYERS_H, MIN_PLOT_H,
-                                      MIN_PLOT_H, MIN_RUNS_H,  MIN_SCALING_H,  FOOTER_H};
-static const int min_w[PANE_COUNT] = {LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, MIN_PLOT_W,
-                                      MIN_PLOT_W,      LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, LAYOUT_MIN_COLS};
+static const int min_h[PANE_COUNT] = {HEADER_H,   MIN_RANKS_H, MIN_TIMELINE_H, MIN_LAYERS_H,  MIN_KERNELS_H,
+                                      MIN_PLOT_H, MIN_PLOT_H,  MIN_RUNS_H,     MIN_SCALING_H, FOOTER_H};
+static const int min_w[PANE_COUNT] = {LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, LAYOUT_MIN_COLS, LAYOUT_MIN_COLS,
+                                      LAYOUT_MIN_COLS, MIN_PLOT_W,      MIN_PLOT_W,      LAYOUT_MIN_COLS,
+                                      LAYOUT_MIN_COLS, LAYOUT_MIN_COLS};
 
 const char *layout_pane_name(int pane)
 {
@@ -78,8 +80,8 @@ static int timeline_min(int lanes)
 static int optional_min(unsigned opt, int split, int lanes)
 {
     return (has(opt, PANE_TIMELINE) ? timeline_min(lanes) : 0) + (has(opt, PANE_LAYERS) ? MIN_LAYERS_H : 0) +
-           plots_min(opt, split) + (has(opt, PANE_RUNS) ? MIN_RUNS_H : 0) +
-           (has(opt, PANE_SCALING) ? MIN_SCALING_H : 0);
+           (has(opt, PANE_KERNELS) ? MIN_KERNELS_H : 0) + plots_min(opt, split) +
+           (has(opt, PANE_RUNS) ? MIN_RUNS_H : 0) + (has(opt, PANE_SCALING) ? MIN_SCALING_H : 0);
 }
 
 static void place(struct layout *out, int pane, int y, int x, int h, int w)
@@ -102,7 +104,7 @@ void layout_compute(struct layout *out, const struct layout_req *req)
     int body = rows - HEADER_H - FOOTER_H;
     int split = cols >= LAYOUT_SPLIT_COLS;
     /* one pane per slot: the one switched in wins */
-    int step = has(req->want, PANE_LAYERS) ? PANE_LAYERS : PANE_TIMELINE;
+    int step = has(req->want, PANE_KERNELS) ? PANE_KERNELS : has(req->want, PANE_LAYERS) ? PANE_LAYERS : PANE_TIMELINE;
     int runs = has(req->want, PANE_SCALING) ? PANE_SCALING : PANE_RUNS;
     unsigned opt = req->want & (PANE_BIT(step) | PANE_BIT(PANE_LOSS) | PANE_BIT(PANE_TRAFFIC) | PANE_BIT(runs));
 
@@ -121,7 +123,7 @@ void layout_compute(struct layout *out, const struct layout_req *req)
             if (has(req->keep, order[d]) == pass)
                 opt &= ~PANE_BIT(order[d]);
 
-    int tl_h = has(opt, PANE_TIMELINE) ? timeline_min(req->lanes) : has(opt, PANE_LAYERS) ? MIN_LAYERS_H : 0;
+    int tl_h = has(opt, PANE_TIMELINE) ? timeline_min(req->lanes) : has(opt, step) ? min_h[step] : 0;
     int runs_h = has(opt, PANE_RUNS) ? MIN_RUNS_H : has(opt, PANE_SCALING) ? MIN_SCALING_H : 0;
     int plots_h = plots_min(opt, split);
     int spare = rem - tl_h - runs_h - plots_h;
@@ -137,8 +139,10 @@ void layout_compute(struct layout *out, const struct layout_req *req)
     }
     if (tl_h) {
         /* timeline: two rows per lane and a blank row between ranks; layers:
-         * a row each and the column headers; at most half */
-        int want = has(opt, PANE_LAYERS) ? 3 + imax(req->layer_rows, 2)
+         * a row each and the column headers; kernels: a row each; at most
+         * half */
+        int want = step == PANE_KERNELS  ? 2 + imax(req->kernel_rows, 3)
+                   : step == PANE_LAYERS ? 3 + imax(req->layer_rows, 2)
                                          : 4 + 2 * imax(req->lanes, 1) + imax(req->rank_rows - 1, 0);
         int wish = imin(want, imax(MIN_TIMELINE_H, rem / 2));
         int g = imin(spare, wish - tl_h);

@@ -7,9 +7,10 @@
  * screen. The screen manager (ui.c) turns the rectangles into windows.
  *
  * Screen, top to bottom: header, ranks, the step slot, loss | traffic, the
- * runs slot, footer. The step slot holds the Layers pane when it is
- * wanted, else the Timeline; the runs slot holds the Scaling plot when it
- * is wanted, else the Runs table (the keys L and g switch them). The loss
+ * runs slot, footer. The step slot holds the Kernels pane when it is
+ * wanted, else the Layers pane when that is, else the Timeline; the runs
+ * slot holds the Scaling plot when it is wanted, else the Runs table (the
+ * keys K, L and g switch them). The loss
  * and traffic panes sit side by side when there are at least
  * LAYOUT_SPLIT_COLS columns, and are stacked otherwise. When rows run
  * short, optional panes are dropped in reverse priority order: the runs
@@ -25,6 +26,7 @@ enum pane_id {
     PANE_RANKS,
     PANE_TIMELINE,
     PANE_LAYERS,
+    PANE_KERNELS,
     PANE_LOSS,
     PANE_TRAFFIC,
     PANE_RUNS,
@@ -48,12 +50,13 @@ struct rect {
 
 struct layout_req {
     int rows, cols;
-    unsigned want;  /* PANE_BIT()s the screen would like; header, ranks and footer are always on */
-    int rank_rows;  /* rows the rank table would like (one per rank) */
-    int lanes;      /* timeline swim-lanes it would like */
-    int run_rows;   /* rows the runs pane would like (one per run) */
-    int layer_rows; /* rows the layers pane would like (its layers and buckets) */
-    unsigned keep;  /* PANE_BIT()s the user asked for: dropped only after every other optional pane */
+    unsigned want;   /* PANE_BIT()s the screen would like; header, ranks and footer are always on */
+    int rank_rows;   /* rows the rank table would like (one per rank) */
+    int lanes;       /* timeline swim-lanes it would like */
+    int run_rows;    /* rows the runs pane would like (one per run) */
+    int layer_rows;  /* rows the layers pane would like (its layers and buckets) */
+    unsigned keep;   /* PANE_BIT()s the user asked for: dropped only after every other optional pane */
+    int kernel_rows; /* rows the kernels pane would like (its types and top kernels) */
 };
 
 struct layout {

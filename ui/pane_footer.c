@@ -15,8 +15,8 @@ static const struct {
 } keys[] = {
     {"?", "help", 0, 0},     {"p", "pause", 5, 1},   {"space", "freeze", 8, 1}, {"e", "trace", 9, 1},
     {"s", "next run", 0, 1}, {"r/R", "ranks", 2, 1}, {"b/B", "batch", 3, 1},    {"n", "strategy", 4, 1},
-    {"L", "layers", 1, 0},   {"g", "scaling", 1, 0}, {"t", "theme", 10, 0},     {"tab", "focus", 6, 0},
-    {"+/-", "zoom", 7, 0},   {"l", "log", 10, 0},    {"q", "quit", 0, 0},
+    {"L", "layers", 1, 0},   {"K", "kernels", 1, 0}, {"g", "scaling", 1, 0},    {"t", "theme", 10, 0},
+    {"tab", "focus", 6, 0},  {"+/-", "zoom", 7, 0},  {"l", "log", 10, 0},       {"q", "quit", 0, 0},
 };
 #define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
 
@@ -71,6 +71,8 @@ static const char *const help_lines[][2] = {
     {"b B", "next run: half / twice the batch per rank"},
     {"n", "next run: the next strategy"},
     {"L", "layers: per-layer times and ddp buckets (for the timeline)"},
+    {"K", "kernels: time by kernel type and the top kernels of a PyTorch trace, as the report has them (for the "
+          "timeline; with focus, Left/Right picks the rank)"},
     {"g", "scaling: speedup against ranks (for the Runs table)"},
     {"t", "next colour theme"},
     {"tab", "move focus between panes (shift-tab back)"},

@@ -38,6 +38,10 @@ struct view_state {
     int run_rows;    /* runs: rows that fit (set by draw) */
     int layer0;      /* layers: first layer shown */
     int layer_rows;  /* layers: rows that fit (set by draw) */
+    int kern0;       /* kernels: first line shown */
+    int kern_rows;   /* kernels: lines that fit (set by draw) */
+    int kern_total;  /* kernels: lines there are (set by draw) */
+    int kern_rank;   /* kernels: the rank whose top kernels show, of those with a breakdown */
     int help0;       /* help: first row shown */
     int help_rows;   /* help: rows that fit (set by draw) */
     int help_total;  /* help: rows there are (set by draw) */
@@ -80,11 +84,15 @@ extern const struct pane_ops pane_loss;
 extern const struct pane_ops pane_traffic;
 extern const struct pane_ops pane_runs;
 extern const struct pane_ops pane_layers;
+extern const struct pane_ops pane_kernels;
 extern const struct pane_ops pane_scaling;
 extern const struct pane_ops pane_footer;
 /* --follow's panes in the loss and traffic slots */
 extern const struct pane_ops pane_cycles;
 extern const struct pane_ops pane_cycle_table;
+
+/* Lines the Kernels pane would like for res (its most of any rank's). */
+int kernels_pane_lines(const struct run_result *res);
 
 /* `+` (in = 1) and `-` zoom the timeline from whichever pane has focus. */
 int timeline_zoom(struct view_state *vs, int in);

@@ -93,6 +93,10 @@ void snap_free(struct snap *s)
     free(s->lt_now);
     free(s->lt_base);
     free(s->cycles);
+    if (s->own_result) {
+        result_free(s->own_result);
+        free(s->own_result);
+    }
     memset(s, 0, sizeof(*s));
 }
 
@@ -503,6 +507,7 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
         return -1;
     s->replay = 1;
     s->final = 1;
+    s->result = res;
     if (res->world > world)
         s->run_world = res->world;
     s->state = res->state; /* -1: a snapshot of a run still going */
@@ -655,15 +660,17 @@ static int follow_fill(struct snap *s, struct follow *f)
     s->total_steps = s->steps_done;
     /* the Runs row: the job so far as its report gives it (every cycle,
      * the same steps for the split as for the count) */
-    struct run_result res;
+    struct run_result *res = malloc(sizeof(*res));
     char err[64];
-    if (follow_result_locked(f, &res, err, sizeof(err)) == 0) {
-        s->steps_measured = res.steps;
-        s->run_split_valid = res.nranks > 0 && res.b.wall_ns > 0;
-        s->run_split[0] = res.split.compute;
-        s->run_split[1] = res.split.comm;
-        s->run_split[2] = res.split.idle;
-        result_free(&res);
+    if (res && follow_result_locked(f, res, err, sizeof(err)) == 0) {
+        s->steps_measured = res->steps;
+        s->run_split_valid = res->nranks > 0 && res->b.wall_ns > 0;
+        s->run_split[0] = res->split.compute;
+        s->run_split[1] = res->split.comm;
+        s->run_split[2] = res->split.idle;
+        s->result = s->own_result = res; /* (the Kernels pane's) */
+    } else {
+        free(res);
     }
     for (size_t i = 0; i < f->ncycles; i++) {
         const struct follow_cycle *c = &f->cycles[i];

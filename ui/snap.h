@@ -124,7 +124,13 @@ struct snap {
     int loss_valid;
     double test_acc; /* last epoch's, % */
     int test_valid;
-    int final;            /* figures come from the finished run's result */
+    int final; /* figures come from the finished run's result */
+    /* the run's result as the report prints it, for figures only the
+     * report's results own (the Kernels pane): a replay's (rp->res), a
+     * followed job's so far (own_result, freed with the snapshot); NULL
+     * for a live run */
+    const struct run_result *result;
+    struct run_result *own_result;
     int replay;           /* a recorded run (--replay): nothing is live */
     char timeline_na[80]; /* why the timeline has no spans (a trace kind without them), or "" */
     char ranks_note[96];  /* what the rank table's figures cover, where not the recent window; "" */

@@ -53,16 +53,18 @@
 
 /* The panes, by layout id. */
 static const struct pane_ops *const registry[PANE_COUNT] = {
-    [PANE_HEADER] = &pane_header, [PANE_RANKS] = &pane_ranks,     [PANE_TIMELINE] = &pane_timeline,
-    [PANE_LAYERS] = &pane_layers, [PANE_LOSS] = &pane_loss,       [PANE_TRAFFIC] = &pane_traffic,
-    [PANE_RUNS] = &pane_runs,     [PANE_SCALING] = &pane_scaling, [PANE_FOOTER] = &pane_footer,
+    [PANE_HEADER] = &pane_header,   [PANE_RANKS] = &pane_ranks,     [PANE_TIMELINE] = &pane_timeline,
+    [PANE_LAYERS] = &pane_layers,   [PANE_KERNELS] = &pane_kernels, [PANE_LOSS] = &pane_loss,
+    [PANE_TRAFFIC] = &pane_traffic, [PANE_RUNS] = &pane_runs,       [PANE_SCALING] = &pane_scaling,
+    [PANE_FOOTER] = &pane_footer,
 };
 _Static_assert(sizeof(registry) / sizeof(registry[0]) == PANE_COUNT, "one pane class per layout pane");
 /* --follow: its cycles in the loss and traffic slots (a trace has neither) */
 static const struct pane_ops *const follow_registry[PANE_COUNT] = {
-    [PANE_HEADER] = &pane_header, [PANE_RANKS] = &pane_ranks,     [PANE_TIMELINE] = &pane_timeline,
-    [PANE_LAYERS] = &pane_layers, [PANE_LOSS] = &pane_cycles,     [PANE_TRAFFIC] = &pane_cycle_table,
-    [PANE_RUNS] = &pane_runs,     [PANE_SCALING] = &pane_scaling, [PANE_FOOTER] = &pane_footer,
+    [PANE_HEADER] = &pane_header,       [PANE_RANKS] = &pane_ranks,     [PANE_TIMELINE] = &pane_timeline,
+    [PANE_LAYERS] = &pane_layers,       [PANE_KERNELS] = &pane_kernels, [PANE_LOSS] = &pane_cycles,
+    [PANE_TRAFFIC] = &pane_cycle_table, [PANE_RUNS] = &pane_runs,       [PANE_SCALING] = &pane_scaling,
+    [PANE_FOOTER] = &pane_footer,
 };
 _Static_assert(sizeof(follow_registry) / sizeof(follow_registry[0]) == PANE_COUNT, "one pane class per pane");
 
@@ -84,6 +86,7 @@ struct ui {
     char next_run[96];                   /* the plan, described */
     struct scaling scaling;              /* the runs' speedups, for the Runs and Scaling panes */
     int show_layers;                     /* L: the Layers pane in the timeline's place */
+    int show_kernels;                    /* K: the Kernels pane there, over either */
     int show_scaling;                    /* g: the Scaling plot in the Runs table's place */
     unsigned asked;                      /* PANE_BIT()s switched in by a key: the layout keeps them longest */
     /* screen */
@@ -540,9 +543,11 @@ static void fill_req(const struct ui *u, struct layout_req *q)
 {
     memset(q, 0, sizeof(*q));
     getmaxyx(stdscr, q->rows, q->cols);
-    q->want = PANE_ALL & ~(PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_SCALING));
+    q->want = PANE_ALL & ~(PANE_BIT(PANE_LAYERS) | PANE_BIT(PANE_KERNELS) | PANE_BIT(PANE_SCALING));
     if (u->show_layers)
         q->want |= PANE_BIT(PANE_LAYERS);
+    if (u->show_kernels)
+        q->want |= PANE_BIT(PANE_KERNELS);
     if (u->show_scaling)
         q->want |= PANE_BIT(PANE_SCALING);
     q->keep = u->asked;
@@ -551,6 +556,7 @@ static void fill_req(const struct ui *u, struct layout_req *q)
     q->run_rows = u->s.nresults + (u->s.joined && !u->replay && !u->follow ? 0 : 1);
     /* the layers, and for ddp a header and a few buckets under them */
     q->layer_rows = u->snap.nlayers + (sync_has(u->snap.sync, SYNC_BUCKET_MARKS) && u->snap.world > 1 ? 4 : 0);
+    q->kernel_rows = kernels_pane_lines(u->snap.result);
 }
 
 /* Rebuilds every window from a fresh layout (after a resize, or when the
@@ -698,7 +704,7 @@ static void next_theme(struct ui *u)
     }
 }
 
-/* L and g: one pane of a slot takes the other's place (*on: the second
+/* K, L and g: one pane of a slot takes the other's place (*on: the second
  * is shown). Focus follows, and the slot, once asked for, keeps its room
  * on a small terminal longer than the panes nobody asked for. Where the
  * slot is off screen (a small terminal gave its room away), the key
@@ -823,7 +829,19 @@ static int handle_key(struct ui *u, int ch)
         change_plan(u, ch);
         return UI_HANDLED | UI_REDRAW;
     case 'L':
-        switch_slot(u, &u->show_layers, PANE_TIMELINE, PANE_LAYERS);
+        if (u->show_kernels) {
+            /* the Kernels pane holds the slot: L puts the Layers pane there */
+            u->show_kernels = 0;
+            u->show_layers = 1;
+            u->asked |= PANE_BIT(PANE_TIMELINE) | PANE_BIT(PANE_LAYERS);
+            if (u->focus == PANE_KERNELS)
+                u->focus = PANE_LAYERS;
+        } else {
+            switch_slot(u, &u->show_layers, PANE_TIMELINE, PANE_LAYERS);
+        }
+        return UI_HANDLED | UI_REDRAW;
+    case 'K':
+        switch_slot(u, &u->show_kernels, u->show_layers ? PANE_LAYERS : PANE_TIMELINE, PANE_KERNELS);
         return UI_HANDLED | UI_REDRAW;
     case 'g':
     case 'G':

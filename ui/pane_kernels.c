@@ -1,0 +1,179 @@
+/* pane_kernels.c - HTA's kernel breakdown of a replayed or followed
+ * PyTorch trace, in the step slot (K): the device time by kernel type
+ * (computation, communication, memory and where they overlap) over every
+ * rank and on one rank, then that rank's top kernels by type (count, mean,
+ * total and share of the type), as the report prints them.
+ *
+ * Every figure is read from the run's result (snap->result: the one the
+ * report prints; trace/kernels.h tallies it, src/results.c its shares),
+ * never worked out here. The lines scroll with the arrows when the pane
+ * has focus; Left and Right pick the rank. A run without a breakdown (a
+ * live run, a CPU trace) gets one line that says so.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fmt.h"
+#include "kernels.h"
+#include "panes.h"
+#include "report.h"
+#include "scroll.h"
+
+#define MIX_NAME_W 56 /* the longest mix, "computation overlapping communication overlapping memory" */
+
+/* The rank_result of the k-th rank with a breakdown, or NULL; *n: how
+ * many ranks have one. */
+static const struct rank_result *rank_with_kernels(const struct run_result *res, int k, int *n)
+{
+    const struct rank_result *q = NULL;
+    *n = 0;
+    for (int i = 0; i < res->nranks; i++)
+        if (res->ranks[i].kernels_valid && (*n)++ == k)
+            q = &res->ranks[i];
+    return q;
+}
+
+/* Mixes that ran on the run or on the rank: the lines of the types table. */
+static int mix_shown(const struct run_result *res, const struct rank_result *q, int m)
+{
+    return res->kernel_mix_ns[m] > 0 || q->kernels.mix_ns[m] > 0;
+}
+
+/* Line i of the pane into buf, and its colour: the types table (a title
+ * line and a line per mix), a blank line, the top kernels (a title line
+ * and a line per row). */
+static int line_at(char *buf, size_t n, int i, int width, const struct run_result *res, const struct rank_result *q)
+{
+    int mw = width - 38 < MIX_NAME_W ? width - 38 : MIX_NAME_W;
+    if (mw < 12)
+        mw = 12;
+    char rank_ms[16], rank_pct[16];
+    snprintf(rank_ms, sizeof(rank_ms), "rank %d ms", q->rank);
+    snprintf(rank_pct, sizeof(rank_pct), "rank %d %%", q->rank);
+    if (i == 0) {
+        snprintf(buf, n, "%-*s %10s %7s %12s %9s", mw, "type", "all ms", "all %", rank_ms, rank_pct);
+        return TH_LABEL;
+    }
+    int k = 1;
+    for (int m = 1; m < KERNEL_MIXES; m++) {
+        if (!mix_shown(res, q, m))
+            continue;
+        if (k++ == i) {
+            snprintf(buf, n, "%-*.*s %10.3f %7.1f %12.3f %9.1f", mw, mw, kernel_mix_name(m),
+                     (double)res->kernel_mix_ns[m] / 1e6, res->kernel_mix_pct[m], (double)q->kernels.mix_ns[m] / 1e6,
+                     q->kernels.mix_pct[m]);
+            return TH_VALUE;
+        }
+    }
+    if (i == k) {
+        buf[0] = 0;
+        return TH_VALUE;
+    }
+    if (i == k + 1) {
+        fmt_kernel_head(buf, n, width);
+        return TH_LABEL;
+    }
+    int j = i - k - 2;
+    if (j < 0 || j >= q->kernels.nrows) {
+        buf[0] = 0;
+        return TH_VALUE;
+    }
+    const struct kernel_row *row = &q->kernels.rows[j];
+    char others[48];
+    if (row->others)
+        snprintf(others, sizeof(others), "others (%d kernels)", row->others);
+    fmt_kernel_row(buf, n, width, kernel_type_name(row->type), row->others ? others : row->name, row->count,
+                   row->sum_ns, row->share_pct);
+    return row->others ? TH_DIM : TH_VALUE;
+}
+
+static int line_count(const struct run_result *res, const struct rank_result *q)
+{
+    int mixes = 0;
+    for (int m = 1; m < KERNEL_MIXES; m++)
+        mixes += mix_shown(res, q, m);
+    return 1 + mixes + 1 + 1 + q->kernels.nrows;
+}
+
+int kernels_pane_lines(const struct run_result *res)
+{
+    int most = 1;
+    for (int i = 0; res && res->kernels_valid && i < res->nranks; i++)
+        if (res->ranks[i].kernels_valid) {
+            int c = line_count(res, &res->ranks[i]);
+            most = c > most ? c : most;
+        }
+    return most;
+}
+
+static void kernels_draw(WINDOW *w, struct pane_view *v, int focused)
+{
+    const struct run_result *res = v->snap->result;
+    struct view_state *vs = v->vs;
+    int h, wd;
+    getmaxyx(w, h, wd);
+    werase(w);
+    int nk = 0;
+    const struct rank_result *q = NULL;
+    if (res && res->kernels_valid) {
+        rank_with_kernels(res, 0, &nk);
+        if (vs->kern_rank >= nk)
+            vs->kern_rank = nk - 1;
+        if (vs->kern_rank < 0)
+            vs->kern_rank = 0;
+        q = rank_with_kernels(res, vs->kern_rank, &nk);
+    }
+    if (!q) {
+        vs->kern_rows = vs->kern_total = 0;
+        draw_box(w, "Kernels", "", focused);
+        draw_text(w, 1, 2, wd - 4, TH_DIM,
+                  v->snap->replay ? "no kernel breakdown: this trace has no device kernels"
+                                  : "no kernel breakdown: only a replayed or followed PyTorch trace with device "
+                                    "kernels has one");
+        return;
+    }
+    char note[64];
+    if (nk > 1)
+        snprintf(note, sizeof(note), "rank %d (%d of %d): %s picks", q->rank, vs->kern_rank + 1, nk,
+                 draw_utf8() ? "\u2190/\u2192" : "Left/Right");
+    else
+        snprintf(note, sizeof(note), "rank %d", q->rank);
+    draw_box(w, "Kernels", note, focused);
+    int rows = h - 2 > 1 ? h - 2 : 1, total = line_count(res, q);
+    vs->kern_rows = rows;
+    vs->kern_total = total;
+    if (vs->kern0 > total - rows)
+        vs->kern0 = total - rows;
+    if (vs->kern0 < 0)
+        vs->kern0 = 0;
+    char buf[512];
+    for (int k = 0; k < rows && vs->kern0 + k < total; k++) {
+        int el = line_at(buf, sizeof(buf), vs->kern0 + k, wd - 3, res, q);
+        draw_text(w, 1 + k, 2, wd - 3, el, buf);
+    }
+    char cut[96];
+    int below = total - vs->kern0 - rows;
+    fmt_hidden(cut, sizeof(cut), vs->kern0, below > 0 ? below : 0, "line", focused, draw_utf8());
+    draw_box_foot(w, cut, TH_TITLE);
+}
+
+static int kernels_key(int ch, struct pane_view *v)
+{
+    struct view_state *vs = v->vs;
+    if (ch == KEY_LEFT || ch == KEY_RIGHT) {
+        vs->kern_rank += ch == KEY_LEFT ? -1 : 1; /* (draw keeps it among the ranks) */
+        if (vs->kern_rank < 0)
+            vs->kern_rank = 0;
+        return UI_HANDLED | UI_REDRAW;
+    }
+    return scroll_key(ch, SCROLL_LINES | SCROLL_PAGES | SCROLL_ENDS, &vs->kern0, vs->kern_rows, vs->kern_total)
+               ? UI_HANDLED | UI_REDRAW
+               : 0;
+}
+
+const struct pane_ops pane_kernels = {
+    .title = "Kernels",
+    .focusable = 1,
+    .draw = kernels_draw,
+    .key = kernels_key,
+};
