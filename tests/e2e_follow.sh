@@ -9,9 +9,10 @@
 # table's rows); that rank 1 is marked the straggler (the rank table's *1,
 # the header) and rank 0 is not; that m changes the figure the cycles
 # plot; that each rank's row holds the figures of its latest cycle (the
-# oracle's reading of its last file, to the 0.1 shown); and that q exits
-# 0 with the terminal in normal mode and the report
-# printed. DDPTOP_SCREENSHOT=FILE keeps the screen once every cycle landed
+# oracle's reading of its last file, to the 0.1 shown); that K says the
+# job has no kernel breakdown; and that q exits 0 with the terminal in
+# normal mode and the report printed. Then a GPU trace in a second folder:
+# K shows its kernel breakdown as its JSON report gives it. DDPTOP_SCREENSHOT=FILE keeps the screen once every cycle landed
 # (docs/follow-screenshot.txt is one).
 #
 # Usage: e2e_follow.sh /path/to/ddptop
@@ -138,6 +139,16 @@ else
 fi
 tm send-keys -t "$S" -l 'm'
 if wait_for 'Cycles .*comm % per cycle' 5; then pass "m: the cycles plot comm%"; else fail "m did not change the figure"; fi
+# K: a CPU job's traces have no kernel breakdown, said in a line; K again
+# brings the timeline back
+tm send-keys -t "$S" -l 'K'
+if wait_for '│ *no kernel breakdown: this trace has no device kernels' 5; then
+    pass "K: no kernel breakdown for a CPU job, in a line"
+else
+    fail "K's pane on a CPU job"
+fi
+tm send-keys -t "$S" -l 'K'
+wait_for '─ Timeline ─' 5 || fail "K again did not bring the timeline back"
 tm send-keys -t "$S" -l 'p'
 if wait_for 'p: not available while following' 5; then pass "p says it is not available"; else fail "p gave no message"; fi
 for p in "${JOBS[@]}"; do wait "$p" || fail "the PyTorch job failed: $(tail -3 "$T/job0.log" "$T/job1.log")"; done
@@ -152,6 +163,29 @@ else
     fail "stderr: $(cat "$T/stderr")"
 fi
 check_shell quit
+
+# ---- the Kernels pane of a followed trace with device kernels --------------------
+# a GPU trace landed in the folder: K shows the breakdown the JSON report
+# of its replay gives (tests/check_kernels_pane.py parses both)
+mkdir -p "$T/kf"
+cp "$HERE/fixtures/trace/kineto_kernels_top.json" "$T/kf/"
+"$BIN" --batch --quiet --replay "$T/kf/kineto_kernels_top.json" --format json --output "$T/kernels.json" \
+    2>"$T/kernels.err" || fail "kernels: the JSON report failed: $(cat "$T/kernels.err")"
+rm -f "$T/exit"
+tm send-keys -t "$S" -l "$BIN --follow $T/kf 2>$T/stderr.kf; echo EXIT=\$? > $T/exit"
+tm send-keys -t "$S" Enter
+wait_for 'FOLLOW .*cycle 1' 15 || fail "kernels: the follower did not read the trace"
+tm send-keys -t "$S" -l 'K'
+wait_for '│ *communication +ncclDevKernel' 5 || fail "kernels: no Kernels pane after K"
+screen >"$T/kernels.txt"
+if python3 "$HERE/check_kernels_pane.py" "$T/kernels.txt" "$T/kernels.json" >"$T/kernels.check" 2>&1; then
+    pass "kernels: the followed trace's pane is the JSON report's ($(tail -1 "$T/kernels.check"))"
+else
+    fail "kernels: the pane differs from the JSON report"
+    sed 's/^/  /' "$T/kernels.check"
+fi
+tm send-keys -t "$S" q
+if wait_file "$T/exit" 15 && grep -q '^EXIT=0$' "$T/exit"; then pass "kernels: q exits 0"; else fail "kernels: q: $(cat "$T/exit" 2>/dev/null)"; fi
 
 [ "$FAILS" -eq 0 ] && { echo "all passed"; exit 0; }
 echo "$FAILS failed"

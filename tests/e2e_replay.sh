@@ -5,7 +5,8 @@
 # row and percentages per rank, the timeline, loss and traffic panes; the
 # keys ?, t, tab, +/-, arrows answer and p says it is not available; q exits
 # 0 (Ctrl-C 130) with the terminal back in normal mode and the report printed. A
-# PyTorch (Kineto) trace gives the rank table and a timeline marked n/a. One
+# PyTorch (Kineto) trace gives the rank table and a timeline marked n/a;
+# with kernels, K shows their breakdown as the JSON report gives it. One
 # rank's file of a split trace of a run stopped half way keeps the run's rank
 # count, its planned steps and its state.
 #
@@ -22,7 +23,8 @@ if ! command -v tmux >/dev/null 2>&1; then
 fi
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 [ -x "$BIN" ] || { echo "FAIL: $BIN is not executable"; exit 1; }
-FIXTURES=$(cd "$(dirname "$0")" && pwd)/fixtures/trace
+HERE=$(cd "$(dirname "$0")" && pwd)
+FIXTURES=$HERE/fixtures/trace
 
 SOCK="ddptop-replay-$$"
 T=$(mktemp -d /tmp/ddptop-replay.XXXXXX)
@@ -161,7 +163,39 @@ else
     fail "gloo: the runs pane's row"
     tm capture-pane -p -t "$S" | grep -A2 'Runs' | head -4
 fi
+# K: a CPU trace has no kernel breakdown, and the pane says so in a line
+tm send-keys -t "$S" K
+if wait_for '│ *no kernel breakdown: this trace has no device kernels' 5; then
+    pass "gloo: K says there is no kernel breakdown"
+else
+    fail "gloo: K's pane on a CPU trace"
+fi
 quit_and_check gloo
+
+# ---- 2c. the Kernels pane (K): the report's kernel breakdown -------------------
+# the JSON report of the same trace is the reference: every type's share,
+# and rank 0's top kernels (name, count, share), in order and no more
+# (tests/check_kernels_pane.py parses both)
+"$BIN" --batch --quiet --replay "$FIXTURES/kineto_kernels_top.json" --format json --output "$T/kernels.json" \
+    2>"$T/kernels.err" || fail "kernels: the JSON report failed: $(cat "$T/kernels.err")"
+replay kernels "$FIXTURES/kineto_kernels_top.json"
+if wait_for 'REPLAY' 15; then pass "kernels: the UI opens"; else fail "kernels: the UI did not open"; fi
+tm send-keys -t "$S" K
+if wait_for '─ Kernels ─.* rank 0 ─' 5 && wait_for '│ *communication +ncclDevKernel' 5; then
+    pass "kernels: K shows the Kernels pane in the timeline's place"
+else
+    fail "kernels: no Kernels pane after K"
+fi
+screen >"$T/kernels.txt"
+if python3 "$HERE/check_kernels_pane.py" "$T/kernels.txt" "$T/kernels.json" >"$T/kernels.check" 2>&1; then
+    pass "kernels: the pane's types and top kernels are the JSON report's ($(tail -1 "$T/kernels.check"))"
+else
+    fail "kernels: the pane differs from the JSON report"
+    sed 's/^/  /' "$T/kernels.check"
+fi
+tm send-keys -t "$S" K
+if wait_for '─ Timeline ─' 5; then pass "kernels: K again brings the timeline back"; else fail "kernels: K did not switch back"; fi
+quit_and_check kernels
 
 # ---- 3. one rank's file of a run stopped half way ----------------------------------
 # the header keeps the run's ranks and planned steps, the runs pane its state

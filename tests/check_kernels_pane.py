@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""check_kernels_pane.py - the Kernels pane (K), as tmux captured it,
+against the report JSON of the same trace (--format json).
+
+    check_kernels_pane.py PANE.txt REPORT.json [RANK]
+
+RANK (default: the JSON's first rank with a breakdown) is the rank the
+pane shows. Its types table must give, for every kernel type that ran,
+the run's and the rank's share to the 0.1 the pane prints; its top
+kernels must be the JSON's rows of that rank, in order and no more: type,
+name (or "others (N kernels)"; the pane may cut a long name with "..."),
+count, and share to 0.1. Nothing here calls ddptop's code.
+"""
+import json
+import re
+import sys
+
+FAILS = []
+
+
+def fail(msg):
+    FAILS.append(msg)
+    print("FAIL: " + msg)
+
+
+def inner(line):
+    """A pane line's text between its box borders, stripped."""
+    m = re.search(r"│(.*)│", line)
+    return m.group(1).strip() if m else ""
+
+
+def main():
+    pane = [inner(l) for l in open(sys.argv[1], encoding="utf-8")]
+    run = json.load(open(sys.argv[2]))["runs"][0]
+    k = run["kernels"]
+    if not k:
+        fail("the report has no kernel breakdown")
+        return
+    ranks = k["ranks"]
+    rank = int(sys.argv[3]) if len(sys.argv) > 3 else ranks[0]["rank"]
+    mine = [r for r in ranks if r["rank"] == rank][0]
+
+    # the types table: "NAME  all-ms all-% rank-ms rank-%"
+    types = {}
+    for line in pane:
+        m = re.fullmatch(r"([a-z ]+?)\s+(\d+\.\d{3})\s+(\d+\.\d)\s+(\d+\.\d{3})\s+(\d+\.\d)", line)
+        if m:
+            types[m.group(1)] = (m.group(3), m.group(5))
+    shown = 0
+    for t_all, t_rank in zip(k["types"], mine["types"]):
+        if t_all["time_us"] <= 0 and t_rank["time_us"] <= 0:
+            continue
+        shown += 1
+        want = ("%.1f" % t_all["share_pct"], "%.1f" % t_rank["share_pct"])
+        got = types.get(t_all["type"])
+        if got != want:
+            fail("type %r: pane %s, report %s" % (t_all["type"], got, want))
+    if len(types) != shown:
+        fail("the pane shows %d types, the report %d: %s" % (len(types), shown, sorted(types)))
+
+    # the top kernels: "TYPE NAME count mean-us total-ms share"
+    rows = []
+    for line in pane:
+        m = re.fullmatch(r"(computation|communication|memory)\s+(.+?)\s+(\d+)\s+(\d+\.\d)\s+(\d+\.\d{3})\s+(\d+\.\d)", line)
+        if m:
+            rows.append(m.groups())
+    top = mine["top"]
+    if len(rows) != len(top):
+        fail("the pane shows %d top kernels, the report %d" % (len(rows), len(top)))
+    for got, want in zip(rows, top):
+        name = "others (%d kernels)" % want["others"] if want["others"] else want["name"]
+        gname = got[1]
+        same = gname == name or (gname.endswith("...") and name.startswith(gname[:-3]))
+        if got[0] != want["type"] or not same:
+            fail("row %r %r: the report has %r %r" % (got[0], gname, want["type"], name))
+        if int(got[2]) != want["count"]:
+            fail("%s: count %s, report %d" % (name, got[2], want["count"]))
+        if got[5] != "%.1f" % want["share_pct"]:
+            fail("%s: share %s, report %.1f" % (name, got[5], want["share_pct"]))
+    print("%d types and %d top kernels of rank %d checked" % (shown, len(rows), rank))
+
+
+main()
+sys.exit(1 if FAILS else 0)
