@@ -202,6 +202,48 @@ static cJSON *json_kernels(const struct run_result *r)
     return o;
 }
 
+/* A list of memory copy kinds (trace/memcpy.h). */
+static cJSON *json_copy_kinds(const struct memcpy_table *t)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < t->n; i++) {
+        const struct memcpy_kind *k = &t->kinds[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "kind", k->name);
+        cJSON_AddNumberToObject(e, "count", (double)k->count);
+        cJSON_AddNumberToObject(e, "bytes", (double)k->bytes);
+        cJSON_AddNumberToObject(e, "time_us", (double)k->time_ns / 1e3);
+        cJSON_AddNumberToObject(e, "gbps", k->gbps);
+        cJSON_AddNumberToObject(e, "rated", (double)k->rated);
+        cJSON_AddNumberToObject(e, "copy_gbps_mean", k->copy_gbps_mean);
+        cJSON_AddNumberToObject(e, "copy_gbps_min", k->copy_gbps_min);
+        cJSON_AddNumberToObject(e, "copy_gbps_max", k->copy_gbps_max);
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+/* The memory copies by kind (trace/memcpy.h): the run's and each rank's;
+ * null when no rank has device ops. */
+static cJSON *json_memcpy(const struct run_result *r)
+{
+    if (!r->memcpy_valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "kinds", json_copy_kinds(&r->memcpy));
+    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+    for (int i = 0; i < r->nranks; i++) {
+        const struct rank_result *q = &r->ranks[i];
+        if (!q->memcpy_valid)
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "rank", q->rank);
+        cJSON_AddItemToObject(e, "kinds", json_copy_kinds(&q->memcpy));
+        cJSON_AddItemToArray(ranks, e);
+    }
+    return o;
+}
+
 static cJSON *json_run(const struct run_result *res, int n, int index)
 {
     const struct run_result *r = &res[index];
@@ -301,6 +343,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_str(o, "error", r->error);
     cJSON_AddItemToObject(o, "replay", json_replay(&r->replay));
     cJSON_AddItemToObject(o, "kernels", json_kernels(r));
+    cJSON_AddItemToObject(o, "memcpy", json_memcpy(r));
     cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
     return o;
 }
