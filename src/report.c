@@ -671,11 +671,14 @@ static void write_memcpy_table(FILE *f, const struct run_result *res, int n, int
             snprintf(who, sizeof(who), q ? "%d" : "all", q ? q->rank : 0);
             for (int j = 0; j < t->n; j++) {
                 const struct memcpy_kind *c = &t->kinds[j];
+                char mean[32], max[32];
+                rep_fig(mean, sizeof(mean), "%.3f", c->copy_gbps_mean, c->rated > 0);
+                rep_fig(max, sizeof(max), "%.3f", c->copy_gbps_max, c->rated > 0);
                 fprintf(f,
-                        md ? "| %s | %s | %llu | %.3f | %.3f | %.3f | %.3f | %.3f |\n"
-                           : "%4s %-14s %8llu %12.3f %10.3f %9.3f %10.3f %10.3f\n",
+                        md ? "| %s | %s | %llu | %.3f | %.3f | %.3f | %s | %s |\n"
+                           : "%4s %-14s %8llu %12.3f %10.3f %9.3f %10s %10s\n",
                         who, c->name, (unsigned long long)c->count, (double)c->bytes / 1e6, (double)c->time_ns / 1e6,
-                        c->gbps, c->copy_gbps_mean, c->copy_gbps_max);
+                        c->gbps, mean, max);
             }
         }
     }

@@ -215,9 +215,11 @@ static cJSON *json_copy_kinds(const struct memcpy_table *t)
         cJSON_AddNumberToObject(e, "time_us", (double)k->time_ns / 1e3);
         cJSON_AddNumberToObject(e, "gbps", k->gbps);
         cJSON_AddNumberToObject(e, "rated", (double)k->rated);
-        cJSON_AddNumberToObject(e, "copy_gbps_mean", k->copy_gbps_mean);
-        cJSON_AddNumberToObject(e, "copy_gbps_min", k->copy_gbps_min);
-        cJSON_AddNumberToObject(e, "copy_gbps_max", k->copy_gbps_max);
+        /* (null where no copy of the kind has a bandwidth) */
+        cJSON_AddItemToObject(e, "copy_gbps_mean",
+                              k->rated ? cJSON_CreateNumber(k->copy_gbps_mean) : cJSON_CreateNull());
+        cJSON_AddItemToObject(e, "copy_gbps_min", k->rated ? cJSON_CreateNumber(k->copy_gbps_min) : cJSON_CreateNull());
+        cJSON_AddItemToObject(e, "copy_gbps_max", k->rated ? cJSON_CreateNumber(k->copy_gbps_max) : cJSON_CreateNull());
         cJSON_AddItemToArray(a, e);
     }
     return a;

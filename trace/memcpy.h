@@ -15,9 +15,11 @@
  * Beside it HTA's figures: HTA reads each copy's bandwidth from Kineto's
  * args ("memory bandwidth (GB/s)", worked from the ns duration that the
  * JSON may round to whole us) and summarises the running sum of those of
- * a kind over time, its zero points left out; where a kind's copies do
- * not overlap (as on one stream) that is the copies of non-zero
- * bandwidth (rated), their mean, least and most, which is what is kept.
+ * a kind over time, its zero points left out; where a kind's copies
+ * neither overlap nor touch (as on one stream) that is the copies of
+ * non-zero bandwidth (rated), their mean, least and most, which is what
+ * is kept (where they touch, HTA's unstable sort and its float residue
+ * add points: tests/fixtures/hta/memcpy_bandwidth.tsv).
  */
 #ifndef DDPTOP_MEMCPY_H
 #define DDPTOP_MEMCPY_H
