@@ -106,7 +106,8 @@
 #            hand: HtoD 2 copies, 6e6 bytes, 25 us, 240 GB/s, copies' mean
 #            450; DtoD 2, 11e6, 5 us, 2200 GB/s, mean 2500, most 4000;
 #            PtoP 500 GB/s, none rated (null, n/a). Also against memcpy_count.py's
-#            count over the JSON, and its table in text and markdown.
+#            count over the JSON, its table in text and markdown, and its
+#            CSV rows (`kernels` memcpy) against the JSON.
 #   hta      HTA's test traces (DDPTOP_HTA_DIR: a checkout of
 #            HolisticTraceAnalysis; 77 without its tests/data): --window hta
 #            against HTA's temporal breakdown recorded in the .tsv, within
@@ -414,7 +415,7 @@ want = [("all", "types", t["type"], "", t["time_us"], t["share_pct"]) for t in k
 for r in k["ranks"]:
     want += [(str(r["rank"]), "types", t["type"], "", t["time_us"], t["share_pct"]) for t in r["types"]]
     want += [(str(r["rank"]), "top", t["type"], t["name"], t["sum_us"], t["share_pct"], t["others"], t["count"], t["mean_us"]) for t in r["top"]]
-got = [x for x in rows if x["kernels"]]
+got = [x for x in rows if x["kernels"] in ("types", "top")]
 bad = [] if len(got) == len(want) else ["%d kernel rows, JSON %d" % (len(got), len(want))]
 for x, w in zip(got, want):
     g = (x["rank"], x["kernels"], x["kernel_type"], x["kernel_name"], float(x["kernel_us"]), float(x["kernel_share_pct"]))
@@ -493,6 +494,27 @@ PY
         "$tmp/mc.txt"
     check "markdown report" replay "$tmp/mc.md" "$mc" --format md
     check "markdown: the memory copies" has "$tmp/mc.md" "| 0 | Memcpy PtoP | 1 | 5.000 | 0.010 | 500.000 | n/a | n/a |"
+    check "kineto_memcpy: csv" replay "$tmp/mc.csv" "$mc" --format csv
+    check "... the memory copy rows are the JSON's" "$PY" - "$tmp/mc.csv" "$tmp/mc.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+m = json.load(open(sys.argv[2]))["runs"][0]["memcpy"]
+keys = ("count", "bytes", "time_us", "gbps", "rated", "copy_gbps_mean", "copy_gbps_min", "copy_gbps_max")
+cols = ("memcpy_count", "memcpy_bytes", "memcpy_us", "memcpy_gbps", "memcpy_rated", "memcpy_copy_gbps_mean",
+        "memcpy_copy_gbps_min", "memcpy_copy_gbps_max")
+want = [("all", k) for k in m["kinds"]] + [(str(r["rank"]), k) for r in m["ranks"] for k in r["kinds"]]
+got = [x for x in rows if x["kernels"] == "memcpy"]
+bad = [] if len(got) == len(want) else ["%d memory copy rows, JSON %d" % (len(got), len(want))]
+for x, (rank, k) in zip(got, want):
+    g = [None if x[c] == "" else float(x[c]) for c in cols]
+    w = [k[key] for key in keys]
+    if x["rank"] != rank or x["memcpy_kind"] != k["kind"] or any(
+            (a is None) != (b is None) or (a is not None and abs(a - b) > 1e-3) for a, b in zip(g, w)):
+        bad.append("csv %s %s %s, json %s" % (x["rank"], x["memcpy_kind"], g, w))
+if any(x["kernels"] != "memcpy" and x["memcpy_kind"] for x in rows):
+    bad.append("a row not of memcpy with memory copy columns")
+sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
+PY
     check "a host-only trace: no memory copies" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
     check "... null" run_key "$tmp/host.json" memcpy null
 }
