@@ -330,8 +330,13 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         return;
     }
     c.kernels_valid = c.f.gpu_view;
+    if (c.f.gpu_view) {
+        memcpy_table_rank(&c.memcpy, r, f->rule, &whole);
+        memcpy_table_rank(&c.memcpy_rest, r, f->rule, &c.f_rest);
+    }
     if (nsteps == 1) { /* its one step left out: nothing is left */
         kernel_tally_free(&c.kernels_rest);
+        memset(&c.memcpy_rest, 0, sizeof(c.memcpy_rest));
         int gpu = c.f_rest.gpu_view;
         memset(&c.f_rest, 0, sizeof(c.f_rest));
         c.f_rest.gpu_view = gpu;
@@ -723,6 +728,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
          * the cycle that holds it without it */
         size_t rank_steps = nsteps, edge = f->rule->drop_last && n ? n - 1 : 0;
         struct kernel_tally kernels = {0};
+        struct memcpy_table copies = {0};
         int kernels_valid = 0, oom = 0;
         nsteps = 0;
         for (size_t k = 0; k < n; k++) {
@@ -731,6 +737,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
             if (mine[k]->kernels_valid) {
                 kernels_valid = 1;
                 oom |= kernel_tally_add(&kernels, rest ? &mine[k]->kernels_rest : &mine[k]->kernels) != 0;
+                memcpy_table_add(&copies, rest ? &mine[k]->memcpy_rest : &mine[k]->memcpy);
             }
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
@@ -750,6 +757,8 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
         if (!oom && kernels_valid && sum.gpu_view) {
             oom = kernel_table_of(&rr->kernels, &kernels) != 0;
             rr->kernels_valid = !oom;
+            rr->memcpy = copies;
+            rr->memcpy_valid = 1;
         }
         kernel_tally_free(&kernels);
         if (oom)

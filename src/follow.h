@@ -74,6 +74,8 @@ struct follow_cycle {
      * a GPU view */
     struct kernel_tally kernels, kernels_rest;
     int kernels_valid;
+    /* its memory copies (trace/memcpy.h) likewise, with kernels_valid */
+    struct memcpy_table memcpy, memcpy_rest;
     int rank_from;          /* enum trace_rank_from: where its rank came from */
     struct split_pct split; /* f_rest's or f's (breakdown_split) */
     int straggler;          /* the straggler of its cycle index, among the ranks that have it */

@@ -646,6 +646,44 @@ static void write_run_records(FILE *f, const struct run_result *r, int i, int n)
         fprintf(f, "\nrun %d: %s\n", i, r->spred_note);
 }
 
+/* Each replayed run's memory copies by kind (trace/memcpy.h): the run's
+ * and each rank's count, bytes, time and bandwidth, and HTA's mean and
+ * peak of the trace's per-copy bandwidths. */
+static void write_memcpy_table(FILE *f, const struct run_result *res, int n, int md)
+{
+    for (int i = 0; i < n; i++) {
+        const struct run_result *r = &res[i];
+        if (!r->memcpy_valid || r->memcpy.n == 0)
+            continue;
+        fprintf(f,
+                md ? "\nMemory copies of run %d (GB/s: bytes over time; copy GB/s: HTA's, the trace's per copy):\n\n"
+                     "| rank | kind | count | MB | time ms | GB/s | copy GB/s mean | copy GB/s max |\n"
+                     "|---|---|---:|---:|---:|---:|---:|---:|\n"
+                   : "\nmemory copies of run %d (GB/s: bytes over time; copy GB/s: HTA's, the trace's per copy):\n"
+                     "%4s %-14s %8s %12s %10s %9s %10s %10s\n",
+                i, "rank", "kind", "count", "MB", "time ms", "GB/s", "copy mean", "copy max");
+        for (int k = -1; k < r->nranks; k++) {
+            const struct rank_result *q = k >= 0 ? &r->ranks[k] : NULL;
+            if (q && !q->memcpy_valid)
+                continue;
+            const struct memcpy_table *t = q ? &q->memcpy : &r->memcpy;
+            char who[16];
+            snprintf(who, sizeof(who), q ? "%d" : "all", q ? q->rank : 0);
+            for (int j = 0; j < t->n; j++) {
+                const struct memcpy_kind *c = &t->kinds[j];
+                char mean[32], max[32];
+                rep_fig(mean, sizeof(mean), "%.3f", c->copy_gbps_mean, c->rated > 0);
+                rep_fig(max, sizeof(max), "%.3f", c->copy_gbps_max, c->rated > 0);
+                fprintf(f,
+                        md ? "| %s | %s | %llu | %.3f | %.3f | %.3f | %s | %s |\n"
+                           : "%4s %-14s %8llu %12.3f %10.3f %9.3f %10s %10s\n",
+                        who, c->name, (unsigned long long)c->count, (double)c->bytes / 1e6, (double)c->time_ns / 1e6,
+                        c->gbps, mean, max);
+            }
+        }
+    }
+}
+
 static void write_text(FILE *f, const struct run_result *res, int n, int md)
 {
     int replays = write_replay_sources(f, res, n, md);
@@ -654,6 +692,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
     if (replays) {
         write_trace_table(f, res, n, md);
         write_kernel_table(f, res, n, md);
+        write_memcpy_table(f, res, n, md);
     }
     write_legend(f);
     write_params(f, res, n, md);

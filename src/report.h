@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "kernels.h"
+#include "memcpy.h"
 #include "metrics.h"
 #include "pipeline.h"
 
@@ -68,6 +69,10 @@ struct rank_result {
      * it), its shares from result_kernels */
     struct kernel_table kernels;
     int kernels_valid;
+    /* ... its memory copies by kind (trace/memcpy.h), rates from
+     * result_memcpy */
+    struct memcpy_table memcpy;
+    int memcpy_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */
@@ -234,6 +239,9 @@ struct run_result {
     int64_t kernel_mix_ns[KERNEL_MIXES];
     double kernel_mix_pct[KERNEL_MIXES];
     int kernels_valid;
+    /* the ranks' memory copies by kind, summed; valid when a rank's is */
+    struct memcpy_table memcpy;
+    int memcpy_valid;
     int nranks; /* the ranks whose figures are here: a trace may hold fewer than the run's world */
     struct rank_result *ranks;
 };
@@ -264,6 +272,9 @@ void result_breakdowns(struct run_result *res);
  * their sum and each kernel row of its type's total, and the run's mixes,
  * the ranks' summed (HTA's table across ranks). */
 void result_kernels(struct run_result *res);
+/* The memory copies' rates: each rank's, and the run's from the ranks'
+ * kinds summed (its bandwidth: all their bytes over all their time). */
+void result_memcpy(struct run_result *res);
 /* Compute and collective seconds per epoch of steps_per_epoch steps, per
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);

@@ -202,6 +202,50 @@ static cJSON *json_kernels(const struct run_result *r)
     return o;
 }
 
+/* A list of memory copy kinds (trace/memcpy.h). */
+static cJSON *json_copy_kinds(const struct memcpy_table *t)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < t->n; i++) {
+        const struct memcpy_kind *k = &t->kinds[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "kind", k->name);
+        cJSON_AddNumberToObject(e, "count", (double)k->count);
+        cJSON_AddNumberToObject(e, "bytes", (double)k->bytes);
+        cJSON_AddNumberToObject(e, "time_us", (double)k->time_ns / 1e3);
+        cJSON_AddNumberToObject(e, "gbps", k->gbps);
+        cJSON_AddNumberToObject(e, "rated", (double)k->rated);
+        /* (null where no copy of the kind has a bandwidth) */
+        cJSON_AddItemToObject(e, "copy_gbps_mean",
+                              k->rated ? cJSON_CreateNumber(k->copy_gbps_mean) : cJSON_CreateNull());
+        cJSON_AddItemToObject(e, "copy_gbps_min", k->rated ? cJSON_CreateNumber(k->copy_gbps_min) : cJSON_CreateNull());
+        cJSON_AddItemToObject(e, "copy_gbps_max", k->rated ? cJSON_CreateNumber(k->copy_gbps_max) : cJSON_CreateNull());
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+/* The memory copies by kind (trace/memcpy.h): the run's and each rank's;
+ * null when no rank has device ops. */
+static cJSON *json_memcpy(const struct run_result *r)
+{
+    if (!r->memcpy_valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "kinds", json_copy_kinds(&r->memcpy));
+    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+    for (int i = 0; i < r->nranks; i++) {
+        const struct rank_result *q = &r->ranks[i];
+        if (!q->memcpy_valid)
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "rank", q->rank);
+        cJSON_AddItemToObject(e, "kinds", json_copy_kinds(&q->memcpy));
+        cJSON_AddItemToArray(ranks, e);
+    }
+    return o;
+}
+
 static cJSON *json_run(const struct run_result *res, int n, int index)
 {
     const struct run_result *r = &res[index];
@@ -301,6 +345,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_str(o, "error", r->error);
     cJSON_AddItemToObject(o, "replay", json_replay(&r->replay));
     cJSON_AddItemToObject(o, "kernels", json_kernels(r));
+    cJSON_AddItemToObject(o, "memcpy", json_memcpy(r));
     cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
     return o;
 }
@@ -362,8 +407,8 @@ static void csv_str(FILE *f, const char *s)
     fprintf(f, ",%s", s ? s : "");
 }
 
-/* The CSV's one header: the figures' columns, then the kernel rows' (the
- * last CSV_KERNEL_COLS). */
+/* The CSV's one header: the figures' columns, then the kernel rows'
+ * (CSV_KERNEL_COLS), then the memory copy rows' (the last CSV_MEMCPY_COLS). */
 static const char csv_header[] =
     "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
     "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
@@ -372,8 +417,10 @@ static const char csv_header[] =
     "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision,"
     "mem_peak_bytes,algbw_gbps,compute_ms_per_step,steps_per_epoch,compute_s_per_epoch,comm_s_per_epoch,wall_s,"
     "lr_base,lr_peak,backend,speedup_marked,ranks_read,window,rank_from,kernels,kernel_type,kernel_name,kernel_"
-    "others,kernel_count,kernel_us,kernel_mean_us,kernel_share_pct\n";
+    "others,kernel_count,kernel_us,kernel_mean_us,kernel_share_pct,memcpy_kind,memcpy_count,memcpy_bytes,memcpy_us,"
+    "memcpy_gbps,memcpy_rated,memcpy_copy_gbps_mean,memcpy_copy_gbps_min,memcpy_copy_gbps_max\n";
 #define CSV_KERNEL_COLS 8
+#define CSV_MEMCPY_COLS 9
 
 /* The columns of the figures between run and rank and the kernel columns. */
 static int csv_figure_cols(void)
@@ -381,7 +428,7 @@ static int csv_figure_cols(void)
     int commas = 0;
     for (const char *p = csv_header; *p; p++)
         commas += *p == ',';
-    return commas + 1 - 2 - CSV_KERNEL_COLS;
+    return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS;
 }
 
 /* One kernel row: run, rank ("all": the run's), the figure columns empty,
@@ -410,6 +457,8 @@ static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const 
     csv_num(f, (double)ns / 1e3, 1, "%.3f");
     csv_num(f, count ? (double)ns / 1e3 / (double)count : 0, name != NULL, "%.3f");
     csv_num(f, share_pct, 1, "%.3f");
+    for (int c = CSV_MEMCPY_COLS; c > 0; c--)
+        fputc(',', f);
     fputc('\n', f);
 }
 
@@ -434,6 +483,45 @@ static void csv_kernels(FILE *f, const struct run_result *r, int i)
                            row->sum_ns, row->share_pct);
         }
     }
+}
+
+/* One memory copy kind's row (rank -1: the run's): run, rank, the figure
+ * and kernel columns empty but `kernels`, "memcpy" (the JSON list), then
+ * the kind's figures as in JSON. */
+static void csv_memcpy_row(FILE *f, int run, int rank, const struct memcpy_kind *k)
+{
+    if (rank >= 0)
+        fprintf(f, "%d,%d", run, rank);
+    else
+        fprintf(f, "%d,all", run);
+    for (int c = csv_figure_cols(); c > 0; c--)
+        fputc(',', f);
+    csv_str(f, "memcpy");
+    for (int c = CSV_KERNEL_COLS - 1; c > 0; c--)
+        fputc(',', f);
+    csv_str(f, k->name);
+    csv_num(f, (double)k->count, 1, "%.0f");
+    csv_num(f, (double)k->bytes, 1, "%.0f");
+    csv_num(f, (double)k->time_ns / 1e3, 1, "%.3f");
+    csv_num(f, k->gbps, 1, "%.6f");
+    csv_num(f, (double)k->rated, 1, "%.0f");
+    csv_num(f, k->copy_gbps_mean, k->rated > 0, "%.6f");
+    csv_num(f, k->copy_gbps_min, k->rated > 0, "%.6f");
+    csv_num(f, k->copy_gbps_max, k->rated > 0, "%.6f");
+    fputc('\n', f);
+}
+
+/* Run i's memory copies (trace/memcpy.h), as in JSON: the run's kinds,
+ * then each rank's. */
+static void csv_memcpy(FILE *f, const struct run_result *r, int i)
+{
+    if (!r->memcpy_valid)
+        return;
+    for (int j = 0; j < r->memcpy.n; j++)
+        csv_memcpy_row(f, i, -1, &r->memcpy.kinds[j]);
+    for (int k = 0; k < r->nranks; k++)
+        for (int j = 0; r->ranks[k].memcpy_valid && j < r->ranks[k].memcpy.n; j++)
+            csv_memcpy_row(f, i, r->ranks[k].rank, &r->ranks[k].memcpy.kinds[j]);
 }
 
 void report_write_csv(FILE *f, const struct run_result *res, int n)
@@ -509,10 +597,13 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, r->nranks, !q, "%.0f");
             csv_str(f, rep_window_label(q ? q->window : r->window, q && q->window_whole));
             csv_str(f, q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
-            fputs(",,,,,,,,", f); /* (the kernel rows' columns) */
+            for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS; c > 0; c--)
+                fputc(',', f); /* (the kernel and memory copy rows' columns) */
             fputc('\n', f);
         }
     }
     for (int i = 0; i < n; i++)
         csv_kernels(f, &res[i], i);
+    for (int i = 0; i < n; i++)
+        csv_memcpy(f, &res[i], i);
 }

@@ -459,6 +459,20 @@ void result_kernels(struct run_result *res)
     mix_pcts(res->kernel_mix_ns, res->kernel_mix_pct);
 }
 
+void result_memcpy(struct run_result *res)
+{
+    memset(&res->memcpy, 0, sizeof(res->memcpy));
+    res->memcpy_valid = 0;
+    for (int i = 0; i < res->nranks; i++) {
+        if (!res->ranks[i].memcpy_valid)
+            continue;
+        res->memcpy_valid = 1;
+        memcpy_table_rates(&res->ranks[i].memcpy);
+        memcpy_table_add(&res->memcpy, &res->ranks[i].memcpy);
+    }
+    memcpy_table_rates(&res->memcpy);
+}
+
 void result_per_epoch(struct run_result *res, long steps_per_epoch)
 {
     res->steps_per_epoch = steps_per_epoch;

@@ -671,6 +671,7 @@ void replay_foreign_run(struct run_result *res)
     res->ms_valid = res->steps > 0;
     result_breakdowns(res);
     result_kernels(res);
+    result_memcpy(res);
 }
 
 /* PyTorch profiler traces: HTA's definitions (trace_analyze), over the
@@ -719,6 +720,8 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
                 return -1;
             }
             res->ranks[i].kernels_valid = 1;
+            memcpy_table_rank(&res->ranks[i].memcpy, tr, rule, &f);
+            res->ranks[i].memcpy_valid = 1;
         }
         /* where its rank came from: its first file's (in reading order) */
         int first = INT_MAX;

@@ -3,7 +3,8 @@
 line per rank, as tests/fixtures/hta/temporal_breakdown.tsv records it;
 with --overlap, HTA's overlap of computation and communication instead
 (comm_comp_overlap.tsv); with --kernels, HTA's kernel breakdown
-(kernel_breakdown.tsv).
+(kernel_breakdown.tsv); with --memcpy, HTA's memory bandwidth summary
+(memcpy_bandwidth.tsv).
 
 Runs HolisticTraceAnalysis itself (Meta's trace analysis library, not
 ddptop's code): TraceAnalysis(trace_dir=DIR).get_temporal_breakdown(),
@@ -12,7 +13,7 @@ PYTHONPATH, with Debian's python3-pandas, python3-plotly, python3-networkx
 and python3-ijson. test_pytorch_traces.sh (hta_live) runs it to check
 that the recorded values are still HTA's.
 
-Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap] DIR [NAME]
+Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap|--kernels|--memcpy] DIR [NAME]
 Prints: NAME RANK IDLE_PCT COMPUTE_PCT NON_COMPUTE_PCT (NAME: DIR unless
 given); with --overlap, NAME RANK OVERLAP_PCT (get_comm_comp_overlap);
 with --kernels, get_gpu_kernel_breakdown(visualize=False) with its
@@ -24,6 +25,9 @@ run on each rank alone (RANK) and on all (RANK "all", types only):
       kernels and "others"; COUNT and MEAN_US counted here over the device
       records HTA read (stream not -1, HTA's type), for HTA's own mean is
       the sum once it folds kernels into others; "-" for others' mean)
+With --memcpy, TraceCounters.get_memory_bw_summary(t, ranks=every rank):
+  NAME RANK KIND COUNT MEAN MIN MAX   (the summary of the running sum of
+      the copies' bandwidths of a kind, in GB/s, its zero points left out)
 Exit status 77 when HTA or its packages cannot be imported.
 """
 import logging
@@ -62,6 +66,16 @@ def print_kernels(ta, name):
     types("all")
 
 
+def print_memcpy(ta, name):
+    from hta.analyzers.trace_counters import TraceCounters
+    df = TraceCounters.get_memory_bw_summary(ta.t, ranks=sorted(ta.t.traces))
+    if df is None:
+        return
+    for (rank, kind), row in df["memory_bw_gbps"].iterrows():
+        print("%s\t%d\t%s\t%d\t%.6f\t%.6f\t%.6f" % (name, rank, kind, row["count"], row["mean"], row["min"],
+                                                 row["max"]))
+
+
 def main():
     try:
         from hta.trace_analysis import TraceAnalysis
@@ -73,7 +87,8 @@ def main():
     args = sys.argv[1:]
     overlap = args[:1] == ["--overlap"]
     kernels = args[:1] == ["--kernels"]
-    args = args[1:] if overlap or kernels else args
+    memcpy = args[:1] == ["--memcpy"]
+    args = args[1:] if overlap or kernels or memcpy else args
     folder = args[0]
     name = args[1] if len(args) > 1 else folder
     ta = TraceAnalysis(trace_dir=folder)
@@ -83,6 +98,9 @@ def main():
         return
     if kernels:
         print_kernels(ta, name)
+        return
+    if memcpy:
+        print_memcpy(ta, name)
         return
     df = ta.get_temporal_breakdown(visualize=False)
     for _, row in df.iterrows():

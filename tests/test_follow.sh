@@ -45,7 +45,9 @@
 #              written one at a time into the followed folder: the
 #              report's JSON `kernels` equals --replay's of the folder,
 #              and kernel_count.py's count over the files' JSON (names,
-#              counts, sums of dur by HTA's type rule and cut).
+#              counts, sums of dur by HTA's type rule and cut); with a
+#              DtoD copy in each cycle's first step and an HtoD in step 2,
+#              its `memcpy` too (and memcpy_count.py's count).
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
@@ -400,6 +402,11 @@ for rank in (0, 1):
         d["distributedInfo"].update(rank=rank, world_size=2)
         ev = d["traceEvents"]
         ev.append({"ph": "X", "cat": "kernel", "name": "k00_warm", "pid": 0, "tid": 7, "ts": 100, "dur": 100 + rank})
+        ev.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "pid": 0, "tid": 7,
+                   "ts": 300, "dur": 5, "args": {"stream": 7, "bytes": 5000000, "memory bandwidth (GB/s)": 1000}})
+        ev.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7,
+                   "ts": 1950, "dur": 10 * cycle, "args": {"stream": 7, "bytes": 1000000 * (rank + 1),
+                                                           "memory bandwidth (GB/s)": 100.0 * (rank + 1) / cycle}})
         if cycle == 2:
             ev.append({"ph": "X", "cat": "kernel", "name": "k13_big", "pid": 0, "tid": 7, "ts": 1900, "dur": 400})
         for e in ev:
@@ -439,6 +446,20 @@ PY
         pass "kernels: the followed job's kernels equal --replay's of the folder"
     else
         fail "kernels: --follow's kernels are not --replay's"
+    fi
+    if python3 - "$T/kern.json" "$T/kern.replay.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f))["runs"][0]["memcpy"] for f in sys.argv[1:3])
+sys.exit(0 if a is not None and a == b else "    follow %s\n    replay %s" % (json.dumps(a)[:600], json.dumps(b)[:600]))
+PY
+        pass "kernels: the followed job's memory copies equal --replay's of the folder"
+    else
+        fail "kernels: --follow's memory copies are not --replay's"
+    fi
+    if python3 "$HERE/memcpy_count.py" "$T/kern.json" "$src"/*.json; then
+        pass "kernels: memory copies as counted over the traces' JSON"
+    else
+        fail "kernels: memory copies not as counted over the traces' JSON"
     fi
     if python3 "$HERE/kernel_count.py" "$T/kern.json" "$src"/*.json; then
         pass "kernels: as counted over the traces' JSON"

@@ -90,6 +90,24 @@
 #              in the first 10; others: 3 kernels, 20 us. Types: computation
 #              832 - 300 = 532 us, overlapping communication 300, memory 50,
 #              of 882. Also against kernel_count.py's count over the JSON.
+#   memcpy   memory copies by kind: HTA's memory bandwidth summary
+#            (tests/fixtures/hta/memcpy_bandwidth.tsv, recorded from HTA's
+#            get_memory_bw_summary by hta_breakdown.py --memcpy): ddptop's
+#            JSON `memcpy` under --window hta holds, per rank, HTA's kinds,
+#            and of each its count (rated), mean, least and most of the
+#            copies' bandwidths within 1e-5 GB/s. Always on the hand-made
+#            kineto_gpu; on HTA's own traces as well when DDPTOP_HTA_DIR
+#            names its checkout. kineto_memcpy.json: one rank, steps
+#            [0,1000) [1000,2000) [2000,3000); a gemm in step 2; copies
+#            (bytes, us, GB/s): step 1 HtoD 1e6/10 (left out with the
+#            first step); HtoD Pageable 2e6/20 (100), HtoD Pinned 4e6/5
+#            (800), DtoH 1e6/40 (25), DtoD 8e6/2 (4000) and 3e6/3 (1000),
+#            Memset 512/1 (0.512), PtoP 5e6/10 without a bandwidth. By
+#            hand: HtoD 2 copies, 6e6 bytes, 25 us, 240 GB/s, copies' mean
+#            450; DtoD 2, 11e6, 5 us, 2200 GB/s, mean 2500, most 4000;
+#            PtoP 500 GB/s, none rated (null, n/a). Also against memcpy_count.py's
+#            count over the JSON, its table in text and markdown, and its
+#            CSV rows (`kernels` memcpy) against the JSON.
 #   hta      HTA's test traces (DDPTOP_HTA_DIR: a checkout of
 #            HolisticTraceAnalysis; 77 without its tests/data): --window hta
 #            against HTA's temporal breakdown recorded in the .tsv, within
@@ -114,6 +132,7 @@ FIX=$HERE/fixtures/trace
 TSV=$HERE/fixtures/hta/temporal_breakdown.tsv
 OVL=$HERE/fixtures/hta/comm_comp_overlap.tsv
 KTSV=$HERE/fixtures/hta/kernel_breakdown.tsv
+MTSV=$HERE/fixtures/hta/memcpy_bandwidth.tsv
 PY=/usr/bin/python3
 . "$HERE/checks.sh"
 
@@ -396,7 +415,7 @@ want = [("all", "types", t["type"], "", t["time_us"], t["share_pct"]) for t in k
 for r in k["ranks"]:
     want += [(str(r["rank"]), "types", t["type"], "", t["time_us"], t["share_pct"]) for t in r["types"]]
     want += [(str(r["rank"]), "top", t["type"], t["name"], t["sum_us"], t["share_pct"], t["others"], t["count"], t["mean_us"]) for t in r["top"]]
-got = [x for x in rows if x["kernels"]]
+got = [x for x in rows if x["kernels"] in ("types", "top")]
 bad = [] if len(got) == len(want) else ["%d kernel rows, JSON %d" % (len(got), len(want))]
 for x, w in zip(got, want):
     g = (x["rank"], x["kernels"], x["kernel_type"], x["kernel_name"], float(x["kernel_us"]), float(x["kernel_share_pct"]))
@@ -410,6 +429,94 @@ sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
 PY
     check "a host-only trace: no kernels" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
     check "... null" run_key "$tmp/host.json" kernels null
+}
+
+# memcpy_match JSON TSV NAME: ddptop's memory copies in JSON are HTA's summary for NAME in TSV
+memcpy_match() {
+    "$PY" - "$@" <<'PY'
+import json, sys
+f, tsv, name = sys.argv[1:4]
+m = json.load(open(f))["runs"][0]["memcpy"]
+if m is None:
+    sys.exit("    no memcpy in %s" % f)
+got = {}
+for r in m["ranks"]:
+    for k in r["kinds"]:
+        if k["rated"]:
+            got[(r["rank"], k["kind"])] = (k["rated"], k["copy_gbps_mean"], k["copy_gbps_min"], k["copy_gbps_max"])
+want = {}
+for line in open(tsv):
+    c = line.rstrip("\n").split("\t")
+    if not line.startswith("#") and c[0] == name:
+        want[(int(c[1]), c[2])] = (int(c[3]), float(c[4]), float(c[5]), float(c[6]))
+bad = [] if want else ["%s: not in %s" % (name, tsv)]
+if set(got) != set(want):
+    bad.append("kinds %s, HTA %s" % (sorted(got), sorted(want)))
+for key in set(got) & set(want):
+    g, w = got[key], want[key]
+    if g[0] != w[0] or any(abs(a - b) > 1e-5 + 1e-6 * abs(b) for a, b in zip(g[1:], w[1:])):
+        bad.append("rank %d %s: rated, mean, min, max %s, HTA %s" % (key + (g, w)))
+sys.exit("    " + "\n    ".join(bad[:8]) if bad else 0)
+PY
+}
+
+case_memcpy() {
+    local name dir out n=0
+    for name in $(grep -v '^#' "$MTSV" | cut -f1 | awk '!seen[$0]++'); do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        out=$tmp/m.$(echo "$name" | tr / _).json
+        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
+        check "$name: HTA's memory bandwidth summary" memcpy_match "$out" "$MTSV" "$name"
+        n=$((n + 1))
+    done
+    check "the hand-made traces are in the .tsv" test "$n" -gt 0
+    local mc=$FIX/kineto_memcpy.json
+    check "kineto_memcpy: replay" replay "$tmp/mc.json" "$mc" --format json
+    check "... against a count over the trace" "$PY" "$HERE/memcpy_count.py" "$tmp/mc.json" "$mc"
+    check "... worked by hand" "$PY" - "$tmp/mc.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["runs"][0]["memcpy"]
+r6 = lambda v: None if v is None else round(v, 6)
+got = [(k["kind"], k["count"], k["bytes"], round(k["time_us"], 3), round(k["gbps"], 6), k["rated"],
+        r6(k["copy_gbps_mean"]), r6(k["copy_gbps_max"])) for k in m["ranks"][0]["kinds"]]
+want = [("Memcpy HtoD", 2, 6e6, 25, 240, 2, 450, 800), ("Memcpy DtoH", 1, 1e6, 40, 25, 1, 25, 25),
+        ("Memcpy DtoD", 2, 11e6, 5, 2200, 2, 2500, 4000), ("Memset", 1, 512, 1, 0.512, 1, 0.512, 0.512),
+        ("Memcpy PtoP", 1, 5e6, 10, 500, 0, None, None)]
+if got != want or m["kinds"] != m["ranks"][0]["kinds"]:
+    sys.exit("    %s" % got)
+PY
+    check "text report" replay "$tmp/mc.txt" "$mc"
+    check "text: the memory copies" grep -Eq '^ +0 Memcpy DtoD +2 +11\.000 +0\.005 +2200\.000 +2500\.000 +4000\.000' \
+        "$tmp/mc.txt"
+    check "markdown report" replay "$tmp/mc.md" "$mc" --format md
+    check "markdown: the memory copies" has "$tmp/mc.md" "| 0 | Memcpy PtoP | 1 | 5.000 | 0.010 | 500.000 | n/a | n/a |"
+    check "kineto_memcpy: csv" replay "$tmp/mc.csv" "$mc" --format csv
+    check "... the memory copy rows are the JSON's" "$PY" - "$tmp/mc.csv" "$tmp/mc.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+m = json.load(open(sys.argv[2]))["runs"][0]["memcpy"]
+keys = ("count", "bytes", "time_us", "gbps", "rated", "copy_gbps_mean", "copy_gbps_min", "copy_gbps_max")
+cols = ("memcpy_count", "memcpy_bytes", "memcpy_us", "memcpy_gbps", "memcpy_rated", "memcpy_copy_gbps_mean",
+        "memcpy_copy_gbps_min", "memcpy_copy_gbps_max")
+want = [("all", k) for k in m["kinds"]] + [(str(r["rank"]), k) for r in m["ranks"] for k in r["kinds"]]
+got = [x for x in rows if x["kernels"] == "memcpy"]
+bad = [] if len(got) == len(want) else ["%d memory copy rows, JSON %d" % (len(got), len(want))]
+for x, (rank, k) in zip(got, want):
+    g = [None if x[c] == "" else float(x[c]) for c in cols]
+    w = [k[key] for key in keys]
+    if x["rank"] != rank or x["memcpy_kind"] != k["kind"] or any(
+            (a is None) != (b is None) or (a is not None and abs(a - b) > 1e-3) for a, b in zip(g, w)):
+        bad.append("csv %s %s %s, json %s" % (x["rank"], x["memcpy_kind"], g, w))
+if any(x["kernels"] != "memcpy" and x["memcpy_kind"] for x in rows):
+    bad.append("a row not of memcpy with memory copy columns")
+sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
+PY
+    check "a host-only trace: no memory copies" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
+    check "... null" run_key "$tmp/host.json" memcpy null
 }
 
 # hta_data: the folder of HTA's test traces, or exit 77
@@ -581,9 +688,9 @@ PY
 }
 
 case $CASE in
-window | folder | devices | ranks | kernels | hta | hta_live) "case_$CASE" ;;
+window | folder | devices | ranks | kernels | memcpy | hta | hta_live) "case_$CASE" ;;
 *)
-    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|hta|hta_live" >&2
+    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|hta|hta_live" >&2
     exit 2
     ;;
 esac

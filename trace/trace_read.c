@@ -597,14 +597,14 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
         }
         return;
     }
-    int gpu = 0, sync = 0, c;
+    int gpu = 0, sync = 0, copy = 0, c;
     const char *kind = "cuda"; /* the device's name in the rank's label */
     if (cat && (!strcmp(cat, "kernel") || !strcmp(cat, "Kernel") || !strcmp(cat, "cuda_profiler_range"))) {
         gpu = 1; /* (the range profiler's kernels: no stream, no launch) */
         c = device_cat(name);
     } else if (cat && (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset") || !strcmp(cat, "Memcpy") ||
                        !strcmp(cat, "Memset"))) {
-        gpu = 1;
+        gpu = copy = 1;
         c = CAT_DATA;
     } else if (cat && !strcmp(cat, "mtia_ccp_events")) {
         if (stream_num(stream) == -1) {
@@ -681,6 +681,8 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     op->sync = (uint8_t)sync;
     op->hta_cat = (uint8_t)(gpu ? hta_device_cat(name) : c);
     op->name = gpu ? name_of(fc, r, name) : TRACE_NO_NAME;
+    op->bytes = copy ? (uint64_t)jint(args, "bytes", 0, 0, INT64_MAX) : 0;
+    op->copy_gbps = copy ? jnum(args, "memory bandwidth (GB/s)", 0) : 0;
     /* HTA's end, to whole microseconds: the floor of ts + dur in double
      * arithmetic, which may round the sum up past a whole microsecond */
     double end_us = floor(ts + jnum(ev, "dur", 0));

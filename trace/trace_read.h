@@ -75,6 +75,8 @@ struct trace_op {
     uint8_t hta_cat;   /* device ops: the category HTA's breakdown gives its name (compute, comm, data) */
     int8_t end_adj_us; /* HTA's end in whole us (ts + dur in double, floored) less t1's floor: -1, 0, 1 */
     uint32_t name;     /* device ops: its name, an index in the rank's names; TRACE_NO_NAME: none kept */
+    uint64_t bytes;    /* memory copies and sets: args.bytes (0: none) */
+    double copy_gbps;  /* ... Kineto's args."memory bandwidth (GB/s)", from its ns duration (0: none) */
 };
 #define TRACE_NO_NAME UINT32_MAX
 
