@@ -122,9 +122,8 @@ static void write_kernel_table(FILE *f, const struct run_result *res, int n, int
                 fprintf(f,
                         md ? "| %d | %s | `%s` | %llu | %.1f | %.3f | %.1f |\n"
                            : "%4d %-13s %-67s %7llu %10.1f %10.3f %7.1f\n",
-                        q->rank, kernel_type_name(row->type), name, (unsigned long long)row->count,
-                        row->count ? (double)row->sum_ns / 1e3 / (double)row->count : 0, (double)row->sum_ns / 1e6,
-                        row->share_pct);
+                        q->rank, kernel_type_name(row->type), name, (unsigned long long)row->count, row->mean_us,
+                        (double)row->sum_ns / 1e6, row->share_pct);
             }
         }
     }

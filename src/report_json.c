@@ -193,7 +193,7 @@ static cJSON *json_kernels(const struct run_result *r)
             cJSON_AddNumberToObject(t, "others", row->others);
             cJSON_AddNumberToObject(t, "count", (double)row->count);
             cJSON_AddNumberToObject(t, "sum_us", (double)row->sum_ns / 1e3);
-            cJSON_AddNumberToObject(t, "mean_us", row->count ? (double)row->sum_ns / 1e3 / (double)row->count : 0);
+            cJSON_AddNumberToObject(t, "mean_us", row->mean_us);
             cJSON_AddNumberToObject(t, "share_pct", row->share_pct);
             cJSON_AddItemToArray(top, t);
         }

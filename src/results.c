@@ -454,6 +454,7 @@ void result_kernels(struct run_result *res)
             struct kernel_row *row = &k->rows[j];
             int64_t all = k->type_ns[row->type];
             row->share_pct = all > 0 ? 100.0 * (double)row->sum_ns / (double)all : 0;
+            row->mean_us = row->count ? (double)row->sum_ns / 1e3 / (double)row->count : 0;
         }
     }
     mix_pcts(res->kernel_mix_ns, res->kernel_mix_pct);

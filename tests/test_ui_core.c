@@ -402,16 +402,16 @@ static void test_fmt_kernel_row(void **state)
     (void)state;
     char b[256];
     /* 80 columns: 13 type + 1, 27 name, then " %8s %10s %10s %7s" */
-    fmt_kernel_row(b, sizeof(b), 80, "computation", "k01_gemm", 2, 300000, 36.125);
+    fmt_kernel_row(b, sizeof(b), 80, "computation", "k01_gemm", 2, 150.0, 300000, 36.125);
     assert_string_equal(b, "computation   k01_gemm                           2      150.0      0.300    36.1");
     assert_int_equal(strlen(b), 80);
     fmt_kernel_head(b, sizeof(b), 80);
     assert_string_equal(b, "type          kernel                         count    mean us   total ms  share%");
     /* 65 columns leave the name its least, 12: nine characters and "..." */
-    fmt_kernel_row(b, sizeof(b), 65, "communication", "ncclDevKernel_AllReduce_Sum_f32", 1, 300000, 100);
+    fmt_kernel_row(b, sizeof(b), 65, "communication", "ncclDevKernel_AllReduce_Sum_f32", 1, 300.0, 300000, 100);
     assert_string_equal(b, "communication ncclDevKe...        1      300.0      0.300   100.0");
     /* narrower still: the name keeps its least, the line runs over */
-    fmt_kernel_row(b, sizeof(b), 40, "memory", "Memcpy DtoH (Device -> Pinned)", 0, 0, 0);
+    fmt_kernel_row(b, sizeof(b), 40, "memory", "Memcpy DtoH (Device -> Pinned)", 0, 0.0, 0, 0);
     assert_string_equal(b, "memory        Memcpy Dt...        0        0.0      0.000     0.0");
 }
 

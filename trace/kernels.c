@@ -144,7 +144,7 @@ static int add_row(struct kernel_table *out, const char *name, int type, int oth
     char *copy = strdup(name);
     if (!copy)
         return -1;
-    out->rows[out->nrows++] = (struct kernel_row){copy, type, others, count, sum_ns, 0};
+    out->rows[out->nrows++] = (struct kernel_row){copy, type, others, count, sum_ns, 0, 0};
     return 0;
 }
 

@@ -56,6 +56,7 @@ struct kernel_row {
     uint64_t count;
     int64_t sum_ns;
     double share_pct; /* of its type's total (the results': result_kernels) */
+    double mean_us;   /* sum_ns over count, in us (result_kernels; 0 without a kernel) */
 };
 
 /* A rank's breakdown. */

@@ -39,8 +39,8 @@ void fmt_kernel_head(char *buf, size_t n, int width)
              "mean us", "total ms", "share%");
 }
 
-void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, int64_t sum_ns,
-                    double share_pct)
+void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, double mean_us,
+                    int64_t sum_ns, double share_pct)
 {
     int nw = kernel_name_w(width);
     char cut[244];
@@ -50,5 +50,5 @@ void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char
     else
         snprintf(cut, sizeof(cut), "%s", name);
     snprintf(buf, n, "%-*s %-*s %8llu %10.1f %10.3f %7.1f", KERNEL_TYPE_W, type, nw, cut, (unsigned long long)count,
-             count ? (double)sum_ns / 1e3 / (double)count : 0, (double)sum_ns / 1e6, share_pct);
+             mean_us, (double)sum_ns / 1e6, share_pct);
 }

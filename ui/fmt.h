@@ -22,7 +22,7 @@ void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int
  * as the report prints them. fmt_kernel_head: the columns' titles. */
 #define FMT_KERNEL_NAME_MIN 12
 void fmt_kernel_head(char *buf, size_t n, int width);
-void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, int64_t sum_ns,
-                    double share_pct);
+void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, double mean_us,
+                    int64_t sum_ns, double share_pct);
 
 #endif

@@ -83,7 +83,7 @@ static int line_at(char *buf, size_t n, int i, int width, const struct run_resul
     if (row->others)
         snprintf(others, sizeof(others), "others (%d kernels)", row->others);
     fmt_kernel_row(buf, n, width, kernel_type_name(row->type), row->others ? others : row->name, row->count,
-                   row->sum_ns, row->share_pct);
+                   row->mean_us, row->sum_ns, row->share_pct);
     return row->others ? TH_DIM : TH_VALUE;
 }
 
