@@ -434,7 +434,7 @@ static int csv_figure_cols(void)
 /* One kernel row: run, rank ("all": the run's), the figure columns empty,
  * then the kernel columns. */
 static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const char *type, const char *name,
-                           int others, uint64_t count, int64_t ns, double share_pct)
+                           int others, uint64_t count, double mean_us, int64_t ns, double share_pct)
 {
     if (rank >= 0)
         fprintf(f, "%d,%d", run, rank);
@@ -455,7 +455,7 @@ static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const 
     csv_num(f, others, name != NULL, "%.0f");
     csv_num(f, (double)count, name != NULL, "%.0f");
     csv_num(f, (double)ns / 1e3, 1, "%.3f");
-    csv_num(f, count ? (double)ns / 1e3 / (double)count : 0, name != NULL, "%.3f");
+    csv_num(f, mean_us, name != NULL, "%.3f");
     csv_num(f, share_pct, 1, "%.3f");
     for (int c = CSV_MEMCPY_COLS; c > 0; c--)
         fputc(',', f);
@@ -469,18 +469,18 @@ static void csv_kernels(FILE *f, const struct run_result *r, int i)
     if (!r->kernels_valid)
         return;
     for (int m = 1; m < KERNEL_MIXES; m++)
-        csv_kernel_row(f, i, -1, "types", kernel_mix_name(m), NULL, 0, 0, r->kernel_mix_ns[m], r->kernel_mix_pct[m]);
+        csv_kernel_row(f, i, -1, "types", kernel_mix_name(m), NULL, 0, 0, 0, r->kernel_mix_ns[m], r->kernel_mix_pct[m]);
     for (int k = 0; k < r->nranks; k++) {
         const struct rank_result *q = &r->ranks[k];
         if (!q->kernels_valid)
             continue;
         for (int m = 1; m < KERNEL_MIXES; m++)
-            csv_kernel_row(f, i, q->rank, "types", kernel_mix_name(m), NULL, 0, 0, q->kernels.mix_ns[m],
+            csv_kernel_row(f, i, q->rank, "types", kernel_mix_name(m), NULL, 0, 0, 0, q->kernels.mix_ns[m],
                            q->kernels.mix_pct[m]);
         for (int j = 0; j < q->kernels.nrows; j++) {
             const struct kernel_row *row = &q->kernels.rows[j];
             csv_kernel_row(f, i, q->rank, "top", kernel_type_name(row->type), row->name, row->others, row->count,
-                           row->sum_ns, row->share_pct);
+                           row->mean_us, row->sum_ns, row->share_pct);
         }
     }
 }
