@@ -349,9 +349,12 @@ int hvd_finish(struct hvd_engine *e, struct spsc_ring *main_ring)
             return -1; /* backward skipped a parameter */
     int64_t t0 = probe_now_ns();
     pthread_mutex_lock(&e->mu);
-    while (atomic_load(&e->finished) != gen && atomic_load(&e->rc) == 0 &&
-           !(e->comm->abort && atomic_load(e->comm->abort))) {
-        /* wake now and then to notice an abort, which never signals us */
+    /* The thread's own verdict, not the run's abort: a peer that fails
+     * right after this step's last collective must not cost the step its
+     * unpacking. An abort ends the thread's collectives (every backend
+     * checks it), so the wait is bounded. */
+    while (atomic_load(&e->finished) != gen && atomic_load(&e->rc) == 0) {
+        /* wake now and then: a failure sets rc without a signal */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 10 * 1000 * 1000;
