@@ -17,6 +17,25 @@
 #include "probe.h"
 
 /* What a rank reports at the end of every step. */
+/* What a rank moved, or a run's ranks on average: the results own it
+ * (results.c), and the UI's snapshot of a finished rank takes the record
+ * whole rather than copying its figures one by one. */
+struct traffic {
+    uint64_t tx, rx; /* bytes sent and received */
+    int bytes_valid;
+    double busbw_gbps;
+    double algbw_gbps; /* the collectives' data (each call's S) over their transfer time: busbw / factor */
+    int busbw_valid;   /* busbw and algbw */
+};
+
+/* Device memory a rank held now (a live rank) or at the end, and at its
+ * most, in bytes; valid 0: not known (another process's rank while it
+ * runs, a replay). */
+struct mem_use {
+    int64_t now, peak;
+    int valid;
+};
+
 struct step_rec {
     uint32_t step; /* global step index, from 0 */
     uint32_t epoch;

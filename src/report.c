@@ -274,10 +274,10 @@ static void write_run_row(FILE *f, const struct run_result *res, int i, int md, 
         snprintf(vs, sizeof(vs), "r%d base", i);
     else
         rep_vs_label(vs, sizeof(vs), r);
-    rep_fig(bw, sizeof(bw), "%.2f", r->busbw_gbps, r->busbw_valid);
-    rep_fig(ab, sizeof(ab), "%.2f", r->algbw_gbps, r->busbw_valid);
-    if (r->bytes_valid)
-        fmt_bytes(bytes, sizeof(bytes), (double)r->bytes_sent);
+    rep_fig(bw, sizeof(bw), "%.2f", r->traffic.busbw_gbps, r->traffic.busbw_valid);
+    rep_fig(ab, sizeof(ab), "%.2f", r->traffic.algbw_gbps, r->traffic.busbw_valid);
+    if (r->traffic.bytes_valid)
+        fmt_bytes(bytes, sizeof(bytes), (double)r->traffic.tx);
     else
         snprintf(bytes, sizeof(bytes), "n/a");
     rep_fig(xf, sizeof(xf), "%.3f", r->xfer_step_ms, r->coll_valid);
@@ -400,15 +400,15 @@ static void write_rank_table(FILE *f, const struct run_result *res, int n, int m
             const struct rank_result *q = &res[i].ranks[k];
             char tx[24], rx[24], bw[16], ab[16], ms[3][24], sps[24], xf[24], sy[24], ds[16], mp[24], ce[24], me[24];
             rep_fig(ds, sizeof(ds), "%.1f", q->desched_pct, q->desched_valid);
-            if (q->bytes_valid) {
-                fmt_bytes(tx, sizeof(tx), (double)q->bytes_tx);
-                fmt_bytes(rx, sizeof(rx), (double)q->bytes_rx);
+            if (q->traffic.bytes_valid) {
+                fmt_bytes(tx, sizeof(tx), (double)q->traffic.tx);
+                fmt_bytes(rx, sizeof(rx), (double)q->traffic.rx);
             } else {
                 snprintf(tx, sizeof(tx), "n/a");
                 snprintf(rx, sizeof(rx), "n/a");
             }
-            rep_fig(bw, sizeof(bw), "%.2f", q->busbw_gbps, q->busbw_valid);
-            rep_fig(ab, sizeof(ab), "%.2f", q->algbw_gbps, q->busbw_valid);
+            rep_fig(bw, sizeof(bw), "%.2f", q->traffic.busbw_gbps, q->traffic.busbw_valid);
+            rep_fig(ab, sizeof(ab), "%.2f", q->traffic.algbw_gbps, q->traffic.busbw_valid);
             rep_fig(ce, sizeof(ce), "%.3f", q->compute_s_epoch, res[i].epoch_valid);
             rep_fig(me, sizeof(me), "%.3f", q->comm_s_epoch, res[i].epoch_valid && q->coll_valid);
             rep_fig(ms[0], sizeof(ms[0]), "%.3f", q->ms_mean, q->ms_valid);
@@ -417,8 +417,8 @@ static void write_rank_table(FILE *f, const struct run_result *res, int n, int m
             rep_fig3(sps, sizeof(sps), q->samples_per_s, q->samples_valid);
             rep_fig(xf, sizeof(xf), "%.3f", q->xfer_step_ms, q->coll_valid);
             rep_fig(sy, sizeof(sy), "%.3f", q->sync_step_ms, q->coll_valid);
-            if (q->mem_valid)
-                fmt_bytes(mp, sizeof(mp), (double)q->mem_peak);
+            if (q->mem.valid)
+                fmt_bytes(mp, sizeof(mp), (double)q->mem.peak);
             else
                 snprintf(mp, sizeof(mp), "n/a");
             fprintf(f,

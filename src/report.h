@@ -38,12 +38,8 @@ struct rank_result {
     int gpu_view;           /* broken down over device records (README: what the numbers mean) */
     int idle_split_valid;   /* HTA's split of idle: replayed PyTorch traces with GPU ops */
     int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
-    uint64_t bytes_tx, bytes_rx;
-    int bytes_valid;
-    double busbw_gbps;
-    double algbw_gbps; /* the collectives' data (each call's S) over their transfer time: busbw / factor */
-    int busbw_valid;   /* busbw and algbw */
-    double compute_ms; /* compute per step, over the steps ms/step covers */
+    struct traffic traffic;
+    double compute_ms;                    /* compute per step, over the steps ms/step covers */
     double compute_s_epoch, comm_s_epoch; /* compute_ms and coll_ms x steps per epoch, in s (run's epoch_valid) */
     double xfer_ms, sync_ms;              /* per-collective transfer and sync, summed over the run */
     double xfer_step_ms, sync_step_ms;    /* per step, over the steps ms/step covers (the first left out) */
@@ -55,8 +51,7 @@ struct rank_result {
     int desched_valid;
     uint64_t dropped;
     int dropped_valid;
-    int64_t mem_now, mem_peak; /* device memory it held at the end, and at its most (bytes) */
-    int mem_valid;
+    struct mem_use mem; /* device memory it held at the end, and at its most */
     /* a PyTorch trace's rank: the steps its figures cover (--window's rule;
      * NULL for other runs), and whether they held no device work, so that
      * the figures cover its whole trace; where its rank number came from
@@ -139,11 +134,9 @@ struct run_result {
     int gpu_view;                          /* some rank is broken down over device records */
     int idle_split_valid;
     int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
-    uint64_t bytes_sent; /* per rank, mean over ranks */
-    int bytes_valid;
-    double busbw_gbps;
-    double algbw_gbps; /* the collectives' data over their transfer time, all ranks together */
-    int busbw_valid;   /* busbw and algbw */
+    /* bytes: per rank, the mean over ranks; busbw and algbw: all ranks'
+     * collectives' data over their transfer time */
+    struct traffic traffic;
     /* the studies' units: compute and time in collectives (coll, waits
      * included) per step, and per epoch of steps_per_epoch steps, in s;
      * per rank, and the run's the mean over its ranks */

@@ -72,8 +72,8 @@ static void json_breakdown(cJSON *o, const struct breakdown *b, double compute, 
     } while (0)
 #define JSON_COLL_KEYS(o, x)                                                                                           \
     do {                                                                                                               \
-        add_num(o, "busbw_gbps", (x)->busbw_gbps, (x)->busbw_valid);                                                   \
-        add_num(o, "algbw_gbps", (x)->algbw_gbps, (x)->busbw_valid);                                                   \
+        add_num(o, "busbw_gbps", (x)->traffic.busbw_gbps, (x)->traffic.busbw_valid);                                   \
+        add_num(o, "algbw_gbps", (x)->traffic.algbw_gbps, (x)->traffic.busbw_valid);                                   \
         add_num(o, "transfer_ms_per_step", (x)->xfer_step_ms, (x)->coll_valid);                                        \
         add_num(o, "sync_ms_per_step", (x)->sync_step_ms, (x)->coll_valid);                                            \
         add_num(o, "transfer_ms_total", (x)->xfer_ms, (x)->coll_valid);                                                \
@@ -282,7 +282,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_num(o, "repeat_samples_per_s_min", r->repeat_sps_min, r->repeats > 1);
     add_num(o, "repeat_samples_per_s_max", r->repeat_sps_max, r->repeats > 1);
     JSON_SPLIT_KEYS(o, r);
-    add_num(o, "bytes_sent", (double)r->bytes_sent, r->bytes_valid);
+    add_num(o, "bytes_sent", (double)r->traffic.tx, r->traffic.bytes_valid);
     JSON_COLL_KEYS(o, r);
     add_num(o, "predicted_transfer_ms_per_step", rep_per_step(r->pred_ms, r->steps), r->pred_valid);
     add_num(o, "compute_ms_per_step", r->compute_ms, r->ms_valid && r->nranks > 0);
@@ -364,14 +364,14 @@ static cJSON *json_rank(const struct run_result *r, const struct rank_result *q,
     add_num(o, "ms_p90", q->ms_p90, q->ms_valid);
     add_num(o, "samples_per_s", q->samples_per_s, q->samples_valid);
     JSON_SPLIT_KEYS(o, q);
-    add_num(o, "bytes_sent", (double)q->bytes_tx, q->bytes_valid);
-    add_num(o, "bytes_received", (double)q->bytes_rx, q->bytes_valid);
+    add_num(o, "bytes_sent", (double)q->traffic.tx, q->traffic.bytes_valid);
+    add_num(o, "bytes_received", (double)q->traffic.rx, q->traffic.bytes_valid);
     JSON_COLL_KEYS(o, q);
     add_num(o, "compute_ms_per_step", q->compute_ms, q->ms_valid);
     add_num(o, "compute_s_per_epoch", q->compute_s_epoch, r->epoch_valid);
     add_num(o, "comm_s_per_epoch", q->comm_s_epoch, r->epoch_valid && q->coll_valid);
     add_num(o, "spans_lost", (double)q->dropped, q->dropped_valid);
-    add_num(o, "mem_peak_bytes", (double)q->mem_peak, q->mem_valid);
+    add_num(o, "mem_peak_bytes", (double)q->mem.peak, q->mem.valid);
     return o;
 }
 
@@ -555,8 +555,10 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, q ? q->split.data : r->split.data, 1, "%.3f");
             csv_num(f, q ? q->split.idle : r->split.idle, 1, "%.3f");
             csv_num(f, q ? q->split.overlap : r->split.overlap, 1, "%.3f");
-            csv_num(f, (double)(q ? q->bytes_tx : r->bytes_sent), q ? q->bytes_valid : r->bytes_valid, "%.0f");
-            csv_num(f, q ? q->busbw_gbps : r->busbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
+            csv_num(f, (double)(q ? q->traffic.tx : r->traffic.tx), q ? q->traffic.bytes_valid : r->traffic.bytes_valid,
+                    "%.0f");
+            csv_num(f, q ? q->traffic.busbw_gbps : r->traffic.busbw_gbps,
+                    q ? q->traffic.busbw_valid : r->traffic.busbw_valid, "%.4f");
             long steps = q ? q->steps : r->steps;
             csv_num(f, q ? q->xfer_step_ms : r->xfer_step_ms, q ? q->coll_valid : r->coll_valid, "%.4f");
             csv_num(f, q ? q->sync_step_ms : r->sync_step_ms, q ? q->coll_valid : r->coll_valid, "%.4f");
@@ -582,8 +584,9 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, q ? q->desched_pct : r->desched_pct, q ? q->desched_valid : r->desched_valid, "%.3f");
             csv_num(f, q ? q->negotiate_ms : r->negotiate_ms, q ? q->negotiate_valid : r->negotiate_valid, "%.4f");
             csv_str(f, rep_prec_name(r));
-            csv_num(f, q ? (double)q->mem_peak : 0, q && q->mem_valid, "%.0f");
-            csv_num(f, q ? q->algbw_gbps : r->algbw_gbps, q ? q->busbw_valid : r->busbw_valid, "%.4f");
+            csv_num(f, q ? (double)q->mem.peak : 0, q && q->mem.valid, "%.0f");
+            csv_num(f, q ? q->traffic.algbw_gbps : r->traffic.algbw_gbps,
+                    q ? q->traffic.busbw_valid : r->traffic.busbw_valid, "%.4f");
             csv_num(f, q ? q->compute_ms : r->compute_ms, q ? q->ms_valid : r->ms_valid && r->nranks > 0, "%.4f");
             csv_num(f, (double)r->steps_per_epoch, !q && r->epoch_valid, "%.0f");
             csv_num(f, q ? q->compute_s_epoch : r->compute_s_epoch, r->epoch_valid, "%.4f");

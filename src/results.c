@@ -325,9 +325,9 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         rr->desched_valid = rm->desched_valid;
         rr->desched_pct = breakdown_pct(rm->desched_ns, rm->steady.wall_ns);
         rr->gpu_view = rm->gpu_view;
-        rr->bytes_tx = rm->bytes_tx;
-        rr->bytes_rx = rm->bytes_rx;
-        rr->bytes_valid = 1;
+        rr->traffic.tx = rm->bytes_tx;
+        rr->traffic.rx = rm->bytes_rx;
+        rr->traffic.bytes_valid = 1;
         rr->xfer_ms = (double)rm->xfer_ns / 1e6;
         rr->sync_ms = (double)rm->sync_ns / 1e6;
         /* per step over the steps rr->b covers, as ms/step: a first step's
@@ -340,12 +340,13 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         double rbus = steady ? rm->bus_steady_bytes : rm->bus_bytes,
                ralg = steady ? rm->alg_steady_bytes : rm->alg_bytes;
         int64_t rxfer = steady ? rm->xfer_steady_ns : rm->xfer_ns;
-        rr->busbw_valid = rxfer > 0 && rbus > 0;
-        rr->busbw_gbps = rr->busbw_valid ? rbus / (double)rxfer : 0;
-        rr->algbw_gbps = rr->busbw_valid ? ralg / (double)rxfer : 0;
+        rr->traffic.busbw_valid = rxfer > 0 && rbus > 0;
+        rr->traffic.busbw_gbps = rr->traffic.busbw_valid ? rbus / (double)rxfer : 0;
+        rr->traffic.algbw_gbps = rr->traffic.busbw_valid ? ralg / (double)rxfer : 0;
         rr->dropped = rm->dropped + rm->late;
         rr->dropped_valid = 1;
-        res->bytes_sent += rm->bytes_tx;
+        res->traffic.tx += rm->bytes_tx;
+        res->traffic.rx += rm->bytes_rx;
         res->xfer_ms += rr->xfer_ms;
         res->sync_ms += rr->sync_ms;
         rr->negotiate_valid = rm->nnegotiate > 0;
@@ -360,17 +361,18 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         alg += ralg;
         xfer += rxfer;
     }
-    res->bytes_sent /= (uint64_t)m->world;
-    res->bytes_valid = 1;
+    res->traffic.tx /= (uint64_t)m->world;
+    res->traffic.rx /= (uint64_t)m->world;
+    res->traffic.bytes_valid = 1;
     res->xfer_ms /= m->world;
     res->sync_ms /= m->world;
     res->xfer_step_ms /= m->world;
     res->sync_step_ms /= m->world;
     res->coll_valid = 1;
     res->dropped_valid = 1;
-    res->busbw_valid = xfer > 0 && bus > 0;
-    res->busbw_gbps = res->busbw_valid ? bus / (double)xfer : 0;
-    res->algbw_gbps = res->busbw_valid ? alg / (double)xfer : 0;
+    res->traffic.busbw_valid = xfer > 0 && bus > 0;
+    res->traffic.busbw_gbps = res->traffic.busbw_valid ? bus / (double)xfer : 0;
+    res->traffic.algbw_gbps = res->traffic.busbw_valid ? alg / (double)xfer : 0;
     result_breakdowns(res);
 
     /* the run's step time: per step, the slowest rank */
@@ -532,7 +534,7 @@ void result_stages(struct run_result *res, int world, const int *first, const in
             const struct rank_result *rr = &res->ranks[d * S + s];
             /* (each step's loss broadcast sends a few bytes more: not
              * activations; --dp's average of the gradients all of its) */
-            st->sent_mb += (rr->steps > 0 ? (double)rr->bytes_tx / 1e6 / (double)rr->steps : 0) / D;
+            st->sent_mb += (rr->steps > 0 ? (double)rr->traffic.tx / 1e6 / (double)rr->steps : 0) / D;
             st->compute_pct += breakdown_pct(rr->b.compute_ns, rr->b.wall_ns) / D;
             st->idle_pct += breakdown_pct(rr->b.idle_ns, rr->b.wall_ns) / D;
         }
@@ -573,9 +575,9 @@ int result_from_run(struct run_result *res, struct run *r)
     for (int i = 0; i < r->world; i++) {
         struct rank_result *q = &res->ranks[i];
         snprintf(q->device, sizeof(q->device), "%s", r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
-        q->mem_now = atomic_load(&r->ranks[i].mem.now);
-        q->mem_peak = atomic_load(&r->ranks[i].mem.peak);
-        q->mem_valid = q->mem_peak > 0;
+        q->mem.now = atomic_load(&r->ranks[i].mem.now);
+        q->mem.peak = atomic_load(&r->ranks[i].mem.peak);
+        q->mem.valid = q->mem.peak > 0;
     }
     predict(res, r);
     predict_scaling(res, r);
@@ -590,11 +592,11 @@ void result_staged_sends(struct run_result *res)
 {
     if (!run_sends_only(&res->cfg))
         return;
-    res->busbw_valid = res->coll_valid = res->pred_valid = 0;
-    res->busbw_gbps = 0;
+    res->traffic.busbw_valid = res->coll_valid = res->pred_valid = 0;
+    res->traffic.busbw_gbps = 0;
     for (int i = 0; i < res->nranks; i++) {
-        res->ranks[i].busbw_valid = res->ranks[i].coll_valid = 0;
-        res->ranks[i].busbw_gbps = 0;
+        res->ranks[i].traffic.busbw_valid = res->ranks[i].coll_valid = 0;
+        res->ranks[i].traffic.busbw_gbps = 0;
     }
 }
 

@@ -153,17 +153,17 @@ static void test_straggler_never_waits(void **state)
     double xfer_ns = (double)m.r[0].xfer_ns, bus = 50.0 * (1 << 20) * 2.0 * (2 - 1) / 2;
     for (int i = 0; i < 2; i++) {
         const struct rank_result *q = &res.ranks[i];
-        assert_true(q->coll_valid && q->busbw_valid);
+        assert_true(q->coll_valid && q->traffic.busbw_valid);
         assert_true(fabs(q->xfer_ms - xfer_ns / 1e6) < 1e-12);
         assert_true(q->sync_ms >= 0);
-        assert_true(fabs(q->busbw_gbps - bus / xfer_ns) < 1e-9 * q->busbw_gbps);
-        assert_int_equal(q->bytes_tx, 50 << 20);
+        assert_true(fabs(q->traffic.busbw_gbps - bus / xfer_ns) < 1e-9 * q->traffic.busbw_gbps);
+        assert_int_equal(q->traffic.tx, 50 << 20);
     }
     assert_true(res.ranks[1].sync_ms == 0.0);
     assert_true(fabs(res.ranks[0].sync_ms - (double)waited / 1e6) < 1e-12);
     assert_true(fabs(res.sync_ms - (double)waited / 2e6) < 1e-12); /* the run's: the mean over ranks */
-    assert_true(fabs(res.busbw_gbps - bus / xfer_ns) < 1e-9 * res.busbw_gbps);
-    assert_int_equal(res.bytes_sent, 50 << 20);
+    assert_true(fabs(res.traffic.busbw_gbps - bus / xfer_ns) < 1e-9 * res.traffic.busbw_gbps);
+    assert_int_equal(res.traffic.tx, 50 << 20);
     result_free(&res);
     metrics_free(&m);
 }

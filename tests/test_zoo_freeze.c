@@ -58,9 +58,9 @@ static double run_vgg(int strategy, const char *trainable, size_t *trainable_flo
     struct run_result res;
     assert_int_equal(result_from_run(&res, &r), 0);
     for (int k = 0; k < WORLD; k++)
-        assert_int_equal(res.ranks[k].bytes_tx, res.ranks[0].bytes_tx);
+        assert_int_equal(res.ranks[k].traffic.tx, res.ranks[0].traffic.tx);
     assert_int_equal(res.params_trainable, *trainable_floats);
-    double per_step = (double)res.bytes_sent / STEPS;
+    double per_step = (double)res.traffic.tx / STEPS;
     print_message("  vgg11 %s --trainable %s: %zu of %zu parameters train, %.0f bytes sent per rank per step\n",
                   strategy_name(strategy), trainable, *trainable_floats, m0->nfloats, per_step);
     result_free(&res);

@@ -172,17 +172,18 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
             }
             case C_SENT:
             case C_RECV:
-                fmt_bytes(b, sizeof(b), (double)(c == C_SENT ? r->bytes_tx : r->bytes_rx));
-                draw_textf(w, y, x, room, r->bytes_na ? TH_DIM : TH_NORMAL, "%*s", cw, r->bytes_na ? "n/a" : b);
+                fmt_bytes(b, sizeof(b), (double)(c == C_SENT ? r->traffic.tx : r->traffic.rx));
+                draw_textf(w, y, x, room, r->traffic.bytes_valid ? TH_NORMAL : TH_DIM, "%*s", cw,
+                           r->traffic.bytes_valid ? b : "n/a");
                 break;
             case C_MEM:
             case C_PEAK:
-                fmt_bytes(b, sizeof(b), (double)(c == C_MEM ? r->mem_now : r->mem_peak));
-                draw_textf(w, y, x, room, r->mem_valid ? TH_NORMAL : TH_DIM, "%*s", cw, r->mem_valid ? b : "n/a");
+                fmt_bytes(b, sizeof(b), (double)(c == C_MEM ? r->mem.now : r->mem.peak));
+                draw_textf(w, y, x, room, r->mem.valid ? TH_NORMAL : TH_DIM, "%*s", cw, r->mem.valid ? b : "n/a");
                 break;
             case C_BUSBW:
-                if (!r->stalled && r->busbw_valid)
-                    draw_textf(w, y, x, room, TH_BUSBW, "%*.2f GB/s", cw - 5, r->busbw_gbps);
+                if (!r->stalled && r->traffic.busbw_valid)
+                    draw_textf(w, y, x, room, TH_BUSBW, "%*.2f GB/s", cw - 5, r->traffic.busbw_gbps);
                 else
                     draw_textf(w, y, x, room, TH_DIM, "%*s", cw, "n/a");
                 break;

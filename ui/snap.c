@@ -157,11 +157,12 @@ static void rank_live(struct snap *s, int i, const struct run *r, int oldest, in
     if (sr->valid && !sr->device[0])
         /* the rank thread named its device before it pushed its first step */
         snprintf(sr->device, sizeof(sr->device), "%s", r->ranks[i].dev.name[0] ? r->ranks[i].dev.name : "cpu");
-    sr->bytes_tx = rm->bytes_tx;
-    sr->bytes_rx = rm->bytes_rx;
-    sr->mem_now = atomic_load(&r->ranks[i].mem.now);
-    sr->mem_peak = atomic_load(&r->ranks[i].mem.peak);
-    sr->mem_valid = sr->mem_peak > 0;
+    sr->traffic.tx = rm->bytes_tx;
+    sr->traffic.rx = rm->bytes_rx;
+    sr->traffic.bytes_valid = 1;
+    sr->mem.now = atomic_load(&r->ranks[i].mem.now);
+    sr->mem.peak = atomic_load(&r->ranks[i].mem.peak);
+    sr->mem.valid = sr->mem.peak > 0;
     int fresh = rm->nsteps != sr->seen_steps;
     sr->seen_steps = rm->nsteps;
     if (fresh || !sr->last_step_ns)
@@ -182,14 +183,14 @@ static void rank_live(struct snap *s, int i, const struct run *r, int oldest, in
     sr->samples_s = sr->ms_step > 0 ? s->local_batch / (sr->ms_step / 1e3) : 0;
     int64_t dx = now->xfer_ns - old->xfer_ns;
     if (dx > 0) {
-        sr->busbw_gbps = (now->bus - old->bus) / (double)dx;
-        sr->busbw_valid = 1;
+        sr->traffic.busbw_gbps = (now->bus - old->bus) / (double)dx;
+        sr->traffic.busbw_valid = 1;
     } else {
-        sr->busbw_valid = rm->xfer_ns > 0 && rm->bus_bytes > 0;
-        sr->busbw_gbps = sr->busbw_valid ? rm->bus_bytes / (double)rm->xfer_ns : 0;
+        sr->traffic.busbw_valid = rm->xfer_ns > 0 && rm->bus_bytes > 0;
+        sr->traffic.busbw_gbps = sr->traffic.busbw_valid ? rm->bus_bytes / (double)rm->xfer_ns : 0;
     }
     if (s->sends_only)
-        sr->busbw_valid = 0;
+        sr->traffic.busbw_valid = 0;
 }
 
 /* The median of rank i's last few step times, in ns (0 before its first). */
@@ -274,14 +275,8 @@ static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
     sr->samples_s = rr->samples_per_s;
     sr->split = rr->split;
     sr->split_wall_ns = rr->b.wall_ns;
-    sr->bytes_tx = rr->bytes_tx;
-    sr->bytes_rx = rr->bytes_rx;
-    sr->bytes_na = !rr->bytes_valid;
-    sr->busbw_gbps = rr->busbw_gbps;
-    sr->busbw_valid = rr->busbw_valid;
-    sr->mem_now = rr->mem_now;
-    sr->mem_peak = rr->mem_peak;
-    sr->mem_valid = rr->mem_valid;
+    sr->traffic = rr->traffic;
+    sr->mem = rr->mem;
 }
 
 static void update_loss(struct snap *s, const struct metrics *m)
@@ -582,10 +577,10 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
         s->steps_per_epoch = s->steps_done;
         uint64_t bytes = 0;
         for (int i = 0; i < res->nranks; i++)
-            bytes += res->ranks[i].bytes_tx + res->ranks[i].bytes_rx;
+            bytes += res->ranks[i].traffic.tx + res->ranks[i].traffic.rx;
         s->rate_bytes_now = wall_s > 0 ? (double)bytes / wall_s : 0;
-        s->busbw_now_valid = res->busbw_valid;
-        s->busbw_now = res->busbw_valid ? res->busbw_gbps : NAN;
+        s->busbw_now_valid = res->traffic.busbw_valid;
+        s->busbw_now = res->traffic.busbw_valid ? res->traffic.busbw_gbps : NAN;
         s->traffic_span_s = wall_s;
         snprintf(s->timeline_na, sizeof(s->timeline_na), "timeline: n/a for this trace kind");
     }
@@ -603,7 +598,8 @@ static void follow_rank(struct snap_rank *sr, const struct follow_rank *fr, cons
     sr->steps = c->nsteps;
     sr->valid = sr->recent_valid = c->f.b.wall_ns > 0;
     sr->ms_step = c->ms_mean;
-    sr->samples_na = sr->bytes_na = 1;
+    sr->samples_na = 1;
+    sr->traffic.bytes_valid = 0; /* (a PyTorch trace: bytes unknown) */
     pcts_of(sr, &c->f.b);
     size_t n = fr->nspans < METRICS_HISTORY ? fr->nspans : METRICS_HISTORY;
     memcpy(sr->hist, fr->spans, sizeof(*sr->hist) * n);

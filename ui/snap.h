@@ -63,15 +63,11 @@ struct snap_rank {
     int samples_na;         /* a replay without batch sizes: samples/s unknown */
     struct split_pct split; /* (breakdown.h) */
     int64_t split_wall_ns;  /* the wall the percentages are of: a rank weighs by it in the run's (report.h) */
-    uint64_t bytes_tx, bytes_rx;
-    int bytes_na; /* a PyTorch trace: bytes unknown */
-    double busbw_gbps;
-    int busbw_valid;
-    int64_t mem_now, mem_peak; /* device memory held, and its most (bytes) */
-    int mem_valid;             /* 0: not known (another process's rank while it runs, a replay) */
-    unsigned lanes;            /* bit per enum lane that has had spans */
-    struct span *hist;         /* [METRICS_HISTORY]: the metrics' span ring, copied */
-    uint64_t nhist;            /* spans ever copied; slot k % METRICS_HISTORY */
+    struct traffic traffic; /* (metrics.h) bytes not valid: a PyTorch trace */
+    struct mem_use mem;
+    unsigned lanes;    /* bit per enum lane that has had spans */
+    struct span *hist; /* [METRICS_HISTORY]: the metrics' span ring, copied */
+    uint64_t nhist;    /* spans ever copied; slot k % METRICS_HISTORY */
     struct snap_sample win[SNAP_WINDOW];
     /* --follow: its latest cycle */
     int cycle;                 /* its index among the rank's cycles; -1: none yet */
