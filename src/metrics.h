@@ -36,6 +36,15 @@ struct mem_use {
     int valid;
 };
 
+/* The pace a run or a rank is shown at: a step's time and the samples a
+ * second it makes (samples_per_s_at: the two multiply to the batch). The
+ * results' is the median step; the UI's live row, the recent mean. */
+struct step_rate {
+    double ms;
+    double samples_s;
+    int samples_valid; /* 0: the batch is not known (a trace without it) */
+};
+
 struct step_rec {
     uint32_t step; /* global step index, from 0 */
     uint32_t epoch;

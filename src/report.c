@@ -171,14 +171,14 @@ static void write_prediction(FILE *f, const struct run_result *res, int n, int i
         rep_fig(c[2], sizeof(c[2]), "%.3f", sp->exposed_ms, sp->valid);
         rep_fig(c[3], sizeof(c[3]), "%.2fx", sp->speedup, sp->valid);
         rep_fig(c[4], sizeof(c[4]), "%.1f", sp->efficiency, sp->valid);
-        rep_fig(meas, sizeof(meas), "%.3f", j >= 0 ? res[j].ms_p50 : 0, j >= 0);
+        rep_fig(meas, sizeof(meas), "%.3f", j >= 0 ? res[j].rate.ms : 0, j >= 0);
         /* a measured run whose ranks waited for cores: marked (the
          * prediction gives each rank a core of its own) */
         int shared = j >= 0 && shared_cores(&res[j]);
         if (shared)
             noted[nnoted++] = j;
         rep_fig(err, sizeof(err), shared ? "%+.1f%%*" : "%+.1f%%",
-                j >= 0 ? 100.0 * (sp->step_ms - res[j].ms_p50) / res[j].ms_p50 : 0, j >= 0 && sp->valid);
+                j >= 0 ? 100.0 * (sp->step_ms - res[j].rate.ms) / res[j].rate.ms : 0, j >= 0 && sp->valid);
         fprintf(f, md ? "| %d | %s | %s | %s | %s | %s | %s | %s |\n" : "%6d %10s %9s %9s %8s %6s %10s %8s\n",
                 sp->ranks, c[0], c[1], c[2], c[3], c[4], meas, err);
     }
@@ -190,7 +190,7 @@ static void write_prediction(FILE *f, const struct run_result *res, int n, int i
         /* sharing cores makes the measured step longer than a core per
          * rank would: it explains a prediction below the measure, not one
          * above it */
-        int above = at >= 0 && r->spred[at].step_ms > res[j].ms_p50;
+        int above = at >= 0 && r->spred[at].step_ms > res[j].rate.ms;
         fprintf(f,
                 "\n*: run %d's %d ranks x %d thread%s waited for a core %.0f%% of the time: they shared this "
                 "machine's cores, which the prediction (a core per rank) does not model; %s\n",
@@ -264,9 +264,9 @@ static void write_run_row(FILE *f, const struct run_result *res, int i, int md, 
     rep_fig(gb, sizeof(gb), "%.0f", r->global_batch, r->batch_valid);
     rep_fig(ws, sizeof(ws), "%.2f", r->wall_s, r->wall_valid);
     rep_fig(ms[0], sizeof(ms[0]), "%.3f", r->ms_mean, r->ms_valid);
-    rep_fig(ms[1], sizeof(ms[1]), "%.3f", r->ms_p50, r->ms_valid);
+    rep_fig(ms[1], sizeof(ms[1]), "%.3f", r->rate.ms, r->ms_valid);
     rep_fig(ms[2], sizeof(ms[2]), "%.3f", r->ms_p90, r->ms_valid);
-    rep_fig3(sps, sizeof(sps), r->samples_per_s, r->samples_valid);
+    rep_fig3(sps, sizeof(sps), r->rate.samples_s, r->rate.samples_valid);
     rep_fig(pr, sizeof(pr), "%.3f", rep_per_step(r->pred_ms, r->steps), r->pred_valid);
     rep_fig(sp, sizeof(sp), r->speedup_marked ? "%.2fx!" : "%.2fx", r->speedup, r->speedup_valid);
     rep_fig(eff, sizeof(eff), "%.0f", r->efficiency, r->speedup_valid);
@@ -412,9 +412,9 @@ static void write_rank_table(FILE *f, const struct run_result *res, int n, int m
             rep_fig(ce, sizeof(ce), "%.3f", q->compute_s_epoch, res[i].epoch_valid);
             rep_fig(me, sizeof(me), "%.3f", q->comm_s_epoch, res[i].epoch_valid && q->coll_valid);
             rep_fig(ms[0], sizeof(ms[0]), "%.3f", q->ms_mean, q->ms_valid);
-            rep_fig(ms[1], sizeof(ms[1]), "%.3f", q->ms_p50, q->ms_valid);
+            rep_fig(ms[1], sizeof(ms[1]), "%.3f", q->rate.ms, q->ms_valid);
             rep_fig(ms[2], sizeof(ms[2]), "%.3f", q->ms_p90, q->ms_valid);
-            rep_fig3(sps, sizeof(sps), q->samples_per_s, q->samples_valid);
+            rep_fig3(sps, sizeof(sps), q->rate.samples_s, q->rate.samples_valid);
             rep_fig(xf, sizeof(xf), "%.3f", q->xfer_step_ms, q->coll_valid);
             rep_fig(sy, sizeof(sy), "%.3f", q->sync_step_ms, q->coll_valid);
             if (q->mem.valid)
@@ -481,13 +481,12 @@ static void write_run_remarks(FILE *f, const struct run_result *res, int i)
     if (r->repeats > 1)
         fprintf(f, "\nrun %d: the median of %d runs; samples/s (median steps) from %.0f to %.0f (spread %.1f%%)\n", i,
                 r->repeats, r->repeat_sps_min, r->repeat_sps_max,
-                r->samples_per_s_p50 > 0 ? 100.0 * (r->repeat_sps_max - r->repeat_sps_min) / r->samples_per_s_p50
-                                         : 0.0);
-    if (r->ms_valid && r->ms_p50 > 0 && r->ms_p90 / r->ms_p50 > 1.5)
+                r->rate.samples_s > 0 ? 100.0 * (r->repeat_sps_max - r->repeat_sps_min) / r->rate.samples_s : 0.0);
+    if (r->ms_valid && r->rate.ms > 0 && r->ms_p90 / r->rate.ms > 1.5)
         fprintf(f,
                 "\nrun %d: noisy steps (p90/p50 = %.1f): ms/step, the mean, is not a steady figure; samples/s "
                 "and speedup use the median, and --repeat N shows the spread\n",
-                i, r->ms_p90 / r->ms_p50);
+                i, r->ms_p90 / r->rate.ms);
     /* --steps cut the run before --epochs ran out */
     if (r->cfg.epochs > 1 && r->cfg.steps > 0 && r->steps >= r->cfg.steps && r->epoch_valid && r->steps_per_epoch > 0 &&
         !r->replay.valid && r->steps < r->cfg.epochs * r->steps_per_epoch)

@@ -29,10 +29,9 @@ struct rank_result {
     int rank;
     char device[64];
     long steps;
-    double ms_mean, ms_p50, ms_p90;
-    int ms_valid;
-    double samples_per_s; /* its batch over its median step (samples_per_s_at) */
-    int samples_valid;
+    double ms_mean, ms_p90;
+    int ms_valid;           /* ms_mean, ms_p90 and rate.ms */
+    struct step_rate rate;  /* its median step, and its batch over it */
     struct breakdown b;     /* what the percentages are of */
     struct split_pct split; /* b as percentages (breakdown_split) */
     int gpu_view;           /* broken down over device records (README: what the numbers mean) */
@@ -110,10 +109,9 @@ struct run_result {
     int epochs_done;
     double wall_s;
     int wall_valid;
-    double ms_mean, ms_p50, ms_p90;
-    int ms_valid;
-    double samples_per_s; /* the global batch over the median step, the figure speedups compare */
-    int samples_valid;
+    double ms_mean, ms_p90;
+    int ms_valid;          /* ms_mean, ms_p90 and rate.ms */
+    struct step_rate rate; /* the median step, and the global batch over it: the figure speedups compare */
     /* against run base_run (an index into the report's results), by
      * median step times: strong scaling (same global batch) or weak (same
      * per-rank batch); efficiency = speedup / (world / the base's world) */
@@ -125,7 +123,6 @@ struct run_result {
      * cores by more than RESULT_DESCHED_GAP points apart: the machine's
      * load then differs between the two as much as the strategy does */
     int speedup_marked;
-    double samples_per_s_p50; /* samples_per_s as results_compare works it out from ms_p50 (0: unknown) */
     /* --repeat: the runs of this configuration; this result is the median one */
     int repeats;
     double repeat_sps_min, repeat_sps_max; /* samples/s (median steps) of the fastest and slowest */

@@ -117,8 +117,8 @@ static cJSON *json_prediction(const struct run_result *res, int n, int i)
         add_num(row, "efficiency_pct", sp->efficiency, sp->valid);
         int j = rep_measured_for(res, n, i, sp->ranks);
         add_num(row, "measured_run", j, j >= 0);
-        add_num(row, "measured_step_ms", j >= 0 ? res[j].ms_p50 : 0, j >= 0);
-        add_num(row, "error_pct", j >= 0 ? 100.0 * (sp->step_ms - res[j].ms_p50) / res[j].ms_p50 : 0,
+        add_num(row, "measured_step_ms", j >= 0 ? res[j].rate.ms : 0, j >= 0);
+        add_num(row, "error_pct", j >= 0 ? 100.0 * (sp->step_ms - res[j].rate.ms) / res[j].rate.ms : 0,
                 j >= 0 && sp->valid);
         cJSON_AddItemToArray(rows, row);
     }
@@ -265,10 +265,10 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     add_num(o, "global_batch", r->global_batch, r->batch_valid);
     cJSON_AddNumberToObject(o, "steps", (double)r->steps);
     add_num(o, "ms_per_step", r->ms_mean, r->ms_valid);
-    add_num(o, "ms_p50", r->ms_p50, r->ms_valid);
+    add_num(o, "ms_p50", r->rate.ms, r->ms_valid);
     add_num(o, "ms_p90", r->ms_p90, r->ms_valid);
-    add_num(o, "samples_per_s", r->samples_per_s, r->samples_valid);
-    add_num(o, "samples_per_s_p50", r->samples_per_s_p50, r->samples_per_s_p50 > 0);
+    add_num(o, "samples_per_s", r->rate.samples_s, r->rate.samples_valid);
+    add_num(o, "samples_per_s_p50", r->rate.samples_s, r->rate.samples_s > 0);
     add_num(o, "speedup", r->speedup, r->speedup_valid);
     add_num(o, "efficiency_pct", r->efficiency, r->speedup_valid);
     add_num(o, "speedup_baseline_run", r->base_run, r->speedup_valid);
@@ -360,9 +360,9 @@ static cJSON *json_rank(const struct run_result *r, const struct rank_result *q,
     add_str(o, "device", q->device);
     cJSON_AddNumberToObject(o, "steps", (double)q->steps);
     add_num(o, "ms_per_step", q->ms_mean, q->ms_valid);
-    add_num(o, "ms_p50", q->ms_p50, q->ms_valid);
+    add_num(o, "ms_p50", q->rate.ms, q->ms_valid);
     add_num(o, "ms_p90", q->ms_p90, q->ms_valid);
-    add_num(o, "samples_per_s", q->samples_per_s, q->samples_valid);
+    add_num(o, "samples_per_s", q->rate.samples_s, q->rate.samples_valid);
     JSON_SPLIT_KEYS(o, q);
     add_num(o, "bytes_sent", (double)q->traffic.tx, q->traffic.bytes_valid);
     add_num(o, "bytes_received", (double)q->traffic.rx, q->traffic.bytes_valid);
@@ -545,9 +545,10 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, r->global_batch, r->batch_valid, "%.0f");
             fprintf(f, ",%ld", q ? q->steps : r->steps);
             csv_num(f, q ? q->ms_mean : r->ms_mean, q ? q->ms_valid : r->ms_valid, "%.4f");
-            csv_num(f, q ? q->ms_p50 : r->ms_p50, q ? q->ms_valid : r->ms_valid, "%.4f");
+            csv_num(f, q ? q->rate.ms : r->rate.ms, q ? q->ms_valid : r->ms_valid, "%.4f");
             csv_num(f, q ? q->ms_p90 : r->ms_p90, q ? q->ms_valid : r->ms_valid, "%.4f");
-            csv_num(f, q ? q->samples_per_s : r->samples_per_s, q ? q->samples_valid : r->samples_valid, "%.1f");
+            csv_num(f, q ? q->rate.samples_s : r->rate.samples_s, q ? q->rate.samples_valid : r->rate.samples_valid,
+                    "%.1f");
             csv_num(f, r->speedup, !q && r->speedup_valid, "%.4f");
             csv_num(f, r->efficiency, !q && r->speedup_valid, "%.2f");
             csv_num(f, q ? q->split.compute : r->split.compute, 1, "%.3f");
@@ -576,7 +577,7 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, rep_split_pct(q ? q->other_idle_ns : r->other_idle_ns, b), split, "%.3f");
             csv_num(f, q ? q->coll_pct : r->coll_pct, 1, "%.3f");
             csv_num(f, q ? q->coll_ms : r->coll_ms, 1, "%.4f");
-            csv_num(f, r->samples_per_s_p50, !q && r->samples_per_s_p50 > 0, "%.1f");
+            csv_num(f, r->rate.samples_s, !q && r->rate.samples_s > 0, "%.1f");
             csv_num(f, r->base_run, !q && r->speedup_valid, "%.0f");
             csv_str(f, !q && r->speedup_valid ? scaling_name(r->scaling) : NULL);
             csv_num(f, r->repeats > 1 ? r->repeats : 1, !q, "%.0f");

@@ -60,7 +60,7 @@ static void predict_stages(struct run_result *res, const struct run *r, const st
         layer[l] = (double)fwd[l] / (double)fc / 1e6 + (double)bwd[l] / (double)bc / 1e6;
         compute += layer[l];
     }
-    double rest = res->ms_p50 - M * compute;
+    double rest = res->rate.ms - M * compute;
     struct predict_link link = {0};
     struct cost_fit f;
     char path[1024];
@@ -89,7 +89,7 @@ static void predict_stages(struct run_result *res, const struct run *r, const st
         sp->valid = 1;
         sp->step_ms = step;
         sp->exposed_ms = sp->comm_ms; /* nothing hides a stage's sends */
-        sp->speedup = res->ms_p50 / step;
+        sp->speedup = res->rate.ms / step;
         sp->efficiency = 100.0 * sp->speedup / k;
     }
 out:
@@ -104,7 +104,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
     const struct model *m = run_rank_model(r, 0);
     if (!c->predict || r->world != 1 || !m)
         return;
-    if (train_mode_has(c, MODE_STAGED) && !r->on_gpu && res->ms_p50 > 0 && res->steps >= 2) {
+    if (train_mode_has(c, MODE_STAGED) && !r->on_gpu && res->rate.ms > 0 && res->steps >= 2) {
         predict_stages(res, r, m);
         return;
     }
@@ -113,7 +113,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
                  strategy_name(c->strategy));
         return;
     }
-    if (r->on_gpu || res->ms_p50 <= 0 || res->steps < 2) {
+    if (r->on_gpu || res->rate.ms <= 0 || res->steps < 2) {
         snprintf(res->spred_note, sizeof(res->spred_note), "--predict needs a CPU run of 2 steps or more");
         return;
     }
@@ -139,7 +139,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
         int l = m->params[p].layer;
         ready[p] = l >= 0 && l < nl ? after[l] : in.bwd_ms;
     }
-    in.rest_ms = res->ms_p50 - in.fwd_ms - in.bwd_ms;
+    in.rest_ms = res->rate.ms - in.fwd_ms - in.bwd_ms;
     if (in.rest_ms < 0)
         in.rest_ms = 0;
     in.n = n;
@@ -196,7 +196,7 @@ static void predict_scaling(struct run_result *res, struct run *r)
             continue;
         sp->valid = 1;
         sp->step_ms = step;
-        sp->speedup = k * res->ms_p50 / step;
+        sp->speedup = k * res->rate.ms / step;
         sp->efficiency = 100.0 * sp->speedup / k;
     }
 out:
@@ -314,10 +314,10 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
         struct rank_result *rr = &res->ranks[i];
         rr->rank = i;
         rr->steps = (long)rm->nsteps;
-        metrics_step_stats(m, i, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
+        metrics_step_stats(m, i, &rr->ms_mean, &rr->rate.ms, &rr->ms_p90);
         rr->ms_valid = 1;
-        rr->samples_per_s = samples_per_s_at(local_batch, rr->ms_p50);
-        rr->samples_valid = local_batch > 0;
+        rr->rate.samples_s = samples_per_s_at(local_batch, rr->rate.ms);
+        rr->rate.samples_valid = local_batch > 0;
         rr->b = rm->nsteps > 1 ? rm->steady : rm->total;
         long bsteps = rm->nsteps > 1 ? (long)rm->nsteps - 1 : (long)rm->nsteps; /* the steps rr->b covers */
         rr->coll_ms = bsteps > 0 ? (double)rr->b.coll_ns / 1e6 / (double)bsteps : 0;
@@ -379,10 +379,10 @@ int result_from_metrics(struct run_result *res, const struct metrics *m, int loc
     size_t n = m->steps_done;
     res->steps = (long)n;
     res->ms_valid = 1;
-    res->samples_valid = res->batch_valid;
+    res->rate.samples_valid = res->batch_valid;
     if (n > 0) {
-        metrics_run_step_stats(m, &res->ms_mean, &res->ms_p50, &res->ms_p90);
-        res->samples_per_s = samples_per_s_at(res->global_batch, res->ms_p50);
+        metrics_run_step_stats(m, &res->ms_mean, &res->rate.ms, &res->ms_p90);
+        res->rate.samples_s = samples_per_s_at(res->global_batch, res->rate.ms);
         res->train_valid = 1;
         res->train_loss = m->loss_running[metrics_slot(n - 1)];
         res->train_acc = metrics_train_acc_last_epoch(m);
@@ -496,7 +496,7 @@ void result_per_epoch(struct run_result *res, long steps_per_epoch)
 static void stage_results(struct run_result *res, const struct run *r)
 {
     res->global_batch = r->global_batch;
-    res->samples_per_s = samples_per_s_at(res->global_batch, res->ms_p50);
+    res->rate.samples_s = samples_per_s_at(res->global_batch, res->rate.ms);
     int first[64], last[64];
     double mem[64][SMEM_KINDS];
     for (int i = 0; i < r->world && i < 64; i++) {
@@ -641,8 +641,7 @@ static int find_one_rank(const struct run_result *res, int n, const struct run_r
     int best = -1, best_rank = 0;
     for (int j = 0; j < n; j++) {
         const struct run_result *c = &res[j];
-        if (c->world != 1 || strcmp(c->cfg.model, r->cfg.model) || c->global_batch != batch ||
-            !(c->samples_per_s_p50 > 0))
+        if (c->world != 1 || strcmp(c->cfg.model, r->cfg.model) || c->global_batch != batch || !(c->rate.samples_s > 0))
             continue;
         if (strategy >= 0 && c->cfg.strategy != strategy)
             continue;
@@ -666,38 +665,35 @@ static int pick_base(const struct run_result *res, int n, int i, int baseline)
     case BASELINE_SINGLE:
         for (int j = 0; j < n; j++)
             if (sync_has(res[j].cfg.strategy, SYNC_ONE_RANK) && !strcmp(res[j].cfg.model, r->cfg.model) &&
-                res[j].global_batch == r->global_batch && res[j].samples_per_s_p50 > 0)
+                res[j].global_batch == r->global_batch && res[j].rate.samples_s > 0)
                 return j;
         return -1;
     case BASELINE_RANKS1:
         return find_one_rank(res, n, r, rep_per_rank_batch(r), r->cfg.strategy);
     case BASELINE_AUTO: {
-        if (r->world == 1 && r->samples_per_s_p50 > 0)
+        if (r->world == 1 && r->rate.samples_s > 0)
             return i; /* itself */
         int j = find_one_rank(res, n, r, r->global_batch, -1);
         return j >= 0 ? j : find_one_rank(res, n, r, rep_per_rank_batch(r), -1);
     }
     default:
-        return baseline < n && res[baseline].samples_per_s_p50 > 0 ? baseline : -1;
+        return baseline < n && res[baseline].rate.samples_s > 0 ? baseline : -1;
     }
 }
 
 void results_compare(struct run_result *res, int n, int baseline)
 {
-    for (int i = 0; i < n; i++)
-        res[i].samples_per_s_p50 =
-            res[i].ms_valid && res[i].batch_valid ? samples_per_s_at(res[i].global_batch, res[i].ms_p50) : 0;
     for (int i = 0; i < n; i++) {
         struct run_result *r = &res[i];
         int b = pick_base(res, n, i, baseline);
-        r->speedup_valid = b >= 0 && r->samples_per_s_p50 > 0;
+        r->speedup_valid = b >= 0 && r->rate.samples_s > 0;
         r->base_run = b;
         r->scaling = SCALING_NONE;
         r->speedup_marked = 0;
         if (!r->speedup_valid)
             continue;
         const struct run_result *base = &res[b];
-        r->speedup = r->samples_per_s_p50 / base->samples_per_s_p50;
+        r->speedup = r->rate.samples_s / base->rate.samples_s;
         r->efficiency = 100.0 * r->speedup * base->world / r->world;
         r->scaling = b == i ? SCALING_BASE : scaling_of(r, base);
         r->speedup_marked = b != i && r->desched_valid && base->desched_valid &&
@@ -712,8 +708,7 @@ void results_speedup(struct run_result *res, int n)
 
 static int by_samples(const void *a, const void *b)
 {
-    double x = (*(struct run_result *const *)a)->samples_per_s_p50,
-           y = (*(struct run_result *const *)b)->samples_per_s_p50;
+    double x = (*(struct run_result *const *)a)->rate.samples_s, y = (*(struct run_result *const *)b)->rate.samples_s;
     return (x > y) - (x < y);
 }
 
@@ -731,8 +726,8 @@ int results_collapse_repeats(struct run_result *res, int n, int repeat)
         qsort(order, (size_t)cnt, sizeof(order[0]), by_samples);
         struct run_result med = *order[(cnt - 1) / 2];
         med.repeats = cnt;
-        med.repeat_sps_min = order[0]->samples_per_s_p50;
-        med.repeat_sps_max = order[cnt - 1]->samples_per_s_p50;
+        med.repeat_sps_min = order[0]->rate.samples_s;
+        med.repeat_sps_max = order[cnt - 1]->rate.samples_s;
         for (int k = 0; k < cnt; k++)
             if (order[k] != order[(cnt - 1) / 2])
                 result_free(order[k]);
@@ -769,9 +764,9 @@ int result_efficiency_note(const struct run_result *res, int i, char *buf, size_
     if (few - 1 < 10)
         snprintf(why, sizeof(why), "%s run timed only %ld step%s (the first is left out): too few to compare",
                  r->steps <= base->steps ? "this" : "the baseline", few - 1, few - 1 == 1 ? "" : "s");
-    else if (base->ms_valid && base->ms_p50 > 0 && base->ms_p90 / base->ms_p50 > 1.5)
+    else if (base->ms_valid && base->rate.ms > 0 && base->ms_p90 / base->rate.ms > 1.5)
         snprintf(why, sizeof(why), "run %d's steps were noisy (p90/p50 = %.1f)", r->base_run,
-                 base->ms_p90 / base->ms_p50);
+                 base->ms_p90 / base->rate.ms);
     else if (threads > base_threads * r->world / (base->world ? base->world : 1))
         snprintf(why, sizeof(why), "run %d ran %d compute threads, run %d %d", i, threads, r->base_run, base_threads);
     else if (r->scaling == SCALING_STRONG)
@@ -791,7 +786,7 @@ int rep_measured_for(const struct run_result *res, int n, int i, int k)
     const struct run_result *p = &res[i];
     for (int j = 0; j < n; j++) {
         const struct run_result *q = &res[j];
-        if (q->world != k || !q->ms_valid || q->ms_p50 <= 0 || strcmp(q->cfg.model, p->cfg.model) ||
+        if (q->world != k || !q->ms_valid || q->rate.ms <= 0 || strcmp(q->cfg.model, p->cfg.model) ||
             strcmp(q->dataset, p->dataset) || q->cfg.batch_size != p->cfg.batch_size ||
             train_mode_at(&q->cfg) != train_mode_at(&p->cfg))
             continue;

@@ -507,7 +507,7 @@ static void describe_run(struct run_result *res, const struct replay *rp, const 
         if (train_mode_has(&res->cfg, MODE_STAGED) && res->world > 0) {
             /* (a replica's batch is every stage's of it) */
             res->global_batch = res->global_batch / res->world * res->cfg.dp;
-            res->samples_per_s = samples_per_s_at(res->global_batch, res->ms_p50);
+            res->rate.samples_s = samples_per_s_at(res->global_batch, res->rate.ms);
         }
         result_staged_sends(res);
         /* the stage table, where the trace holds every rank */
@@ -606,13 +606,13 @@ static int replay_ddptop(struct replay *rp, char *err, size_t errlen)
     for (int i = 0; i < res->nranks; i++) {
         struct rank_result *rr = &res->ranks[i];
         rr->ms_valid = rr->steps > 0;
-        rr->samples_valid = rr->ms_valid && rr->ms_p50 > 0 && local_batch > 0;
+        rr->rate.samples_valid = rr->ms_valid && rr->rate.ms > 0 && local_batch > 0;
         rr->coll_valid = d->world > 1 ? d->ranks[i].coll_matched > 0 : m->r[i].ncoll > 0;
         rr->dropped_valid = 0;
         res->coll_valid |= rr->coll_valid;
     }
     res->ms_valid = res->steps > 0;
-    res->samples_valid = res->ms_valid && res->ms_p50 > 0 && res->batch_valid;
+    res->rate.samples_valid = res->ms_valid && res->rate.ms > 0 && res->batch_valid;
     res->dropped = d->spans_dropped;
     res->dropped_valid = d->complete;
     return 0;
@@ -646,7 +646,7 @@ void replay_foreign_row(struct rank_result *rr, const struct trace_figures *f, c
     rr->window_whole = f->whole;
     rr->steps = (long)nsteps;
     int left = nsteps > 1 ? f->left : TRACE_LEFT_NONE;
-    covered_stats(step_ns, nsteps, left, &rr->ms_mean, &rr->ms_p50, &rr->ms_p90);
+    covered_stats(step_ns, nsteps, left, &rr->ms_mean, &rr->rate.ms, &rr->ms_p90);
     rr->ms_valid = rr->steps > 0;
     /* (over the steps the split covers, as ms/step) */
     long bsteps = rr->steps - (left != TRACE_LEFT_NONE);
@@ -662,7 +662,7 @@ void replay_foreign_run(struct run_result *res)
         /* the run's step time: the slowest rank's */
         if (rr->ms_mean > res->ms_mean) {
             res->ms_mean = rr->ms_mean;
-            res->ms_p50 = rr->ms_p50;
+            res->rate.ms = rr->rate.ms;
             res->ms_p90 = rr->ms_p90;
         }
         if (rr->steps > res->steps)

@@ -195,9 +195,9 @@ static void test_speedup(void **state)
         snprintf(res[i].cfg.model, sizeof(res[i].cfg.model), "%s", i < 3 ? "mlp" : "lenet");
         res[i].world = world[i];
         res[i].global_batch = 32 * world[i];
-        res[i].samples_per_s = sps[i];
+        res[i].rate.samples_s = sps[i];
         /* speedups compare the median step: the same samples/s there */
-        res[i].ms_p50 = 1e3 * res[i].global_batch / sps[i];
+        res[i].rate.ms = 1e3 * res[i].global_batch / sps[i];
         res[i].ms_valid = res[i].batch_valid = 1;
     }
     results_speedup(res, 4);
@@ -314,7 +314,7 @@ static const char *why_above_100(long steps, double base_p90, int threads)
         res[i].world = i + 1;
         res[i].steps = steps;
         res[i].ms_valid = 1;
-        res[i].ms_p50 = 10.0;
+        res[i].rate.ms = 10.0;
         res[i].ms_p90 = i == 0 ? base_p90 : 10.0;
         res[i].threads_per_rank = i == 0 ? 1 : threads;
         res[i].speedup_valid = 1;

@@ -525,9 +525,9 @@ static void hand_run(struct run_result *r, const char *model, int strategy, int 
     r->cfg.strategy = strategy;
     r->world = world;
     r->global_batch = global;
-    r->batch_valid = r->ms_valid = r->samples_valid = 1;
-    r->ms_mean = r->ms_p50 = r->ms_p90 = p50_ms;
-    r->samples_per_s = global / (p50_ms / 1e3);
+    r->batch_valid = r->ms_valid = r->rate.samples_valid = 1;
+    r->ms_mean = r->rate.ms = r->ms_p90 = p50_ms;
+    r->rate.samples_s = global / (p50_ms / 1e3);
     r->threads_per_rank = 1;
     r->state = -1;
     r->base_run = -1;

@@ -110,7 +110,7 @@ static void follow_line(WINDOW *w, const struct snap *s, int wd, int frozen)
         fmt_duration(b, sizeof(b), s->since_s > 0 ? s->since_s : 0);
         snprintf(bot[nb++].value, sizeof(bot[0].value), "%s ago", b);
         bot[nb] = (struct kv){"ms/step", "", TH_VALUE, 1};
-        snprintf(bot[nb++].value, sizeof(bot[0].value), "%.2f", s->ms_step);
+        snprintf(bot[nb++].value, sizeof(bot[0].value), "%.2f", s->rate.ms);
         if (straggler >= 0) {
             bot[nb] = (struct kv){"", "", TH_ERROR, 0};
             snprintf(bot[nb++].value, sizeof(bot[0].value), "straggler: rank %d", straggler);
@@ -217,13 +217,13 @@ static void header_draw(WINDOW *w, struct pane_view *v, int focused)
             snprintf(bot[nb++].value, sizeof(bot[0].value), "no step for %s", b);
     } else if (s->rate_valid) {
         bot[nb] = (struct kv){"samples/s", "n/a", TH_DIM, 0};
-        if (!s->samples_na) {
+        if (s->rate.samples_valid) {
             bot[nb].el = TH_VALUE;
-            fmt_si(bot[nb].value, sizeof(bot[0].value), s->samples_s);
+            fmt_si(bot[nb].value, sizeof(bot[0].value), s->rate.samples_s);
         }
         nb++;
         bot[nb] = (struct kv){"ms/step", "", TH_VALUE, 2};
-        snprintf(bot[nb++].value, sizeof(bot[0].value), "%.2f", s->ms_step);
+        snprintf(bot[nb++].value, sizeof(bot[0].value), "%.2f", s->rate.ms);
     } else {
         bot[nb] = (struct kv){"samples/s", "n/a", TH_DIM, 0};
         nb++;

@@ -136,13 +136,13 @@ static void ranks_draw(WINDOW *w, struct pane_view *v, int focused)
                 break;
             case C_MS:
                 if (recent)
-                    draw_textf(w, y, x, room, TH_VALUE, "%*.2f", cw, r->ms_step);
+                    draw_textf(w, y, x, room, TH_VALUE, "%*.2f", cw, r->rate.ms);
                 else
                     draw_textf(w, y, x, room, TH_DIM, "%*s", cw, "n/a");
                 break;
             case C_SPS:
-                fmt_si(b, sizeof(b), r->samples_s);
-                int ok = recent && !r->samples_na;
+                fmt_si(b, sizeof(b), r->rate.samples_s);
+                int ok = recent && r->rate.samples_valid;
                 draw_textf(w, y, x, room, ok ? TH_NORMAL : TH_DIM, "%*s", cw, ok ? b : "n/a");
                 break;
             case C_BAR:

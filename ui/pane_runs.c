@@ -36,11 +36,11 @@ static void row_of_result(struct row *r, const struct run_result *res)
     int replicas = train_mode_replicas(&res->cfg, res->world);
     r->batch = replicas > 0 ? res->global_batch / replicas : 0;
     r->steps = res->steps;
-    r->ms = res->ms_p50; /* (the step samples/s and speedup are of) */
-    r->sps = res->samples_per_s;
-    r->rate_valid = res->steps > 0 && res->ms_p50 > 0;
+    r->ms = res->rate.ms; /* (the step samples/s and speedup are of) */
+    r->sps = res->rate.samples_s;
+    r->rate_valid = res->steps > 0 && res->rate.ms > 0;
 
-    r->sps_valid = r->rate_valid && res->samples_valid;
+    r->sps_valid = r->rate_valid && res->rate.samples_valid;
     r->split_valid = res->nranks > 0 && res->b.wall_ns > 0;
     r->comp = res->split.compute;
     r->comm = res->split.comm;
@@ -59,10 +59,10 @@ static void row_of_snap(struct row *r, const struct snap *s)
     r->ranks = s->run_world;
     r->batch = s->local_batch;
     r->steps = s->follow ? s->steps_measured : s->steps_done; /* (--follow's: the job's latest step number) */
-    r->ms = s->ms_step;
-    r->sps = s->samples_s;
+    r->ms = s->rate.ms;
+    r->sps = s->rate.samples_s;
     r->rate_valid = s->rate_valid;
-    r->sps_valid = s->rate_valid && !s->samples_na;
+    r->sps_valid = s->rate_valid && s->rate.samples_valid;
     double pct[3][SCALING_MAX_RANKS];
     int64_t wall[SCALING_MAX_RANKS];
     int n = 0;

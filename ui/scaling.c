@@ -38,7 +38,7 @@ int scaling_update(struct scaling *sc, const struct run_result *res, int n, cons
                                           .speedup = q->speedup,
                                           .efficiency_pct = q->efficiency,
                                           .valid = q->speedup_valid,
-                                          .samples_per_s = q->samples_per_s_p50,
+                                          .samples_per_s = q->rate.samples_s,
                                           .base_run = q->base_run,
                                           .scaling = q->scaling};
         if (!result_efficiency_note(sc->tmp, i, sc->row[i].over_note, sizeof(sc->row[i].over_note)))

@@ -174,13 +174,14 @@ static void rank_live(struct snap *s, int i, const struct run *r, int oldest, in
     if (dsteps > 0) {
         struct breakdown d;
         breakdown_sub(&d, &now->total, &old->total);
-        sr->ms_step = (double)d.wall_ns / (double)dsteps / 1e6;
+        sr->rate.ms = (double)d.wall_ns / (double)dsteps / 1e6;
         pcts_of(sr, &d);
     } else {
-        sr->ms_step = (double)rm->step_wall_ns[metrics_slot(rm->nsteps - 1)] / 1e6;
+        sr->rate.ms = (double)rm->step_wall_ns[metrics_slot(rm->nsteps - 1)] / 1e6;
         pcts_of(sr, &rm->last);
     }
-    sr->samples_s = sr->ms_step > 0 ? s->local_batch / (sr->ms_step / 1e3) : 0;
+    sr->rate.samples_s = samples_per_s_at(s->local_batch, sr->rate.ms);
+    sr->rate.samples_valid = 1;
     int64_t dx = now->xfer_ns - old->xfer_ns;
     if (dx > 0) {
         sr->traffic.busbw_gbps = (now->bus - old->bus) / (double)dx;
@@ -271,8 +272,7 @@ static void rank_final(struct snap_rank *sr, const struct rank_result *rr)
     sr->valid = rr->steps > 0;
     /* (the median step, which samples/s is the batch over: the two shown
      * side by side multiply to the batch) */
-    sr->ms_step = rr->ms_p50;
-    sr->samples_s = rr->samples_per_s;
+    sr->rate = rr->rate;
     sr->split = rr->split;
     sr->split_wall_ns = rr->b.wall_ns;
     sr->traffic = rr->traffic;
@@ -468,8 +468,8 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
             rank_live(s, i, r, oldest, now_ns);
         if (sr->valid) {
             any = 1;
-            if (sr->ms_step > slowest)
-                slowest = sr->ms_step;
+            if (sr->rate.ms > slowest)
+                slowest = sr->rate.ms;
         }
     }
     if (fresh || !s->window_s)
@@ -477,17 +477,17 @@ void snap_update(struct snap *s, const struct run *r, const struct run_result *f
     update_stall(s, r, now_ns);
     s->final = final != NULL;
     if (final && final->steps > 0) {
-        s->ms_step = final->ms_p50; /* (samples/s's step: the median) */
-        s->samples_s = final->samples_per_s;
-        s->rate_valid = final->ms_p50 > 0;
+        s->rate = final->rate; /* (the median step, and samples/s at it) */
+        s->rate_valid = final->rate.ms > 0;
     } else {
-        s->ms_step = slowest;
-        s->samples_s = slowest > 0 ? s->global_batch / (slowest / 1e3) : 0;
+        s->rate.ms = slowest;
+        s->rate.samples_s = samples_per_s_at(s->global_batch, slowest);
+        s->rate.samples_valid = 1;
         s->rate_valid = any && slowest > 0 && s->stall_s == 0;
     }
     long left = s->total_steps - s->steps_done;
     s->eta_valid = s->state == RUN_RUNNING && s->rate_valid && left > 0;
-    s->eta_s = s->eta_valid ? (double)left * s->ms_step / 1e3 : 0;
+    s->eta_s = s->eta_valid ? (double)left * s->rate.ms / 1e3 : 0;
 
     update_loss(s, &r->metrics);
     update_traffic(s, r, now_ns, s->state == RUN_RUNNING);
@@ -528,8 +528,6 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
         struct snap_rank *sr = &s->ranks[i];
         rank_final(sr, q);
         sr->valid = q->steps > 0 && q->b.wall_ns > 0;
-        sr->samples_s = q->samples_valid ? q->samples_per_s : 0;
-        sr->samples_na = !q->samples_valid;
         if (q->steps > s->steps_done)
             s->steps_done = q->steps;
         any |= sr->valid;
@@ -538,17 +536,16 @@ int snap_from_replay(struct snap *s, const struct replay *rp)
         if (rp->has_metrics && i < rp->metrics.world)
             copy_history(sr, &rp->metrics.r[i]);
     }
-    /* the run's figures as its report gives them (the mean step, each at
-     * its slowest rank; samples/s at the median step), not worked out
-     * again here; steps: the report's */
+    /* the run's figures as its report gives them (the median step and
+     * samples/s at it, as a finished live run's), not worked out again
+     * here; steps: the report's */
     if (res->nranks > 0)
         s->steps_done = res->steps;
     s->total_steps = res->replay.total_steps > s->steps_done ? res->replay.total_steps : s->steps_done;
     s->elapsed_s = wall_s;
-    s->rate_valid = any && res->ms_valid && res->ms_mean > 0;
-    s->ms_step = s->rate_valid ? res->ms_mean : 0;
-    s->samples_na = !(s->rate_valid && res->samples_valid && s->global_batch > 0);
-    s->samples_s = s->samples_na ? 0 : res->samples_per_s;
+    s->rate_valid = any && res->ms_valid && res->rate.ms > 0;
+    s->rate = res->rate;
+    s->rate.samples_valid &= s->rate_valid && s->global_batch > 0;
     s->epochs = 1;
 
     if (rp->has_metrics) {
@@ -597,8 +594,8 @@ static void follow_rank(struct snap_rank *sr, const struct follow_rank *fr, cons
     sr->straggler = c->straggler;
     sr->steps = c->nsteps;
     sr->valid = sr->recent_valid = c->f.b.wall_ns > 0;
-    sr->ms_step = c->ms_mean;
-    sr->samples_na = 1;
+    sr->rate.ms = c->ms_mean;
+    sr->rate.samples_valid = 0;
     sr->traffic.bytes_valid = 0; /* (a PyTorch trace: bytes unknown) */
     pcts_of(sr, &c->f.b);
     size_t n = fr->nspans < METRICS_HISTORY ? fr->nspans : METRICS_HISTORY;
@@ -647,8 +644,8 @@ static int follow_fill(struct snap *s, struct follow *f)
         follow_rank(&s->ranks[fr->rank], fr, c);
         if (c->straggler)
             straggler = fr->rank;
-        if (c->ms_mean > s->ms_step)
-            s->ms_step = c->ms_mean;
+        if (c->ms_mean > s->rate.ms)
+            s->rate.ms = c->ms_mean;
         if ((long)c->step_hi + 1 > s->steps_done && c->step_lo <= c->step_hi)
             s->steps_done = (long)c->step_hi + 1;
         s->max_cycles = fr->ncycles > s->max_cycles ? fr->ncycles : s->max_cycles;

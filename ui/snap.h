@@ -58,9 +58,9 @@ struct snap_rank {
     size_t seen_steps;    /* steps at the last frame */
     int64_t last_step_ns; /* the frame its step count last moved at (or the run last rested) */
     int recent_valid;     /* the recent figures below have been taken */
-    double ms_step;       /* recent mean step time */
-    double samples_s;
-    int samples_na;         /* a replay without batch sizes: samples/s unknown */
+    /* live: the recent mean step; done, or a replay: the result's (its
+     * median step) */
+    struct step_rate rate;
     struct split_pct split; /* (breakdown.h) */
     int64_t split_wall_ns;  /* the wall the percentages are of: a rank weighs by it in the run's (report.h) */
     struct traffic traffic; /* (metrics.h) bytes not valid: a PyTorch trace */
@@ -110,9 +110,10 @@ struct snap {
     double elapsed_s;
     double eta_s;
     int eta_valid;
-    double ms_step, samples_s; /* the run's: slowest rank's recent step */
-    int rate_valid;
-    int samples_na;      /* ms_step known, samples/s not (a trace without its batch) */
+    /* the run's pace: while it runs, the slowest rank's recent step; once
+     * done, and in a replay, the result's (its median step) */
+    struct step_rate rate;
+    int rate_valid;      /* rate.ms is known (rate.samples_valid: samples/s too) */
     long steps_measured; /* --follow: the steps its report covers (the most a rank's cycles hold) */
     double run_split[3]; /* --follow: the report's compute, comm and idle % over those steps */
     int run_split_valid;

@@ -269,13 +269,13 @@ static void refresh_scaling(struct ui *u)
         live.cfg = u->s.rc;
         live.world = u->snap.world;
         live.global_batch = u->snap.global_batch;
-        live.samples_per_s = u->snap.rate_valid && !u->snap.samples_na ? u->snap.samples_s : 0;
+        live.rate.samples_s = u->snap.rate_valid && u->snap.rate.samples_valid ? u->snap.rate.samples_s : 0;
         /* (what the note on an efficiency above 100% weighs) */
         live.steps = (long)u->snap.steps_done;
         live.threads_per_rank = u->s.rc.threads_per_rank;
         /* results_compare goes by median step times: the recent rate's */
-        if (live.samples_per_s > 0 && live.global_batch > 0) {
-            live.ms_p50 = 1e3 * live.global_batch / live.samples_per_s;
+        if (live.rate.samples_s > 0 && live.global_batch > 0) {
+            live.rate.ms = 1e3 * live.global_batch / live.rate.samples_s;
             live.ms_valid = live.batch_valid = 1;
         }
     }
@@ -292,10 +292,10 @@ static void run_done(struct ui *u)
         say(u, 1, "run failed: %s  (q: quit, s: next run)", u->s.run->err);
     } else if (res && !u->switching) {
         char sps[16];
-        fmt_si(sps, sizeof(sps), res->samples_per_s);
+        fmt_si(sps, sizeof(sps), res->rate.samples_s);
         /* the median step, as samples/s and the Runs table have it */
         say(u, 0, "run %s: %ld steps, p50 %.2f ms/step, %s samples/s; final report on screen (s: next run, q: quit)",
-            run_state_name(u->s.run->state), res->steps, res->ms_p50, sps);
+            run_state_name(u->s.run->state), res->steps, res->rate.ms, sps);
         u->status_ns = 0; /* stays until replaced */
     }
 }
