@@ -9,7 +9,12 @@ pane shows. Its types table must give, for every kernel type that ran,
 the run's and the rank's share to the 0.1 the pane prints; its top
 kernels must be the JSON's rows of that rank, in order and no more: type,
 name (or "others (N kernels)"; the pane may cut a long name with "..."),
-count, and share to 0.1. Nothing here calls ddptop's code.
+count, and share to 0.1; its memory copies (where the JSON's `memcpy`
+has the rank) the JSON's kinds of that rank, in order and no more: count,
+MB, time ms and GB/s to the 0.001 printed, GB/s being MB over time as
+arithmetic says, and HTA's per-copy mean and most ("n/a" where JSON has
+null); with no copies, no copies table (a pane cut short below may hold them
+out of sight). Nothing here calls ddptop's code.
 """
 import json
 import re
@@ -77,7 +82,35 @@ def main():
             fail("%s: count %s, report %d" % (name, got[2], want["count"]))
         if got[5] != "%.1f" % want["share_pct"]:
             fail("%s: share %s, report %.1f" % (name, got[5], want["share_pct"]))
-    print("%d types and %d top kernels of rank %d checked" % (shown, len(rows), rank))
+
+    # the memory copies: "KIND count MB time-ms GB/s copy-mean copy-max"
+    copies = []
+    for line in pane:
+        m = re.fullmatch(r"(Memcpy [A-Za-z]+|Memset)\s+(\d+)\s+(\d+\.\d{3})\s+(\d+\.\d{3})\s+(\d+\.\d{3})\s+(\S+)\s+(\S+)", line)
+        if m:
+            copies.append(m.groups())
+    mc = run.get("memcpy") or {"ranks": []}
+    want_kinds = next((r["kinds"] for r in mc["ranks"] if r["rank"] == rank), [])
+    titled = any(l.startswith("memory copies of rank %d" % rank) for l in pane)
+    # (a pane cut short, "+N lines below", may hold its copies below)
+    cut = any(re.search(r"\+\d+ lines? (above, \+\d+ )?below", l) for l in open(sys.argv[1], encoding="utf-8"))
+    if cut and not titled:
+        want_kinds = []
+    elif titled != bool(want_kinds):
+        fail("copies table shown: %s, the report has %d kinds for rank %d" % (titled, len(want_kinds), rank))
+    if len(copies) != len(want_kinds):
+        fail("the pane shows %d copy kinds, the report %d" % (len(copies), len(want_kinds)))
+    fmt = lambda v: "n/a" if v is None else "%.3f" % v
+    for got, want in zip(copies, want_kinds):
+        exp = (want["kind"], str(want["count"]), "%.3f" % (want["bytes"] / 1e6), "%.3f" % (want["time_us"] / 1e3),
+               "%.3f" % want["gbps"], fmt(want["copy_gbps_mean"]), fmt(want["copy_gbps_max"]))
+        if got != exp:
+            fail("copies %r: pane %s, report %s" % (want["kind"], got, exp))
+        bw = want["bytes"] / (want["time_us"] * 1e3) if want["time_us"] > 0 else 0
+        if abs(float(got[4]) - bw) > 0.0015:
+            fail("copies %r: %s GB/s, but %d bytes over %g us is %.4f" % (want["kind"], got[4], want["bytes"],
+                                                                      want["time_us"], bw))
+    print("%d types, %d top kernels and %d copy kinds of rank %d checked" % (shown, len(rows), len(copies), rank))
 
 
 main()

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memcpy.h"
+
 void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int focused, int utf8)
 {
     if (n == 0)
@@ -51,4 +53,21 @@ void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char
         snprintf(cut, sizeof(cut), "%s", name);
     snprintf(buf, n, "%-*s %-*s %8llu %10.1f %10.3f %7.1f", KERNEL_TYPE_W, type, nw, cut, (unsigned long long)count,
              mean_us, (double)sum_ns / 1e6, share_pct);
+}
+
+void fmt_memcpy_head(char *buf, size_t n)
+{
+    snprintf(buf, n, "%-14s %8s %12s %10s %9s %10s %10s", "copy kind", "count", "MB", "time ms", "GB/s", "copy mean",
+             "copy max");
+}
+
+void fmt_memcpy_row(char *buf, size_t n, const struct memcpy_kind *c)
+{
+    char mean[32] = "n/a", max[32] = "n/a";
+    if (c->rated > 0) {
+        snprintf(mean, sizeof(mean), "%.3f", c->copy_gbps_mean);
+        snprintf(max, sizeof(max), "%.3f", c->copy_gbps_max);
+    }
+    snprintf(buf, n, "%-14s %8llu %12.3f %10.3f %9.3f %10s %10s", c->name, (unsigned long long)c->count,
+             (double)c->bytes / 1e6, (double)c->time_ns / 1e6, c->gbps, mean, max);
 }

@@ -21,8 +21,15 @@ void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int
  * FMT_KERNEL_NAME_MIN), count, mean us, total ms, share % of its type,
  * as the report prints them. fmt_kernel_head: the columns' titles. */
 #define FMT_KERNEL_NAME_MIN 12
+struct memcpy_kind;
 void fmt_kernel_head(char *buf, size_t n, int width);
 void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, double mean_us,
                     int64_t sum_ns, double share_pct);
+/* The Kernels pane's memory copy columns, as the report's text prints
+ * them: kind, count, MB, time ms, GB/s (bytes over time), and HTA's mean
+ * and most of the trace's per-copy bandwidths ("n/a" where no copy of the
+ * kind has one). fmt_memcpy_head: the columns' titles. */
+void fmt_memcpy_head(char *buf, size_t n);
+void fmt_memcpy_row(char *buf, size_t n, const struct memcpy_kind *c);
 
 #endif

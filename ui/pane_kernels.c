@@ -2,7 +2,9 @@
  * PyTorch trace, in the step slot (K): the device time by kernel type
  * (computation, communication, memory and where they overlap) over every
  * rank and on one rank, then that rank's top kernels by type (count, mean,
- * total and share of the type), as the report prints them.
+ * total and share of the type), then its memory copies by kind (count,
+ * bytes, time, bandwidth, and HTA's per-copy bandwidths), as the report
+ * prints them.
  *
  * Every figure is read from the run's result (snap->result: the one the
  * report prints; trace/kernels.h tallies it, src/results.c its shares),
@@ -15,6 +17,7 @@
 
 #include "fmt.h"
 #include "kernels.h"
+#include "memcpy.h"
 #include "panes.h"
 #include "report.h"
 #include "scroll.h"
@@ -39,9 +42,16 @@ static int mix_shown(const struct run_result *res, const struct rank_result *q, 
     return res->kernel_mix_ns[m] > 0 || q->kernels.mix_ns[m] > 0;
 }
 
+/* The rank's memory copy kinds shown (0: none, and no copies table). */
+static int copies_shown(const struct rank_result *q)
+{
+    return q->memcpy_valid ? q->memcpy.n : 0;
+}
+
 /* Line i of the pane into buf, and its colour: the types table (a title
  * line and a line per mix), a blank line, the top kernels (a title line
- * and a line per row). */
+ * and a line per row), then where the rank has copies a blank line, their
+ * title, the columns' titles and a line per kind. */
 static int line_at(char *buf, size_t n, int i, int width, const struct run_result *res, const struct rank_result *q)
 {
     int mw = width - 38 < MIX_NAME_W ? width - 38 : MIX_NAME_W;
@@ -74,7 +84,24 @@ static int line_at(char *buf, size_t n, int i, int width, const struct run_resul
         return TH_LABEL;
     }
     int j = i - k - 2;
-    if (j < 0 || j >= q->kernels.nrows) {
+    if (j >= q->kernels.nrows) {
+        int c = j - q->kernels.nrows; /* blank, title, heads, kinds */
+        if (c == 1) {
+            snprintf(buf, n, "memory copies of rank %d (GB/s: bytes over time; copy: HTA's, per copy)", q->rank);
+            return TH_LABEL;
+        }
+        if (c == 2) {
+            fmt_memcpy_head(buf, n);
+            return TH_LABEL;
+        }
+        if (c >= 3 && c - 3 < copies_shown(q)) {
+            fmt_memcpy_row(buf, n, &q->memcpy.kinds[c - 3]);
+            return TH_VALUE;
+        }
+        buf[0] = 0;
+        return TH_VALUE;
+    }
+    if (j < 0) {
         buf[0] = 0;
         return TH_VALUE;
     }
@@ -92,7 +119,8 @@ static int line_count(const struct run_result *res, const struct rank_result *q)
     int mixes = 0;
     for (int m = 1; m < KERNEL_MIXES; m++)
         mixes += mix_shown(res, q, m);
-    return 1 + mixes + 1 + 1 + q->kernels.nrows;
+    int copies = copies_shown(q);
+    return 1 + mixes + 1 + 1 + q->kernels.nrows + (copies > 0 ? 3 + copies : 0);
 }
 
 int kernels_pane_lines(const struct run_result *res)
