@@ -78,65 +78,193 @@ static int len_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* pandas' quantile (linear) of sorted v[0, n) */
-static double quantile(const int64_t *v, size_t n, double q)
+/* hist's k-th least length (k < the lengths it counts) */
+static int64_t nth(const struct queue_hist *h, uint64_t k)
 {
-    double h = (double)(n - 1) * q;
-    size_t lo = (size_t)floor(h);
-    size_t hi = lo + 1 < n ? lo + 1 : n - 1;
-    return (double)v[lo] + (h - (double)lo) * (double)(v[hi] - v[lo]);
+    for (size_t i = 0; i < h->n; i++) {
+        if (k < h->cnt[i])
+            return h->len[i];
+        k -= h->cnt[i];
+    }
+    return h->n ? h->len[h->n - 1] : 0;
 }
 
-/* The stream's points p[0, n) (sorted) into s; len: room for n lengths. */
-static void stream_stats(struct queue_stream *s, const struct point *p, size_t n, int64_t *len)
+/* pandas' quantile (linear) of hist's n lengths */
+static double quantile(const struct queue_hist *hist, uint64_t n, double q)
 {
-    memset(s, 0, sizeof(*s));
-    s->stream = p[0].stream;
+    double h = (double)(n - 1) * q;
+    uint64_t lo = (uint64_t)floor(h);
+    uint64_t hi = lo + 1 < n ? lo + 1 : n - 1;
+    int64_t a = nth(hist, lo), b = nth(hist, hi);
+    return (double)a + (h - (double)lo) * (double)(b - a);
+}
+
+/* The stream's points p[0, n) (sorted) into h (empty, its stream set);
+ * len: room for n lengths. Returns 0, or -1 when out of memory. */
+static int stream_hist(struct queue_hist *h, const struct point *p, size_t n, int64_t *len)
+{
     int64_t q = 0;
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && p[i].window != p[i - 1].window)
             q = 0; /* a window's own timeline */
         q += p[i].step;
         len[i] = q;
-        s->sum += (double)q;
-        s->sumsq += (double)q * (double)q;
         if (q >= QUEUE_FULL && i + 1 < n && p[i + 1].window == p[i].window)
-            s->blocked_ns += p[i + 1].t_ns - p[i].t_ns;
+            h->blocked_ns += p[i + 1].t_ns - p[i].t_ns;
     }
-    s->count = n;
     qsort(len, n, sizeof(*len), len_cmp);
-    s->min = len[0];
-    s->max = len[n - 1];
-    s->p25 = quantile(len, n, 0.25);
-    s->p50 = quantile(len, n, 0.5);
-    s->p75 = quantile(len, n, 0.75);
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; i++)
+        distinct += i == 0 || len[i] != len[i - 1];
+    h->len = malloc(sizeof(*h->len) * distinct);
+    h->cnt = malloc(sizeof(*h->cnt) * distinct);
+    if (!h->len || !h->cnt)
+        return -1;
+    h->cap = distinct;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || len[i] != len[i - 1]) {
+            h->len[h->n] = len[i];
+            h->cnt[h->n++] = 0;
+        }
+        h->cnt[h->n - 1]++;
+    }
+    return 0;
 }
 
-int queue_table_rank(struct queue_table *out, const struct trace_rank *r, const struct trace_rule *rule,
+void queue_tally_free(struct queue_tally *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        free(t->s[i].len);
+        free(t->s[i].cnt);
+    }
+    free(t->s);
+    memset(t, 0, sizeof(*t));
+}
+
+/* t's stream number stream, added in order when new; NULL when out of
+ * memory. */
+static struct queue_hist *stream_get(struct queue_tally *t, int64_t stream)
+{
+    int i = 0;
+    while (i < t->n && t->s[i].stream < stream)
+        i++;
+    if (i < t->n && t->s[i].stream == stream)
+        return &t->s[i];
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 8;
+        struct queue_hist *s = realloc(t->s, sizeof(*s) * (size_t)cap);
+        if (!s)
+            return NULL;
+        t->s = s;
+        t->cap = cap;
+    }
+    memmove(&t->s[i + 1], &t->s[i], sizeof(*t->s) * (size_t)(t->n - i));
+    memset(&t->s[i], 0, sizeof(t->s[i]));
+    t->s[i].stream = stream;
+    t->n++;
+    return &t->s[i];
+}
+
+int queue_tally_rank(struct queue_tally *out, const struct trace_rank *r, const struct trace_rule *rule,
                      const struct trace_figures *f)
 {
     memset(out, 0, sizeof(*out));
     struct collect c = {r, rule ? rule : &trace_rules[0], NULL, 0, 0, 0};
     trace_each_device_op(r, rule, f, collect_op, &c);
     int64_t *len = c.oom || !c.n ? NULL : malloc(sizeof(*len) * c.n);
-    if (c.oom || (c.n && !len)) {
-        free(c.p);
-        return -1;
-    }
-    qsort(c.p, c.n, sizeof(*c.p), point_cmp);
-    for (size_t i = 0; i < c.n;) {
+    int rc = c.oom || (c.n && !len) ? -1 : 0;
+    if (rc == 0)
+        qsort(c.p, c.n, sizeof(*c.p), point_cmp);
+    for (size_t i = 0; rc == 0 && i < c.n;) {
         size_t j = i;
         while (j < c.n && c.p[j].stream == c.p[i].stream)
             j++;
-        if (out->n < QUEUE_STREAMS)
-            stream_stats(&out->streams[out->n++], c.p + i, j - i, len);
-        else
-            out->dropped++;
+        struct queue_hist *h = stream_get(out, c.p[i].stream);
+        rc = h ? stream_hist(h, c.p + i, j - i, len) : -1;
         i = j;
     }
     free(len);
     free(c.p);
+    if (rc != 0)
+        queue_tally_free(out);
+    return rc;
+}
+
+int queue_tally_add(struct queue_tally *into, const struct queue_tally *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        const struct queue_hist *s = &t->s[i];
+        struct queue_hist *h = stream_get(into, s->stream);
+        if (!h)
+            return -1;
+        /* the two ascending lists merged */
+        size_t cap = h->n + s->n;
+        int64_t *len = malloc(sizeof(*len) * (cap ? cap : 1));
+        uint64_t *cnt = malloc(sizeof(*cnt) * (cap ? cap : 1));
+        if (!len || !cnt) {
+            free(len);
+            free(cnt);
+            return -1;
+        }
+        size_t a = 0, b = 0, n = 0;
+        while (a < h->n || b < s->n) {
+            int64_t v = b >= s->n || (a < h->n && h->len[a] <= s->len[b]) ? h->len[a] : s->len[b];
+            uint64_t k = 0;
+            if (a < h->n && h->len[a] == v)
+                k += h->cnt[a++];
+            if (b < s->n && s->len[b] == v)
+                k += s->cnt[b++];
+            len[n] = v;
+            cnt[n++] = k;
+        }
+        free(h->len);
+        free(h->cnt);
+        h->len = len;
+        h->cnt = cnt;
+        h->n = n;
+        h->cap = cap;
+        h->blocked_ns += s->blocked_ns;
+    }
+    return 0;
+}
+
+void queue_table_of(struct queue_table *out, const struct queue_tally *t)
+{
+    memset(out, 0, sizeof(*out));
+    for (int i = 0; i < t->n; i++) {
+        const struct queue_hist *h = &t->s[i];
+        if (!h->n)
+            continue;
+        if (out->n == QUEUE_STREAMS) {
+            out->dropped++;
+            continue;
+        }
+        struct queue_stream *s = &out->streams[out->n++];
+        s->stream = h->stream;
+        for (size_t k = 0; k < h->n; k++) {
+            s->count += h->cnt[k];
+            s->sum += (double)h->len[k] * (double)h->cnt[k];
+            s->sumsq += (double)h->len[k] * (double)h->len[k] * (double)h->cnt[k];
+        }
+        s->min = h->len[0];
+        s->max = h->len[h->n - 1];
+        s->p25 = quantile(h, s->count, 0.25);
+        s->p50 = quantile(h, s->count, 0.5);
+        s->p75 = quantile(h, s->count, 0.75);
+        s->blocked_ns = h->blocked_ns;
+    }
     queue_table_stats(out);
+}
+
+int queue_table_rank(struct queue_table *out, const struct trace_rank *r, const struct trace_rule *rule,
+                     const struct trace_figures *f)
+{
+    struct queue_tally t;
+    memset(out, 0, sizeof(*out));
+    if (queue_tally_rank(&t, r, rule, f) != 0)
+        return -1;
+    queue_table_of(out, &t);
+    queue_tally_free(&t);
     return 0;
 }
 

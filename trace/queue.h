@@ -53,8 +53,36 @@ struct queue_table {
     struct queue_stream streams[QUEUE_STREAMS];
 };
 
+/* One stream's queue lengths as a tally that adds up over a rank's cycles
+ * (--follow): each length seen and how often, and the time blocked. */
+struct queue_hist {
+    int64_t stream;
+    size_t n, cap;
+    int64_t *len;  /* the distinct lengths, ascending */
+    uint64_t *cnt; /* the points after which each stood */
+    int64_t blocked_ns;
+};
+
+/* A rank's tallies, by stream number. */
+struct queue_tally {
+    int n, cap;
+    struct queue_hist *s;
+};
+
+/* The tallies of the ops that figures f of rank r count under rule, into
+ * *out. Returns 0, or -1 when out of memory (*out empty). */
+int queue_tally_rank(struct queue_tally *out, const struct trace_rank *r, const struct trace_rule *rule,
+                     const struct trace_figures *f);
+/* Adds t into *into, streams matched by number. Returns 0, or -1 when out
+ * of memory (*into partly added: free it). */
+int queue_tally_add(struct queue_tally *into, const struct queue_tally *t);
+/* t's figures: its first QUEUE_STREAMS streams, their mean and std too. */
+void queue_table_of(struct queue_table *out, const struct queue_tally *t);
+void queue_tally_free(struct queue_tally *t);
+
 /* The queue lengths of the ops that figures f of rank r count under rule,
- * into *out. Returns 0, or -1 when out of memory (*out empty). */
+ * into *out (queue_tally_rank's table). Returns 0, or -1 when out of
+ * memory (*out empty). */
 int queue_table_rank(struct queue_table *out, const struct trace_rank *r, const struct trace_rule *rule,
                      const struct trace_figures *f);
 /* Works out each stream's mean and std from its sums. */
