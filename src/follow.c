@@ -289,6 +289,8 @@ static void cycle_free(struct follow_cycle *c)
     free(c->step_ns);
     kernel_tally_free(&c->kernels);
     kernel_tally_free(&c->kernels_rest);
+    queue_tally_free(&c->queue);
+    queue_tally_free(&c->queue_rest);
 }
 
 /* A cycle that was read: its figures, its rank's latest spans, published. */
@@ -334,9 +336,19 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         memcpy_table_rank(&c.memcpy, r, f->rule, &whole);
         memcpy_table_rank(&c.memcpy_rest, r, f->rule, &c.f_rest);
     }
+    if (c.f.gpu_view && (queue_tally_rank(&c.queue, r, f->rule, &whole) != 0 ||
+                         queue_tally_rank(&c.queue_rest, r, f->rule, &c.f_rest) != 0)) {
+        cycle_free(&c);
+        free(st);
+        free(spans);
+        e->state = FILE_REFUSED;
+        say(f, "%s: out of memory following its launch queues; left out", e->name);
+        return;
+    }
     if (nsteps == 1) { /* its one step left out: nothing is left */
         kernel_tally_free(&c.kernels_rest);
         memset(&c.memcpy_rest, 0, sizeof(c.memcpy_rest));
+        queue_tally_free(&c.queue_rest);
         int gpu = c.f_rest.gpu_view;
         memset(&c.f_rest, 0, sizeof(c.f_rest));
         c.f_rest.gpu_view = gpu;
@@ -729,6 +741,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
         size_t rank_steps = nsteps, edge = f->rule->drop_last && n ? n - 1 : 0;
         struct kernel_tally kernels = {0};
         struct memcpy_table copies = {0};
+        struct queue_tally queue = {0};
         int kernels_valid = 0, oom = 0;
         nsteps = 0;
         for (size_t k = 0; k < n; k++) {
@@ -738,6 +751,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
                 kernels_valid = 1;
                 oom |= kernel_tally_add(&kernels, rest ? &mine[k]->kernels_rest : &mine[k]->kernels) != 0;
                 memcpy_table_add(&copies, rest ? &mine[k]->memcpy_rest : &mine[k]->memcpy);
+                oom |= queue_tally_add(&queue, rest ? &mine[k]->queue_rest : &mine[k]->queue) != 0;
             }
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
@@ -759,8 +773,11 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
             rr->kernels_valid = !oom;
             rr->memcpy = copies;
             rr->memcpy_valid = 1;
+            queue_table_of(&rr->queue, &queue);
+            rr->queue_valid = 1;
         }
         kernel_tally_free(&kernels);
+        queue_tally_free(&queue);
         if (oom)
             goto out;
         replay_foreign_row(rr, &sum, steps, nsteps);

@@ -682,6 +682,48 @@ static void write_memcpy_table(FILE *f, const struct run_result *res, int n, int
     }
 }
 
+/* Each replayed run's launch queues (trace/queue.h): per rank and stream,
+ * HTA's summary of the queue length, and the time blocked on a full
+ * queue ("-" for none). */
+static void write_queue_table(FILE *f, const struct run_result *res, int n, int md)
+{
+    for (int i = 0; i < n; i++) {
+        const struct run_result *r = &res[i];
+        int any = 0;
+        for (int k = 0; r->queue_valid && k < r->nranks; k++)
+            any |= r->ranks[k].queue_valid && r->ranks[k].queue.n > 0;
+        if (!any)
+            continue;
+        fprintf(f,
+                md ? "\nLaunch queues of run %d (ops launched on a stream, not yet started; blocked: time at %d):\n\n"
+                     "| rank | stream | points | mean | std | min | p25 | p50 | p75 | max | blocked ms |\n"
+                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                   : "\nlaunch queues of run %d (ops launched on a stream, not yet started; blocked: time at %d):\n"
+                     "%4s %8s %8s %8s %8s %5s %7s %7s %7s %5s %10s\n",
+                i, QUEUE_FULL, "rank", "stream", "points", "mean", "std", "min", "p25", "p50", "p75", "max",
+                "blocked ms");
+        for (int k = 0; k < r->nranks; k++) {
+            const struct rank_result *q = &r->ranks[k];
+            for (int j = 0; q->queue_valid && j < q->queue.n; j++) {
+                const struct queue_stream *s = &q->queue.streams[j];
+                char std[32] = "n/a", blocked[32] = "-";
+                if (!isnan(s->std))
+                    snprintf(std, sizeof(std), "%.3f", s->std);
+                if (s->blocked_ns)
+                    snprintf(blocked, sizeof(blocked), "%.3f", (double)s->blocked_ns / 1e6);
+                fprintf(f,
+                        md ? "| %d | %lld | %llu | %.3f | %s | %lld | %.2f | %.2f | %.2f | %lld | %s |\n"
+                           : "%4d %8lld %8llu %8.3f %8s %5lld %7.2f %7.2f %7.2f %5lld %10s\n",
+                        q->rank, (long long)s->stream, (unsigned long long)s->count, s->mean, std, (long long)s->min,
+                        s->p25, s->p50, s->p75, (long long)s->max, blocked);
+            }
+            if (q->queue_valid && q->queue.dropped)
+                fprintf(f, md ? "\nRank %d: %d more streams left out.\n" : "rank %d: %d more streams left out\n",
+                        q->rank, q->queue.dropped);
+        }
+    }
+}
+
 static void write_text(FILE *f, const struct run_result *res, int n, int md)
 {
     int replays = write_replay_sources(f, res, n, md);
@@ -691,6 +733,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         write_trace_table(f, res, n, md);
         write_kernel_table(f, res, n, md);
         write_memcpy_table(f, res, n, md);
+        write_queue_table(f, res, n, md);
     }
     write_legend(f);
     write_params(f, res, n, md);

@@ -16,6 +16,7 @@
 #include "memcpy.h"
 #include "metrics.h"
 #include "pipeline.h"
+#include "queue.h"
 
 struct run;
 struct trace_rule;
@@ -67,6 +68,10 @@ struct rank_result {
      * result_memcpy */
     struct memcpy_table memcpy;
     int memcpy_valid;
+    /* ... its queue length per stream (trace/queue.h), mean and std from
+     * result_queue */
+    struct queue_table queue;
+    int queue_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */
@@ -232,6 +237,8 @@ struct run_result {
     /* the ranks' memory copies by kind, summed; valid when a rank's is */
     struct memcpy_table memcpy;
     int memcpy_valid;
+    /* a rank's queue lengths are there (HTA's are per rank and stream) */
+    int queue_valid;
     int nranks; /* the ranks whose figures are here: a trace may hold fewer than the run's world */
     struct rank_result *ranks;
 };
@@ -265,6 +272,9 @@ void result_kernels(struct run_result *res);
 /* The memory copies' rates: each rank's, and the run's from the ranks'
  * kinds summed (its bandwidth: all their bytes over all their time). */
 void result_memcpy(struct run_result *res);
+/* The queue lengths' mean and std of each rank's streams; queue_valid
+ * when a rank has them. */
+void result_queue(struct run_result *res);
 /* Compute and collective seconds per epoch of steps_per_epoch steps, per
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);

@@ -246,6 +246,53 @@ static cJSON *json_memcpy(const struct run_result *r)
     return o;
 }
 
+/* A rank's launch queues (trace/queue.h), one entry a stream. */
+static cJSON *json_queue_streams(const struct queue_table *t)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < t->n; i++) {
+        const struct queue_stream *s = &t->streams[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "stream", (double)s->stream);
+        cJSON_AddNumberToObject(e, "count", (double)s->count);
+        cJSON_AddNumberToObject(e, "mean", s->mean);
+        if (isnan(s->std))
+            cJSON_AddNullToObject(e, "std");
+        else
+            cJSON_AddNumberToObject(e, "std", s->std);
+        cJSON_AddNumberToObject(e, "min", (double)s->min);
+        cJSON_AddNumberToObject(e, "p25", s->p25);
+        cJSON_AddNumberToObject(e, "p50", s->p50);
+        cJSON_AddNumberToObject(e, "p75", s->p75);
+        cJSON_AddNumberToObject(e, "max", (double)s->max);
+        cJSON_AddNumberToObject(e, "blocked_us", (double)s->blocked_ns / 1e3);
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+/* The launch queues per rank and stream (trace/queue.h); null when no rank
+ * has device ops. */
+static cJSON *json_queue(const struct run_result *r)
+{
+    if (!r->queue_valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "full", QUEUE_FULL);
+    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+    for (int i = 0; i < r->nranks; i++) {
+        const struct rank_result *q = &r->ranks[i];
+        if (!q->queue_valid)
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "rank", q->rank);
+        cJSON_AddItemToObject(e, "streams", json_queue_streams(&q->queue));
+        cJSON_AddNumberToObject(e, "streams_left_out", q->queue.dropped);
+        cJSON_AddItemToArray(ranks, e);
+    }
+    return o;
+}
+
 static cJSON *json_run(const struct run_result *res, int n, int index)
 {
     const struct run_result *r = &res[index];
@@ -346,6 +393,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     cJSON_AddItemToObject(o, "replay", json_replay(&r->replay));
     cJSON_AddItemToObject(o, "kernels", json_kernels(r));
     cJSON_AddItemToObject(o, "memcpy", json_memcpy(r));
+    cJSON_AddItemToObject(o, "queue", json_queue(r));
     cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
     return o;
 }
@@ -418,9 +466,11 @@ static const char csv_header[] =
     "mem_peak_bytes,algbw_gbps,compute_ms_per_step,steps_per_epoch,compute_s_per_epoch,comm_s_per_epoch,wall_s,"
     "lr_base,lr_peak,backend,speedup_marked,ranks_read,window,rank_from,kernels,kernel_type,kernel_name,kernel_"
     "others,kernel_count,kernel_us,kernel_mean_us,kernel_share_pct,memcpy_kind,memcpy_count,memcpy_bytes,memcpy_us,"
-    "memcpy_gbps,memcpy_rated,memcpy_copy_gbps_mean,memcpy_copy_gbps_min,memcpy_copy_gbps_max\n";
+    "memcpy_gbps,memcpy_rated,memcpy_copy_gbps_mean,memcpy_copy_gbps_min,memcpy_copy_gbps_max,queue_stream,queue_"
+    "count,queue_mean,queue_std,queue_min,queue_p25,queue_p50,queue_p75,queue_max,queue_blocked_us\n";
 #define CSV_KERNEL_COLS 8
 #define CSV_MEMCPY_COLS 9
+#define CSV_QUEUE_COLS 10 /* the last: the queue rows' */
 
 /* The columns of the figures between run and rank and the kernel columns. */
 static int csv_figure_cols(void)
@@ -428,7 +478,7 @@ static int csv_figure_cols(void)
     int commas = 0;
     for (const char *p = csv_header; *p; p++)
         commas += *p == ',';
-    return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS;
+    return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS - CSV_QUEUE_COLS;
 }
 
 /* One kernel row: run, rank ("all": the run's), the figure columns empty,
@@ -458,6 +508,8 @@ static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const 
     csv_num(f, mean_us, name != NULL, "%.3f");
     csv_num(f, share_pct, 1, "%.3f");
     for (int c = CSV_MEMCPY_COLS; c > 0; c--)
+        fputc(',', f);
+    for (int c = CSV_QUEUE_COLS; c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
 }
@@ -508,6 +560,8 @@ static void csv_memcpy_row(FILE *f, int run, int rank, const struct memcpy_kind 
     csv_num(f, k->copy_gbps_mean, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_min, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_max, k->rated > 0, "%.6f");
+    for (int c = CSV_QUEUE_COLS; c > 0; c--)
+        fputc(',', f);
     fputc('\n', f);
 }
 
@@ -522,6 +576,40 @@ static void csv_memcpy(FILE *f, const struct run_result *r, int i)
     for (int k = 0; k < r->nranks; k++)
         for (int j = 0; r->ranks[k].memcpy_valid && j < r->ranks[k].memcpy.n; j++)
             csv_memcpy_row(f, i, r->ranks[k].rank, &r->ranks[k].memcpy.kinds[j]);
+}
+
+/* One stream's launch queue row: run, rank, the figure, kernel and memory
+ * copy columns empty but `kernels`, "queue" (the JSON list), then the
+ * stream's figures as in JSON. */
+static void csv_queue_row(FILE *f, int run, int rank, const struct queue_stream *s)
+{
+    fprintf(f, "%d,%d", run, rank);
+    for (int c = csv_figure_cols(); c > 0; c--)
+        fputc(',', f);
+    csv_str(f, "queue");
+    for (int c = CSV_KERNEL_COLS - 1 + CSV_MEMCPY_COLS; c > 0; c--)
+        fputc(',', f);
+    csv_num(f, (double)s->stream, 1, "%.0f");
+    csv_num(f, (double)s->count, 1, "%.0f");
+    csv_num(f, s->mean, 1, "%.6f");
+    csv_num(f, s->std, !isnan(s->std), "%.6f");
+    csv_num(f, (double)s->min, 1, "%.0f");
+    csv_num(f, s->p25, 1, "%.6f");
+    csv_num(f, s->p50, 1, "%.6f");
+    csv_num(f, s->p75, 1, "%.6f");
+    csv_num(f, (double)s->max, 1, "%.0f");
+    csv_num(f, (double)s->blocked_ns / 1e3, 1, "%.3f");
+    fputc('\n', f);
+}
+
+/* Run i's launch queues (trace/queue.h), as in JSON: each rank's streams. */
+static void csv_queue(FILE *f, const struct run_result *r, int i)
+{
+    if (!r->queue_valid)
+        return;
+    for (int k = 0; k < r->nranks; k++)
+        for (int j = 0; r->ranks[k].queue_valid && j < r->ranks[k].queue.n; j++)
+            csv_queue_row(f, i, r->ranks[k].rank, &r->ranks[k].queue.streams[j]);
 }
 
 void report_write_csv(FILE *f, const struct run_result *res, int n)
@@ -603,6 +691,8 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_str(f, q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
             for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS; c > 0; c--)
                 fputc(',', f); /* (the kernel and memory copy rows' columns) */
+            for (int c = CSV_QUEUE_COLS; c > 0; c--)
+                fputc(',', f); /* (the queue rows') */
             fputc('\n', f);
         }
     }
@@ -610,4 +700,6 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
         csv_kernels(f, &res[i], i);
     for (int i = 0; i < n; i++)
         csv_memcpy(f, &res[i], i);
+    for (int i = 0; i < n; i++)
+        csv_queue(f, &res[i], i);
 }

@@ -476,6 +476,17 @@ void result_memcpy(struct run_result *res)
     memcpy_table_rates(&res->memcpy);
 }
 
+void result_queue(struct run_result *res)
+{
+    res->queue_valid = 0;
+    for (int i = 0; i < res->nranks; i++) {
+        if (!res->ranks[i].queue_valid)
+            continue;
+        res->queue_valid = 1;
+        queue_table_stats(&res->ranks[i].queue);
+    }
+}
+
 void result_per_epoch(struct run_result *res, long steps_per_epoch)
 {
     res->steps_per_epoch = steps_per_epoch;

@@ -4,7 +4,8 @@ line per rank, as tests/fixtures/hta/temporal_breakdown.tsv records it;
 with --overlap, HTA's overlap of computation and communication instead
 (comm_comp_overlap.tsv); with --kernels, HTA's kernel breakdown
 (kernel_breakdown.tsv); with --memcpy, HTA's memory bandwidth summary
-(memcpy_bandwidth.tsv).
+(memcpy_bandwidth.tsv); with --queue, HTA's queue length summary and time
+blocked on a full queue (queue_length.tsv).
 
 Runs HolisticTraceAnalysis itself (Meta's trace analysis library, not
 ddptop's code): TraceAnalysis(trace_dir=DIR).get_temporal_breakdown(),
@@ -13,7 +14,7 @@ PYTHONPATH, with Debian's python3-pandas, python3-plotly, python3-networkx
 and python3-ijson. test_pytorch_traces.sh (hta_live) runs it to check
 that the recorded values are still HTA's.
 
-Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap|--kernels|--memcpy] DIR [NAME]
+Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap|--kernels|--memcpy|--queue] DIR [NAME]
 Prints: NAME RANK IDLE_PCT COMPUTE_PCT NON_COMPUTE_PCT (NAME: DIR unless
 given); with --overlap, NAME RANK OVERLAP_PCT (get_comm_comp_overlap);
 with --kernels, get_gpu_kernel_breakdown(visualize=False) with its
@@ -28,6 +29,14 @@ run on each rank alone (RANK) and on all (RANK "all", types only):
 With --memcpy, TraceCounters.get_memory_bw_summary(t, ranks=every rank):
   NAME RANK KIND COUNT MEAN MIN MAX   (the summary of the running sum of
       the copies' bandwidths of a kind, in GB/s, its zero points left out)
+With --queue, TraceCounters.get_queue_length_summary(t, ranks=every rank)
+and get_time_spent_blocked_on_full_queue (its default max_queue_length,
+1024) on get_queue_length_time_series of every rank:
+  NAME RANK STREAM COUNT MEAN STD MIN P25 P50 P75 MAX   (the summary of
+      the stream's queue lengths, one per point of its time series; STD
+      "-" where pandas gives none, one point)
+  NAME RANK blocked STREAM US   (HTA's one row per rank with time at the
+      full queue: the stream and its time there, us)
 Exit status 77 when HTA or its packages cannot be imported.
 """
 import logging
@@ -76,6 +85,23 @@ def print_memcpy(ta, name):
                                                  row["max"]))
 
 
+def print_queue(ta, name):
+    from hta.analyzers.trace_counters import TraceCounters
+    ranks = sorted(ta.t.traces)
+    df = TraceCounters.get_queue_length_summary(ta.t, ranks=ranks)
+    if df is None:
+        return
+    for (rank, stream), row in df["queue_length"].iterrows():
+        std = "-" if row["std"] != row["std"] else "%.6f" % row["std"]
+        print("%s\t%d\t%d\t%d\t%.6f\t%s\t%d\t%.6f\t%.6f\t%.6f\t%d" % (
+            name, rank, stream, row["count"], row["mean"], std, row["min"], row["25%"], row["50%"], row["75%"],
+            row["max"]))
+    series = TraceCounters.get_queue_length_time_series(ta.t, ranks)
+    full = ta.get_time_spent_blocked_on_full_queue(series)
+    for _, row in (full.iterrows() if full is not None else []):
+        print("%s\t%d\tblocked\t%d\t%d" % (name, row["rank"], row["stream"], row["duration_at_max_queue_length"]))
+
+
 def main():
     try:
         from hta.trace_analysis import TraceAnalysis
@@ -88,7 +114,8 @@ def main():
     overlap = args[:1] == ["--overlap"]
     kernels = args[:1] == ["--kernels"]
     memcpy = args[:1] == ["--memcpy"]
-    args = args[1:] if overlap or kernels or memcpy else args
+    queue = args[:1] == ["--queue"]
+    args = args[1:] if overlap or kernels or memcpy or queue else args
     folder = args[0]
     name = args[1] if len(args) > 1 else folder
     ta = TraceAnalysis(trace_dir=folder)
@@ -101,6 +128,9 @@ def main():
         return
     if memcpy:
         print_memcpy(ta, name)
+        return
+    if queue:
+        print_queue(ta, name)
         return
     df = ta.get_temporal_breakdown(visualize=False)
     for _, row in df.iterrows():

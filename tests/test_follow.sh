@@ -47,7 +47,9 @@
 #              and kernel_count.py's count over the files' JSON (names,
 #              counts, sums of dur by HTA's type rule and cut); with a
 #              DtoD copy in each cycle's first step and an HtoD in step 2,
-#              its `memcpy` too (and memcpy_count.py's count).
+#              its `memcpy` too (and memcpy_count.py's count); with 4
+#              kernels launched on stream 9 (3 queued in step 2, 1 in
+#              step 1), its `queue` too: 14 points a rank, at most 3.
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
@@ -409,6 +411,12 @@ for rank in (0, 1):
                                                            "memory bandwidth (GB/s)": 100.0 * (rank + 1) / cycle}})
         if cycle == 2:
             ev.append({"ph": "X", "cat": "kernel", "name": "k13_big", "pid": 0, "tid": 7, "ts": 1900, "dur": 400})
+        # launched kernels on stream 9, each in the step it is launched in: 3 queued in step 2, 1 in step 1
+        for i, (at, start) in enumerate([(1200, 1300), (1201, 1310), (1202 + rank, 1320), (500, 600)]):
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 100,
+                       "ts": at, "dur": 1, "args": {"correlation": 900 + i}})
+            ev.append({"ph": "X", "cat": "kernel", "name": "q_fill", "pid": 0, "tid": 9, "ts": start, "dur": 5,
+                       "args": {"device": 0, "stream": 9, "correlation": 900 + i}})
         for e in ev:
             e["ts"] += (cycle - 1) * 100000
             m = re.fullmatch(r"ProfilerStep#(\d+)", e["name"])
@@ -455,6 +463,18 @@ PY
         pass "kernels: the followed job's memory copies equal --replay's of the folder"
     else
         fail "kernels: --follow's memory copies are not --replay's"
+    fi
+    if python3 - "$T/kern.json" "$T/kern.replay.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f))["runs"][0]["queue"] for f in sys.argv[1:3])
+# per rank, stream 9: cycle 1 (step 1 left out) 1 2 3 2 1 0, cycle 2 also 1 0: 14 points
+ok = a is not None and a == b and [[(s["stream"], s["count"], s["max"]) for s in r["streams"] if s["stream"] == 9]
+                                   for r in a["ranks"]] == [[(9, 14, 3)]] * 2
+sys.exit(0 if ok else "    follow %s\n    replay %s" % (json.dumps(a)[:600], json.dumps(b)[:600]))
+PY
+        pass "kernels: the followed job's launch queues equal --replay's of the folder"
+    else
+        fail "kernels: --follow's launch queues are not --replay's"
     fi
     if python3 "$HERE/memcpy_count.py" "$T/kern.json" "$src"/*.json; then
         pass "kernels: memory copies as counted over the traces' JSON"

@@ -108,6 +108,29 @@
 #            PtoP 500 GB/s, none rated (null, n/a). Also against memcpy_count.py's
 #            count over the JSON, its table in text and markdown, and its
 #            CSV rows (`kernels` memcpy) against the JSON.
+#   queue    launch queues per stream: HTA's queue length summary and time
+#            blocked on a full queue (tests/fixtures/hta/queue_length.tsv,
+#            recorded from HTA by hta_breakdown.py --queue): ddptop's JSON
+#            `queue` under --window hta holds, per rank, HTA's streams, and
+#            of each its points, mean, std, least, 25th/50th/75th
+#            percentile and most within 1e-5, and HTA's time blocked (its
+#            one stream a rank) to 1e-3 us. Always on the hand-made
+#            kineto_gpu and kineto_queue; on HTA's own traces as well when
+#            DDPTOP_HTA_DIR names its checkout. kineto_queue.json: one rank,
+#            steps [0,10000) [10000,20000); stream 7: long_gemm launched
+#            at 100, run [110,5000), and 1024 kernels launched at 200..1223
+#            (one a us), run one a us from 5000: lengths 1, 0, 1..1024,
+#            1023..0, 2050 points, mean 1048577/2050 = 511.500976, most
+#            1024, p25/p50/p75 255.25, 511.5, 767.75, at 1024 from 1223 to
+#            5000: blocked 3777 us; stream 13: cudaMemcpyAsync 300 (copy
+#            at 320), cudaLaunchKernel 305 (330), cudaMemsetAsync 400 (410):
+#            1 2 1 0 1 0, mean 5/6, std 0.752773, p25 0.25, most 2; stream
+#            21: cuLaunchKernel (cuda_driver) 900 (905): 1 0. Left out: a
+#            blocking cudaMemcpy's copy, a kernel without its launch, a
+#            launch without its kernel, a stream sync, and a kernel
+#            launched in the last step (HTA's cut). Also against
+#            queue_count.py's count over the trace, its table in text and
+#            markdown, and its CSV rows (`kernels` queue) against the JSON.
 #   hta      HTA's test traces (DDPTOP_HTA_DIR: a checkout of
 #            HolisticTraceAnalysis; 77 without its tests/data): --window hta
 #            against HTA's temporal breakdown recorded in the .tsv, within
@@ -119,7 +142,8 @@
 #            execution_trace's folder; trace_filter's 2 ranks of 128.
 #   hta_live HTA run now (tests/hta_breakdown.py; 77 without HTA's code or
 #            pandas) on the hand-made traces and two of HTA's: the .tsv
-#            still holds HTA's values.
+#            still holds HTA's values (and queue_length.tsv on kineto_queue
+#            and trace_filter).
 #
 # Usage: test_pytorch_traces.sh /path/to/ddptop CASE
 # Exit status: 0 pass, 1 fail, 77 skip.
@@ -133,6 +157,7 @@ TSV=$HERE/fixtures/hta/temporal_breakdown.tsv
 OVL=$HERE/fixtures/hta/comm_comp_overlap.tsv
 KTSV=$HERE/fixtures/hta/kernel_breakdown.tsv
 MTSV=$HERE/fixtures/hta/memcpy_bandwidth.tsv
+QTSV=$HERE/fixtures/hta/queue_length.tsv
 PY=/usr/bin/python3
 . "$HERE/checks.sh"
 
@@ -519,6 +544,99 @@ PY
     check "... null" run_key "$tmp/host.json" memcpy null
 }
 
+# queue_match JSON TSV NAME: ddptop's launch queues in JSON are HTA's summary for NAME in TSV
+queue_match() {
+    "$PY" - "$@" <<'PY'
+import json, sys
+f, tsv, name = sys.argv[1:4]
+q = json.load(open(f))["runs"][0]["queue"]
+if q is None:
+    sys.exit("    no queue in %s" % f)
+keys = ("count", "mean", "std", "min", "p25", "p50", "p75", "max")
+got, blocked = {}, {}
+for r in q["ranks"]:
+    for s in r["streams"]:
+        got[(r["rank"], s["stream"])] = [s[k] for k in keys]
+        if s["blocked_us"] > 0:
+            blocked[(r["rank"], s["stream"])] = s["blocked_us"]
+want, wblocked = {}, {}
+for line in open(tsv):
+    c = line.rstrip("\n").split("\t")
+    if line.startswith("#") or c[0] != name:
+        continue
+    if c[2] == "blocked":
+        wblocked[(int(c[1]), int(c[3]))] = float(c[4])
+    else:
+        want[(int(c[1]), int(c[2]))] = [None if x == "-" else float(x) for x in c[3:11]]
+bad = [] if want else ["%s: not in %s" % (name, tsv)]
+if set(got) != set(want):
+    bad.append("streams %s, HTA %s" % (sorted(got), sorted(want)))
+for key in sorted(set(got) & set(want)):
+    g, w = got[key], want[key]
+    if any((a is None) != (b is None) or (b is not None and abs(a - b) > 1e-5 + 1e-6 * abs(b)) for a, b in zip(g, w)):
+        bad.append("rank %d stream %d: %s, HTA %s" % (key + (g, w)))
+if set(blocked) != set(wblocked) or any(abs(blocked[k] - wblocked[k]) > 1e-3 for k in blocked):
+    bad.append("blocked %s, HTA %s" % (blocked, wblocked))
+sys.exit("    " + "\n    ".join(bad[:8]) if bad else 0)
+PY
+}
+
+case_queue() {
+    local name dir out n=0
+    for name in $(grep -v '^#' "$QTSV" | cut -f1 | awk '!seen[$0]++'); do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        out=$tmp/q.$(echo "$name" | tr / _).json
+        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
+        check "$name: HTA's queue length summary" queue_match "$out" "$QTSV" "$name"
+        n=$((n + 1))
+    done
+    check "the hand-made traces are in the .tsv" test "$n" -gt 1
+    local qt=$FIX/kineto_queue.json
+    check "kineto_queue: replay" replay "$tmp/qt.json" "$qt" --window hta --format json
+    check "... against a count over the trace" "$PY" "$HERE/queue_count.py" "$tmp/qt.json" "$qt"
+    check "... worked by hand" "$PY" - "$tmp/qt.json" <<'PY'
+import json, sys
+q = json.load(open(sys.argv[1]))["runs"][0]["queue"]
+r6 = lambda v: None if v is None else round(v, 6)
+got = [(s["stream"], s["count"], r6(s["mean"]), s["min"], r6(s["p25"]), r6(s["p50"]), r6(s["p75"]), s["max"],
+        r6(s["blocked_us"])) for s in q["ranks"][0]["streams"]]
+want = [(7, 2050, round(1048577 / 2050, 6), 0, 255.25, 511.5, 767.75, 1024, 3777),
+        (13, 6, round(5 / 6, 6), 0, 0.25, 1, 1, 2, 0), (21, 2, 0.5, 0, 0.25, 0.5, 0.75, 1, 0)]
+if got != want or q["full"] != 1024 or round(q["ranks"][0]["streams"][1]["std"], 6) != 0.752773:
+    sys.exit("    %s" % got)
+PY
+    check "text report" replay "$tmp/qt.txt" "$qt" --window hta
+    check "text: the launch queues" grep -Eq \
+        '^ +0 +7 +2050 +511\.501 +295\.963 +0 +255\.25 +511\.50 +767\.75 +1024 +3\.777$' "$tmp/qt.txt"
+    check "markdown report" replay "$tmp/qt.md" "$qt" --window hta --format md
+    check "markdown: the launch queues" has "$tmp/qt.md" "| 0 | 13 | 6 | 0.833 | 0.753 | 0 | 0.25 | 1.00 | 1.00 | 2 | - |"
+    check "kineto_queue: csv" replay "$tmp/qt.csv" "$qt" --window hta --format csv
+    check "... the queue rows are the JSON's" "$PY" - "$tmp/qt.csv" "$tmp/qt.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+q = json.load(open(sys.argv[2]))["runs"][0]["queue"]
+keys = ("stream", "count", "mean", "std", "min", "p25", "p50", "p75", "max", "blocked_us")
+want = [(str(r["rank"]), s) for r in q["ranks"] for s in r["streams"]]
+got = [x for x in rows if x["kernels"] == "queue"]
+bad = [] if len(got) == len(want) else ["%d queue rows, JSON %d" % (len(got), len(want))]
+for x, (rank, s) in zip(got, want):
+    g = [None if x["queue_" + k] == "" else float(x["queue_" + k]) for k in keys]
+    w = [s[k] for k in keys]
+    if x["rank"] != rank or any((a is None) != (b is None) or (a is not None and abs(a - b) > 1e-3)
+                                for a, b in zip(g, w)):
+        bad.append("csv %s %s, json %s" % (x["rank"], g, w))
+if any(x["kernels"] != "queue" and any(x["queue_" + k] for k in keys) for x in rows):
+    bad.append("a row not of queue with queue columns")
+sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
+PY
+    check "a host-only trace: no launch queues" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
+    check "... null" run_key "$tmp/host.json" queue null
+}
+
 # hta_data: the folder of HTA's test traces, or exit 77
 hta_data() {
     local d=${DDPTOP_HTA_DIR:-}
@@ -685,12 +803,27 @@ for line in open(sys.argv[2]):
         sys.exit("    rank %s: %s, HTA %s" % (rank, got, (idle, comp, noncomp)))
 PY
     done
+    # the queue lengths: HTA's now are the .tsv's
+    for name in fixtures/kineto_queue trace_filter; do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        *) dir=$data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" --queue "$dir" "$name" >"$tmp/live" \
+            2>"$tmp/live.err"
+        if diff <(grep -P "^\Q$name\E\t" "$QTSV") "$tmp/live" >"$tmp/diff"; then
+            ok "$name: HTA's queue lengths are what queue_length.tsv records"
+        else
+            bad "$name: HTA's queue lengths now differ from queue_length.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
+        fi
+    done
 }
 
 case $CASE in
-window | folder | devices | ranks | kernels | memcpy | hta | hta_live) "case_$CASE" ;;
+window | folder | devices | ranks | kernels | memcpy | queue | hta | hta_live) "case_$CASE" ;;
 *)
-    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|hta|hta_live" >&2
+    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|hta|hta_live" >&2
     exit 2
     ;;
 esac

@@ -144,6 +144,7 @@ static void bad_json(char *err, size_t errlen, const char *name, const char *buf
 
 struct corr_ts {
     int64_t corr, ts;
+    int queues; /* a call that queues work on a stream (queues_work) */
 };
 
 struct file_ctx {
@@ -565,6 +566,22 @@ static uint32_t name_of(struct file_ctx *fc, struct trace_rank *r, const char *n
     return (uint32_t)r->nnames++;
 }
 
+/* Whether a runtime call of this name queues work on a device stream: the
+ * launches and asynchronous copies HTA's queue length counts
+ * (get_runtime_launch_events_mask), CUDA's, ROCm's and MTIA's. */
+static int queues_work(const char *name)
+{
+    static const char *const names[] = {
+        "cudaLaunchKernel", "cudaLaunchKernelExC",      "cuLaunchKernel",
+        "cuLaunchKernelEx", "cudaMemcpyAsync",          "cudaMemsetAsync",
+        "hipLaunchKernel",  "hipExtModuleLaunchKernel", "hipMemsetAsync",
+        "hipMemcpyAsync",   "hipMemcpyWithStream",      "runFunction - job_prep_and_submit_for_execution"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(name, names[i]))
+            return 1;
+    return 0;
+}
+
 static void foreign_event(struct file_ctx *fc, const cJSON *ev)
 {
     struct trace_doc *d = fc->d;
@@ -593,7 +610,7 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
         if (corr >= 0) {
             GROW(fc->corrs, fc->ncorr, fc->capcorr, fc->oom);
             if (!fc->oom)
-                fc->corrs[fc->ncorr++] = (struct corr_ts){corr, t0};
+                fc->corrs[fc->ncorr++] = (struct corr_ts){corr, t0, queues_work(name)};
         }
         return;
     }
@@ -674,6 +691,8 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     op->t0_ns = t0;
     op->t1_ns = t1;
     op->launch_ns = -1;
+    op->queued = 0;
+    op->stream = gpu && stream ? (int32_t)clampd((double)stream_num(stream), -1, INT32_MAX) : -1;
     op->corr = gpu ? jint(args, "correlation", -1, -1, INT64_MAX) : -1;
     op->track = track;
     op->cat = (uint8_t)c;
@@ -708,10 +727,12 @@ static void resolve_launches(struct file_ctx *fc)
         struct trace_op *op = &r->ops[i];
         if (!op->gpu || op->corr < 0)
             continue;
-        struct corr_ts key = {op->corr, 0};
+        struct corr_ts key = {op->corr, 0, 0};
         const struct corr_ts *hit = bsearch(&key, fc->corrs, fc->ncorr, sizeof(key), corr_cmp);
-        if (hit)
+        if (hit) {
             op->launch_ns = hit->ts;
+            op->queued = (uint8_t)hit->queues;
+        }
     }
 }
 

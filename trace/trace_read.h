@@ -77,6 +77,9 @@ struct trace_op {
     uint32_t name;     /* device ops: its name, an index in the rank's names; TRACE_NO_NAME: none kept */
     uint64_t bytes;    /* memory copies and sets: args.bytes (0: none) */
     double copy_gbps;  /* ... Kineto's args."memory bandwidth (GB/s)", from its ns duration (0: none) */
+    int32_t stream;    /* device ops: args.stream, the device's own number; -1: none */
+    uint8_t queued;    /* GPU ops: launch_ns is a call that queued it on its stream (cudaLaunchKernel,
+                          cudaMemcpyAsync, ...: HTA's queue length), not a blocking one (cudaMemcpy) */
 };
 #define TRACE_NO_NAME UINT32_MAX
 
