@@ -197,30 +197,37 @@ tm send-keys -t "$S" K
 if wait_for '─ Timeline ─' 5; then pass "kernels: K again brings the timeline back"; else fail "kernels: K did not switch back"; fi
 quit_and_check kernels
 
-# ---- 2d. the Kernels pane's memory copies: the report's kinds of the rank ---------
+# ---- 2d. the Kernels pane's memory copies and launch queues: the report's ------
 # a trace with copies of three kinds, some without a bandwidth in the trace
-# (tests/fixtures/trace/kineto_memcpy.json); the pane scrolls to its end
-"$BIN" --batch --quiet --replay "$FIXTURES/kineto_memcpy.json" --format json --output "$T/copies.json" \
-    2>"$T/copies.err" || fail "copies: the JSON report failed: $(cat "$T/copies.err")"
-replay copies "$FIXTURES/kineto_memcpy.json"
-if wait_for 'REPLAY' 15; then pass "copies: the UI opens"; else fail "copies: the UI did not open"; fi
-tm send-keys -t "$S" K
-wait_for '─ Kernels ─' 5 || fail "copies: no Kernels pane after K"
-tm send-keys -t "$S" Tab
-tm send-keys -t "$S" End
-if wait_for '│ *memory copies of rank 0' 5 && wait_for '│ *Memcpy HtoD +[0-9]+ ' 5; then
-    pass "copies: the pane ends with the rank's memory copies"
-else
-    fail "copies: no memory copies in the Kernels pane"
-fi
-screen >"$T/copies.txt"
-if python3 "$HERE/check_kernels_pane.py" "$T/copies.txt" "$T/copies.json" >"$T/copies.check" 2>&1; then
-    pass "copies: the pane's copy kinds are the JSON report's ($(tail -1 "$T/copies.check"))"
-else
-    fail "copies: the pane differs from the JSON report"
-    sed 's/^/  /' "$T/copies.check"
-fi
-quit_and_check copies
+# (kineto_memcpy.json), and one with launches on two streams
+# (kineto_gpu.json); the pane scrolls to its end
+for c in "copies kineto_memcpy.json Memcpy HtoD" "queues kineto_gpu.json stream 7"; do
+    set -- $c
+    name=$1 fixture=$2
+    shift 2
+    row=$*
+    "$BIN" --batch --quiet --replay "$FIXTURES/$fixture" --format json --output "$T/$name.json" \
+        2>"$T/$name.err" || fail "$name: the JSON report failed: $(cat "$T/$name.err")"
+    replay "$name" "$FIXTURES/$fixture"
+    if wait_for 'REPLAY' 15; then pass "$name: the UI opens"; else fail "$name: the UI did not open"; fi
+    tm send-keys -t "$S" K
+    wait_for '─ Kernels ─' 5 || fail "$name: no Kernels pane after K"
+    tm send-keys -t "$S" Tab
+    tm send-keys -t "$S" End
+    if wait_for "│ *$row +[0-9]+ " 5; then
+        pass "$name: the pane ends with the rank's $name"
+    else
+        fail "$name: no $name in the Kernels pane"
+    fi
+    screen >"$T/$name.txt"
+    if python3 "$HERE/check_kernels_pane.py" "$T/$name.txt" "$T/$name.json" >"$T/$name.check" 2>&1; then
+        pass "$name: the pane's tables are the JSON report's ($(tail -1 "$T/$name.check"))"
+    else
+        fail "$name: the pane differs from the JSON report"
+        sed 's/^/  /' "$T/$name.check"
+    fi
+    quit_and_check "$name"
+done
 
 # ---- 3. one rank's file of a run stopped half way ----------------------------------
 # the header keeps the run's ranks and planned steps, the runs pane its state

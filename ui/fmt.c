@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "memcpy.h"
+#include "queue.h"
 
 void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int focused, int utf8)
 {
@@ -70,4 +71,18 @@ void fmt_memcpy_row(char *buf, size_t n, const struct memcpy_kind *c)
     }
     snprintf(buf, n, "%-14s %8llu %12.3f %10.3f %9.3f %10s %10s", c->name, (unsigned long long)c->count,
              (double)c->bytes / 1e6, (double)c->time_ns / 1e6, c->gbps, mean, max);
+}
+
+void fmt_queue_head(char *buf, size_t n)
+{
+    snprintf(buf, n, "%-10s %8s %10s %8s %6s %10s", "stream", "points", "mean", "p50", "max", "blocked ms");
+}
+
+void fmt_queue_row(char *buf, size_t n, const struct queue_stream *s)
+{
+    char blocked[32] = "-";
+    if (s->blocked_ns)
+        snprintf(blocked, sizeof(blocked), "%.3f", (double)s->blocked_ns / 1e6);
+    snprintf(buf, n, "stream %-3lld %8llu %10.3f %8.2f %6lld %10s", (long long)s->stream, (unsigned long long)s->count,
+             s->mean, s->p50, (long long)s->max, blocked);
 }

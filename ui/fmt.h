@@ -22,6 +22,7 @@ void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int
  * as the report prints them. fmt_kernel_head: the columns' titles. */
 #define FMT_KERNEL_NAME_MIN 12
 struct memcpy_kind;
+struct queue_stream;
 void fmt_kernel_head(char *buf, size_t n, int width);
 void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, double mean_us,
                     int64_t sum_ns, double share_pct);
@@ -31,5 +32,9 @@ void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char
  * kind has one). fmt_memcpy_head: the columns' titles. */
 void fmt_memcpy_head(char *buf, size_t n);
 void fmt_memcpy_row(char *buf, size_t n, const struct memcpy_kind *c);
+/* ... its launch queue columns: stream, points, mean, median, most, and
+ * the ms blocked on a full queue ("-" where none). */
+void fmt_queue_head(char *buf, size_t n);
+void fmt_queue_row(char *buf, size_t n, const struct queue_stream *s);
 
 #endif

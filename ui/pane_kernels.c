@@ -3,8 +3,9 @@
  * (computation, communication, memory and where they overlap) over every
  * rank and on one rank, then that rank's top kernels by type (count, mean,
  * total and share of the type), then its memory copies by kind (count,
- * bytes, time, bandwidth, and HTA's per-copy bandwidths), as the report
- * prints them.
+ * bytes, time, bandwidth, and HTA's per-copy bandwidths) and its launch
+ * queue per stream (points, mean, median, most, time blocked on a full
+ * queue), as the report prints them.
  *
  * Every figure is read from the run's result (snap->result: the one the
  * report prints; trace/kernels.h tallies it, src/results.c its shares),
@@ -18,6 +19,7 @@
 #include "fmt.h"
 #include "kernels.h"
 #include "memcpy.h"
+#include "queue.h"
 #include "panes.h"
 #include "report.h"
 #include "scroll.h"
@@ -48,10 +50,56 @@ static int copies_shown(const struct rank_result *q)
     return q->memcpy_valid ? q->memcpy.n : 0;
 }
 
+/* The rank's streams with a launch queue shown (0: none, no queue table). */
+static int queues_shown(const struct rank_result *q)
+{
+    return q->queue_valid ? q->queue.n : 0;
+}
+
+/* Line c of the tables after the top kernels: where the rank has them, the
+ * copies (a blank line, a title, the columns' titles, a line per kind),
+ * then the queues (the same, a line per stream). */
+static int tail_line(char *buf, size_t n, int c, const struct rank_result *q)
+{
+    buf[0] = 0;
+    int nc = copies_shown(q);
+    if (nc > 0) {
+        if (c == 1) {
+            snprintf(buf, n, "memory copies of rank %d (GB/s: bytes over time; copy: HTA's, per copy)", q->rank);
+            return TH_LABEL;
+        }
+        if (c == 2) {
+            fmt_memcpy_head(buf, n);
+            return TH_LABEL;
+        }
+        if (c >= 3 && c - 3 < nc) {
+            fmt_memcpy_row(buf, n, &q->memcpy.kinds[c - 3]);
+            return TH_VALUE;
+        }
+        c -= 3 + nc;
+    }
+    int nq = queues_shown(q);
+    if (nq > 0) {
+        if (c == 1) {
+            snprintf(buf, n, "launch queues of rank %d (ops launched on a stream, not yet started; blocked: at %d)",
+                     q->rank, QUEUE_FULL);
+            return TH_LABEL;
+        }
+        if (c == 2) {
+            fmt_queue_head(buf, n);
+            return TH_LABEL;
+        }
+        if (c >= 3 && c - 3 < nq) {
+            fmt_queue_row(buf, n, &q->queue.streams[c - 3]);
+            return TH_VALUE;
+        }
+    }
+    return TH_VALUE;
+}
+
 /* Line i of the pane into buf, and its colour: the types table (a title
  * line and a line per mix), a blank line, the top kernels (a title line
- * and a line per row), then where the rank has copies a blank line, their
- * title, the columns' titles and a line per kind. */
+ * and a line per row), then the copies and queues (tail_line). */
 static int line_at(char *buf, size_t n, int i, int width, const struct run_result *res, const struct rank_result *q)
 {
     int mw = width - 38 < MIX_NAME_W ? width - 38 : MIX_NAME_W;
@@ -84,23 +132,8 @@ static int line_at(char *buf, size_t n, int i, int width, const struct run_resul
         return TH_LABEL;
     }
     int j = i - k - 2;
-    if (j >= q->kernels.nrows) {
-        int c = j - q->kernels.nrows; /* blank, title, heads, kinds */
-        if (c == 1) {
-            snprintf(buf, n, "memory copies of rank %d (GB/s: bytes over time; copy: HTA's, per copy)", q->rank);
-            return TH_LABEL;
-        }
-        if (c == 2) {
-            fmt_memcpy_head(buf, n);
-            return TH_LABEL;
-        }
-        if (c >= 3 && c - 3 < copies_shown(q)) {
-            fmt_memcpy_row(buf, n, &q->memcpy.kinds[c - 3]);
-            return TH_VALUE;
-        }
-        buf[0] = 0;
-        return TH_VALUE;
-    }
+    if (j >= q->kernels.nrows)
+        return tail_line(buf, n, j - q->kernels.nrows, q);
     if (j < 0) {
         buf[0] = 0;
         return TH_VALUE;
@@ -119,8 +152,8 @@ static int line_count(const struct run_result *res, const struct rank_result *q)
     int mixes = 0;
     for (int m = 1; m < KERNEL_MIXES; m++)
         mixes += mix_shown(res, q, m);
-    int copies = copies_shown(q);
-    return 1 + mixes + 1 + 1 + q->kernels.nrows + (copies > 0 ? 3 + copies : 0);
+    int copies = copies_shown(q), queues = queues_shown(q);
+    return 1 + mixes + 1 + 1 + q->kernels.nrows + (copies > 0 ? 3 + copies : 0) + (queues > 0 ? 3 + queues : 0);
 }
 
 int kernels_pane_lines(const struct run_result *res)
