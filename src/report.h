@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "kernels.h"
+#include "launch.h"
 #include "memcpy.h"
 #include "metrics.h"
 #include "pipeline.h"
@@ -68,6 +69,10 @@ struct rank_result {
      * result_memcpy */
     struct memcpy_table memcpy;
     int memcpy_valid;
+    /* ... its kernel launch statistics (trace/launch.h), means from
+     * result_launch */
+    struct launch_table launch;
+    int launch_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */
@@ -235,6 +240,9 @@ struct run_result {
     /* the ranks' memory copies by kind, summed; valid when a rank's is */
     struct memcpy_table memcpy;
     int memcpy_valid;
+    /* the ranks' launch statistics summed (no medians); valid when a rank's is */
+    struct launch_table launch;
+    int launch_valid;
     int nranks; /* the ranks whose figures are here: a trace may hold fewer than the run's world */
     struct rank_result *ranks;
 };
@@ -268,6 +276,10 @@ void result_kernels(struct run_result *res);
 /* The memory copies' rates: each rank's, and the run's from the ranks'
  * kinds summed (its bandwidth: all their bytes over all their time). */
 void result_memcpy(struct run_result *res);
+/* The launch statistics' means: each rank's, and the run's from the
+ * ranks' tables summed (counts, sums and most; a median is each rank's
+ * alone). */
+void result_launch(struct run_result *res);
 /* Compute and collective seconds per epoch of steps_per_epoch steps, per
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);
