@@ -289,6 +289,8 @@ static void cycle_free(struct follow_cycle *c)
     free(c->step_ns);
     kernel_tally_free(&c->kernels);
     kernel_tally_free(&c->kernels_rest);
+    launch_tally_free(&c->launch);
+    launch_tally_free(&c->launch_rest);
 }
 
 /* A cycle that was read: its figures, its rank's latest spans, published. */
@@ -321,7 +323,9 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     }
     const struct trace_figures whole = {.whole = 1}; /* (f's: the window whole) */
     if (c.f.gpu_view && (kernel_tally_rank(&c.kernels, r, f->rule, &whole) != 0 ||
-                         kernel_tally_rank(&c.kernels_rest, r, f->rule, &c.f_rest) != 0)) {
+                         kernel_tally_rank(&c.kernels_rest, r, f->rule, &c.f_rest) != 0 ||
+                         launch_tally_rank(&c.launch, r, f->rule, &whole) != 0 ||
+                         launch_tally_rank(&c.launch_rest, r, f->rule, &c.f_rest) != 0)) {
         cycle_free(&c);
         free(st);
         free(spans);
@@ -337,6 +341,7 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     if (nsteps == 1) { /* its one step left out: nothing is left */
         kernel_tally_free(&c.kernels_rest);
         memset(&c.memcpy_rest, 0, sizeof(c.memcpy_rest));
+        launch_tally_free(&c.launch_rest);
         int gpu = c.f_rest.gpu_view;
         memset(&c.f_rest, 0, sizeof(c.f_rest));
         c.f_rest.gpu_view = gpu;
@@ -729,6 +734,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
         size_t rank_steps = nsteps, edge = f->rule->drop_last && n ? n - 1 : 0;
         struct kernel_tally kernels = {0};
         struct memcpy_table copies = {0};
+        struct launch_tally launches = {0};
         int kernels_valid = 0, oom = 0;
         nsteps = 0;
         for (size_t k = 0; k < n; k++) {
@@ -738,6 +744,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
                 kernels_valid = 1;
                 oom |= kernel_tally_add(&kernels, rest ? &mine[k]->kernels_rest : &mine[k]->kernels) != 0;
                 memcpy_table_add(&copies, rest ? &mine[k]->memcpy_rest : &mine[k]->memcpy);
+                oom |= launch_tally_add(&launches, rest ? &mine[k]->launch_rest : &mine[k]->launch) != 0;
             }
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
@@ -759,8 +766,13 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
             rr->kernels_valid = !oom;
             rr->memcpy = copies;
             rr->memcpy_valid = 1;
+            if (!oom)
+                oom = launch_table_of(&rr->launch, &launches, LAUNCH_RUNTIME_CUTOFF_US * 1000LL,
+                                      LAUNCH_DELAY_CUTOFF_US * 1000LL) != 0;
+            rr->launch_valid = !oom;
         }
         kernel_tally_free(&kernels);
+        launch_tally_free(&launches);
         if (oom)
             goto out;
         replay_foreign_row(rr, &sum, steps, nsteps);

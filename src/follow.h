@@ -76,6 +76,8 @@ struct follow_cycle {
     int kernels_valid;
     /* its memory copies (trace/memcpy.h) likewise, with kernels_valid */
     struct memcpy_table memcpy, memcpy_rest;
+    /* ... and its launches (trace/launch.h) */
+    struct launch_tally launch, launch_rest;
     int rank_from;          /* enum trace_rank_from: where its rank came from */
     struct split_pct split; /* f_rest's or f's (breakdown_split) */
     int straggler;          /* the straggler of its cycle index, among the ranks that have it */

@@ -47,7 +47,10 @@
 #              and kernel_count.py's count over the files' JSON (names,
 #              counts, sums of dur by HTA's type rule and cut); with a
 #              DtoD copy in each cycle's first step and an HtoD in step 2,
-#              its `memcpy` too (and memcpy_count.py's count).
+#              its `memcpy` too (and memcpy_count.py's count); with those
+#              copies, k00_warm and k13_big launched by runtime calls
+#              (correlation ids), its `launch` too (and launch_count.py's
+#              count: each rank's medians over its cycles together).
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
@@ -401,14 +404,24 @@ for rank in (0, 1):
         d = copy.deepcopy(src)
         d["distributedInfo"].update(rank=rank, world_size=2)
         ev = d["traceEvents"]
-        ev.append({"ph": "X", "cat": "kernel", "name": "k00_warm", "pid": 0, "tid": 7, "ts": 100, "dur": 100 + rank})
+        ev.append({"ph": "X", "cat": "kernel", "name": "k00_warm", "pid": 0, "tid": 7, "ts": 100, "dur": 100 + rank,
+                   "args": {"stream": 7, "correlation": 9001}})
         ev.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "pid": 0, "tid": 7,
-                   "ts": 300, "dur": 5, "args": {"stream": 7, "bytes": 5000000, "memory bandwidth (GB/s)": 1000}})
+                   "ts": 300, "dur": 5, "args": {"stream": 7, "bytes": 5000000, "memory bandwidth (GB/s)": 1000,
+                                                 "correlation": 9002}})
         ev.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7,
                    "ts": 1950, "dur": 10 * cycle, "args": {"stream": 7, "bytes": 1000000 * (rank + 1),
-                                                           "memory bandwidth (GB/s)": 100.0 * (rank + 1) / cycle}})
+                                                           "memory bandwidth (GB/s)": 100.0 * (rank + 1) / cycle,
+                                                           "correlation": 9003}})
+        calls = [("cudaLaunchKernel", 80, 10 + rank, 9001), ("cudaMemcpyAsync", 290, 5, 9002),
+                 ("cudaMemcpyAsync", 1800, 60 - 20 * rank, 9003)]
         if cycle == 2:
-            ev.append({"ph": "X", "cat": "kernel", "name": "k13_big", "pid": 0, "tid": 7, "ts": 1900, "dur": 400})
+            ev.append({"ph": "X", "cat": "kernel", "name": "k13_big", "pid": 0, "tid": 7, "ts": 1900, "dur": 400,
+                       "args": {"stream": 7, "correlation": 9004}})
+            calls.append(("cudaLaunchKernel", 1700, 20, 9004))
+        for name, ts, dur, corr in calls:
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 100, "tid": 101, "ts": ts, "dur": dur,
+                       "args": {"correlation": corr}})
         for e in ev:
             e["ts"] += (cycle - 1) * 100000
             m = re.fullmatch(r"ProfilerStep#(\d+)", e["name"])
@@ -455,6 +468,20 @@ PY
         pass "kernels: the followed job's memory copies equal --replay's of the folder"
     else
         fail "kernels: --follow's memory copies are not --replay's"
+    fi
+    if python3 - "$T/kern.json" "$T/kern.replay.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f))["runs"][0]["launch"] for f in sys.argv[1:3])
+sys.exit(0 if a is not None and a == b else "    follow %s\n    replay %s" % (json.dumps(a)[:600], json.dumps(b)[:600]))
+PY
+        pass "kernels: the followed job's launch statistics equal --replay's of the folder"
+    else
+        fail "kernels: --follow's launch statistics are not --replay's"
+    fi
+    if python3 "$HERE/launch_count.py" "$T/kern.json" "$src"/*.json; then
+        pass "kernels: launch statistics as counted over the traces' JSON"
+    else
+        fail "kernels: launch statistics not as counted over the traces' JSON"
     fi
     if python3 "$HERE/memcpy_count.py" "$T/kern.json" "$src"/*.json; then
         pass "kernels: memory copies as counted over the traces' JSON"

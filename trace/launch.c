@@ -7,9 +7,8 @@
 struct collect {
     const struct trace_rank *r;
     const struct trace_rule *rule;
-    struct launch_table *t;
-    int64_t *v[LAUNCH_COLS]; /* each launch's durations, NULL: not kept */
-    size_t n, cap;
+    struct launch_tally *t;
+    int oom;
 };
 
 static int64_t floor_us(int64_t t)
@@ -23,33 +22,72 @@ static int64_t ceil_us(int64_t t)
     return d < t ? d + 1000 : d;
 }
 
+/* Room in t for n more launches. Returns 0, or -1 when out of memory. */
+static int tally_room(struct launch_tally *t, size_t n)
+{
+    if (t->n + n <= t->cap)
+        return 0;
+    size_t cap = t->cap ? 2 * t->cap : 256;
+    while (cap < t->n + n)
+        cap *= 2;
+    for (int k = 0; k < LAUNCH_COLS; k++) {
+        int64_t *v = realloc(t->v[k], sizeof(*v) * cap);
+        if (!v)
+            return -1;
+        t->v[k] = v;
+    }
+    t->cap = cap;
+    return 0;
+}
+
 static void collect_op(void *ctx, const struct trace_op *op, size_t window, int64_t t0_ns, int64_t t1_ns)
 {
     struct collect *c = ctx;
     if (op->launch_call == TRACE_LAUNCH_NONE || op->launch_ns < 0 || op->launch_end_ns < 0)
         return;
+    if (c->oom || tally_room(c->t, 1) != 0) {
+        c->oom = 1;
+        return;
+    }
     /* the call's times as the rule reads the op's (HTA: whole us) */
     int us = c->rule->whole_us && window < c->r->nwindows && c->r->windows[window].sub_us;
     int64_t l0 = us ? ceil_us(op->launch_ns) : op->launch_ns;
     int64_t l1 = us ? floor_us(op->launch_end_ns) + op->launch_end_adj_us * 1000LL : op->launch_end_ns;
-    int64_t d[LAUNCH_COLS];
-    d[LAUNCH_CPU] = l1 - l0;
-    d[LAUNCH_GPU] = t1_ns - t0_ns;
-    d[LAUNCH_DELAY] = t0_ns > l1 ? t0_ns - l1 : 0;
-    struct launch_table *t = c->t;
-    for (int k = 0; k < LAUNCH_COLS; k++) {
-        struct launch_dur *s = &t->dur[k];
-        s->max_ns = t->count && s->max_ns > d[k] ? s->max_ns : d[k];
-        s->sum_ns += d[k];
-        if (c->v[k] && c->n < c->cap)
-            c->v[k][c->n] = d[k];
-    }
-    c->n += c->n < c->cap;
-    t->count++;
+    struct launch_tally *t = c->t;
+    t->v[LAUNCH_CPU][t->n] = l1 - l0;
+    t->v[LAUNCH_GPU][t->n] = t1_ns - t0_ns;
+    t->v[LAUNCH_DELAY][t->n] = t0_ns > l1 ? t0_ns - l1 : 0;
+    t->n++;
     t->kernels += op->launch_call == TRACE_LAUNCH_KERNEL;
-    t->short_gpu += d[LAUNCH_CPU] <= t->runtime_cutoff_ns && d[LAUNCH_GPU] < d[LAUNCH_CPU];
-    t->long_cpu += d[LAUNCH_CPU] > t->runtime_cutoff_ns;
-    t->long_delay += d[LAUNCH_DELAY] > t->delay_cutoff_ns;
+}
+
+int launch_tally_rank(struct launch_tally *out, const struct trace_rank *r, const struct trace_rule *rule,
+                      const struct trace_figures *f)
+{
+    memset(out, 0, sizeof(*out));
+    struct collect c = {r, rule ? rule : &trace_rules[0], out, 0};
+    trace_each_device_op(r, c.rule, f, collect_op, &c);
+    return c.oom ? -1 : 0;
+}
+
+int launch_tally_add(struct launch_tally *into, const struct launch_tally *t)
+{
+    if (!t->n)
+        return 0;
+    if (tally_room(into, t->n) != 0)
+        return -1;
+    for (int k = 0; k < LAUNCH_COLS; k++)
+        memcpy(into->v[k] + into->n, t->v[k], sizeof(*t->v[k]) * t->n);
+    into->n += t->n;
+    into->kernels += t->kernels;
+    return 0;
+}
+
+void launch_tally_free(struct launch_tally *t)
+{
+    for (int k = 0; k < LAUNCH_COLS; k++)
+        free(t->v[k]);
+    memset(t, 0, sizeof(*t));
 }
 
 static int i64_cmp(const void *a, const void *b)
@@ -68,26 +106,50 @@ static double median(int64_t *v, size_t n)
     return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
 }
 
-int launch_table_rank(struct launch_table *out, const struct trace_rank *r, const struct trace_rule *rule,
-                      const struct trace_figures *f, int64_t runtime_cutoff_ns, int64_t delay_cutoff_ns)
+int launch_table_of(struct launch_table *out, const struct launch_tally *t, int64_t runtime_cutoff_ns,
+                    int64_t delay_cutoff_ns)
 {
     memset(out, 0, sizeof(*out));
     out->runtime_cutoff_ns = runtime_cutoff_ns;
     out->delay_cutoff_ns = delay_cutoff_ns;
-    struct collect c = {r, rule ? rule : &trace_rules[0], out, {NULL}, 0, r->nops};
-    int rc = 0;
-    for (int k = 0; k < LAUNCH_COLS; k++)
-        if (c.cap && !(c.v[k] = malloc(sizeof(int64_t) * c.cap)))
-            rc = -1;
-    if (rc == 0) {
-        trace_each_device_op(r, c.rule, f, collect_op, &c);
-        for (int k = 0; k < LAUNCH_COLS; k++)
-            out->dur[k].p50_ns = median(c.v[k], c.n);
-        out->p50_valid = 1;
+    out->count = t->n;
+    out->kernels = t->kernels;
+    for (size_t i = 0; i < t->n; i++) {
+        int64_t cpu = t->v[LAUNCH_CPU][i], gpu = t->v[LAUNCH_GPU][i], delay = t->v[LAUNCH_DELAY][i];
+        for (int k = 0; k < LAUNCH_COLS; k++) {
+            struct launch_dur *s = &out->dur[k];
+            int64_t d = t->v[k][i];
+            s->max_ns = i && s->max_ns > d ? s->max_ns : d;
+            s->sum_ns += d;
+        }
+        out->short_gpu += cpu <= runtime_cutoff_ns && gpu < cpu;
+        out->long_cpu += cpu > runtime_cutoff_ns;
+        out->long_delay += delay > delay_cutoff_ns;
     }
-    for (int k = 0; k < LAUNCH_COLS; k++)
-        free(c.v[k]);
     launch_table_rates(out);
+    int64_t *v = malloc(sizeof(*v) * (t->n ? t->n : 1));
+    if (!v)
+        return -1;
+    for (int k = 0; k < LAUNCH_COLS; k++) {
+        if (t->n)
+            memcpy(v, t->v[k], sizeof(*v) * t->n);
+        out->dur[k].p50_ns = median(v, t->n);
+    }
+    free(v);
+    out->p50_valid = 1;
+    return 0;
+}
+
+int launch_table_rank(struct launch_table *out, const struct trace_rank *r, const struct trace_rule *rule,
+                      const struct trace_figures *f, int64_t runtime_cutoff_ns, int64_t delay_cutoff_ns)
+{
+    struct launch_tally t;
+    int rc = launch_tally_rank(&t, r, rule, f);
+    if (rc == 0)
+        rc = launch_table_of(out, &t, runtime_cutoff_ns, delay_cutoff_ns);
+    else
+        memset(out, 0, sizeof(*out));
+    launch_tally_free(&t);
     return rc;
 }
 

@@ -19,8 +19,12 @@
  * the table counts each set. Each duration's mean, median (pandas': the
  * mean of the two middle values for an even count) and most.
  *
- * Counts, sums and most add up over ranks or cycles (launch_table_add); a
- * median does not, and a sum of tables has none (p50_valid 0).
+ * A rank's launches are first tallied (struct launch_tally: each one's
+ * durations), which adds up over windows read apart (a follower's
+ * cycles, launch_tally_add); the table is made from a tally, so a
+ * followed job's table is the one a replay of its files gives. Tables'
+ * counts, sums and most add up over ranks (launch_table_add); a median
+ * does not, and a sum of tables has none (p50_valid 0).
  */
 #ifndef DDPTOP_LAUNCH_H
 #define DDPTOP_LAUNCH_H
@@ -53,6 +57,25 @@ struct launch_table {
     int64_t runtime_cutoff_ns, delay_cutoff_ns; /* the cut-offs counted with */
 };
 
+/* Launches one by one: their CPU, GPU and delay durations (ns), in
+ * parallel arrays; kernels: those by a kernel launch call. */
+struct launch_tally {
+    size_t n, cap;
+    int64_t *v[LAUNCH_COLS];
+    uint64_t kernels;
+};
+
+/* The launches that figures f of rank r count under rule, into *out (its
+ * own, launch_tally_free). Returns 0, or -1 when out of memory. */
+int launch_tally_rank(struct launch_tally *out, const struct trace_rank *r, const struct trace_rule *rule,
+                      const struct trace_figures *f);
+/* Adds t's launches to *into. Returns 0, or -1 when out of memory. */
+int launch_tally_add(struct launch_tally *into, const struct launch_tally *t);
+void launch_tally_free(struct launch_tally *t);
+/* The table of t's launches with the cut-offs given (ns), medians made.
+ * Returns 0, or -1 when out of memory (*out then holds no medians). */
+int launch_table_of(struct launch_table *out, const struct launch_tally *t, int64_t runtime_cutoff_ns,
+                    int64_t delay_cutoff_ns);
 /* The launches that figures f of rank r count under rule, into *out, with
  * the cut-offs given (ns; HTA's: LAUNCH_*_CUTOFF_US). Returns 0, or -1
  * when out of memory (*out then holds no medians). */
