@@ -133,6 +133,8 @@
 #            launch_count.py's count over the JSON, a second rank's copy
 #            (the run's sums, no median), its table in text and markdown,
 #            and CSV rows.
+#            hta_live also runs HTA's launch statistics again on
+#            kineto_launch and trace_filter against launch_stats.tsv.
 #   hta      HTA's test traces (DDPTOP_HTA_DIR: a checkout of
 #            HolisticTraceAnalysis; 77 without its tests/data): --window hta
 #            against HTA's temporal breakdown recorded in the .tsv, within
@@ -813,6 +815,21 @@ for line in open(sys.argv[2]):
     if max(abs(a - float(b)) for a, b in zip(got, (idle, comp, noncomp))) > 0.1:
         sys.exit("    rank %s: %s, HTA %s" % (rank, got, (idle, comp, noncomp)))
 PY
+    done
+    # the launch statistics recorded are still HTA's
+    for name in fixtures/kineto_launch trace_filter; do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        *) dir=$data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" --launch "$dir" "$name" \
+            >"$tmp/live" 2>"$tmp/live.err"
+        if diff <(grep -P "^\Q$name\E\t" "$LTSV") "$tmp/live" >"$tmp/diff"; then
+            ok "$name: HTA's launch statistics are what launch_stats.tsv records"
+        else
+            bad "$name: HTA's launch statistics now differ from launch_stats.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
+        fi
     done
 }
 
