@@ -19,7 +19,8 @@
  *  - foreign traces: ops (CPU ops, GPU kernels, memcpy/memset), classified
  *    as compute, comm, data or neutral by the names and categories
  *    PyTorch's profilers use (nccl kernels; gloo / c10d:: ops; Memcpy;
- *    DataLoader), with each GPU op's launch time (Kineto correlation ids),
+ *    DataLoader), with each GPU op's launch call (Kineto correlation ids:
+ *    its start, its end, and whether HTA's launch statistics count it),
  *    and ProfilerStep#N windows. Device work is also what other devices
  *    and modes record: MTIA's mtia_ccp_events placed on a device stream
  *    (dma_* transfers are data, hccl collectives comm), and the kernels of
