@@ -291,6 +291,8 @@ static void cycle_free(struct follow_cycle *c)
     kernel_tally_free(&c->kernels_rest);
     queue_tally_free(&c->queue);
     queue_tally_free(&c->queue_rest);
+    launch_tally_free(&c->launch);
+    launch_tally_free(&c->launch_rest);
 }
 
 /* A cycle that was read: its figures, its rank's latest spans, published. */
@@ -323,7 +325,9 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     }
     const struct trace_figures whole = {.whole = 1}; /* (f's: the window whole) */
     if (c.f.gpu_view && (kernel_tally_rank(&c.kernels, r, f->rule, &whole) != 0 ||
-                         kernel_tally_rank(&c.kernels_rest, r, f->rule, &c.f_rest) != 0)) {
+                         kernel_tally_rank(&c.kernels_rest, r, f->rule, &c.f_rest) != 0 ||
+                         launch_tally_rank(&c.launch, r, f->rule, &whole) != 0 ||
+                         launch_tally_rank(&c.launch_rest, r, f->rule, &c.f_rest) != 0)) {
         cycle_free(&c);
         free(st);
         free(spans);
@@ -349,6 +353,7 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         kernel_tally_free(&c.kernels_rest);
         memset(&c.memcpy_rest, 0, sizeof(c.memcpy_rest));
         queue_tally_free(&c.queue_rest);
+        launch_tally_free(&c.launch_rest);
         int gpu = c.f_rest.gpu_view;
         memset(&c.f_rest, 0, sizeof(c.f_rest));
         c.f_rest.gpu_view = gpu;
@@ -742,6 +747,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
         struct kernel_tally kernels = {0};
         struct memcpy_table copies = {0};
         struct queue_tally queue = {0};
+        struct launch_tally launches = {0};
         int kernels_valid = 0, oom = 0;
         nsteps = 0;
         for (size_t k = 0; k < n; k++) {
@@ -752,6 +758,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
                 oom |= kernel_tally_add(&kernels, rest ? &mine[k]->kernels_rest : &mine[k]->kernels) != 0;
                 memcpy_table_add(&copies, rest ? &mine[k]->memcpy_rest : &mine[k]->memcpy);
                 oom |= queue_tally_add(&queue, rest ? &mine[k]->queue_rest : &mine[k]->queue) != 0;
+                oom |= launch_tally_add(&launches, rest ? &mine[k]->launch_rest : &mine[k]->launch) != 0;
             }
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
@@ -775,9 +782,14 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
             rr->memcpy_valid = 1;
             queue_table_of(&rr->queue, &queue);
             rr->queue_valid = 1;
+            if (!oom)
+                oom = launch_table_of(&rr->launch, &launches, LAUNCH_RUNTIME_CUTOFF_US * 1000LL,
+                                      LAUNCH_DELAY_CUTOFF_US * 1000LL) != 0;
+            rr->launch_valid = !oom;
         }
         kernel_tally_free(&kernels);
         queue_tally_free(&queue);
+        launch_tally_free(&launches);
         if (oom)
             goto out;
         replay_foreign_row(rr, &sum, steps, nsteps);

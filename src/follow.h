@@ -78,6 +78,8 @@ struct follow_cycle {
     struct memcpy_table memcpy, memcpy_rest;
     /* its launch queues (trace/queue.h) likewise, with kernels_valid */
     struct queue_tally queue, queue_rest;
+    /* ... and its launches (trace/launch.h) */
+    struct launch_tally launch, launch_rest;
     int rank_from;          /* enum trace_rank_from: where its rank came from */
     struct split_pct split; /* f_rest's or f's (breakdown_split) */
     int straggler;          /* the straggler of its cycle index, among the ranks that have it */

@@ -724,6 +724,52 @@ static void write_queue_table(FILE *f, const struct run_result *res, int n, int 
     }
 }
 
+/* Each replayed run's kernel launch statistics (trace/launch.h), HTA's:
+ * each rank's launches, the mean, median and most of their CPU and GPU
+ * durations and launch delays (us), and the launches HTA flags; then the
+ * run's (no median: a rank's alone). */
+static void write_launch_table(FILE *f, const struct run_result *res, int n, int md)
+{
+    for (int i = 0; i < n; i++) {
+        const struct run_result *r = &res[i];
+        if (!r->launch_valid || r->launch.count == 0)
+            continue;
+        fprintf(f,
+                md ? "\nKernel launches of run %d (HTA's; us; short: GPU < CPU <= %lld us, long CPU: > %lld us, long "
+                     "delay: > %lld us):\n\n"
+                     "| rank | launches | CPU mean | CPU p50 | CPU max | GPU mean | GPU p50 | GPU max | delay mean | "
+                     "delay p50 | delay max | short | long CPU | long delay |\n"
+                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                   : "\nkernel launches of run %d (HTA's; us; short: GPU < CPU <= %lld us, long CPU: > %lld us, long "
+                     "delay: > %lld us):\n"
+                     "%4s %8s %9s %9s %9s %9s %9s %9s %10s %10s %10s %6s %8s %10s\n",
+                i, (long long)(r->launch.runtime_cutoff_ns / 1000), (long long)(r->launch.runtime_cutoff_ns / 1000),
+                (long long)(r->launch.delay_cutoff_ns / 1000), "rank", "launches", "cpu mean", "cpu p50", "cpu max",
+                "gpu mean", "gpu p50", "gpu max", "delay mean", "delay p50", "delay max", "short", "long cpu",
+                "long delay");
+        for (int k = 0; k <= r->nranks; k++) {
+            const struct rank_result *q = k < r->nranks ? &r->ranks[k] : NULL;
+            if (q ? !q->launch_valid : r->nranks < 2)
+                continue; /* (the run's: of two ranks or more) */
+            const struct launch_table *t = q ? &q->launch : &r->launch;
+            char who[16], fig[LAUNCH_COLS][3][32];
+            snprintf(who, sizeof(who), q ? "%d" : "all", q ? q->rank : 0);
+            for (int c = 0; c < LAUNCH_COLS; c++) {
+                const struct launch_dur *d = &t->dur[c];
+                rep_fig(fig[c][0], sizeof(fig[c][0]), "%.3f", d->mean_ns / 1e3, t->count > 0);
+                rep_fig(fig[c][1], sizeof(fig[c][1]), "%.3f", d->p50_ns / 1e3, t->count > 0 && t->p50_valid);
+                rep_fig(fig[c][2], sizeof(fig[c][2]), "%.3f", (double)d->max_ns / 1e3, t->count > 0);
+            }
+            fprintf(f,
+                    md ? "| %s | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %s | %llu | %llu | %llu |\n"
+                       : "%4s %8llu %9s %9s %9s %9s %9s %9s %10s %10s %10s %6llu %8llu %10llu\n",
+                    who, (unsigned long long)t->count, fig[0][0], fig[0][1], fig[0][2], fig[1][0], fig[1][1], fig[1][2],
+                    fig[2][0], fig[2][1], fig[2][2], (unsigned long long)t->short_gpu, (unsigned long long)t->long_cpu,
+                    (unsigned long long)t->long_delay);
+        }
+    }
+}
+
 static void write_text(FILE *f, const struct run_result *res, int n, int md)
 {
     int replays = write_replay_sources(f, res, n, md);
@@ -734,6 +780,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         write_kernel_table(f, res, n, md);
         write_memcpy_table(f, res, n, md);
         write_queue_table(f, res, n, md);
+        write_launch_table(f, res, n, md);
     }
     write_legend(f);
     write_params(f, res, n, md);

@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "kernels.h"
+#include "launch.h"
 #include "memcpy.h"
 #include "metrics.h"
 #include "pipeline.h"
@@ -72,6 +73,10 @@ struct rank_result {
      * result_queue */
     struct queue_table queue;
     int queue_valid;
+    /* ... its kernel launch statistics (trace/launch.h), means from
+     * result_launch */
+    struct launch_table launch;
+    int launch_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */
@@ -239,6 +244,9 @@ struct run_result {
     int memcpy_valid;
     /* a rank's queue lengths are there (HTA's are per rank and stream) */
     int queue_valid;
+    /* the ranks' launch statistics summed (no medians); valid when a rank's is */
+    struct launch_table launch;
+    int launch_valid;
     int nranks; /* the ranks whose figures are here: a trace may hold fewer than the run's world */
     struct rank_result *ranks;
 };
@@ -275,6 +283,10 @@ void result_memcpy(struct run_result *res);
 /* The queue lengths' mean and std of each rank's streams; queue_valid
  * when a rank has them. */
 void result_queue(struct run_result *res);
+/* The launch statistics' means: each rank's, and the run's from the
+ * ranks' tables summed (counts, sums and most; a median is each rank's
+ * alone). */
+void result_launch(struct run_result *res);
 /* Compute and collective seconds per epoch of steps_per_epoch steps, per
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);

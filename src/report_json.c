@@ -293,6 +293,50 @@ static cJSON *json_queue(const struct run_result *r)
     return o;
 }
 
+/* One table of launch statistics (trace/launch.h) into o: the launches,
+ * each duration's mean, median (null: a sum of ranks') and most in us,
+ * and the launches HTA flags. */
+static void json_launch_figs(cJSON *o, const struct launch_table *t)
+{
+    static const char *const cols[LAUNCH_COLS] = {"cpu_us", "gpu_us", "delay_us"};
+    cJSON_AddNumberToObject(o, "count", (double)t->count);
+    cJSON_AddNumberToObject(o, "kernel_launches", (double)t->kernels);
+    for (int k = 0; k < LAUNCH_COLS; k++) {
+        const struct launch_dur *d = &t->dur[k];
+        cJSON *e = cJSON_AddObjectToObject(o, cols[k]);
+        add_num(e, "mean", d->mean_ns / 1e3, t->count > 0);
+        add_num(e, "p50", d->p50_ns / 1e3, t->count > 0 && t->p50_valid);
+        add_num(e, "max", (double)d->max_ns / 1e3, t->count > 0);
+    }
+    cJSON_AddNumberToObject(o, "short_gpu", (double)t->short_gpu);
+    cJSON_AddNumberToObject(o, "long_cpu", (double)t->long_cpu);
+    cJSON_AddNumberToObject(o, "long_delay", (double)t->long_delay);
+}
+
+/* HTA's kernel launch statistics (trace/launch.h): the cut-offs, the
+ * run's (its ranks' summed) and each rank's; null when no rank has device
+ * ops. */
+static cJSON *json_launch(const struct run_result *r)
+{
+    if (!r->launch_valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "runtime_cutoff_us", (double)r->launch.runtime_cutoff_ns / 1e3);
+    cJSON_AddNumberToObject(o, "delay_cutoff_us", (double)r->launch.delay_cutoff_ns / 1e3);
+    json_launch_figs(o, &r->launch);
+    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+    for (int i = 0; i < r->nranks; i++) {
+        const struct rank_result *q = &r->ranks[i];
+        if (!q->launch_valid)
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "rank", q->rank);
+        json_launch_figs(e, &q->launch);
+        cJSON_AddItemToArray(ranks, e);
+    }
+    return o;
+}
+
 static cJSON *json_run(const struct run_result *res, int n, int index)
 {
     const struct run_result *r = &res[index];
@@ -394,6 +438,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     cJSON_AddItemToObject(o, "kernels", json_kernels(r));
     cJSON_AddItemToObject(o, "memcpy", json_memcpy(r));
     cJSON_AddItemToObject(o, "queue", json_queue(r));
+    cJSON_AddItemToObject(o, "launch", json_launch(r));
     cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
     return o;
 }
@@ -456,21 +501,33 @@ static void csv_str(FILE *f, const char *s)
 }
 
 /* The CSV's one header: the figures' columns, then the kernel rows'
- * (CSV_KERNEL_COLS), then the memory copy rows' (the last CSV_MEMCPY_COLS). */
+ * (CSV_KERNEL_COLS), then the memory copy rows' (CSV_MEMCPY_COLS), the
+ * launch queue rows' (CSV_QUEUE_COLS) and the launch statistics rows'
+ * (the last CSV_LAUNCH_COLS). */
 static const char csv_header[] =
-    "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_p90,"
+    "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_"
+    "p90,"
     "samples_per_s,speedup,efficiency_pct,compute_pct,comm_pct,data_pct,idle_pct,overlap_pct,bytes_sent,"
     "busbw_gbps,transfer_ms_per_step,sync_ms_per_step,predicted_transfer_ms_per_step,train_loss,train_acc,test_"
     "acc,threshold_epoch,threshold_step,view,host_wait_pct,kernel_wait_pct,other_idle_pct,coll_pct,coll_ms_per_"
-    "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,precision,"
+    "step,samples_per_s_p50,speedup_baseline_run,scaling,repeats,lr,desched_pct,negotiate_ms_per_step,"
+    "precision,"
     "mem_peak_bytes,algbw_gbps,compute_ms_per_step,steps_per_epoch,compute_s_per_epoch,comm_s_per_epoch,wall_s,"
     "lr_base,lr_peak,backend,speedup_marked,ranks_read,window,rank_from,kernels,kernel_type,kernel_name,kernel_"
-    "others,kernel_count,kernel_us,kernel_mean_us,kernel_share_pct,memcpy_kind,memcpy_count,memcpy_bytes,memcpy_us,"
-    "memcpy_gbps,memcpy_rated,memcpy_copy_gbps_mean,memcpy_copy_gbps_min,memcpy_copy_gbps_max,queue_stream,queue_"
-    "count,queue_mean,queue_std,queue_min,queue_p25,queue_p50,queue_p75,queue_max,queue_blocked_us\n";
+    "others,kernel_count,kernel_us,kernel_mean_us,kernel_share_pct,memcpy_kind,memcpy_count,memcpy_bytes,"
+    "memcpy_us,"
+    "memcpy_gbps,memcpy_rated,memcpy_copy_gbps_mean,memcpy_copy_gbps_min,memcpy_copy_gbps_max,queue_stream,"
+    "queue_"
+    "count,queue_mean,queue_std,queue_min,queue_p25,queue_p50,queue_p75,queue_max,queue_blocked_us,"
+    "launch_count,launch_kernel_launches,launch_cpu_mean_us,launch_cpu_p50_us,launch_cpu_max_us,launch_gpu_"
+    "mean_us,"
+    "launch_gpu_p50_us,launch_gpu_max_us,launch_delay_mean_us,launch_delay_p50_us,launch_delay_max_us,launch_"
+    "short_"
+    "gpu,launch_long_cpu,launch_long_delay\n";
 #define CSV_KERNEL_COLS 8
 #define CSV_MEMCPY_COLS 9
-#define CSV_QUEUE_COLS 10 /* the last: the queue rows' */
+#define CSV_QUEUE_COLS 10
+#define CSV_LAUNCH_COLS 14 /* the last: the launch rows' */
 
 /* The columns of the figures between run and rank and the kernel columns. */
 static int csv_figure_cols(void)
@@ -478,7 +535,7 @@ static int csv_figure_cols(void)
     int commas = 0;
     for (const char *p = csv_header; *p; p++)
         commas += *p == ',';
-    return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS - CSV_QUEUE_COLS;
+    return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS - CSV_QUEUE_COLS - CSV_LAUNCH_COLS;
 }
 
 /* One kernel row: run, rank ("all": the run's), the figure columns empty,
@@ -507,9 +564,7 @@ static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const 
     csv_num(f, (double)ns / 1e3, 1, "%.3f");
     csv_num(f, mean_us, name != NULL, "%.3f");
     csv_num(f, share_pct, 1, "%.3f");
-    for (int c = CSV_MEMCPY_COLS; c > 0; c--)
-        fputc(',', f);
-    for (int c = CSV_QUEUE_COLS; c > 0; c--)
+    for (int c = CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS; c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
 }
@@ -560,7 +615,7 @@ static void csv_memcpy_row(FILE *f, int run, int rank, const struct memcpy_kind 
     csv_num(f, k->copy_gbps_mean, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_min, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_max, k->rated > 0, "%.6f");
-    for (int c = CSV_QUEUE_COLS; c > 0; c--)
+    for (int c = CSV_QUEUE_COLS + CSV_LAUNCH_COLS; c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
 }
@@ -599,6 +654,8 @@ static void csv_queue_row(FILE *f, int run, int rank, const struct queue_stream 
     csv_num(f, s->p75, 1, "%.6f");
     csv_num(f, (double)s->max, 1, "%.0f");
     csv_num(f, (double)s->blocked_ns / 1e3, 1, "%.3f");
+    for (int c = CSV_LAUNCH_COLS; c > 0; c--)
+        fputc(',', f); /* (the launch rows') */
     fputc('\n', f);
 }
 
@@ -610,6 +667,46 @@ static void csv_queue(FILE *f, const struct run_result *r, int i)
     for (int k = 0; k < r->nranks; k++)
         for (int j = 0; r->ranks[k].queue_valid && j < r->ranks[k].queue.n; j++)
             csv_queue_row(f, i, r->ranks[k].rank, &r->ranks[k].queue.streams[j]);
+}
+
+/* One launch statistics row (rank -1: the run's): run, rank, the figure,
+ * kernel and memory copy columns empty but `kernels`, "launch" (the JSON
+ * object), then the table's figures as in JSON. */
+static void csv_launch_row(FILE *f, int run, int rank, const struct launch_table *t)
+{
+    if (rank >= 0)
+        fprintf(f, "%d,%d", run, rank);
+    else
+        fprintf(f, "%d,all", run);
+    for (int c = csv_figure_cols(); c > 0; c--)
+        fputc(',', f);
+    csv_str(f, "launch");
+    for (int c = CSV_KERNEL_COLS - 1 + CSV_MEMCPY_COLS + CSV_QUEUE_COLS; c > 0; c--)
+        fputc(',', f);
+    csv_num(f, (double)t->count, 1, "%.0f");
+    csv_num(f, (double)t->kernels, 1, "%.0f");
+    for (int k = 0; k < LAUNCH_COLS; k++) {
+        const struct launch_dur *d = &t->dur[k];
+        csv_num(f, d->mean_ns / 1e3, t->count > 0, "%.3f");
+        csv_num(f, d->p50_ns / 1e3, t->count > 0 && t->p50_valid, "%.3f");
+        csv_num(f, (double)d->max_ns / 1e3, t->count > 0, "%.3f");
+    }
+    csv_num(f, (double)t->short_gpu, 1, "%.0f");
+    csv_num(f, (double)t->long_cpu, 1, "%.0f");
+    csv_num(f, (double)t->long_delay, 1, "%.0f");
+    fputc('\n', f);
+}
+
+/* Run i's launch statistics (trace/launch.h), as in JSON: the run's, then
+ * each rank's. */
+static void csv_launch(FILE *f, const struct run_result *r, int i)
+{
+    if (!r->launch_valid)
+        return;
+    csv_launch_row(f, i, -1, &r->launch);
+    for (int k = 0; k < r->nranks; k++)
+        if (r->ranks[k].launch_valid)
+            csv_launch_row(f, i, r->ranks[k].rank, &r->ranks[k].launch);
 }
 
 void report_write_csv(FILE *f, const struct run_result *res, int n)
@@ -689,10 +786,8 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, r->nranks, !q, "%.0f");
             csv_str(f, rep_window_label(q ? q->window : r->window, q && q->window_whole));
             csv_str(f, q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
-            for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS; c > 0; c--)
-                fputc(',', f); /* (the kernel and memory copy rows' columns) */
-            for (int c = CSV_QUEUE_COLS; c > 0; c--)
-                fputc(',', f); /* (the queue rows') */
+            for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS; c > 0; c--)
+                fputc(',', f); /* (the kernel, memory copy, queue and launch rows' columns) */
             fputc('\n', f);
         }
     }
@@ -702,4 +797,6 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
         csv_memcpy(f, &res[i], i);
     for (int i = 0; i < n; i++)
         csv_queue(f, &res[i], i);
+    for (int i = 0; i < n; i++)
+        csv_launch(f, &res[i], i);
 }

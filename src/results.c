@@ -487,6 +487,20 @@ void result_queue(struct run_result *res)
     }
 }
 
+void result_launch(struct run_result *res)
+{
+    memset(&res->launch, 0, sizeof(res->launch));
+    res->launch_valid = 0;
+    for (int i = 0; i < res->nranks; i++) {
+        if (!res->ranks[i].launch_valid)
+            continue;
+        res->launch_valid = 1;
+        launch_table_rates(&res->ranks[i].launch);
+        launch_table_add(&res->launch, &res->ranks[i].launch);
+    }
+    launch_table_rates(&res->launch);
+}
+
 void result_per_epoch(struct run_result *res, long steps_per_epoch)
 {
     res->steps_per_epoch = steps_per_epoch;

@@ -673,6 +673,7 @@ void replay_foreign_run(struct run_result *res)
     result_kernels(res);
     result_memcpy(res);
     result_queue(res);
+    result_launch(res);
 }
 
 /* PyTorch profiler traces: HTA's definitions (trace_analyze), over the
@@ -730,6 +731,14 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
                 return -1;
             }
             res->ranks[i].queue_valid = 1;
+            if (launch_table_rank(&res->ranks[i].launch, tr, rule, &f, LAUNCH_RUNTIME_CUTOFF_US * 1000LL,
+                                  LAUNCH_DELAY_CUTOFF_US * 1000LL) != 0) {
+                free(sorted);
+                free(v);
+                snprintf(err, errlen, "out of memory tallying rank %d's launches", tr->rank);
+                return -1;
+            }
+            res->ranks[i].launch_valid = 1;
         }
         /* where its rank came from: its first file's (in reading order) */
         int first = INT_MAX;

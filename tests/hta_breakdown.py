@@ -5,7 +5,8 @@ with --overlap, HTA's overlap of computation and communication instead
 (comm_comp_overlap.tsv); with --kernels, HTA's kernel breakdown
 (kernel_breakdown.tsv); with --memcpy, HTA's memory bandwidth summary
 (memcpy_bandwidth.tsv); with --queue, HTA's queue length summary and time
-blocked on a full queue (queue_length.tsv).
+blocked on a full queue (queue_length.tsv); with --launch, HTA's CUDA
+kernel launch statistics (launch_stats.tsv).
 
 Runs HolisticTraceAnalysis itself (Meta's trace analysis library, not
 ddptop's code): TraceAnalysis(trace_dir=DIR).get_temporal_breakdown(),
@@ -14,7 +15,7 @@ PYTHONPATH, with Debian's python3-pandas, python3-plotly, python3-networkx
 and python3-ijson. test_pytorch_traces.sh (hta_live) runs it to check
 that the recorded values are still HTA's.
 
-Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap|--kernels|--memcpy|--queue] DIR [NAME]
+Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap|--kernels|--memcpy|--queue|--launch] DIR [NAME]
 Prints: NAME RANK IDLE_PCT COMPUTE_PCT NON_COMPUTE_PCT (NAME: DIR unless
 given); with --overlap, NAME RANK OVERLAP_PCT (get_comm_comp_overlap);
 with --kernels, get_gpu_kernel_breakdown(visualize=False) with its
@@ -37,6 +38,16 @@ and get_time_spent_blocked_on_full_queue (its default max_queue_length,
       "-" where pandas gives none, one point)
   NAME RANK blocked STREAM US   (HTA's one row per rank with time at the
       full queue: the stream and its time there, us)
+With --launch, get_cuda_kernel_launch_stats(ranks=[RANK], visualize=False)
+with its defaults (runtime_cutoff 50 us, launch_delay_cutoff 100 us, memory
+events included), its table of launches summarised here, per rank:
+  NAME RANK COUNT CPU_MEAN CPU_P50 CPU_MAX GPU_MEAN GPU_P50 GPU_MAX
+      DELAY_MEAN DELAY_P50 DELAY_MAX SHORT CPU_LONG DELAY_LONG
+  (us; the columns cpu_duration, gpu_duration and launch_delay of its rows:
+  mean, median (pandas': the two middle values' mean for an even count)
+  and max; and the rows its plots show: SHORT gpu_duration < cpu_duration
+  with cpu_duration <= 50, CPU_LONG cpu_duration > 50, DELAY_LONG
+  launch_delay > 100)
 Exit status 77 when HTA or its packages cannot be imported.
 """
 import logging
@@ -100,6 +111,17 @@ def print_queue(ta, name):
     full = ta.get_time_spent_blocked_on_full_queue(series)
     for _, row in (full.iterrows() if full is not None else []):
         print("%s\t%d\tblocked\t%d\t%d" % (name, row["rank"], row["stream"], row["duration_at_max_queue_length"]))
+def print_launch(ta, name):
+    for rank in sorted(ta.t.traces):
+        df = ta.get_cuda_kernel_launch_stats(ranks=[rank], visualize=False)[rank]
+        if df.empty:
+            continue
+        cols = []
+        for c in ("cpu_duration", "gpu_duration", "launch_delay"):
+            cols += [df[c].mean(), df[c].median(), df[c].max()]
+        short = ((df["cpu_duration"] <= 50) & (df["gpu_duration"] < df["cpu_duration"])).sum()
+        print("%s\t%d\t%d\t%s\t%d\t%d\t%d" % (name, rank, len(df), "\t".join("%.3f" % v for v in cols), short,
+                                              (df["cpu_duration"] > 50).sum(), (df["launch_delay"] > 100).sum()))
 
 
 def main():
@@ -115,7 +137,8 @@ def main():
     kernels = args[:1] == ["--kernels"]
     memcpy = args[:1] == ["--memcpy"]
     queue = args[:1] == ["--queue"]
-    args = args[1:] if overlap or kernels or memcpy or queue else args
+    launch = args[:1] == ["--launch"]
+    args = args[1:] if overlap or kernels or memcpy or queue or launch else args
     folder = args[0]
     name = args[1] if len(args) > 1 else folder
     ta = TraceAnalysis(trace_dir=folder)
@@ -131,6 +154,9 @@ def main():
         return
     if queue:
         print_queue(ta, name)
+        return
+    if launch:
+        print_launch(ta, name)
         return
     df = ta.get_temporal_breakdown(visualize=False)
     for _, row in df.iterrows():

@@ -49,7 +49,11 @@
 #              DtoD copy in each cycle's first step and an HtoD in step 2,
 #              its `memcpy` too (and memcpy_count.py's count); with 4
 #              kernels launched on stream 9 (3 queued in step 2, 1 in
-#              step 1), its `queue` too: 14 points a rank, at most 3.
+#              step 1), its `queue` too: 14 points a rank, at most 3;
+#              with those and the copies, k00_warm and k13_big launched
+#              by runtime calls (correlation ids), its `launch` too (and
+#              launch_count.py's count: each rank's medians over its
+#              cycles together).
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
@@ -403,14 +407,24 @@ for rank in (0, 1):
         d = copy.deepcopy(src)
         d["distributedInfo"].update(rank=rank, world_size=2)
         ev = d["traceEvents"]
-        ev.append({"ph": "X", "cat": "kernel", "name": "k00_warm", "pid": 0, "tid": 7, "ts": 100, "dur": 100 + rank})
+        ev.append({"ph": "X", "cat": "kernel", "name": "k00_warm", "pid": 0, "tid": 7, "ts": 100, "dur": 100 + rank,
+                   "args": {"stream": 7, "correlation": 9001}})
         ev.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "pid": 0, "tid": 7,
-                   "ts": 300, "dur": 5, "args": {"stream": 7, "bytes": 5000000, "memory bandwidth (GB/s)": 1000}})
+                   "ts": 300, "dur": 5, "args": {"stream": 7, "bytes": 5000000, "memory bandwidth (GB/s)": 1000,
+                                                 "correlation": 9002}})
         ev.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7,
                    "ts": 1950, "dur": 10 * cycle, "args": {"stream": 7, "bytes": 1000000 * (rank + 1),
-                                                           "memory bandwidth (GB/s)": 100.0 * (rank + 1) / cycle}})
+                                                           "memory bandwidth (GB/s)": 100.0 * (rank + 1) / cycle,
+                                                           "correlation": 9003}})
+        calls = [("cudaLaunchKernel", 80, 10 + rank, 9001), ("cudaMemcpyAsync", 290, 5, 9002),
+                 ("cudaMemcpyAsync", 1800, 60 - 20 * rank, 9003)]
         if cycle == 2:
-            ev.append({"ph": "X", "cat": "kernel", "name": "k13_big", "pid": 0, "tid": 7, "ts": 1900, "dur": 400})
+            ev.append({"ph": "X", "cat": "kernel", "name": "k13_big", "pid": 0, "tid": 7, "ts": 1900, "dur": 400,
+                       "args": {"stream": 7, "correlation": 9004}})
+            calls.append(("cudaLaunchKernel", 1700, 20, 9004))
+        for name, ts, dur, corr in calls:
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 100, "tid": 101, "ts": ts, "dur": dur,
+                       "args": {"correlation": corr}})
         # launched kernels on stream 9, each in the step it is launched in: 3 queued in step 2, 1 in step 1
         for i, (at, start) in enumerate([(1200, 1300), (1201, 1310), (1202 + rank, 1320), (500, 600)]):
             ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 100,
@@ -475,6 +489,20 @@ PY
         pass "kernels: the followed job's launch queues equal --replay's of the folder"
     else
         fail "kernels: --follow's launch queues are not --replay's"
+    fi
+    if python3 - "$T/kern.json" "$T/kern.replay.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f))["runs"][0]["launch"] for f in sys.argv[1:3])
+sys.exit(0 if a is not None and a == b else "    follow %s\n    replay %s" % (json.dumps(a)[:600], json.dumps(b)[:600]))
+PY
+        pass "kernels: the followed job's launch statistics equal --replay's of the folder"
+    else
+        fail "kernels: --follow's launch statistics are not --replay's"
+    fi
+    if python3 "$HERE/launch_count.py" "$T/kern.json" "$src"/*.json; then
+        pass "kernels: launch statistics as counted over the traces' JSON"
+    else
+        fail "kernels: launch statistics not as counted over the traces' JSON"
     fi
     if python3 "$HERE/memcpy_count.py" "$T/kern.json" "$src"/*.json; then
         pass "kernels: memory copies as counted over the traces' JSON"

@@ -131,6 +131,33 @@
 #            launched in the last step (HTA's cut). Also against
 #            queue_count.py's count over the trace, its table in text and
 #            markdown, and its CSV rows (`kernels` queue) against the JSON.
+#   launch   kernel launch statistics: HTA's get_cuda_kernel_launch_stats
+#            (tests/fixtures/hta/launch_stats.tsv, recorded by
+#            hta_breakdown.py --launch): ddptop's JSON `launch` under
+#            --window hta holds, per rank, HTA's launches, the mean, median
+#            and most of their CPU and GPU durations and launch delays
+#            within 1e-3 us, and the counts of HTA's short GPU kernels,
+#            runtime outliers and delay outliers. Always on the hand-made
+#            kineto_launch; on HTA's own traces as well when DDPTOP_HTA_DIR
+#            names its checkout. kineto_launch.json: one rank, steps
+#            [0,1000) [1000,2000) [2000,3000); calls (CPU us) and their
+#            device ops (GPU us, delay: op start less call end, 0 below):
+#            step 1 a launch 10/30/10 (left out with the first step); step
+#            2 launches 5/3/5 and 60/100/140, cudaMemcpyAsync 20/40/0 (the
+#            copy starts before the call ends), cudaLaunchKernelExC
+#            8/50/12; step 3 cudaMemsetAsync 4/2/0, launches 50/10/250,
+#            7/4/100, 9/6/6; not launches: a cuLaunchKernel (driver) and a
+#            kernel whose correlation id names no call. By hand, default
+#            window: 8 launches (6 of kernels), CPU mean 163/8 = 20.375,
+#            median (8+9)/2 = 8.5, most 60; GPU 215/8 = 26.875, (6+10)/2 =
+#            8, 100; delay 513/8 = 64.125, (6+12)/2 = 9, 250; short 5
+#            (GPU < CPU <= 50, 50/10 among them), long CPU 1 (60), long
+#            delay 2 (140, 250; 100 is not above). Also against
+#            launch_count.py's count over the JSON, a second rank's copy
+#            (the run's sums, no median), its table in text and markdown,
+#            and CSV rows.
+#            hta_live also runs HTA's launch statistics again on
+#            kineto_launch and trace_filter against launch_stats.tsv.
 #   hta      HTA's test traces (DDPTOP_HTA_DIR: a checkout of
 #            HolisticTraceAnalysis; 77 without its tests/data): --window hta
 #            against HTA's temporal breakdown recorded in the .tsv, within
@@ -158,6 +185,7 @@ OVL=$HERE/fixtures/hta/comm_comp_overlap.tsv
 KTSV=$HERE/fixtures/hta/kernel_breakdown.tsv
 MTSV=$HERE/fixtures/hta/memcpy_bandwidth.tsv
 QTSV=$HERE/fixtures/hta/queue_length.tsv
+LTSV=$HERE/fixtures/hta/launch_stats.tsv
 PY=/usr/bin/python3
 . "$HERE/checks.sh"
 
@@ -637,6 +665,109 @@ PY
     check "... null" run_key "$tmp/host.json" queue null
 }
 
+# launch_match JSON TSV NAME: ddptop's launch statistics in JSON are HTA's for NAME in TSV
+launch_match() {
+    "$PY" - "$@" <<'PY'
+import json, sys
+f, tsv, name = sys.argv[1:4]
+m = json.load(open(f))["runs"][0]["launch"]
+if m is None:
+    sys.exit("    no launch in %s" % f)
+if (m["runtime_cutoff_us"], m["delay_cutoff_us"]) != (50, 100):
+    sys.exit("    cut-offs %s %s, HTA's 50 100" % (m["runtime_cutoff_us"], m["delay_cutoff_us"]))
+got = {}
+for r in m["ranks"]:
+    if r["count"]:
+        got[r["rank"]] = [r["count"]] + [r[c][k] for c in ("cpu_us", "gpu_us", "delay_us")
+                                         for k in ("mean", "p50", "max")] + [r["short_gpu"], r["long_cpu"],
+                                                                             r["long_delay"]]
+want = {}
+for line in open(tsv):
+    c = line.rstrip("\n").split("\t")
+    if not line.startswith("#") and c[0] == name:
+        want[int(c[1])] = [float(v) for v in c[2:]]
+bad = [] if want else ["%s: not in %s" % (name, tsv)]
+if set(got) != set(want):
+    bad.append("ranks %s, HTA %s" % (sorted(got), sorted(want)))
+for rank in set(got) & set(want):
+    g, w = got[rank], want[rank]
+    if len(g) != len(w) or any(a is None or abs(a - b) > 1e-3 + 1e-9 * abs(b) for a, b in zip(g, w)):
+        bad.append("rank %d: %s, HTA %s" % (rank, g, w))
+sys.exit("    " + "\n    ".join(bad[:8]) if bad else 0)
+PY
+}
+
+case_launch() {
+    local name dir out n=0
+    for name in $(grep -v '^#' "$LTSV" | cut -f1 | awk '!seen[$0]++'); do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        out=$tmp/l.$(echo "$name" | tr / _).json
+        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
+        check "$name: HTA's launch statistics" launch_match "$out" "$LTSV" "$name"
+        n=$((n + 1))
+    done
+    check "the hand-made traces are in the .tsv" test "$n" -gt 0
+    local kl=$FIX/kineto_launch.json
+    check "kineto_launch: replay" replay "$tmp/kl.json" "$kl" --format json
+    check "... against a count over the trace" "$PY" "$HERE/launch_count.py" "$tmp/kl.json" "$kl"
+    check "... worked by hand" "$PY" - "$tmp/kl.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["runs"][0]["launch"]
+r = m["ranks"][0]
+got = [r["rank"], r["count"], r["kernel_launches"]] + [r[c][k] for c in ("cpu_us", "gpu_us", "delay_us")
+                                                       for k in ("mean", "p50", "max")]
+got += [r["short_gpu"], r["long_cpu"], r["long_delay"]]
+want = [0, 8, 6, 20.375, 8.5, 60, 26.875, 8, 100, 64.125, 9, 250, 5, 1, 2]
+if len(m["ranks"]) != 1 or any(abs(a - b) > 1e-9 for a, b in zip(got, want)):
+    sys.exit("    %s" % got)
+PY
+    # a second rank: the same trace as rank 1
+    mkdir -p "$tmp/kl2"
+    cp "$kl" "$tmp/kl2/rank0.json"
+    sed 's/"rank": 0/"rank": 1/' "$kl" >"$tmp/kl2/rank1.json"
+    check "two ranks: replay" replay "$tmp/kl2.json" "$tmp/kl2" --format json
+    check "... against a count over the trace" "$PY" "$HERE/launch_count.py" "$tmp/kl2.json" "$tmp/kl2/rank0.json" \
+        "$tmp/kl2/rank1.json"
+    check "text report" replay "$tmp/kl.txt" "$kl"
+    check "text: the launches" grep -Eq \
+        '^ +0 +8 +20\.375 +8\.500 +60\.000 +26\.875 +8\.000 +100\.000 +64\.125 +9\.000 +250\.000 +5 +1 +2$' "$tmp/kl.txt"
+    check "text: two ranks, the run's without a median" replay "$tmp/kl2.txt" "$tmp/kl2"
+    check "... its row" grep -Eq '^ +all +16 +20\.375 +n/a +60\.000 +26\.875 +n/a +100\.000 +64\.125 +n/a +250\.000 +10 +2 +4$' \
+        "$tmp/kl2.txt"
+    check "markdown report" replay "$tmp/kl.md" "$kl" --format md
+    check "markdown: the launches" has "$tmp/kl.md" \
+        "| 0 | 8 | 20.375 | 8.500 | 60.000 | 26.875 | 8.000 | 100.000 | 64.125 | 9.000 | 250.000 | 5 | 1 | 2 |"
+    check "two ranks: csv" replay "$tmp/kl2.csv" "$tmp/kl2" --format csv
+    check "... the launch rows are the JSON's" "$PY" - "$tmp/kl2.csv" "$tmp/kl2.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+m = json.load(open(sys.argv[2]))["runs"][0]["launch"]
+figs = lambda t: [t["count"], t["kernel_launches"]] + [t[c][k] for c in ("cpu_us", "gpu_us", "delay_us")
+                                                      for k in ("mean", "p50", "max")] + [
+    t["short_gpu"], t["long_cpu"], t["long_delay"]]
+cols = ["launch_count", "launch_kernel_launches"] + ["launch_%s_%s_us" % (c, k) for c in ("cpu", "gpu", "delay")
+                                                     for k in ("mean", "p50", "max")] + [
+    "launch_short_gpu", "launch_long_cpu", "launch_long_delay"]
+want = [("all", figs(m))] + [(str(r["rank"]), figs(r)) for r in m["ranks"]]
+got = [x for x in rows if x["kernels"] == "launch"]
+bad = [] if len(got) == len(want) else ["%d launch rows, JSON %d" % (len(got), len(want))]
+for x, (rank, w) in zip(got, want):
+    g = [None if x[c] == "" else float(x[c]) for c in cols]
+    if x["rank"] != rank or any((a is None) != (b is None) or (a is not None and abs(a - b) > 1e-3)
+                                for a, b in zip(g, w)):
+        bad.append("csv %s %s, json %s" % (x["rank"], g, w))
+if any(x["kernels"] != "launch" and x["launch_count"] for x in rows):
+    bad.append("a row not of launch with launch columns")
+sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
+PY
+    check "a host-only trace: no launches" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
+    check "... null" run_key "$tmp/host.json" launch null
+}
+
 # hta_data: the folder of HTA's test traces, or exit 77
 hta_data() {
     local d=${DDPTOP_HTA_DIR:-}
@@ -818,12 +949,27 @@ PY
             bad "$name: HTA's queue lengths now differ from queue_length.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
         fi
     done
+    # the launch statistics recorded are still HTA's
+    for name in fixtures/kineto_launch trace_filter; do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        *) dir=$data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" --launch "$dir" "$name" \
+            >"$tmp/live" 2>"$tmp/live.err"
+        if diff <(grep -P "^\Q$name\E\t" "$LTSV") "$tmp/live" >"$tmp/diff"; then
+            ok "$name: HTA's launch statistics are what launch_stats.tsv records"
+        else
+            bad "$name: HTA's launch statistics now differ from launch_stats.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
+        fi
+    done
 }
 
 case $CASE in
-window | folder | devices | ranks | kernels | memcpy | queue | hta | hta_live) "case_$CASE" ;;
+window | folder | devices | ranks | kernels | memcpy | queue | launch | hta | hta_live) "case_$CASE" ;;
 *)
-    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|hta|hta_live" >&2
+    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|hta|hta_live" >&2
     exit 2
     ;;
 esac

@@ -144,8 +144,24 @@ static void bad_json(char *err, size_t errlen, const char *name, const char *buf
 
 struct corr_ts {
     int64_t corr, ts;
-    int queues; /* a call that queues work on a stream (queues_work) */
+    int queues;     /* a call that queues work on a stream (queues_work) */
+    int64_t end;    /* the call's end */
+    uint8_t call;   /* enum trace_launch_call */
+    int8_t end_adj; /* HTA's end in whole us less end's floor (trace_op.end_adj_us) */
 };
+
+/* Which runtime calls HTA's launch statistics match to their device op
+ * (CudaKernelAnalysis: the kernel launches, MTIA's job submission, and the
+ * asynchronous copies and sets). */
+static int launch_call_of(const char *name)
+{
+    if (!strcmp(name, "cudaLaunchKernel") || !strcmp(name, "cudaLaunchKernelExC") ||
+        !strcmp(name, "runFunction - job_prep_and_submit_for_execution"))
+        return TRACE_LAUNCH_KERNEL;
+    if (!strcmp(name, "cudaMemcpyAsync") || !strcmp(name, "cudaMemsetAsync"))
+        return TRACE_LAUNCH_MEMORY;
+    return TRACE_LAUNCH_NONE;
+}
 
 struct file_ctx {
     struct trace_doc *d;
@@ -582,6 +598,17 @@ static int queues_work(const char *name)
     return 0;
 }
 
+/* HTA's end, to whole microseconds: the floor of ts + dur in double
+ * arithmetic, which may round the sum up past a whole microsecond; less
+ * the floor of t1_ns, the end read: -1, 0 or 1. */
+static int8_t end_adj_us(double ts, double dur, int64_t t1_ns)
+{
+    double end_us = floor(ts + dur);
+    int64_t adj =
+        end_us > -9e15 && end_us < 9e15 ? (int64_t)end_us - (t1_ns - ((t1_ns % 1000) + 1000) % 1000) / 1000 : 0;
+    return (int8_t)(adj < -1 ? -1 : adj > 1 ? 1 : adj);
+}
+
 static void foreign_event(struct file_ctx *fc, const cJSON *ev)
 {
     struct trace_doc *d = fc->d;
@@ -610,7 +637,12 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
         if (corr >= 0) {
             GROW(fc->corrs, fc->ncorr, fc->capcorr, fc->oom);
             if (!fc->oom)
-                fc->corrs[fc->ncorr++] = (struct corr_ts){corr, t0, queues_work(name)};
+                fc->corrs[fc->ncorr++] = (struct corr_ts){corr,
+                                                          t0,
+                                                          queues_work(name),
+                                                          t1,
+                                                          (uint8_t)launch_call_of(name),
+                                                          end_adj_us(ts, jnum(ev, "dur", 0), t1)};
         }
         return;
     }
@@ -693,6 +725,9 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     op->launch_ns = -1;
     op->queued = 0;
     op->stream = gpu && stream ? (int32_t)clampd((double)stream_num(stream), -1, INT32_MAX) : -1;
+    op->launch_end_ns = -1;
+    op->launch_call = TRACE_LAUNCH_NONE;
+    op->launch_end_adj_us = 0;
     op->corr = gpu ? jint(args, "correlation", -1, -1, INT64_MAX) : -1;
     op->track = track;
     op->cat = (uint8_t)c;
@@ -702,11 +737,7 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     op->name = gpu ? name_of(fc, r, name) : TRACE_NO_NAME;
     op->bytes = copy ? (uint64_t)jint(args, "bytes", 0, 0, INT64_MAX) : 0;
     op->copy_gbps = copy ? jnum(args, "memory bandwidth (GB/s)", 0) : 0;
-    /* HTA's end, to whole microseconds: the floor of ts + dur in double
-     * arithmetic, which may round the sum up past a whole microsecond */
-    double end_us = floor(ts + jnum(ev, "dur", 0));
-    int64_t adj = end_us > -9e15 && end_us < 9e15 ? (int64_t)end_us - (t1 - ((t1 % 1000) + 1000) % 1000) / 1000 : 0;
-    op->end_adj_us = (int8_t)(adj < -1 ? -1 : adj > 1 ? 1 : adj);
+    op->end_adj_us = end_adj_us(ts, jnum(ev, "dur", 0), t1);
     r->ngpu += (size_t)(gpu && !sync);
 }
 
@@ -727,11 +758,14 @@ static void resolve_launches(struct file_ctx *fc)
         struct trace_op *op = &r->ops[i];
         if (!op->gpu || op->corr < 0)
             continue;
-        struct corr_ts key = {op->corr, 0, 0};
+        struct corr_ts key = {op->corr, 0, 0, 0, 0, 0};
         const struct corr_ts *hit = bsearch(&key, fc->corrs, fc->ncorr, sizeof(key), corr_cmp);
         if (hit) {
             op->launch_ns = hit->ts;
             op->queued = (uint8_t)hit->queues;
+            op->launch_end_ns = hit->end;
+            op->launch_call = hit->call;
+            op->launch_end_adj_us = hit->end_adj;
         }
     }
 }

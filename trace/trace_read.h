@@ -19,7 +19,8 @@
  *  - foreign traces: ops (CPU ops, GPU kernels, memcpy/memset), classified
  *    as compute, comm, data or neutral by the names and categories
  *    PyTorch's profilers use (nccl kernels; gloo / c10d:: ops; Memcpy;
- *    DataLoader), with each GPU op's launch time (Kineto correlation ids),
+ *    DataLoader), with each GPU op's launch call (Kineto correlation ids:
+ *    its start, its end, and whether HTA's launch statistics count it),
  *    and ProfilerStep#N windows. Device work is also what other devices
  *    and modes record: MTIA's mtia_ccp_events placed on a device stream
  *    (dma_* transfers are data, hccl collectives comm), and the kernels of
@@ -66,21 +67,29 @@ const char *trace_flavor_name(int flavor);
 /* One op of a foreign trace. */
 struct trace_op {
     int64_t t0_ns, t1_ns;
-    int64_t launch_ns; /* GPU ops: start of the runtime call that launched it; -1: unknown */
-    int64_t corr;      /* Kineto correlation id, -1: none */
-    int32_t track;     /* CPU thread or GPU stream, numbered from 0 per rank */
-    uint8_t cat;       /* enum cat: compute as CAT_FORWARD/BACKWARD/OPTIMIZER, CAT_COMM, CAT_DATA */
-    uint8_t gpu;       /* 1: runs on the device */
-    uint8_t sync;      /* a stream's sync record (gpu 1, CAT_DATA): device time for HTA's reading only */
-    uint8_t hta_cat;   /* device ops: the category HTA's breakdown gives its name (compute, comm, data) */
-    int8_t end_adj_us; /* HTA's end in whole us (ts + dur in double, floored) less t1's floor: -1, 0, 1 */
-    uint32_t name;     /* device ops: its name, an index in the rank's names; TRACE_NO_NAME: none kept */
-    uint64_t bytes;    /* memory copies and sets: args.bytes (0: none) */
-    double copy_gbps;  /* ... Kineto's args."memory bandwidth (GB/s)", from its ns duration (0: none) */
-    int32_t stream;    /* device ops: args.stream, the device's own number; -1: none */
-    uint8_t queued;    /* GPU ops: launch_ns is a call that queued it on its stream (cudaLaunchKernel,
-                          cudaMemcpyAsync, ...: HTA's queue length), not a blocking one (cudaMemcpy) */
+    int64_t launch_ns;        /* GPU ops: start of the runtime call that launched it; -1: unknown */
+    int64_t corr;             /* Kineto correlation id, -1: none */
+    int32_t track;            /* CPU thread or GPU stream, numbered from 0 per rank */
+    uint8_t cat;              /* enum cat: compute as CAT_FORWARD/BACKWARD/OPTIMIZER, CAT_COMM, CAT_DATA */
+    uint8_t gpu;              /* 1: runs on the device */
+    uint8_t sync;             /* a stream's sync record (gpu 1, CAT_DATA): device time for HTA's reading only */
+    uint8_t hta_cat;          /* device ops: the category HTA's breakdown gives its name (compute, comm, data) */
+    int8_t end_adj_us;        /* HTA's end in whole us (ts + dur in double, floored) less t1's floor: -1, 0, 1 */
+    uint32_t name;            /* device ops: its name, an index in the rank's names; TRACE_NO_NAME: none kept */
+    uint64_t bytes;           /* memory copies and sets: args.bytes (0: none) */
+    double copy_gbps;         /* ... Kineto's args."memory bandwidth (GB/s)", from its ns duration (0: none) */
+    int32_t stream;           /* device ops: args.stream, the device's own number; -1: none */
+    uint8_t queued;           /* GPU ops: launch_ns is a call that queued it on its stream (cudaLaunchKernel,
+                                 cudaMemcpyAsync, ...: HTA's queue length), not a blocking one (cudaMemcpy) */
+    int64_t launch_end_ns;    /* GPU ops: end of the runtime call that launched it; -1: unknown */
+    uint8_t launch_call;      /* ... that call, as HTA's launch statistics name it (enum trace_launch_call) */
+    int8_t launch_end_adj_us; /* ... its HTA end in whole us less launch_end_ns's floor (as end_adj_us) */
 };
+/* The runtime calls that launch device work, as HTA's launch statistics
+ * (get_cuda_kernel_launch_stats) count them: cudaLaunchKernel,
+ * cudaLaunchKernelExC and MTIA's runFunction job submission (KERNEL);
+ * cudaMemcpyAsync and cudaMemsetAsync (MEMORY); any other (NONE). */
+enum trace_launch_call { TRACE_LAUNCH_NONE = 0, TRACE_LAUNCH_KERNEL, TRACE_LAUNCH_MEMORY };
 #define TRACE_NO_NAME UINT32_MAX
 
 /* Where a foreign file's rank came from. */
