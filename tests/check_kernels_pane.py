@@ -15,7 +15,9 @@ MB, time ms and GB/s to the 0.001 printed, GB/s being MB over time as
 arithmetic says, and HTA's per-copy mean and most ("n/a" where JSON has
 null); with no copies, no copies table (a pane cut short below may hold them
 out of sight); likewise its launch queues (the JSON's `queue` of the
-rank): stream, points, mean, median, most and ms blocked. A pane scrolled down may have its first lines out of sight: the tables
+rank): stream, points, mean, median, most and ms blocked; and its kernel
+launches (the JSON's `launch` of the rank): counts, and the CPU, GPU and
+delay durations' mean, median and most. A pane scrolled down may have its first lines out of sight: the tables
 whose titles are not shown are then checked on the rows that are. Nothing
 here calls ddptop's code.
 """
@@ -97,56 +99,62 @@ def main():
         if got[5] != "%.1f" % want["share_pct"]:
             fail("%s: share %s, report %.1f" % (name, got[5], want["share_pct"]))
 
+    # the tables after the top kernels: each its title, then its rows. A
+    # pane cut short shows a table whole, in part (its title out of sight
+    # above, or rows below) or not at all; the rows it shows must be the
+    # report's, in order
+    below = re.search(r"\+\d+ lines? (above, \+\d+ )?below", raw) is not None
+
+    def rows_of(pattern):
+        return [m.groups() for m in (re.fullmatch(pattern, l) for l in pane) if m]
+
+    def table(what, title, got, want):
+        titled = any(l.startswith(title) for l in pane)
+        if not titled and not got:
+            if want and not (above or below):
+                fail("no %s in the pane, the report has %d rows" % (what, len(want)))
+            return
+        ok = got == want or (below and titled and got == want[:len(got)]) or \
+            (above and not titled and got == want[len(want) - len(got):])
+        if not ok:
+            fail("%s: pane %s, report %s" % (what, got, want))
+
     # the memory copies: "KIND count MB time-ms GB/s copy-mean copy-max"
-    copies = []
-    for line in pane:
-        m = re.fullmatch(r"(Memcpy [A-Za-z]+|Memset)\s+(\d+)\s+(\d+\.\d{3})\s+(\d+\.\d{3})\s+(\d+\.\d{3})\s+(\S+)\s+(\S+)", line)
-        if m:
-            copies.append(m.groups())
+    copies = rows_of(r"(Memcpy [A-Za-z]+|Memset)\s+(\d+)\s+(\d+\.\d{3})\s+(\d+\.\d{3})\s+(\d+\.\d{3})\s+(\S+)\s+(\S+)")
     mc = run.get("memcpy") or {"ranks": []}
     want_kinds = next((r["kinds"] for r in mc["ranks"] if r["rank"] == rank), [])
-    titled = any(l.startswith("memory copies of rank %d" % rank) for l in pane)
-    # (a pane cut short, "+N lines below", may hold its copies below)
-    cut = any(re.search(r"\+\d+ lines? (above, \+\d+ )?below", l) for l in open(sys.argv[1], encoding="utf-8"))
-    if cut and not titled:
-        want_kinds = []
-    elif titled != bool(want_kinds):
-        fail("copies table shown: %s, the report has %d kinds for rank %d" % (titled, len(want_kinds), rank))
-    if len(copies) != len(want_kinds):
-        fail("the pane shows %d copy kinds, the report %d" % (len(copies), len(want_kinds)))
     fmt = lambda v: "n/a" if v is None else "%.3f" % v
-    for got, want in zip(copies, want_kinds):
-        exp = (want["kind"], str(want["count"]), "%.3f" % (want["bytes"] / 1e6), "%.3f" % (want["time_us"] / 1e3),
-               "%.3f" % want["gbps"], fmt(want["copy_gbps_mean"]), fmt(want["copy_gbps_max"]))
-        if got != exp:
-            fail("copies %r: pane %s, report %s" % (want["kind"], got, exp))
-        bw = want["bytes"] / (want["time_us"] * 1e3) if want["time_us"] > 0 else 0
+    table("memory copies", "memory copies of rank %d" % rank, copies,
+          [(w["kind"], str(w["count"]), "%.3f" % (w["bytes"] / 1e6), "%.3f" % (w["time_us"] / 1e3), "%.3f" % w["gbps"],
+            fmt(w["copy_gbps_mean"]), fmt(w["copy_gbps_max"])) for w in want_kinds])
+    for got in copies:  # and GB/s is bytes over time
+        w = next(w for w in want_kinds if w["kind"] == got[0]) if any(w["kind"] == got[0] for w in want_kinds) else None
+        bw = w["bytes"] / (w["time_us"] * 1e3) if w and w["time_us"] > 0 else 0
         if abs(float(got[4]) - bw) > 0.0015:
-            fail("copies %r: %s GB/s, but %d bytes over %g us is %.4f" % (want["kind"], got[4], want["bytes"],
-                                                                      want["time_us"], bw))
+            fail("copies %r: %s GB/s, but bytes over time is %.4f" % (got[0], got[4], bw))
 
     # the launch queues: "stream N points mean p50 max blocked-ms|-"
-    queues = []
-    for line in pane:
-        m = re.fullmatch(r"stream (\d+)\s+(\d+)\s+(\d+\.\d{3})\s+(\d+\.\d{2})\s+(\d+)\s+(\S+)", line)
-        if m:
-            queues.append(m.groups())
+    queues = rows_of(r"stream (\d+)\s+(\d+)\s+(\d+\.\d{3})\s+(\d+\.\d{2})\s+(\d+)\s+(\S+)")
     qu = run.get("queue") or {"ranks": []}
     want_q = next((r["streams"] for r in qu["ranks"] if r["rank"] == rank), [])
-    titled = any(l.startswith("launch queues of rank %d" % rank) for l in pane)
-    if cut and not titled:
-        want_q = []
-    elif titled != bool(want_q):
-        fail("queue table shown: %s, the report has %d streams for rank %d" % (titled, len(want_q), rank))
-    if len(queues) != len(want_q):
-        fail("the pane shows %d streams' queues, the report %d" % (len(queues), len(want_q)))
-    for got, want in zip(queues, want_q):
-        exp = (str(want["stream"]), str(want["count"]), "%.3f" % want["mean"], "%.2f" % want["p50"], str(want["max"]),
-               "%.3f" % (want["blocked_us"] / 1e3) if want["blocked_us"] else "-")
-        if got != exp:
-            fail("queue of stream %s: pane %s, report %s" % (want["stream"], got, exp))
-    print("%d types, %d top kernels, %d copy kinds and %d streams' queues of rank %d checked"
-          % (shown, len(rows), len(copies), len(queues), rank))
+    table("launch queues", "launch queues of rank %d" % rank, queues,
+          [(str(w["stream"]), str(w["count"]), "%.3f" % w["mean"], "%.2f" % w["p50"], str(w["max"]),
+            "%.3f" % (w["blocked_us"] / 1e3) if w["blocked_us"] else "-") for w in want_q])
+
+    # the kernel launches: "N launches (K of kernels): S short, C long CPU,
+    # D long delay", then "CPU us|GPU us|delay us mean p50 max"
+    counts = rows_of(r"(\d+) launches \((\d+) of kernels\): (\d+) short, (\d+) long CPU, (\d+) long delay")
+    durs = rows_of(r"(CPU us|GPU us|delay us)\s+(\d+\.\d{3})\s+(\S+)\s+(\d+\.\d{3})")
+    la = run.get("launch") or {"ranks": []}
+    w = next((r for r in la["ranks"] if r["rank"] == rank and r["count"] > 0), None)
+    want_l = [] if w is None else [tuple(str(w[k]) for k in ("count", "kernel_launches", "short_gpu", "long_cpu",
+                                                             "long_delay"))]
+    want_d = [] if w is None else [(label, "%.3f" % w[k]["mean"], fmt(w[k]["p50"]), "%.3f" % w[k]["max"])
+                                   for label, k in (("CPU us", "cpu_us"), ("GPU us", "gpu_us"), ("delay us", "delay_us"))]
+    table("kernel launches", "kernel launches of rank %d" % rank, counts, want_l)
+    table("launch durations", "kernel launches of rank %d" % rank, durs, want_d)
+    print("%d types, %d top kernels, %d copy kinds, %d streams' queues and %d launch lines of rank %d checked"
+          % (shown, len(rows), len(copies), len(queues), len(counts) + len(durs), rank))
 
 
 main()

@@ -197,10 +197,11 @@ tm send-keys -t "$S" K
 if wait_for '─ Timeline ─' 5; then pass "kernels: K again brings the timeline back"; else fail "kernels: K did not switch back"; fi
 quit_and_check kernels
 
-# ---- 2d. the Kernels pane's memory copies and launch queues: the report's ------
+# ---- 2d. the Kernels pane's copies, launch queues and launches: the report's -----
 # a trace with copies of three kinds, some without a bandwidth in the trace
 # (kineto_memcpy.json), and one with launches on two streams
-# (kineto_gpu.json); the pane scrolls to its end
+# (kineto_gpu.json: its queues and launch statistics); the pane scrolls to
+# its end
 for c in "copies kineto_memcpy.json Memcpy HtoD" "queues kineto_gpu.json stream 7"; do
     set -- $c
     name=$1 fixture=$2

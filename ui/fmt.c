@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "launch.h"
 #include "memcpy.h"
 #include "queue.h"
 
@@ -85,4 +86,24 @@ void fmt_queue_row(char *buf, size_t n, const struct queue_stream *s)
         snprintf(blocked, sizeof(blocked), "%.3f", (double)s->blocked_ns / 1e6);
     snprintf(buf, n, "stream %-3lld %8llu %10.3f %8.2f %6lld %10s", (long long)s->stream, (unsigned long long)s->count,
              s->mean, s->p50, (long long)s->max, blocked);
+}
+
+void fmt_launch_line(char *buf, size_t n, const struct launch_table *t, int line)
+{
+    static const char *const what[LAUNCH_COLS] = {"CPU us", "GPU us", "delay us"};
+    if (line == 0) {
+        snprintf(buf, n, "%llu launches (%llu of kernels): %llu short, %llu long CPU, %llu long delay",
+                 (unsigned long long)t->count, (unsigned long long)t->kernels, (unsigned long long)t->short_gpu,
+                 (unsigned long long)t->long_cpu, (unsigned long long)t->long_delay);
+    } else if (line == 1) {
+        snprintf(buf, n, "%-10s %12s %12s %12s", "", "mean", "p50", "max");
+    } else if (line >= 2 && line < 2 + LAUNCH_COLS) {
+        const struct launch_dur *d = &t->dur[line - 2];
+        char p50[32] = "n/a";
+        if (t->p50_valid)
+            snprintf(p50, sizeof(p50), "%.3f", d->p50_ns / 1e3);
+        snprintf(buf, n, "%-10s %12.3f %12s %12.3f", what[line - 2], d->mean_ns / 1e3, p50, (double)d->max_ns / 1e3);
+    } else if (n > 0) {
+        buf[0] = 0;
+    }
 }

@@ -5,7 +5,8 @@
  * total and share of the type), then its memory copies by kind (count,
  * bytes, time, bandwidth, and HTA's per-copy bandwidths) and its launch
  * queue per stream (points, mean, median, most, time blocked on a full
- * queue), as the report prints them.
+ * queue) and its kernel launch statistics (CPU and GPU durations and
+ * launch delays, and the launches HTA flags), as the report prints them.
  *
  * Every figure is read from the run's result (snap->result: the one the
  * report prints; trace/kernels.h tallies it, src/results.c its shares),
@@ -18,6 +19,7 @@
 
 #include "fmt.h"
 #include "kernels.h"
+#include "launch.h"
 #include "memcpy.h"
 #include "queue.h"
 #include "panes.h"
@@ -56,9 +58,16 @@ static int queues_shown(const struct rank_result *q)
     return q->queue_valid ? q->queue.n : 0;
 }
 
+/* Whether the rank's launch statistics are shown. */
+static int launches_shown(const struct rank_result *q)
+{
+    return q->launch_valid && q->launch.count > 0;
+}
+
 /* Line c of the tables after the top kernels: where the rank has them, the
  * copies (a blank line, a title, the columns' titles, a line per kind),
- * then the queues (the same, a line per stream). */
+ * then the queues (the same, a line per stream), then the launches (a
+ * blank line, a title, FMT_LAUNCH_LINES). */
 static int tail_line(char *buf, size_t n, int c, const struct rank_result *q)
 {
     buf[0] = 0;
@@ -92,6 +101,19 @@ static int tail_line(char *buf, size_t n, int c, const struct rank_result *q)
         if (c >= 3 && c - 3 < nq) {
             fmt_queue_row(buf, n, &q->queue.streams[c - 3]);
             return TH_VALUE;
+        }
+        c -= 3 + nq;
+    }
+    if (launches_shown(q)) {
+        if (c == 1) {
+            snprintf(buf, n, "kernel launches of rank %d (HTA's; short: GPU < CPU <= %lld us, long: > %lld, > %lld us)",
+                     q->rank, (long long)(q->launch.runtime_cutoff_ns / 1000),
+                     (long long)(q->launch.runtime_cutoff_ns / 1000), (long long)(q->launch.delay_cutoff_ns / 1000));
+            return TH_LABEL;
+        }
+        if (c >= 2 && c - 2 < FMT_LAUNCH_LINES) {
+            fmt_launch_line(buf, n, &q->launch, c - 2);
+            return c == 3 ? TH_LABEL : TH_VALUE;
         }
     }
     return TH_VALUE;
@@ -153,7 +175,8 @@ static int line_count(const struct run_result *res, const struct rank_result *q)
     for (int m = 1; m < KERNEL_MIXES; m++)
         mixes += mix_shown(res, q, m);
     int copies = copies_shown(q), queues = queues_shown(q);
-    return 1 + mixes + 1 + 1 + q->kernels.nrows + (copies > 0 ? 3 + copies : 0) + (queues > 0 ? 3 + queues : 0);
+    return 1 + mixes + 1 + 1 + q->kernels.nrows + (copies > 0 ? 3 + copies : 0) + (queues > 0 ? 3 + queues : 0) +
+           (launches_shown(q) ? 2 + FMT_LAUNCH_LINES : 0);
 }
 
 int kernels_pane_lines(const struct run_result *res)
