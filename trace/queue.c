@@ -173,7 +173,7 @@ int queue_tally_rank(struct queue_tally *out, const struct trace_rank *r, const 
     trace_each_device_op(r, rule, f, collect_op, &c);
     int64_t *len = c.oom || !c.n ? NULL : malloc(sizeof(*len) * c.n);
     int rc = c.oom || (c.n && !len) ? -1 : 0;
-    if (rc == 0)
+    if (rc == 0 && c.n > 0) /* (qsort is not for a NULL array, even an empty one) */
         qsort(c.p, c.n, sizeof(*c.p), point_cmp);
     for (size_t i = 0; rc == 0 && i < c.n;) {
         size_t j = i;

@@ -5,11 +5,16 @@
  * tensorboard's default host_pid name: the worker and order paths), so a
  * rank may hold the input twice, as two windows. Every rank it loads goes
  * through the breakdown replay computes for foreign traces, whole and
- * window by window, under each --window rule. */
+ * window by window, under each --window rule, and through HTA's analyses
+ * of its device work (kernels, memory copies, launch queues, launches). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "kernels.h"
+#include "launch.h"
+#include "memcpy.h"
+#include "queue.h"
 #include "trace_analyze.h"
 #include "trace_read.h"
 
@@ -37,6 +42,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 continue;
             if (f.b.compute_ns + f.b.comm_ns + f.b.data_ns + f.b.idle_ns != f.b.wall_ns)
                 abort(); /* the four parts always add up to the wall time */
+            struct kernel_table kt;
+            if (kernel_table_rank(&kt, tr, rule, &f) == 0)
+                kernel_table_free(&kt);
+            struct memcpy_table mt;
+            memcpy_table_rank(&mt, tr, rule, &f);
+            memcpy_table_rates(&mt);
+            struct queue_table qt;
+            if (queue_table_rank(&qt, tr, rule, &f) == 0) {
+                queue_table_stats(&qt);
+                for (int k = 0; k < qt.n; k++) { /* the percentiles in order, within the least and most */
+                    const struct queue_stream *q = &qt.streams[k];
+                    if (q->count && !(q->min <= q->p25 && q->p25 <= q->p50 && q->p50 <= q->p75 && q->p75 <= q->max))
+                        abort();
+                }
+            }
+            struct launch_table lt;
+            if (launch_table_rank(&lt, tr, rule, &f, LAUNCH_RUNTIME_CUTOFF_US * 1000LL,
+                                  LAUNCH_DELAY_CUTOFF_US * 1000LL) == 0 &&
+                (lt.kernels > lt.count || lt.short_gpu + lt.long_cpu > lt.count))
+                abort(); /* (a launch is short or long on the CPU, not both) */
             int64_t wall = 0;
             for (size_t k = 0; k < tr->nwindows; k++)
                 if (trace_analyze_window(&w, tr, k, rule, TRACE_KERNEL_WAIT_NS) == 0)
