@@ -168,6 +168,48 @@ static cJSON *json_mixes(const int64_t *ns, const double *pct)
     return a;
 }
 
+/* The "ranks" list of a section of the device analyses into o: an entry
+ * for each rank that has the section (has), its "rank" and then what fill
+ * adds. */
+static void json_section_ranks(cJSON *o, const struct run_result *r, int (*has)(const struct rank_result *),
+                               void (*fill)(cJSON *e, const struct rank_result *q))
+{
+    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+    for (int i = 0; i < r->nranks; i++) {
+        const struct rank_result *q = &r->ranks[i];
+        if (!has(q))
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "rank", q->rank);
+        fill(e, q);
+        cJSON_AddItemToArray(ranks, e);
+    }
+}
+
+static int has_kernels(const struct rank_result *q)
+{
+    return q->kernels_valid;
+}
+
+/* A rank's kernel types and top kernels. */
+static void rank_kernels(cJSON *e, const struct rank_result *q)
+{
+    cJSON_AddItemToObject(e, "types", json_mixes(q->kernels.mix_ns, q->kernels.mix_pct));
+    cJSON *top = cJSON_AddArrayToObject(e, "top");
+    for (int k = 0; k < q->kernels.nrows; k++) {
+        const struct kernel_row *row = &q->kernels.rows[k];
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "type", kernel_type_name(row->type));
+        cJSON_AddStringToObject(t, "name", row->name);
+        cJSON_AddNumberToObject(t, "others", row->others);
+        cJSON_AddNumberToObject(t, "count", (double)row->count);
+        cJSON_AddNumberToObject(t, "sum_us", (double)row->sum_ns / 1e3);
+        cJSON_AddNumberToObject(t, "mean_us", row->mean_us);
+        cJSON_AddNumberToObject(t, "share_pct", row->share_pct);
+        cJSON_AddItemToArray(top, t);
+    }
+}
+
 /* HTA's kernel breakdown (trace/kernels.h): the run's types, and each
  * rank's types and top kernels; null when no rank has one. */
 static cJSON *json_kernels(const struct run_result *r)
@@ -176,29 +218,7 @@ static cJSON *json_kernels(const struct run_result *r)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "types", json_mixes(r->kernel_mix_ns, r->kernel_mix_pct));
-    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
-    for (int i = 0; i < r->nranks; i++) {
-        const struct rank_result *q = &r->ranks[i];
-        if (!q->kernels_valid)
-            continue;
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "rank", q->rank);
-        cJSON_AddItemToObject(e, "types", json_mixes(q->kernels.mix_ns, q->kernels.mix_pct));
-        cJSON *top = cJSON_AddArrayToObject(e, "top");
-        for (int k = 0; k < q->kernels.nrows; k++) {
-            const struct kernel_row *row = &q->kernels.rows[k];
-            cJSON *t = cJSON_CreateObject();
-            cJSON_AddStringToObject(t, "type", kernel_type_name(row->type));
-            cJSON_AddStringToObject(t, "name", row->name);
-            cJSON_AddNumberToObject(t, "others", row->others);
-            cJSON_AddNumberToObject(t, "count", (double)row->count);
-            cJSON_AddNumberToObject(t, "sum_us", (double)row->sum_ns / 1e3);
-            cJSON_AddNumberToObject(t, "mean_us", row->mean_us);
-            cJSON_AddNumberToObject(t, "share_pct", row->share_pct);
-            cJSON_AddItemToArray(top, t);
-        }
-        cJSON_AddItemToArray(ranks, e);
-    }
+    json_section_ranks(o, r, has_kernels, rank_kernels);
     return o;
 }
 
@@ -225,6 +245,16 @@ static cJSON *json_copy_kinds(const struct memcpy_table *t)
     return a;
 }
 
+static int has_memcpy(const struct rank_result *q)
+{
+    return q->memcpy_valid;
+}
+
+static void rank_memcpy(cJSON *e, const struct rank_result *q)
+{
+    cJSON_AddItemToObject(e, "kinds", json_copy_kinds(&q->memcpy));
+}
+
 /* The memory copies by kind (trace/memcpy.h): the run's and each rank's;
  * null when no rank has device ops. */
 static cJSON *json_memcpy(const struct run_result *r)
@@ -233,16 +263,7 @@ static cJSON *json_memcpy(const struct run_result *r)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "kinds", json_copy_kinds(&r->memcpy));
-    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
-    for (int i = 0; i < r->nranks; i++) {
-        const struct rank_result *q = &r->ranks[i];
-        if (!q->memcpy_valid)
-            continue;
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "rank", q->rank);
-        cJSON_AddItemToObject(e, "kinds", json_copy_kinds(&q->memcpy));
-        cJSON_AddItemToArray(ranks, e);
-    }
+    json_section_ranks(o, r, has_memcpy, rank_memcpy);
     return o;
 }
 
@@ -271,6 +292,17 @@ static cJSON *json_queue_streams(const struct queue_table *t)
     return a;
 }
 
+static int has_queue(const struct rank_result *q)
+{
+    return q->queue_valid;
+}
+
+static void rank_queue(cJSON *e, const struct rank_result *q)
+{
+    cJSON_AddItemToObject(e, "streams", json_queue_streams(&q->queue));
+    cJSON_AddNumberToObject(e, "streams_left_out", q->queue.dropped);
+}
+
 /* The launch queues per rank and stream (trace/queue.h); null when no rank
  * has device ops. */
 static cJSON *json_queue(const struct run_result *r)
@@ -279,17 +311,7 @@ static cJSON *json_queue(const struct run_result *r)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "full", QUEUE_FULL);
-    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
-    for (int i = 0; i < r->nranks; i++) {
-        const struct rank_result *q = &r->ranks[i];
-        if (!q->queue_valid)
-            continue;
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "rank", q->rank);
-        cJSON_AddItemToObject(e, "streams", json_queue_streams(&q->queue));
-        cJSON_AddNumberToObject(e, "streams_left_out", q->queue.dropped);
-        cJSON_AddItemToArray(ranks, e);
-    }
+    json_section_ranks(o, r, has_queue, rank_queue);
     return o;
 }
 
@@ -313,6 +335,16 @@ static void json_launch_figs(cJSON *o, const struct launch_table *t)
     cJSON_AddNumberToObject(o, "long_delay", (double)t->long_delay);
 }
 
+static int has_launch(const struct rank_result *q)
+{
+    return q->launch_valid;
+}
+
+static void rank_launch(cJSON *e, const struct rank_result *q)
+{
+    json_launch_figs(e, &q->launch);
+}
+
 /* HTA's kernel launch statistics (trace/launch.h): the cut-offs, the
  * run's (its ranks' summed) and each rank's; null when no rank has device
  * ops. */
@@ -324,16 +356,7 @@ static cJSON *json_launch(const struct run_result *r)
     cJSON_AddNumberToObject(o, "runtime_cutoff_us", (double)r->launch.runtime_cutoff_ns / 1e3);
     cJSON_AddNumberToObject(o, "delay_cutoff_us", (double)r->launch.delay_cutoff_ns / 1e3);
     json_launch_figs(o, &r->launch);
-    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
-    for (int i = 0; i < r->nranks; i++) {
-        const struct rank_result *q = &r->ranks[i];
-        if (!q->launch_valid)
-            continue;
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "rank", q->rank);
-        json_launch_figs(e, &q->launch);
-        cJSON_AddItemToArray(ranks, e);
-    }
+    json_section_ranks(o, r, has_launch, rank_launch);
     return o;
 }
 
