@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,26 +170,21 @@ static cJSON *json_mixes(const int64_t *ns, const double *pct)
 }
 
 /* The "ranks" list of a section of the device analyses into o: an entry
- * for each rank that has the section (has), its "rank" and then what fill
- * adds. */
-static void json_section_ranks(cJSON *o, const struct run_result *r, int (*has)(const struct rank_result *),
+ * for each rank whose flag at valid_at (offsetof its section's _valid in
+ * struct rank_result) is set, its "rank" and then what fill adds. */
+static void json_section_ranks(cJSON *o, const struct run_result *r, size_t valid_at,
                                void (*fill)(cJSON *e, const struct rank_result *q))
 {
     cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
     for (int i = 0; i < r->nranks; i++) {
         const struct rank_result *q = &r->ranks[i];
-        if (!has(q))
+        if (!*(const int *)((const char *)q + valid_at))
             continue;
         cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "rank", q->rank);
         fill(e, q);
         cJSON_AddItemToArray(ranks, e);
     }
-}
-
-static int has_kernels(const struct rank_result *q)
-{
-    return q->kernels_valid;
 }
 
 /* A rank's kernel types and top kernels. */
@@ -218,7 +214,7 @@ static cJSON *json_kernels(const struct run_result *r)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "types", json_mixes(r->kernel_mix_ns, r->kernel_mix_pct));
-    json_section_ranks(o, r, has_kernels, rank_kernels);
+    json_section_ranks(o, r, offsetof(struct rank_result, kernels_valid), rank_kernels);
     return o;
 }
 
@@ -236,18 +232,12 @@ static cJSON *json_copy_kinds(const struct memcpy_table *t)
         cJSON_AddNumberToObject(e, "gbps", k->gbps);
         cJSON_AddNumberToObject(e, "rated", (double)k->rated);
         /* (null where no copy of the kind has a bandwidth) */
-        cJSON_AddItemToObject(e, "copy_gbps_mean",
-                              k->rated ? cJSON_CreateNumber(k->copy_gbps_mean) : cJSON_CreateNull());
-        cJSON_AddItemToObject(e, "copy_gbps_min", k->rated ? cJSON_CreateNumber(k->copy_gbps_min) : cJSON_CreateNull());
-        cJSON_AddItemToObject(e, "copy_gbps_max", k->rated ? cJSON_CreateNumber(k->copy_gbps_max) : cJSON_CreateNull());
+        add_num(e, "copy_gbps_mean", k->copy_gbps_mean, k->rated > 0);
+        add_num(e, "copy_gbps_min", k->copy_gbps_min, k->rated > 0);
+        add_num(e, "copy_gbps_max", k->copy_gbps_max, k->rated > 0);
         cJSON_AddItemToArray(a, e);
     }
     return a;
-}
-
-static int has_memcpy(const struct rank_result *q)
-{
-    return q->memcpy_valid;
 }
 
 static void rank_memcpy(cJSON *e, const struct rank_result *q)
@@ -263,7 +253,7 @@ static cJSON *json_memcpy(const struct run_result *r)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "kinds", json_copy_kinds(&r->memcpy));
-    json_section_ranks(o, r, has_memcpy, rank_memcpy);
+    json_section_ranks(o, r, offsetof(struct rank_result, memcpy_valid), rank_memcpy);
     return o;
 }
 
@@ -277,10 +267,7 @@ static cJSON *json_queue_streams(const struct queue_table *t)
         cJSON_AddNumberToObject(e, "stream", (double)s->stream);
         cJSON_AddNumberToObject(e, "count", (double)s->count);
         cJSON_AddNumberToObject(e, "mean", s->mean);
-        if (isnan(s->std))
-            cJSON_AddNullToObject(e, "std");
-        else
-            cJSON_AddNumberToObject(e, "std", s->std);
+        add_num(e, "std", s->std, !isnan(s->std));
         cJSON_AddNumberToObject(e, "min", (double)s->min);
         cJSON_AddNumberToObject(e, "p25", s->p25);
         cJSON_AddNumberToObject(e, "p50", s->p50);
@@ -290,11 +277,6 @@ static cJSON *json_queue_streams(const struct queue_table *t)
         cJSON_AddItemToArray(a, e);
     }
     return a;
-}
-
-static int has_queue(const struct rank_result *q)
-{
-    return q->queue_valid;
 }
 
 static void rank_queue(cJSON *e, const struct rank_result *q)
@@ -311,7 +293,7 @@ static cJSON *json_queue(const struct run_result *r)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "full", QUEUE_FULL);
-    json_section_ranks(o, r, has_queue, rank_queue);
+    json_section_ranks(o, r, offsetof(struct rank_result, queue_valid), rank_queue);
     return o;
 }
 
@@ -335,11 +317,6 @@ static void json_launch_figs(cJSON *o, const struct launch_table *t)
     cJSON_AddNumberToObject(o, "long_delay", (double)t->long_delay);
 }
 
-static int has_launch(const struct rank_result *q)
-{
-    return q->launch_valid;
-}
-
 static void rank_launch(cJSON *e, const struct rank_result *q)
 {
     json_launch_figs(e, &q->launch);
@@ -356,7 +333,7 @@ static cJSON *json_launch(const struct run_result *r)
     cJSON_AddNumberToObject(o, "runtime_cutoff_us", (double)r->launch.runtime_cutoff_ns / 1e3);
     cJSON_AddNumberToObject(o, "delay_cutoff_us", (double)r->launch.delay_cutoff_ns / 1e3);
     json_launch_figs(o, &r->launch);
-    json_section_ranks(o, r, has_launch, rank_launch);
+    json_section_ranks(o, r, offsetof(struct rank_result, launch_valid), rank_launch);
     return o;
 }
 

@@ -177,13 +177,7 @@ tm send-keys -t "$S" Enter
 wait_for 'FOLLOW .*cycle 1' 15 || fail "kernels: the follower did not read the trace"
 tm send-keys -t "$S" -l 'K'
 wait_for '│ *communication +ncclDevKernel' 5 || fail "kernels: no Kernels pane after K"
-screen >"$T/kernels.txt"
-if python3 "$HERE/check_kernels_pane.py" "$T/kernels.txt" "$T/kernels.json" >"$T/kernels.check" 2>&1; then
-    pass "kernels: the followed trace's pane is the JSON report's ($(tail -1 "$T/kernels.check"))"
-else
-    fail "kernels: the pane differs from the JSON report"
-    sed 's/^/  /' "$T/kernels.check"
-fi
+kernels_pane_matches kernels "$T/kernels.json"
 tm send-keys -t "$S" q
 if wait_file "$T/exit" 15 && grep -q '^EXIT=0$' "$T/exit"; then pass "kernels: q exits 0"; else fail "kernels: q: $(cat "$T/exit" 2>/dev/null)"; fi
 

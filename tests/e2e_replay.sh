@@ -186,13 +186,7 @@ if wait_for '─ Kernels ─.* rank 0 ─' 5 && wait_for '│ *communication +nc
 else
     fail "kernels: no Kernels pane after K"
 fi
-screen >"$T/kernels.txt"
-if python3 "$HERE/check_kernels_pane.py" "$T/kernels.txt" "$T/kernels.json" >"$T/kernels.check" 2>&1; then
-    pass "kernels: the pane's types and top kernels are the JSON report's ($(tail -1 "$T/kernels.check"))"
-else
-    fail "kernels: the pane differs from the JSON report"
-    sed 's/^/  /' "$T/kernels.check"
-fi
+kernels_pane_matches kernels "$T/kernels.json"
 tm send-keys -t "$S" K
 if wait_for '─ Timeline ─' 5; then pass "kernels: K again brings the timeline back"; else fail "kernels: K did not switch back"; fi
 quit_and_check kernels
@@ -220,13 +214,7 @@ for c in "copies kineto_memcpy.json Memcpy HtoD" "queues kineto_gpu.json stream 
     else
         fail "$name: no $name in the Kernels pane"
     fi
-    screen >"$T/$name.txt"
-    if python3 "$HERE/check_kernels_pane.py" "$T/$name.txt" "$T/$name.json" >"$T/$name.check" 2>&1; then
-        pass "$name: the pane's tables are the JSON report's ($(tail -1 "$T/$name.check"))"
-    else
-        fail "$name: the pane differs from the JSON report"
-        sed 's/^/  /' "$T/$name.check"
-    fi
+    kernels_pane_matches "$name" "$T/$name.json"
     quit_and_check "$name"
 done
 

@@ -37,6 +37,18 @@ step_now() { screen | grep -Eo 'step [0-9]+/[0-9]+' | head -1 | sed -E 's/step (
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # wait_for REGEX SECONDS: polls the screen until grep -E matches.
+# kernels_pane_matches NAME JSON: the Kernels pane on screen against the
+# JSON report of the same trace (check_kernels_pane.py); NAME tags the
+# messages and the files in $T
+kernels_pane_matches() {
+    screen >"$T/$1.txt"
+    if python3 "$(dirname "${BASH_SOURCE[0]}")/check_kernels_pane.py" "$T/$1.txt" "$2" >"$T/$1.check" 2>&1; then
+        pass "$1: the Kernels pane is the JSON report's ($(tail -1 "$T/$1.check"))"
+    else
+        fail "$1: the Kernels pane differs from the JSON report"
+        sed 's/^/  /' "$T/$1.check"
+    fi
+}
 wait_for() {
     local re=$1 deadline=$(($(now_ms) + $2 * 1000))
     while [ "$(now_ms)" -lt "$deadline" ]; do
