@@ -44,7 +44,10 @@ cd "$tmp"
 
 # (an address needs a job key; a folder keeps its own)
 export DDPTOP_JOB_KEY=rendezvous-test
-base=(--batch --quiet --dataset synthetic --device cpu --steps 20 --batch-size 32 --threads-per-rank 1 --model lenet)
+# (--no-eval: nothing here reads the test split's figures, and its
+# evaluation would be most of each short run)
+base=(--batch --quiet --dataset synthetic --device cpu --steps 20 --batch-size 32 --threads-per-rank 1 --model lenet
+    --no-eval)
 # (the refusal read first: under pipefail, `ddptop | grep` is false when ddptop refuses)
 if "$bin" "${base[@]}" --comm gloo --ranks 2 --steps 1 2>&1 >/dev/null | { grep -q "without gloo"; }; [ "${PIPESTATUS[1]}" = 0 ]; then
     echo "skip: this ddptop has no gloo"
