@@ -7,11 +7,12 @@ Usage: idle_count.py [--delay-us D] REPORT.json TRACE.json...
 
 The count, for ddptop's default window: each device event (cat kernel,
 gpu_memcpy or gpu_memset, with args.stream) of a rank (distributedInfo's
-rank, one file a rank), less those whose launch (the cuda_runtime call of
+rank; its files, its cycles, each a timeline of its own), less those whose launch (the cuda_runtime call of
 its args.correlation; its own start when there is none) starts before the
-rank's second step begins (its ProfilerStep of the second lowest number).
-Per stream, the events in order of start (ties: file order); each but the
-first ends a gap, its start less the end of the event before it: host
+rank's second step begins (its ProfilerStep of the second lowest number,
+over its files).
+Per stream and file, the events in order of start (ties: file order); each
+but the first ends a gap, its start less the end of the event before it: host
 wait when its call starts after that end, else kernel wait when the gap is
 under D us (default 30, HTA's), else other. Per stream: the events, the
 gaps summed, and each category's sum, count and share of the sum (None
@@ -29,14 +30,20 @@ CATS = ("host_wait", "kernel_wait", "other")
 
 
 def count(paths, delay_us):
-    out = {}
+    files = []
     for p in paths:
         d = json.load(open(p))
-        rank = d.get("distributedInfo", {}).get("rank", 0)
-        evs = [e for e in d["traceEvents"] if e.get("ph") == "X"]
-        steps = sorted((int(m.group(1)), e["ts"]) for e in evs
-                       for m in [re.match(r"ProfilerStep#(\d+)$", e.get("name", ""))] if m)
-        cut = steps[1][1] if len(steps) > 1 else None
+        files.append((d.get("distributedInfo", {}).get("rank", 0), [e for e in d["traceEvents"] if e.get("ph") == "X"]))
+    steps = {}
+    for rank, evs in files:
+        for e in evs:
+            m = re.match(r"ProfilerStep#(\d+)$", e.get("name", ""))
+            if m:
+                steps.setdefault(rank, []).append((int(m.group(1)), e["ts"]))
+    out = {}
+    for rank, evs in files:
+        s = sorted(steps.get(rank, []))
+        cut = s[1][1] if len(s) > 1 else None
         calls = {e["args"]["correlation"]: e for e in evs if e.get("cat") == "cuda_runtime"}
         streams = {}
         for i, e in enumerate(evs):
@@ -47,12 +54,11 @@ def count(paths, delay_us):
             if cut is not None and (launch if launch is not None else e["ts"]) < cut:
                 continue
             streams.setdefault(e["args"]["stream"], []).append((e["ts"], i, e["ts"] + e["dur"], launch))
-        table = {}
-        for s, ops in streams.items():
+        table = out.setdefault(rank, {})
+        for st, ops in streams.items():  # a file (a cycle) is a timeline of its own
             ops.sort()
-            t = {"ops": len(ops), "idle_us": 0}
-            for k in CATS:
-                t[k] = {"time_us": 0, "gaps": 0}
+            t = table.setdefault(st, {"ops": 0, "idle_us": 0, **{k: {"time_us": 0, "gaps": 0} for k in CATS}})
+            t["ops"] += len(ops)
             for prev, op in zip(ops, ops[1:]):
                 gap = op[0] - prev[2]
                 k = ("host_wait" if op[3] is not None and op[3] > prev[2] else
@@ -60,10 +66,10 @@ def count(paths, delay_us):
                 t[k]["time_us"] += gap
                 t[k]["gaps"] += 1
                 t["idle_us"] += gap
+    for table in out.values():
+        for t in table.values():
             for k in CATS:
                 t[k]["ratio"] = t[k]["time_us"] / t["idle_us"] if t["idle_us"] else None
-            table[s] = t
-        out[rank] = table
     return out
 
 
