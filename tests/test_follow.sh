@@ -55,7 +55,7 @@
 #              launch_count.py's count: each rank's medians over its
 #              cycles together), and its `idle` per stream (stream 9: 7
 #              ops a rank; and idle_count.py's count, each cycle a
-#              timeline of its own).
+#              timeline of its own; again with --idle-delay-ns 100000).
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
@@ -517,6 +517,12 @@ PY
         pass "kernels: idle time per stream as counted over the traces' JSON"
     else
         fail "kernels: idle time per stream not as counted over the traces' JSON"
+    fi
+    "$BIN" --batch --follow "$d" --idle-exit 1 --idle-delay-ns 100000 --format json >"$T/kern100.json" 2>/dev/null
+    if python3 "$HERE/idle_count.py" --delay-us 100 "$T/kern100.json" "$src"/*.json; then
+        pass "kernels: --idle-delay-ns 100000: idle time per stream as counted with a 100 us threshold"
+    else
+        fail "kernels: --idle-delay-ns 100000 not as counted with a 100 us threshold"
     fi
     if python3 "$HERE/launch_count.py" "$T/kern.json" "$src"/*.json; then
         pass "kernels: launch statistics as counted over the traces' JSON"
