@@ -8,8 +8,10 @@
  * (trace_op.stream) and are not a stream's sync record (HTA reads kernels,
  * memory copies and sets), times as the rule reads them (whole us under
  * HTA's rule, the launch's start rounded up as the op's). They are taken
- * in start order, each window on its own (a profiler cycle's own
- * timeline), and each op but a window's first ends a gap: its start less
+ * in start order (ops that start together: in the order the trace holds
+ * them; HTA's pandas sort is not stable, though no trace recorded in
+ * tests/fixtures/hta/idle_time.tsv tells the two apart), each window on
+ * its own (a profiler cycle's own timeline), and each op but a window's first ends a gap: its start less
  * the previous op's end (the op before it in that order, not the latest
  * end: a gap is negative where the two overlap, and HTA adds it so). The
  * gap's category, as HTA's:
