@@ -464,6 +464,11 @@ static const struct opt opts[] = {
             "rank's first step, as ms/step does; hta gives HTA's temporal breakdown: the device work launched "
             "before each rank's last step starts, read as HTA reads it (docs/pytorch.md)"),
      .reads = R_REPLAY | R_FOLLOW},
+    {INT("idle-delay-ns", AT(idle_delay_ns), 0, 1000000000000LL, "NS", "30000", G_REPORT,
+         "--replay, --follow of PyTorch traces: a gap between two ops on a stream shorter than NS is kernel wait "
+         "in the idle time per stream (HTA's consecutive_kernel_delay; its 30 on its microsecond timeline is "
+         "30000 ns), unless the host launched the second op after the first ended (host wait)"),
+     .reads = R_REPLAY | R_FOLLOW},
     {OPT("baseline", k_baseline, AT(baseline), "B", "auto", G_REPORT,
          "what a speedup is against: auto takes a 1-rank run on the same global batch (strong scaling), else on the "
          "same per-rank batch (weak scaling); single the single strategy on the same global batch; ranks1 one rank "

@@ -341,7 +341,9 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         memcpy_table_rank(&c.memcpy_rest, r, f->rule, &c.f_rest);
     }
     if (c.f.gpu_view && (queue_tally_rank(&c.queue, r, f->rule, &whole) != 0 ||
-                         queue_tally_rank(&c.queue_rest, r, f->rule, &c.f_rest) != 0)) {
+                         queue_tally_rank(&c.queue_rest, r, f->rule, &c.f_rest) != 0 ||
+                         idle_table_rank(&c.idle, r, f->rule, &whole, f->idle_delay_ns) != 0 ||
+                         idle_table_rank(&c.idle_rest, r, f->rule, &c.f_rest, f->idle_delay_ns) != 0)) {
         cycle_free(&c);
         free(st);
         free(spans);
@@ -354,6 +356,7 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         memset(&c.memcpy_rest, 0, sizeof(c.memcpy_rest));
         queue_tally_free(&c.queue_rest);
         launch_tally_free(&c.launch_rest);
+        memset(&c.idle_rest, 0, sizeof(c.idle_rest));
         int gpu = c.f_rest.gpu_view;
         memset(&c.f_rest, 0, sizeof(c.f_rest));
         c.f_rest.gpu_view = gpu;
@@ -507,6 +510,7 @@ int follow_open(struct follow *f, const char *dir, char *err, size_t errlen)
     memset(f, 0, sizeof(*f));
     f->ifd = f->wd = -1;
     f->rule = &trace_rules[0];
+    f->idle_delay_ns = IDLE_DELAY_NS_HTA;
     struct stat st;
     if (!dir[0]) {
         snprintf(err, errlen, "an empty folder name");
@@ -748,6 +752,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
         struct memcpy_table copies = {0};
         struct queue_tally queue = {0};
         struct launch_tally launches = {0};
+        struct idle_table idle = {.delay_ns = f->idle_delay_ns};
         int kernels_valid = 0, oom = 0;
         nsteps = 0;
         for (size_t k = 0; k < n; k++) {
@@ -759,6 +764,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
                 memcpy_table_add(&copies, rest ? &mine[k]->memcpy_rest : &mine[k]->memcpy);
                 oom |= queue_tally_add(&queue, rest ? &mine[k]->queue_rest : &mine[k]->queue) != 0;
                 oom |= launch_tally_add(&launches, rest ? &mine[k]->launch_rest : &mine[k]->launch) != 0;
+                idle_table_add(&idle, rest ? &mine[k]->idle_rest : &mine[k]->idle);
             }
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
@@ -786,6 +792,8 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
                 oom = launch_table_of(&rr->launch, &launches, LAUNCH_RUNTIME_CUTOFF_US * 1000LL,
                                       LAUNCH_DELAY_CUTOFF_US * 1000LL) != 0;
             rr->launch_valid = !oom;
+            rr->idle = idle;
+            rr->idle_valid = 1;
         }
         kernel_tally_free(&kernels);
         queue_tally_free(&queue);

@@ -80,6 +80,8 @@ struct follow_cycle {
     struct queue_tally queue, queue_rest;
     /* ... and its launches (trace/launch.h) */
     struct launch_tally launch, launch_rest;
+    /* ... and its idle time per stream (trace/idle.h) */
+    struct idle_table idle, idle_rest;
     int rank_from;          /* enum trace_rank_from: where its rank came from */
     struct split_pct split; /* f_rest's or f's (breakdown_split) */
     int straggler;          /* the straggler of its cycle index, among the ranks that have it */
@@ -105,6 +107,7 @@ struct follow_file; /* the poller's own */
 struct follow {
     char dir[4096];
     const struct trace_rule *rule; /* --window (follow_open: trace_rules[0]); set before polling */
+    int64_t idle_delay_ns;         /* --idle-delay-ns (follow_open: IDLE_DELAY_NS_HTA); set before polling */
     /* ---- published (lock held) ---- */
     pthread_mutex_t lock;
     uint64_t version; /* moves when a cycle lands */

@@ -53,6 +53,7 @@ int follow_main(const struct config *cfg, follow_show_fn show)
         return 2;
     }
     f.rule = &trace_rules[cfg->window];
+    f.idle_delay_ns = cfg->idle_delay_ns;
     int status = 0;
     if (show) {
         if (follow_start(&f, err, sizeof(err)) != 0) {

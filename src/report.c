@@ -770,6 +770,53 @@ static void write_launch_table(FILE *f, const struct run_result *res, int n, int
     }
 }
 
+/* Each replayed run's idle time per stream (trace/idle.h), HTA's split:
+ * each rank's streams, their gaps summed (us) and each category's time
+ * (us) and share of it (%). */
+static void write_idle_table(FILE *f, const struct run_result *res, int n, int md)
+{
+    for (int i = 0; i < n; i++) {
+        const struct run_result *r = &res[i];
+        int any = 0;
+        int64_t delay_ns = 0;
+        for (int k = 0; r->idle_valid && k < r->nranks; k++)
+            if (r->ranks[k].idle_valid && r->ranks[k].idle.n > 0) {
+                any = 1;
+                delay_ns = r->ranks[k].idle.delay_ns;
+            }
+        if (!any)
+            continue;
+        fprintf(f,
+                md ? "\nIdle time per stream of run %d (HTA's; us; kernel wait: a gap under %.3f us, host wait: "
+                     "launched after the op before ended):\n\n"
+                     "| rank | stream | ops | idle | host wait | %% | kernel wait | %% | other | %% |\n"
+                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                   : "\nidle time per stream of run %d (HTA's; us; kernel wait: a gap under %.3f us, host wait: "
+                     "launched after the op before ended):\n"
+                     "%4s %8s %8s %12s %12s %6s %12s %6s %12s %6s\n",
+                i, (double)delay_ns / 1e3, "rank", "stream", "ops", "idle", "host wait", "%", "kernel wait", "%",
+                "other", "%");
+        for (int k = 0; k < r->nranks; k++) {
+            const struct rank_result *q = &r->ranks[k];
+            for (int j = 0; q->idle_valid && j < q->idle.n; j++) {
+                const struct idle_stream *s = &q->idle.streams[j];
+                char pct[IDLE_CATS][32];
+                for (int c = 0; c < IDLE_CATS; c++)
+                    rep_fig(pct[c], sizeof(pct[c]), "%.2f", 100 * s->ratio[c], s->ratio_valid);
+                fprintf(f,
+                        md ? "| %d | %lld | %llu | %.3f | %.3f | %s | %.3f | %s | %.3f | %s |\n"
+                           : "%4d %8lld %8llu %12.3f %12.3f %6s %12.3f %6s %12.3f %6s\n",
+                        q->rank, (long long)s->stream, (unsigned long long)s->ops, (double)s->idle_ns / 1e3,
+                        (double)s->ns[IDLE_HOST_WAIT] / 1e3, pct[IDLE_HOST_WAIT], (double)s->ns[IDLE_KERNEL_WAIT] / 1e3,
+                        pct[IDLE_KERNEL_WAIT], (double)s->ns[IDLE_OTHER] / 1e3, pct[IDLE_OTHER]);
+            }
+            if (q->idle_valid && q->idle.dropped)
+                fprintf(f, md ? "\nRank %d: %d more streams left out.\n" : "rank %d: %d more streams left out\n",
+                        q->rank, q->idle.dropped);
+        }
+    }
+}
+
 static void write_text(FILE *f, const struct run_result *res, int n, int md)
 {
     int replays = write_replay_sources(f, res, n, md);
@@ -781,6 +828,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         write_memcpy_table(f, res, n, md);
         write_queue_table(f, res, n, md);
         write_launch_table(f, res, n, md);
+        write_idle_table(f, res, n, md);
     }
     write_legend(f);
     write_params(f, res, n, md);

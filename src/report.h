@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "idle.h"
 #include "kernels.h"
 #include "launch.h"
 #include "memcpy.h"
@@ -77,6 +78,10 @@ struct rank_result {
      * result_launch */
     struct launch_table launch;
     int launch_valid;
+    /* ... its idle time per stream, HTA's split (trace/idle.h), shares from
+     * result_idle */
+    struct idle_table idle;
+    int idle_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */
@@ -247,6 +252,8 @@ struct run_result {
     /* the ranks' launch statistics summed (no medians); valid when a rank's is */
     struct launch_table launch;
     int launch_valid;
+    /* a rank's idle time per stream is there (HTA's is per rank and stream) */
+    int idle_valid;
     int nranks; /* the ranks whose figures are here: a trace may hold fewer than the run's world */
     struct rank_result *ranks;
 };
@@ -287,6 +294,9 @@ void result_queue(struct run_result *res);
  * ranks' tables summed (counts, sums and most; a median is each rank's
  * alone). */
 void result_launch(struct run_result *res);
+/* The idle time shares of each rank's streams; idle_valid when a rank has
+ * them. */
+void result_idle(struct run_result *res);
 /* Compute and collective seconds per epoch of steps_per_epoch steps, per
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);

@@ -337,6 +337,45 @@ static cJSON *json_launch(const struct run_result *r)
     return o;
 }
 
+/* A rank's idle time per stream (trace/idle.h), one entry a stream: its
+ * ops, gaps summed, and each category's time, gaps and share (null when
+ * the stream has no idle time). */
+static void rank_idle(cJSON *e, const struct rank_result *q)
+{
+    cJSON *a = cJSON_AddArrayToObject(e, "streams");
+    for (int i = 0; a && i < q->idle.n; i++) {
+        const struct idle_stream *s = &q->idle.streams[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "stream", (double)s->stream);
+        cJSON_AddNumberToObject(o, "ops", (double)s->ops);
+        cJSON_AddNumberToObject(o, "idle_us", (double)s->idle_ns / 1e3);
+        for (int c = 0; c < IDLE_CATS; c++) {
+            cJSON *k = cJSON_AddObjectToObject(o, idle_cat_name(c));
+            cJSON_AddNumberToObject(k, "time_us", (double)s->ns[c] / 1e3);
+            cJSON_AddNumberToObject(k, "gaps", (double)s->gaps[c]);
+            add_num(k, "ratio", s->ratio[c], s->ratio_valid);
+        }
+        cJSON_AddItemToArray(a, o);
+    }
+    cJSON_AddNumberToObject(e, "streams_left_out", q->idle.dropped);
+}
+
+/* HTA's idle time breakdown per rank and stream (trace/idle.h), with its
+ * kernel wait threshold; null when no rank has device ops. */
+static cJSON *json_idle(const struct run_result *r)
+{
+    if (!r->idle_valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    int64_t delay_ns = 0;
+    for (int i = 0; i < r->nranks; i++)
+        if (r->ranks[i].idle_valid)
+            delay_ns = r->ranks[i].idle.delay_ns;
+    cJSON_AddNumberToObject(o, "delay_us", (double)delay_ns / 1e3);
+    json_section_ranks(o, r, offsetof(struct rank_result, idle_valid), rank_idle);
+    return o;
+}
+
 static cJSON *json_run(const struct run_result *res, int n, int index)
 {
     const struct run_result *r = &res[index];
@@ -439,6 +478,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     cJSON_AddItemToObject(o, "memcpy", json_memcpy(r));
     cJSON_AddItemToObject(o, "queue", json_queue(r));
     cJSON_AddItemToObject(o, "launch", json_launch(r));
+    cJSON_AddItemToObject(o, "idle", json_idle(r));
     cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
     return o;
 }
@@ -502,8 +542,8 @@ static void csv_str(FILE *f, const char *s)
 
 /* The CSV's one header: the figures' columns, then the kernel rows'
  * (CSV_KERNEL_COLS), then the memory copy rows' (CSV_MEMCPY_COLS), the
- * launch queue rows' (CSV_QUEUE_COLS) and the launch statistics rows'
- * (the last CSV_LAUNCH_COLS). */
+ * launch queue rows' (CSV_QUEUE_COLS), the launch statistics rows'
+ * (CSV_LAUNCH_COLS) and the idle time rows' (the last CSV_IDLE_COLS). */
 static const char csv_header[] =
     "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_"
     "p90,"
@@ -523,11 +563,14 @@ static const char csv_header[] =
     "mean_us,"
     "launch_gpu_p50_us,launch_gpu_max_us,launch_delay_mean_us,launch_delay_p50_us,launch_delay_max_us,launch_"
     "short_"
-    "gpu,launch_long_cpu,launch_long_delay\n";
+    "gpu,launch_long_cpu,launch_long_delay,idle_stream,idle_ops,idle_us,idle_host_wait_us,idle_host_wait_gaps,"
+    "idle_host_wait_ratio,idle_kernel_wait_us,idle_kernel_wait_gaps,idle_kernel_wait_ratio,idle_other_us,idle_other_"
+    "gaps,idle_other_ratio,idle_delay_us\n";
 #define CSV_KERNEL_COLS 8
 #define CSV_MEMCPY_COLS 9
 #define CSV_QUEUE_COLS 10
-#define CSV_LAUNCH_COLS 14 /* the last: the launch rows' */
+#define CSV_LAUNCH_COLS 14
+#define CSV_IDLE_COLS 13 /* the last: the idle rows' */
 
 /* The columns of the figures between run and rank and the kernel columns. */
 static int csv_figure_cols(void)
@@ -535,7 +578,7 @@ static int csv_figure_cols(void)
     int commas = 0;
     for (const char *p = csv_header; *p; p++)
         commas += *p == ',';
-    return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS - CSV_QUEUE_COLS - CSV_LAUNCH_COLS;
+    return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS - CSV_QUEUE_COLS - CSV_LAUNCH_COLS - CSV_IDLE_COLS;
 }
 
 /* One kernel row: run, rank ("all": the run's), the figure columns empty,
@@ -564,7 +607,7 @@ static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const 
     csv_num(f, (double)ns / 1e3, 1, "%.3f");
     csv_num(f, mean_us, name != NULL, "%.3f");
     csv_num(f, share_pct, 1, "%.3f");
-    for (int c = CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS; c > 0; c--)
+    for (int c = CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS; c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
 }
@@ -615,7 +658,7 @@ static void csv_memcpy_row(FILE *f, int run, int rank, const struct memcpy_kind 
     csv_num(f, k->copy_gbps_mean, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_min, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_max, k->rated > 0, "%.6f");
-    for (int c = CSV_QUEUE_COLS + CSV_LAUNCH_COLS; c > 0; c--)
+    for (int c = CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS; c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
 }
@@ -654,8 +697,8 @@ static void csv_queue_row(FILE *f, int run, int rank, const struct queue_stream 
     csv_num(f, s->p75, 1, "%.6f");
     csv_num(f, (double)s->max, 1, "%.0f");
     csv_num(f, (double)s->blocked_ns / 1e3, 1, "%.3f");
-    for (int c = CSV_LAUNCH_COLS; c > 0; c--)
-        fputc(',', f); /* (the launch rows') */
+    for (int c = CSV_LAUNCH_COLS + CSV_IDLE_COLS; c > 0; c--)
+        fputc(',', f); /* (the launch and idle rows') */
     fputc('\n', f);
 }
 
@@ -694,6 +737,8 @@ static void csv_launch_row(FILE *f, int run, int rank, const struct launch_table
     csv_num(f, (double)t->short_gpu, 1, "%.0f");
     csv_num(f, (double)t->long_cpu, 1, "%.0f");
     csv_num(f, (double)t->long_delay, 1, "%.0f");
+    for (int c = CSV_IDLE_COLS; c > 0; c--)
+        fputc(',', f); /* (the idle rows') */
     fputc('\n', f);
 }
 
@@ -707,6 +752,40 @@ static void csv_launch(FILE *f, const struct run_result *r, int i)
     for (int k = 0; k < r->nranks; k++)
         if (r->ranks[k].launch_valid)
             csv_launch_row(f, i, r->ranks[k].rank, &r->ranks[k].launch);
+}
+
+/* One stream's idle time row: run, rank, the figure, kernel, memory copy,
+ * queue and launch columns empty but `kernels`, "idle" (the JSON list),
+ * then the stream's figures as in JSON and the threshold. */
+static void csv_idle_row(FILE *f, int run, int rank, const struct idle_stream *s, int64_t delay_ns)
+{
+    fprintf(f, "%d,%d", run, rank);
+    for (int c = csv_figure_cols(); c > 0; c--)
+        fputc(',', f);
+    csv_str(f, "idle");
+    for (int c = CSV_KERNEL_COLS - 1 + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS; c > 0; c--)
+        fputc(',', f);
+    csv_num(f, (double)s->stream, 1, "%.0f");
+    csv_num(f, (double)s->ops, 1, "%.0f");
+    csv_num(f, (double)s->idle_ns / 1e3, 1, "%.3f");
+    for (int c = 0; c < IDLE_CATS; c++) {
+        csv_num(f, (double)s->ns[c] / 1e3, 1, "%.3f");
+        csv_num(f, (double)s->gaps[c], 1, "%.0f");
+        csv_num(f, s->ratio[c], s->ratio_valid, "%.6f");
+    }
+    csv_num(f, (double)delay_ns / 1e3, 1, "%.3f");
+    fputc('\n', f);
+}
+
+/* Run i's idle time per stream (trace/idle.h), as in JSON: each rank's
+ * streams. */
+static void csv_idle(FILE *f, const struct run_result *r, int i)
+{
+    if (!r->idle_valid)
+        return;
+    for (int k = 0; k < r->nranks; k++)
+        for (int j = 0; r->ranks[k].idle_valid && j < r->ranks[k].idle.n; j++)
+            csv_idle_row(f, i, r->ranks[k].rank, &r->ranks[k].idle.streams[j], r->ranks[k].idle.delay_ns);
 }
 
 void report_write_csv(FILE *f, const struct run_result *res, int n)
@@ -786,8 +865,9 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, r->nranks, !q, "%.0f");
             csv_str(f, rep_window_label(q ? q->window : r->window, q && q->window_whole));
             csv_str(f, q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
-            for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS; c > 0; c--)
-                fputc(',', f); /* (the kernel, memory copy, queue and launch rows' columns) */
+            for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS; c > 0;
+                 c--)
+                fputc(',', f); /* (the kernel, memory copy, queue, launch and idle rows' columns) */
             fputc('\n', f);
         }
     }
@@ -799,4 +879,6 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
         csv_queue(f, &res[i], i);
     for (int i = 0; i < n; i++)
         csv_launch(f, &res[i], i);
+    for (int i = 0; i < n; i++)
+        csv_idle(f, &res[i], i);
 }

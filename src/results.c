@@ -476,6 +476,17 @@ void result_memcpy(struct run_result *res)
     memcpy_table_rates(&res->memcpy);
 }
 
+void result_idle(struct run_result *res)
+{
+    res->idle_valid = 0;
+    for (int i = 0; i < res->nranks; i++) {
+        if (!res->ranks[i].idle_valid)
+            continue;
+        res->idle_valid = 1;
+        idle_table_rates(&res->ranks[i].idle);
+    }
+}
+
 void result_queue(struct run_result *res)
 {
     res->queue_valid = 0;

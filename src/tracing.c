@@ -674,13 +674,14 @@ void replay_foreign_run(struct run_result *res)
     result_memcpy(res);
     result_queue(res);
     result_launch(res);
+    result_idle(res);
 }
 
 /* PyTorch profiler traces: HTA's definitions (trace_analyze), over the
  * steps rule says. They carry no batch sizes, bytes or collective
  * matching: those stay unknown. */
-static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int64_t kernel_wait_ns, char *err,
-                          size_t errlen)
+static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int64_t kernel_wait_ns,
+                          int64_t idle_delay_ns, char *err, size_t errlen)
 {
     struct trace_doc *d = &rp->doc;
     struct run_result *res = &rp->res;
@@ -739,6 +740,13 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
                 return -1;
             }
             res->ranks[i].launch_valid = 1;
+            if (idle_table_rank(&res->ranks[i].idle, tr, rule, &f, idle_delay_ns) != 0) {
+                free(sorted);
+                free(v);
+                snprintf(err, errlen, "out of memory splitting rank %d's idle time", tr->rank);
+                return -1;
+            }
+            res->ranks[i].idle_valid = 1;
         }
         /* where its rank came from: its first file's (in reading order) */
         int first = INT_MAX;
@@ -839,7 +847,7 @@ static void name_files(char *out, size_t len, const char *const *args, int nargs
 }
 
 int replay_load_list(struct replay *rp, const char *const *args, int nargs, const struct trace_rule *rule,
-                     int64_t kernel_wait_ns, char *err, size_t errlen)
+                     int64_t kernel_wait_ns, int64_t idle_delay_ns, char *err, size_t errlen)
 {
     memset(rp, 0, sizeof(*rp));
     trace_doc_init(&rp->doc);
@@ -896,7 +904,7 @@ int replay_load_list(struct replay *rp, const char *const *args, int nargs, cons
     }
     int rc = rp->doc.flavor == TRACE_DDPTOP
                  ? replay_ddptop(rp, err, errlen)
-                 : replay_foreign(rp, rule ? rule : &trace_rules[0], kernel_wait_ns, err, errlen);
+                 : replay_foreign(rp, rule ? rule : &trace_rules[0], kernel_wait_ns, idle_delay_ns, err, errlen);
     if (rc != 0)
         goto fail;
     describe_run(&rp->res, rp, names);
@@ -910,7 +918,7 @@ fail:
 
 int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen)
 {
-    return replay_load_list(rp, &paths, 1, NULL, kernel_wait_ns, err, errlen);
+    return replay_load_list(rp, &paths, 1, NULL, kernel_wait_ns, IDLE_DELAY_NS_HTA, err, errlen);
 }
 
 void replay_free(struct replay *rp)
@@ -966,8 +974,8 @@ int replay_main(const struct config *cfg, replay_show_fn show)
     args[0] = cfg->replay;
     for (int i = 0; i < cfg->nreplay_more; i++)
         args[1 + i] = cfg->replay_more[i];
-    int rc = replay_load_list(&rp, args, 1 + cfg->nreplay_more, &trace_rules[cfg->window], TRACE_KERNEL_WAIT_NS, err,
-                              sizeof(err));
+    int rc = replay_load_list(&rp, args, 1 + cfg->nreplay_more, &trace_rules[cfg->window], TRACE_KERNEL_WAIT_NS,
+                              cfg->idle_delay_ns, err, sizeof(err));
     free(args);
     if (rc != 0) {
         fprintf(stderr, "ddptop: --replay: %s\n", err);

@@ -58,11 +58,12 @@ struct replay {
  * res.replay); a file named by itself must be one. PyTorch's files are
  * ranks and cycles as trace_read.h says, broken down over the steps rule
  * covers (--window; NULL: trace_rules[0]). kernel_wait_ns: HTA's
- * kernel-wait gap limit (TRACE_KERNEL_WAIT_NS). Returns 0, or -1 with err
- * set. */
+ * kernel-wait gap limit (TRACE_KERNEL_WAIT_NS); idle_delay_ns: the
+ * per-stream idle split's (trace/idle.h, --idle-delay-ns). Returns 0, or
+ * -1 with err set. */
 struct trace_rule;
 int replay_load_list(struct replay *rp, const char *const *args, int nargs, const struct trace_rule *rule,
-                     int64_t kernel_wait_ns, char *err, size_t errlen);
+                     int64_t kernel_wait_ns, int64_t idle_delay_ns, char *err, size_t errlen);
 /* The same for one argument, under the default rule. */
 int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen);
 void replay_free(struct replay *rp);

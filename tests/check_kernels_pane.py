@@ -17,7 +17,9 @@ null); with no copies, no copies table (a pane cut short below may hold them
 out of sight); likewise its launch queues (the JSON's `queue` of the
 rank): stream, points, mean, median, most and ms blocked; and its kernel
 launches (the JSON's `launch` of the rank): counts, and the CPU, GPU and
-delay durations' mean, median and most. A pane scrolled down may have its first lines out of sight: the tables
+delay durations' mean, median and most; and its idle time per stream (the
+JSON's `idle` of the rank): stream, ops, idle ms and the shares of host
+wait, kernel wait and other. A pane scrolled down may have its first lines out of sight: the tables
 whose titles are not shown are then checked on the rows that are. Nothing
 here calls ddptop's code.
 """
@@ -153,8 +155,18 @@ def main():
                                    for label, k in (("CPU us", "cpu_us"), ("GPU us", "gpu_us"), ("delay us", "delay_us"))]
     table("kernel launches", "kernel launches of rank %d" % rank, counts, want_l)
     table("launch durations", "kernel launches of rank %d" % rank, durs, want_d)
-    print("%d types, %d top kernels, %d copy kinds, %d streams' queues and %d launch lines of rank %d checked"
-          % (shown, len(rows), len(copies), len(queues), len(counts) + len(durs), rank))
+
+    # the idle time per stream: "stream N ops idle-ms host-% kernel-% other-%"
+    # ("n/a" shares where the stream has no idle time)
+    idles = rows_of(r"stream (\d+)\s+(\d+)\s+(-?\d+\.\d{3})\s+(n/a|-?\d+\.\d)\s+(n/a|-?\d+\.\d)\s+(n/a|-?\d+\.\d)")
+    it = run.get("idle") or {"ranks": []}
+    want_i = next((r["streams"] for r in it["ranks"] if r["rank"] == rank), [])
+    pct = lambda v: "n/a" if v is None else "%.1f" % (100 * v)
+    table("idle time per stream", "idle time per stream of rank %d" % rank, idles,
+          [(str(w["stream"]), str(w["ops"]), "%.3f" % (w["idle_us"] / 1e3))
+           + tuple(pct(w[k]["ratio"]) for k in ("host_wait", "kernel_wait", "other")) for w in want_i])
+    print("%d types, %d top kernels, %d copy kinds, %d streams' queues, %d launch lines and %d streams' idle time "
+          "of rank %d checked" % (shown, len(rows), len(copies), len(queues), len(counts) + len(durs), len(idles), rank))
 
 
 main()

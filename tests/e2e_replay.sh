@@ -191,12 +191,12 @@ tm send-keys -t "$S" K
 if wait_for '─ Timeline ─' 5; then pass "kernels: K again brings the timeline back"; else fail "kernels: K did not switch back"; fi
 quit_and_check kernels
 
-# ---- 2d. the Kernels pane's copies, launch queues and launches: the report's -----
+# ---- 2d. the Kernels pane's copies, queues, launches, idle time: the report's -----
 # a trace with copies of three kinds, some without a bandwidth in the trace
-# (kineto_memcpy.json), and one with launches on two streams
-# (kineto_gpu.json: its queues and launch statistics); the pane scrolls to
-# its end
-for c in "copies kineto_memcpy.json Memcpy HtoD" "queues kineto_gpu.json stream 7"; do
+# (kineto_memcpy.json), one with launches on two streams (kineto_gpu.json:
+# its queues and launch statistics), and one with idle time of each kind
+# on two streams (kineto_idle.json); the pane scrolls to its end
+for c in "copies kineto_memcpy.json Memcpy HtoD" "queues kineto_gpu.json stream 7" "idle kineto_idle.json stream 20"; do
     set -- $c
     name=$1 fixture=$2
     shift 2

@@ -6,7 +6,8 @@ with --overlap, HTA's overlap of computation and communication instead
 (kernel_breakdown.tsv); with --memcpy, HTA's memory bandwidth summary
 (memcpy_bandwidth.tsv); with --queue, HTA's queue length summary and time
 blocked on a full queue (queue_length.tsv); with --launch, HTA's CUDA
-kernel launch statistics (launch_stats.tsv).
+kernel launch statistics (launch_stats.tsv); with --idle, HTA's idle time
+breakdown per stream (idle_time.tsv).
 
 Runs HolisticTraceAnalysis itself (Meta's trace analysis library, not
 ddptop's code): TraceAnalysis(trace_dir=DIR).get_temporal_breakdown(),
@@ -15,7 +16,8 @@ PYTHONPATH, with Debian's python3-pandas, python3-plotly, python3-networkx
 and python3-ijson. test_pytorch_traces.sh (hta_live) runs it to check
 that the recorded values are still HTA's.
 
-Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap|--kernels|--memcpy|--queue|--launch] DIR [NAME]
+Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap|--kernels|--memcpy|--queue|--launch|--idle]
+           DIR [NAME]
 Prints: NAME RANK IDLE_PCT COMPUTE_PCT NON_COMPUTE_PCT (NAME: DIR unless
 given); with --overlap, NAME RANK OVERLAP_PCT (get_comm_comp_overlap);
 with --kernels, get_gpu_kernel_breakdown(visualize=False) with its
@@ -48,6 +50,14 @@ events included), its table of launches summarised here, per rank:
   and max; and the rows its plots show: SHORT gpu_duration < cpu_duration
   with cpu_duration <= 50, CPU_LONG cpu_duration > 50, DELAY_LONG
   launch_delay > 100)
+With --idle, get_idle_time_breakdown(consecutive_kernel_delay=30 (its
+default: HTA's time stamps are microseconds), rank=RANK, visualize=False,
+show_idle_interval_stats=True) on each rank, one row per stream and
+category HTA gives:
+  NAME RANK STREAM CATEGORY IDLE_US RATIO GAPS   (CATEGORY host_wait,
+      kernel_wait or other; IDLE_US and RATIO as HTA rounds them, to two
+      places; GAPS the count of its interval statistics, 0 where it has
+      none)
 Exit status 77 when HTA or its packages cannot be imported.
 """
 import logging
@@ -124,6 +134,19 @@ def print_launch(ta, name):
                                               (df["cpu_duration"] > 50).sum(), (df["launch_delay"] > 100).sum()))
 
 
+def print_idle(ta, name):
+    for rank in sorted(ta.t.traces):
+        df, stats = ta.get_idle_time_breakdown(ranks=[rank], visualize=False, show_idle_interval_stats=True,
+                                               consecutive_kernel_delay=30)
+        gaps = {}
+        for cat, row in (stats.iterrows() if stats is not None else []):
+            gaps[(int(row["stream"]), cat)] = int(row["count"])
+        for _, row in df.iterrows():
+            stream, cat = int(row["stream"]), row["idle_category"]
+            print("%s\t%d\t%d\t%s\t%.2f\t%.2f\t%d" % (name, rank, stream, cat, row["idle_time"],
+                                                     row["idle_time_ratio"], gaps.get((stream, cat), 0)))
+
+
 def main():
     try:
         from hta.trace_analysis import TraceAnalysis
@@ -138,7 +161,8 @@ def main():
     memcpy = args[:1] == ["--memcpy"]
     queue = args[:1] == ["--queue"]
     launch = args[:1] == ["--launch"]
-    args = args[1:] if overlap or kernels or memcpy or queue or launch else args
+    idle = args[:1] == ["--idle"]
+    args = args[1:] if overlap or kernels or memcpy or queue or launch or idle else args
     folder = args[0]
     name = args[1] if len(args) > 1 else folder
     ta = TraceAnalysis(trace_dir=folder)
@@ -157,6 +181,9 @@ def main():
         return
     if launch:
         print_launch(ta, name)
+        return
+    if idle:
+        print_idle(ta, name)
         return
     df = ta.get_temporal_breakdown(visualize=False)
     for _, row in df.iterrows():

@@ -53,7 +53,9 @@
 #              with those and the copies, k00_warm and k13_big launched
 #              by runtime calls (correlation ids), its `launch` too (and
 #              launch_count.py's count: each rank's medians over its
-#              cycles together).
+#              cycles together), and its `idle` per stream (stream 9: 7
+#              ops a rank; and idle_count.py's count, each cycle a
+#              timeline of its own; again with --idle-delay-ns 100000).
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
@@ -498,6 +500,29 @@ PY
         pass "kernels: the followed job's launch statistics equal --replay's of the folder"
     else
         fail "kernels: --follow's launch statistics are not --replay's"
+    fi
+    if python3 - "$T/kern.json" "$T/kern.replay.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f))["runs"][0]["idle"] for f in sys.argv[1:3])
+# per rank, stream 9: cycle 1's 3 ops (its step 1 left out) and cycle 2's 4
+ok = a is not None and a == b and [[(s["stream"], s["ops"]) for s in r["streams"] if s["stream"] == 9]
+                                   for r in a["ranks"]] == [[(9, 7)]] * 2
+sys.exit(0 if ok else "    follow %s\n    replay %s" % (json.dumps(a)[:600], json.dumps(b)[:600]))
+PY
+        pass "kernels: the followed job's idle time per stream equals --replay's of the folder"
+    else
+        fail "kernels: --follow's idle time per stream is not --replay's"
+    fi
+    if python3 "$HERE/idle_count.py" "$T/kern.json" "$src"/*.json; then
+        pass "kernels: idle time per stream as counted over the traces' JSON"
+    else
+        fail "kernels: idle time per stream not as counted over the traces' JSON"
+    fi
+    "$BIN" --batch --follow "$d" --idle-exit 1 --idle-delay-ns 100000 --format json >"$T/kern100.json" 2>/dev/null
+    if python3 "$HERE/idle_count.py" --delay-us 100 "$T/kern100.json" "$src"/*.json; then
+        pass "kernels: --idle-delay-ns 100000: idle time per stream as counted with a 100 us threshold"
+    else
+        fail "kernels: --idle-delay-ns 100000 not as counted with a 100 us threshold"
     fi
     if python3 "$HERE/launch_count.py" "$T/kern.json" "$src"/*.json; then
         pass "kernels: launch statistics as counted over the traces' JSON"

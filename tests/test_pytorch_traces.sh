@@ -158,6 +158,37 @@
 #            and CSV rows.
 #            hta_live also runs HTA's launch statistics again on
 #            kineto_launch and trace_filter against launch_stats.tsv.
+#   idle     idle time per stream: HTA's get_idle_time_breakdown
+#            (tests/fixtures/hta/idle_time.tsv, recorded by hta_breakdown.py
+#            --idle): ddptop's JSON `idle` under --window hta holds, per
+#            rank and stream, HTA's time (within 0.005 us: HTA rounds to two
+#            places), share (0.005) and gaps of each category, a category
+#            HTA leaves out none. Always on the hand-made traces; on HTA's
+#            own as well when DDPTOP_HTA_DIR names its checkout.
+#            kineto_idle.json: one rank, steps [0,1000) [1000,2000)
+#            [2000,3000); stream 7 (us; launch: its call's start): p
+#            [120,150) @100; a [1010,1100) @1000; b [1110,1200) @1010 (gap
+#            10: kernel wait); c [1229,1300) @1020 (29: kernel wait); d
+#            [1330,1400) @1030 (30: other, not under 30); e [1460,1500)
+#            @1450 (60: host wait, launched after d ended); f [1600,1650)
+#            @1500 (100: other, launched as e ended, not after); a copy g
+#            [1630,1640) @1510 inside f (-20: kernel wait); a set h
+#            [1700,1720) @1520 (60 after g's end, not f's: other); orphan
+#            i [1800,1810), no launch (80: other); a stream sync
+#            [1850,1860) (not an op); j [1950,2000) @1900 (140: host
+#            wait); s [2110,2200) @2100. Stream 20: k [1150,1400) @1100, l
+#            [1405,1500) @1200 (5: kernel wait). By hand, default window
+#            (p out): stream 7 11 ops, idle 599 us: host wait 310 (3 gaps:
+#            60 140 110), kernel wait 19 (3), other 270 (4); stream 20 2
+#            ops, 5 us of kernel wait. --window hta (s out, and i: HTA
+#            keeps no op without a launch; p in): 10 ops, idle 1359: host
+#            wait 1150 (860 60 230), kernel wait 19, other 190 (3).
+#            --idle-delay-ns 100000: kernel wait 189 (6), other 100 (1).
+#            Also against idle_count.py's count over the trace (both
+#            thresholds), its table in text and markdown, and its CSV rows
+#            against the JSON.
+#            hta_live also runs HTA's idle breakdown again on kineto_idle
+#            and trace_filter against idle_time.tsv.
 #   hta      HTA's test traces (DDPTOP_HTA_DIR: a checkout of
 #            HolisticTraceAnalysis; 77 without its tests/data): --window hta
 #            against HTA's temporal breakdown recorded in the .tsv, within
@@ -186,6 +217,7 @@ KTSV=$HERE/fixtures/hta/kernel_breakdown.tsv
 MTSV=$HERE/fixtures/hta/memcpy_bandwidth.tsv
 QTSV=$HERE/fixtures/hta/queue_length.tsv
 LTSV=$HERE/fixtures/hta/launch_stats.tsv
+ITSV=$HERE/fixtures/hta/idle_time.tsv
 PY=/usr/bin/python3
 . "$HERE/checks.sh"
 
@@ -768,6 +800,124 @@ PY
     check "... null" run_key "$tmp/host.json" launch null
 }
 
+# idle_match JSON TSV NAME: ddptop's idle time per stream in JSON is HTA's for NAME in TSV
+idle_match() {
+    "$PY" - "$@" <<'PY'
+import json, sys
+f, tsv, name = sys.argv[1:4]
+m = json.load(open(f))["runs"][0]["idle"]
+if m is None:
+    sys.exit("    no idle in %s" % f)
+if m["delay_us"] != 30:
+    sys.exit("    delay %s us, HTA's 30" % m["delay_us"])
+cats = ("host_wait", "kernel_wait", "other")
+got = {}
+for r in m["ranks"]:
+    for s in r["streams"]:
+        for c in cats:
+            got[(r["rank"], s["stream"], c)] = (s[c]["time_us"], s[c]["ratio"], s[c]["gaps"])
+want = {}
+for line in open(tsv):
+    c = line.rstrip("\n").split("\t")
+    if not line.startswith("#") and c[0] == name:
+        want[(int(c[1]), int(c[2]), c[3])] = (float(c[4]), None if c[5] == "nan" else float(c[5]), int(c[6]))
+bad = [] if want else ["%s: not in %s" % (name, tsv)]
+if {k[:2] for k in got} != {k[:2] for k in want}:
+    bad.append("streams %s, HTA %s" % (sorted({k[:2] for k in got}), sorted({k[:2] for k in want})))
+for k in sorted(set(got) & {(r, s, c) for r, s, _ in want for c in cats}):
+    g = got[k]
+    w = want.get(k, (0.0, None if g[1] is None else 0.0, 0))  # a category HTA leaves out: no gap of it
+    if (abs(g[0] - w[0]) > 0.005 + 1e-9 * abs(w[0]) or g[2] != w[2] or (g[1] is None) != (w[1] is None)
+            or (g[1] is not None and abs(g[1] - w[1]) > 0.005 + 1e-9)):
+        bad.append("rank %d stream %d %s: %s, HTA %s" % (k + (g, w)))
+sys.exit("    " + "\n    ".join(bad[:8]) if bad else 0)
+PY
+}
+
+# refused CMD..: CMD fails
+refused() { ! "$@"; }
+
+case_idle() {
+    local name dir out n=0
+    for name in $(grep -v '^#' "$ITSV" | cut -f1 | awk '!seen[$0]++'); do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        out=$tmp/i.$(echo "$name" | tr / _).json
+        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
+        check "$name: HTA's idle time per stream" idle_match "$out" "$ITSV" "$name"
+        n=$((n + 1))
+    done
+    check "the hand-made traces are in the .tsv" test "$n" -gt 0
+    local ki=$FIX/kineto_idle.json
+    check "kineto_idle: replay" replay "$tmp/ki.json" "$ki" --format json
+    check "... against a count over the trace" "$PY" "$HERE/idle_count.py" "$tmp/ki.json" "$ki"
+    check "--window hta: replay" replay "$tmp/kih.json" "$ki" --window hta --format json
+    check "--idle-delay-ns 100000: replay" replay "$tmp/ki100.json" "$ki" --idle-delay-ns 100000 --format json
+    check "... against a count over the trace" "$PY" "$HERE/idle_count.py" --delay-us 100 "$tmp/ki100.json" "$ki"
+    check "... worked by hand" "$PY" - "$tmp/ki.json" "$tmp/kih.json" "$tmp/ki100.json" <<'PY'
+import json, sys
+want = [  # delay, then per stream: stream, ops, idle, (us, gaps) of host wait, kernel wait, other
+    (30, [(7, 11, 599, (310, 3), (19, 3), (270, 4)), (20, 2, 5, (0, 0), (5, 1), (0, 0))]),
+    (30, [(7, 10, 1359, (1150, 3), (19, 3), (190, 3)), (20, 2, 5, (0, 0), (5, 1), (0, 0))]),
+    (100, [(7, 11, 599, (310, 3), (189, 6), (100, 1)), (20, 2, 5, (0, 0), (5, 1), (0, 0))])]
+bad = []
+for f, (delay, streams) in zip(sys.argv[1:], want):
+    m = json.load(open(f))["runs"][0]["idle"]
+    got = [(s["stream"], s["ops"], s["idle_us"]) + tuple((s[k]["time_us"], s[k]["gaps"])
+                                                        for k in ("host_wait", "kernel_wait", "other"))
+           for r in m["ranks"] for s in r["streams"]]
+    if m["delay_us"] != delay or got != streams:
+        bad.append("%s: %s %s" % (f, m["delay_us"], got))
+    for r in m["ranks"]:
+        for s in r["streams"]:
+            if sum(s[k]["time_us"] for k in ("host_wait", "kernel_wait", "other")) != s["idle_us"]:
+                bad.append("%s: stream %d's categories do not add up to its idle time" % (f, s["stream"]))
+sys.exit("    " + "\n    ".join(bad) if bad else 0)
+PY
+    check "text report" replay "$tmp/ki.txt" "$ki"
+    check "text: the idle time per stream" grep -Eq \
+        '^ +0 +7 +11 +599\.000 +310\.000 +51\.75 +19\.000 +3\.17 +270\.000 +45\.08$' "$tmp/ki.txt"
+    check "... its threshold" grep -q 'kernel wait: a gap under 30.000 us' "$tmp/ki.txt"
+    check "markdown report" replay "$tmp/ki.md" "$ki" --format md
+    check "markdown: the idle time per stream" has "$tmp/ki.md" \
+        "| 0 | 20 | 2 | 5.000 | 0.000 | 0.00 | 5.000 | 100.00 | 0.000 | 0.00 |"
+    # a second rank, that csv holds both
+    mkdir -p "$tmp/ki2"
+    cp "$ki" "$tmp/ki2/rank0.json"
+    sed 's/"rank": 0/"rank": 1/' "$ki" >"$tmp/ki2/rank1.json"
+    check "two ranks: replay" replay "$tmp/ki2.json" "$tmp/ki2" --format json
+    check "... against a count over the trace" "$PY" "$HERE/idle_count.py" "$tmp/ki2.json" "$tmp/ki2/rank0.json" \
+        "$tmp/ki2/rank1.json"
+    check "two ranks: csv" replay "$tmp/ki2.csv" "$tmp/ki2" --format csv
+    check "... the idle rows are the JSON's" "$PY" - "$tmp/ki2.csv" "$tmp/ki2.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+m = json.load(open(sys.argv[2]))["runs"][0]["idle"]
+cats = ("host_wait", "kernel_wait", "other")
+want = [(str(r["rank"]), [s["stream"], s["ops"], s["idle_us"]] + [s[k][f] for k in cats
+                                                                    for f in ("time_us", "gaps", "ratio")]
+         + [m["delay_us"]]) for r in m["ranks"] for s in r["streams"]]
+cols = ["idle_stream", "idle_ops", "idle_us"] + ["idle_%s_%s" % (k, f) for k in cats
+                                                  for f in ("us", "gaps", "ratio")] + ["idle_delay_us"]
+got = [x for x in rows if x["kernels"] == "idle"]
+bad = [] if len(got) == len(want) == 4 else ["%d idle rows, JSON %d" % (len(got), len(want))]
+for x, (rank, w) in zip(got, want):
+    g = [None if x[c] == "" else float(x[c]) for c in cols]
+    if x["rank"] != rank or any((a is None) != (b is None) or (a is not None and abs(a - b) > 1e-3)
+                                for a, b in zip(g, w)):
+        bad.append("csv %s %s, json %s" % (x["rank"], g, w))
+if any(x["kernels"] != "idle" and x["idle_stream"] for x in rows):
+    bad.append("a row not of idle with idle columns")
+sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
+PY
+    check "--idle-delay-ns -1 is refused" refused replay "$tmp/neg.json" "$ki" --idle-delay-ns -1 --format json
+    check "a host-only trace: no idle time per stream" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
+    check "... null" run_key "$tmp/host.json" idle null
+}
+
 # hta_data: the folder of HTA's test traces, or exit 77
 hta_data() {
     local d=${DDPTOP_HTA_DIR:-}
@@ -964,12 +1114,27 @@ PY
             bad "$name: HTA's launch statistics now differ from launch_stats.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
         fi
     done
+    # the idle time per stream recorded is still HTA's
+    for name in fixtures/kineto_idle trace_filter; do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        *) dir=$data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" --idle "$dir" "$name" \
+            >"$tmp/live" 2>"$tmp/live.err"
+        if diff <(grep -P "^\Q$name\E\t" "$ITSV") "$tmp/live" >"$tmp/diff"; then
+            ok "$name: HTA's idle time per stream is what idle_time.tsv records"
+        else
+            bad "$name: HTA's idle time per stream now differs from idle_time.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
+        fi
+    done
 }
 
 case $CASE in
-window | folder | devices | ranks | kernels | memcpy | queue | launch | hta | hta_live) "case_$CASE" ;;
+window | folder | devices | ranks | kernels | memcpy | queue | launch | idle | hta | hta_live) "case_$CASE" ;;
 *)
-    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|hta|hta_live" >&2
+    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|idle|hta|hta_live" >&2
     exit 2
     ;;
 esac

@@ -1498,7 +1498,8 @@ static void test_trace_dir(void **state)
         snprintf(a[i], sizeof(a[i]), "%s/%s", dir, want[3 - i]);
         args[i] = a[i];
     }
-    assert_int_equal(replay_load_list(&rp, args, 4, NULL, TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
+    assert_int_equal(replay_load_list(&rp, args, 4, NULL, TRACE_KERNEL_WAIT_NS, IDLE_DELAY_NS_HTA, err, sizeof(err)),
+                     0);
     assert_job_figures(&rp.doc, 2);
     replay_free(&rp);
 

@@ -7,6 +7,7 @@
 
 #include "launch.h"
 #include "memcpy.h"
+#include "idle.h"
 #include "queue.h"
 
 void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int focused, int utf8)
@@ -86,6 +87,24 @@ void fmt_queue_row(char *buf, size_t n, const struct queue_stream *s)
         snprintf(blocked, sizeof(blocked), "%.3f", (double)s->blocked_ns / 1e6);
     snprintf(buf, n, "stream %-3lld %8llu %10.3f %8.2f %6lld %10s", (long long)s->stream, (unsigned long long)s->count,
              s->mean, s->p50, (long long)s->max, blocked);
+}
+
+void fmt_idle_head(char *buf, size_t n)
+{
+    snprintf(buf, n, "%-10s %6s %10s %8s %8s %8s", "stream", "ops", "idle ms", "host %", "kernel %", "other %");
+}
+
+void fmt_idle_row(char *buf, size_t n, const struct idle_stream *s)
+{
+    char pct[IDLE_CATS][16];
+    for (int c = 0; c < IDLE_CATS; c++) {
+        if (s->ratio_valid)
+            snprintf(pct[c], sizeof(pct[c]), "%.1f", 100 * s->ratio[c]);
+        else
+            snprintf(pct[c], sizeof(pct[c]), "n/a");
+    }
+    snprintf(buf, n, "stream %-3lld %6llu %10.3f %8s %8s %8s", (long long)s->stream, (unsigned long long)s->ops,
+             (double)s->idle_ns / 1e6, pct[IDLE_HOST_WAIT], pct[IDLE_KERNEL_WAIT], pct[IDLE_OTHER]);
 }
 
 void fmt_launch_line(char *buf, size_t n, const struct launch_table *t, int line)

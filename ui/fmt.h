@@ -23,6 +23,7 @@ void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int
 #define FMT_KERNEL_NAME_MIN 12
 struct memcpy_kind;
 struct queue_stream;
+struct idle_stream;
 struct launch_table;
 void fmt_kernel_head(char *buf, size_t n, int width);
 void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, double mean_us,
@@ -37,6 +38,11 @@ void fmt_memcpy_row(char *buf, size_t n, const struct memcpy_kind *c);
  * the ms blocked on a full queue ("-" where none). */
 void fmt_queue_head(char *buf, size_t n);
 void fmt_queue_row(char *buf, size_t n, const struct queue_stream *s);
+/* ... its idle time per stream (HTA's split): stream, ops, the gaps summed
+ * (ms), and the shares of host wait, kernel wait and other ("n/a" where
+ * the stream has no idle time). */
+void fmt_idle_head(char *buf, size_t n);
+void fmt_idle_row(char *buf, size_t n, const struct idle_stream *s);
 /* ... its kernel launch statistics: line 0 the launches and those HTA
  * flags, line 1 the columns' titles, lines 2 to 4 the CPU and GPU
  * durations and the launch delay (us): mean, median ("n/a" where t has

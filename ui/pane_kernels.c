@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fmt.h"
+#include "idle.h"
 #include "kernels.h"
 #include "launch.h"
 #include "memcpy.h"
@@ -58,6 +59,12 @@ static int queues_shown(const struct rank_result *q)
     return q->queue_valid ? q->queue.n : 0;
 }
 
+/* How many streams of idle time the rank shows. */
+static int idles_shown(const struct rank_result *q)
+{
+    return q->idle_valid ? q->idle.n : 0;
+}
+
 /* Whether the rank's launch statistics are shown. */
 static int launches_shown(const struct rank_result *q)
 {
@@ -67,7 +74,8 @@ static int launches_shown(const struct rank_result *q)
 /* Line c of the tables after the top kernels: where the rank has them, the
  * copies (a blank line, a title, the columns' titles, a line per kind),
  * then the queues (the same, a line per stream), then the launches (a
- * blank line, a title, FMT_LAUNCH_LINES). */
+ * blank line, a title, FMT_LAUNCH_LINES), then the idle time per stream
+ * (as the queues). */
 static int tail_line(char *buf, size_t n, int c, const struct rank_result *q)
 {
     buf[0] = 0;
@@ -114,6 +122,23 @@ static int tail_line(char *buf, size_t n, int c, const struct rank_result *q)
         if (c >= 2 && c - 2 < FMT_LAUNCH_LINES) {
             fmt_launch_line(buf, n, &q->launch, c - 2);
             return c == 3 ? TH_LABEL : TH_VALUE;
+        }
+        c -= 2 + FMT_LAUNCH_LINES;
+    }
+    int ni = idles_shown(q);
+    if (ni > 0) {
+        if (c == 1) {
+            snprintf(buf, n, "idle time per stream of rank %d (HTA's; kernel wait: a gap under %.3f us)", q->rank,
+                     (double)q->idle.delay_ns / 1e3);
+            return TH_LABEL;
+        }
+        if (c == 2) {
+            fmt_idle_head(buf, n);
+            return TH_LABEL;
+        }
+        if (c >= 3 && c - 3 < ni) {
+            fmt_idle_row(buf, n, &q->idle.streams[c - 3]);
+            return TH_VALUE;
         }
     }
     return TH_VALUE;
@@ -174,9 +199,9 @@ static int line_count(const struct run_result *res, const struct rank_result *q)
     int mixes = 0;
     for (int m = 1; m < KERNEL_MIXES; m++)
         mixes += mix_shown(res, q, m);
-    int copies = copies_shown(q), queues = queues_shown(q);
+    int copies = copies_shown(q), queues = queues_shown(q), idles = idles_shown(q);
     return 1 + mixes + 1 + 1 + q->kernels.nrows + (copies > 0 ? 3 + copies : 0) + (queues > 0 ? 3 + queues : 0) +
-           (launches_shown(q) ? 2 + FMT_LAUNCH_LINES : 0);
+           (launches_shown(q) ? 2 + FMT_LAUNCH_LINES : 0) + (idles > 0 ? 3 + idles : 0);
 }
 
 int kernels_pane_lines(const struct run_result *res)

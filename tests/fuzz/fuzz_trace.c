@@ -6,11 +6,13 @@
  * rank may hold the input twice, as two windows. Every rank it loads goes
  * through the breakdown replay computes for foreign traces, whole and
  * window by window, under each --window rule, and through HTA's analyses
- * of its device work (kernels, memory copies, launch queues, launches). */
+ * of its device work (kernels, memory copies, launch queues, launches,
+ * idle time per stream). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "idle.h"
 #include "kernels.h"
 #include "launch.h"
 #include "memcpy.h"
@@ -62,6 +64,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                   LAUNCH_DELAY_CUTOFF_US * 1000LL) == 0 &&
                 (lt.kernels > lt.count || lt.short_gpu + lt.long_cpu > lt.count))
                 abort(); /* (a launch is short or long on the CPU, not both) */
+            struct idle_table it, sum = {0};
+            if (idle_table_rank(&it, tr, rule, &f, IDLE_DELAY_NS_HTA) == 0) {
+                idle_table_add(&sum, &it); /* (a follower's merge of one cycle: the same table) */
+                for (int k = 0; k < it.n; k++) {
+                    const struct idle_stream *s = &it.streams[k];
+                    if (s->ns[IDLE_HOST_WAIT] + s->ns[IDLE_KERNEL_WAIT] + s->ns[IDLE_OTHER] != s->idle_ns)
+                        abort(); /* the categories add up to the stream's idle time */
+                    if (s->gaps[IDLE_HOST_WAIT] + s->gaps[IDLE_KERNEL_WAIT] + s->gaps[IDLE_OTHER] >= s->ops)
+                        abort(); /* a gap ends at each op but a window's first */
+                    if (k > 0 && it.streams[k - 1].stream >= s->stream)
+                        abort(); /* streams by number, each once */
+                    if (sum.n != it.n || sum.streams[k].idle_ns != s->idle_ns || sum.streams[k].ops != s->ops)
+                        abort();
+                }
+            }
             int64_t wall = 0;
             for (size_t k = 0; k < tr->nwindows; k++)
                 if (trace_analyze_window(&w, tr, k, rule, TRACE_KERNEL_WAIT_NS) == 0)
