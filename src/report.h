@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "pipeline.h"
 #include "queue.h"
+#include "straggler.h"
 
 struct run;
 struct trace_rule;
@@ -247,6 +248,9 @@ struct run_result {
     /* the ranks' launch statistics summed (no medians); valid when a rank's is */
     struct launch_table launch;
     int launch_valid;
+    /* the run's late collectives (trace/straggler.h): a cross-rank table,
+     * made once in replay; stragglers.valid 0 when none matched */
+    struct straggler_table stragglers;
     int nranks; /* the ranks whose figures are here: a trace may hold fewer than the run's world */
     struct rank_result *ranks;
 };
