@@ -570,6 +570,19 @@ static int csv_figure_cols(void)
     return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS - CSV_QUEUE_COLS - CSV_LAUNCH_COLS - CSV_STRAG_COLS;
 }
 
+/* One column holding a kernel's name, which may hold commas and quotes:
+ * quoted, quotes doubled; empty for NULL. */
+static void csv_quoted(FILE *f, const char *s)
+{
+    fputc(',', f);
+    if (!s)
+        return;
+    fputc('"', f);
+    for (const char *p = s; *p; p++)
+        fputs(*p == '"' ? "\"\"" : (char[]){*p, 0}, f);
+    fputc('"', f);
+}
+
 /* One kernel row: run, rank ("all": the run's), the figure columns empty,
  * then the kernel columns. */
 static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const char *type, const char *name,
@@ -583,14 +596,7 @@ static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const 
         fputc(',', f);
     csv_str(f, table);
     csv_str(f, type);
-    /* (a kernel's name may hold commas and quotes: quoted, quotes doubled) */
-    fputs(",", f);
-    if (name) {
-        fputc('"', f);
-        for (const char *p = name; *p; p++)
-            fputs(*p == '"' ? "\"\"" : (char[]){*p, 0}, f);
-        fputc('"', f);
-    }
+    csv_quoted(f, name);
     csv_num(f, others, name != NULL, "%.0f");
     csv_num(f, (double)count, name != NULL, "%.0f");
     csv_num(f, (double)ns / 1e3, 1, "%.3f");
@@ -760,7 +766,7 @@ static void csv_stragglers(FILE *f, const struct run_result *r, int i)
         csv_str(f, "stragglers");
         for (int c = CSV_KERNEL_COLS - 1 + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS; c > 0; c--)
             fputc(',', f);
-        csv_str(f, t->name);
+        csv_quoted(f, t->name);
         csv_num(f, (double)t->stream, 1, "%.0f");
         csv_num(f, (double)t->steps, 1, "%.0f");
         csv_num(f, (double)q->last, 1, "%.0f");
