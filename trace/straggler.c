@@ -6,23 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One candidate: a rank's communication kernel in a step. */
-struct cand {
-    int rank_idx; /* in d->ranks */
-    int64_t stream;
-    uint32_t step;
-    const char *name;
-    int64_t t0_ns, t1_ns;
-};
-
 struct collect {
     const struct trace_rank *r;
-    int rank_idx;
-    struct cand *c;
-    size_t n, cap;
+    struct straggler_gather *g;
     int oom;
-    int64_t t_max_ns; /* the latest end of a counted op */
-    int any;
 };
 
 /* The number of the ProfilerStep whose host window holds t in window w of
@@ -38,11 +25,53 @@ static uint32_t step_of(const struct trace_rank *r, size_t w, int64_t t)
     return step;
 }
 
+static void span_to(struct straggler_gather *g, int64_t t0, int64_t t1)
+{
+    g->t_min_ns = g->any && g->t_min_ns < t0 ? g->t_min_ns : t0;
+    g->t_max_ns = g->any && g->t_max_ns > t1 ? g->t_max_ns : t1;
+    g->any = 1;
+}
+
+static int push_cand(struct straggler_gather *g, const struct straggler_cand *x)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 64;
+        struct straggler_cand *v = realloc(g->c, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        g->c = v;
+        g->cap = cap;
+    }
+    char *name = strdup(x->name);
+    if (!name)
+        return -1;
+    g->c[g->n] = *x;
+    g->c[g->n++].name = name;
+    return 0;
+}
+
+static int push_step(struct straggler_gather *g, uint32_t step)
+{
+    for (size_t k = 0; k < g->nsteps; k++)
+        if (g->steps[k] == step)
+            return 0;
+    if (g->nsteps == g->cap_steps) {
+        size_t cap = g->cap_steps ? 2 * g->cap_steps : 16;
+        uint32_t *v = realloc(g->steps, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        g->steps = v;
+        g->cap_steps = cap;
+    }
+    g->steps[g->nsteps++] = step;
+    return 0;
+}
+
 static void collect_op(void *ctx, const struct trace_op *op, size_t window, int64_t t0_ns, int64_t t1_ns)
 {
     struct collect *c = ctx;
-    c->t_max_ns = c->any && c->t_max_ns > t1_ns ? c->t_max_ns : t1_ns;
-    c->any = 1;
+    /* (the cut-off's span: every counted op, as HTA's every event) */
+    span_to(c->g, t0_ns, t1_ns);
     if (op->name == TRACE_NO_NAME || op->name >= c->r->nnames || op->stream <= 0)
         return;
     const char *name = c->r->names[op->name];
@@ -51,24 +80,57 @@ static void collect_op(void *ctx, const struct trace_op *op, size_t window, int6
     uint32_t step = step_of(c->r, window, op->launch_ns);
     if (step == 0)
         return;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 64;
-        struct cand *v = realloc(c->c, cap * sizeof(*v));
-        if (!v) {
-            c->oom = 1;
-            return;
-        }
-        c->c = v;
-        c->cap = cap;
+    struct straggler_cand x = {c->r->rank, op->stream, step, (char *)name, t0_ns, t1_ns};
+    c->oom |= push_cand(c->g, &x) != 0;
+}
+
+int straggler_gather_rank(struct straggler_gather *g, const struct trace_rank *r, const struct trace_rule *rule,
+                          const struct trace_figures *f)
+{
+    struct collect c = {r, g, 0};
+    trace_each_device_op(r, rule, f, collect_op, &c);
+    return c.oom || straggler_gather_steps(g, r) != 0 ? -1 : 0;
+}
+
+int straggler_gather_steps(struct straggler_gather *g, const struct trace_rank *r)
+{
+    for (size_t s = 0; s < r->nsteps; s++) {
+        span_to(g, r->steps[s].t0_ns, r->steps[s].t1_ns);
+        if (push_step(g, r->steps[s].step) != 0)
+            return -1;
     }
-    c->c[c->n++] = (struct cand){c->rank_idx, op->stream, step, name, t0_ns, t1_ns};
+    return 0;
+}
+
+int straggler_gather_add(struct straggler_gather *into, const struct straggler_gather *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (push_cand(into, &h->c[i]) != 0)
+            return -1;
+    for (size_t k = 0; k < h->nsteps; k++)
+        if (push_step(into, h->steps[k]) != 0)
+            return -1;
+    if (h->any) {
+        span_to(into, h->t_min_ns, h->t_min_ns);
+        span_to(into, h->t_max_ns, h->t_max_ns);
+    }
+    return 0;
+}
+
+void straggler_gather_free(struct straggler_gather *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        free(g->c[i].name);
+    free(g->c);
+    free(g->steps);
+    memset(g, 0, sizeof(*g));
 }
 
 /* By stream, name, step, rank, then start: a rank's last op of a kind in
  * a step ends its run of equals. */
 static int cand_cmp(const void *a, const void *b)
 {
-    const struct cand *x = a, *y = b;
+    const struct straggler_cand *x = a, *y = b;
     if (x->stream != y->stream)
         return x->stream < y->stream ? -1 : 1;
     int s = strcmp(x->name, y->name);
@@ -76,19 +138,19 @@ static int cand_cmp(const void *a, const void *b)
         return s;
     if (x->step != y->step)
         return x->step < y->step ? -1 : 1;
-    if (x->rank_idx != y->rank_idx)
-        return x->rank_idx < y->rank_idx ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
     return (x->t0_ns > y->t0_ns) - (x->t0_ns < y->t0_ns);
 }
 
-static int same_kind(const struct cand *x, const struct cand *y)
+static int same_kind(const struct straggler_cand *x, const struct straggler_cand *y)
 {
     return x->stream == y->stream && !strcmp(x->name, y->name);
 }
 
 /* The mean over a kind's steps (of two ranks or more) of the sample
  * standard deviation of the ranks' durations; NAN when no step has two. */
-static double kind_spread(const struct cand *c, size_t from, size_t to)
+static double kind_spread(const struct straggler_cand *c, size_t from, size_t to)
 {
     double sum = 0;
     int steps = 0;
@@ -117,6 +179,8 @@ static struct straggler_rank *rank_row(struct straggler_table *t, int rank)
     for (int k = 0; k < t->nranks; k++)
         if (t->ranks[k].rank == rank)
             return &t->ranks[k];
+    if (t->nranks == TRACE_MAX_RANKS)
+        return NULL;
     struct straggler_rank *q = &t->ranks[t->nranks++];
     memset(q, 0, sizeof(*q));
     q->rank = rank;
@@ -125,8 +189,7 @@ static struct straggler_rank *rank_row(struct straggler_table *t, int rank)
 
 /* One step of the run's collective, c[from, to) one op per rank: who is
  * last, who late, and the last's lead. */
-static void tally_step(struct straggler_table *t, const struct trace_doc *d, const struct cand *c, size_t from,
-                       size_t to)
+static void tally_step(struct straggler_table *t, const struct straggler_cand *c, size_t from, size_t to)
 {
     int64_t first = INT64_MIN, second = INT64_MIN; /* the two latest starts, ties kept */
     for (size_t i = from; i < to; i++) {
@@ -140,7 +203,9 @@ static void tally_step(struct straggler_table *t, const struct trace_doc *d, con
     }
     int64_t kth = STRAGGLER_CANDIDATES > 1 ? second : first;
     for (size_t i = from; i < to; i++) {
-        struct straggler_rank *q = rank_row(t, d->ranks[c[i].rank_idx].rank);
+        struct straggler_rank *q = rank_row(t, c[i].rank);
+        if (!q)
+            continue;
         q->late += c[i].t0_ns >= kth;
         if (c[i].t0_ns == first) {
             int64_t others = INT64_MIN; /* the latest start of the other ranks */
@@ -160,70 +225,31 @@ static int rank_row_cmp(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-int straggler_table_run(struct straggler_table *out, const struct trace_doc *d, const struct trace_rule *rule,
-                        const struct trace_figures *figs)
+int straggler_table_of(struct straggler_table *out, const struct straggler_gather *g)
 {
     memset(out, 0, sizeof(*out));
     out->straggler = -1;
-    struct collect c = {0};
-    /* the span of the steps and the distinct step numbers over all ranks */
-    int64_t t_min = INT64_MAX, t_max = INT64_MIN;
-    uint32_t *nums = NULL;
-    size_t nnums = 0, capnums = 0;
-    int rc = 0;
-    for (int i = 0; i < d->nranks && !c.oom; i++) {
-        const struct trace_rank *r = &d->ranks[i];
-        if (!figs[i].gpu_view)
-            continue;
-        c.r = r;
-        c.rank_idx = i;
-        c.any = 0;
-        trace_each_device_op(r, rule, &figs[i], collect_op, &c);
-        if (c.any && c.t_max_ns > t_max)
-            t_max = c.t_max_ns;
-        for (size_t s = 0; s < r->nsteps; s++) {
-            const struct trace_step_info *st = &r->steps[s];
-            t_min = st->t0_ns < t_min ? st->t0_ns : t_min;
-            t_max = st->t1_ns > t_max ? st->t1_ns : t_max;
-            size_t k = 0;
-            while (k < nnums && nums[k] != st->step)
-                k++;
-            if (k < nnums)
-                continue;
-            if (nnums == capnums) {
-                size_t cap = capnums ? 2 * capnums : 16;
-                uint32_t *v = realloc(nums, cap * sizeof(*v));
-                if (!v) {
-                    c.oom = 1;
-                    break;
-                }
-                nums = v;
-                capnums = cap;
-            }
-            nums[nnums++] = st->step;
-        }
-    }
-    free(nums);
-    if (c.oom) {
-        rc = -1;
-        goto done;
-    }
-    if (!c.n || !nnums || t_max <= t_min)
-        goto done;
-    out->min_duration_ns = (int64_t)((double)(t_max - t_min) / (double)nnums * STRAGGLER_MIN_PERMILLE / 1000.0);
+    if (!g->n || !g->nsteps || !g->any || g->t_max_ns <= g->t_min_ns)
+        return 0;
+    out->min_duration_ns =
+        (int64_t)((double)(g->t_max_ns - g->t_min_ns) / (double)g->nsteps * STRAGGLER_MIN_PERMILLE / 1000.0);
 
-    /* the significant ones, each rank's last of a kind in a step */
+    /* the significant ones, each rank's last of a kind in a step (names
+     * borrowed from g) */
+    struct straggler_cand *c = malloc(g->n * sizeof(*c));
+    if (!c)
+        return -1;
     size_t n = 0;
-    for (size_t i = 0; i < c.n; i++)
-        if (c.c[i].t1_ns - c.c[i].t0_ns >= out->min_duration_ns)
-            c.c[n++] = c.c[i];
-    qsort(c.c, n, sizeof(*c.c), cand_cmp);
+    for (size_t i = 0; i < g->n; i++)
+        if (g->c[i].t1_ns - g->c[i].t0_ns >= out->min_duration_ns)
+            c[n++] = g->c[i];
+    qsort(c, n, sizeof(*c), cand_cmp);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct cand *x = &c.c[i], *y = i + 1 < n ? &c.c[i + 1] : NULL;
-        if (y && same_kind(x, y) && x->step == y->step && x->rank_idx == y->rank_idx)
+        const struct straggler_cand *x = &c[i], *y = i + 1 < n ? &c[i + 1] : NULL;
+        if (y && same_kind(x, y) && x->step == y->step && x->rank == y->rank)
             continue;
-        c.c[m++] = *x;
+        c[m++] = *x;
     }
 
     /* the kind whose durations differ most across ranks */
@@ -231,9 +257,9 @@ int straggler_table_run(struct straggler_table *out, const struct trace_doc *d, 
     double best = NAN;
     for (size_t i = 0; i < m;) {
         size_t j = i;
-        while (j < m && same_kind(&c.c[i], &c.c[j]))
+        while (j < m && same_kind(&c[i], &c[j]))
             j++;
-        double spread = kind_spread(c.c, i, j);
+        double spread = kind_spread(c, i, j);
         if (!isnan(spread) && (isnan(best) || spread > best)) {
             best = spread;
             best_from = i;
@@ -241,20 +267,21 @@ int straggler_table_run(struct straggler_table *out, const struct trace_doc *d, 
         }
         i = j;
     }
-    if (isnan(best))
-        goto done;
-    snprintf(out->name, sizeof(out->name), "%s", c.c[best_from].name);
-    out->stream = c.c[best_from].stream;
-    for (size_t i = best_from; i < best_to;) {
-        size_t j = i;
-        while (j < best_to && c.c[j].step == c.c[i].step)
-            j++;
-        if (j - i >= 2)
-            tally_step(out, d, c.c, i, j);
-        i = j;
+    if (!isnan(best)) {
+        snprintf(out->name, sizeof(out->name), "%s", c[best_from].name);
+        out->stream = c[best_from].stream;
+        for (size_t i = best_from; i < best_to;) {
+            size_t j = i;
+            while (j < best_to && c[j].step == c[i].step)
+                j++;
+            if (j - i >= 2)
+                tally_step(out, c, i, j);
+            i = j;
+        }
     }
+    free(c);
     if (!out->steps)
-        goto done;
+        return 0;
     qsort(out->ranks, (size_t)out->nranks, sizeof(out->ranks[0]), rank_row_cmp);
     const struct straggler_rank *top = NULL;
     for (int k = 0; k < out->nranks; k++) {
@@ -265,7 +292,21 @@ int straggler_table_run(struct straggler_table *out, const struct trace_doc *d, 
     }
     out->straggler = top->rank;
     out->valid = 1;
-done:
-    free(c.c);
+    return 0;
+}
+
+int straggler_table_run(struct straggler_table *out, const struct trace_doc *d, const struct trace_rule *rule,
+                        const struct trace_figures *figs)
+{
+    struct straggler_gather g = {0};
+    int rc = 0;
+    memset(out, 0, sizeof(*out));
+    out->straggler = -1;
+    for (int i = 0; i < d->nranks && rc == 0; i++)
+        if (figs[i].gpu_view)
+            rc = straggler_gather_rank(&g, &d->ranks[i], rule, &figs[i]);
+    if (rc == 0)
+        rc = straggler_table_of(out, &g);
+    straggler_gather_free(&g);
     return rc;
 }

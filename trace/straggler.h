@@ -68,10 +68,49 @@ struct straggler_table {
     struct straggler_rank ranks[TRACE_MAX_RANKS]; /* by rank */
 };
 
+/* One candidate: a rank's communication kernel in a step (name owned). */
+struct straggler_cand {
+    int rank;
+    int64_t stream;
+    uint32_t step;
+    char *name;
+    int64_t t0_ns, t1_ns;
+};
+
+/* What the table is made from, gathered rank by rank (or cycle by cycle,
+ * --follow) and added up: the candidates, the distinct ProfilerStep
+ * numbers and the span from the earliest step start to the latest end of
+ * a step or counted device op (for HTA's duration cut-off). */
+struct straggler_gather {
+    struct straggler_cand *c;
+    size_t n, cap;
+    uint32_t *steps;
+    size_t nsteps, cap_steps;
+    int64_t t_min_ns, t_max_ns; /* valid with any */
+    int any;
+};
+
+/* Adds to *g the candidates among the device ops that figures f of rank r
+ * count under rule (trace_each_device_op), and r's steps (the caller
+ * asks only of a rank with device ops: a GPU view). Returns 0, or
+ * -1 when out of memory. */
+int straggler_gather_rank(struct straggler_gather *g, const struct trace_rank *r, const struct trace_rule *rule,
+                          const struct trace_figures *f);
+/* Adds r's steps alone to *g (its numbers and span): what a cycle whose
+ * one step is left out gives (--follow). Returns 0, or -1 when out of
+ * memory. */
+int straggler_gather_steps(struct straggler_gather *g, const struct trace_rank *r);
+/* Adds a copy of what h holds into *into. Returns 0, or -1 when out of
+ * memory. */
+int straggler_gather_add(struct straggler_gather *into, const struct straggler_gather *h);
+void straggler_gather_free(struct straggler_gather *g);
+/* The table of what g holds, into *out (valid 0 when no collective
+ * matches on two ranks). Returns 0, or -1 when out of memory. */
+int straggler_table_of(struct straggler_table *out, const struct straggler_gather *g);
 /* The late collectives of d's ranks, each read as its figures figs[i]
  * (trace_analyze_rank's under rule, for d->ranks[i]) count its device
- * ops, into *out (valid 0 when no collective matches). Returns 0, or -1
- * when out of memory. */
+ * ops: the ranks' gathers added, then their table. Returns 0, or -1 when
+ * out of memory. */
 int straggler_table_run(struct straggler_table *out, const struct trace_doc *d, const struct trace_rule *rule,
                         const struct trace_figures *figs);
 
