@@ -58,13 +58,13 @@ struct straggler_rank {
 };
 
 struct straggler_table {
-    int valid;                 /* a collective was matched on two ranks or more */
-    char name[128];            /* the run's collective: its kernel name (cut to fit) */
-    int64_t stream;            /* ... its stream */
-    uint64_t steps;            /* steps that two ranks or more have it in */
-    int64_t min_duration_ns;   /* the cut-off: STRAGGLER_MIN_PERMILLE of the mean step */
-    int straggler;             /* the rank last most often; -1: none (valid 0) */
-    int nranks;                /* the ranks with the collective */
+    int valid;                                    /* a collective was matched on two ranks or more */
+    char name[128];                               /* the run's collective: its kernel name (cut to fit) */
+    int64_t stream;                               /* ... its stream */
+    uint64_t steps;                               /* steps that two ranks or more have it in */
+    int64_t min_duration_ns;                      /* the cut-off: STRAGGLER_MIN_PERMILLE of the mean step */
+    int straggler;                                /* the rank last most often; -1: none (valid 0) */
+    int nranks;                                   /* the ranks with the collective */
     struct straggler_rank ranks[TRACE_MAX_RANKS]; /* by rank */
 };
 
