@@ -17,7 +17,9 @@ null); with no copies, no copies table (a pane cut short below may hold them
 out of sight); likewise its launch queues (the JSON's `queue` of the
 rank): stream, points, mean, median, most and ms blocked; and its kernel
 launches (the JSON's `launch` of the rank): counts, and the CPU, GPU and
-delay durations' mean, median and most. A pane scrolled down may have its first lines out of sight: the tables
+delay durations' mean, median and most; and the run's late collectives
+(the JSON's `stragglers`, whichever rank is shown): the straggler named,
+and each rank's steps last and late and its lead's total and mean. A pane scrolled down may have its first lines out of sight: the tables
 whose titles are not shown are then checked on the rows that are. Nothing
 here calls ddptop's code.
 """
@@ -153,8 +155,20 @@ def main():
                                    for label, k in (("CPU us", "cpu_us"), ("GPU us", "gpu_us"), ("delay us", "delay_us"))]
     table("kernel launches", "kernel launches of rank %d" % rank, counts, want_l)
     table("launch durations", "kernel launches of rank %d" % rank, durs, want_d)
-    print("%d types, %d top kernels, %d copy kinds, %d streams' queues and %d launch lines of rank %d checked"
-          % (shown, len(rows), len(copies), len(queues), len(counts) + len(durs), rank))
+
+    # the run's late collectives: "straggler: rank R (last most often)",
+    # then "rank R last late lead-us lead-mean-us|n/a"
+    st = run.get("stragglers")
+    named = rows_of(r"straggler: rank (\d+) \(last most often\)")
+    late = rows_of(r"rank (\d+)\s+(\d+)\s+(\d+)\s+(\d+\.\d{3})\s+(\S+)")
+    title = "late collectives of the run"
+    table("straggler", title, named, [] if st is None else [(str(st["straggler"]),)])
+    table("late collectives", title, late, [] if st is None else [
+        (str(r["rank"]), str(r["last"]), str(r["late"]), "%.3f" % r["lead_us"], fmt(r["lead_mean_us"]))
+        for r in st["ranks"]])
+    print("%d types, %d top kernels, %d copy kinds, %d streams' queues, %d launch lines of rank %d and %d late "
+          "collective rows checked" % (shown, len(rows), len(copies), len(queues), len(counts) + len(durs), rank,
+                                       len(late)))
 
 
 main()

@@ -194,9 +194,10 @@ quit_and_check kernels
 # ---- 2d. the Kernels pane's copies, launch queues and launches: the report's -----
 # a trace with copies of three kinds, some without a bandwidth in the trace
 # (kineto_memcpy.json), and one with launches on two streams
-# (kineto_gpu.json: its queues and launch statistics); the pane scrolls to
-# its end
-for c in "copies kineto_memcpy.json Memcpy HtoD" "queues kineto_gpu.json stream 7"; do
+# (kineto_gpu.json: its queues and launch statistics), and a 3-rank folder
+# (stragglers3: the run's late collectives, last); the pane scrolls to its
+# end
+for c in "copies kineto_memcpy.json Memcpy HtoD" "queues kineto_gpu.json stream 7" "late stragglers3 rank 2"; do
     set -- $c
     name=$1 fixture=$2
     shift 2
