@@ -36,7 +36,15 @@
  * and mean over its steps last. The straggler is the rank last most
  * often (ties: the larger total lead, then the lower rank); HTA's list of
  * two is the two ranks late most often (its order among ties is pandas'
- * unstable sort's).
+ * unstable sort's). Where ddptop and HTA may part: a step only one rank
+ * has the collective in (HTA counts it for that rank with one candidate,
+ * and fails with two; ddptop leaves it out), and two kinds of equal
+ * spread (HTA's pick follows its symbol table's order).
+ *
+ * The figure is made in two parts so that --follow, which keeps figures
+ * and not events, gives what a replay of the same files gives: a gather
+ * per rank (or per profiler cycle) of its candidates, step numbers and
+ * span, gathers added up, and the table made once from the sum.
  */
 #ifndef DDPTOP_STRAGGLER_H
 #define DDPTOP_STRAGGLER_H
