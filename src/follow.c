@@ -293,6 +293,8 @@ static void cycle_free(struct follow_cycle *c)
     queue_tally_free(&c->queue_rest);
     launch_tally_free(&c->launch);
     launch_tally_free(&c->launch_rest);
+    straggler_gather_free(&c->late);
+    straggler_gather_free(&c->late_rest);
 }
 
 /* A cycle that was read: its figures, its rank's latest spans, published. */
@@ -327,7 +329,9 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     if (c.f.gpu_view && (kernel_tally_rank(&c.kernels, r, f->rule, &whole) != 0 ||
                          kernel_tally_rank(&c.kernels_rest, r, f->rule, &c.f_rest) != 0 ||
                          launch_tally_rank(&c.launch, r, f->rule, &whole) != 0 ||
-                         launch_tally_rank(&c.launch_rest, r, f->rule, &c.f_rest) != 0)) {
+                         launch_tally_rank(&c.launch_rest, r, f->rule, &c.f_rest) != 0 ||
+                         straggler_gather_rank(&c.late, r, f->rule, &whole) != 0 ||
+                         straggler_gather_rank(&c.late_rest, r, f->rule, &c.f_rest) != 0)) {
         cycle_free(&c);
         free(st);
         free(spans);
@@ -357,6 +361,15 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         queue_tally_free(&c.queue_rest);
         launch_tally_free(&c.launch_rest);
         memset(&c.idle_rest, 0, sizeof(c.idle_rest));
+        straggler_gather_free(&c.late_rest);
+        if (c.f.gpu_view && straggler_gather_steps(&c.late_rest, r) != 0) {
+            cycle_free(&c);
+            free(st);
+            free(spans);
+            e->state = FILE_REFUSED;
+            say(f, "%s: out of memory gathering its collectives; left out", e->name);
+            return;
+        }
         int gpu = c.f_rest.gpu_view;
         memset(&c.f_rest, 0, sizeof(c.f_rest));
         c.f_rest.gpu_view = gpu;
@@ -727,6 +740,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
     int rc = -1;
     const struct follow_cycle **mine = malloc(sizeof(*mine) * (f->ncycles ? f->ncycles : 1));
     int64_t *steps = NULL;
+    struct straggler_gather late = {0}; /* every rank's cycles' */
     res->ranks = calloc((size_t)(f->nranks ? f->nranks : 1), sizeof(*res->ranks));
     if (!mine || !res->ranks)
         goto out;
@@ -765,6 +779,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
                 oom |= queue_tally_add(&queue, rest ? &mine[k]->queue_rest : &mine[k]->queue) != 0;
                 oom |= launch_tally_add(&launches, rest ? &mine[k]->launch_rest : &mine[k]->launch) != 0;
                 idle_table_add(&idle, rest ? &mine[k]->idle_rest : &mine[k]->idle);
+                oom |= straggler_gather_add(&late, rest ? &mine[k]->late_rest : &mine[k]->late) != 0;
             }
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
@@ -811,6 +826,8 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
         snprintf(rr->device, sizeof(rr->device), "%s", f->ranks[i].device);
     }
     res->window = f->rule;
+    if (straggler_table_of(&res->stragglers, &late) != 0)
+        goto out;
     replay_foreign_run(res);
     res->cfg.strategy = -1;
     res->state = -1; /* (a job that may go on) */
@@ -826,6 +843,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
 out:
     free(mine);
     free(steps);
+    straggler_gather_free(&late);
     if (rc != 0) {
         result_free(res);
         snprintf(err, errlen, "out of memory");

@@ -82,6 +82,9 @@ struct follow_cycle {
     struct launch_tally launch, launch_rest;
     /* ... and its idle time per stream (trace/idle.h) */
     struct idle_table idle, idle_rest;
+    /* ... and its collectives' starts (trace/straggler.h), merged over
+     * every rank's cycles into the run's late collectives */
+    struct straggler_gather late, late_rest;
     int rank_from;          /* enum trace_rank_from: where its rank came from */
     struct split_pct split; /* f_rest's or f's (breakdown_split) */
     int straggler;          /* the straggler of its cycle index, among the ranks that have it */

@@ -817,6 +817,35 @@ static void write_idle_table(FILE *f, const struct run_result *res, int n, int m
     }
 }
 
+/* Each replayed run's late collectives (trace/straggler.h): the
+ * collective matched across ranks, and per rank the steps it started it
+ * last, HTA's late count, and its lead (us) over the others' latest. */
+static void write_straggler_table(FILE *f, const struct run_result *res, int n, int md)
+{
+    for (int i = 0; i < n; i++) {
+        const struct straggler_table *t = &res[i].stragglers;
+        if (!t->valid)
+            continue;
+        fprintf(f,
+                md ? "\nLate collectives of run %d (HTA's stragglers; %s on stream %lld, %llu steps; late: among the "
+                     "%d latest; us):\n\n"
+                     "| rank | last | late | lead | lead mean |\n|---:|---:|---:|---:|---:|\n"
+                   : "\nlate collectives of run %d (HTA's stragglers; %s on stream %lld, %llu steps; late: among the "
+                     "%d latest; us):\n%4s %6s %6s %12s %12s\n",
+                i, t->name, (long long)t->stream, (unsigned long long)t->steps, STRAGGLER_CANDIDATES, "rank", "last",
+                "late", "lead", "lead mean");
+        for (int k = 0; k < t->nranks; k++) {
+            const struct straggler_rank *q = &t->ranks[k];
+            char mean[32];
+            rep_fig(mean, sizeof(mean), "%.3f", q->lead_mean_ns / 1e3, q->last > 0);
+            fprintf(f, md ? "| %d | %llu | %llu | %.3f | %s |\n" : "%4d %6llu %6llu %12.3f %12s\n", q->rank,
+                    (unsigned long long)q->last, (unsigned long long)q->late, (double)q->lead_total_ns / 1e3, mean);
+        }
+        fprintf(f, md ? "\nStraggler: rank %d (last most often).\n" : "straggler: rank %d (last most often)\n",
+                t->straggler);
+    }
+}
+
 static void write_text(FILE *f, const struct run_result *res, int n, int md)
 {
     int replays = write_replay_sources(f, res, n, md);
@@ -829,6 +858,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         write_queue_table(f, res, n, md);
         write_launch_table(f, res, n, md);
         write_idle_table(f, res, n, md);
+        write_straggler_table(f, res, n, md);
     }
     write_legend(f);
     write_params(f, res, n, md);

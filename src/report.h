@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "pipeline.h"
 #include "queue.h"
+#include "straggler.h"
 
 struct run;
 struct trace_rule;
@@ -254,6 +255,9 @@ struct run_result {
     int launch_valid;
     /* a rank's idle time per stream is there (HTA's is per rank and stream) */
     int idle_valid;
+    /* the run's late collectives (trace/straggler.h): a cross-rank table,
+     * made once in replay; stragglers.valid 0 when none matched */
+    struct straggler_table stragglers;
     int nranks; /* the ranks whose figures are here: a trace may hold fewer than the run's world */
     struct rank_result *ranks;
 };

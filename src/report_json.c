@@ -376,6 +376,35 @@ static cJSON *json_idle(const struct run_result *r)
     return o;
 }
 
+/* The run's late collectives (trace/straggler.h): the collective matched,
+ * the steps, HTA's duration cut-off, the straggler and each rank's
+ * counts and lead (us); null when no collective matched on two ranks. */
+static cJSON *json_stragglers(const struct run_result *r)
+{
+    const struct straggler_table *t = &r->stragglers;
+    if (!t->valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kernel", t->name);
+    cJSON_AddNumberToObject(o, "stream", (double)t->stream);
+    cJSON_AddNumberToObject(o, "steps", (double)t->steps);
+    cJSON_AddNumberToObject(o, "min_duration_us", (double)t->min_duration_ns / 1e3);
+    cJSON_AddNumberToObject(o, "candidates", STRAGGLER_CANDIDATES);
+    cJSON_AddNumberToObject(o, "straggler", t->straggler);
+    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+    for (int k = 0; k < t->nranks; k++) {
+        const struct straggler_rank *q = &t->ranks[k];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "rank", q->rank);
+        cJSON_AddNumberToObject(e, "last", (double)q->last);
+        cJSON_AddNumberToObject(e, "late", (double)q->late);
+        cJSON_AddNumberToObject(e, "lead_us", (double)q->lead_total_ns / 1e3);
+        add_num(e, "lead_mean_us", q->lead_mean_ns / 1e3, q->last > 0);
+        cJSON_AddItemToArray(ranks, e);
+    }
+    return o;
+}
+
 static cJSON *json_run(const struct run_result *res, int n, int index)
 {
     const struct run_result *r = &res[index];
@@ -479,6 +508,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     cJSON_AddItemToObject(o, "queue", json_queue(r));
     cJSON_AddItemToObject(o, "launch", json_launch(r));
     cJSON_AddItemToObject(o, "idle", json_idle(r));
+    cJSON_AddItemToObject(o, "stragglers", json_stragglers(r));
     cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
     return o;
 }
@@ -543,7 +573,8 @@ static void csv_str(FILE *f, const char *s)
 /* The CSV's one header: the figures' columns, then the kernel rows'
  * (CSV_KERNEL_COLS), then the memory copy rows' (CSV_MEMCPY_COLS), the
  * launch queue rows' (CSV_QUEUE_COLS), the launch statistics rows'
- * (CSV_LAUNCH_COLS) and the idle time rows' (the last CSV_IDLE_COLS). */
+ * (CSV_LAUNCH_COLS), the idle time rows' (CSV_IDLE_COLS) and the late
+ * collective rows' (the last CSV_STRAG_COLS). */
 static const char csv_header[] =
     "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_"
     "p90,"
@@ -565,12 +596,14 @@ static const char csv_header[] =
     "short_"
     "gpu,launch_long_cpu,launch_long_delay,idle_stream,idle_ops,idle_us,idle_host_wait_us,idle_host_wait_gaps,"
     "idle_host_wait_ratio,idle_kernel_wait_us,idle_kernel_wait_gaps,idle_kernel_wait_ratio,idle_other_us,idle_other_"
-    "gaps,idle_other_ratio,idle_delay_us\n";
+    "gaps,idle_other_ratio,idle_delay_us,straggler_kernel,straggler_stream,straggler_steps,straggler_last,"
+    "straggler_late,straggler_lead_us,straggler_lead_mean_us,straggler_rank\n";
 #define CSV_KERNEL_COLS 8
 #define CSV_MEMCPY_COLS 9
 #define CSV_QUEUE_COLS 10
 #define CSV_LAUNCH_COLS 14
-#define CSV_IDLE_COLS 13 /* the last: the idle rows' */
+#define CSV_IDLE_COLS 13 /* then: the idle rows' */
+#define CSV_STRAG_COLS 8 /* the last: the late collectives' rows */
 
 /* The columns of the figures between run and rank and the kernel columns. */
 static int csv_figure_cols(void)
@@ -578,7 +611,21 @@ static int csv_figure_cols(void)
     int commas = 0;
     for (const char *p = csv_header; *p; p++)
         commas += *p == ',';
-    return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS - CSV_QUEUE_COLS - CSV_LAUNCH_COLS - CSV_IDLE_COLS;
+    return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS - CSV_QUEUE_COLS - CSV_LAUNCH_COLS - CSV_IDLE_COLS -
+           CSV_STRAG_COLS;
+}
+
+/* One column holding a kernel's name, which may hold commas and quotes:
+ * quoted, quotes doubled; empty for NULL. */
+static void csv_quoted(FILE *f, const char *s)
+{
+    fputc(',', f);
+    if (!s)
+        return;
+    fputc('"', f);
+    for (const char *p = s; *p; p++)
+        fputs(*p == '"' ? "\"\"" : (char[]){*p, 0}, f);
+    fputc('"', f);
 }
 
 /* One kernel row: run, rank ("all": the run's), the figure columns empty,
@@ -594,20 +641,13 @@ static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const 
         fputc(',', f);
     csv_str(f, table);
     csv_str(f, type);
-    /* (a kernel's name may hold commas and quotes: quoted, quotes doubled) */
-    fputs(",", f);
-    if (name) {
-        fputc('"', f);
-        for (const char *p = name; *p; p++)
-            fputs(*p == '"' ? "\"\"" : (char[]){*p, 0}, f);
-        fputc('"', f);
-    }
+    csv_quoted(f, name);
     csv_num(f, others, name != NULL, "%.0f");
     csv_num(f, (double)count, name != NULL, "%.0f");
     csv_num(f, (double)ns / 1e3, 1, "%.3f");
     csv_num(f, mean_us, name != NULL, "%.3f");
     csv_num(f, share_pct, 1, "%.3f");
-    for (int c = CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS; c > 0; c--)
+    for (int c = CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS; c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
 }
@@ -658,7 +698,7 @@ static void csv_memcpy_row(FILE *f, int run, int rank, const struct memcpy_kind 
     csv_num(f, k->copy_gbps_mean, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_min, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_max, k->rated > 0, "%.6f");
-    for (int c = CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS; c > 0; c--)
+    for (int c = CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS; c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
 }
@@ -697,8 +737,8 @@ static void csv_queue_row(FILE *f, int run, int rank, const struct queue_stream 
     csv_num(f, s->p75, 1, "%.6f");
     csv_num(f, (double)s->max, 1, "%.0f");
     csv_num(f, (double)s->blocked_ns / 1e3, 1, "%.3f");
-    for (int c = CSV_LAUNCH_COLS + CSV_IDLE_COLS; c > 0; c--)
-        fputc(',', f); /* (the launch and idle rows') */
+    for (int c = CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS; c > 0; c--)
+        fputc(',', f); /* (the launch, idle and late collective rows') */
     fputc('\n', f);
 }
 
@@ -737,8 +777,8 @@ static void csv_launch_row(FILE *f, int run, int rank, const struct launch_table
     csv_num(f, (double)t->short_gpu, 1, "%.0f");
     csv_num(f, (double)t->long_cpu, 1, "%.0f");
     csv_num(f, (double)t->long_delay, 1, "%.0f");
-    for (int c = CSV_IDLE_COLS; c > 0; c--)
-        fputc(',', f); /* (the idle rows') */
+    for (int c = CSV_IDLE_COLS + CSV_STRAG_COLS; c > 0; c--)
+        fputc(',', f); /* (the idle and late collective rows') */
     fputc('\n', f);
 }
 
@@ -774,6 +814,8 @@ static void csv_idle_row(FILE *f, int run, int rank, const struct idle_stream *s
         csv_num(f, s->ratio[c], s->ratio_valid, "%.6f");
     }
     csv_num(f, (double)delay_ns / 1e3, 1, "%.3f");
+    for (int c = CSV_STRAG_COLS; c > 0; c--)
+        fputc(',', f); /* (the late collective rows') */
     fputc('\n', f);
 }
 
@@ -786,6 +828,36 @@ static void csv_idle(FILE *f, const struct run_result *r, int i)
     for (int k = 0; k < r->nranks; k++)
         for (int j = 0; r->ranks[k].idle_valid && j < r->ranks[k].idle.n; j++)
             csv_idle_row(f, i, r->ranks[k].rank, &r->ranks[k].idle.streams[j], r->ranks[k].idle.delay_ns);
+}
+
+/* Run i's late collectives (trace/straggler.h), as in JSON: one row per
+ * rank, the figure, kernel, memory copy, queue and launch columns empty
+ * but `kernels`, "stragglers"; the collective, its stream, the steps
+ * matched and the run's straggler on each. */
+static void csv_stragglers(FILE *f, const struct run_result *r, int i)
+{
+    const struct straggler_table *t = &r->stragglers;
+    if (!t->valid)
+        return;
+    for (int k = 0; k < t->nranks; k++) {
+        const struct straggler_rank *q = &t->ranks[k];
+        fprintf(f, "%d,%d", i, q->rank);
+        for (int c = csv_figure_cols(); c > 0; c--)
+            fputc(',', f);
+        csv_str(f, "stragglers");
+        for (int c = CSV_KERNEL_COLS - 1 + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS; c > 0;
+             c--)
+            fputc(',', f);
+        csv_quoted(f, t->name);
+        csv_num(f, (double)t->stream, 1, "%.0f");
+        csv_num(f, (double)t->steps, 1, "%.0f");
+        csv_num(f, (double)q->last, 1, "%.0f");
+        csv_num(f, (double)q->late, 1, "%.0f");
+        csv_num(f, (double)q->lead_total_ns / 1e3, 1, "%.3f");
+        csv_num(f, q->lead_mean_ns / 1e3, q->last > 0, "%.3f");
+        csv_num(f, (double)t->straggler, 1, "%.0f");
+        fputc('\n', f);
+    }
 }
 
 void report_write_csv(FILE *f, const struct run_result *res, int n)
@@ -865,9 +937,10 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_num(f, r->nranks, !q, "%.0f");
             csv_str(f, rep_window_label(q ? q->window : r->window, q && q->window_whole));
             csv_str(f, q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
-            for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS; c > 0;
-                 c--)
-                fputc(',', f); /* (the kernel, memory copy, queue, launch and idle rows' columns) */
+            for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS +
+                         CSV_STRAG_COLS;
+                 c > 0; c--)
+                fputc(',', f); /* (the kernel, memory copy, queue, launch, idle and late collective rows' columns) */
             fputc('\n', f);
         }
     }
@@ -881,4 +954,6 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
         csv_launch(f, &res[i], i);
     for (int i = 0; i < n; i++)
         csv_idle(f, &res[i], i);
+    for (int i = 0; i < n; i++)
+        csv_stragglers(f, &res[i], i);
 }

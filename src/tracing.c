@@ -691,13 +691,21 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
         return -1;
     }
     res->nranks = d->nranks;
+    /* each rank's figures, kept for the run's late collectives */
+    struct trace_figures *figs = calloc((size_t)(d->nranks ? d->nranks : 1), sizeof(*figs));
+    if (!figs) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     for (int i = 0; i < d->nranks; i++) {
         struct trace_rank *tr = &d->ranks[i];
         struct trace_figures f;
         if (trace_analyze_rank(&f, tr, rule, kernel_wait_ns) != 0) {
+            free(figs);
             snprintf(err, errlen, "out of memory analysing rank %d", tr->rank);
             return -1;
         }
+        figs[i] = f;
         /* the step times in step order, every window's: a copy, for the
          * windows keep their steps where they are */
         struct trace_step_info *sorted = malloc(sizeof(*sorted) * (tr->nsteps ? tr->nsteps : 1));
@@ -706,6 +714,7 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
             free(sorted);
             free(v);
             snprintf(err, errlen, "out of memory");
+            free(figs);
             return -1;
         }
         if (tr->nsteps)
@@ -720,6 +729,7 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
                 free(sorted);
                 free(v);
                 snprintf(err, errlen, "out of memory tallying rank %d's kernels", tr->rank);
+                free(figs);
                 return -1;
             }
             res->ranks[i].kernels_valid = 1;
@@ -729,6 +739,7 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
                 free(sorted);
                 free(v);
                 snprintf(err, errlen, "out of memory following rank %d's launch queues", tr->rank);
+                free(figs);
                 return -1;
             }
             res->ranks[i].queue_valid = 1;
@@ -737,6 +748,7 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
                 free(sorted);
                 free(v);
                 snprintf(err, errlen, "out of memory tallying rank %d's launches", tr->rank);
+                free(figs);
                 return -1;
             }
             res->ranks[i].launch_valid = 1;
@@ -760,6 +772,12 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
         free(v);
     }
     res->window = rule;
+    if (straggler_table_run(&res->stragglers, d, rule, figs) != 0) {
+        free(figs);
+        snprintf(err, errlen, "out of memory matching the ranks' collectives");
+        return -1;
+    }
+    free(figs);
     replay_foreign_run(res);
     return 0;
 }

@@ -19,7 +19,9 @@ rank): stream, points, mean, median, most and ms blocked; and its kernel
 launches (the JSON's `launch` of the rank): counts, and the CPU, GPU and
 delay durations' mean, median and most; and its idle time per stream (the
 JSON's `idle` of the rank): stream, ops, idle ms and the shares of host
-wait, kernel wait and other. A pane scrolled down may have its first lines out of sight: the tables
+wait, kernel wait and other; and the run's late collectives (the JSON's
+`stragglers`, whichever rank is shown): the straggler named, and each
+rank's steps last and late and its lead's total and mean. A pane scrolled down may have its first lines out of sight: the tables
 whose titles are not shown are then checked on the rows that are. Nothing
 here calls ddptop's code.
 """
@@ -165,8 +167,19 @@ def main():
     table("idle time per stream", "idle time per stream of rank %d" % rank, idles,
           [(str(w["stream"]), str(w["ops"]), "%.3f" % (w["idle_us"] / 1e3))
            + tuple(pct(w[k]["ratio"]) for k in ("host_wait", "kernel_wait", "other")) for w in want_i])
+    # the run's late collectives: "straggler: rank R (last most often)",
+    # then "rank R last late lead-us lead-mean-us|n/a"
+    st = run.get("stragglers")
+    named = rows_of(r"straggler: rank (\d+) \(last most often\)")
+    late = rows_of(r"rank (\d+)\s+(\d+)\s+(\d+)\s+(\d+\.\d{3})\s+(\S+)")
+    title = "late collectives of the run"
+    table("straggler", title, named, [] if st is None else [(str(st["straggler"]),)])
+    table("late collectives", title, late, [] if st is None else [
+        (str(r["rank"]), str(r["last"]), str(r["late"]), "%.3f" % r["lead_us"], fmt(r["lead_mean_us"]))
+        for r in st["ranks"]])
     print("%d types, %d top kernels, %d copy kinds, %d streams' queues, %d launch lines and %d streams' idle time "
-          "of rank %d checked" % (shown, len(rows), len(copies), len(queues), len(counts) + len(durs), len(idles), rank))
+          "of rank %d and %d late collective rows checked" % (shown, len(rows), len(copies), len(queues),
+                                                             len(counts) + len(durs), len(idles), rank, len(late)))
 
 
 main()

@@ -7,7 +7,8 @@ with --overlap, HTA's overlap of computation and communication instead
 (memcpy_bandwidth.tsv); with --queue, HTA's queue length summary and time
 blocked on a full queue (queue_length.tsv); with --launch, HTA's CUDA
 kernel launch statistics (launch_stats.tsv); with --idle, HTA's idle time
-breakdown per stream (idle_time.tsv).
+breakdown per stream (idle_time.tsv); with --straggler, HTA's straggler
+analysis of late-starting collectives (stragglers.tsv).
 
 Runs HolisticTraceAnalysis itself (Meta's trace analysis library, not
 ddptop's code): TraceAnalysis(trace_dir=DIR).get_temporal_breakdown(),
@@ -16,7 +17,8 @@ PYTHONPATH, with Debian's python3-pandas, python3-plotly, python3-networkx
 and python3-ijson. test_pytorch_traces.sh (hta_live) runs it to check
 that the recorded values are still HTA's.
 
-Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap|--kernels|--memcpy|--queue|--launch|--idle]
+Usage: PYTHONPATH=HTA_CHECKOUT tests/hta_breakdown.py [--overlap|--kernels|--memcpy|--queue|--launch|--idle|
+           --straggler]
            DIR [NAME]
 Prints: NAME RANK IDLE_PCT COMPUTE_PCT NON_COMPUTE_PCT (NAME: DIR unless
 given); with --overlap, NAME RANK OVERLAP_PCT (get_comm_comp_overlap);
@@ -58,6 +60,17 @@ category HTA gives:
       kernel_wait or other; IDLE_US and RATIO as HTA rounds them, to two
       places; GAPS the count of its interval statistics, 0 where it has
       none)
+With --straggler, what get_potential_stragglers() (its defaults: every
+profiler step, 2 candidates) computes on the way, from HTA's own
+functions in hta/analyzers/straggler.py over the same frame: the kernel
+its metric reads (the last long NCCL kernel of the (stream, name) whose
+duration differs most across ranks), and its per-rank counts of steps
+among the k latest starts, for k = 1 (LAST) and k = 2 (LATE, HTA's);
+LEAD_US sums, over the steps a rank starts it last (ties: each), its start less the latest start of the others (from HTA's rows):
+  NAME kernel STREAM KERNEL_NAME
+  NAME RANK LAST LATE LEAD_US
+  NAME stragglers RANK,RANK   (HTA's answer; its order among equal counts
+                               is pandas' unstable sort's)
 Exit status 77 when HTA or its packages cannot be imported.
 """
 import logging
@@ -147,6 +160,33 @@ def print_idle(ta, name):
                                                      row["idle_time_ratio"], gaps.get((stream, cat), 0)))
 
 
+def print_straggler(ta, name):
+    import pandas as pd
+    from hta.analyzers import straggler as hs
+    t = ta.t
+    steps = ta.get_profiler_steps()
+    ranks = list(t.get_all_traces().keys())
+    df = pd.concat([t.get_trace(r) for r in ranks], axis=0, keys=ranks, names=["rank", "idx"]).reset_index()
+    df = df.loc[df["iteration"].isin(steps)]
+    metric, col = hs._compute_normalized_start_time_of_significant_comm_kernels(df, t.symbol_table)
+    sym = t.symbol_table.get_sym_table()
+    print("%s\tkernel\t%d\t%s" % (name, metric["stream"].iloc[0], sym[metric["name"].iloc[0]]))
+    last = hs._get_top_k_stragglers_with_metric(metric, col, n_stragglers=1)
+    late = hs._get_top_k_stragglers_with_metric(metric, col, n_stragglers=2)
+    lead = {r: 0 for r in last.index}
+    for _, g in metric.groupby("iteration"):
+        ts = dict(zip(g["rank"], g["ts"]))
+        if len(ts) < 2:
+            continue
+        top = max(ts.values())
+        for r, v in ts.items():
+            if v == top:
+                lead[r] += v - max(w for q, w in ts.items() if q != r)
+    for r in sorted(last.index):
+        print("%s\t%d\t%d\t%d\t%d" % (name, r, last[r], late[r], lead[r]))
+    print("%s\tstragglers\t%s" % (name, ",".join(str(r) for r in ta.get_potential_stragglers())))
+
+
 def main():
     try:
         from hta.trace_analysis import TraceAnalysis
@@ -162,7 +202,8 @@ def main():
     queue = args[:1] == ["--queue"]
     launch = args[:1] == ["--launch"]
     idle = args[:1] == ["--idle"]
-    args = args[1:] if overlap or kernels or memcpy or queue or launch or idle else args
+    straggler = args[:1] == ["--straggler"]
+    args = args[1:] if overlap or kernels or memcpy or queue or launch or idle or straggler else args
     folder = args[0]
     name = args[1] if len(args) > 1 else folder
     ta = TraceAnalysis(trace_dir=folder)
@@ -184,6 +225,9 @@ def main():
         return
     if idle:
         print_idle(ta, name)
+        return
+    if straggler:
+        print_straggler(ta, name)
         return
     df = ta.get_temporal_breakdown(visualize=False)
     for _, row in df.iterrows():

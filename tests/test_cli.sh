@@ -296,7 +296,8 @@ done
 # table drives the parser and --help), and the parser must take each value
 # (--help last: the values are parsed, then nothing runs).
 all_options=(
-    --batch "" --info "" --replay t.json --follow /tmp --idle-exit 5 --window hta --bench-comm ""
+    --batch "" --info "" --replay t.json --follow /tmp --idle-exit 5 --window hta --idle-delay-ns 30000
+    --bench-comm ""
     --model lenet --dataset synthetic --input 3x32x32 --data-dir /tmp --classes 10 --ranks 2 --ranks-per-process 1
     --rendezvous file:/tmp --batch-size 8 --strategy ddp --epochs 2
     --steps 5 --no-eval "" --trainable classifier --parallel pipeline --micro-batches 2 --schedule gpipe

@@ -56,6 +56,11 @@
 #              cycles together), and its `idle` per stream (stream 9: 7
 #              ops a rank; and idle_count.py's count, each cycle a
 #              timeline of its own; again with --idle-delay-ns 100000).
+#   late       stragglers3 (fixtures/trace: 3 ranks) cut into two cycles
+#              per rank, followed under --window hta: the run's late
+#              collectives (trace/straggler.h), merged over every rank's
+#              cycles, equal --replay's of the folder, the counts worked by
+#              hand for the file whole, and straggler_count.py's.
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
@@ -541,6 +546,61 @@ PY
     fi
 }
 
+# late_cycles DIR: stragglers3's three ranks, each in two cycles (steps 1-2,
+# then 3-5), as c1_rankN.json and c2_rankN.json; an op goes with the step
+# of its launch (a kernel, its correlation id's call)
+late_cycles() {
+    python3 - "$FIX/stragglers3" "$1" <<'PY'
+import json, sys
+src, out = sys.argv[1:3]
+for rank in range(3):
+    d = json.load(open("%s/rank%d.json" % (src, rank)))
+    ev = d["traceEvents"]
+    steps = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in ev if e["name"].startswith("ProfilerStep#")}
+    step_of = lambda t: next(int(n.split("#")[1]) for n, (a, b) in steps.items() if a <= t < b)
+    calls = {e["args"]["correlation"]: e["ts"] for e in ev if e.get("cat") == "cuda_runtime"}
+    for cycle, keep in ((1, (1, 2)), (2, (3, 4, 5))):
+        mine = [e for e in ev if step_of(e["ts"] if e.get("cat") != "kernel" else calls[e["args"]["correlation"]])
+                in keep]
+        json.dump(dict(d, traceEvents=mine), open("%s/c%d_rank%d.json" % (out, cycle, rank), "w"))
+PY
+}
+
+case_late() {
+    local d=$T/late src=$T/late.src f
+    mkdir -p "$d" "$src"
+    late_cycles "$src" || { fail "late: the cycles could not be made"; return; }
+    "$BIN" --batch --follow "$d" --window hta --idle-exit 3 --format json >"$T/late.json" 2>"$T/late.err" &
+    DPID=$!
+    for f in "$src"/c1_*.json "$src"/c2_*.json; do
+        sleep 0.3
+        cp "$f" "$d/.tmp" && mv "$d/.tmp" "$d/$(basename "$f")"
+    done
+    wait "$DPID"
+    local rc=$?
+    DPID=""
+    if [ $rc = 0 ]; then pass "late: exit 0"; else fail "late: status $rc" "$T/late.err"; fi
+    "$BIN" --batch --replay "$d" --window hta --format json >"$T/late.replay.json" 2>/dev/null
+    if python3 - "$T/late.json" "$T/late.replay.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f))["runs"][0]["stragglers"] for f in sys.argv[1:3])
+# stragglers3 whole, worked by hand (test_pytorch_traces.sh straggler)
+want = [[0, 2, 2, 90], [1, 3, 4, 50], [2, 0, 2, 0]]
+ok = a is not None and a == b and a["straggler"] == 1 and a["steps"] == 4 and [
+    [r["rank"], r["last"], r["late"], r["lead_us"]] for r in a["ranks"]] == want
+sys.exit(0 if ok else "    follow %s\n    replay %s" % (json.dumps(a)[:600], json.dumps(b)[:600]))
+PY
+        pass "late: the followed job's late collectives equal --replay's of the folder, and the hand-worked ones"
+    else
+        fail "late: --follow's late collectives are not --replay's"
+    fi
+    if python3 "$HERE/straggler_count.py" "$T/late.json" "$FIX"/stragglers3/rank*.json; then
+        pass "late: as counted over the traces' JSON"
+    else
+        fail "late: not as counted over the traces' JSON"
+    fi
+}
+
 # refused TAG WANT ARGS...: status 2, one line on stderr matching WANT
 refused() {
     local tag=$1 want=$2
@@ -595,6 +655,7 @@ straggler) case_straggler ;;
 partial) case_partial ;;
 ranks) case_ranks ;;
 kernels) case_kernels ;;
+late) case_late ;;
 args) case_args ;;
 *)
     echo "unknown case $CASE"

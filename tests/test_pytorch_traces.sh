@@ -198,6 +198,23 @@
 #            MTIA and cuda_profiler_range traces broken down over their
 #            device records; large_integer_trace's rank from its name;
 #            execution_trace's folder; trace_filter's 2 ranks of 128.
+#   straggler late collectives across ranks: HTA's straggler analysis
+#            (tests/fixtures/hta/stragglers.tsv, recorded by hta_breakdown.py
+#            --straggler): ddptop's JSON `stragglers` under --window hta
+#            names HTA's kernel and stream, and per rank HTA's counts of
+#            steps last (k = 1) and late (k = 2, its default) and the lead,
+#            on the hand-made stragglers3 and on HTA's trace_filter when
+#            DDPTOP_HTA_DIR names its checkout. stragglers3: 3 ranks, steps
+#            1-5 of 1000 us (5 left out), on stream 20 per step an early
+#            AllReduce (rank 2 latest: the last per step is the later one),
+#            the last AllReduce (starts, from the step's: 300/350/320,
+#            400/310/300, 300/380/360, 330/330/300, ends at 600, so its
+#            durations differ), a Broadcast of equal durations (rank 0
+#            latest: not the kernel chosen) and a gemm. Worked by hand:
+#            last 2/3/0, late 2/4/2, lead 90/50/0 us (step 4 a tie of
+#            ranks 0 and 1, lead 0), straggler rank 1. Also
+#            straggler_count.py's count over the trace files, the text,
+#            markdown and CSV against the JSON, and none on one rank.
 #   hta_live HTA run now (tests/hta_breakdown.py; 77 without HTA's code or
 #            pandas) on the hand-made traces and two of HTA's: the .tsv
 #            still holds HTA's values (and queue_length.tsv on kineto_queue
@@ -218,6 +235,7 @@ MTSV=$HERE/fixtures/hta/memcpy_bandwidth.tsv
 QTSV=$HERE/fixtures/hta/queue_length.tsv
 LTSV=$HERE/fixtures/hta/launch_stats.tsv
 ITSV=$HERE/fixtures/hta/idle_time.tsv
+STSV=$HERE/fixtures/hta/stragglers.tsv
 PY=/usr/bin/python3
 . "$HERE/checks.sh"
 
@@ -918,6 +936,124 @@ PY
     check "... null" run_key "$tmp/host.json" idle null
 }
 
+# straggler_match JSON TSV NAME: ddptop's late collectives in JSON are HTA's for NAME in TSV
+straggler_match() {
+    "$PY" - "$@" <<'PY'
+import json, sys
+f, tsv, name = sys.argv[1:4]
+m = json.load(open(f))["runs"][0]["stragglers"]
+if m is None:
+    sys.exit("    no stragglers in %s" % f)
+want, kind = {}, None
+for line in open(tsv):
+    c = line.rstrip("\n").split("\t")
+    if line.startswith("#") or c[0] != name:
+        continue
+    if c[1] == "kernel":
+        kind = (int(c[2]), c[3])
+    elif c[1] != "stragglers":
+        want[int(c[1])] = [int(v) for v in c[2:5]]
+got = {r["rank"]: [r["last"], r["late"], r["lead_us"]] for r in m["ranks"]}
+bad = [] if want else ["%s: not in %s" % (name, tsv)]
+if (m["stream"], m["kernel"]) != kind:
+    bad.append("kernel %s %s, HTA's %s" % (m["stream"], m["kernel"], kind))
+if got != want:
+    bad.append("ranks %s, HTA %s" % (got, want))
+if m["candidates"] != 2:
+    bad.append("candidates %s, HTA's 2" % m["candidates"])
+sys.exit("    " + "\n    ".join(bad) if bad else 0)
+PY
+}
+
+case_straggler() {
+    local name dir out n=0
+    for name in $(grep -v '^#' "$STSV" | cut -f1 | awk '!seen[$0]++'); do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}"/*.json "$dir/" ;;
+        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        out=$tmp/s.$(echo "$name" | tr / _).json
+        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
+        check "$name: HTA's stragglers" straggler_match "$out" "$STSV" "$name"
+        n=$((n + 1))
+    done
+    check "the hand-made traces are in the .tsv" test "$n" -gt 0
+    local s3=$FIX/stragglers3
+    check "stragglers3: replay" replay "$tmp/s3.json" "$s3" --window hta --format json
+    check "... against a count over the trace" "$PY" "$HERE/straggler_count.py" "$tmp/s3.json" "$s3"/rank0.json \
+        "$s3"/rank1.json "$s3"/rank2.json
+    check "... worked by hand" "$PY" - "$tmp/s3.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["runs"][0]["stragglers"]
+got = [m["stream"], m["steps"], m["straggler"], m["min_duration_us"]] + [
+    [r["rank"], r["last"], r["late"], r["lead_us"], r["lead_mean_us"]] for r in m["ranks"]]
+want = [20, 4, 1, 10, [0, 2, 2, 90, 45], [1, 3, 4, 50, 50 / 3], [2, 0, 2, 0, None]]
+ok = len(got) == len(want) and all(
+    (a == b) if not isinstance(a, list) else all(x == y if x is None or y is None else abs(x - y) < 1e-9
+                                                 for x, y in zip(a, b)) for a, b in zip(got, want))
+if not ok or not m["kernel"].startswith("ncclKernel_AllReduce"):
+    sys.exit("    %s %s" % (m["kernel"], got))
+PY
+    check "text report" replay "$tmp/s3.txt" "$s3" --window hta
+    check "text: the ranks as the JSON has them" "$PY" - "$tmp/s3.txt" "$tmp/s3.json" text <<'PY'
+import json, re, sys
+m = json.load(open(sys.argv[2]))["runs"][0]["stragglers"]
+text = open(sys.argv[1]).read()
+md = sys.argv[3] == "md"
+bad = []
+head = "ate collectives of run 0 (HTA's stragglers; %s on stream %d, %d steps;" % (m["kernel"], m["stream"], m["steps"])
+if head not in text:
+    bad.append("no heading: %s" % head)
+for r in m["ranks"]:
+    mean = "n/a" if r["lead_mean_us"] is None else "%.3f" % r["lead_mean_us"]
+    cells = [str(r["rank"]), str(r["last"]), str(r["late"]), "%.3f" % r["lead_us"], mean]
+    pat = ("^\\| " + " \\| ".join(map(re.escape, cells)) + " \\|$") if md else ("^ *" + " +".join(map(re.escape, cells)) + "$")
+    if not re.search(pat, text, re.M):
+        bad.append("no row %s" % cells)
+if ("traggler: rank %d (last most often)" % m["straggler"]) not in text:
+    bad.append("no straggler line for rank %d" % m["straggler"])
+sys.exit("    " + "\n    ".join(bad) if bad else 0)
+PY
+    check "markdown report" replay "$tmp/s3.md" "$s3" --window hta --format md
+    check "markdown: the ranks as the JSON has them" "$PY" - "$tmp/s3.md" "$tmp/s3.json" md <<'PY'
+import json, re, sys
+m = json.load(open(sys.argv[2]))["runs"][0]["stragglers"]
+text = open(sys.argv[1]).read()
+bad = []
+for r in m["ranks"]:
+    mean = "n/a" if r["lead_mean_us"] is None else "%.3f" % r["lead_mean_us"]
+    row = "| %d | %d | %d | %.3f | %s |" % (r["rank"], r["last"], r["late"], r["lead_us"], mean)
+    if row not in text:
+        bad.append("no row %s" % row)
+if ("Straggler: rank %d (last most often)." % m["straggler"]) not in text:
+    bad.append("no straggler line")
+sys.exit("    " + "\n    ".join(bad) if bad else 0)
+PY
+    check "csv" replay "$tmp/s3.csv" "$s3" --window hta --format csv
+    check "... the straggler rows are the JSON's" "$PY" - "$tmp/s3.csv" "$tmp/s3.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+m = json.load(open(sys.argv[2]))["runs"][0]["stragglers"]
+got = [x for x in rows if x["kernels"] == "stragglers"]
+bad = [] if len(got) == len(m["ranks"]) else ["%d straggler rows, JSON %d" % (len(got), len(m["ranks"]))]
+for x, r in zip(got, m["ranks"]):
+    g = [x["rank"], x["straggler_kernel"], x["straggler_stream"], x["straggler_steps"], x["straggler_last"],
+         x["straggler_late"], float(x["straggler_lead_us"]), x["straggler_lead_mean_us"], x["straggler_rank"]]
+    w = [str(r["rank"]), m["kernel"], str(m["stream"]), str(m["steps"]), str(r["last"]), str(r["late"]),
+         float(r["lead_us"]), "" if r["lead_mean_us"] is None else "%.3f" % r["lead_mean_us"], str(m["straggler"])]
+    if g != w:
+        bad.append("csv %s, json %s" % (g, w))
+if any(x["kernels"] != "stragglers" and x["straggler_kernel"] for x in rows):
+    bad.append("a row not of stragglers with straggler columns")
+sys.exit("    " + "\n    ".join(bad) if bad else 0)
+PY
+    check "one rank: replay" replay "$tmp/s1.json" "$s3/rank0.json" --window hta --format json
+    check "... no stragglers (null)" run_key "$tmp/s1.json" stragglers null
+    check "a host-only trace: no stragglers" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
+    check "... null" run_key "$tmp/host.json" stragglers null
+}
+
 # hta_data: the folder of HTA's test traces, or exit 77
 hta_data() {
     local d=${DDPTOP_HTA_DIR:-}
@@ -1129,12 +1265,27 @@ PY
             bad "$name: HTA's idle time per stream now differs from idle_time.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
         fi
     done
+    # the stragglers recorded are still HTA's
+    for name in fixtures/stragglers3 trace_filter; do
+        case $name in
+        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}"/*.json "$dir/" ;;
+        *) dir=$data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" --straggler "$dir" "$name" \
+            >"$tmp/live" 2>"$tmp/live.err"
+        if diff <(grep -P "^\Q$name\E\t" "$STSV") "$tmp/live" >"$tmp/diff"; then
+            ok "$name: HTA's stragglers are what stragglers.tsv records"
+        else
+            bad "$name: HTA's stragglers now differ from stragglers.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
+        fi
+    done
 }
 
 case $CASE in
-window | folder | devices | ranks | kernels | memcpy | queue | launch | idle | hta | hta_live) "case_$CASE" ;;
+window | folder | devices | ranks | kernels | memcpy | queue | launch | idle | straggler | hta | hta_live) "case_$CASE" ;;
 *)
-    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|idle|hta|hta_live" >&2
+    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|idle|straggler|hta|hta_live" >&2
     exit 2
     ;;
 esac

@@ -9,6 +9,7 @@
 #include "memcpy.h"
 #include "idle.h"
 #include "queue.h"
+#include "straggler.h"
 
 void fmt_hidden(char *buf, size_t n, int above, int below, const char *what, int focused, int utf8)
 {
@@ -125,4 +126,18 @@ void fmt_launch_line(char *buf, size_t n, const struct launch_table *t, int line
     } else if (n > 0) {
         buf[0] = 0;
     }
+}
+
+void fmt_straggler_head(char *buf, size_t n)
+{
+    snprintf(buf, n, "%-10s %6s %6s %14s %14s", "rank", "last", "late", "lead us", "lead mean us");
+}
+
+void fmt_straggler_row(char *buf, size_t n, const struct straggler_rank *q)
+{
+    char mean[32] = "n/a";
+    if (q->last)
+        snprintf(mean, sizeof(mean), "%.3f", q->lead_mean_ns / 1e3);
+    snprintf(buf, n, "rank %-5d %6llu %6llu %14.3f %14s", q->rank, (unsigned long long)q->last,
+             (unsigned long long)q->late, (double)q->lead_total_ns / 1e3, mean);
 }

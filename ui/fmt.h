@@ -25,6 +25,7 @@ struct memcpy_kind;
 struct queue_stream;
 struct idle_stream;
 struct launch_table;
+struct straggler_rank;
 void fmt_kernel_head(char *buf, size_t n, int width);
 void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, double mean_us,
                     int64_t sum_ns, double share_pct);
@@ -49,5 +50,10 @@ void fmt_idle_row(char *buf, size_t n, const struct idle_stream *s);
  * none), most. FMT_LAUNCH_LINES: how many. */
 #define FMT_LAUNCH_LINES 5
 void fmt_launch_line(char *buf, size_t n, const struct launch_table *t, int line);
+/* ... the run's late collectives (trace/straggler.h): the columns' titles,
+ * and a rank's row: steps last, steps late, its lead's total and mean
+ * (us; "n/a" for a rank never last). */
+void fmt_straggler_head(char *buf, size_t n);
+void fmt_straggler_row(char *buf, size_t n, const struct straggler_rank *q);
 
 #endif

@@ -6,7 +6,9 @@
  * bytes, time, bandwidth, and HTA's per-copy bandwidths) and its launch
  * queue per stream (points, mean, median, most, time blocked on a full
  * queue) and its kernel launch statistics (CPU and GPU durations and
- * launch delays, and the launches HTA flags), as the report prints them.
+ * launch delays, and the launches HTA flags), and last the run's late
+ * collectives across ranks (HTA's stragglers: each rank's steps last and
+ * late, its lead, and the straggler named), as the report prints them.
  *
  * Every figure is read from the run's result (snap->result: the one the
  * report prints; trace/kernels.h tallies it, src/results.c its shares),
@@ -24,6 +26,7 @@
 #include "memcpy.h"
 #include "queue.h"
 #include "panes.h"
+#include "straggler.h"
 #include "report.h"
 #include "scroll.h"
 
@@ -71,12 +74,20 @@ static int launches_shown(const struct rank_result *q)
     return q->launch_valid && q->launch.count > 0;
 }
 
+/* The run's late collectives' ranks shown (0: none, and no table): the
+ * run's, whichever rank the pane shows. */
+static int late_shown(const struct run_result *res)
+{
+    return res->stragglers.valid ? res->stragglers.nranks : 0;
+}
+
 /* Line c of the tables after the top kernels: where the rank has them, the
  * copies (a blank line, a title, the columns' titles, a line per kind),
  * then the queues (the same, a line per stream), then the launches (a
  * blank line, a title, FMT_LAUNCH_LINES), then the idle time per stream
- * (as the queues). */
-static int tail_line(char *buf, size_t n, int c, const struct rank_result *q)
+ * (as the queues); then the run's late collectives (a blank line, a
+ * title, the straggler, the columns' titles, a line per rank). */
+static int tail_line(char *buf, size_t n, int c, const struct run_result *res, const struct rank_result *q)
 {
     buf[0] = 0;
     int nc = copies_shown(q);
@@ -140,6 +151,28 @@ static int tail_line(char *buf, size_t n, int c, const struct rank_result *q)
             fmt_idle_row(buf, n, &q->idle.streams[c - 3]);
             return TH_VALUE;
         }
+        c -= 3 + ni;
+    }
+    int nl = late_shown(res);
+    if (nl > 0) {
+        const struct straggler_table *t = &res->stragglers;
+        if (c == 1) {
+            snprintf(buf, n, "late collectives of the run (HTA's stragglers; stream %lld, %llu steps): %s",
+                     (long long)t->stream, (unsigned long long)t->steps, t->name);
+            return TH_LABEL;
+        }
+        if (c == 2) {
+            snprintf(buf, n, "straggler: rank %d (last most often)", t->straggler);
+            return TH_VALUE;
+        }
+        if (c == 3) {
+            fmt_straggler_head(buf, n);
+            return TH_LABEL;
+        }
+        if (c >= 4 && c - 4 < nl) {
+            fmt_straggler_row(buf, n, &t->ranks[c - 4]);
+            return t->ranks[c - 4].rank == t->straggler ? TH_VALUE : TH_DIM;
+        }
     }
     return TH_VALUE;
 }
@@ -180,7 +213,7 @@ static int line_at(char *buf, size_t n, int i, int width, const struct run_resul
     }
     int j = i - k - 2;
     if (j >= q->kernels.nrows)
-        return tail_line(buf, n, j - q->kernels.nrows, q);
+        return tail_line(buf, n, j - q->kernels.nrows, res, q);
     if (j < 0) {
         buf[0] = 0;
         return TH_VALUE;
@@ -201,7 +234,8 @@ static int line_count(const struct run_result *res, const struct rank_result *q)
         mixes += mix_shown(res, q, m);
     int copies = copies_shown(q), queues = queues_shown(q), idles = idles_shown(q);
     return 1 + mixes + 1 + 1 + q->kernels.nrows + (copies > 0 ? 3 + copies : 0) + (queues > 0 ? 3 + queues : 0) +
-           (launches_shown(q) ? 2 + FMT_LAUNCH_LINES : 0) + (idles > 0 ? 3 + idles : 0);
+           (launches_shown(q) ? 2 + FMT_LAUNCH_LINES : 0) + (idles > 0 ? 3 + idles : 0) +
+           (late_shown(res) > 0 ? 4 + late_shown(res) : 0);
 }
 
 int kernels_pane_lines(const struct run_result *res)

@@ -7,20 +7,70 @@
  * through the breakdown replay computes for foreign traces, whole and
  * window by window, under each --window rule, and through HTA's analyses
  * of its device work (kernels, memory copies, launch queues, launches,
- * idle time per stream). */
+ * idle time per stream); the ranks together, under each rule, through the
+ * late collectives (straggler.h), made at once as replay makes them and
+ * rank by rank added up as --follow adds its cycles: the same table both
+ * ways. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "idle.h"
 #include "kernels.h"
 #include "launch.h"
 #include "memcpy.h"
 #include "queue.h"
+#include "straggler.h"
 #include "trace_analyze.h"
 #include "trace_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The late collectives of d's ranks under rule, both ways, and what must
+ * hold of them. */
+static void check_late(const struct trace_doc *d, const struct trace_rule *rule)
+{
+    struct trace_figures figs[TRACE_MAX_RANKS];
+    for (int i = 0; i < d->nranks; i++)
+        if (trace_analyze_rank(&figs[i], &d->ranks[i], rule, TRACE_KERNEL_WAIT_NS) != 0)
+            return;
+    static struct straggler_table a, b;
+    if (straggler_table_run(&a, d, rule, figs) != 0)
+        return;
+    struct straggler_gather all = {0}, one;
+    int oom = 0;
+    for (int i = 0; i < d->nranks && !oom; i++) {
+        if (!figs[i].gpu_view)
+            continue;
+        memset(&one, 0, sizeof(one));
+        oom = straggler_gather_rank(&one, &d->ranks[i], rule, &figs[i]) != 0 || straggler_gather_add(&all, &one) != 0;
+        straggler_gather_free(&one);
+    }
+    if (!oom && straggler_table_of(&b, &all) == 0 && memcmp(&a, &b, sizeof(a)) != 0)
+        abort(); /* added up rank by rank, the same table */
+    straggler_gather_free(&all);
+    if (!a.valid)
+        return;
+    uint64_t last = 0, late = 0, most = 0;
+    for (int k = 0; k < a.nranks; k++) {
+        const struct straggler_rank *q = &a.ranks[k];
+        if (q->last > q->late || q->late > a.steps || q->lead_total_ns < 0 || (k && q->rank <= a.ranks[k - 1].rank))
+            abort(); /* last is late; a rank once a step; leads never below 0; ranks in order */
+        last += q->last;
+        late += q->late;
+        most = q->last > most ? q->last : most;
+    }
+    /* every step has a last rank and two late ones at least; the
+     * straggler is a rank last most often */
+    if (last < a.steps || late < 2 * a.steps || a.nranks < 2)
+        abort();
+    int found = 0;
+    for (int k = 0; k < a.nranks; k++)
+        found |= a.ranks[k].rank == a.straggler && a.ranks[k].last == most;
+    if (!found)
+        abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -92,6 +142,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (f.whole && (f.left != TRACE_LEFT_NONE || f.b.wall_ns != wall))
                 abort(); /* fallen back: every window whole */
         }
+        for (int k = 0; k < TRACE_RULES; k++)
+            check_late(&d, &trace_rules[k]);
     }
     trace_doc_free(&d);
     return 0;
