@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SYNTH_SHIFT 3            /* at 28 pixels */
-#define SYNTH_NOISE 0.35f        /* std of the pixel noise, in [0,1] units */
-#define SYNTH_OVERLAY 0.9f       /* the other class's weight, at most, relative to the own class */
+#define SYNTH_SHIFT 3      /* at 28 pixels */
+#define SYNTH_NOISE 0.35f  /* std of the pixel noise, in [0,1] units */
+#define SYNTH_OVERLAY 0.9f /* the other class's weight, at most, relative to the own class */
 
 /* A hash of x: splitmix64's output function. Seeding per-sample streams
  * with seed + i directly would make neighbouring streams overlap, since

@@ -30,7 +30,6 @@ struct synth_protos {
     float *p[SYNTH_CLASSES]; /* ph x pw each */
 };
 
-
 /* pr's prototypes and tints for seed and C x H x W; -1 when out of memory
  * (nothing is then held). */
 int synth_prototypes(uint64_t seed, int c, int h, int w, struct synth_protos *pr);
