@@ -32,6 +32,17 @@ static inline int harness_data_teardown(void **state)
     return 0;
 }
 
+/* Steps for a check that holds at any count (parameters against
+ * another run's, replicas alike, bytes per step): n, or under
+ * ThreadSanitizer, where each step costs some fifty Release ones, a
+ * quarter of n and at least 4. TSan looks for races between the threads,
+ * which every step repeats alike, so four steps see what twenty would. */
+#if defined(__SANITIZE_THREAD__)
+#define HARNESS_STEPS(n) ((n) / 4 > 4 ? (n) / 4 : 4)
+#else
+#define HARNESS_STEPS(n) (n)
+#endif
+
 /* A run_config as the CLI would make it with no options. */
 static inline struct run_config harness_config(const char *model, int strategy, int ranks, int batch, long steps)
 {

@@ -88,7 +88,8 @@ static double rel_diff(const float *a, const float *b, size_t n)
 
 static void equivalence(const char *model)
 {
-    struct run_config ref_rc = harness_config(model, STRAT_SINGLE, 2, 32, 20);
+    const long steps = HARNESS_STEPS(20);
+    struct run_config ref_rc = harness_config(model, STRAT_SINGLE, 2, 32, steps);
     struct run ref;
     assert_int_equal(harness_run(&ref, &ref_rc, &g_train, &g_test), 0);
     assert_int_equal(ref.world, 1);
@@ -96,11 +97,11 @@ static void equivalence(const char *model)
     const struct model *mr = ref.ranks[0].model;
     const int strategies[] = {STRAT_DP, STRAT_GATHER_SCATTER, STRAT_ALLREDUCE, STRAT_DDP, STRAT_HOROVOD};
     for (size_t s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++) {
-        struct run_config rc = harness_config(model, strategies[s], 2, 32, 20);
+        struct run_config rc = harness_config(model, strategies[s], 2, 32, steps);
         small_buffers(&rc);
         struct run r;
         assert_int_equal(harness_run(&r, &rc, &g_train, &g_test), 0);
-        assert_int_equal(r.metrics.steps_done, 20);
+        assert_int_equal(r.metrics.steps_done, steps);
         double d = rel_diff(r.ranks[0].model->param_buf, mr->param_buf, mr->nfloats);
         printf("  %s %s vs single: relative difference %.3g\n", model, strategy_name(strategies[s]), d);
         if (!(d < 1e-5))
