@@ -465,9 +465,9 @@ static const struct opt opts[] = {
             "before each rank's last step starts, read as HTA reads it (docs/pytorch.md)"),
      .reads = R_REPLAY | R_FOLLOW},
     {INT("idle-delay-ns", AT(idle_delay_ns), 0, 1000000000000LL, "NS", "30000", G_REPORT,
-         "--replay, --follow of PyTorch traces: a gap between two ops on a stream shorter than NS is kernel wait "
-         "in the idle time per stream (HTA's consecutive_kernel_delay; its 30 on its microsecond timeline is "
-         "30000 ns), unless the host launched the second op after the first ended (host wait)"),
+         "--replay, --follow of PyTorch traces: an idle gap shorter than NS is kernel wait, in the idle split "
+         "of every stream and of their union (HTA's consecutive_kernel_delay; its 30 on its microsecond timeline "
+         "is 30000 ns), unless the host launched the op after the gap began (host wait)"),
      .reads = R_REPLAY | R_FOLLOW},
     {OPT("baseline", k_baseline, AT(baseline), "B", "auto", G_REPORT,
          "what a speedup is against: auto takes a 1-rank run on the same global batch (strong scaling), else on the "

@@ -197,7 +197,7 @@ struct config {
     char follow[CFG_PATH]; /* --follow DIR: the folder a PyTorch profiler writes into */
     double idle_exit_s;    /* --idle-exit S: --follow stops once nothing landed for S seconds; 0: never */
     int window;            /* --window: a PyTorch trace's steps, an index into trace_rules (trace_analyze.h) */
-    long idle_delay_ns;    /* --idle-delay-ns: the per-stream idle split's kernel-wait threshold (trace/idle.h) */
+    long idle_delay_ns;    /* --idle-delay-ns: both idle splits' kernel-wait threshold (trace_gap_cat) */
     /* --bench-comm */
     int collective; /* enum coll_kind */
     uint64_t min_bytes, max_bytes;

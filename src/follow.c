@@ -315,9 +315,8 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     struct trace_step_info *st = malloc(sizeof(*st) * (nsteps ? nsteps : 1));
     /* (d holds this file alone: the rank's figures are this cycle's less
      * its first step) */
-    if (!w || !c.step_ns || !st ||
-        trace_analyze_window(&c.f, r, (size_t)tc->window, f->rule, TRACE_KERNEL_WAIT_NS) != 0 ||
-        trace_analyze_rank(&c.f_rest, r, f->rule, TRACE_KERNEL_WAIT_NS) != 0 ||
+    if (!w || !c.step_ns || !st || trace_analyze_window(&c.f, r, (size_t)tc->window, f->rule, f->idle_delay_ns) != 0 ||
+        trace_analyze_rank(&c.f_rest, r, f->rule, f->idle_delay_ns) != 0 ||
         trace_window_spans(r, w, METRICS_HISTORY, &spans, &nspans, &lanes) != 0) {
         free(c.step_ns);
         free(st);
@@ -523,7 +522,7 @@ int follow_open(struct follow *f, const char *dir, char *err, size_t errlen)
     memset(f, 0, sizeof(*f));
     f->ifd = f->wd = -1;
     f->rule = &trace_rules[0];
-    f->idle_delay_ns = IDLE_DELAY_NS_HTA;
+    f->idle_delay_ns = TRACE_IDLE_DELAY_NS;
     struct stat st;
     if (!dir[0]) {
         snprintf(err, errlen, "an empty folder name");

@@ -110,7 +110,7 @@ struct follow_file; /* the poller's own */
 struct follow {
     char dir[4096];
     const struct trace_rule *rule; /* --window (follow_open: trace_rules[0]); set before polling */
-    int64_t idle_delay_ns;         /* --idle-delay-ns (follow_open: IDLE_DELAY_NS_HTA); set before polling */
+    int64_t idle_delay_ns;         /* --idle-delay-ns (follow_open: TRACE_IDLE_DELAY_NS); set before polling */
     /* ---- published (lock held) ---- */
     pthread_mutex_t lock;
     uint64_t version; /* moves when a cycle lands */

@@ -680,8 +680,8 @@ void replay_foreign_run(struct run_result *res)
 /* PyTorch profiler traces: HTA's definitions (trace_analyze), over the
  * steps rule says. They carry no batch sizes, bytes or collective
  * matching: those stay unknown. */
-static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int64_t kernel_wait_ns,
-                          int64_t idle_delay_ns, char *err, size_t errlen)
+static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int64_t idle_delay_ns, char *err,
+                          size_t errlen)
 {
     struct trace_doc *d = &rp->doc;
     struct run_result *res = &rp->res;
@@ -700,7 +700,7 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
     for (int i = 0; i < d->nranks; i++) {
         struct trace_rank *tr = &d->ranks[i];
         struct trace_figures f;
-        if (trace_analyze_rank(&f, tr, rule, kernel_wait_ns) != 0) {
+        if (trace_analyze_rank(&f, tr, rule, idle_delay_ns) != 0) {
             free(figs);
             snprintf(err, errlen, "out of memory analysing rank %d", tr->rank);
             return -1;
@@ -865,7 +865,7 @@ static void name_files(char *out, size_t len, const char *const *args, int nargs
 }
 
 int replay_load_list(struct replay *rp, const char *const *args, int nargs, const struct trace_rule *rule,
-                     int64_t kernel_wait_ns, int64_t idle_delay_ns, char *err, size_t errlen)
+                     int64_t idle_delay_ns, char *err, size_t errlen)
 {
     memset(rp, 0, sizeof(*rp));
     trace_doc_init(&rp->doc);
@@ -922,7 +922,7 @@ int replay_load_list(struct replay *rp, const char *const *args, int nargs, cons
     }
     int rc = rp->doc.flavor == TRACE_DDPTOP
                  ? replay_ddptop(rp, err, errlen)
-                 : replay_foreign(rp, rule ? rule : &trace_rules[0], kernel_wait_ns, idle_delay_ns, err, errlen);
+                 : replay_foreign(rp, rule ? rule : &trace_rules[0], idle_delay_ns, err, errlen);
     if (rc != 0)
         goto fail;
     describe_run(&rp->res, rp, names);
@@ -934,9 +934,9 @@ fail:
     return -1;
 }
 
-int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen)
+int replay_load(struct replay *rp, const char *paths, char *err, size_t errlen)
 {
-    return replay_load_list(rp, &paths, 1, NULL, kernel_wait_ns, IDLE_DELAY_NS_HTA, err, errlen);
+    return replay_load_list(rp, &paths, 1, NULL, TRACE_IDLE_DELAY_NS, err, errlen);
 }
 
 void replay_free(struct replay *rp)
@@ -992,8 +992,8 @@ int replay_main(const struct config *cfg, replay_show_fn show)
     args[0] = cfg->replay;
     for (int i = 0; i < cfg->nreplay_more; i++)
         args[1 + i] = cfg->replay_more[i];
-    int rc = replay_load_list(&rp, args, 1 + cfg->nreplay_more, &trace_rules[cfg->window], TRACE_KERNEL_WAIT_NS,
-                              cfg->idle_delay_ns, err, sizeof(err));
+    int rc = replay_load_list(&rp, args, 1 + cfg->nreplay_more, &trace_rules[cfg->window], cfg->idle_delay_ns, err,
+                              sizeof(err));
     free(args);
     if (rc != 0) {
         fprintf(stderr, "ddptop: --replay: %s\n", err);

@@ -57,15 +57,15 @@ struct replay {
  * A folder's JSON files that are not traces are left out (and named in
  * res.replay); a file named by itself must be one. PyTorch's files are
  * ranks and cycles as trace_read.h says, broken down over the steps rule
- * covers (--window; NULL: trace_rules[0]). kernel_wait_ns: HTA's
- * kernel-wait gap limit (TRACE_KERNEL_WAIT_NS); idle_delay_ns: the
- * per-stream idle split's (trace/idle.h, --idle-delay-ns). Returns 0, or
- * -1 with err set. */
+ * covers (--window; NULL: trace_rules[0]). idle_delay_ns: the kernel
+ * wait threshold of both idle splits, the union of streams' and each
+ * stream's (trace_gap_cat; --idle-delay-ns, TRACE_IDLE_DELAY_NS by
+ * default). Returns 0, or -1 with err set. */
 struct trace_rule;
 int replay_load_list(struct replay *rp, const char *const *args, int nargs, const struct trace_rule *rule,
-                     int64_t kernel_wait_ns, int64_t idle_delay_ns, char *err, size_t errlen);
-/* The same for one argument, under the default rule. */
-int replay_load(struct replay *rp, const char *paths, int64_t kernel_wait_ns, char *err, size_t errlen);
+                     int64_t idle_delay_ns, char *err, size_t errlen);
+/* The same for one argument, under the default rule and threshold. */
+int replay_load(struct replay *rp, const char *paths, char *err, size_t errlen);
 void replay_free(struct replay *rp);
 /* A PyTorch trace's rank as a row of the report: its figures (the sum
  * over its cycles, trace_analyze.h) and its step times (ns) in step order.

@@ -931,6 +931,23 @@ if any(x["kernels"] != "idle" and x["idle_stream"] for x in rows):
     bad.append("a row not of idle with idle columns")
 sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
 PY
+    # the union-of-streams split takes the same rule and threshold: on
+    # kineto_gpu.json (worked by hand in test_trace_replay.c: wall 190 us,
+    # host wait 15 us; gaps launched early of 20 ns, 10 ns and 20 us)
+    local kg=$FIX/kineto_gpu.json
+    check "kineto_gpu: replay, default threshold" replay "$tmp/kg.json" "$kg" --format json
+    check "kineto_gpu: replay, --idle-delay-ns 15000" replay "$tmp/kg15.json" "$kg" --idle-delay-ns 15000 --format json
+    check "... the union split by the threshold, by hand" "$PY" - "$tmp/kg.json" "$tmp/kg15.json" <<'PY'
+import json, sys
+want = [(15000, 20030, 0), (15000, 30, 20000)]  # host wait, kernel wait, other (ns) of 190000
+bad = []
+for f, w in zip(sys.argv[1:], want):
+    for row in [json.load(open(f))["runs"][0], json.load(open(f))["per_rank"][0]]:
+        got = [row[k] for k in ("host_wait_pct", "kernel_wait_pct", "other_idle_pct")]
+        if any(abs(g - 100 * v / 190000) > 1e-9 for g, v in zip(got, w)):
+            bad.append("%s: %s, by hand %s" % (f, got, [100 * v / 190000 for v in w]))
+sys.exit("    " + "\n    ".join(bad) if bad else 0)
+PY
     check "--idle-delay-ns -1 is refused" refused replay "$tmp/neg.json" "$ki" --idle-delay-ns -1 --format json
     check "a host-only trace: no idle time per stream" replay "$tmp/host.json" "$FIX/kineto_gloo_cpu.json" --format json
     check "... null" run_key "$tmp/host.json" idle null

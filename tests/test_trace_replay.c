@@ -53,12 +53,16 @@
  * compute = 39.98 + 40 + 20 = 99.98 us
  * comm union = 50 + 10 = 60 us; under compute [1080,1100) = 20 us; exposed 40 us
  * data = 10 + 4.99 = 14.99 us; idle = 190 - 99.98 - 40 - 14.99 = 35.03 us
- * gaps: [1010,1010.020) 20 ns < 30 ns: kernel-wait
- *       [1050,1060) 10 us, next launched at 1055 >= 1050: host-wait
- *       [1130,1150) 20 us, next launched at 1120 < 1130: other
- *       [1170,1170.010) 10 ns: kernel-wait
- *       [1175,1180) 5 us, next launched at 1178 >= 1175: host-wait
- * host-wait 15 us, kernel-wait 30 ns, other 20 us. */
+ * gaps, by HTA's rule (launched after the gap began: host-wait; else
+ * under the threshold, 30 us by default: kernel-wait; else other):
+ *       [1010,1010.020) 20 ns, next launched at 998: kernel-wait
+ *       [1050,1060) 10 us, next launched at 1055 > 1050: host-wait
+ *       [1130,1150) 20 us, next launched at 1120 < 1130: kernel-wait
+ *       [1170,1170.010) 10 ns, next launched at 1100: kernel-wait
+ *       [1175,1180) 5 us, next launched at 1178 > 1175: host-wait
+ * host-wait 15 us, kernel-wait 20.030 us, other 0; at a 15 us threshold
+ * the 20 us gap is other (kernel-wait 30 ns, other 20 us); at 0 every
+ * gap not host-wait is other (20.030 us). */
 #define K_WALL 190000
 #define K_COMPUTE 99980
 #define K_COMM 40000
@@ -67,8 +71,8 @@
 #define K_DATA 14990
 #define K_IDLE 35030
 #define K_HOST_WAIT 15000
-#define K_KERNEL_WAIT 30
-#define K_OTHER 20000
+#define K_KERNEL_WAIT 20030
+#define K_OTHER 0
 
 static void test_kineto_gpu_breakdown(void **state)
 {
@@ -93,7 +97,7 @@ static void test_kineto_gpu_breakdown(void **state)
     assert_int_equal(launched, 7);
 
     struct trace_figures f;
-    assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_IDLE_DELAY_NS), 0);
     assert_true(f.gpu_view);
     assert_int_equal(f.b.wall_ns, K_WALL);
     assert_int_equal(f.b.compute_ns, K_COMPUTE);
@@ -108,11 +112,16 @@ static void test_kineto_gpu_breakdown(void **state)
     assert_int_equal(f.kernel_wait_ns, K_KERNEL_WAIT);
     assert_int_equal(f.other_idle_ns, K_OTHER);
 
-    /* kernel-wait limit 0: the two short gaps were launched early: other */
+    /* a 15 us threshold: the 20 us gap, launched early, is other */
+    assert_int_equal(trace_analyze_rank(&f, r, NULL, 15000), 0);
+    assert_int_equal(f.host_wait_ns, K_HOST_WAIT);
+    assert_int_equal(f.kernel_wait_ns, 30);
+    assert_int_equal(f.other_idle_ns, 20000);
+    /* threshold 0: every gap launched early is other */
     assert_int_equal(trace_analyze_rank(&f, r, NULL, 0), 0);
     assert_int_equal(f.kernel_wait_ns, 0);
     assert_int_equal(f.host_wait_ns, K_HOST_WAIT);
-    assert_int_equal(f.other_idle_ns, K_OTHER + K_KERNEL_WAIT);
+    assert_int_equal(f.other_idle_ns, 20030);
     trace_doc_free(&d);
 }
 
@@ -147,7 +156,7 @@ static void test_kineto_array_form(void **state)
     assert_int_equal(d.flavor, TRACE_AUTOGRAD); /* the bare-array form */
     assert_int_equal(d.nranks, 1);
     struct trace_figures fig;
-    assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], NULL, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_rank(&fig, &d.ranks[0], NULL, TRACE_IDLE_DELAY_NS), 0);
     assert_int_equal(fig.b.wall_ns, K_WALL);
     assert_int_equal(fig.b.compute_ns, K_COMPUTE);
     assert_int_equal(fig.b.comm_ns, K_COMM);
@@ -178,7 +187,7 @@ static void test_autograd_gloo(void **state)
         comm_ops += r->ops[i].cat == CAT_COMM;
     assert_int_equal(comm_ops, 2);
     struct trace_figures f;
-    assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_IDLE_DELAY_NS), 0);
     assert_false(f.gpu_view);
     assert_false(f.idle_split_valid);
     assert_int_equal(f.b.wall_ns, 172000);
@@ -221,7 +230,7 @@ static void test_foreign_step_set(void **state)
     close(fd);
     struct replay rp;
     char err[512];
-    assert_int_equal(replay_load(&rp, path, 30, err, sizeof(err)), 0);
+    assert_int_equal(replay_load(&rp, path, err, sizeof(err)), 0);
     unlink(path);
     const struct rank_result *q = &rp.res.ranks[0];
     assert_int_equal(q->steps, 3);
@@ -483,7 +492,7 @@ static void test_replay_load_api(void **state)
 {
     struct replay rp;
     char err[512];
-    assert_int_equal(replay_load(&rp, FIX "kineto_gpu.json", TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
+    assert_int_equal(replay_load(&rp, FIX "kineto_gpu.json", err, sizeof(err)), 0);
     assert_int_equal(rp.res.nranks, 1);
     assert_false(rp.has_metrics);
     const struct rank_result *q = &rp.res.ranks[0];
@@ -494,10 +503,10 @@ static void test_replay_load_api(void **state)
     assert_int_equal(q->steps, 1);
     assert_true(fabs(q->ms_mean - 0.210) < 1e-9);
     replay_free(&rp);
-    assert_int_equal(replay_load(&rp, FIX "kineto_gpu.json," FIX "autograd_gloo.json", 30, err, sizeof(err)), 0);
+    assert_int_equal(replay_load(&rp, FIX "kineto_gpu.json," FIX "autograd_gloo.json", err, sizeof(err)), 0);
     assert_int_equal(rp.res.nranks, 2); /* rank 0 from distributedInfo, the array file is file #1 */
     replay_free(&rp);
-    assert_int_equal(replay_load(&rp, FIX "missing.json", 30, err, sizeof(err)), -1);
+    assert_int_equal(replay_load(&rp, FIX "missing.json", err, sizeof(err)), -1);
     assert_non_null(strstr(err, "missing.json"));
 }
 
@@ -596,7 +605,7 @@ static void test_tracer_api_and_snapshot(void **state)
     data_free(&test);
 
     struct replay rp;
-    assert_int_equal(replay_load(&rp, tpath, 30, err, sizeof(err)), 0);
+    assert_int_equal(replay_load(&rp, tpath, err, sizeof(err)), 0);
     assert_true(rp.doc.complete);
     assert_true(rp.has_metrics);
     assert_int_equal(rp.res.nranks, 2);
@@ -606,7 +615,7 @@ static void test_tracer_api_and_snapshot(void **state)
     assert_int_equal(rp.metrics.r[1].nsteps, 12);
     replay_free(&rp);
     /* the snapshot holds the whole (short) history: all 12 steps rebuilt */
-    assert_int_equal(replay_load(&rp, spath, 30, err, sizeof(err)), 0);
+    assert_int_equal(replay_load(&rp, spath, err, sizeof(err)), 0);
     assert_int_equal(rp.res.nranks, 2);
     assert_int_equal(rp.res.ranks[0].steps, 12);
     assert_true(rp.res.ranks[0].coll_valid);
@@ -875,7 +884,7 @@ static void test_replay_step_without_spans(void **state)
           f);
     fclose(f);
     struct replay rp;
-    assert_int_equal(replay_load(&rp, path, 30, err, sizeof(err)), 0);
+    assert_int_equal(replay_load(&rp, path, err, sizeof(err)), 0);
     assert_int_equal(rp.res.nranks, 1);
     assert_int_equal(rp.res.ranks[0].steps, 1);
     assert_int_equal(rp.res.ranks[0].b.idle_ns, rp.res.ranks[0].b.wall_ns);
@@ -896,7 +905,7 @@ static void test_replay_gpu_fixture(void **state)
     const cJSON *ranks = cJSON_GetObjectItem(live, "per_rank");
     char err[512];
     struct replay rp;
-    assert_int_equal(replay_load(&rp, FIX "gpu_lenet_ddp.json.gz", TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
+    assert_int_equal(replay_load(&rp, FIX "gpu_lenet_ddp.json.gz", err, sizeof(err)), 0);
     assert_string_equal(rp.res.device, cJSON_GetObjectItem(run, "device")->valuestring);
     assert_string_equal(rp.res.backend, cJSON_GetObjectItem(run, "backend")->valuestring);
     assert_string_equal(cJSON_GetObjectItem(run, "view")->valuestring, "gpu");
@@ -1037,7 +1046,7 @@ static void gpu_equals_live(int period)
     assert_int_equal(trace_export_close(x, "done", 0, err, sizeof(err)), 0);
 
     struct replay rp;
-    assert_int_equal(replay_load(&rp, path, 30, err, sizeof(err)), 0);
+    assert_int_equal(replay_load(&rp, path, err, sizeof(err)), 0);
     assert_string_equal(rp.res.backend, "gpu-ring, shared GPU");
     for (int r = 0; r < W; r++) {
         const struct breakdown *a = &m.r[r].total, *b = &rp.metrics.r[r].total;
@@ -1145,7 +1154,7 @@ static void test_kineto_gloo_user_annotation(void **state)
         comm_ops += r->ops[i].cat == CAT_COMM;
     assert_int_equal(comm_ops, 4); /* two c10d::allreduce_, two gloo:all_reduce; not the user's range */
     struct trace_figures f;
-    assert_int_equal(trace_analyze_window(&f, r, 0, NULL, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_window(&f, r, 0, NULL, TRACE_IDLE_DELAY_NS), 0);
     assert_false(f.gpu_view);
     assert_int_equal(f.b.wall_ns, 200000);
     assert_int_equal(f.b.compute_ns, 101000);
@@ -1154,7 +1163,7 @@ static void test_kineto_gloo_user_annotation(void **state)
     assert_int_equal(f.b.overlap_ns, 10000);
     assert_int_equal(f.b.data_ns, 0);
     assert_int_equal(f.b.idle_ns, 29000);
-    assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_IDLE_DELAY_NS), 0);
     assert_int_equal(f.b.wall_ns, 100000);
     assert_int_equal(f.b.compute_ns, 57000);
     assert_int_equal(f.b.comm_ns, 30000);
@@ -1236,13 +1245,13 @@ static void assert_job_figures(const struct trace_doc *d, int nranks)
         const struct trace_rank *r = &d->ranks[i];
         assert_int_equal(r->rank, i);
         struct trace_figures f;
-        assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_KERNEL_WAIT_NS), 0);
+        assert_int_equal(trace_analyze_rank(&f, r, NULL, TRACE_IDLE_DELAY_NS), 0);
         assert_int_equal(f.b.wall_ns, 100000);
         assert_int_equal(f.b.compute_ns, job_compute[i]);
         assert_int_equal(f.b.comm_ns, job_comm[i]);
         assert_int_equal(f.b.idle_ns, job_idle[i]);
         for (size_t k = 0; k < 2; k++) {
-            assert_int_equal(trace_analyze_window(&f, r, k, NULL, TRACE_KERNEL_WAIT_NS), 0);
+            assert_int_equal(trace_analyze_window(&f, r, k, NULL, TRACE_IDLE_DELAY_NS), 0);
             assert_int_equal(f.b.wall_ns, 100000);
             assert_int_equal(f.b.compute_ns, cycle_compute[i][k]);
             assert_int_equal(f.b.comm_ns, cycle_comm[i][k]);
@@ -1270,11 +1279,11 @@ static void test_cycles_are_windows(void **state)
             assert_int_equal(r->windows[0].rank_from, TRACE_RANK_NAME);
             /* each window alone, as a follower sees the latest cycle */
             struct trace_figures w;
-            assert_int_equal(trace_analyze_window(&w, r, 1, NULL, TRACE_KERNEL_WAIT_NS), 0);
+            assert_int_equal(trace_analyze_window(&w, r, 1, NULL, TRACE_IDLE_DELAY_NS), 0);
             assert_int_equal(w.b.wall_ns, 100000);
             assert_int_equal(w.b.comm_ns, 10000);
             assert_int_equal(w.b.compute_ns, i == 0 ? 80000 : 60000);
-            assert_int_equal(trace_analyze_window(&w, r, 2, NULL, TRACE_KERNEL_WAIT_NS), -1);
+            assert_int_equal(trace_analyze_window(&w, r, 2, NULL, TRACE_IDLE_DELAY_NS), -1);
         }
         assert_int_equal(d.repeated_ranks, 0);
         assert_int_equal(d.unnamed_files, 0);
@@ -1425,7 +1434,7 @@ static void test_read_cycle_whole(void **state)
     assert_int_equal(c.rank_from, TRACE_RANK_NAME);
     assert_true(d.complete);
     struct trace_figures f;
-    assert_int_equal(trace_analyze_window(&f, &d.ranks[0], (size_t)c.window, NULL, TRACE_KERNEL_WAIT_NS), 0);
+    assert_int_equal(trace_analyze_window(&f, &d.ranks[0], (size_t)c.window, NULL, TRACE_IDLE_DELAY_NS), 0);
     assert_int_equal(f.b.compute_ns, 80000);
     assert_int_equal(f.b.comm_ns, 10000);
     /* malformed is still an error, whole or not */
@@ -1483,7 +1492,7 @@ static void test_trace_dir(void **state)
     trace_paths_free(files, n);
 
     struct replay rp;
-    assert_int_equal(replay_load(&rp, dir, TRACE_KERNEL_WAIT_NS, err, sizeof(err)), 0);
+    assert_int_equal(replay_load(&rp, dir, err, sizeof(err)), 0);
     assert_job_figures(&rp.doc, 2);
     assert_int_equal(rp.res.nranks, 2);
     assert_int_equal(rp.res.ranks[1].rank, 1);
@@ -1498,8 +1507,7 @@ static void test_trace_dir(void **state)
         snprintf(a[i], sizeof(a[i]), "%s/%s", dir, want[3 - i]);
         args[i] = a[i];
     }
-    assert_int_equal(replay_load_list(&rp, args, 4, NULL, TRACE_KERNEL_WAIT_NS, IDLE_DELAY_NS_HTA, err, sizeof(err)),
-                     0);
+    assert_int_equal(replay_load_list(&rp, args, 4, NULL, TRACE_IDLE_DELAY_NS, err, sizeof(err)), 0);
     assert_job_figures(&rp.doc, 2);
     replay_free(&rp);
 
@@ -1507,7 +1515,7 @@ static void test_trace_dir(void **state)
         snprintf(path, sizeof(path), "%s/%s", dir, want[i]);
         unlink(path);
     }
-    assert_int_equal(replay_load(&rp, dir, TRACE_KERNEL_WAIT_NS, err, sizeof(err)), -1);
+    assert_int_equal(replay_load(&rp, dir, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "a folder without a trace in it"));
     snprintf(path, sizeof(path), "rm -rf '%s'", dir);
     assert_int_equal(system(path), 0);

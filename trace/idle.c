@@ -86,11 +86,7 @@ static struct idle_stream *stream_get(struct idle_table *t, int64_t stream)
  * prev_end_ns. */
 static int gap_cat(const struct gap_op *p, int64_t prev_end_ns, int64_t delay_ns)
 {
-    if (p->launch_ns >= 0 && p->launch_ns > prev_end_ns)
-        return IDLE_HOST_WAIT;
-    if (p->t0_ns - prev_end_ns < delay_ns)
-        return IDLE_KERNEL_WAIT;
-    return IDLE_OTHER;
+    return trace_gap_cat(p->launch_ns, prev_end_ns, p->t0_ns - prev_end_ns, delay_ns);
 }
 
 int idle_table_rank(struct idle_table *out, const struct trace_rank *r, const struct trace_rule *rule,

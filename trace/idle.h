@@ -36,10 +36,9 @@
 #include "trace_read.h"
 
 /* HTA's consecutive_kernel_delay default, 30, on its microsecond timeline */
-#define IDLE_DELAY_NS_HTA 30000
 #define IDLE_STREAMS 32 /* streams kept per rank, the lowest numbers first */
 
-enum idle_cat { IDLE_HOST_WAIT = 0, IDLE_KERNEL_WAIT, IDLE_OTHER, IDLE_CATS };
+enum idle_cat { IDLE_HOST_WAIT = GAP_HOST_WAIT, IDLE_KERNEL_WAIT = GAP_KERNEL_WAIT, IDLE_OTHER = GAP_OTHER, IDLE_CATS };
 
 struct idle_stream {
     int64_t stream;           /* the device's stream number (args.stream) */
@@ -61,7 +60,7 @@ struct idle_table {
 
 /* The idle time per stream of the ops that figures f of rank r count
  * under rule, into *out, with gaps under delay_ns (HTA's:
- * IDLE_DELAY_NS_HTA) kernel wait. Returns 0, or -1 when out of memory
+ * TRACE_IDLE_DELAY_NS) kernel wait. Returns 0, or -1 when out of memory
  * (*out empty). */
 int idle_table_rank(struct idle_table *out, const struct trace_rank *r, const struct trace_rule *rule,
                     const struct trace_figures *f, int64_t delay_ns);

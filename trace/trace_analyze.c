@@ -79,12 +79,10 @@ static void idle_split(struct trace_figures *out, const int64_t (*gaps)[2], size
                 hi = mid;
         }
         const struct dev_start *next = lo < n ? &by_start[lo] : NULL;
-        if (d < kernel_wait_ns)
-            out->kernel_wait_ns += d;
-        else if (next && next->launch_ns >= 0 && next->launch_ns >= a)
-            out->host_wait_ns += d;
-        else
-            out->other_idle_ns += d;
+        int cat = trace_gap_cat(next ? next->launch_ns : -1, a, d, kernel_wait_ns);
+        *(cat == GAP_HOST_WAIT     ? &out->host_wait_ns
+          : cat == GAP_KERNEL_WAIT ? &out->kernel_wait_ns
+                                   : &out->other_idle_ns) += d;
     }
 }
 

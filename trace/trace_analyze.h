@@ -5,9 +5,9 @@
  * GPU view (the rank has device ops): the ops are flat intervals (streams
  * overlap), over the window from the first GPU op's start to the last
  * one's end, and idle is split per gap between busy intervals by the op
- * that ends the gap: kernel-wait if the gap is shorter than kernel_wait_ns
- * (HTA's default 30 ns), else host-wait if that op's launch call started
- * at or after the gap began (the GPU waited for the host), else other.
+ * that ends the gap, by HTA's rule (trace_gap_cat) with the threshold
+ * kernel_wait_ns (--idle-delay-ns), the same rule and threshold as the
+ * split per stream (idle.h) beside it.
  *
  * Host view (CPU ops only, e.g. the autograd profiler with gloo): each
  * thread is a group of nested ops whose innermost op decides (annotations
@@ -51,7 +51,24 @@
 #include "breakdown.h"
 #include "trace_read.h"
 
-#define TRACE_KERNEL_WAIT_NS 30 /* HTA's consecutive-kernel delay */
+/* HTA's consecutive_kernel_delay: 30 on its microsecond time stamps (its
+ * docstring says ns; its figures are those of 30 us). --idle-delay-ns's
+ * default. */
+#define TRACE_IDLE_DELAY_NS 30000
+
+/* The category of an idle gap of gap_ns that began at from_ns, ended by
+ * an op launched at launch_ns (-1: unknown), as HTA's idle time breakdown
+ * gives it: host wait when the launch came after the gap began (the
+ * device waited for the host to queue the op), else kernel wait when the
+ * gap is under delay_ns, else other. The union-of-streams split here and
+ * the per-stream one (idle.h) both take it. */
+enum trace_gap_cat { GAP_HOST_WAIT = 0, GAP_KERNEL_WAIT, GAP_OTHER, GAP_CATS };
+static inline int trace_gap_cat(int64_t launch_ns, int64_t from_ns, int64_t gap_ns, int64_t delay_ns)
+{
+    if (launch_ns >= 0 && launch_ns > from_ns)
+        return GAP_HOST_WAIT;
+    return gap_ns < delay_ns ? GAP_KERNEL_WAIT : GAP_OTHER;
+}
 
 /* One choice of --window: the steps a rank's figures cover, and how its
  * device time is read. */

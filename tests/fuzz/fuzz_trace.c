@@ -33,7 +33,7 @@ static void check_late(const struct trace_doc *d, const struct trace_rule *rule)
 {
     struct trace_figures figs[TRACE_MAX_RANKS];
     for (int i = 0; i < d->nranks; i++)
-        if (trace_analyze_rank(&figs[i], &d->ranks[i], rule, TRACE_KERNEL_WAIT_NS) != 0)
+        if (trace_analyze_rank(&figs[i], &d->ranks[i], rule, TRACE_IDLE_DELAY_NS) != 0)
             return;
     static struct straggler_table a, b;
     if (straggler_table_run(&a, d, rule, figs) != 0)
@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const struct trace_rank *tr = &d.ranks[r / TRACE_RULES];
             const struct trace_rule *rule = &trace_rules[r % TRACE_RULES];
             struct trace_figures f, w;
-            if (trace_analyze_rank(&f, tr, rule, TRACE_KERNEL_WAIT_NS) != 0)
+            if (trace_analyze_rank(&f, tr, rule, TRACE_IDLE_DELAY_NS) != 0)
                 continue;
             if (f.b.compute_ns + f.b.comm_ns + f.b.data_ns + f.b.idle_ns != f.b.wall_ns)
                 abort(); /* the four parts always add up to the wall time */
@@ -115,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (lt.kernels > lt.count || lt.short_gpu + lt.long_cpu > lt.count))
                 abort(); /* (a launch is short or long on the CPU, not both) */
             struct idle_table it, sum = {0};
-            if (idle_table_rank(&it, tr, rule, &f, IDLE_DELAY_NS_HTA) == 0) {
+            if (idle_table_rank(&it, tr, rule, &f, TRACE_IDLE_DELAY_NS) == 0) {
                 idle_table_add(&sum, &it); /* (a follower's merge of one cycle: the same table) */
                 for (int k = 0; k < it.n; k++) {
                     const struct idle_stream *s = &it.streams[k];
@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             int64_t wall = 0;
             for (size_t k = 0; k < tr->nwindows; k++)
-                if (trace_analyze_window(&w, tr, k, rule, TRACE_KERNEL_WAIT_NS) == 0)
+                if (trace_analyze_window(&w, tr, k, rule, TRACE_IDLE_DELAY_NS) == 0)
                     wall += w.b.wall_ns;
             /* a rank is its windows' steps less the one the rule leaves
              * out (where it has more than one), or all of them when
