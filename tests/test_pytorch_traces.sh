@@ -1203,6 +1203,32 @@ sys.exit(0 if r["left_out_count"] == 1 and r["left_out"][0].endswith("_et.json.g
     done
 }
 
+# hta_still FLAG TSV WHAT NAME..: HTA's own output now (hta_breakdown.py
+# FLAG) on each trace NAME (fixtures/X: the fixture X.json, or the folder
+# X of them; else HTA's test data in $data) is what TSV records
+hta_still() {
+    local flag=$1 tsv=$2 what=$3 name dir
+    shift 3
+    for name in "$@"; do
+        case $name in
+        fixtures/*)
+            dir=$tmp/$name
+            mkdir -p "$dir"
+            if [ -d "$FIX/${name#fixtures/}" ]; then cp "$FIX/${name#fixtures/}"/*.json "$dir/"; else cp "$FIX/${name#fixtures/}.json" "$dir/"; fi
+            ;;
+        *) dir=$data/$name ;;
+        esac
+        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
+        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" "$flag" "$dir" "$name" \
+            >"$tmp/live" 2>"$tmp/live.err"
+        if diff <(grep -P "^\Q$name\E\t" "$tsv") "$tmp/live" >"$tmp/diff"; then
+            ok "$name: HTA's $what are what $(basename "$tsv") records"
+        else
+            bad "$name: HTA's $what now differ from $(basename "$tsv"): $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
+        fi
+    done
+}
+
 case_hta_live() {
     local data
     data=$(hta_data) || exit 77
@@ -1237,66 +1263,11 @@ for line in open(sys.argv[2]):
         sys.exit("    rank %s: %s, HTA %s" % (rank, got, (idle, comp, noncomp)))
 PY
     done
-    # the queue lengths: HTA's now are the .tsv's
-    for name in fixtures/kineto_queue trace_filter; do
-        case $name in
-        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
-        *) dir=$data/$name ;;
-        esac
-        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
-        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" --queue "$dir" "$name" >"$tmp/live" \
-            2>"$tmp/live.err"
-        if diff <(grep -P "^\Q$name\E\t" "$QTSV") "$tmp/live" >"$tmp/diff"; then
-            ok "$name: HTA's queue lengths are what queue_length.tsv records"
-        else
-            bad "$name: HTA's queue lengths now differ from queue_length.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
-        fi
-    done
-    # the launch statistics recorded are still HTA's
-    for name in fixtures/kineto_launch trace_filter; do
-        case $name in
-        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
-        *) dir=$data/$name ;;
-        esac
-        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
-        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" --launch "$dir" "$name" \
-            >"$tmp/live" 2>"$tmp/live.err"
-        if diff <(grep -P "^\Q$name\E\t" "$LTSV") "$tmp/live" >"$tmp/diff"; then
-            ok "$name: HTA's launch statistics are what launch_stats.tsv records"
-        else
-            bad "$name: HTA's launch statistics now differ from launch_stats.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
-        fi
-    done
-    # the idle time per stream recorded is still HTA's
-    for name in fixtures/kineto_idle trace_filter; do
-        case $name in
-        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
-        *) dir=$data/$name ;;
-        esac
-        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
-        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" --idle "$dir" "$name" \
-            >"$tmp/live" 2>"$tmp/live.err"
-        if diff <(grep -P "^\Q$name\E\t" "$ITSV") "$tmp/live" >"$tmp/diff"; then
-            ok "$name: HTA's idle time per stream is what idle_time.tsv records"
-        else
-            bad "$name: HTA's idle time per stream now differs from idle_time.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
-        fi
-    done
-    # the stragglers recorded are still HTA's
-    for name in fixtures/stragglers3 trace_filter; do
-        case $name in
-        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}"/*.json "$dir/" ;;
-        *) dir=$data/$name ;;
-        esac
-        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
-        PYTHONPATH=$(dirname "$(dirname "$data")") "$PY" "$HERE/hta_breakdown.py" --straggler "$dir" "$name" \
-            >"$tmp/live" 2>"$tmp/live.err"
-        if diff <(grep -P "^\Q$name\E\t" "$STSV") "$tmp/live" >"$tmp/diff"; then
-            ok "$name: HTA's stragglers are what stragglers.tsv records"
-        else
-            bad "$name: HTA's stragglers now differ from stragglers.tsv: $(cat "$tmp/diff" "$tmp/live.err" | head -5)"
-        fi
-    done
+    # the other analyses recorded are still HTA's
+    hta_still --queue "$QTSV" "queue lengths" fixtures/kineto_queue trace_filter
+    hta_still --launch "$LTSV" "launch statistics" fixtures/kineto_launch trace_filter
+    hta_still --idle "$ITSV" "idle time per stream" fixtures/kineto_idle trace_filter
+    hta_still --straggler "$STSV" "stragglers" fixtures/stragglers3 trace_filter
 }
 
 case $CASE in
