@@ -324,11 +324,25 @@ static int ddptop_main(int argc, char **argv)
     const struct procs *pr = procs_self();
     if (pr->active)
         config_default_ranks(pr->size);
-    /* every process parses the same line: process 0 alone speaks */
-    FILE *devnull = pr->rank > 0 ? fopen("/dev/null", "w") : NULL;
-    int prc = config_parse(&cfg, argc, argv, devnull ? devnull : stdout, devnull ? devnull : stderr);
-    if (devnull)
-        fclose(devnull);
+    /* every process parses the same line: process 0 alone speaks, which
+     * the line itself says (--rendezvous), so what the parse has to say
+     * waits until it is parsed */
+    char *said[2] = {NULL, NULL};
+    size_t len[2] = {0, 0};
+    FILE *out = open_memstream(&said[0], &len[0]), *errf = out ? open_memstream(&said[1], &len[1]) : NULL;
+    int prc = config_parse(&cfg, argc, argv, errf ? out : stdout, errf ? errf : stderr);
+    if (errf) {
+        fclose(out);
+        fclose(errf);
+        if (procs_speaks(&cfg.rendezvous)) {
+            fwrite(said[0], 1, len[0], stdout);
+            fwrite(said[1], 1, len[1], stderr);
+        }
+    } else if (out) {
+        fclose(out);
+    }
+    free(said[0]);
+    free(said[1]);
     if (prc == 1)
         return 0;
     if (prc != 0)

@@ -52,6 +52,11 @@ int procs_init(int *argc, char ***argv, char *err, size_t errlen);
  * was wrong, or who did not come). */
 struct rendezvous;
 int procs_join(const struct rendezvous *r, double timeout_s, char *err, size_t errlen);
+/* Whether this process speaks for the job: process 0 under mpirun, or of
+ * the processes r's rendezvous will meet (its RANK), or a process alone.
+ * Every process parses the same command line; the workers keep quiet
+ * about what process 0 says for all. */
+int procs_speaks(const struct rendezvous *r);
 const struct procs *procs_self(void);
 /* --ranks-per-process: every process holds per rank threads (1 before). */
 void procs_set_per_process(int per);
