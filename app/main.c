@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -181,7 +180,6 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
 static int worker_main(const struct config *cfg, const struct dataset *train, const struct dataset *test,
                        const struct device_ops *dev)
 {
-    struct timespec tick = {0, 20 * 1000 * 1000};
     int status = 0;
     struct run_config rc;
     struct session s;
@@ -195,7 +193,7 @@ static int worker_main(const struct config *cfg, const struct dataset *train, co
             break;
         }
         while (session_tick(&s, stop_signal != 0))
-            nanosleep(&tick, NULL);
+            probe_nap_ms(20);
         int done = s.run->state == RUN_DONE;
         /* a stop that process 0's user asked for is not this process's failure */
         if (!done && (stop_signal || s.run->state == RUN_FAILED))
@@ -433,7 +431,6 @@ static int ddptop_main(int argc, char **argv)
     struct session s;
     session_init(&s, &cfg, &train, &test, dev);
     s.repeat = cfg.repeat;
-    struct timespec tick = {0, 20 * 1000 * 1000};
     /* --repeat: each configuration's runs come one after another */
     for (int k = 0; k < nruns * cfg.repeat && !stop_signal; k++) {
         int i = k / cfg.repeat;
@@ -452,7 +449,7 @@ static int ddptop_main(int argc, char **argv)
             tell(&s, show);
             if (show && n % 10 == 0)
                 progress(s.run, k, nruns * cfg.repeat);
-            nanosleep(&tick, NULL);
+            probe_nap_ms(20);
         }
         if (show) {
             progress(s.run, k, nruns * cfg.repeat);

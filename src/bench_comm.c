@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_colls.h"
 #include "comm.h"
@@ -31,6 +30,7 @@
 #include "fmt_num.h"
 #include "modes.h"
 #include "outfile.h"
+#include "probe.h"
 #include "procs.h"
 #include "stop.h"
 #include "world.h"
@@ -390,8 +390,7 @@ static int run_ranks(struct bench *b, int lo, int hi)
         }
         if (stop_signal)
             atomic_store(b->abort, 1);
-        struct timespec nap = {0, 10 * 1000 * 1000};
-        nanosleep(&nap, NULL);
+        probe_nap_ms(10);
     }
     for (int r = lo; r < started; r++) {
         struct worker *k = &ws[r];

@@ -739,8 +739,7 @@ static const struct opt *row_of(int c, const struct option *long_opts)
  * option is refused, the caller knows by then which process speaks (a
  * job's workers keep quiet: main.c). A value refused here is refused in
  * its turn, with its line, by the walk that reads every row. */
-static void read_first(struct config *cfg, int argc, char **argv, const char *shorts,
-                       const struct option *long_opts)
+static void read_first(struct config *cfg, int argc, char **argv, const char *shorts, const struct option *long_opts)
 {
     optind = 0;
     int c;

@@ -19,7 +19,7 @@
 #include "wire.h"
 
 static struct wire *w;
-static int next_chan = 1;     /* 0: the runs' */
+static int next_chan = 1; /* 0: the runs' */
 #ifdef DDPTOP_HAVE_GLOO
 static struct gloo_store *store; /* gloo's file store in the meeting's folder (none at an address) */
 /* a process's group, as it tells process 0 in a meeting (meet_create) */

@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "model.h"
 #include "nvtx.h"
 #include "pipeline.h"
+#include "probe.h"
 #include "procs.h"
 #include "sync.h"
 #include "world.h"
@@ -447,7 +447,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
                  "buffers): quit, and start mpirun again");
         return -1;
     }
-    procs_announce(rc); /* under mpirun: the workers start it too (procs.h) */
+    /* under mpirun: the workers start it too (procs.h) */
+    procs_announce(rc);
     r->cfg.grad_compress = run_grad_compress(rc); /* as the run trains, for the ranks and the report */
     r->wire_scaled = run_grad_compress_at(rc, 2);
     r->cfg.grad_compress_set = 1;
@@ -770,7 +771,7 @@ int run_join(struct run *r)
     for (int i = 0; r->relay && !r->worker && i < r->world; i++)
         while (!atomic_load(&r->ranks[i].finished)) {
             relay_poll(r->relay, &(uint32_t){0});
-            nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+            probe_nap_ms(1);
         }
     relay_close(r->relay);
     r->relay = NULL;
