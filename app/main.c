@@ -156,7 +156,7 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
     }
     procs_set_per_process(per); /* (--ranks is world already: config_parse, or refused above) */
     if (!cfg->base.comm_set)
-        cfg->base.comm = cfg->comms[0] = pr->wire ? COMM_GLOO : COMM_MPI;
+        cfg->base.comm = cfg->comms[0] = procs_default_comm();
     /* process 0 shows the UI where mpirun writes to its terminal (or, met
      * through --rendezvous, on its own); the workers are headless */
     if (pr->rank > 0 || (pr->wire ? !isatty(STDOUT_FILENO) : !procs_launcher_on_tty()))

@@ -68,6 +68,11 @@ int procs_lost_zero(void)
     return zero_lost;
 }
 
+int procs_default_comm(void)
+{
+    return net->comm;
+}
+
 int procs_built(void)
 {
 #ifdef DDPTOP_HAVE_MPI

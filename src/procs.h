@@ -62,6 +62,10 @@ const struct procs *procs_self(void);
 void procs_set_per_process(int per);
 /* 1 when this build has the MPI backend. */
 int procs_built(void);
+/* The backend the processes train over unless --comm says: their
+ * carrier's (mpi under mpirun, gloo met through --rendezvous); only
+ * while procs_self()->active. */
+int procs_default_comm(void);
 /* Leaves the process with status: MPI_Finalize when every MPI call
  * completed, else MPI_Abort (a rank gave up a wait while MPI held its
  * buffers), which also ends the other processes. Returns status when MPI

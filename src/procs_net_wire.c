@@ -420,6 +420,7 @@ static struct comm *wire_gloo_create(int group, int key, const struct comm_gloo_
 
 static const struct procs_net wire_net = {
     .what = "the rendezvous",
+    .comm = COMM_GLOO,
     .open_chan = wire_open_chan,
     .close_chan = wire_close_chan,
     .send = wire_send_to,

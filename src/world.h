@@ -15,7 +15,10 @@
  *   nccl  GPU ranks, a GPU each;
  *   gpu   ddptop's ring over device buffers, for ranks that share a GPU.
  *
- * world_plan decides and refuses, in one line, what cannot run;
+ * world_plan decides and refuses, in one line, what cannot run, by
+ * asking the entry --comm names (its plan; on GPUs its plan_gpu, which
+ * chooses nccl's entry or the device ring's); a run plans once
+ * (run_start, through run_check's checks) and keeps the plan;
  * world_open makes what the ranks share (shm worlds, NCCL ids, gloo's
  * store); world_comms makes a rank's communicators, on the rank's own
  * thread where the backend's creation is collective among threads (NCCL,
