@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -157,7 +156,7 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
     }
     procs_set_per_process(per); /* (--ranks is world already: config_parse, or refused above) */
     if (!cfg->base.comm_set)
-        cfg->base.comm = cfg->comms[0] = pr->wire ? COMM_GLOO : COMM_MPI;
+        cfg->base.comm = cfg->comms[0] = procs_default_comm();
     /* process 0 shows the UI where mpirun writes to its terminal (or, met
      * through --rendezvous, on its own); the workers are headless */
     if (pr->rank > 0 || (pr->wire ? !isatty(STDOUT_FILENO) : !procs_launcher_on_tty()))
@@ -181,7 +180,6 @@ static int procs_apply(struct config *cfg, const struct procs *pr)
 static int worker_main(const struct config *cfg, const struct dataset *train, const struct dataset *test,
                        const struct device_ops *dev)
 {
-    struct timespec tick = {0, 20 * 1000 * 1000};
     int status = 0;
     struct run_config rc;
     struct session s;
@@ -195,7 +193,7 @@ static int worker_main(const struct config *cfg, const struct dataset *train, co
             break;
         }
         while (session_tick(&s, stop_signal != 0))
-            nanosleep(&tick, NULL);
+            probe_nap_ms(20);
         int done = s.run->state == RUN_DONE;
         /* a stop that process 0's user asked for is not this process's failure */
         if (!done && (stop_signal || s.run->state == RUN_FAILED))
@@ -324,11 +322,25 @@ static int ddptop_main(int argc, char **argv)
     const struct procs *pr = procs_self();
     if (pr->active)
         config_default_ranks(pr->size);
-    /* every process parses the same line: process 0 alone speaks */
-    FILE *devnull = pr->rank > 0 ? fopen("/dev/null", "w") : NULL;
-    int prc = config_parse(&cfg, argc, argv, devnull ? devnull : stdout, devnull ? devnull : stderr);
-    if (devnull)
-        fclose(devnull);
+    /* every process parses the same line: process 0 alone speaks, which
+     * the line itself says (--rendezvous), so what the parse has to say
+     * waits until it is parsed */
+    char *said[2] = {NULL, NULL};
+    size_t len[2] = {0, 0};
+    FILE *out = open_memstream(&said[0], &len[0]), *errf = out ? open_memstream(&said[1], &len[1]) : NULL;
+    int prc = config_parse(&cfg, argc, argv, errf ? out : stdout, errf ? errf : stderr);
+    if (errf) {
+        fclose(out);
+        fclose(errf);
+        if (procs_speaks(&cfg.rendezvous)) {
+            fwrite(said[0], 1, len[0], stdout);
+            fwrite(said[1], 1, len[1], stderr);
+        }
+    } else if (out) {
+        fclose(out);
+    }
+    free(said[0]);
+    free(said[1]);
     if (prc == 1)
         return 0;
     if (prc != 0)
@@ -419,7 +431,6 @@ static int ddptop_main(int argc, char **argv)
     struct session s;
     session_init(&s, &cfg, &train, &test, dev);
     s.repeat = cfg.repeat;
-    struct timespec tick = {0, 20 * 1000 * 1000};
     /* --repeat: each configuration's runs come one after another */
     for (int k = 0; k < nruns * cfg.repeat && !stop_signal; k++) {
         int i = k / cfg.repeat;
@@ -438,7 +449,7 @@ static int ddptop_main(int argc, char **argv)
             tell(&s, show);
             if (show && n % 10 == 0)
                 progress(s.run, k, nruns * cfg.repeat);
-            nanosleep(&tick, NULL);
+            probe_nap_ms(20);
         }
         if (show) {
             progress(s.run, k, nruns * cfg.repeat);

@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "probe.h"
 
 int comm_gloo_mpi_allgather(void *arg, const void *mine, void *all, size_t bytes, int64_t timeout_ms, char *err,
                             size_t errlen)
@@ -49,8 +50,7 @@ int comm_gloo_mpi_allgather(void *arg, const void *mine, void *all, size_t bytes
                      (double)waited / 1e9);
             return -1;
         }
-        struct timespec ts = {0, 200 * 1000};
-        nanosleep(&ts, NULL);
+        probe_nap_us(200);
     }
     memcpy(all, out, bytes * (size_t)world);
     free(in);

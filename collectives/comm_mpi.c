@@ -21,9 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "half.h"
+#include "probe.h"
 
 struct mpi_peer {
     MPI_Request req; /* the send in flight to this peer, or MPI_REQUEST_NULL */
@@ -56,12 +56,6 @@ static int mpi_failed(struct comm *c, int rc, const char *what)
     return -1;
 }
 
-static void nap(int64_t ns)
-{
-    struct timespec ts = {0, (long)ns};
-    nanosleep(&ts, NULL);
-}
-
 /* Polls req to completion. Spins briefly (a small message's answer is
  * microseconds away), then yields the core, then naps: ranks may share
  * cores, and a peer needs one to answer. */
@@ -91,7 +85,7 @@ static int wait_req(struct comm *c, MPI_Request *req, const char *what)
         if (waited < 1000 * 1000)
             sched_yield();
         else
-            nap(50 * 1000);
+            probe_nap_us(50);
     }
 }
 

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_colls.h"
 #include "comm.h"
@@ -31,6 +30,7 @@
 #include "fmt_num.h"
 #include "modes.h"
 #include "outfile.h"
+#include "probe.h"
 #include "procs.h"
 #include "stop.h"
 #include "world.h"
@@ -287,10 +287,9 @@ static int gather_rows(struct bench *b, int rank, int size, int *status)
     return 0;
 }
 
-/* The backend of a table, the world planner's entry for `comm` (world.h;
- * on GPUs NCCL, or the shared GPU's ring), with what the ranks share
- * opened. Under mpirun the shm ring's table is process 0's rank threads
- * alone. 0, or -1 with err set (world_close frees what was made). */
+/* What a table asks of the world planner (world.h): the backend `comm`
+ * (on GPUs NCCL, or the shared GPU's ring). Under mpirun the shm ring's
+ * table is process 0's rank threads alone. */
 static struct world_req table_req(const struct config *cfg, const struct device_ops *dev, int comm,
                                   struct run_config *rc)
 {
@@ -305,13 +304,12 @@ static struct world_req table_req(const struct config *cfg, const struct device_
                               .here = procs_self()->active && comm == COMM_SHM && !device_is_gpu(dev)};
 }
 
-static int plan_table(struct bench *b, struct world *wp, int comm, const struct device_ops *dev, char *err,
-                      size_t errlen)
+/* Opens what the ranks of a table share, on its plan (bench_comm_main's).
+ * 0, or -1 with err set (world_close frees what was made). */
+static int open_table(struct bench *b, struct world *wp, char *err, size_t errlen)
 {
     const struct procs *pr = procs_self();
-    static struct run_config rc; /* (the plan keeps a pointer to it) */
-    struct world_req q = table_req(b->cfg, dev, comm, &rc);
-    if (world_plan(wp, &q, err, errlen) != 0 || world_open(wp, b->abort, err, errlen) != 0)
+    if (world_open(wp, b->abort, err, errlen) != 0)
         return -1;
     b->plan = wp;
     if (wp->on_gpu)
@@ -390,8 +388,7 @@ static int run_ranks(struct bench *b, int lo, int hi)
         }
         if (stop_signal)
             atomic_store(b->abort, 1);
-        struct timespec nap = {0, 10 * 1000 * 1000};
-        nanosleep(&nap, NULL);
+        probe_nap_ms(10);
     }
     for (int r = lo; r < started; r++) {
         struct worker *k = &ws[r];
@@ -598,8 +595,7 @@ static int bench_report(struct bench *b, int index, FILE *out, int nprocs, int s
  * the exit status so far (0; 1 after a failure or a wrong result, 2 after
  * a refusal, 128 + signal after a Ctrl-C), with *stop set where no later
  * table may run. A worker process under mpirun writes nothing. */
-static int bench_table(const struct config *cfg, const struct device_ops *dev, int comm, int index, FILE *out,
-                       int *stop)
+static int bench_table(const struct config *cfg, struct world *wp, int index, FILE *out, int *stop)
 {
     struct bench *b = calloc(1, sizeof(*b));
     if (!b)
@@ -613,10 +609,9 @@ static int bench_table(const struct config *cfg, const struct device_ops *dev, i
     const struct procs *pr = procs_self();
     int status = 0;
     char err[300] = "";
-    struct world wp = {0};
     *stop = 1;
-    if (plan_table(b, &wp, comm, dev, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ddptop: %s%s\n", wp.e ? "--bench-comm: " : "", err);
+    if (open_table(b, wp, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddptop: --bench-comm: %s\n", err);
         status = 2;
         goto done;
     }
@@ -625,13 +620,13 @@ static int bench_table(const struct config *cfg, const struct device_ops *dev, i
         status = 2;
         goto done;
     }
-    int over_procs = wp.procs;
+    int over_procs = wp->procs;
     if (!over_procs && pr->active && pr->rank != 0) {
         *stop = 0; /* (process 0's threads' table: nothing of it here) */
         goto done;
     }
     /* the ranks this process runs: all of them, or its own under mpirun */
-    status = run_ranks(b, wp.lo, wp.hi);
+    status = run_ranks(b, wp->lo, wp->hi);
     if (over_procs && gather_rows(b, pr->rank, pr->size, &status) != 0) {
         *stop = status != 0;
         goto done; /* a worker: process 0 reports */
@@ -672,26 +667,36 @@ int bench_comm_main(const struct config *cfg)
         return 2;
     }
     const struct procs *pr = procs_self();
-    /* every backend must suit the launch before any is measured */
-    for (int t = 0; t < cfg->ncomms; t++) {
+    /* every backend must suit the launch before any is measured: each
+     * table's world, planned once here and kept for its table (the plan
+     * reads its configuration while it lives) */
+    struct table {
         struct run_config rc;
-        struct world w;
-        struct world_req q = table_req(cfg, dev, cfg->comms[t], &rc);
-        if (world_plan(&w, &q, err, sizeof(err)) != 0) {
-            if (pr->rank == 0)
-                fprintf(stderr, "ddptop: %s\n", err);
-            if (out != stdout)
-                fclose(out);
-            free(text);
-            return 2;
+        struct world plan;
+    } *tabs = calloc((size_t)cfg->ncomms, sizeof(*tabs));
+    if (!tabs)
+        snprintf(err, sizeof(err), "--bench-comm: out of memory for %d tables", cfg->ncomms);
+    for (int t = 0; tabs && t < cfg->ncomms; t++) {
+        struct world_req q = table_req(cfg, dev, cfg->comms[t], &tabs[t].rc);
+        if (world_plan(&tabs[t].plan, &q, err, sizeof(err)) != 0) {
+            free(tabs);
+            tabs = NULL;
         }
+    }
+    if (!tabs) {
+        if (pr->rank == 0)
+            fprintf(stderr, "ddptop: %s\n", err);
+        if (out != stdout)
+            fclose(out);
+        free(text);
+        return 2;
     }
     /* (process 0 writes every table: a worker's stdout is mpirun's too) */
     int json = cfg->format == FMT_JSON && pr->rank == 0, several = cfg->ncomms > 1, status = 0, stop = 0, written = 0;
     if (json && several)
         fprintf(out, "[\n");
     for (int t = 0; t < cfg->ncomms && !stop; t++) {
-        int st = bench_table(cfg, dev, cfg->comms[t], written, out, &stop);
+        int st = bench_table(cfg, &tabs[t].plan, written, out, &stop);
         written += st == 0 || st == 1 || st > 128; /* (a Ctrl-C's table holds the sizes measured) */
         if (st > status)
             status = st;
@@ -713,5 +718,6 @@ int bench_comm_main(const struct config *cfg)
         }
         free(text);
     }
+    free(tabs);
     return status;
 }

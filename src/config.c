@@ -307,6 +307,7 @@ static const struct opt opts[] = {
          "(as torchrun sets them), and trains "
          "over --comm gloo; process 0 shows the UI or the report",
      .def_text = "none",
+     .flags = F_FIRST,
      .reads = R_TRAIN},
     {INT("batch-size", LIST(batches, nbatches), 1, CFG_MAX_BATCH, "B", "32", G_WORK, "samples per rank per step"),
      .flags = F_DISTINCT, .reads = R_TRAIN | R_INFO},
@@ -650,6 +651,11 @@ static int check_tables(FILE *err)
             fprintf(err, "ddptop: --%s: its row in config.c names no mode that reads it (.reads)\n", opts[i].name);
             return 2;
         }
+    for (size_t i = 0; i < NOPTS; i++)
+        if ((opts[i].flags & F_FIRST) && opts[i].cap) {
+            fprintf(err, "ddptop: --%s: a row read first holds one value, not a list (.flags)\n", opts[i].name);
+            return 2;
+        }
     for (int s = 0; s < SYNC_KINDS; s++)
         for (const char *const *o = sync_ops_of(s)->reads; *o; o++)
             if (opt_index(*o) < 0) {
@@ -725,6 +731,30 @@ static int unread(const struct config *cfg, const unsigned char *given, FILE *er
     return 0;
 }
 
+/* The row of getopt_long's answer c, NULL for none. */
+static const struct opt *row_of(int c, const struct option *long_opts)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (c == long_opts[i].val)
+            return &opts[i];
+    return NULL;
+}
+
+/* The rows read before the rest (F_FIRST), by the same walk: whichever
+ * option is refused, the caller knows by then which process speaks (a
+ * job's workers keep quiet: main.c). A value refused here is refused in
+ * its turn, with its line, by the walk that reads every row. */
+static void read_first(struct config *cfg, int argc, char **argv, const char *shorts, const struct option *long_opts)
+{
+    optind = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, shorts, long_opts, NULL)) != -1) {
+        const struct opt *o = row_of(c, long_opts);
+        if (o && (o->flags & F_FIRST))
+            o->kind->parse(o, cfg, (char *)cfg + o->off, optarg);
+    }
+}
+
 int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err)
 {
     if (set_defaults(cfg, err) != 0 || check_tables(err) != 0)
@@ -743,6 +773,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
     }
     long_opts[NOPTS] = (struct option){0, 0, 0, 0};
     shorts[ns] = 0;
+    read_first(cfg, argc, argv, shorts, long_opts);
 
     /* 0, not 1: glibc then starts afresh, even after a call that stopped
      * inside a group of short options */
@@ -755,10 +786,7 @@ int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err
             fprintf(err, "ddptop: %s: missing value\n", argv[optind - 1]);
             return 2;
         }
-        const struct opt *o = NULL;
-        for (size_t i = 0; i < NOPTS && !o; i++)
-            if (c == long_opts[i].val)
-                o = &opts[i];
+        const struct opt *o = row_of(c, long_opts);
         if (!o) {
             fprintf(err, "ddptop: unknown option '%s' (see --help)\n", argv[optind - 1]);
             return 2;

@@ -143,7 +143,9 @@ struct run_config {
 };
 
 /* --rendezvous, read once: where processes started without mpirun meet. */
-enum rendezvous_kind { RDV_NONE = 0, RDV_FILE, RDV_TCP };
+/* (RDV_REFUSED: given, and config_parse refused it: the job's processes
+ * keep quiet about it as about any other option, procs_speaks) */
+enum rendezvous_kind { RDV_NONE = 0, RDV_FILE, RDV_TCP, RDV_REFUSED };
 struct rendezvous {
     int kind;              /* enum rendezvous_kind; RDV_NONE: not given */
     char spec[CFG_PATH];   /* as given ("file:DIR", "tcp:HOST:PORT"), for messages */
@@ -206,7 +208,9 @@ struct config {
 };
 
 /* Parses argv. Returns 0 to go on, 1 when --help or --version was handled
- * (printed to out), 2 on a usage error (one line already printed to err). */
+ * (printed to out), 2 on a usage error (one line already printed to err).
+ * cfg->rendezvous is read first, so it holds even after a 2 (a value of
+ * its own refused: RDV_REFUSED), for the caller to know who speaks. */
 int config_parse(struct config *cfg, int argc, char **argv, FILE *out, FILE *err);
 /* The rank count when --ranks is not given (under mpirun: its processes),
  * so that --slow-rank and --inject-fault are checked against it. */

@@ -554,7 +554,11 @@ static int rendezvous_parse(const struct opt *o, struct config *cfg, void *dst, 
     (void)o;
     (void)cfg;
     char why[160];
-    return rendezvous_read(arg, dst, why, sizeof(why));
+    struct rendezvous *r = dst;
+    if (rendezvous_read(arg, r, why, sizeof(why)) == 0)
+        return 0;
+    r->kind = RDV_REFUSED;
+    return -1;
 }
 
 static const char *rendezvous_why(const struct opt *o, const char *arg, char *buf, size_t len)

@@ -39,6 +39,7 @@ enum {
     F_BARE = 1 << 2,     /* text: no '/' */
     F_DASH = 1 << 3,     /* names: a '-' may stand for a '_' */
     F_ONCE = 1 << 4,     /* a file written: given twice, one of the two would be lost */
+    F_FIRST = 1 << 5,    /* read before the rest: it says which process speaks (config_parse) */
 };
 
 /* The modes that read an option (a row's .reads). */

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "comm.h"
@@ -20,6 +19,7 @@
 #include "outfile.h"
 #include "optim.h"
 #include "pipeline.h"
+#include "probe.h"
 #include "run.h"
 #include "kernels_ref.h"
 #include "loop.h"
@@ -59,10 +59,8 @@ int loop_inject(struct loop *L, uint32_t step)
     case FAULT_HANG:
         /* takes no part in anything until the run is stopped: a peer's
          * collective times out (--comm-timeout), naming this rank */
-        while (!atomic_load(&L->run->abort)) {
-            struct timespec nap = {0, 10 * 1000 * 1000};
-            nanosleep(&nap, NULL);
-        }
+        while (!atomic_load(&L->run->abort))
+            probe_nap_ms(10);
         return -1;
     case FAULT_OOM:
         snprintf(msg, sizeof(msg), "step %u: out of memory for the activations (injected fault)", step);

@@ -68,6 +68,11 @@ int procs_lost_zero(void)
     return zero_lost;
 }
 
+int procs_default_comm(void)
+{
+    return net->comm;
+}
+
 int procs_built(void)
 {
 #ifdef DDPTOP_HAVE_MPI
@@ -89,28 +94,13 @@ static void adopt(const struct procs_net *n, struct procs_net_start *st)
     self.active = 1;
 }
 
-static int has_arg(int argc, char **argv, const char *opt)
-{
-    size_t n = strlen(opt);
-    for (int i = 1; i < argc; i++)
-        if (strncmp(argv[i], opt, n) == 0 && (argv[i][n] == 0 || argv[i][n] == '='))
-            return 1;
-    return 0;
-}
-
 int procs_init(int *argc, char ***argv, char *err, size_t errlen)
 {
     if (gethostname(self.host, sizeof(self.host)) != 0)
         snprintf(self.host, sizeof(self.host), "?");
     self.host[sizeof(self.host) - 1] = 0;
-    if (!launched()) {
-        /* processes that will meet through --rendezvous (procs_join):
-         * every one but process 0 keeps quiet from the start */
-        const char *r = getenv("RANK");
-        if (r && has_arg(*argc, *argv, "--rendezvous"))
-            self.rank = atoi(r);
-        return 0;
-    }
+    if (!launched())
+        return 0; /* (threads of one process, or processes to meet: procs_join) */
 #ifdef DDPTOP_HAVE_MPI
     struct procs_net_start st = {.self = &self};
     const struct procs_net *n = procs_net_mpi_start(argc, argv, &st, err, errlen);
@@ -125,6 +115,15 @@ int procs_init(int *argc, char ***argv, char *err, size_t errlen)
     }
     return 0;
 #endif
+}
+
+int procs_speaks(const struct rendezvous *r)
+{
+    if (self.active || r->kind == RDV_NONE)
+        return self.rank == 0;
+    /* a process yet to meet: its RANK says (procs_join checks it) */
+    const char *rank = getenv("RANK");
+    return !rank || atoi(rank) <= 0;
 }
 
 /* A whole count from the environment: 0, or -1. */

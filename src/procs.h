@@ -52,11 +52,20 @@ int procs_init(int *argc, char ***argv, char *err, size_t errlen);
  * was wrong, or who did not come). */
 struct rendezvous;
 int procs_join(const struct rendezvous *r, double timeout_s, char *err, size_t errlen);
+/* Whether this process speaks for the job: process 0 under mpirun, or of
+ * the processes r's rendezvous will meet (its RANK), or a process alone.
+ * Every process parses the same command line; the workers keep quiet
+ * about what process 0 says for all. */
+int procs_speaks(const struct rendezvous *r);
 const struct procs *procs_self(void);
 /* --ranks-per-process: every process holds per rank threads (1 before). */
 void procs_set_per_process(int per);
 /* 1 when this build has the MPI backend. */
 int procs_built(void);
+/* The backend the processes train over unless --comm says: their
+ * carrier's (mpi under mpirun, gloo met through --rendezvous); only
+ * while procs_self()->active. */
+int procs_default_comm(void);
 /* Leaves the process with status: MPI_Finalize when every MPI call
  * completed, else MPI_Abort (a rank gave up a wait while MPI held its
  * buffers), which also ends the other processes. Returns status when MPI

@@ -24,6 +24,7 @@ struct procs_msg {
 
 struct procs_net {
     const char *what; /* for messages: "MPI", "the rendezvous" */
+    int comm;         /* the backend its processes train over unless --comm says (enum comm_backend) */
     /* A channel of its own (as a communicator): every process opens its
      * channels in the same order, and closes them. -1 when none is left. */
     int (*open_chan)(void);

@@ -11,6 +11,7 @@
 
 #include "comm_gloo.h" /* (in every build: comm_gloo_unavailable says why there is no gloo) */
 #include "comm_mpi.h"
+#include "config.h"
 #include "probe.h"
 #include "procs_net.h"
 #ifdef DDPTOP_HAVE_GLOO
@@ -171,6 +172,7 @@ static struct comm *mpi_gloo_create(int group, int key, const struct comm_gloo_p
 
 static const struct procs_net mpi_net = {
     .what = "MPI",
+    .comm = COMM_MPI,
     .open_chan = mpi_open_chan,
     .close_chan = mpi_close_chan,
     .send = mpi_send,

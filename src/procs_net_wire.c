@@ -19,10 +19,9 @@
 #include "wire.h"
 
 static struct wire *w;
-static int next_chan = 1;     /* 0: the runs' */
-static struct rendezvous met; /* how the job met: in a folder, gloo's store too, or at an address */
+static int next_chan = 1; /* 0: the runs' */
 #ifdef DDPTOP_HAVE_GLOO
-static struct gloo_store *store; /* gloo's file store in the folder, made at the first use */
+static struct gloo_store *store; /* gloo's file store in the meeting's folder (none at an address) */
 /* a process's group, as it tells process 0 in a meeting (meet_create) */
 struct who {
     int32_t group, grank, gworld;
@@ -406,17 +405,8 @@ static struct comm *wire_gloo_create(int group, int key, const struct comm_gloo_
 {
     (void)key; /* (p's rank and world are the group's already) */
 #ifdef DDPTOP_HAVE_GLOO
-    if (met.kind != RDV_FILE)
+    if (!store)
         return meet_create(group, p, err, errlen);
-    if (!store) {
-        char spec[4200];
-        struct gloo_shim_error e;
-        snprintf(spec, sizeof(spec), "file:%s", met.folder);
-        if (!(store = gloo_store_open(spec, &e))) {
-            snprintf(err, errlen, "gloo's store: %s", e.msg);
-            return NULL;
-        }
-    }
     struct comm_gloo_params q = *p;
     q.store = store;
     return comm_gloo_create(&q, err, errlen);
@@ -430,6 +420,7 @@ static struct comm *wire_gloo_create(int group, int key, const struct comm_gloo_
 
 static const struct procs_net wire_net = {
     .what = "the rendezvous",
+    .comm = COMM_GLOO,
     .open_chan = wire_open_chan,
     .close_chan = wire_close_chan,
     .send = wire_send_to,
@@ -499,7 +490,6 @@ static int job_key(const char *spec, int rank, uint64_t *key, char *err, size_t 
 const struct procs_net *procs_net_wire_start(const struct rendezvous *r, int rank, int size, double timeout_s,
                                              struct procs_net_start *st, char *err, size_t errlen)
 {
-    met = *r;
     /* where process 0 listens, when not where the meeting says (wire.h) */
     const char *bind = getenv("DDPTOP_RENDEZVOUS_BIND");
     if (r->kind == RDV_TCP) {
@@ -512,6 +502,21 @@ const struct procs_net *procs_net_wire_start(const struct rendezvous *r, int ran
     }
     if (!w)
         return NULL;
+#ifdef DDPTOP_HAVE_GLOO
+    /* a folder holds gloo's store too (a stat of a folder the wire has
+     * checked already): made now, from the one reading of the option */
+    if (r->kind == RDV_FILE && !store) {
+        char spec[sizeof(r->folder) + 8];
+        struct gloo_shim_error e;
+        snprintf(spec, sizeof(spec), "file:%s", r->folder);
+        if (!(store = gloo_store_open(spec, &e))) {
+            snprintf(err, errlen, "gloo's store: %s", e.msg);
+            wire_close(w);
+            w = NULL;
+            return NULL;
+        }
+    }
+#endif
     struct procs *self = st->self;
     self->rank = rank;
     self->size = size;

@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "model.h"
 #include "nvtx.h"
 #include "pipeline.h"
+#include "probe.h"
 #include "procs.h"
 #include "sync.h"
 #include "world.h"
@@ -322,8 +322,10 @@ static void compressing_strategies(char *buf, size_t n)
         }
 }
 
-int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
-              size_t errlen)
+/* run_check's checks, and the world they plan into *w (world.h): the one
+ * plan of a run, which run_start keeps. 0, or -1 with err set. */
+static int check_and_plan(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops,
+                          struct world *w, char *err, size_t errlen)
 {
     if (run_check_precision(rc->precision, devops, err, errlen) != 0)
         return -1;
@@ -410,11 +412,17 @@ int run_check(const struct run_config *rc, const struct dataset *train, const st
         }
     }
     /* the backend must suit the device and the launch (world.h) */
-    struct world w;
     struct world_req q = {.rc = rc, .ranks = world, .devops = devops, .what = "--device cuda"};
-    if (world_plan(&w, &q, err, errlen) != 0)
+    if (world_plan(w, &q, err, errlen) != 0)
         return -1;
     return memory_check(rc, train, devops, err, errlen);
+}
+
+int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
+              size_t errlen)
+{
+    struct world w;
+    return check_and_plan(rc, train, devops, &w, err, errlen);
 }
 
 const struct model *run_rank_model(const struct run *r, int i)
@@ -428,7 +436,10 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
               const struct device_ops *devops, char *err, size_t errlen)
 {
     memset(r, 0, sizeof(*r));
-    if (run_check(rc, train, devops, err, errlen) != 0)
+    /* the run's own copy of rc, checked and planned once: the plan reads
+     * it while the run lives */
+    r->cfg = *rc;
+    if (check_and_plan(&r->cfg, train, devops, &r->plan, err, errlen) != 0)
         return -1;
     if (procs_spent()) {
         snprintf(err, errlen,
@@ -436,8 +447,8 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
                  "buffers): quit, and start mpirun again");
         return -1;
     }
-    procs_announce(rc); /* under mpirun: the workers start it too (procs.h) */
-    r->cfg = *rc;
+    /* under mpirun: the workers start it too (procs.h) */
+    procs_announce(rc);
     r->cfg.grad_compress = run_grad_compress(rc); /* as the run trains, for the ranks and the report */
     r->wire_scaled = run_grad_compress_at(rc, 2);
     r->cfg.grad_compress_set = 1;
@@ -468,10 +479,6 @@ int run_start(struct run *r, const struct run_config *rc, const struct dataset *
                  r->total_steps, r->cfg.epochs, r->steps_per_epoch);
     r->on_gpu = device_is_gpu(devops);
     r->gpu = r->on_gpu ? gpu_module() : NULL;
-    /* (the run's own copy of rc: the plan reads it while the run lives) */
-    struct world_req q = {.rc = &r->cfg, .ranks = r->world, .devops = devops, .what = "--device cuda"};
-    if (world_plan(&r->plan, &q, err, errlen) != 0)
-        return -1;
     snprintf(r->backend, sizeof(r->backend), "%s", r->plan.backend);
     if (r->plan.note[0]) { /* (after a --steps cap said above) */
         size_t n = strlen(r->note);
@@ -764,7 +771,7 @@ int run_join(struct run *r)
     for (int i = 0; r->relay && !r->worker && i < r->world; i++)
         while (!atomic_load(&r->ranks[i].finished)) {
             relay_poll(r->relay, &(uint32_t){0});
-            nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+            probe_nap_ms(1);
         }
     relay_close(r->relay);
     r->relay = NULL;

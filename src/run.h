@@ -137,7 +137,8 @@ void run_memory_free(struct mem_need *need);
  * larger than a rank's share of the data, a slow or faulty rank that does
  * not exist, compression a strategy cannot do, a backend this build or
  * device lacks, more memory than the machine has): 0, or -1 with err set.
- * The UI asks before it stops the current run for the next. */
+ * The UI asks before it stops the current run for the next; run_start
+ * makes the same checks, and keeps the world they plan (r->plan). */
 int run_check(const struct run_config *rc, const struct dataset *train, const struct device_ops *devops, char *err,
               size_t errlen);
 /* The part of run_check that needs no data set, for every mode that builds

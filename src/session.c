@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "history.h"
+#include "probe.h"
 #include "procs.h"
 #include "stop.h"
 #include "trace_export.h"
@@ -172,13 +172,12 @@ int session_tick(struct session *s, int stop)
 
 int session_finish(struct session *s)
 {
-    struct timespec nap = {0, 1000 * 1000};
     while (session_tick(s, 1)) {
         if (stop_forced) {
             session_abandon(s);
             return -1;
         }
-        nanosleep(&nap, NULL); /* the ranks leave at their next step boundary or wait */
+        probe_nap_ms(1); /* the ranks leave at their next step boundary or wait */
     }
     return 0;
 }

@@ -47,7 +47,8 @@ static struct comm *shm_create(struct world *w, int group, int size, int rank, s
     return comm_shm_create(group < 0 ? w->shm : w->dp_shm[group], rank, w->algo);
 }
 
-static const struct world_entry world_shm = {.name = "shm", .comm = COMM_SHM, .plan = shm_plan, .create = shm_create};
+static const struct world_entry world_shm = {
+    .name = "shm", .comm = COMM_SHM, .plan = shm_plan, .create = shm_create, .own_ring = 1};
 
 /* ---- mpi: processes under mpirun ------------------------------------------ */
 
@@ -81,16 +82,36 @@ static struct comm *mpi_create(struct world *w, int group, int size, int rank, s
     return group < 0 ? procs_comm_create(err, errlen) : procs_group_comm_create(group, rank, err, errlen);
 }
 
-static const struct world_entry world_mpi = {.name = "mpi", .comm = COMM_MPI, .plan = mpi_plan, .create = mpi_create};
+static int gpu_plan(struct world *w, char *err, size_t errlen);
+
+/* GPU ranks under mpirun (NCCL joins them, --comm mpi given or not);
+ * without it --comm mpi is refused as on the CPU. */
+static int mpi_plan_gpu(struct world *w, char *err, size_t errlen)
+{
+    return w->procs ? gpu_plan(w, err, errlen) : mpi_plan(w, err, errlen);
+}
+
+static const struct world_entry world_mpi = {.name = "mpi",
+                                             .comm = COMM_MPI,
+                                             .plan = mpi_plan,
+                                             .plan_gpu = mpi_plan_gpu,
+                                             .create = mpi_create,
+                                             .gpu_note = "; ddptop's MPI backend moves host buffers only"};
 
 /* ---- GPUs: NCCL, or ddptop's ring over device buffers ------------------- */
 
-/* Shared by nccl and gpu: the GPU each rank drives, and which of the two
- * joins them. */
+static const struct world_entry world_nccl, world_gpu_ring;
+
+/* GPU ranks, whichever entry --comm names (its plan_gpu, or NULL): the
+ * GPU each rank drives, and which joins them, NCCL or ddptop's device
+ * ring (w->e). */
 static int gpu_plan(struct world *w, char *err, size_t errlen)
 {
     const struct run_config *rc = w->q.rc;
     const struct procs *pr = procs_self();
+    const struct world_entry *asked = w->asked;
+    int nccl_asked = asked && asked->gpu_nccl;
+    w->hier = 0; /* (NCCL joins a process's threads too) */
     int count = w->q.devops->count();
     int n = w->ngpu = rc->ngpus > 0 ? rc->ngpus : count;
     for (int i = 0; i < rc->ngpus; i++)
@@ -99,22 +120,22 @@ static int gpu_plan(struct world *w, char *err, size_t errlen)
             return -1;
         }
     w->gpu = gpu_module();
-    if (!w->gpu->nccl_create && (rc->comm == COMM_NCCL || w->procs)) {
+    if (!w->gpu->nccl_create && (nccl_asked || w->procs)) {
         snprintf(err, errlen, "--comm nccl: this ddptop was built without NCCL%s",
                  w->procs ? " (GPUs across processes need it)" : "");
         return -1;
     }
-    if (w->procs && rc->comm_set && rc->comm != COMM_NCCL) {
+    if (w->procs && asked && !nccl_asked) {
         snprintf(err, errlen, "--comm %s: GPU ranks in different processes are joined by NCCL (--comm nccl)%s",
-                 config_comm_name(rc->comm),
-                 rc->comm == COMM_MPI ? "; ddptop's MPI backend moves host buffers only" : "");
+                 asked->name, asked->gpu_note ? asked->gpu_note : "");
         return -1;
     }
-    if (rc->comm_set && rc->comm == COMM_GLOO) {
+    /* (an entry of ddptop's own ring has its device ring on GPUs) */
+    if (asked && !nccl_asked && !asked->own_ring) {
         snprintf(err, errlen,
                  "--comm %s: moves host buffers; GPU ranks are joined by NCCL, or ddptop's ring where they "
                  "share a GPU (or train on the CPU: --device cpu)",
-                 config_comm_name(rc->comm));
+                 asked->name);
         return -1;
     }
     /* distinct GPUs among the ranks of a node (under mpirun: refused
@@ -123,7 +144,7 @@ static int gpu_plan(struct world *w, char *err, size_t errlen)
     int here = w->procs ? procs_most_on_a_node() * pr->per : w->ranks;
     int distinct = n < here ? n : here;
     w->shared = here > distinct;
-    int want = rc->comm == COMM_NCCL || !rc->comm_set;
+    int want = nccl_asked || !asked;
     if (w->procs && here > n) {
         snprintf(err, errlen,
                  "%s under mpirun: %d rank%s on a node and %d GPU%s: NCCL needs a GPU for each rank (ranks that share "
@@ -141,7 +162,7 @@ static int gpu_plan(struct world *w, char *err, size_t errlen)
     /* (one rank under mpirun --comm nccl: a communicator of one, NCCL's
      * path across processes with nothing to join; a benchmark's one rank
      * too) */
-    int wanted = w->ranks > 1 || w->q.bench || (w->procs && rc->comm_set && rc->comm == COMM_NCCL);
+    int wanted = w->ranks > 1 || w->q.bench || (w->procs && nccl_asked);
     w->use_nccl = w->gpu->nccl_create && wanted && !w->shared && want;
     w->algo = rc->algo;
     if (w->use_nccl)
@@ -158,7 +179,18 @@ static int gpu_plan(struct world *w, char *err, size_t errlen)
     int nccl_fit = w->use_nccl || w->ranks == 1;
     snprintf(w->fit_backend, sizeof(w->fit_backend), "%s", nccl_fit ? "nccl" : "gpu");
     snprintf(w->fit_algo, sizeof(w->fit_algo), "%s", nccl_fit ? "nccl" : algo_word(rc->algo));
+    w->e = w->use_nccl ? &world_nccl : &world_gpu_ring;
+    snprintf(w->name, sizeof(w->name), "%.15s", w->backend);
+    snprintf(w->algo_name, sizeof(w->algo_name), "%s", algo_word(w->algo));
     return 0;
+}
+
+/* --comm nccl for ranks on the CPU. */
+static int nccl_plan(struct world *w, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "--comm nccl: NCCL joins GPUs, and %s on the CPU here (--device cuda)",
+             w->q.bench ? "--bench-comm runs" : "this run is");
+    return -1;
 }
 
 static int nccl_open(struct world *w, char *err, size_t errlen)
@@ -193,11 +225,12 @@ static void nccl_close(struct world *w)
 
 static const struct world_entry world_nccl = {.name = "nccl",
                                               .comm = COMM_NCCL,
-                                              .plan = gpu_plan,
+                                              .plan = nccl_plan,
                                               .open = nccl_open,
                                               .create = nccl_create,
                                               .close = nccl_close,
-                                              .on_thread = 1};
+                                              .on_thread = 1,
+                                              .gpu_nccl = 1};
 
 static struct comm *ring_create(struct world *w, int group, int size, int rank, struct device *dev, char *err,
                                 size_t errlen)
@@ -205,13 +238,14 @@ static struct comm *ring_create(struct world *w, int group, int size, int rank, 
     return w->gpu->ring_create(group < 0 ? w->shm : w->dp_shm[group], rank, w->algo, dev);
 }
 
+/* (chosen by gpu_plan, never named by --comm) */
 static const struct world_entry world_gpu_ring = {
-    .name = "gpu", .comm = COMM_SHM, .plan = gpu_plan, .create = ring_create, .on_thread = 1};
+    .name = "gpu", .comm = -1, .create = ring_create, .on_thread = 1, .own_ring = 1};
 
 /* ---- the table ------------------------------------------------------------- */
 
-/* The host backends, by --comm. */
-static const struct world_entry *const host_entries[] = {&world_shm, &world_mpi, &world_gloo};
+/* The backends --comm names. */
+static const struct world_entry *const comm_entries[] = {&world_shm, &world_nccl, &world_mpi, &world_gloo};
 
 const struct world_entry *world_entry_named(const char *n)
 {
@@ -222,11 +256,11 @@ const struct world_entry *world_entry_named(const char *n)
     return NULL;
 }
 
-static const struct world_entry *host_entry(int comm)
+static const struct world_entry *comm_entry(int comm)
 {
-    for (size_t i = 0; i < sizeof(host_entries) / sizeof(host_entries[0]); i++)
-        if (host_entries[i]->comm == comm)
-            return host_entries[i];
+    for (size_t i = 0; i < sizeof(comm_entries) / sizeof(comm_entries[0]); i++)
+        if (comm_entries[i]->comm == comm)
+            return comm_entries[i];
     return NULL;
 }
 
@@ -273,23 +307,18 @@ int world_plan(struct world *w, const struct world_req *q, char *err, size_t err
      * have a communicator of their own */
     w->dp = train_mode_has(rc, MODE_STAGED) ? run_replicas(rc) : 1;
     w->stages = w->ranks / w->dp;
-    if (!w->procs && rc->comm == COMM_MPI)
-        return mpi_plan(w, err, errlen); /* (refused: on a GPU too) */
-    if (w->on_gpu) {
-        w->hier = 0; /* (NCCL joins a process's threads too) */
-        if (gpu_plan(w, err, errlen) != 0)
-            return -1;
-        w->e = w->use_nccl ? &world_nccl : &world_gpu_ring;
-        snprintf(w->name, sizeof(w->name), "%.15s", w->backend);
-        snprintf(w->algo_name, sizeof(w->algo_name), "%s", algo_word(w->algo));
-    } else if (rc->comm == COMM_NCCL) {
-        snprintf(err, errlen, "--comm nccl: NCCL joins GPUs, and %s on the CPU here (--device cuda)",
-                 q->bench ? "--bench-comm runs" : "this run is");
-        return -1;
-    } else if (!(w->e = host_entry(rc->comm))) {
+    /* --comm's entry plans (on GPUs, it or the GPU planner chooses the
+     * entry that joins them) */
+    const struct world_entry *e = comm_entry(rc->comm);
+    if (!e) {
         snprintf(err, errlen, "--comm %s: not a backend of this ddptop", config_comm_name(rc->comm));
         return -1;
-    } else if (w->e->plan(w, err, errlen) != 0) {
+    }
+    w->asked = rc->comm_set ? e : NULL;
+    w->e = e;
+    int (*plan)(struct world *, char *, size_t) = !w->on_gpu ? e->plan : e->plan_gpu ? e->plan_gpu : gpu_plan;
+    if (plan(w, err, errlen) != 0) {
+        w->e = NULL; /* (nothing to free) */
         return -1;
     }
     if (w->procs && !w->q.bench && procs_fit(w, err, errlen) != 0)
@@ -319,7 +348,7 @@ int world_open(struct world *w, const volatile _Atomic int *abort, char *err, si
     w->abort = abort;
     /* the shm ring's world: the ranks of this process (of a node's
      * process under hier), for ddptop's own rings, host or device */
-    int own_ring = w->e == &world_shm || w->e == &world_gpu_ring || w->hier;
+    int own_ring = w->e->own_ring || w->hier;
     if (own_ring && !(w->shm = shm_world_create(w->hier ? w->per : w->ranks, abort))) {
         snprintf(err, errlen, "out of memory for %d ranks", w->ranks);
         return -1;

@@ -15,7 +15,10 @@
  *   nccl  GPU ranks, a GPU each;
  *   gpu   ddptop's ring over device buffers, for ranks that share a GPU.
  *
- * world_plan decides and refuses, in one line, what cannot run;
+ * world_plan decides and refuses, in one line, what cannot run, by
+ * asking the entry --comm names (its plan; on GPUs its plan_gpu, which
+ * chooses nccl's entry or the device ring's); a run plans once
+ * (run_start, through run_check's checks) and keeps the plan;
  * world_open makes what the ranks share (shm worlds, NCCL ids, gloo's
  * store); world_comms makes a rank's communicators, on the rank's own
  * thread where the backend's creation is collective among threads (NCCL,
@@ -37,12 +40,18 @@ struct shm_world;
 struct gloo_store;
 struct world;
 
-/* A backend: its name (--comm's), what it decides, makes and frees. */
+/* A backend: its name (--comm's), what it decides, makes and frees.
+ * world_plan asks the entry --comm names (by .comm) to plan; on GPUs the
+ * plan chooses the entry that joins them (nccl's, or the device ring's). */
 struct world_entry {
     const char *name;
-    int comm; /* enum comm_backend */
-    /* checks w's request and fills w's names; 0, or -1 with err set */
+    int comm; /* enum comm_backend: --comm's entry (the device ring: none) */
+    /* checks w's request for host ranks and fills w's names; 0, or -1
+     * with err set */
     int (*plan)(struct world *w, char *err, size_t errlen);
+    /* the same for GPU ranks, --comm naming this entry (NULL: world.c's
+     * GPU planner, which sets w->e) */
+    int (*plan_gpu)(struct world *w, char *err, size_t errlen);
     /* what the ranks share (NULL: nothing); 0, or -1 with err set */
     int (*open)(struct world *w, char *err, size_t errlen);
     /* a rank's communicator among `size` ranks, as `rank` of them:
@@ -55,6 +64,10 @@ struct world_entry {
      * destroyed now, so that its peers' waits end (NULL: they stay) */
     void (*rank_failed)(struct comm **c);
     int on_thread; /* its creation is collective among threads: on the rank's own */
+    int own_ring;  /* its communicators are ddptop's ring over world_open's shm world */
+    /* given as --comm for GPU ranks: */
+    int gpu_nccl;         /* it asks for NCCL */
+    const char *gpu_note; /* across processes, added to the refusal (NULL: nothing) */
 };
 
 /* What is asked. */
@@ -74,7 +87,8 @@ struct world_req {
 
 struct world {
     struct world_req q;
-    const struct world_entry *e;
+    const struct world_entry *asked; /* the entry --comm names, where it was given (NULL: its default) */
+    const struct world_entry *e;     /* the entry that joins the ranks */
     int ranks;
     int lo, hi;     /* this process runs ranks [lo, hi) */
     int procs;      /* the ranks are processes (procs.h) */

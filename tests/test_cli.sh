@@ -291,6 +291,16 @@ for o in "--trace-steps 1:5" "--trace-ranks 0" "--trace-split"; do
     set -- $o
     expect_error "$1 without --trace" "$1: only with --trace FILE" --batch --steps 1 "$@"
 done
+# --rendezvous tcp:HOST:PORT: a port from 1 to 65535, each edge and one past
+# it (--help last: a value taken is parsed, then nothing runs)
+for port in 0 65536; do
+    expect_error "--rendezvous port $port" \
+        "--rendezvous: expected tcp:HOST:PORT, process 0's host and a port from 1 to 65535 (got 'tcp:127.0.0.1:$port')" \
+        --rendezvous tcp:127.0.0.1:$port
+done
+for port in 1 65535; do
+    expect_ok "--rendezvous port $port" "Usage: ddptop" --rendezvous tcp:127.0.0.1:$port --help
+done
 
 # Every option, with a value it takes. --help must list exactly these (one
 # table drives the parser and --help), and the parser must take each value

@@ -270,5 +270,22 @@ refuse "rendezvous $tmp/open: another user can write" RANK=0 WORLD_SIZE=1 -- --r
 refuse "--ranks-per-process: only under mpirun" RANK=0 WORLD_SIZE=1 -- --rendezvous file:"$tmp/rdv" \
     --ranks-per-process 2
 refuse "--comm mpi: needs mpirun" RANK=0 WORLD_SIZE=1 -- --rendezvous file:"$tmp/rdv" --comm mpi
+refuse "unknown option '--no-such'" RANK=0 WORLD_SIZE=2 -- --no-such --rendezvous file:"$tmp/rdv"
+
+# a worker keeps quiet about the command line, which process 0 refuses for
+# the job: whichever option comes first, and whatever it asks (--help too)
+quiet() { # quiet RC ARGS...
+    local want=$1
+    shift
+    RANK=1 WORLD_SIZE=2 "$bin" "$@" >q.out 2>q.err
+    local rc=$?
+    [ $rc -eq "$want" ] && [ ! -s q.out ] && [ ! -s q.err ] && ok "worker quiet: $*" ||
+        { bad "worker $*: rc $rc, wanted $want and no output"; head -3 q.out q.err; }
+}
+quiet 2 "${base[@]}" --no-such --rendezvous file:"$tmp/rdv"
+quiet 2 "${base[@]}" --rendezvous file:"$tmp/rdv" --batch-size 0
+quiet 2 "${base[@]}" --ranks-per-process x --rendezvous tcp:127.0.0.1:29500
+quiet 2 "${base[@]}" --rendezvous tcp:127.0.0.1:65536
+quiet 0 --help --rendezvous file:"$tmp/rdv"
 
 checks_done

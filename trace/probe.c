@@ -17,10 +17,15 @@ void probe_clock_init(void)
     probe_clock_shift_ns = shift && shift[0] ? strtoll(shift, NULL, 10) : 0;
 }
 
+void probe_nap_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
+    nanosleep(&ts, NULL);
+}
+
 void probe_nap_ms(int ms)
 {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    probe_nap_us(ms * 1000L);
 }
 
 /* Interned names: published by count (release) once written, never changed

@@ -125,8 +125,10 @@ static inline int64_t probe_deadline_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Sleeps about ms milliseconds (0 or more): the nap of a loop that polls. */
+/* Sleeps about ms milliseconds, or us microseconds (0 or more): the nap
+ * of a loop that polls (the one sleep of the project's loops). */
 void probe_nap_ms(int ms);
+void probe_nap_us(long us);
 
 /* Single-producer/single-consumer ring of fixed-size elements. Capacity is a
  * power of two. head is written only by the producer, tail only by the
