@@ -247,15 +247,6 @@ static const struct world_entry world_gpu_ring = {
 /* The backends --comm names. */
 static const struct world_entry *const comm_entries[] = {&world_shm, &world_nccl, &world_mpi, &world_gloo};
 
-const struct world_entry *world_entry_named(const char *n)
-{
-    static const struct world_entry *const all[] = {&world_shm, &world_mpi, &world_gloo, &world_nccl, &world_gpu_ring};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        if (!strcmp(all[i]->name, n))
-            return all[i];
-    return NULL;
-}
-
 static const struct world_entry *comm_entry(int comm)
 {
     for (size_t i = 0; i < sizeof(comm_entries) / sizeof(comm_entries[0]); i++)

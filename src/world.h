@@ -147,7 +147,4 @@ int world_comms(struct world *w, int i, struct device *dev, struct comm **comm, 
 void world_rank_failed(struct world *w, struct comm **comm, struct comm **dp_comm);
 void world_close(struct world *w);
 
-/* The backend named n ("shm", "gloo", ...), NULL if none is. */
-const struct world_entry *world_entry_named(const char *n);
-
 #endif
