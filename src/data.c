@@ -31,7 +31,6 @@
 const char *const data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", NULL};
 
 #define MNIST_SIDE 28
-#define DATA_CLASSES 10
 
 #define CIFAR_SIDE 32
 #define CIFAR_PIXELS (3 * CIFAR_SIDE * CIFAR_SIDE)

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define DATA_CLASSES 10 /* every set's: MNIST's digits, Fashion-MNIST's and CIFAR-10's classes */
 #define DATA_MAX_CHANNELS 3
 #define DATA_MIN_SIDE 8 /* --input's sides, for the synthetic set */
 #define DATA_MAX_SIDE 1024

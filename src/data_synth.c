@@ -46,7 +46,7 @@ static int scaled(int v28, int side)
 
 void synth_protos_free(struct synth_protos *pr)
 {
-    for (int k = 0; k < SYNTH_CLASSES; k++)
+    for (int k = 0; k < DATA_CLASSES; k++)
         free(pr->p[k]);
 }
 
@@ -64,7 +64,7 @@ int synth_prototypes(uint64_t seed, int c, int h, int w, struct synth_protos *pr
     struct rng r, tint;
     rng_seed(&r, mix64(seed ^ 0x70726f746f747970ULL));
     rng_seed(&tint, mix64(seed ^ 0x74696e7473ULL));
-    for (int k = 0; k < SYNTH_CLASSES; k++) {
+    for (int k = 0; k < DATA_CLASSES; k++) {
         float *p = pr->p[k] = calloc((size_t)pr->ph * (size_t)pr->pw, sizeof(float));
         if (!p) {
             synth_protos_free(pr);
@@ -100,8 +100,8 @@ static void synth_sample(uint64_t key, const struct synth_protos *pr, uint8_t *p
 {
     struct rng r;
     rng_seed(&r, mix64(key));
-    int k = (int)rng_below(&r, SYNTH_CLASSES);
-    int other = (k + 1 + (int)rng_below(&r, SYNTH_CLASSES - 1)) % SYNTH_CLASSES;
+    int k = (int)rng_below(&r, DATA_CLASSES);
+    int other = (k + 1 + (int)rng_below(&r, DATA_CLASSES - 1)) % DATA_CLASSES;
     /* Top-left corner of the image's window into each padded prototype. */
     int oy = pr->sy + synth_shift(&r, pr->sy), ox = pr->sx + synth_shift(&r, pr->sx);
     const float *own = pr->p[k] + oy * pr->pw + ox;

@@ -16,7 +16,6 @@
 
 #include "data.h"
 
-#define SYNTH_CLASSES 10
 #define SYNTH_SIDE 28            /* the side the constants below are tuned at */
 #define SYNTH_BYTES (256u << 20) /* the train split's pixels, at most */
 
@@ -26,8 +25,8 @@ struct synth_protos {
     int h, w, sy, sx; /* image side and the largest shift, per axis */
     int ph, pw;       /* h + 2 sy, w + 2 sx */
     int c;
-    float gain[SYNTH_CLASSES][DATA_MAX_CHANNELS];
-    float *p[SYNTH_CLASSES]; /* ph x pw each */
+    float gain[DATA_CLASSES][DATA_MAX_CHANNELS];
+    float *p[DATA_CLASSES]; /* ph x pw each */
 };
 
 /* pr's prototypes and tints for seed and C x H x W; -1 when out of memory
