@@ -471,20 +471,33 @@ sys.exit("    " + "\n    ".join(bad[:8]) if bad else 0)
 PY
 }
 
-case_kernels() {
-    local name dir out n=0
-    for name in $(grep -v '^#' "$KTSV" | cut -f1 | awk '!seen[$0]++'); do
+# hta_cases TSV P MATCH WHAT LEAST: every trace TSV records HTA's values
+# for (fixtures/X: the fixture X.json, or the folder X of them; else HTA's
+# test data under $DDPTOP_HTA_DIR, when set) replayed under --window hta
+# into $tmp/P.NAME.json and held to them by MATCH JSON TSV NAME; more
+# than LEAST of them read
+hta_cases() {
+    local tsv=$1 pre=$2 match=$3 what=$4 least=$5 name dir out n=0
+    for name in $(grep -v '^#' "$tsv" | cut -f1 | awk '!seen[$0]++'); do
         case $name in
-        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
+        fixtures/*)
+            dir=$tmp/$name
+            mkdir -p "$dir"
+            if [ -d "$FIX/${name#fixtures/}" ]; then cp "$FIX/${name#fixtures/}"/*.json "$dir/"; else cp "$FIX/${name#fixtures/}.json" "$dir/"; fi
+            ;;
         *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
         esac
         [ -d "$dir" ] || { echo "absent here: $name"; continue; }
-        out=$tmp/k.$(echo "$name" | tr / _).json
+        out=$tmp/$pre.$(echo "$name" | tr / _).json
         check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
-        check "$name: HTA's kernel breakdown" kernels_match "$out" "$KTSV" "$name"
+        check "$name: $what" "$match" "$out" "$tsv" "$name"
         n=$((n + 1))
     done
-    check "the hand-made traces are in the .tsv" test "$n" -gt 0
+    check "the hand-made traces are in the .tsv" test "$n" -gt "$least"
+}
+
+case_kernels() {
+    hta_cases "$KTSV" k kernels_match "HTA's kernel breakdown" 0
     # the report's tables name the types and the top kernels
     check "text report" replay "$tmp/k.txt" "$tmp/fixtures/kineto_window" --window hta
     check "text: the kernel types" has "$tmp/k.txt" "kernel types of run 0 (HTA's kernel breakdown)"
@@ -564,19 +577,7 @@ PY
 }
 
 case_memcpy() {
-    local name dir out n=0
-    for name in $(grep -v '^#' "$MTSV" | cut -f1 | awk '!seen[$0]++'); do
-        case $name in
-        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
-        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
-        esac
-        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
-        out=$tmp/m.$(echo "$name" | tr / _).json
-        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
-        check "$name: HTA's memory bandwidth summary" memcpy_match "$out" "$MTSV" "$name"
-        n=$((n + 1))
-    done
-    check "the hand-made traces are in the .tsv" test "$n" -gt 0
+    hta_cases "$MTSV" m memcpy_match "HTA's memory bandwidth summary" 0
     local mc=$FIX/kineto_memcpy.json
     check "kineto_memcpy: replay" replay "$tmp/mc.json" "$mc" --format json
     check "... against a count over the trace" "$PY" "$HERE/memcpy_count.py" "$tmp/mc.json" "$mc"
@@ -660,19 +661,7 @@ PY
 }
 
 case_queue() {
-    local name dir out n=0
-    for name in $(grep -v '^#' "$QTSV" | cut -f1 | awk '!seen[$0]++'); do
-        case $name in
-        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
-        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
-        esac
-        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
-        out=$tmp/q.$(echo "$name" | tr / _).json
-        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
-        check "$name: HTA's queue length summary" queue_match "$out" "$QTSV" "$name"
-        n=$((n + 1))
-    done
-    check "the hand-made traces are in the .tsv" test "$n" -gt 1
+    hta_cases "$QTSV" q queue_match "HTA's queue length summary" 1
     local qt=$FIX/kineto_queue.json
     check "kineto_queue: replay" replay "$tmp/qt.json" "$qt" --window hta --format json
     check "... against a count over the trace" "$PY" "$HERE/queue_count.py" "$tmp/qt.json" "$qt"
@@ -748,19 +737,7 @@ PY
 }
 
 case_launch() {
-    local name dir out n=0
-    for name in $(grep -v '^#' "$LTSV" | cut -f1 | awk '!seen[$0]++'); do
-        case $name in
-        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
-        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
-        esac
-        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
-        out=$tmp/l.$(echo "$name" | tr / _).json
-        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
-        check "$name: HTA's launch statistics" launch_match "$out" "$LTSV" "$name"
-        n=$((n + 1))
-    done
-    check "the hand-made traces are in the .tsv" test "$n" -gt 0
+    hta_cases "$LTSV" l launch_match "HTA's launch statistics" 0
     local kl=$FIX/kineto_launch.json
     check "kineto_launch: replay" replay "$tmp/kl.json" "$kl" --format json
     check "... against a count over the trace" "$PY" "$HERE/launch_count.py" "$tmp/kl.json" "$kl"
@@ -856,19 +833,7 @@ PY
 refused() { ! "$@"; }
 
 case_idle() {
-    local name dir out n=0
-    for name in $(grep -v '^#' "$ITSV" | cut -f1 | awk '!seen[$0]++'); do
-        case $name in
-        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}.json" "$dir/" ;;
-        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
-        esac
-        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
-        out=$tmp/i.$(echo "$name" | tr / _).json
-        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
-        check "$name: HTA's idle time per stream" idle_match "$out" "$ITSV" "$name"
-        n=$((n + 1))
-    done
-    check "the hand-made traces are in the .tsv" test "$n" -gt 0
+    hta_cases "$ITSV" i idle_match "HTA's idle time per stream" 0
     local ki=$FIX/kineto_idle.json
     check "kineto_idle: replay" replay "$tmp/ki.json" "$ki" --format json
     check "... against a count over the trace" "$PY" "$HERE/idle_count.py" "$tmp/ki.json" "$ki"
@@ -983,19 +948,7 @@ PY
 }
 
 case_straggler() {
-    local name dir out n=0
-    for name in $(grep -v '^#' "$STSV" | cut -f1 | awk '!seen[$0]++'); do
-        case $name in
-        fixtures/*) dir=$tmp/$name; mkdir -p "$dir"; cp "$FIX/${name#fixtures/}"/*.json "$dir/" ;;
-        *) [ -n "${DDPTOP_HTA_DIR:-}" ] || continue; dir=$DDPTOP_HTA_DIR/tests/data/$name ;;
-        esac
-        [ -d "$dir" ] || { echo "absent here: $name"; continue; }
-        out=$tmp/s.$(echo "$name" | tr / _).json
-        check "$name: replay --window hta" replay "$out" "$dir" --window hta --format json
-        check "$name: HTA's stragglers" straggler_match "$out" "$STSV" "$name"
-        n=$((n + 1))
-    done
-    check "the hand-made traces are in the .tsv" test "$n" -gt 0
+    hta_cases "$STSV" s straggler_match "HTA's stragglers" 0
     local s3=$FIX/stragglers3
     check "stragglers3: replay" replay "$tmp/s3.json" "$s3" --window hta --format json
     check "... against a count over the trace" "$PY" "$HERE/straggler_count.py" "$tmp/s3.json" "$s3"/rank0.json \
