@@ -620,10 +620,12 @@ static void memory_event(struct file_ctx *fc, double ts, const cJSON *args)
     GROW(r->mems, r->nmems, r->cap_mems, fc->oom);
     if (fc->oom)
         return;
+    /* (bytes held to an exabyte: a total less its Bytes cannot overflow) */
+    const int64_t most = INT64_C(1) << 60;
     r->mems[r->nmems++] = (struct trace_mem){us_to_ns(ts),
-                                             jint(args, "Bytes", 0, -INT64_MAX, INT64_MAX),
-                                             jint(args, "Total Allocated", 0, 0, INT64_MAX),
-                                             jint(args, "Total Reserved", 0, 0, INT64_MAX),
+                                             jint(args, "Bytes", 0, -most, most),
+                                             jint(args, "Total Allocated", 0, 0, most),
+                                             jint(args, "Total Reserved", 0, 0, most),
                                              (int16_t)jint(args, "Device Type", 0, 0, INT16_MAX),
                                              (int16_t)jint(args, "Device Id", -1, -1, INT16_MAX)};
 }
