@@ -74,7 +74,7 @@
 #              non-terminal, --follow runs headless; --help tells of both.
 #
 # job and straggler exit 77 when Debian's python3 has no torch.
-# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|kernels|args
+# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|kernels|late|memory|args
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
 BIN=${1:?usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|args}
