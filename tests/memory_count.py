@@ -9,7 +9,7 @@ The count: a rank's files (distributedInfo's rank), in order of their
 lowest ProfilerStep number, each its own window from its first
 ProfilerStep's start to its last one's end (both ends in). Its "[memory]"
 instant events of a Device Type other than 0 (the CPU) inside the window,
-in file order, per (Device Type, Device Id): the allocated before each
+in time order (ties: file order), per (Device Type, Device Id): the allocated before each
 event is the one after the device's event before it (the first: its Total
 Allocated less its Bytes). Then: the events; the allocated before the first
 and after the last; the peak, the most of before and after over all events,
@@ -48,9 +48,7 @@ def count(files):
         if origin is None and lo is not None:
             origin = lo
         state = {}
-        for e in evs:
-            if e.get("ph") != "i" or e.get("name") != "[memory]":
-                continue
+        for e in sorted((e for e in evs if e.get("ph") == "i" and e.get("name") == "[memory]"), key=lambda e: e["ts"]):
             a = e["args"]
             if a["Device Type"] == 0:
                 host += 1

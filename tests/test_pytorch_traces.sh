@@ -222,7 +222,8 @@
 #            outside); 1100 cuda:0 +4096 5120; 1150 the CPU +64 (left
 #            out); 1200 cuda:0 +8192 13312; 1300 cuda:1 -2048 6144 8M; 1500
 #            cuda:0 -4096 9216; 2100 cuda:0 +16384 25600 4M; 2200 cuda:1
-#            +1024 7168; 2500 cuda:0 -16384 9216; 2900 cuda:0 -8192 1024;
+#            +1024 7168 (written before the event at 1300: taken in time
+#            order); 2500 cuda:0 -16384 9216; 2900 cuda:0 -8192 1024;
 #            3500 cuda:0 -1024 0 (after: outside). By hand: cuda:0 6
 #            events, 1024 at the start and the end, peak 25600 at 1100 us
 #            (step 2), reserved 4M, 28672 allocated and freed, steps
@@ -232,7 +233,9 @@
 #            2048 freed, steps 8192 and 7168; 2 outside, 1 host. Also
 #            memory_count.py's count over the trace and over two cycles
 #            of a rank (a copy 2000 us and two steps on), the text,
-#            markdown and CSV against the JSON, and null with none.
+#            markdown and CSV against the JSON, and null with none; with
+#            DDPTOP_HTA_DIR, HTA's df_index_resolver trace (26770 events
+#            on cuda:1) recounted, its bytes adding up.
 #   hta_live HTA run now (tests/hta_breakdown.py; 77 without HTA's code or
 #            pandas) on the hand-made traces and two of HTA's: the .tsv
 #            still holds HTA's values (and queue_length.tsv on kineto_queue
@@ -1165,6 +1168,18 @@ if any(x["kernels"] != "memory" and x["memtl_device"] for x in rows):
     bad.append("a row not of memory with memory columns")
 sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
 PY
+    # HTA's one test trace with [memory] events (26770 on cuda:1, one
+    # written out of order), recounted
+    local dfi=${DDPTOP_HTA_DIR:-/nonexistent}/tests/data/df_index_resolver/df_index_resolver.json.gz
+    if [ -f "$dfi" ]; then
+        gzip -dc "$dfi" >"$tmp/dfi.trace.json"
+        check "HTA's df_index_resolver: replay" replay "$tmp/dfi.json" "$dfi" --format json
+        check "... against a count over the trace" "$PY" "$HERE/memory_count.py" "$tmp/dfi.json" "$tmp/dfi.trace.json"
+        check "... its allocations and frees add up from its start to its end" "$PY" -c 'import json,sys
+d = json.load(open(sys.argv[1]))["runs"][0]["memory_timeline"]["ranks"][0]["devices"][0]
+sys.exit(0 if d["start_bytes"] + d["alloc_bytes"] - d["freed_bytes"] == d["end_bytes"] and d["events"] == 26770
+         else "    %s" % d)' "$tmp/dfi.json"
+    fi
     check "a trace without [memory] events: replay" replay "$tmp/none.json" "$FIX/kineto_idle.json" --format json
     check "... null" run_key "$tmp/none.json" memory_timeline null
 }

@@ -13,7 +13,10 @@
  * ProfilerStep's start to its last one's end, ends included, every step
  * counted (memory is a state: leaving --window's step out would lose
  * where the next began). A window without ProfilerSteps counts all its
- * events. The rest are outside (memtl_table.outside).
+ * events. The rest are outside (memtl_table.outside). Events are taken in
+ * time order, ties in file order (trace_read sorts each window's): a
+ * profiler may write one out of order, and each total follows the event
+ * before it in time.
  *
  * Per device (bytes throughout; times in ns):
  *  - events: the events counted;

@@ -622,12 +622,24 @@ static void memory_event(struct file_ctx *fc, double ts, const cJSON *args)
         return;
     /* (bytes held to an exabyte: a total less its Bytes cannot overflow) */
     const int64_t most = INT64_C(1) << 60;
+    uint32_t seq = (uint32_t)(r->nmems - fc->mems_start);
     r->mems[r->nmems++] = (struct trace_mem){us_to_ns(ts),
                                              jint(args, "Bytes", 0, -most, most),
                                              jint(args, "Total Allocated", 0, 0, most),
                                              jint(args, "Total Reserved", 0, 0, most),
                                              (int16_t)jint(args, "Device Type", 0, 0, INT16_MAX),
-                                             (int16_t)jint(args, "Device Id", -1, -1, INT16_MAX)};
+                                             (int16_t)jint(args, "Device Id", -1, -1, INT16_MAX),
+                                             seq};
+}
+
+/* [memory] events by time, ties in file order: a profiler may write one
+ * out of order, and a total is the one after the event before in time. */
+static int mem_cmp(const void *a, const void *b)
+{
+    const struct trace_mem *x = a, *y = b;
+    if (x->ts_ns != y->ts_ns)
+        return x->ts_ns < y->ts_ns ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 static void foreign_event(struct file_ctx *fc, const cJSON *ev)
@@ -977,6 +989,8 @@ static int add_window(struct trace_doc *d, struct trace_rank *r, const struct fi
 {
     if (r->nops == ops_from && r->nsteps == steps_from && r->nmems == fc->mems_start)
         return -1;
+    if (r->nmems > fc->mems_start)
+        qsort(r->mems + fc->mems_start, r->nmems - fc->mems_start, sizeof(*r->mems), mem_cmp);
     struct trace_window w = {.ops_from = ops_from,
                              .ops_to = r->nops,
                              .mems_from = fc->mems_start,

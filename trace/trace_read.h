@@ -102,6 +102,7 @@ struct trace_mem {
     int64_t total_reserved; /* args."Total Reserved": the bytes its allocator holds after it */
     int16_t dev_type;       /* args."Device Type": c10's DeviceType (0 CPU, 1 CUDA, ...) */
     int16_t dev_id;         /* args."Device Id"; -1 for the CPU */
+    uint32_t seq;           /* its place in its file: a window's events are in time order, ties in this */
 };
 
 /* Where a foreign file's rank came from. */
@@ -139,7 +140,7 @@ struct trace_rank {
     size_t nsteps, cap_steps;
     struct trace_op *ops; /* foreign traces */
     size_t nops, cap_ops;
-    struct trace_mem *mems; /* foreign traces' [memory] events, in file order */
+    struct trace_mem *mems; /* foreign traces' [memory] events, each window's in time order */
     size_t nmems, cap_mems;
     size_t ngpu; /* ops with gpu = 1, sync = 0 */
     /* the distinct names of its device ops (trace_op.name), each once, and

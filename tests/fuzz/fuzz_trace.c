@@ -61,6 +61,10 @@ static void check_memtl(const struct trace_rank *r)
         if (d->nsteps > MEMTL_STEPS)
             abort();
     }
+    for (size_t w = 0; w < r->nwindows; w++)
+        for (size_t k = r->windows[w].mems_from + 1; k < r->windows[w].mems_to; k++)
+            if (r->mems[k - 1].ts_ns > r->mems[k].ts_ns)
+                abort(); /* a window's events in time order */
     if (events > r->nmems || (t.dropped == 0 && events != r->nmems))
         abort(); /* every event counted once: a device's, outside, or the host's */
 }
