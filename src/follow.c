@@ -339,6 +339,7 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         return;
     }
     c.kernels_valid = c.f.gpu_view;
+    memtl_table_rank(&c.memtl, r);
     if (c.f.gpu_view) {
         memcpy_table_rank(&c.memcpy, r, f->rule, &whole);
         memcpy_table_rank(&c.memcpy_rest, r, f->rule, &c.f_rest);
@@ -766,6 +767,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
         struct queue_tally queue = {0};
         struct launch_tally launches = {0};
         struct idle_table idle = {.delay_ns = f->idle_delay_ns};
+        struct memtl_table *memtl = &res->ranks[i].memtl; /* (the cycles' in step order, as a replay's windows) */
         int kernels_valid = 0, oom = 0;
         nsteps = 0;
         for (size_t k = 0; k < n; k++) {
@@ -780,6 +782,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
                 idle_table_add(&idle, rest ? &mine[k]->idle_rest : &mine[k]->idle);
                 oom |= straggler_gather_add(&late, rest ? &mine[k]->late_rest : &mine[k]->late) != 0;
             }
+            memtl_table_add(memtl, &mine[k]->memtl);
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
             sum.idle_split_valid = c->idle_split_valid;
@@ -809,6 +812,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
             rr->idle = idle;
             rr->idle_valid = 1;
         }
+        rr->memtl_valid = rr->memtl.n > 0;
         kernel_tally_free(&kernels);
         queue_tally_free(&queue);
         launch_tally_free(&launches);

@@ -82,6 +82,8 @@ struct follow_cycle {
     struct launch_tally launch, launch_rest;
     /* ... and its idle time per stream (trace/idle.h) */
     struct idle_table idle, idle_rest;
+    /* ... and its memory timeline (trace/memtl.h): every step's, none left out */
+    struct memtl_table memtl;
     /* ... and its collectives' starts (trace/straggler.h), merged over
      * every rank's cycles into the run's late collectives */
     struct straggler_gather late, late_rest;

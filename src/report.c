@@ -846,6 +846,69 @@ static void write_straggler_table(FILE *f, const struct run_result *res, int n, 
     }
 }
 
+/* Each replayed run's memory timeline (trace/memtl.h): each rank's
+ * devices, their bytes (start, end, peaks, allocated and freed), when the
+ * peak came (us after the rank's first step, and its step), then each
+ * step's peak. */
+static void write_memtl_table(FILE *f, const struct run_result *res, int n, int md)
+{
+    for (int i = 0; i < n; i++) {
+        const struct run_result *r = &res[i];
+        if (!r->memtl_valid)
+            continue;
+        fprintf(f,
+                md ? "\nMemory timeline of run %d ([memory] events over every step; bytes; peak at: us after the "
+                     "rank's first "
+                     "step):\n\n"
+                     "| rank | device | events | start | end | peak | peak at | step | reserved peak | allocated | "
+                     "freed |\n"
+                     "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                   : "\nmemory timeline of run %d ([memory] events over every step; bytes; peak at: us after the "
+                     "rank's first "
+                     "step):\n"
+                     "%4s %-8s %8s %14s %14s %14s %12s %6s %14s %14s %14s\n",
+                i, "rank", "device", "events", "start", "end", "peak", "peak at", "step", "reserved peak", "allocated",
+                "freed");
+        for (int k = 0; k < r->nranks; k++) {
+            const struct rank_result *q = &r->ranks[k];
+            const struct memtl_table *t = &q->memtl;
+            for (int j = 0; q->memtl_valid && j < t->n; j++) {
+                const struct memtl_device *d = &t->dev[j];
+                char name[32], at[32], step[32];
+                memtl_device_name(name, sizeof(name), d->dev_type, d->dev_id);
+                rep_fig(at, sizeof(at), "%.3f", (double)(d->peak_at_ns - t->origin_ns) / 1e3, t->origin_valid);
+                rep_fig(step, sizeof(step), "%.0f", (double)d->peak_step, d->peak_step >= 0);
+                fprintf(f,
+                        md ? "| %d | %s | %llu | %lld | %lld | %lld | %s | %s | %lld | %llu | %llu |\n"
+                           : "%4d %-8s %8llu %14lld %14lld %14lld %12s %6s %14lld %14llu %14llu\n",
+                        q->rank, name, (unsigned long long)d->events, (long long)d->start_bytes,
+                        (long long)d->end_bytes, (long long)d->peak_bytes, at, step, (long long)d->reserved_peak_bytes,
+                        (unsigned long long)d->alloc_bytes, (unsigned long long)d->freed_bytes);
+            }
+        }
+        for (int k = 0; k < r->nranks; k++) {
+            const struct rank_result *q = &r->ranks[k];
+            const struct memtl_table *t = &q->memtl;
+            for (int j = 0; q->memtl_valid && j < t->n; j++) {
+                const struct memtl_device *d = &t->dev[j];
+                char name[32];
+                memtl_device_name(name, sizeof(name), d->dev_type, d->dev_id);
+                fprintf(f, md ? "\nRank %d %s, peak per step:" : "rank %d %s peak per step:", q->rank, name);
+                for (int s = 0; s < d->nsteps; s++)
+                    fprintf(f, " %u:%lld", d->steps[s].step, (long long)d->steps[s].peak_bytes);
+                if (d->steps_dropped)
+                    fprintf(f, " (%d more steps left out)", d->steps_dropped);
+                fputc('\n', f);
+            }
+            if (q->memtl_valid && (t->outside || t->dropped))
+                fprintf(f,
+                        md ? "\nRank %d: %llu events outside its steps, %d more devices left out.\n"
+                           : "rank %d: %llu events outside its steps, %d more devices left out\n",
+                        q->rank, (unsigned long long)t->outside, t->dropped);
+        }
+    }
+}
+
 static void write_text(FILE *f, const struct run_result *res, int n, int md)
 {
     int replays = write_replay_sources(f, res, n, md);
@@ -859,6 +922,7 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         write_launch_table(f, res, n, md);
         write_idle_table(f, res, n, md);
         write_straggler_table(f, res, n, md);
+        write_memtl_table(f, res, n, md);
     }
     write_legend(f);
     write_params(f, res, n, md);

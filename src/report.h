@@ -16,6 +16,7 @@
 #include "kernels.h"
 #include "launch.h"
 #include "memcpy.h"
+#include "memtl.h"
 #include "metrics.h"
 #include "pipeline.h"
 #include "queue.h"
@@ -83,6 +84,10 @@ struct rank_result {
      * result_idle */
     struct idle_table idle;
     int idle_valid;
+    /* ... its memory timeline per device from [memory] events (trace/
+     * memtl.h); valid when a device's events were counted */
+    struct memtl_table memtl;
+    int memtl_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */
@@ -255,6 +260,8 @@ struct run_result {
     int launch_valid;
     /* a rank's idle time per stream is there (HTA's is per rank and stream) */
     int idle_valid;
+    /* a rank's memory timeline is there (it is per rank and device) */
+    int memtl_valid;
     /* the run's late collectives (trace/straggler.h): a cross-rank table,
      * made once in replay; stragglers.valid 0 when none matched */
     struct straggler_table stragglers;
@@ -301,6 +308,8 @@ void result_launch(struct run_result *res);
 /* The idle time shares of each rank's streams; idle_valid when a rank has
  * them. */
 void result_idle(struct run_result *res);
+/* memtl_valid when a rank's memory timeline is. */
+void result_memtl(struct run_result *res);
 /* Compute and collective seconds per epoch of steps_per_epoch steps, per
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);

@@ -405,6 +405,57 @@ static cJSON *json_stragglers(const struct run_result *r)
     return o;
 }
 
+/* A rank's memory timeline (trace/memtl.h), one entry a device: its
+ * events, bytes at the start and end, peaks (the allocated one's time in us
+ * after the rank's first step, and its step), bytes allocated and freed,
+ * and the peak allocated of each step. */
+static void rank_memtl(cJSON *e, const struct rank_result *q)
+{
+    const struct memtl_table *t = &q->memtl;
+    cJSON *a = cJSON_AddArrayToObject(e, "devices");
+    for (int i = 0; a && i < t->n; i++) {
+        const struct memtl_device *d = &t->dev[i];
+        char name[32];
+        memtl_device_name(name, sizeof(name), d->dev_type, d->dev_id);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "device", name);
+        cJSON_AddNumberToObject(o, "device_type", d->dev_type);
+        cJSON_AddNumberToObject(o, "device_id", d->dev_id);
+        cJSON_AddNumberToObject(o, "events", (double)d->events);
+        cJSON_AddNumberToObject(o, "start_bytes", (double)d->start_bytes);
+        cJSON_AddNumberToObject(o, "end_bytes", (double)d->end_bytes);
+        cJSON_AddNumberToObject(o, "peak_bytes", (double)d->peak_bytes);
+        add_num(o, "peak_at_us", (double)(d->peak_at_ns - t->origin_ns) / 1e3, t->origin_valid);
+        add_num(o, "peak_step", (double)d->peak_step, d->peak_step >= 0);
+        cJSON_AddNumberToObject(o, "reserved_peak_bytes", (double)d->reserved_peak_bytes);
+        cJSON_AddNumberToObject(o, "alloc_bytes", (double)d->alloc_bytes);
+        cJSON_AddNumberToObject(o, "freed_bytes", (double)d->freed_bytes);
+        cJSON *st = cJSON_AddArrayToObject(o, "steps");
+        for (int k = 0; st && k < d->nsteps; k++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "step", d->steps[k].step);
+            cJSON_AddNumberToObject(x, "peak_bytes", (double)d->steps[k].peak_bytes);
+            cJSON_AddItemToArray(st, x);
+        }
+        cJSON_AddNumberToObject(o, "steps_left_out", d->steps_dropped);
+        cJSON_AddItemToArray(a, o);
+    }
+    cJSON_AddNumberToObject(e, "devices_left_out", t->dropped);
+    cJSON_AddNumberToObject(e, "outside_events", (double)t->outside);
+    cJSON_AddNumberToObject(e, "host_events", (double)t->host);
+}
+
+/* The memory timeline per rank and device from [memory] events
+ * (trace/memtl.h); null when no rank has a device's. */
+static cJSON *json_memtl(const struct run_result *r)
+{
+    if (!r->memtl_valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    json_section_ranks(o, r, offsetof(struct rank_result, memtl_valid), rank_memtl);
+    return o;
+}
+
 static cJSON *json_run(const struct run_result *res, int n, int index)
 {
     const struct run_result *r = &res[index];
@@ -509,6 +560,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     cJSON_AddItemToObject(o, "launch", json_launch(r));
     cJSON_AddItemToObject(o, "idle", json_idle(r));
     cJSON_AddItemToObject(o, "stragglers", json_stragglers(r));
+    cJSON_AddItemToObject(o, "memory_timeline", json_memtl(r));
     cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
     return o;
 }
@@ -573,8 +625,9 @@ static void csv_str(FILE *f, const char *s)
 /* The CSV's one header: the figures' columns, then the kernel rows'
  * (CSV_KERNEL_COLS), then the memory copy rows' (CSV_MEMCPY_COLS), the
  * launch queue rows' (CSV_QUEUE_COLS), the launch statistics rows'
- * (CSV_LAUNCH_COLS), the idle time rows' (CSV_IDLE_COLS) and the late
- * collective rows' (the last CSV_STRAG_COLS). */
+ * (CSV_LAUNCH_COLS), the idle time rows' (CSV_IDLE_COLS), the late
+ * collective rows' (CSV_STRAG_COLS) and the memory timeline rows' (the last
+ * CSV_MEMTL_COLS). */
 static const char csv_header[] =
     "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_"
     "p90,"
@@ -597,13 +650,16 @@ static const char csv_header[] =
     "gpu,launch_long_cpu,launch_long_delay,idle_stream,idle_ops,idle_us,idle_host_wait_us,idle_host_wait_gaps,"
     "idle_host_wait_ratio,idle_kernel_wait_us,idle_kernel_wait_gaps,idle_kernel_wait_ratio,idle_other_us,idle_other_"
     "gaps,idle_other_ratio,idle_delay_us,straggler_kernel,straggler_stream,straggler_steps,straggler_last,"
-    "straggler_late,straggler_lead_us,straggler_lead_mean_us,straggler_rank\n";
+    "straggler_late,straggler_lead_us,straggler_lead_mean_us,straggler_rank,memtl_"
+    "device,memtl_events,memtl_start_bytes,memtl_end_bytes,memtl_peak_bytes,memtl_peak_at_us,memtl_peak_step,memtl_"
+    "reserved_peak_bytes,memtl_alloc_bytes,memtl_freed_bytes,memtl_step_peaks\n";
 #define CSV_KERNEL_COLS 8
 #define CSV_MEMCPY_COLS 9
 #define CSV_QUEUE_COLS 10
 #define CSV_LAUNCH_COLS 14
-#define CSV_IDLE_COLS 13 /* then: the idle rows' */
-#define CSV_STRAG_COLS 8 /* the last: the late collectives' rows */
+#define CSV_IDLE_COLS 13  /* then: the idle rows' */
+#define CSV_STRAG_COLS 8  /* then: the late collectives' rows */
+#define CSV_MEMTL_COLS 11 /* the last: the memory timeline's rows */
 
 /* The columns of the figures between run and rank and the kernel columns. */
 static int csv_figure_cols(void)
@@ -612,7 +668,7 @@ static int csv_figure_cols(void)
     for (const char *p = csv_header; *p; p++)
         commas += *p == ',';
     return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS - CSV_QUEUE_COLS - CSV_LAUNCH_COLS - CSV_IDLE_COLS -
-           CSV_STRAG_COLS;
+           CSV_STRAG_COLS - CSV_MEMTL_COLS;
 }
 
 /* One column holding a kernel's name, which may hold commas and quotes:
@@ -647,7 +703,8 @@ static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const 
     csv_num(f, (double)ns / 1e3, 1, "%.3f");
     csv_num(f, mean_us, name != NULL, "%.3f");
     csv_num(f, share_pct, 1, "%.3f");
-    for (int c = CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS; c > 0; c--)
+    for (int c = CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS;
+         c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
 }
@@ -698,7 +755,7 @@ static void csv_memcpy_row(FILE *f, int run, int rank, const struct memcpy_kind 
     csv_num(f, k->copy_gbps_mean, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_min, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_max, k->rated > 0, "%.6f");
-    for (int c = CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS; c > 0; c--)
+    for (int c = CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
 }
@@ -737,7 +794,7 @@ static void csv_queue_row(FILE *f, int run, int rank, const struct queue_stream 
     csv_num(f, s->p75, 1, "%.6f");
     csv_num(f, (double)s->max, 1, "%.0f");
     csv_num(f, (double)s->blocked_ns / 1e3, 1, "%.3f");
-    for (int c = CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS; c > 0; c--)
+    for (int c = CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
         fputc(',', f); /* (the launch, idle and late collective rows') */
     fputc('\n', f);
 }
@@ -777,7 +834,7 @@ static void csv_launch_row(FILE *f, int run, int rank, const struct launch_table
     csv_num(f, (double)t->short_gpu, 1, "%.0f");
     csv_num(f, (double)t->long_cpu, 1, "%.0f");
     csv_num(f, (double)t->long_delay, 1, "%.0f");
-    for (int c = CSV_IDLE_COLS + CSV_STRAG_COLS; c > 0; c--)
+    for (int c = CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
         fputc(',', f); /* (the idle and late collective rows') */
     fputc('\n', f);
 }
@@ -814,7 +871,7 @@ static void csv_idle_row(FILE *f, int run, int rank, const struct idle_stream *s
         csv_num(f, s->ratio[c], s->ratio_valid, "%.6f");
     }
     csv_num(f, (double)delay_ns / 1e3, 1, "%.3f");
-    for (int c = CSV_STRAG_COLS; c > 0; c--)
+    for (int c = CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
         fputc(',', f); /* (the late collective rows') */
     fputc('\n', f);
 }
@@ -856,7 +913,48 @@ static void csv_stragglers(FILE *f, const struct run_result *r, int i)
         csv_num(f, (double)q->lead_total_ns / 1e3, 1, "%.3f");
         csv_num(f, q->lead_mean_ns / 1e3, q->last > 0, "%.3f");
         csv_num(f, (double)t->straggler, 1, "%.0f");
+        for (int c = CSV_MEMTL_COLS; c > 0; c--)
+            fputc(',', f); /* (the memory timeline rows') */
         fputc('\n', f);
+    }
+}
+
+/* Run i's memory timeline (trace/memtl.h), as in JSON: one row per rank
+ * and device, every column before them empty but `kernels`, "memory"; its
+ * figures, and its steps' peaks as "step:bytes" joined by ';'. */
+static void csv_memtl(FILE *f, const struct run_result *r, int i)
+{
+    if (!r->memtl_valid)
+        return;
+    for (int k = 0; k < r->nranks; k++) {
+        const struct memtl_table *t = &r->ranks[k].memtl;
+        for (int j = 0; r->ranks[k].memtl_valid && j < t->n; j++) {
+            const struct memtl_device *d = &t->dev[j];
+            char name[32];
+            memtl_device_name(name, sizeof(name), d->dev_type, d->dev_id);
+            fprintf(f, "%d,%d", i, r->ranks[k].rank);
+            for (int c = csv_figure_cols(); c > 0; c--)
+                fputc(',', f);
+            csv_str(f, "memory");
+            for (int c = CSV_KERNEL_COLS - 1 + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS +
+                         CSV_STRAG_COLS;
+                 c > 0; c--)
+                fputc(',', f);
+            csv_str(f, name);
+            csv_num(f, (double)d->events, 1, "%.0f");
+            csv_num(f, (double)d->start_bytes, 1, "%.0f");
+            csv_num(f, (double)d->end_bytes, 1, "%.0f");
+            csv_num(f, (double)d->peak_bytes, 1, "%.0f");
+            csv_num(f, (double)(d->peak_at_ns - t->origin_ns) / 1e3, t->origin_valid, "%.3f");
+            csv_num(f, (double)d->peak_step, d->peak_step >= 0, "%.0f");
+            csv_num(f, (double)d->reserved_peak_bytes, 1, "%.0f");
+            csv_num(f, (double)d->alloc_bytes, 1, "%.0f");
+            csv_num(f, (double)d->freed_bytes, 1, "%.0f");
+            fputc(',', f);
+            for (int s = 0; s < d->nsteps; s++)
+                fprintf(f, "%s%u:%lld", s ? ";" : "", d->steps[s].step, (long long)d->steps[s].peak_bytes);
+            fputc('\n', f);
+        }
     }
 }
 
@@ -938,7 +1036,7 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_str(f, rep_window_label(q ? q->window : r->window, q && q->window_whole));
             csv_str(f, q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
             for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS +
-                         CSV_STRAG_COLS;
+                         CSV_STRAG_COLS + CSV_MEMTL_COLS;
                  c > 0; c--)
                 fputc(',', f); /* (the kernel, memory copy, queue, launch, idle and late collective rows' columns) */
             fputc('\n', f);
@@ -956,4 +1054,6 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
         csv_idle(f, &res[i], i);
     for (int i = 0; i < n; i++)
         csv_stragglers(f, &res[i], i);
+    for (int i = 0; i < n; i++)
+        csv_memtl(f, &res[i], i);
 }

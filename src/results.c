@@ -487,6 +487,13 @@ void result_idle(struct run_result *res)
     }
 }
 
+void result_memtl(struct run_result *res)
+{
+    res->memtl_valid = 0;
+    for (int i = 0; i < res->nranks; i++)
+        res->memtl_valid |= res->ranks[i].memtl_valid;
+}
+
 void result_queue(struct run_result *res)
 {
     res->queue_valid = 0;

@@ -675,6 +675,7 @@ void replay_foreign_run(struct run_result *res)
     result_queue(res);
     result_launch(res);
     result_idle(res);
+    result_memtl(res);
 }
 
 /* PyTorch profiler traces: HTA's definitions (trace_analyze), over the
@@ -760,6 +761,8 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
             }
             res->ranks[i].idle_valid = 1;
         }
+        memtl_table_rank(&res->ranks[i].memtl, tr);
+        res->ranks[i].memtl_valid = res->ranks[i].memtl.n > 0;
         /* where its rank came from: its first file's (in reading order) */
         int first = INT_MAX;
         for (size_t k = 0; k < tr->nwindows; k++)

@@ -21,7 +21,11 @@ delay durations' mean, median and most; and its idle time per stream (the
 JSON's `idle` of the rank): stream, ops, idle ms and the shares of host
 wait, kernel wait and other; and the run's late collectives (the JSON's
 `stragglers`, whichever rank is shown): the straggler named, and each
-rank's steps last and late and its lead's total and mean. A pane scrolled down may have its first lines out of sight: the tables
+rank's steps last and late and its lead's total and mean; and the rank's
+memory timeline (the JSON's `memory_timeline` of the rank): per device its
+events, MB at the start, end and peak, the peak's time and step, the peak
+reserved, and a sparkline of its steps' peaks, a glyph a step, the highest
+where the step's peak is the most. A pane scrolled down may have its first lines out of sight: the tables
 whose titles are not shown are then checked on the rows that are. Nothing
 here calls ddptop's code.
 """
@@ -177,9 +181,36 @@ def main():
     table("late collectives", title, late, [] if st is None else [
         (str(r["rank"]), str(r["last"]), str(r["late"]), "%.3f" % r["lead_us"], fmt(r["lead_mean_us"]))
         for r in st["ranks"]])
+    # the rank's memory timeline: "DEVICE events start-MB end-MB peak-MB
+    # peak-at-ms|n/a step|- resv-MB", then "steps A-B SPARK peak/step MB":
+    # a glyph a step, the highest ('█' or '#') where the step's peak is the
+    # most
+    mt = run.get("memory_timeline") or {"ranks": []}
+    want_m = next((r["devices"] for r in mt["ranks"] if r["rank"] == rank), [])
+    devs = rows_of(r"([a-z]+\d*:-?\d+)\s+(\d+)\s+(-?\d+\.\d{3})\s+(-?\d+\.\d{3})\s+(-?\d+\.\d{3})\s+(n/a|-?\d+\.\d{3})"
+                   r"\s+(-|\d+)\s+(\d+\.\d{3})")
+    mb = lambda v: "%.3f" % (v / 1e6)
+    table("memory timeline", "memory timeline of rank %d" % rank, devs,
+          [(w["device"], str(w["events"]), mb(w["start_bytes"]), mb(w["end_bytes"]), mb(w["peak_bytes"]),
+            "n/a" if w["peak_at_us"] is None else "%.3f" % (w["peak_at_us"] / 1e3),
+            "-" if w["peak_step"] is None else str(w["peak_step"]), mb(w["reserved_peak_bytes"])) for w in want_m])
+    sparks = rows_of(r"steps (\d+)-(\d+) (\S+) peak/step (\d+\.\d{3}) MB")
+    want_s = [w["steps"] for w in want_m if w["steps"]]
+    if above or below:
+        want_s = want_s[len(want_s) - len(sparks):] if above else want_s[:len(sparks)]
+    if len(sparks) != len(want_s):
+        fail("the pane shows %d memory sparklines, the report %d devices with steps" % (len(sparks), len(want_s)))
+    for got, steps in zip(sparks, want_s):
+        most = max(x["peak_bytes"] for x in steps)
+        top = [i for i, x in enumerate(steps) if x["peak_bytes"] == most]
+        spark = got[2]
+        if (int(got[0]), int(got[1])) != (steps[0]["step"], steps[-1]["step"]) or len(spark) != len(steps) or \
+                got[3] != mb(most) or any((c in "\u2588#") != (i in top) for i, c in enumerate(spark)):
+            fail("memory sparkline %s, report steps %s" % (got, [(x["step"], x["peak_bytes"]) for x in steps]))
     print("%d types, %d top kernels, %d copy kinds, %d streams' queues, %d launch lines and %d streams' idle time "
-          "of rank %d and %d late collective rows checked" % (shown, len(rows), len(copies), len(queues),
-                                                             len(counts) + len(durs), len(idles), rank, len(late)))
+          "of rank %d, %d late collective rows and %d devices' memory checked" % (
+              shown, len(rows), len(copies), len(queues), len(counts) + len(durs), len(idles), rank, len(late),
+              len(devs)))
 
 
 main()

@@ -195,10 +195,12 @@ quit_and_check kernels
 # a trace with copies of three kinds, some without a bandwidth in the trace
 # (kineto_memcpy.json), one with launches on two streams (kineto_gpu.json:
 # its queues and launch statistics), one with idle time of each kind on two
-# streams (kineto_idle.json), and a 3-rank folder (stragglers3: the run's
-# late collectives, last); the pane scrolls to its end
+# streams (kineto_idle.json), a 3-rank folder (stragglers3: the run's
+# late collectives), and one with [memory] events on two devices
+# (kineto_memory.json: the rank's memory timeline, last); the pane scrolls
+# to its end
 for c in "copies kineto_memcpy.json Memcpy HtoD" "queues kineto_gpu.json stream 7" "idle kineto_idle.json stream 20" \
-    "late stragglers3 rank 2"; do
+    "late stragglers3 rank 2" "memory kineto_memory.json cuda:1"; do
     set -- $c
     name=$1 fixture=$2
     shift 2

@@ -61,13 +61,20 @@
 #              collectives (trace/straggler.h), merged over every rank's
 #              cycles, equal --replay's of the folder, the counts worked by
 #              hand for the file whole, and straggler_count.py's.
+#   memory     kineto_memory.json (fixtures/trace) as two ranks' two
+#              cycles (the second 2000 us and two steps later), written one
+#              at a time into the followed folder: the run's memory
+#              timeline (trace/memtl.h), each cycle's added as it lands,
+#              equals --replay's of the folder, and memory_count.py's count
+#              over the files: rank 1's cuda:0 12 events over steps 1-4, its
+#              peak 25600 in step 2.
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
 #              non-terminal, --follow runs headless; --help tells of both.
 #
 # job and straggler exit 77 when Debian's python3 has no torch.
-# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|kernels|args
+# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|kernels|late|memory|args
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
 BIN=${1:?usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|args}
@@ -601,6 +608,55 @@ PY
     fi
 }
 
+case_memory() {
+    local d=$T/mem src=$T/mem.src f
+    mkdir -p "$d" "$src"
+    python3 - "$FIX/kineto_memory.json" "$src" <<'PY' || { fail "memory: the cycles could not be made"; return; }
+import json, re, sys
+for rank in (0, 1):
+    for cycle in (1, 2):
+        d = json.load(open(sys.argv[1]))
+        d["distributedInfo"]["rank"] = rank
+        for e in d["traceEvents"]:
+            e["ts"] += 2000 * (cycle - 1)
+            e["name"] = re.sub(r"ProfilerStep#(\d+)", lambda m: "ProfilerStep#%d" % (int(m.group(1)) + 2 * (cycle - 1)),
+                               e["name"])
+            if "correlation" in e.get("args", {}):
+                e["args"]["correlation"] += 10 * (cycle - 1)
+        json.dump(d, open("%s/c%d_rank%d.json" % (sys.argv[2], cycle, rank), "w"))
+PY
+    "$BIN" --batch --follow "$d" --idle-exit 3 --format json >"$T/mem.json" 2>"$T/mem.err" &
+    DPID=$!
+    for f in "$src"/c1_*.json "$src"/c2_*.json; do
+        sleep 0.3
+        cp "$f" "$d/.tmp" && mv "$d/.tmp" "$d/$(basename "$f")"
+    done
+    wait "$DPID"
+    local rc=$?
+    DPID=""
+    if [ $rc = 0 ]; then pass "memory: exit 0"; else fail "memory: status $rc" "$T/mem.err"; fi
+    "$BIN" --batch --replay "$d" --format json >"$T/mem.replay.json" 2>/dev/null
+    if python3 - "$T/mem.json" "$T/mem.replay.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f))["runs"][0]["memory_timeline"] for f in sys.argv[1:3])
+r = a["ranks"][1] if a and len(a["ranks"]) == 2 else None
+d = r["devices"][0] if r else {}
+got = (d.get("device"), d.get("events"), [s["step"] for s in d.get("steps", [])], d.get("peak_bytes"),
+       d.get("peak_step"))
+ok = a == b and got == ("cuda:0", 12, [1, 2, 3, 4], 25600, 2)
+sys.exit(0 if ok else "    follow %s\n    replay %s" % (json.dumps(a)[:600], json.dumps(b)[:600]))
+PY
+        pass "memory: the followed job's memory timeline equals --replay's of the folder, and the hand-worked one"
+    else
+        fail "memory: --follow's memory timeline is not --replay's"
+    fi
+    if python3 "$HERE/memory_count.py" "$T/mem.json" "$src"/c*_rank*.json; then
+        pass "memory: as counted over the traces' JSON"
+    else
+        fail "memory: not as counted over the traces' JSON"
+    fi
+}
+
 # refused TAG WANT ARGS...: status 2, one line on stderr matching WANT
 refused() {
     local tag=$1 want=$2
@@ -656,6 +712,7 @@ partial) case_partial ;;
 ranks) case_ranks ;;
 kernels) case_kernels ;;
 late) case_late ;;
+memory) case_memory ;;
 args) case_args ;;
 *)
     echo "unknown case $CASE"

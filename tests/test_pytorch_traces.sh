@@ -215,6 +215,27 @@
 #            ranks 0 and 1, lead 0), straggler rank 1. Also
 #            straggler_count.py's count over the trace files, the text,
 #            markdown and CSV against the JSON, and none on one rank.
+#   memory   the memory timeline from [memory] events (HTA reads none).
+#            kineto_memory.json: one rank, steps 1 [1000,2000) and 2
+#            [2000,3000) us; events (us: device, Bytes, Total Allocated,
+#            Total Reserved): 500 cuda:0 +1024 1024 2M (before the steps:
+#            outside); 1100 cuda:0 +4096 5120; 1150 the CPU +64 (left
+#            out); 1200 cuda:0 +8192 13312; 1300 cuda:1 -2048 6144 8M; 1500
+#            cuda:0 -4096 9216; 2100 cuda:0 +16384 25600 4M; 2200 cuda:1
+#            +1024 7168 (written before the event at 1300: taken in time
+#            order); 2500 cuda:0 -16384 9216; 2900 cuda:0 -8192 1024;
+#            3500 cuda:0 -1024 0 (after: outside). By hand: cuda:0 6
+#            events, 1024 at the start and the end, peak 25600 at 1100 us
+#            (step 2), reserved 4M, 28672 allocated and freed, steps
+#            13312 and 25600; cuda:1 2 events, 8192 at the start (its
+#            first event a free), 7168 at the end, peak 8192 at 300 us
+#            (step 1, before the free), reserved 8M, 1024 allocated and
+#            2048 freed, steps 8192 and 7168; 2 outside, 1 host. Also
+#            memory_count.py's count over the trace and over two cycles
+#            of a rank (a copy 2000 us and two steps on), the text,
+#            markdown and CSV against the JSON, and null with none; with
+#            DDPTOP_HTA_DIR, HTA's df_index_resolver trace (26770 events
+#            on cuda:1) recounted, its bytes adding up.
 #   hta_live HTA run now (tests/hta_breakdown.py; 77 without HTA's code or
 #            pandas) on the hand-made traces and two of HTA's: the .tsv
 #            still holds HTA's values (and queue_length.tsv on kineto_queue
@@ -1025,6 +1046,97 @@ PY
 }
 
 # hta_data: the folder of HTA's test traces, or exit 77
+case_memory() {
+    local km=$FIX/kineto_memory.json
+    check "kineto_memory: replay" replay "$tmp/km.json" "$km" --format json
+    check "... against a count over the trace" "$PY" "$HERE/memory_count.py" "$tmp/km.json" "$km"
+    check "... worked by hand" "$PY" - "$tmp/km.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["runs"][0]["memory_timeline"]
+want = [  # device, events, start, end, peak, at (us), step, reserved, allocated, freed, steps' peaks
+    ("cuda:0", 6, 1024, 1024, 25600, 1100, 2, 4194304, 28672, 28672, [13312, 25600]),
+    ("cuda:1", 2, 8192, 7168, 8192, 300, 1, 8388608, 1024, 2048, [8192, 7168])]
+r = m["ranks"]
+got = [(d["device"], d["events"], d["start_bytes"], d["end_bytes"], d["peak_bytes"], d["peak_at_us"], d["peak_step"],
+        d["reserved_peak_bytes"], d["alloc_bytes"], d["freed_bytes"], [s["peak_bytes"] for s in d["steps"]])
+       for d in r[0]["devices"]] if len(r) == 1 else None
+bad = [] if got == want else ["%s, by hand %s" % (got, want)]
+if len(r) == 1 and (r[0]["outside_events"], r[0]["host_events"]) != (2, 1):
+    bad.append("outside, host: %s %s" % (r[0]["outside_events"], r[0]["host_events"]))
+sys.exit("    " + "\n    ".join(bad) if bad else 0)
+PY
+    check "--window hta: the same timeline" replay "$tmp/kmh.json" "$km" --window hta --format json
+    check "... every step, whatever the window" "$PY" -c 'import json,sys
+a, b = (json.load(open(f))["runs"][0]["memory_timeline"] for f in sys.argv[1:])
+sys.exit(0 if a == b else "    %s\n    %s" % (a, b))' "$tmp/km.json" "$tmp/kmh.json"
+    check "text report" replay "$tmp/km.txt" "$km"
+    check "text: cuda:0's row" grep -Eq \
+        '^ +0 cuda:0 +6 +1024 +1024 +25600 +1100\.000 +2 +4194304 +28672 +28672$' "$tmp/km.txt"
+    check "text: cuda:1's steps" has "$tmp/km.txt" "rank 0 cuda:1 peak per step: 1:8192 2:7168"
+    check "markdown report" replay "$tmp/km.md" "$km" --format md
+    check "markdown: cuda:1's row" has "$tmp/km.md" \
+        "| 0 | cuda:1 | 2 | 8192 | 7168 | 8192 | 300.000 | 1 | 8388608 | 1024 | 2048 |"
+    # a second rank, whose two cycles are two windows: the second a copy
+    # 2000 us and two steps later
+    mkdir -p "$tmp/km2"
+    cp "$km" "$tmp/km2/rank0.json"
+    sed 's/"rank": 0/"rank": 1/' "$km" >"$tmp/km2/rank1.a.json"
+    "$PY" - "$tmp/km2/rank1.a.json" "$tmp/km2/rank1.b.json" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+for e in d["traceEvents"]:
+    e["ts"] += 2000
+    e["name"] = re.sub(r"ProfilerStep#(\d+)", lambda m: "ProfilerStep#%d" % (int(m.group(1)) + 2), e["name"])
+    if "correlation" in e.get("args", {}):
+        e["args"]["correlation"] += 10
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    check "two ranks, two cycles: replay" replay "$tmp/km2.json" "$tmp/km2" --format json
+    check "... against a count over the trace" "$PY" "$HERE/memory_count.py" "$tmp/km2.json" "$tmp/km2/rank0.json" \
+        "$tmp/km2/rank1.a.json" "$tmp/km2/rank1.b.json"
+    check "... rank 1 by hand: 12 events on cuda:0, 4 steps, its peak in step 2" "$PY" -c 'import json,sys
+r = json.load(open(sys.argv[1]))["runs"][0]["memory_timeline"]["ranks"][1]
+d = r["devices"][0]
+g = (r["rank"], d["events"], [s["step"] for s in d["steps"]], d["peak_step"], d["peak_at_us"], r["outside_events"])
+sys.exit(0 if g == (1, 12, [1, 2, 3, 4], 2, 1100, 4) else "    %s" % (g,))' "$tmp/km2.json"
+    check "two ranks: csv" replay "$tmp/km2.csv" "$tmp/km2" --format csv
+    check "... the memory rows are the JSON's" "$PY" - "$tmp/km2.csv" "$tmp/km2.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+m = json.load(open(sys.argv[2]))["runs"][0]["memory_timeline"]
+keys = ("events", "start_bytes", "end_bytes", "peak_bytes", "peak_at_us", "peak_step", "reserved_peak_bytes",
+        "alloc_bytes", "freed_bytes")
+want = [(str(r["rank"]), d["device"], [d[k] for k in keys],
+         ";".join("%d:%d" % (s["step"], s["peak_bytes"]) for s in d["steps"]))
+        for r in m["ranks"] for d in r["devices"]]
+got = [x for x in rows if x["kernels"] == "memory"]
+bad = [] if len(got) == len(want) == 4 else ["%d memory rows, JSON %d" % (len(got), len(want))]
+for x, (rank, dev, w, steps) in zip(got, want):
+    g = [None if x["memtl_" + k] == "" else float(x["memtl_" + k]) for k in keys]
+    if (x["rank"], x["memtl_device"], x["memtl_step_peaks"]) != (rank, dev, steps) or any(
+            (a is None) != (b is None) or (a is not None and abs(a - b) > 1e-3) for a, b in zip(g, w)):
+        bad.append("csv %s %s %s %s, json %s %s %s %s" % (x["rank"], x["memtl_device"], g, x["memtl_step_peaks"],
+                                                          rank, dev, w, steps))
+if any(x["kernels"] != "memory" and x["memtl_device"] for x in rows):
+    bad.append("a row not of memory with memory columns")
+sys.exit("    " + "\n    ".join(bad[:6]) if bad else 0)
+PY
+    # HTA's one test trace with [memory] events (26770 on cuda:1, one
+    # written out of order), recounted
+    local dfi=${DDPTOP_HTA_DIR:-/nonexistent}/tests/data/df_index_resolver/df_index_resolver.json.gz
+    if [ -f "$dfi" ]; then
+        gzip -dc "$dfi" >"$tmp/dfi.trace.json"
+        check "HTA's df_index_resolver: replay" replay "$tmp/dfi.json" "$dfi" --format json
+        check "... against a count over the trace" "$PY" "$HERE/memory_count.py" "$tmp/dfi.json" "$tmp/dfi.trace.json"
+        check "... its allocations and frees add up from its start to its end" "$PY" -c 'import json,sys
+d = json.load(open(sys.argv[1]))["runs"][0]["memory_timeline"]["ranks"][0]["devices"][0]
+sys.exit(0 if d["start_bytes"] + d["alloc_bytes"] - d["freed_bytes"] == d["end_bytes"] and d["events"] == 26770
+         else "    %s" % d)' "$tmp/dfi.json"
+    fi
+    check "a trace without [memory] events: replay" replay "$tmp/none.json" "$FIX/kineto_idle.json" --format json
+    check "... null" run_key "$tmp/none.json" memory_timeline null
+}
+
 hta_data() {
     local d=${DDPTOP_HTA_DIR:-}
     if [ -z "$d" ] || [ ! -d "$d/tests/data" ]; then
@@ -1224,9 +1336,11 @@ PY
 }
 
 case $CASE in
-window | folder | devices | ranks | kernels | memcpy | queue | launch | idle | straggler | hta | hta_live) "case_$CASE" ;;
+window | folder | devices | ranks | kernels | memcpy | queue | launch | idle | straggler | memory | hta | hta_live)
+    "case_$CASE"
+    ;;
 *)
-    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|idle|straggler|hta|hta_live" >&2
+    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|idle|straggler|memory|hta|hta_live" >&2
     exit 2
     ;;
 esac

@@ -47,6 +47,7 @@ void trace_doc_free(struct trace_doc *d)
         free(d->ranks[i].spans);
         free(d->ranks[i].steps);
         free(d->ranks[i].ops);
+        free(d->ranks[i].mems);
         free(d->ranks[i].track_key);
         free(d->ranks[i].windows);
         for (size_t k = 0; k < d->ranks[i].nnames; k++)
@@ -170,6 +171,7 @@ struct file_ctx {
     int flavor;
     int file_rank;       /* foreign traces: the one rank this file holds */
     size_t ops_start;    /* the rank's ops before this file */
+    size_t mems_start;   /* ... and its [memory] events */
     int64_t gpu_mark_ns; /* the latest ProfilerStep start on the device's timeline; INT64_MIN: none */
     int sub_us;          /* a time stamp with a fraction of a microsecond was seen */
     struct corr_ts *corrs;
@@ -609,6 +611,37 @@ static int8_t end_adj_us(double ts, double dur, int64_t t1_ns)
     return (int8_t)(adj < -1 ? -1 : adj > 1 ? 1 : adj);
 }
 
+/* A [memory] event: kept as its args give it, on the file's rank. */
+static void memory_event(struct file_ctx *fc, double ts, const cJSON *args)
+{
+    struct trace_rank *r = rank_get(fc, fc->file_rank);
+    if (!r)
+        return;
+    GROW(r->mems, r->nmems, r->cap_mems, fc->oom);
+    if (fc->oom)
+        return;
+    /* (bytes held to an exabyte: a total less its Bytes cannot overflow) */
+    const int64_t most = INT64_C(1) << 60;
+    uint32_t seq = (uint32_t)(r->nmems - fc->mems_start);
+    r->mems[r->nmems++] = (struct trace_mem){us_to_ns(ts),
+                                             jint(args, "Bytes", 0, -most, most),
+                                             jint(args, "Total Allocated", 0, 0, most),
+                                             jint(args, "Total Reserved", 0, 0, most),
+                                             (int16_t)jint(args, "Device Type", 0, 0, INT16_MAX),
+                                             (int16_t)jint(args, "Device Id", -1, -1, INT16_MAX),
+                                             seq};
+}
+
+/* [memory] events by time, ties in file order: a profiler may write one
+ * out of order, and a total is the one after the event before in time. */
+static int mem_cmp(const void *a, const void *b)
+{
+    const struct trace_mem *x = a, *y = b;
+    if (x->ts_ns != y->ts_ns)
+        return x->ts_ns < y->ts_ns ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 static void foreign_event(struct file_ctx *fc, const cJSON *ev)
 {
     struct trace_doc *d = fc->d;
@@ -619,6 +652,10 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     double ts = jnum(ev, "ts", 0);
     if (ts != floor(ts))
         fc->sub_us = 1; /* (HTA rounds such a trace's times to whole microseconds) */
+    if (ph && name && ph[0] == 'i' && !strcmp(name, "[memory]")) {
+        memory_event(fc, ts, args);
+        return;
+    }
     if (!ph || !name || ph[0] != 'X') {
         d->ignored++;
         return;
@@ -950,10 +987,14 @@ static int window_cmp(const struct trace_window *a, const struct trace_window *b
 static int add_window(struct trace_doc *d, struct trace_rank *r, const struct file_ctx *fc, int from, size_t ops_from,
                       size_t steps_from)
 {
-    if (r->nops == ops_from && r->nsteps == steps_from)
+    if (r->nops == ops_from && r->nsteps == steps_from && r->nmems == fc->mems_start)
         return -1;
+    if (r->nmems > fc->mems_start)
+        qsort(r->mems + fc->mems_start, r->nmems - fc->mems_start, sizeof(*r->mems), mem_cmp);
     struct trace_window w = {.ops_from = ops_from,
                              .ops_to = r->nops,
+                             .mems_from = fc->mems_start,
+                             .mems_to = r->nmems,
                              .steps_from = steps_from,
                              .steps_to = r->nsteps,
                              .t0_ns = INT64_MAX,
@@ -1181,8 +1222,10 @@ static int read_json(struct trace_doc *d, const char *buf, size_t n, const char 
     } else {
         struct trace_rank *r = fc.flavor != TRACE_DDPTOP ? rank_get(&fc, fc.file_rank) : NULL;
         size_t steps_start = r ? r->nsteps : 0;
-        if (r)
+        if (r) {
             fc.ops_start = r->nops;
+            fc.mems_start = r->nmems;
+        }
         const char *close = NULL;
         if (!fc.oom && !fc.too_many)
             close = read_events(&fc, events, e, &cut);

@@ -92,6 +92,19 @@ struct trace_op {
 enum trace_launch_call { TRACE_LAUNCH_NONE = 0, TRACE_LAUNCH_KERNEL, TRACE_LAUNCH_MEMORY };
 #define TRACE_NO_NAME UINT32_MAX
 
+/* One of a foreign trace's [memory] events (PyTorch's profiler with
+ * profile_memory: an instant event per allocation or free on a device's
+ * caching allocator), as its args give it. */
+struct trace_mem {
+    int64_t ts_ns;
+    int64_t bytes;          /* args.Bytes: allocated, negative when freed */
+    int64_t total_alloc;    /* args."Total Allocated": the device's bytes allocated after it */
+    int64_t total_reserved; /* args."Total Reserved": the bytes its allocator holds after it */
+    int16_t dev_type;       /* args."Device Type": c10's DeviceType (0 CPU, 1 CUDA, ...) */
+    int16_t dev_id;         /* args."Device Id"; -1 for the CPU */
+    uint32_t seq;           /* its place in its file: a window's events are in time order, ties in this */
+};
+
 /* Where a foreign file's rank came from. */
 enum trace_rank_from {
     TRACE_RANK_GIVEN = 0, /* the caller's (trace_read_cycle) */
@@ -112,6 +125,7 @@ struct trace_window {
     uint32_t step_lo, step_hi;   /* its ProfilerStep numbers; lo > hi: none */
     int64_t gpu_mark_ns;         /* the latest start of a ProfilerStep on the device's timeline
                                     (gpu_user_annotation); INT64_MIN: none */
+    size_t mems_from, mems_to;   /* mems[mems_from, mems_to): its [memory] events */
     int file;                    /* which file, from 0 in reading order */
     uint8_t rank_from;           /* enum trace_rank_from */
     uint8_t sub_us;              /* some time stamp has a fraction of a microsecond (a ns-resolution trace) */
@@ -126,6 +140,8 @@ struct trace_rank {
     size_t nsteps, cap_steps;
     struct trace_op *ops; /* foreign traces */
     size_t nops, cap_ops;
+    struct trace_mem *mems; /* foreign traces' [memory] events, each window's in time order */
+    size_t nmems, cap_mems;
     size_t ngpu; /* ops with gpu = 1, sync = 0 */
     /* the distinct names of its device ops (trace_op.name), each once, and
      * their open hash (slot: index + 1, 0 empty) */

@@ -7,6 +7,7 @@
 
 #include "launch.h"
 #include "memcpy.h"
+#include "memtl.h"
 #include "idle.h"
 #include "queue.h"
 #include "straggler.h"
@@ -140,4 +141,46 @@ void fmt_straggler_row(char *buf, size_t n, const struct straggler_rank *q)
         snprintf(mean, sizeof(mean), "%.3f", q->lead_mean_ns / 1e3);
     snprintf(buf, n, "rank %-5d %6llu %6llu %14.3f %14s", q->rank, (unsigned long long)q->last,
              (unsigned long long)q->late, (double)q->lead_total_ns / 1e3, mean);
+}
+
+void fmt_memtl_head(char *buf, size_t n)
+{
+    snprintf(buf, n, "%-8s %6s %10s %10s %10s %11s %5s %10s", "device", "events", "start MB", "end MB", "peak MB",
+             "peak at ms", "step", "resv MB");
+}
+
+void fmt_memtl_row(char *buf, size_t n, const struct memtl_device *d, int64_t origin_ns, int origin_valid)
+{
+    char name[32], at[32] = "n/a", step[24] = "-";
+    memtl_device_name(name, sizeof(name), d->dev_type, d->dev_id);
+    if (origin_valid)
+        snprintf(at, sizeof(at), "%.3f", (double)(d->peak_at_ns - origin_ns) / 1e6);
+    if (d->peak_step >= 0)
+        snprintf(step, sizeof(step), "%lld", (long long)d->peak_step);
+    snprintf(buf, n, "%-8s %6llu %10.3f %10.3f %10.3f %11s %5s %10.3f", name, (unsigned long long)d->events,
+             (double)d->start_bytes / 1e6, (double)d->end_bytes / 1e6, (double)d->peak_bytes / 1e6, at, step,
+             (double)d->reserved_peak_bytes / 1e6);
+}
+
+void fmt_memtl_steps(char *buf, size_t n, const struct memtl_device *d, int utf8)
+{
+    static const char *const blocks[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
+                                          "\u2585", "\u2586", "\u2587", "\u2588"};
+    static const char ascii[8] = {'_', '.', '-', ':', '=', '+', '*', '#'};
+    if (d->nsteps == 0) {
+        snprintf(buf, n, "  steps: none with an event");
+        return;
+    }
+    int64_t most = 0;
+    for (int k = 0; k < d->nsteps; k++)
+        most = d->steps[k].peak_bytes > most ? d->steps[k].peak_bytes : most;
+    int at = snprintf(buf, n, "  steps %u-%u ", d->steps[0].step, d->steps[d->nsteps - 1].step);
+    for (int k = 0; k < d->nsteps && at >= 0 && (size_t)at + 4 < n; k++) {
+        int level = most > 0 ? (int)((double)d->steps[k].peak_bytes / (double)most * 7 + 0.5) : 0;
+        level = level < 0 ? 0 : level > 7 ? 7 : level;
+        at += utf8 ? snprintf(buf + at, n - (size_t)at, "%s", blocks[level])
+                   : snprintf(buf + at, n - (size_t)at, "%c", ascii[level]);
+    }
+    if (at >= 0 && (size_t)at < n)
+        snprintf(buf + at, n - (size_t)at, " peak/step %.3f MB", (double)most / 1e6);
 }

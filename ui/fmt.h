@@ -26,6 +26,7 @@ struct queue_stream;
 struct idle_stream;
 struct launch_table;
 struct straggler_rank;
+struct memtl_device;
 void fmt_kernel_head(char *buf, size_t n, int width);
 void fmt_kernel_row(char *buf, size_t n, int width, const char *type, const char *name, uint64_t count, double mean_us,
                     int64_t sum_ns, double share_pct);
@@ -55,5 +56,13 @@ void fmt_launch_line(char *buf, size_t n, const struct launch_table *t, int line
  * (us; "n/a" for a rank never last). */
 void fmt_straggler_head(char *buf, size_t n);
 void fmt_straggler_row(char *buf, size_t n, const struct straggler_rank *q);
+/* ... a rank's memory timeline (trace/memtl.h): the columns' titles; a
+ * device's row (MB of 1e6 bytes; the peak's time in ms after the rank's
+ * first step, origin_ns, "n/a" when !origin_valid; its step, "-" when
+ * none); and its steps' peaks as a sparkline, a glyph a step scaled to the
+ * highest (utf8: block elements, else ASCII), with the steps' range. */
+void fmt_memtl_head(char *buf, size_t n);
+void fmt_memtl_row(char *buf, size_t n, const struct memtl_device *d, int64_t origin_ns, int origin_valid);
+void fmt_memtl_steps(char *buf, size_t n, const struct memtl_device *d, int utf8);
 
 #endif

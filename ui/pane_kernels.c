@@ -8,7 +8,10 @@
  * queue) and its kernel launch statistics (CPU and GPU durations and
  * launch delays, and the launches HTA flags), and last the run's late
  * collectives across ranks (HTA's stragglers: each rank's steps last and
- * late, its lead, and the straggler named), as the report prints them.
+ * late, its lead, and the straggler named), and the rank's memory timeline
+ * per device from [memory] events (bytes at the start and end, the peak,
+ * when and in which step, the peak reserved, and a sparkline of each
+ * step's peak), as the report prints them.
  *
  * Every figure is read from the run's result (snap->result: the one the
  * report prints; trace/kernels.h tallies it, src/results.c its shares),
@@ -24,6 +27,7 @@
 #include "kernels.h"
 #include "launch.h"
 #include "memcpy.h"
+#include "memtl.h"
 #include "queue.h"
 #include "panes.h"
 #include "straggler.h"
@@ -81,12 +85,20 @@ static int late_shown(const struct run_result *res)
     return res->stragglers.valid ? res->stragglers.nranks : 0;
 }
 
+/* The rank's devices with a memory timeline shown (0: none, no table). */
+static int memtl_shown(const struct rank_result *q)
+{
+    return q->memtl_valid ? q->memtl.n : 0;
+}
+
 /* Line c of the tables after the top kernels: where the rank has them, the
  * copies (a blank line, a title, the columns' titles, a line per kind),
  * then the queues (the same, a line per stream), then the launches (a
  * blank line, a title, FMT_LAUNCH_LINES), then the idle time per stream
  * (as the queues); then the run's late collectives (a blank line, a
- * title, the straggler, the columns' titles, a line per rank). */
+ * title, the straggler, the columns' titles, a line per rank); last the
+ * rank's memory timeline (a blank line, a title, the columns' titles, and
+ * per device its row and its steps' sparkline). */
 static int tail_line(char *buf, size_t n, int c, const struct run_result *res, const struct rank_result *q)
 {
     buf[0] = 0;
@@ -173,6 +185,28 @@ static int tail_line(char *buf, size_t n, int c, const struct run_result *res, c
             fmt_straggler_row(buf, n, &t->ranks[c - 4]);
             return t->ranks[c - 4].rank == t->straggler ? TH_VALUE : TH_DIM;
         }
+        c -= 4 + nl;
+    }
+    int nm = memtl_shown(q);
+    if (nm > 0) {
+        const struct memtl_table *t = &q->memtl;
+        if (c == 1) {
+            snprintf(buf, n, "memory timeline of rank %d ([memory] events over every step; %llu outside)", q->rank,
+                     (unsigned long long)t->outside);
+            return TH_LABEL;
+        }
+        if (c == 2) {
+            fmt_memtl_head(buf, n);
+            return TH_LABEL;
+        }
+        if (c >= 3 && c - 3 < 2 * nm) {
+            const struct memtl_device *d = &t->dev[(c - 3) / 2];
+            if ((c - 3) % 2 == 0)
+                fmt_memtl_row(buf, n, d, t->origin_ns, t->origin_valid);
+            else
+                fmt_memtl_steps(buf, n, d, draw_utf8());
+            return (c - 3) % 2 == 0 ? TH_VALUE : TH_DIM;
+        }
     }
     return TH_VALUE;
 }
@@ -235,7 +269,7 @@ static int line_count(const struct run_result *res, const struct rank_result *q)
     int copies = copies_shown(q), queues = queues_shown(q), idles = idles_shown(q);
     return 1 + mixes + 1 + 1 + q->kernels.nrows + (copies > 0 ? 3 + copies : 0) + (queues > 0 ? 3 + queues : 0) +
            (launches_shown(q) ? 2 + FMT_LAUNCH_LINES : 0) + (idles > 0 ? 3 + idles : 0) +
-           (late_shown(res) > 0 ? 4 + late_shown(res) : 0);
+           (late_shown(res) > 0 ? 4 + late_shown(res) : 0) + (memtl_shown(q) > 0 ? 3 + 2 * memtl_shown(q) : 0);
 }
 
 int kernels_pane_lines(const struct run_result *res)

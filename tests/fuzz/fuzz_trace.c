@@ -7,7 +7,7 @@
  * through the breakdown replay computes for foreign traces, whole and
  * window by window, under each --window rule, and through HTA's analyses
  * of its device work (kernels, memory copies, launch queues, launches,
- * idle time per stream); the ranks together, under each rule, through the
+ * idle time per stream) and its memory timeline (memtl.h); the ranks together, under each rule, through the
  * late collectives (straggler.h), made at once as replay makes them and
  * rank by rank added up as --follow adds its cycles: the same table both
  * ways. */
@@ -20,12 +20,54 @@
 #include "kernels.h"
 #include "launch.h"
 #include "memcpy.h"
+#include "memtl.h"
 #include "queue.h"
 #include "straggler.h"
 #include "trace_analyze.h"
 #include "trace_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* r's memory timeline, and what must hold of it whatever the trace. */
+static void check_memtl(const struct trace_rank *r)
+{
+    static struct memtl_table t, again;
+    memtl_table_rank(&t, r);
+    memset(&again, 0, sizeof(again));
+    memtl_table_add(&again, &t); /* (a follower's merge of one cycle: the same table) */
+    if (again.n != t.n || again.outside != t.outside || again.host != t.host || again.dropped != t.dropped)
+        abort();
+    for (int i = 0; i < t.n; i++) {
+        const struct memtl_device *a = &t.dev[i], *b = &again.dev[i];
+        if (a->events != b->events || a->start_bytes != b->start_bytes || a->end_bytes != b->end_bytes ||
+            a->peak_bytes != b->peak_bytes || a->peak_at_ns != b->peak_at_ns || a->nsteps != b->nsteps ||
+            a->alloc_bytes != b->alloc_bytes || a->freed_bytes != b->freed_bytes)
+            abort();
+    }
+    uint64_t events = t.outside + t.host;
+    for (int i = 0; i < t.n; i++) {
+        const struct memtl_device *d = &t.dev[i];
+        events += d->events;
+        if (d->events == 0 || d->dev_type == 0)
+            abort(); /* a device is there for its events; the CPU's are left out */
+        if (i > 0 && (t.dev[i - 1].dev_type > d->dev_type ||
+                      (t.dev[i - 1].dev_type == d->dev_type && t.dev[i - 1].dev_id >= d->dev_id)))
+            abort(); /* devices in order, each once */
+        if (d->peak_bytes < d->start_bytes || d->peak_bytes < d->end_bytes)
+            abort(); /* the peak is the most at any moment */
+        for (int k = 0; k < d->nsteps; k++)
+            if (d->steps[k].peak_bytes > d->peak_bytes || (k > 0 && d->steps[k - 1].step >= d->steps[k].step))
+                abort(); /* no step above the peak; steps by number, each once */
+        if (d->nsteps > MEMTL_STEPS)
+            abort();
+    }
+    for (size_t w = 0; w < r->nwindows; w++)
+        for (size_t k = r->windows[w].mems_from + 1; k < r->windows[w].mems_to; k++)
+            if (r->mems[k - 1].ts_ns > r->mems[k].ts_ns)
+                abort(); /* a window's events in time order */
+    if (events > r->nmems || (t.dropped == 0 && events != r->nmems))
+        abort(); /* every event counted once: a device's, outside, or the host's */
+}
 
 /* The late collectives of d's ranks under rule, both ways, and what must
  * hold of them. */
@@ -90,6 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const struct trace_rank *tr = &d.ranks[r / TRACE_RULES];
             const struct trace_rule *rule = &trace_rules[r % TRACE_RULES];
             struct trace_figures f, w;
+            if (r % TRACE_RULES == 0)
+                check_memtl(tr);
             if (trace_analyze_rank(&f, tr, rule, TRACE_IDLE_DELAY_NS) != 0)
                 continue;
             if (f.b.compute_ns + f.b.comm_ns + f.b.data_ns + f.b.idle_ns != f.b.wall_ns)
