@@ -1,4 +1,4 @@
-/* report_fmt.c - how the writers (report.c, report_json.c) label and
+/* report_fmt.c - how the writers (report*.c) label and
  * print a result's figures: names, n/a, significant figures (byte sizes
  * are fmt_num.h's, as in the panes). Labels only: the figures themselves
  * are results.c's. */

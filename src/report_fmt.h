@@ -1,4 +1,4 @@
-/* report_fmt.h - what results.c, report.c and report_json.c share to
+/* report_fmt.h - what results.c and the report's writers share to
  * label and print a result's figures (not a public interface: the rest of
  * the program reads report.h). */
 #ifndef DDPTOP_REPORT_FMT_H
@@ -39,6 +39,10 @@ const char *rep_vs_label(char *buf, size_t n, const struct run_result *r);
 
 /* report_json.c */
 int report_write_json(FILE *f, const struct run_result *res, int n);
+/* report_csv.c */
 void report_write_csv(FILE *f, const struct run_result *res, int n);
+/* report_device.c: a replayed trace's device tables, in text (md 0) or
+ * markdown */
+void report_write_device_tables(FILE *f, const struct run_result *res, int n, int md);
 
 #endif

@@ -3,7 +3,7 @@
  * result_from_run, the breakdowns, per-epoch units, stages, predictions),
  * and the comparison between runs (results_compare: baselines, speedup,
  * efficiency, the scaling kind and its marks). The writers (report.c,
- * report_json.c), the plots and the UI read these fields; none of them
+ * report_json.c, report_csv.c), the plots and the UI read these fields; none of them
  * works a figure out again. */
 #include "report.h"
 
