@@ -210,7 +210,7 @@ static void csv_queue_row(FILE *f, int run, int rank, const struct queue_stream 
     csv_num(f, (double)s->max, 1, "%.0f");
     csv_num(f, (double)s->blocked_ns / 1e3, 1, "%.3f");
     for (int c = CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
-        fputc(',', f); /* (the launch, idle and late collective rows') */
+        fputc(',', f); /* (the launch, idle, late collective and memory rows') */
     fputc('\n', f);
 }
 
@@ -250,7 +250,7 @@ static void csv_launch_row(FILE *f, int run, int rank, const struct launch_table
     csv_num(f, (double)t->long_cpu, 1, "%.0f");
     csv_num(f, (double)t->long_delay, 1, "%.0f");
     for (int c = CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
-        fputc(',', f); /* (the idle and late collective rows') */
+        fputc(',', f); /* (the idle, late collective and memory rows') */
     fputc('\n', f);
 }
 
@@ -287,7 +287,7 @@ static void csv_idle_row(FILE *f, int run, int rank, const struct idle_stream *s
     }
     csv_num(f, (double)delay_ns / 1e3, 1, "%.3f");
     for (int c = CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
-        fputc(',', f); /* (the late collective rows') */
+        fputc(',', f); /* (the late collective and memory rows') */
     fputc('\n', f);
 }
 
@@ -453,7 +453,7 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS +
                          CSV_STRAG_COLS + CSV_MEMTL_COLS;
                  c > 0; c--)
-                fputc(',', f); /* (the kernel, memory copy, queue, launch, idle and late collective rows' columns) */
+                fputc(',', f); /* (every device table row's columns) */
             fputc('\n', f);
         }
     }
