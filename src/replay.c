@@ -302,6 +302,36 @@ void replay_foreign_run(struct run_result *res)
     result_memtl(res);
 }
 
+/* -1, with err saying what ran out of memory doing what with tr's */
+static int out_of_memory(char *err, size_t errlen, const char *doing, const struct trace_rank *tr, const char *what)
+{
+    snprintf(err, errlen, "out of memory %s rank %d's %s", doing, tr->rank, what);
+    return -1;
+}
+
+/* A GPU rank's device tables (kernels, copies, queues, launches, idle time
+ * per stream) into rr, from its figures f. 0, or -1 with err set. */
+static int device_tables(struct rank_result *rr, const struct trace_rank *tr, const struct trace_rule *rule,
+                         const struct trace_figures *f, int64_t idle_delay_ns, char *err, size_t errlen)
+{
+    if (kernel_table_rank(&rr->kernels, tr, rule, f) != 0)
+        return out_of_memory(err, errlen, "tallying", tr, "kernels");
+    rr->kernels_valid = 1;
+    memcpy_table_rank(&rr->memcpy, tr, rule, f);
+    rr->memcpy_valid = 1;
+    if (queue_table_rank(&rr->queue, tr, rule, f) != 0)
+        return out_of_memory(err, errlen, "following", tr, "launch queues");
+    rr->queue_valid = 1;
+    if (launch_table_rank(&rr->launch, tr, rule, f, LAUNCH_RUNTIME_CUTOFF_US * 1000LL,
+                          LAUNCH_DELAY_CUTOFF_US * 1000LL) != 0)
+        return out_of_memory(err, errlen, "tallying", tr, "launches");
+    rr->launch_valid = 1;
+    if (idle_table_rank(&rr->idle, tr, rule, f, idle_delay_ns) != 0)
+        return out_of_memory(err, errlen, "splitting", tr, "idle time");
+    rr->idle_valid = 1;
+    return 0;
+}
+
 /* PyTorch profiler traces: HTA's definitions (trace_analyze), over the
  * steps rule says. They carry no batch sizes, bytes or collective
  * matching: those stay unknown. */
@@ -318,95 +348,65 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
     res->nranks = d->nranks;
     /* each rank's figures, kept for the run's late collectives */
     struct trace_figures *figs = calloc((size_t)(d->nranks ? d->nranks : 1), sizeof(*figs));
+    struct trace_step_info *sorted = NULL;
+    int64_t *v = NULL;
     if (!figs) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     for (int i = 0; i < d->nranks; i++) {
         struct trace_rank *tr = &d->ranks[i];
-        struct trace_figures f;
-        if (trace_analyze_rank(&f, tr, rule, idle_delay_ns) != 0) {
-            free(figs);
+        struct rank_result *rr = &res->ranks[i];
+        struct trace_figures *f = &figs[i];
+        if (trace_analyze_rank(f, tr, rule, idle_delay_ns) != 0) {
             snprintf(err, errlen, "out of memory analysing rank %d", tr->rank);
-            return -1;
+            goto fail;
         }
-        figs[i] = f;
         /* the step times in step order, every window's: a copy, for the
          * windows keep their steps where they are */
-        struct trace_step_info *sorted = malloc(sizeof(*sorted) * (tr->nsteps ? tr->nsteps : 1));
-        int64_t *v = malloc(sizeof(*v) * (tr->nsteps ? tr->nsteps : 1));
+        sorted = malloc(sizeof(*sorted) * (tr->nsteps ? tr->nsteps : 1));
+        v = malloc(sizeof(*v) * (tr->nsteps ? tr->nsteps : 1));
         if (!v || !sorted) {
-            free(sorted);
-            free(v);
             snprintf(err, errlen, "out of memory");
-            free(figs);
-            return -1;
+            goto fail;
         }
         if (tr->nsteps)
             memcpy(sorted, tr->steps, sizeof(*sorted) * tr->nsteps);
         qsort(sorted, tr->nsteps, sizeof(*sorted), step_cmp);
         for (size_t s = 0; s < tr->nsteps; s++)
             v[s] = sorted[s].t1_ns - sorted[s].t0_ns;
-        replay_foreign_row(&res->ranks[i], &f, v, tr->nsteps);
-        res->ranks[i].window = rule;
-        if (f.gpu_view) {
-            if (kernel_table_rank(&res->ranks[i].kernels, tr, rule, &f) != 0) {
-                free(sorted);
-                free(v);
-                snprintf(err, errlen, "out of memory tallying rank %d's kernels", tr->rank);
-                free(figs);
-                return -1;
-            }
-            res->ranks[i].kernels_valid = 1;
-            memcpy_table_rank(&res->ranks[i].memcpy, tr, rule, &f);
-            res->ranks[i].memcpy_valid = 1;
-            if (queue_table_rank(&res->ranks[i].queue, tr, rule, &f) != 0) {
-                free(sorted);
-                free(v);
-                snprintf(err, errlen, "out of memory following rank %d's launch queues", tr->rank);
-                free(figs);
-                return -1;
-            }
-            res->ranks[i].queue_valid = 1;
-            if (launch_table_rank(&res->ranks[i].launch, tr, rule, &f, LAUNCH_RUNTIME_CUTOFF_US * 1000LL,
-                                  LAUNCH_DELAY_CUTOFF_US * 1000LL) != 0) {
-                free(sorted);
-                free(v);
-                snprintf(err, errlen, "out of memory tallying rank %d's launches", tr->rank);
-                free(figs);
-                return -1;
-            }
-            res->ranks[i].launch_valid = 1;
-            if (idle_table_rank(&res->ranks[i].idle, tr, rule, &f, idle_delay_ns) != 0) {
-                free(sorted);
-                free(v);
-                snprintf(err, errlen, "out of memory splitting rank %d's idle time", tr->rank);
-                return -1;
-            }
-            res->ranks[i].idle_valid = 1;
-        }
-        memtl_table_rank(&res->ranks[i].memtl, tr);
-        res->ranks[i].memtl_valid = res->ranks[i].memtl.n > 0;
+        replay_foreign_row(rr, f, v, tr->nsteps);
+        rr->window = rule;
+        if (f->gpu_view && device_tables(rr, tr, rule, f, idle_delay_ns, err, errlen) != 0)
+            goto fail;
+        memtl_table_rank(&rr->memtl, tr);
+        rr->memtl_valid = rr->memtl.n > 0;
         /* where its rank came from: its first file's (in reading order) */
         int first = INT_MAX;
         for (size_t k = 0; k < tr->nwindows; k++)
             if (tr->windows[k].file < first) {
                 first = tr->windows[k].file;
-                res->ranks[i].rank_from = tr->windows[k].rank_from;
-                res->ranks[i].rank_from_valid = 1;
+                rr->rank_from = tr->windows[k].rank_from;
+                rr->rank_from_valid = 1;
             }
         free(sorted);
         free(v);
+        sorted = NULL;
+        v = NULL;
     }
     res->window = rule;
     if (straggler_table_run(&res->stragglers, d, rule, figs) != 0) {
-        free(figs);
         snprintf(err, errlen, "out of memory matching the ranks' collectives");
-        return -1;
+        goto fail;
     }
     free(figs);
     replay_foreign_run(res);
     return 0;
+fail:
+    free(sorted);
+    free(v);
+    free(figs);
+    return -1;
 }
 
 /* Whether any rank holds something with a duration to replay. */
