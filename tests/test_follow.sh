@@ -454,16 +454,24 @@ for rank in (0, 1):
 PY
 }
 
+# land_all DIR FILE..: each FILE lands whole in DIR, 0.3 s apart (as a
+# profiler finishes its cycles: written aside, then renamed in)
+land_all() {
+    local dir=$1 f
+    shift
+    for f in "$@"; do
+        sleep 0.3
+        cp "$f" "$dir/.tmp" && mv "$dir/.tmp" "$dir/$(basename "$f")"
+    done
+}
+
 case_kernels() {
     local d=$T/kern src=$T/kern.src f
     mkdir -p "$d" "$src"
     kernel_cycles "$src" || { fail "kernels: the cycles could not be made"; return; }
     "$BIN" --batch --follow "$d" --idle-exit 3 --format json >"$T/kern.json" 2>"$T/kern.err" &
     DPID=$!
-    for f in "$src"/*.json; do
-        sleep 0.3
-        cp "$f" "$d/.tmp" && mv "$d/.tmp" "$d/$(basename "$f")"
-    done
+    land_all "$d" "$src"/*.json
     wait "$DPID"
     local rc=$?
     DPID=""
@@ -579,10 +587,7 @@ case_late() {
     late_cycles "$src" || { fail "late: the cycles could not be made"; return; }
     "$BIN" --batch --follow "$d" --window hta --idle-exit 3 --format json >"$T/late.json" 2>"$T/late.err" &
     DPID=$!
-    for f in "$src"/c1_*.json "$src"/c2_*.json; do
-        sleep 0.3
-        cp "$f" "$d/.tmp" && mv "$d/.tmp" "$d/$(basename "$f")"
-    done
+    land_all "$d" "$src"/c1_*.json "$src"/c2_*.json
     wait "$DPID"
     local rc=$?
     DPID=""
@@ -627,10 +632,7 @@ for rank in (0, 1):
 PY
     "$BIN" --batch --follow "$d" --idle-exit 3 --format json >"$T/mem.json" 2>"$T/mem.err" &
     DPID=$!
-    for f in "$src"/c1_*.json "$src"/c2_*.json; do
-        sleep 0.3
-        cp "$f" "$d/.tmp" && mv "$d/.tmp" "$d/$(basename "$f")"
-    done
+    land_all "$d" "$src"/c1_*.json "$src"/c2_*.json
     wait "$DPID"
     local rc=$?
     DPID=""
