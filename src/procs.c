@@ -343,6 +343,8 @@ struct relay {
     int done_sent;              /* a worker: its ranks' ends sent */
     int sent_stop, sent_paused;
     int told_stop;             /* a worker: process 0's stop came */
+    int64_t stop_late_ns;      /* a worker: how late it acts on that stop (a test's hook) */
+    int64_t stop_due_ns;       /* a worker: when the stop it holds is acted on (0: none held) */
     int64_t last_beat_ns;      /* a worker: its last heartbeat */
     int64_t *seen_ns;          /* process 0: [size], when each process was last heard from */
     int64_t awake_ns;          /* process 0: when its receiving thread last looked */
@@ -450,6 +452,17 @@ static int64_t clock_every(void)
     const char *ms = getenv("DDPTOP_CLOCK_REFRESH_MS");
     long v = ms && ms[0] ? atol(ms) : 0;
     return v > 0 ? v * 1000LL * 1000 : CLOCK_EVERY_NS;
+}
+
+/* A test's hook: DDPTOP_TEST_STOP_LATE_MS makes a worker act on process
+ * 0's stop that long after it came, so that its ranks always meet a
+ * collective process 0's ranks have left (the race a stop runs on
+ * another machine: test_rendezvous). */
+static int64_t stop_late(void)
+{
+    const char *ms = getenv("DDPTOP_TEST_STOP_LATE_MS");
+    long v = ms && ms[0] ? atol(ms) : 0;
+    return v > 0 ? v * 1000LL * 1000 : 0;
 }
 
 /* CLOCK_ROUNDS pings, each answered within CLOCK_LATE_NS, or the worker
@@ -722,6 +735,7 @@ struct relay *relay_open(struct run *r, char *err, size_t errlen)
     }
     int64_t timeout = (int64_t)(r->cfg.comm_timeout_s * 1e9);
     rl->lost_ns = timeout > 0 && timeout < BEAT_LOST_NS ? timeout : BEAT_LOST_NS;
+    rl->stop_late_ns = stop_late();
     rl->last_beat_ns = probe_now_ns();
     if (self.rank > 0) {
         rl->clock_every_ns = clock_every();
@@ -829,6 +843,8 @@ int relay_poll(struct relay *rl, uint32_t *at)
      * listening) */
     if (rl->clock_every_ns > 0 && !rl->done_sent && probe_now_ns() - rl->clock_at_ns > rl->clock_every_ns)
         clock_again(rl);
+    if (rl->stop_due_ns > 0)
+        return probe_now_ns() >= rl->stop_due_ns ? RELAY_STOP : RELAY_NONE;
     struct procs_msg m;
     int got = net->take(0, rl->chan, RELAY_TAG_CTRL, 0, NULL, NULL, &m);
     if (got < 0) {
@@ -846,6 +862,10 @@ int relay_poll(struct relay *rl, uint32_t *at)
     free(m.data);
     *at = c.at;
     rl->told_stop |= c.what == RELAY_STOP;
+    if (c.what == RELAY_STOP && rl->stop_late_ns > 0) {
+        rl->stop_due_ns = probe_now_ns() + rl->stop_late_ns;
+        return RELAY_NONE;
+    }
     return c.what;
 }
 
