@@ -110,21 +110,32 @@ static void synth_sample(uint64_t key, const struct synth_protos *pr, uint8_t *p
     const float *ovl = pr->p[other] + oy * pr->pw + ox;
     float a = 0.5f + 0.5f * (float)rng_uniform(&r);
     float b = a * SYNTH_OVERLAY * (float)rng_uniform(&r);
+    /* (locals, not pr's fields: a store through pix, a byte pointer, may
+     * alias anything, and would make the loop reload them per pixel) */
+    const int h = pr->h, w = pr->w, pw = pr->pw;
     for (int ch = 0; ch < pr->c; ch++) {
-        float ga = a * pr->gain[k][ch], gb = b * pr->gain[other][ch];
-        for (int y = 0; y < pr->h; y++)
-            for (int x = 0; x < pr->w; x++) {
-                /* Four 16-bit uniforms from one draw: their sum (Irwin-Hall,
-                 * n=4) is close enough to Gaussian, at a quarter of the draws. */
-                uint64_t u = rng_next(&r);
-                uint32_t s = (uint32_t)(u & 0xffff) + (uint32_t)(u >> 16 & 0xffff) + (uint32_t)(u >> 32 & 0xffff) +
-                             (uint32_t)(u >> 48);
-                float noise = ((float)(int32_t)(s - 2 * 65536) * (1.0f / 65536.0f)) * (1.7320508f * SYNTH_NOISE);
-                float v = ga * own[y * pr->pw + x] + gb * ovl[y * pr->pw + x] + noise;
-                v = v > 0.0f ? v : 0.0f; /* (min and max: no branch on the noise) */
-                v = v < 1.0f ? v : 1.0f;
-                *pix++ = (uint8_t)(int)(v * 255.0f + 0.5f);
+        const float ga = a * pr->gain[k][ch], gb = b * pr->gain[other][ch];
+        for (int y = 0; y < h; y++) {
+            const float *o = own + y * pw, *v2 = ovl + y * pw;
+            for (int x = 0; x < w; x++) {
+                /* Four 16-bit uniforms from one draw:
+                 * their sum (Irwin-Hall, n=4) is close enough to
+                 * Gaussian, at a quarter of the draws. */
+                uint64_t z = rng_next(&r);
+                uint32_t u = (uint32_t)(z & 0xffff) + (uint32_t)(z >> 16 & 0xffff) + (uint32_t)(z >> 32 & 0xffff) +
+                             (uint32_t)(z >> 48);
+                float noise = ((float)(int32_t)(u - 2 * 65536) * (1.0f / 65536.0f)) * (1.7320508f * SYNTH_NOISE);
+                float v = ga * o[x] + gb * v2[x] + noise;
+                /* clamped to [0, 1] as a byte: the same bytes as clamping
+                 * v first (truncation of v * 255 + 0.5 below 0 or above
+                 * 255 is clamped the same way), without a branch on the
+                 * noise, which half the background's pixels would miss */
+                int q = (int)(v * 255.0f + 0.5f);
+                q = q < 0 ? 0 : q;
+                q = q > 255 ? 255 : q;
+                *pix++ = (uint8_t)q;
             }
+        }
     }
     *label = (uint8_t)k;
 }
