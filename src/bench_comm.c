@@ -288,20 +288,15 @@ static int gather_rows(struct bench *b, int rank, int size, int *status)
 }
 
 /* What a table asks of the world planner (world.h): the backend `comm`
- * (on GPUs NCCL, or the shared GPU's ring). Under mpirun the shm ring's
- * table is process 0's rank threads alone. */
+ * (on GPUs NCCL, or the shared GPU's ring; under mpirun the shm ring's
+ * table is process 0's rank threads alone: the planner's choice). */
 static struct world_req table_req(const struct config *cfg, const struct device_ops *dev, int comm,
                                   struct run_config *rc)
 {
     *rc = cfg->base;
     rc->comm = comm;
     rc->comm_set = cfg->base.comm_set; /* (on GPUs, unset: NCCL, or the shared GPU's ring) */
-    return (struct world_req){.rc = rc,
-                              .ranks = cfg->ranks[0],
-                              .devops = dev,
-                              .bench = 1,
-                              .what = "--bench-comm",
-                              .here = procs_self()->active && comm == COMM_SHM && !device_is_gpu(dev)};
+    return (struct world_req){.rc = rc, .ranks = cfg->ranks[0], .devops = dev, .bench = 1, .what = "--bench-comm"};
 }
 
 /* Opens what the ranks of a table share, on its plan (bench_comm_main's).

@@ -288,16 +288,7 @@ int world_plan(struct world *w, const struct world_req *q, char *err, size_t err
     const struct run_config *rc = q->rc;
     const struct procs *pr = procs_self();
     w->ranks = q->ranks;
-    w->procs = pr->active && !q->here;
-    w->per = w->procs ? pr->per : w->ranks;
-    w->lo = w->procs ? pr->rank * pr->per : 0;
-    w->hi = w->procs ? w->lo + pr->per : w->ranks;
-    w->hier = w->procs && pr->per > 1;
     w->on_gpu = device_is_gpu(q->devops);
-    /* --dp: rank i is stage i % S of replica i / S; each stage's copies
-     * have a communicator of their own */
-    w->dp = train_mode_has(rc, MODE_STAGED) ? run_replicas(rc) : 1;
-    w->stages = w->ranks / w->dp;
     /* --comm's entry plans (on GPUs, it or the GPU planner chooses the
      * entry that joins them) */
     const struct world_entry *e = comm_entry(rc->comm);
@@ -305,6 +296,18 @@ int world_plan(struct world *w, const struct world_req *q, char *err, size_t err
         snprintf(err, errlen, "--comm %s: not a backend of this ddptop", config_comm_name(rc->comm));
         return -1;
     }
+    /* a --bench-comm over a backend of rank threads (ddptop's ring): its
+     * table is process 0's threads alone, even under mpirun */
+    int here = q->bench && e->own_ring && !w->on_gpu;
+    w->procs = pr->active && !here;
+    w->per = w->procs ? pr->per : w->ranks;
+    w->lo = w->procs ? pr->rank * pr->per : 0;
+    w->hi = w->procs ? w->lo + pr->per : w->ranks;
+    w->hier = w->procs && pr->per > 1;
+    /* --dp: rank i is stage i % S of replica i / S; each stage's copies
+     * have a communicator of their own */
+    w->dp = train_mode_has(rc, MODE_STAGED) ? run_replicas(rc) : 1;
+    w->stages = w->ranks / w->dp;
     w->asked = rc->comm_set ? e : NULL;
     w->e = e;
     int (*plan)(struct world *, char *, size_t) = !w->on_gpu ? e->plan : e->plan_gpu ? e->plan_gpu : gpu_plan;

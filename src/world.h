@@ -80,9 +80,6 @@ struct world_req {
      * communicator of its own too */
     int bench;
     const char *what; /* "--device cuda" or "--bench-comm", in refusals */
-    /* the ranks are threads of this process even under mpirun (a
-     * --bench-comm's shm table, on process 0) */
-    int here;
 };
 
 struct world {

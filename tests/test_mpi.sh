@@ -348,6 +348,18 @@ assert len(d['rows']) == 3 and all(r['wrong'] == 0 and r['time_us'] > 0 for r in
 EOF
             { bad "--bench-comm $coll over MPI: rc $rc"; tail -3 bc.err; }
     done
+    # ddptop's ring under mpirun: its table is process 0's rank threads
+    # (2 of them, every result exact), the other process idle
+    timeout 120 "${mpi[@]}" -np 2 "$bin" --bench-comm --comm shm --ranks 2 --min-bytes 1K --max-bytes 16K --factor 4 \
+        --iters 3 --warmup 1 --format json >bcs.json 2>bcs.err
+    rc=$?
+    python3 - <<'EOF' && ok "--bench-comm --comm shm under mpirun: process 0's 2 threads, every result exact" ||
+import json
+d = json.load(open('bcs.json'))
+assert d['backend'].startswith('shm') and d['ranks'] == 2, (d['backend'], d['ranks'])
+assert len(d['rows']) == 3 and all(r['wrong'] == 0 and r['time_us'] > 0 for r in d['rows']), d['rows']
+EOF
+        { bad "--bench-comm --comm shm under mpirun: rc $rc (124: a hang)"; tail -3 bcs.err; }
     # an --output it cannot write: one line, and every process leaves (none waits in a collective)
     timeout 60 "${mpi[@]}" -np 2 "$bin" --bench-comm --max-bytes 64K --output /nonexistent/bc.txt >/dev/null 2>bcw.err
     rc=$?
