@@ -24,7 +24,8 @@
 #   whatif --predict of the same job, replayed (docs/predict.md, "A replayed
 #         job"): over --link 1GB/s,50us, its measured step, comm and
 #         exposed comm and its step at 2, 4, 8 and 64 ranks as
-#         whatif_count.py counts them from the files (within 0.1%); the
+#         whatif_count.py counts them from the files (within 0.1%), replayed
+#         and followed (--idle-exit); the
 #         text report says where the sizes came from; with no gloo fit and
 #         no --link, a note naming --bench-comm --comm gloo and no numbers.
 #
@@ -233,6 +234,15 @@ case_whatif() {
     else
         cat "$T/w.err" >>"$T/w.out"
         fail "--predict of the replayed job against whatif_count.py" "$T/w.out"
+    fi
+    # the same files followed (the cycles gathered one by one): the same count
+    if "$BIN" --batch --follow "$out" --idle-exit 0.5 --predict --link 1GB/s,50us --predict-ranks 2,4,8,64 \
+        --format json >"$T/wf.json" 2>"$T/wf.err" &&
+        python3 "$HERE/whatif_count.py" "$out" 1e9 50e-6 2,4,8,64 --check "$T/wf.json" >"$T/wf.out" 2>&1; then
+        pass "--follow of the finished job predicts what the count says too"
+    else
+        cat "$T/wf.err" >>"$T/wf.out"
+        fail "--predict of the followed job against whatif_count.py" "$T/wf.out"
     fi
     if "$BIN" --batch --replay "$out" --predict --link 1GB/s,50us >"$T/w.txt" 2>&1 &&
         grep -q 'predicts the traced job on more ranks' "$T/w.txt" &&

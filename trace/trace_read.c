@@ -862,7 +862,10 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     op->copy_gbps = copy ? jnum(args, "memory bandwidth (GB/s)", 0) : 0;
     op->end_adj_us = end_adj_us(ts, jnum(ev, "dur", 0), t1);
     op->coll = (uint8_t)(gpu ? (c == CAT_COMM && !sync ? TRACE_COLL_WORK : TRACE_COLL_NONE) : host_coll_role(name));
-    op->coll_kind = (uint8_t)(op->coll ? trace_coll_kind_of(name) : COLL_NONE);
+    const cJSON *coll_name = cJSON_GetObjectItemCaseSensitive(args, "Collective name"); /* (record_param_comms) */
+    op->coll_kind = (uint8_t)(!op->coll                   ? COLL_NONE
+                              : cJSON_IsString(coll_name) ? trace_coll_kind_of(coll_name->valuestring)
+                                                          : trace_coll_kind_of(name));
     op->coll_bytes = op->coll == TRACE_COLL_CALL ? coll_call_bytes(name, args) : 0;
     if (op->coll == TRACE_COLL_WORK && !r->coll_backend[0]) {
         if (gpu)

@@ -148,6 +148,19 @@ void whatif_gather_free(struct whatif_gather *g)
     memset(g, 0, sizeof(*g));
 }
 
+void whatif_gather_rerank(struct whatif_gather *g, int from, int to)
+{
+    if (from == to || from < 0 || from >= TRACE_MAX_RANKS || to < 0 || to >= TRACE_MAX_RANKS)
+        return;
+    g->steps[to] += g->steps[from];
+    g->work_ns[to] += g->work_ns[from];
+    g->steps[from] = 0;
+    g->work_ns[from] = 0;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->c[i].rank == from)
+            g->c[i].rank = to;
+}
+
 static int by_match(const void *a, const void *b)
 {
     const struct whatif_coll *x = a, *y = b;

@@ -71,6 +71,9 @@ int whatif_gather_rank(struct whatif_gather *g, const struct trace_rank *r, cons
 /* Adds what h holds to *into. Returns 0, or -1 when out of memory. */
 int whatif_gather_add(struct whatif_gather *into, const struct whatif_gather *h);
 void whatif_gather_free(struct whatif_gather *g);
+/* What *g holds of rank `from` given to rank `to` (a follower that
+ * numbers a cycle's rank itself). */
+void whatif_gather_rerank(struct whatif_gather *g, int from, int to);
 /* The table of g into *out (valid 0 when it holds no collective).
  * Returns 0, or -1 when out of memory. */
 int whatif_table_of(struct whatif_table *out, const struct whatif_gather *g);
