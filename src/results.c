@@ -232,9 +232,18 @@ void result_job_predict(struct run_result *res, const struct run_config *c)
     const struct whatif_table *t = &res->colls;
     memset(j, 0, sizeof(*j));
     int w = res->world > 0 ? res->world : res->nranks;
-    if (!t->valid || t->steps <= 0 || !res->ms_valid || w < 2) {
-        snprintf(j->note, sizeof(j->note), "--predict: the trace has no collectives in the steps it covers%s",
-                 w < 2 ? " (or one rank)" : "");
+    if (res->replay.valid && !strcmp(res->replay.format, "ddptop")) {
+        snprintf(j->note, sizeof(j->note),
+                 "--predict: a replay predicts a PyTorch job from its traces; ddptop's own runs predict as they run");
+        return;
+    }
+    if (w < 2) {
+        snprintf(j->note, sizeof(j->note), "--predict: the job ran on one rank: no collectives to price on more");
+        return;
+    }
+    if (!t->valid || t->steps <= 0 || !res->ms_valid) {
+        snprintf(j->note, sizeof(j->note),
+                 "--predict: no collectives (gloo:, nccl: records, NCCL kernels) in the steps the trace covers");
         return;
     }
     const char *backend = t->backend[0] ? t->backend : "gloo";
