@@ -85,7 +85,7 @@ double predict_pipeline(const struct model *m, const double *layer_ms, int micro
  * mean over ranks) and the exposed part of that the split counts as comm
  * (not under compute); hidden = comm - exposed is the compute that hid
  * communication, at least 0. Each collective's bytes S come from Kineto's
- * args where given, else from the backend's cost at the measured world
+ * args where they give them, else (collective by collective) from the backend's cost at the measured world
  * size W inverted, S = t^-1(t_min) (alpha + beta S = t_min in S's regime;
  * t_min its least duration over the ranks, the rank that waited least;
  * 0 where t_min is below alpha). At K ranks each collective takes

@@ -209,7 +209,7 @@ struct run_result {
         double step_ms; /* measured: ms/step (ms_mean: the mean step, each at its slowest rank) */
         double compute_ms, comm_ms, exposed_ms, hidden_ms; /* measured, per step (ms) */
         double colls_per_step, bytes_per_step;             /* its collectives, and their bytes S */
-        char sizes[96];                                    /* where S came from */
+        char sizes[160];                                   /* where S came from */
         char link[112];                                    /* where t_K came from */
         char note[160];                                    /* why nothing was predicted (how to get a fit), or "" */
         int nrows;

@@ -207,23 +207,34 @@ out:
     free(t);
 }
 
+/* The costs of the collectives on k ranks, each kind looked up once
+ * (the fits are a file): --link's, else the backend's fits. */
+struct job_links {
+    const struct run_config *c;
+    const char *path, *backend, *algo;
+    int k;
+    int known[COLL_COUNT]; /* 0: not looked up; 1: in l; -1: no cost */
+    struct predict_link l[COLL_COUNT];
+};
+
 /* The cost of collective `coll` (enum coll_kind; COLL_NONE priced as an
- * allreduce) on k ranks: --link's, else the backend's fit. 0, or -1 when
- * neither is known. */
-static int job_link(const struct run_config *c, const char *path, const char *backend, const char *algo, int k,
-                    int coll, struct predict_link *out)
+ * allreduce) on j->k ranks, or NULL when neither --link nor a fit gives it. */
+static const struct predict_link *job_link(struct job_links *j, int coll)
 {
-    if (coll == COLL_NONE)
+    if (coll <= COLL_NONE || coll >= COLL_COUNT)
         coll = COLL_ALLREDUCE;
-    if (c->link_bw > 0) {
-        *out = predict_link_coll(c->link_bw, c->link_lat, k, coll);
-        return 0;
+    if (!j->known[coll]) {
+        struct cost_fit f;
+        j->known[coll] = -1;
+        if (j->c->link_bw > 0) {
+            j->l[coll] = predict_link_coll(j->c->link_bw, j->c->link_lat, j->k, coll);
+            j->known[coll] = 1;
+        } else if (j->path && cost_model_lookup(j->path, j->backend, j->algo, j->k, coll, &f) == 0) {
+            j->l[coll] = predict_link_of(&f);
+            j->known[coll] = 1;
+        }
     }
-    struct cost_fit f;
-    if (!path || cost_model_lookup(path, backend, algo, k, coll, &f) != 0)
-        return -1;
-    *out = predict_link_of(&f);
-    return 0;
+    return j->known[coll] > 0 ? &j->l[coll] : NULL;
 }
 
 void result_job_predict(struct run_result *res, const struct run_config *c)
@@ -266,13 +277,16 @@ void result_job_predict(struct run_result *res, const struct run_config *c)
         return;
     }
     double total = 0;
+    size_t sized = 0;
+    struct job_links at_w = {.c = c, .path = path, .backend = backend, .algo = algo, .k = w};
     for (size_t i = 0; i < t->n; i++) {
         const struct whatif_match *m = &t->m[i];
-        struct predict_link lw;
-        if (t->sized) {
+        const struct predict_link *lw = m->bytes ? NULL : job_link(&at_w, m->kind);
+        if (m->bytes) {
             bytes[i] = (double)m->bytes;
-        } else if (job_link(c, path, backend, algo, w, m->kind, &lw) == 0) {
-            bytes[i] = predict_invert_bytes(&lw, (double)m->min_ns / 1e3);
+            sized++;
+        } else if (lw) {
+            bytes[i] = predict_invert_bytes(lw, (double)m->min_ns / 1e3);
         } else {
             snprintf(j->note, sizeof(j->note),
                      "--predict: no %s fit for %d ranks; get one with ddptop --bench-comm --comm %s --ranks %d "
@@ -284,11 +298,15 @@ void result_job_predict(struct run_result *res, const struct run_config *c)
         total += bytes[i];
     }
     j->bytes_per_step = total / t->steps;
-    if (t->sized)
+    char inverted[96];
+    snprintf(inverted, sizeof(inverted), "%s at %d ranks inverted, each collective's least time",
+             c->link_bw > 0 ? "--link's ring" : "the fit", w);
+    if (sized == t->n)
         snprintf(j->sizes, sizeof(j->sizes), "the trace's args (record_param_comms, Input Dims)");
+    else if (sized == 0)
+        snprintf(j->sizes, sizeof(j->sizes), "%s", inverted);
     else
-        snprintf(j->sizes, sizeof(j->sizes), "%s at %d ranks inverted, each collective's least time",
-                 c->link_bw > 0 ? "--link's ring" : "the fit", w);
+        snprintf(j->sizes, sizeof(j->sizes), "the trace's args for %zu of %zu, the rest %s", sized, t->n, inverted);
     if (c->link_bw > 0)
         snprintf(j->link, sizeof(j->link), "--link %.4g GB/s, %.4g us: ring (allreduce; the others half)",
                  c->link_bw / 1e9, c->link_lat * 1e6);
@@ -302,11 +320,12 @@ void result_job_predict(struct run_result *res, const struct run_config *c)
         sp->ranks = k;
         double comm = 0;
         size_t i = 0;
+        struct job_links at_k = {.c = c, .path = path, .backend = backend, .algo = algo, .k = k};
         for (; i < t->n; i++) {
-            struct predict_link lk;
-            if (job_link(c, path, backend, algo, k, t->m[i].kind, &lk) != 0)
+            const struct predict_link *lk = job_link(&at_k, t->m[i].kind);
+            if (!lk)
                 break;
-            comm += sync_link_ms(&lk, bytes[i]);
+            comm += sync_link_ms(lk, bytes[i]);
         }
         if (i < t->n)
             continue; /* no cost at k ranks: n/a */

@@ -196,7 +196,6 @@ int whatif_table_of(struct whatif_table *out, const struct whatif_gather *g)
     }
     memcpy(c, g->c, g->n * sizeof(*c));
     qsort(c, g->n, sizeof(*c), by_match);
-    out->sized = 1;
     for (size_t i = 0; i < g->n; i++) {
         struct whatif_match *m = &out->m[out->n];
         if (i == 0 || c[i].step != c[i - 1].step || c[i].seq != c[i - 1].seq) {
@@ -209,8 +208,6 @@ int whatif_table_of(struct whatif_table *out, const struct whatif_gather *g)
         m->min_ns = c[i].dur_ns < m->min_ns ? c[i].dur_ns : m->min_ns;
         m->bytes = c[i].bytes > m->bytes ? c[i].bytes : m->bytes;
     }
-    for (size_t i = 0; i < out->n; i++)
-        out->sized &= out->m[i].bytes > 0;
     free(c);
     out->valid = 1;
     return 0;

@@ -58,7 +58,6 @@ struct whatif_table {
     int nranks;     /* the ranks with steps gathered */
     double steps;   /* the mean over them of their steps */
     double comm_ms; /* per step: the mean over them of their time in collectives */
-    int sized;      /* every match has its bytes from args */
     char backend[8];
     size_t n;
     struct whatif_match *m; /* owned: whatif_table_free */
