@@ -478,14 +478,15 @@ static const struct opt opts[] = {
     {FLAG("predict", AT(base.predict), 1, G_REPORT,
           "a 1-rank run predicts the step time and speedup at --predict-ranks: data parallelism by any strategy but "
           "single, each rank with its batch; model and pipeline parallelism over that many stages, the same batch "
-          "(README: Predicting more ranks)"),
-     .reads = R_TRAIN},
+          "(README: Predicting more ranks); with --replay or --follow, the traced PyTorch job at more ranks from its "
+          "own compute and collectives"),
+     .reads = R_TRAIN | R_REPLAY | R_FOLLOW},
     {INT("predict-ranks", LIST(base.predict_ranks, base.npredict_ranks), 2, 1 << 20, "N", "2,4,8,16,64", G_REPORT,
          "rank counts to predict"),
-     .reads = R_TRAIN, .unused = needs_predict},
+     .reads = R_TRAIN | R_REPLAY | R_FOLLOW, .unused = needs_predict},
     {OPT("link", k_link, AT(base.link_bw), "BW,LAT", NULL, G_REPORT,
          "--predict over this link, e.g. 100Gb/s,5us (a ring allreduce), instead of --bench-comm's fits"),
-     .def_text = "the fits", .reads = R_TRAIN, .unused = needs_predict},
+     .def_text = "the fits", .reads = R_TRAIN | R_REPLAY | R_FOLLOW, .unused = needs_predict},
     {INT("repeat", AT(repeat), 1, 1000, "N", "1", G_REPORT,
          "run each configuration N times; the report shows the median run and the spread"),
      .reads = R_TRAIN},

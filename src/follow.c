@@ -295,6 +295,8 @@ static void cycle_free(struct follow_cycle *c)
     launch_tally_free(&c->launch_rest);
     straggler_gather_free(&c->late);
     straggler_gather_free(&c->late_rest);
+    whatif_gather_free(&c->colls);
+    whatif_gather_free(&c->colls_rest);
 }
 
 /* A cycle that was read: its figures, its rank's latest spans, published. */
@@ -338,6 +340,14 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         say(f, "%s: out of memory tallying its kernels; left out", e->name);
         return;
     }
+    if (whatif_gather_rank(&c.colls, r, &whole) != 0 || whatif_gather_rank(&c.colls_rest, r, &c.f_rest) != 0) {
+        cycle_free(&c);
+        free(st);
+        free(spans);
+        e->state = FILE_REFUSED;
+        say(f, "%s: out of memory gathering its collectives; left out", e->name);
+        return;
+    }
     c.kernels_valid = c.f.gpu_view;
     memtl_table_rank(&c.memtl, r);
     if (c.f.gpu_view) {
@@ -362,6 +372,7 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         launch_tally_free(&c.launch_rest);
         memset(&c.idle_rest, 0, sizeof(c.idle_rest));
         straggler_gather_free(&c.late_rest);
+        whatif_gather_free(&c.colls_rest);
         if (c.f.gpu_view && straggler_gather_steps(&c.late_rest, r) != 0) {
             cycle_free(&c);
             free(st);
@@ -395,6 +406,8 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         sum += (double)c.step_ns[s];
     }
     free(st);
+    whatif_gather_rerank(&c.colls, r->rank, rank);
+    whatif_gather_rerank(&c.colls_rest, r->rank, rank);
     c.rank = rank;
     c.nsteps = (int)nsteps;
     c.step_lo = w->step_lo;
@@ -741,6 +754,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
     const struct follow_cycle **mine = malloc(sizeof(*mine) * (f->ncycles ? f->ncycles : 1));
     int64_t *steps = NULL;
     struct straggler_gather late = {0}; /* every rank's cycles' */
+    struct whatif_gather colls = {0};   /* ... and their collectives */
     res->ranks = calloc((size_t)(f->nranks ? f->nranks : 1), sizeof(*res->ranks));
     if (!mine || !res->ranks)
         goto out;
@@ -782,6 +796,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
                 idle_table_add(&idle, rest ? &mine[k]->idle_rest : &mine[k]->idle);
                 oom |= straggler_gather_add(&late, rest ? &mine[k]->late_rest : &mine[k]->late) != 0;
             }
+            oom |= whatif_gather_add(&colls, rest ? &mine[k]->colls_rest : &mine[k]->colls) != 0;
             memtl_table_add(memtl, &mine[k]->memtl);
             breakdown_add(&sum.b, &c->b);
             sum.gpu_view = c->gpu_view;
@@ -829,7 +844,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
         snprintf(rr->device, sizeof(rr->device), "%s", f->ranks[i].device);
     }
     res->window = f->rule;
-    if (straggler_table_of(&res->stragglers, &late) != 0)
+    if (straggler_table_of(&res->stragglers, &late) != 0 || whatif_table_of(&res->colls, &colls) != 0)
         goto out;
     replay_foreign_run(res);
     res->cfg.strategy = -1;
@@ -847,6 +862,7 @@ out:
     free(mine);
     free(steps);
     straggler_gather_free(&late);
+    whatif_gather_free(&colls);
     if (rc != 0) {
         result_free(res);
         snprintf(err, errlen, "out of memory");

@@ -87,6 +87,9 @@ struct follow_cycle {
     /* ... and its collectives' starts (trace/straggler.h), merged over
      * every rank's cycles into the run's late collectives */
     struct straggler_gather late, late_rest;
+    /* ... and its collectives (trace/whatif.h), merged over every rank's
+     * cycles into the job's, for --predict */
+    struct whatif_gather colls, colls_rest;
     int rank_from;          /* enum trace_rank_from: where its rank came from */
     struct split_pct split; /* f_rest's or f's (breakdown_split) */
     int straggler;          /* the straggler of its cycle index, among the ranks that have it */

@@ -103,6 +103,8 @@ int follow_main(const struct config *cfg, follow_show_fn show)
     }
     follow_close(&f);
     results_speedup(&res, 1);
+    if (cfg->base.predict)
+        result_job_predict(&res, &cfg->base);
     int st = report_save_all(cfg, &res, 1);
     if (cfg->plot[0] && figures_save(cfg->plot, &res, 1, cfg->quiet) != 0 && st == 0)
         st = 1;

@@ -69,3 +69,40 @@ double predict_pipeline(const struct model *m, const double *layer_ms, int micro
     *comm_ms = crossing;
     return first + crossing + (micro - 1) * slowest + (total > 0 ? rest_ms * most / total : rest_ms);
 }
+
+double predict_job_step(const struct predict_job_in *in, double comm_k_ms, double *exposed_k_ms)
+{
+    double hidden = in->comm_ms - in->exposed_ms;
+    if (hidden < 0)
+        hidden = 0; /* (the split's comm may count a wait the durations do not) */
+    double exposed = comm_k_ms - hidden;
+    *exposed_k_ms = exposed > 0 ? exposed : 0;
+    return in->step_ms - in->exposed_ms + *exposed_k_ms;
+}
+
+double predict_invert_bytes(const struct predict_link *l, double t_us)
+{
+    double lo = 0, hi = 1;
+    if (sync_link_ms(l, 0) * 1e3 >= t_us)
+        return 0;
+    while (sync_link_ms(l, hi) * 1e3 < t_us && hi < 1e18)
+        hi *= 2;
+    for (int i = 0; i < 200 && hi - lo > 1e-6 * hi; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (sync_link_ms(l, mid) * 1e3 < t_us)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+struct predict_link predict_link_coll(double bw_bytes_per_s, double lat_s, int ranks, int coll)
+{
+    struct predict_link l = predict_ring_link(bw_bytes_per_s, lat_s, ranks);
+    if (coll != COLL_ALLREDUCE) {
+        l.alpha_us /= 2;
+        l.beta_us_per_byte /= 2;
+    }
+    return l;
+}

@@ -76,4 +76,38 @@ struct model;
 double predict_pipeline(const struct model *m, const double *layer_ms, int micro, double rest_ms, int stages,
                         const struct predict_link *p2p, double *comm_ms);
 
+/* A replayed or followed PyTorch job at more ranks (--predict with
+ * --replay or --follow; docs/predict.md, "A replayed job").
+ *
+ * From the job's trace, per step over the steps its figures cover: the
+ * measured step (the run's median, ms/step's p50), its compute, its time
+ * in collectives `comm` (each rank's collectives' durations summed, the
+ * mean over ranks) and the exposed part of that the split counts as comm
+ * (not under compute); hidden = comm - exposed is the compute that hid
+ * communication, at least 0. Each collective's bytes S come from Kineto's
+ * args where they give them, else (collective by collective) from the backend's cost at the measured world
+ * size W inverted, S = t^-1(t_min) (alpha + beta S = t_min in S's regime;
+ * t_min its least duration over the ranks, the rank that waited least;
+ * 0 where t_min is below alpha). At K ranks each collective takes
+ * t_K(S), from --bench-comm's fit of its kind for K ranks, or with
+ * --link BW,LAT the ring's: allreduce 2(K-1) LAT + 2(K-1)/K S/BW, the
+ * others (allgather, reduce-scatter, broadcast) half of it; and
+ *   comm_K = the collectives' t_K(S) summed over the steps / the steps
+ *   exposed_K = max(0, comm_K - hidden)
+ *   step_K = step - exposed + exposed_K
+ * The compute, and what hid communication, stay as measured (each rank
+ * with its batch and a core of its own: weak scaling). */
+struct predict_job_in {
+    double step_ms, comm_ms, exposed_ms; /* measured, per step */
+};
+/* step_K of the model above for comm_K = comm_k_ms; *exposed_k_ms gets
+ * exposed_K. */
+double predict_job_step(const struct predict_job_in *in, double comm_k_ms, double *exposed_k_ms);
+/* The bytes S with alpha + beta S = t_us in S's regime of l (the cost
+ * rises with S): 0 when t_us is at most the cost of 0 bytes. */
+double predict_invert_bytes(const struct predict_link *l, double t_us);
+/* --link BW,LAT's cost of collective `coll` (enum coll_kind) on K ranks:
+ * the ring allreduce of predict_ring_link, half of it for the others. */
+struct predict_link predict_link_coll(double bw_bytes_per_s, double lat_s, int ranks, int coll);
+
 #endif

@@ -275,6 +275,7 @@ void replay_foreign_row(struct rank_result *rr, const struct trace_figures *f, c
     /* (over the steps the split covers, as ms/step) */
     long bsteps = rr->steps - (left != TRACE_LEFT_NONE);
     rr->compute_ms = bsteps > 0 ? (double)rr->b.compute_ns / 1e6 / (double)bsteps : 0;
+    rr->exposed_ms = bsteps > 0 ? (double)rr->b.comm_ns / 1e6 / (double)bsteps : 0;
 }
 
 void replay_foreign_run(struct run_result *res)
@@ -396,6 +397,19 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
     }
     res->window = rule;
     if (straggler_table_run(&res->stragglers, d, rule, figs) != 0) {
+        snprintf(err, errlen, "out of memory matching the ranks' collectives");
+        goto fail;
+    }
+    struct whatif_gather wg = {0};
+    for (int i = 0; i < d->nranks; i++)
+        if (whatif_gather_rank(&wg, &d->ranks[i], &figs[i]) != 0) {
+            whatif_gather_free(&wg);
+            snprintf(err, errlen, "out of memory gathering the ranks' collectives");
+            goto fail;
+        }
+    int wrc = whatif_table_of(&res->colls, &wg);
+    whatif_gather_free(&wg);
+    if (wrc != 0) {
         snprintf(err, errlen, "out of memory matching the ranks' collectives");
         goto fail;
     }
@@ -646,6 +660,8 @@ int replay_main(const struct config *cfg, replay_show_fn show)
                 "ddptop: --replay: %d ranks (rank %d first) are in more than one of the files; their events "
                 "are merged\n",
                 rp.doc.repeated_ranks, rp.doc.repeat_rank);
+    if (cfg->base.predict)
+        result_job_predict(&rp.res, &cfg->base);
     int shown = 0; /* the UI's status: 128 + signal after Ctrl-C, which still reports */
     if (show && (shown = show(cfg, &rp)) == 2) {
         replay_free(&rp);

@@ -137,6 +137,47 @@ static void write_prediction(FILE *f, const struct run_result *res, int n, int i
         fprintf(f, "\n(n/a: no --bench-comm fit for that rank count; --link BW,LAT predicts any)\n");
 }
 
+/* --predict of a replayed or followed PyTorch job: its measured figures,
+ * then the step at each rank count (res->job, result_job_predict). */
+static void write_job_prediction(FILE *f, const struct run_result *r, int i, int md)
+{
+    const struct job_pred *j = &r->job;
+    if (!j->valid) {
+        fprintf(f, "\nrun %d: %s\n", i, j->note);
+        return;
+    }
+    fprintf(f,
+            "\nrun %d predicts the traced job on more ranks, each with its batch and a core of its own: measured on %d "
+            "ranks, per step, %.3f ms (ms/step, the mean), compute %.3f, %.2f collectives of %.0f bytes in all taking "
+            "%.3f ms, %.3f exposed (%.3f hidden under compute); sizes from %s; comm from %s (docs/predict.md); ms "
+            "per step:\n\n",
+            i, j->world, j->step_ms, j->compute_ms, j->colls_per_step, j->bytes_per_step, j->comm_ms, j->exposed_ms,
+            j->hidden_ms, j->sizes, j->link);
+    const char *head[] = {"ranks", "pred ms", "comm", "exposed", "speedup", "eff%"};
+    if (md) {
+        for (int c = 0; c < 6; c++)
+            fprintf(f, "| %s ", head[c]);
+        fprintf(f, "|\n|---:|---:|---:|---:|---:|---:|\n");
+    } else {
+        fprintf(f, "%6s %10s %9s %9s %8s %6s\n", head[0], head[1], head[2], head[3], head[4], head[5]);
+    }
+    int missing = 0;
+    for (int k = 0; k < j->nrows; k++) {
+        const struct scaling_pred *sp = &j->rows[k];
+        char c[5][32];
+        rep_fig(c[0], sizeof(c[0]), "%.3f", sp->step_ms, sp->valid);
+        rep_fig(c[1], sizeof(c[1]), "%.3f", sp->comm_ms, sp->valid);
+        rep_fig(c[2], sizeof(c[2]), "%.3f", sp->exposed_ms, sp->valid);
+        rep_fig(c[3], sizeof(c[3]), "%.2fx", sp->speedup, sp->valid);
+        rep_fig(c[4], sizeof(c[4]), "%.1f", sp->efficiency, sp->valid);
+        missing += !sp->valid;
+        fprintf(f, md ? "| %d | %s | %s | %s | %s | %s |\n" : "%6d %10s %9s %9s %8s %6s\n", sp->ranks, c[0], c[1], c[2],
+                c[3], c[4]);
+    }
+    if (missing)
+        fprintf(f, "\n(n/a: no --bench-comm fit for that rank count; --link BW,LAT predicts any)\n");
+}
+
 /* A run's ranks as the run table gives them: "2 of 128" when the trace
  * held fewer ranks than its run had. */
 static const char *ranks_cell(char *buf, size_t n, const struct run_result *r)
@@ -595,6 +636,8 @@ static void write_text(FILE *f, const struct run_result *res, int n, int md)
         write_run_records(f, r, i, n);
         if (r->nspred > 0)
             write_prediction(f, res, n, i, md);
+        if (r->job.valid || r->job.note[0])
+            write_job_prediction(f, r, i, md);
     }
 }
 

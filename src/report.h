@@ -21,6 +21,7 @@
 #include "pipeline.h"
 #include "queue.h"
 #include "straggler.h"
+#include "whatif.h"
 
 struct run;
 struct trace_rule;
@@ -44,6 +45,7 @@ struct rank_result {
     int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
     struct traffic traffic;
     double compute_ms;                    /* compute per step, over the steps ms/step covers */
+    double exposed_ms;                    /* a PyTorch trace's rank: its split's comm per step, as compute_ms */
     double compute_s_epoch, comm_s_epoch; /* compute_ms and coll_ms x steps per epoch, in s (run's epoch_valid) */
     double xfer_ms, sync_ms;              /* per-collective transfer and sync, summed over the run */
     double xfer_step_ms, sync_step_ms;    /* per step, over the steps ms/step covers (the first left out) */
@@ -196,6 +198,23 @@ struct run_result {
     int nspred;
     char spred_link[96];  /* where the link's cost came from */
     char spred_note[128]; /* why nothing was predicted, or "" */
+    /* a PyTorch trace's run: its collectives matched across ranks (trace/
+     * whatif.h; owned, result_free frees them) ... */
+    struct whatif_table colls;
+    /* ... and with --predict, the job at more ranks (result_job_predict,
+     * src/predict.h's predict_job_step); rows at --predict-ranks */
+    struct job_pred {
+        int valid;      /* predicted: rows may still be n/a (no fit for that rank count) */
+        int world;      /* the measured job's ranks W */
+        double step_ms; /* measured: ms/step (ms_mean: the mean step, each at its slowest rank) */
+        double compute_ms, comm_ms, exposed_ms, hidden_ms; /* measured, per step (ms) */
+        double colls_per_step, bytes_per_step;             /* its collectives, and their bytes S */
+        char sizes[160];                                   /* where S came from */
+        char link[112];                                    /* where t_K came from */
+        char note[160];                                    /* why nothing was predicted (how to get a fit), or "" */
+        int nrows;
+        struct scaling_pred rows[CFG_MAX_PREDICT]; /* speedup: samples/s against the measured job's */
+    } job;
     /* --parallel model|pipeline (cfg.parallel): each rank's stage */
     int nstages;
     struct stage_result {
@@ -310,6 +329,10 @@ void result_launch(struct run_result *res);
 void result_idle(struct run_result *res);
 /* memtl_valid when a rank's memory timeline is. */
 void result_memtl(struct run_result *res);
+/* --predict of a replayed or followed PyTorch job: res->job from res->colls
+ * and its figures, at cfg's --predict-ranks, over cfg's --link or the
+ * --bench-comm fits of the job's backend (src/predict.h). */
+void result_job_predict(struct run_result *res, const struct run_config *cfg);
 /* Compute and collective seconds per epoch of steps_per_epoch steps, per
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);

@@ -126,6 +126,40 @@ static cJSON *json_prediction(const struct run_result *res, int n, int i)
     return o;
 }
 
+/* --predict of a replayed or followed PyTorch job (result_job_predict):
+ * null without --predict. */
+static cJSON *json_job_prediction(const struct run_result *r)
+{
+    const struct job_pred *j = &r->job;
+    if (!j->valid && !j->note[0])
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    add_str(o, "note", j->note);
+    add_num(o, "world", j->world, j->valid);
+    add_num(o, "step_ms", j->step_ms, j->valid);
+    add_num(o, "compute_ms", j->compute_ms, j->valid);
+    add_num(o, "comm_ms", j->comm_ms, j->valid);
+    add_num(o, "exposed_comm_ms", j->exposed_ms, j->valid);
+    add_num(o, "hidden_comm_ms", j->hidden_ms, j->valid);
+    add_num(o, "collectives_per_step", j->colls_per_step, j->valid);
+    add_num(o, "bytes_per_step", j->bytes_per_step, j->valid);
+    add_str(o, "sizes", j->sizes);
+    add_str(o, "link", j->link);
+    cJSON *rows = cJSON_AddArrayToObject(o, "rows");
+    for (int k = 0; rows && k < j->nrows; k++) {
+        const struct scaling_pred *sp = &j->rows[k];
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddNumberToObject(row, "ranks", sp->ranks);
+        add_num(row, "step_ms", sp->step_ms, sp->valid);
+        add_num(row, "comm_ms", sp->comm_ms, sp->valid);
+        add_num(row, "exposed_comm_ms", sp->exposed_ms, sp->valid);
+        add_num(row, "speedup", sp->speedup, sp->valid);
+        add_num(row, "efficiency_pct", sp->efficiency, sp->valid);
+        cJSON_AddItemToArray(rows, row);
+    }
+    return o;
+}
+
 /* The figures' series (--plot), as columns: "loss_curve" {"step": [..],
  * "loss": [..]} and, for stages, "stage_timeline" {"step", "stage": [..],
  * "cat": [..], "t0_ms": [..], "t1_ms": [..]}. */
@@ -562,6 +596,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     cJSON_AddItemToObject(o, "stragglers", json_stragglers(r));
     cJSON_AddItemToObject(o, "memory_timeline", json_memtl(r));
     cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
+    cJSON_AddItemToObject(o, "job_prediction", json_job_prediction(&res[index]));
     return o;
 }
 

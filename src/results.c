@@ -207,6 +207,139 @@ out:
     free(t);
 }
 
+/* The costs of the collectives on k ranks, each kind looked up once
+ * (the fits are a file): --link's, else the backend's fits. */
+struct job_links {
+    const struct run_config *c;
+    const char *path, *backend, *algo;
+    int k;
+    int known[COLL_COUNT]; /* 0: not looked up; 1: in l; -1: no cost */
+    struct predict_link l[COLL_COUNT];
+};
+
+/* The cost of collective `coll` (enum coll_kind; COLL_NONE priced as an
+ * allreduce) on j->k ranks, or NULL when neither --link nor a fit gives it. */
+static const struct predict_link *job_link(struct job_links *j, int coll)
+{
+    if (coll <= COLL_NONE || coll >= COLL_COUNT)
+        coll = COLL_ALLREDUCE;
+    if (!j->known[coll]) {
+        struct cost_fit f;
+        j->known[coll] = -1;
+        if (j->c->link_bw > 0) {
+            j->l[coll] = predict_link_coll(j->c->link_bw, j->c->link_lat, j->k, coll);
+            j->known[coll] = 1;
+        } else if (j->path && cost_model_lookup(j->path, j->backend, j->algo, j->k, coll, &f) == 0) {
+            j->l[coll] = predict_link_of(&f);
+            j->known[coll] = 1;
+        }
+    }
+    return j->known[coll] > 0 ? &j->l[coll] : NULL;
+}
+
+void result_job_predict(struct run_result *res, const struct run_config *c)
+{
+    struct job_pred *j = &res->job;
+    const struct whatif_table *t = &res->colls;
+    memset(j, 0, sizeof(*j));
+    int w = res->world > 0 ? res->world : res->nranks;
+    if (res->replay.valid && !strcmp(res->replay.format, "ddptop")) {
+        snprintf(j->note, sizeof(j->note),
+                 "--predict: a replay predicts a PyTorch job from its traces; ddptop's own runs predict as they run");
+        return;
+    }
+    if (w < 2) {
+        snprintf(j->note, sizeof(j->note), "--predict: the job ran on one rank: no collectives to price on more");
+        return;
+    }
+    if (!t->valid || t->steps <= 0 || !res->ms_valid) {
+        snprintf(j->note, sizeof(j->note),
+                 "--predict: no collectives (gloo:, nccl: records, NCCL kernels) in the steps the trace covers");
+        return;
+    }
+    const char *backend = t->backend[0] ? t->backend : "gloo";
+    const char *algo = !strcmp(backend, "gloo") ? config_algo_name(c->algo) : backend;
+    char buf[1024];
+    const char *path = cost_model_path(buf, sizeof(buf));
+    j->world = w;
+    j->step_ms = res->ms_mean;
+    for (int i = 0; i < res->nranks; i++) {
+        j->compute_ms += res->ranks[i].compute_ms / res->nranks;
+        j->exposed_ms += res->ranks[i].exposed_ms / res->nranks;
+    }
+    j->comm_ms = t->comm_ms;
+    j->hidden_ms = j->comm_ms - j->exposed_ms > 0 ? j->comm_ms - j->exposed_ms : 0;
+    j->colls_per_step = (double)t->n / t->steps;
+    /* each collective's bytes: its args', else the cost at W inverted */
+    double *bytes = malloc((t->n ? t->n : 1) * sizeof(*bytes));
+    if (!bytes) {
+        snprintf(j->note, sizeof(j->note), "--predict: out of memory");
+        return;
+    }
+    double total = 0;
+    size_t sized = 0;
+    struct job_links at_w = {.c = c, .path = path, .backend = backend, .algo = algo, .k = w};
+    for (size_t i = 0; i < t->n; i++) {
+        const struct whatif_match *m = &t->m[i];
+        const struct predict_link *lw = m->bytes ? NULL : job_link(&at_w, m->kind);
+        if (m->bytes) {
+            bytes[i] = (double)m->bytes;
+            sized++;
+        } else if (lw) {
+            bytes[i] = predict_invert_bytes(lw, (double)m->min_ns / 1e3);
+        } else {
+            snprintf(j->note, sizeof(j->note),
+                     "--predict: no %s fit for %d ranks; get one with ddptop --bench-comm --comm %s --ranks %d "
+                     "(or give --link BW,LAT)",
+                     backend, w, backend, w);
+            free(bytes);
+            return;
+        }
+        total += bytes[i];
+    }
+    j->bytes_per_step = total / t->steps;
+    char inverted[96];
+    snprintf(inverted, sizeof(inverted), "%s at %d ranks inverted, each collective's least time",
+             c->link_bw > 0 ? "--link's ring" : "the fit", w);
+    if (sized == t->n)
+        snprintf(j->sizes, sizeof(j->sizes), "the trace's args (record_param_comms, Input Dims)");
+    else if (sized == 0)
+        snprintf(j->sizes, sizeof(j->sizes), "%s", inverted);
+    else
+        snprintf(j->sizes, sizeof(j->sizes), "the trace's args for %zu of %zu, the rest %s", sized, t->n, inverted);
+    if (c->link_bw > 0)
+        snprintf(j->link, sizeof(j->link), "--link %.4g GB/s, %.4g us: ring (allreduce; the others half)",
+                 c->link_bw / 1e9, c->link_lat * 1e6);
+    else
+        snprintf(j->link, sizeof(j->link), "--bench-comm's fits (%s, %s)", backend, algo);
+    j->valid = 1;
+    struct predict_job_in in = {j->step_ms, j->comm_ms, j->exposed_ms};
+    for (int r = 0; r < c->npredict_ranks && j->nrows < CFG_MAX_PREDICT; r++) {
+        struct scaling_pred *sp = &j->rows[j->nrows++];
+        int k = c->predict_ranks[r];
+        sp->ranks = k;
+        double comm = 0;
+        size_t i = 0;
+        struct job_links at_k = {.c = c, .path = path, .backend = backend, .algo = algo, .k = k};
+        for (; i < t->n; i++) {
+            const struct predict_link *lk = job_link(&at_k, t->m[i].kind);
+            if (!lk)
+                break;
+            comm += sync_link_ms(lk, bytes[i]);
+        }
+        if (i < t->n)
+            continue; /* no cost at k ranks: n/a */
+        sp->comm_ms = comm / t->steps;
+        sp->step_ms = predict_job_step(&in, sp->comm_ms, &sp->exposed_ms);
+        if (sp->step_ms <= 0)
+            continue;
+        sp->valid = 1;
+        sp->speedup = (double)k / w * j->step_ms / sp->step_ms;
+        sp->efficiency = 100.0 * j->step_ms / sp->step_ms;
+    }
+    free(bytes);
+}
+
 /* Predicted transfer time per rank from the stored alpha-beta fits: valid
  * only when every collective kind the run used has a fit. */
 static void predict(struct run_result *res, struct run *r)
@@ -649,6 +782,7 @@ void result_free(struct run_result *res)
         kernel_table_free(&res->ranks[i].kernels);
     free(res->ranks);
     res->ranks = NULL;
+    whatif_table_free(&res->colls);
 }
 
 const char *scaling_name(int scaling)

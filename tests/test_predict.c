@@ -211,6 +211,35 @@ static void test_ring_link(void **state)
     assert_true(l.alpha_us == 0 && l.beta_us_per_byte == 0); /* one rank moves nothing */
 }
 
+/* A replayed job (predict_job_step): a step of 10 ms with 3 ms in
+ * collectives of which 1 is exposed hides 2; collectives of 5 ms expose 3
+ * (12 ms), of 1.5 ms none (9 ms). Exposed above comm (the split's comm
+ * holds a wait the records do not) hides nothing: 0.5 ms exposes all,
+ * 10 - 2 + 0.5 = 8.5. Sizes inverted on 100 us + 1 us/B below 512 B, 50 us
+ * + 2 us/B from there: 300 us is 200 B, 2050 us 1000 B, 80 us (under
+ * alpha) 0 B. --link's allgather is half the ring allreduce. */
+static void test_job(void **state)
+{
+    struct predict_job_in in = {10.0, 3.0, 1.0};
+    double exposed;
+    assert_float_equal(predict_job_step(&in, 5.0, &exposed), 12.0, 1e-12);
+    assert_float_equal(exposed, 3.0, 1e-12);
+    assert_float_equal(predict_job_step(&in, 1.5, &exposed), 9.0, 1e-12);
+    assert_float_equal(exposed, 0.0, 1e-12);
+    in = (struct predict_job_in){10.0, 1.0, 2.0};
+    assert_float_equal(predict_job_step(&in, 0.5, &exposed), 8.5, 1e-12);
+    struct cost_fit f = {.alpha_us = 100.0, .beta_us_per_byte = 1.0, .nmore = 1, .more = {{512, 50.0, 2.0}}};
+    struct predict_link l = predict_link_of(&f);
+    assert_float_equal(predict_invert_bytes(&l, 300.0), 200.0, 1e-3);
+    assert_float_equal(predict_invert_bytes(&l, 2050.0), 1000.0, 1e-3);
+    assert_float_equal(predict_invert_bytes(&l, 80.0), 0.0, 0);
+    l = predict_link_coll(1e9, 5e-6, 4, COLL_ALLGATHER);
+    assert_float_equal(l.alpha_us, 15.0, 1e-9);
+    assert_float_equal(l.beta_us_per_byte, 0.75e-3, 1e-15);
+    l = predict_link_coll(1e9, 5e-6, 4, COLL_ALLREDUCE);
+    assert_float_equal(l.alpha_us, 30.0, 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_horovod_and_gather_scatter),
         cmocka_unit_test(test_ring_link),
         cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,11 +21,19 @@
 #         is left out as ms/step leaves it; its gloo collectives
 #         are user_annotation) and autograd_gloo.json (30 of 172 us).
 #
-# Usage: test_pytorch_job.sh /path/to/ddptop job|args
+#   whatif --predict of the same job, replayed (docs/predict.md, "A replayed
+#         job"): over --link 1GB/s,50us, its measured step, comm and
+#         exposed comm and its step at 2, 4, 8 and 64 ranks as
+#         whatif_count.py counts them from the files (within 0.1%), replayed
+#         and followed (--idle-exit); the
+#         text report says where the sizes came from; with no gloo fit and
+#         no --link, a note naming --bench-comm --comm gloo and no numbers.
+#
+# Usage: test_pytorch_job.sh /path/to/ddptop job|args|whatif
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
-BIN=${1:?usage: test_pytorch_job.sh /path/to/ddptop job|args}
-CASE=${2:?usage: test_pytorch_job.sh /path/to/ddptop job|args}
+BIN=${1:?usage: test_pytorch_job.sh /path/to/ddptop job|args|whatif}
+CASE=${2:?usage: test_pytorch_job.sh /path/to/ddptop job|args|whatif}
 case "$BIN" in /*) ;; *) BIN="$PWD/$BIN" ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 FIX=$HERE/fixtures/trace
@@ -64,13 +72,15 @@ if abs(got - want) > 1e-6:
 PY
 }
 
-case_job() {
+# run_job OUT: the 2-process job, its traces into OUT; 1 (with a failure
+# said) when it did not run, exit 77 without torch
+run_job() {
     if ! "$PY" -c 'import torch, torch.distributed as d, torch.profiler; assert d.is_available() and d.is_gloo_available()' \
         2>"$T/torch.err"; then
         echo "SKIP: $PY cannot import torch with gloo (apt install python3-torch)"
         exit 77
     fi
-    local out=$T/tb pids=()
+    local out=$1 pids=()
     for r in 0 1; do
         timeout 120 "$PY" "$HERE/pytorch_ddp_job.py" --rank $r --world 2 --init "file://$T/store" --out "$out" \
             >"$T/job$r.log" 2>&1 &
@@ -81,8 +91,13 @@ case_job() {
     if [ $rc -ne 0 ]; then
         fail "the PyTorch job ran" "$T/job0.log"
         cat "$T/job1.log"
-        return
+        return 1
     fi
+}
+
+case_job() {
+    local out=$T/tb
+    run_job "$out" || return
     local n
     n=$(find "$out" -name '*.pt.trace.json' | wc -l)
     if [ "$n" -eq 4 ]; then pass "the job wrote 2 cycles per rank (4 files)"; else fail "the job wrote $n files, not 4"; fi
@@ -207,8 +222,53 @@ case_args() {
     fi
 }
 
+case_whatif() {
+    local out=$T/tb
+    run_job "$out" || return
+    # over a given link, so that the expected figures need no fit: the
+    # independent count of the documented model from the files
+    if "$BIN" --batch --replay "$out" --predict --link 1GB/s,50us --predict-ranks 2,4,8,64 --format json \
+        >"$T/w.json" 2>"$T/w.err" &&
+        python3 "$HERE/whatif_count.py" "$out" 1e9 50e-6 2,4,8,64 --check "$T/w.json" >"$T/w.out" 2>&1; then
+        pass "--predict of the replayed job over --link agrees with whatif_count.py (step, comm, exposed at 2-64 ranks)"
+    else
+        cat "$T/w.err" >>"$T/w.out"
+        fail "--predict of the replayed job against whatif_count.py" "$T/w.out"
+    fi
+    # the same files followed (the cycles gathered one by one): the same count
+    if "$BIN" --batch --follow "$out" --idle-exit 0.5 --predict --link 1GB/s,50us --predict-ranks 2,4,8,64 \
+        --format json >"$T/wf.json" 2>"$T/wf.err" &&
+        python3 "$HERE/whatif_count.py" "$out" 1e9 50e-6 2,4,8,64 --check "$T/wf.json" >"$T/wf.out" 2>&1; then
+        pass "--follow of the finished job predicts what the count says too"
+    else
+        cat "$T/wf.err" >>"$T/wf.out"
+        fail "--predict of the followed job against whatif_count.py" "$T/wf.out"
+    fi
+    if "$BIN" --batch --replay "$out" --predict --link 1GB/s,50us >"$T/w.txt" 2>&1 &&
+        grep -q 'predicts the traced job on more ranks' "$T/w.txt" &&
+        grep -q "sizes from --link's ring at 2 ranks inverted" "$T/w.txt"; then
+        pass "the text report names the prediction and where the sizes came from"
+    else
+        fail "the text report's prediction" "$T/w.txt"
+    fi
+    # no fit for gloo and no --link: one line saying how to get one, no numbers
+    if DDPTOP_COMM_MODEL=$T/no-model.json "$BIN" --batch --replay "$out" --predict --format json >"$T/nofit.json" \
+        2>"$T/nofit.err" &&
+        python3 - "$T/nofit.json" <<'PY' 2>>"$T/nofit.err"; then
+import json, sys
+p = json.load(open(sys.argv[1]))["runs"][0]["job_prediction"]
+assert "ddptop --bench-comm --comm gloo" in (p["note"] or ""), p
+assert p["step_ms"] is None and p["rows"] == [], p
+PY
+        pass "without a gloo fit or --link: a note naming --bench-comm --comm gloo, no numbers"
+    else
+        fail "without a fit" "$T/nofit.err"
+    fi
+}
+
 case $CASE in
 job) case_job ;;
+whatif) case_whatif ;;
 args) case_args ;;
 *)
     echo "unknown case $CASE"

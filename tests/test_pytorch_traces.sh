@@ -241,6 +241,20 @@
 #            still holds HTA's values (and queue_length.tsv on kineto_queue
 #            and trace_filter).
 #
+#   whatif   --predict of a replayed job (docs/predict.md) on
+#            whatif_args/rank0.json and rank1.json: three steps of 1000 us
+#            each; in every step b: aten::mm [b, b+600), record_param_comms
+#            [b+600, b+610) (250000 Float: 1e6 bytes), aten::add [b+650,
+#            b+750), gloo:all_reduce [b+610, +300) on rank 0, +200 on rank
+#            1. Steps 2 and 3 covered: compute 700 us; comm (the records)
+#            300 and 200, mean 250; exposed [b+600, b+910) less the add,
+#            210, and 110, mean 160; hidden 90; step 1000. Over --link
+#            1GB/s,50us: t_K = 100(K-1) us + 2(K-1)/K x 1000 us, so comm_K
+#            1100, 1800, 2450 at 2, 4, 8; exposed_K = comm_K - 90; step_K
+#            = 1000 - 160 + exposed_K = 1850, 2550, 3200 us. A fit by hand
+#            for 4 ranks alone (100 us + 1 ns/B): 1850 at 4, 2 and 8 n/a.
+#            The two files followed (--idle-exit) predict what the replay
+#            does.
 # Usage: test_pytorch_traces.sh /path/to/ddptop CASE
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
@@ -1335,12 +1349,57 @@ PY
     hta_still --straggler "$STSV" "stragglers" fixtures/stragglers3 trace_filter
 }
 
+case_whatif() {
+    local w=$FIX/whatif_args
+    check "whatif_args: replay over --link" replay "$tmp/w.json" "$w" --predict --link 1GB/s,50us \
+        --predict-ranks 2,4,8 --format json
+    check "... worked by hand" "$PY" - "$tmp/w.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["runs"][0]["job_prediction"]
+got = [p["step_ms"], p["compute_ms"], p["comm_ms"], p["exposed_comm_ms"], p["hidden_comm_ms"], p["bytes_per_step"]] + [
+    [r["ranks"], r["step_ms"], r["comm_ms"], r["exposed_comm_ms"]] for r in p["rows"]]
+want = [1.0, 0.7, 0.25, 0.16, 0.09, 1e6, [2, 1.85, 1.1, 1.01], [4, 2.55, 1.8, 1.71], [8, 3.2, 2.45, 2.36]]
+flat = lambda v: [y for x in v for y in (x if isinstance(x, list) else [x])]
+if len(got) != len(want) or any(abs(a - b) > 1e-9 * max(1, abs(b)) for a, b in zip(flat(got), flat(want))) \
+        or not p["sizes"].startswith("the trace's args"):
+    sys.exit("    %s %s" % (p["sizes"], got))
+PY
+    # a fit written by hand, for 4 ranks only: 100 us + 1 ns a byte
+    cat >"$tmp/model.json" <<'JSON'
+{"fits": [{"backend": "gloo", "algo": "ring", "ranks": 4, "collective": "allreduce", "alpha_us": 100,
+           "beta_us_per_byte": 0.001, "r2": 1}]}
+JSON
+    check "whatif_args: replay over a fit" env DDPTOP_COMM_MODEL="$tmp/model.json" "$BIN" --batch --replay "$w" \
+        --predict --predict-ranks 2,4,8 --format json --output "$tmp/wf.json"
+    check "... 4 ranks from the fit, 2 and 8 n/a" "$PY" - "$tmp/wf.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["runs"][0]["job_prediction"]
+rows = {r["ranks"]: r for r in p["rows"]}
+ok = abs(rows[4]["step_ms"] - 1.85) < 1e-9 and abs(rows[4]["comm_ms"] - 1.1) < 1e-9 and \
+    rows[2]["step_ms"] is None and rows[8]["step_ms"] is None and "gloo, ring" in p["link"]
+if not ok:
+    sys.exit("    %s" % p)
+PY
+    mkdir -p "$tmp/wdir" && cp "$w"/rank0.json "$w"/rank1.json "$tmp/wdir/"
+    check "whatif_args: followed" "$BIN" --batch --follow "$tmp/wdir" --idle-exit 0.5 --predict --link 1GB/s,50us \
+        --predict-ranks 2,4,8 --format json --output "$tmp/wfo.json"
+    check "... the replay's prediction" "$PY" - "$tmp/w.json" "$tmp/wfo.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["runs"][0]["job_prediction"] for f in sys.argv[1:3])
+if a != b:
+    sys.exit("    %s\n    %s" % (a, b))
+PY
+    check "text report" replay "$tmp/w.txt" "$w" --predict --link 1GB/s,50us --predict-ranks 2,4,8
+    check "text: the 4-rank row" grep -Eq '^ +4 +2\.550 +1\.800 +1\.710 ' "$tmp/w.txt"
+    check "text: the sizes' source" grep -q "sizes from the trace's args" "$tmp/w.txt"
+}
+
 case $CASE in
-window | folder | devices | ranks | kernels | memcpy | queue | launch | idle | straggler | memory | hta | hta_live)
+window | folder | devices | ranks | kernels | memcpy | queue | launch | idle | straggler | memory | hta | hta_live | whatif)
     "case_$CASE"
     ;;
 *)
-    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|idle|straggler|memory|hta|hta_live" >&2
+    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|idle|straggler|memory|hta|hta_live|whatif" >&2
     exit 2
     ;;
 esac

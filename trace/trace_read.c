@@ -474,6 +474,92 @@ static int comm_op_name(const char *name)
     return !strcmp(name, "record_param_comms");
 }
 
+int trace_coll_kind_of(const char *name)
+{
+    char low[128];
+    size_t n = 0;
+    for (const char *c = name; *c && n + 1 < sizeof(low); c++)
+        if (*c != '_')
+            low[n++] = (char)tolower((unsigned char)*c);
+    low[n] = 0;
+    if (strstr(low, "reducescatter"))
+        return COLL_REDUCE_SCATTER;
+    if (strstr(low, "allreduce"))
+        return COLL_ALLREDUCE;
+    if (strstr(low, "allgather"))
+        return COLL_ALLGATHER;
+    if (strstr(low, "broadcast"))
+        return COLL_BROADCAST;
+    return COLL_NONE;
+}
+
+/* Bytes a value of a dtype takes, as Kineto names it ("Float", "float",
+ * "c10::Half", "BFloat16", "double", "long int"...); 4 when not known. */
+static double dtype_bytes(const char *t)
+{
+    if (!t)
+        return 4;
+    if (ci_contains(t, "half") || ci_contains(t, "bfloat16") || ci_contains(t, "short"))
+        return 2;
+    if (ci_contains(t, "double") || ci_contains(t, "long") || ci_contains(t, "int64") || ci_contains(t, "complex"))
+        return 8;
+    if (ci_contains(t, "char") || ci_contains(t, "bool") || ci_contains(t, "byte") || ci_contains(t, "int8"))
+        return 1;
+    return 4;
+}
+
+/* The values in a shape, or in a list of shapes summed ([[37610]] or
+ * [37610]); 0 when it holds none. */
+static double dims_values(const cJSON *d)
+{
+    if (!cJSON_IsArray(d) || !cJSON_GetArraySize(d))
+        return 0;
+    if (cJSON_IsArray(cJSON_GetArrayItem(d, 0))) {
+        double sum = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, d) sum += dims_values(e);
+        return sum;
+    }
+    double v = 1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, d)
+    {
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0)
+            return 0;
+        v *= e->valuedouble;
+    }
+    return v;
+}
+
+/* A c10d call's message bytes from its args (0: they do not say). */
+static uint64_t coll_call_bytes(const char *name, const cJSON *args)
+{
+    if (!args)
+        return 0;
+    if (!strcmp(name, "record_param_comms")) {
+        double n = jnum(args, "In msg nelems", 0);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(args, "dtype");
+        return n > 0 ? (uint64_t)(n * dtype_bytes(cJSON_IsString(t) ? t->valuestring : NULL)) : 0;
+    }
+    const cJSON *dims = cJSON_GetObjectItemCaseSensitive(args, "Input Dims");
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(args, "Input type");
+    const cJSON *t0 = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, 0) : NULL;
+    double n = cJSON_IsArray(dims) ? dims_values(cJSON_GetArrayItem(dims, 0)) : 0;
+    return n > 0 ? (uint64_t)(n * dtype_bytes(cJSON_IsString(t0) ? t0->valuestring : NULL)) : 0;
+}
+
+/* A host op's part in a collective: a backend's record is its work,
+ * c10d's op (or record_param_comms) the call. */
+static int host_coll_role(const char *name)
+{
+    if (!strncmp(name, "c10d::", 6) || !strcmp(name, "record_param_comms"))
+        return TRACE_COLL_CALL;
+    for (size_t i = 1; i < sizeof(comm_prefixes) / sizeof(comm_prefixes[0]); i++)
+        if (!strncmp(name, comm_prefixes[i], strlen(comm_prefixes[i])))
+            return TRACE_COLL_WORK;
+    return TRACE_COLL_NONE;
+}
+
 /* A device op's category by its name: collectives (NCCL's kernels, HCCL's
  * on MTIA) are comm, DMA transfers (MTIA's dma_*) data, the rest compute. */
 static int device_cat(const char *name)
@@ -775,6 +861,18 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     op->bytes = copy ? (uint64_t)jint(args, "bytes", 0, 0, INT64_MAX) : 0;
     op->copy_gbps = copy ? jnum(args, "memory bandwidth (GB/s)", 0) : 0;
     op->end_adj_us = end_adj_us(ts, jnum(ev, "dur", 0), t1);
+    op->coll = (uint8_t)(gpu ? (c == CAT_COMM && !sync ? TRACE_COLL_WORK : TRACE_COLL_NONE) : host_coll_role(name));
+    const cJSON *coll_name = cJSON_GetObjectItemCaseSensitive(args, "Collective name"); /* (record_param_comms) */
+    op->coll_kind = (uint8_t)(!op->coll                   ? COLL_NONE
+                              : cJSON_IsString(coll_name) ? trace_coll_kind_of(coll_name->valuestring)
+                                                          : trace_coll_kind_of(name));
+    op->coll_bytes = op->coll == TRACE_COLL_CALL ? coll_call_bytes(name, args) : 0;
+    if (op->coll == TRACE_COLL_WORK && !r->coll_backend[0]) {
+        if (gpu)
+            snprintf(r->coll_backend, sizeof(r->coll_backend), "%s", ci_contains(name, "nccl") ? "nccl" : "hccl");
+        else
+            snprintf(r->coll_backend, sizeof(r->coll_backend), "%.*s", (int)strcspn(name, ":"), name);
+    }
     r->ngpu += (size_t)(gpu && !sync);
 }
 

@@ -84,7 +84,22 @@ struct trace_op {
     int64_t launch_end_ns;    /* GPU ops: end of the runtime call that launched it; -1: unknown */
     uint8_t launch_call;      /* ... that call, as HTA's launch statistics name it (enum trace_launch_call) */
     int8_t launch_end_adj_us; /* ... its HTA end in whole us less launch_end_ns's floor (as end_adj_us) */
+    uint8_t coll;             /* enum trace_coll_role: a collective's work, or c10d's call of it */
+    uint8_t coll_kind;        /* ... which collective (enum coll_kind) */
+    uint64_t coll_bytes;      /* a call's message bytes, as Kineto's args give them (0: not given) */
 };
+/* A collective in a foreign trace, in two parts (whatif.h reads them):
+ * its work (a backend's record: gloo:all_reduce, nccl:all_reduce on the
+ * host; an NCCL or HCCL kernel on the device), whose duration is the
+ * collective's, and c10d's call (c10d::allreduce_, record_param_comms),
+ * whose args may give its size: record_param_comms's "In msg nelems" and
+ * "dtype", or the "Input Dims" and "Input type" of a c10d op traced with
+ * record_shapes. */
+enum trace_coll_role { TRACE_COLL_NONE = 0, TRACE_COLL_WORK, TRACE_COLL_CALL };
+/* The collective a name says (enum coll_kind, probe.h; COLL_NONE: one
+ * that is none of allreduce, reduce-scatter, allgather, broadcast):
+ * gloo:all_reduce, c10d::allreduce_, ncclDevKernel_AllReduce_Sum_f32... */
+int trace_coll_kind_of(const char *name);
 /* The runtime calls that launch device work, as HTA's launch statistics
  * (get_cuda_kernel_launch_stats) count them: cudaLaunchKernel,
  * cudaLaunchKernelExC and MTIA's runFunction job submission (KERNEL);
@@ -160,8 +175,9 @@ struct trace_rank {
      * file), each a range of ops and steps above */
     struct trace_window *windows;
     size_t nwindows, cap_windows;
-    int file;         /* the first file (from 0, in reading order) that held this rank */
-    uint8_t repeated; /* a later file held it too (foreign: the same steps again) */
+    char coll_backend[8]; /* foreign: the backend of its first collective's work (gloo, nccl...), or "" */
+    int file;             /* the first file (from 0, in reading order) that held this rank */
+    uint8_t repeated;     /* a later file held it too (foreign: the same steps again) */
 };
 
 /* the kinds of a stage's memory a trace carries, and their keys there */
