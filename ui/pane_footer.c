@@ -5,6 +5,7 @@
 
 #include "fit.h"
 #include "panes.h"
+#include "scroll.h"
 
 /* The keys line: what a narrow terminal drops first has the highest drop
  * (fit.h); help, the next run and quit always stay. A replay has no run to
@@ -156,18 +157,5 @@ void help_draw(WINDOW *w, const struct pane_view *v)
 
 int help_key(int ch, struct view_state *vs)
 {
-    int page = vs->help_rows > 1 ? vs->help_rows - 1 : 1, max0 = vs->help_total - vs->help_rows;
-    int to = ch == KEY_UP      ? vs->help0 - 1
-             : ch == KEY_DOWN  ? vs->help0 + 1
-             : ch == KEY_PPAGE ? vs->help0 - page
-             : ch == KEY_NPAGE ? vs->help0 + page
-             : ch == KEY_HOME  ? 0
-             : ch == KEY_END   ? max0
-                               : -2;
-    if (to == -2)
-        return 0;
-    vs->help0 = to > max0 ? max0 : to;
-    if (vs->help0 < 0)
-        vs->help0 = 0;
-    return 1;
+    return scroll_key(ch, SCROLL_LINES | SCROLL_PAGES | SCROLL_ENDS, &vs->help0, vs->help_rows, vs->help_total);
 }

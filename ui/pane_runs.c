@@ -9,6 +9,7 @@
 
 #include "fit.h"
 #include "panes.h"
+#include "scroll.h"
 #include "mode.h"
 #include "pipeline.h"
 #include "report.h"
@@ -273,18 +274,12 @@ static int runs_key(int ch, struct pane_view *v)
     struct view_state *vs = v->vs;
     int total = v->nresults + (v->live ? 1 : 0);
     int max0 = total - vs->run_rows > 0 ? total - vs->run_rows : 0, run0 = vs->run0 < max0 ? vs->run0 : max0;
-    if (ch == KEY_UP) {
-        if (max0 == 0)
-            return UI_HANDLED; /* (every run in sight: nothing above, keep following) */
-        vs->run0 = run0 > 0 ? run0 - 1 : 0;
-        return UI_HANDLED | UI_REDRAW;
-    }
-    if (ch == KEY_DOWN) {
-        /* down to the last rows: follow them again */
-        vs->run0 = run0 + 1 < max0 ? run0 + 1 : RUNS_FOLLOW;
-        return UI_HANDLED | UI_REDRAW;
-    }
-    return 0;
+    if (ch == KEY_UP && max0 == 0)
+        return UI_HANDLED; /* (every run in sight: nothing above, keep following) */
+    if (!scroll_key(ch, SCROLL_LINES, &run0, vs->run_rows, total))
+        return 0;
+    vs->run0 = run0 < max0 ? run0 : RUNS_FOLLOW; /* down to the last rows: follow them again */
+    return UI_HANDLED | UI_REDRAW;
 }
 
 const struct pane_ops pane_runs = {
