@@ -484,7 +484,7 @@ static const struct opt opts[] = {
     {INT("predict-ranks", LIST(base.predict_ranks, base.npredict_ranks), 2, 1 << 20, "N", "2,4,8,16,64", G_REPORT,
          "rank counts to predict"),
      .reads = R_TRAIN | R_REPLAY | R_FOLLOW, .unused = needs_predict},
-    {OPT("link", k_link, AT(base.link_bw), "BW,LAT", NULL, G_REPORT,
+    {OPT("link", k_link, AT(base.link), "BW,LAT", NULL, G_REPORT,
          "--predict over this link, e.g. 100Gb/s,5us (a ring allreduce), instead of --bench-comm's fits"),
      .def_text = "the fits", .reads = R_TRAIN | R_REPLAY | R_FOLLOW, .unused = needs_predict},
     {INT("repeat", AT(repeat), 1, 1000, "N", "1", G_REPORT,

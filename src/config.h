@@ -77,6 +77,12 @@ struct fault {
 
 #define CFG_MAX_PREDICT 8 /* --predict-ranks entries */
 
+/* --link BW,LAT: a link to predict over. */
+struct link_opt {
+    double bw;  /* bytes/s; 0: none given */
+    double lat; /* s */
+};
+
 /* One run: a single combination of the sweep plus everything shared. */
 struct run_config {
     char model[CFG_NAME];
@@ -120,10 +126,10 @@ struct run_config {
     int predict;                        /* --predict: a 1-rank run predicts more ranks */
     int predict_ranks[CFG_MAX_PREDICT]; /* --predict-ranks */
     int npredict_ranks;
-    double link_bw, link_lat; /* --link: bytes/s and s; 0: use --bench-comm's fits */
-    int no_cupti;             /* GPU: collect no device timelines */
-    int cupti_sample;         /* GPU: device records for CFG_CUPTI_WINDOW steps in every cupti_sample (1: all) */
-    int broadcast_buffers;    /* batch norm running statistics from rank 0 before each step (DDP's default) */
+    struct link_opt link;  /* --link (bw 0: use --bench-comm's fits) */
+    int no_cupti;          /* GPU: collect no device timelines */
+    int cupti_sample;      /* GPU: device records for CFG_CUPTI_WINDOW steps in every cupti_sample (1: all) */
+    int broadcast_buffers; /* batch norm running statistics from rank 0 before each step (DDP's default) */
     /* enum wire16 (half.h), 0: none; unless grad_compress_set, the
      * training precision's (run_grad_compress) */
     int grad_compress, grad_compress_set;

@@ -478,8 +478,7 @@ static int link_parse(const struct opt *o, struct config *cfg, void *dst, const 
     double b, l;
     if (parse_rate(bw, &b) != 0 || parse_time(comma + 1, &l) != 0)
         return -1;
-    cfg->base.link_bw = b;
-    cfg->base.link_lat = l;
+    *(struct link_opt *)dst = (struct link_opt){.bw = b, .lat = l};
     return 0;
 }
 

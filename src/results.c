@@ -66,10 +66,10 @@ static void predict_stages(struct run_result *res, const struct run *r, const st
     char path[1024];
     cost_model_path(path, sizeof(path));
     int have = 1;
-    if (c->link_bw > 0) {
-        link = (struct predict_link){.alpha_us = c->link_lat * 1e6, .beta_us_per_byte = 1e6 / c->link_bw};
+    if (c->link.bw > 0) {
+        link = (struct predict_link){.alpha_us = c->link.lat * 1e6, .beta_us_per_byte = 1e6 / c->link.bw};
         snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: a message between stages",
-                 c->link_bw / 1e9, c->link_lat * 1e6);
+                 c->link.bw / 1e9, c->link.lat * 1e6);
     } else if (cost_model_lookup(path, fit_backend(r), fit_algo(r), 2, COLL_BROADCAST, &f) == 0) {
         link = predict_link_of(&f);
         snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's 2-rank broadcast fit (%s): a message",
@@ -153,9 +153,9 @@ static void predict_scaling(struct run_result *res, struct run *r)
     if (r->wire_scaled)
         snprintf(wire, sizeof(wire), "; %s gradients", w16_name(r->wire_scaled));
     int through_root = sync_has(c->strategy, SYNC_ROOTED);
-    if (c->link_bw > 0)
-        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: %s%s", c->link_bw / 1e9,
-                 c->link_lat * 1e6, through_root ? "the root's messages one after another" : "ring allreduce", wire);
+    if (c->link.bw > 0)
+        snprintf(res->spred_link, sizeof(res->spred_link), "--link %.4g GB/s, %.4g us: %s%s", c->link.bw / 1e9,
+                 c->link.lat * 1e6, through_root ? "the root's messages one after another" : "ring allreduce", wire);
     else
         snprintf(res->spred_link, sizeof(res->spred_link), "--bench-comm's fits (shm, %s)%s",
                  c->algo == ALGO_RING ? "ring" : "naive", wire);
@@ -171,12 +171,12 @@ static void predict_scaling(struct run_result *res, struct run *r)
         const char *algo = fit_algo(r);
         for (int q = 0; q < 4; q++)
             *slot[q] = NULL;
-        if (c->link_bw > 0) {
-            link = predict_ring_link(c->link_bw, c->link_lat, k);
+        if (c->link.bw > 0) {
+            link = predict_ring_link(c->link.bw, c->link.lat, k);
             /* through the root: its K-1 messages one after another */
             for (int q = 0; q < 4; q++) {
-                rooted[q] = (struct predict_link){.alpha_us = (k - 1) * c->link_lat * 1e6,
-                                                  .beta_us_per_byte = (k - 1) * 1e6 / c->link_bw};
+                rooted[q] = (struct predict_link){.alpha_us = (k - 1) * c->link.lat * 1e6,
+                                                  .beta_us_per_byte = (k - 1) * 1e6 / c->link.bw};
                 *slot[q] = &rooted[q];
             }
         } else {
@@ -226,8 +226,8 @@ static const struct predict_link *job_link(struct job_links *j, int coll)
     if (!j->known[coll]) {
         struct cost_fit f;
         j->known[coll] = -1;
-        if (j->c->link_bw > 0) {
-            j->l[coll] = predict_link_coll(j->c->link_bw, j->c->link_lat, j->k, coll);
+        if (j->c->link.bw > 0) {
+            j->l[coll] = predict_link_coll(j->c->link.bw, j->c->link.lat, j->k, coll);
             j->known[coll] = 1;
         } else if (j->path && cost_model_lookup(j->path, j->backend, j->algo, j->k, coll, &f) == 0) {
             j->l[coll] = predict_link_of(&f);
@@ -300,16 +300,16 @@ void result_job_predict(struct run_result *res, const struct run_config *c)
     j->bytes_per_step = total / t->steps;
     char inverted[96];
     snprintf(inverted, sizeof(inverted), "%s at %d ranks inverted, each collective's least time",
-             c->link_bw > 0 ? "--link's ring" : "the fit", w);
+             c->link.bw > 0 ? "--link's ring" : "the fit", w);
     if (sized == t->n)
         snprintf(j->sizes, sizeof(j->sizes), "the trace's args (record_param_comms, Input Dims)");
     else if (sized == 0)
         snprintf(j->sizes, sizeof(j->sizes), "%s", inverted);
     else
         snprintf(j->sizes, sizeof(j->sizes), "the trace's args for %zu of %zu, the rest %s", sized, t->n, inverted);
-    if (c->link_bw > 0)
+    if (c->link.bw > 0)
         snprintf(j->link, sizeof(j->link), "--link %.4g GB/s, %.4g us: ring (allreduce; the others half)",
-                 c->link_bw / 1e9, c->link_lat * 1e6);
+                 c->link.bw / 1e9, c->link.lat * 1e6);
     else
         snprintf(j->link, sizeof(j->link), "--bench-comm's fits (%s, %s)", backend, algo);
     j->valid = 1;
