@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "idle.h"
+#include "critpath.h"
 #include "kernels.h"
 #include "launch.h"
 #include "memcpy.h"
@@ -88,6 +89,11 @@ struct rank_result {
      * memtl.h); valid when a device's events were counted */
     struct memtl_table memtl;
     int memtl_valid;
+    /* ... the critical path of its median step (trace/critpath.h);
+     * critpath_valid when it was looked for (a foreign trace's rank):
+     * critpath.valid says whether there is one, else critpath.note why */
+    struct critpath critpath;
+    int critpath_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */
@@ -262,6 +268,8 @@ struct run_result {
     int idle_valid;
     /* a rank's memory timeline is there (it is per rank and device) */
     int memtl_valid;
+    /* a rank's critical path was looked for (one per rank: its median step) */
+    int critpath_valid;
     /* the run's late collectives (trace/straggler.h): a cross-rank table,
      * made once in replay; stragglers.valid 0 when none matched */
     struct straggler_table stragglers;
@@ -310,6 +318,8 @@ void result_launch(struct run_result *res);
 void result_idle(struct run_result *res);
 /* memtl_valid when a rank's memory timeline is. */
 void result_memtl(struct run_result *res);
+/* critpath_valid when a rank's critical path was looked for. */
+void result_critpath(struct run_result *res);
 /* Compute and collective seconds per epoch of steps_per_epoch steps, per
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);
