@@ -24,6 +24,15 @@ const char *critpath_note_text(int note)
     }
 }
 
+/* The most a step's graph spans (ns, about 146 years): no difference of
+ * its times, nor their sum along the path, can overflow. */
+#define SPAN_MAX ((int64_t)1 << 62)
+
+static int in_span(int64_t s0, int64_t t)
+{
+    return t >= s0 && (uint64_t)t - (uint64_t)s0 <= (uint64_t)SPAN_MAX;
+}
+
 enum pt_type { PT_END = 0, PT_START, PT_LAUNCH };
 
 /* A point on a thread's chain: an op's start or end, or a launch call. */
@@ -266,6 +275,8 @@ static int build(struct ctx *c, struct critpath *out, int64_t s0, int64_t s1, in
     const struct trace_rank *r = c->r;
     for (size_t i = 0; i < r->nops; i++) {
         const struct trace_op *op = &r->ops[i];
+        if (op->t1_ns < op->t0_ns || !in_span(s0, op->t1_ns))
+            continue; /* (a negative duration; a time too far off) */
         if (!op->gpu && op->t0_ns >= s0 && op->t0_ns < lim)
             c->cpu[c->ncpu++] = i;
         else if (op->gpu && !op->sync && op->launch_ns >= s0 && op->launch_ns < lim && op->t0_ns >= s0)
@@ -334,6 +345,10 @@ int critpath_rank(struct critpath *out, const struct trace_rank *r)
             return 0;
         }
         lim = s1 + 1;
+    }
+    if (!in_span(s0, s1)) {
+        out->note = CRITPATH_NO_OPS;
+        return 0;
     }
     out->t0_ns = s0;
     out->step_ns = s1 - s0;

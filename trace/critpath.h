@@ -38,6 +38,9 @@
  * device op's start, its launch when the call came after the stream's
  * previous op ended (ties: the stream); on a thread, the point before.
  *
+ * Ops with a negative duration, or ending 2^62 ns or more after S0, are
+ * left out (no sum along the path can overflow).
+ *
  * Not modelled, as HTA does: CPU-GPU syncs (a cudaStreamSynchronize, an
  * op that blocks on the device, counts as that op's CPU time), flows
  * between threads (fwdbwd, ph s/f: read by no part of ddptop), nested
@@ -69,7 +72,7 @@ const char *critpath_kind_name(int kind);
 /* Why a rank has no path. */
 enum critpath_note {
     CRITPATH_OK = 0,
-    CRITPATH_NO_OPS,   /* no op in the step, and no device op in the rank */
+    CRITPATH_NO_OPS,   /* no op in the step, and no device op in the rank; or a step of over 2^62 ns */
     CRITPATH_NO_DEVICE /* no device op launched in the step (a CPU-only trace; kernels with no launch call) */
 };
 /* The note's words, for the report ("" for CRITPATH_OK). */
