@@ -12,7 +12,9 @@ through each node's last-arriving predecessor and adds the edges' time by
 kind and by op.
 
 Usage: critpath_count.py DDPTOP.json [RANK=]TRACE.json[.gz] ...
-(a trace's rank: RANK=, else its distributedInfo.rank, else 0)
+(a trace's rank: RANK=, else its distributedInfo.rank, else 0; the files
+of one rank, a profiler's cycles, are read as one trace: their clocks are
+one, as Kineto's are)
 Exit status 0 when every rank agrees, 1 listing the differences.
 """
 import gzip
@@ -98,7 +100,7 @@ def path_of(ops, steps):
             return dict(valid=False, step=-1)
         num, s0, s1 = -1, min(o["t0"] for o in ops), max(o["t1"] for o in ops)
         lim = s1 + 1
-    cpu = top_level([o for o in ops if not o["dev"] and s0 <= o["t0"] < lim])
+    cpu = top_level([o for o in ops if not o["dev"] and s0 <= o["t0"] < lim and o["t1"] > o["t0"]])
     dev = top_level([o for o in ops if o["dev"] and o["launch"] is not None and s0 <= o["launch"] < lim
                      and o["t0"] >= s0])
     if not dev:
@@ -197,13 +199,15 @@ def main():
     cp = json.load(open(sys.argv[1]))["runs"][0]["critical_path"]
     got = {r["rank"]: r for r in (cp or {}).get("ranks", [])}
     bad = []
+    events = defaultdict(list)
     for arg in sys.argv[2:]:
         rank, _, path = arg.rpartition("=")
         doc = load(path)
         if not rank:
             rank = ((doc.get("distributedInfo") or {}).get("rank", 0) if isinstance(doc, dict) else 0)
-        rank = int(rank)
-        want = path_of(*read_rank(doc))
+        events[int(rank)] += doc["traceEvents"] if isinstance(doc, dict) else doc
+    for rank in sorted(events):
+        want = path_of(*read_rank(events[rank]))
         g = got.get(rank)
         if g is None:
             bad.append("rank %d: not in ddptop's critical_path" % rank)

@@ -277,7 +277,7 @@ static int build(struct ctx *c, struct critpath *out, int64_t s0, int64_t s1, in
         const struct trace_op *op = &r->ops[i];
         if (op->t1_ns < op->t0_ns || !in_span(s0, op->t1_ns))
             continue; /* (a negative duration; a time too far off) */
-        if (!op->gpu && op->t0_ns >= s0 && op->t0_ns < lim)
+        if (!op->gpu && op->t0_ns >= s0 && op->t0_ns < lim && op->t1_ns > op->t0_ns) /* (none of no time) */
             c->cpu[c->ncpu++] = i;
         else if (op->gpu && !op->sync && op->launch_ns >= s0 && op->launch_ns < lim && op->t0_ns >= s0)
             c->dev[c->ndev++] = i;
@@ -316,36 +316,10 @@ static int build(struct ctx *c, struct critpath *out, int64_t s0, int64_t s1, in
     return walk(c, out, s0, s1);
 }
 
-int critpath_rank(struct critpath *out, const struct trace_rank *r)
+/* The path of [s0, s1) into *out (its step and nsteps set), of the ops
+ * that start (CPU) or are launched (device) before lim. */
+static int path_in(struct critpath *out, const struct trace_rank *r, int64_t s0, int64_t s1, int64_t lim)
 {
-    memset(out, 0, sizeof(*out));
-    out->step = -1;
-    out->nsteps = (int)r->nsteps;
-    int64_t s0 = INT64_MAX, s1 = INT64_MIN, lim;
-    if (r->nsteps) {
-        struct trace_step_info *s = malloc(sizeof(*s) * r->nsteps);
-        if (!s)
-            return -1;
-        memcpy(s, r->steps, sizeof(*s) * r->nsteps);
-        qsort(s, r->nsteps, sizeof(*s), step_cmp);
-        const struct trace_step_info *m = &s[(r->nsteps - 1) / 2];
-        out->step = m->step;
-        s0 = m->t0_ns;
-        s1 = lim = m->t1_ns;
-        free(s);
-    } else { /* the rank whole: every op, the last to start included */
-        for (size_t i = 0; i < r->nops; i++) {
-            if (r->ops[i].sync)
-                continue;
-            s0 = r->ops[i].t0_ns < s0 ? r->ops[i].t0_ns : s0;
-            s1 = r->ops[i].t1_ns > s1 ? r->ops[i].t1_ns : s1;
-        }
-        if (s0 > s1) {
-            out->note = CRITPATH_NO_OPS;
-            return 0;
-        }
-        lim = s1 + 1;
-    }
     if (!in_span(s0, s1)) {
         out->note = CRITPATH_NO_OPS;
         return 0;
@@ -376,13 +350,14 @@ int critpath_rank(struct critpath *out, const struct trace_rank *r)
     else
         rc = top_items(&c, out);
     out->valid = rc == 0 && out->note == CRITPATH_OK;
-    if (!out->valid) { /* no figure where there is no path */
-        int note = out->note, nsteps = out->nsteps;
-        int64_t step = out->step;
+    if (!out->valid) { /* no figure where there is no path: its step's alone */
+        struct critpath keep = *out;
         memset(out, 0, sizeof(*out));
-        out->note = note;
-        out->step = step;
-        out->nsteps = nsteps;
+        out->note = keep.note;
+        out->step = keep.step;
+        out->nsteps = keep.nsteps;
+        out->t0_ns = keep.t0_ns;
+        out->step_ns = keep.step_ns;
     }
 done:
     free(c.cpu);
@@ -392,4 +367,95 @@ done:
     free(c.launch_pt);
     free(c.path_ns);
     return rc;
+}
+
+/* The rank whole: every op, the last to start included. */
+static int whole_path(struct critpath *out, const struct trace_rank *r)
+{
+    memset(out, 0, sizeof(*out));
+    out->step = -1;
+    int64_t s0 = INT64_MAX, s1 = INT64_MIN;
+    for (size_t i = 0; i < r->nops; i++) {
+        if (r->ops[i].sync)
+            continue;
+        s0 = r->ops[i].t0_ns < s0 ? r->ops[i].t0_ns : s0;
+        s1 = r->ops[i].t1_ns > s1 ? r->ops[i].t1_ns : s1;
+    }
+    if (s0 > s1) {
+        out->note = CRITPATH_NO_OPS;
+        return 0;
+    }
+    return path_in(out, r, s0, s1, s1 + 1);
+}
+
+static int step_path(struct critpath *out, const struct trace_rank *r, const struct trace_step_info *m, size_t nsteps)
+{
+    memset(out, 0, sizeof(*out));
+    out->step = m->step;
+    out->nsteps = (int)nsteps;
+    return path_in(out, r, m->t0_ns, m->t1_ns, m->t1_ns);
+}
+
+int critpath_rank(struct critpath *out, const struct trace_rank *r)
+{
+    if (!r->nsteps)
+        return whole_path(out, r);
+    struct trace_step_info *s = malloc(sizeof(*s) * r->nsteps);
+    if (!s) {
+        memset(out, 0, sizeof(*out));
+        return -1;
+    }
+    memcpy(s, r->steps, sizeof(*s) * r->nsteps);
+    qsort(s, r->nsteps, sizeof(*s), step_cmp);
+    const struct trace_step_info *m = &s[(r->nsteps - 1) / 2];
+    int rc = step_path(out, r, m, r->nsteps);
+    free(s);
+    return rc;
+}
+
+int critpath_each_step(struct critpath **out, size_t *n, const struct trace_rank *r)
+{
+    *n = 0;
+    *out = malloc(sizeof(**out) * (r->nsteps ? r->nsteps : 1));
+    if (!*out)
+        return -1;
+    if (!r->nsteps) {
+        *n = 1;
+        return whole_path(*out, r);
+    }
+    for (size_t i = 0; i < r->nsteps; i++, (*n)++)
+        if (step_path(&(*out)[i], r, &r->steps[i], r->nsteps) != 0)
+            return -1;
+    return 0;
+}
+
+/* paths by their step's duration, then number, then start */
+static int path_cmp(const void *a, const void *b)
+{
+    const struct critpath *x = *(const struct critpath *const *)a, *y = *(const struct critpath *const *)b;
+    if (x->step_ns != y->step_ns)
+        return x->step_ns < y->step_ns ? -1 : 1;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    return x->t0_ns < y->t0_ns ? -1 : x->t0_ns > y->t0_ns;
+}
+
+const struct critpath *critpath_median(const struct critpath *const *paths, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += paths[i]->step >= 0;
+    if (!k)
+        return n ? paths[n - 1] : NULL;
+    const struct critpath **v = malloc(sizeof(*v) * k);
+    if (!v)
+        return NULL;
+    k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (paths[i]->step >= 0)
+            v[k++] = paths[i];
+    qsort(v, k, sizeof(*v), path_cmp);
+    const struct critpath *m = v[(k - 1) / 2];
+    free(v);
+    return m;
 }

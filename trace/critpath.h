@@ -6,16 +6,17 @@
  *
  * The step: the rank's ProfilerStep of median duration (its steps, every
  * window's, sorted by duration, then step number; the lower middle one),
- * [S0, S1) on the CPU's clock. A rank with no ProfilerStep is taken whole
+ * [S0, S1) on the CPU's clock; --follow makes every step's path as a
+ * cycle lands and takes the same median over all (critpath_each_step). A rank with no ProfilerStep is taken whole
  * (step -1: its first op's start to its last op's end).
  *
  * The graph, over the ops of the step:
- *  - CPU ops starting in [S0, S1), the top-level ones of each thread only
- *    (an op that starts before the previous kept op of its thread ends is
- *    nested in it, or overlaps it, and is left out): each thread is a
- *    chain of points in time, its ops' starts and ends and the launch
- *    calls it made; an edge between two points is the op's work (kind
- *    CPU) inside a kept op, waiting between ops;
+ *  - CPU ops starting in [S0, S1) and taking some time, the top-level
+ *    ones of each thread only (an op that starts before the previous kept
+ *    op of its thread ends is nested in it, or overlaps it, and is left
+ *    out): each thread is a chain of points in time, its ops' starts and
+ *    ends and the launch calls it made; an edge between two points is the
+ *    op's work (kind CPU) inside a kept op, waiting between ops;
  *  - device ops (kernels, copies, sets; no sync records) launched in
  *    [S0, S1) (their runtime call, by correlation id) and starting at S0
  *    or later, the non-overlapping ones of each stream: each stream is a
@@ -51,6 +52,7 @@
 #ifndef DDPTOP_CRITPATH_H
 #define DDPTOP_CRITPATH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trace_read.h"
@@ -91,8 +93,8 @@ struct critpath {
     int note;                        /* enum critpath_note */
     int64_t step;                    /* its ProfilerStep number; -1: the rank taken whole */
     int nsteps;                      /* the ProfilerSteps it was chosen from */
-    int64_t t0_ns;                   /* S0, on the trace's clock */
-    int64_t step_ns;                 /* S1 - S0 */
+    int64_t t0_ns;                   /* S0, on the trace's clock (kept where there is no path) */
+    int64_t step_ns;                 /* S1 - S0 (likewise) */
     int64_t length_ns;               /* E - S0: the path's length */
     int64_t kind_ns[CRITPATH_KINDS]; /* the path's time by kind; they sum to length_ns */
     int ops;                         /* ops on the path */
@@ -105,5 +107,16 @@ struct critpath {
 /* The critical path of rank r's median step into *out. Returns 0 (out->valid
  * 0 with a note where there is none), or -1 when out of memory. */
 int critpath_rank(struct critpath *out, const struct trace_rank *r);
+/* One path per ProfilerStep of r, in r's order (nsteps: r's), or one of r
+ * whole where it has none, into *out (malloc'd; *n of them). A follower
+ * makes them for each cycle, then takes critpath_median over its cycles':
+ * the path a replay of the same files gives (their steps sharing a clock,
+ * as Kineto's do). Returns 0, or -1 when out of memory (*out, *n: those
+ * made). */
+int critpath_each_step(struct critpath **out, size_t *n, const struct trace_rank *r);
+/* The path of the median step of paths[0, n), by critpath_rank's rule
+ * (whole-rank paths, step -1, left out; the last of them where there is
+ * nothing else); NULL when n is 0 or out of memory. */
+const struct critpath *critpath_median(const struct critpath *const *paths, size_t n);
 
 #endif

@@ -33,9 +33,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* r's critical path, and what must hold of it whatever the trace. */
 static void check_critpath(const struct trace_rank *r)
 {
-    struct critpath c;
-    if (critpath_rank(&c, r) != 0)
+    struct critpath c, *each = NULL;
+    size_t n = 0;
+    if (critpath_rank(&c, r) != 0 || critpath_each_step(&each, &n, r) != 0) {
+        free(each);
         return; /* (out of memory) */
+    }
+    const struct critpath **v = malloc(sizeof(*v) * (n ? n : 1));
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = &each[i];
+    const struct critpath *m = v ? critpath_median(v, n) : NULL;
+    /* a follower's median of the steps' paths is the rank's (but nsteps) */
+    if (m && (m->valid != c.valid || m->step != c.step || m->length_ns != c.length_ns || m->ops != c.ops ||
+              memcmp(m->kind_ns, c.kind_ns, sizeof(c.kind_ns)) != 0))
+        abort();
+    free(v);
+    free(each);
     if (!c.valid) {
         if (c.note == CRITPATH_OK || c.length_ns || c.ops || c.nitems)
             abort(); /* no path: a note, and no figure */
