@@ -1204,6 +1204,28 @@ sys.exit(0 if g == (True, None, 3, 1000, 1100, 100, 4, 4, [700, 10, 320, 600], [
         "rank 0 path top: ncclKernel_AllReduce_Sum_f32 (comm) 400.000 @700.000; aten::linear (cpu) 290.000 @10.000"
     check "critpath.json: markdown" replay "$tmp/cp.md" "$FIX/critpath.json" --format md
     check "... the row" has "$tmp/cp.md" "| 0 | 1 | 1000.000 | 1100.000 | 100.000 | 38.18 | 0.00 | 36.36 | 0.00 | 25.45 | 4 | 1 |"
+    check "critpath.json and a gloo CPU trace: csv" replay "$tmp/cp.csv" "$FIX/critpath.json" \
+        "$FIX/kineto_gloo_cpu.json" --format csv
+    check "... json" replay "$tmp/cpg.json" "$FIX/critpath.json" "$FIX/kineto_gloo_cpu.json" --format json
+    check "... the critical path rows are the JSON's" "$PY" - "$tmp/cp.csv" "$tmp/cpg.json" <<'PY'
+import csv, json, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["kernels"] == "critical_path"]
+want = []
+for run, r in enumerate(json.load(open(sys.argv[2]))["runs"]):
+    for q in (r["critical_path"] or {"ranks": []})["ranks"]:
+        f = lambda v: "" if v is None else "%.3f" % v
+        want.append([str(run), str(q["rank"]), str(q["step"]), f(q["step_us"]), f(q["length_us"])] +
+                    [f(q["kind_us"][k]) for k in ("cpu", "compute", "comm", "memory", "wait")] +
+                    ["" if q["ops"] is None else str(q["ops"]), "" if q["launches"] is None else str(q["launches"]),
+                     ";".join("%s:%.3f" % (t["name"], t["path_us"]) for t in q["top"]), q["note"] or ""])
+cols = ("step", "step_us", "length_us", "cpu_us", "compute_us", "comm_us", "memory_us", "wait_us", "ops", "launches",
+        "top", "note")
+got = [[x["run"], x["rank"]] + [x["critpath_" + c] for c in cols] for x in rows]
+bad = [] if len(want) == 2 and got == want else ["csv %s" % got, "json %s" % want]
+if any(x["kernels"] != "critical_path" and x["critpath_step"] for x in csv.DictReader(open(sys.argv[1]))):
+    bad.append("a row not of the critical path with its columns")
+sys.exit("    " + "\n    ".join(bad) if bad else 0)
+PY
     check "a gloo CPU trace: replay" replay "$tmp/gl.json" "$FIX/kineto_gloo_cpu.json" --format json
     check "... no path: a note, no figure" json "$tmp/gl.json" '
 r = d["runs"][0]["critical_path"]["ranks"][0]
