@@ -42,12 +42,16 @@
  * Ops with a negative duration, or ending 2^62 ns or more after S0, are
  * left out (no sum along the path can overflow).
  *
- * Not modelled, as HTA does: CPU-GPU syncs (a cudaStreamSynchronize, an
- * op that blocks on the device, counts as that op's CPU time), flows
- * between threads (fwdbwd, ph s/f: read by no part of ddptop), nested
- * ops' own edges. So the path, once on a thread, stays on it to S0, and
- * a trace without device ops launched in the step (a CPU-only trace, a
- * gloo job) has none: `note` says why, and no figure is made.
+ * Not modelled, where HTA's analysis does model them: CPU-GPU syncs (its
+ * SYNC_DEPENDENCY edges, from cuda_sync records; here a
+ * cudaStreamSynchronize, an op that blocks on the device, counts as that
+ * op's CPU time), GPU-GPU syncs between streams, the backward thread
+ * merged into the forward one and the CUDA runtime's lock ordering
+ * launch calls across threads, nested ops' own edges (its DEPENDENCY).
+ * Flow events (fwdbwd, ph s/f) are read by no part of ddptop. So the
+ * path, once on a thread, stays on it to S0, and a trace without device
+ * ops launched in the step (a CPU-only trace, a gloo job) has none:
+ * `note` says why, and no figure is made.
  */
 #ifndef DDPTOP_CRITPATH_H
 #define DDPTOP_CRITPATH_H
