@@ -262,8 +262,10 @@
 #            after the stream's start: wait 50, aten::linear 10-100 90,
 #            wait 10. cpu 90, compute 530, comm 400, wait 80; top: the
 #            all-reduce 400, gemm_a 350, relu_k 180, aten::linear 90.
-#            Also tests/critpath_count.py's count over both traces (and
-#            HTA's trace_filter, 2 ranks, with DDPTOP_HTA_DIR), the text
+#            Also tests/critpath_count.py's count over both traces (and,
+#            with DDPTOP_HTA_DIR, HTA's trace_filter, 2 ranks, and its
+#            ns_resolution_trace and negative_queue_length_values_check,
+#            whose device work runs 90 and 161 ms past the step), the text
 #            and markdown against the JSON, and kineto_gloo_cpu (no
 #            device work): a note, no figure; ddptop's own trace: null.
 #   hta_live HTA run now (tests/hta_breakdown.py; 77 without HTA's code or
@@ -1237,12 +1239,20 @@ sys.exit(0 if g == (False, True, None, None, []) else "    %s" % (g,))'
     check "... and prints no table" lacks "$tmp/gl.txt" "path us"
     check "ddptop's own trace: replay" replay "$tmp/own.json" "$FIX/gpu_lenet_ddp.json.gz" --format json
     check "... null" run_key "$tmp/own.json" critical_path null
-    local tf=${DDPTOP_HTA_DIR:-/nonexistent}/tests/data/trace_filter
+    local tf=${DDPTOP_HTA_DIR:-/nonexistent}/tests/data/trace_filter f
     if [ -d "$tf" ]; then
         check "HTA's trace_filter: replay" replay "$tmp/tf.json" "$tf" --format json
         check "... both ranks against a count over the traces" "$PY" "$HERE/critpath_count.py" "$tmp/tf.json" \
             "$tf/sampled_rank-0.json.gz" "$tf/sampled_rank-1.json.gz"
     fi
+    # and HTA's one-rank GPU traces with steps: ns time stamps at the
+    # epoch's, and a step whose device work runs past its end
+    for f in ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz negative_queue_length_values_check/rank0.json.gz; do
+        f=${DDPTOP_HTA_DIR:-/nonexistent}/tests/data/$f
+        [ -f "$f" ] || continue
+        check "HTA's $(basename "$(dirname "$f")"): replay" replay "$tmp/h1.json" "$f" --format json
+        check "... against a count over the trace" "$PY" "$HERE/critpath_count.py" "$tmp/h1.json" "$f"
+    done
 }
 
 hta_data() {
