@@ -326,15 +326,22 @@ static int path_in(struct critpath *out, const struct trace_rank *r, int64_t s0,
     }
     out->t0_ns = s0;
     out->step_ns = s1 - s0;
-    size_t n = r->nops ? r->nops : 1;
+    /* the ops that may join the graph (build's test, less its own cuts):
+     * the step's arrays hold them, the rank's only a time and a point */
+    size_t n = r->nops ? r->nops : 1, m = 1;
+    for (size_t i = 0; i < r->nops; i++) {
+        const struct trace_op *op = &r->ops[i];
+        int64_t t = op->gpu ? op->launch_ns : op->t0_ns;
+        m += t >= s0 && t < lim;
+    }
     struct ctx c = {r,
-                    malloc(sizeof(size_t) * n),
-                    malloc(sizeof(size_t) * n),
+                    malloc(sizeof(size_t) * m),
+                    malloc(sizeof(size_t) * m),
                     0,
                     0,
-                    malloc(sizeof(struct point) * 2 * n),
+                    malloc(sizeof(struct point) * 2 * m),
                     0,
-                    malloc(sizeof(size_t) * 2 * n),
+                    malloc(sizeof(size_t) * 2 * m),
                     malloc(sizeof(size_t) * n),
                     malloc(sizeof(int64_t) * n)};
     int rc = -1;
