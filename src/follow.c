@@ -287,6 +287,7 @@ static int may_be_whole(const char *path)
 static void cycle_free(struct follow_cycle *c)
 {
     free(c->step_ns);
+    free(c->paths);
     kernel_tally_free(&c->kernels);
     kernel_tally_free(&c->kernels_rest);
     queue_tally_free(&c->queue);
@@ -297,6 +298,35 @@ static void cycle_free(struct follow_cycle *c)
     straggler_gather_free(&c->late_rest);
     whatif_gather_free(&c->colls);
     whatif_gather_free(&c->colls_rest);
+}
+
+/* The rank's critical path: its cycles' path of the median step among
+ * them all, as a replay of the same files finds it. Returns 0, or -1
+ * when out of memory. */
+static int follow_critpath(struct rank_result *rr, const struct follow_cycle *const *mine, size_t n)
+{
+    size_t np = 0, steps = 0;
+    for (size_t k = 0; k < n; k++)
+        np += mine[k]->npaths;
+    if (!np)
+        return 0;
+    const struct critpath **v = malloc(sizeof(*v) * np);
+    if (!v)
+        return -1;
+    np = 0;
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < mine[k]->npaths; j++) {
+            v[np++] = &mine[k]->paths[j];
+            steps += mine[k]->paths[j].step >= 0;
+        }
+    const struct critpath *m = critpath_median(v, np);
+    if (m) {
+        rr->critpath = *m;
+        rr->critpath.nsteps = (int)steps;
+        rr->critpath_valid = 1;
+    }
+    free(v);
+    return m ? 0 : -1;
 }
 
 /* A cycle that was read: its figures, its rank's latest spans, published. */
@@ -350,6 +380,14 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
     }
     c.kernels_valid = c.f.gpu_view;
     memtl_table_rank(&c.memtl, r);
+    if (critpath_each_step(&c.paths, &c.npaths, r) != 0) {
+        cycle_free(&c);
+        free(st);
+        free(spans);
+        e->state = FILE_REFUSED;
+        say(f, "%s: out of memory finding its critical paths; left out", e->name);
+        return;
+    }
     if (c.f.gpu_view) {
         memcpy_table_rank(&c.memcpy, r, f->rule, &whole);
         memcpy_table_rank(&c.memcpy_rest, r, f->rule, &c.f_rest);
@@ -828,6 +866,7 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
             rr->idle_valid = 1;
         }
         rr->memtl_valid = rr->memtl.n > 0;
+        oom |= follow_critpath(rr, mine, n) != 0;
         kernel_tally_free(&kernels);
         queue_tally_free(&queue);
         launch_tally_free(&launches);

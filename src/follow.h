@@ -84,6 +84,11 @@ struct follow_cycle {
     struct idle_table idle, idle_rest;
     /* ... and its memory timeline (trace/memtl.h): every step's, none left out */
     struct memtl_table memtl;
+    /* ... and the critical path of each of its steps (trace/critpath.h),
+     * of which follow_result takes the median step's over the rank's
+     * cycles */
+    struct critpath *paths;
+    size_t npaths;
     /* ... and its collectives' starts (trace/straggler.h), merged over
      * every rank's cycles into the run's late collectives */
     struct straggler_gather late, late_rest;

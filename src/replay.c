@@ -301,6 +301,7 @@ void replay_foreign_run(struct run_result *res)
     result_launch(res);
     result_idle(res);
     result_memtl(res);
+    result_critpath(res);
 }
 
 /* -1, with err saying what ran out of memory doing what with tr's */
@@ -382,6 +383,11 @@ static int replay_foreign(struct replay *rp, const struct trace_rule *rule, int6
             goto fail;
         memtl_table_rank(&rr->memtl, tr);
         rr->memtl_valid = rr->memtl.n > 0;
+        if (critpath_rank(&rr->critpath, tr) != 0) {
+            snprintf(err, errlen, "out of memory finding rank %d's critical path", tr->rank);
+            goto fail;
+        }
+        rr->critpath_valid = 1;
         /* where its rank came from: its first file's (in reading order) */
         int first = INT_MAX;
         for (size_t k = 0; k < tr->nwindows; k++)

@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "idle.h"
+#include "critpath.h"
 #include "kernels.h"
 #include "launch.h"
 #include "memcpy.h"
@@ -90,6 +91,11 @@ struct rank_result {
      * memtl.h); valid when a device's events were counted */
     struct memtl_table memtl;
     int memtl_valid;
+    /* ... the critical path of its median step (trace/critpath.h);
+     * critpath_valid when it was looked for (a foreign trace's rank):
+     * critpath.valid says whether there is one, else critpath.note why */
+    struct critpath critpath;
+    int critpath_valid;
 };
 
 /* Where a replayed run's figures came from; valid is 0 for a live run. */
@@ -281,6 +287,8 @@ struct run_result {
     int idle_valid;
     /* a rank's memory timeline is there (it is per rank and device) */
     int memtl_valid;
+    /* a rank's critical path was looked for (one per rank: its median step) */
+    int critpath_valid;
     /* the run's late collectives (trace/straggler.h): a cross-rank table,
      * made once in replay; stragglers.valid 0 when none matched */
     struct straggler_table stragglers;
@@ -333,6 +341,8 @@ void result_memtl(struct run_result *res);
  * and its figures, at cfg's --predict-ranks, over cfg's --link or the
  * --bench-comm fits of the job's backend (src/predict.h). */
 void result_job_predict(struct run_result *res, const struct run_config *cfg);
+/* critpath_valid when a rank's critical path was looked for. */
+void result_critpath(struct run_result *res);
 /* Compute and collective seconds per epoch of steps_per_epoch steps, per
  * rank and for the run (epoch_valid 0 when steps_per_epoch is not known). */
 void result_per_epoch(struct run_result *res, long steps_per_epoch);

@@ -41,8 +41,8 @@ static void csv_str(FILE *f, const char *s)
  * (CSV_KERNEL_COLS), then the memory copy rows' (CSV_MEMCPY_COLS), the
  * launch queue rows' (CSV_QUEUE_COLS), the launch statistics rows'
  * (CSV_LAUNCH_COLS), the idle time rows' (CSV_IDLE_COLS), the late
- * collective rows' (CSV_STRAG_COLS) and the memory timeline rows' (the last
- * CSV_MEMTL_COLS). */
+ * collective rows' (CSV_STRAG_COLS), the memory timeline rows'
+ * (CSV_MEMTL_COLS) and the critical path rows' (the last CSV_CRIT_COLS). */
 static const char csv_header[] =
     "run,rank,model,dataset,strategy,grad_compress,ranks,batch_size,global_batch,steps,ms_per_step,ms_p50,ms_"
     "p90,"
@@ -67,14 +67,17 @@ static const char csv_header[] =
     "gaps,idle_other_ratio,idle_delay_us,straggler_kernel,straggler_stream,straggler_steps,straggler_last,"
     "straggler_late,straggler_lead_us,straggler_lead_mean_us,straggler_rank,memtl_"
     "device,memtl_events,memtl_start_bytes,memtl_end_bytes,memtl_peak_bytes,memtl_peak_at_us,memtl_peak_step,memtl_"
-    "reserved_peak_bytes,memtl_alloc_bytes,memtl_freed_bytes,memtl_step_peaks\n";
+    "reserved_peak_bytes,memtl_alloc_bytes,memtl_freed_bytes,memtl_step_peaks,critpath_step,critpath_step_us,"
+    "critpath_length_us,critpath_cpu_us,critpath_compute_us,critpath_comm_us,critpath_memory_us,critpath_wait_us,"
+    "critpath_ops,critpath_launches,critpath_top,critpath_note\n";
 #define CSV_KERNEL_COLS 8
 #define CSV_MEMCPY_COLS 9
 #define CSV_QUEUE_COLS 10
 #define CSV_LAUNCH_COLS 14
 #define CSV_IDLE_COLS 13  /* then: the idle rows' */
 #define CSV_STRAG_COLS 8  /* then: the late collectives' rows */
-#define CSV_MEMTL_COLS 11 /* the last: the memory timeline's rows */
+#define CSV_MEMTL_COLS 11 /* then: the memory timeline's rows */
+#define CSV_CRIT_COLS 12  /* the last: the critical path's rows */
 
 /* The columns of the figures between run and rank and the kernel columns. */
 static int csv_figure_cols(void)
@@ -83,7 +86,7 @@ static int csv_figure_cols(void)
     for (const char *p = csv_header; *p; p++)
         commas += *p == ',';
     return commas + 1 - 2 - CSV_KERNEL_COLS - CSV_MEMCPY_COLS - CSV_QUEUE_COLS - CSV_LAUNCH_COLS - CSV_IDLE_COLS -
-           CSV_STRAG_COLS - CSV_MEMTL_COLS;
+           CSV_STRAG_COLS - CSV_MEMTL_COLS - CSV_CRIT_COLS;
 }
 
 /* One column holding a kernel's name, which may hold commas and quotes:
@@ -118,7 +121,8 @@ static void csv_kernel_row(FILE *f, int run, int rank, const char *table, const 
     csv_num(f, (double)ns / 1e3, 1, "%.3f");
     csv_num(f, mean_us, name != NULL, "%.3f");
     csv_num(f, share_pct, 1, "%.3f");
-    for (int c = CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS;
+    for (int c = CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS +
+                 CSV_CRIT_COLS;
          c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
@@ -170,7 +174,8 @@ static void csv_memcpy_row(FILE *f, int run, int rank, const struct memcpy_kind 
     csv_num(f, k->copy_gbps_mean, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_min, k->rated > 0, "%.6f");
     csv_num(f, k->copy_gbps_max, k->rated > 0, "%.6f");
-    for (int c = CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
+    for (int c = CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS + CSV_CRIT_COLS;
+         c > 0; c--)
         fputc(',', f);
     fputc('\n', f);
 }
@@ -209,7 +214,7 @@ static void csv_queue_row(FILE *f, int run, int rank, const struct queue_stream 
     csv_num(f, s->p75, 1, "%.6f");
     csv_num(f, (double)s->max, 1, "%.0f");
     csv_num(f, (double)s->blocked_ns / 1e3, 1, "%.3f");
-    for (int c = CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
+    for (int c = CSV_LAUNCH_COLS + CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS + CSV_CRIT_COLS; c > 0; c--)
         fputc(',', f); /* (the launch, idle, late collective and memory rows') */
     fputc('\n', f);
 }
@@ -249,7 +254,7 @@ static void csv_launch_row(FILE *f, int run, int rank, const struct launch_table
     csv_num(f, (double)t->short_gpu, 1, "%.0f");
     csv_num(f, (double)t->long_cpu, 1, "%.0f");
     csv_num(f, (double)t->long_delay, 1, "%.0f");
-    for (int c = CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
+    for (int c = CSV_IDLE_COLS + CSV_STRAG_COLS + CSV_MEMTL_COLS + CSV_CRIT_COLS; c > 0; c--)
         fputc(',', f); /* (the idle, late collective and memory rows') */
     fputc('\n', f);
 }
@@ -286,7 +291,7 @@ static void csv_idle_row(FILE *f, int run, int rank, const struct idle_stream *s
         csv_num(f, s->ratio[c], s->ratio_valid, "%.6f");
     }
     csv_num(f, (double)delay_ns / 1e3, 1, "%.3f");
-    for (int c = CSV_STRAG_COLS + CSV_MEMTL_COLS; c > 0; c--)
+    for (int c = CSV_STRAG_COLS + CSV_MEMTL_COLS + CSV_CRIT_COLS; c > 0; c--)
         fputc(',', f); /* (the late collective and memory rows') */
     fputc('\n', f);
 }
@@ -328,7 +333,7 @@ static void csv_stragglers(FILE *f, const struct run_result *r, int i)
         csv_num(f, (double)q->lead_total_ns / 1e3, 1, "%.3f");
         csv_num(f, q->lead_mean_ns / 1e3, q->last > 0, "%.3f");
         csv_num(f, (double)t->straggler, 1, "%.0f");
-        for (int c = CSV_MEMTL_COLS; c > 0; c--)
+        for (int c = CSV_MEMTL_COLS + CSV_CRIT_COLS; c > 0; c--)
             fputc(',', f); /* (the memory timeline rows') */
         fputc('\n', f);
     }
@@ -368,8 +373,50 @@ static void csv_memtl(FILE *f, const struct run_result *r, int i)
             fputc(',', f);
             for (int s = 0; s < d->nsteps; s++)
                 fprintf(f, "%s%u:%lld", s ? ";" : "", d->steps[s].step, (long long)d->steps[s].peak_bytes);
+            for (int c = CSV_CRIT_COLS; c > 0; c--)
+                fputc(',', f); /* (the critical path rows') */
             fputc('\n', f);
         }
+    }
+}
+
+/* Run i's critical paths (trace/critpath.h), as in JSON: one row per rank
+ * looked at, every column before them empty but `kernels`,
+ * "critical_path"; its step, the step's span and the path's length, its
+ * time by kind (us), its ops and launches, its top ops as "name:us"
+ * joined by ';', and the note where there is no path (its figures empty). */
+static void csv_critpath(FILE *f, const struct run_result *r, int i)
+{
+    if (!r->critpath_valid)
+        return;
+    for (int k = 0; k < r->nranks; k++) {
+        const struct critpath *c = &r->ranks[k].critpath;
+        if (!r->ranks[k].critpath_valid)
+            continue;
+        fprintf(f, "%d,%d", i, r->ranks[k].rank);
+        for (int j = csv_figure_cols(); j > 0; j--)
+            fputc(',', f);
+        csv_str(f, "critical_path");
+        for (int j = CSV_KERNEL_COLS - 1 + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS +
+                     CSV_STRAG_COLS + CSV_MEMTL_COLS;
+             j > 0; j--)
+            fputc(',', f);
+        fprintf(f, ",%lld", (long long)c->step);
+        csv_num(f, (double)c->step_ns / 1e3, c->valid, "%.3f");
+        csv_num(f, (double)c->length_ns / 1e3, c->valid, "%.3f");
+        for (int j = 0; j < CRITPATH_KINDS; j++)
+            csv_num(f, (double)c->kind_ns[j] / 1e3, c->valid, "%.3f");
+        csv_num(f, c->ops, c->valid, "%.0f");
+        csv_num(f, c->launches, c->valid, "%.0f");
+        char top[CRITPATH_TOP * (CRITPATH_NAME_LEN + 32)];
+        size_t used = 0;
+        top[0] = 0;
+        for (int j = 0; j < c->nitems && used < sizeof(top); j++)
+            used += (size_t)snprintf(top + used, sizeof(top) - used, "%s%s:%.3f", j ? ";" : "", c->top[j].name,
+                                     (double)c->top[j].path_ns / 1e3);
+        csv_quoted(f, c->valid ? top : NULL); /* (names may hold commas) */
+        csv_quoted(f, c->valid ? NULL : critpath_note_text(c->note));
+        fputc('\n', f);
     }
 }
 
@@ -451,7 +498,7 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
             csv_str(f, rep_window_label(q ? q->window : r->window, q && q->window_whole));
             csv_str(f, q && q->rank_from_valid ? trace_rank_from_name(q->rank_from) : NULL);
             for (int c = CSV_KERNEL_COLS + CSV_MEMCPY_COLS + CSV_QUEUE_COLS + CSV_LAUNCH_COLS + CSV_IDLE_COLS +
-                         CSV_STRAG_COLS + CSV_MEMTL_COLS;
+                         CSV_STRAG_COLS + CSV_MEMTL_COLS + CSV_CRIT_COLS;
                  c > 0; c--)
                 fputc(',', f); /* (every device table row's columns) */
             fputc('\n', f);
@@ -471,4 +518,6 @@ void report_write_csv(FILE *f, const struct run_result *res, int n)
         csv_stragglers(f, &res[i], i);
     for (int i = 0; i < n; i++)
         csv_memtl(f, &res[i], i);
+    for (int i = 0; i < n; i++)
+        csv_critpath(f, &res[i], i);
 }

@@ -1,7 +1,8 @@
 /* report_device.c - the text and markdown tables of a replayed or
  * followed trace's device work, read from the results (report.h): the
  * kernels, memory copies, launch queues, launch statistics, idle time per
- * stream, late collectives and memory timeline, in that order. */
+ * stream, late collectives, memory timeline and critical path, in that
+ * order. */
 #include "report.h"
 #include <ctype.h>
 #include <errno.h>
@@ -357,6 +358,68 @@ static void write_memtl_table(FILE *f, const struct run_result *res, int n, int 
     }
 }
 
+/* Each replayed run's critical path per rank (trace/critpath.h): its
+ * step, the step's span and the path's length, the path's shares by
+ * kind, then its top ops; a rank without one says why. */
+static void write_critpath_table(FILE *f, const struct run_result *res, int n, int md)
+{
+    for (int i = 0; i < n; i++) {
+        const struct run_result *r = &res[i];
+        int paths = 0;
+        for (int k = 0; k < r->nranks; k++)
+            paths += r->ranks[k].critpath_valid && r->ranks[k].critpath.valid;
+        if (!r->critpath_valid)
+            continue;
+        if (paths)
+            fprintf(f,
+                    md ? "\nCritical path of run %d (each rank's median ProfilerStep, step -1: the rank whole; us; "
+                         "shares of the path, %%):\n\n"
+                         "| rank | step | step us | path us | past step | cpu | compute | comm | memory | wait | ops | "
+                         "launches |\n"
+                         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                       : "\ncritical path of run %d (each rank's median ProfilerStep, step -1: the rank whole; us; "
+                         "shares of the path, %%):\n"
+                         "%4s %6s %12s %12s %10s %6s %8s %6s %7s %6s %6s %8s\n",
+                    i, "rank", "step", "step us", "path us", "past step", "cpu", "compute", "comm", "memory", "wait",
+                    "ops", "launches");
+        for (int k = 0; k < r->nranks; k++) {
+            const struct rank_result *q = &r->ranks[k];
+            const struct critpath *c = &q->critpath;
+            if (!q->critpath_valid || !c->valid)
+                continue;
+            double pct[CRITPATH_KINDS];
+            for (int j = 0; j < CRITPATH_KINDS; j++)
+                pct[j] = c->length_ns > 0 ? 100.0 * (double)c->kind_ns[j] / (double)c->length_ns : 0;
+            fprintf(f,
+                    md ? "| %d | %lld | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f | %.2f | %.2f | %d | %d |\n"
+                       : "%4d %6lld %12.3f %12.3f %10.3f %6.2f %8.2f %6.2f %7.2f %6.2f %6d %8d\n",
+                    q->rank, (long long)c->step, (double)c->step_ns / 1e3, (double)c->length_ns / 1e3,
+                    (double)(c->length_ns - c->step_ns) / 1e3, pct[CRITPATH_CPU], pct[CRITPATH_COMPUTE],
+                    pct[CRITPATH_COMM], pct[CRITPATH_MEMORY], pct[CRITPATH_WAIT], c->ops, c->launches);
+        }
+        for (int k = 0; k < r->nranks; k++) {
+            const struct rank_result *q = &r->ranks[k];
+            const struct critpath *c = &q->critpath;
+            if (!q->critpath_valid)
+                continue;
+            if (!c->valid) {
+                fprintf(f, md ? "\nRank %d: no critical path: %s.\n" : "rank %d: no critical path: %s\n", q->rank,
+                        critpath_note_text(c->note));
+                continue;
+            }
+            fprintf(f, md ? "\nRank %d, top of the path (us on it, start after the step's):" : "rank %d path top:",
+                    q->rank);
+            for (int j = 0; j < c->nitems; j++) {
+                char cell[KERNEL_NAME_SHOWN + 8];
+                fprintf(f, "%s %s (%s) %.3f @%.3f", j ? ";" : "", kernel_cell(cell, sizeof(cell), c->top[j].name, md),
+                        critpath_kind_name(c->top[j].kind), (double)c->top[j].path_ns / 1e3,
+                        (double)c->top[j].start_ns / 1e3);
+            }
+            fputc('\n', f);
+        }
+    }
+}
+
 void report_write_device_tables(FILE *f, const struct run_result *res, int n, int md)
 {
     write_kernel_table(f, res, n, md);
@@ -366,4 +429,5 @@ void report_write_device_tables(FILE *f, const struct run_result *res, int n, in
     write_idle_table(f, res, n, md);
     write_straggler_table(f, res, n, md);
     write_memtl_table(f, res, n, md);
+    write_critpath_table(f, res, n, md);
 }

@@ -490,6 +490,54 @@ static cJSON *json_memtl(const struct run_result *r)
     return o;
 }
 
+/* A rank's critical path (trace/critpath.h): its step, the step's span
+ * and the path's length (us), the path's time and share by kind, its ops
+ * and launches, and its top ops; the figures null with a note where there
+ * is no path. */
+static void rank_critpath(cJSON *e, const struct rank_result *q)
+{
+    const struct critpath *c = &q->critpath;
+    cJSON_AddBoolToObject(e, "valid", c->valid);
+    add_str(e, "note", c->valid ? NULL : critpath_note_text(c->note));
+    cJSON_AddNumberToObject(e, "step", (double)c->step);
+    cJSON_AddNumberToObject(e, "steps", c->nsteps);
+    add_num(e, "step_start_us", (double)c->t0_ns / 1e3, c->valid);
+    add_num(e, "step_us", (double)c->step_ns / 1e3, c->valid);
+    add_num(e, "length_us", (double)c->length_ns / 1e3, c->valid);
+    add_num(e, "past_step_us", (double)(c->length_ns - c->step_ns) / 1e3, c->valid);
+    cJSON *us = cJSON_AddObjectToObject(e, "kind_us");
+    cJSON *pct = cJSON_AddObjectToObject(e, "kind_pct");
+    for (int k = 0; k < CRITPATH_KINDS; k++) {
+        add_num(us, critpath_kind_name(k), (double)c->kind_ns[k] / 1e3, c->valid);
+        add_num(pct, critpath_kind_name(k), c->length_ns > 0 ? 100.0 * (double)c->kind_ns[k] / (double)c->length_ns : 0,
+                c->valid);
+    }
+    add_num(e, "ops", c->ops, c->valid);
+    add_num(e, "launches", c->launches, c->valid);
+    add_num(e, "cpu_ops", (double)c->cpu_ops, c->valid);
+    add_num(e, "device_ops", (double)c->device_ops, c->valid);
+    cJSON *top = cJSON_AddArrayToObject(e, "top");
+    for (int k = 0; top && k < c->nitems; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", c->top[k].name);
+        cJSON_AddStringToObject(o, "kind", critpath_kind_name(c->top[k].kind));
+        cJSON_AddNumberToObject(o, "path_us", (double)c->top[k].path_ns / 1e3);
+        cJSON_AddNumberToObject(o, "start_us", (double)c->top[k].start_ns / 1e3);
+        cJSON_AddItemToArray(top, o);
+    }
+}
+
+/* Each rank's critical path (trace/critpath.h); null when none was looked
+ * for (no foreign trace). */
+static cJSON *json_critpath(const struct run_result *r)
+{
+    if (!r->critpath_valid)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    json_section_ranks(o, r, offsetof(struct rank_result, critpath_valid), rank_critpath);
+    return o;
+}
+
 static cJSON *json_run(const struct run_result *res, int n, int index)
 {
     const struct run_result *r = &res[index];
@@ -595,6 +643,7 @@ static cJSON *json_run(const struct run_result *res, int n, int index)
     cJSON_AddItemToObject(o, "idle", json_idle(r));
     cJSON_AddItemToObject(o, "stragglers", json_stragglers(r));
     cJSON_AddItemToObject(o, "memory_timeline", json_memtl(r));
+    cJSON_AddItemToObject(o, "critical_path", json_critpath(r));
     cJSON_AddItemToObject(o, "prediction", json_prediction(res, n, index));
     cJSON_AddItemToObject(o, "job_prediction", json_job_prediction(&res[index]));
     return o;

@@ -620,6 +620,13 @@ void result_idle(struct run_result *res)
     }
 }
 
+void result_critpath(struct run_result *res)
+{
+    res->critpath_valid = 0;
+    for (int i = 0; i < res->nranks; i++)
+        res->critpath_valid |= res->ranks[i].critpath_valid;
+}
+
 void result_memtl(struct run_result *res)
 {
     res->memtl_valid = 0;

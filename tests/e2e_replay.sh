@@ -222,6 +222,27 @@ for c in "copies kineto_memcpy.json Memcpy HtoD" "queues kineto_gpu.json stream 
     quit_and_check "$name"
 done
 
+# ---- 2e. the Kernels pane's critical path: last, as worked by hand -----------------
+# critpath.json's step 1 (tests/test_pytorch_traces.sh, case critpath): the
+# path 1.1 ms, 0.1 past the step, the all-reduce 400 us on it from 700 us
+"$BIN" --batch --quiet --replay "$FIXTURES/critpath.json" --format json --output "$T/critpath.json" \
+    2>"$T/critpath.err" || fail "critpath: the JSON report failed: $(cat "$T/critpath.err")"
+replay critpath "$FIXTURES/critpath.json"
+if wait_for 'REPLAY' 15; then pass "critpath: the UI opens"; else fail "critpath: the UI did not open"; fi
+tm send-keys -t "$S" K
+wait_for '─ Kernels ─' 5 || fail "critpath: no Kernels pane after K"
+tm send-keys -t "$S" Tab
+tm send-keys -t "$S" End
+if wait_for 'critical path of rank 0, step 1: 1\.100 ms \(the step 1\.000 ms, 0\.100 ms past it\)' 5 &&
+    wait_for '│ *on path comm +400\.000 us @700\.000 +ncclKernel_AllReduce_Sum_f32' 5 &&
+    wait_for '│ *cpu 38\.2% +compute 0\.0% +comm 36\.4% +memory 0\.0% +wait 25\.5% +\(4 ops, 1 launches\)' 5; then
+    pass "critpath: the pane ends with the rank's critical path"
+else
+    fail "critpath: no critical path in the Kernels pane"
+fi
+kernels_pane_matches critpath "$T/critpath.json"
+quit_and_check critpath
+
 # ---- 3. one rank's file of a run stopped half way ----------------------------------
 # the header keeps the run's ranks and planned steps, the runs pane its state
 (cd "$T" && exec "$BIN" --batch --quiet --dataset synthetic --model mlp --ranks 2 --steps 100000 \

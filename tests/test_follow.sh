@@ -68,13 +68,20 @@
 #              equals --replay's of the folder, and memory_count.py's count
 #              over the files: rank 1's cuda:0 12 events over steps 1-4, its
 #              peak 25600 in step 2.
+#   critpath   critpath.json (rank 0) and critpath_stream.json (rank 1) as
+#              two cycles each (the second 3100 us and three steps later),
+#              written one at a time: each rank's critical path, made per
+#              step as a cycle lands and taken at its median step over all
+#              cycles, equals --replay's of the folder, the hand-worked
+#              paths (step 1 of 6; test_pytorch_traces.sh, case critpath)
+#              and critpath_count.py's count over the files.
 #   args       the command line: a missing folder, a file, --idle-exit
 #              without --follow, options --follow does not read, a second
 #              argument: one line and status 2; without --batch on a
 #              non-terminal, --follow runs headless; --help tells of both.
 #
 # job and straggler exit 77 when Debian's python3 has no torch.
-# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|kernels|late|memory|args
+# Usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|kernels|late|memory|critpath|args
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
 BIN=${1:?usage: test_follow.sh /path/to/ddptop job|straggler|partial|ranks|args}
@@ -659,6 +666,53 @@ PY
     fi
 }
 
+case_critpath() {
+    local d=$T/cp src=$T/cp.src
+    mkdir -p "$d" "$src"
+    python3 - "$FIX/critpath.json" "$FIX/critpath_stream.json" "$src" <<'PY' || { fail "critpath: no cycles made"; return; }
+import json, re, sys
+for rank in (0, 1):
+    for cycle in (1, 2):
+        d = json.load(open(sys.argv[1 + rank]))
+        d["distributedInfo"]["rank"] = rank
+        for e in d["traceEvents"]:
+            e["ts"] += 3100 * (cycle - 1)
+            e["name"] = re.sub(r"ProfilerStep#(\d+)", lambda m: "ProfilerStep#%d" % (int(m.group(1)) + 3 * (cycle - 1)),
+                               e["name"])
+            if "correlation" in e.get("args", {}):
+                e["args"]["correlation"] += 10 * (cycle - 1)
+        json.dump(d, open("%s/c%d_rank%d.json" % (sys.argv[3], cycle, rank), "w"))
+PY
+    "$BIN" --batch --follow "$d" --idle-exit 3 --format json >"$T/cp.json" 2>"$T/cp.err" &
+    DPID=$!
+    land_all "$d" "$src"/c1_*.json "$src"/c2_*.json
+    wait "$DPID"
+    local rc=$?
+    DPID=""
+    if [ $rc = 0 ]; then pass "critpath: exit 0"; else fail "critpath: status $rc" "$T/cp.err"; fi
+    "$BIN" --batch --replay "$d" --format json >"$T/cp.replay.json" 2>/dev/null
+    # by hand (test_pytorch_traces.sh, case critpath): of 6 steps the median
+    # is step 1 (1000 us; step 4 ties it, a higher number); rank 0 the path
+    # through its thread, rank 1 back along its stream
+    if python3 - "$T/cp.json" "$T/cp.replay.json" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f))["runs"][0]["critical_path"] for f in sys.argv[1:3])
+got = [(r["rank"], r["step"], r["steps"], r["length_us"], r["kind_us"]["cpu"], r["kind_us"]["compute"])
+       for r in (a or {}).get("ranks", [])]
+ok = a == b and got == [(0, 1, 6, 1100, 420, 0), (1, 1, 6, 1100, 90, 530)]
+sys.exit(0 if ok else "    follow %s\n    replay %s" % (json.dumps(a)[:600], json.dumps(b)[:600]))
+PY
+        pass "critpath: the followed job's critical paths equal --replay's of the folder, and the hand-worked ones"
+    else
+        fail "critpath: --follow's critical path is not --replay's"
+    fi
+    if python3 "$HERE/critpath_count.py" "$T/cp.json" "$src"/c*_rank*.json; then
+        pass "critpath: as counted over the traces' JSON"
+    else
+        fail "critpath: not as counted over the traces' JSON"
+    fi
+}
+
 # refused TAG WANT ARGS...: status 2, one line on stderr matching WANT
 refused() {
     local tag=$1 want=$2
@@ -715,6 +769,7 @@ ranks) case_ranks ;;
 kernels) case_kernels ;;
 late) case_late ;;
 memory) case_memory ;;
+critpath) case_critpath ;;
 args) case_args ;;
 *)
     echo "unknown case $CASE"

@@ -12,6 +12,7 @@
 #         The files as a shell glob in reverse order, as a comma list, as
 #         .json.gz, and under tensorboard's default names (host_pid, no
 #         rank: ranks from the workers' order, with a note) replay the same.
+#         Each rank's critical path is a note (no device work), no figure.
 #         Exit 77 when Debian's python3 has no torch (python3-torch).
 #   args  the command line: --replay FILE FILE.. (a glob), --replay DIR,
 #         options before and after them, a folder without traces and a
@@ -114,6 +115,16 @@ case_job() {
         grep '^rank' "$T/oracle.out" | sed 's/^/    /'
     else
         fail "ddptop against the oracle" "$T/oracle.out"
+    fi
+    # a CPU job on gloo: no device work to link its threads by, so each
+    # rank's critical path is a note and no figure (trace/critpath.h)
+    if python3 -c 'import json,sys
+c = json.load(open(sys.argv[1]))["runs"][0]["critical_path"]
+g = [(r["rank"], r["valid"], "CPU-only" in (r["note"] or ""), r["length_us"], r["top"]) for r in c["ranks"]]
+sys.exit(0 if g == [(0, False, True, None, []), (1, False, True, None, [])] else "    %s" % g)' "$T/dir.json"; then
+        pass "each rank's critical path: a note that the job has no device work, no figure"
+    else
+        fail "the critical path of a CPU job on gloo"
     fi
     if grep -q -- '--replay: 2 rank(s), 2 profiler cycles each' "$T/dir.err"; then
         pass "the cycles are named as cycles of 2 ranks"

@@ -236,6 +236,38 @@
 #            markdown and CSV against the JSON, and null with none; with
 #            DDPTOP_HTA_DIR, HTA's df_index_resolver trace (26770 events
 #            on cuda:1) recounted, its bytes adding up.
+#   critpath the critical path of each rank's median step (trace/critpath.h).
+#            critpath.json: one rank, steps 1 [0,1000), 2 [1000,2200), 3
+#            [2200,3100) us: the median by duration is step 1. In it
+#            (us): thread 1 aten::linear [10,300) (aten::mm [20,290)
+#            nested in it: left out), its launches of gemm_a @100 and of
+#            a copy @120, aten::relu [320,400) launching relu_k @330,
+#            aten::sum [600,700) launching the all-reduce @650; thread 2
+#            aten::add_ [50,900); stream 7 gemm_a [150,500), relu_k
+#            [500,520), ncclKernel_AllReduce [700,1100); stream 8 the copy
+#            [200,260); orphan_k (no launch call) and gemm_b (launched in
+#            step 2) left out. The step ends at 1100 (the all-reduce, 100
+#            past the step's 1000). Back from it: the all-reduce 400 comm;
+#            its launch @650 came after relu_k ended (520): launch wait
+#            50, to thread 1: aten::sum 600-650 50 cpu, wait 400-600 200,
+#            aten::relu 320-400 80, wait 300-320 20, aten::linear 10-300
+#            290, wait 0-10 10. cpu 420, comm 400, wait 280, compute and
+#            memory 0: 1100; 4 ops, 1 launch, 4 CPU and 4 device ops in
+#            the graph; top: the all-reduce 400 @700, aten::linear 290
+#            @10, aten::relu 80 @320, aten::sum 50 @600.
+#            critpath_stream.json: the same with relu_k [500,680): the
+#            all-reduce's launch @650 came before relu_k ended, so back
+#            along the stream: wait 680-700 20, relu_k 180, (its launch
+#            @330 before gemm_a ended) wait 0, gemm_a 350, its launch @100
+#            after the stream's start: wait 50, aten::linear 10-100 90,
+#            wait 10. cpu 90, compute 530, comm 400, wait 80; top: the
+#            all-reduce 400, gemm_a 350, relu_k 180, aten::linear 90.
+#            Also tests/critpath_count.py's count over both traces (and,
+#            with DDPTOP_HTA_DIR, HTA's trace_filter, 2 ranks, and its
+#            ns_resolution_trace and negative_queue_length_values_check,
+#            whose device work runs 90 and 161 ms past the step), the text
+#            and markdown against the JSON, and kineto_gloo_cpu (no
+#            device work): a note, no figure; ddptop's own trace: null.
 #   hta_live HTA run now (tests/hta_breakdown.py; 77 without HTA's code or
 #            pandas) on the hand-made traces and two of HTA's: the .tsv
 #            still holds HTA's values (and queue_length.tsv on kineto_queue
@@ -1151,6 +1183,92 @@ sys.exit(0 if d["start_bytes"] + d["alloc_bytes"] - d["freed_bytes"] == d["end_b
     check "... null" run_key "$tmp/none.json" memory_timeline null
 }
 
+# critpath_is JSON RANK STEP CPU COMPUTE COMM MEMORY WAIT OPS LAUNCHES TOP:
+# rank RANK's critical path, by hand (us; TOP: "name:us,name:us...")
+critpath_is() {
+    "$PY" - "$@" <<'PY'
+import json, sys
+f, rank, step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+kinds = dict(zip(("cpu", "compute", "comm", "memory", "wait"), map(float, sys.argv[4:9])))
+ops, launches, top = int(sys.argv[9]), int(sys.argv[10]), sys.argv[11]
+r = {x["rank"]: x for x in json.load(open(f))["runs"][0]["critical_path"]["ranks"]}[rank]
+got = (r["step"], r["kind_us"], r["ops"], r["launches"], ",".join("%s:%g" % (t["name"], t["path_us"]) for t in r["top"]))
+want = (step, kinds, ops, launches, top)
+sys.exit(0 if got == want and r["length_us"] == sum(kinds.values()) else "    got  %s\n    want %s" % (got, want))
+PY
+}
+
+case_critpath() {
+    check "critpath.json: replay" replay "$tmp/cp.json" "$FIX/critpath.json" --format json
+    check "... by hand: the all-reduce launched late, the path through thread 1" critpath_is "$tmp/cp.json" 0 1 \
+        420 0 400 0 280 4 1 "ncclKernel_AllReduce_Sum_f32:400,aten::linear:290,aten::relu:80,aten::sum:50"
+    check "... step 1000 us, the path 1100, 100 past it; 4 CPU and 4 device ops" json "$tmp/cp.json" '
+r = d["runs"][0]["critical_path"]["ranks"][0]
+g = (r["valid"], r["note"], r["steps"], r["step_us"], r["length_us"], r["past_step_us"], r["cpu_ops"], r["device_ops"],
+     [t["start_us"] for t in r["top"]], [t["kind"] for t in r["top"]])
+sys.exit(0 if g == (True, None, 3, 1000, 1100, 100, 4, 4, [700, 10, 320, 600], ["comm", "cpu", "cpu", "cpu"])
+         else "    %s" % (g,))'
+    check "... against a count over the trace" "$PY" "$HERE/critpath_count.py" "$tmp/cp.json" "$FIX/critpath.json"
+    check "critpath_stream.json: replay" replay "$tmp/cs.json" "$FIX/critpath_stream.json" --format json
+    check "... by hand: relu_k ends after the launch, the path back along the stream" critpath_is "$tmp/cs.json" 0 1 \
+        90 530 400 0 80 4 1 "ncclKernel_AllReduce_Sum_f32:400,gemm_a:350,relu_k:180,aten::linear:90"
+    check "... against a count over the trace" "$PY" "$HERE/critpath_count.py" "$tmp/cs.json" "$FIX/critpath_stream.json"
+    check "critpath.json: text" replay "$tmp/cp.txt" "$FIX/critpath.json"
+    check "... the row" has "$tmp/cp.txt" \
+        "   0      1     1000.000     1100.000    100.000  38.18     0.00  36.36    0.00  25.45      4        1"
+    check "... the top" has "$tmp/cp.txt" \
+        "rank 0 path top: ncclKernel_AllReduce_Sum_f32 (comm) 400.000 @700.000; aten::linear (cpu) 290.000 @10.000"
+    check "critpath.json: markdown" replay "$tmp/cp.md" "$FIX/critpath.json" --format md
+    check "... the row" has "$tmp/cp.md" "| 0 | 1 | 1000.000 | 1100.000 | 100.000 | 38.18 | 0.00 | 36.36 | 0.00 | 25.45 | 4 | 1 |"
+    check "critpath.json and a gloo CPU trace: csv" replay "$tmp/cp.csv" "$FIX/critpath.json" \
+        "$FIX/kineto_gloo_cpu.json" --format csv
+    check "... json" replay "$tmp/cpg.json" "$FIX/critpath.json" "$FIX/kineto_gloo_cpu.json" --format json
+    check "... the critical path rows are the JSON's" "$PY" - "$tmp/cp.csv" "$tmp/cpg.json" <<'PY'
+import csv, json, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["kernels"] == "critical_path"]
+want = []
+for run, r in enumerate(json.load(open(sys.argv[2]))["runs"]):
+    for q in (r["critical_path"] or {"ranks": []})["ranks"]:
+        f = lambda v: "" if v is None else "%.3f" % v
+        want.append([str(run), str(q["rank"]), str(q["step"]), f(q["step_us"]), f(q["length_us"])] +
+                    [f(q["kind_us"][k]) for k in ("cpu", "compute", "comm", "memory", "wait")] +
+                    ["" if q["ops"] is None else str(q["ops"]), "" if q["launches"] is None else str(q["launches"]),
+                     ";".join("%s:%.3f" % (t["name"], t["path_us"]) for t in q["top"]), q["note"] or ""])
+cols = ("step", "step_us", "length_us", "cpu_us", "compute_us", "comm_us", "memory_us", "wait_us", "ops", "launches",
+        "top", "note")
+got = [[x["run"], x["rank"]] + [x["critpath_" + c] for c in cols] for x in rows]
+bad = [] if len(want) == 2 and got == want else ["csv %s" % got, "json %s" % want]
+if any(x["kernels"] != "critical_path" and x["critpath_step"] for x in csv.DictReader(open(sys.argv[1]))):
+    bad.append("a row not of the critical path with its columns")
+sys.exit("    " + "\n    ".join(bad) if bad else 0)
+PY
+    check "a gloo CPU trace: replay" replay "$tmp/gl.json" "$FIX/kineto_gloo_cpu.json" --format json
+    check "... no path: a note, no figure" json "$tmp/gl.json" '
+r = d["runs"][0]["critical_path"]["ranks"][0]
+g = (r["valid"], "CPU-only" in (r["note"] or ""), r["length_us"], r["kind_us"]["cpu"], r["top"])
+sys.exit(0 if g == (False, True, None, None, []) else "    %s" % (g,))'
+    check "... against a count over the trace" "$PY" "$HERE/critpath_count.py" "$tmp/gl.json" "$FIX/kineto_gloo_cpu.json"
+    check "... the text says so" replay "$tmp/gl.txt" "$FIX/kineto_gloo_cpu.json"
+    check "... once" has "$tmp/gl.txt" "no critical path: no device op launched in the step"
+    check "... and prints no table" lacks "$tmp/gl.txt" "path us"
+    check "ddptop's own trace: replay" replay "$tmp/own.json" "$FIX/gpu_lenet_ddp.json.gz" --format json
+    check "... null" run_key "$tmp/own.json" critical_path null
+    local tf=${DDPTOP_HTA_DIR:-/nonexistent}/tests/data/trace_filter f
+    if [ -d "$tf" ]; then
+        check "HTA's trace_filter: replay" replay "$tmp/tf.json" "$tf" --format json
+        check "... both ranks against a count over the traces" "$PY" "$HERE/critpath_count.py" "$tmp/tf.json" \
+            "$tf/sampled_rank-0.json.gz" "$tf/sampled_rank-1.json.gz"
+    fi
+    # and HTA's one-rank GPU traces with steps: ns time stamps at the
+    # epoch's, and a step whose device work runs past its end
+    for f in ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz negative_queue_length_values_check/rank0.json.gz; do
+        f=${DDPTOP_HTA_DIR:-/nonexistent}/tests/data/$f
+        [ -f "$f" ] || continue
+        check "HTA's $(basename "$(dirname "$f")"): replay" replay "$tmp/h1.json" "$f" --format json
+        check "... against a count over the trace" "$PY" "$HERE/critpath_count.py" "$tmp/h1.json" "$f"
+    done
+}
+
 hta_data() {
     local d=${DDPTOP_HTA_DIR:-}
     if [ -z "$d" ] || [ ! -d "$d/tests/data" ]; then
@@ -1395,11 +1513,11 @@ PY
 }
 
 case $CASE in
-window | folder | devices | ranks | kernels | memcpy | queue | launch | idle | straggler | memory | hta | hta_live | whatif)
+window | folder | devices | ranks | kernels | memcpy | queue | launch | idle | straggler | memory | critpath | hta | hta_live | whatif)
     "case_$CASE"
     ;;
 *)
-    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|idle|straggler|memory|hta|hta_live|whatif" >&2
+    echo "usage: $0 /path/to/ddptop window|folder|devices|ranks|kernels|memcpy|queue|launch|idle|straggler|memory|critpath|hta|hta_live|whatif" >&2
     exit 2
     ;;
 esac

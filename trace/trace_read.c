@@ -145,10 +145,11 @@ static void bad_json(char *err, size_t errlen, const char *name, const char *buf
 
 struct corr_ts {
     int64_t corr, ts;
-    int queues;     /* a call that queues work on a stream (queues_work) */
-    int64_t end;    /* the call's end */
-    uint8_t call;   /* enum trace_launch_call */
-    int8_t end_adj; /* HTA's end in whole us less end's floor (trace_op.end_adj_us) */
+    int queues;      /* a call that queues work on a stream (queues_work) */
+    int64_t end;     /* the call's end */
+    uint8_t call;    /* enum trace_launch_call */
+    int8_t end_adj;  /* HTA's end in whole us less end's floor (trace_op.end_adj_us) */
+    uint64_t thread; /* the call's (pid, tid) key, as a CPU op's track is keyed */
 };
 
 /* Which runtime calls HTA's launch statistics match to their device op
@@ -760,12 +761,14 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
         if (corr >= 0) {
             GROW(fc->corrs, fc->ncorr, fc->capcorr, fc->oom);
             if (!fc->oom)
-                fc->corrs[fc->ncorr++] = (struct corr_ts){corr,
-                                                          t0,
-                                                          queues_work(name),
-                                                          t1,
-                                                          (uint8_t)launch_call_of(name),
-                                                          end_adj_us(ts, jnum(ev, "dur", 0), t1)};
+                fc->corrs[fc->ncorr++] =
+                    (struct corr_ts){corr,
+                                     t0,
+                                     queues_work(name),
+                                     t1,
+                                     (uint8_t)launch_call_of(name),
+                                     end_adj_us(ts, jnum(ev, "dur", 0), t1),
+                                     id_key(cJSON_GetObjectItemCaseSensitive(ev, "tid")) * 31 + id_key(pidv)};
         }
         return;
     }
@@ -857,7 +860,8 @@ static void foreign_event(struct file_ctx *fc, const cJSON *ev)
     op->gpu = (uint8_t)gpu;
     op->sync = (uint8_t)sync;
     op->hta_cat = (uint8_t)(gpu ? hta_device_cat(name) : c);
-    op->name = gpu ? name_of(fc, r, name) : TRACE_NO_NAME;
+    op->launch_track = -1;
+    op->name = name_of(fc, r, name); /* (a CPU op's for the critical path's items) */
     op->bytes = copy ? (uint64_t)jint(args, "bytes", 0, 0, INT64_MAX) : 0;
     op->copy_gbps = copy ? jnum(args, "memory bandwidth (GB/s)", 0) : 0;
     op->end_adj_us = end_adj_us(ts, jnum(ev, "dur", 0), t1);
@@ -893,7 +897,7 @@ static void resolve_launches(struct file_ctx *fc)
         struct trace_op *op = &r->ops[i];
         if (!op->gpu || op->corr < 0)
             continue;
-        struct corr_ts key = {op->corr, 0, 0, 0, 0, 0};
+        struct corr_ts key = {op->corr, 0, 0, 0, 0, 0, 0};
         const struct corr_ts *hit = bsearch(&key, fc->corrs, fc->ncorr, sizeof(key), corr_cmp);
         if (hit) {
             op->launch_ns = hit->ts;
@@ -901,6 +905,9 @@ static void resolve_launches(struct file_ctx *fc)
             op->launch_end_ns = hit->end;
             op->launch_call = hit->call;
             op->launch_end_adj_us = hit->end_adj;
+            for (size_t k = 0; k < r->ntracks; k++) /* (only a thread that has CPU ops) */
+                if (r->track_key[k] == hit->thread)
+                    op->launch_track = (int32_t)k;
         }
     }
 }

@@ -75,7 +75,7 @@ struct trace_op {
     uint8_t sync;             /* a stream's sync record (gpu 1, CAT_DATA): device time for HTA's reading only */
     uint8_t hta_cat;          /* device ops: the category HTA's breakdown gives its name (compute, comm, data) */
     int8_t end_adj_us;        /* HTA's end in whole us (ts + dur in double, floored) less t1's floor: -1, 0, 1 */
-    uint32_t name;            /* device ops: its name, an index in the rank's names; TRACE_NO_NAME: none kept */
+    uint32_t name;            /* its name, an index in the rank's names; TRACE_NO_NAME: none kept */
     uint64_t bytes;           /* memory copies and sets: args.bytes (0: none) */
     double copy_gbps;         /* ... Kineto's args."memory bandwidth (GB/s)", from its ns duration (0: none) */
     int32_t stream;           /* device ops: args.stream, the device's own number; -1: none */
@@ -84,6 +84,8 @@ struct trace_op {
     int64_t launch_end_ns;    /* GPU ops: end of the runtime call that launched it; -1: unknown */
     uint8_t launch_call;      /* ... that call, as HTA's launch statistics name it (enum trace_launch_call) */
     int8_t launch_end_adj_us; /* ... its HTA end in whole us less launch_end_ns's floor (as end_adj_us) */
+    int32_t launch_track;     /* ... the CPU thread (track) that made that call; -1: unknown, or a thread
+                                 with no CPU op of its own */
     uint8_t coll;             /* enum trace_coll_role: a collective's work, or c10d's call of it */
     uint8_t coll_kind;        /* ... which collective (enum coll_kind) */
     uint64_t coll_bytes;      /* a call's message bytes, as Kineto's args give them (0: not given) */

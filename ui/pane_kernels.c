@@ -11,7 +11,9 @@
  * late, its lead, and the straggler named), and the rank's memory timeline
  * per device from [memory] events (bytes at the start and end, the peak,
  * when and in which step, the peak reserved, and a sparkline of each
- * step's peak), as the report prints them.
+ * step's peak), and the rank's critical path (its median step's path,
+ * its shares by kind and its top ops, or the note saying why there is
+ * none), as the report prints them.
  *
  * Every figure is read from the run's result (snap->result: the one the
  * report prints; trace/kernels.h tallies it, src/results.c its shares),
@@ -28,6 +30,7 @@
 #include "launch.h"
 #include "memcpy.h"
 #include "memtl.h"
+#include "critpath.h"
 #include "queue.h"
 #include "panes.h"
 #include "straggler.h"
@@ -91,6 +94,48 @@ static int memtl_shown(const struct rank_result *q)
     return q->memtl_valid ? q->memtl.n : 0;
 }
 
+/* The lines of the rank's critical path (0: none looked for): a blank
+ * line, then the note, or a title, the shares and a line per top op. */
+static int critpath_shown(const struct rank_result *q)
+{
+    if (!q->critpath_valid)
+        return 0;
+    return q->critpath.valid ? 3 + q->critpath.nitems : 2;
+}
+
+/* Line c (from 1; 0 is blank) of the rank's critical path. */
+static int critpath_line(char *buf, size_t n, int c, const struct rank_result *q)
+{
+    const struct critpath *p = &q->critpath;
+    if (!p->valid) {
+        if (c == 1)
+            snprintf(buf, n, "critical path of rank %d: none: %s", q->rank, critpath_note_text(p->note));
+        return TH_DIM;
+    }
+    if (c == 1) {
+        snprintf(buf, n, "critical path of rank %d, step %lld: %.3f ms (the step %.3f ms, %.3f ms past it)", q->rank,
+                 (long long)p->step, (double)p->length_ns / 1e6, (double)p->step_ns / 1e6,
+                 (double)(p->length_ns - p->step_ns) / 1e6);
+        return TH_LABEL;
+    }
+    if (c == 2) {
+        size_t k = 0;
+        for (int j = 0; j < CRITPATH_KINDS && k < n; j++)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s %.1f%%", j ? "  " : "", critpath_kind_name(j),
+                                  p->length_ns > 0 ? 100.0 * (double)p->kind_ns[j] / (double)p->length_ns : 0);
+        if (k < n)
+            snprintf(buf + k, n - k, "  (%d ops, %d launches)", p->ops, p->launches);
+        return TH_VALUE;
+    }
+    if (c - 3 < p->nitems) {
+        const struct critpath_item *it = &p->top[c - 3];
+        snprintf(buf, n, "  on path %-8s %10.3f us @%.3f  %s", critpath_kind_name(it->kind), (double)it->path_ns / 1e3,
+                 (double)it->start_ns / 1e3, it->name);
+        return TH_VALUE;
+    }
+    return TH_VALUE;
+}
+
 /* Line c of the tables after the top kernels: where the rank has them, the
  * copies (a blank line, a title, the columns' titles, a line per kind),
  * then the queues (the same, a line per stream), then the launches (a
@@ -98,7 +143,8 @@ static int memtl_shown(const struct rank_result *q)
  * (as the queues); then the run's late collectives (a blank line, a
  * title, the straggler, the columns' titles, a line per rank); last the
  * rank's memory timeline (a blank line, a title, the columns' titles, and
- * per device its row and its steps' sparkline). */
+ * per device its row and its steps' sparkline), and its critical path
+ * (critpath_line). */
 static int tail_line(char *buf, size_t n, int c, const struct run_result *res, const struct rank_result *q)
 {
     buf[0] = 0;
@@ -207,7 +253,10 @@ static int tail_line(char *buf, size_t n, int c, const struct run_result *res, c
                 fmt_memtl_steps(buf, n, d, draw_utf8());
             return (c - 3) % 2 == 0 ? TH_VALUE : TH_DIM;
         }
+        c -= 3 + 2 * nm;
     }
+    if (critpath_shown(q) > 0 && c >= 1)
+        return critpath_line(buf, n, c, q);
     return TH_VALUE;
 }
 
@@ -269,7 +318,8 @@ static int line_count(const struct run_result *res, const struct rank_result *q)
     int copies = copies_shown(q), queues = queues_shown(q), idles = idles_shown(q);
     return 1 + mixes + 1 + 1 + q->kernels.nrows + (copies > 0 ? 3 + copies : 0) + (queues > 0 ? 3 + queues : 0) +
            (launches_shown(q) ? 2 + FMT_LAUNCH_LINES : 0) + (idles > 0 ? 3 + idles : 0) +
-           (late_shown(res) > 0 ? 4 + late_shown(res) : 0) + (memtl_shown(q) > 0 ? 3 + 2 * memtl_shown(q) : 0);
+           (late_shown(res) > 0 ? 4 + late_shown(res) : 0) + (memtl_shown(q) > 0 ? 3 + 2 * memtl_shown(q) : 0) +
+           critpath_shown(q);
 }
 
 int kernels_pane_lines(const struct run_result *res)

@@ -7,7 +7,8 @@
  * through the breakdown replay computes for foreign traces, whole and
  * window by window, under each --window rule, and through HTA's analyses
  * of its device work (kernels, memory copies, launch queues, launches,
- * idle time per stream) and its memory timeline (memtl.h); the ranks together, under each rule, through the
+ * idle time per stream), its memory timeline (memtl.h) and its critical path
+ * (critpath.h), with invariants; the ranks together, under each rule, through the
  * late collectives (straggler.h), made at once as replay makes them and
  * rank by rank added up as --follow adds its cycles: the same table both
  * ways. */
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "critpath.h"
 #include "idle.h"
 #include "kernels.h"
 #include "launch.h"
@@ -27,6 +29,47 @@
 #include "trace_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* r's critical path, and what must hold of it whatever the trace. */
+static void check_critpath(const struct trace_rank *r)
+{
+    struct critpath c, *each = NULL;
+    size_t n = 0;
+    if (critpath_rank(&c, r) != 0 || critpath_each_step(&each, &n, r) != 0) {
+        free(each);
+        return; /* (out of memory) */
+    }
+    const struct critpath **v = malloc(sizeof(*v) * (n ? n : 1));
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = &each[i];
+    const struct critpath *m = v ? critpath_median(v, n) : NULL;
+    /* a follower's median of the steps' paths is the rank's (but nsteps) */
+    if (m && (m->valid != c.valid || m->step != c.step || m->length_ns != c.length_ns || m->ops != c.ops ||
+              memcmp(m->kind_ns, c.kind_ns, sizeof(c.kind_ns)) != 0))
+        abort();
+    free(v);
+    free(each);
+    if (!c.valid) {
+        if (c.note == CRITPATH_OK || c.length_ns || c.ops || c.nitems)
+            abort(); /* no path: a note, and no figure */
+        return;
+    }
+    int64_t sum = 0;
+    for (int k = 0; k < CRITPATH_KINDS; k++) {
+        if (c.kind_ns[k] < 0)
+            abort();
+        sum += c.kind_ns[k];
+    }
+    if (sum != c.length_ns || c.length_ns < c.step_ns || c.step_ns < 0)
+        abort(); /* the kinds split the path, which spans the step at least */
+    if (c.ops < c.nitems || c.nitems < 1 || c.nitems > CRITPATH_TOP || c.launches > c.ops ||
+        (uint64_t)c.ops > c.cpu_ops + c.device_ops || c.device_ops == 0)
+        abort();
+    for (int i = 0; i < c.nitems; i++)
+        if (c.top[i].path_ns < 0 || c.top[i].path_ns > c.length_ns || c.top[i].kind >= CRITPATH_WAIT ||
+            (i > 0 && c.top[i - 1].path_ns < c.top[i].path_ns))
+            abort(); /* items on the path, most first */
+}
 
 /* r's memory timeline, and what must hold of it whatever the trace. */
 static void check_memtl(const struct trace_rank *r)
@@ -132,8 +175,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const struct trace_rank *tr = &d.ranks[r / TRACE_RULES];
             const struct trace_rule *rule = &trace_rules[r % TRACE_RULES];
             struct trace_figures f, w;
-            if (r % TRACE_RULES == 0)
+            if (r % TRACE_RULES == 0) {
                 check_memtl(tr);
+                check_critpath(tr);
+            }
             if (trace_analyze_rank(&f, tr, rule, TRACE_IDLE_DELAY_NS) != 0)
                 continue;
             if (f.b.compute_ns + f.b.comm_ns + f.b.data_ns + f.b.idle_ns != f.b.wall_ns)
