@@ -103,10 +103,14 @@ int whatif_gather_rank(struct whatif_gather *g, const struct trace_rank *r, cons
         free(calls);
         return -1;
     }
+    size_t nw = g->n - first;
+    if (nw == 0) { /* (no work: nothing to number, and g->c may be NULL) */
+        free(calls);
+        return 0;
+    }
     /* each step's works numbered in start order; the j-th work of a kind
      * in a step takes the j-th call's bytes of that kind there */
     struct whatif_coll *w = g->c + first;
-    size_t nw = g->n - first;
     qsort(w, nw, sizeof(*w), by_kind_start);
     if (ncalls)
         qsort(calls, ncalls, sizeof(*calls), by_kind_start);
