@@ -8,7 +8,8 @@
 # PyTorch (Kineto) trace gives the rank table and a timeline marked n/a;
 # with kernels, K shows their breakdown as the JSON report gives it. One
 # rank's file of a split trace of a run stopped half way keeps the run's rank
-# count, its planned steps and its state.
+# count, its planned steps and its state. A rank with [memory] events and
+# no kernels keeps its memory timeline in K (figures worked out by hand).
 #
 # Usage: e2e_replay.sh /path/to/ddptop
 # Exit status: 0 pass, 1 fail, 77 skip (only when tmux is missing).
@@ -242,6 +243,32 @@ else
 fi
 kernels_pane_matches critpath "$T/critpath.json"
 quit_and_check critpath
+
+# ---- 2f. a rank with [memory] events and no kernels keeps its memory line ---------
+# memory_nokernels/: rank 0 runs a kernel and has no [memory] events; rank
+# 1 runs no kernel, its steps 1 [0,1000) and 2 [1000,2000) us, and cuda:1
+# events (Bytes -> Total Allocated, Total Reserved): 100: +2000000 ->
+# 3000000, 4 MB; 600: -500000 -> 2500000; 1200: +3500000 -> 6000000, 8 MB;
+# 1800: -4000000 -> 2000000. By hand: 4 events, start 3000000-2000000 =
+# 1.000 MB, end 2.000, peak 6.000 at 1.200 ms (after step 1's start, 0)
+# in step 2, reserved 8.000; step 1's peak 3 MB, step 2's 6 MB: the
+# sparkline's levels 3/6 x 7 + 0.5 -> 4 and 7, "▅█"
+replay memnok "$FIXTURES/memory_nokernels"
+if wait_for 'REPLAY' 15; then pass "memnok: the UI opens"; else fail "memnok: the UI did not open"; fi
+tm send-keys -t "$S" K
+if wait_for '─ Kernels ─.* rank 0 \(1 of 2\)' 5; then pass "memnok: the pane picks among 2 ranks"; else fail "memnok: the pane does not offer rank 1"; fi
+tm send-keys -t "$S" Tab
+tm send-keys -t "$S" Right
+tm send-keys -t "$S" End
+if wait_for '─ Kernels ─.* rank 1 \(2 of 2\)' 5 && wait_for '│ *rank 1: no kernel breakdown' 5 &&
+    wait_for '│ *memory timeline of rank 1 ' 5 &&
+    wait_for '│ *cuda:1 +4 +1\.000 +2\.000 +6\.000 +1\.200 +2 +8\.000 ' 5 &&
+    wait_for '│ *steps 1-2 ▅█ peak/step 6\.000 MB' 5; then
+    pass "memnok: rank 1, without kernels, shows its memory timeline as worked by hand"
+else
+    fail "memnok: rank 1's memory timeline is not in the Kernels pane"
+fi
+quit_and_check memnok
 
 # ---- 3. one rank's file of a run stopped half way ----------------------------------
 # the header keeps the run's ranks and planned steps, the runs pane its state
