@@ -9,7 +9,8 @@
 # with kernels, K shows their breakdown as the JSON report gives it. One
 # rank's file of a split trace of a run stopped half way keeps the run's rank
 # count, its planned steps and its state. A rank with [memory] events and
-# no kernels keeps its memory timeline in K (figures worked out by hand).
+# no kernels keeps its memory timeline in K; with --predict, g shows the
+# job's prediction, replayed and followed (figures worked out by hand).
 #
 # Usage: e2e_replay.sh /path/to/ddptop
 # Exit status: 0 pass, 1 fail, 77 skip (only when tmux is missing).
@@ -269,6 +270,49 @@ else
     fail "memnok: rank 1's memory timeline is not in the Kernels pane"
 fi
 quit_and_check memnok
+
+# ---- 2g. the Scaling pane (g) shows --predict of the replayed job -------------------
+# whatif_args/ (tests/test_pytorch_traces.sh, case whatif): measured on 2
+# ranks, 1.000 ms/step, compute 0.700, comm 0.250 (0.160 exposed, 0.090
+# hidden); over --link 1GB/s,50us the step at 2, 4, 8 ranks is 1.850,
+# 2.550, 3.200 ms. Speedup, samples/s against the 2 measured ranks:
+# K/2 x 1.0/step_K = 0.54, 0.78, 1.25x; efficiency 1.0/step_K: 54.1,
+# 39.2 and 31.25% (printed 31.2 or 31.3: a tie at one decimal)
+replay predict "$FIXTURES/whatif_args --predict --link 1GB/s,50us --predict-ranks 2,4,8"
+if wait_for 'REPLAY' 15; then pass "predict: the UI opens"; else fail "predict: the UI did not open"; fi
+tm send-keys -t "$S" g
+if wait_for '─ Scaling ─.*the traced job predicted at more ranks' 5 &&
+    wait_for 'measured on 2 ranks: 1\.000 ms/step, compute 0\.700, comm 0\.250 \(0\.160 exposed, 0\.090 hidden\)' 5 &&
+    wait_for '│ +2 +1\.850 +1\.100 +1\.010 +0\.54x +54\.1' 5 &&
+    wait_for '│ +4 +2\.550 +1\.800 +1\.710 +0\.78x +39\.2' 5 &&
+    wait_for '│ +8 +3\.200 +2\.450 +2\.360 +1\.25x +31\.[23]' 5; then
+    pass "predict: g shows the job's prediction at 2, 4, 8 ranks as worked by hand"
+else
+    fail "predict: the Scaling pane does not show the prediction"
+    screen | grep -A8 'Scaling'
+fi
+quit_and_check predict
+
+# the same two files followed (--follow, the job's folder): the follower's
+# result carries the prediction too, and g shows the replay's rows
+mkdir -p "$T/wf" && cp "$FIXTURES/whatif_args/rank0.json" "$FIXTURES/whatif_args/rank1.json" "$T/wf/"
+tm send-keys -t "$S" -l "cd $T && $BIN --follow $T/wf --predict --link 1GB/s,50us --predict-ranks 2,4,8 2>$T/wf.err; echo EXIT=\$? > $T/exit.wf"
+tm send-keys -t "$S" Enter
+if wait_for 'FOLLOW' 15; then pass "predict: the followed job's UI opens"; else fail "predict: --follow's UI did not open"; fi
+tm send-keys -t "$S" g
+if wait_for '─ Scaling ─.*the traced job predicted at more ranks' 10 &&
+    wait_for '│ +2 +1\.850 +1\.100 +1\.010 +0\.54x +54\.1' 5 &&
+    wait_for '│ +8 +3\.200 +2\.450 +2\.360 +1\.25x +31\.[23]' 5; then
+    pass "predict: followed, g shows the same prediction"
+else
+    fail "predict: the followed job's Scaling pane does not show the prediction"
+    screen | grep -A8 'Scaling'
+fi
+tm send-keys -t "$S" q
+if wait_file "$T/exit.wf" 10 && grep -q '^EXIT=0$' "$T/exit.wf"; then pass "predict: q ends the follow"; else fail "predict: q did not end the follow"; fi
+tm send-keys -t "$S" -l "clear"
+tm send-keys -t "$S" Enter
+sleep 0.2
 
 # ---- 3. one rank's file of a run stopped half way ----------------------------------
 # the header keeps the run's ranks and planned steps, the runs pane its state
