@@ -293,6 +293,31 @@ else
 fi
 quit_and_check predict
 
+# over a --bench-comm fit written by hand for 4 ranks only (100 us + 1 ns
+# a byte: the --link's t_4 at 4 ranks, test_pytorch_traces.sh): 4 ranks
+# 1.850 ms, 1.08x (4/2 x 1.0/1.85), 54.1%; 2 and 8 n/a
+cat >"$T/model.json" <<'JSON'
+{"fits": [{"backend": "gloo", "algo": "ring", "ranks": 4, "collective": "allreduce", "alpha_us": 100,
+           "beta_us_per_byte": 0.001, "r2": 1}]}
+JSON
+tm send-keys -t "$S" -l "export DDPTOP_COMM_MODEL=$T/model.json"
+tm send-keys -t "$S" Enter
+replay predfit "$FIXTURES/whatif_args --predict --predict-ranks 2,4,8"
+if wait_for 'REPLAY' 15; then pass "predfit: the UI opens"; else fail "predfit: the UI did not open"; fi
+tm send-keys -t "$S" g
+if wait_for "comm from --bench-comm's fits \\(gloo, ring\\)" 5 &&
+    wait_for '│ +2 +n/a +n/a +n/a +n/a +n/a' 5 &&
+    wait_for '│ +4 +1\.850 +1\.100 +1\.010 +1\.08x +54\.1' 5 &&
+    wait_for '│ +8 +n/a +n/a +n/a +n/a +n/a' 5; then
+    pass "predfit: g shows the fit's 4 ranks, 2 and 8 n/a"
+else
+    fail "predfit: the Scaling pane over a fit"
+    screen | grep -A8 'Scaling'
+fi
+quit_and_check predfit
+tm send-keys -t "$S" -l "unset DDPTOP_COMM_MODEL"
+tm send-keys -t "$S" Enter
+
 # the same two files followed (--follow, the job's folder): the follower's
 # result carries the prediction too, and g shows the replay's rows
 mkdir -p "$T/wf" && cp "$FIXTURES/whatif_args/rank0.json" "$FIXTURES/whatif_args/rank1.json" "$T/wf/"
