@@ -896,6 +896,8 @@ int follow_result_locked(struct follow *f, struct run_result *res, char *err, si
     res->replay.complete = 1; /* (only whole files are read) */
     res->replay.nleft_out = f->nnot_trace;
     memcpy(res->replay.left_out, f->not_trace, sizeof(res->replay.left_out));
+    if (f->predict) /* (the report's and the UI's: one owner) */
+        result_job_predict(res, f->predict);
     rc = 0;
 out:
     free(mine);

@@ -45,6 +45,7 @@
 #include "trace_analyze.h"
 
 struct config;
+struct run_config;
 struct run_result;
 
 #define FOLLOW_POLL_MS 200                          /* without inotify: the folder is listed this often */
@@ -121,6 +122,9 @@ struct follow {
     char dir[4096];
     const struct trace_rule *rule; /* --window (follow_open: trace_rules[0]); set before polling */
     int64_t idle_delay_ns;         /* --idle-delay-ns (follow_open: TRACE_IDLE_DELAY_NS); set before polling */
+    /* --predict's options (follow_open: NULL, none): follow_result fills
+     * the job's prediction from them; set before polling */
+    const struct run_config *predict;
     /* ---- published (lock held) ---- */
     pthread_mutex_t lock;
     uint64_t version; /* moves when a cycle lands */

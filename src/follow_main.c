@@ -54,6 +54,7 @@ int follow_main(const struct config *cfg, follow_show_fn show)
     }
     f.rule = &trace_rules[cfg->window];
     f.idle_delay_ns = cfg->idle_delay_ns;
+    f.predict = cfg->base.predict ? &cfg->base : NULL;
     int status = 0;
     if (show) {
         if (follow_start(&f, err, sizeof(err)) != 0) {
@@ -103,8 +104,6 @@ int follow_main(const struct config *cfg, follow_show_fn show)
     }
     follow_close(&f);
     results_speedup(&res, 1);
-    if (cfg->base.predict)
-        result_job_predict(&res, &cfg->base);
     int st = report_save_all(cfg, &res, 1);
     if (cfg->plot[0] && figures_save(cfg->plot, &res, 1, cfg->quiet) != 0 && st == 0)
         st = 1;

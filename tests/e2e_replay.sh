@@ -8,7 +8,9 @@
 # PyTorch (Kineto) trace gives the rank table and a timeline marked n/a;
 # with kernels, K shows their breakdown as the JSON report gives it. One
 # rank's file of a split trace of a run stopped half way keeps the run's rank
-# count, its planned steps and its state.
+# count, its planned steps and its state. A rank with [memory] events and
+# no kernels keeps its memory timeline in K; with --predict, g shows the
+# job's prediction, replayed and followed (figures worked out by hand).
 #
 # Usage: e2e_replay.sh /path/to/ddptop
 # Exit status: 0 pass, 1 fail, 77 skip (only when tmux is missing).
@@ -242,6 +244,100 @@ else
 fi
 kernels_pane_matches critpath "$T/critpath.json"
 quit_and_check critpath
+
+# ---- 2f. a rank with [memory] events and no kernels keeps its memory line ---------
+# memory_nokernels/: rank 0 runs a kernel and has no [memory] events; rank
+# 1 runs no kernel, its steps 1 [0,1000) and 2 [1000,2000) us, and cuda:1
+# events (Bytes -> Total Allocated, Total Reserved): 100: +2000000 ->
+# 3000000, 4 MB; 600: -500000 -> 2500000; 1200: +3500000 -> 6000000, 8 MB;
+# 1800: -4000000 -> 2000000. By hand: 4 events, start 3000000-2000000 =
+# 1.000 MB, end 2.000, peak 6.000 at 1.200 ms (after step 1's start, 0)
+# in step 2, reserved 8.000; step 1's peak 3 MB, step 2's 6 MB: the
+# sparkline's levels 3/6 x 7 + 0.5 -> 4 and 7, "▅█"
+replay memnok "$FIXTURES/memory_nokernels"
+if wait_for 'REPLAY' 15; then pass "memnok: the UI opens"; else fail "memnok: the UI did not open"; fi
+tm send-keys -t "$S" K
+if wait_for '─ Kernels ─.* rank 0 \(1 of 2\)' 5; then pass "memnok: the pane picks among 2 ranks"; else fail "memnok: the pane does not offer rank 1"; fi
+tm send-keys -t "$S" Tab
+tm send-keys -t "$S" Right
+tm send-keys -t "$S" End
+if wait_for '─ Kernels ─.* rank 1 \(2 of 2\)' 5 && wait_for '│ *rank 1: no kernel breakdown' 5 &&
+    wait_for '│ *memory timeline of rank 1 ' 5 &&
+    wait_for '│ *cuda:1 +4 +1\.000 +2\.000 +6\.000 +1\.200 +2 +8\.000 ' 5 &&
+    wait_for '│ *steps 1-2 ▅█ peak/step 6\.000 MB' 5; then
+    pass "memnok: rank 1, without kernels, shows its memory timeline as worked by hand"
+else
+    fail "memnok: rank 1's memory timeline is not in the Kernels pane"
+fi
+quit_and_check memnok
+
+# ---- 2g. the Scaling pane (g) shows --predict of the replayed job -------------------
+# whatif_args/ (tests/test_pytorch_traces.sh, case whatif): measured on 2
+# ranks, 1.000 ms/step, compute 0.700, comm 0.250 (0.160 exposed, 0.090
+# hidden); over --link 1GB/s,50us the step at 2, 4, 8 ranks is 1.850,
+# 2.550, 3.200 ms. Speedup, samples/s against the 2 measured ranks:
+# K/2 x 1.0/step_K = 0.54, 0.78, 1.25x; efficiency 1.0/step_K: 54.1,
+# 39.2 and 31.25% (printed 31.2 or 31.3: a tie at one decimal)
+replay predict "$FIXTURES/whatif_args --predict --link 1GB/s,50us --predict-ranks 2,4,8"
+if wait_for 'REPLAY' 15; then pass "predict: the UI opens"; else fail "predict: the UI did not open"; fi
+tm send-keys -t "$S" g
+if wait_for '─ Scaling ─.*the traced job predicted at more ranks' 5 &&
+    wait_for 'measured on 2 ranks: 1\.000 ms/step, compute 0\.700, comm 0\.250 \(0\.160 exposed, 0\.090 hidden\)' 5 &&
+    wait_for '│ +2 +1\.850 +1\.100 +1\.010 +0\.54x +54\.1' 5 &&
+    wait_for '│ +4 +2\.550 +1\.800 +1\.710 +0\.78x +39\.2' 5 &&
+    wait_for '│ +8 +3\.200 +2\.450 +2\.360 +1\.25x +31\.[23]' 5; then
+    pass "predict: g shows the job's prediction at 2, 4, 8 ranks as worked by hand"
+else
+    fail "predict: the Scaling pane does not show the prediction"
+    screen | grep -A8 'Scaling'
+fi
+quit_and_check predict
+
+# over a --bench-comm fit written by hand for 4 ranks only (100 us + 1 ns
+# a byte: the --link's t_4 at 4 ranks, test_pytorch_traces.sh): 4 ranks
+# 1.850 ms, 1.08x (4/2 x 1.0/1.85), 54.1%; 2 and 8 n/a
+cat >"$T/model.json" <<'JSON'
+{"fits": [{"backend": "gloo", "algo": "ring", "ranks": 4, "collective": "allreduce", "alpha_us": 100,
+           "beta_us_per_byte": 0.001, "r2": 1}]}
+JSON
+tm send-keys -t "$S" -l "export DDPTOP_COMM_MODEL=$T/model.json"
+tm send-keys -t "$S" Enter
+replay predfit "$FIXTURES/whatif_args --predict --predict-ranks 2,4,8"
+if wait_for 'REPLAY' 15; then pass "predfit: the UI opens"; else fail "predfit: the UI did not open"; fi
+tm send-keys -t "$S" g
+if wait_for "comm from --bench-comm's fits \\(gloo, ring\\)" 5 &&
+    wait_for '│ +2 +n/a +n/a +n/a +n/a +n/a' 5 &&
+    wait_for '│ +4 +1\.850 +1\.100 +1\.010 +1\.08x +54\.1' 5 &&
+    wait_for '│ +8 +n/a +n/a +n/a +n/a +n/a' 5; then
+    pass "predfit: g shows the fit's 4 ranks, 2 and 8 n/a"
+else
+    fail "predfit: the Scaling pane over a fit"
+    screen | grep -A8 'Scaling'
+fi
+quit_and_check predfit
+tm send-keys -t "$S" -l "unset DDPTOP_COMM_MODEL"
+tm send-keys -t "$S" Enter
+
+# the same two files followed (--follow, the job's folder): the follower's
+# result carries the prediction too, and g shows the replay's rows
+mkdir -p "$T/wf" && cp "$FIXTURES/whatif_args/rank0.json" "$FIXTURES/whatif_args/rank1.json" "$T/wf/"
+tm send-keys -t "$S" -l "cd $T && $BIN --follow $T/wf --predict --link 1GB/s,50us --predict-ranks 2,4,8 2>$T/wf.err; echo EXIT=\$? > $T/exit.wf"
+tm send-keys -t "$S" Enter
+if wait_for 'FOLLOW' 15; then pass "predict: the followed job's UI opens"; else fail "predict: --follow's UI did not open"; fi
+tm send-keys -t "$S" g
+if wait_for '─ Scaling ─.*the traced job predicted at more ranks' 10 &&
+    wait_for '│ +2 +1\.850 +1\.100 +1\.010 +0\.54x +54\.1' 5 &&
+    wait_for '│ +8 +3\.200 +2\.450 +2\.360 +1\.25x +31\.[23]' 5; then
+    pass "predict: followed, g shows the same prediction"
+else
+    fail "predict: the followed job's Scaling pane does not show the prediction"
+    screen | grep -A8 'Scaling'
+fi
+tm send-keys -t "$S" q
+if wait_file "$T/exit.wf" 10 && grep -q '^EXIT=0$' "$T/exit.wf"; then pass "predict: q ends the follow"; else fail "predict: q did not end the follow"; fi
+tm send-keys -t "$S" -l "clear"
+tm send-keys -t "$S" Enter
+sleep 0.2
 
 # ---- 3. one rank's file of a run stopped half way ----------------------------------
 # the header keeps the run's ranks and planned steps, the runs pane its state

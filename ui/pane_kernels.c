@@ -18,8 +18,10 @@
  * Every figure is read from the run's result (snap->result: the one the
  * report prints; trace/kernels.h tallies it, src/results.c its shares),
  * never worked out here. The lines scroll with the arrows when the pane
- * has focus; Left and Right pick the rank. A run without a breakdown (a
- * live run, a CPU trace) gets one line that says so.
+ * has focus; Left and Right pick the rank. A rank whose device ran no
+ * kernels but has a memory timeline is picked too: a line says it has no
+ * breakdown, then its tables (the memory timeline, the critical path).
+ * A run with neither (a live run, a CPU trace) gets one line that says so.
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,14 +41,20 @@
 
 #define MIX_NAME_W 56 /* the longest mix, "computation overlapping communication overlapping memory" */
 
-/* The rank_result of the k-th rank with a breakdown, or NULL; *n: how
- * many ranks have one. */
-static const struct rank_result *rank_with_kernels(const struct run_result *res, int k, int *n)
+/* Whether the pane shows rank q: it has a breakdown, or a memory timeline
+ * (a rank whose device ran no kernel may still have allocated). */
+static int rank_shown(const struct rank_result *q)
+{
+    return q->kernels_valid || (q->memtl_valid && q->memtl.n > 0);
+}
+
+/* The k-th rank the pane shows, or NULL; *n: how many it shows. */
+static const struct rank_result *rank_picked(const struct run_result *res, int k, int *n)
 {
     const struct rank_result *q = NULL;
     *n = 0;
     for (int i = 0; i < res->nranks; i++)
-        if (res->ranks[i].kernels_valid && (*n)++ == k)
+        if (rank_shown(&res->ranks[i]) && (*n)++ == k)
             q = &res->ranks[i];
     return q;
 }
@@ -265,6 +273,13 @@ static int tail_line(char *buf, size_t n, int c, const struct run_result *res, c
  * and a line per row), then the copies and queues (tail_line). */
 static int line_at(char *buf, size_t n, int i, int width, const struct run_result *res, const struct rank_result *q)
 {
+    if (!q->kernels_valid) { /* a line that says so, then the tables it has */
+        if (i == 0) {
+            snprintf(buf, n, "rank %d: no kernel breakdown: its device ran no kernels", q->rank);
+            return TH_DIM;
+        }
+        return tail_line(buf, n, i - 1, res, q);
+    }
     int mw = width - 38 < MIX_NAME_W ? width - 38 : MIX_NAME_W;
     if (mw < 12)
         mw = 12;
@@ -310,23 +325,31 @@ static int line_at(char *buf, size_t n, int i, int width, const struct run_resul
     return row->others ? TH_DIM : TH_VALUE;
 }
 
-static int line_count(const struct run_result *res, const struct rank_result *q)
+/* The lines tail_line gives (its line 0, blank, not counted). */
+static int tail_count(const struct run_result *res, const struct rank_result *q)
 {
-    int mixes = 0;
-    for (int m = 1; m < KERNEL_MIXES; m++)
-        mixes += mix_shown(res, q, m);
     int copies = copies_shown(q), queues = queues_shown(q), idles = idles_shown(q);
-    return 1 + mixes + 1 + 1 + q->kernels.nrows + (copies > 0 ? 3 + copies : 0) + (queues > 0 ? 3 + queues : 0) +
+    return (copies > 0 ? 3 + copies : 0) + (queues > 0 ? 3 + queues : 0) +
            (launches_shown(q) ? 2 + FMT_LAUNCH_LINES : 0) + (idles > 0 ? 3 + idles : 0) +
            (late_shown(res) > 0 ? 4 + late_shown(res) : 0) + (memtl_shown(q) > 0 ? 3 + 2 * memtl_shown(q) : 0) +
            critpath_shown(q);
 }
 
+static int line_count(const struct run_result *res, const struct rank_result *q)
+{
+    if (!q->kernels_valid)
+        return 1 + tail_count(res, q);
+    int mixes = 0;
+    for (int m = 1; m < KERNEL_MIXES; m++)
+        mixes += mix_shown(res, q, m);
+    return 1 + mixes + 1 + 1 + q->kernels.nrows + tail_count(res, q);
+}
+
 int kernels_pane_lines(const struct run_result *res)
 {
     int most = 1;
-    for (int i = 0; res && res->kernels_valid && i < res->nranks; i++)
-        if (res->ranks[i].kernels_valid) {
+    for (int i = 0; res && i < res->nranks; i++)
+        if (rank_shown(&res->ranks[i])) {
             int c = line_count(res, &res->ranks[i]);
             most = c > most ? c : most;
         }
@@ -342,13 +365,13 @@ static void kernels_draw(WINDOW *w, struct pane_view *v, int focused)
     werase(w);
     int nk = 0;
     const struct rank_result *q = NULL;
-    if (res && res->kernels_valid) {
-        rank_with_kernels(res, 0, &nk);
+    if (res) {
+        rank_picked(res, 0, &nk);
         if (vs->kern_rank >= nk)
             vs->kern_rank = nk - 1;
         if (vs->kern_rank < 0)
             vs->kern_rank = 0;
-        q = rank_with_kernels(res, vs->kern_rank, &nk);
+        q = rank_picked(res, vs->kern_rank, &nk);
     }
     if (!q) {
         vs->kern_rows = vs->kern_total = 0;

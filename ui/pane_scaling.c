@@ -5,11 +5,17 @@
  * 1-rank run of the same model), so without such a run there is nothing
  * to plot and the pane says how to get one (r, then s). It shares the
  * Runs table's place on the screen; `g` switches between them.
+ *
+ * A replayed or followed job run with --predict has no runs to plot: the
+ * pane shows its prediction instead, as the report prints it (the
+ * result's job_pred, result_job_predict), read, never worked out here.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "panes.h"
+#include "report.h"
+#include "report_fmt.h"
 #include "scaling.h"
 #include "sync.h"
 
@@ -27,12 +33,50 @@ static int dot_y(const struct canvas *c, const struct scaling_axes *ax, double s
     return scaling_dot_y(ax, speedup, c->dh);
 }
 
+/* The job's prediction (--predict of a replayed or followed job): the
+ * measured job, where the link's cost came from, then a row per rank
+ * count; or the note saying why there is none. */
+static void job_draw(WINDOW *w, const struct job_pred *j, int focused)
+{
+    int h, wd;
+    getmaxyx(w, h, wd);
+    draw_box(w, "Scaling", "the traced job predicted at more ranks  g: runs table", focused);
+    int x = 2, tw = wd - 4, y = 1, last = h - 2;
+    if (!j->valid) {
+        draw_text(w, y, x, tw, TH_DIM, j->note);
+        return;
+    }
+    draw_textf(w, y++, x, tw, TH_VALUE,
+               "measured on %d ranks: %.3f ms/step, compute %.3f, comm %.3f (%.3f exposed, %.3f hidden)", j->world,
+               j->step_ms, j->compute_ms, j->comm_ms, j->exposed_ms, j->hidden_ms);
+    if (y <= last)
+        draw_textf(w, y++, x, tw, TH_DIM, "comm from %s", j->link);
+    if (y <= last)
+        draw_textf(w, y++, x, tw, TH_LABEL, "%6s %10s %9s %9s %8s %6s", "ranks", "pred ms", "comm", "exposed",
+                   "speedup", "eff%");
+    for (int k = 0; k < j->nrows && y <= last; k++) {
+        const struct scaling_pred *sp = &j->rows[k];
+        char c[5][32];
+        draw_textf(w, y++, x, tw, sp->valid ? TH_VALUE : TH_DIM, "%6d %10s %9s %9s %8s %6s", sp->ranks,
+                   rep_fig(c[0], sizeof(c[0]), "%.3f", sp->step_ms, sp->valid),
+                   rep_fig(c[1], sizeof(c[1]), "%.3f", sp->comm_ms, sp->valid),
+                   rep_fig(c[2], sizeof(c[2]), "%.3f", sp->exposed_ms, sp->valid),
+                   rep_fig(c[3], sizeof(c[3]), "%.2fx", sp->speedup, sp->valid),
+                   rep_fig(c[4], sizeof(c[4]), "%.1f", sp->efficiency, sp->valid));
+    }
+}
+
 static void scaling_draw(WINDOW *w, struct pane_view *v, int focused)
 {
     const struct scaling *sc = v->scaling;
     int h, wd;
     getmaxyx(w, h, wd);
     werase(w);
+    const struct run_result *res = v->snap ? v->snap->result : NULL;
+    if (res && (res->job.valid || res->job.note[0])) {
+        job_draw(w, &res->job, focused);
+        return;
+    }
     struct scaling_axes ax;
     int nvalid = sc ? scaling_axes(sc, &ax) : 0;
     draw_box(w, "Scaling", nvalid ? "speedup against ranks, vs a 1-rank run  g: runs table" : "g: runs table", focused);
