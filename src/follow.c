@@ -330,6 +330,18 @@ static int follow_critpath(struct rank_result *rr, const struct follow_cycle *co
 }
 
 /* A cycle that was read: its figures, its rank's latest spans, published. */
+/* land's way out when a table of the cycle ran out of memory (doing: what
+ * it was doing): the file is left out, and said so. */
+static void land_oom(struct follow *f, struct follow_file *e, struct follow_cycle *c, struct trace_step_info *st,
+                     struct span *spans, const char *doing)
+{
+    cycle_free(c);
+    free(st);
+    free(spans);
+    e->state = FILE_REFUSED;
+    say(f, "%s: out of memory %s; left out", e->name, doing);
+}
+
 static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, const struct trace_cycle *tc,
                  int64_t now)
 {
@@ -363,29 +375,17 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
                          launch_tally_rank(&c.launch_rest, r, f->rule, &c.f_rest) != 0 ||
                          straggler_gather_rank(&c.late, r, f->rule, &whole) != 0 ||
                          straggler_gather_rank(&c.late_rest, r, f->rule, &c.f_rest) != 0)) {
-        cycle_free(&c);
-        free(st);
-        free(spans);
-        e->state = FILE_REFUSED;
-        say(f, "%s: out of memory tallying its kernels; left out", e->name);
+        land_oom(f, e, &c, st, spans, "tallying its kernels");
         return;
     }
     if (whatif_gather_rank(&c.colls, r, &whole) != 0 || whatif_gather_rank(&c.colls_rest, r, &c.f_rest) != 0) {
-        cycle_free(&c);
-        free(st);
-        free(spans);
-        e->state = FILE_REFUSED;
-        say(f, "%s: out of memory gathering its collectives; left out", e->name);
+        land_oom(f, e, &c, st, spans, "gathering its collectives");
         return;
     }
     c.kernels_valid = c.f.gpu_view;
     memtl_table_rank(&c.memtl, r);
     if (critpath_each_step(&c.paths, &c.npaths, r) != 0) {
-        cycle_free(&c);
-        free(st);
-        free(spans);
-        e->state = FILE_REFUSED;
-        say(f, "%s: out of memory finding its critical paths; left out", e->name);
+        land_oom(f, e, &c, st, spans, "finding its critical paths");
         return;
     }
     if (c.f.gpu_view) {
@@ -396,11 +396,7 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
                          queue_tally_rank(&c.queue_rest, r, f->rule, &c.f_rest) != 0 ||
                          idle_table_rank(&c.idle, r, f->rule, &whole, f->idle_delay_ns) != 0 ||
                          idle_table_rank(&c.idle_rest, r, f->rule, &c.f_rest, f->idle_delay_ns) != 0)) {
-        cycle_free(&c);
-        free(st);
-        free(spans);
-        e->state = FILE_REFUSED;
-        say(f, "%s: out of memory following its launch queues; left out", e->name);
+        land_oom(f, e, &c, st, spans, "following its launch queues");
         return;
     }
     if (nsteps == 1) { /* its one step left out: nothing is left */
@@ -412,11 +408,7 @@ static void land(struct follow *f, struct follow_file *e, struct trace_doc *d, c
         straggler_gather_free(&c.late_rest);
         whatif_gather_free(&c.colls_rest);
         if (c.f.gpu_view && straggler_gather_steps(&c.late_rest, r) != 0) {
-            cycle_free(&c);
-            free(st);
-            free(spans);
-            e->state = FILE_REFUSED;
-            say(f, "%s: out of memory gathering its collectives; left out", e->name);
+            land_oom(f, e, &c, st, spans, "gathering its collectives");
             return;
         }
         int gpu = c.f_rest.gpu_view;

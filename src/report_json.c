@@ -99,6 +99,20 @@ static cJSON *json_replay(const struct replay_source *src)
     return o;
 }
 
+/* A predicted row's own figures (--predict's tables, the run's and a
+ * replayed job's alike). */
+static cJSON *json_pred_row(const struct scaling_pred *sp)
+{
+    cJSON *row = cJSON_CreateObject();
+    cJSON_AddNumberToObject(row, "ranks", sp->ranks);
+    add_num(row, "step_ms", sp->step_ms, sp->valid);
+    add_num(row, "comm_ms", sp->comm_ms, sp->valid);
+    add_num(row, "exposed_comm_ms", sp->exposed_ms, sp->valid);
+    add_num(row, "speedup", sp->speedup, sp->valid);
+    add_num(row, "efficiency_pct", sp->efficiency, sp->valid);
+    return row;
+}
+
 static cJSON *json_prediction(const struct run_result *res, int n, int i)
 {
     const struct run_result *r = &res[i];
@@ -109,13 +123,7 @@ static cJSON *json_prediction(const struct run_result *res, int n, int i)
     cJSON *rows = cJSON_AddArrayToObject(o, "rows");
     for (int k = 0; k < r->nspred; k++) {
         const struct scaling_pred *sp = &r->spred[k];
-        cJSON *row = cJSON_CreateObject();
-        cJSON_AddNumberToObject(row, "ranks", sp->ranks);
-        add_num(row, "step_ms", sp->step_ms, sp->valid);
-        add_num(row, "comm_ms", sp->comm_ms, sp->valid);
-        add_num(row, "exposed_comm_ms", sp->exposed_ms, sp->valid);
-        add_num(row, "speedup", sp->speedup, sp->valid);
-        add_num(row, "efficiency_pct", sp->efficiency, sp->valid);
+        cJSON *row = json_pred_row(sp);
         int j = rep_measured_for(res, n, i, sp->ranks);
         add_num(row, "measured_run", j, j >= 0);
         add_num(row, "measured_step_ms", j >= 0 ? res[j].rate.ms : 0, j >= 0);
@@ -148,13 +156,7 @@ static cJSON *json_job_prediction(const struct run_result *r)
     cJSON *rows = cJSON_AddArrayToObject(o, "rows");
     for (int k = 0; rows && k < j->nrows; k++) {
         const struct scaling_pred *sp = &j->rows[k];
-        cJSON *row = cJSON_CreateObject();
-        cJSON_AddNumberToObject(row, "ranks", sp->ranks);
-        add_num(row, "step_ms", sp->step_ms, sp->valid);
-        add_num(row, "comm_ms", sp->comm_ms, sp->valid);
-        add_num(row, "exposed_comm_ms", sp->exposed_ms, sp->valid);
-        add_num(row, "speedup", sp->speedup, sp->valid);
-        add_num(row, "efficiency_pct", sp->efficiency, sp->valid);
+        cJSON *row = json_pred_row(sp);
         cJSON_AddItemToArray(rows, row);
     }
     return o;
